@@ -1,0 +1,613 @@
+//! A node: opens (and recovers) the binlog and the store, executes client transactions through row locks and
+//! group commit, and answers the questions the servers built on it ask (status, rows, positions, events).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use serde::Serialize;
+
+use crate::binlog::event::flags;
+use crate::binlog::reader::{FileReader, Item, TransactionReader};
+use crate::binlog::writer::{BinlogFileInfo, BinlogWriter, TailRecovery};
+use crate::binlog::{file_name, file_seq, BinlogCoord, BinlogError, MAGIC};
+use crate::commit::{
+    CommitConfig, CommitError, CommitLog, CommitMode, Committed, Durability, GroupCommit, GroupReport, GtidOverride,
+    PreparedTxn,
+};
+use crate::gtid::{DomainId, Gtid, GtidPosition, SeqNo, ServerId};
+use crate::gtid_alloc::{GtidAllocator, StrictModeViolation};
+use crate::limits::Limits;
+use crate::locks::RowLocks;
+use crate::row::{row_bytes, Row, RowChange, RowOp, Value};
+use crate::store::{Store, StoreError, TableChecksum};
+
+/// Recent transactions kept in memory for the events API.
+pub const RECENT_EVENTS_MAX: usize = 10_000;
+/// Transactions applied per store commit while replaying the binlog at start-up.
+const REPLAY_BATCH_TXNS: usize = 1_000;
+
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub server_id: ServerId,
+    pub default_domain: DomainId,
+    pub data_dir: PathBuf,
+    pub commit: CommitConfig,
+    pub binlog_file_bytes_max: u64,
+    /// Interval of periodic store checkpoints.
+    pub checkpoint_interval: Duration,
+    /// Log before images in row events (after images are always logged).
+    pub log_before_images: bool,
+    pub limits: Limits,
+}
+
+impl NodeConfig {
+    pub fn new(server_id: ServerId, data_dir: impl Into<PathBuf>) -> Self {
+        NodeConfig {
+            server_id,
+            default_domain: 0,
+            data_dir: data_dir.into(),
+            commit: CommitConfig {
+                mode: CommitMode::Group,
+                durability: Durability::Local,
+                wait_count: 1,
+                wait_us: 0,
+                strict_mode: true,
+            },
+            binlog_file_bytes_max: 64 << 20,
+            checkpoint_interval: Duration::from_secs(1),
+            log_before_images: true,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// A client transaction: row operations, optionally in a chosen domain, optionally with a privileged GTID.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TxnRequest {
+    /// Domain for this transaction (the node's default domain when None).
+    pub domain: Option<DomainId>,
+    /// Privileged: server_id to stamp instead of the node's own.
+    pub server_id: Option<ServerId>,
+    /// Privileged: seq_no to use instead of allocating one (checked by strict mode).
+    pub seq_no: Option<SeqNo>,
+    pub ops: Vec<RowOp>,
+}
+
+/// Why a transaction was refused; nothing of it was written.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TxnError {
+    #[error("the node is read-only: writes are refused")]
+    ReadOnly,
+    #[error("invalid transaction: {0}")]
+    Invalid(String),
+    #[error("transaction too large: {0}")]
+    TooLarge(String),
+    #[error("cannot increment field {field:?} of {table}/{key}: it holds text, not an integer")]
+    TypeMismatch { table: String, key: String, field: String },
+    #[error("increment of field {field:?} of {table}/{key} overflows a 64-bit integer")]
+    Overflow { table: String, key: String, field: String },
+    #[error(transparent)]
+    Strict(#[from] StrictModeViolation),
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    #[error("{0}")]
+    NodeFailed(String),
+}
+
+impl From<CommitError> for TxnError {
+    fn from(e: CommitError) -> Self {
+        match e {
+            CommitError::Strict(v) => TxnError::Strict(v),
+            CommitError::Failed(why) => TxnError::NodeFailed(format!("node cannot commit: {why}")),
+        }
+    }
+}
+
+impl From<StoreError> for TxnError {
+    fn from(e: StoreError) -> Self {
+        TxnError::NodeFailed(e.to_string())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error(transparent)]
+    Binlog(#[from] BinlogError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Recovery(String),
+    #[error(transparent)]
+    Commit(#[from] CommitError),
+}
+
+/// One committed transaction, as the events API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventSummary {
+    /// Node-local, increasing number of this entry (a paging cursor).
+    pub seq: u64,
+    pub gtid: String,
+    pub domain: DomainId,
+    pub server_id: ServerId,
+    pub seq_no: SeqNo,
+    pub commit_id: u64,
+    pub flags: u8,
+    pub commit_ts_us: u64,
+    pub file: String,
+    pub offset: u64,
+    pub tables: Vec<String>,
+    pub rows: u32,
+}
+
+/// Counters of the commit pipeline.
+#[derive(Debug, Default)]
+pub struct CommitCounters {
+    pub commits: AtomicU64,
+    pub groups: AtomicU64,
+    pub fsyncs: AtomicU64,
+    pub bytes_written: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CounterSnapshot {
+    pub commits: u64,
+    pub groups: u64,
+    pub fsyncs: u64,
+    pub bytes_written: u64,
+}
+
+impl CommitCounters {
+    pub fn snapshot(&self) -> CounterSnapshot {
+        CounterSnapshot {
+            commits: self.commits.load(Ordering::Relaxed),
+            groups: self.groups.load(Ordering::Relaxed),
+            fsyncs: self.fsyncs.load(Ordering::Relaxed),
+            bytes_written: self.bytes_written.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Receives every committed group (metrics).
+pub trait CommitObserver: Send + Sync {
+    fn group_committed(&self, report: &GroupReport);
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeStatus {
+    pub server_id: ServerId,
+    pub default_domain: DomainId,
+    pub read_only: bool,
+    pub gtid_binlog_state: String,
+    pub gtid_binlog_pos: String,
+    pub gtid_current_pos: String,
+    pub binlog_files: Vec<BinlogFileInfo>,
+    pub binlog_coord: BinlogCoord,
+    pub durable_through: Option<BinlogCoord>,
+    pub commit_mode: CommitMode,
+    pub durability: Durability,
+    pub counters: CounterSnapshot,
+    pub failed: Option<String>,
+}
+
+/// What start-up recovery did, for the log and for tests.
+#[derive(Debug, Clone, Default)]
+pub struct RecoveryReport {
+    pub tail: TailRecovery,
+    pub replayed_txns: u64,
+    pub replayed_from: Option<BinlogCoord>,
+}
+
+/// The node's visible position, with a condition to wait on.
+struct PositionWatch {
+    position: Mutex<GtidPosition>,
+    moved: Condvar,
+}
+
+pub struct Node {
+    config: NodeConfig,
+    commit: GroupCommit,
+    store: Arc<Store>,
+    locks: RowLocks,
+    read_only: AtomicBool,
+    counters: Arc<CommitCounters>,
+    watch: Arc<PositionWatch>,
+    recent: Arc<Mutex<VecDeque<EventSummary>>>,
+    recovery: RecoveryReport,
+    stopping: AtomicBool,
+}
+
+impl Node {
+    /// Opens the node's data directory: recovers the binlog tail, replays the binlog into the store from its
+    /// last durable coordinate, and makes the result durable before serving.
+    pub fn open(config: NodeConfig, observer: Option<Arc<dyn CommitObserver>>) -> Result<Arc<Node>, NodeError> {
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| BinlogError::io(&config.data_dir, e))?;
+        let binlog_dir = config.data_dir.join("binlog");
+        let (binlog, tail) = BinlogWriter::open(&binlog_dir, config.server_id, config.binlog_file_bytes_max)?;
+        let store = Arc::new(Store::open(&config.data_dir.join("store.redb"))?);
+        let applied = store.applied_through()?;
+        if let Some(applied) = applied {
+            if applied > binlog.coord() {
+                return Err(NodeError::Recovery(format!(
+                    "the store is durable through {applied}, past the end of the binlog at {}: the binlog lost acknowledged data; refusing to start",
+                    binlog.coord()
+                )));
+            }
+        }
+        let recent = Arc::new(Mutex::new(VecDeque::with_capacity(RECENT_EVENTS_MAX)));
+        let replayed = replay(&binlog, &store, applied, &recent)?;
+        let mut log = CommitLog::new(binlog, store.clone(), applied);
+        if replayed > 0 || applied.is_none() {
+            log.checkpoint(config.commit.durability)?;
+        }
+        if replayed > 0 {
+            tracing::info!(replayed, from = ?applied.map(|c| c.to_string()), "replayed the binlog into the store");
+        }
+        let position = log.binlog.state().position().clone();
+        let alloc = Arc::new(GtidAllocator::new(config.server_id, &position));
+        let counters = Arc::new(CommitCounters::default());
+        let watch = Arc::new(PositionWatch { position: Mutex::new(position), moved: Condvar::new() });
+        let on_group = {
+            let (counters, watch, recent) = (counters.clone(), watch.clone(), recent.clone());
+            Box::new(move |report: &GroupReport| {
+                counters.commits.fetch_add(report.txns.len() as u64, Ordering::Relaxed);
+                counters.groups.fetch_add(1, Ordering::Relaxed);
+                counters.fsyncs.fetch_add(u64::from(report.fsync.is_some()), Ordering::Relaxed);
+                counters.bytes_written.fetch_add(report.bytes, Ordering::Relaxed);
+                {
+                    let mut recent = recent.lock();
+                    for t in &report.txns {
+                        push_recent(&mut recent, summary(t.committed.gtid, t.committed.commit_id, t.flags, t.committed.commit_ts_us, t.start, t.tables.clone(), t.rows));
+                    }
+                }
+                {
+                    let mut pos = watch.position.lock();
+                    for t in &report.txns {
+                        pos.set(t.committed.gtid);
+                    }
+                }
+                watch.moved.notify_all();
+                if let Some(observer) = &observer {
+                    observer.group_committed(report);
+                }
+            })
+        };
+        let commit = GroupCommit::new(config.commit.clone(), alloc, log, on_group);
+        let recovery = RecoveryReport { tail, replayed_txns: replayed, replayed_from: applied };
+        Ok(Arc::new(Node {
+            config,
+            commit,
+            store,
+            locks: RowLocks::new(),
+            read_only: AtomicBool::new(false),
+            counters,
+            watch,
+            recent,
+            recovery,
+            stopping: AtomicBool::new(false),
+        }))
+    }
+
+    pub fn config(&self) -> &NodeConfig {
+        &self.config
+    }
+
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+
+    pub fn counters(&self) -> CounterSnapshot {
+        self.counters.snapshot()
+    }
+
+    pub fn set_read_only(&self, on: bool) {
+        self.read_only.store(on, Ordering::SeqCst);
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only.load(Ordering::SeqCst)
+    }
+
+    fn check_name(&self, what: &str, name: &str) -> Result<(), TxnError> {
+        let max = self.config.limits.name_bytes_max;
+        if name.is_empty() || name.len() > max {
+            return Err(TxnError::Invalid(format!("{what} {name:?} must be 1 to {max} bytes long")));
+        }
+        if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_')) {
+            return Err(TxnError::Invalid(format!("{what} {name:?} contains {c:?}: use letters, digits and '_'")));
+        }
+        Ok(())
+    }
+
+    fn validate(&self, req: &TxnRequest, privileged: bool) -> Result<(), TxnError> {
+        let limits = &self.config.limits;
+        if req.ops.is_empty() {
+            return Err(TxnError::Invalid("a transaction needs at least one operation".into()));
+        }
+        if req.ops.len() > limits.txn_ops_max {
+            return Err(TxnError::TooLarge(format!("{} operations, the limit is {}", req.ops.len(), limits.txn_ops_max)));
+        }
+        if (req.server_id.is_some() || req.seq_no.is_some()) && !privileged {
+            return Err(TxnError::PermissionDenied("setting server_id or seq_no needs a privileged (authenticated) connection".into()));
+        }
+        for op in &req.ops {
+            self.check_name("table name", op.table())?;
+            if op.key().len() > limits.key_bytes_max {
+                return Err(TxnError::Invalid(format!("key of {} bytes exceeds the {}-byte limit", op.key().len(), limits.key_bytes_max)));
+            }
+            match op {
+                RowOp::Put { row, .. } => row.keys().try_for_each(|f| self.check_name("field name", f))?,
+                RowOp::Increment { field, .. } => self.check_name("field name", field)?,
+                RowOp::Delete { .. } => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Turns operations into row images against the current rows (locks held by the caller).
+    fn images(&self, ops: Vec<RowOp>) -> Result<Vec<RowChange>, TxnError> {
+        let keys: Vec<(&str, &str)> = ops.iter().map(|op| (op.table(), op.key())).collect();
+        let current = self.store.read_rows(&keys)?;
+        let mut overlay: HashMap<(String, String), Option<Row>> = HashMap::new();
+        for ((table, key), row) in keys.iter().zip(current) {
+            overlay.entry((table.to_string(), key.to_string())).or_insert(row);
+        }
+        let mut changes = Vec::with_capacity(ops.len());
+        let mut bytes = 0usize;
+        for op in ops {
+            let slot = overlay.get_mut(&(op.table().to_string(), op.key().to_string())).expect("read above");
+            let before = slot.clone();
+            let (table, key, after) = match op {
+                RowOp::Put { table, key, row } => (table, key, Some(row)),
+                RowOp::Delete { table, key } => (table, key, None),
+                RowOp::Increment { table, key, field, by } => {
+                    let mut row = before.clone().unwrap_or_default();
+                    let old = match row.get(&field) {
+                        None => 0,
+                        Some(Value::Int(n)) => *n,
+                        Some(Value::Text(_)) => return Err(TxnError::TypeMismatch { table, key, field }),
+                    };
+                    let Some(new) = old.checked_add(by) else {
+                        return Err(TxnError::Overflow { table, key, field });
+                    };
+                    row.insert(field, Value::Int(new));
+                    (table, key, Some(row))
+                }
+            };
+            *slot = after.clone();
+            bytes += table.len() + key.len() + after.as_ref().map_or(0, |r| row_bytes(r).len());
+            let before = if self.config.log_before_images { before } else { None };
+            bytes += before.as_ref().map_or(0, |r| row_bytes(r).len());
+            if bytes > self.config.limits.txn_bytes_max {
+                return Err(TxnError::TooLarge(format!(
+                    "row images exceed the {}-byte transaction limit",
+                    self.config.limits.txn_bytes_max
+                )));
+            }
+            changes.push(RowChange { table, key, before, after });
+        }
+        Ok(changes)
+    }
+
+    /// Executes a transaction: locks its rows, computes images, group-commits, releases the locks.
+    /// Blocking: call from a thread that may wait (e.g. `spawn_blocking`).
+    pub fn execute(&self, req: TxnRequest, privileged: bool) -> Result<Committed, TxnError> {
+        if self.is_read_only() {
+            return Err(TxnError::ReadOnly);
+        }
+        self.validate(&req, privileged)?;
+        let guard = self.locks.lock(req.ops.iter().map(|op| (op.table().to_string(), op.key().to_string())));
+        let changes = self.images(req.ops)?;
+        let txn = PreparedTxn {
+            domain: req.domain.unwrap_or(self.config.default_domain),
+            gtid_override: GtidOverride { server: req.server_id, seq: req.seq_no },
+            changes,
+            flags: if guard.waited { flags::WAITED } else { 0 },
+        };
+        let committed = self.commit.commit(txn)?;
+        drop(guard);
+        Ok(committed)
+    }
+
+    pub fn read_row(&self, table: &str, key: &str) -> Result<Option<Row>, TxnError> {
+        self.check_name("table name", table)?;
+        Ok(self.store.get(table, key)?)
+    }
+
+    /// The position whose transactions are visible (written here and applied to the store).
+    pub fn position(&self) -> GtidPosition {
+        self.watch.position.lock().clone()
+    }
+
+    /// Blocks until the node's position is ahead of `target` or `timeout` passes; returns the position either way,
+    /// with `Ok` only when it was reached.
+    pub fn wait_for_position(&self, target: &GtidPosition, timeout: Duration) -> Result<GtidPosition, GtidPosition> {
+        let deadline = Instant::now() + timeout;
+        let mut pos = self.watch.position.lock();
+        while !pos.is_ahead_of(target) {
+            if self.watch.moved.wait_until(&mut pos, deadline).timed_out() && !pos.is_ahead_of(target) {
+                return Err(pos.clone());
+            }
+        }
+        Ok(pos.clone())
+    }
+
+    pub fn status(&self) -> NodeStatus {
+        let (state, pos, files, coord, durable, failed) = self.commit.with_log(|log| {
+            (
+                log.binlog.state().to_string(),
+                log.binlog.state().position().clone(),
+                log.binlog.files(),
+                log.binlog.coord(),
+                log.durable_through,
+                log.failed().map(String::from),
+            )
+        });
+        NodeStatus {
+            server_id: self.config.server_id,
+            default_domain: self.config.default_domain,
+            read_only: self.is_read_only(),
+            gtid_binlog_state: state,
+            gtid_binlog_pos: pos.to_string(),
+            gtid_current_pos: pos.to_string(),
+            binlog_files: files,
+            binlog_coord: coord,
+            durable_through: durable,
+            commit_mode: self.config.commit.mode,
+            durability: self.config.commit.durability,
+            counters: self.counters.snapshot(),
+            failed,
+        }
+    }
+
+    /// Makes the store durable and logs a checkpoint event.
+    pub fn checkpoint(&self) -> Result<Option<BinlogCoord>, NodeError> {
+        let durability = self.config.commit.durability;
+        Ok(self.commit.with_log(|log| log.checkpoint(durability))?)
+    }
+
+    /// Closes the current binlog file and starts the next (FLUSH LOGS); returns the new file's name.
+    pub fn flush_logs(&self) -> Result<String, NodeError> {
+        let durability = self.config.commit.durability;
+        self.commit.with_log(|log| {
+            log.rotate(durability)?;
+            Ok(file_name(log.binlog.coord().file_seq))
+        })
+    }
+
+    /// Deletes binlog files before `file` (PURGE BINARY LOGS TO); refuses to touch files recovery still needs.
+    pub fn purge_logs_before(&self, file: &str) -> Result<Vec<String>, NodeError> {
+        let durability = self.config.commit.durability;
+        self.commit.with_log(|log| {
+            let durable = log.checkpoint(durability)?.map_or(1, |c| c.file_seq);
+            Ok(log.binlog.purge_before(file, durable)?)
+        })
+    }
+
+    pub fn binlog_dir(&self) -> PathBuf {
+        self.config.data_dir.join("binlog")
+    }
+
+    /// Recent transactions, newest first: at most `limit`, optionally one domain, older than cursor `before`.
+    pub fn recent_events(&self, domain: Option<DomainId>, limit: usize, before: Option<u64>) -> Vec<EventSummary> {
+        let recent = self.recent.lock();
+        recent
+            .iter()
+            .rev()
+            .filter(|e| before.is_none_or(|b| e.seq < b))
+            .filter(|e| domain.is_none_or(|d| e.domain == d))
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+
+    pub fn checksums(&self) -> Result<BTreeMap<String, TableChecksum>, StoreError> {
+        self.store.checksums()
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Starts the periodic checkpointer; it ends when [`Node::stop`] is called.
+    pub fn start_checkpointer(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
+        let node = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("checkpointer".into())
+            .spawn(move || {
+                let interval = node.config.checkpoint_interval;
+                let mut last = node.counters.snapshot().commits;
+                while !node.stopping.load(Ordering::SeqCst) {
+                    std::thread::park_timeout(interval);
+                    let now = node.counters.snapshot().commits;
+                    if now != last {
+                        if let Err(e) = node.checkpoint() {
+                            tracing::error!("checkpoint failed: {e}");
+                        }
+                        last = now;
+                    }
+                }
+            })
+            .expect("spawn checkpointer")
+    }
+
+    /// Stops background work and makes the store durable (a clean shutdown needs no replay).
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        if let Err(e) = self.checkpoint() {
+            tracing::error!("final checkpoint failed: {e}");
+        }
+    }
+}
+
+fn summary(gtid: Gtid, commit_id: u64, flags: u8, commit_ts_us: u64, start: BinlogCoord, tables: Vec<String>, rows: u32) -> EventSummary {
+    EventSummary {
+        seq: 0,
+        gtid: gtid.to_string(),
+        domain: gtid.domain,
+        server_id: gtid.server,
+        seq_no: gtid.seq,
+        commit_id,
+        flags,
+        commit_ts_us,
+        file: file_name(start.file_seq),
+        offset: start.offset,
+        tables,
+        rows,
+    }
+}
+
+fn push_recent(recent: &mut VecDeque<EventSummary>, mut entry: EventSummary) {
+    entry.seq = recent.back().map_or(1, |e| e.seq + 1);
+    if recent.len() == RECENT_EVENTS_MAX {
+        recent.pop_front();
+    }
+    recent.push_back(entry);
+}
+
+/// Applies to the store every transaction logged after `applied` (all of them for a new store), and fills the
+/// recent-events ring from the last file. Returns how many transactions were replayed.
+fn replay(binlog: &BinlogWriter, store: &Store, applied: Option<BinlogCoord>, recent: &Mutex<VecDeque<EventSummary>>) -> Result<u64, NodeError> {
+    let files = binlog.file_names().to_vec();
+    let last_seq = binlog.coord().file_seq;
+    let mut replayed = 0u64;
+    let mut batch: Vec<Vec<RowChange>> = Vec::new();
+    let mut through = applied;
+    for name in &files {
+        let seq = file_seq(name).expect("index holds binlog names");
+        let needed = applied.is_none_or(|a| seq >= a.file_seq);
+        if !needed && seq != last_seq {
+            continue;
+        }
+        let path = binlog.dir().join(name);
+        let mut reader = TransactionReader::new(FileReader::open_at(&path, MAGIC.len() as u64)?);
+        for item in reader.by_ref() {
+            let Item::Transaction(txn) = item? else { continue };
+            let end = BinlogCoord { file_seq: seq, offset: txn.end_offset };
+            if seq == last_seq {
+                let start = BinlogCoord { file_seq: seq, offset: txn.offset };
+                let mut tables: Vec<String> = txn.changes.iter().map(|c| c.table.clone()).collect();
+                tables.dedup();
+                let h = txn.header;
+                push_recent(&mut recent.lock(), summary(h.gtid, h.commit_id, h.flags, h.commit_ts_us, start, tables, txn.changes.len() as u32));
+            }
+            if applied.is_some_and(|a| end <= a) {
+                continue;
+            }
+            batch.push(txn.changes);
+            through = Some(end);
+            replayed += 1;
+            if batch.len() >= REPLAY_BATCH_TXNS {
+                store.apply(batch.iter().map(Vec::as_slice), through.expect("set above"), false)?;
+                batch.clear();
+            }
+        }
+    }
+    if !batch.is_empty() {
+        store.apply(batch.iter().map(Vec::as_slice), through.expect("set above"), false)?;
+    }
+    Ok(replayed)
+}
