@@ -1,1 +1,35 @@
-fn main() {}
+//! `ferry-bench`: load benchmarks for Ferry nodes. Every command prints human-readable lines and ends with one
+//! line holding a single JSON object of its figures.
+//!
+//! - `commit`: many connections each committing small single-row transactions against a running node.
+//! - `fsync`: the raw fsync latency of the disk under a directory (what per-transaction fsync is bound by).
+
+mod commit;
+mod fsync;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "ferry-bench", version, about = "Ferry benchmarks; the last line of output is one JSON object")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Commit throughput and latency of a running node.
+    Commit(commit::Args),
+    /// Raw fsync latency of the disk holding --dir.
+    Fsync(fsync::Args),
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Commit(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            runtime.block_on(commit::run(args))
+        }
+        Command::Fsync(args) => fsync::run(args),
+    }
+}

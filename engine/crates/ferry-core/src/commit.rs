@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex};
 
 use crate::binlog::event::{encode_event, flags, Event, GtidEvent};
 use crate::binlog::writer::{now_us, BinlogWriter};
@@ -160,19 +160,31 @@ impl CommitLog {
         CommitError::Failed(why)
     }
 
-    /// Makes the store durable through everything applied and logs a checkpoint event.
-    pub fn checkpoint(&mut self, durability: Durability) -> Result<Option<BinlogCoord>, CommitError> {
+    /// Before freezing the store for a checkpoint: with durability `none` the binlog is not fsynced per group,
+    /// and the store must never be durable ahead of the binlog.
+    pub fn sync_for_checkpoint(&mut self, durability: Durability) -> Result<(), CommitError> {
         if durability == Durability::None {
-            // The store must never be durable ahead of the binlog.
-            self.binlog.sync().map_err(|e| self.fail(e.to_string()))?;
+            self.binlog.sync().map_err(|e| self.fail(format!("binlog fsync: {e}")))?;
         }
-        let through = self.store.checkpoint().map_err(|e| self.fail(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Logs a checkpoint event for a durable store flush through `through`.
+    pub fn record_checkpoint(&mut self, through: Option<BinlogCoord>) -> Result<(), CommitError> {
         if let Some(through) = through {
             if self.durable_through != Some(through) {
-                self.binlog.write_checkpoint(through).map_err(|e| self.fail(e.to_string()))?;
+                self.binlog.write_checkpoint(through).map_err(|e| self.fail(format!("binlog write: {e}")))?;
             }
             self.durable_through = Some(through);
         }
+        Ok(())
+    }
+
+    /// A whole checkpoint with the binlog lock held throughout (at rotation and at start-up).
+    pub fn checkpoint(&mut self, durability: Durability) -> Result<Option<BinlogCoord>, CommitError> {
+        self.sync_for_checkpoint(durability)?;
+        let through = self.store.checkpoint().map_err(|e| self.fail(format!("store checkpoint: {e}")))?;
+        self.record_checkpoint(through)?;
         Ok(through)
     }
 
@@ -185,32 +197,55 @@ impl CommitLog {
 
 enum TicketState {
     Waiting,
-    /// Naive scheduling: the binlog part is done; apply your own store part when `turn` comes.
-    Binlogged { turn: usize, txn: PreparedTxn, end: BinlogCoord, committed: Committed },
+    /// Naive scheduling: the binlog part is done; apply your own store part when your turn comes.
+    Binlogged(NaiveTurn),
     Done(Result<Committed, CommitError>),
+}
+
+/// A member's share of the store part under naive scheduling.
+struct NaiveTurn {
+    txn: PreparedTxn,
+    end: BinlogCoord,
+    committed: Committed,
+    /// The member to signal after applying (None for the last one, which signals `group_done`).
+    next: Option<Arc<Ticket>>,
+    group_done: Arc<(Mutex<bool>, Condvar)>,
 }
 
 struct Ticket {
     txn: Mutex<Option<PreparedTxn>>,
     state: Mutex<TicketState>,
     cv: Condvar,
+    /// Naive scheduling: set by the predecessor when this member may apply its store part.
+    my_turn: Mutex<bool>,
+    turn_cv: Condvar,
 }
 
 impl Ticket {
-    fn finish(&self, result: Result<Committed, CommitError>) {
-        *self.state.lock() = TicketState::Done(result);
+    fn new(txn: PreparedTxn) -> Arc<Self> {
+        Arc::new(Ticket {
+            txn: Mutex::new(Some(txn)),
+            state: Mutex::new(TicketState::Waiting),
+            cv: Condvar::new(),
+            my_turn: Mutex::new(false),
+            turn_cv: Condvar::new(),
+        })
+    }
+
+    fn deliver(&self, state: TicketState) {
+        *self.state.lock() = state;
         self.cv.notify_one();
+    }
+
+    fn give_turn(&self) {
+        *self.my_turn.lock() = true;
+        self.turn_cv.notify_one();
     }
 }
 
-/// Naive scheduling's baton: whose turn it is to apply its store part.
-#[derive(Default)]
-struct Baton {
-    turn: Mutex<usize>,
-    passed: Condvar,
-}
-
 type GroupHook = Box<dyn Fn(&GroupReport) + Send + Sync>;
+/// What a group's members are told once the leader is done with them.
+type Outcomes = Vec<(Arc<Ticket>, TicketState)>;
 
 pub struct GroupCommit {
     config: CommitConfig,
@@ -220,7 +255,6 @@ pub struct GroupCommit {
     log: Mutex<CommitLog>,
     /// The same store the log applies to, for naive scheduling's per-thread applies.
     store: Arc<Store>,
-    baton: Arc<Baton>,
     on_group: GroupHook,
 }
 
@@ -233,7 +267,6 @@ impl GroupCommit {
             queue_grew: Condvar::new(),
             store: log.store.clone(),
             log: Mutex::new(log),
-            baton: Arc::new(Baton::default()),
             on_group,
         }
     }
@@ -249,12 +282,7 @@ impl GroupCommit {
 
     /// Commits one transaction; blocks until it is durable (per the durability setting) and visible.
     pub fn commit(&self, txn: PreparedTxn) -> Result<Committed, CommitError> {
-        let ticket = Arc::new(Ticket { txn: Mutex::new(Some(txn)), state: Mutex::new(TicketState::Waiting), cv: Condvar::new() });
-        if self.config.mode == CommitMode::PerTxnFsync {
-            let mut log = self.log.lock();
-            self.run_group(&mut log, std::slice::from_ref(&ticket));
-            return Self::take_result(&ticket);
-        }
+        let ticket = Ticket::new(txn);
         let leader = {
             let mut queue = self.queue.lock();
             queue.push(ticket.clone());
@@ -264,12 +292,47 @@ impl GroupCommit {
             queue.len() == 1
         };
         if leader {
-            let mut log = self.log.lock();
-            self.wait_for_members();
-            let group = std::mem::take(&mut *self.queue.lock());
-            self.run_group(&mut log, &group);
+            self.lead();
         }
         self.wait(&ticket)
+    }
+
+    /// The leader's turn: take the binlog lock, then the whole queue, and commit it.
+    fn lead(&self) {
+        let mut log = self.log.lock();
+        self.wait_for_members();
+        let group = std::mem::take(&mut *self.queue.lock());
+        let outcomes = match self.config.mode {
+            CommitMode::Group => self.run_group(&mut log, &group, &mut None),
+            // No group commit: every member is written and fsynced on its own, in queue order.
+            CommitMode::PerTxnFsync => {
+                group.iter().flat_map(|t| self.run_group(&mut log, std::slice::from_ref(t), &mut None)).collect()
+            }
+            CommitMode::NaiveScheduling => {
+                let mut report = None;
+                let outcomes = self.run_group(&mut log, &group, &mut report);
+                // The store part is serial and ordered by thread hand-offs: keep the binlog lock until it is done.
+                self.hand_out_turns(&group[0], outcomes);
+                if let Some(report) = report {
+                    (self.on_group)(&report);
+                }
+                Vec::new()
+            }
+        };
+        self.rotate_if_needed(&mut log);
+        drop(log);
+        // Followers are woken after the binlog lock is free, so the next group starts while they wake.
+        for (ticket, state) in outcomes {
+            ticket.deliver(state);
+        }
+    }
+
+    fn rotate_if_needed(&self, log: &mut CommitLog) {
+        if log.failed().is_none() && log.binlog.needs_rotation() {
+            if let Err(e) = log.rotate(self.config.durability) {
+                tracing::error!("binlog rotation failed: {e}");
+            }
+        }
     }
 
     /// binlog_commit_wait_count / _usec: a bounded wait for more members before the write.
@@ -287,13 +350,6 @@ impl GroupCommit {
         }
     }
 
-    fn take_result(ticket: &Ticket) -> Result<Committed, CommitError> {
-        match std::mem::replace(&mut *ticket.state.lock(), TicketState::Waiting) {
-            TicketState::Done(r) => r,
-            _ => unreachable!("a ticket is finished before its group returns"),
-        }
-    }
-
     /// A member waits for its leader; under naive scheduling it then applies its own store part in turn.
     fn wait(&self, ticket: &Ticket) -> Result<Committed, CommitError> {
         let mut state = ticket.state.lock();
@@ -301,27 +357,69 @@ impl GroupCommit {
             match std::mem::replace(&mut *state, TicketState::Waiting) {
                 TicketState::Waiting => ticket.cv.wait(&mut state),
                 TicketState::Done(r) => return r,
-                TicketState::Binlogged { turn, txn, end, committed } => {
+                TicketState::Binlogged(turn) => {
                     drop(state);
-                    return self.apply_in_turn(turn, &txn, end, committed);
+                    return Ok(self.apply_in_turn(ticket, turn));
                 }
             }
         }
     }
 
-    fn apply_in_turn(&self, turn: usize, txn: &PreparedTxn, end: BinlogCoord, committed: Committed) -> Result<Committed, CommitError> {
-        let mut current = self.baton.turn.lock();
-        while *current != turn {
-            self.baton.passed.wait(&mut current);
+    /// Naive scheduling: wait for the predecessor's signal, apply, signal the successor.
+    fn apply_in_turn(&self, ticket: &Ticket, turn: NaiveTurn) -> Committed {
+        let mut mine = ticket.my_turn.lock();
+        while !*mine {
+            ticket.turn_cv.wait(&mut mine);
         }
-        let result = self
-            .store
-            .apply([txn.changes.as_slice()], end, false)
-            .map(|_| committed)
-            .map_err(|e| CommitError::Failed(format!("store apply: {e}")));
-        *current += 1;
-        self.baton.passed.notify_all();
-        result
+        drop(mine);
+        self.store.apply([turn.txn.changes.as_slice()], turn.end);
+        match turn.next {
+            Some(next) => next.give_turn(),
+            None => {
+                let (done, cv) = &*turn.group_done;
+                *done.lock() = true;
+                cv.notify_one();
+            }
+        }
+        turn.committed
+    }
+
+    /// Naive scheduling: each member applies its own store part in binlog order, signalling the next; the
+    /// leader (`own`, first in the queue) applies its part itself and keeps the binlog lock until the last is done.
+    fn hand_out_turns(&self, own: &Arc<Ticket>, outcomes: Outcomes) {
+        let group_done = Arc::new((Mutex::new(false), Condvar::new()));
+        let mut members: Vec<(Arc<Ticket>, NaiveTurn)> = Vec::new();
+        for (ticket, state) in outcomes {
+            match state {
+                TicketState::Binlogged(turn) => members.push((ticket, turn)),
+                other => ticket.deliver(other),
+            }
+        }
+        if members.is_empty() {
+            return;
+        }
+        let first = members[0].0.clone();
+        let successors: Vec<Option<Arc<Ticket>>> = members.iter().skip(1).map(|(t, _)| Some(t.clone())).chain([None]).collect();
+        let mut own_turn = None;
+        for ((ticket, mut turn), next) in members.into_iter().zip(successors) {
+            turn.next = next;
+            turn.group_done = group_done.clone();
+            if Arc::ptr_eq(&ticket, own) {
+                own_turn = Some(turn);
+            } else {
+                ticket.deliver(TicketState::Binlogged(turn));
+            }
+        }
+        first.give_turn();
+        if let Some(turn) = own_turn {
+            let committed = self.apply_in_turn(own, turn);
+            *own.state.lock() = TicketState::Done(Ok(committed));
+        }
+        let (done, cv) = &*group_done;
+        let mut done = done.lock();
+        while !*done {
+            cv.wait(&mut done);
+        }
     }
 
     /// Gives the transaction its GTID: allocated, or the privileged client's own (checked by strict mode).
@@ -341,26 +439,28 @@ impl GroupCommit {
         }
     }
 
-    /// The leader's work for one group (the binlog lock is held by the caller).
-    fn run_group(&self, log: &mut MutexGuard<'_, CommitLog>, group: &[Arc<Ticket>]) {
+    /// The leader's work for one group, with the binlog lock held: GTIDs in queue order, one write, one fsync,
+    /// the store apply in the same order. Returns what to tell each member. Under naive scheduling the store
+    /// part is left to the members and the group's report is handed back in `pending` for after it.
+    fn run_group(&self, log: &mut CommitLog, group: &[Arc<Ticket>], pending: &mut Option<GroupReport>) -> Outcomes {
+        let fail_all = |err: CommitError| group.iter().map(|t| (t.clone(), TicketState::Done(Err(err.clone())))).collect();
         if let Some(why) = log.failed() {
-            let err = CommitError::Failed(why.to_string());
-            group.iter().for_each(|t| t.finish(Err(err.clone())));
-            return;
+            return fail_all(CommitError::Failed(why.to_string()));
         }
         let commit_id = log.next_commit_id;
         log.next_commit_id += 1;
         let commit_ts_us = now_us();
         let base = log.binlog.coord();
         let mut buf = Vec::with_capacity(group.len() * 256);
-        // (member index, prepared transaction, report entry)
-        let mut written: Vec<(usize, PreparedTxn, CommittedTxn)> = Vec::with_capacity(group.len());
-        for (i, ticket) in group.iter().enumerate() {
+        let mut outcomes: Outcomes = Vec::with_capacity(group.len());
+        // (ticket, prepared transaction, report entry) of each member that got a GTID.
+        let mut written: Vec<(Arc<Ticket>, PreparedTxn, CommittedTxn)> = Vec::with_capacity(group.len());
+        for ticket in group {
             let txn = ticket.txn.lock().take().expect("each ticket is committed once");
             let gtid = match self.assign_gtid(&txn) {
                 Ok(g) => g,
                 Err(violation) => {
-                    ticket.finish(Err(violation.into()));
+                    outcomes.push((ticket.clone(), TicketState::Done(Err(violation.into()))));
                     continue;
                 }
             };
@@ -374,77 +474,40 @@ impl GroupCommit {
             let mut tables: Vec<String> = txn.changes.iter().map(|c| c.table.clone()).collect();
             tables.dedup();
             let entry = CommittedTxn { committed, flags: header.flags, start, end, tables, rows: txn.changes.len() as u32 };
-            written.push((i, txn, entry));
+            written.push((ticket.clone(), txn, entry));
         }
         if written.is_empty() {
-            return;
+            return outcomes;
         }
-        if let Err(e) = log.binlog.append(&buf) {
-            let err = log.fail(format!("binlog write: {e}"));
-            written.iter().for_each(|(i, _, _)| group[*i].finish(Err(err.clone())));
-            return;
-        }
+        let durable = log.binlog.append(&buf).and_then(|_| match self.config.durability {
+            Durability::Local => log.binlog.sync(),
+            Durability::None => Ok(None),
+        });
+        let fsync = match durable {
+            Ok(took) => took,
+            Err(e) => {
+                let err = log.fail(format!("binlog write: {e}"));
+                outcomes.extend(written.into_iter().map(|(t, _, _)| (t, TicketState::Done(Err(err.clone())))));
+                return outcomes;
+            }
+        };
         for (_, _, entry) in &written {
             log.binlog.record(entry.committed.gtid);
         }
-        let fsync = match self.config.durability {
-            Durability::Local => match log.binlog.sync() {
-                Ok(took) => took,
-                Err(e) => {
-                    let err = log.fail(format!("binlog fsync: {e}"));
-                    written.iter().for_each(|(i, _, _)| group[*i].finish(Err(err.clone())));
-                    return;
-                }
-            },
-            Durability::None => None,
-        };
         let through = log.binlog.coord();
         let report = GroupReport { txns: written.iter().map(|(_, _, e)| e.clone()).collect(), fsync, bytes: buf.len() as u64 };
         if self.config.mode == CommitMode::NaiveScheduling {
-            self.hand_out_turns(group, written);
-        } else {
-            let applied = log.store.apply(written.iter().map(|(_, t, _)| t.changes.as_slice()), through, false);
-            if let Err(e) = applied {
-                let err = log.fail(format!("store apply: {e}"));
-                written.iter().for_each(|(i, _, _)| group[*i].finish(Err(err.clone())));
-                return;
-            }
-            (self.on_group)(&report);
-            for (i, _, entry) in written {
-                group[i].finish(Ok(entry.committed));
-            }
+            let group_done = Arc::new((Mutex::new(false), Condvar::new()));
+            outcomes.extend(written.into_iter().map(|(t, txn, e)| {
+                let turn = NaiveTurn { txn, end: e.end, committed: e.committed, next: None, group_done: group_done.clone() };
+                (t, TicketState::Binlogged(turn))
+            }));
+            *pending = Some(report);
+            return outcomes;
         }
-        if self.config.mode == CommitMode::NaiveScheduling {
-            (self.on_group)(&report);
-        }
-        if log.binlog.needs_rotation() {
-            if let Err(e) = log.rotate(self.config.durability) {
-                tracing::error!("binlog rotation failed: {e}");
-            }
-        }
-    }
-
-    /// Naive scheduling: each member applies its own store part in binlog order, passing a baton; the leader
-    /// applies its own when its turn comes and keeps the binlog lock until the last member is done.
-    fn hand_out_turns(&self, group: &[Arc<Ticket>], written: Vec<(usize, PreparedTxn, CommittedTxn)>) {
-        *self.baton.turn.lock() = 0;
-        let n = written.len();
-        let mut own = None;
-        for (turn, (i, txn, entry)) in written.into_iter().enumerate() {
-            if i == 0 {
-                own = Some((turn, txn, entry));
-                continue;
-            }
-            *group[i].state.lock() = TicketState::Binlogged { turn, txn, end: entry.end, committed: entry.committed };
-            group[i].cv.notify_one();
-        }
-        if let Some((turn, txn, entry)) = own {
-            let result = self.apply_in_turn(turn, &txn, entry.end, entry.committed);
-            *group[0].state.lock() = TicketState::Done(result);
-        }
-        let mut current = self.baton.turn.lock();
-        while *current < n {
-            self.baton.passed.wait(&mut current);
-        }
+        log.store.apply(written.iter().map(|(_, t, _)| t.changes.as_slice()), through);
+        (self.on_group)(&report);
+        outcomes.extend(written.into_iter().map(|(t, _, e)| (t, TicketState::Done(Ok(e.committed)))));
+        outcomes
     }
 }

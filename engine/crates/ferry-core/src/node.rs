@@ -27,8 +27,12 @@ use crate::store::{Store, StoreError, TableChecksum};
 
 /// Recent transactions kept in memory for the events API.
 pub const RECENT_EVENTS_MAX: usize = 10_000;
-/// Transactions applied per store commit while replaying the binlog at start-up.
-const REPLAY_BATCH_TXNS: usize = 1_000;
+/// Transactions applied between store flushes while replaying the binlog at start-up.
+const REPLAY_BATCH_TXNS: usize = 10_000;
+/// Rows held in memory before a checkpoint is taken early (bounds memory and replay time).
+const UNFLUSHED_ROWS_MAX: usize = 200_000;
+/// How often the checkpointer looks at the clock and the in-memory row count.
+const CHECKPOINT_POLL: Duration = Duration::from_millis(50);
 
 #[derive(Debug, Clone)]
 pub struct NodeConfig {
@@ -463,10 +467,17 @@ impl Node {
         }
     }
 
-    /// Makes the store durable and logs a checkpoint event.
+    /// Makes the store durable and logs a checkpoint event. The store is frozen under the binlog lock, but
+    /// written to disk outside it, so commits go on during the checkpoint's fsync.
     pub fn checkpoint(&self) -> Result<Option<BinlogCoord>, NodeError> {
         let durability = self.config.commit.durability;
-        Ok(self.commit.with_log(|log| log.checkpoint(durability))?)
+        let flush = self.commit.with_log(|log| -> Result<_, CommitError> {
+            log.sync_for_checkpoint(durability)?;
+            Ok(self.store.begin_flush())
+        })?;
+        let (through, _) = flush.write(true)?;
+        self.commit.with_log(|log| log.record_checkpoint(through))?;
+        Ok(through)
     }
 
     /// Closes the current binlog file and starts the next (FLUSH LOGS); returns the new file's name.
@@ -504,8 +515,11 @@ impl Node {
             .collect()
     }
 
-    pub fn checksums(&self) -> Result<BTreeMap<String, TableChecksum>, StoreError> {
-        self.store.checksums()
+    /// Table checksums together with the exact position they correspond to (taken under the binlog lock).
+    pub fn checksums(&self) -> Result<(GtidPosition, BTreeMap<String, TableChecksum>), StoreError> {
+        let (flush, position) = self.commit.with_log(|_| (self.store.begin_flush(), self.position()));
+        let (_, snapshot) = flush.write(false)?;
+        Ok((position, Store::checksums_of(&snapshot)?))
     }
 
     pub fn store(&self) -> &Store {
@@ -519,15 +533,16 @@ impl Node {
             .name("checkpointer".into())
             .spawn(move || {
                 let interval = node.config.checkpoint_interval;
-                let mut last = node.counters.snapshot().commits;
+                let mut last = (Instant::now(), node.counters.snapshot().commits);
                 while !node.stopping.load(Ordering::SeqCst) {
-                    std::thread::park_timeout(interval);
-                    let now = node.counters.snapshot().commits;
-                    if now != last {
+                    std::thread::park_timeout(CHECKPOINT_POLL.min(interval));
+                    let commits = node.counters.snapshot().commits;
+                    let due = last.0.elapsed() >= interval && commits != last.1;
+                    if due || node.store.unflushed_rows() > UNFLUSHED_ROWS_MAX {
                         if let Err(e) = node.checkpoint() {
                             tracing::error!("checkpoint failed: {e}");
                         }
-                        last = now;
+                        last = (Instant::now(), commits);
                     }
                 }
             })
@@ -601,13 +616,14 @@ fn replay(binlog: &BinlogWriter, store: &Store, applied: Option<BinlogCoord>, re
             through = Some(end);
             replayed += 1;
             if batch.len() >= REPLAY_BATCH_TXNS {
-                store.apply(batch.iter().map(Vec::as_slice), through.expect("set above"), false)?;
+                store.apply(batch.iter().map(Vec::as_slice), through.expect("set above"));
+                store.flush(false)?;
                 batch.clear();
             }
         }
     }
     if !batch.is_empty() {
-        store.apply(batch.iter().map(Vec::as_slice), through.expect("set above"), false)?;
+        store.apply(batch.iter().map(Vec::as_slice), through.expect("set above"));
     }
     Ok(replayed)
 }

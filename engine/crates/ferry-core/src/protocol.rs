@@ -1,1 +1,414 @@
-//! placeholder
+//! The framed, versioned binary protocol between clients and `ferryd` (documented in docs/protocol.md).
+//!
+//! A frame is `length: u32 LE` (of everything after it) `| version: u8 | opcode: u8 | request_id: u32 | body`.
+//! Layers stay strict: bytes → [`FrameHeader`] + body → typed [`Request`] / [`Response`]. Decoding never panics:
+//! a malformed body is an error that names the offset, and the frame boundary is still known, so the server
+//! answers with an error frame and keeps serving the connection.
+
+use crate::codec::{DecodeError, Decoder, Encoder};
+use crate::gtid::{DomainId, Gtid, SeqNo, ServerId};
+use crate::row::{decode_op, decode_row, encode_op, encode_row, Row, RowOp};
+
+/// Protocol version spoken by this build.
+pub const PROTOCOL_VERSION: u8 = 1;
+/// Bytes of the length prefix.
+pub const LENGTH_BYTES: usize = 4;
+/// Bytes after the length prefix that every frame has: version, opcode, request id.
+pub const HEADER_BYTES: usize = 6;
+
+/// Error codes carried by [`Response::Error`]; stable, documented, and matched by clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[repr(u16)]
+pub enum ErrorCode {
+    MalformedFrame = 1,
+    UnsupportedVersion = 2,
+    UnknownOperation = 3,
+    FrameTooLarge = 4,
+    TooManyConnections = 5,
+    TxnTooLarge = 6,
+    ReadOnly = 7,
+    InvalidRequest = 8,
+    TypeMismatch = 9,
+    StrictMode = 10,
+    PermissionDenied = 11,
+    Timeout = 12,
+    BadGtid = 13,
+    NodeFailed = 14,
+    Overflow = 15,
+    ShuttingDown = 16,
+}
+
+impl ErrorCode {
+    pub fn from_u16(v: u16) -> Option<ErrorCode> {
+        use ErrorCode::*;
+        Some(match v {
+            1 => MalformedFrame,
+            2 => UnsupportedVersion,
+            3 => UnknownOperation,
+            4 => FrameTooLarge,
+            5 => TooManyConnections,
+            6 => TxnTooLarge,
+            7 => ReadOnly,
+            8 => InvalidRequest,
+            9 => TypeMismatch,
+            10 => StrictMode,
+            11 => PermissionDenied,
+            12 => Timeout,
+            13 => BadGtid,
+            14 => NodeFailed,
+            15 => Overflow,
+            16 => ShuttingDown,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        use ErrorCode::*;
+        match self {
+            MalformedFrame => "MALFORMED_FRAME",
+            UnsupportedVersion => "UNSUPPORTED_VERSION",
+            UnknownOperation => "UNKNOWN_OPERATION",
+            FrameTooLarge => "FRAME_TOO_LARGE",
+            TooManyConnections => "TOO_MANY_CONNECTIONS",
+            TxnTooLarge => "TXN_TOO_LARGE",
+            ReadOnly => "READ_ONLY",
+            InvalidRequest => "INVALID_REQUEST",
+            TypeMismatch => "TYPE_MISMATCH",
+            StrictMode => "STRICT_MODE",
+            PermissionDenied => "PERMISSION_DENIED",
+            Timeout => "TIMEOUT",
+            BadGtid => "BAD_GTID",
+            NodeFailed => "NODE_FAILED",
+            Overflow => "OVERFLOW",
+            ShuttingDown => "SHUTTING_DOWN",
+        }
+    }
+}
+
+/// The fixed part of every frame after the length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameHeader {
+    pub version: u8,
+    pub opcode: u8,
+    pub request_id: u32,
+}
+
+/// Requests a client can send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// Identify the client; answered with the node's identity.
+    Hello { client: String },
+    /// Present the admin token to make the connection privileged (GTID overrides).
+    Auth { token: String },
+    /// Run a transaction of row operations.
+    Transact { domain: Option<DomainId>, server_id: Option<ServerId>, seq_no: Option<SeqNo>, ops: Vec<RowOp> },
+    /// Read one row.
+    Get { table: String, key: String },
+    /// Wait until the node has reached `position` (GTID position text) or `timeout_ms` passes.
+    WaitPosition { position: String, timeout_ms: u64 },
+    /// Commit counters (for benchmarks).
+    Stats,
+    Ping,
+}
+
+/// Responses, each echoing the request id of the request it answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Response {
+    Error { code: u16, message: String },
+    Hello { server_id: ServerId, default_domain: DomainId, protocol_version: u8 },
+    AuthOk,
+    Committed { gtid: Gtid, commit_id: u64, commit_ts_us: u64 },
+    Row { row: Option<Row> },
+    Reached { position: String },
+    Stats { commits: u64, groups: u64, fsyncs: u64, bytes_written: u64 },
+    Pong,
+}
+
+mod op {
+    pub const HELLO: u8 = 0x01;
+    pub const AUTH: u8 = 0x02;
+    pub const TRANSACT: u8 = 0x10;
+    pub const GET: u8 = 0x11;
+    pub const WAIT_POSITION: u8 = 0x12;
+    pub const STATS: u8 = 0x13;
+    pub const PING: u8 = 0x14;
+
+    pub const R_ERROR: u8 = 0xFF;
+    pub const R_HELLO: u8 = 0x81;
+    pub const R_AUTH_OK: u8 = 0x82;
+    pub const R_COMMITTED: u8 = 0x90;
+    pub const R_ROW: u8 = 0x91;
+    pub const R_REACHED: u8 = 0x92;
+    pub const R_STATS: u8 = 0x93;
+    pub const R_PONG: u8 = 0x94;
+}
+
+/// Why a frame could not be turned into a request or response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame of {0} bytes is shorter than the {HEADER_BYTES}-byte header")]
+    TooShort(usize),
+    #[error("protocol version {0} is not supported (this node speaks {PROTOCOL_VERSION})")]
+    UnsupportedVersion(u8),
+    #[error("unknown operation 0x{0:02x}")]
+    UnknownOperation(u8),
+    #[error("malformed body: {0}")]
+    Malformed(#[from] DecodeError),
+}
+
+impl FrameError {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            FrameError::TooShort(_) | FrameError::Malformed(_) => ErrorCode::MalformedFrame,
+            FrameError::UnsupportedVersion(_) => ErrorCode::UnsupportedVersion,
+            FrameError::UnknownOperation(_) => ErrorCode::UnknownOperation,
+        }
+    }
+}
+
+/// Splits a frame (without its length prefix) into header and body.
+pub fn split_frame(frame: &[u8]) -> Result<(FrameHeader, &[u8]), FrameError> {
+    if frame.len() < HEADER_BYTES {
+        return Err(FrameError::TooShort(frame.len()));
+    }
+    let header = FrameHeader {
+        version: frame[0],
+        opcode: frame[1],
+        request_id: u32::from_le_bytes(frame[2..6].try_into().expect("4 bytes")),
+    };
+    Ok((header, &frame[HEADER_BYTES..]))
+}
+
+fn frame(opcode: u8, request_id: u32, body: impl FnOnce(&mut Encoder)) -> Vec<u8> {
+    let mut enc = Encoder::new();
+    enc.u32(0).u8(PROTOCOL_VERSION).u8(opcode).u32(request_id);
+    body(&mut enc);
+    let len = (enc.buf.len() - LENGTH_BYTES) as u32;
+    enc.buf[..4].copy_from_slice(&len.to_le_bytes());
+    enc.buf
+}
+
+impl Request {
+    /// The whole frame, length prefix included.
+    pub fn encode(&self, request_id: u32) -> Vec<u8> {
+        match self {
+            Request::Hello { client } => frame(op::HELLO, request_id, |e| {
+                e.str(client);
+            }),
+            Request::Auth { token } => frame(op::AUTH, request_id, |e| {
+                e.str(token);
+            }),
+            Request::Transact { domain, server_id, seq_no, ops } => frame(op::TRANSACT, request_id, |e| {
+                e.opt(*domain, |e, v| {
+                    e.u32(v);
+                });
+                e.opt(*server_id, |e, v| {
+                    e.u32(v);
+                });
+                e.opt(*seq_no, |e, v| {
+                    e.u64(v);
+                });
+                e.u32(ops.len() as u32);
+                for o in ops {
+                    encode_op(e, o);
+                }
+            }),
+            Request::Get { table, key } => frame(op::GET, request_id, |e| {
+                e.str(table).str(key);
+            }),
+            Request::WaitPosition { position, timeout_ms } => frame(op::WAIT_POSITION, request_id, |e| {
+                e.str(position).u64(*timeout_ms);
+            }),
+            Request::Stats => frame(op::STATS, request_id, |_| {}),
+            Request::Ping => frame(op::PING, request_id, |_| {}),
+        }
+    }
+
+    /// Decodes a frame (without its length prefix).
+    pub fn decode(frame: &[u8]) -> Result<(FrameHeader, Request), FrameError> {
+        let (header, body) = split_frame(frame)?;
+        if header.version != PROTOCOL_VERSION {
+            return Err(FrameError::UnsupportedVersion(header.version));
+        }
+        let mut d = Decoder::new(body);
+        let req = match header.opcode {
+            op::HELLO => Request::Hello { client: d.str("client name")?.to_string() },
+            op::AUTH => Request::Auth { token: d.str("token")?.to_string() },
+            op::TRANSACT => {
+                let domain = d.opt("domain flag", |d| d.u32("domain"))?;
+                let server_id = d.opt("server_id flag", |d| d.u32("server_id"))?;
+                let seq_no = d.opt("seq_no flag", |d| d.u64("seq_no"))?;
+                // Every operation is at least a kind byte and two length prefixes.
+                let n = d.count("operation count", 9)?;
+                let mut ops = Vec::with_capacity(n);
+                for _ in 0..n {
+                    ops.push(decode_op(&mut d)?);
+                }
+                Request::Transact { domain, server_id, seq_no, ops }
+            }
+            op::GET => Request::Get { table: d.str("table name")?.to_string(), key: d.str("key")?.to_string() },
+            op::WAIT_POSITION => {
+                Request::WaitPosition { position: d.str("position")?.to_string(), timeout_ms: d.u64("timeout")? }
+            }
+            op::STATS => Request::Stats,
+            op::PING => Request::Ping,
+            other => return Err(FrameError::UnknownOperation(other)),
+        };
+        d.finish("request")?;
+        Ok((header, req))
+    }
+}
+
+impl Response {
+    pub fn error(code: ErrorCode, message: impl Into<String>) -> Response {
+        Response::Error { code: code as u16, message: message.into() }
+    }
+
+    pub fn encode(&self, request_id: u32) -> Vec<u8> {
+        match self {
+            Response::Error { code, message } => frame(op::R_ERROR, request_id, |e| {
+                e.u16(*code).str(message);
+            }),
+            Response::Hello { server_id, default_domain, protocol_version } => frame(op::R_HELLO, request_id, |e| {
+                e.u32(*server_id).u32(*default_domain).u8(*protocol_version);
+            }),
+            Response::AuthOk => frame(op::R_AUTH_OK, request_id, |_| {}),
+            Response::Committed { gtid, commit_id, commit_ts_us } => frame(op::R_COMMITTED, request_id, |e| {
+                e.gtid(*gtid).u64(*commit_id).u64(*commit_ts_us);
+            }),
+            Response::Row { row } => frame(op::R_ROW, request_id, |e| {
+                e.opt(row.as_ref(), |e, r| encode_row(e, r));
+            }),
+            Response::Reached { position } => frame(op::R_REACHED, request_id, |e| {
+                e.str(position);
+            }),
+            Response::Stats { commits, groups, fsyncs, bytes_written } => frame(op::R_STATS, request_id, |e| {
+                e.u64(*commits).u64(*groups).u64(*fsyncs).u64(*bytes_written);
+            }),
+            Response::Pong => frame(op::R_PONG, request_id, |_| {}),
+        }
+    }
+
+    pub fn decode(frame: &[u8]) -> Result<(FrameHeader, Response), FrameError> {
+        let (header, body) = split_frame(frame)?;
+        if header.version != PROTOCOL_VERSION {
+            return Err(FrameError::UnsupportedVersion(header.version));
+        }
+        let mut d = Decoder::new(body);
+        let resp = match header.opcode {
+            op::R_ERROR => Response::Error { code: d.u16("error code")?, message: d.str("error message")?.to_string() },
+            op::R_HELLO => Response::Hello {
+                server_id: d.u32("server_id")?,
+                default_domain: d.u32("default domain")?,
+                protocol_version: d.u8("protocol version")?,
+            },
+            op::R_AUTH_OK => Response::AuthOk,
+            op::R_COMMITTED => Response::Committed {
+                gtid: d.gtid("GTID")?,
+                commit_id: d.u64("commit id")?,
+                commit_ts_us: d.u64("commit timestamp")?,
+            },
+            op::R_ROW => Response::Row { row: d.opt("row flag", decode_row)? },
+            op::R_REACHED => Response::Reached { position: d.str("position")?.to_string() },
+            op::R_STATS => Response::Stats {
+                commits: d.u64("commits")?,
+                groups: d.u64("groups")?,
+                fsyncs: d.u64("fsyncs")?,
+                bytes_written: d.u64("bytes written")?,
+            },
+            op::R_PONG => Response::Pong,
+            other => return Err(FrameError::UnknownOperation(other)),
+        };
+        d.finish("response")?;
+        Ok((header, resp))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::row::Value;
+    use proptest::prelude::*;
+
+    fn body(frame: &[u8]) -> &[u8] {
+        let len = u32::from_le_bytes(frame[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, frame.len() - 4, "length prefix covers the rest of the frame");
+        &frame[4..]
+    }
+
+    #[test]
+    fn requests_round_trip() {
+        let row: Row = [("n".to_string(), Value::Int(1))].into();
+        let reqs = vec![
+            Request::Hello { client: "bench".into() },
+            Request::Auth { token: "secret".into() },
+            Request::Transact {
+                domain: Some(3),
+                server_id: None,
+                seq_no: Some(9),
+                ops: vec![
+                    RowOp::Put { table: "t".into(), key: "k".into(), row },
+                    RowOp::Increment { table: "t".into(), key: "c".into(), field: "n".into(), by: -2 },
+                    RowOp::Delete { table: "t".into(), key: "z".into() },
+                ],
+            },
+            Request::Get { table: "t".into(), key: "k".into() },
+            Request::WaitPosition { position: "0-1-5".into(), timeout_ms: 100 },
+            Request::Stats,
+            Request::Ping,
+        ];
+        for (i, req) in reqs.into_iter().enumerate() {
+            let bytes = req.encode(i as u32);
+            let (h, back) = Request::decode(body(&bytes)).unwrap();
+            assert_eq!((h.request_id, back), (i as u32, req));
+        }
+    }
+
+    #[test]
+    fn responses_round_trip() {
+        let resps = vec![
+            Response::error(ErrorCode::ReadOnly, "read-only"),
+            Response::Hello { server_id: 1, default_domain: 0, protocol_version: 1 },
+            Response::AuthOk,
+            Response::Committed { gtid: Gtid::new(0, 1, 2), commit_id: 3, commit_ts_us: 4 },
+            Response::Row { row: None },
+            Response::Reached { position: "0-1-2".into() },
+            Response::Stats { commits: 1, groups: 2, fsyncs: 3, bytes_written: 4 },
+            Response::Pong,
+        ];
+        for resp in resps {
+            let bytes = resp.encode(7);
+            assert_eq!(Response::decode(body(&bytes)).unwrap().1, resp);
+        }
+    }
+
+    #[test]
+    fn bad_frames_get_precise_errors() {
+        assert_eq!(Request::decode(&[1, 2]).unwrap_err(), FrameError::TooShort(2));
+        assert_eq!(Request::decode(&[9, op::PING, 0, 0, 0, 0]).unwrap_err(), FrameError::UnsupportedVersion(9));
+        assert_eq!(Request::decode(&[1, 0x77, 0, 0, 0, 0]).unwrap_err(), FrameError::UnknownOperation(0x77));
+        let mut ping = Request::Ping.encode(1)[4..].to_vec();
+        ping.push(0);
+        assert!(matches!(Request::decode(&ping).unwrap_err(), FrameError::Malformed(e) if e.what.contains("trailing")));
+        let get = Request::Get { table: "t".into(), key: "k".into() }.encode(1);
+        let err = Request::decode(&get[4..get.len() - 1]).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::MalformedFrame);
+        assert!(err.to_string().contains("truncated key"), "{err}");
+    }
+
+    #[test]
+    fn error_codes_round_trip_by_number() {
+        for v in 1..=16u16 {
+            assert_eq!(ErrorCode::from_u16(v).unwrap() as u16, v);
+        }
+        assert_eq!(ErrorCode::from_u16(0), None);
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_arbitrary_frames_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
+            let _ = Request::decode(&bytes);
+            let _ = Response::decode(&bytes);
+        }
+    }
+}

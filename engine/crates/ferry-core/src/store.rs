@@ -1,13 +1,17 @@
-//! The row store: named tables of rows keyed by primary key, in redb (an embedded, crash-safe B-tree store).
+//! The row store: named tables of rows keyed by primary key, in redb (an embedded, crash-safe B-tree store)
+//! under an in-memory table of recent changes.
 //!
-//! Commit groups are applied with redb's non-durable commits; the store is made durable only at checkpoints.
-//! Every apply also records, in the same redb transaction, the binlog coordinate it has applied through, so
-//! whatever state redb comes back with after a crash names exactly where binlog replay has to resume.
+//! Commit groups are applied to the in-memory table only (a hash-map insert per row, inside the commit's
+//! serial part). A flush moves it into redb in one transaction that also records the binlog coordinate it
+//! covers; a durable flush is a checkpoint. Whatever state redb comes back with after a crash therefore names
+//! exactly where binlog replay has to resume. Reads look at the in-memory layers first, then redb.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
-use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
+use parking_lot::{Mutex, MutexGuard, RwLock};
+use redb::{Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 use serde::Serialize;
 
 use crate::binlog::BinlogCoord;
@@ -41,12 +45,88 @@ pub struct TableChecksum {
     pub checksum: u64,
 }
 
+/// Recent changes not yet flushed to redb: the newest image per row (None = deleted).
+#[derive(Default)]
+struct MemTable {
+    rows: HashMap<(String, String), Option<Row>>,
+    /// Binlog coordinate these changes bring the store to.
+    through: Option<BinlogCoord>,
+}
+
+/// The in-memory layers: `active` takes applies; `flushing` is being written to redb.
+#[derive(Default)]
+struct Layers {
+    active: MemTable,
+    flushing: Option<Arc<MemTable>>,
+}
+
 pub struct Store {
     db: Database,
+    layers: RwLock<Layers>,
+    /// One flush at a time.
+    flush_lock: Mutex<()>,
 }
 
 fn user_table(name: &str) -> TableDefinition<'_, &'static str, &'static [u8]> {
     TableDefinition::new(name)
+}
+
+fn read_coord(txn: &ReadTransaction) -> Result<Option<BinlogCoord>, StoreError> {
+    let meta = txn.open_table(META).map_err(redb_err)?;
+    let value = meta.get(APPLIED_THROUGH).map_err(redb_err)?;
+    Ok(value.and_then(|v| serde_json::from_slice(v.value()).ok()))
+}
+
+/// A flush in progress: the frozen in-memory table, written to redb by [`Flush::write`].
+pub struct Flush<'a> {
+    store: &'a Store,
+    _one_at_a_time: MutexGuard<'a, ()>,
+    frozen: Arc<MemTable>,
+}
+
+impl Flush<'_> {
+    /// The coordinate the store will be at once this flush is written (None: nothing was ever applied).
+    pub fn through(&self) -> Option<BinlogCoord> {
+        self.frozen.through
+    }
+
+    /// Writes the frozen changes to redb (durably or not) with their coordinate; returns a read snapshot of
+    /// exactly that state.
+    pub fn write(self, durable: bool) -> Result<(Option<BinlogCoord>, ReadTransaction), StoreError> {
+        let db = &self.store.db;
+        let mut txn = db.begin_write().map_err(redb_err)?;
+        txn.set_durability(if durable { Durability::Immediate } else { Durability::None }).map_err(redb_err)?;
+        {
+            let mut by_table: BTreeMap<&str, Vec<(&str, &Option<Row>)>> = BTreeMap::new();
+            for ((table, key), row) in &self.frozen.rows {
+                by_table.entry(table).or_default().push((key, row));
+            }
+            for (table, rows) in by_table {
+                let name = format!("{USER_PREFIX}{table}");
+                let mut t = txn.open_table(user_table(&name)).map_err(redb_err)?;
+                for (key, row) in rows {
+                    match row {
+                        Some(row) => {
+                            t.insert(key, row_bytes(row).as_slice()).map_err(redb_err)?;
+                        }
+                        None => {
+                            t.remove(key).map_err(redb_err)?;
+                        }
+                    }
+                }
+            }
+            if let Some(through) = self.frozen.through {
+                let mut meta = txn.open_table(META).map_err(redb_err)?;
+                let coord = serde_json::to_vec(&through).expect("coordinates serialize");
+                meta.insert(APPLIED_THROUGH, coord.as_slice()).map_err(redb_err)?;
+            }
+        }
+        txn.commit().map_err(redb_err)?;
+        let snapshot = db.begin_read().map_err(redb_err)?;
+        let through = read_coord(&snapshot)?;
+        self.store.layers.write().flushing = None;
+        Ok((through, snapshot))
+    }
 }
 
 impl Store {
@@ -56,97 +136,105 @@ impl Store {
         txn.open_table(META).map_err(redb_err)?;
         txn.open_table(REPLICA_STATE).map_err(redb_err)?;
         txn.commit().map_err(redb_err)?;
-        Ok(Store { db })
+        Ok(Store { db, layers: RwLock::new(Layers::default()), flush_lock: Mutex::new(()) })
     }
 
     /// The binlog coordinate the store's content corresponds to (None for a new store).
     pub fn applied_through(&self) -> Result<Option<BinlogCoord>, StoreError> {
-        let txn = self.db.begin_read().map_err(redb_err)?;
-        let meta = txn.open_table(META).map_err(redb_err)?;
-        let value = meta.get(APPLIED_THROUGH).map_err(redb_err)?;
-        Ok(value.and_then(|v| serde_json::from_slice(v.value()).ok()))
+        let layers = self.layers.read();
+        if let Some(c) = layers.active.through.or(layers.flushing.as_ref().and_then(|f| f.through)) {
+            return Ok(Some(c));
+        }
+        read_coord(&self.db.begin_read().map_err(redb_err)?)
     }
 
-    /// Reads rows; absent rows (or tables) are None. One read transaction for all of them.
+    /// Rows in the in-memory layers in use now.
+    pub fn unflushed_rows(&self) -> usize {
+        let layers = self.layers.read();
+        layers.active.rows.len() + layers.flushing.as_ref().map_or(0, |f| f.rows.len())
+    }
+
+    /// Reads rows; absent rows (or tables) are None.
     pub fn read_rows(&self, keys: &[(&str, &str)]) -> Result<Vec<Option<Row>>, StoreError> {
-        let txn = self.db.begin_read().map_err(redb_err)?;
-        let mut out = Vec::with_capacity(keys.len());
+        let mut out: Vec<Option<Option<Row>>> = Vec::with_capacity(keys.len());
+        // Holding the layers' read lock until redb's snapshot is open means a flush cannot slip in between.
+        let layers = self.layers.read();
+        let mut missing = false;
         for (table, key) in keys {
-            let name = format!("{USER_PREFIX}{table}");
-            let t = match txn.open_table(user_table(&name)) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => {
-                    out.push(None);
-                    continue;
-                }
-                Err(e) => return Err(redb_err(e)),
-            };
-            let row = match t.get(*key).map_err(redb_err)? {
-                Some(bytes) => Some(row_from_bytes(bytes.value()).map_err(|e| StoreError::BadRow {
-                    table: table.to_string(),
-                    key: key.to_string(),
-                    reason: e.to_string(),
-                })?),
-                None => None,
-            };
-            out.push(row);
+            let k = (table.to_string(), key.to_string());
+            let hit = layers.active.rows.get(&k).or_else(|| layers.flushing.as_ref().and_then(|f| f.rows.get(&k)));
+            missing |= hit.is_none();
+            out.push(hit.cloned());
         }
-        Ok(out)
+        let snapshot = if missing { Some(self.db.begin_read().map_err(redb_err)?) } else { None };
+        drop(layers);
+        let mut rows = Vec::with_capacity(keys.len());
+        for ((table, key), hit) in keys.iter().zip(out) {
+            match hit {
+                Some(row) => rows.push(row),
+                None => rows.push(Self::read_durable(snapshot.as_ref().expect("opened for misses"), table, key)?),
+            }
+        }
+        Ok(rows)
+    }
+
+    fn read_durable(txn: &ReadTransaction, table: &str, key: &str) -> Result<Option<Row>, StoreError> {
+        let name = format!("{USER_PREFIX}{table}");
+        let t = match txn.open_table(user_table(&name)) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(redb_err(e)),
+        };
+        let row = t.get(key).map_err(redb_err)?;
+        row.map(|bytes| row_from_bytes(bytes.value()))
+            .transpose()
+            .map_err(|e| StoreError::BadRow { table: table.to_string(), key: key.to_string(), reason: e.to_string() })
     }
 
     pub fn get(&self, table: &str, key: &str) -> Result<Option<Row>, StoreError> {
         Ok(self.read_rows(&[(table, key)])?.pop().flatten())
     }
 
-    /// Applies transactions' row images in order, in one store transaction, recording `through`.
-    /// `durable` makes this commit (and every earlier one) reach the disk before returning.
-    pub fn apply<'a>(
-        &self,
-        txns: impl IntoIterator<Item = &'a [RowChange]>,
-        through: BinlogCoord,
-        durable: bool,
-    ) -> Result<(), StoreError> {
-        let mut txn = self.db.begin_write().map_err(redb_err)?;
-        txn.set_durability(if durable { Durability::Immediate } else { Durability::None }).map_err(redb_err)?;
-        {
-            let mut names: HashMap<&str, String> = HashMap::new();
-            for changes in txns {
-                for change in changes {
-                    let name = names.entry(change.table.as_str()).or_insert_with(|| format!("{USER_PREFIX}{}", change.table));
-                    let mut table = txn.open_table(user_table(name)).map_err(redb_err)?;
-                    match &change.after {
-                        Some(row) => {
-                            table.insert(change.key.as_str(), row_bytes(row).as_slice()).map_err(redb_err)?;
-                        }
-                        None => {
-                            table.remove(change.key.as_str()).map_err(redb_err)?;
-                        }
-                    }
-                }
+    /// Applies transactions' row images in order and moves the store to `through` (in memory; see [`Store::flush`]).
+    pub fn apply<'a>(&self, txns: impl IntoIterator<Item = &'a [RowChange]>, through: BinlogCoord) {
+        let mut layers = self.layers.write();
+        for changes in txns {
+            for change in changes {
+                layers.active.rows.insert((change.table.clone(), change.key.clone()), change.after.clone());
             }
-            let mut meta = txn.open_table(META).map_err(redb_err)?;
-            let coord = serde_json::to_vec(&through).expect("coordinates serialize");
-            meta.insert(APPLIED_THROUGH, coord.as_slice()).map_err(redb_err)?;
         }
-        txn.commit().map_err(redb_err)
+        debug_assert!(layers.active.through.is_none_or(|t| t <= through), "applies go forward in the binlog");
+        layers.active.through = Some(through);
+    }
+
+    /// Freezes the in-memory changes for writing to redb. Call it where the coordinate must be consistent with
+    /// something else (e.g. under the binlog lock); do the [`Flush::write`] after letting go of that lock.
+    pub fn begin_flush(&self) -> Flush<'_> {
+        let guard = self.flush_lock.lock();
+        let mut layers = self.layers.write();
+        let frozen = Arc::new(std::mem::take(&mut layers.active));
+        layers.flushing = Some(frozen.clone());
+        Flush { store: self, _one_at_a_time: guard, frozen }
+    }
+
+    /// Flushes everything applied so far; `durable` makes it a checkpoint. Returns the coordinate covered.
+    pub fn flush(&self, durable: bool) -> Result<Option<BinlogCoord>, StoreError> {
+        Ok(self.begin_flush().write(durable)?.0)
     }
 
     /// Makes everything applied so far durable; returns the coordinate it is durable through.
     pub fn checkpoint(&self) -> Result<Option<BinlogCoord>, StoreError> {
-        let mut txn = self.db.begin_write().map_err(redb_err)?;
-        txn.set_durability(Durability::Immediate).map_err(redb_err)?;
-        let through = {
-            let meta = txn.open_table(META).map_err(redb_err)?;
-            let v = meta.get(APPLIED_THROUGH).map_err(redb_err)?;
-            v.and_then(|v| serde_json::from_slice(v.value()).ok())
-        };
-        txn.commit().map_err(redb_err)?;
-        Ok(through)
+        self.flush(true)
     }
 
-    /// Per user table: row count and order-independent checksum.
+    /// Per user table: row count and order-independent checksum, of everything applied so far.
     pub fn checksums(&self) -> Result<BTreeMap<String, TableChecksum>, StoreError> {
-        let txn = self.db.begin_read().map_err(redb_err)?;
+        let (_, snapshot) = self.begin_flush().write(false)?;
+        Self::checksums_of(&snapshot)
+    }
+
+    /// Checksums of a redb snapshot (as returned by [`Flush::write`]).
+    pub fn checksums_of(txn: &ReadTransaction) -> Result<BTreeMap<String, TableChecksum>, StoreError> {
         let mut out = BTreeMap::new();
         for handle in txn.list_tables().map_err(redb_err)? {
             let Some(name) = handle.name().strip_prefix(USER_PREFIX) else { continue };
@@ -170,7 +258,7 @@ impl Store {
 
     /// Every row of a table, in key order (for tests and inspection).
     pub fn scan(&self, table: &str) -> Result<Vec<(String, Row)>, StoreError> {
-        let txn = self.db.begin_read().map_err(redb_err)?;
+        let (_, txn) = self.begin_flush().write(false)?;
         let name = format!("{USER_PREFIX}{table}");
         let t = match txn.open_table(user_table(&name)) {
             Ok(t) => t,
@@ -213,12 +301,31 @@ mod tests {
         let through = BinlogCoord { file_seq: 1, offset: 99 };
         let t1 = [change("a", Some(1)), change("b", Some(2))];
         let t2 = [change("a", None)];
-        store.apply([&t1[..], &t2[..]], through, false).unwrap();
+        store.apply([&t1[..], &t2[..]], through);
         assert_eq!(store.get("t", "a").unwrap(), None);
         assert_eq!(store.get("t", "b").unwrap().unwrap()["n"], Value::Int(2));
         assert_eq!(store.get("missing", "x").unwrap(), None);
         assert_eq!(store.applied_through().unwrap(), Some(through));
         assert_eq!(store.checkpoint().unwrap(), Some(through));
+        // After the flush the rows come from redb, with the same answers.
+        assert_eq!(store.get("t", "a").unwrap(), None);
+        assert_eq!(store.get("t", "b").unwrap().unwrap()["n"], Value::Int(2));
+        assert_eq!(store.unflushed_rows(), 0);
+    }
+
+    #[test]
+    fn a_durable_flush_survives_reopening_and_later_applies_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        {
+            let store = Store::open(&path).unwrap();
+            store.apply([&[change("a", Some(1))][..]], BinlogCoord { file_seq: 1, offset: 10 });
+            store.checkpoint().unwrap();
+            store.apply([&[change("a", Some(2))][..]], BinlogCoord { file_seq: 1, offset: 20 });
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.applied_through().unwrap(), Some(BinlogCoord { file_seq: 1, offset: 10 }));
+        assert_eq!(store.get("t", "a").unwrap().unwrap()["n"], Value::Int(1));
     }
 
     #[test]
@@ -228,12 +335,12 @@ mod tests {
         let b = Store::open(&dir.path().join("b.redb")).unwrap();
         let c = BinlogCoord { file_seq: 1, offset: 1 };
         let rows: Vec<RowChange> = (0..50).map(|i| change(&format!("k{i}"), Some(i))).collect();
-        a.apply([&rows[..]], c, false).unwrap();
+        a.apply([&rows[..]], c);
         let reversed: Vec<RowChange> = rows.iter().rev().cloned().collect();
-        b.apply([&reversed[..]], c, false).unwrap();
+        b.apply([&reversed[..]], c);
         assert_eq!(a.checksums().unwrap(), b.checksums().unwrap());
         assert_eq!(a.checksums().unwrap()["t"].rows, 50);
-        b.apply([&[change("k1", Some(7))][..]], c, false).unwrap();
+        b.apply([&[change("k1", Some(7))][..]], c);
         assert_ne!(a.checksums().unwrap(), b.checksums().unwrap());
     }
 }

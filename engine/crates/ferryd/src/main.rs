@@ -1,1 +1,98 @@
-fn main() {}
+//! `ferryd`: the Ferry node server. Parses the command line, opens (and recovers) the node, then serves the
+//! binary protocol on `--listen` and the admin HTTP API on `--admin` until SIGINT or SIGTERM.
+//!
+//! Once both sockets are bound it prints one JSON line to stdout, `{"event":"ready","listen":…,"admin":…}`,
+//! so scripts and tests that ask for port 0 learn the real addresses.
+
+mod admin;
+mod auth;
+mod config;
+mod metrics;
+mod server;
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::auth::AdminToken;
+use crate::config::Args;
+use crate::metrics::Metrics;
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let args = Args::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run(args))
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let config = args.node_config()?;
+    let token = match &args.admin_token_file {
+        Some(path) => Some(AdminToken::from_file(path)?),
+        None => None,
+    };
+    let metrics = Arc::new(Metrics::new());
+    let node = tokio::task::spawn_blocking({
+        let metrics = metrics.clone();
+        move || ferry_core::node::Node::open(config, Some(metrics))
+    })
+    .await?
+    .context("opening the node")?;
+    if args.read_only {
+        node.set_read_only(true);
+    }
+    let recovery = node.recovery();
+    tracing::info!(
+        server_id = args.server_id,
+        position = %node.position(),
+        replayed = recovery.replayed_txns,
+        tail_bytes_cut = recovery.tail.bytes_cut,
+        "node opened"
+    );
+    let checkpointer = node.start_checkpointer();
+
+    let listener = std::net::TcpListener::bind(&args.listen).with_context(|| format!("binding --listen {}", args.listen))?;
+    let admin_listener = TcpListener::bind(&args.admin).await.with_context(|| format!("binding --admin {}", args.admin))?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let ready = serde_json::json!({
+        "event": "ready",
+        "server_id": args.server_id,
+        "listen": listener.local_addr()?.to_string(),
+        "admin": admin_listener.local_addr()?.to_string(),
+    });
+    println!("{ready}");
+
+    let server = server::ProtocolServer::start(listener, node.clone(), token.clone())?;
+    let admin = tokio::spawn(admin::serve(admin_listener, node.clone(), token, metrics, stop_rx));
+
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    let _ = stop_tx.send(true);
+    let _ = admin.await;
+    tokio::task::spawn_blocking(move || {
+        server.stop();
+        node.stop();
+        checkpointer.thread().unpark();
+        let _ = checkpointer.join();
+    })
+    .await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,177 @@
+//! The admin HTTP API (docs/node-api.md), versioned under `/v1`, plus Prometheus `/metrics`.
+//!
+//! Reads are open; every call that changes something needs `Authorization: Bearer <token>` matching the
+//! `--admin-token-file`. A missing or wrong token gets 401 and changes nothing. Errors are JSON:
+//! `{"error": {"code": "...", "message": "..."}}`.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use ferry_core::node::Node;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::auth::AdminToken;
+use crate::metrics::Metrics;
+
+/// Most events one page of `/v1/binlog/events` returns.
+const EVENTS_PAGE_MAX: usize = 1000;
+
+#[derive(Clone)]
+struct AppState {
+    node: Arc<Node>,
+    token: Option<AdminToken>,
+    metrics: Arc<Metrics>,
+}
+
+pub async fn serve(listener: TcpListener, node: Arc<Node>, token: Option<AdminToken>, metrics: Arc<Metrics>, mut stop: watch::Receiver<bool>) {
+    let app = router(AppState { node, token, metrics });
+    let shutdown = async move {
+        let _ = stop.changed().await;
+    };
+    if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+        tracing::error!("admin server failed: {e}");
+    }
+}
+
+fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/v1/status", get(status))
+        .route("/v1/read-only", post(set_read_only))
+        .route("/v1/binlog/flush", post(flush_logs))
+        .route("/v1/binlog/purge", post(purge_logs))
+        .route("/v1/binlog/events", get(events))
+        .route("/v1/checksums", get(checksums))
+        .route("/metrics", get(metrics))
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/node-api.md") })
+        .with_state(state)
+}
+
+struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError { status, code, message: message.into() }
+    }
+
+    fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    fn internal(message: impl ToString) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = Json(json!({"error": {"code": self.code, "message": self.message}}));
+        if self.status == StatusCode::UNAUTHORIZED {
+            return (self.status, [(header::WWW_AUTHENTICATE, "Bearer")], body).into_response();
+        }
+        (self.status, body).into_response()
+    }
+}
+
+/// Checks the bearer token of a mutating call.
+fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(expected) = &state.token else {
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "this node has no admin token (--admin-token-file): mutating calls are disabled"));
+    };
+    let offered = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    match offered {
+        None => Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "missing 'Authorization: Bearer <token>' header")),
+        Some(t) if expected.matches(t.trim()) => Ok(()),
+        Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "wrong admin token")),
+    }
+}
+
+fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
+    body.map(|Json(v)| v).map_err(|e| ApiError::bad_request(format!("invalid JSON body: {}", e.body_text())))
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.map_err(ApiError::internal)
+}
+
+async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    let status = blocking(move || s.node.status()).await?;
+    Ok(Json(serde_json::to_value(status).map_err(ApiError::internal)?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadOnlyBody {
+    read_only: bool,
+}
+
+async fn set_read_only(State(s): State<AppState>, headers: HeaderMap, body: Result<Json<ReadOnlyBody>, JsonRejection>) -> Result<Json<serde_json::Value>, ApiError> {
+    authorize(&s, &headers)?;
+    let body = json_body(body)?;
+    s.node.set_read_only(body.read_only);
+    tracing::info!(read_only = body.read_only, "read-only changed through the admin API");
+    Ok(Json(json!({"read_only": s.node.is_read_only()})))
+}
+
+async fn flush_logs(State(s): State<AppState>, headers: HeaderMap) -> Result<Json<serde_json::Value>, ApiError> {
+    authorize(&s, &headers)?;
+    let file = blocking(move || s.node.flush_logs()).await?.map_err(ApiError::internal)?;
+    Ok(Json(json!({"file": file})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PurgeBody {
+    before: String,
+}
+
+async fn purge_logs(State(s): State<AppState>, headers: HeaderMap, body: Result<Json<PurgeBody>, JsonRejection>) -> Result<Json<serde_json::Value>, ApiError> {
+    authorize(&s, &headers)?;
+    let body = json_body(body)?;
+    let purged = blocking(move || s.node.purge_logs_before(&body.before)).await?;
+    match purged {
+        Ok(files) => Ok(Json(json!({"purged": files}))),
+        Err(ferry_core::node::NodeError::Binlog(ferry_core::binlog::BinlogError::Invalid(msg))) => Err(ApiError::bad_request(msg)),
+        Err(e) => Err(ApiError::internal(e)),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventsQuery {
+    limit: Option<usize>,
+    domain: Option<u32>,
+    before: Option<u64>,
+}
+
+async fn events(State(s): State<AppState>, query: Result<Query<EventsQuery>, QueryRejection>) -> Result<Json<serde_json::Value>, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let limit = q.limit.unwrap_or(100);
+    if limit == 0 || limit > EVENTS_PAGE_MAX {
+        return Err(ApiError::bad_request(format!("limit must be between 1 and {EVENTS_PAGE_MAX}")));
+    }
+    let events = s.node.recent_events(q.domain, limit, q.before);
+    let next = (events.len() == limit).then(|| events.last().map(|e| e.seq)).flatten();
+    Ok(Json(json!({"events": events, "next_before": next})))
+}
+
+async fn checksums(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    let (position, sums) = blocking(move || s.node.checksums()).await?.map_err(ApiError::internal)?;
+    Ok(Json(json!({"position": position.to_string(), "tables": sums})))
+}
+
+async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
+    let text = s.metrics.render(&s.node);
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text)
+}

@@ -1,0 +1,93 @@
+//! The `ferryd` command line and how it maps onto the node's configuration.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use ferry_core::commit::{CommitMode, Durability};
+use ferry_core::limits::Limits;
+use ferry_core::node::NodeConfig;
+
+#[derive(Debug, Parser)]
+#[command(name = "ferryd", version, about = "Ferry node: GTIDs, group-committed binlog, row store")]
+pub struct Args {
+    /// This node's unique server_id, stamped on every GTID it allocates.
+    #[arg(long)]
+    pub server_id: u32,
+    /// Domain of transactions that do not choose one.
+    #[arg(long, default_value_t = 0)]
+    pub domain_id: u32,
+    /// Where the binlog and the store live.
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    /// Address of the binary protocol (clients and replicas).
+    #[arg(long, default_value = "127.0.0.1:7301")]
+    pub listen: String,
+    /// Address of the admin HTTP API.
+    #[arg(long, default_value = "127.0.0.1:7401")]
+    pub admin: String,
+    /// When a commit is acknowledged: local (after the group's fsync) or none (no fsync).
+    #[arg(long, default_value = "local")]
+    pub durability: Durability,
+    /// group, per-txn-fsync (no group commit) or naive-scheduling (for comparison).
+    #[arg(long, default_value = "group")]
+    pub commit_mode: CommitMode,
+    /// File holding the bearer token for mutating admin calls and privileged connections.
+    #[arg(long)]
+    pub admin_token_file: Option<PathBuf>,
+    /// Group commit: wait for this many members before the binlog write (with --commit-wait-us).
+    #[arg(long, default_value_t = 1)]
+    pub commit_wait_count: usize,
+    /// Group commit: longest wait for --commit-wait-count members, in microseconds.
+    #[arg(long, default_value_t = 0)]
+    pub commit_wait_us: u64,
+    /// Rotate the binlog file when it reaches this size.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub binlog_file_bytes_max: u64,
+    /// Period of store checkpoints, in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub checkpoint_interval_ms: u64,
+    /// Row images in the binlog: full (before and after) or minimal (after only).
+    #[arg(long, default_value = "full", value_parser = ["full", "minimal"])]
+    pub binlog_row_image: String,
+    /// Refuse explicit GTIDs whose seq_no is not above the domain's newest.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub strict_mode: bool,
+    /// Start read-only.
+    #[arg(long)]
+    pub read_only: bool,
+    #[arg(long, default_value_t = Limits::default().connections_max)]
+    pub max_connections: usize,
+    #[arg(long, default_value_t = Limits::default().frame_bytes_max)]
+    pub max_frame_bytes: usize,
+    #[arg(long, default_value_t = Limits::default().txn_bytes_max)]
+    pub max_txn_bytes: usize,
+    #[arg(long, default_value_t = Limits::default().txn_ops_max)]
+    pub max_txn_ops: usize,
+}
+
+impl Args {
+    pub fn node_config(&self) -> anyhow::Result<NodeConfig> {
+        if self.server_id == 0 {
+            anyhow::bail!("--server-id must be above 0 (0 means 'unset' in GTID tooling)");
+        }
+        let mut config = NodeConfig::new(self.server_id, &self.data_dir);
+        config.default_domain = self.domain_id;
+        config.commit.mode = self.commit_mode;
+        config.commit.durability = self.durability;
+        config.commit.wait_count = self.commit_wait_count.max(1);
+        config.commit.wait_us = self.commit_wait_us;
+        config.commit.strict_mode = self.strict_mode;
+        config.binlog_file_bytes_max = self.binlog_file_bytes_max.max(4096);
+        config.checkpoint_interval = Duration::from_millis(self.checkpoint_interval_ms.max(10));
+        config.log_before_images = self.binlog_row_image == "full";
+        config.limits = Limits {
+            connections_max: self.max_connections,
+            frame_bytes_max: self.max_frame_bytes,
+            txn_bytes_max: self.max_txn_bytes,
+            txn_ops_max: self.max_txn_ops,
+            ..Limits::default()
+        };
+        Ok(config)
+    }
+}

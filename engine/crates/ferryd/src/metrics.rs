@@ -1,0 +1,90 @@
+//! Prometheus metrics of a node: commit pipeline counters and histograms (fed by every committed group) and
+//! gauges sampled at scrape time (read-only flag, binlog files, position per domain).
+
+use std::sync::Mutex;
+
+use ferry_core::commit::GroupReport;
+use ferry_core::node::{CommitObserver, Node};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+type DomainLabels = Vec<(String, String)>;
+
+pub struct Metrics {
+    registry: Mutex<Registry>,
+    commits: Counter,
+    groups: Counter,
+    fsyncs: Counter,
+    bytes_written: Counter,
+    group_size: Histogram,
+    fsync_seconds: Histogram,
+    read_only: Gauge,
+    binlog_files: Gauge,
+    binlog_seq: Family<DomainLabels, Gauge>,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("ferry");
+        let commits = Counter::default();
+        let groups = Counter::default();
+        let fsyncs = Counter::default();
+        let bytes_written = Counter::default();
+        let group_size = Histogram::new(exponential_buckets(1.0, 2.0, 10));
+        let fsync_seconds = Histogram::new(exponential_buckets(0.000_025, 2.0, 14));
+        let read_only = Gauge::default();
+        let binlog_files = Gauge::default();
+        let binlog_seq = Family::<DomainLabels, Gauge>::default();
+        registry.register("commits", "Transactions committed", commits.clone());
+        registry.register("commit_groups", "Commit groups written (one binlog write each)", groups.clone());
+        registry.register("binlog_fsyncs", "fsyncs of the binlog by group commit", fsyncs.clone());
+        registry.register("binlog_bytes_written", "Bytes of transactions written to the binlog", bytes_written.clone());
+        registry.register("commit_group_size", "Transactions per commit group", group_size.clone());
+        registry.register("binlog_fsync_seconds", "Latency of one group's binlog fsync", fsync_seconds.clone());
+        registry.register("read_only", "1 when the node refuses client writes", read_only.clone());
+        registry.register("binlog_files", "Binlog files listed in the index", binlog_files.clone());
+        registry.register("gtid_binlog_seq", "seq_no of the newest GTID in the binlog, per domain", binlog_seq.clone());
+        Metrics {
+            registry: Mutex::new(registry),
+            commits,
+            groups,
+            fsyncs,
+            bytes_written,
+            group_size,
+            fsync_seconds,
+            read_only,
+            binlog_files,
+            binlog_seq,
+        }
+    }
+
+    /// Samples the node's gauges and renders everything in the Prometheus text format.
+    pub fn render(&self, node: &Node) -> String {
+        let status = node.status();
+        self.read_only.set(i64::from(status.read_only));
+        self.binlog_files.set(status.binlog_files.len() as i64);
+        for gtid in node.position().iter() {
+            self.binlog_seq.get_or_create(&vec![("domain".to_string(), gtid.domain.to_string())]).set(gtid.seq as i64);
+        }
+        let mut out = String::new();
+        encode(&mut out, &self.registry.lock().expect("metrics registry lock")).expect("writing to a String cannot fail");
+        out
+    }
+}
+
+impl CommitObserver for Metrics {
+    fn group_committed(&self, report: &GroupReport) {
+        self.commits.inc_by(report.txns.len() as u64);
+        self.groups.inc();
+        self.bytes_written.inc_by(report.bytes);
+        self.group_size.observe(report.txns.len() as f64);
+        if let Some(took) = report.fsync {
+            self.fsyncs.inc();
+            self.fsync_seconds.observe(took.as_secs_f64());
+        }
+    }
+}
