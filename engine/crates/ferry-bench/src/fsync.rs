@@ -34,7 +34,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     drop(file);
     std::fs::remove_file(&path)?;
     let per_s = args.count as f64 / elapsed;
-    println!("{} fsyncs of {}-byte appends in {elapsed:.2}s: {per_s:.0}/s, mean {:.1} us, p50 {} us, p99 {} us", args.count, args.bytes, hist.mean(), hist.value_at_quantile(0.5), hist.value_at_quantile(0.99));
+    println!(
+        "{} fsyncs of {}-byte appends in {elapsed:.2}s: {per_s:.0}/s, mean {:.1} us, p50 {} us, p99 {} us",
+        args.count,
+        args.bytes,
+        hist.mean(),
+        hist.value_at_quantile(0.5),
+        hist.value_at_quantile(0.99)
+    );
     let figures = serde_json::json!({
         "fsyncs_per_s": per_s.round(),
         "mean_us": (hist.mean() * 10.0).round() / 10.0,

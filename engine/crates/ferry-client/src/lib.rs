@@ -203,7 +203,9 @@ impl Client {
 
     pub async fn stats(&mut self) -> Result<Stats, ClientError> {
         match self.call(&Request::Stats).await? {
-            Response::Stats { commits, groups, fsyncs, bytes_written } => Ok(Stats { commits, groups, fsyncs, bytes_written }),
+            Response::Stats { commits, groups, fsyncs, bytes_written } => {
+                Ok(Stats { commits, groups, fsyncs, bytes_written })
+            }
             other => Err(Self::unexpected(other)),
         }
     }

@@ -151,7 +151,9 @@ impl<'a> Decoder<'a> {
         match self.u8(what)? {
             0 => Ok(false),
             1 => Ok(true),
-            other => Err(DecodeError { at: self.at - 1, what: format!("{what}: flag byte {other} is neither 0 nor 1") }),
+            other => {
+                Err(DecodeError { at: self.at - 1, what: format!("{what}: flag byte {other} is neither 0 nor 1") })
+            }
         }
     }
 

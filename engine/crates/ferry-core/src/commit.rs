@@ -399,7 +399,8 @@ impl GroupCommit {
             return;
         }
         let first = members[0].0.clone();
-        let successors: Vec<Option<Arc<Ticket>>> = members.iter().skip(1).map(|(t, _)| Some(t.clone())).chain([None]).collect();
+        let successors: Vec<Option<Arc<Ticket>>> =
+            members.iter().skip(1).map(|(t, _)| Some(t.clone())).chain([None]).collect();
         let mut own_turn = None;
         for ((ticket, mut turn), next) in members.into_iter().zip(successors) {
             turn.next = next;
@@ -443,7 +444,8 @@ impl GroupCommit {
     /// the store apply in the same order. Returns what to tell each member. Under naive scheduling the store
     /// part is left to the members and the group's report is handed back in `pending` for after it.
     fn run_group(&self, log: &mut CommitLog, group: &[Arc<Ticket>], pending: &mut Option<GroupReport>) -> Outcomes {
-        let fail_all = |err: CommitError| group.iter().map(|t| (t.clone(), TicketState::Done(Err(err.clone())))).collect();
+        let fail_all =
+            |err: CommitError| group.iter().map(|t| (t.clone(), TicketState::Done(Err(err.clone())))).collect();
         if let Some(why) = log.failed() {
             return fail_all(CommitError::Failed(why.to_string()));
         }
@@ -473,7 +475,8 @@ impl GroupCommit {
             let end = BinlogCoord { file_seq: base.file_seq, offset: base.offset + buf.len() as u64 };
             let mut tables: Vec<String> = txn.changes.iter().map(|c| c.table.clone()).collect();
             tables.dedup();
-            let entry = CommittedTxn { committed, flags: header.flags, start, end, tables, rows: txn.changes.len() as u32 };
+            let entry =
+                CommittedTxn { committed, flags: header.flags, start, end, tables, rows: txn.changes.len() as u32 };
             written.push((ticket.clone(), txn, entry));
         }
         if written.is_empty() {
@@ -495,11 +498,13 @@ impl GroupCommit {
             log.binlog.record(entry.committed.gtid);
         }
         let through = log.binlog.coord();
-        let report = GroupReport { txns: written.iter().map(|(_, _, e)| e.clone()).collect(), fsync, bytes: buf.len() as u64 };
+        let report =
+            GroupReport { txns: written.iter().map(|(_, _, e)| e.clone()).collect(), fsync, bytes: buf.len() as u64 };
         if self.config.mode == CommitMode::NaiveScheduling {
             let group_done = Arc::new((Mutex::new(false), Condvar::new()));
             outcomes.extend(written.into_iter().map(|(t, txn, e)| {
-                let turn = NaiveTurn { txn, end: e.end, committed: e.committed, next: None, group_done: group_done.clone() };
+                let turn =
+                    NaiveTurn { txn, end: e.end, committed: e.committed, next: None, group_done: group_done.clone() };
                 (t, TicketState::Binlogged(turn))
             }));
             *pending = Some(report);

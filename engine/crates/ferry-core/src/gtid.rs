@@ -113,7 +113,9 @@ impl<'a> Scanner<'a> {
                 Ok(())
             }
             None => Err(self.error(self.at, format!("expected '{}' after {after}, found end of text", sep as char))),
-            Some(&c) => Err(self.error(self.at, format!("expected '{}' after {after}, found {:?}", sep as char, c as char))),
+            Some(&c) => {
+                Err(self.error(self.at, format!("expected '{}' after {after}, found {:?}", sep as char, c as char)))
+            }
         }
     }
 

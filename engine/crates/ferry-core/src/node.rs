@@ -264,7 +264,18 @@ impl Node {
                 {
                     let mut recent = recent.lock();
                     for t in &report.txns {
-                        push_recent(&mut recent, summary(t.committed.gtid, t.committed.commit_id, t.flags, t.committed.commit_ts_us, t.start, t.tables.clone(), t.rows));
+                        push_recent(
+                            &mut recent,
+                            summary(
+                                t.committed.gtid,
+                                t.committed.commit_id,
+                                t.flags,
+                                t.committed.commit_ts_us,
+                                t.start,
+                                t.tables.clone(),
+                                t.rows,
+                            ),
+                        );
                     }
                 }
                 {
@@ -332,15 +343,25 @@ impl Node {
             return Err(TxnError::Invalid("a transaction needs at least one operation".into()));
         }
         if req.ops.len() > limits.txn_ops_max {
-            return Err(TxnError::TooLarge(format!("{} operations, the limit is {}", req.ops.len(), limits.txn_ops_max)));
+            return Err(TxnError::TooLarge(format!(
+                "{} operations, the limit is {}",
+                req.ops.len(),
+                limits.txn_ops_max
+            )));
         }
         if (req.server_id.is_some() || req.seq_no.is_some()) && !privileged {
-            return Err(TxnError::PermissionDenied("setting server_id or seq_no needs a privileged (authenticated) connection".into()));
+            return Err(TxnError::PermissionDenied(
+                "setting server_id or seq_no needs a privileged (authenticated) connection".into(),
+            ));
         }
         for op in &req.ops {
             self.check_name("table name", op.table())?;
             if op.key().len() > limits.key_bytes_max {
-                return Err(TxnError::Invalid(format!("key of {} bytes exceeds the {}-byte limit", op.key().len(), limits.key_bytes_max)));
+                return Err(TxnError::Invalid(format!(
+                    "key of {} bytes exceeds the {}-byte limit",
+                    op.key().len(),
+                    limits.key_bytes_max
+                )));
             }
             match op {
                 RowOp::Put { row, .. } => row.keys().try_for_each(|f| self.check_name("field name", f))?,
@@ -558,7 +579,15 @@ impl Node {
     }
 }
 
-fn summary(gtid: Gtid, commit_id: u64, flags: u8, commit_ts_us: u64, start: BinlogCoord, tables: Vec<String>, rows: u32) -> EventSummary {
+fn summary(
+    gtid: Gtid,
+    commit_id: u64,
+    flags: u8,
+    commit_ts_us: u64,
+    start: BinlogCoord,
+    tables: Vec<String>,
+    rows: u32,
+) -> EventSummary {
     EventSummary {
         seq: 0,
         gtid: gtid.to_string(),
@@ -585,7 +614,12 @@ fn push_recent(recent: &mut VecDeque<EventSummary>, mut entry: EventSummary) {
 
 /// Applies to the store every transaction logged after `applied` (all of them for a new store), and fills the
 /// recent-events ring from the last file. Returns how many transactions were replayed.
-fn replay(binlog: &BinlogWriter, store: &Store, applied: Option<BinlogCoord>, recent: &Mutex<VecDeque<EventSummary>>) -> Result<u64, NodeError> {
+fn replay(
+    binlog: &BinlogWriter,
+    store: &Store,
+    applied: Option<BinlogCoord>,
+    recent: &Mutex<VecDeque<EventSummary>>,
+) -> Result<u64, NodeError> {
     let files = binlog.file_names().to_vec();
     let last_seq = binlog.coord().file_seq;
     let mut replayed = 0u64;
@@ -600,14 +634,19 @@ fn replay(binlog: &BinlogWriter, store: &Store, applied: Option<BinlogCoord>, re
         let path = binlog.dir().join(name);
         let mut reader = TransactionReader::new(FileReader::open_at(&path, MAGIC.len() as u64)?);
         for item in reader.by_ref() {
-            let Item::Transaction(txn) = item? else { continue };
+            let Item::Transaction(txn) = item? else {
+                continue;
+            };
             let end = BinlogCoord { file_seq: seq, offset: txn.end_offset };
             if seq == last_seq {
                 let start = BinlogCoord { file_seq: seq, offset: txn.offset };
                 let mut tables: Vec<String> = txn.changes.iter().map(|c| c.table.clone()).collect();
                 tables.dedup();
                 let h = txn.header;
-                push_recent(&mut recent.lock(), summary(h.gtid, h.commit_id, h.flags, h.commit_ts_us, start, tables, txn.changes.len() as u32));
+                push_recent(
+                    &mut recent.lock(),
+                    summary(h.gtid, h.commit_id, h.flags, h.commit_ts_us, start, tables, txn.changes.len() as u32),
+                );
             }
             if applied.is_some_and(|a| end <= a) {
                 continue;

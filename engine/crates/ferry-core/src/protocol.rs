@@ -97,15 +97,30 @@ pub struct FrameHeader {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     /// Identify the client; answered with the node's identity.
-    Hello { client: String },
+    Hello {
+        client: String,
+    },
     /// Present the admin token to make the connection privileged (GTID overrides).
-    Auth { token: String },
+    Auth {
+        token: String,
+    },
     /// Run a transaction of row operations.
-    Transact { domain: Option<DomainId>, server_id: Option<ServerId>, seq_no: Option<SeqNo>, ops: Vec<RowOp> },
+    Transact {
+        domain: Option<DomainId>,
+        server_id: Option<ServerId>,
+        seq_no: Option<SeqNo>,
+        ops: Vec<RowOp>,
+    },
     /// Read one row.
-    Get { table: String, key: String },
+    Get {
+        table: String,
+        key: String,
+    },
     /// Wait until the node has reached `position` (GTID position text) or `timeout_ms` passes.
-    WaitPosition { position: String, timeout_ms: u64 },
+    WaitPosition {
+        position: String,
+        timeout_ms: u64,
+    },
     /// Commit counters (for benchmarks).
     Stats,
     Ping,

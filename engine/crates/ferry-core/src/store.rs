@@ -38,11 +38,23 @@ fn redb_err<E: Into<redb::Error>>(e: E) -> StoreError {
 }
 
 /// Row count and an order-independent checksum of one table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct TableChecksum {
     pub rows: u64,
     /// Wrapping sum of xxh3-64 over each (key, row) pair: equal tables give equal sums in any scan order.
     pub checksum: u64,
+}
+
+impl TableChecksum {
+    /// Adds one row, given its key and its stored bytes ([`row_bytes`]).
+    pub fn add(&mut self, key: &str, row: &[u8]) {
+        let mut bytes = Vec::with_capacity(8 + key.len() + row.len());
+        bytes.extend_from_slice(&(key.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(key.as_bytes());
+        bytes.extend_from_slice(row);
+        self.rows += 1;
+        self.checksum = self.checksum.wrapping_add(xxhash_rust::xxh3::xxh3_64(&bytes));
+    }
 }
 
 /// Recent changes not yet flushed to redb: the newest image per row (None = deleted).
@@ -186,9 +198,11 @@ impl Store {
             Err(e) => return Err(redb_err(e)),
         };
         let row = t.get(key).map_err(redb_err)?;
-        row.map(|bytes| row_from_bytes(bytes.value()))
-            .transpose()
-            .map_err(|e| StoreError::BadRow { table: table.to_string(), key: key.to_string(), reason: e.to_string() })
+        row.map(|bytes| row_from_bytes(bytes.value())).transpose().map_err(|e| StoreError::BadRow {
+            table: table.to_string(),
+            key: key.to_string(),
+            reason: e.to_string(),
+        })
     }
 
     pub fn get(&self, table: &str, key: &str) -> Result<Option<Row>, StoreError> {
@@ -237,19 +251,15 @@ impl Store {
     pub fn checksums_of(txn: &ReadTransaction) -> Result<BTreeMap<String, TableChecksum>, StoreError> {
         let mut out = BTreeMap::new();
         for handle in txn.list_tables().map_err(redb_err)? {
-            let Some(name) = handle.name().strip_prefix(USER_PREFIX) else { continue };
+            let Some(name) = handle.name().strip_prefix(USER_PREFIX) else {
+                continue;
+            };
             let full = handle.name().to_string();
             let table = txn.open_table(user_table(&full)).map_err(redb_err)?;
-            let mut sum = TableChecksum { rows: 0, checksum: 0 };
+            let mut sum = TableChecksum::default();
             for entry in table.iter().map_err(redb_err)? {
                 let (k, v) = entry.map_err(redb_err)?;
-                let key = k.value().as_bytes();
-                let mut bytes = Vec::with_capacity(8 + key.len() + v.value().len());
-                bytes.extend_from_slice(&(key.len() as u64).to_le_bytes());
-                bytes.extend_from_slice(key);
-                bytes.extend_from_slice(v.value());
-                sum.rows += 1;
-                sum.checksum = sum.checksum.wrapping_add(xxhash_rust::xxh3::xxh3_64(&bytes));
+                sum.add(k.value(), v.value());
             }
             out.insert(name.to_string(), sum);
         }

@@ -31,7 +31,13 @@ struct AppState {
     metrics: Arc<Metrics>,
 }
 
-pub async fn serve(listener: TcpListener, node: Arc<Node>, token: Option<AdminToken>, metrics: Arc<Metrics>, mut stop: watch::Receiver<bool>) {
+pub async fn serve(
+    listener: TcpListener,
+    node: Arc<Node>,
+    token: Option<AdminToken>,
+    metrics: Arc<Metrics>,
+    mut stop: watch::Receiver<bool>,
+) {
     let app = router(AppState { node, token, metrics });
     let shutdown = async move {
         let _ = stop.changed().await;
@@ -50,7 +56,9 @@ fn router(state: AppState) -> Router {
         .route("/v1/binlog/events", get(events))
         .route("/v1/checksums", get(checksums))
         .route("/metrics", get(metrics))
-        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/node-api.md") })
+        .fallback(|| async {
+            ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/node-api.md")
+        })
         .with_state(state)
 }
 
@@ -87,11 +95,20 @@ impl IntoResponse for ApiError {
 /// Checks the bearer token of a mutating call.
 fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(expected) = &state.token else {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "this node has no admin token (--admin-token-file): mutating calls are disabled"));
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "this node has no admin token (--admin-token-file): mutating calls are disabled",
+        ));
     };
-    let offered = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let offered =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     match offered {
-        None => Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "missing 'Authorization: Bearer <token>' header")),
+        None => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing 'Authorization: Bearer <token>' header",
+        )),
         Some(t) if expected.matches(t.trim()) => Ok(()),
         Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "wrong admin token")),
     }
@@ -116,7 +133,11 @@ struct ReadOnlyBody {
     read_only: bool,
 }
 
-async fn set_read_only(State(s): State<AppState>, headers: HeaderMap, body: Result<Json<ReadOnlyBody>, JsonRejection>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn set_read_only(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Json<ReadOnlyBody>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     authorize(&s, &headers)?;
     let body = json_body(body)?;
     s.node.set_read_only(body.read_only);
@@ -136,13 +157,19 @@ struct PurgeBody {
     before: String,
 }
 
-async fn purge_logs(State(s): State<AppState>, headers: HeaderMap, body: Result<Json<PurgeBody>, JsonRejection>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn purge_logs(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Json<PurgeBody>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     authorize(&s, &headers)?;
     let body = json_body(body)?;
     let purged = blocking(move || s.node.purge_logs_before(&body.before)).await?;
     match purged {
         Ok(files) => Ok(Json(json!({"purged": files}))),
-        Err(ferry_core::node::NodeError::Binlog(ferry_core::binlog::BinlogError::Invalid(msg))) => Err(ApiError::bad_request(msg)),
+        Err(ferry_core::node::NodeError::Binlog(ferry_core::binlog::BinlogError::Invalid(msg))) => {
+            Err(ApiError::bad_request(msg))
+        }
         Err(e) => Err(ApiError::internal(e)),
     }
 }
@@ -155,7 +182,10 @@ struct EventsQuery {
     before: Option<u64>,
 }
 
-async fn events(State(s): State<AppState>, query: Result<Query<EventsQuery>, QueryRejection>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn events(
+    State(s): State<AppState>,
+    query: Result<Query<EventsQuery>, QueryRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let limit = q.limit.unwrap_or(100);
     if limit == 0 || limit > EVENTS_PAGE_MAX {

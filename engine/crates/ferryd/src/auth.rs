@@ -11,7 +11,8 @@ pub struct AdminToken(Arc<String>);
 
 impl AdminToken {
     pub fn from_file(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading --admin-token-file {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading --admin-token-file {}", path.display()))?;
         let token = text.trim().to_string();
         if token.len() < 16 {
             anyhow::bail!("the admin token in {} is shorter than 16 characters", path.display());

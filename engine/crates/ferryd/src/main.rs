@@ -28,9 +28,7 @@ fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = Args::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(run(args))
 }
 
@@ -60,8 +58,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
     );
     let checkpointer = node.start_checkpointer();
 
-    let listener = std::net::TcpListener::bind(&args.listen).with_context(|| format!("binding --listen {}", args.listen))?;
-    let admin_listener = TcpListener::bind(&args.admin).await.with_context(|| format!("binding --admin {}", args.admin))?;
+    let listener =
+        std::net::TcpListener::bind(&args.listen).with_context(|| format!("binding --listen {}", args.listen))?;
+    let admin_listener =
+        TcpListener::bind(&args.admin).await.with_context(|| format!("binding --admin {}", args.admin))?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let ready = serde_json::json!({
         "event": "ready",

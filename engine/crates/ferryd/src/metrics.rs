@@ -71,7 +71,8 @@ impl Metrics {
             self.binlog_seq.get_or_create(&vec![("domain".to_string(), gtid.domain.to_string())]).set(gtid.seq as i64);
         }
         let mut out = String::new();
-        encode(&mut out, &self.registry.lock().expect("metrics registry lock")).expect("writing to a String cannot fail");
+        encode(&mut out, &self.registry.lock().expect("metrics registry lock"))
+            .expect("writing to a String cannot fail");
         out
     }
 }

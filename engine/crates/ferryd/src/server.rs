@@ -55,7 +55,13 @@ impl ProtocolServer {
     }
 }
 
-fn accept_loop(listener: TcpListener, node: Arc<Node>, token: Option<AdminToken>, stopping: Arc<AtomicBool>, open: Arc<Mutex<Vec<(u64, TcpStream)>>>) {
+fn accept_loop(
+    listener: TcpListener,
+    node: Arc<Node>,
+    token: Option<AdminToken>,
+    stopping: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<(u64, TcpStream)>>>,
+) {
     let max = node.config().limits.connections_max;
     let active = Arc::new(AtomicUsize::new(0));
     let mut next_id = 0u64;
@@ -85,14 +91,16 @@ fn accept_loop(listener: TcpListener, node: Arc<Node>, token: Option<AdminToken>
             open.lock().push((id, clone));
         }
         let (node, token, active, open) = (node.clone(), token.clone(), active.clone(), open.clone());
-        let spawned = std::thread::Builder::new().name(format!("conn-{id}")).stack_size(CONNECTION_STACK_BYTES).spawn(move || {
-            let peer = stream.peer_addr().ok();
-            if let Err(e) = Connection::new(stream, node, token).run() {
-                tracing::debug!(?peer, "connection ended: {e}");
-            }
-            open.lock().retain(|(i, _)| *i != id);
-            active.fetch_sub(1, Ordering::SeqCst);
-        });
+        let spawned = std::thread::Builder::new().name(format!("conn-{id}")).stack_size(CONNECTION_STACK_BYTES).spawn(
+            move || {
+                let peer = stream.peer_addr().ok();
+                if let Err(e) = Connection::new(stream, node, token).run() {
+                    tracing::debug!(?peer, "connection ended: {e}");
+                }
+                open.lock().retain(|(i, _)| *i != id);
+                active.fetch_sub(1, Ordering::SeqCst);
+            },
+        );
         if let Err(e) = spawned {
             tracing::error!("cannot start a connection thread: {e}");
         }
@@ -141,7 +149,11 @@ impl Connection {
                 Ok((header, request)) => (header.request_id, self.handle(request)),
                 Err(e) => {
                     // The frame boundary is known, so the connection can go on after saying what was wrong.
-                    let id = if frame.len() >= HEADER_BYTES { split_frame(&frame).map_or(0, |(h, _)| h.request_id) } else { 0 };
+                    let id = if frame.len() >= HEADER_BYTES {
+                        split_frame(&frame).map_or(0, |(h, _)| h.request_id)
+                    } else {
+                        0
+                    };
                     (id, frame_error(&e))
                 }
             };
@@ -162,7 +174,9 @@ impl Connection {
                     Response::AuthOk
                 }
                 Some(_) => Response::error(ErrorCode::PermissionDenied, "wrong admin token"),
-                None => Response::error(ErrorCode::PermissionDenied, "this node has no admin token (--admin-token-file)"),
+                None => {
+                    Response::error(ErrorCode::PermissionDenied, "this node has no admin token (--admin-token-file)")
+                }
             },
             Request::Transact { domain, server_id, seq_no, ops } => {
                 match self.node.execute(TxnRequest { domain, server_id, seq_no, ops }, self.privileged) {
@@ -177,7 +191,12 @@ impl Connection {
             Request::WaitPosition { position, timeout_ms } => self.wait_position(&position, timeout_ms),
             Request::Stats => {
                 let c = self.node.counters();
-                Response::Stats { commits: c.commits, groups: c.groups, fsyncs: c.fsyncs, bytes_written: c.bytes_written }
+                Response::Stats {
+                    commits: c.commits,
+                    groups: c.groups,
+                    fsyncs: c.fsyncs,
+                    bytes_written: c.bytes_written,
+                }
             }
             Request::Ping => Response::Pong,
         }
@@ -190,11 +209,17 @@ impl Connection {
         };
         let max = self.node.config().limits.wait_ms_max;
         if timeout_ms > max {
-            return Response::error(ErrorCode::InvalidRequest, format!("timeout of {timeout_ms} ms exceeds the {max} ms limit"));
+            return Response::error(
+                ErrorCode::InvalidRequest,
+                format!("timeout of {timeout_ms} ms exceeds the {max} ms limit"),
+            );
         }
         match self.node.wait_for_position(&target, Duration::from_millis(timeout_ms)) {
             Ok(pos) => Response::Reached { position: pos.to_string() },
-            Err(pos) => Response::error(ErrorCode::Timeout, format!("position {text} not reached within {timeout_ms} ms; the node is at {pos}")),
+            Err(pos) => Response::error(
+                ErrorCode::Timeout,
+                format!("position {text} not reached within {timeout_ms} ms; the node is at {pos}"),
+            ),
         }
     }
 }

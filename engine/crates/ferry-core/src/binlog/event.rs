@@ -62,15 +62,23 @@ pub struct Checkpoint {
 pub enum Event {
     FormatDescription(FormatDescription),
     /// The full binlog state (last GTID per domain and server) when the file was opened.
-    GtidList { gtids: Vec<Gtid> },
+    GtidList {
+        gtids: Vec<Gtid>,
+    },
     Gtid(GtidEvent),
     /// Row images of one transaction.
-    Rows { changes: Vec<RowChange> },
+    Rows {
+        changes: Vec<RowChange>,
+    },
     /// Ends a transaction; `changes` repeats the row count so a reader can check it got them all.
-    Commit { changes: u32 },
+    Commit {
+        changes: u32,
+    },
     Checkpoint(Checkpoint),
     /// Last event of a file that was closed by rotation.
-    Rotate { next_file: String },
+    Rotate {
+        next_file: String,
+    },
 }
 
 impl Event {

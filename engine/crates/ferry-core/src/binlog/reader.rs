@@ -107,7 +107,9 @@ impl FileReader {
         }
         let result = framed_len(&self.buf[..got]).and_then(|total| {
             self.buf.resize(total, 0);
-            let got = self.read_up_to(EVENT_HEADER_BYTES).map_err(|_| EventError::Truncated { needed: total, available: 0 })?;
+            let got = self
+                .read_up_to(EVENT_HEADER_BYTES)
+                .map_err(|_| EventError::Truncated { needed: total, available: 0 })?;
             decode_event(&self.buf[..got])
         });
         match result {
@@ -262,9 +264,9 @@ pub fn read_gtid_list(path: &Path) -> Result<Vec<Gtid>, BinlogError> {
             expected: "a file must open with a format description",
         });
     }
-    let list = reader
-        .next_event()
-        .unwrap_or_else(|| Err(BinlogError::Missing { file: reader.name().to_string(), problem: "has no GTID list".into() }))?;
+    let list = reader.next_event().unwrap_or_else(|| {
+        Err(BinlogError::Missing { file: reader.name().to_string(), problem: "has no GTID list".into() })
+    })?;
     match list.event {
         Event::GtidList { gtids } => Ok(gtids),
         other => Err(BinlogError::OutOfPlace {

@@ -62,23 +62,34 @@ impl StartPoint {
 fn after_header(path: &Path) -> Result<u64, BinlogError> {
     let mut reader = FileReader::open(path)?;
     for _ in 0..2 {
-        reader.next_event().unwrap_or_else(|| Err(BinlogError::Invalid(format!("{} has no header", path.display()))))?;
+        reader
+            .next_event()
+            .unwrap_or_else(|| Err(BinlogError::Invalid(format!("{} has no header", path.display()))))?;
     }
     Ok(reader.offset())
 }
 
 /// Finds where to start reading `files` (in index order) for a replica at `position`.
 /// `current` is the master's whole binlog state now (to tell "ahead" from "never seen").
-pub fn find_start(files: &[PathBuf], position: &GtidPosition, current: &BinlogState, strict: bool) -> Result<StartPoint, SeekError> {
+pub fn find_start(
+    files: &[PathBuf],
+    position: &GtidPosition,
+    current: &BinlogState,
+    strict: bool,
+) -> Result<StartPoint, SeekError> {
     assert!(!files.is_empty(), "a binlog always has a file");
     let lists: Vec<BinlogState> =
         files.iter().map(|f| read_gtid_list(f).map(BinlogState::from_gtids)).collect::<Result<_, _>>()?;
 
     // Newest to oldest, the first file whose GTID list the replica has reached in every domain.
-    let reached = |list: &BinlogState| list.position().iter().all(|g| position.get(g.domain).is_some_and(|p| p.seq >= g.seq));
+    let reached =
+        |list: &BinlogState| list.position().iter().all(|g| position.get(g.domain).is_some_and(|p| p.seq >= g.seq));
     let Some(file_index) = (0..files.len()).rev().find(|&i| reached(&lists[i])) else {
         let oldest = lists[0].position();
-        let g = oldest.iter().find(|g| position.get(g.domain).is_none_or(|p| p.seq < g.seq)).expect("some domain is unreached");
+        let g = oldest
+            .iter()
+            .find(|g| position.get(g.domain).is_none_or(|p| p.seq < g.seq))
+            .expect("some domain is unreached");
         return Err(SeekError::Purged {
             domain: g.domain,
             replica: position.get(g.domain).map_or_else(|| "nothing in that domain".to_string(), |p| p.to_string()),
@@ -111,9 +122,13 @@ pub fn find_start(files: &[PathBuf], position: &GtidPosition, current: &BinlogSt
         }
         let begin = if i == file_index { offset } else { MAGIC.len() as u64 };
         for item in TransactionReader::new(FileReader::open_at(path, begin)?) {
-            let Item::Transaction(txn) = item? else { continue };
+            let Item::Transaction(txn) = item? else {
+                continue;
+            };
             let seen = txn.gtid();
-            let Some(&wanted) = pending.get(&seen.domain) else { continue };
+            let Some(&wanted) = pending.get(&seen.domain) else {
+                continue;
+            };
             if seen == wanted {
                 pending.remove(&seen.domain);
             } else if seen.seq == wanted.seq {
@@ -170,4 +185,183 @@ pub fn position_at(path: &Path, offset: u64) -> Result<GtidPosition, BinlogError
         }
     }
     Ok(state.position().clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::binlog::event::{encode_event, Event, GtidEvent};
+    use crate::binlog::files_at;
+    use crate::binlog::writer::BinlogWriter;
+
+    /// A binlog built transaction by transaction; `rotate` starts a new file.
+    struct TestBinlog {
+        _dir: tempfile::TempDir,
+        writer: BinlogWriter,
+    }
+
+    impl TestBinlog {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let (writer, _) = BinlogWriter::open(&dir.path().join("binlog"), 1, 1 << 30).unwrap();
+            TestBinlog { _dir: dir, writer }
+        }
+
+        fn write(&mut self, gtids: &str) -> &mut Self {
+            for g in gtids.split(',') {
+                let gtid: Gtid = g.trim().parse().unwrap();
+                let mut buf = Vec::new();
+                encode_event(&Event::Gtid(GtidEvent { gtid, commit_id: 1, flags: 0, commit_ts_us: 0 }), &mut buf);
+                encode_event(&Event::Rows { changes: vec![] }, &mut buf);
+                encode_event(&Event::Commit { changes: 0 }, &mut buf);
+                self.writer.append(&buf).unwrap();
+                self.writer.record(gtid);
+            }
+            self.writer.sync().unwrap();
+            self
+        }
+
+        fn rotate(&mut self) -> &mut Self {
+            self.writer.rotate().unwrap();
+            self
+        }
+
+        fn files(&self) -> Vec<PathBuf> {
+            files_at(self.writer.dir()).unwrap()
+        }
+
+        /// The GTIDs a replica at `position` would be sent, in order.
+        fn stream_from(&self, position: &str, strict: bool) -> Result<Vec<String>, SeekError> {
+            let files = self.files();
+            let mut start = find_start(&files, &position.parse().unwrap(), self.writer.state(), strict)?;
+            let mut out = Vec::new();
+            for (i, path) in files.iter().enumerate().skip(start.file_index) {
+                let begin = if i == start.file_index { start.offset } else { MAGIC.len() as u64 };
+                for item in TransactionReader::new(FileReader::open_at(path, begin).unwrap()) {
+                    if let Item::Transaction(t) = item.unwrap() {
+                        if start.admit(t.gtid()) {
+                            out.push(t.gtid().to_string());
+                        }
+                    }
+                }
+            }
+            Ok(out)
+        }
+    }
+
+    fn gtids(list: &str) -> Vec<String> {
+        list.split(',').map(|s| s.trim().to_string()).collect()
+    }
+
+    #[test]
+    fn each_domain_starts_just_after_the_replicas_gtid() {
+        let mut b = TestBinlog::new();
+        b.write("0-1-1,1-2-1,0-1-2,1-2-2,0-1-3");
+        assert_eq!(b.stream_from("0-1-2,1-2-1", true).unwrap(), gtids("1-2-2,0-1-3"));
+        assert_eq!(b.stream_from("0-1-3,1-2-2", true).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_domain_the_replica_never_saw_starts_at_its_first_event() {
+        let mut b = TestBinlog::new();
+        b.write("0-1-1,5-1-1,0-1-2,5-1-2");
+        assert_eq!(b.stream_from("0-1-1", true).unwrap(), gtids("5-1-1,0-1-2,5-1-2"));
+        assert_eq!(b.stream_from("", true).unwrap(), gtids("0-1-1,5-1-1,0-1-2,5-1-2"));
+    }
+
+    #[test]
+    fn a_domain_only_the_replica_has_is_ignored() {
+        // Multi-source: the replica also follows domain 9 from another master.
+        let mut b = TestBinlog::new();
+        b.write("0-1-1,0-1-2");
+        assert_eq!(b.stream_from("0-1-1,9-7-40", true).unwrap(), gtids("0-1-2"));
+    }
+
+    #[test]
+    fn the_newest_file_whose_gtid_list_the_position_reached_is_chosen() {
+        let mut b = TestBinlog::new();
+        b.write("0-1-1,0-1-2").rotate().write("0-1-3,1-2-1").rotate().write("0-1-4");
+        let files = b.files();
+        let start = find_start(&files, &"0-1-3,1-2-1".parse().unwrap(), b.writer.state(), true).unwrap();
+        assert_eq!(start.file_index, 2, "file 3's list 0-1-3,1-2-1 is reached");
+        assert!(start.skip_through.is_empty());
+        let start = find_start(&files, &"0-1-2".parse().unwrap(), b.writer.state(), true).unwrap();
+        assert_eq!(start.file_index, 1);
+        assert_eq!(b.stream_from("0-1-2", true).unwrap(), gtids("0-1-3,1-2-1,0-1-4"));
+        // A GTID in a later file than the chosen one is found by reading on.
+        assert_eq!(b.stream_from("0-1-4", true).unwrap(), gtids("1-2-1"));
+    }
+
+    #[test]
+    fn purged_transactions_are_an_error_naming_domain_and_gtids() {
+        let mut b = TestBinlog::new();
+        b.write("0-1-1,0-1-2").rotate().write("0-1-3");
+        let first = b.files()[0].clone();
+        let mut remaining = b.writer.file_names().to_vec();
+        remaining.remove(0);
+        crate::binlog::write_index(b.writer.dir(), &remaining).unwrap();
+        std::fs::remove_file(first).unwrap();
+        let err = b.stream_from("0-1-1", true).unwrap_err();
+        assert!(matches!(err, SeekError::Purged { domain: 0, .. }), "{err}");
+        let text = err.to_string();
+        assert!(text.contains("0-1-1") && text.contains("0-1-2") && text.contains("purged"), "{text}");
+        // A replica with nothing in the domain needs the purged start of it too.
+        let err = b.stream_from("", true).unwrap_err();
+        assert!(err.to_string().contains("nothing in that domain"), "{err}");
+    }
+
+    #[test]
+    fn a_replica_ahead_of_the_master_is_an_error() {
+        let mut b = TestBinlog::new();
+        b.write("0-1-1,0-1-2");
+        let err = b.stream_from("0-1-5", true).unwrap_err();
+        assert!(matches!(err, SeekError::ReplicaAhead { domain: 0, .. }), "{err}");
+        assert!(err.to_string().contains("0-1-5") && err.to_string().contains("0-1-2"), "{err}");
+    }
+
+    #[test]
+    fn a_diverged_replica_is_an_error() {
+        let mut b = TestBinlog::new();
+        b.write("0-1-1,0-1-2,0-1-3");
+        // Same seq_no, another server: the replica has a transaction the master never had.
+        let err = b.stream_from("0-9-2", true).unwrap_err();
+        assert!(matches!(err, SeekError::Diverged { domain: 0, .. }), "{err}");
+        assert!(err.to_string().contains("0-9-2") && err.to_string().contains("0-1-2"), "{err}");
+        // Diverged exactly at a file boundary is caught from the GTID list.
+        b.rotate();
+        let err = b.stream_from("0-9-3", true).unwrap_err();
+        assert!(matches!(err, SeekError::Diverged { .. }), "{err}");
+    }
+
+    #[test]
+    fn landing_on_a_hole_is_an_error_in_strict_mode_only() {
+        let mut b = TestBinlog::new();
+        b.write("0-1-1,0-1-2,0-1-5,0-1-6");
+        let err = b.stream_from("0-1-3", true).unwrap_err();
+        assert!(matches!(err, SeekError::Hole { domain: 0, .. }), "{err}");
+        assert!(err.to_string().contains("0-1-3") && err.to_string().contains("0-1-5"), "{err}");
+        assert_eq!(b.stream_from("0-1-3", false).unwrap(), gtids("0-1-5,0-1-6"));
+    }
+
+    #[test]
+    fn holes_the_replica_does_not_land_on_are_fine() {
+        let mut b = TestBinlog::new();
+        b.write("0-1-1,0-1-4,0-1-9");
+        assert_eq!(b.stream_from("0-1-4", true).unwrap(), gtids("0-1-9"));
+    }
+
+    #[test]
+    fn a_legacy_file_and_offset_translates_to_a_gtid_position() {
+        let mut b = TestBinlog::new();
+        b.write("0-1-1,1-2-1").rotate();
+        let after_header = after_header(&b.files()[1]).unwrap();
+        b.write("0-1-2");
+        let mid = b.writer.coord();
+        b.write("1-2-2");
+        let files = b.files();
+        assert_eq!(position_at(&files[1], after_header).unwrap().to_string(), "0-1-1,1-2-1");
+        assert_eq!(position_at(&files[1], mid.offset).unwrap().to_string(), "0-1-2,1-2-1");
+        let err = position_at(&files[1], mid.offset + 3).unwrap_err();
+        assert!(err.to_string().contains("inside transaction 1-2-2"), "{err}");
+    }
 }

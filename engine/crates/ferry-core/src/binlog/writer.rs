@@ -69,7 +69,8 @@ impl BinlogWriter {
             let writer = Self::create_first(dir, server_id, max_file_bytes)?;
             return Ok((writer, recovery));
         };
-        let seq = file_seq(&last).ok_or_else(|| BinlogError::Invalid(format!("index names {last:?}, not a binlog file")))?;
+        let seq =
+            file_seq(&last).ok_or_else(|| BinlogError::Invalid(format!("index names {last:?}, not a binlog file")))?;
         let path = dir.join(&last);
         if !path.exists() {
             return Err(BinlogError::Missing { file: last, problem: "does not exist".into() });
@@ -110,7 +111,12 @@ impl BinlogWriter {
     fn create_first(dir: &Path, server_id: ServerId, max_file_bytes: u64) -> Result<Self, BinlogError> {
         let name = file_name(1);
         let path = dir.join(&name);
-        let file = OpenOptions::new().create(true).write(true).truncate(true).open(&path).map_err(|e| BinlogError::io(&path, e))?;
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| BinlogError::io(&path, e))?;
         let mut writer = BinlogWriter {
             dir: dir.to_path_buf(),
             server_id,
@@ -186,7 +192,10 @@ impl BinlogWriter {
     /// Appends a checkpoint event saying the store is durable through `through`.
     pub fn write_checkpoint(&mut self, through: BinlogCoord) -> Result<(), BinlogError> {
         let mut buf = Vec::new();
-        encode_event(&Event::Checkpoint(Checkpoint { file: file_name(through.file_seq), offset: through.offset }), &mut buf);
+        encode_event(
+            &Event::Checkpoint(Checkpoint { file: file_name(through.file_seq), offset: through.offset }),
+            &mut buf,
+        );
         self.append(&buf)
     }
 
@@ -207,7 +216,12 @@ impl BinlogWriter {
         self.file_seq += 1;
         let name = file_name(self.file_seq);
         let path = self.dir.join(&name);
-        self.file = OpenOptions::new().create(true).write(true).truncate(true).open(&path).map_err(|e| BinlogError::io(&path, e))?;
+        self.file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| BinlogError::io(&path, e))?;
         self.write_header(name)
     }
 
@@ -215,9 +229,12 @@ impl BinlogWriter {
     /// `keep_from` (still needed by crash recovery). Returns the names removed.
     pub fn purge_before(&mut self, before: &str, keep_from: u64) -> Result<Vec<String>, BinlogError> {
         let Some(at) = self.files.iter().position(|f| f == before) else {
-            return Err(BinlogError::Invalid(format!("{before:?} is not a binlog file of this node (see the status's binlog files)")));
+            return Err(BinlogError::Invalid(format!(
+                "{before:?} is not a binlog file of this node (see the status's binlog files)"
+            )));
         };
-        let limit = self.files.iter().position(|f| file_seq(f).is_some_and(|s| s >= keep_from)).unwrap_or(self.files.len() - 1);
+        let limit =
+            self.files.iter().position(|f| file_seq(f).is_some_and(|s| s >= keep_from)).unwrap_or(self.files.len() - 1);
         if at > limit {
             return Err(BinlogError::Invalid(format!(
                 "cannot purge up to {before}: {} is still needed for crash recovery",
@@ -278,7 +295,11 @@ fn remove_orphans(dir: &Path, files: &[String]) -> Result<Vec<String>, BinlogErr
 
 /// Reads the last file to its end: rebuilds the binlog state and finds the end of its last whole item.
 /// Returns (state, offset to keep, next file named by a closing rotate event).
-fn scan_tail(path: &Path, recovery: &mut TailRecovery, seq: u64) -> Result<(BinlogState, u64, Option<String>), BinlogError> {
+fn scan_tail(
+    path: &Path,
+    recovery: &mut TailRecovery,
+    seq: u64,
+) -> Result<(BinlogState, u64, Option<String>), BinlogError> {
     let gtids = read_gtid_list(path)?;
     let mut state = BinlogState::from_gtids(gtids);
     let mut items = TransactionReader::new(FileReader::open(path)?);
@@ -315,5 +336,134 @@ fn incomplete_gtid_at(path: &Path, offset: u64) -> Option<Gtid> {
             _ => None,
         },
         Err(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::binlog::event::GtidEvent;
+    use crate::binlog::reader::read_gtid_list;
+
+    fn txn_bytes(gtid: Gtid) -> Vec<u8> {
+        let mut buf = Vec::new();
+        encode_event(&Event::Gtid(GtidEvent { gtid, commit_id: 1, flags: 0, commit_ts_us: 0 }), &mut buf);
+        encode_event(&Event::Rows { changes: vec![] }, &mut buf);
+        encode_event(&Event::Commit { changes: 0 }, &mut buf);
+        buf
+    }
+
+    fn write(w: &mut BinlogWriter, seqs: std::ops::RangeInclusive<u64>) {
+        for seq in seqs {
+            let g = Gtid::new(0, 1, seq);
+            w.append(&txn_bytes(g)).unwrap();
+            w.record(g);
+        }
+        w.sync().unwrap();
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_back_to_the_last_whole_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, _) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        write(&mut w, 1..=3);
+        let whole = w.coord().offset;
+        // Half of a fourth transaction reaches the disk before the crash.
+        let partial = txn_bytes(Gtid::new(0, 1, 4));
+        w.append(&partial[..partial.len() - 7]).unwrap();
+        drop(w);
+        let (w, rec) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        assert_eq!(rec.truncated_at, Some(BinlogCoord { file_seq: 1, offset: whole }));
+        assert_eq!(rec.bytes_cut, partial.len() as u64 - 7);
+        assert_eq!(rec.incomplete_gtid, Some(Gtid::new(0, 1, 4)), "the cut transaction is named");
+        assert!(rec.reason.unwrap().contains("truncated"));
+        assert_eq!(w.state().position().to_string(), "0-1-3");
+        assert_eq!(std::fs::metadata(dir.path().join(file_name(1))).unwrap().len(), whole);
+    }
+
+    #[test]
+    fn a_transaction_missing_its_commit_is_cut_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, _) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        write(&mut w, 1..=2);
+        let whole = w.coord().offset;
+        let mut buf = Vec::new();
+        encode_event(
+            &Event::Gtid(GtidEvent { gtid: Gtid::new(0, 1, 3), commit_id: 2, flags: 0, commit_ts_us: 0 }),
+            &mut buf,
+        );
+        w.append(&buf).unwrap();
+        drop(w);
+        let (w, rec) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        assert_eq!(rec.truncated_at.unwrap().offset, whole);
+        assert_eq!(rec.incomplete_gtid, Some(Gtid::new(0, 1, 3)));
+        assert_eq!(w.state().position().to_string(), "0-1-2");
+    }
+
+    #[test]
+    fn a_corrupt_byte_in_the_last_transaction_cuts_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, _) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        write(&mut w, 1..=2);
+        let whole = w.coord().offset;
+        write(&mut w, 3..=3);
+        drop(w);
+        let path = dir.path().join(file_name(1));
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[whole as usize + 9] ^= 0x40;
+        std::fs::write(&path, bytes).unwrap();
+        let (w, rec) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        assert_eq!(rec.truncated_at.unwrap().offset, whole);
+        assert!(rec.reason.unwrap().contains("checksum mismatch"));
+        assert_eq!(w.state().position().to_string(), "0-1-2");
+    }
+
+    #[test]
+    fn rotation_carries_the_state_into_the_next_files_gtid_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, _) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        write(&mut w, 1..=2);
+        w.rotate().unwrap();
+        write(&mut w, 3..=3);
+        assert_eq!(w.file_names(), [file_name(1), file_name(2)]);
+        assert_eq!(read_gtid_list(&dir.path().join(file_name(2))).unwrap(), vec![Gtid::new(0, 1, 2)]);
+        drop(w);
+        let (w, rec) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        assert_eq!(rec.bytes_cut, 0);
+        assert_eq!(w.state().position().to_string(), "0-1-3");
+    }
+
+    #[test]
+    fn a_rotation_cut_short_is_completed_and_orphans_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, _) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        write(&mut w, 1..=1);
+        // The rotate event reached the disk, the next file was half created and never indexed.
+        let mut buf = Vec::new();
+        encode_event(&Event::Rotate { next_file: file_name(2) }, &mut buf);
+        w.append(&buf).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        std::fs::write(dir.path().join(file_name(2)), b"\xfeF").unwrap();
+        let (w, rec) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        assert_eq!(rec.orphans_removed, vec![file_name(2)]);
+        assert_eq!(w.file_names(), [file_name(1), file_name(2)]);
+        assert_eq!(read_gtid_list(&dir.path().join(file_name(2))).unwrap(), vec![Gtid::new(0, 1, 1)]);
+    }
+
+    #[test]
+    fn purge_keeps_the_current_file_and_what_recovery_needs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, _) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        for i in 0..3 {
+            write(&mut w, i * 2 + 1..=i * 2 + 2);
+            w.rotate().unwrap();
+        }
+        let err = w.purge_before(&file_name(3), 2).unwrap_err();
+        assert!(err.to_string().contains("still needed for crash recovery"), "{err}");
+        assert!(w.purge_before("nope", 4).unwrap_err().to_string().contains("not a binlog file"));
+        assert_eq!(w.purge_before(&file_name(3), 4).unwrap(), vec![file_name(1), file_name(2)]);
+        assert!(!dir.path().join(file_name(1)).exists());
+        assert_eq!(crate::binlog::read_index(dir.path()).unwrap(), vec![file_name(3), file_name(4)]);
     }
 }

@@ -1,0 +1,145 @@
+//! Test harness: starts real `ferryd` processes on loopback (port 0) in temporary directories, and talks to
+//! them over their real sockets (binary protocol through `ferry-client`, admin API over HTTP).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub const TOKEN: &str = "test-admin-token-0123456789";
+
+pub struct NodeProc {
+    child: Child,
+    pub server_id: u32,
+    pub listen: String,
+    pub admin: String,
+    pub dir: PathBuf,
+    pub extra: Vec<String>,
+}
+
+impl NodeProc {
+    /// Starts `ferryd` with its data in `dir/data` and the admin token in `dir/token`.
+    pub fn start(dir: &Path, server_id: u32, extra: &[&str]) -> NodeProc {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("token"), TOKEN).unwrap();
+        let stderr = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("ferryd.log")).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ferryd"))
+            .args(["--server-id", &server_id.to_string(), "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .arg("--admin-token-file")
+            .arg(dir.join("token"))
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .expect("start ferryd");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+        let ready: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|_| {
+            let log = std::fs::read_to_string(dir.join("ferryd.log")).unwrap_or_default();
+            panic!("ferryd did not report ready; its log:\n{log}")
+        });
+        NodeProc {
+            child,
+            server_id,
+            listen: ready["listen"].as_str().unwrap().to_string(),
+            admin: ready["admin"].as_str().unwrap().to_string(),
+            dir: dir.to_path_buf(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// Starts it again on the same data directory.
+    pub fn restart(&mut self) {
+        let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
+        let fresh = NodeProc::start(&self.dir.clone(), self.server_id, &extra);
+        // The old process is gone (killed or stopped); dropping it just reaps nothing.
+        drop(std::mem::replace(self, fresh));
+    }
+
+    pub fn sigkill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// SIGTERM and wait for a clean exit.
+    pub fn stop(&mut self) {
+        let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+        let exit = self.child.wait().unwrap();
+        assert!(exit.success(), "ferryd exited with {exit}");
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("ferryd.log")).unwrap_or_default()
+    }
+
+    pub fn binlog_dir(&self) -> PathBuf {
+        self.dir.join("data").join("binlog")
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.admin, path)
+    }
+
+    pub fn get(&self, path: &str) -> (u16, serde_json::Value) {
+        off_runtime(|| {
+            let resp = reqwest::blocking::get(self.url(path)).unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.json().unwrap_or(serde_json::Value::Null))
+        })
+    }
+
+    pub fn get_text(&self, path: &str) -> String {
+        off_runtime(|| reqwest::blocking::get(self.url(path)).unwrap().text().unwrap())
+    }
+
+    pub fn status(&self) -> serde_json::Value {
+        let (code, body) = self.get("/v1/status");
+        assert_eq!(code, 200);
+        body
+    }
+
+    /// POST with an optional bearer token; returns the status code and the JSON body.
+    pub fn post(&self, path: &str, body: serde_json::Value, token: Option<&str>) -> (u16, serde_json::Value) {
+        off_runtime(|| {
+            let mut req = reqwest::blocking::Client::new().post(self.url(path)).json(&body);
+            if let Some(t) = token {
+                req = req.bearer_auth(t);
+            }
+            let resp = req.send().unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.json().unwrap_or(serde_json::Value::Null))
+        })
+    }
+
+    pub fn client(&self) -> ferry_client::Client {
+        rt().block_on(ferry_client::Client::connect(&self.listen)).unwrap()
+    }
+}
+
+impl Drop for NodeProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A runtime for driving the async client from plain tests.
+pub fn rt() -> &'static tokio::runtime::Runtime {
+    static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RT.get_or_init(|| tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap())
+}
+
+/// Runs blocking HTTP on a thread of its own, so it also works from inside async test code.
+fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| s.spawn(f).join().unwrap())
+}
