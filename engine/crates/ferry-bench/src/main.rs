@@ -3,8 +3,10 @@
 //!
 //! - `commit`: many connections each committing small single-row transactions against a running node.
 //! - `fsync`: the raw fsync latency of the disk under a directory (what per-transaction fsync is bound by).
+//! - `demo`: a gentle endless workload over several domains, for the demo stack of `make up`.
 
 mod commit;
+mod demo;
 mod fsync;
 
 use clap::{Parser, Subcommand};
@@ -22,6 +24,8 @@ enum Command {
     Commit(commit::Args),
     /// Raw fsync latency of the disk holding --dir.
     Fsync(fsync::Args),
+    /// A gentle endless workload over several domains (for demos).
+    Demo(demo::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -31,5 +35,9 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(commit::run(args))
         }
         Command::Fsync(args) => fsync::run(args),
+        Command::Demo(args) => {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            runtime.block_on(demo::run(args))
+        }
     }
 }

@@ -1,0 +1,41 @@
+# Ferry — the two commands:
+#   make up    build and start the local stack (no Docker): three ferryd nodes and a demo workload
+#   make test  install what is missing and run every test suite
+# Both install what they need; see README.md.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+.PHONY: help up down test test-engine test-python lint-engine bench-commit
+
+help:
+	@echo "make up      build and start three ferryd nodes and a demo workload (make down stops them)"
+	@echo "make test    run every test suite (engine lint, unit, property, fuzz-corpus, integration, recovery; Python module)"
+	@echo "make bench-commit   the commit benchmark matrix of docs/benchmarks.md"
+
+up:
+	@scripts/up.sh
+
+down:
+	@scripts/down.sh
+
+test: lint-engine test-engine test-python
+	@echo "make test: every suite passed"
+
+lint-engine:
+	@scripts/ensure-rust.sh
+	cd engine && cargo fmt --all --check
+	cd engine && cargo clippy --workspace --all-targets --locked -- -D warnings
+
+test-engine:
+	@scripts/ensure-rust.sh
+	cd engine && cargo test --workspace --locked
+
+test-python:
+	@scripts/ensure-python.sh
+	cd engine/crates/ferry-py && ../../../.venv/bin/maturin develop --release --locked
+	cd engine && cargo build --locked -p ferryd
+	FERRYD_BIN=$(CURDIR)/engine/target/debug/ferryd .venv/bin/pytest -q engine/crates/ferry-py/tests
+
+bench-commit:
+	@scripts/bench-commit.sh
