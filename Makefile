@@ -33,7 +33,7 @@ test-engine:
 
 test-python:
 	@scripts/ensure-python.sh
-	cd engine/crates/ferry-py && ../../../.venv/bin/maturin develop --release --locked
+	cd engine/crates/ferry-py && VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH maturin develop --release --locked
 	cd engine && cargo build --locked -p ferryd
 	FERRYD_BIN=$(CURDIR)/engine/target/debug/ferryd .venv/bin/pytest -q engine/crates/ferry-py/tests
 

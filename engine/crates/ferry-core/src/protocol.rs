@@ -292,7 +292,7 @@ impl Response {
                 e.gtid(*gtid).u64(*commit_id).u64(*commit_ts_us);
             }),
             Response::Row { row } => frame(op::R_ROW, request_id, |e| {
-                e.opt(row.as_ref(), |e, r| encode_row(e, r));
+                e.opt(row.as_ref(), encode_row);
             }),
             Response::Reached { position } => frame(op::R_REACHED, request_id, |e| {
                 e.str(position);

@@ -145,8 +145,8 @@ pub fn decode_op(dec: &mut Decoder<'_>) -> Result<RowOp, DecodeError> {
 
 pub fn encode_change(enc: &mut Encoder, change: &RowChange) {
     enc.str(&change.table).str(&change.key);
-    enc.opt(change.before.as_ref(), |e, r| encode_row(e, r));
-    enc.opt(change.after.as_ref(), |e, r| encode_row(e, r));
+    enc.opt(change.before.as_ref(), encode_row);
+    enc.opt(change.after.as_ref(), encode_row);
 }
 
 pub fn decode_change(dec: &mut Decoder<'_>) -> Result<RowChange, DecodeError> {

@@ -63,8 +63,7 @@ impl BinlogWriter {
     pub fn open(dir: &Path, server_id: ServerId, max_file_bytes: u64) -> Result<(Self, TailRecovery), BinlogError> {
         std::fs::create_dir_all(dir).map_err(|e| BinlogError::io(dir, e))?;
         let mut files = read_index(dir)?;
-        let mut recovery = TailRecovery::default();
-        recovery.orphans_removed = remove_orphans(dir, &files)?;
+        let mut recovery = TailRecovery { orphans_removed: remove_orphans(dir, &files)?, ..TailRecovery::default() };
         let Some(last) = files.last().cloned() else {
             let writer = Self::create_first(dir, server_id, max_file_bytes)?;
             return Ok((writer, recovery));
