@@ -230,9 +230,10 @@ impl Node {
     pub fn open(config: NodeConfig, observer: Option<Arc<dyn CommitObserver>>) -> Result<Arc<Node>, NodeError> {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| BinlogError::io(&config.data_dir, e))?;
         let binlog_dir = config.data_dir.join("binlog");
-        let (binlog, tail) = BinlogWriter::open(&binlog_dir, config.server_id, config.binlog_file_bytes_max)?;
         let store = Arc::new(Store::open(&config.data_dir.join("store.redb"))?);
         let applied = store.applied_through()?;
+        let (binlog, tail) =
+            BinlogWriter::open_keeping(&binlog_dir, config.server_id, config.binlog_file_bytes_max, applied)?;
         if let Some(applied) = applied {
             if applied > binlog.coord() {
                 return Err(NodeError::Recovery(format!(

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_core::binlog::files_at;
-use ferry_core::binlog::reader::{FileReader, Item, TransactionReader, Transaction};
+use ferry_core::binlog::reader::{FileReader, Item, Transaction, TransactionReader};
 use ferry_core::commit::{CommitMode, Durability};
 use ferry_core::node::{Node, NodeConfig, TxnRequest};
 use ferry_core::row::{RowOp, Value};

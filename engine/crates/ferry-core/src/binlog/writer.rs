@@ -61,6 +61,17 @@ impl BinlogWriter {
     /// Opens (or creates) the binlog in `dir`, cutting a torn or corrupt tail of the last file back to its last
     /// whole transaction. Corruption in any other place is an error: those bytes were acknowledged and are kept.
     pub fn open(dir: &Path, server_id: ServerId, max_file_bytes: u64) -> Result<(Self, TailRecovery), BinlogError> {
+        Self::open_keeping(dir, server_id, max_file_bytes, None)
+    }
+
+    /// Like [`BinlogWriter::open`], but refuses (touching nothing) to cut the tail below `keep_through`: bytes the
+    /// store is already durable through were acknowledged, so damage there is reported, never repaired by cutting.
+    pub fn open_keeping(
+        dir: &Path,
+        server_id: ServerId,
+        max_file_bytes: u64,
+        keep_through: Option<BinlogCoord>,
+    ) -> Result<(Self, TailRecovery), BinlogError> {
         std::fs::create_dir_all(dir).map_err(|e| BinlogError::io(dir, e))?;
         let mut files = read_index(dir)?;
         let mut recovery = TailRecovery { orphans_removed: remove_orphans(dir, &files)?, ..TailRecovery::default() };
@@ -75,6 +86,14 @@ impl BinlogWriter {
             return Err(BinlogError::Missing { file: last, problem: "does not exist".into() });
         }
         let (state, good_end, rotated_to) = scan_tail(&path, &mut recovery, seq)?;
+        let end = BinlogCoord { file_seq: seq, offset: good_end };
+        if let Some(keep) = keep_through.filter(|k| *k > end) {
+            return Err(BinlogError::Invalid(format!(
+                "binlog {last} is damaged at offset {good_end} ({}), but the store is durable through {keep}: \
+                 those transactions were acknowledged, so the file is left as it is; restore the binlog from a backup",
+                recovery.reason.as_deref().unwrap_or("it ends early")
+            )));
+        }
         let file = OpenOptions::new().write(true).open(&path).map_err(|e| BinlogError::io(&path, e))?;
         let len = file.metadata().map_err(|e| BinlogError::io(&path, e))?.len();
         if good_end < len {
@@ -415,6 +434,25 @@ mod tests {
         assert_eq!(rec.truncated_at.unwrap().offset, whole);
         assert!(rec.reason.unwrap().contains("checksum mismatch"));
         assert_eq!(w.state().position().to_string(), "0-1-2");
+    }
+
+    #[test]
+    fn damage_below_what_the_store_has_made_durable_is_refused_not_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, _) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        write(&mut w, 1..=1);
+        let damaged = w.coord().offset;
+        write(&mut w, 2..=3);
+        let durable = w.coord();
+        drop(w);
+        let path = dir.path().join(file_name(1));
+        let mut bytes = std::fs::read(&path).unwrap();
+        let len = bytes.len();
+        bytes[damaged as usize + 6] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let err = BinlogWriter::open_keeping(dir.path(), 1, 1 << 20, Some(durable)).err().unwrap().to_string();
+        assert!(err.contains(&format!("damaged at offset {damaged}")) && err.contains("checksum mismatch"), "{err}");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), len as u64, "nothing was cut");
     }
 
     #[test]
