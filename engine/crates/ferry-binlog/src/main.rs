@@ -1,1 +1,81 @@
-fn main() {}
+//! `ferry-binlog`: prints the events of Ferry binlog files, like mysqlbinlog.
+//!
+//! Exit codes: 0 when everything asked for was printed; 1 when the binlog cannot be read (a corrupt or torn
+//! event, after printing everything before it) or cannot serve `--start-position`; 2 for a bad command line,
+//! including GTID text that does not parse.
+//!
+//! Filters apply to transactions only; format descriptions, GTID lists, checkpoints and rotations are always
+//! printed. With `--start-position`, files before the one a replica would start in are skipped, and that file
+//! is printed from its header (so its GTID list shows the state the listed transactions follow).
+
+mod cli;
+mod dump;
+mod filter;
+mod format;
+mod start;
+mod utc;
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Parser;
+use ferry_core::binlog::{files_at, index_path};
+
+use crate::cli::{Args, Options};
+use crate::dump::{Dump, DumpError};
+use crate::filter::TxnFilter;
+
+const BINLOG_FAILURE: u8 = 1;
+const USAGE_FAILURE: u8 = 2;
+
+fn main() -> ExitCode {
+    let options = match Args::parse().into_options() {
+        Ok(options) => options,
+        Err(bad) => return fail(USAGE_FAILURE, &bad),
+    };
+    let dump = match plan(&options) {
+        Ok(dump) => dump,
+        Err(message) => return fail(BINLOG_FAILURE, &message),
+    };
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let result = dump.run(&mut out);
+    // Flush what was printed before reporting why it stopped, so the error line comes after it.
+    let flushed = out.flush();
+    match result.and_then(|()| flushed.map_err(DumpError::Output)) {
+        Ok(()) => ExitCode::SUCCESS,
+        // Nobody is reading any more (`| head`): stop quietly, as other command-line tools do.
+        Err(DumpError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(DumpError::Output(e)) => fail(BINLOG_FAILURE, &format!("writing the output: {e}")),
+        Err(DumpError::Binlog(e)) => fail(BINLOG_FAILURE, &e),
+    }
+}
+
+/// Which files to read, from where, and through which filter.
+fn plan(options: &Options) -> Result<Dump, String> {
+    let files = files_at(&binlog_path(&options.path)).map_err(|e| e.to_string())?;
+    let start = match &options.start {
+        None => None,
+        Some(position) => {
+            Some(start::start_point(&files, position).map_err(|e| format!("--start-position {position}: {e}"))?)
+        }
+    };
+    let first_file = start.as_ref().map_or(0, |s| s.file_index);
+    let filter = TxnFilter::new(start, options.domains.clone(), &options.stop);
+    Ok(Dump { files, first_file, filter, json: options.json })
+}
+
+/// A node's data directory keeps its binlog in `binlog/`: accept it as well as the binlog directory itself.
+fn binlog_path(path: &Path) -> PathBuf {
+    let nested = path.join("binlog");
+    if path.is_dir() && !index_path(path).exists() && index_path(&nested).exists() {
+        nested
+    } else {
+        path.to_path_buf()
+    }
+}
+
+fn fail(code: u8, message: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("ferry-binlog: error: {message}");
+    ExitCode::from(code)
+}

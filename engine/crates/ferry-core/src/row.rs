@@ -83,9 +83,13 @@ pub fn decode_row(dec: &mut Decoder<'_>) -> Result<Row, DecodeError> {
             VALUE_TEXT => Value::Text(dec.str("text field")?.to_string()),
             other => return Err(dec.error(format!("unknown field type {other} for field {name:?}"))),
         };
-        if row.insert(name.clone(), value).is_some() {
-            return Err(dec.error(format!("field {name:?} appears twice in one row")));
+        // Fields are stored sorted by name, so each row has exactly one encoding (checksums rely on it).
+        if let Some((last, _)) = row.last_key_value() {
+            if *last >= name {
+                return Err(dec.error(format!("field {name:?} is out of order or repeated after {last:?}")));
+            }
         }
+        row.insert(name, value);
     }
     Ok(row)
 }
@@ -203,6 +207,17 @@ mod tests {
             let mut dec = Decoder::new(&enc.buf);
             prop_assert_eq!(decode_change(&mut dec).unwrap(), change);
         }
+    }
+
+    #[test]
+    fn a_row_has_exactly_one_encoding() {
+        let mut enc = Encoder::new();
+        enc.u32(2).str("b").u8(VALUE_INT).i64(1).str("a").u8(VALUE_INT).i64(2);
+        let err = row_from_bytes(&enc.buf).unwrap_err();
+        assert!(err.what.contains("out of order"), "{err}");
+        let mut enc = Encoder::new();
+        enc.u32(2).str("a").u8(VALUE_INT).i64(1).str("a").u8(VALUE_INT).i64(2);
+        assert!(row_from_bytes(&enc.buf).unwrap_err().what.contains("repeated"));
     }
 
     #[test]

@@ -45,6 +45,11 @@ fn every_binlog_event_in_the_corpus_re_encodes_to_its_bytes() {
 }
 
 #[test]
+fn every_sealed_event_body_in_the_corpus_re_encodes_to_its_frame() {
+    replay("decode_event_body", round_trip::sealed_event_round_trips);
+}
+
+#[test]
 fn every_request_frame_in_the_corpus_re_encodes_to_its_bytes() {
     replay("decode_request", round_trip::request_round_trips);
 }

@@ -53,7 +53,10 @@ pub struct GtidEvent {
 /// Marks the point up to which the store is durable: recovery replays the binlog from there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Checkpoint {
+    /// Named apart from the event's own file and offset when serialized flat beside them.
+    #[serde(rename = "checkpoint_file")]
     pub file: String,
+    #[serde(rename = "checkpoint_offset")]
     pub offset: u64,
 }
 

@@ -1,0 +1,107 @@
+//! The command line: flag definitions (clap) and their validation into [`Options`].
+//!
+//! GTID texts are parsed here, after clap, so a bad one is reported with the parser's column and a caret
+//! under the offending character rather than clap's one-line summary.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use clap::Parser;
+use ferry_core::{DomainId, GtidParseError, GtidPosition};
+
+/// Print the events of Ferry binlog files, one per line, like mysqlbinlog.
+#[derive(Debug, Parser)]
+#[command(name = "ferry-binlog", version)]
+pub struct Args {
+    /// Start as a replica at this GTID position would (e.g. `0-1-10,1-2-5`): print only the transactions
+    /// it would be sent. Errors when the binlog cannot serve the position (purged, ahead, diverged, hole).
+    #[arg(long, value_name = "POS")]
+    pub start_position: Option<String>,
+
+    /// Stop printing a listed domain's transactions once past its GTID (its seq_no is exceeded);
+    /// domains not listed are unaffected.
+    #[arg(long, value_name = "POS")]
+    pub stop_position: Option<String>,
+
+    /// Print only the transactions of these domains (repeatable, or comma-separated). Events outside
+    /// transactions (format description, GTID list, checkpoint, rotate) are always printed.
+    #[arg(long = "domain", value_name = "D", value_delimiter = ',')]
+    pub domains: Vec<DomainId>,
+
+    /// One JSON object per line instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// A binlog file, or a directory holding `ferry-bin.index` (or a node's data directory, whose `binlog/` does).
+    pub path: PathBuf,
+}
+
+/// What to print, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    pub path: PathBuf,
+    pub start: Option<GtidPosition>,
+    pub stop: GtidPosition,
+    /// `None` prints every domain.
+    pub domains: Option<BTreeSet<DomainId>>,
+    pub json: bool,
+}
+
+/// A flag's value that is not a GTID position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadPosition {
+    pub flag: &'static str,
+    pub error: GtidParseError,
+}
+
+impl std::fmt::Display for BadPosition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let indent = "    ";
+        let pointer = self.error.pointer().replace('\n', &format!("\n{indent}"));
+        write!(f, "{}: {}\n{indent}{pointer}", self.flag, self.error)
+    }
+}
+
+impl Args {
+    pub fn into_options(self) -> Result<Options, BadPosition> {
+        let parse =
+            |flag: &'static str, text: &str| text.parse::<GtidPosition>().map_err(|error| BadPosition { flag, error });
+        let start = self.start_position.as_deref().map(|t| parse("--start-position", t)).transpose()?;
+        let stop = self.stop_position.as_deref().map(|t| parse("--stop-position", t)).transpose()?.unwrap_or_default();
+        let domains = (!self.domains.is_empty()).then(|| self.domains.into_iter().collect());
+        Ok(Options { path: self.path, start, stop, domains, json: self.json })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(argv: &[&str]) -> Result<Options, BadPosition> {
+        Args::try_parse_from(std::iter::once("ferry-binlog").chain(argv.iter().copied())).unwrap().into_options()
+    }
+
+    #[test]
+    fn domains_may_be_repeated_or_comma_separated() {
+        let o = options(&["--domain", "3", "--domain", "1,2", "dir"]).unwrap();
+        assert_eq!(o.domains, Some(BTreeSet::from([1, 2, 3])));
+        assert_eq!(options(&["dir"]).unwrap().domains, None);
+    }
+
+    #[test]
+    fn positions_are_parsed_and_an_absent_stop_position_stops_nothing() {
+        let o = options(&["--start-position", "1-2-5,0-1-10", "f"]).unwrap();
+        assert_eq!(o.start.unwrap().to_string(), "0-1-10,1-2-5");
+        assert!(o.stop.is_empty());
+    }
+
+    #[test]
+    fn a_bad_position_names_the_flag_and_points_at_the_column() {
+        let e = options(&["--stop-position", "0-1-x", "f"]).unwrap_err();
+        assert_eq!(e.flag, "--stop-position");
+        assert_eq!(e.error.column, 5);
+        let text = e.to_string();
+        assert!(text.starts_with("--stop-position: invalid GTID text \"0-1-x\" at column 5"), "{text}");
+        assert!(text.ends_with("\n    0-1-x\n        ^"), "{text}");
+    }
+}
