@@ -31,7 +31,9 @@ enum Command {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Commit(args) => {
-            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            // One thread drives every connection: the load generator then takes as little CPU from the node
+            // under test as it can (on a small machine they share the cores).
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             runtime.block_on(commit::run(args))
         }
         Command::Fsync(args) => fsync::run(args),

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
+use tokio::sync::oneshot;
 
 use crate::binlog::event::{encode_event, flags, Event, GtidEvent};
 use crate::binlog::writer::{now_us, BinlogWriter};
@@ -195,11 +196,11 @@ impl CommitLog {
     }
 }
 
-enum TicketState {
-    Waiting,
+/// What the leader tells a member once it is done with it.
+enum Outcome {
+    Done(Result<Committed, CommitError>),
     /// Naive scheduling: the binlog part is done; apply your own store part when your turn comes.
     Binlogged(NaiveTurn),
-    Done(Result<Committed, CommitError>),
 }
 
 /// A member's share of the store part under naive scheduling.
@@ -207,53 +208,39 @@ struct NaiveTurn {
     txn: PreparedTxn,
     end: BinlogCoord,
     committed: Committed,
-    /// The member to signal after applying (None for the last one, which signals `group_done`).
-    next: Option<Arc<Ticket>>,
-    group_done: Arc<(Mutex<bool>, Condvar)>,
+    /// Fired by the predecessor (by the leader for the first member).
+    my_turn: oneshot::Receiver<()>,
+    /// The successor's turn, fired after applying (None for the last member).
+    next: Option<oneshot::Sender<()>>,
+    /// The last member tells the leader the group is applied.
+    group_done: Option<std::sync::mpsc::SyncSender<()>>,
 }
 
-struct Ticket {
-    txn: Mutex<Option<PreparedTxn>>,
-    state: Mutex<TicketState>,
-    cv: Condvar,
-    /// Naive scheduling: set by the predecessor when this member may apply its store part.
-    my_turn: Mutex<bool>,
-    turn_cv: Condvar,
+/// A queued transaction and where its outcome goes.
+struct Member {
+    txn: PreparedTxn,
+    reply: oneshot::Sender<Outcome>,
 }
 
-impl Ticket {
-    fn new(txn: PreparedTxn) -> Arc<Self> {
-        Arc::new(Ticket {
-            txn: Mutex::new(Some(txn)),
-            state: Mutex::new(TicketState::Waiting),
-            cv: Condvar::new(),
-            my_turn: Mutex::new(false),
-            turn_cv: Condvar::new(),
-        })
-    }
-
-    fn deliver(&self, state: TicketState) {
-        *self.state.lock() = state;
-        self.cv.notify_one();
-    }
-
-    fn give_turn(&self) {
-        *self.my_turn.lock() = true;
-        self.turn_cv.notify_one();
-    }
+/// A transaction in the commit queue. When `leader` is set, the caller must run [`GroupCommit::lead`] (on a thread
+/// that may block) and then, like every member, wait for its outcome with [`GroupCommit::finish`] or
+/// [`GroupCommit::finish_blocking`].
+pub struct Enqueued {
+    reply: oneshot::Receiver<Outcome>,
+    pub leader: bool,
 }
 
 type GroupHook = Box<dyn Fn(&GroupReport) + Send + Sync>;
-/// What a group's members are told once the leader is done with them.
-type Outcomes = Vec<(Arc<Ticket>, TicketState)>;
+/// What a group's members are told, in queue order.
+type Outcomes = Vec<(oneshot::Sender<Outcome>, Outcome)>;
 
 pub struct GroupCommit {
     config: CommitConfig,
     alloc: Arc<GtidAllocator>,
-    queue: Mutex<Vec<Arc<Ticket>>>,
+    queue: Mutex<Vec<Member>>,
     queue_grew: Condvar,
     log: Mutex<CommitLog>,
-    /// The same store the log applies to, for naive scheduling's per-thread applies.
+    /// The same store the log applies to, for naive scheduling's per-member applies.
     store: Arc<Store>,
     on_group: GroupHook,
 }
@@ -280,39 +267,76 @@ impl GroupCommit {
         f(&mut self.log.lock())
     }
 
-    /// Commits one transaction; blocks until it is durable (per the durability setting) and visible.
-    pub fn commit(&self, txn: PreparedTxn) -> Result<Committed, CommitError> {
-        let ticket = Ticket::new(txn);
-        let leader = {
-            let mut queue = self.queue.lock();
-            queue.push(ticket.clone());
-            if queue.len() >= self.config.wait_count.max(1) {
-                self.queue_grew.notify_one();
-            }
-            queue.len() == 1
-        };
-        if leader {
-            self.lead();
+    /// Joins the commit queue; the first member of an empty queue is its leader.
+    pub fn enqueue(&self, txn: PreparedTxn) -> Enqueued {
+        let (reply, outcome) = oneshot::channel();
+        let mut queue = self.queue.lock();
+        queue.push(Member { txn, reply });
+        if queue.len() >= self.config.wait_count.max(1) {
+            self.queue_grew.notify_one();
         }
-        self.wait(&ticket)
+        Enqueued { reply: outcome, leader: queue.len() == 1 }
     }
 
-    /// The leader's turn: take the binlog lock, then the whole queue, and commit it.
-    fn lead(&self) {
+    /// Commits one transaction from a thread that may block; returns once it is durable and visible.
+    pub fn commit(&self, txn: PreparedTxn) -> Result<Committed, CommitError> {
+        let enqueued = self.enqueue(txn);
+        if !enqueued.leader {
+            return self.finish_blocking(enqueued);
+        }
+        if self.config.mode != CommitMode::NaiveScheduling {
+            self.lead();
+            return self.finish_blocking(enqueued);
+        }
+        // Under naive scheduling the leader waits for every member's store part, its own included, which this
+        // thread must then do: the leading runs on a thread of its own.
+        std::thread::scope(|s| {
+            s.spawn(|| self.lead());
+            self.finish_blocking(enqueued)
+        })
+    }
+
+    /// Waits (blocking) for the outcome of an enqueued transaction.
+    pub fn finish_blocking(&self, enqueued: Enqueued) -> Result<Committed, CommitError> {
+        match enqueued.reply.blocking_recv() {
+            Ok(Outcome::Done(result)) => result,
+            Ok(Outcome::Binlogged(mut turn)) => {
+                let _ = std::mem::replace(&mut turn.my_turn, oneshot::channel().1).blocking_recv();
+                Ok(self.apply_turn(turn))
+            }
+            Err(_) => Err(CommitError::Failed("the commit leader went away".into())),
+        }
+    }
+
+    /// Waits (async) for the outcome of an enqueued transaction.
+    pub async fn finish(&self, enqueued: Enqueued) -> Result<Committed, CommitError> {
+        match enqueued.reply.await {
+            Ok(Outcome::Done(result)) => result,
+            Ok(Outcome::Binlogged(mut turn)) => {
+                let _ = std::mem::replace(&mut turn.my_turn, oneshot::channel().1).await;
+                Ok(self.apply_turn(turn))
+            }
+            Err(_) => Err(CommitError::Failed("the commit leader went away".into())),
+        }
+    }
+
+    /// The leader's turn: take the binlog lock, then the whole queue, and commit it. Blocks (write, fsync).
+    pub fn lead(&self) {
         let mut log = self.log.lock();
         self.wait_for_members();
         let group = std::mem::take(&mut *self.queue.lock());
         let outcomes = match self.config.mode {
-            CommitMode::Group => self.run_group(&mut log, &group, &mut None),
+            CommitMode::Group => self.run_group(&mut log, group, &mut None),
             // No group commit: every member is written and fsynced on its own, in queue order.
             CommitMode::PerTxnFsync => {
-                group.iter().flat_map(|t| self.run_group(&mut log, std::slice::from_ref(t), &mut None)).collect()
+                group.into_iter().flat_map(|m| self.run_group(&mut log, vec![m], &mut None)).collect()
             }
             CommitMode::NaiveScheduling => {
                 let mut report = None;
-                let outcomes = self.run_group(&mut log, &group, &mut report);
-                // The store part is serial and ordered by thread hand-offs: keep the binlog lock until it is done.
-                self.hand_out_turns(&group[0], outcomes);
+                let outcomes = self.run_group(&mut log, group, &mut report);
+                // The store part is serial and ordered by hand-offs between members: keep the binlog lock until
+                // it is done.
+                self.hand_out_turns(outcomes);
                 if let Some(report) = report {
                     (self.on_group)(&report);
                 }
@@ -321,9 +345,9 @@ impl GroupCommit {
         };
         self.rotate_if_needed(&mut log);
         drop(log);
-        // Followers are woken after the binlog lock is free, so the next group starts while they wake.
-        for (ticket, state) in outcomes {
-            ticket.deliver(state);
+        // Members hear back after the binlog lock is free, so the next group starts while they wake.
+        for (reply, outcome) in outcomes {
+            let _ = reply.send(outcome);
         }
     }
 
@@ -350,77 +374,56 @@ impl GroupCommit {
         }
     }
 
-    /// A member waits for its leader; under naive scheduling it then applies its own store part in turn.
-    fn wait(&self, ticket: &Ticket) -> Result<Committed, CommitError> {
-        let mut state = ticket.state.lock();
-        loop {
-            match std::mem::replace(&mut *state, TicketState::Waiting) {
-                TicketState::Waiting => ticket.cv.wait(&mut state),
-                TicketState::Done(r) => return r,
-                TicketState::Binlogged(turn) => {
-                    drop(state);
-                    return Ok(self.apply_in_turn(ticket, turn));
-                }
-            }
-        }
-    }
-
-    /// Naive scheduling: wait for the predecessor's signal, apply, signal the successor.
-    fn apply_in_turn(&self, ticket: &Ticket, turn: NaiveTurn) -> Committed {
-        let mut mine = ticket.my_turn.lock();
-        while !*mine {
-            ticket.turn_cv.wait(&mut mine);
-        }
-        drop(mine);
+    /// Naive scheduling: apply this member's store part (its turn has come), then pass the turn on.
+    fn apply_turn(&self, turn: NaiveTurn) -> Committed {
         self.store.apply([turn.txn.changes.as_slice()], turn.end);
-        match turn.next {
-            Some(next) => next.give_turn(),
-            None => {
-                let (done, cv) = &*turn.group_done;
-                *done.lock() = true;
-                cv.notify_one();
+        match (turn.next, turn.group_done) {
+            (Some(next), _) => {
+                let _ = next.send(());
             }
+            (None, Some(done)) => {
+                let _ = done.send(());
+            }
+            (None, None) => {}
         }
         turn.committed
     }
 
-    /// Naive scheduling: each member applies its own store part in binlog order, signalling the next; the
-    /// leader (`own`, first in the queue) applies its part itself and keeps the binlog lock until the last is done.
-    fn hand_out_turns(&self, own: &Arc<Ticket>, outcomes: Outcomes) {
-        let group_done = Arc::new((Mutex::new(false), Condvar::new()));
-        let mut members: Vec<(Arc<Ticket>, NaiveTurn)> = Vec::new();
-        for (ticket, state) in outcomes {
-            match state {
-                TicketState::Binlogged(turn) => members.push((ticket, turn)),
-                other => ticket.deliver(other),
+    /// Naive scheduling: chains the members' turns in binlog order, starts the first and waits (binlog lock
+    /// held) until the last has applied.
+    fn hand_out_turns(&self, outcomes: Outcomes) {
+        let (done_tx, done_rx) = std::sync::mpsc::sync_channel(1);
+        let mut members: Vec<(oneshot::Sender<Outcome>, NaiveTurn)> = Vec::new();
+        for (reply, outcome) in outcomes {
+            match outcome {
+                Outcome::Binlogged(turn) => members.push((reply, turn)),
+                done => {
+                    let _ = reply.send(done);
+                }
             }
         }
         if members.is_empty() {
             return;
         }
-        let first = members[0].0.clone();
-        let successors: Vec<Option<Arc<Ticket>>> =
-            members.iter().skip(1).map(|(t, _)| Some(t.clone())).chain([None]).collect();
-        let mut own_turn = None;
-        for ((ticket, mut turn), next) in members.into_iter().zip(successors) {
-            turn.next = next;
-            turn.group_done = group_done.clone();
-            if Arc::ptr_eq(&ticket, own) {
-                own_turn = Some(turn);
+        let (first_tx, mut previous_rx) = oneshot::channel();
+        let last = members.len() - 1;
+        for (i, (reply, mut turn)) in members.into_iter().enumerate() {
+            let (next_tx, next_rx) = oneshot::channel();
+            turn.my_turn = std::mem::replace(&mut previous_rx, next_rx);
+            if i == last {
+                turn.group_done = Some(done_tx.clone());
             } else {
-                ticket.deliver(TicketState::Binlogged(turn));
+                turn.next = Some(next_tx);
+            }
+            if let Err(Outcome::Binlogged(turn)) = reply.send(Outcome::Binlogged(turn)) {
+                // The member is gone (its caller was cancelled): apply its part here so the chain goes on.
+                let mut turn = turn;
+                let _ = std::mem::replace(&mut turn.my_turn, oneshot::channel().1).blocking_recv();
+                self.apply_turn(turn);
             }
         }
-        first.give_turn();
-        if let Some(turn) = own_turn {
-            let committed = self.apply_in_turn(own, turn);
-            *own.state.lock() = TicketState::Done(Ok(committed));
-        }
-        let (done, cv) = &*group_done;
-        let mut done = done.lock();
-        while !*done {
-            cv.wait(&mut done);
-        }
+        let _ = first_tx.send(());
+        let _ = done_rx.recv();
     }
 
     /// Gives the transaction its GTID: allocated, or the privileged client's own (checked by strict mode).
@@ -443,11 +446,10 @@ impl GroupCommit {
     /// The leader's work for one group, with the binlog lock held: GTIDs in queue order, one write, one fsync,
     /// the store apply in the same order. Returns what to tell each member. Under naive scheduling the store
     /// part is left to the members and the group's report is handed back in `pending` for after it.
-    fn run_group(&self, log: &mut CommitLog, group: &[Arc<Ticket>], pending: &mut Option<GroupReport>) -> Outcomes {
-        let fail_all =
-            |err: CommitError| group.iter().map(|t| (t.clone(), TicketState::Done(Err(err.clone())))).collect();
+    fn run_group(&self, log: &mut CommitLog, group: Vec<Member>, pending: &mut Option<GroupReport>) -> Outcomes {
         if let Some(why) = log.failed() {
-            return fail_all(CommitError::Failed(why.to_string()));
+            let err = CommitError::Failed(why.to_string());
+            return group.into_iter().map(|m| (m.reply, Outcome::Done(Err(err.clone())))).collect();
         }
         let commit_id = log.next_commit_id;
         log.next_commit_id += 1;
@@ -455,14 +457,13 @@ impl GroupCommit {
         let base = log.binlog.coord();
         let mut buf = Vec::with_capacity(group.len() * 256);
         let mut outcomes: Outcomes = Vec::with_capacity(group.len());
-        // (ticket, prepared transaction, report entry) of each member that got a GTID.
-        let mut written: Vec<(Arc<Ticket>, PreparedTxn, CommittedTxn)> = Vec::with_capacity(group.len());
-        for ticket in group {
-            let txn = ticket.txn.lock().take().expect("each ticket is committed once");
+        // (reply, prepared transaction, report entry) of each member that got a GTID.
+        let mut written: Vec<(oneshot::Sender<Outcome>, PreparedTxn, CommittedTxn)> = Vec::with_capacity(group.len());
+        for Member { txn, reply } in group {
             let gtid = match self.assign_gtid(&txn) {
                 Ok(g) => g,
                 Err(violation) => {
-                    outcomes.push((ticket.clone(), TicketState::Done(Err(violation.into()))));
+                    outcomes.push((reply, Outcome::Done(Err(violation.into()))));
                     continue;
                 }
             };
@@ -477,7 +478,7 @@ impl GroupCommit {
             tables.dedup();
             let entry =
                 CommittedTxn { committed, flags: header.flags, start, end, tables, rows: txn.changes.len() as u32 };
-            written.push((ticket.clone(), txn, entry));
+            written.push((reply, txn, entry));
         }
         if written.is_empty() {
             return outcomes;
@@ -490,7 +491,7 @@ impl GroupCommit {
             Ok(took) => took,
             Err(e) => {
                 let err = log.fail(format!("binlog write: {e}"));
-                outcomes.extend(written.into_iter().map(|(t, _, _)| (t, TicketState::Done(Err(err.clone())))));
+                outcomes.extend(written.into_iter().map(|(r, _, _)| (r, Outcome::Done(Err(err.clone())))));
                 return outcomes;
             }
         };
@@ -501,18 +502,18 @@ impl GroupCommit {
         let report =
             GroupReport { txns: written.iter().map(|(_, _, e)| e.clone()).collect(), fsync, bytes: buf.len() as u64 };
         if self.config.mode == CommitMode::NaiveScheduling {
-            let group_done = Arc::new((Mutex::new(false), Condvar::new()));
-            outcomes.extend(written.into_iter().map(|(t, txn, e)| {
-                let turn =
-                    NaiveTurn { txn, end: e.end, committed: e.committed, next: None, group_done: group_done.clone() };
-                (t, TicketState::Binlogged(turn))
+            outcomes.extend(written.into_iter().map(|(r, txn, e)| {
+                // The turn chain is wired up by `hand_out_turns`.
+                let (_, my_turn) = oneshot::channel();
+                let turn = NaiveTurn { txn, end: e.end, committed: e.committed, my_turn, next: None, group_done: None };
+                (r, Outcome::Binlogged(turn))
             }));
             *pending = Some(report);
             return outcomes;
         }
         log.store.apply(written.iter().map(|(_, t, _)| t.changes.as_slice()), through);
         (self.on_group)(&report);
-        outcomes.extend(written.into_iter().map(|(t, _, e)| (t, TicketState::Done(Ok(e.committed)))));
+        outcomes.extend(written.into_iter().map(|(r, _, e)| (r, Outcome::Done(Ok(e.committed)))));
         outcomes
     }
 }

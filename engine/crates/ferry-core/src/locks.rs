@@ -18,7 +18,10 @@ const LOCK_SHARDS: usize = 64;
 #[derive(Default)]
 struct Shard {
     held: Mutex<HashSet<RowKey>>,
+    /// Wakes blocked threads when a lock of this shard is released…
     released: Condvar,
+    /// …and async waiters.
+    released_async: tokio::sync::Notify,
 }
 
 #[derive(Clone)]
@@ -68,6 +71,32 @@ impl RowLocks {
         }
         RowLockGuard { locks: self.clone(), keys: taken, waited }
     }
+
+    /// [`RowLocks::lock`] for async callers: waits without blocking the thread.
+    pub async fn lock_async(&self, keys: impl IntoIterator<Item = RowKey>) -> RowLockGuard {
+        let sorted: BTreeSet<RowKey> = keys.into_iter().collect();
+        let mut guard = RowLockGuard { locks: self.clone(), keys: Vec::with_capacity(sorted.len()), waited: false };
+        for key in sorted {
+            let shard = self.shard(&key);
+            loop {
+                // Registered before looking, so a release between the look and the wait is not missed.
+                let mut released = std::pin::pin!(shard.released_async.notified());
+                released.as_mut().enable();
+                {
+                    let mut held = shard.held.lock();
+                    if !held.contains(&key) {
+                        held.insert(key.clone());
+                        break;
+                    }
+                }
+                guard.waited = true;
+                released.await;
+            }
+            // Pushed as soon as taken, so a cancelled wait still releases what it holds.
+            guard.keys.push(key);
+        }
+        guard
+    }
 }
 
 impl Drop for RowLockGuard {
@@ -76,6 +105,7 @@ impl Drop for RowLockGuard {
             let shard = self.locks.shard(&key);
             shard.held.lock().remove(&key);
             shard.released.notify_all();
+            shard.released_async.notify_waiters();
         }
     }
 }
@@ -109,6 +139,26 @@ mod tests {
             .collect();
         threads.into_iter().for_each(|t| t.join().unwrap());
         assert_eq!(counter.load(Ordering::Relaxed), 4000);
+    }
+
+    #[test]
+    fn async_and_blocking_holders_exclude_each_other() {
+        let locks = RowLocks::new();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let held = locks.lock([key("a")]);
+        let waiter = {
+            let locks = locks.clone();
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+                rt.block_on(async { locks.lock_async([key("b"), key("a")]).await.waited })
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "the async waiter waits for the blocking holder");
+        drop(held);
+        assert!(waiter.join().unwrap(), "and says it waited");
+        let g = rt.block_on(locks.lock_async([key("a")]));
+        assert!(!g.waited);
     }
 
     #[test]

@@ -205,10 +205,11 @@ pub struct RecoveryReport {
     pub replayed_from: Option<BinlogCoord>,
 }
 
-/// The node's visible position, with a condition to wait on.
+/// The node's visible position, with conditions to wait on (blocking and async).
 struct PositionWatch {
     position: Mutex<GtidPosition>,
     moved: Condvar,
+    moved_async: tokio::sync::Notify,
 }
 
 pub struct Node {
@@ -254,7 +255,11 @@ impl Node {
         let position = log.binlog.state().position().clone();
         let alloc = Arc::new(GtidAllocator::new(config.server_id, &position));
         let counters = Arc::new(CommitCounters::default());
-        let watch = Arc::new(PositionWatch { position: Mutex::new(position), moved: Condvar::new() });
+        let watch = Arc::new(PositionWatch {
+            position: Mutex::new(position),
+            moved: Condvar::new(),
+            moved_async: tokio::sync::Notify::new(),
+        });
         let on_group = {
             let (counters, watch, recent) = (counters.clone(), watch.clone(), recent.clone());
             Box::new(move |report: &GroupReport| {
@@ -286,6 +291,7 @@ impl Node {
                     }
                 }
                 watch.moved.notify_all();
+                watch.moved_async.notify_waiters();
                 if let Some(observer) = &observer {
                     observer.group_committed(report);
                 }
@@ -419,23 +425,47 @@ impl Node {
     }
 
     /// Executes a transaction: locks its rows, computes images, group-commits, releases the locks.
-    /// Blocking: call from a thread that may wait (e.g. `spawn_blocking`).
+    /// Blocking: call from a thread that may wait.
     pub fn execute(&self, req: TxnRequest, privileged: bool) -> Result<Committed, TxnError> {
-        if self.is_read_only() {
-            return Err(TxnError::ReadOnly);
-        }
-        self.validate(&req, privileged)?;
-        let guard = self.locks.lock(req.ops.iter().map(|op| (op.table().to_string(), op.key().to_string())));
-        let changes = self.images(req.ops)?;
-        let txn = PreparedTxn {
-            domain: req.domain.unwrap_or(self.config.default_domain),
-            gtid_override: GtidOverride { server: req.server_id, seq: req.seq_no },
-            changes,
-            flags: if guard.waited { flags::WAITED } else { 0 },
-        };
+        self.admit(&req, privileged)?;
+        let guard = self.locks.lock(row_keys(&req));
+        let txn = self.prepare(req, guard.waited)?;
         let committed = self.commit.commit(txn)?;
         drop(guard);
         Ok(committed)
+    }
+
+    /// [`Node::execute`] for async callers: row-lock waits and the commit wait do not hold a thread; when this
+    /// transaction leads its commit group, the group's write and fsync run on the blocking pool.
+    pub async fn execute_async(self: &Arc<Self>, req: TxnRequest, privileged: bool) -> Result<Committed, TxnError> {
+        self.admit(&req, privileged)?;
+        let guard = self.locks.lock_async(row_keys(&req)).await;
+        let txn = self.prepare(req, guard.waited)?;
+        let enqueued = self.commit.enqueue(txn);
+        if enqueued.leader {
+            let node = Arc::clone(self);
+            tokio::task::spawn_blocking(move || node.commit.lead());
+        }
+        let committed = self.commit.finish(enqueued).await?;
+        drop(guard);
+        Ok(committed)
+    }
+
+    fn admit(&self, req: &TxnRequest, privileged: bool) -> Result<(), TxnError> {
+        if self.is_read_only() {
+            return Err(TxnError::ReadOnly);
+        }
+        self.validate(req, privileged)
+    }
+
+    /// Row images and GTID settings of a transaction whose row locks are held.
+    fn prepare(&self, req: TxnRequest, waited: bool) -> Result<PreparedTxn, TxnError> {
+        Ok(PreparedTxn {
+            domain: req.domain.unwrap_or(self.config.default_domain),
+            gtid_override: GtidOverride { server: req.server_id, seq: req.seq_no },
+            changes: self.images(req.ops)?,
+            flags: if waited { flags::WAITED } else { 0 },
+        })
     }
 
     pub fn read_row(&self, table: &str, key: &str) -> Result<Option<Row>, TxnError> {
@@ -446,6 +476,28 @@ impl Node {
     /// The position whose transactions are visible (written here and applied to the store).
     pub fn position(&self) -> GtidPosition {
         self.watch.position.lock().clone()
+    }
+
+    /// [`Node::wait_for_position`] for async callers.
+    pub async fn wait_for_position_async(
+        &self,
+        target: &GtidPosition,
+        timeout: Duration,
+    ) -> Result<GtidPosition, GtidPosition> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            // Registered before looking, so a move between the look and the wait is not missed.
+            let mut moved = std::pin::pin!(self.watch.moved_async.notified());
+            moved.as_mut().enable();
+            let pos = self.position();
+            if pos.is_ahead_of(target) {
+                return Ok(pos);
+            }
+            if tokio::time::timeout_at(deadline, moved).await.is_err() {
+                let pos = self.position();
+                return if pos.is_ahead_of(target) { Ok(pos) } else { Err(pos) };
+            }
+        }
     }
 
     /// Blocks until the node's position is ahead of `target` or `timeout` passes; returns the position either way,
@@ -578,6 +630,11 @@ impl Node {
             tracing::error!("final checkpoint failed: {e}");
         }
     }
+}
+
+/// The rows a transaction locks.
+fn row_keys(req: &TxnRequest) -> Vec<(String, String)> {
+    req.ops.iter().map(|op| (op.table().to_string(), op.key().to_string())).collect()
 }
 
 fn summary(

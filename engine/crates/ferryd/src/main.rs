@@ -59,7 +59,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let checkpointer = node.start_checkpointer();
 
     let listener =
-        std::net::TcpListener::bind(&args.listen).with_context(|| format!("binding --listen {}", args.listen))?;
+        TcpListener::bind(&args.listen).await.with_context(|| format!("binding --listen {}", args.listen))?;
     let admin_listener =
         TcpListener::bind(&args.admin).await.with_context(|| format!("binding --admin {}", args.admin))?;
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -71,15 +71,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
     });
     println!("{ready}");
 
-    let server = server::ProtocolServer::start(listener, node.clone(), token.clone())?;
+    let server = tokio::spawn(server::serve(listener, node.clone(), token.clone(), stop_rx.clone()));
     let admin = tokio::spawn(admin::serve(admin_listener, node.clone(), token, metrics, stop_rx));
 
     shutdown_signal().await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
+    let _ = server.await;
     let _ = admin.await;
     tokio::task::spawn_blocking(move || {
-        server.stop();
         node.stop();
         checkpointer.thread().unpark();
         let _ = checkpointer.join();

@@ -1,115 +1,62 @@
-//! The binary protocol server: one OS thread per connection, as MariaDB does it. A transaction runs on its
-//! connection's thread from frame to acknowledgement; group-commit followers simply block on their ticket, so a
-//! commit costs no hand-off between thread pools. A semaphore-like counter bounds the connections.
+//! The binary protocol server: one tokio task per connection, a semaphore bounding connections. A transaction's
+//! row-lock and commit waits are async, so a waiting client holds no thread; only a commit group's leader work
+//! (one write and one fsync for the whole group) runs on the blocking pool.
 //!
 //! A bad frame gets an error frame and the connection goes on; only a frame too large to skip safely ends the
 //! connection, after saying why.
 
-use std::io::{BufReader, BufWriter, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_core::gtid::GtidPosition;
 use ferry_core::node::{Node, TxnError, TxnRequest};
 use ferry_core::protocol::{split_frame, ErrorCode, FrameError, Request, Response, HEADER_BYTES, LENGTH_BYTES};
-use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
 
 use crate::auth::AdminToken;
 
-/// Stack of each connection thread: transactions are shallow, and a thousand connections must fit.
-const CONNECTION_STACK_BYTES: usize = 256 << 10;
-
-/// The running protocol server; [`ProtocolServer::stop`] ends the accept loop and every connection.
-pub struct ProtocolServer {
-    stopping: Arc<AtomicBool>,
-    /// Open connections, so stop can shut their sockets (which wakes their blocked reads).
-    open: Arc<Mutex<Vec<(u64, TcpStream)>>>,
-    local_addr: std::net::SocketAddr,
-    accept_thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl ProtocolServer {
-    pub fn start(listener: TcpListener, node: Arc<Node>, token: Option<AdminToken>) -> std::io::Result<Self> {
-        let local_addr = listener.local_addr()?;
-        let stopping = Arc::new(AtomicBool::new(false));
-        let open = Arc::new(Mutex::new(Vec::new()));
-        let accept_thread = std::thread::Builder::new().name("accept".into()).spawn({
-            let (stopping, open) = (stopping.clone(), open.clone());
-            move || accept_loop(listener, node, token, stopping, open)
-        })?;
-        Ok(ProtocolServer { stopping, open, local_addr, accept_thread: Some(accept_thread) })
-    }
-
-    pub fn stop(mut self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        // Wake the accept loop with a connection of our own; it sees the flag and returns.
-        let _ = TcpStream::connect_timeout(&self.local_addr, Duration::from_secs(1));
-        if let Some(t) = self.accept_thread.take() {
-            let _ = t.join();
-        }
-        for (_, stream) in self.open.lock().drain(..) {
-            let _ = stream.shutdown(Shutdown::Both);
-        }
-    }
-}
-
-fn accept_loop(
-    listener: TcpListener,
-    node: Arc<Node>,
-    token: Option<AdminToken>,
-    stopping: Arc<AtomicBool>,
-    open: Arc<Mutex<Vec<(u64, TcpStream)>>>,
-) {
+pub async fn serve(listener: TcpListener, node: Arc<Node>, token: Option<AdminToken>, mut stop: watch::Receiver<bool>) {
     let max = node.config().limits.connections_max;
-    let active = Arc::new(AtomicUsize::new(0));
-    let mut next_id = 0u64;
-    for stream in listener.incoming() {
-        if stopping.load(Ordering::SeqCst) {
-            return;
-        }
-        let mut stream = match stream {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                std::thread::sleep(Duration::from_millis(50));
-                continue;
-            }
+    let permits = Arc::new(Semaphore::new(max));
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = stop.changed() => return,
         };
         let _ = stream.set_nodelay(true);
-        if active.fetch_add(1, Ordering::SeqCst) >= max {
-            active.fetch_sub(1, Ordering::SeqCst);
-            let msg = format!("too many connections: this node serves at most {max} at once");
-            let _ = stream.write_all(&Response::error(ErrorCode::TooManyConnections, msg).encode(0));
-            let _ = stream.shutdown(Shutdown::Both);
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            tokio::spawn(refuse(stream, max));
             continue;
-        }
-        next_id += 1;
-        let id = next_id;
-        if let Ok(clone) = stream.try_clone() {
-            open.lock().push((id, clone));
-        }
-        let (node, token, active, open) = (node.clone(), token.clone(), active.clone(), open.clone());
-        let spawned = std::thread::Builder::new().name(format!("conn-{id}")).stack_size(CONNECTION_STACK_BYTES).spawn(
-            move || {
-                let peer = stream.peer_addr().ok();
-                if let Err(e) = Connection::new(stream, node, token).run() {
-                    tracing::debug!(?peer, "connection ended: {e}");
-                }
-                open.lock().retain(|(i, _)| *i != id);
-                active.fetch_sub(1, Ordering::SeqCst);
-            },
-        );
-        if let Err(e) = spawned {
-            tracing::error!("cannot start a connection thread: {e}");
-        }
+        };
+        let (node, token, stop) = (node.clone(), token.clone(), stop.clone());
+        tokio::spawn(async move {
+            if let Err(e) = Connection::new(stream, node, token).run(stop).await {
+                tracing::debug!(%peer, "connection ended: {e}");
+            }
+            drop(permit);
+        });
     }
+}
+
+async fn refuse(mut stream: TcpStream, max: usize) {
+    let msg = format!("too many connections: this node serves at most {max} at once");
+    let _ = stream.write_all(&Response::error(ErrorCode::TooManyConnections, msg).encode(0)).await;
+    let _ = stream.shutdown().await;
 }
 
 struct Connection {
-    reader: BufReader<TcpStream>,
-    writer: BufWriter<TcpStream>,
+    reader: BufReader<OwnedReadHalf>,
+    writer: BufWriter<OwnedWriteHalf>,
     node: Arc<Node>,
     token: Option<AdminToken>,
     /// Set by a successful `Auth`: the connection may then set server_id / seq_no.
@@ -118,35 +65,39 @@ struct Connection {
 
 impl Connection {
     fn new(stream: TcpStream, node: Arc<Node>, token: Option<AdminToken>) -> Self {
-        let reader = BufReader::new(stream.try_clone().expect("clone a TCP stream"));
-        Connection { reader, writer: BufWriter::new(stream), node, token, privileged: false }
+        let (r, w) = stream.into_split();
+        Connection { reader: BufReader::new(r), writer: BufWriter::new(w), node, token, privileged: false }
     }
 
-    fn send(&mut self, request_id: u32, response: Response) -> std::io::Result<()> {
-        self.writer.write_all(&response.encode(request_id))?;
-        self.writer.flush()
+    async fn send(&mut self, request_id: u32, response: Response) -> std::io::Result<()> {
+        self.writer.write_all(&response.encode(request_id)).await?;
+        self.writer.flush().await
     }
 
-    fn run(mut self) -> std::io::Result<()> {
+    async fn run(mut self, mut stop: watch::Receiver<bool>) -> std::io::Result<()> {
         let max = self.node.config().limits.frame_bytes_max;
         let mut frame = Vec::new();
         loop {
             let mut len = [0u8; LENGTH_BYTES];
-            match self.reader.read_exact(&mut len) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-                Err(e) => return Err(e),
+            tokio::select! {
+                read = self.reader.read_exact(&mut len) => match read {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+                    Err(e) => return Err(e),
+                },
+                _ = stop.changed() => {
+                    return self.send(0, Response::error(ErrorCode::ShuttingDown, "the node is shutting down")).await;
+                }
             }
             let len = u32::from_le_bytes(len) as usize;
             if len > max {
                 let msg = format!("frame of {len} bytes exceeds the {max}-byte limit; closing the connection");
-                self.send(0, Response::error(ErrorCode::FrameTooLarge, msg))?;
-                return Ok(());
+                return self.send(0, Response::error(ErrorCode::FrameTooLarge, msg)).await;
             }
             frame.resize(len, 0);
-            self.reader.read_exact(&mut frame)?;
+            self.reader.read_exact(&mut frame).await?;
             let (request_id, response) = match Request::decode(&frame) {
-                Ok((header, request)) => (header.request_id, self.handle(request)),
+                Ok((header, request)) => (header.request_id, self.handle(request).await),
                 Err(e) => {
                     // The frame boundary is known, so the connection can go on after saying what was wrong.
                     let id = if frame.len() >= HEADER_BYTES {
@@ -157,11 +108,11 @@ impl Connection {
                     (id, frame_error(&e))
                 }
             };
-            self.send(request_id, response)?;
+            self.send(request_id, response).await?;
         }
     }
 
-    fn handle(&mut self, request: Request) -> Response {
+    async fn handle(&mut self, request: Request) -> Response {
         match request {
             Request::Hello { .. } => Response::Hello {
                 server_id: self.node.config().server_id,
@@ -179,7 +130,7 @@ impl Connection {
                 }
             },
             Request::Transact { domain, server_id, seq_no, ops } => {
-                match self.node.execute(TxnRequest { domain, server_id, seq_no, ops }, self.privileged) {
+                match self.node.execute_async(TxnRequest { domain, server_id, seq_no, ops }, self.privileged).await {
                     Ok(c) => Response::Committed { gtid: c.gtid, commit_id: c.commit_id, commit_ts_us: c.commit_ts_us },
                     Err(e) => txn_error(&e),
                 }
@@ -188,7 +139,7 @@ impl Connection {
                 Ok(row) => Response::Row { row },
                 Err(e) => txn_error(&e),
             },
-            Request::WaitPosition { position, timeout_ms } => self.wait_position(&position, timeout_ms),
+            Request::WaitPosition { position, timeout_ms } => self.wait_position(&position, timeout_ms).await,
             Request::Stats => {
                 let c = self.node.counters();
                 Response::Stats {
@@ -202,7 +153,7 @@ impl Connection {
         }
     }
 
-    fn wait_position(&self, text: &str, timeout_ms: u64) -> Response {
+    async fn wait_position(&self, text: &str, timeout_ms: u64) -> Response {
         let target: GtidPosition = match text.parse() {
             Ok(p) => p,
             Err(e) => return Response::error(ErrorCode::BadGtid, e.to_string()),
@@ -214,7 +165,7 @@ impl Connection {
                 format!("timeout of {timeout_ms} ms exceeds the {max} ms limit"),
             );
         }
-        match self.node.wait_for_position(&target, Duration::from_millis(timeout_ms)) {
+        match self.node.wait_for_position_async(&target, Duration::from_millis(timeout_ms)).await {
             Ok(pos) => Response::Reached { position: pos.to_string() },
             Err(pos) => Response::error(
                 ErrorCode::Timeout,
