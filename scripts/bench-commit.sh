@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The commit benchmark matrix of docs/benchmarks.md: the disk's raw fsync latency, then commits/s for
 # 1, 8, 32 and 64 clients in each commit mode with durability `local`, and group commit with durability `none`
-# as the ceiling. Each run starts a fresh ferryd on an empty data directory. Prints one JSON object per run and,
-# last, one JSON object with every figure. Usage: scripts/bench-commit.sh [seconds-per-run] (default 8).
+# as the ceiling. Each run starts a fresh ferryd on an empty data directory. TRIALS (default 3) repeats the whole
+# matrix, interleaved so that a noisy moment of a shared machine hits every mode alike; the summary gives each
+# configuration's median. Prints one JSON object per run and, last, one JSON object with every figure.
+# Usage: scripts/bench-commit.sh [seconds-per-run] (default 8).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-8}
 clients_list=${CLIENTS:-"1 8 32 64"}
+trials=${TRIALS:-3}
 cargo build --release --locked --manifest-path "$root/engine/Cargo.toml" -p ferryd -p ferry-bench >&2
 bin="$root/engine/target/release"
 work=$(mktemp -d "$root/.bench.XXXXXX")
@@ -15,6 +18,7 @@ trap 'pkill -f "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
 fsync=$("$bin/ferry-bench" fsync --dir "$work" --count 3000 | tail -n 1)
 echo "fsync $fsync" >&2
 runs=()
+for trial in $(seq 1 "$trials"); do
 for config in "group local" "per-txn-fsync local" "naive-scheduling local" "group none"; do
   set -- $config
   mode=$1 durability=$2
@@ -28,14 +32,20 @@ for config in "group local" "per-txn-fsync local" "naive-scheduling local" "grou
     result=$("$bin/ferry-bench" commit --addr "$addr" --clients "$clients" --seconds "$seconds" | tail -n 1)
     kill -TERM "$pid"; wait "$pid" || true
     rm -f "$work/ready"; rm -rf "$dir"
-    run=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(mode=sys.argv[2], durability=sys.argv[3]); print(json.dumps(r))' "$result" "$mode" "$durability")
+    run=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(mode=sys.argv[2], durability=sys.argv[3], trial=int(sys.argv[4])); print(json.dumps(r))' "$result" "$mode" "$durability" "$trial")
     echo "$run"
     runs+=("$run")
   done
 done
+done
 python3 - "$fsync" "${runs[@]}" <<'PY'
-import json, platform, os, sys
+import json, platform, os, statistics, sys
 fsync = json.loads(sys.argv[1])
 runs = [json.loads(r) for r in sys.argv[2:]]
-print(json.dumps({"machine": {"cpus": os.cpu_count(), "kernel": platform.release()}, "fsync": fsync, "runs": runs}))
+medians = {}
+for r in runs:
+    medians.setdefault(f"{r['mode']}/{r['durability']}/{r['clients']}", []).append(r["commits_per_s"])
+medians = {k: statistics.median(v) for k, v in medians.items()}
+print(json.dumps({"machine": {"cpus": os.cpu_count(), "kernel": platform.release()}, "fsync": fsync,
+                  "median_commits_per_s": medians, "runs": runs}))
 PY

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::oneshot;
 
-use crate::binlog::event::{encode_event, flags, Event, GtidEvent};
+use crate::binlog::event::{encode_event, encode_rows_event, flags, Event, GtidEvent};
 use crate::binlog::writer::{now_us, BinlogWriter};
 use crate::binlog::BinlogCoord;
 use crate::gtid::{DomainId, Gtid, SeqNo, ServerId};
@@ -471,7 +471,7 @@ impl GroupCommit {
             let committed = Committed { gtid, commit_id, commit_ts_us };
             let header = GtidEvent { gtid, commit_id, flags: txn.flags | flags::TRANSACTIONAL, commit_ts_us };
             encode_event(&Event::Gtid(header), &mut buf);
-            encode_event(&Event::Rows { changes: txn.changes.clone() }, &mut buf);
+            encode_rows_event(&txn.changes, &mut buf);
             encode_event(&Event::Commit { changes: txn.changes.len() as u32 }, &mut buf);
             let end = BinlogCoord { file_seq: base.file_seq, offset: base.offset + buf.len() as u64 };
             let mut tables: Vec<String> = txn.changes.iter().map(|c| c.table.clone()).collect();

@@ -60,9 +60,32 @@ impl TableChecksum {
 /// Recent changes not yet flushed to redb: the newest image per row (None = deleted).
 #[derive(Default)]
 struct MemTable {
-    rows: HashMap<(String, String), Option<Row>>,
+    /// table → key → newest image; nested so lookups by `&str` need no allocation.
+    rows: HashMap<String, HashMap<String, Option<Row>>>,
+    /// Rows held (over all tables).
+    len: usize,
     /// Binlog coordinate these changes bring the store to.
     through: Option<BinlogCoord>,
+}
+
+impl MemTable {
+    fn get(&self, table: &str, key: &str) -> Option<&Option<Row>> {
+        self.rows.get(table)?.get(key)
+    }
+
+    fn insert(&mut self, table: &str, key: &str, row: Option<Row>) {
+        let rows = match self.rows.get_mut(table) {
+            Some(rows) => rows,
+            None => self.rows.entry(table.to_string()).or_default(),
+        };
+        match rows.get_mut(key) {
+            Some(slot) => *slot = row,
+            None => {
+                rows.insert(key.to_string(), row);
+                self.len += 1;
+            }
+        }
+    }
 }
 
 /// The in-memory layers: `active` takes applies; `flushing` is being written to redb.
@@ -109,20 +132,16 @@ impl Flush<'_> {
         let mut txn = db.begin_write().map_err(redb_err)?;
         txn.set_durability(if durable { Durability::Immediate } else { Durability::None }).map_err(redb_err)?;
         {
-            let mut by_table: BTreeMap<&str, Vec<(&str, &Option<Row>)>> = BTreeMap::new();
-            for ((table, key), row) in &self.frozen.rows {
-                by_table.entry(table).or_default().push((key, row));
-            }
-            for (table, rows) in by_table {
+            for (table, rows) in &self.frozen.rows {
                 let name = format!("{USER_PREFIX}{table}");
                 let mut t = txn.open_table(user_table(&name)).map_err(redb_err)?;
                 for (key, row) in rows {
                     match row {
                         Some(row) => {
-                            t.insert(key, row_bytes(row).as_slice()).map_err(redb_err)?;
+                            t.insert(key.as_str(), row_bytes(row).as_slice()).map_err(redb_err)?;
                         }
                         None => {
-                            t.remove(key).map_err(redb_err)?;
+                            t.remove(key.as_str()).map_err(redb_err)?;
                         }
                     }
                 }
@@ -163,7 +182,7 @@ impl Store {
     /// Rows in the in-memory layers in use now.
     pub fn unflushed_rows(&self) -> usize {
         let layers = self.layers.read();
-        layers.active.rows.len() + layers.flushing.as_ref().map_or(0, |f| f.rows.len())
+        layers.active.len + layers.flushing.as_ref().map_or(0, |f| f.len)
     }
 
     /// Reads rows; absent rows (or tables) are None.
@@ -173,8 +192,7 @@ impl Store {
         let layers = self.layers.read();
         let mut missing = false;
         for (table, key) in keys {
-            let k = (table.to_string(), key.to_string());
-            let hit = layers.active.rows.get(&k).or_else(|| layers.flushing.as_ref().and_then(|f| f.rows.get(&k)));
+            let hit = layers.active.get(table, key).or_else(|| layers.flushing.as_ref().and_then(|f| f.get(table, key)));
             missing |= hit.is_none();
             out.push(hit.cloned());
         }
@@ -214,7 +232,7 @@ impl Store {
         let mut layers = self.layers.write();
         for changes in txns {
             for change in changes {
-                layers.active.rows.insert((change.table.clone(), change.key.clone()), change.after.clone());
+                layers.active.insert(&change.table, &change.key, change.after.clone());
             }
         }
         debug_assert!(layers.active.through.is_none_or(|t| t <= through), "applies go forward in the binlog");

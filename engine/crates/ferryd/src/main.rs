@@ -21,6 +21,11 @@ use crate::auth::AdminToken;
 use crate::config::Args;
 use crate::metrics::Metrics;
 
+/// mimalloc: the commit path allocates many small, short-lived buffers; glibc malloc showed up at ~12% of the
+/// node's CPU under load.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
