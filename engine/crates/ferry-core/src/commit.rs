@@ -93,8 +93,11 @@ pub struct PreparedTxn {
     pub domain: DomainId,
     pub gtid_override: GtidOverride,
     pub changes: Vec<RowChange>,
-    /// [`flags`] for the GTID event.
+    /// [`flags`] for the GTID event; [`flags::REPLICATED`] also records the GTID in the replica state.
     pub flags: u8,
+    /// The originating master's commit time, kept for a replicated transaction (lag in seconds is measured
+    /// from the origin); None stamps the group's own time.
+    pub commit_ts_us: Option<u64>,
 }
 
 /// What a successful commit returns.
@@ -129,6 +132,8 @@ pub struct CommittedTxn {
 #[derive(Debug, Clone)]
 pub struct GroupReport {
     pub txns: Vec<CommittedTxn>,
+    /// End of the group in the binlog (durable when durability is `local`).
+    pub through: BinlogCoord,
     /// Time the group's fsync took (None when durability is `none`).
     pub fsync: Option<Duration>,
     pub bytes: u64,
@@ -262,6 +267,13 @@ impl GroupCommit {
         &self.config
     }
 
+    /// Raises the seq_no counters to at least `position` (e.g. a new gtid_slave_pos).
+    pub fn claim_position(&self, position: &crate::gtid::GtidPosition) {
+        for gtid in position.iter() {
+            let _ = self.alloc.claim(gtid, false);
+        }
+    }
+
     /// Runs `f` with the binlog lock held (checkpoints, rotation, purge, status).
     pub fn with_log<T>(&self, f: impl FnOnce(&mut CommitLog) -> T) -> T {
         f(&mut self.log.lock())
@@ -376,7 +388,8 @@ impl GroupCommit {
 
     /// Naive scheduling: apply this member's store part (its turn has come), then pass the turn on.
     fn apply_turn(&self, turn: NaiveTurn) -> Committed {
-        self.store.apply([turn.txn.changes.as_slice()], turn.end);
+        let replicated = (turn.txn.flags & flags::REPLICATED != 0).then_some(turn.committed.gtid);
+        self.store.apply_group([(turn.txn.changes.as_slice(), replicated)], turn.end);
         match (turn.next, turn.group_done) {
             (Some(next), _) => {
                 let _ = next.send(());
@@ -468,6 +481,7 @@ impl GroupCommit {
                 }
             };
             let start = BinlogCoord { file_seq: base.file_seq, offset: base.offset + buf.len() as u64 };
+            let commit_ts_us = txn.commit_ts_us.unwrap_or(commit_ts_us);
             let committed = Committed { gtid, commit_id, commit_ts_us };
             let header = GtidEvent { gtid, commit_id, flags: txn.flags | flags::TRANSACTIONAL, commit_ts_us };
             encode_event(&Event::Gtid(header), &mut buf);
@@ -499,8 +513,12 @@ impl GroupCommit {
             log.binlog.record(entry.committed.gtid);
         }
         let through = log.binlog.coord();
-        let report =
-            GroupReport { txns: written.iter().map(|(_, _, e)| e.clone()).collect(), fsync, bytes: buf.len() as u64 };
+        let report = GroupReport {
+            txns: written.iter().map(|(_, _, e)| e.clone()).collect(),
+            through,
+            fsync,
+            bytes: buf.len() as u64,
+        };
         if self.config.mode == CommitMode::NaiveScheduling {
             outcomes.extend(written.into_iter().map(|(r, txn, e)| {
                 // The turn chain is wired up by `hand_out_turns`.
@@ -511,7 +529,12 @@ impl GroupCommit {
             *pending = Some(report);
             return outcomes;
         }
-        log.store.apply(written.iter().map(|(_, t, _)| t.changes.as_slice()), through);
+        log.store.apply_group(
+            written.iter().map(|(_, t, e)| {
+                (t.changes.as_slice(), (t.flags & flags::REPLICATED != 0).then_some(e.committed.gtid))
+            }),
+            through,
+        );
         (self.on_group)(&report);
         outcomes.extend(written.into_iter().map(|(r, _, e)| (r, Outcome::Done(Ok(e.committed)))));
         outcomes

@@ -4,7 +4,9 @@
 //! - [`gtid_alloc`]: per-domain seq_no allocation, raised by replicated GTIDs, checked by strict mode.
 //! - [`codec`]: the little-endian byte encoding shared by the binlog and the wire protocol.
 //! - [`row`]: rows, row operations (put / delete / increment) and the row images the binlog keeps.
-//! - [`binlog`]: checksummed event files, their index, reading, writing, tail recovery and start-position search.
+//! - [`binlog`]: checksummed event files, their index, reading, writing, tail recovery, start-position search and
+//!   streaming to replicas.
+//! - [`relay`]: a replication connection's relay log (received, not yet applied).
 //! - [`store`]: the redb-backed row store, durable at checkpoints, and its order-independent checksums.
 //! - [`locks`]: per-row locks taken in sorted order, so conflicting transactions serialise without deadlock.
 //! - [`commit`]: group commit — leader/follower queue, one fsync per group, commit order kept.
@@ -21,6 +23,7 @@ pub mod limits;
 pub mod locks;
 pub mod node;
 pub mod protocol;
+pub mod relay;
 pub mod row;
 pub mod store;
 

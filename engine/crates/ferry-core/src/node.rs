@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 
-use crate::binlog::event::flags;
+use crate::binlog::event::{flags, GtidEvent};
 use crate::binlog::reader::{FileReader, Item, TransactionReader};
 use crate::binlog::writer::{BinlogFileInfo, BinlogWriter, TailRecovery};
 use crate::binlog::{file_name, file_seq, BinlogCoord, BinlogError, MAGIC};
@@ -96,6 +96,9 @@ pub enum TxnError {
     Overflow { table: String, key: String, field: String },
     #[error(transparent)]
     Strict(#[from] StrictModeViolation),
+    /// A replicated GTID in this node's own domain below what it wrote itself: two masters write one domain.
+    #[error("two masters are writing domain {}: received {} but this node already wrote {} there", .0.domain, .0.offered, .0.have)]
+    TwoMasters(StrictModeViolation),
     #[error("permission denied: {0}")]
     PermissionDenied(String),
     #[error("{0}")]
@@ -187,6 +190,7 @@ pub struct NodeStatus {
     pub read_only: bool,
     pub gtid_binlog_state: String,
     pub gtid_binlog_pos: String,
+    pub gtid_slave_pos: String,
     pub gtid_current_pos: String,
     pub binlog_files: Vec<BinlogFileInfo>,
     pub binlog_coord: BinlogCoord,
@@ -208,12 +212,16 @@ pub struct RecoveryReport {
 /// The node's visible position, with conditions to wait on (blocking and async).
 struct PositionWatch {
     position: Mutex<GtidPosition>,
+    /// End of the last committed group in the binlog: what replicas may be sent.
+    end: Mutex<BinlogCoord>,
     moved: Condvar,
     moved_async: tokio::sync::Notify,
 }
 
 pub struct Node {
     config: NodeConfig,
+    /// gtid_slave_pos: the last GTID per domain applied by replication (crash-safe in the store).
+    slave_pos: Arc<Mutex<GtidPosition>>,
     commit: GroupCommit,
     store: Arc<Store>,
     locks: RowLocks,
@@ -253,16 +261,25 @@ impl Node {
             tracing::info!(replayed, from = ?applied.map(|c| c.to_string()), "replayed the binlog into the store");
         }
         let position = log.binlog.state().position().clone();
-        let alloc = Arc::new(GtidAllocator::new(config.server_id, &position));
+        let slave_pos = Arc::new(Mutex::new(store.replica_position()?));
+        let alloc = Arc::new(GtidAllocator::new(config.server_id, &position.join(&slave_pos.lock())));
         let counters = Arc::new(CommitCounters::default());
         let watch = Arc::new(PositionWatch {
+            end: Mutex::new(log.binlog.coord()),
             position: Mutex::new(position),
             moved: Condvar::new(),
             moved_async: tokio::sync::Notify::new(),
         });
         let on_group = {
-            let (counters, watch, recent) = (counters.clone(), watch.clone(), recent.clone());
+            let (counters, watch, recent, slave_pos) =
+                (counters.clone(), watch.clone(), recent.clone(), slave_pos.clone());
             Box::new(move |report: &GroupReport| {
+                {
+                    let mut slave_pos = slave_pos.lock();
+                    for t in report.txns.iter().filter(|t| t.flags & flags::REPLICATED != 0) {
+                        slave_pos.set(t.committed.gtid);
+                    }
+                }
                 counters.commits.fetch_add(report.txns.len() as u64, Ordering::Relaxed);
                 counters.groups.fetch_add(1, Ordering::Relaxed);
                 counters.fsyncs.fetch_add(u64::from(report.fsync.is_some()), Ordering::Relaxed);
@@ -290,6 +307,7 @@ impl Node {
                         pos.set(t.committed.gtid);
                     }
                 }
+                *watch.end.lock() = report.through;
                 watch.moved.notify_all();
                 watch.moved_async.notify_waiters();
                 if let Some(observer) = &observer {
@@ -301,6 +319,7 @@ impl Node {
         let recovery = RecoveryReport { tail, replayed_txns: replayed, replayed_from: applied };
         Ok(Arc::new(Node {
             config,
+            slave_pos,
             commit,
             store,
             locks: RowLocks::new(),
@@ -465,6 +484,7 @@ impl Node {
             gtid_override: GtidOverride { server: req.server_id, seq: req.seq_no },
             changes: self.images(req.ops)?,
             flags: if waited { flags::WAITED } else { 0 },
+            commit_ts_us: None,
         })
     }
 
@@ -473,9 +493,95 @@ impl Node {
         Ok(self.store.get(table, key)?)
     }
 
+    /// gtid_slave_pos: the last GTID per domain applied by replication.
+    pub fn slave_position(&self) -> GtidPosition {
+        self.slave_pos.lock().clone()
+    }
+
+    /// gtid_current_pos: per domain, the binlog's GTID when this server wrote it itself and it is newer than
+    /// gtid_slave_pos, else gtid_slave_pos (what a demoted master connects with, `current_pos`).
+    pub fn current_position(&self) -> GtidPosition {
+        let slave = self.slave_position();
+        let mut current = slave.clone();
+        for g in self.position().iter() {
+            let own_and_newer = g.server == self.config.server_id && slave.get(g.domain).is_none_or(|s| g.seq > s.seq);
+            if own_and_newer || slave.get(g.domain).is_none() {
+                current.set(g);
+            }
+        }
+        current
+    }
+
+    /// Sets gtid_slave_pos (CHANGE MASTER with an explicit position); replication must be stopped.
+    pub fn set_slave_position(&self, position: &GtidPosition) -> Result<(), NodeError> {
+        self.store.set_replica_position(position)?;
+        *self.slave_pos.lock() = position.clone();
+        self.commit.claim_position(position);
+        Ok(())
+    }
+
+    /// Applies a transaction received from a master: its GTID, commit time and row images are kept, it is
+    /// logged in this node's binlog (so any replica can be promoted) and recorded in gtid_slave_pos in the same
+    /// atomic store state. Read-only does not stop it. Returns None when it was skipped as a duplicate
+    /// (`ignore_duplicates`, for multi-path topologies). Blocking.
+    pub fn apply_replicated(
+        &self,
+        header: GtidEvent,
+        changes: Vec<RowChange>,
+        ignore_duplicates: bool,
+    ) -> Result<Option<Committed>, TxnError> {
+        let gtid = header.gtid;
+        if ignore_duplicates && self.position().get(gtid.domain).is_some_and(|have| have.seq >= gtid.seq) {
+            return Ok(None);
+        }
+        let guard = self.locks.lock(changes.iter().map(|c| (c.table.clone(), c.key.clone())));
+        let txn = PreparedTxn {
+            domain: gtid.domain,
+            gtid_override: GtidOverride { server: Some(gtid.server), seq: Some(gtid.seq) },
+            changes,
+            flags: (header.flags & !flags::REPLICATED) | flags::REPLICATED,
+            commit_ts_us: Some(header.commit_ts_us),
+        };
+        let result = self.commit.commit(txn).map_err(|e| match e {
+            CommitError::Strict(v)
+                if v.have.server == self.config.server_id
+                    && gtid.server != self.config.server_id
+                    && gtid.domain == self.config.default_domain =>
+            {
+                TxnError::TwoMasters(v)
+            }
+            other => other.into(),
+        });
+        drop(guard);
+        result.map(Some)
+    }
+
     /// The position whose transactions are visible (written here and applied to the store).
     pub fn position(&self) -> GtidPosition {
         self.watch.position.lock().clone()
+    }
+
+    /// End of the last committed group in the binlog (durable with durability `local`): the bound of what may
+    /// be streamed to replicas.
+    pub fn binlog_end(&self) -> BinlogCoord {
+        *self.watch.end.lock()
+    }
+
+    /// Waits until the binlog end moves past `seen` or `timeout` passes; returns the end either way.
+    pub async fn wait_for_binlog_growth(&self, seen: BinlogCoord, timeout: Duration) -> BinlogCoord {
+        let mut moved = std::pin::pin!(self.watch.moved_async.notified());
+        moved.as_mut().enable();
+        let end = self.binlog_end();
+        if end > seen {
+            return end;
+        }
+        let _ = tokio::time::timeout(timeout, moved).await;
+        self.binlog_end()
+    }
+
+    /// The binlog state now (for start-position search).
+    pub fn binlog_state(&self) -> crate::gtid::BinlogState {
+        self.commit.with_log(|log| log.binlog.state().clone())
     }
 
     /// [`Node::wait_for_position`] for async callers.
@@ -530,7 +636,8 @@ impl Node {
             read_only: self.is_read_only(),
             gtid_binlog_state: state,
             gtid_binlog_pos: pos.to_string(),
-            gtid_current_pos: pos.to_string(),
+            gtid_slave_pos: self.slave_position().to_string(),
+            gtid_current_pos: self.current_position().to_string(),
             binlog_files: files,
             binlog_coord: coord,
             durable_through: durable,
@@ -567,8 +674,15 @@ impl Node {
     pub fn purge_logs_before(&self, file: &str) -> Result<Vec<String>, NodeError> {
         let durability = self.config.commit.durability;
         self.commit.with_log(|log| {
-            let durable = log.checkpoint(durability)?.map_or(1, |c| c.file_seq);
-            Ok(log.binlog.purge_before(file, durable)?)
+            let current = log.binlog.coord().file_seq;
+            // Recovery replays from the checkpoint on. A rotation checkpoints before closing a file, so a
+            // checkpoint in an older, closed file covers all of its transactions: replay starts in the next one.
+            let needed_from = match log.checkpoint(durability)? {
+                Some(c) if c.file_seq < current => c.file_seq + 1,
+                Some(c) => c.file_seq,
+                None => 1,
+            };
+            Ok(log.binlog.purge_before(file, needed_from)?)
         })
     }
 
@@ -681,7 +795,7 @@ fn replay(
     let files = binlog.file_names().to_vec();
     let last_seq = binlog.coord().file_seq;
     let mut replayed = 0u64;
-    let mut batch: Vec<Vec<RowChange>> = Vec::new();
+    let mut batch: Vec<(Vec<RowChange>, Option<Gtid>)> = Vec::new();
     let mut through = applied;
     for name in &files {
         let seq = file_seq(name).expect("index holds binlog names");
@@ -709,18 +823,19 @@ fn replay(
             if applied.is_some_and(|a| end <= a) {
                 continue;
             }
-            batch.push(txn.changes);
+            let replicated = (txn.header.flags & flags::REPLICATED != 0).then_some(txn.gtid());
+            batch.push((txn.changes, replicated));
             through = Some(end);
             replayed += 1;
             if batch.len() >= REPLAY_BATCH_TXNS {
-                store.apply(batch.iter().map(Vec::as_slice), through.expect("set above"));
+                store.apply_group(batch.iter().map(|(c, r)| (c.as_slice(), *r)), through.expect("set above"));
                 store.flush(false)?;
                 batch.clear();
             }
         }
     }
     if !batch.is_empty() {
-        store.apply(batch.iter().map(Vec::as_slice), through.expect("set above"));
+        store.apply_group(batch.iter().map(|(c, r)| (c.as_slice(), *r)), through.expect("set above"));
     }
     Ok(replayed)
 }

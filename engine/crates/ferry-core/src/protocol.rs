@@ -36,6 +36,14 @@ pub enum ErrorCode {
     NodeFailed = 14,
     Overflow = 15,
     ShuttingDown = 16,
+    /// Replication: the replica's GTID was purged from the master's binlog.
+    PositionPurged = 17,
+    /// Replication: the replica is ahead of the master in a domain.
+    ReplicaAhead = 18,
+    /// Replication: the replica's GTID is not in the master's binlog (diverged), or falls in a hole.
+    Diverged = 19,
+    /// A binlog file could not be read (corrupt or missing).
+    BinlogUnreadable = 20,
 }
 
 impl ErrorCode {
@@ -58,6 +66,10 @@ impl ErrorCode {
             14 => NodeFailed,
             15 => Overflow,
             16 => ShuttingDown,
+            17 => PositionPurged,
+            18 => ReplicaAhead,
+            19 => Diverged,
+            20 => BinlogUnreadable,
             _ => return None,
         })
     }
@@ -81,6 +93,10 @@ impl ErrorCode {
             NodeFailed => "NODE_FAILED",
             Overflow => "OVERFLOW",
             ShuttingDown => "SHUTTING_DOWN",
+            PositionPurged => "POSITION_PURGED",
+            ReplicaAhead => "REPLICA_AHEAD",
+            Diverged => "DIVERGED",
+            BinlogUnreadable => "BINLOG_UNREADABLE",
         }
     }
 }
@@ -124,19 +140,64 @@ pub enum Request {
     /// Commit counters (for benchmarks).
     Stats,
     Ping,
+    /// The GTID position at a legacy `(file, offset)` coordinate of this node's binlog (CHANGE MASTER with a
+    /// file and offset); answered by `Reached`.
+    PositionAt {
+        file: String,
+        offset: u64,
+    },
+    /// Replication: stream the binlog from `position` (privileged). The connection then carries only
+    /// `ReplTxn` and `Heartbeat` responses (request id of the dump), until an error or the end of the connection.
+    Dump {
+        server_id: ServerId,
+        position: String,
+        heartbeat_ms: u32,
+    },
 }
 
 /// Responses, each echoing the request id of the request it answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Response {
-    Error { code: u16, message: String },
-    Hello { server_id: ServerId, default_domain: DomainId, protocol_version: u8 },
+    Error {
+        code: u16,
+        message: String,
+    },
+    Hello {
+        server_id: ServerId,
+        default_domain: DomainId,
+        protocol_version: u8,
+    },
     AuthOk,
-    Committed { gtid: Gtid, commit_id: u64, commit_ts_us: u64 },
-    Row { row: Option<Row> },
-    Reached { position: String },
-    Stats { commits: u64, groups: u64, fsyncs: u64, bytes_written: u64 },
+    Committed {
+        gtid: Gtid,
+        commit_id: u64,
+        commit_ts_us: u64,
+    },
+    Row {
+        row: Option<Row>,
+    },
+    Reached {
+        position: String,
+    },
+    Stats {
+        commits: u64,
+        groups: u64,
+        fsyncs: u64,
+        bytes_written: u64,
+    },
     Pong,
+    /// Replication: one transaction's events as written in the master's binlog, and where it ends there.
+    ReplTxn {
+        file: String,
+        end_offset: u64,
+        events: Vec<u8>,
+    },
+    /// Replication: sent when the stream is idle, so a replica can tell caught-up from stalled.
+    Heartbeat {
+        binlog_pos: String,
+        file: String,
+        offset: u64,
+    },
 }
 
 mod op {
@@ -147,6 +208,8 @@ mod op {
     pub const WAIT_POSITION: u8 = 0x12;
     pub const STATS: u8 = 0x13;
     pub const PING: u8 = 0x14;
+    pub const POSITION_AT: u8 = 0x15;
+    pub const DUMP: u8 = 0x20;
 
     pub const R_ERROR: u8 = 0xFF;
     pub const R_HELLO: u8 = 0x81;
@@ -156,6 +219,8 @@ mod op {
     pub const R_REACHED: u8 = 0x92;
     pub const R_STATS: u8 = 0x93;
     pub const R_PONG: u8 = 0x94;
+    pub const R_REPL_TXN: u8 = 0xA0;
+    pub const R_HEARTBEAT: u8 = 0xA1;
 }
 
 /// Why a frame could not be turned into a request or response.
@@ -236,6 +301,12 @@ impl Request {
             }),
             Request::Stats => frame(op::STATS, request_id, |_| {}),
             Request::Ping => frame(op::PING, request_id, |_| {}),
+            Request::PositionAt { file, offset } => frame(op::POSITION_AT, request_id, |e| {
+                e.str(file).u64(*offset);
+            }),
+            Request::Dump { server_id, position, heartbeat_ms } => frame(op::DUMP, request_id, |e| {
+                e.u32(*server_id).str(position).u32(*heartbeat_ms);
+            }),
         }
     }
 
@@ -267,6 +338,12 @@ impl Request {
             }
             op::STATS => Request::Stats,
             op::PING => Request::Ping,
+            op::POSITION_AT => Request::PositionAt { file: d.str("file")?.to_string(), offset: d.u64("offset")? },
+            op::DUMP => Request::Dump {
+                server_id: d.u32("server_id")?,
+                position: d.str("position")?.to_string(),
+                heartbeat_ms: d.u32("heartbeat interval")?,
+            },
             other => return Err(FrameError::UnknownOperation(other)),
         };
         d.finish("request")?;
@@ -301,6 +378,12 @@ impl Response {
                 e.u64(*commits).u64(*groups).u64(*fsyncs).u64(*bytes_written);
             }),
             Response::Pong => frame(op::R_PONG, request_id, |_| {}),
+            Response::ReplTxn { file, end_offset, events } => frame(op::R_REPL_TXN, request_id, |e| {
+                e.str(file).u64(*end_offset).bytes(events);
+            }),
+            Response::Heartbeat { binlog_pos, file, offset } => frame(op::R_HEARTBEAT, request_id, |e| {
+                e.str(binlog_pos).str(file).u64(*offset);
+            }),
         }
     }
 
@@ -332,6 +415,16 @@ impl Response {
                 bytes_written: d.u64("bytes written")?,
             },
             op::R_PONG => Response::Pong,
+            op::R_REPL_TXN => Response::ReplTxn {
+                file: d.str("file")?.to_string(),
+                end_offset: d.u64("end offset")?,
+                events: d.bytes("events")?.to_vec(),
+            },
+            op::R_HEARTBEAT => Response::Heartbeat {
+                binlog_pos: d.str("binlog position")?.to_string(),
+                file: d.str("file")?.to_string(),
+                offset: d.u64("offset")?,
+            },
             other => return Err(FrameError::UnknownOperation(other)),
         };
         d.finish("response")?;
@@ -371,6 +464,8 @@ mod tests {
             Request::WaitPosition { position: "0-1-5".into(), timeout_ms: 100 },
             Request::Stats,
             Request::Ping,
+            Request::Dump { server_id: 3, position: "0-1-5,1-2-3".into(), heartbeat_ms: 500 },
+            Request::PositionAt { file: "ferry-bin.000001".into(), offset: 4 },
         ];
         for (i, req) in reqs.into_iter().enumerate() {
             let bytes = req.encode(i as u32);
@@ -390,6 +485,8 @@ mod tests {
             Response::Reached { position: "0-1-2".into() },
             Response::Stats { commits: 1, groups: 2, fsyncs: 3, bytes_written: 4 },
             Response::Pong,
+            Response::ReplTxn { file: "ferry-bin.000002".into(), end_offset: 900, events: vec![1, 2, 3] },
+            Response::Heartbeat { binlog_pos: "0-1-5".into(), file: "ferry-bin.000002".into(), offset: 900 },
         ];
         for resp in resps {
             let bytes = resp.encode(7);
@@ -413,7 +510,7 @@ mod tests {
 
     #[test]
     fn error_codes_round_trip_by_number() {
-        for v in 1..=16u16 {
+        for v in 1..=20u16 {
             assert_eq!(ErrorCode::from_u16(v).unwrap() as u16, v);
         }
         assert_eq!(ErrorCode::from_u16(0), None);

@@ -15,6 +15,7 @@ use redb::{Database, Durability, ReadTransaction, ReadableDatabase, ReadableTabl
 use serde::Serialize;
 
 use crate::binlog::BinlogCoord;
+use crate::gtid::{Gtid, GtidPosition};
 use crate::row::{row_bytes, row_from_bytes, Row, RowChange};
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("sys.meta");
@@ -64,6 +65,8 @@ struct MemTable {
     rows: HashMap<String, HashMap<String, Option<Row>>>,
     /// Rows held (over all tables).
     len: usize,
+    /// Replica-state rows of replicated transactions: (sub_id, GTID), in apply order.
+    replicated: Vec<(u64, Gtid)>,
     /// Binlog coordinate these changes bring the store to.
     through: Option<BinlogCoord>,
 }
@@ -100,6 +103,8 @@ pub struct Store {
     layers: RwLock<Layers>,
     /// One flush at a time.
     flush_lock: Mutex<()>,
+    /// Next sub_id of the replica-state table (increasing over the store's life).
+    next_sub_id: std::sync::atomic::AtomicU64,
 }
 
 fn user_table(name: &str) -> TableDefinition<'_, &'static str, &'static [u8]> {
@@ -146,6 +151,18 @@ impl Flush<'_> {
                     }
                 }
             }
+            if !self.frozen.replicated.is_empty() {
+                let mut state = txn.open_table(REPLICA_STATE).map_err(redb_err)?;
+                let mut newest: BTreeMap<u32, u64> = BTreeMap::new();
+                for (sub_id, g) in &self.frozen.replicated {
+                    state.insert((g.domain, *sub_id), (g.server, g.seq)).map_err(redb_err)?;
+                    newest.insert(g.domain, *sub_id);
+                }
+                // Older rows of a domain are garbage once a newer one is in the same durable state.
+                for (domain, sub_id) in newest {
+                    state.retain_in((domain, 0)..(domain, sub_id), |_, _| false).map_err(redb_err)?;
+                }
+            }
             if let Some(through) = self.frozen.through {
                 let mut meta = txn.open_table(META).map_err(redb_err)?;
                 let coord = serde_json::to_vec(&through).expect("coordinates serialize");
@@ -167,7 +184,59 @@ impl Store {
         txn.open_table(META).map_err(redb_err)?;
         txn.open_table(REPLICA_STATE).map_err(redb_err)?;
         txn.commit().map_err(redb_err)?;
-        Ok(Store { db, layers: RwLock::new(Layers::default()), flush_lock: Mutex::new(()) })
+        let last_sub_id = {
+            let read = db.begin_read().map_err(redb_err)?;
+            let state = read.open_table(REPLICA_STATE).map_err(redb_err)?;
+            let mut max = 0;
+            for entry in state.iter().map_err(redb_err)? {
+                max = max.max(entry.map_err(redb_err)?.0.value().1);
+            }
+            max
+        };
+        Ok(Store {
+            db,
+            layers: RwLock::new(Layers::default()),
+            flush_lock: Mutex::new(()),
+            next_sub_id: std::sync::atomic::AtomicU64::new(last_sub_id + 1),
+        })
+    }
+
+    /// gtid_slave_pos as the store holds it: per domain, the replica-state row with the highest sub_id.
+    pub fn replica_position(&self) -> Result<GtidPosition, StoreError> {
+        let mut newest: BTreeMap<u32, (u64, Gtid)> = BTreeMap::new();
+        {
+            let read = self.db.begin_read().map_err(redb_err)?;
+            let state = read.open_table(REPLICA_STATE).map_err(redb_err)?;
+            for entry in state.iter().map_err(redb_err)? {
+                let (k, v) = entry.map_err(redb_err)?;
+                let ((domain, sub_id), (server, seq)) = (k.value(), v.value());
+                newest.insert(domain, (sub_id, Gtid::new(domain, server, seq)));
+            }
+        }
+        let layers = self.layers.read();
+        let unflushed = layers.flushing.iter().flat_map(|f| f.replicated.iter()).chain(&layers.active.replicated);
+        for (sub_id, g) in unflushed {
+            if newest.get(&g.domain).is_none_or(|(s, _)| s < sub_id) {
+                newest.insert(g.domain, (*sub_id, *g));
+            }
+        }
+        Ok(GtidPosition::from_gtids(newest.into_values().map(|(_, g)| g)))
+    }
+
+    /// Replaces gtid_slave_pos (CHANGE MASTER with an explicit position), durably. Replication must be stopped.
+    pub fn set_replica_position(&self, position: &GtidPosition) -> Result<(), StoreError> {
+        self.flush(false)?;
+        let _one_at_a_time = self.flush_lock.lock();
+        let txn = self.db.begin_write().map_err(redb_err)?;
+        {
+            let mut state = txn.open_table(REPLICA_STATE).map_err(redb_err)?;
+            state.retain(|_, _| false).map_err(redb_err)?;
+            for g in position.iter() {
+                let sub_id = self.next_sub_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                state.insert((g.domain, sub_id), (g.server, g.seq)).map_err(redb_err)?;
+            }
+        }
+        txn.commit().map_err(redb_err)
     }
 
     /// The binlog coordinate the store's content corresponds to (None for a new store).
@@ -192,7 +261,8 @@ impl Store {
         let layers = self.layers.read();
         let mut missing = false;
         for (table, key) in keys {
-            let hit = layers.active.get(table, key).or_else(|| layers.flushing.as_ref().and_then(|f| f.get(table, key)));
+            let hit =
+                layers.active.get(table, key).or_else(|| layers.flushing.as_ref().and_then(|f| f.get(table, key)));
             missing |= hit.is_none();
             out.push(hit.cloned());
         }
@@ -229,10 +299,24 @@ impl Store {
 
     /// Applies transactions' row images in order and moves the store to `through` (in memory; see [`Store::flush`]).
     pub fn apply<'a>(&self, txns: impl IntoIterator<Item = &'a [RowChange]>, through: BinlogCoord) {
+        self.apply_group(txns.into_iter().map(|c| (c, None)), through)
+    }
+
+    /// Like [`Store::apply`], each transaction with the GTID to record in the replica state when it was applied
+    /// by replication: its data and its replica-state row always land in the same flush.
+    pub fn apply_group<'a>(
+        &self,
+        txns: impl IntoIterator<Item = (&'a [RowChange], Option<Gtid>)>,
+        through: BinlogCoord,
+    ) {
         let mut layers = self.layers.write();
-        for changes in txns {
+        for (changes, replicated) in txns {
             for change in changes {
                 layers.active.insert(&change.table, &change.key, change.after.clone());
+            }
+            if let Some(gtid) = replicated {
+                let sub_id = self.next_sub_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                layers.active.replicated.push((sub_id, gtid));
             }
         }
         debug_assert!(layers.active.through.is_none_or(|t| t <= through), "applies go forward in the binlog");
@@ -354,6 +438,30 @@ mod tests {
         let store = Store::open(&path).unwrap();
         assert_eq!(store.applied_through().unwrap(), Some(BinlogCoord { file_seq: 1, offset: 10 }));
         assert_eq!(store.get("t", "a").unwrap().unwrap()["n"], Value::Int(1));
+    }
+
+    #[test]
+    fn the_replica_state_is_one_row_per_domain_once_flushed_and_survives_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        {
+            let store = Store::open(&path).unwrap();
+            let c = BinlogCoord { file_seq: 1, offset: 10 };
+            let t = [change("a", Some(1))];
+            store.apply_group(
+                [(&t[..], Some(Gtid::new(1, 5, 7))), (&t[..], Some(Gtid::new(1, 5, 8))), (&t[..], None)],
+                c,
+            );
+            store.apply_group([(&t[..], Some(Gtid::new(2, 6, 3)))], c);
+            assert_eq!(store.replica_position().unwrap().to_string(), "1-5-8,2-6-3", "unflushed rows count too");
+            store.checkpoint().unwrap();
+            let read = store.db.begin_read().unwrap();
+            assert_eq!(read.open_table(REPLICA_STATE).unwrap().iter().unwrap().count(), 2, "older rows were collected");
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.replica_position().unwrap().to_string(), "1-5-8,2-6-3");
+        store.set_replica_position(&"0-1-4".parse().unwrap()).unwrap();
+        assert_eq!(store.replica_position().unwrap().to_string(), "0-1-4");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -20,25 +20,24 @@ use tokio::sync::watch;
 
 use crate::auth::AdminToken;
 use crate::metrics::Metrics;
+use crate::replicas::ReplicaRegistry;
+use crate::replication::{ChangeMaster, CommandError, Replication};
 
 /// Most events one page of `/v1/binlog/events` returns.
 const EVENTS_PAGE_MAX: usize = 1000;
 
+/// What every handler can reach.
 #[derive(Clone)]
-struct AppState {
-    node: Arc<Node>,
-    token: Option<AdminToken>,
-    metrics: Arc<Metrics>,
+pub struct AppState {
+    pub node: Arc<Node>,
+    pub token: Option<AdminToken>,
+    pub metrics: Arc<Metrics>,
+    pub replicas: Arc<ReplicaRegistry>,
+    pub replication: Arc<Replication>,
 }
 
-pub async fn serve(
-    listener: TcpListener,
-    node: Arc<Node>,
-    token: Option<AdminToken>,
-    metrics: Arc<Metrics>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let app = router(AppState { node, token, metrics });
+pub async fn serve(listener: TcpListener, state: AppState, mut stop: watch::Receiver<bool>) {
+    let app = router(state);
     let shutdown = async move {
         let _ = stop.changed().await;
     };
@@ -55,6 +54,13 @@ fn router(state: AppState) -> Router {
         .route("/v1/binlog/purge", post(purge_logs))
         .route("/v1/binlog/events", get(events))
         .route("/v1/checksums", get(checksums))
+        .route("/v1/replicas", get(replicas))
+        .route("/v1/replication", get(replication_status))
+        .route("/v1/replication/{name}", axum::routing::delete(remove_connection))
+        .route("/v1/replication/{name}/change-master", post(change_master))
+        .route("/v1/replication/{name}/start", post(start_connection))
+        .route("/v1/replication/{name}/stop", post(stop_connection))
+        .route("/v1/wait-for-position", post(wait_for_position))
         .route("/metrics", get(metrics))
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/node-api.md")
@@ -123,8 +129,12 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 }
 
 async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
-    let status = blocking(move || s.node.status()).await?;
-    Ok(Json(serde_json::to_value(status).map_err(ApiError::internal)?))
+    let node = s.node.clone();
+    let status = blocking(move || node.status()).await?;
+    let mut body = serde_json::to_value(status).map_err(ApiError::internal)?;
+    body["replication"] = serde_json::to_value(s.replication.status()).map_err(ApiError::internal)?;
+    body["replicas"] = serde_json::to_value(s.replicas.list()).map_err(ApiError::internal)?;
+    Ok(Json(body))
 }
 
 #[derive(Deserialize)]
@@ -199,6 +209,109 @@ async fn events(
 async fn checksums(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
     let (position, sums) = blocking(move || s.node.checksums()).await?.map_err(ApiError::internal)?;
     Ok(Json(json!({"position": position.to_string(), "tables": sums})))
+}
+
+impl From<CommandError> for ApiError {
+    fn from(e: CommandError) -> Self {
+        match e {
+            CommandError::NotFound(m) => ApiError::new(StatusCode::NOT_FOUND, "not_found", m),
+            CommandError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
+            CommandError::Invalid(m) => ApiError::bad_request(m),
+            CommandError::Failed(m) => ApiError::internal(m),
+        }
+    }
+}
+
+async fn replication_status(State(s): State<AppState>) -> Json<serde_json::Value> {
+    Json(json!({
+        "gtid_slave_pos": s.node.slave_position().to_string(),
+        "gtid_current_pos": s.node.current_position().to_string(),
+        "gtid_binlog_pos": s.node.position().to_string(),
+        "connections": s.replication.status(),
+    }))
+}
+
+async fn change_master(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Result<Json<ChangeMaster>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    authorize(&s, &headers)?;
+    let req = json_body(body)?;
+    s.replication.change_master(&name, req).await?;
+    Ok(Json(json!({"connection": name, "gtid_slave_pos": s.node.slave_position().to_string()})))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct StartBody {
+    until: Option<String>,
+}
+
+async fn start_connection(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Option<Json<StartBody>>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    authorize(&s, &headers)?;
+    let until = match body.and_then(|Json(b)| b.until) {
+        Some(text) => Some(text.parse().map_err(|e: ferry_core::GtidParseError| ApiError::bad_request(e.to_string()))?),
+        None => None,
+    };
+    s.replication.start(&name, until)?;
+    Ok(Json(json!({"connection": name, "running": true})))
+}
+
+async fn stop_connection(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    authorize(&s, &headers)?;
+    s.replication.stop(&name).await?;
+    Ok(Json(json!({"connection": name, "running": false})))
+}
+
+async fn remove_connection(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    authorize(&s, &headers)?;
+    s.replication.remove(&name).await?;
+    Ok(Json(json!({"connection": name, "removed": true})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WaitBody {
+    position: String,
+    timeout_ms: u64,
+}
+
+async fn wait_for_position(
+    State(s): State<AppState>,
+    body: Result<Json<WaitBody>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let body = json_body(body)?;
+    let target: ferry_core::GtidPosition =
+        body.position.parse().map_err(|e: ferry_core::GtidParseError| ApiError::bad_request(e.to_string()))?;
+    let max = s.node.config().limits.wait_ms_max;
+    if body.timeout_ms > max {
+        return Err(ApiError::bad_request(format!("timeout_ms {} exceeds the {max} ms limit", body.timeout_ms)));
+    }
+    let waited = s.node.wait_for_position_async(&target, std::time::Duration::from_millis(body.timeout_ms)).await;
+    let (reached, position) = match waited {
+        Ok(p) => (true, p),
+        Err(p) => (false, p),
+    };
+    Ok(Json(json!({"reached": reached, "position": position.to_string()})))
+}
+
+async fn replicas(State(s): State<AppState>) -> Json<serde_json::Value> {
+    Json(json!({"replicas": s.replicas.list()}))
 }
 
 async fn metrics(State(s): State<AppState>) -> impl IntoResponse {

@@ -20,6 +20,11 @@ impl AdminToken {
         Ok(AdminToken(Arc::new(token)))
     }
 
+    /// The token itself, for authenticating to other nodes (replication).
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+
     /// Constant-time comparison, so response timing does not leak the token.
     pub fn matches(&self, offered: &str) -> bool {
         let (a, b) = (self.0.as_bytes(), offered.as_bytes());

@@ -7,7 +7,10 @@
 mod admin;
 mod auth;
 mod config;
+mod dump;
 mod metrics;
+mod replicas;
+mod replication;
 mod server;
 
 use std::sync::Arc;
@@ -76,12 +79,18 @@ async fn run(args: Args) -> anyhow::Result<()> {
     });
     println!("{ready}");
 
-    let server = tokio::spawn(server::serve(listener, node.clone(), token.clone(), stop_rx.clone()));
-    let admin = tokio::spawn(admin::serve(admin_listener, node.clone(), token, metrics, stop_rx));
+    let registry = Arc::new(replicas::ReplicaRegistry::default());
+    let replication =
+        replication::Replication::load(node.clone(), token.clone()).context("loading replication settings")?;
+    let server = tokio::spawn(server::serve(listener, node.clone(), token.clone(), registry.clone(), stop_rx.clone()));
+    let state =
+        admin::AppState { node: node.clone(), token, metrics, replicas: registry, replication: replication.clone() };
+    let admin = tokio::spawn(admin::serve(admin_listener, state, stop_rx));
 
     shutdown_signal().await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
+    replication.shutdown().await;
     let _ = server.await;
     let _ = admin.await;
     tokio::task::spawn_blocking(move || {

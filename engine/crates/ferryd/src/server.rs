@@ -17,8 +17,16 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
 use crate::auth::AdminToken;
+use crate::dump::{self, DumpRequest};
+use crate::replicas::ReplicaRegistry;
 
-pub async fn serve(listener: TcpListener, node: Arc<Node>, token: Option<AdminToken>, mut stop: watch::Receiver<bool>) {
+pub async fn serve(
+    listener: TcpListener,
+    node: Arc<Node>,
+    token: Option<AdminToken>,
+    registry: Arc<ReplicaRegistry>,
+    mut stop: watch::Receiver<bool>,
+) {
     let max = node.config().limits.connections_max;
     let permits = Arc::new(Semaphore::new(max));
     loop {
@@ -38,9 +46,9 @@ pub async fn serve(listener: TcpListener, node: Arc<Node>, token: Option<AdminTo
             tokio::spawn(refuse(stream, max));
             continue;
         };
-        let (node, token, stop) = (node.clone(), token.clone(), stop.clone());
+        let (node, token, registry, stop) = (node.clone(), token.clone(), registry.clone(), stop.clone());
         tokio::spawn(async move {
-            if let Err(e) = Connection::new(stream, node, token).run(stop).await {
+            if let Err(e) = Connection::new(stream, node, token, registry, peer.to_string()).run(stop).await {
                 tracing::debug!(%peer, "connection ended: {e}");
             }
             drop(permit);
@@ -59,14 +67,31 @@ struct Connection {
     writer: BufWriter<OwnedWriteHalf>,
     node: Arc<Node>,
     token: Option<AdminToken>,
-    /// Set by a successful `Auth`: the connection may then set server_id / seq_no.
+    /// Where dump streams register their replica.
+    registry: Arc<ReplicaRegistry>,
+    peer: String,
+    /// Set by a successful `Auth`: the connection may then set server_id / seq_no and dump the binlog.
     privileged: bool,
 }
 
 impl Connection {
-    fn new(stream: TcpStream, node: Arc<Node>, token: Option<AdminToken>) -> Self {
+    fn new(
+        stream: TcpStream,
+        node: Arc<Node>,
+        token: Option<AdminToken>,
+        registry: Arc<ReplicaRegistry>,
+        peer: String,
+    ) -> Self {
         let (r, w) = stream.into_split();
-        Connection { reader: BufReader::new(r), writer: BufWriter::new(w), node, token, privileged: false }
+        Connection {
+            reader: BufReader::new(r),
+            writer: BufWriter::new(w),
+            node,
+            token,
+            registry,
+            peer,
+            privileged: false,
+        }
     }
 
     async fn send(&mut self, request_id: u32, response: Response) -> std::io::Result<()> {
@@ -97,6 +122,23 @@ impl Connection {
             frame.resize(len, 0);
             self.reader.read_exact(&mut frame).await?;
             let (request_id, response) = match Request::decode(&frame) {
+                Ok((header, Request::Dump { server_id, position, heartbeat_ms })) if self.privileged => {
+                    let req = DumpRequest {
+                        request_id: header.request_id,
+                        server_id,
+                        position,
+                        heartbeat_ms,
+                        peer: self.peer.clone(),
+                    };
+                    return dump::serve(&mut self.writer, &self.node, &self.registry, req, stop).await;
+                }
+                Ok((header, Request::Dump { .. })) => (
+                    header.request_id,
+                    Response::error(
+                        ErrorCode::PermissionDenied,
+                        "streaming the binlog needs a privileged connection (Auth with the admin token)",
+                    ),
+                ),
                 Ok((header, request)) => (header.request_id, self.handle(request).await),
                 Err(e) => {
                     // The frame boundary is known, so the connection can go on after saying what was wrong.
@@ -150,6 +192,21 @@ impl Connection {
                 }
             }
             Request::Ping => Response::Pong,
+            Request::PositionAt { file, offset } => {
+                let path = self.node.binlog_dir().join(&file);
+                if ferry_core::binlog::file_seq(&file).is_none() || !path.exists() {
+                    return Response::error(
+                        ErrorCode::InvalidRequest,
+                        format!("{file:?} is not a binlog file of this node"),
+                    );
+                }
+                match tokio::task::spawn_blocking(move || ferry_core::binlog::seek::position_at(&path, offset)).await {
+                    Ok(Ok(pos)) => Response::Reached { position: pos.to_string() },
+                    Ok(Err(e)) => Response::error(ErrorCode::InvalidRequest, e.to_string()),
+                    Err(e) => Response::error(ErrorCode::NodeFailed, format!("position task failed: {e}")),
+                }
+            }
+            Request::Dump { .. } => unreachable!("dump requests are served by run"),
         }
     }
 
@@ -186,7 +243,7 @@ fn txn_error(e: &TxnError) -> Response {
         TxnError::TooLarge(_) => ErrorCode::TxnTooLarge,
         TxnError::TypeMismatch { .. } => ErrorCode::TypeMismatch,
         TxnError::Overflow { .. } => ErrorCode::Overflow,
-        TxnError::Strict(_) => ErrorCode::StrictMode,
+        TxnError::Strict(_) | TxnError::TwoMasters(_) => ErrorCode::StrictMode,
         TxnError::PermissionDenied(_) => ErrorCode::PermissionDenied,
         TxnError::NodeFailed(_) => ErrorCode::NodeFailed,
     };

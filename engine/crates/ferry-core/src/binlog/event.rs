@@ -27,6 +27,9 @@ pub mod flags {
     pub const WAITED: u8 = 0x02;
     /// A DDL-like standalone change that must not run in parallel with anything.
     pub const DDL: u8 = 0x04;
+    /// Set by the node that logged it when the transaction came in through replication (not a client): crash
+    /// recovery rebuilds gtid_slave_pos from these.
+    pub const REPLICATED: u8 = 0x08;
 }
 
 /// Opens every binlog file: who wrote it and in what format.

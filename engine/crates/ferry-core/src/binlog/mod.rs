@@ -11,6 +11,7 @@
 pub mod event;
 pub mod reader;
 pub mod seek;
+pub mod stream;
 pub mod writer;
 
 use std::path::{Path, PathBuf};

@@ -21,11 +21,16 @@ pub struct NodeProc {
 impl NodeProc {
     /// Starts `ferryd` with its data in `dir/data` and the admin token in `dir/token`.
     pub fn start(dir: &Path, server_id: u32, extra: &[&str]) -> NodeProc {
+        Self::start_at(dir, server_id, "127.0.0.1:0", extra)
+    }
+
+    /// Like [`NodeProc::start`] with a given protocol address (to come back on the same port).
+    pub fn start_at(dir: &Path, server_id: u32, listen: &str, extra: &[&str]) -> NodeProc {
         std::fs::create_dir_all(dir).unwrap();
         std::fs::write(dir.join("token"), TOKEN).unwrap();
         let stderr = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("ferryd.log")).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_ferryd"))
-            .args(["--server-id", &server_id.to_string(), "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
+            .args(["--server-id", &server_id.to_string(), "--listen", listen, "--admin", "127.0.0.1:0"])
             .arg("--data-dir")
             .arg(dir.join("data"))
             .arg("--admin-token-file")

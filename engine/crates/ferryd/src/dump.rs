@@ -1,0 +1,147 @@
+//! The master side of replication: a `Dump` request turns a protocol connection into a binlog stream. The start
+//! is found by the GTID rules of `ferry_core::binlog::seek` (an error names the domain and both GTIDs and ends
+//! the stream); transactions are sent as soon as their group is durable, and heartbeats when idle.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferry_core::binlog::seek::{find_start, SeekError};
+use ferry_core::binlog::stream::{BinlogStream, StreamedTxn};
+use ferry_core::binlog::{file_name, files_at};
+use ferry_core::gtid::GtidPosition;
+use ferry_core::node::Node;
+use ferry_core::protocol::{ErrorCode, Response};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::watch;
+
+use crate::replicas::{ReplicaInfo, ReplicaRegistry};
+
+/// Most transactions read from disk per batch before they are sent.
+const BATCH_TXNS_MAX: usize = 512;
+/// Shortest and longest heartbeat interval a replica may ask for.
+const HEARTBEAT_MS_MIN: u32 = 50;
+const HEARTBEAT_MS_MAX: u32 = 60_000;
+
+pub struct DumpRequest {
+    pub request_id: u32,
+    pub server_id: u32,
+    pub position: String,
+    pub heartbeat_ms: u32,
+    pub peer: String,
+}
+
+fn seek_error(e: &SeekError) -> Response {
+    let code = match e {
+        SeekError::Purged { .. } => ErrorCode::PositionPurged,
+        SeekError::ReplicaAhead { .. } => ErrorCode::ReplicaAhead,
+        SeekError::Diverged { .. } | SeekError::Hole { .. } => ErrorCode::Diverged,
+        SeekError::Binlog(_) => ErrorCode::BinlogUnreadable,
+    };
+    Response::error(code, e.to_string())
+}
+
+/// Streams until the replica goes away, an error, or shutdown.
+pub async fn serve<W: AsyncWriteExt + Unpin>(
+    writer: &mut W,
+    node: &Arc<Node>,
+    registry: &ReplicaRegistry,
+    req: DumpRequest,
+    mut stop: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let id = req.request_id;
+    let send = |resp: Response| resp.encode(id);
+    let position: GtidPosition = match req.position.parse() {
+        Ok(p) => p,
+        Err(e) => {
+            writer.write_all(&send(Response::error(ErrorCode::BadGtid, e.to_string()))).await?;
+            return writer.flush().await;
+        }
+    };
+    let heartbeat = Duration::from_millis(u64::from(req.heartbeat_ms.clamp(HEARTBEAT_MS_MIN, HEARTBEAT_MS_MAX)));
+    let opened = {
+        let (node, position) = (node.clone(), position.clone());
+        tokio::task::spawn_blocking(move || {
+            let dir = node.binlog_dir();
+            let files = files_at(&dir).map_err(SeekError::Binlog)?;
+            let start = find_start(&files, &position, &node.binlog_state(), node.config().commit.strict_mode)?;
+            BinlogStream::open(&dir, &files, start).map_err(SeekError::Binlog)
+        })
+        .await
+        .expect("dump open task")
+    };
+    let mut stream = match opened {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(replica = req.server_id, peer = %req.peer, "refused a replica: {e}");
+            writer.write_all(&send(seek_error(&e))).await?;
+            return writer.flush().await;
+        }
+    };
+    tracing::info!(replica = req.server_id, peer = %req.peer, from = %position, "replica connected");
+    let info = ReplicaInfo {
+        server_id: req.server_id,
+        address: req.peer.clone(),
+        start_position: position.to_string(),
+        sent_position: position.to_string(),
+        sent_file: String::new(),
+        sent_offset: 0,
+        connected_at_us: ferry_core::binlog::writer::now_us(),
+        transactions_sent: 0,
+    };
+    let registration = registry.register(info, position);
+    loop {
+        if *stop.borrow() {
+            writer.write_all(&send(Response::error(ErrorCode::ShuttingDown, "the master is shutting down"))).await?;
+            return writer.flush().await;
+        }
+        let end = node.binlog_end();
+        let (back, batch) = tokio::task::spawn_blocking(move || {
+            let mut batch: Vec<StreamedTxn> = Vec::new();
+            let result = loop {
+                if batch.len() >= BATCH_TXNS_MAX {
+                    break Ok(());
+                }
+                match stream.next(end) {
+                    Ok(Some(txn)) => batch.push(txn),
+                    Ok(None) => break Ok(()),
+                    Err(e) => break Err(e),
+                }
+            };
+            (stream, result.map(|_| batch))
+        })
+        .await
+        .expect("dump read task");
+        stream = back;
+        let batch = match batch {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!(replica = req.server_id, "binlog read failed while streaming: {e}");
+                writer.write_all(&send(Response::error(ErrorCode::BinlogUnreadable, e.to_string()))).await?;
+                return writer.flush().await;
+            }
+        };
+        if batch.is_empty() {
+            let seen = end;
+            tokio::select! {
+                _ = node.wait_for_binlog_growth(seen, heartbeat) => {}
+                _ = stop.changed() => {}
+            }
+            if node.binlog_end() <= seen {
+                let beat = Response::Heartbeat {
+                    binlog_pos: node.position().to_string(),
+                    file: file_name(seen.file_seq),
+                    offset: seen.offset,
+                };
+                writer.write_all(&send(beat)).await?;
+                writer.flush().await?;
+            }
+            continue;
+        }
+        for txn in batch {
+            let file = file_name(txn.end.file_seq);
+            registration.sent(txn.header.gtid, &file, txn.end.offset);
+            writer.write_all(&send(Response::ReplTxn { file, end_offset: txn.end.offset, events: txn.raw })).await?;
+        }
+        writer.flush().await?;
+    }
+}

@@ -1,0 +1,69 @@
+//! The master's list of connected replicas (each dump stream registers itself), for status and for topology
+//! discovery by the control plane.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ferry_core::gtid::{Gtid, GtidPosition};
+use parking_lot::Mutex;
+use serde::Serialize;
+
+/// One connected replica as the master sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicaInfo {
+    pub server_id: u32,
+    /// Address the replica connected from.
+    pub address: String,
+    /// The position it asked to start from.
+    pub start_position: String,
+    /// Newest GTID per domain sent to it.
+    pub sent_position: String,
+    /// Master binlog coordinate of the last transaction sent.
+    pub sent_file: String,
+    pub sent_offset: u64,
+    pub connected_at_us: u64,
+    pub transactions_sent: u64,
+}
+
+#[derive(Default)]
+pub struct ReplicaRegistry {
+    next_id: AtomicU64,
+    replicas: Mutex<BTreeMap<u64, (ReplicaInfo, GtidPosition)>>,
+}
+
+/// Keeps a replica listed while its dump stream lives.
+pub struct Registration<'a> {
+    registry: &'a ReplicaRegistry,
+    id: u64,
+}
+
+impl ReplicaRegistry {
+    pub fn register(&self, info: ReplicaInfo, start: GtidPosition) -> Registration<'_> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.replicas.lock().insert(id, (info, start));
+        Registration { registry: self, id }
+    }
+
+    pub fn list(&self) -> Vec<ReplicaInfo> {
+        self.replicas.lock().values().map(|(info, _)| info.clone()).collect()
+    }
+}
+
+impl Registration<'_> {
+    /// Records a transaction sent.
+    pub fn sent(&self, gtid: Gtid, file: &str, offset: u64) {
+        if let Some((info, pos)) = self.registry.replicas.lock().get_mut(&self.id) {
+            pos.set(gtid);
+            info.sent_position = pos.to_string();
+            info.sent_file = file.to_string();
+            info.sent_offset = offset;
+            info.transactions_sent += 1;
+        }
+    }
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        self.registry.replicas.lock().remove(&self.id);
+    }
+}

@@ -1,0 +1,167 @@
+//! The IO side of a replication connection: connects to the master with the node's GTID position, streams its
+//! binlog into the relay log (checking every event's checksum and each transaction's shape), reconnects with
+//! bounded backoff after a network failure, and stops for good on an error the master says retrying cannot fix
+//! (purged, ahead, diverged), naming the domain and both GTIDs as the master did.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferry_client::{Client, ClientError, ErrorCode};
+use ferry_core::binlog::event::{decode_event, Event, GtidEvent};
+use ferry_core::binlog::writer::now_us;
+use ferry_core::gtid::GtidPosition;
+use ferry_core::protocol::{Request, Response};
+use ferry_core::relay::RelayWriter;
+
+use super::shared::Shared;
+use super::status::IoState;
+use crate::auth::AdminToken;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// A master silent for this many heartbeat intervals is taken for gone.
+const HEARTBEATS_MISSED_MAX: u32 = 3;
+
+pub struct IoSide {
+    pub shared: Arc<Shared>,
+    pub master: String,
+    pub server_id: u32,
+    pub heartbeat_ms: u32,
+    pub token: Option<AdminToken>,
+    pub relay: RelayWriter,
+    /// Where the next session starts: the start position, advanced by every transaction received.
+    pub position: GtidPosition,
+}
+
+enum Failure {
+    /// Worth trying again (network, master restarting).
+    Retry(String),
+    /// The master refused the position, or the stream cannot be trusted: stop.
+    Fatal { code: String, message: String },
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Self {
+        match e {
+            ClientError::Server { code: Some(code), message, .. } if code != ErrorCode::ShuttingDown => {
+                Failure::Fatal { code: code.name().to_string(), message }
+            }
+            other => Failure::Retry(other.to_string()),
+        }
+    }
+}
+
+impl IoSide {
+    pub async fn run(mut self) {
+        let mut stop = self.shared.stop_signal();
+        let mut backoff = BACKOFF_MIN;
+        loop {
+            if self.shared.stopping() {
+                break;
+            }
+            self.shared.status.lock().io_state = IoState::Connecting;
+            let outcome = tokio::select! {
+                r = self.session() => r,
+                _ = stop.changed() => Ok(()),
+            };
+            match outcome {
+                Ok(()) => break,
+                Err(Failure::Fatal { code, message }) => {
+                    self.shared.status.lock().io_state = IoState::Error;
+                    self.shared.fail("io", &code, message);
+                    return;
+                }
+                Err(Failure::Retry(why)) => {
+                    {
+                        let mut status = self.shared.status.lock();
+                        status.io_state = IoState::Reconnecting;
+                        status.reconnects += 1;
+                    }
+                    tracing::warn!(connection = %self.shared.name, master = %self.master, "lost the master ({why}); retrying in {backoff:?}");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = stop.changed() => break,
+                    }
+                    backoff = (backoff * 2).min(BACKOFF_MAX);
+                }
+            }
+        }
+        self.shared.status.lock().io_state = IoState::Stopped;
+    }
+
+    /// One connection to the master, until it fails or the connection is stopped.
+    async fn session(&mut self) -> Result<(), Failure> {
+        let Some(token) = self.token.clone() else {
+            return Err(Failure::Fatal {
+                code: "NO_TOKEN".into(),
+                message: "replication authenticates with the admin token: start ferryd with --admin-token-file".into(),
+            });
+        };
+        let mut client = tokio::time::timeout(CONNECT_TIMEOUT, Client::connect(&self.master))
+            .await
+            .map_err(|_| Failure::Retry(format!("connecting to {} timed out", self.master)))??;
+        client.auth(token.secret()).await?;
+        let dump = Request::Dump {
+            server_id: self.server_id,
+            position: self.position.to_string(),
+            heartbeat_ms: self.heartbeat_ms,
+        };
+        client.send_raw(&dump.encode(1)).await?;
+        self.shared.status.lock().io_state = IoState::Connected;
+        let silence = Duration::from_millis(u64::from(self.heartbeat_ms) * u64::from(HEARTBEATS_MISSED_MAX) + 1000);
+        loop {
+            let (_, response) = tokio::time::timeout(silence, client.read_response())
+                .await
+                .map_err(|_| Failure::Retry(format!("no heartbeat from the master for {silence:?}")))??;
+            match response {
+                Response::ReplTxn { events, .. } => self.receive(&events)?,
+                Response::Heartbeat { binlog_pos, .. } => {
+                    let mut status = self.shared.status.lock();
+                    status.last_heartbeat_us = Some(now_us());
+                    if let Ok(pos) = binlog_pos.parse::<GtidPosition>() {
+                        status.master_position = status.master_position.join(&pos);
+                    }
+                }
+                Response::Error { code, message } => {
+                    return Err(ClientError::Server { code: ErrorCode::from_u16(code), raw_code: code, message }.into())
+                }
+                other => return Err(Failure::Retry(format!("unexpected frame in the binlog stream: {other:?}"))),
+            }
+        }
+    }
+
+    /// Checks a received transaction (every checksum, GTID first, commit last with the right row count) and
+    /// appends it to the relay log.
+    fn receive(&mut self, events: &[u8]) -> Result<(), Failure> {
+        let header = check_transaction(events)
+            .map_err(|why| Failure::Retry(format!("bad transaction from the master: {why}")))?;
+        let end = self
+            .relay
+            .append(events)
+            .map_err(|e| Failure::Fatal { code: "RELAY_WRITE".into(), message: e.to_string() })?;
+        self.position.set(header.gtid);
+        self.shared.status.lock().received(header.gtid);
+        self.shared.relay_written(end);
+        Ok(())
+    }
+}
+
+/// The GTID event of a well-formed transaction's bytes.
+fn check_transaction(mut bytes: &[u8]) -> Result<GtidEvent, String> {
+    let mut header = None;
+    let mut rows = 0usize;
+    while !bytes.is_empty() {
+        let (event, len) = decode_event(bytes).map_err(|e| e.to_string())?;
+        bytes = &bytes[len..];
+        match (event, header.is_some()) {
+            (Event::Gtid(g), false) => header = Some(g),
+            (Event::Rows { changes }, true) => rows += changes.len(),
+            (Event::Commit { changes }, true) if changes as usize == rows && bytes.is_empty() => {
+                return Ok(header.expect("checked"));
+            }
+            (other, _) => return Err(format!("unexpected {} event", other.type_name())),
+        }
+    }
+    Err("transaction ends without a commit event".into())
+}

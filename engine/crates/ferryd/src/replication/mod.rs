@@ -1,0 +1,370 @@
+//! Replication connections of a node (multi-source: several named connections, one per master).
+//!
+//! - [`config`]: a connection's settings (CHANGE MASTER), persisted in `replication.json`.
+//! - [`io`]: the IO side: the master's binlog into the relay log, reconnecting with backoff.
+//! - [`applier`]: the SQL side: the relay log applied through the node, UNTIL and delay.
+//! - [`shared`]: what the two sides and the manager share.
+//! - [`status`]: what a connection reports.
+//!
+//! On every start a connection discards its relay log and resumes from the node's crash-safe gtid_slave_pos
+//! (or gtid_current_pos when so configured).
+
+pub mod applier;
+pub mod config;
+pub mod io;
+pub mod shared;
+pub mod status;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+
+use ferry_client::Client;
+use ferry_core::binlog::writer::now_us;
+use ferry_core::gtid::GtidPosition;
+use ferry_core::node::Node;
+use ferry_core::protocol::{Request, Response};
+use ferry_core::relay::{RelayReader, RelayWriter, RELAY_FILE_BYTES_MAX};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use self::config::{ConnectionConfig, UseGtid};
+use self::shared::Shared;
+use self::status::{ConnectionStatus, DomainLag, IoState, ReplError, SqlState};
+use crate::auth::AdminToken;
+
+/// Why a replication command was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// CHANGE MASTER: where to replicate from and from which position.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChangeMaster {
+    pub master: String,
+    #[serde(default)]
+    pub use_gtid: UseGtid,
+    /// An explicit GTID position: becomes gtid_slave_pos.
+    pub position: Option<String>,
+    /// A legacy binlog coordinate of the master, translated by the master into a GTID position.
+    pub file: Option<String>,
+    pub offset: Option<u64>,
+    #[serde(default)]
+    pub ignore_duplicates: bool,
+    #[serde(default)]
+    pub delay_s: u64,
+    #[serde(default = "config::default_heartbeat_ms")]
+    pub heartbeat_ms: u32,
+}
+
+/// One connection as the status API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConnectionView {
+    pub name: String,
+    pub master: String,
+    pub use_gtid: UseGtid,
+    pub running: bool,
+    pub io_state: IoState,
+    pub sql_state: SqlState,
+    pub received_position: String,
+    pub applied_position: String,
+    pub master_position: String,
+    pub lag: BTreeMap<u32, DomainLag>,
+    pub transactions_received: u64,
+    pub transactions_applied: u64,
+    pub duplicates_skipped: u64,
+    pub reconnects: u64,
+    pub last_heartbeat_us: Option<u64>,
+    pub delay_s: u64,
+    pub ignore_duplicates: bool,
+    pub until: Option<String>,
+    pub last_error: Option<ReplError>,
+}
+
+struct Running {
+    io: tokio::task::JoinHandle<()>,
+    sql: std::thread::JoinHandle<()>,
+}
+
+struct Connection {
+    config: ConnectionConfig,
+    shared: Arc<Shared>,
+    running: Option<Running>,
+}
+
+pub struct Replication {
+    node: Arc<Node>,
+    token: Option<AdminToken>,
+    config_path: PathBuf,
+    relay_root: PathBuf,
+    connections: Mutex<BTreeMap<String, Connection>>,
+    me: Weak<Replication>,
+}
+
+fn check_name(name: &str) -> Result<(), CommandError> {
+    let ok =
+        !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(CommandError::Invalid(format!(
+            "connection name {name:?} must be 1 to 64 characters of letters, digits, '_' and '-'"
+        )))
+    }
+}
+
+impl Replication {
+    /// Loads the connections' settings and starts those that were running.
+    pub fn load(node: Arc<Node>, token: Option<AdminToken>) -> anyhow::Result<Arc<Self>> {
+        let data_dir = node.config().data_dir.clone();
+        let config_path = data_dir.join("replication.json");
+        let configs = config::load(&config_path)?;
+        let repl = Arc::new_cyclic(|me: &Weak<Replication>| Replication {
+            node,
+            token,
+            config_path,
+            relay_root: data_dir.join("relay"),
+            connections: Mutex::new(BTreeMap::new()),
+            me: me.clone(),
+        });
+        {
+            let mut conns = repl.connections.lock();
+            for (name, config) in configs {
+                let shared = Arc::new(Shared::new(&name, ConnectionStatus::default(), repl.me.clone()));
+                conns.insert(name, Connection { config, shared, running: None });
+            }
+        }
+        let to_start: Vec<String> =
+            repl.connections.lock().iter().filter(|(_, c)| c.config.running).map(|(n, _)| n.clone()).collect();
+        for name in to_start {
+            if let Err(e) = repl.start(&name, None) {
+                tracing::error!(connection = %name, "could not restart replication: {e}");
+            }
+        }
+        Ok(repl)
+    }
+
+    fn save(&self, conns: &BTreeMap<String, Connection>) -> Result<(), CommandError> {
+        let configs: BTreeMap<String, ConnectionConfig> =
+            conns.iter().map(|(n, c)| (n.clone(), c.config.clone())).collect();
+        config::save(&self.config_path, &configs)
+            .map_err(|e| CommandError::Failed(format!("saving replication settings: {e}")))
+    }
+
+    /// CHANGE MASTER for connection `name` (created when new). The connection must be stopped.
+    pub async fn change_master(&self, name: &str, req: ChangeMaster) -> Result<(), CommandError> {
+        check_name(name)?;
+        if req.master.parse::<std::net::SocketAddr>().is_err() && !req.master.contains(':') {
+            return Err(CommandError::Invalid(format!(
+                "master {:?} must be host:port of the master's protocol listener",
+                req.master
+            )));
+        }
+        if self.connections.lock().get(name).is_some_and(|c| c.running.is_some()) {
+            return Err(CommandError::Conflict(format!("connection {name:?} is running: stop it first")));
+        }
+        let explicit = match (&req.position, &req.file, req.offset) {
+            (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+                return Err(CommandError::Invalid("give either position or file and offset, not both".into()))
+            }
+            (Some(text), None, None) => {
+                Some(text.parse::<GtidPosition>().map_err(|e| CommandError::Invalid(e.to_string()))?)
+            }
+            (None, Some(file), Some(offset)) => Some(self.translate(&req.master, file, offset).await?),
+            (None, Some(_), None) | (None, None, Some(_)) => {
+                return Err(CommandError::Invalid("a legacy coordinate needs both file and offset".into()))
+            }
+            (None, None, None) => None,
+        };
+        if let Some(position) = &explicit {
+            if self.connections.lock().values().any(|c| c.running.is_some()) {
+                return Err(CommandError::Conflict(
+                    "setting gtid_slave_pos needs every replication connection stopped".into(),
+                ));
+            }
+            let node = self.node.clone();
+            let position = position.clone();
+            tokio::task::spawn_blocking(move || node.set_slave_position(&position))
+                .await
+                .map_err(|e| CommandError::Failed(e.to_string()))?
+                .map_err(|e| CommandError::Failed(e.to_string()))?;
+        }
+        let config = ConnectionConfig {
+            master: req.master,
+            use_gtid: req.use_gtid,
+            ignore_duplicates: req.ignore_duplicates,
+            delay_s: req.delay_s,
+            heartbeat_ms: req.heartbeat_ms.clamp(50, 60_000),
+            running: false,
+        };
+        let mut conns = self.connections.lock();
+        let entry = conns.entry(name.to_string()).or_insert_with(|| Connection {
+            config: config.clone(),
+            shared: Arc::new(Shared::new(name, ConnectionStatus::default(), self.me.clone())),
+            running: None,
+        });
+        entry.config = config;
+        self.save(&conns)
+    }
+
+    /// Asks the master which GTID position a legacy (file, offset) of its binlog is.
+    async fn translate(&self, master: &str, file: &str, offset: u64) -> Result<GtidPosition, CommandError> {
+        let mut client =
+            Client::connect(master).await.map_err(|e| CommandError::Failed(format!("connecting to {master}: {e}")))?;
+        match client.call(&Request::PositionAt { file: file.to_string(), offset }).await {
+            Ok(Response::Reached { position }) => position.parse().map_err(|e| CommandError::Failed(format!("{e}"))),
+            Ok(other) => Err(CommandError::Failed(format!("unexpected answer from {master}: {other:?}"))),
+            Err(e) => Err(CommandError::Invalid(format!("{master} cannot translate {file}:{offset}: {e}"))),
+        }
+    }
+
+    /// START (optionally UNTIL a position). Discards the relay log and resumes from gtid_slave_pos.
+    pub fn start(&self, name: &str, until: Option<GtidPosition>) -> Result<(), CommandError> {
+        let mut conns = self.connections.lock();
+        let conn =
+            conns.get_mut(name).ok_or_else(|| CommandError::NotFound(format!("no replication connection {name:?}")))?;
+        if let Some(running) = &conn.running {
+            if !running.io.is_finished() || !running.sql.is_finished() {
+                return Err(CommandError::Conflict(format!("connection {name:?} is already running")));
+            }
+        }
+        let relay_dir = self.relay_root.join(name);
+        let relay =
+            RelayWriter::create(&relay_dir, RELAY_FILE_BYTES_MAX).map_err(|e| CommandError::Failed(e.to_string()))?;
+        let reader = RelayReader::open(&relay_dir).map_err(|e| CommandError::Failed(e.to_string()))?;
+        let start = match conn.config.use_gtid {
+            UseGtid::SlavePos => self.node.slave_position(),
+            UseGtid::CurrentPos => self.node.current_position(),
+        };
+        let mut status = ConnectionStatus { until: until.clone(), ..ConnectionStatus::default() };
+        let previous = conn.shared.status.lock().clone();
+        status.reconnects = previous.reconnects;
+        let shared = Arc::new(Shared::new(name, status, self.me.clone()));
+        let io = io::IoSide {
+            shared: shared.clone(),
+            master: conn.config.master.clone(),
+            server_id: self.node.config().server_id,
+            heartbeat_ms: conn.config.heartbeat_ms,
+            token: self.token.clone(),
+            relay,
+            position: start.clone(),
+        };
+        let sql = applier::SqlSide {
+            shared: shared.clone(),
+            node: self.node.clone(),
+            relay: reader,
+            ignore_duplicates: conn.config.ignore_duplicates,
+            delay_s: conn.config.delay_s,
+            until,
+        };
+        let io = tokio::spawn(io.run());
+        let sql = std::thread::Builder::new()
+            .name(format!("sql-{name}"))
+            .spawn(move || sql.run())
+            .map_err(|e| CommandError::Failed(format!("cannot start the SQL side: {e}")))?;
+        tracing::info!(connection = %name, master = %conn.config.master, from = %start, "replication started");
+        conn.shared = shared;
+        conn.running = Some(Running { io, sql });
+        conn.config.running = true;
+        self.save(&conns)
+    }
+
+    /// STOP: both sides end; the connection stays configured.
+    pub async fn stop(&self, name: &str) -> Result<(), CommandError> {
+        let running = {
+            let mut conns = self.connections.lock();
+            let conn = conns
+                .get_mut(name)
+                .ok_or_else(|| CommandError::NotFound(format!("no replication connection {name:?}")))?;
+            conn.config.running = false;
+            conn.shared.request_stop();
+            let running = conn.running.take();
+            self.save(&conns)?;
+            running
+        };
+        if let Some(r) = running {
+            let _ = r.io.await;
+            let _ = tokio::task::spawn_blocking(move || r.sql.join()).await;
+        }
+        Ok(())
+    }
+
+    /// Removes a (stopped or running) connection and its relay log.
+    pub async fn remove(&self, name: &str) -> Result<(), CommandError> {
+        self.stop(name).await?;
+        let mut conns = self.connections.lock();
+        conns.remove(name);
+        let _ = std::fs::remove_dir_all(self.relay_root.join(name));
+        self.save(&conns)
+    }
+
+    /// Stops every connection at shutdown, leaving their settings as they are (running ones start again).
+    pub async fn shutdown(&self) {
+        let running: Vec<Running> = {
+            let mut conns = self.connections.lock();
+            conns
+                .values_mut()
+                .filter_map(|c| {
+                    c.shared.request_stop();
+                    c.running.take()
+                })
+                .collect()
+        };
+        for r in running {
+            let _ = r.io.await;
+            let _ = tokio::task::spawn_blocking(move || r.sql.join()).await;
+        }
+    }
+
+    /// A connection stopped itself (error or UNTIL): it is not restarted with the node.
+    fn ended_by_itself(&self, name: &str) {
+        let mut conns = self.connections.lock();
+        if let Some(conn) = conns.get_mut(name) {
+            conn.config.running = false;
+            let _ = self.save(&conns);
+        }
+    }
+
+    pub fn status(&self) -> Vec<ConnectionView> {
+        let base = self.node.position();
+        let now = now_us();
+        self.connections
+            .lock()
+            .iter()
+            .map(|(name, c)| {
+                let s = c.shared.status.lock().clone();
+                let running = c.running.as_ref().is_some_and(|r| !r.io.is_finished() || !r.sql.is_finished());
+                ConnectionView {
+                    name: name.clone(),
+                    master: c.config.master.clone(),
+                    use_gtid: c.config.use_gtid,
+                    running,
+                    io_state: s.io_state,
+                    sql_state: s.sql_state,
+                    received_position: s.received.to_string(),
+                    applied_position: s.applied.to_string(),
+                    master_position: s.master_position.to_string(),
+                    lag: s.lag(&base, now),
+                    transactions_received: s.transactions_received,
+                    transactions_applied: s.transactions_applied,
+                    duplicates_skipped: s.duplicates_skipped,
+                    reconnects: s.reconnects,
+                    last_heartbeat_us: s.last_heartbeat_us,
+                    delay_s: c.config.delay_s,
+                    ignore_duplicates: c.config.ignore_duplicates,
+                    until: s.until.as_ref().map(|u| u.to_string()),
+                    last_error: s.last_error.clone(),
+                }
+            })
+            .collect()
+    }
+}

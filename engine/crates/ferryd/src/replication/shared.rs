@@ -1,0 +1,82 @@
+//! What a connection's IO side, SQL side and manager share: the status, the relay log's written end (with a
+//! condition the SQL side waits on), and the stop signal.
+
+use std::sync::Weak;
+use std::time::Duration;
+
+use ferry_core::binlog::writer::now_us;
+use ferry_core::binlog::BinlogCoord;
+use parking_lot::{Condvar, Mutex};
+use tokio::sync::watch;
+
+use super::status::{ConnectionStatus, ReplError};
+use super::Replication;
+
+pub struct Shared {
+    pub name: String,
+    pub status: Mutex<ConnectionStatus>,
+    /// Where the relay log's last complete transaction ends (None before the first one).
+    relay_end: Mutex<Option<BinlogCoord>>,
+    relay_grew: Condvar,
+    stop: watch::Sender<bool>,
+    /// Told when the connection stops by itself (error or UNTIL reached), so it is not restarted.
+    manager: Weak<Replication>,
+}
+
+impl Shared {
+    pub fn new(name: &str, status: ConnectionStatus, manager: Weak<Replication>) -> Self {
+        Shared {
+            name: name.to_string(),
+            status: Mutex::new(status),
+            relay_end: Mutex::new(None),
+            relay_grew: Condvar::new(),
+            stop: watch::channel(false).0,
+            manager,
+        }
+    }
+
+    pub fn stop_signal(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    pub fn stopping(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// Asks both sides to stop.
+    pub fn request_stop(&self) {
+        self.stop.send_replace(true);
+        let _guard = self.relay_end.lock();
+        self.relay_grew.notify_all();
+    }
+
+    /// The IO side wrote a transaction up to `end`.
+    pub fn relay_written(&self, end: BinlogCoord) {
+        *self.relay_end.lock() = Some(end);
+        self.relay_grew.notify_all();
+    }
+
+    /// The SQL side waits (at most `timeout`) for the relay log to end past `read`.
+    pub fn wait_for_relay(&self, read: BinlogCoord, timeout: Duration) -> Option<BinlogCoord> {
+        let mut end = self.relay_end.lock();
+        if end.is_none_or(|e| e <= read) && !self.stopping() {
+            self.relay_grew.wait_for(&mut end, timeout);
+        }
+        *end
+    }
+
+    /// Stops the connection because of an error that retrying cannot fix; it stays stopped until started.
+    pub fn fail(&self, side: &'static str, code: &str, message: String) {
+        tracing::error!(connection = %self.name, side, code, "replication stopped: {message}");
+        self.status.lock().last_error = Some(ReplError { side, code: code.to_string(), message, at_us: now_us() });
+        self.stopped_by_itself();
+    }
+
+    /// The connection ended on its own (error, or UNTIL reached).
+    pub fn stopped_by_itself(&self) {
+        self.request_stop();
+        if let Some(manager) = self.manager.upgrade() {
+            manager.ended_by_itself(&self.name);
+        }
+    }
+}
