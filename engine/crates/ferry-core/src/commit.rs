@@ -267,6 +267,11 @@ impl GroupCommit {
         &self.config
     }
 
+    /// Whether strict mode would accept this explicit GTID now (checked again, for real, when it commits).
+    pub fn check_gtid(&self, gtid: Gtid) -> Result<(), StrictModeViolation> {
+        self.alloc.check(gtid, self.config.strict_mode)
+    }
+
     /// Raises the seq_no counters to at least `position` (e.g. a new gtid_slave_pos).
     pub fn claim_position(&self, position: &crate::gtid::GtidPosition) {
         for gtid in position.iter() {
@@ -292,7 +297,14 @@ impl GroupCommit {
 
     /// Commits one transaction from a thread that may block; returns once it is durable and visible.
     pub fn commit(&self, txn: PreparedTxn) -> Result<Committed, CommitError> {
+        self.commit_then(txn, || {})
+    }
+
+    /// [`GroupCommit::commit`], calling `entered` as soon as the transaction is in the commit queue (a parallel
+    /// replica lets the domain's next transaction in then, so both can share a group in order).
+    pub fn commit_then(&self, txn: PreparedTxn, entered: impl FnOnce()) -> Result<Committed, CommitError> {
         let enqueued = self.enqueue(txn);
+        entered();
         if !enqueued.leader {
             return self.finish_blocking(enqueued);
         }

@@ -66,6 +66,16 @@ impl GtidAllocator {
         Ok(())
     }
 
+    /// Whether [`GtidAllocator::claim`] would accept `gtid` now (without claiming it).
+    pub fn check(&self, gtid: Gtid, strict: bool) -> Result<(), StrictModeViolation> {
+        match self.newest.lock().get(&gtid.domain) {
+            Some(have) if strict && have.seq >= gtid.seq => {
+                Err(StrictModeViolation { domain: gtid.domain, offered: gtid, have: *have })
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The counter of `domain` (0 when the domain was never seen).
     pub fn counter(&self, domain: DomainId) -> SeqNo {
         self.newest.lock().get(&domain).map_or(0, |g| g.seq)

@@ -25,6 +25,30 @@ use crate::locks::RowLocks;
 use crate::row::{row_bytes, Row, RowChange, RowOp, Value};
 use crate::store::{Store, StoreError, TableChecksum};
 
+/// How a replicated transaction takes its turn to enter the commit queue (in-order commit within a domain).
+pub enum ReplicaTurn<'a> {
+    /// Applied one at a time: always its turn.
+    Serial,
+    /// Applied in parallel: `wait` blocks until the predecessor in the domain has entered the commit queue
+    /// (false: give up, replication is stopping); `entered` lets the successor go.
+    Ordered { wait: &'a mut dyn FnMut() -> bool, entered: &'a mut dyn FnMut() },
+}
+
+impl ReplicaTurn<'_> {
+    fn wait(&mut self) -> bool {
+        match self {
+            ReplicaTurn::Serial => true,
+            ReplicaTurn::Ordered { wait, .. } => wait(),
+        }
+    }
+
+    fn entered(&mut self) {
+        if let ReplicaTurn::Ordered { entered, .. } = self {
+            entered();
+        }
+    }
+}
+
 /// Recent transactions kept in memory for the events API.
 pub const RECENT_EVENTS_MAX: usize = 10_000;
 /// Transactions applied between store flushes while replaying the binlog at start-up.
@@ -99,6 +123,9 @@ pub enum TxnError {
     /// A replicated GTID in this node's own domain below what it wrote itself: two masters write one domain.
     #[error("two masters are writing domain {}: received {} but this node already wrote {} there", .0.domain, .0.offered, .0.have)]
     TwoMasters(StrictModeViolation),
+    /// A replicated row's before image differs from the row here.
+    #[error("row {table}/{key} differs from the master's before image")]
+    RowMismatch { table: String, key: String },
     #[error("permission denied: {0}")]
     PermissionDenied(String),
     #[error("{0}")]
@@ -483,7 +510,8 @@ impl Node {
             domain: req.domain.unwrap_or(self.config.default_domain),
             gtid_override: GtidOverride { server: req.server_id, seq: req.seq_no },
             changes: self.images(req.ops)?,
-            flags: if waited { flags::WAITED } else { 0 },
+            flags: if waited { flags::WAITED } else { 0 }
+                | if self.config.log_before_images { flags::BEFORE_IMAGES } else { 0 },
             commit_ts_us: None,
         })
     }
@@ -530,11 +558,31 @@ impl Node {
         changes: Vec<RowChange>,
         ignore_duplicates: bool,
     ) -> Result<Option<Committed>, TxnError> {
+        self.apply_replicated_in_turn(header, changes, ignore_duplicates, &mut ReplicaTurn::Serial)
+    }
+
+    /// [`Node::apply_replicated`] for a parallel applier: `turn` waits (before the row locks) until the
+    /// transaction may enter the commit queue — its predecessor in the domain has — and is told once it has.
+    pub fn apply_replicated_in_turn(
+        &self,
+        header: GtidEvent,
+        changes: Vec<RowChange>,
+        ignore_duplicates: bool,
+        turn: &mut ReplicaTurn<'_>,
+    ) -> Result<Option<Committed>, TxnError> {
         let gtid = header.gtid;
+        if !turn.wait() {
+            return Err(TxnError::NodeFailed("replication stopped before this transaction's turn".into()));
+        }
         if ignore_duplicates && self.position().get(gtid.domain).is_some_and(|have| have.seq >= gtid.seq) {
+            turn.entered();
             return Ok(None);
         }
         let guard = self.locks.lock(changes.iter().map(|c| (c.table.clone(), c.key.clone())));
+        // On an error the successors are not let in: replication stops here, leaving no gap in the domain.
+        // The GTID comes first: two masters in one domain explain a row mismatch, not the other way round.
+        self.commit.check_gtid(gtid).map_err(|v| self.strict_error(v, gtid))?;
+        self.check_before_images(&changes, header.flags & flags::BEFORE_IMAGES != 0)?;
         let txn = PreparedTxn {
             domain: gtid.domain,
             gtid_override: GtidOverride { server: Some(gtid.server), seq: Some(gtid.seq) },
@@ -542,18 +590,48 @@ impl Node {
             flags: (header.flags & !flags::REPLICATED) | flags::REPLICATED,
             commit_ts_us: Some(header.commit_ts_us),
         };
-        let result = self.commit.commit(txn).map_err(|e| match e {
-            CommitError::Strict(v)
-                if v.have.server == self.config.server_id
-                    && gtid.server != self.config.server_id
-                    && gtid.domain == self.config.default_domain =>
-            {
-                TxnError::TwoMasters(v)
-            }
+        let result = self.commit.commit_then(txn, || turn.entered()).map_err(|e| match e {
+            CommitError::Strict(v) => self.strict_error(v, gtid),
             other => other.into(),
         });
         drop(guard);
         result.map(Some)
+    }
+
+    /// A replicated GTID refused by strict mode; in this node's own domain, below what it wrote itself, it means
+    /// two masters write one domain.
+    fn strict_error(&self, v: StrictModeViolation, gtid: Gtid) -> TxnError {
+        let own = self.config.server_id;
+        if v.have.server == own && gtid.server != own && gtid.domain == self.config.default_domain {
+            TxnError::TwoMasters(v)
+        } else {
+            TxnError::Strict(v)
+        }
+    }
+
+    /// Row-based replication's consistency check: the row here must be what the master found, its before image
+    /// (with `full_images`, an absent before image means the row must be absent; without, only logged before
+    /// images are checked). A mismatch means the servers have diverged — or, applying in parallel, that an
+    /// earlier transaction touching the row has not committed yet.
+    pub fn check_before_images(&self, changes: &[RowChange], full_images: bool) -> Result<(), TxnError> {
+        let checked = |c: &&RowChange| full_images || c.before.is_some();
+        let keys: Vec<(&str, &str)> =
+            changes.iter().filter(checked).map(|c| (c.table.as_str(), c.key.as_str())).collect();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        // Several changes of one transaction may touch a row: only its first before image is the row as found.
+        let mut seen = std::collections::HashSet::new();
+        let current = self.store.read_rows(&keys)?;
+        for (change, row) in changes.iter().filter(checked).zip(current) {
+            if !seen.insert((change.table.as_str(), change.key.as_str())) {
+                continue;
+            }
+            if change.before != row {
+                return Err(TxnError::RowMismatch { table: change.table.clone(), key: change.key.clone() });
+            }
+        }
+        Ok(())
     }
 
     /// The position whose transactions are visible (written here and applied to the store).

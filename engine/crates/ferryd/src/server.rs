@@ -246,6 +246,7 @@ fn txn_error(e: &TxnError) -> Response {
         TxnError::Strict(_) | TxnError::TwoMasters(_) => ErrorCode::StrictMode,
         TxnError::PermissionDenied(_) => ErrorCode::PermissionDenied,
         TxnError::NodeFailed(_) => ErrorCode::NodeFailed,
+        TxnError::RowMismatch { .. } => ErrorCode::InvalidRequest,
     };
     Response::error(code, e.to_string())
 }

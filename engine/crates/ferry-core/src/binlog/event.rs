@@ -30,6 +30,9 @@ pub mod flags {
     /// Set by the node that logged it when the transaction came in through replication (not a client): crash
     /// recovery rebuilds gtid_slave_pos from these.
     pub const REPLICATED: u8 = 0x08;
+    /// The row events carry before images for every change (an absent one means the row did not exist), so a
+    /// replica can check each row it changes.
+    pub const BEFORE_IMAGES: u8 = 0x10;
 }
 
 /// Opens every binlog file: who wrote it and in what format.

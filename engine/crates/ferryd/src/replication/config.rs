@@ -32,6 +32,9 @@ pub struct ConnectionConfig {
     /// Heartbeat interval asked of the master.
     #[serde(default = "default_heartbeat_ms")]
     pub heartbeat_ms: u32,
+    /// Parallel apply: mode and workers.
+    #[serde(default)]
+    pub parallel: super::applier::ParallelConfig,
     /// Whether the connection is started (it starts again with the node).
     #[serde(default)]
     pub running: bool,

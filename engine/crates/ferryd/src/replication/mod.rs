@@ -64,7 +64,23 @@ pub struct ChangeMaster {
     pub delay_s: u64,
     #[serde(default = "config::default_heartbeat_ms")]
     pub heartbeat_ms: u32,
+    /// `serial`, `conservative` or `optimistic`.
+    #[serde(default)]
+    pub parallel_mode: applier::ParallelMode,
+    /// Total apply workers (1 applies serially whatever the mode).
+    #[serde(default = "one")]
+    pub workers: usize,
+    /// The most workers one domain may use at once.
+    #[serde(default = "one")]
+    pub domain_workers_max: usize,
 }
+
+fn one() -> usize {
+    1
+}
+
+/// Most apply workers a connection may have.
+pub const WORKERS_MAX: usize = 256;
 
 /// One connection as the status API shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -82,8 +98,11 @@ pub struct ConnectionView {
     pub transactions_received: u64,
     pub transactions_applied: u64,
     pub duplicates_skipped: u64,
+    pub conflicts: u64,
+    pub retries: u64,
     pub reconnects: u64,
     pub last_heartbeat_us: Option<u64>,
+    pub parallel: applier::ParallelConfig,
     pub delay_s: u64,
     pub ignore_duplicates: bool,
     pub until: Option<String>,
@@ -198,7 +217,22 @@ impl Replication {
                 .map_err(|e| CommandError::Failed(e.to_string()))?
                 .map_err(|e| CommandError::Failed(e.to_string()))?;
         }
+        if req.workers == 0
+            || req.workers > WORKERS_MAX
+            || req.domain_workers_max == 0
+            || req.domain_workers_max > req.workers
+        {
+            return Err(CommandError::Invalid(format!(
+                "workers must be 1 to {WORKERS_MAX} and domain_workers_max 1 to workers (got {} and {})",
+                req.workers, req.domain_workers_max
+            )));
+        }
         let config = ConnectionConfig {
+            parallel: applier::ParallelConfig {
+                mode: req.parallel_mode,
+                workers: req.workers,
+                domain_workers_max: req.domain_workers_max,
+            },
             master: req.master,
             use_gtid: req.use_gtid,
             ignore_duplicates: req.ignore_duplicates,
@@ -265,6 +299,7 @@ impl Replication {
             ignore_duplicates: conn.config.ignore_duplicates,
             delay_s: conn.config.delay_s,
             until,
+            parallel: conn.config.parallel,
         };
         let io = tokio::spawn(io.run());
         let sql = std::thread::Builder::new()
@@ -342,7 +377,8 @@ impl Replication {
             .iter()
             .map(|(name, c)| {
                 let s = c.shared.status.lock().clone();
-                let running = c.running.as_ref().is_some_and(|r| !r.io.is_finished() || !r.sql.is_finished());
+                let running = !c.shared.stopping()
+                    && c.running.as_ref().is_some_and(|r| !r.io.is_finished() || !r.sql.is_finished());
                 ConnectionView {
                     name: name.clone(),
                     master: c.config.master.clone(),
@@ -357,7 +393,10 @@ impl Replication {
                     transactions_received: s.transactions_received,
                     transactions_applied: s.transactions_applied,
                     duplicates_skipped: s.duplicates_skipped,
+                    conflicts: s.conflicts,
+                    retries: s.retries,
                     reconnects: s.reconnects,
+                    parallel: c.config.parallel,
                     last_heartbeat_us: s.last_heartbeat_us,
                     delay_s: c.config.delay_s,
                     ignore_duplicates: c.config.ignore_duplicates,

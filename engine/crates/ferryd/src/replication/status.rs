@@ -66,6 +66,9 @@ pub struct ConnectionStatus {
     pub transactions_received: u64,
     pub transactions_applied: u64,
     pub duplicates_skipped: u64,
+    /// Optimistic parallel apply: transactions that conflicted with an uncommitted predecessor, and retries.
+    pub conflicts: u64,
+    pub retries: u64,
     pub reconnects: u64,
     pub last_error: Option<ReplError>,
     pub until: Option<GtidPosition>,
@@ -84,6 +87,8 @@ impl Default for ConnectionStatus {
             transactions_received: 0,
             transactions_applied: 0,
             duplicates_skipped: 0,
+            conflicts: 0,
+            retries: 0,
             reconnects: 0,
             last_error: None,
             until: None,
