@@ -126,6 +126,15 @@ impl NodeProc {
         })
     }
 
+    /// DELETE with the admin token; returns the status code and the JSON body.
+    pub fn delete_req(&self, path: &str) -> (u16, serde_json::Value) {
+        off_runtime(|| {
+            let resp = reqwest::blocking::Client::new().delete(self.url(path)).bearer_auth(TOKEN).send().unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.json().unwrap_or(serde_json::Value::Null))
+        })
+    }
+
     pub fn client(&self) -> ferry_client::Client {
         rt().block_on(ferry_client::Client::connect(&self.listen)).unwrap()
     }
