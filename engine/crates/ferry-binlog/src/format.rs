@@ -61,7 +61,13 @@ fn describe_gtid(g: &GtidEvent) -> String {
 
 /// `(transactional,waited)` for the known flag bits that are set; empty when none are.
 fn flag_names(bits: u8) -> String {
-    let known = [(flags::TRANSACTIONAL, "transactional"), (flags::WAITED, "waited"), (flags::DDL, "ddl")];
+    let known = [
+        (flags::TRANSACTIONAL, "transactional"),
+        (flags::WAITED, "waited"),
+        (flags::DDL, "ddl"),
+        (flags::REPLICATED, "replicated"),
+        (flags::BEFORE_IMAGES, "before_images"),
+    ];
     let names: Vec<&str> = known.iter().filter(|(bit, _)| bits & bit != 0).map(|(_, name)| *name).collect();
     if names.is_empty() {
         String::new()

@@ -29,7 +29,8 @@ fn text_lines_show_headers_gtids_images_and_commits() {
     let lines = run.lines();
     assert!(lines[0].starts_with("ferry-bin.000001 @4 format_description server_id=1 binlog_version=1 server_version="));
     assert_eq!(lines[1], "ferry-bin.000001 @43 gtid_list []");
-    assert!(lines[2].starts_with("ferry-bin.000001 @56 gtid 0-1-1 commit_id=1 flags=0x01(transactional) ts=20"));
+    assert!(lines[2]
+        .starts_with("ferry-bin.000001 @56 gtid 0-1-1 commit_id=1 flags=0x11(transactional,before_images) ts=20"));
     assert!(lines[2].ends_with('Z'));
     assert_eq!(lines[3], "ferry-bin.000001 @98 rows changes=1: t[\"a\"] none -> {n: 1}");
     assert_eq!(lines[4], "ferry-bin.000001 @141 commit changes=1");

@@ -22,6 +22,7 @@ use crate::binlog::BinlogCoord;
 use crate::gtid::{DomainId, Gtid, SeqNo, ServerId};
 use crate::gtid_alloc::{GtidAllocator, StrictModeViolation};
 use crate::row::RowChange;
+use crate::semisync::SemiSync;
 use crate::store::Store;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -50,8 +51,25 @@ impl std::str::FromStr for CommitMode {
 pub enum Durability {
     /// After the group's binlog fsync.
     Local,
+    /// After the group's binlog write and K replicas' confirmations (semi-sync), without a local fsync.
+    Network,
+    /// After the group's binlog fsync and K replicas' confirmations.
+    #[serde(rename = "local+network")]
+    LocalAndNetwork,
     /// After the group's binlog write, without fsync (the benchmark ceiling; a crash may lose recent commits).
     None,
+}
+
+impl Durability {
+    /// Whether groups are fsynced before they are acknowledged.
+    pub fn fsyncs(self) -> bool {
+        matches!(self, Durability::Local | Durability::LocalAndNetwork)
+    }
+
+    /// Whether acknowledgements wait for replicas (semi-sync).
+    pub fn waits_for_replicas(self) -> bool {
+        matches!(self, Durability::Network | Durability::LocalAndNetwork)
+    }
 }
 
 impl std::str::FromStr for Durability {
@@ -59,11 +77,10 @@ impl std::str::FromStr for Durability {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "local" => Ok(Durability::Local),
+            "network" => Ok(Durability::Network),
+            "local+network" => Ok(Durability::LocalAndNetwork),
             "none" => Ok(Durability::None),
-            "network" | "local+network" => {
-                Err(format!("durability {s:?} needs semi-synchronous replicas, which this node does not support yet"))
-            }
-            other => Err(format!("unknown durability {other:?}: expected local or none")),
+            other => Err(format!("unknown durability {other:?}: expected local, network, local+network or none")),
         }
     }
 }
@@ -169,7 +186,7 @@ impl CommitLog {
     /// Before freezing the store for a checkpoint: with durability `none` the binlog is not fsynced per group,
     /// and the store must never be durable ahead of the binlog.
     pub fn sync_for_checkpoint(&mut self, durability: Durability) -> Result<(), CommitError> {
-        if durability == Durability::None {
+        if !durability.fsyncs() {
             self.binlog.sync().map_err(|e| self.fail(format!("binlog fsync: {e}")))?;
         }
         Ok(())
@@ -248,6 +265,8 @@ pub struct GroupCommit {
     /// The same store the log applies to, for naive scheduling's per-member applies.
     store: Arc<Store>,
     on_group: GroupHook,
+    /// With network durability: where groups wait for replicas' confirmations.
+    semi_sync: Option<Arc<SemiSync>>,
 }
 
 impl GroupCommit {
@@ -260,7 +279,14 @@ impl GroupCommit {
             store: log.store.clone(),
             log: Mutex::new(log),
             on_group,
+            semi_sync: None,
         }
+    }
+
+    /// Makes acknowledgements wait for replicas (durability `network` / `local+network`).
+    pub fn with_semi_sync(mut self, semi_sync: Arc<SemiSync>) -> Self {
+        self.semi_sync = Some(semi_sync);
+        self
     }
 
     pub fn config(&self) -> &CommitConfig {
@@ -367,8 +393,16 @@ impl GroupCommit {
                 Vec::new()
             }
         };
+        let through = log.binlog.coord();
         self.rotate_if_needed(&mut log);
         drop(log);
+        // Semi-sync: the group's clients hear back once K replicas have it (the next group goes on meanwhile).
+        if let Some(semi_sync) = &self.semi_sync {
+            let wrote = outcomes.iter().any(|(_, o)| matches!(o, Outcome::Done(Ok(_))));
+            if wrote {
+                semi_sync.wait(through);
+            }
+        }
         // Members hear back after the binlog lock is free, so the next group starts while they wake.
         for (reply, outcome) in outcomes {
             let _ = reply.send(outcome);
@@ -509,10 +543,8 @@ impl GroupCommit {
         if written.is_empty() {
             return outcomes;
         }
-        let durable = log.binlog.append(&buf).and_then(|_| match self.config.durability {
-            Durability::Local => log.binlog.sync(),
-            Durability::None => Ok(None),
-        });
+        let fsyncs = self.config.durability.fsyncs();
+        let durable = log.binlog.append(&buf).and_then(|_| if fsyncs { log.binlog.sync() } else { Ok(None) });
         let fsync = match durable {
             Ok(took) => took,
             Err(e) => {

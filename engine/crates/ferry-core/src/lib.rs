@@ -7,6 +7,7 @@
 //! - [`binlog`]: checksummed event files, their index, reading, writing, tail recovery, start-position search and
 //!   streaming to replicas.
 //! - [`relay`]: a replication connection's relay log (received, not yet applied).
+//! - [`semisync`]: network durability: commit acknowledgements wait for K replicas' confirmations.
 //! - [`store`]: the redb-backed row store, durable at checkpoints, and its order-independent checksums.
 //! - [`locks`]: per-row locks taken in sorted order, so conflicting transactions serialise without deadlock.
 //! - [`commit`]: group commit — leader/follower queue, one fsync per group, commit order kept.
@@ -25,6 +26,7 @@ pub mod node;
 pub mod protocol;
 pub mod relay;
 pub mod row;
+pub mod semisync;
 pub mod store;
 
 pub use gtid::{BinlogState, DomainId, Gtid, GtidParseError, GtidPosition, SeqNo, ServerId};

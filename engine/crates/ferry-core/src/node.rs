@@ -23,6 +23,7 @@ use crate::gtid_alloc::{GtidAllocator, StrictModeViolation};
 use crate::limits::Limits;
 use crate::locks::RowLocks;
 use crate::row::{row_bytes, Row, RowChange, RowOp, Value};
+use crate::semisync::{SemiSync, SemiSyncConfig, SemiSyncStatus};
 use crate::store::{Store, StoreError, TableChecksum};
 
 /// How a replicated transaction takes its turn to enter the commit queue (in-order commit within a domain).
@@ -70,6 +71,8 @@ pub struct NodeConfig {
     /// Log before images in row events (after images are always logged).
     pub log_before_images: bool,
     pub limits: Limits,
+    /// With durability `network` / `local+network`: how many replicas must confirm, and for how long to wait.
+    pub semi_sync: SemiSyncConfig,
 }
 
 impl NodeConfig {
@@ -89,6 +92,7 @@ impl NodeConfig {
             checkpoint_interval: Duration::from_secs(1),
             log_before_images: true,
             limits: Limits::default(),
+            semi_sync: SemiSyncConfig { replicas_required: 1, timeout: Duration::from_secs(1) },
         }
     }
 }
@@ -226,6 +230,8 @@ pub struct NodeStatus {
     pub durability: Durability,
     pub counters: CounterSnapshot,
     pub failed: Option<String>,
+    /// Present with durability `network` / `local+network`.
+    pub semi_sync: Option<SemiSyncStatus>,
 }
 
 /// What start-up recovery did, for the log and for tests.
@@ -247,6 +253,8 @@ struct PositionWatch {
 
 pub struct Node {
     config: NodeConfig,
+    /// Present with network durability.
+    semi_sync: Option<Arc<SemiSync>>,
     /// gtid_slave_pos: the last GTID per domain applied by replication (crash-safe in the store).
     slave_pos: Arc<Mutex<GtidPosition>>,
     commit: GroupCommit,
@@ -342,10 +350,16 @@ impl Node {
                 }
             })
         };
-        let commit = GroupCommit::new(config.commit.clone(), alloc, log, on_group);
+        let mut commit = GroupCommit::new(config.commit.clone(), alloc, log, on_group);
+        let semi_sync =
+            config.commit.durability.waits_for_replicas().then(|| Arc::new(SemiSync::new(config.semi_sync)));
+        if let Some(semi_sync) = &semi_sync {
+            commit = commit.with_semi_sync(semi_sync.clone());
+        }
         let recovery = RecoveryReport { tail, replayed_txns: replayed, replayed_from: applied };
         Ok(Arc::new(Node {
             config,
+            semi_sync,
             slave_pos,
             commit,
             store,
@@ -639,6 +653,11 @@ impl Node {
         self.watch.position.lock().clone()
     }
 
+    /// Semi-sync state, with network durability.
+    pub fn semi_sync(&self) -> Option<&Arc<SemiSync>> {
+        self.semi_sync.as_ref()
+    }
+
     /// End of the last committed group in the binlog (durable with durability `local`): the bound of what may
     /// be streamed to replicas.
     pub fn binlog_end(&self) -> BinlogCoord {
@@ -723,6 +742,7 @@ impl Node {
             durability: self.config.commit.durability,
             counters: self.counters.snapshot(),
             failed,
+            semi_sync: self.semi_sync.as_ref().map(|s| s.status()),
         }
     }
 

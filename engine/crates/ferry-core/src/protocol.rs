@@ -146,6 +146,12 @@ pub enum Request {
         file: String,
         offset: u64,
     },
+    /// Replication, replica → master during a dump: received (in the relay log) up to this master coordinate.
+    /// Semi-sync counts these confirmations. Not answered.
+    Ack {
+        file: String,
+        offset: u64,
+    },
     /// Replication: stream the binlog from `position` (privileged). The connection then carries only
     /// `ReplTxn` and `Heartbeat` responses (request id of the dump), until an error or the end of the connection.
     Dump {
@@ -186,11 +192,13 @@ pub enum Response {
         bytes_written: u64,
     },
     Pong,
-    /// Replication: one transaction's events as written in the master's binlog, and where it ends there.
+    /// Replication: one transaction's events as written in the master's binlog, and where it ends there;
+    /// `ack` asks the replica to confirm receipt (semi-sync).
     ReplTxn {
         file: String,
         end_offset: u64,
         events: Vec<u8>,
+        ack: bool,
     },
     /// Replication: sent when the stream is idle, so a replica can tell caught-up from stalled.
     Heartbeat {
@@ -210,6 +218,7 @@ mod op {
     pub const PING: u8 = 0x14;
     pub const POSITION_AT: u8 = 0x15;
     pub const DUMP: u8 = 0x20;
+    pub const ACK: u8 = 0x21;
 
     pub const R_ERROR: u8 = 0xFF;
     pub const R_HELLO: u8 = 0x81;
@@ -304,6 +313,9 @@ impl Request {
             Request::PositionAt { file, offset } => frame(op::POSITION_AT, request_id, |e| {
                 e.str(file).u64(*offset);
             }),
+            Request::Ack { file, offset } => frame(op::ACK, request_id, |e| {
+                e.str(file).u64(*offset);
+            }),
             Request::Dump { server_id, position, heartbeat_ms } => frame(op::DUMP, request_id, |e| {
                 e.u32(*server_id).str(position).u32(*heartbeat_ms);
             }),
@@ -339,6 +351,7 @@ impl Request {
             op::STATS => Request::Stats,
             op::PING => Request::Ping,
             op::POSITION_AT => Request::PositionAt { file: d.str("file")?.to_string(), offset: d.u64("offset")? },
+            op::ACK => Request::Ack { file: d.str("file")?.to_string(), offset: d.u64("offset")? },
             op::DUMP => Request::Dump {
                 server_id: d.u32("server_id")?,
                 position: d.str("position")?.to_string(),
@@ -378,8 +391,8 @@ impl Response {
                 e.u64(*commits).u64(*groups).u64(*fsyncs).u64(*bytes_written);
             }),
             Response::Pong => frame(op::R_PONG, request_id, |_| {}),
-            Response::ReplTxn { file, end_offset, events } => frame(op::R_REPL_TXN, request_id, |e| {
-                e.str(file).u64(*end_offset).bytes(events);
+            Response::ReplTxn { file, end_offset, events, ack } => frame(op::R_REPL_TXN, request_id, |e| {
+                e.str(file).u64(*end_offset).bytes(events).u8(u8::from(*ack));
             }),
             Response::Heartbeat { binlog_pos, file, offset } => frame(op::R_HEARTBEAT, request_id, |e| {
                 e.str(binlog_pos).str(file).u64(*offset);
@@ -419,6 +432,7 @@ impl Response {
                 file: d.str("file")?.to_string(),
                 end_offset: d.u64("end offset")?,
                 events: d.bytes("events")?.to_vec(),
+                ack: d.bool("ack flag")?,
             },
             op::R_HEARTBEAT => Response::Heartbeat {
                 binlog_pos: d.str("binlog position")?.to_string(),
@@ -466,6 +480,7 @@ mod tests {
             Request::Ping,
             Request::Dump { server_id: 3, position: "0-1-5,1-2-3".into(), heartbeat_ms: 500 },
             Request::PositionAt { file: "ferry-bin.000001".into(), offset: 4 },
+            Request::Ack { file: "ferry-bin.000001".into(), offset: 99 },
         ];
         for (i, req) in reqs.into_iter().enumerate() {
             let bytes = req.encode(i as u32);
@@ -485,7 +500,7 @@ mod tests {
             Response::Reached { position: "0-1-2".into() },
             Response::Stats { commits: 1, groups: 2, fsyncs: 3, bytes_written: 4 },
             Response::Pong,
-            Response::ReplTxn { file: "ferry-bin.000002".into(), end_offset: 900, events: vec![1, 2, 3] },
+            Response::ReplTxn { file: "ferry-bin.000002".into(), end_offset: 900, events: vec![1, 2, 3], ack: true },
             Response::Heartbeat { binlog_pos: "0-1-5".into(), file: "ferry-bin.000002".into(), offset: 900 },
         ];
         for resp in resps {

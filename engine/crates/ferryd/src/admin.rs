@@ -315,6 +315,6 @@ async fn replicas(State(s): State<AppState>) -> Json<serde_json::Value> {
 }
 
 async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    let text = s.metrics.render(&s.node);
+    let text = s.metrics.render(&s.node, &s.replication.status());
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text)
 }

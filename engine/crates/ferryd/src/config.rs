@@ -26,12 +26,19 @@ pub struct Args {
     /// Address of the admin HTTP API.
     #[arg(long, default_value = "127.0.0.1:7401")]
     pub admin: String,
-    /// When a commit is acknowledged: local (after the group's fsync) or none (no fsync).
+    /// When a commit is acknowledged: local (after the group's fsync), network (after K replicas confirm
+    /// receipt), local+network (both), or none (no fsync).
     #[arg(long, default_value = "local")]
     pub durability: Durability,
     /// group, per-txn-fsync (no group commit) or naive-scheduling (for comparison).
     #[arg(long, default_value = "group")]
     pub commit_mode: CommitMode,
+    /// Semi-sync (durability network / local+network): replicas that must confirm each commit group.
+    #[arg(long, default_value_t = 1)]
+    pub semi_sync_replicas: usize,
+    /// Semi-sync: how long a group waits for confirmations before the master falls back to asynchronous.
+    #[arg(long, default_value_t = 1000)]
+    pub semi_sync_timeout_ms: u64,
     /// File holding the bearer token for mutating admin calls and privileged connections.
     #[arg(long)]
     pub admin_token_file: Option<PathBuf>,
@@ -81,6 +88,13 @@ impl Args {
         config.binlog_file_bytes_max = self.binlog_file_bytes_max.max(4096);
         config.checkpoint_interval = Duration::from_millis(self.checkpoint_interval_ms.max(10));
         config.log_before_images = self.binlog_row_image == "full";
+        if self.semi_sync_replicas == 0 {
+            anyhow::bail!("--semi-sync-replicas must be at least 1");
+        }
+        config.semi_sync = ferry_core::semisync::SemiSyncConfig {
+            replicas_required: self.semi_sync_replicas,
+            timeout: Duration::from_millis(self.semi_sync_timeout_ms.max(1)),
+        };
         config.limits = Limits {
             connections_max: self.max_connections,
             frame_bytes_max: self.max_frame_bytes,

@@ -10,8 +10,9 @@ use ferry_core::binlog::stream::{BinlogStream, StreamedTxn};
 use ferry_core::binlog::{file_name, files_at};
 use ferry_core::gtid::GtidPosition;
 use ferry_core::node::Node;
-use ferry_core::protocol::{ErrorCode, Response};
-use tokio::io::AsyncWriteExt;
+use ferry_core::protocol::{ErrorCode, Request, Response, LENGTH_BYTES};
+use ferry_core::semisync::SemiSync;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
 use crate::replicas::{ReplicaInfo, ReplicaRegistry};
@@ -40,8 +41,10 @@ fn seek_error(e: &SeekError) -> Response {
     Response::error(code, e.to_string())
 }
 
-/// Streams until the replica goes away, an error, or shutdown.
-pub async fn serve<W: AsyncWriteExt + Unpin>(
+/// Streams until the replica goes away, an error, or shutdown. `reader` carries the replica's receipt
+/// confirmations (semi-sync).
+pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + Unpin>(
+    mut reader: R,
     writer: &mut W,
     node: &Arc<Node>,
     registry: &ReplicaRegistry,
@@ -89,6 +92,27 @@ pub async fn serve<W: AsyncWriteExt + Unpin>(
         transactions_sent: 0,
     };
     let registration = registry.register(info, position);
+    let wants_acks = node.config().commit.durability.waits_for_replicas();
+    let semi_sync = node.semi_sync().cloned();
+    if let Some(semi) = &semi_sync {
+        semi.connect(registration.id(), ferry_core::binlog::BinlogCoord { file_seq: 0, offset: 0 });
+    }
+    let _leave = SemiSyncLeave(semi_sync.clone(), registration.id());
+    // Confirmations from the replica arrive on the same connection.
+    let acks = {
+        let (semi, node, id) = (semi_sync.clone(), node.clone(), registration.id());
+        tokio::spawn(async move {
+            while let Ok(Some(frame)) = read_frame(&mut reader).await {
+                if let (Some(semi), Ok((_, Request::Ack { file, offset }))) = (&semi, Request::decode(&frame)) {
+                    if let Some(file_seq) = ferry_core::binlog::file_seq(&file) {
+                        semi.ack(id, ferry_core::binlog::BinlogCoord { file_seq, offset });
+                        semi.maybe_recover(node.binlog_end());
+                    }
+                }
+            }
+        })
+    };
+    let _stop_acks = AbortOnDrop(acks);
     loop {
         if *stop.borrow() {
             writer.write_all(&send(Response::error(ErrorCode::ShuttingDown, "the master is shutting down"))).await?;
@@ -137,11 +161,55 @@ pub async fn serve<W: AsyncWriteExt + Unpin>(
             }
             continue;
         }
-        for txn in batch {
+        let last = batch.len() - 1;
+        for (i, txn) in batch.into_iter().enumerate() {
             let file = file_name(txn.end.file_seq);
             registration.sent(txn.header.gtid, &file, txn.end.offset);
-            writer.write_all(&send(Response::ReplTxn { file, end_offset: txn.end.offset, events: txn.raw })).await?;
+            let ack = wants_acks && i == last;
+            writer
+                .write_all(&send(Response::ReplTxn { file, end_offset: txn.end.offset, events: txn.raw, ack }))
+                .await?;
         }
         writer.flush().await?;
+    }
+}
+
+/// Largest frame a replica may send during a dump (confirmations are tiny).
+const REPLICA_FRAME_BYTES_MAX: usize = 4096;
+
+/// One frame from the replica; None at the end of the connection.
+async fn read_frame<R: AsyncReadExt + Unpin>(reader: &mut R) -> std::io::Result<Option<Vec<u8>>> {
+    let mut len = [0u8; LENGTH_BYTES];
+    match reader.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > REPLICA_FRAME_BYTES_MAX {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("replica frame of {len} bytes")));
+    }
+    let mut frame = vec![0u8; len];
+    reader.read_exact(&mut frame).await?;
+    Ok(Some(frame))
+}
+
+/// Ends the confirmation reader when the stream ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Takes a replica out of the semi-sync count when its stream ends.
+struct SemiSyncLeave(Option<Arc<SemiSync>>, u64);
+
+impl Drop for SemiSyncLeave {
+    fn drop(&mut self) {
+        if let Some(semi) = &self.0 {
+            semi.disconnect(self.1);
+        }
     }
 }

@@ -5,6 +5,8 @@ use std::sync::Mutex;
 
 use ferry_core::commit::GroupReport;
 use ferry_core::node::{CommitObserver, Node};
+
+use crate::replication::ConnectionView;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -25,6 +27,15 @@ pub struct Metrics {
     read_only: Gauge,
     binlog_files: Gauge,
     binlog_seq: Family<DomainLabels, Gauge>,
+    semi_sync_on: Gauge,
+    semi_sync_timeouts: Gauge,
+    semi_sync_waits: Gauge,
+    replication_running: Family<DomainLabels, Gauge>,
+    replication_lag_transactions: Family<DomainLabels, Gauge>,
+    replication_lag_seconds: Family<DomainLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    replication_applied: Family<DomainLabels, Gauge>,
+    replication_conflicts: Family<DomainLabels, Gauge>,
+    replication_error: Family<DomainLabels, Gauge>,
 }
 
 impl Metrics {
@@ -39,6 +50,15 @@ impl Metrics {
         let read_only = Gauge::default();
         let binlog_files = Gauge::default();
         let binlog_seq = Family::<DomainLabels, Gauge>::default();
+        let semi_sync_on = Gauge::default();
+        let semi_sync_timeouts = Gauge::default();
+        let semi_sync_waits = Gauge::default();
+        let replication_running = Family::<DomainLabels, Gauge>::default();
+        let replication_lag_transactions = Family::<DomainLabels, Gauge>::default();
+        let replication_lag_seconds = Family::<DomainLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        let replication_applied = Family::<DomainLabels, Gauge>::default();
+        let replication_conflicts = Family::<DomainLabels, Gauge>::default();
+        let replication_error = Family::<DomainLabels, Gauge>::default();
         registry.register("commits", "Transactions committed", commits.clone());
         registry.register("commit_groups", "Commit groups written (one binlog write each)", groups.clone());
         registry.register("binlog_fsyncs", "fsyncs of the binlog by group commit", fsyncs.clone());
@@ -48,6 +68,43 @@ impl Metrics {
         registry.register("read_only", "1 when the node refuses client writes", read_only.clone());
         registry.register("binlog_files", "Binlog files listed in the index", binlog_files.clone());
         registry.register("gtid_binlog_seq", "seq_no of the newest GTID in the binlog, per domain", binlog_seq.clone());
+        registry.register(
+            "semi_sync_on",
+            "1 while commits wait for replicas' confirmations, 0 when fallen back",
+            semi_sync_on.clone(),
+        );
+        registry.register(
+            "semi_sync_timeouts",
+            "Semi-sync waits that timed out (fallbacks to asynchronous)",
+            semi_sync_timeouts.clone(),
+        );
+        registry.register(
+            "semi_sync_waits",
+            "Commit groups that waited for replicas' confirmations",
+            semi_sync_waits.clone(),
+        );
+        registry.register("replication_running", "1 while a replication connection runs", replication_running.clone());
+        registry.register(
+            "replication_lag_transactions",
+            "Transactions a connection's applied position is behind, per domain",
+            replication_lag_transactions.clone(),
+        );
+        registry.register(
+            "replication_lag_seconds",
+            "Seconds a connection is behind, per domain (0 when caught up)",
+            replication_lag_seconds.clone(),
+        );
+        registry.register(
+            "replication_applied_transactions",
+            "Transactions applied by a connection since it started",
+            replication_applied.clone(),
+        );
+        registry.register(
+            "replication_conflicts",
+            "Parallel-apply conflicts of a connection since it started",
+            replication_conflicts.clone(),
+        );
+        registry.register("replication_error", "1 when a connection stopped on an error", replication_error.clone());
         Metrics {
             registry: Mutex::new(registry),
             commits,
@@ -59,12 +116,39 @@ impl Metrics {
             read_only,
             binlog_files,
             binlog_seq,
+            semi_sync_on,
+            semi_sync_timeouts,
+            semi_sync_waits,
+            replication_running,
+            replication_lag_transactions,
+            replication_lag_seconds,
+            replication_applied,
+            replication_conflicts,
+            replication_error,
         }
     }
 
     /// Samples the node's gauges and renders everything in the Prometheus text format.
-    pub fn render(&self, node: &Node) -> String {
+    pub fn render(&self, node: &Node, connections: &[ConnectionView]) -> String {
         let status = node.status();
+        if let Some(semi) = &status.semi_sync {
+            self.semi_sync_on.set(i64::from(semi.state == "on"));
+            self.semi_sync_timeouts.set(semi.timeouts as i64);
+            self.semi_sync_waits.set(semi.waits as i64);
+        }
+        for c in connections {
+            let conn = vec![("connection".to_string(), c.name.clone())];
+            self.replication_running.get_or_create(&conn).set(i64::from(c.running));
+            self.replication_applied.get_or_create(&conn).set(c.transactions_applied as i64);
+            self.replication_conflicts.get_or_create(&conn).set(c.conflicts as i64);
+            self.replication_error.get_or_create(&conn).set(i64::from(c.last_error.is_some()));
+            for (domain, lag) in &c.lag {
+                let labels =
+                    vec![("connection".to_string(), c.name.clone()), ("domain".to_string(), domain.to_string())];
+                self.replication_lag_transactions.get_or_create(&labels).set(lag.transactions as i64);
+                self.replication_lag_seconds.get_or_create(&labels).set(lag.seconds);
+            }
+        }
         self.read_only.set(i64::from(status.read_only));
         self.binlog_files.set(status.binlog_files.len() as i64);
         for gtid in node.position().iter() {

@@ -50,6 +50,11 @@ impl ReplicaRegistry {
 }
 
 impl Registration<'_> {
+    /// A number identifying this replica's stream while it lives.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
     /// Records a transaction sent.
     pub fn sent(&self, gtid: Gtid, file: &str, offset: u64) {
         if let Some((info, pos)) = self.registry.replicas.lock().get_mut(&self.id) {

@@ -130,7 +130,8 @@ impl Connection {
                         heartbeat_ms,
                         peer: self.peer.clone(),
                     };
-                    return dump::serve(&mut self.writer, &self.node, &self.registry, req, stop).await;
+                    let Connection { reader, mut writer, node, registry, .. } = self;
+                    return dump::serve(reader, &mut writer, &node, &registry, req, stop).await;
                 }
                 Ok((header, Request::Dump { .. })) => (
                     header.request_id,
@@ -207,6 +208,9 @@ impl Connection {
                 }
             }
             Request::Dump { .. } => unreachable!("dump requests are served by run"),
+            Request::Ack { .. } => {
+                Response::error(ErrorCode::InvalidRequest, "Ack is only meaningful during a binlog dump")
+            }
         }
     }
 

@@ -34,7 +34,14 @@ fn binlog_pos(node: &NodeProc) -> String {
 
 fn wait_for(node: &NodeProc, position: &str) {
     let (_, body) = node.post("/v1/wait-for-position", json!({"position": position, "timeout_ms": 60_000}), None);
-    assert_eq!(body["reached"], true, "server {} did not reach {position}: {}\n{}", node.server_id, node.status(), node.log());
+    assert_eq!(
+        body["reached"],
+        true,
+        "server {} did not reach {position}: {}\n{}",
+        node.server_id,
+        node.status(),
+        node.log()
+    );
 }
 
 /// Concurrent writers on both masters: server 1 writes table `a` in domain 1, server 2 table `b` in domain 2.
@@ -48,7 +55,9 @@ fn write_both(s1: &NodeProc, s2: &NodeProc, per_writer: usize) {
                 tasks.push(tokio::spawn(async move {
                     let mut c = Client::connect(&addr).await.unwrap();
                     for i in 0..per_writer {
-                        c.transact(Txn::new().increment(table, &format!("k{}", (w * 7 + i) % 11), "n", 1)).await.unwrap();
+                        c.transact(Txn::new().increment(table, &format!("k{}", (w * 7 + i) % 11), "n", 1))
+                            .await
+                            .unwrap();
                     }
                 }));
             }
@@ -81,7 +90,14 @@ fn streams(node: &NodeProc) -> BTreeMap<u32, Vec<Gtid>> {
     }
     for (domain, gtids) in &by_domain {
         for pair in gtids.windows(2) {
-            assert_eq!(pair[1].seq, pair[0].seq + 1, "server {}: domain {domain} jumps {} -> {}", node.server_id, pair[0], pair[1]);
+            assert_eq!(
+                pair[1].seq,
+                pair[0].seq + 1,
+                "server {}: domain {domain} jumps {} -> {}",
+                node.server_id,
+                pair[0],
+                pair[1]
+            );
         }
     }
     by_domain
@@ -171,7 +187,10 @@ fn the_five_server_scenario_of_the_gtid_design() {
         }
     });
     let final_pos = binlog_pos(&s5);
-    assert!(final_pos.contains("1-5-") && final_pos.contains("2-5-"), "server 5 continues domains 1 and 2: {final_pos}");
+    assert!(
+        final_pos.contains("1-5-") && final_pos.contains("2-5-"),
+        "server 5 continues domains 1 and 2: {final_pos}"
+    );
     wait_for(&s3, &final_pos);
     wait_for(&s4, &final_pos);
     assert_eq!(table_sums(&s3), table_sums(&s5));

@@ -115,7 +115,12 @@ impl IoSide {
                 .await
                 .map_err(|_| Failure::Retry(format!("no heartbeat from the master for {silence:?}")))??;
             match response {
-                Response::ReplTxn { events, .. } => self.receive(&events)?,
+                Response::ReplTxn { events, ack, file, end_offset } => {
+                    self.receive(&events)?;
+                    if ack {
+                        client.send_raw(&Request::Ack { file, offset: end_offset }.encode(0)).await?;
+                    }
+                }
                 Response::Heartbeat { binlog_pos, .. } => {
                     let mut status = self.shared.status.lock();
                     status.last_heartbeat_us = Some(now_us());
