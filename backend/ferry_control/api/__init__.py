@@ -1,0 +1,33 @@
+"""Thin routers under /api/v1: authenticate, parse, call one service, map to a schema. `router` gathers them."""
+
+from fastapi import APIRouter
+
+from ferry_control.api import (
+    audit_log,
+    clusters,
+    discovery,
+    events,
+    health,
+    interleavings,
+    operations,
+    positions,
+    servers,
+    tokens,
+    topology,
+)
+
+router = APIRouter(prefix="/api/v1")
+for module in (
+    health,
+    clusters,
+    servers,
+    discovery,
+    topology,
+    positions,
+    interleavings,
+    events,
+    operations,
+    audit_log,
+    tokens,
+):
+    router.include_router(module.router)

@@ -1,0 +1,56 @@
+"""Clusters CRUD."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Path, Response, status
+
+from ferry_control.api.deps import CurrentToken, OperatorToken, SessionDep
+from ferry_control.schemas.cluster import ClusterCreate, ClusterRead, ClusterUpdate
+from ferry_control.schemas.common import error_responses
+from ferry_control.services.clusters import ClusterService
+
+router = APIRouter(prefix="/clusters", tags=["clusters"], responses=error_responses(401, 422))
+
+ClusterId = Path(description="The cluster's id.", ge=1, examples=[1])
+
+
+@router.get("", response_model=list[ClusterRead], summary="List clusters")
+async def list_clusters(session: SessionDep, _: CurrentToken) -> list[ClusterRead]:
+    return [ClusterRead.model_validate(c) for c in await ClusterService(session).list()]
+
+
+@router.post(
+    "",
+    response_model=ClusterRead,
+    status_code=status.HTTP_201_CREATED,
+    summary="Create a cluster",
+    responses=error_responses(403, 409),
+)
+async def create_cluster(data: ClusterCreate, session: SessionDep, _: OperatorToken) -> ClusterRead:
+    return ClusterRead.model_validate(await ClusterService(session).create(data))
+
+
+@router.get("/{cluster_id}", response_model=ClusterRead, summary="Get a cluster", responses=error_responses(404))
+async def get_cluster(session: SessionDep, _: CurrentToken, cluster_id: int = ClusterId) -> ClusterRead:
+    return ClusterRead.model_validate(await ClusterService(session).get(cluster_id))
+
+
+@router.patch(
+    "/{cluster_id}", response_model=ClusterRead, summary="Update a cluster", responses=error_responses(403, 404, 409)
+)
+async def update_cluster(
+    data: ClusterUpdate, session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId
+) -> ClusterRead:
+    return ClusterRead.model_validate(await ClusterService(session).update(cluster_id, data))
+
+
+@router.delete(
+    "/{cluster_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    response_class=Response,
+    summary="Delete a cluster and everything recorded about it",
+    responses=error_responses(403, 404),
+)
+async def delete_cluster(session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId) -> Response:
+    await ClusterService(session).delete(cluster_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

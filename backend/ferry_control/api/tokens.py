@@ -1,0 +1,38 @@
+"""API tokens (admin only): create (the token is shown once), list, revoke."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Path, status
+
+from ferry_control.api.deps import AdminToken, SessionDep, SettingsDep
+from ferry_control.schemas.common import error_responses
+from ferry_control.schemas.token import TokenCreate, TokenCreated, TokenRead
+from ferry_control.services.tokens import TokenService
+
+router = APIRouter(prefix="/tokens", tags=["tokens"], responses=error_responses(401, 403, 422))
+
+
+@router.get("", response_model=list[TokenRead], summary="List API tokens")
+async def list_tokens(session: SessionDep, settings: SettingsDep, _: AdminToken) -> list[TokenRead]:
+    return [TokenRead.model_validate(t) for t in await TokenService(session, settings).list()]
+
+
+@router.post(
+    "",
+    response_model=TokenCreated,
+    status_code=status.HTTP_201_CREATED,
+    summary="Create an API token",
+    responses=error_responses(409),
+)
+async def create_token(data: TokenCreate, session: SessionDep, settings: SettingsDep, _: AdminToken) -> TokenCreated:
+    row, token = await TokenService(session, settings).create(data.name, data.role)
+    return TokenCreated(**TokenRead.model_validate(row).model_dump(), token=token)
+
+
+@router.post(
+    "/{token_id}/revoke", response_model=TokenRead, summary="Revoke an API token", responses=error_responses(404)
+)
+async def revoke_token(
+    session: SessionDep, settings: SettingsDep, _: AdminToken, token_id: int = Path(ge=1)
+) -> TokenRead:
+    return TokenRead.model_validate(await TokenService(session, settings).revoke(token_id))

@@ -1,0 +1,107 @@
+"""The one Settings class: every tunable of the control plane, read from the environment (prefix `FERRY_`).
+
+Units are last in the names (`_s` seconds). Outside development, placeholder secrets are refused at start-up.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+#: Where the embedded SQLite database lives when DATABASE_URL is unset (beside `make up`'s other state).
+DEFAULT_SQLITE_PATH = REPO_ROOT / ".run" / "control.sqlite3"
+#: Secrets that are fine on a laptop and nowhere else.
+PLACEHOLDER_SECRETS = frozenset({"", "changethis", "change-me", "secret", "development-pepper"})
+#: ferryd refuses admin tokens shorter than this.
+NODE_TOKEN_CHARS_MIN = 16
+
+
+def normalize_database_url(url: str) -> str:
+    """Async driver URLs: `postgresql://` and `postgres://` become psycopg 3, `sqlite://` becomes aiosqlite."""
+    for prefix in ("postgresql://", "postgres://", "postgresql+psycopg2://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    if url.startswith("sqlite://"):
+        return "sqlite+aiosqlite://" + url[len("sqlite://") :]
+    return url
+
+
+class Settings(BaseSettings):
+    """Control plane settings; see each field's description."""
+
+    model_config = SettingsConfigDict(env_prefix="FERRY_", env_file=None, extra="ignore")
+
+    environment: Literal["development", "test", "production"] = Field(
+        "development", description="Placeholder secrets are refused unless this is `development`."
+    )
+    database_url: str = Field(
+        f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}",
+        validation_alias=AliasChoices("DATABASE_URL", "FERRY_DATABASE_URL"),
+        description="postgresql+psycopg://… for PostgreSQL; an embedded SQLite file when unset.",
+    )
+    database_echo: bool = False
+
+    token_pepper: SecretStr = Field(
+        SecretStr("development-pepper"),
+        description="Server-side secret mixed into API token hashes (HMAC-SHA256), so a stolen table is useless.",
+    )
+    node_token: SecretStr | None = Field(None, description="The ferryd nodes' admin token (mutating calls).")
+    node_token_file: Path | None = Field(None, description="A file holding the nodes' admin token.")
+
+    collector_enabled: bool = Field(True, description="Run the collector in the app's lifespan.")
+    poll_interval_s: float = Field(1.0, gt=0, description="Time between the starts of two collector cycles.")
+    poll_concurrency_max: int = Field(32, ge=1, description="Servers polled at once.")
+    poll_timeout_s: float = Field(2.0, gt=0, description="Whole time one server's poll may take.")
+    unreachable_after_failures: int = Field(3, ge=1, description="Failed polls in a row that mark a server unreachable.")
+
+    node_connect_timeout_s: float = Field(1.0, gt=0)
+    node_read_timeout_s: float = Field(5.0, gt=0, description="Per request to a node (waits add their own timeout).")
+    node_read_retries_max: int = Field(2, ge=0, description="Retries of a failed read; mutating calls never retry.")
+    node_retry_backoff_s: float = Field(0.05, ge=0)
+
+    position_sample_full_resolution_s: int = Field(3600, ge=0, description="Samples younger than this are all kept.")
+    position_sample_bucket_s: int = Field(60, ge=1, description="Older samples keep one per server, domain, bucket.")
+    position_sample_retention_s: int = Field(7 * 86400, ge=1, description="Samples older than this are deleted.")
+    retention_interval_s: float = Field(300.0, gt=0, description="How often the collector runs the retention job.")
+
+    discovery_servers_max: int = Field(100, ge=1, description="Most servers one discovery may visit.")
+    interleavings_events_max: int = Field(1000, ge=1, le=1000, description="Most events asked of each server.")
+    events_queue_max: int = Field(1000, ge=1, description="Events buffered per SSE subscriber before dropping.")
+    events_ping_s: float = Field(15.0, gt=0, description="SSE keep-alive comment interval.")
+    token_last_used_resolution_s: int = Field(60, ge=0, description="How stale `last_used_at` may get (saves writes).")
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, url: str) -> str:
+        return normalize_database_url(url)
+
+    @model_validator(mode="after")
+    def _refuse_placeholders(self) -> Settings:
+        if self.environment != "development":
+            if self.token_pepper.get_secret_value() in PLACEHOLDER_SECRETS or len(self.token_pepper) < 16:
+                raise ValueError(
+                    f"FERRY_TOKEN_PEPPER is a placeholder or shorter than 16 characters; set a real secret "
+                    f"when FERRY_ENVIRONMENT={self.environment}"
+                )
+        if self.node_token is not None:
+            token = self.node_token.get_secret_value()
+            if len(token) < NODE_TOKEN_CHARS_MIN:
+                raise ValueError(f"FERRY_NODE_TOKEN must have at least {NODE_TOKEN_CHARS_MIN} characters")
+            if self.environment != "development" and token in PLACEHOLDER_SECRETS:
+                raise ValueError("FERRY_NODE_TOKEN is a placeholder")
+        return self
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process's settings, read once."""
+    return Settings()

@@ -1,0 +1,54 @@
+"""Database engine and sessions.
+
+The request's session owns the transaction: `session_scope` commits when the work succeeds and rolls back when
+it raises. Services and repositories never commit; the collector and the CLI use `session_scope` the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from ferry_control.core.config import Settings
+
+#: Seconds SQLite waits for a lock held by another connection before failing.
+SQLITE_BUSY_TIMEOUT_S = 30
+
+
+def create_engine(settings: Settings) -> AsyncEngine:
+    """An async engine for the settings' URL; SQLite gets its directory, foreign keys and a busy timeout."""
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite":
+        if url.database and url.database != ":memory:":
+            Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_async_engine(url, echo=settings.database_echo, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _foreign_keys_on(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.close()
+
+        return engine
+    return create_async_engine(url, echo=settings.database_echo, pool_pre_ping=True)
+
+
+def create_sessionmaker(bind: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return async_sessionmaker(bind, expire_on_commit=False, autoflush=True)
+
+
+@asynccontextmanager
+async def session_scope(sessionmaker: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
+    """One unit of work: commit on success, roll back on error."""
+    async with sessionmaker() as session:
+        try:
+            yield session
+        except BaseException:
+            await session.rollback()
+            raise
+        await session.commit()

@@ -1,0 +1,228 @@
+"""The driver interface: everything the control plane asks of a server, whatever its kind.
+
+Results are plain frozen dataclasses in the vocabulary of MariaDB-style GTID replication (gtid_binlog_pos,
+gtid_slave_pos, gtid_current_pos, named connections with IO and SQL states, START … UNTIL, MASTER_GTID_WAIT), so a
+`mariadb` driver can fill them from SHOW ALL SLAVES STATUS and @@gtid_* variables without changing the interface.
+Positions are canonical GTID position text (`0-1-100,1-2-50`, sorted by domain, "" for none).
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+class IoState(enum.StrEnum):
+    """The receiving side of a replica connection (MariaDB: Slave_IO_Running and its state text)."""
+
+    stopped = "stopped"
+    connecting = "connecting"
+    connected = "connected"
+    #: Lost the master; retrying.
+    reconnecting = "reconnecting"
+    #: Stopped by an error that retrying cannot fix.
+    error = "error"
+
+
+class SqlState(enum.StrEnum):
+    """The applying side of a replica connection (MariaDB: Slave_SQL_Running and its state text)."""
+
+    stopped = "stopped"
+    waiting_for_relay = "waiting_for_relay"
+    applying = "applying"
+    delaying = "delaying"
+    until_reached = "until_reached"
+    error = "error"
+
+
+@dataclass(frozen=True)
+class Positions:
+    """A server's three GTID positions."""
+
+    #: Newest GTID per domain in the server's own binlog.
+    binlog: str
+    #: Last GTID per domain applied by replication.
+    slave: str
+    #: Per domain, the newer of the two: what this server has.
+    current: str
+
+
+@dataclass(frozen=True)
+class DomainLag:
+    #: seq_no difference between the master's position and what the replica applied.
+    transactions: int
+    #: Now minus the origin commit time of the last applied transaction (0 when caught up).
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ReplicationError:
+    #: `io` or `sql`.
+    side: str
+    #: A stable code (REPLICA_AHEAD, DIVERGED, POSITION_PURGED, … for ferry; the errno for MariaDB).
+    code: str
+    message: str
+    at_us: int | None = None
+
+
+@dataclass(frozen=True)
+class ReplicaConnection:
+    """One named replication connection of a replica (multi-source: several)."""
+
+    name: str
+    #: The master's address as configured (`host:port`).
+    master_address: str
+    running: bool
+    io_state: IoState
+    sql_state: SqlState
+    received_position: str
+    applied_position: str
+    #: The master's binlog position as last heard.
+    master_position: str
+    #: Per domain as the server computes it.
+    lag: Mapping[int, DomainLag]
+    last_error: ReplicationError | None
+    until: str | None = None
+    delay_s: int = 0
+
+
+@dataclass(frozen=True)
+class ConnectedReplica:
+    """A replica streaming from this server, as the master sees it (MariaDB: SHOW SLAVE HOSTS)."""
+
+    server_id: int
+    #: Where the replica connected from (ferry: its outgoing socket, not its listen or admin address).
+    address: str
+    #: Host part of `address`.
+    host: str
+    sent_position: str
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """One poll's worth of what a server reports."""
+
+    server_id: int
+    read_only: bool
+    positions: Positions
+    connections: tuple[ReplicaConnection, ...]
+    replicas: tuple[ConnectedReplica, ...]
+    #: Set when the server reports itself failed (ferry: a binlog write or fsync failed).
+    failure: str | None = None
+    default_domain: int = 0
+    binlog_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChangeMaster:
+    """CHANGE MASTER: where a connection replicates from and from which position."""
+
+    master_address: str
+    #: `slave_pos` (normal), `current_pos` (a demoted master joining its successor).
+    use_gtid: Literal["slave_pos", "current_pos"] = "slave_pos"
+    #: An explicit GTID position that becomes gtid_slave_pos (needs every connection stopped).
+    position: str | None = None
+    #: A legacy binlog coordinate of the master, instead of `position`.
+    file: str | None = None
+    offset: int | None = None
+    ignore_duplicates: bool = False
+    delay_s: int = 0
+    heartbeat_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    reached: bool
+    #: The server's position when the wait ended.
+    position: str
+
+
+@dataclass(frozen=True)
+class BinlogTransaction:
+    """One committed transaction from the server's recent binlog."""
+
+    gtid: str
+    domain: int
+    server_id: int
+    seq_no: int
+    #: Transactions sharing it were group-committed together.
+    commit_id: int | None
+    commit_ts_us: int | None
+    file: str | None
+    offset: int | None
+    tables: tuple[str, ...] = ()
+    rows: int | None = None
+
+
+@dataclass(frozen=True)
+class EventsPage:
+    """Newest first; `next_before` pages back (None on the last page)."""
+
+    transactions: tuple[BinlogTransaction, ...]
+    next_before: int | None
+
+
+@dataclass(frozen=True)
+class TableChecksum:
+    rows: int
+    checksum: int
+
+
+@dataclass(frozen=True)
+class Checksums:
+    #: The GTID position the checksums correspond to.
+    position: str
+    tables: Mapping[str, TableChecksum] = field(default_factory=dict)
+
+
+class ServerDriver(abc.ABC):
+    """How the control plane talks to one server. Every method may raise a `drivers.errors.DriverError`."""
+
+    #: Which `ServerKind` this driver speaks to.
+    kind: str
+
+    @abc.abstractmethod
+    async def status(self) -> ServerStatus: ...
+
+    async def positions(self) -> Positions:
+        return (await self.status()).positions
+
+    async def replica_connections(self) -> tuple[ReplicaConnection, ...]:
+        return (await self.status()).connections
+
+    async def connected_replicas(self) -> tuple[ConnectedReplica, ...]:
+        return (await self.status()).replicas
+
+    @abc.abstractmethod
+    async def change_master(self, connection: str, change: ChangeMaster) -> None: ...
+
+    @abc.abstractmethod
+    async def start_replication(self, connection: str, until: str | None = None) -> None:
+        """START (… UNTIL `until`: each listed domain up to its GTID, then the connection stops)."""
+
+    @abc.abstractmethod
+    async def stop_replication(self, connection: str) -> None: ...
+
+    @abc.abstractmethod
+    async def remove_replication(self, connection: str) -> None:
+        """Stop and forget the connection (RESET SLAVE ALL)."""
+
+    @abc.abstractmethod
+    async def set_read_only(self, read_only: bool) -> bool:
+        """Returns the read-only flag now in force."""
+
+    @abc.abstractmethod
+    async def wait_for_position(self, position: str, timeout_s: float) -> WaitResult:
+        """Waits until the server has reached `position` (MASTER_GTID_WAIT) or the timeout passes."""
+
+    @abc.abstractmethod
+    async def recent_events(self, limit: int, domain: int | None = None, before: int | None = None) -> EventsPage: ...
+
+    @abc.abstractmethod
+    async def checksums(self) -> Checksums: ...
+
+    async def aclose(self) -> None:
+        """Releases what the driver holds (connections); the default holds nothing of its own."""

@@ -1,0 +1,258 @@
+"""The `ferry` driver: speaks a ferryd node's admin HTTP API (docs/node-api.md) with httpx.
+
+Reads are retried (a bounded number of times, on no answer or a 5xx); mutating calls are sent once, with the
+nodes' admin token as a bearer token. The node's error body `{"error": {"code", "message"}}` becomes a typed
+`ServerRefused` carrying both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ferry_control.drivers.base import (
+    BinlogTransaction,
+    ChangeMaster,
+    Checksums,
+    ConnectedReplica,
+    DomainLag,
+    EventsPage,
+    IoState,
+    Positions,
+    ReplicaConnection,
+    ReplicationError,
+    ServerDriver,
+    ServerStatus,
+    SqlState,
+    TableChecksum,
+    WaitResult,
+)
+from ferry_control.drivers.errors import (
+    DriverError,
+    ServerFailed,
+    ServerProtocolError,
+    ServerUnreachable,
+    refusal_for_status,
+)
+
+
+@dataclass(frozen=True)
+class FerryDriverConfig:
+    connect_timeout_s: float
+    read_timeout_s: float
+    read_retries_max: int
+    retry_backoff_s: float
+
+
+class FerryDriver(ServerDriver):
+    """One ferryd node at `admin_address` (`host:port`), over a shared httpx client."""
+
+    kind = "ferry"
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        admin_address: str,
+        token: Callable[[], str | None],
+        config: FerryDriverConfig,
+    ):
+        self._client = client
+        self.address = admin_address
+        #: Read when a mutating call needs it, so reads work without a token.
+        self._token = token
+        self._config = config
+        self._timeout = httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s)
+
+    # -- transport -------------------------------------------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        return f"http://{self.address}{path}"
+
+    async def _send(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
+                    extra_timeout_s: float = 0.0, authorized: bool = False) -> Any:  # fmt: skip
+        headers = {}
+        if authorized:
+            token = self._token()
+            if not token:
+                raise DriverError(
+                    self.address,
+                    "no_node_token",
+                    "no admin token for the nodes: set FERRY_NODE_TOKEN, FERRY_NODE_TOKEN_FILE or the cluster's "
+                    "node_token_file",
+                )
+            headers["Authorization"] = f"Bearer {token}"
+        timeout = self._timeout
+        if extra_timeout_s:
+            timeout = httpx.Timeout(self._config.read_timeout_s + extra_timeout_s, connect=self._config.connect_timeout_s)
+        try:
+            response = await self._client.request(
+                method, self._url(path), json=json, params=params, headers=headers, timeout=timeout
+            )
+        except httpx.TimeoutException as e:
+            raise ServerUnreachable(self.address, "timeout", f"{method} {path} timed out ({type(e).__name__})") from e
+        except httpx.TransportError as e:
+            raise ServerUnreachable(self.address, "unreachable", f"{method} {path}: {e!r}") from e
+        try:
+            body = response.json()
+        except ValueError as e:
+            raise ServerProtocolError(
+                self.address, "not_json", f"{method} {path} answered {response.status_code} without JSON"
+            ) from e
+        if response.status_code >= 400:
+            error = body.get("error") if isinstance(body, dict) else None
+            code = str(error.get("code", "unknown")) if isinstance(error, dict) else "unknown"
+            message = str(error.get("message", response.text)) if isinstance(error, dict) else response.text
+            raise refusal_for_status(response.status_code)(self.address, response.status_code, code, message)
+        return body
+
+    async def _read(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        """GET with bounded retries on no answer or a 5xx."""
+        attempt = 0
+        while True:
+            try:
+                return await self._send("GET", path, params=params)
+            except (ServerUnreachable, ServerFailed):
+                if attempt >= self._config.read_retries_max:
+                    raise
+                attempt += 1
+                await asyncio.sleep(self._config.retry_backoff_s * attempt)
+
+    # -- reads -----------------------------------------------------------------------------------------------
+
+    async def status(self) -> ServerStatus:
+        body = await self._read("/v1/status")
+        try:
+            return ServerStatus(
+                server_id=int(body["server_id"]),
+                read_only=bool(body["read_only"]),
+                positions=Positions(
+                    binlog=body["gtid_binlog_pos"],
+                    slave=body.get("gtid_slave_pos", ""),
+                    current=body["gtid_current_pos"],
+                ),
+                connections=tuple(_connection(c) for c in body.get("replication") or ()),
+                replicas=tuple(_replica(r) for r in body.get("replicas") or ()),
+                failure=body.get("failed"),
+                default_domain=int(body.get("default_domain", 0)),
+                binlog_files=tuple(f["name"] for f in body.get("binlog_files") or ()),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise ServerProtocolError(self.address, "bad_status", f"/v1/status lacks or mistypes {e}") from e
+
+    async def replica_connections(self) -> tuple[ReplicaConnection, ...]:
+        body = await self._read("/v1/replication")
+        return tuple(_connection(c) for c in body["connections"])
+
+    async def connected_replicas(self) -> tuple[ConnectedReplica, ...]:
+        body = await self._read("/v1/replicas")
+        return tuple(_replica(r) for r in body["replicas"])
+
+    async def recent_events(self, limit: int, domain: int | None = None, before: int | None = None) -> EventsPage:
+        params: dict[str, Any] = {"limit": limit}
+        if domain is not None:
+            params["domain"] = domain
+        if before is not None:
+            params["before"] = before
+        body = await self._read("/v1/binlog/events", params)
+        return EventsPage(
+            transactions=tuple(
+                BinlogTransaction(
+                    gtid=e["gtid"],
+                    domain=int(e["domain"]),
+                    server_id=int(e["server_id"]),
+                    seq_no=int(e["seq_no"]),
+                    commit_id=e.get("commit_id"),
+                    commit_ts_us=e.get("commit_ts_us"),
+                    file=e.get("file"),
+                    offset=e.get("offset"),
+                    tables=tuple(e.get("tables") or ()),
+                    rows=e.get("rows"),
+                )
+                for e in body["events"]
+            ),
+            next_before=body.get("next_before"),
+        )
+
+    async def checksums(self) -> Checksums:
+        body = await self._read("/v1/checksums")
+        return Checksums(
+            position=body["position"],
+            tables={name: TableChecksum(rows=t["rows"], checksum=t["checksum"]) for name, t in body["tables"].items()},
+        )
+
+    # -- changes (never retried) -----------------------------------------------------------------------------
+
+    async def change_master(self, connection: str, change: ChangeMaster) -> None:
+        body: dict[str, Any] = {
+            "master": change.master_address,
+            "use_gtid": change.use_gtid,
+            "ignore_duplicates": change.ignore_duplicates,
+            "delay_s": change.delay_s,
+        }
+        if change.position is not None:
+            body["position"] = change.position
+        if change.file is not None:
+            body["file"] = change.file
+            body["offset"] = change.offset
+        if change.heartbeat_ms is not None:
+            body["heartbeat_ms"] = change.heartbeat_ms
+        await self._send("POST", f"/v1/replication/{connection}/change-master", json=body, authorized=True)
+
+    async def start_replication(self, connection: str, until: str | None = None) -> None:
+        body = {} if until is None else {"until": until}
+        await self._send("POST", f"/v1/replication/{connection}/start", json=body, authorized=True)
+
+    async def stop_replication(self, connection: str) -> None:
+        await self._send("POST", f"/v1/replication/{connection}/stop", authorized=True)
+
+    async def remove_replication(self, connection: str) -> None:
+        await self._send("DELETE", f"/v1/replication/{connection}", authorized=True)
+
+    async def set_read_only(self, read_only: bool) -> bool:
+        body = await self._send("POST", "/v1/read-only", json={"read_only": read_only}, authorized=True)
+        return bool(body["read_only"])
+
+    async def wait_for_position(self, position: str, timeout_s: float) -> WaitResult:
+        # Not a change, but a long call: sent once, with the wait added to the read timeout.
+        body = await self._send(
+            "POST",
+            "/v1/wait-for-position",
+            json={"position": position, "timeout_ms": int(timeout_s * 1000)},
+            extra_timeout_s=timeout_s,
+        )
+        return WaitResult(reached=bool(body["reached"]), position=body["position"])
+
+
+def _connection(c: dict[str, Any]) -> ReplicaConnection:
+    error = c.get("last_error")
+    return ReplicaConnection(
+        name=c["name"],
+        master_address=c["master"],
+        running=bool(c["running"]),
+        io_state=IoState(c["io_state"]),
+        sql_state=SqlState(c["sql_state"]),
+        received_position=c.get("received_position", ""),
+        applied_position=c.get("applied_position", ""),
+        master_position=c.get("master_position", ""),
+        lag={
+            int(domain): DomainLag(transactions=int(v["transactions"]), seconds=float(v["seconds"]))
+            for domain, v in (c.get("lag") or {}).items()
+        },
+        last_error=None
+        if not error
+        else ReplicationError(side=error["side"], code=error["code"], message=error["message"], at_us=error.get("at_us")),
+        until=c.get("until"),
+        delay_s=int(c.get("delay_s") or 0),
+    )
+
+
+def _replica(r: dict[str, Any]) -> ConnectedReplica:
+    address = r["address"]
+    host = address.rsplit(":", 1)[0].strip("[]")
+    return ConnectedReplica(
+        server_id=int(r["server_id"]), address=address, host=host, sent_position=r.get("sent_position", "")
+    )

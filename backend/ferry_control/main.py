@@ -1,0 +1,93 @@
+"""The FastAPI application: `create_app()` wires settings, database, drivers, event bus, collector, metrics,
+error handlers and the /api/v1 routers. Run it with `uvicorn --factory ferry_control.main:create_app`.
+
+Everything the handlers reach lives on `app.state` and is built here, not in the lifespan, so tests can run the
+app in-process (with their own sessionmaker) without starting the collector; the lifespan only starts and stops
+the collector and closes what the app opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from ferry_control.api import router as api_router
+from ferry_control.api.audit_middleware import AuditMiddleware
+from ferry_control.core.config import Settings, get_settings
+from ferry_control.core.db import create_engine, create_sessionmaker
+from ferry_control.core.errors import install_error_handlers
+from ferry_control.core.metrics import Metrics, RequestMetricsMiddleware
+from ferry_control.drivers.factory import DriverFactory
+from ferry_control.services.collector import Collector
+from ferry_control.services.event_bus import EventBus
+
+DESCRIPTION = """Ferry's control plane: clusters of ferryd nodes (MariaDB-style GTID replication), their topology,
+per-domain positions and lag, stream interleavings, and (next) switchover, failover and drills.
+
+Every endpoint but `/api/v1/health` needs `Authorization: Bearer <API token>`. Viewers read; operators also change
+clusters and servers; admins also manage tokens. Errors always have the body `{"error": {"code", "message"}}`."""
+
+
+def create_app(
+    settings: Settings | None = None, *, sessionmaker: async_sessionmaker[AsyncSession] | None = None
+) -> FastAPI:
+    settings = settings or get_settings()
+    engine = None
+    if sessionmaker is None:
+        engine = create_engine(settings)
+        sessionmaker = create_sessionmaker(engine)
+    metrics = Metrics()
+    drivers = DriverFactory(settings)
+    bus = EventBus(settings.events_queue_max)
+    collector = Collector(sessionmaker, drivers, bus, settings, metrics)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if settings.collector_enabled:
+            collector.start()
+        try:
+            yield
+        finally:
+            await collector.stop()
+            await drivers.aclose()
+            if engine is not None:
+                await engine.dispose()
+
+    app = FastAPI(
+        title="Ferry control plane",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        openapi_tags=[
+            {"name": "clusters"},
+            {"name": "servers"},
+            {"name": "discovery"},
+            {"name": "topology"},
+            {"name": "positions"},
+            {"name": "interleavings"},
+            {"name": "events"},
+            {"name": "operations"},
+            {"name": "audit"},
+            {"name": "tokens"},
+            {"name": "health"},
+        ],
+    )
+    app.state.settings = settings
+    app.state.sessionmaker = sessionmaker
+    app.state.metrics = metrics
+    app.state.drivers = drivers
+    app.state.bus = bus
+    app.state.collector = collector
+    install_error_handlers(app)
+    app.include_router(api_router)
+
+    @app.get("/metrics", include_in_schema=False)
+    async def prometheus_metrics(request: Request) -> Response:
+        return Response(request.app.state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    app.add_middleware(AuditMiddleware)
+    app.add_middleware(RequestMetricsMiddleware, metrics=metrics)
+    return app

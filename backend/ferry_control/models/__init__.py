@@ -1,0 +1,32 @@
+"""SQLAlchemy 2 typed ORM models; importing this package registers every table on `Base.metadata`."""
+
+from ferry_control.models.api_token import ApiToken
+from ferry_control.models.audit import AuditEntry
+from ferry_control.models.base import Base
+from ferry_control.models.cluster import Cluster, OperationLock
+from ferry_control.models.drill import DrillRun, DrillSchedule
+from ferry_control.models.operation import Operation, OperationState
+from ferry_control.models.replication import LinkSource, ReplicationLink
+from ferry_control.models.samples import LagSample, PositionSample
+from ferry_control.models.server import HealthEvent, HealthState, Server, ServerKind, ServerOrigin
+
+__all__ = [
+    "ApiToken",
+    "AuditEntry",
+    "Base",
+    "Cluster",
+    "DrillRun",
+    "DrillSchedule",
+    "HealthEvent",
+    "HealthState",
+    "LagSample",
+    "LinkSource",
+    "Operation",
+    "OperationLock",
+    "OperationState",
+    "PositionSample",
+    "ReplicationLink",
+    "Server",
+    "ServerKind",
+    "ServerOrigin",
+]

@@ -1,0 +1,46 @@
+"""A cluster: servers replicating among themselves, watched and operated as one; and its operation lock."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from sqlalchemy import ForeignKey, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from ferry_control.models.base import Base, utcnow
+
+if TYPE_CHECKING:
+    from ferry_control.models.server import Server
+
+
+class Cluster(Base):
+    __tablename__ = "clusters"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    #: Discovery: a discovered master's admin port is its protocol port plus this (None: unknown, recorded as such).
+    admin_port_offset: Mapped[int | None] = mapped_column(default=None)
+    #: A file holding this cluster's node admin token, overriding the FERRY_NODE_TOKEN(_FILE) setting.
+    node_token_file: Mapped[str | None] = mapped_column(String(1000), default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+    servers: Mapped[list[Server]] = relationship(
+        back_populates="cluster", cascade="all, delete-orphan", passive_deletes=True, order_by="Server.id"
+    )
+
+
+class OperationLock(Base):
+    """One row per cluster. An operation holds it by locking the row (SELECT … FOR UPDATE on PostgreSQL, so it is
+    safe across API instances) and recording itself in `operation_id` while it runs."""
+
+    __tablename__ = "operation_locks"
+
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id", ondelete="CASCADE"), primary_key=True)
+    #: The operation running now, if any.
+    operation_id: Mapped[int | None] = mapped_column(
+        ForeignKey("operations.id", ondelete="SET NULL"), default=None
+    )
+    acquired_at: Mapped[datetime | None] = mapped_column(default=None)

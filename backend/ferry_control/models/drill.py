@@ -1,0 +1,50 @@
+"""Drill schedules (cron with a time zone) and drill runs with their figures. Tables only so far: the drill
+runner arrives with the orchestrator."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from ferry_control.models.base import Base, utcnow
+
+
+class DrillSchedule(Base):
+    __tablename__ = "drill_schedules"
+    __table_args__ = (UniqueConstraint("cluster_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    cron: Mapped[str] = mapped_column(String(100))
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC")
+    enabled: Mapped[bool] = mapped_column(default=True)
+    #: `fixed` (candidate_server_id) or `rotation`.
+    candidate_strategy: Mapped[str] = mapped_column(String(16), default="rotation")
+    candidate_server_id: Mapped[int | None] = mapped_column(ForeignKey("servers.id", ondelete="SET NULL"), default=None)
+    switch_back: Mapped[bool] = mapped_column(default=False)
+    webhook_url: Mapped[str | None] = mapped_column(String(1000), default=None)
+    next_run_at: Mapped[datetime | None] = mapped_column(default=None)
+    last_run_at: Mapped[datetime | None] = mapped_column(default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class DrillRun(Base):
+    __tablename__ = "drill_runs"
+    __table_args__ = (Index(None, "cluster_id", "started_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id", ondelete="CASCADE"))
+    schedule_id: Mapped[int | None] = mapped_column(ForeignKey("drill_schedules.id", ondelete="SET NULL"), default=None)
+    operation_id: Mapped[int | None] = mapped_column(ForeignKey("operations.id", ondelete="SET NULL"), default=None)
+    state: Mapped[str] = mapped_column(String(16), default="running")
+    passed: Mapped[bool | None] = mapped_column(default=None)
+    reasons: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    rto_s: Mapped[float | None] = mapped_column(default=None)
+    catch_up_s: Mapped[float | None] = mapped_column(default=None)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)

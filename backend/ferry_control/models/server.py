@@ -1,0 +1,102 @@
+"""A server of a cluster (a ferryd node now, a MariaDB server later), what the collector last saw of it, and its
+health transitions."""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import JSON, Enum, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from ferry_control.models.base import Base, BigId, utcnow
+
+if TYPE_CHECKING:
+    from ferry_control.models.cluster import Cluster
+
+
+class ServerKind(enum.StrEnum):
+    """Which driver speaks to the server."""
+
+    ferry = "ferry"
+    mariadb = "mariadb"
+
+
+class HealthState(enum.StrEnum):
+    #: Never polled, or its admin address is not known.
+    unknown = "unknown"
+    healthy = "healthy"
+    #: Answers, but reports a failure (ferryd: a binlog write or fsync failed; it refuses writes).
+    failing = "failing"
+    #: `unreachable_after_failures` polls in a row failed.
+    unreachable = "unreachable"
+
+
+class ServerOrigin(enum.StrEnum):
+    registered = "registered"
+    discovered = "discovered"
+
+
+def _enum(kind: type[enum.Enum]) -> Enum:
+    return Enum(kind, native_enum=False, create_constraint=True, length=32, validate_strings=True)
+
+
+class Server(Base):
+    __tablename__ = "servers"
+    __table_args__ = (
+        UniqueConstraint("cluster_id", "name"),
+        UniqueConstraint("cluster_id", "host", "protocol_port"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    kind: Mapped[ServerKind] = mapped_column(_enum(ServerKind), default=ServerKind.ferry)
+    host: Mapped[str] = mapped_column(String(255))
+    #: Where clients and replicas connect (ferryd --listen); how replicas name their master.
+    protocol_port: Mapped[int | None] = mapped_column(default=None)
+    #: The admin API (ferryd --admin); None for a discovered server whose admin address is not known yet.
+    admin_port: Mapped[int | None] = mapped_column(default=None)
+    labels: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    #: Operator's flag: keep out of orchestration (still polled).
+    maintenance: Mapped[bool] = mapped_column(default=False)
+    origin: Mapped[ServerOrigin] = mapped_column(_enum(ServerOrigin), default=ServerOrigin.registered)
+
+    health: Mapped[HealthState] = mapped_column(_enum(HealthState), default=HealthState.unknown)
+    consecutive_failures: Mapped[int] = mapped_column(default=0)
+    last_seen_at: Mapped[datetime | None] = mapped_column(default=None)
+    last_error: Mapped[str | None] = mapped_column(Text, default=None)
+
+    # What the last successful poll reported.
+    reported_server_id: Mapped[int | None] = mapped_column(default=None, index=True)
+    read_only: Mapped[bool | None] = mapped_column(default=None)
+    gtid_binlog_pos: Mapped[str | None] = mapped_column(Text, default=None)
+    gtid_slave_pos: Mapped[str | None] = mapped_column(Text, default=None)
+    gtid_current_pos: Mapped[str | None] = mapped_column(Text, default=None)
+
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+    cluster: Mapped[Cluster] = relationship(back_populates="servers")
+
+    @property
+    def admin_address(self) -> str | None:
+        return None if self.admin_port is None else f"{self.host}:{self.admin_port}"
+
+    @property
+    def protocol_address(self) -> str | None:
+        return None if self.protocol_port is None else f"{self.host}:{self.protocol_port}"
+
+
+class HealthEvent(Base):
+    """A change of a server's health state (change-only: one row per transition)."""
+
+    __tablename__ = "health_events"
+    __table_args__ = (Index(None, "server_id", "at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    server_id: Mapped[int] = mapped_column(ForeignKey("servers.id", ondelete="CASCADE"))
+    state: Mapped[HealthState] = mapped_column(_enum(HealthState))
+    detail: Mapped[str | None] = mapped_column(Text, default=None)
+    at: Mapped[datetime] = mapped_column(default=utcnow)

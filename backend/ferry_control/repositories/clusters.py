@@ -1,0 +1,47 @@
+"""Clusters and their operation lock rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.models import Cluster, OperationLock
+
+
+class ClusterRepository:
+    def __init__(self, session: AsyncSession):
+        self.session = session
+
+    async def list(self) -> Sequence[Cluster]:
+        return (await self.session.scalars(select(Cluster).order_by(Cluster.id))).all()
+
+    async def get(self, cluster_id: int) -> Cluster | None:
+        return await self.session.get(Cluster, cluster_id)
+
+    async def get_by_name(self, name: str) -> Cluster | None:
+        return await self.session.scalar(select(Cluster).where(Cluster.name == name))
+
+    async def add(self, cluster: Cluster) -> Cluster:
+        """Inserts the cluster and its (free) operation lock row."""
+        self.session.add(cluster)
+        await self.session.flush()
+        self.session.add(OperationLock(cluster_id=cluster.id))
+        await self.session.flush()
+        return cluster
+
+    async def delete(self, cluster: Cluster) -> None:
+        await self.session.delete(cluster)
+        await self.session.flush()
+
+    async def flush(self) -> None:
+        await self.session.flush()
+
+    async def lock_for_operation(self, cluster_id: int, *, nowait: bool = False) -> OperationLock | None:
+        """Locks the cluster's operation row for the rest of the transaction: SELECT … FOR UPDATE on PostgreSQL
+        (another API instance asking for it waits, or fails at once with `nowait`). SQLite has no row locks;
+        there the database-wide write lock serialises writers, which is the best it offers."""
+        statement = select(OperationLock).where(OperationLock.cluster_id == cluster_id)
+        statement = statement.with_for_update(nowait=nowait)
+        return await self.session.scalar(statement.execution_options(populate_existing=True))

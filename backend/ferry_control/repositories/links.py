@@ -1,0 +1,33 @@
+"""Replication links."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.models import ReplicationLink
+
+
+class LinkRepository:
+    def __init__(self, session: AsyncSession):
+        self.session = session
+
+    async def list_for_cluster(self, cluster_id: int) -> Sequence[ReplicationLink]:
+        statement = select(ReplicationLink).where(ReplicationLink.cluster_id == cluster_id).order_by(ReplicationLink.id)
+        return (await self.session.scalars(statement)).all()
+
+    async def list_for_replicas(self, replica_server_ids: Sequence[int]) -> Sequence[ReplicationLink]:
+        if not replica_server_ids:
+            return []
+        statement = select(ReplicationLink).where(ReplicationLink.replica_server_id.in_(replica_server_ids))
+        return (await self.session.scalars(statement.order_by(ReplicationLink.id))).all()
+
+    async def add(self, link: ReplicationLink) -> ReplicationLink:
+        self.session.add(link)
+        await self.session.flush()
+        return link
+
+    async def delete(self, link: ReplicationLink) -> None:
+        await self.session.delete(link)

@@ -1,0 +1,30 @@
+"""Operations (read side for now)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.models import Operation
+
+
+class OperationRepository:
+    def __init__(self, session: AsyncSession):
+        self.session = session
+
+    async def list_for_cluster(self, cluster_id: int, limit: int, before_id: int | None = None) -> Sequence[Operation]:
+        statement = select(Operation).where(Operation.cluster_id == cluster_id)
+        if before_id is not None:
+            statement = statement.where(Operation.id < before_id)
+        return (await self.session.scalars(statement.order_by(Operation.id.desc()).limit(limit))).all()
+
+    async def get(self, cluster_id: int, operation_id: int) -> Operation | None:
+        operation = await self.session.get(Operation, operation_id)
+        return operation if operation is not None and operation.cluster_id == cluster_id else None
+
+    async def add(self, operation: Operation) -> Operation:
+        self.session.add(operation)
+        await self.session.flush()
+        return operation

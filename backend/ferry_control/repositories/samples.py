@@ -1,0 +1,132 @@
+"""Position and lag samples: change-only inserts, history by time range, and the retention job's downsampling
+and deletion (one statement each, with a dialect-specific time bucket)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import BigInteger, ColumnElement, Integer, Row, cast, delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.models import LagSample, PositionSample, ReplicationLink, Server
+
+
+class SampleRepository:
+    def __init__(self, session: AsyncSession):
+        self.session = session
+
+    def add_position(self, sample: PositionSample) -> None:
+        self.session.add(sample)
+
+    def add_lag(self, sample: LagSample) -> None:
+        self.session.add(sample)
+
+    async def position_history(
+        self,
+        cluster_id: int,
+        since: datetime,
+        until: datetime,
+        limit: int,
+        server_id: int | None = None,
+        domain_id: int | None = None,
+    ) -> Sequence[PositionSample]:
+        statement = (
+            select(PositionSample)
+            .join(Server, Server.id == PositionSample.server_id)
+            .where(Server.cluster_id == cluster_id, PositionSample.sampled_at >= since, PositionSample.sampled_at <= until)
+        )
+        if server_id is not None:
+            statement = statement.where(PositionSample.server_id == server_id)
+        if domain_id is not None:
+            statement = statement.where(PositionSample.domain_id == domain_id)
+        statement = statement.order_by(PositionSample.sampled_at, PositionSample.id).limit(limit)
+        return (await self.session.scalars(statement)).all()
+
+    async def lag_history(
+        self,
+        cluster_id: int,
+        since: datetime,
+        until: datetime,
+        limit: int,
+        replica_server_id: int | None = None,
+        domain_id: int | None = None,
+    ) -> Sequence[Row[tuple[LagSample, ReplicationLink]]]:
+        statement = (
+            select(LagSample, ReplicationLink)
+            .join(ReplicationLink, ReplicationLink.id == LagSample.link_id)
+            .where(
+                ReplicationLink.cluster_id == cluster_id, LagSample.sampled_at >= since, LagSample.sampled_at <= until
+            )
+        )
+        if replica_server_id is not None:
+            statement = statement.where(ReplicationLink.replica_server_id == replica_server_id)
+        if domain_id is not None:
+            statement = statement.where(LagSample.domain_id == domain_id)
+        statement = statement.order_by(LagSample.sampled_at, LagSample.id).limit(limit)
+        return (await self.session.execute(statement)).all()
+
+    async def count_positions(self, server_id: int | None = None) -> int:
+        statement = select(func.count()).select_from(PositionSample)
+        if server_id is not None:
+            statement = statement.where(PositionSample.server_id == server_id)
+        return int(await self.session.scalar(statement) or 0)
+
+    # -- retention -------------------------------------------------------------------------------------------
+
+    def _bucket(self, column: ColumnElement[datetime], bucket_s: int) -> ColumnElement[int]:
+        if self.session.get_bind().dialect.name == "sqlite":
+            epoch = cast(func.strftime("%s", column), Integer)
+        else:
+            epoch = cast(func.floor(func.extract("epoch", column)), BigInteger)
+        return cast(func.floor(epoch / bucket_s), BigInteger)
+
+    async def downsample_positions(self, older_than: datetime, newer_than: datetime, bucket_s: int) -> int:
+        """Between the two times, keeps only the last sample per server, domain and bucket; returns rows deleted."""
+        ranked = (
+            select(
+                PositionSample.id.label("id"),
+                func.row_number()
+                .over(
+                    partition_by=(
+                        PositionSample.server_id,
+                        PositionSample.domain_id,
+                        self._bucket(PositionSample.sampled_at, bucket_s),
+                    ),
+                    order_by=(PositionSample.sampled_at.desc(), PositionSample.id.desc()),
+                )
+                .label("rank"),
+            )
+            .where(PositionSample.sampled_at < older_than, PositionSample.sampled_at >= newer_than)
+            .subquery()
+        )
+        doomed = select(ranked.c.id).where(ranked.c.rank > 1)
+        result = await self.session.execute(delete(PositionSample).where(PositionSample.id.in_(doomed)))
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+    async def downsample_lag(self, older_than: datetime, newer_than: datetime, bucket_s: int) -> int:
+        """Between the two times, keeps only the last sample per link, domain and bucket; returns rows deleted."""
+        ranked = (
+            select(
+                LagSample.id.label("id"),
+                func.row_number()
+                .over(
+                    partition_by=(LagSample.link_id, LagSample.domain_id, self._bucket(LagSample.sampled_at, bucket_s)),
+                    order_by=(LagSample.sampled_at.desc(), LagSample.id.desc()),
+                )
+                .label("rank"),
+            )
+            .where(LagSample.sampled_at < older_than, LagSample.sampled_at >= newer_than)
+            .subquery()
+        )
+        doomed = select(ranked.c.id).where(ranked.c.rank > 1)
+        result = await self.session.execute(delete(LagSample).where(LagSample.id.in_(doomed)))
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+    async def delete_positions_before(self, cutoff: datetime) -> int:
+        result = await self.session.execute(delete(PositionSample).where(PositionSample.sampled_at < cutoff))
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+    async def delete_lag_before(self, cutoff: datetime) -> int:
+        result = await self.session.execute(delete(LagSample).where(LagSample.sampled_at < cutoff))
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]

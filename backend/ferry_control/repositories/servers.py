@@ -1,0 +1,62 @@
+"""Servers and their health transitions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import selectinload
+
+from ferry_control.models import HealthEvent, Server
+
+
+class ServerRepository:
+    def __init__(self, session: AsyncSession):
+        self.session = session
+
+    async def list_for_cluster(self, cluster_id: int) -> Sequence[Server]:
+        statement = select(Server).where(Server.cluster_id == cluster_id).order_by(Server.id)
+        return (await self.session.scalars(statement)).all()
+
+    async def list_all_with_cluster(self) -> Sequence[Server]:
+        """Every server of every cluster, with its cluster loaded (the collector's work list)."""
+        statement = select(Server).options(selectinload(Server.cluster)).order_by(Server.cluster_id, Server.id)
+        return (await self.session.scalars(statement)).all()
+
+    async def get(self, cluster_id: int, server_id: int) -> Server | None:
+        server = await self.session.get(Server, server_id)
+        return server if server is not None and server.cluster_id == cluster_id else None
+
+    async def find_by_protocol_address(self, cluster_id: int, host: str, port: int) -> Server | None:
+        statement = select(Server).where(
+            Server.cluster_id == cluster_id, Server.host == host, Server.protocol_port == port
+        )
+        return await self.session.scalar(statement)
+
+    async def find_by_name(self, cluster_id: int, name: str) -> Server | None:
+        return await self.session.scalar(select(Server).where(Server.cluster_id == cluster_id, Server.name == name))
+
+    async def find_by_reported_server_id(self, cluster_id: int, reported_server_id: int) -> Server | None:
+        statement = (
+            select(Server)
+            .where(Server.cluster_id == cluster_id, Server.reported_server_id == reported_server_id)
+            .order_by(Server.id)
+            .limit(1)
+        )
+        return await self.session.scalar(statement)
+
+    async def add(self, server: Server) -> Server:
+        self.session.add(server)
+        await self.session.flush()
+        return server
+
+    async def delete(self, server: Server) -> None:
+        await self.session.delete(server)
+        await self.session.flush()
+
+    async def flush(self) -> None:
+        await self.session.flush()
+
+    async def add_health_event(self, event: HealthEvent) -> None:
+        self.session.add(event)

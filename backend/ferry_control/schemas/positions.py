@@ -1,0 +1,128 @@
+"""Positions: the current servers × domains matrix, and position and lag history."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PositionCell(BaseModel):
+    gtid: str | None = Field(description="The server's GTID in this domain (from gtid_current_pos); None: none yet.")
+    seq_no: int | None
+    behind_transactions: int = Field(description="Transactions behind the most advanced server in this domain.")
+    lag_seconds: float | None = Field(
+        None, description="The replica's reported lag in this domain (largest over its connections)."
+    )
+
+
+class PositionRow(BaseModel):
+    server_id: int
+    name: str
+    health: str
+    gtid_current_pos: str | None
+    gtid_binlog_pos: str | None
+    cells: dict[int, PositionCell] = Field(description="Per domain id.")
+    ahead_of_all: bool = Field(
+        description="Its position is ahead of every other server's (GtidPosition.is_ahead_of): it could be master now."
+    )
+    has_reached: bool | None = Field(None, description="With `reached=`: whether its position is ahead of that one.")
+
+
+class PositionMatrix(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "cluster_id": 1,
+                    "domains": [1, 2],
+                    "most_advanced": "1-1-45,2-1-20",
+                    "rows": [
+                        {"server_id": 1, "name": "node1", "health": "healthy", "gtid_current_pos": "1-1-45,2-1-20",
+                         "gtid_binlog_pos": "1-1-45,2-1-20",
+                         "cells": {"1": {"gtid": "1-1-45", "seq_no": 45, "behind_transactions": 0, "lag_seconds": None},
+                                   "2": {"gtid": "2-1-20", "seq_no": 20, "behind_transactions": 0, "lag_seconds": None}},
+                         "ahead_of_all": True, "has_reached": None}
+                    ],
+                    "could_be_master": [1],
+                }
+            ]
+        }
+    )  # fmt: skip
+
+    cluster_id: int
+    domains: list[int]
+    most_advanced: str = Field(description="The join (per-domain maximum) of every server's position.")
+    rows: list[PositionRow]
+    could_be_master: list[int] = Field(description="Servers whose position is ahead of every other server's.")
+
+
+class PositionSampleRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    server_id: int
+    domain_id: int
+    gtid: str
+    seq_no: int
+    sampled_at: datetime
+
+
+class PositionHistory(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "cluster_id": 1,
+                    "since": "2026-11-21T12:00:00Z",
+                    "until": "2026-11-21T13:00:00Z",
+                    "samples": [
+                        {"server_id": 1, "domain_id": 1, "gtid": "1-1-44", "seq_no": 44,
+                         "sampled_at": "2026-11-21T12:59:58Z"}
+                    ],
+                    "truncated": False,
+                }
+            ]
+        }
+    )  # fmt: skip
+
+    cluster_id: int
+    since: datetime
+    until: datetime
+    samples: list[PositionSampleRead] = Field(description="Change-only: each row holds until the next of its series.")
+    truncated: bool = Field(description="More samples matched than `limit`; narrow the range.")
+
+
+class LagSampleRead(BaseModel):
+    link_id: int
+    replica_server_id: int
+    master_server_id: int | None
+    connection: str | None
+    domain_id: int
+    transactions: int
+    seconds: float
+    sampled_at: datetime
+
+
+class LagHistory(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "cluster_id": 1,
+                    "since": "2026-11-21T12:00:00Z",
+                    "until": "2026-11-21T13:00:00Z",
+                    "samples": [
+                        {"link_id": 1, "replica_server_id": 2, "master_server_id": 1, "connection": "m1",
+                         "domain_id": 1, "transactions": 3, "seconds": 0.4, "sampled_at": "2026-11-21T12:59:58Z"}
+                    ],
+                    "truncated": False,
+                }
+            ]
+        }
+    )  # fmt: skip
+
+    cluster_id: int
+    since: datetime
+    until: datetime
+    samples: list[LagSampleRead]
+    truncated: bool

@@ -1,0 +1,102 @@
+"""Server shapes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ferry_control.models import HealthState, ServerKind, ServerOrigin
+
+Port = int
+
+
+class ServerCreate(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"name": "node1", "host": "127.0.0.1", "protocol_port": 7301, "admin_port": 7401}]
+        },
+    )
+
+    name: str | None = Field(None, min_length=1, max_length=100, description="Defaults to host:protocol_port.")
+    kind: ServerKind = ServerKind.ferry
+    host: str = Field(min_length=1, max_length=255)
+    protocol_port: int | None = Field(
+        None, ge=1, le=65535, description="Where clients and replicas connect; how replicas name their master."
+    )
+    admin_port: int | None = Field(None, ge=1, le=65535, description="The admin API; unset: not polled.")
+    labels: dict[str, str] = Field(default_factory=dict, examples=[{"rack": "r4", "az": "b"}])
+    maintenance: bool = False
+
+
+class ServerUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"maintenance": True}]})
+
+    name: str | None = Field(None, min_length=1, max_length=100)
+    host: str | None = Field(None, min_length=1, max_length=255)
+    protocol_port: int | None = Field(None, ge=1, le=65535)
+    admin_port: int | None = Field(None, ge=1, le=65535)
+    labels: dict[str, str] | None = None
+    maintenance: bool | None = None
+
+
+class MaintenanceUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"maintenance": True}]})
+
+    maintenance: bool
+
+
+class ServerRead(BaseModel):
+    model_config = ConfigDict(
+        from_attributes=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": 3,
+                    "cluster_id": 1,
+                    "name": "node1",
+                    "kind": "ferry",
+                    "host": "127.0.0.1",
+                    "protocol_port": 7301,
+                    "admin_port": 7401,
+                    "labels": {},
+                    "maintenance": False,
+                    "origin": "registered",
+                    "health": "healthy",
+                    "consecutive_failures": 0,
+                    "last_seen_at": "2026-11-21T13:00:01Z",
+                    "last_error": None,
+                    "reported_server_id": 1,
+                    "read_only": False,
+                    "gtid_binlog_pos": "1-1-45,2-1-20",
+                    "gtid_slave_pos": "",
+                    "gtid_current_pos": "1-1-45,2-1-20",
+                    "created_at": "2026-11-21T13:00:00Z",
+                    "updated_at": "2026-11-21T13:00:01Z",
+                }
+            ]
+        },
+    )
+
+    id: int
+    cluster_id: int
+    name: str
+    kind: ServerKind
+    host: str
+    protocol_port: int | None
+    admin_port: int | None
+    labels: dict[str, str]
+    maintenance: bool
+    origin: ServerOrigin
+    health: HealthState
+    consecutive_failures: int
+    last_seen_at: datetime | None
+    last_error: str | None
+    reported_server_id: int | None
+    read_only: bool | None
+    gtid_binlog_pos: str | None
+    gtid_slave_pos: str | None
+    gtid_current_pos: str | None
+    created_at: datetime
+    updated_at: datetime

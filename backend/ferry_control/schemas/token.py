@@ -1,0 +1,42 @@
+"""API token shapes: the token itself appears once, in the creation answer."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ferry_control.core.security import Role
+
+
+class TokenCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"name": "ci", "role": "operator"}]})
+
+    name: str = Field(min_length=1, max_length=100)
+    role: Role
+
+
+class TokenRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    name: str
+    role: Role
+    display_prefix: str = Field(description="The token's first characters, to tell tokens apart.")
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+class TokenCreated(TokenRead):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"id": 2, "name": "ci", "role": "operator", "display_prefix": "ferry_Ab3dE9",
+                 "created_at": "2026-11-21T13:00:00Z", "last_used_at": None, "revoked_at": None,
+                 "token": "ferry_Ab3dE9…"}
+            ]
+        }
+    )  # fmt: skip
+
+    token: str = Field(description="The bearer token. Shown only now; only its keyed hash is stored.")

@@ -1,0 +1,78 @@
+"""The topology graph: servers as nodes, replication links as edges."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ferry_control.models import HealthState, LinkSource
+
+
+class DomainLagRead(BaseModel):
+    transactions: int = Field(description="seq_no difference against the master's binlog position.")
+    seconds: float = Field(description="As the replica reports it: now minus the last applied origin commit time.")
+
+
+class TopologyNode(BaseModel):
+    server_id: int = Field(description="The registered server's id (not the node's own server_id).")
+    name: str
+    host: str
+    protocol_port: int | None
+    admin_port: int | None
+    reported_server_id: int | None
+    health: HealthState
+    maintenance: bool
+    read_only: bool | None
+    role: Literal["master", "replica", "intermediate", "standalone"] = Field(
+        description="master: has replicas, replicates from none; intermediate: both; replica: only replicates."
+    )
+    gtid_current_pos: str | None
+
+
+class TopologyEdge(BaseModel):
+    link_id: int
+    source: LinkSource = Field(description="Who reported the edge: the replica (full status) or only the master.")
+    connection: str | None = Field(description="The connection's name on the replica.")
+    master_server_id: int | None = Field(description="None when the master address matches no registered server.")
+    master_address: str | None
+    replica_server_id: int
+    running: bool
+    io_state: str | None
+    sql_state: str | None
+    lag: dict[int, DomainLagRead] = Field(description="Per domain.")
+    last_error_code: str | None
+    last_error_message: str | None
+    updated_at: datetime
+
+
+class TopologyGraph(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "cluster_id": 1,
+                    "nodes": [
+                        {"server_id": 1, "name": "node1", "host": "127.0.0.1", "protocol_port": 7301,
+                         "admin_port": 7401, "reported_server_id": 1, "health": "healthy", "maintenance": False,
+                         "read_only": False, "role": "master", "gtid_current_pos": "1-1-45"},
+                        {"server_id": 2, "name": "node2", "host": "127.0.0.1", "protocol_port": 7302,
+                         "admin_port": 7402, "reported_server_id": 2, "health": "healthy", "maintenance": False,
+                         "read_only": True, "role": "replica", "gtid_current_pos": "1-1-44"},
+                    ],
+                    "edges": [
+                        {"link_id": 1, "source": "replica", "connection": "m1", "master_server_id": 1,
+                         "master_address": "127.0.0.1:7301", "replica_server_id": 2, "running": True,
+                         "io_state": "connected", "sql_state": "applying",
+                         "lag": {"1": {"transactions": 1, "seconds": 0.2}}, "last_error_code": None,
+                         "last_error_message": None, "updated_at": "2026-11-21T13:00:01Z"}
+                    ],
+                }
+            ]
+        }
+    )  # fmt: skip
+
+    cluster_id: int
+    nodes: list[TopologyNode]
+    edges: list[TopologyEdge]

@@ -1,0 +1,58 @@
+"""The audit trail: records one row per state-changing API call, and lists them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.models import AuditEntry
+from ferry_control.repositories.audit import AuditRepository
+
+
+def outcome_for_status(status_code: int) -> str:
+    if status_code in (401, 403):
+        return "denied"
+    return "succeeded" if status_code < 400 else "failed"
+
+
+class AuditService:
+    def __init__(self, session: AsyncSession):
+        self.entries = AuditRepository(session)
+
+    async def record(
+        self,
+        *,
+        actor: str | None,
+        token_id: int | None,
+        action: str,
+        method: str,
+        path: str,
+        cluster_id: int | None,
+        status_code: int,
+        details: dict[str, Any],
+    ) -> AuditEntry:
+        return await self.entries.add(
+            AuditEntry(
+                actor=actor,
+                token_id=token_id,
+                action=action,
+                method=method,
+                path=path,
+                cluster_id=cluster_id,
+                outcome=outcome_for_status(status_code),
+                status_code=status_code,
+                details=details,
+            )
+        )
+
+    async def list(
+        self,
+        limit: int,
+        before_id: int | None = None,
+        cluster_id: int | None = None,
+        actor: str | None = None,
+        outcome: str | None = None,
+    ) -> Sequence[AuditEntry]:
+        return await self.entries.list(limit, before_id, cluster_id, actor, outcome)

@@ -1,0 +1,161 @@
+"""Discovery: register one server, then walk the replication graph from it.
+
+From each server whose admin address is known, its status names
+- its **masters**: each connection's master protocol address. A registered server at that address is reused;
+  otherwise one is registered, with its admin port = protocol port + the cluster's `admin_port_offset` when the
+  cluster sets one (as `make up` lays ports out), else with no admin port (recorded, not polled, until an
+  operator sets it);
+- its **replicas**: the master's list of streaming replicas gives each one's server_id and the host it connected
+  from — not its listen or admin port (ferryd does not report them). A server already registered with that
+  server_id is reused; otherwise one is registered with what is known (host and server_id). Replicas are matched
+  only after the whole reachable graph was visited, so a registered server is recognised by the server_id its
+  own status reports.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.core.config import Settings
+from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.factory import DriverFactory
+from ferry_control.models import Cluster, Server, ServerOrigin
+from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.discovery import DiscoveryRequest
+from ferry_control.services.clusters import ClusterService
+from ferry_control.services.collector import split_address
+
+
+@dataclass
+class Discovery:
+    seed: Server
+    added: list[Server] = field(default_factory=list)
+    known: list[Server] = field(default_factory=list)
+    notes: list[tuple[int | None, str]] = field(default_factory=list)
+
+    def saw(self, server: Server) -> None:
+        if server not in self.added and server not in self.known and server is not self.seed:
+            self.known.append(server)
+
+
+class DiscoveryService:
+    def __init__(self, session: AsyncSession, drivers: DriverFactory, settings: Settings):
+        self.servers = ServerRepository(session)
+        self.clusters = ClusterService(session)
+        self.drivers = drivers
+        self.settings = settings
+
+    async def discover(self, cluster_id: int, request: DiscoveryRequest) -> Discovery:
+        cluster = await self.clusters.get(cluster_id)
+        seed = await self.servers.find_by_protocol_address(cluster_id, request.host, request.protocol_port)
+        if seed is None:
+            seed = await self.servers.add(
+                Server(
+                    cluster_id=cluster_id,
+                    name=await self._free_name(cluster_id, request.name or f"{request.host}:{request.protocol_port}"),
+                    kind=request.kind,
+                    host=request.host,
+                    protocol_port=request.protocol_port,
+                    admin_port=request.admin_port,
+                    labels={},
+                    origin=ServerOrigin.registered,
+                )
+            )
+        elif seed.admin_port != request.admin_port:
+            seed.admin_port = request.admin_port
+        result = Discovery(seed=seed)
+
+        queue: deque[Server] = deque([seed])
+        visited: set[int] = set()
+        streaming: list[tuple[Server, int, str]] = []  # (master, replica server_id, replica host)
+        while queue:
+            server = queue.popleft()
+            if server.id in visited:
+                continue
+            if len(visited) >= self.settings.discovery_servers_max:
+                result.notes.append((None, f"stopped after visiting {len(visited)} servers (discovery_servers_max)"))
+                break
+            visited.add(server.id)
+            if server.admin_address is None:
+                result.notes.append((server.id, f"server {server.name!r} not visited: its admin address is unknown"))
+                continue
+            try:
+                status = await self.drivers.for_server(server, cluster).status()
+            except DriverError as e:
+                result.notes.append((server.id, f"could not read the status of {server.name!r}: {e}"))
+                continue
+            server.reported_server_id = status.server_id
+            for connection in status.connections:
+                master = await self._master(cluster, connection.master_address, result)
+                if master is not None:
+                    queue.append(master)
+            for replica in status.replicas:
+                streaming.append((server, replica.server_id, replica.host))
+            await self.servers.flush()
+
+        for master, replica_server_id, host in streaming:
+            replica = await self.servers.find_by_reported_server_id(cluster_id, replica_server_id)
+            if replica is not None:
+                result.saw(replica)
+                continue
+            replica = await self.servers.add(
+                Server(
+                    cluster_id=cluster_id,
+                    name=await self._free_name(cluster_id, f"server-{replica_server_id}@{host}"),
+                    kind=master.kind,
+                    host=host,
+                    reported_server_id=replica_server_id,
+                    labels={},
+                    origin=ServerOrigin.discovered,
+                )
+            )
+            result.added.append(replica)
+            result.notes.append(
+                (
+                    replica.id,
+                    f"replica with server_id {replica_server_id} of {master.name!r} registered from its connection "
+                    f"({host}); its protocol and admin ports are unknown: set them to have it polled",
+                )
+            )
+        return result
+
+    async def _master(self, cluster: Cluster, address: str, result: Discovery) -> Server | None:
+        parsed = split_address(address)
+        if parsed is None:
+            result.notes.append((None, f"master address {address!r} is not host:port"))
+            return None
+        host, port = parsed
+        master = await self.servers.find_by_protocol_address(cluster.id, host, port)
+        if master is not None:
+            result.saw(master)
+            return master
+        admin_port = None if cluster.admin_port_offset is None else port + cluster.admin_port_offset
+        if admin_port is not None and not 1 <= admin_port <= 65535:
+            admin_port = None
+        master = await self.servers.add(
+            Server(
+                cluster_id=cluster.id,
+                name=await self._free_name(cluster.id, f"{host}:{port}"),
+                host=host,
+                protocol_port=port,
+                admin_port=admin_port,
+                labels={},
+                origin=ServerOrigin.discovered,
+            )
+        )
+        result.added.append(master)
+        if admin_port is None:
+            result.notes.append(
+                (master.id, f"master {address} registered without an admin port: set it, or the cluster's admin_port_offset")
+            )
+        return master
+
+    async def _free_name(self, cluster_id: int, wanted: str) -> str:
+        name, n = wanted, 1
+        while await self.servers.find_by_name(cluster_id, name) is not None:
+            n += 1
+            name = f"{wanted}-{n}"
+        return name

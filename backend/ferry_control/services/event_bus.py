@@ -1,0 +1,66 @@
+"""An in-process publish/subscribe hub for cluster events (position changes, health, links), fed by the collector
+and read by the SSE endpoint. Each subscriber has a bounded queue; when it is full the oldest event is dropped and
+counted, so a slow reader never holds the collector up."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ClusterEvent:
+    cluster_id: int
+    #: `position`, `health`, `link`, `read_only`, `server_discovered`.
+    type: str
+    data: dict[str, Any]
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+class Subscription:
+    def __init__(self, cluster_id: int, queue_max: int):
+        self.cluster_id = cluster_id
+        self.queue: asyncio.Queue[ClusterEvent] = asyncio.Queue(maxsize=queue_max)
+        #: Events dropped because the queue was full.
+        self.dropped = 0
+
+    def offer(self, event: ClusterEvent) -> None:
+        while True:
+            try:
+                self.queue.put_nowait(event)
+                return
+            except asyncio.QueueFull:
+                self.queue.get_nowait()
+                self.dropped += 1
+
+    async def next(self) -> ClusterEvent:
+        return await self.queue.get()
+
+
+class EventBus:
+    def __init__(self, queue_max: int):
+        self._queue_max = queue_max
+        self._subscribers: dict[int, set[Subscription]] = defaultdict(set)
+
+    def publish(self, event: ClusterEvent) -> None:
+        for subscription in tuple(self._subscribers.get(event.cluster_id, ())):
+            subscription.offer(event)
+
+    def subscriber_count(self, cluster_id: int) -> int:
+        return len(self._subscribers.get(cluster_id, ()))
+
+    @asynccontextmanager
+    async def subscribe(self, cluster_id: int) -> AsyncIterator[Subscription]:
+        subscription = Subscription(cluster_id, self._queue_max)
+        self._subscribers[cluster_id].add(subscription)
+        try:
+            yield subscription
+        finally:
+            self._subscribers[cluster_id].discard(subscription)
+            if not self._subscribers[cluster_id]:
+                del self._subscribers[cluster_id]

@@ -1,0 +1,80 @@
+"""Interleavings: every server's recent binlog transactions, fetched at once through the drivers, and the union
+of their GTIDs in one order so the streams can be laid side by side."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.drivers.base import EventsPage
+from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.factory import DriverFactory
+from ferry_control.models import Server
+from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.interleavings import AlignedTransaction, Interleavings, ServerEvents, ServerTransaction
+from ferry_control.services.clusters import ClusterService
+
+
+class InterleavingService:
+    def __init__(self, session: AsyncSession, drivers: DriverFactory):
+        self.clusters = ClusterService(session)
+        self.servers = ServerRepository(session)
+        self.drivers = drivers
+
+    async def recent(self, cluster_id: int, limit: int, domain: int | None = None) -> Interleavings:
+        cluster = await self.clusters.get(cluster_id)
+        servers = list(await self.servers.list_for_cluster(cluster_id))
+
+        async def fetch(server: Server) -> EventsPage | str:
+            if server.admin_address is None:
+                return "admin address unknown"
+            try:
+                return await self.drivers.for_server(server, cluster).recent_events(limit, domain)
+            except DriverError as e:
+                return str(e)
+
+        pages = await asyncio.gather(*(fetch(s) for s in servers))
+        listed: list[ServerEvents] = []
+        union: dict[str, AlignedTransaction] = {}
+        #: Per GTID: (not on its origin server, commit time) as each server reports it.
+        commit_times: dict[str, list[tuple[bool, int]]] = {}
+        for server, page in zip(servers, pages, strict=True):
+            if isinstance(page, str):
+                listed.append(ServerEvents(server_id=server.id, name=server.name, transactions=[], error=page))
+                continue
+            transactions = []
+            for index, t in enumerate(page.transactions):
+                transactions.append(
+                    ServerTransaction(
+                        gtid=t.gtid,
+                        domain=t.domain,
+                        origin_server_id=t.server_id,
+                        seq_no=t.seq_no,
+                        commit_id=t.commit_id,
+                        commit_ts_us=t.commit_ts_us,
+                        file=t.file,
+                        offset=t.offset,
+                        tables=list(t.tables),
+                        rows=t.rows,
+                    )
+                )
+                aligned = union.get(t.gtid)
+                if aligned is None:
+                    aligned = union[t.gtid] = AlignedTransaction(
+                        gtid=t.gtid,
+                        domain=t.domain,
+                        origin_server_id=t.server_id,
+                        seq_no=t.seq_no,
+                        commit_ts_us=t.commit_ts_us,
+                        positions={},
+                    )
+                aligned.positions[server.id] = index
+                if t.commit_ts_us is not None:
+                    on_origin = server.reported_server_id == t.server_id
+                    commit_times.setdefault(t.gtid, []).append((not on_origin, t.commit_ts_us))
+            listed.append(ServerEvents(server_id=server.id, name=server.name, transactions=transactions))
+        for gtid, times in commit_times.items():
+            union[gtid].commit_ts_us = min(times)[1]
+        order = sorted(union.values(), key=lambda a: (a.commit_ts_us or 0, a.domain, a.seq_no))
+        return Interleavings(cluster_id=cluster_id, servers=listed, union=order)

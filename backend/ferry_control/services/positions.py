@@ -1,0 +1,161 @@
+"""Positions: the servers × domains matrix of the latest poll (with which servers could be master now, compared
+with ferry_engine's `is_ahead_of`), and position and lag history by time range."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import ferry_engine
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.core.errors import AppError
+from ferry_control.models import HealthState
+from ferry_control.repositories.links import LinkRepository
+from ferry_control.repositories.samples import SampleRepository
+from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.positions import (
+    LagHistory,
+    LagSampleRead,
+    PositionCell,
+    PositionHistory,
+    PositionMatrix,
+    PositionRow,
+    PositionSampleRead,
+)
+from ferry_control.services.clusters import ClusterService
+
+#: The history range when the caller gives none.
+DEFAULT_HISTORY_RANGE = timedelta(hours=1)
+
+
+def history_range(since: datetime | None, until: datetime | None) -> tuple[datetime, datetime]:
+    until = until or datetime.now(UTC)
+    since = since or until - DEFAULT_HISTORY_RANGE
+    if since.tzinfo is None or until.tzinfo is None:
+        raise AppError("since and until need a time zone (e.g. 2026-11-21T13:00:00Z)", code="naive_datetime")
+    if since > until:
+        raise AppError(f"since ({since.isoformat()}) is after until ({until.isoformat()})", code="empty_range")
+    return since, until
+
+
+class PositionService:
+    def __init__(self, session: AsyncSession):
+        self.clusters = ClusterService(session)
+        self.servers = ServerRepository(session)
+        self.links = LinkRepository(session)
+        self.samples = SampleRepository(session)
+
+    async def matrix(self, cluster_id: int, reached: str | None = None) -> PositionMatrix:
+        await self.clusters.get(cluster_id)
+        servers = await self.servers.list_for_cluster(cluster_id)
+        links = await self.links.list_for_cluster(cluster_id)
+        positions = {
+            s.id: ferry_engine.GtidPosition.parse(s.gtid_current_pos)
+            for s in servers
+            if s.gtid_current_pos is not None
+        }
+        most_advanced = ferry_engine.GtidPosition("")
+        for position in positions.values():
+            most_advanced = most_advanced.join(position)
+        domains = most_advanced.domains()
+        target = ferry_engine.GtidPosition.parse(reached) if reached is not None else None
+
+        rows = []
+        for server in servers:
+            position = positions.get(server.id)
+            lag_seconds: dict[int, float] = {}
+            for link in links:
+                if link.replica_server_id == server.id:
+                    for domain, value in (link.lag or {}).items():
+                        lag_seconds[int(domain)] = max(lag_seconds.get(int(domain), 0.0), float(value["seconds"]))
+            cells = {}
+            if position is not None:
+                behind = most_advanced.difference(position)
+                for domain in domains:
+                    gtid = position.get(domain)
+                    cells[domain] = PositionCell(
+                        gtid=None if gtid is None else f"{gtid.domain}-{gtid.server}-{gtid.seq}",
+                        seq_no=None if gtid is None else gtid.seq,
+                        behind_transactions=int(behind.get(domain, 0)),
+                        lag_seconds=lag_seconds.get(domain),
+                    )
+            ahead_of_all = position is not None and all(
+                position.is_ahead_of(other) for other_id, other in positions.items() if other_id != server.id
+            )
+            rows.append(
+                PositionRow(
+                    server_id=server.id,
+                    name=server.name,
+                    health=server.health.value,
+                    gtid_current_pos=server.gtid_current_pos,
+                    gtid_binlog_pos=server.gtid_binlog_pos,
+                    cells=cells,
+                    ahead_of_all=ahead_of_all,
+                    has_reached=None if target is None or position is None else position.is_ahead_of(target),
+                )
+            )
+        by_id = {s.id: s for s in servers}
+        could_be_master = [
+            row.server_id
+            for row in rows
+            if row.ahead_of_all and by_id[row.server_id].health == HealthState.healthy and not by_id[row.server_id].maintenance
+        ]
+        return PositionMatrix(
+            cluster_id=cluster_id,
+            domains=domains,
+            most_advanced=str(most_advanced),
+            rows=rows,
+            could_be_master=could_be_master,
+        )
+
+    async def position_history(
+        self,
+        cluster_id: int,
+        since: datetime | None,
+        until: datetime | None,
+        limit: int,
+        server_id: int | None = None,
+        domain_id: int | None = None,
+    ) -> PositionHistory:
+        await self.clusters.get(cluster_id)
+        since, until = history_range(since, until)
+        rows = await self.samples.position_history(cluster_id, since, until, limit + 1, server_id, domain_id)
+        return PositionHistory(
+            cluster_id=cluster_id,
+            since=since,
+            until=until,
+            samples=[PositionSampleRead.model_validate(r) for r in rows[:limit]],
+            truncated=len(rows) > limit,
+        )
+
+    async def lag_history(
+        self,
+        cluster_id: int,
+        since: datetime | None,
+        until: datetime | None,
+        limit: int,
+        replica_server_id: int | None = None,
+        domain_id: int | None = None,
+    ) -> LagHistory:
+        await self.clusters.get(cluster_id)
+        since, until = history_range(since, until)
+        rows = await self.samples.lag_history(cluster_id, since, until, limit + 1, replica_server_id, domain_id)
+        return LagHistory(
+            cluster_id=cluster_id,
+            since=since,
+            until=until,
+            samples=[
+                LagSampleRead(
+                    link_id=link.id,
+                    replica_server_id=link.replica_server_id,
+                    master_server_id=link.master_server_id,
+                    connection=link.name,
+                    domain_id=sample.domain_id,
+                    transactions=sample.transactions,
+                    seconds=sample.seconds,
+                    sampled_at=sample.sampled_at,
+                )
+                for sample, link in rows[:limit]
+            ],
+            truncated=len(rows) > limit,
+        )

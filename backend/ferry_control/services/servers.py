@@ -1,0 +1,72 @@
+"""Servers within a cluster: register, read, update (including the maintenance flag), remove."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.core.errors import Conflict, NotFound
+from ferry_control.models import Server
+from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.server import ServerCreate, ServerUpdate
+from ferry_control.services.clusters import ClusterService
+
+
+class ServerService:
+    def __init__(self, session: AsyncSession):
+        self.servers = ServerRepository(session)
+        self.clusters = ClusterService(session)
+
+    async def list(self, cluster_id: int) -> Sequence[Server]:
+        await self.clusters.get(cluster_id)
+        return await self.servers.list_for_cluster(cluster_id)
+
+    async def get(self, cluster_id: int, server_id: int) -> Server:
+        await self.clusters.get(cluster_id)
+        server = await self.servers.get(cluster_id, server_id)
+        if server is None:
+            raise NotFound(f"server {server_id} does not exist in cluster {cluster_id}", code="server_not_found")
+        return server
+
+    async def create(self, cluster_id: int, data: ServerCreate) -> Server:
+        await self.clusters.get(cluster_id)
+        name = data.name or (f"{data.host}:{data.protocol_port}" if data.protocol_port else data.host)
+        await self._check_free(cluster_id, name, data.host, data.protocol_port)
+        return await self.servers.add(Server(cluster_id=cluster_id, **{**data.model_dump(), "name": name}))
+
+    async def update(self, cluster_id: int, server_id: int, data: ServerUpdate) -> Server:
+        server = await self.get(cluster_id, server_id)
+        changes = data.model_dump(exclude_unset=True)
+        for required in ("name", "host", "labels", "maintenance"):
+            if required in changes and changes[required] is None:
+                raise Conflict(f"a server's {required} cannot be removed", code="field_required")
+        name = changes.get("name", server.name)
+        host = changes.get("host", server.host)
+        port = changes.get("protocol_port", server.protocol_port)
+        await self._check_free(cluster_id, name, host, port, ignore=server.id)
+        for key, value in changes.items():
+            setattr(server, key, value)
+        await self.servers.flush()
+        return server
+
+    async def set_maintenance(self, cluster_id: int, server_id: int, maintenance: bool) -> Server:
+        server = await self.get(cluster_id, server_id)
+        server.maintenance = maintenance
+        await self.servers.flush()
+        return server
+
+    async def delete(self, cluster_id: int, server_id: int) -> None:
+        await self.servers.delete(await self.get(cluster_id, server_id))
+
+    async def _check_free(self, cluster_id: int, name: str, host: str, port: int | None, ignore: int | None = None) -> None:
+        same_name = await self.servers.find_by_name(cluster_id, name)
+        if same_name is not None and same_name.id != ignore:
+            raise Conflict(f"server {same_name.id} of cluster {cluster_id} is named {name!r} already", code="server_name_taken")
+        if port is not None:
+            same_address = await self.servers.find_by_protocol_address(cluster_id, host, port)
+            if same_address is not None and same_address.id != ignore:
+                raise Conflict(
+                    f"server {same_address.id} of cluster {cluster_id} has the address {host}:{port} already",
+                    code="server_address_taken",
+                )

@@ -1,0 +1,72 @@
+"""API tokens: creation (the token is returned once), authentication of a bearer token, listing, revocation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.core.config import Settings
+from ferry_control.core.errors import Conflict, NotFound, Unauthorized
+from ferry_control.core.security import Role, display_prefix, generate_token, hash_token, looks_like_token
+from ferry_control.models import ApiToken
+from ferry_control.repositories.tokens import TokenRepository
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the token's id, name and role."""
+
+    token_id: int
+    name: str
+    role: Role
+
+
+class TokenService:
+    def __init__(self, session: AsyncSession, settings: Settings):
+        self.tokens = TokenRepository(session)
+        self.settings = settings
+
+    def _hash(self, token: str) -> str:
+        return hash_token(token, self.settings.token_pepper.get_secret_value())
+
+    async def create(self, name: str, role: Role) -> tuple[ApiToken, str]:
+        """Returns the stored row and the token (which is not stored)."""
+        if await self.tokens.get_by_name(name) is not None:
+            raise Conflict(f"a token named {name!r} exists already", code="token_name_taken")
+        token = generate_token()
+        row = await self.tokens.add(
+            ApiToken(name=name, role=role, token_hash=self._hash(token), display_prefix=display_prefix(token))
+        )
+        return row, token
+
+    async def authenticate(self, token: str | None) -> Principal:
+        if not token:
+            raise Unauthorized("missing 'Authorization: Bearer <token>' header")
+        if not looks_like_token(token):
+            raise Unauthorized("malformed API token")
+        row = await self.tokens.get_by_hash(self._hash(token))
+        if row is None:
+            raise Unauthorized("unknown API token")
+        if row.revoked_at is not None:
+            raise Unauthorized(f"API token {row.name!r} was revoked")
+        now = datetime.now(UTC)
+        resolution = timedelta(seconds=self.settings.token_last_used_resolution_s)
+        if row.last_used_at is None or now - row.last_used_at >= resolution:
+            row.last_used_at = now
+            await self.tokens.flush()
+        return Principal(token_id=row.id, name=row.name, role=row.role)
+
+    async def list(self) -> Sequence[ApiToken]:
+        return await self.tokens.list()
+
+    async def revoke(self, token_id: int) -> ApiToken:
+        row = await self.tokens.get(token_id)
+        if row is None:
+            raise NotFound(f"API token {token_id} does not exist", code="token_not_found")
+        if row.revoked_at is None:
+            row.revoked_at = datetime.now(UTC)
+            await self.tokens.flush()
+        return row
