@@ -1,0 +1,174 @@
+"""Fixtures: a real PostgreSQL database migrated by Alembic (one per test session), each test inside a
+transaction that is rolled back at its end (the app's own commits become savepoints), the app in-process with
+that session, API tokens of every role, and a real three-node ferryd cluster.
+
+The database server is named by FERRY_TEST_DATABASE_URL (`make test-backend` starts a throwaway one with
+scripts/ensure-postgres.sh); without it the tests fail at once rather than skip.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine as create_sync_engine
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.pool import NullPool
+
+from ferry_control.core.config import Settings
+from ferry_control.core.db import session_scope
+from ferry_control.core.migrate import upgrade
+from ferry_control.core.security import Role
+from ferry_control.main import create_app
+from ferry_control.services.tokens import TokenService
+from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster
+
+TOKEN_PEPPER = "backend-tests-pepper-0123456789"
+
+
+def server_url() -> str:
+    url = os.environ.get("FERRY_TEST_DATABASE_URL")
+    if not url:
+        raise RuntimeError(
+            "FERRY_TEST_DATABASE_URL is not set: run `make test-backend`, or point it at a PostgreSQL server "
+            "(postgresql+psycopg://user@host/postgres) where the tests may create databases"
+        )
+    return url
+
+
+@pytest.fixture(scope="session")
+def admin_database_url() -> str:
+    return server_url()
+
+
+def create_database(admin_url: str, name: str) -> str:
+    engine = create_sync_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    with engine.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(admin_url: str, name: str) -> None:
+    engine = create_sync_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    with engine.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def database_url(admin_database_url: str) -> Iterator[str]:
+    """A fresh database migrated to head by Alembic, dropped after the session."""
+    name = f"ferry_test_{uuid.uuid4().hex[:12]}"
+    url = create_database(admin_database_url, name)
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        drop_database(admin_database_url, name)
+
+
+@pytest.fixture(scope="session")
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_async_engine(database_url)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+async def connection(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """One connection in an outer transaction that is rolled back after the test."""
+    async with engine.connect() as connection:
+        transaction = await connection.begin()
+        try:
+            yield connection
+        finally:
+            await transaction.rollback()
+
+
+@pytest.fixture
+def sessionmaker(connection: AsyncConnection) -> async_sessionmaker[AsyncSession]:
+    """Sessions on the test's connection; their commits release savepoints inside the outer transaction."""
+    return async_sessionmaker(bind=connection, expire_on_commit=False, join_transaction_mode="create_savepoint")
+
+
+@pytest.fixture
+async def session(sessionmaker: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
+    async with sessionmaker() as session:
+        yield session
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(
+        environment="test",
+        database_url=database_url,
+        token_pepper=TOKEN_PEPPER,
+        node_token=NODE_TOKEN,
+        collector_enabled=False,
+        poll_timeout_s=10.0,
+        unreachable_after_failures=2,
+        node_read_retries_max=0,
+    )
+
+
+@pytest.fixture
+async def app(settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]):  # type: ignore[no-untyped-def]
+    app = create_app(settings, sessionmaker=sessionmaker)
+    yield app
+    await app.state.drivers.aclose()
+
+
+@dataclass(frozen=True)
+class Tokens:
+    admin: str
+    operator: str
+    viewer: str
+
+    def header(self, role: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {getattr(self, role)}"}
+
+
+@pytest.fixture
+async def tokens(settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]) -> Tokens:
+    created = {}
+    async with session_scope(sessionmaker) as session:
+        service = TokenService(session, settings)
+        for role in Role:
+            _, created[role.value] = await service.create(f"test-{role.value}", role)
+    return Tokens(**created)
+
+
+@pytest.fixture
+async def client(app, tokens: Tokens) -> AsyncIterator[httpx.AsyncClient]:  # type: ignore[no-untyped-def]
+    """An operator's client."""
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://ferry.test", headers=tokens.header("operator")) as c:
+        yield c
+
+
+@pytest.fixture
+async def anonymous(app) -> AsyncIterator[httpx.AsyncClient]:  # type: ignore[no-untyped-def]
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://ferry.test") as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def ferryd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FerrydCluster]:
+    """A master and two replicas replicating from it, shared by the session's tests (which only add writes)."""
+    cluster = FerrydCluster(Path(tmp_path_factory.mktemp("ferryd")))
+    try:
+        cluster.start()
+        cluster.write(3, domains=(1, 2))
+        cluster.converge()
+        yield cluster
+    finally:
+        cluster.stop()

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs the backend's pytest suite against a throwaway PostgreSQL (scripts/ensure-postgres.sh) and real ferryd
+# nodes. FERRY_TEST_DATABASE_URL, when set, names an existing server to use instead. Extra arguments go to pytest.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export FERRYD_BIN=${FERRYD_BIN:-$root/engine/target/debug/ferryd}
+if [ -z "${FERRY_TEST_DATABASE_URL:-}" ]; then
+  pg_dir=$(mktemp -d /tmp/ferry-pg.XXXXXX)
+  trap 'scripts/ensure-postgres.sh stop "$pg_dir"; rm -rf "$pg_dir"' EXIT
+  FERRY_TEST_DATABASE_URL=$(scripts/ensure-postgres.sh start "$pg_dir")
+  export FERRY_TEST_DATABASE_URL
+fi
+.venv/bin/pytest -q backend/tests "$@"
