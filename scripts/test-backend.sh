@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the backend's pytest suite against a throwaway PostgreSQL (scripts/ensure-postgres.sh) and real ferryd
-# nodes. FERRY_TEST_DATABASE_URL, when set, names an existing server to use instead. Extra arguments go to pytest.
+# nodes. FERRY_TEST_DATABASE_URL, when set, names an existing server to use instead.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -11,4 +11,6 @@ if [ -z "${FERRY_TEST_DATABASE_URL:-}" ]; then
   FERRY_TEST_DATABASE_URL=$(scripts/ensure-postgres.sh start "$pg_dir")
   export FERRY_TEST_DATABASE_URL
 fi
-.venv/bin/pytest -q backend/tests "$@"
+# Arguments, when given, replace the default test path (e.g. `backend/tests/test_collector.py -x`).
+if [ $# -eq 0 ]; then set -- backend/tests; fi
+.venv/bin/pytest -q "$@"

@@ -58,5 +58,5 @@ class ServerRepository:
     async def flush(self) -> None:
         await self.session.flush()
 
-    async def add_health_event(self, event: HealthEvent) -> None:
+    def add_health_event(self, event: HealthEvent) -> None:
         self.session.add(event)

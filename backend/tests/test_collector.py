@@ -1,0 +1,206 @@
+"""The collector against a real three-node ferryd cluster (a master and two replicas): the positions matrix,
+lag per replica per domain, topology edges, change-only position samples, unreachable servers, and the SSE
+stream. Each test leaves the nodes replicating as it found them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+import uvicorn
+from fastapi import FastAPI
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.models import HealthEvent
+from tests.conftest import Tokens
+from tests.ferryd_cluster import FerrydCluster, FerrydNode, free_port_pair
+
+#: Bound on every wait for a condition in these tests.
+WAIT_S = 30.0
+
+
+async def register(client: httpx.AsyncClient, ferryd: FerrydCluster, name: str = "ferry") -> tuple[int, dict[str, int]]:
+    """A cluster with the three nodes registered; returns its id and the registered ids by role."""
+    cluster = (await client.post("/api/v1/clusters", json={"name": name})).json()
+    ids = {}
+    for role, node in (("master", ferryd.master), ("replica1", ferryd.replica1), ("replica2", ferryd.replica2)):
+        response = await client.post(
+            f"/api/v1/clusters/{cluster['id']}/servers",
+            json={"name": role, "host": "127.0.0.1", "protocol_port": node.protocol_port, "admin_port": node.admin_port},
+        )
+        assert response.status_code == 201, response.text
+        ids[role] = response.json()["id"]
+    return cluster["id"], ids
+
+
+@asynccontextmanager
+async def replication_stopped(node: FerrydNode) -> AsyncIterator[None]:
+    node.post("/v1/replication/main/stop", {})
+    try:
+        yield
+    finally:
+        node.post("/v1/replication/main/start", {})
+
+
+async def test_positions_matrix_lag_and_topology(app: FastAPI, client: httpx.AsyncClient, ferryd: FerrydCluster) -> None:
+    cluster_id, ids = await register(client, ferryd)
+    caught_up = ferryd.converge()
+    await app.state.collector.run_cycle()
+
+    matrix = (await client.get(f"/api/v1/clusters/{cluster_id}/positions")).json()
+    assert matrix["most_advanced"] == caught_up
+    assert set(matrix["domains"]) >= {1, 2}
+    assert all(row["gtid_current_pos"] == caught_up for row in matrix["rows"])
+    assert all(row["ahead_of_all"] for row in matrix["rows"]), "equal positions are ahead of each other"
+    assert sorted(matrix["could_be_master"]) == sorted(ids.values())
+
+    async with replication_stopped(ferryd.replica2):
+        ahead = ferryd.write(4, domains=(1,))
+        ferryd.replica1.wait_for(ahead)
+        await app.state.collector.run_cycle()
+
+        matrix = (await client.get(f"/api/v1/clusters/{cluster_id}/positions", params={"reached": ahead})).json()
+        rows = {row["server_id"]: row for row in matrix["rows"]}
+        behind = rows[ids["replica2"]]
+        assert behind["cells"]["1"]["behind_transactions"] == 4
+        assert behind["cells"]["2"]["behind_transactions"] == 0
+        assert not behind["ahead_of_all"] and behind["has_reached"] is False
+        assert rows[ids["replica1"]]["has_reached"] is True
+        assert sorted(matrix["could_be_master"]) == sorted([ids["master"], ids["replica1"]])
+
+        topology = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
+        roles = {node["server_id"]: node["role"] for node in topology["nodes"]}
+        assert roles == {ids["master"]: "master", ids["replica1"]: "replica", ids["replica2"]: "replica"}
+        edges = {edge["replica_server_id"]: edge for edge in topology["edges"]}
+        assert set(edges) == {ids["replica1"], ids["replica2"]}
+        for edge in edges.values():
+            assert (edge["connection"], edge["source"], edge["master_server_id"]) == ("main", "replica", ids["master"])
+            assert edge["master_address"] == ferryd.master.listen
+        assert (edges[ids["replica1"]]["io_state"], edges[ids["replica1"]]["running"]) == ("connected", True)
+        assert (edges[ids["replica2"]]["io_state"], edges[ids["replica2"]]["running"]) == ("stopped", False)
+        assert edges[ids["replica1"]]["lag"]["1"]["transactions"] == 0
+        assert edges[ids["replica2"]]["lag"]["1"]["transactions"] == 4
+
+        lag = (await client.get(f"/api/v1/clusters/{cluster_id}/lag/history", params={"replica_server_id": ids["replica2"], "domain": 1})).json()
+        assert lag["samples"][-1]["transactions"] == 4 and lag["samples"][-1]["connection"] == "main"
+
+    ferryd.converge()
+    await app.state.collector.run_cycle()
+    topology = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
+    assert all(edge["lag"]["1"]["transactions"] == 0 and edge["running"] for edge in topology["edges"])
+    lag = (await client.get(f"/api/v1/clusters/{cluster_id}/lag/history", params={"replica_server_id": ids["replica2"], "domain": 1})).json()
+    assert [s["transactions"] for s in lag["samples"]][-2:] == [4, 0]
+
+
+async def test_position_samples_are_change_only(app: FastAPI, client: httpx.AsyncClient, ferryd: FerrydCluster) -> None:
+    cluster_id, ids = await register(client, ferryd)
+    ferryd.converge()
+    await app.state.collector.run_cycle()
+    history = lambda: client.get(f"/api/v1/clusters/{cluster_id}/positions/history", params={"limit": 10000})  # noqa: E731
+    first = (await history()).json()["samples"]
+    assert {(s["server_id"], s["domain_id"]) for s in first} >= {(i, d) for i in ids.values() for d in (1, 2)}
+
+    await app.state.collector.run_cycle()
+    assert (await history()).json()["samples"] == first, "nothing changed, nothing recorded"
+
+    position = ferryd.write(1, domains=(2,))
+    ferryd.converge()
+    await app.state.collector.run_cycle()
+    new = (await history()).json()["samples"][len(first):]
+    gtid = next(g for g in position.split(",") if g.startswith("2-"))
+    assert sorted((s["server_id"], s["domain_id"], s["gtid"]) for s in new) == sorted((i, 2, gtid) for i in ids.values())
+
+    only_master = await client.get(
+        f"/api/v1/clusters/{cluster_id}/positions/history", params={"server_id": ids["master"], "domain": 2}
+    )
+    assert only_master.json()["samples"][-1]["gtid"] == gtid
+
+
+async def test_a_server_that_does_not_answer_becomes_unreachable(
+    app: FastAPI, client: httpx.AsyncClient, session: AsyncSession, ferryd: FerrydCluster
+) -> None:
+    cluster_id, ids = await register(client, ferryd)
+    silent_port, silent_admin = free_port_pair()
+    silent = (await client.post(f"/api/v1/clusters/{cluster_id}/servers", json={"name": "silent", "host": "127.0.0.1", "protocol_port": silent_port, "admin_port": silent_admin})).json()  # fmt: skip
+    await app.state.collector.run_cycle()
+    after_one = (await client.get(f"/api/v1/clusters/{cluster_id}/servers/{silent['id']}")).json()
+    assert (after_one["health"], after_one["consecutive_failures"]) == ("unknown", 1)
+    assert "unreachable" in after_one["last_error"]
+    await app.state.collector.run_cycle()
+    servers = {s["id"]: s for s in (await client.get(f"/api/v1/clusters/{cluster_id}/servers")).json()}
+    assert servers[silent["id"]]["health"] == "unreachable"
+    assert all(servers[i]["health"] == "healthy" and servers[i]["last_seen_at"] for i in ids.values())
+    assert servers[ids["replica1"]]["reported_server_id"] == 2
+    events = (await session.scalars(select(HealthEvent).where(HealthEvent.server_id == silent["id"]))).all()
+    assert [e.state.value for e in events] == ["unreachable"]
+
+
+async def test_interleavings_align_every_servers_recent_transactions(client: httpx.AsyncClient, ferryd: FerrydCluster) -> None:
+    cluster_id, ids = await register(client, ferryd)
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    recent = [e["gtid"] for e in ferryd.master.get("/v1/binlog/events?limit=4")["events"]]
+    body = (await client.get(f"/api/v1/clusters/{cluster_id}/interleavings", params={"limit": 4})).json()
+    for server in body["servers"]:
+        assert server["error"] is None
+        assert [t["gtid"] for t in server["transactions"]] == recent, server["name"]
+    union = {t["gtid"]: t for t in body["union"]}
+    assert set(union) == set(recent)
+    for gtid in recent:
+        assert set(map(int, union[gtid]["positions"])) == set(ids.values())
+    timestamps = [t["commit_ts_us"] for t in body["union"]]
+    assert timestamps == sorted(timestamps)
+
+
+async def test_collector_metrics_are_exported(app: FastAPI, client: httpx.AsyncClient, ferryd: FerrydCluster) -> None:
+    await register(client, ferryd)
+    await app.state.collector.run_cycle()
+    text = (await client.get("/metrics")).text
+    assert "ferry_control_collector_cycle_seconds_count 1.0" in text
+    assert 'ferry_control_collector_polls_total{outcome="ok"} 3.0' in text
+    assert 'ferry_control_http_requests_total{handler="create_server",method="POST",status="201"} 3.0' in text
+
+
+async def test_sse_delivers_a_position_change(app: FastAPI, tokens: Tokens, client: httpx.AsyncClient, ferryd: FerrydCluster) -> None:
+    cluster_id, ids = await register(client, ferryd)
+    await app.state.collector.run_cycle()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off", log_level="warning"))
+    serving = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(WAIT_S):
+            while not server.started:
+                await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        url = f"http://127.0.0.1:{port}/api/v1/clusters/{cluster_id}/events"
+        async with httpx.AsyncClient(timeout=WAIT_S, headers=tokens.header("viewer")) as sse:
+            async with sse.stream("GET", url) as stream, asyncio.timeout(WAIT_S):
+                assert stream.status_code == 200
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                events = sse_events(stream)
+                assert (await anext(events))[0] == "subscribed"
+                gtid = ferryd.master.increment("sse", "k", domain=3)
+                await app.state.collector.run_cycle()
+                async for name, data in events:
+                    if name == "position" and data["server_id"] == ids["master"] and data["domain"] == 3:
+                        assert data["gtid"] == gtid and data["cluster_id"] == cluster_id
+                        break
+    finally:
+        server.should_exit = True
+        await serving
+        ferryd.converge()
+
+
+async def sse_events(stream: httpx.Response) -> AsyncIterator[tuple[str, dict]]:
+    name, data = "message", ""
+    async for line in stream.aiter_lines():
+        if line.startswith("event:"):
+            name = line[len("event:") :].strip()
+        elif line.startswith("data:"):
+            data += line[len("data:") :].strip()
+        elif line == "" and data:
+            yield name, json.loads(data)
+            name, data = "message", ""
