@@ -1,0 +1,126 @@
+"""The ferry driver against real nodes: what it reads, what it changes, and each refusal mapped to a typed
+error carrying the node's code and message."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from ferry_control.core.config import Settings
+from ferry_control.drivers.base import ChangeMaster, IoState
+from ferry_control.drivers.errors import (
+    DriverError,
+    ServerBadRequest,
+    ServerConflict,
+    ServerNotFound,
+    ServerUnauthorized,
+    ServerUnreachable,
+)
+from ferry_control.drivers.factory import DriverFactory
+from ferry_control.models import ServerKind
+from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster, free_port_pair
+
+
+@pytest.fixture
+async def drivers(settings: Settings):  # type: ignore[no-untyped-def]
+    factory = DriverFactory(settings)
+    yield factory
+    await factory.aclose()
+
+
+async def test_status_positions_connections_and_replicas(drivers: DriverFactory, ferryd: FerrydCluster) -> None:
+    position = ferryd.converge()
+    master = drivers.for_address(ServerKind.ferry, ferryd.master.admin)
+    replica = drivers.for_address(ServerKind.ferry, ferryd.replica1.admin)
+    status = await master.status()
+    assert (status.server_id, status.positions.binlog, status.failure) == (1, position, None)
+    assert sorted(r.server_id for r in status.replicas) == [2, 3]
+    assert (await replica.positions()).current == position
+    (connection,) = await replica.replica_connections()
+    assert (connection.name, connection.master_address, connection.io_state) == ("main", ferryd.master.listen, IoState.connected)
+    assert all(lag.transactions == 0 for lag in connection.lag.values())
+    assert sorted(r.server_id for r in await master.connected_replicas()) == [2, 3]
+
+
+async def test_events_checksums_and_wait(drivers: DriverFactory, ferryd: FerrydCluster) -> None:
+    gtid = ferryd.master.increment("drv", "k", domain=1)
+    position = ferryd.converge()
+    master = drivers.for_address(ServerKind.ferry, ferryd.master.admin)
+    replica = drivers.for_address(ServerKind.ferry, ferryd.replica2.admin)
+    page = await master.recent_events(limit=1)
+    assert [t.gtid for t in page.transactions] == [gtid] and page.transactions[0].tables == ("drv",)
+    assert (await master.checksums()).tables == (await replica.checksums()).tables
+    waited = await replica.wait_for_position(position, timeout_s=5)
+    assert waited.reached and waited.position == position
+
+
+async def test_read_only_round_trip(drivers: DriverFactory, ferryd: FerrydCluster) -> None:
+    replica = drivers.for_address(ServerKind.ferry, ferryd.replica2.admin)
+    try:
+        assert await replica.set_read_only(True) is True
+        assert (await replica.status()).read_only is True
+    finally:
+        assert await replica.set_read_only(False) is False
+
+
+async def test_refusals_carry_the_nodes_code_and_message(drivers: DriverFactory, ferryd: FerrydCluster) -> None:
+    replica = drivers.for_address(ServerKind.ferry, ferryd.replica1.admin)
+    with pytest.raises(ServerConflict) as running:
+        await replica.change_master("main", ChangeMaster(master_address=ferryd.master.listen))
+    assert (running.value.status, running.value.code) == (409, "conflict")
+    with pytest.raises(ServerNotFound) as unknown:
+        await replica.start_replication("nope")
+    assert unknown.value.code == "not_found"
+    with pytest.raises(ServerBadRequest) as bad:
+        await replica.start_replication("main", until="1-x-3")
+    assert bad.value.code == "bad_request" and "column" in bad.value.message
+
+
+async def test_a_wrong_token_is_unauthorized_and_a_missing_one_is_refused_before_sending(ferryd: FerrydCluster, database_url: str) -> None:
+    wrong = DriverFactory(Settings(database_url=database_url, node_token="x" * 20))
+    none = DriverFactory(Settings(database_url=database_url))
+    try:
+        with pytest.raises(ServerUnauthorized) as refused:
+            await wrong.for_address(ServerKind.ferry, ferryd.replica1.admin).set_read_only(False)
+        assert refused.value.message == "wrong admin token"
+        with pytest.raises(DriverError) as missing:
+            await none.for_address(ServerKind.ferry, ferryd.replica1.admin).set_read_only(False)
+        assert missing.value.code == "no_node_token"
+        assert (await none.for_address(ServerKind.ferry, ferryd.replica1.admin).status()).server_id == 2, "reads need no token"
+    finally:
+        await wrong.aclose()
+        await none.aclose()
+
+
+async def test_a_cluster_token_file_overrides_the_setting(tmp_path, ferryd: FerrydCluster, database_url: str) -> None:  # type: ignore[no-untyped-def]
+    token_file = tmp_path / "token"
+    token_file.write_text(NODE_TOKEN + "\n")
+    factory = DriverFactory(Settings(database_url=database_url, node_token="y" * 20))
+    try:
+        assert await factory.for_address(ServerKind.ferry, ferryd.replica1.admin, str(token_file)).set_read_only(False) is False
+    finally:
+        await factory.aclose()
+
+
+async def test_no_answer_is_unreachable_after_bounded_read_retries(database_url: str) -> None:
+    port, _ = free_port_pair()
+    factory = DriverFactory(
+        Settings(database_url=database_url, node_token="z" * 20, node_read_retries_max=2, node_retry_backoff_s=0)
+    )
+    calls = 0
+
+    async def count(request: httpx.Request) -> None:
+        nonlocal calls
+        calls += 1
+
+    factory._client.event_hooks["request"].append(count)  # observe the real client's requests
+    try:
+        with pytest.raises(ServerUnreachable):
+            await factory.for_address(ServerKind.ferry, f"127.0.0.1:{port}").status()
+        assert calls == 3, "one try and two retries"
+        calls = 0
+        with pytest.raises(ServerUnreachable):
+            await factory.for_address(ServerKind.ferry, f"127.0.0.1:{port}").stop_replication("main")
+        assert calls == 1, "changes are never retried"
+    finally:
+        await factory.aclose()
