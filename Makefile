@@ -6,11 +6,11 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help up down test test-engine test-python lint-engine bench-commit
+.PHONY: help up down test test-engine test-python test-backend python-module ferryd-debug lint-engine bench-commit
 
 help:
 	@echo "make up      build and start three ferryd nodes and a demo workload (make down stops them)"
-	@echo "make test    run every test suite (engine lint, unit, property, fuzz-corpus, integration, recovery; Python module)"
+	@echo "make test    run every test suite (engine lint, unit, property, fuzz-corpus, integration, recovery; Python module; backend)"
 	@echo "make bench-commit   the commit benchmark matrix of docs/benchmarks.md"
 
 up:
@@ -19,7 +19,7 @@ up:
 down:
 	@scripts/down.sh
 
-test: lint-engine test-engine test-python
+test: lint-engine test-engine test-python test-backend
 	@echo "make test: every suite passed"
 
 lint-engine:
@@ -31,11 +31,23 @@ test-engine:
 	@scripts/ensure-rust.sh
 	cd engine && cargo test --workspace --locked
 
-test-python:
+# ferry_engine built by maturin into .venv (the backend imports it too).
+python-module:
 	@scripts/ensure-python.sh
 	cd engine/crates/ferry-py && VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH maturin develop --release --locked
+
+# The ferryd binary the Python suites start.
+ferryd-debug:
+	@scripts/ensure-rust.sh
 	cd engine && cargo build --locked -p ferryd
+
+test-python: python-module ferryd-debug
 	FERRYD_BIN=$(CURDIR)/engine/target/debug/ferryd .venv/bin/pytest -q engine/crates/ferry-py/tests
+
+# The control plane's suite: a throwaway PostgreSQL (scripts/ensure-postgres.sh) and real ferryd nodes.
+test-backend: python-module ferryd-debug
+	@scripts/ensure-backend.sh
+	FERRYD_BIN=$(CURDIR)/engine/target/debug/ferryd scripts/test-backend.sh
 
 bench-commit:
 	@scripts/bench-commit.sh
