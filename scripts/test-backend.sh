@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the backend's pytest suite against a throwaway PostgreSQL (scripts/ensure-postgres.sh) and real ferryd
+# Lints the backend (ruff) and runs its pytest suite against a throwaway PostgreSQL (scripts/ensure-postgres.sh) and real ferryd
 # nodes. FERRY_TEST_DATABASE_URL, when set, names an existing server to use instead.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,6 +11,8 @@ if [ -z "${FERRY_TEST_DATABASE_URL:-}" ]; then
   FERRY_TEST_DATABASE_URL=$(scripts/ensure-postgres.sh start "$pg_dir")
   export FERRY_TEST_DATABASE_URL
 fi
+.venv/bin/ruff check --config backend/pyproject.toml backend migrations
+.venv/bin/ruff format --check --config backend/pyproject.toml backend migrations
 # Arguments, when given, replace the default test path (e.g. `backend/tests/test_collector.py -x`).
 if [ $# -eq 0 ]; then set -- backend/tests; fi
 .venv/bin/pytest -q "$@"

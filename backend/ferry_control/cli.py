@@ -1,7 +1,7 @@
 """Command line of the control plane.
 
-    python -m ferry_control.cli migrate                                  upgrade the database to the newest schema
-    python -m ferry_control.cli create-token --name admin --role admin   create an API token and print it (once)
+python -m ferry_control.cli migrate                                  upgrade the database to the newest schema
+python -m ferry_control.cli create-token --name admin --role admin   create an API token and print it (once)
 """
 
 from __future__ import annotations

@@ -150,7 +150,9 @@ async def tokens(settings: Settings, sessionmaker: async_sessionmaker[AsyncSessi
 async def client(app, tokens: Tokens) -> AsyncIterator[httpx.AsyncClient]:  # type: ignore[no-untyped-def]
     """An operator's client."""
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://ferry.test", headers=tokens.header("operator")) as c:
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://ferry.test", headers=tokens.header("operator")
+    ) as c:
         yield c
 
 

@@ -46,11 +46,15 @@ async def test_every_route_but_health_needs_a_token(app: FastAPI, anonymous: htt
     assert checked >= 15
 
 
-async def test_a_wrong_or_revoked_token_is_refused(client: httpx.AsyncClient, anonymous: httpx.AsyncClient, tokens: Tokens) -> None:
+async def test_a_wrong_or_revoked_token_is_refused(
+    client: httpx.AsyncClient, anonymous: httpx.AsyncClient, tokens: Tokens
+) -> None:
     wrong = await anonymous.get("/api/v1/clusters", headers={"Authorization": "Bearer ferry_not-a-real-token-at-all"})
     assert wrong.status_code == 401 and wrong.json()["error"]["message"] == "unknown API token"
 
-    created = await client.post("/api/v1/tokens", json={"name": "short-lived", "role": "viewer"}, headers=tokens.header("admin"))
+    created = await client.post(
+        "/api/v1/tokens", json={"name": "short-lived", "role": "viewer"}, headers=tokens.header("admin")
+    )
     assert created.status_code == 201
     token = created.json()["token"]
     assert (await anonymous.get("/api/v1/clusters", headers={"Authorization": f"Bearer {token}"})).status_code == 200
@@ -60,7 +64,9 @@ async def test_a_wrong_or_revoked_token_is_refused(client: httpx.AsyncClient, an
     assert after.status_code == 401 and "revoked" in after.json()["error"]["message"]
 
 
-async def test_viewer_gets_403_on_every_state_changing_route(app: FastAPI, anonymous: httpx.AsyncClient, tokens: Tokens) -> None:
+async def test_viewer_gets_403_on_every_state_changing_route(
+    app: FastAPI, anonymous: httpx.AsyncClient, tokens: Tokens
+) -> None:
     mutating = [(m, p) for m, p in routes(app) if m in MUTATING]
     assert len(mutating) >= 8
     for method, path in mutating:
@@ -96,10 +102,17 @@ async def test_each_mutation_writes_one_audit_row_with_who_what_and_outcome(
     created = await client.post("/api/v1/clusters", json={"name": "audited"})
     cluster_id = created.json()["id"]
     duplicate = await client.post("/api/v1/clusters", json={"name": "audited"})
-    denied = await anonymous.patch(f"/api/v1/clusters/{cluster_id}", json={"description": "x"}, headers=tokens.header("viewer"))
+    denied = await anonymous.patch(
+        f"/api/v1/clusters/{cluster_id}", json={"description": "x"}, headers=tokens.header("viewer")
+    )
     anonymous_call = await anonymous.delete(f"/api/v1/clusters/{cluster_id}")
     await client.get("/api/v1/clusters")  # reads are not audited
-    assert (created.status_code, duplicate.status_code, denied.status_code, anonymous_call.status_code) == (201, 409, 403, 401)
+    assert (created.status_code, duplicate.status_code, denied.status_code, anonymous_call.status_code) == (
+        201,
+        409,
+        403,
+        401,
+    )
 
     response = await client.get("/api/v1/audit", params={"limit": 4})
     entries = response.json()

@@ -36,10 +36,17 @@ async def test_cluster_names_are_unique(client: httpx.AsyncClient) -> None:
 async def test_server_lifecycle_and_maintenance(client: httpx.AsyncClient) -> None:
     cluster = await make_cluster(client)
     base = f"/api/v1/clusters/{cluster['id']}/servers"
-    created = await client.post(base, json={"host": "127.0.0.1", "protocol_port": 7301, "admin_port": 7401, "labels": {"az": "b"}})
+    created = await client.post(
+        base, json={"host": "127.0.0.1", "protocol_port": 7301, "admin_port": 7401, "labels": {"az": "b"}}
+    )
     assert created.status_code == 201, created.text
     server = created.json()
-    assert (server["name"], server["kind"], server["health"], server["maintenance"]) == ("127.0.0.1:7301", "ferry", "unknown", False)
+    assert (server["name"], server["kind"], server["health"], server["maintenance"]) == (
+        "127.0.0.1:7301",
+        "ferry",
+        "unknown",
+        False,
+    )
     flagged = await client.put(f"{base}/{server['id']}/maintenance", json={"maintenance": True})
     assert flagged.status_code == 200 and flagged.json()["maintenance"] is True
     renamed = await client.patch(f"{base}/{server['id']}", json={"name": "node1", "labels": {"az": "c"}})
@@ -55,18 +62,22 @@ async def test_server_addresses_and_names_are_unique_in_a_cluster(client: httpx.
     first = (await client.post(base, json={"name": "a", "host": "h", "protocol_port": 1})).json()
     same_address = await client.post(base, json={"name": "b", "host": "h", "protocol_port": 1})
     assert same_address.status_code == 409
-    assert same_address.json()["error"]["message"] == f"server {first['id']} of cluster {cluster['id']} has the address h:1 already"
+    assert (
+        same_address.json()["error"]["message"]
+        == f"server {first['id']} of cluster {cluster['id']} has the address h:1 already"
+    )
     same_name = await client.post(base, json={"name": "a", "host": "h", "protocol_port": 2})
     assert same_name.status_code == 409 and same_name.json()["error"]["code"] == "server_name_taken"
 
 
 async def test_unknown_ids_get_precise_404s(client: httpx.AsyncClient) -> None:
     cluster = await make_cluster(client)
+    in_cluster = f"does not exist in cluster {cluster['id']}"
     cases = {
         "/api/v1/clusters/999999": "cluster 999999 does not exist",
         "/api/v1/clusters/999999/servers": "cluster 999999 does not exist",
-        f"/api/v1/clusters/{cluster['id']}/servers/999999": f"server 999999 does not exist in cluster {cluster['id']}",
-        f"/api/v1/clusters/{cluster['id']}/operations/999999": f"operation 999999 does not exist in cluster {cluster['id']}",
+        f"/api/v1/clusters/{cluster['id']}/servers/999999": f"server 999999 {in_cluster}",
+        f"/api/v1/clusters/{cluster['id']}/operations/999999": f"operation 999999 {in_cluster}",
         "/api/v1/clusters/999999/topology": "cluster 999999 does not exist",
         "/api/v1/clusters/999999/positions": "cluster 999999 does not exist",
         "/api/v1/clusters/999999/events": "cluster 999999 does not exist",
@@ -86,7 +97,9 @@ async def test_a_server_of_another_cluster_is_not_found(client: httpx.AsyncClien
 
 async def test_malformed_input_gets_422_naming_the_field(client: httpx.AsyncClient) -> None:
     cluster = await make_cluster(client)
-    bad_port = await client.post(f"/api/v1/clusters/{cluster['id']}/servers", json={"host": "h", "protocol_port": 70000})
+    bad_port = await client.post(
+        f"/api/v1/clusters/{cluster['id']}/servers", json={"host": "h", "protocol_port": 70000}
+    )
     assert bad_port.status_code == 422
     assert bad_port.json()["error"]["code"] == "validation_error"
     assert bad_port.json()["error"]["details"][0]["loc"] == ["body", "protocol_port"]
@@ -101,7 +114,10 @@ async def test_malformed_gtid_gets_422_naming_the_column(client: httpx.AsyncClie
     response = await client.get(f"/api/v1/clusters/{cluster['id']}/positions", params={"reached": "1-1-5,2-x-3"})
     assert response.status_code == 422
     error = response.json()["error"]
-    assert error["message"] == "query.reached: malformed GTID position at column 9: expected server_id (a decimal number), found 'x'"
+    assert (
+        error["message"]
+        == "query.reached: malformed GTID position at column 9: expected server_id (a decimal number), found 'x'"
+    )
     assert error["details"][0]["ctx"]["column"] == 9
 
 

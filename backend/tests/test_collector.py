@@ -30,7 +30,12 @@ async def register(client: httpx.AsyncClient, ferryd: FerrydCluster, name: str =
     for role, node in (("master", ferryd.master), ("replica1", ferryd.replica1), ("replica2", ferryd.replica2)):
         response = await client.post(
             f"/api/v1/clusters/{cluster['id']}/servers",
-            json={"name": role, "host": "127.0.0.1", "protocol_port": node.protocol_port, "admin_port": node.admin_port},
+            json={
+                "name": role,
+                "host": "127.0.0.1",
+                "protocol_port": node.protocol_port,
+                "admin_port": node.admin_port,
+            },
         )
         assert response.status_code == 201, response.text
         ids[role] = response.json()["id"]
@@ -46,7 +51,9 @@ async def replication_stopped(node: FerrydNode) -> AsyncIterator[None]:
         node.post("/v1/replication/main/start", {})
 
 
-async def test_positions_matrix_lag_and_topology(app: FastAPI, client: httpx.AsyncClient, ferryd: FerrydCluster) -> None:
+async def test_positions_matrix_lag_and_topology(
+    app: FastAPI, client: httpx.AsyncClient, ferryd: FerrydCluster
+) -> None:
     cluster_id, ids = await register(client, ferryd)
     caught_up = ferryd.converge()
     await app.state.collector.run_cycle()
@@ -85,14 +92,22 @@ async def test_positions_matrix_lag_and_topology(app: FastAPI, client: httpx.Asy
         assert edges[ids["replica1"]]["lag"]["1"]["transactions"] == 0
         assert edges[ids["replica2"]]["lag"]["1"]["transactions"] == 4
 
-        lag = (await client.get(f"/api/v1/clusters/{cluster_id}/lag/history", params={"replica_server_id": ids["replica2"], "domain": 1})).json()
+        lag = (
+            await client.get(
+                f"/api/v1/clusters/{cluster_id}/lag/history", params={"replica_server_id": ids["replica2"], "domain": 1}
+            )
+        ).json()
         assert lag["samples"][-1]["transactions"] == 4 and lag["samples"][-1]["connection"] == "main"
 
     ferryd.converge()
     await app.state.collector.run_cycle()
     topology = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
     assert all(edge["lag"]["1"]["transactions"] == 0 and edge["running"] for edge in topology["edges"])
-    lag = (await client.get(f"/api/v1/clusters/{cluster_id}/lag/history", params={"replica_server_id": ids["replica2"], "domain": 1})).json()
+    lag = (
+        await client.get(
+            f"/api/v1/clusters/{cluster_id}/lag/history", params={"replica_server_id": ids["replica2"], "domain": 1}
+        )
+    ).json()
     assert [s["transactions"] for s in lag["samples"]][-2:] == [4, 0]
 
 
@@ -110,9 +125,11 @@ async def test_position_samples_are_change_only(app: FastAPI, client: httpx.Asyn
     position = ferryd.write(1, domains=(2,))
     ferryd.converge()
     await app.state.collector.run_cycle()
-    new = (await history()).json()["samples"][len(first):]
+    new = (await history()).json()["samples"][len(first) :]
     gtid = next(g for g in position.split(",") if g.startswith("2-"))
-    assert sorted((s["server_id"], s["domain_id"], s["gtid"]) for s in new) == sorted((i, 2, gtid) for i in ids.values())
+    assert sorted((s["server_id"], s["domain_id"], s["gtid"]) for s in new) == sorted(
+        (i, 2, gtid) for i in ids.values()
+    )
 
     only_master = await client.get(
         f"/api/v1/clusters/{cluster_id}/positions/history", params={"server_id": ids["master"], "domain": 2}
@@ -125,7 +142,12 @@ async def test_a_server_that_does_not_answer_becomes_unreachable(
 ) -> None:
     cluster_id, ids = await register(client, ferryd)
     silent_port, silent_admin = free_port_pair()
-    silent = (await client.post(f"/api/v1/clusters/{cluster_id}/servers", json={"name": "silent", "host": "127.0.0.1", "protocol_port": silent_port, "admin_port": silent_admin})).json()  # fmt: skip
+    silent = (
+        await client.post(
+            f"/api/v1/clusters/{cluster_id}/servers",
+            json={"name": "silent", "host": "127.0.0.1", "protocol_port": silent_port, "admin_port": silent_admin},
+        )
+    ).json()
     await app.state.collector.run_cycle()
     after_one = (await client.get(f"/api/v1/clusters/{cluster_id}/servers/{silent['id']}")).json()
     assert (after_one["health"], after_one["consecutive_failures"]) == ("unknown", 1)
@@ -139,7 +161,9 @@ async def test_a_server_that_does_not_answer_becomes_unreachable(
     assert [e.state.value for e in events] == ["unreachable"]
 
 
-async def test_interleavings_align_every_servers_recent_transactions(client: httpx.AsyncClient, ferryd: FerrydCluster) -> None:
+async def test_interleavings_align_every_servers_recent_transactions(
+    client: httpx.AsyncClient, ferryd: FerrydCluster
+) -> None:
     cluster_id, ids = await register(client, ferryd)
     ferryd.write(2, domains=(1, 2))
     ferryd.converge()
@@ -165,7 +189,9 @@ async def test_collector_metrics_are_exported(app: FastAPI, client: httpx.AsyncC
     assert 'ferry_control_http_requests_total{handler="create_server",method="POST",status="201"} 3.0' in text
 
 
-async def test_sse_delivers_a_position_change(app: FastAPI, tokens: Tokens, client: httpx.AsyncClient, ferryd: FerrydCluster) -> None:
+async def test_sse_delivers_a_position_change(
+    app: FastAPI, tokens: Tokens, client: httpx.AsyncClient, ferryd: FerrydCluster
+) -> None:
     cluster_id, ids = await register(client, ferryd)
     await app.state.collector.run_cycle()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off", log_level="warning"))

@@ -10,12 +10,19 @@ from fastapi import FastAPI
 from tests.ferryd_cluster import ADMIN_PORT_OFFSET, FerrydCluster
 
 
-async def discover_from_replica1(client: httpx.AsyncClient, ferryd: FerrydCluster, offset: int | None) -> tuple[int, dict]:
+async def discover_from_replica1(
+    client: httpx.AsyncClient, ferryd: FerrydCluster, offset: int | None
+) -> tuple[int, dict]:
     cluster = (await client.post("/api/v1/clusters", json={"name": "found", "admin_port_offset": offset})).json()
     seed = ferryd.replica1
     response = await client.post(
         f"/api/v1/clusters/{cluster['id']}/discovery",
-        json={"name": "replica1", "host": "127.0.0.1", "protocol_port": seed.protocol_port, "admin_port": seed.admin_port},
+        json={
+            "name": "replica1",
+            "host": "127.0.0.1",
+            "protocol_port": seed.protocol_port,
+            "admin_port": seed.admin_port,
+        },
     )
     assert response.status_code == 200, response.text
     return cluster["id"], response.json()
@@ -35,14 +42,22 @@ async def test_discovery_from_one_replica_finds_its_master_and_the_masters_other
     )
     assert master["reported_server_id"] == 1, "the master was visited through its derived admin address"
     other = added["server-3@127.0.0.1"]
-    assert (other["reported_server_id"], other["host"], other["protocol_port"], other["admin_port"]) == (3, "127.0.0.1", None, None)
+    assert (other["reported_server_id"], other["host"], other["protocol_port"], other["admin_port"]) == (
+        3,
+        "127.0.0.1",
+        None,
+        None,
+    )
     assert len(found["added"]) == 2, "replica1 is recognised in the master's list by its server_id"
     assert any(n["server_id"] == other["id"] and "ports are unknown" in n["message"] for n in found["notes"])
 
     await app.state.collector.run_cycle()
     edges = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["edges"]
     by_replica = {e["replica_server_id"]: e for e in edges}
-    assert (by_replica[found["seed"]["id"]]["source"], by_replica[found["seed"]["id"]]["connection"]) == ("replica", "main")
+    assert (by_replica[found["seed"]["id"]]["source"], by_replica[found["seed"]["id"]]["connection"]) == (
+        "replica",
+        "main",
+    )
     assert by_replica[found["seed"]["id"]]["master_server_id"] == master["id"]
     assert (by_replica[other["id"]]["source"], by_replica[other["id"]]["connection"]) == ("master", None)
     assert by_replica[other["id"]]["master_server_id"] == master["id"]
@@ -74,9 +89,17 @@ async def test_discovering_again_adds_nothing_new(client: httpx.AsyncClient, fer
     cluster_id, first = await discover_from_replica1(client, ferryd, ADMIN_PORT_OFFSET)
     again = await client.post(
         f"/api/v1/clusters/{cluster_id}/discovery",
-        json={"host": "127.0.0.1", "protocol_port": ferryd.master.protocol_port, "admin_port": ferryd.master.admin_port},
+        json={
+            "host": "127.0.0.1",
+            "protocol_port": ferryd.master.protocol_port,
+            "admin_port": ferryd.master.admin_port,
+        },
     )
     body = again.json()
     assert body["added"] == []
-    assert body["seed"]["id"] == next(s["id"] for s in first["added"] if s["protocol_port"] == ferryd.master.protocol_port)
-    assert {s["id"] for s in body["known"]} == {first["seed"]["id"]} | {s["id"] for s in first["added"]} - {body["seed"]["id"]}
+    assert body["seed"]["id"] == next(
+        s["id"] for s in first["added"] if s["protocol_port"] == ferryd.master.protocol_port
+    )
+    assert {s["id"] for s in body["known"]} == {first["seed"]["id"]} | {s["id"] for s in first["added"]} - {
+        body["seed"]["id"]
+    }

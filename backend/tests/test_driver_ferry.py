@@ -37,7 +37,11 @@ async def test_status_positions_connections_and_replicas(drivers: DriverFactory,
     assert sorted(r.server_id for r in status.replicas) == [2, 3]
     assert (await replica.positions()).current == position
     (connection,) = await replica.replica_connections()
-    assert (connection.name, connection.master_address, connection.io_state) == ("main", ferryd.master.listen, IoState.connected)
+    assert (connection.name, connection.master_address, connection.io_state) == (
+        "main",
+        ferryd.master.listen,
+        IoState.connected,
+    )
     assert all(lag.transactions == 0 for lag in connection.lag.values())
     assert sorted(r.server_id for r in await master.connected_replicas()) == [2, 3]
 
@@ -76,7 +80,9 @@ async def test_refusals_carry_the_nodes_code_and_message(drivers: DriverFactory,
     assert bad.value.code == "bad_request" and "column" in bad.value.message
 
 
-async def test_a_wrong_token_is_unauthorized_and_a_missing_one_is_refused_before_sending(ferryd: FerrydCluster, database_url: str) -> None:
+async def test_a_wrong_token_is_unauthorized_and_a_missing_one_is_refused_before_sending(
+    ferryd: FerrydCluster, database_url: str
+) -> None:
     wrong = DriverFactory(Settings(database_url=database_url, node_token="x" * 20))
     none = DriverFactory(Settings(database_url=database_url))
     try:
@@ -86,7 +92,9 @@ async def test_a_wrong_token_is_unauthorized_and_a_missing_one_is_refused_before
         with pytest.raises(DriverError) as missing:
             await none.for_address(ServerKind.ferry, ferryd.replica1.admin).set_read_only(False)
         assert missing.value.code == "no_node_token"
-        assert (await none.for_address(ServerKind.ferry, ferryd.replica1.admin).status()).server_id == 2, "reads need no token"
+        assert (await none.for_address(ServerKind.ferry, ferryd.replica1.admin).status()).server_id == 2, (
+            "reads need no token"
+        )
     finally:
         await wrong.aclose()
         await none.aclose()
@@ -97,7 +105,10 @@ async def test_a_cluster_token_file_overrides_the_setting(tmp_path, ferryd: Ferr
     token_file.write_text(NODE_TOKEN + "\n")
     factory = DriverFactory(Settings(database_url=database_url, node_token="y" * 20))
     try:
-        assert await factory.for_address(ServerKind.ferry, ferryd.replica1.admin, str(token_file)).set_read_only(False) is False
+        assert (
+            await factory.for_address(ServerKind.ferry, ferryd.replica1.admin, str(token_file)).set_read_only(False)
+            is False
+        )
     finally:
         await factory.aclose()
 

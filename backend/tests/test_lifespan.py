@@ -12,8 +12,12 @@ from ferry_control.main import create_app
 WAIT_S = 30.0
 
 
-async def test_the_collector_runs_in_the_lifespan(settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
-    app = create_app(settings.model_copy(update={"collector_enabled": True, "poll_interval_s": 0.05}), sessionmaker=sessionmaker)
+async def test_the_collector_runs_in_the_lifespan(
+    settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]
+) -> None:
+    app = create_app(
+        settings.model_copy(update={"collector_enabled": True, "poll_interval_s": 0.05}), sessionmaker=sessionmaker
+    )
     collector = app.state.collector
     async with app.router.lifespan_context(app):
         assert collector.running

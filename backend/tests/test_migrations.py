@@ -29,7 +29,9 @@ def assert_schema_matches_models(url: str) -> None:
     engine = create_engine(sync_url(url), poolclass=NullPool)
     with engine.connect() as connection:
         assert TABLES <= set(inspect(connection).get_table_names())
-        differences = compare_metadata(MigrationContext.configure(connection, opts={"compare_type": True}), Base.metadata)
+        differences = compare_metadata(
+            MigrationContext.configure(connection, opts={"compare_type": True}), Base.metadata
+        )
     engine.dispose()
     assert differences == [], f"the migrations and the models differ: {differences}"
 

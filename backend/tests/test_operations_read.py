@@ -11,10 +11,18 @@ from ferry_control.models import Operation, OperationState
 from ferry_control.repositories.operations import OperationRepository
 
 
-async def test_operations_are_listed_newest_first_and_read_with_their_steps(client: httpx.AsyncClient, session: AsyncSession) -> None:
+async def test_operations_are_listed_newest_first_and_read_with_their_steps(
+    client: httpx.AsyncClient, session: AsyncSession
+) -> None:
     cluster = (await client.post("/api/v1/clusters", json={"name": "ops"})).json()
     repository = OperationRepository(session)
-    step = {"name": "preflight", "state": "passed", "started_at": "2026-11-21T13:00:00Z", "finished_at": "2026-11-21T13:00:00.2Z", "detail": None}  # fmt: skip
+    step = {
+        "name": "preflight",
+        "state": "passed",
+        "started_at": "2026-11-21T13:00:00Z",
+        "finished_at": "2026-11-21T13:00:00.2Z",
+        "detail": None,
+    }
     made = [
         await repository.add(
             Operation(cluster_id=cluster["id"], type="switchover", requester="alice", state=OperationState.succeeded,
@@ -30,4 +38,9 @@ async def test_operations_are_listed_newest_first_and_read_with_their_steps(clie
     older = (await client.get(f"/api/v1/clusters/{cluster['id']}/operations", params={"before_id": made[1].id})).json()
     assert [o["id"] for o in older] == [made[0].id]
     one = (await client.get(f"/api/v1/clusters/{cluster['id']}/operations/{made[0].id}")).json()
-    assert (one["type"], one["state"], one["steps"], one["idempotency_key"]) == ("switchover", "succeeded", [step], "key-0")
+    assert (one["type"], one["state"], one["steps"], one["idempotency_key"]) == (
+        "switchover",
+        "succeeded",
+        [step],
+        "key-0",
+    )

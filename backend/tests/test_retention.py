@@ -70,7 +70,14 @@ async def test_retention_on_sqlite(tmp_path: Path) -> None:
 @pytest.mark.parametrize("bucket_s", [1, 3600])
 async def test_recent_samples_are_never_touched(session: AsyncSession, settings: Settings, bucket_s: int) -> None:
     server_id = await seed(session)
-    tuned = settings.model_copy(update={**RETENTION, "position_sample_bucket_s": bucket_s, "position_sample_full_resolution_s": 86400 * 10, "position_sample_retention_s": 86400 * 10})  # fmt: skip
+    tuned = settings.model_copy(
+        update={
+            **RETENTION,
+            "position_sample_bucket_s": bucket_s,
+            "position_sample_full_resolution_s": 86400 * 10,
+            "position_sample_retention_s": 86400 * 10,
+        }
+    )
     report = await apply_retention(SampleRepository(session), tuned, NOW)
     assert (report.positions_downsampled, report.positions_expired) == (0, 0)
     assert len((await session.scalars(select(PositionSample).where(PositionSample.server_id == server_id))).all()) == 80

@@ -9,7 +9,9 @@ from ferry_control.schemas.common import error_responses
 from ferry_control.schemas.operation import OperationRead
 from ferry_control.services.operations import OperationService
 
-router = APIRouter(prefix="/clusters/{cluster_id}/operations", tags=["operations"], responses=error_responses(401, 404, 422))
+router = APIRouter(
+    prefix="/clusters/{cluster_id}/operations", tags=["operations"], responses=error_responses(401, 404, 422)
+)
 
 
 @router.get("", response_model=list[OperationRead], summary="List operations, newest first")

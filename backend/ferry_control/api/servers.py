@@ -60,7 +60,9 @@ async def set_maintenance(
     cluster_id: int = ClusterId,
     server_id: int = ServerId,
 ) -> ServerRead:
-    return ServerRead.model_validate(await ServerService(session).set_maintenance(cluster_id, server_id, data.maintenance))
+    return ServerRead.model_validate(
+        await ServerService(session).set_maintenance(cluster_id, server_id, data.maintenance)
+    )
 
 
 @router.delete(

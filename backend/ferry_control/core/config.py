@@ -57,7 +57,9 @@ class Settings(BaseSettings):
     poll_interval_s: float = Field(1.0, gt=0, description="Time between the starts of two collector cycles.")
     poll_concurrency_max: int = Field(32, ge=1, description="Servers polled at once.")
     poll_timeout_s: float = Field(2.0, gt=0, description="Whole time one server's poll may take.")
-    unreachable_after_failures: int = Field(3, ge=1, description="Failed polls in a row that mark a server unreachable.")
+    unreachable_after_failures: int = Field(
+        3, ge=1, description="Failed polls in a row that mark a server unreachable."
+    )
 
     node_connect_timeout_s: float = Field(1.0, gt=0)
     node_read_timeout_s: float = Field(5.0, gt=0, description="Per request to a node (waits add their own timeout).")

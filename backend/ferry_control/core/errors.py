@@ -16,7 +16,9 @@ class AppError(Exception):
     status_code = 400
     code = "bad_request"
 
-    def __init__(self, message: str, *, code: str | None = None, details: Any = None, headers: dict[str, str] | None = None):
+    def __init__(
+        self, message: str, *, code: str | None = None, details: Any = None, headers: dict[str, str] | None = None
+    ):
         super().__init__(message)
         self.message = message
         if code is not None:
@@ -68,7 +70,9 @@ def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
         item: dict[str, Any] = {"loc": list(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")}
         ctx = e.get("ctx")
         if ctx:
-            item["ctx"] = {k: v if isinstance(v, (str, int, float, bool)) or v is None else str(v) for k, v in ctx.items()}
+            item["ctx"] = {
+                k: v if isinstance(v, (str, int, float, bool)) or v is None else str(v) for k, v in ctx.items()
+            }
         details.append(item)
     return details
 

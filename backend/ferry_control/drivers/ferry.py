@@ -87,7 +87,9 @@ class FerryDriver(ServerDriver):
             headers["Authorization"] = f"Bearer {token}"
         timeout = self._timeout
         if extra_timeout_s:
-            timeout = httpx.Timeout(self._config.read_timeout_s + extra_timeout_s, connect=self._config.connect_timeout_s)
+            timeout = httpx.Timeout(
+                self._config.read_timeout_s + extra_timeout_s, connect=self._config.connect_timeout_s
+            )
         try:
             response = await self._client.request(
                 method, self._url(path), json=json, params=params, headers=headers, timeout=timeout
@@ -244,7 +246,9 @@ def _connection(c: dict[str, Any]) -> ReplicaConnection:
         },
         last_error=None
         if not error
-        else ReplicationError(side=error["side"], code=error["code"], message=error["message"], at_us=error.get("at_us")),
+        else ReplicationError(
+            side=error["side"], code=error["code"], message=error["message"], at_us=error.get("at_us")
+        ),
         until=c.get("until"),
         delay_s=int(c.get("delay_s") or 0),
     )

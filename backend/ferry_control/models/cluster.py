@@ -40,7 +40,5 @@ class OperationLock(Base):
 
     cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id", ondelete="CASCADE"), primary_key=True)
     #: The operation running now, if any.
-    operation_id: Mapped[int | None] = mapped_column(
-        ForeignKey("operations.id", ondelete="SET NULL"), default=None
-    )
+    operation_id: Mapped[int | None] = mapped_column(ForeignKey("operations.id", ondelete="SET NULL"), default=None)
     acquired_at: Mapped[datetime | None] = mapped_column(default=None)

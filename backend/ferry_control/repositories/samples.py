@@ -34,7 +34,9 @@ class SampleRepository:
         statement = (
             select(PositionSample)
             .join(Server, Server.id == PositionSample.server_id)
-            .where(Server.cluster_id == cluster_id, PositionSample.sampled_at >= since, PositionSample.sampled_at <= until)
+            .where(
+                Server.cluster_id == cluster_id, PositionSample.sampled_at >= since, PositionSample.sampled_at <= until
+            )
         )
         if server_id is not None:
             statement = statement.where(PositionSample.server_id == server_id)

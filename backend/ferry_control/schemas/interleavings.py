@@ -30,7 +30,9 @@ class AlignedTransaction(BaseModel):
     domain: int
     origin_server_id: int
     seq_no: int
-    commit_ts_us: int | None = Field(description="Commit time on its origin server when that server is listed, else the earliest seen.")
+    commit_ts_us: int | None = Field(
+        description="Commit time on its origin server when that server is listed, else the earliest seen."
+    )
     positions: dict[int, int] = Field(
         description="Per registered server id that has it: its index in that server's list (0 = newest)."
     )

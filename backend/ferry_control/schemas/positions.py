@@ -40,8 +40,10 @@ class PositionMatrix(BaseModel):
                     "rows": [
                         {"server_id": 1, "name": "node1", "health": "healthy", "gtid_current_pos": "1-1-45,2-1-20",
                          "gtid_binlog_pos": "1-1-45,2-1-20",
-                         "cells": {"1": {"gtid": "1-1-45", "seq_no": 45, "behind_transactions": 0, "lag_seconds": None},
-                                   "2": {"gtid": "2-1-20", "seq_no": 20, "behind_transactions": 0, "lag_seconds": None}},
+                         "cells": {
+                             "1": {"gtid": "1-1-45", "seq_no": 45, "behind_transactions": 0, "lag_seconds": None},
+                             "2": {"gtid": "2-1-20", "seq_no": 20, "behind_transactions": 0, "lag_seconds": None},
+                         },
                          "ahead_of_all": True, "has_reached": None}
                     ],
                     "could_be_master": [1],

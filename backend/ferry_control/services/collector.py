@@ -214,7 +214,9 @@ class Collector:
                     self._metrics.collector_polls.labels("ok").inc()
                     return PollOutcome(target, status, None, datetime.now(UTC))
                 except (DriverError, TimeoutError) as e:
-                    error = str(e) if isinstance(e, DriverError) else f"no answer within {self._settings.poll_timeout_s} s"
+                    error = (
+                        str(e) if isinstance(e, DriverError) else f"no answer within {self._settings.poll_timeout_s} s"
+                    )
                     self._metrics.collector_polls.labels("error").inc()
                     return PollOutcome(target, None, error, datetime.now(UTC))
 
@@ -318,9 +320,7 @@ class Collector:
         samples: SampleRepository,
     ) -> list[ClusterEvent]:
         events: list[ClusterEvent] = []
-        by_protocol_address = {
-            (s.host, s.protocol_port): s for s in servers.values() if s.protocol_port is not None
-        }
+        by_protocol_address = {(s.host, s.protocol_port): s for s in servers.values() if s.protocol_port is not None}
         by_reported_id = {s.reported_server_id: s for s in servers.values() if s.reported_server_id is not None}
 
         # Links as each polled replica reports them.
@@ -337,7 +337,9 @@ class Collector:
             for connection in outcome.status.connections:
                 address = split_address(connection.master_address)
                 master = by_protocol_address.get(address) if address else None
-                master_binlog = parse_position(master.gtid_binlog_pos) if master and master.gtid_binlog_pos is not None else None
+                master_binlog = (
+                    parse_position(master.gtid_binlog_pos) if master and master.gtid_binlog_pos is not None else None
+                )
                 lag = lag_against_master(replica_position, master_binlog, connection)
                 link = existing.pop(connection.name, None)
                 if link is None:

@@ -149,7 +149,10 @@ class DiscoveryService:
         result.added.append(master)
         if admin_port is None:
             result.notes.append(
-                (master.id, f"master {address} registered without an admin port: set it, or the cluster's admin_port_offset")
+                (
+                    master.id,
+                    f"master {address} registered without an admin port: set it, or the cluster's admin_port_offset",
+                )
             )
         return master
 

@@ -50,9 +50,7 @@ class PositionService:
         servers = await self.servers.list_for_cluster(cluster_id)
         links = await self.links.list_for_cluster(cluster_id)
         positions = {
-            s.id: ferry_engine.GtidPosition.parse(s.gtid_current_pos)
-            for s in servers
-            if s.gtid_current_pos is not None
+            s.id: ferry_engine.GtidPosition.parse(s.gtid_current_pos) for s in servers if s.gtid_current_pos is not None
         }
         most_advanced = ferry_engine.GtidPosition("")
         for position in positions.values():
@@ -98,7 +96,9 @@ class PositionService:
         could_be_master = [
             row.server_id
             for row in rows
-            if row.ahead_of_all and by_id[row.server_id].health == HealthState.healthy and not by_id[row.server_id].maintenance
+            if row.ahead_of_all
+            and by_id[row.server_id].health == HealthState.healthy
+            and not by_id[row.server_id].maintenance
         ]
         return PositionMatrix(
             cluster_id=cluster_id,

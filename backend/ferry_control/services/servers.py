@@ -59,10 +59,14 @@ class ServerService:
     async def delete(self, cluster_id: int, server_id: int) -> None:
         await self.servers.delete(await self.get(cluster_id, server_id))
 
-    async def _check_free(self, cluster_id: int, name: str, host: str, port: int | None, ignore: int | None = None) -> None:
+    async def _check_free(
+        self, cluster_id: int, name: str, host: str, port: int | None, ignore: int | None = None
+    ) -> None:
         same_name = await self.servers.find_by_name(cluster_id, name)
         if same_name is not None and same_name.id != ignore:
-            raise Conflict(f"server {same_name.id} of cluster {cluster_id} is named {name!r} already", code="server_name_taken")
+            raise Conflict(
+                f"server {same_name.id} of cluster {cluster_id} is named {name!r} already", code="server_name_taken"
+            )
         if port is not None:
             same_address = await self.servers.find_by_protocol_address(cluster_id, host, port)
             if same_address is not None and same_address.id != ignore:
