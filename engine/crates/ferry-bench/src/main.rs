@@ -4,10 +4,14 @@
 //! - `commit`: many connections each committing small single-row transactions against a running node.
 //! - `fsync`: the raw fsync latency of the disk under a directory (what per-transaction fsync is bound by).
 //! - `demo`: a gentle endless workload over several domains, for the demo stack of `make up`.
+//! - `apply`: parallel apply on a replica (seed 001's benchmark), self-contained (starts its own nodes).
+//! - `keepup`: a replica applying while the master is under load; its lag over time.
 
+mod apply;
 mod commit;
 mod demo;
 mod fsync;
+mod nodes;
 
 use clap::{Parser, Subcommand};
 
@@ -26,6 +30,10 @@ enum Command {
     Fsync(fsync::Args),
     /// A gentle endless workload over several domains (for demos).
     Demo(demo::Args),
+    /// Replica apply rate by mode and worker count (starts its own master and replicas).
+    Apply(apply::Args),
+    /// Replica lag while the master is under load (starts its own master and replica).
+    Keepup(apply::KeepUpArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -37,6 +45,12 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(commit::run(args))
         }
         Command::Fsync(args) => fsync::run(args),
+        Command::Apply(args) => {
+            tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(apply::run(args))
+        }
+        Command::Keepup(args) => {
+            tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(apply::keep_up(args))
+        }
         Command::Demo(args) => {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             runtime.block_on(demo::run(args))

@@ -10,6 +10,7 @@
 //! [`CommitMode::NaiveScheduling`] keeps grouped fsyncs but lets each thread apply its own store part after
 //! the previous one signals it (seed 002's "naive" thread scheduling).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,9 @@ use crate::gtid_alloc::{GtidAllocator, StrictModeViolation};
 use crate::row::RowChange;
 use crate::semisync::SemiSync;
 use crate::store::Store;
+
+/// Longest a leader waits for announced members (a parallel replica's in-order successors) to join its group.
+pub const EXPECTED_MEMBERS_WAIT: Duration = Duration::from_micros(250);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -267,6 +271,8 @@ pub struct GroupCommit {
     on_group: GroupHook,
     /// With network durability: where groups wait for replicas' confirmations.
     semi_sync: Option<Arc<SemiSync>>,
+    /// Transactions announced as about to enqueue; a leader waits briefly for them.
+    expected: AtomicUsize,
 }
 
 impl GroupCommit {
@@ -280,6 +286,7 @@ impl GroupCommit {
             log: Mutex::new(log),
             on_group,
             semi_sync: None,
+            expected: AtomicUsize::new(0),
         }
     }
 
@@ -419,6 +426,18 @@ impl GroupCommit {
 
     /// binlog_commit_wait_count / _usec: a bounded wait for more members before the write.
     fn wait_for_members(&self) {
+        // A parallel replica announces the transactions it is about to commit: the leader gives them a short
+        // moment to join, so that in-order successors share the group instead of each paying a fsync.
+        if self.expected.load(Ordering::SeqCst) > 0 {
+            let deadline = Instant::now() + EXPECTED_MEMBERS_WAIT;
+            let mut queue = self.queue.lock();
+            while self.expected.load(Ordering::SeqCst) > 0 {
+                if self.queue_grew.wait_until(&mut queue, deadline).timed_out() {
+                    break;
+                }
+            }
+            return;
+        }
         let want = self.config.wait_count;
         if want <= 1 || self.config.wait_us == 0 {
             return;
@@ -430,6 +449,23 @@ impl GroupCommit {
                 break;
             }
         }
+    }
+
+    /// Transactions announced as about to enter the queue (see [`GroupCommit::expect`]).
+    pub fn expected(&self) -> usize {
+        self.expected.load(Ordering::SeqCst)
+    }
+
+    /// Announces `n` more transactions that will enter the queue shortly (a parallel replica's dispatched work).
+    pub fn expect(&self, n: usize) {
+        self.expected.fetch_add(n, Ordering::SeqCst);
+    }
+
+    /// One announced transaction entered the queue, or will not come.
+    pub fn expectation_met(&self) {
+        let _ = self.expected.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        let _queue = self.queue.lock();
+        self.queue_grew.notify_one();
     }
 
     /// Naive scheduling: apply this member's store part (its turn has come), then pass the turn on.

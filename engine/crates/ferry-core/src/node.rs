@@ -653,6 +653,16 @@ impl Node {
         self.watch.position.lock().clone()
     }
 
+    /// Announces `n` replicated transactions about to commit (see [`GroupCommit::expect`]).
+    pub fn expect_commits(&self, n: usize) {
+        self.commit.expect(n);
+    }
+
+    /// One announced transaction entered the commit queue, or will not.
+    pub fn expected_commit_done(&self) {
+        self.commit.expectation_met();
+    }
+
     /// Semi-sync state, with network durability.
     pub fn semi_sync(&self) -> Option<&Arc<SemiSync>> {
         self.semi_sync.as_ref()

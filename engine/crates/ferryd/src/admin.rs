@@ -60,6 +60,7 @@ fn router(state: AppState) -> Router {
         .route("/v1/replication/{name}/change-master", post(change_master))
         .route("/v1/replication/{name}/start", post(start_connection))
         .route("/v1/replication/{name}/stop", post(stop_connection))
+        .route("/v1/replication/{name}/resume-sql", post(resume_sql))
         .route("/v1/wait-for-position", post(wait_for_position))
         .route("/metrics", get(metrics))
         .fallback(|| async {
@@ -247,6 +248,9 @@ async fn change_master(
 #[serde(deny_unknown_fields)]
 struct StartBody {
     until: Option<String>,
+    /// Start the IO side only; the SQL side waits for `resume-sql` (benchmarks time the apply alone this way).
+    #[serde(default)]
+    sql_paused: bool,
 }
 
 async fn start_connection(
@@ -256,12 +260,23 @@ async fn start_connection(
     body: Option<Json<StartBody>>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     authorize(&s, &headers)?;
-    let until = match body.and_then(|Json(b)| b.until) {
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    let until = match body.until {
         Some(text) => Some(text.parse().map_err(|e: ferry_core::GtidParseError| ApiError::bad_request(e.to_string()))?),
         None => None,
     };
-    s.replication.start(&name, until)?;
-    Ok(Json(json!({"connection": name, "running": true})))
+    s.replication.start(&name, until, body.sql_paused)?;
+    Ok(Json(json!({"connection": name, "running": true, "sql_paused": body.sql_paused})))
+}
+
+async fn resume_sql(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    authorize(&s, &headers)?;
+    s.replication.resume_sql(&name)?;
+    Ok(Json(json!({"connection": name, "sql_paused": false})))
 }
 
 async fn stop_connection(

@@ -123,6 +123,25 @@ struct Job {
     order: Arc<DomainOrder>,
 }
 
+/// Read from the relay log, waiting for a worker: per domain, in relay order.
+#[derive(Default)]
+struct Backlog {
+    by_domain: BTreeMap<DomainId, VecDeque<Job>>,
+    len: usize,
+    /// Rotates which domain is served first.
+    next_turn: usize,
+}
+
+impl Backlog {
+    fn push(&mut self, domain: DomainId, job: Job) {
+        self.by_domain.entry(domain).or_default().push_back(job);
+        self.len += 1;
+    }
+}
+
+/// Most transactions read ahead of the workers.
+const BACKLOG_TXNS_MAX: usize = 10_000;
+
 /// The worker pool's queue and counts.
 #[derive(Default)]
 struct Pool {
@@ -160,7 +179,21 @@ impl SqlSide {
             Vec::new()
         };
         let mut domains: BTreeMap<DomainId, (Arc<DomainOrder>, u64, u64, Option<u64>)> = BTreeMap::new();
+        let mut backlog = Backlog::default();
         while !self.shared.stopping() {
+            if self.shared.sql_paused() {
+                self.set_state(SqlState::Paused);
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+            if parallel {
+                self.dispatch_ready(&pool, &mut backlog);
+                if backlog.len >= BACKLOG_TXNS_MAX {
+                    // Full: wait for a worker to finish (workers poke the relay condition).
+                    self.shared.wait_briefly(IDLE_WAIT);
+                    continue;
+                }
+            }
             let written = match self.shared.wait_for_relay(self.relay.position(), IDLE_WAIT) {
                 Some(end) => end,
                 None => continue,
@@ -168,8 +201,13 @@ impl SqlSide {
             let txn = match self.relay.next(written) {
                 Ok(Some(txn)) => txn,
                 Ok(None) => {
-                    if !parallel || pool.queue.lock().in_flight == 0 {
+                    let idle = !parallel || (backlog.len == 0 && pool.queue.lock().in_flight == 0);
+                    if idle {
                         self.set_state(SqlState::WaitingForRelay);
+                        if parallel && self.until_reached() {
+                            self.finish_until();
+                            break;
+                        }
                     }
                     continue;
                 }
@@ -192,27 +230,24 @@ impl SqlSide {
                 if !record(&self.shared, result, gtid, ts) {
                     break;
                 }
-            } else {
-                let domain = txn.gtid().domain;
-                let entry = domains.entry(domain).or_insert_with(|| (Arc::new(DomainOrder::default()), 0, 0, None));
-                let (order, next_index, group_start, last_commit_id) = entry;
-                let index = *next_index;
-                *next_index += 1;
-                let joins_group = *last_commit_id == Some(txn.header.commit_id)
-                    && txn.header.flags & (flags::WAITED | flags::DDL) == 0;
-                if !joins_group {
-                    *group_start = index;
-                }
-                *last_commit_id = Some(txn.header.commit_id);
-                let job = Job { txn, index, group_start: *group_start, order: order.clone() };
-                if !self.dispatch(&pool, job) {
+                if self.until_reached() {
+                    self.finish_until();
                     break;
                 }
+                continue;
             }
-            if self.until_reached_after_drain(&pool) {
-                self.finish_until();
-                break;
+            let domain = txn.gtid().domain;
+            let entry = domains.entry(domain).or_insert_with(|| (Arc::new(DomainOrder::default()), 0, 0, None));
+            let (order, next_index, group_start, last_commit_id) = entry;
+            let index = *next_index;
+            *next_index += 1;
+            let joins_group =
+                *last_commit_id == Some(txn.header.commit_id) && txn.header.flags & (flags::WAITED | flags::DDL) == 0;
+            if !joins_group {
+                *group_start = index;
             }
+            *last_commit_id = Some(txn.header.commit_id);
+            backlog.push(domain, Job { txn, index, group_start: *group_start, order: order.clone() });
         }
         {
             let mut q = pool.queue.lock();
@@ -228,27 +263,40 @@ impl SqlSide {
         }
     }
 
-    /// Hands a job to the pool once a worker is free and its domain is under its worker limit.
-    fn dispatch(&self, pool: &Pool, job: Job) -> bool {
+    /// Hands waiting jobs to the pool while workers are free, each domain within its worker limit, taking the
+    /// domains in turn so that a busy one does not hold the others back.
+    fn dispatch_ready(&self, pool: &Pool, backlog: &mut Backlog) {
+        if backlog.len == 0 {
+            return;
+        }
         let domain_max = self.parallel.domain_workers_max.max(1);
+        let mut dispatched = false;
         {
             let mut q = pool.queue.lock();
-            loop {
-                if self.shared.stopping() {
-                    return false;
+            let domains: Vec<DomainId> = backlog.by_domain.keys().copied().collect();
+            let start = backlog.next_turn % domains.len().max(1);
+            for &domain in domains.iter().cycle().skip(start).take(domains.len()) {
+                let queue = backlog.by_domain.get_mut(&domain).expect("listed");
+                while q.in_flight < self.parallel.workers {
+                    let Some(job) = queue.front() else { break };
+                    if job.order.state.lock().in_flight >= domain_max {
+                        break;
+                    }
+                    let job = queue.pop_front().expect("front exists");
+                    self.node.expect_commits(1);
+                    job.order.update(|p| p.in_flight += 1);
+                    q.in_flight += 1;
+                    q.jobs.push_back(job);
+                    backlog.len -= 1;
+                    dispatched = true;
                 }
-                let domain_busy = job.order.state.lock().in_flight;
-                if q.in_flight < self.parallel.workers && domain_busy < domain_max {
-                    break;
-                }
-                pool.changed.wait_for(&mut q, IDLE_WAIT);
             }
-            q.in_flight += 1;
-            job.order.update(|p| p.in_flight += 1);
-            q.jobs.push_back(job);
+            backlog.next_turn = backlog.next_turn.wrapping_add(1);
         }
-        pool.changed.notify_all();
-        true
+        backlog.by_domain.retain(|_, q| !q.is_empty());
+        if dispatched {
+            pool.changed.notify_all();
+        }
     }
 
     fn set_state(&self, state: SqlState) {
@@ -264,19 +312,6 @@ impl SqlSide {
     fn until_reached(&self) -> bool {
         let Some(until) = &self.until else { return false };
         self.node.position().is_ahead_of(until)
-    }
-
-    /// With UNTIL in parallel mode, the position is judged once the workers are idle.
-    fn until_reached_after_drain(&self, pool: &Pool) -> bool {
-        if self.until.is_none() {
-            return false;
-        }
-        let mut q = pool.queue.lock();
-        while q.in_flight > 0 && !self.shared.stopping() {
-            pool.changed.wait_for(&mut q, IDLE_WAIT);
-        }
-        drop(q);
-        self.until_reached()
     }
 
     fn finish_until(&self) {
@@ -354,6 +389,8 @@ fn worker(pool: Arc<Pool>, shared: Arc<Shared>, node: Arc<Node>, mode: ParallelM
         job.order.update(|p| p.in_flight -= 1);
         pool.queue.lock().in_flight -= 1;
         pool.changed.notify_all();
+        // The coordinator waits on the relay condition: a free worker is news for it too.
+        shared.poke();
     }
 }
 
@@ -364,6 +401,7 @@ fn apply_job(shared: &Shared, node: &Node, mode: ParallelMode, ignore_duplicates
         ParallelMode::Conservative => {
             // Starts with its master commit group: everything before the group must be committed.
             if !order.wait(shared, |p| p.committed >= job.group_start) {
+                node.expected_commit_done();
                 return;
             }
         }
@@ -383,17 +421,28 @@ fn apply_job(shared: &Shared, node: &Node, mode: ParallelMode, ignore_duplicates
                     status.retries += 1;
                 }
                 if !order.wait(shared, all_before_committed) {
+                    node.expected_commit_done();
                     return;
                 }
             }
         }
         ParallelMode::Serial => {}
     }
+    let announced = std::cell::Cell::new(true);
+    let done_waiting = || {
+        if announced.replace(false) {
+            node.expected_commit_done();
+        }
+    };
     let mut wait = || order.wait(shared, |p| p.entered >= index);
-    let mut entered = || order.update(|p| p.entered = p.entered.max(index + 1));
+    let mut entered = || {
+        order.update(|p| p.entered = p.entered.max(index + 1));
+        done_waiting();
+    };
     let mut turn = ReplicaTurn::Ordered { wait: &mut wait, entered: &mut entered };
     let (gtid, ts) = (job.txn.gtid(), job.txn.header.commit_ts_us);
     let result = node.apply_replicated_in_turn(job.txn.header, job.txn.changes.clone(), ignore_duplicates, &mut turn);
+    done_waiting();
     if record(shared, result, gtid, ts) {
         order.update(|p| p.committed = p.committed.max(index + 1));
     }

@@ -165,7 +165,7 @@ impl Replication {
         let to_start: Vec<String> =
             repl.connections.lock().iter().filter(|(_, c)| c.config.running).map(|(n, _)| n.clone()).collect();
         for name in to_start {
-            if let Err(e) = repl.start(&name, None) {
+            if let Err(e) = repl.start(&name, None, false) {
                 tracing::error!(connection = %name, "could not restart replication: {e}");
             }
         }
@@ -262,7 +262,7 @@ impl Replication {
     }
 
     /// START (optionally UNTIL a position). Discards the relay log and resumes from gtid_slave_pos.
-    pub fn start(&self, name: &str, until: Option<GtidPosition>) -> Result<(), CommandError> {
+    pub fn start(&self, name: &str, until: Option<GtidPosition>, sql_paused: bool) -> Result<(), CommandError> {
         let mut conns = self.connections.lock();
         let conn =
             conns.get_mut(name).ok_or_else(|| CommandError::NotFound(format!("no replication connection {name:?}")))?;
@@ -283,6 +283,7 @@ impl Replication {
         let previous = conn.shared.status.lock().clone();
         status.reconnects = previous.reconnects;
         let shared = Arc::new(Shared::new(name, status, self.me.clone()));
+        shared.set_sql_paused(sql_paused);
         let io = io::IoSide {
             shared: shared.clone(),
             master: conn.config.master.clone(),
@@ -311,6 +312,15 @@ impl Replication {
         conn.running = Some(Running { io, sql });
         conn.config.running = true;
         self.save(&conns)
+    }
+
+    /// Lets a connection started with `sql_paused` apply.
+    pub fn resume_sql(&self, name: &str) -> Result<(), CommandError> {
+        let conns = self.connections.lock();
+        let conn =
+            conns.get(name).ok_or_else(|| CommandError::NotFound(format!("no replication connection {name:?}")))?;
+        conn.shared.set_sql_paused(false);
+        Ok(())
     }
 
     /// STOP: both sides end; the connection stays configured.

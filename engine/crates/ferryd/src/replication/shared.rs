@@ -19,6 +19,8 @@ pub struct Shared {
     relay_end: Mutex<Option<BinlogCoord>>,
     relay_grew: Condvar,
     stop: watch::Sender<bool>,
+    /// Set while the SQL side must not apply (started with `sql_paused`).
+    sql_paused: std::sync::atomic::AtomicBool,
     /// Told when the connection stops by itself (error or UNTIL reached), so it is not restarted.
     manager: Weak<Replication>,
 }
@@ -31,6 +33,7 @@ impl Shared {
             relay_end: Mutex::new(None),
             relay_grew: Condvar::new(),
             stop: watch::channel(false).0,
+            sql_paused: std::sync::atomic::AtomicBool::new(false),
             manager,
         }
     }
@@ -48,6 +51,30 @@ impl Shared {
         self.stop.send_replace(true);
         let _guard = self.relay_end.lock();
         self.relay_grew.notify_all();
+    }
+
+    /// Waits for a poke or new relay data, at most `timeout`.
+    pub fn wait_briefly(&self, timeout: Duration) {
+        let mut end = self.relay_end.lock();
+        if !self.stopping() {
+            self.relay_grew.wait_for(&mut end, timeout);
+        }
+    }
+
+    /// Wakes the SQL side's coordinator (a worker finished).
+    pub fn poke(&self) {
+        let _guard = self.relay_end.lock();
+        self.relay_grew.notify_all();
+    }
+
+    pub fn set_sql_paused(&self, paused: bool) {
+        self.sql_paused.store(paused, std::sync::atomic::Ordering::SeqCst);
+        let _guard = self.relay_end.lock();
+        self.relay_grew.notify_all();
+    }
+
+    pub fn sql_paused(&self) -> bool {
+        self.sql_paused.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The IO side wrote a transaction up to `end`.

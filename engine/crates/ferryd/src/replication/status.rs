@@ -28,6 +28,8 @@ pub enum SqlState {
     Applying,
     /// Waiting for a transaction's delay to pass.
     Delaying,
+    /// Started with `sql_paused`: waiting for `resume-sql`.
+    Paused,
     /// START ... UNTIL reached its position.
     UntilReached,
     Error,
