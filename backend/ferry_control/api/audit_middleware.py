@@ -27,16 +27,23 @@ class AuditMiddleware:
         ):
             await self.app(scope, receive, send)
             return
-        error_code: list[str] = []
+        started = False
 
         async def send_after_audit(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
-                await self._record(scope, message["status"], error_code)
+                started = True
+                await self._record(scope, message["status"])
             await send(message)
 
-        await self.app(scope, receive, send_after_audit)
+        try:
+            await self.app(scope, receive, send_after_audit)
+        except Exception:
+            if not started:  # an unhandled error: the outer middleware answers 500
+                await self._record(scope, 500)
+            raise
 
-    async def _record(self, scope: Scope, status: int, _: list[str]) -> None:
+    async def _record(self, scope: Scope, status: int) -> None:
         app = scope["app"]
         state = scope.get("state") or {}
         principal = state.get("principal")

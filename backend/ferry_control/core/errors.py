@@ -1,6 +1,6 @@
 """API errors: one JSON body for every failure, `{"error": {"code", "message", "details"}}`, the same shape the
-nodes use. Services raise `AppError` subclasses; `install_error_handlers` maps them (and FastAPI's own validation
-and routing errors) to that body."""
+nodes use. Services raise `AppError` subclasses; `install_error_handlers` maps them, FastAPI's own validation and
+routing errors, and driver errors a service let through (502, with the server's code) to that body."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ferry_control.drivers.errors import DriverError
 
 
 class AppError(Exception):
@@ -81,6 +83,13 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def _app_error(_: Request, exc: AppError) -> JSONResponse:
         return JSONResponse(error_body(exc.code, exc.message, exc.details), exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(DriverError)
+    async def _driver_error(_: Request, exc: DriverError) -> JSONResponse:
+        message = f"server {exc.address} answered {exc.code}: {exc.message}"
+        return JSONResponse(
+            error_body(UpstreamError.code, message, {"server_code": exc.code}), UpstreamError.status_code
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
