@@ -1,13 +1,18 @@
 """The per-cluster operation lock is a row locked with SELECT … FOR UPDATE: on PostgreSQL a second holder (another
-API instance, i.e. another connection) cannot take it while the first transaction lives."""
+API instance, i.e. another connection) cannot take it while the first transaction lives; on SQLite the lock holds
+the database's write lock."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ferry_control.core.db import create_sessionmaker, session_scope
+from ferry_control.core.config import Settings
+from ferry_control.core.db import create_engine, create_sessionmaker, session_scope
+from ferry_control.core.migrate import upgrade
 from ferry_control.models import Cluster
 from ferry_control.repositories.clusters import ClusterRepository
 
@@ -30,3 +35,23 @@ async def test_a_locked_cluster_cannot_be_locked_by_another_connection(engine: A
         async with session_scope(sessions) as session:
             repository = ClusterRepository(session)
             await repository.delete(await repository.get(cluster_id))
+
+
+async def test_on_sqlite_the_lock_takes_the_database_write_lock(tmp_path: Path) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'lock.sqlite3'}")
+    upgrade(settings.database_url)
+    engine = create_engine(settings)
+    sessions = create_sessionmaker(engine)
+    try:
+        async with session_scope(sessions) as session:
+            cluster_id = (await ClusterRepository(session).add(Cluster(name="locked-cluster"))).id
+        async with sessions() as first, sessions() as second:
+            assert await ClusterRepository(first).lock_for_operation(cluster_id) is not None
+            raw = await second.connection()
+            await raw.exec_driver_sql("PRAGMA busy_timeout = 0")
+            with pytest.raises(OperationalError, match="database is locked"):
+                await ClusterRepository(second).lock_for_operation(cluster_id)
+            await second.rollback()
+            await first.rollback()
+    finally:
+        await engine.dispose()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.models import Cluster, OperationLock
@@ -40,8 +40,15 @@ class ClusterRepository:
 
     async def lock_for_operation(self, cluster_id: int, *, nowait: bool = False) -> OperationLock | None:
         """Locks the cluster's operation row for the rest of the transaction: SELECT … FOR UPDATE on PostgreSQL
-        (another API instance asking for it waits, or fails at once with `nowait`). SQLite has no row locks;
-        there the database-wide write lock serialises writers, which is the best it offers."""
+        (another API instance asking for it waits, or fails at once with `nowait`). SQLite has no row locks and
+        ignores FOR UPDATE; there a no-op UPDATE of the row first takes the database-wide write lock, held until the
+        transaction ends (others wait up to the busy timeout) — the best SQLite offers."""
+        if self.session.get_bind().dialect.name == "sqlite":
+            await self.session.execute(
+                update(OperationLock)
+                .where(OperationLock.cluster_id == cluster_id)
+                .values(acquired_at=OperationLock.acquired_at)
+            )
         statement = select(OperationLock).where(OperationLock.cluster_id == cluster_id)
         statement = statement.with_for_update(nowait=nowait)
         return await self.session.scalar(statement.execution_options(populate_existing=True))
