@@ -258,7 +258,10 @@ impl SqlSide {
             let _ = w.join();
         }
         let mut status = self.shared.status.lock();
-        if status.sql_state != SqlState::Error && status.sql_state != SqlState::UntilReached {
+        // A worker's error may have been overwritten by the coordinator's own state since: the error wins.
+        if status.last_error.as_ref().is_some_and(|e| e.side == "sql") {
+            status.sql_state = SqlState::Error;
+        } else if status.sql_state != SqlState::UntilReached {
             status.sql_state = SqlState::Stopped;
         }
     }
