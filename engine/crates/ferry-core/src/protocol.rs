@@ -158,6 +158,10 @@ pub enum Request {
         server_id: ServerId,
         position: String,
         heartbeat_ms: u32,
+        /// The replica's own protocol and admin addresses (as it advertises them), so the master can list
+        /// them for topology discovery; empty when unknown.
+        listen: String,
+        admin: String,
     },
 }
 
@@ -316,8 +320,8 @@ impl Request {
             Request::Ack { file, offset } => frame(op::ACK, request_id, |e| {
                 e.str(file).u64(*offset);
             }),
-            Request::Dump { server_id, position, heartbeat_ms } => frame(op::DUMP, request_id, |e| {
-                e.u32(*server_id).str(position).u32(*heartbeat_ms);
+            Request::Dump { server_id, position, heartbeat_ms, listen, admin } => frame(op::DUMP, request_id, |e| {
+                e.u32(*server_id).str(position).u32(*heartbeat_ms).str(listen).str(admin);
             }),
         }
     }
@@ -356,6 +360,8 @@ impl Request {
                 server_id: d.u32("server_id")?,
                 position: d.str("position")?.to_string(),
                 heartbeat_ms: d.u32("heartbeat interval")?,
+                listen: d.str("listen address")?.to_string(),
+                admin: d.str("admin address")?.to_string(),
             },
             other => return Err(FrameError::UnknownOperation(other)),
         };
@@ -478,7 +484,13 @@ mod tests {
             Request::WaitPosition { position: "0-1-5".into(), timeout_ms: 100 },
             Request::Stats,
             Request::Ping,
-            Request::Dump { server_id: 3, position: "0-1-5,1-2-3".into(), heartbeat_ms: 500 },
+            Request::Dump {
+                server_id: 3,
+                position: "0-1-5,1-2-3".into(),
+                heartbeat_ms: 500,
+                listen: "10.0.0.3:7301".into(),
+                admin: "10.0.0.3:7401".into(),
+            },
             Request::PositionAt { file: "ferry-bin.000001".into(), offset: 4 },
             Request::Ack { file: "ferry-bin.000001".into(), offset: 99 },
         ];

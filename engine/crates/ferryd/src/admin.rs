@@ -34,6 +34,7 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub replicas: Arc<ReplicaRegistry>,
     pub replication: Arc<Replication>,
+    pub advertised: crate::Advertised,
 }
 
 pub async fn serve(listener: TcpListener, state: AppState, mut stop: watch::Receiver<bool>) {
@@ -135,6 +136,9 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
     let mut body = serde_json::to_value(status).map_err(ApiError::internal)?;
     body["replication"] = serde_json::to_value(s.replication.status()).map_err(ApiError::internal)?;
     body["replicas"] = serde_json::to_value(s.replicas.list()).map_err(ApiError::internal)?;
+    body["listen"] = json!(s.advertised.listen);
+    body["admin"] = json!(s.advertised.admin);
+    body["api_version"] = json!(1);
     Ok(Json(body))
 }
 

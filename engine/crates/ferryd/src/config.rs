@@ -60,6 +60,9 @@ pub struct Args {
     /// Refuse explicit GTIDs whose seq_no is not above the domain's newest.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub strict_mode: bool,
+    /// Host to advertise instead of the bound one (in status, and to masters for topology discovery).
+    #[arg(long)]
+    pub advertise_host: Option<String>,
     /// Start read-only.
     #[arg(long)]
     pub read_only: bool,

@@ -29,6 +29,9 @@ pub struct DumpRequest {
     pub position: String,
     pub heartbeat_ms: u32,
     pub peer: String,
+    /// The replica's advertised addresses.
+    pub listen: String,
+    pub admin: String,
 }
 
 fn seek_error(e: &SeekError) -> Response {
@@ -84,6 +87,8 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
     let info = ReplicaInfo {
         server_id: req.server_id,
         address: req.peer.clone(),
+        listen: req.listen.clone(),
+        admin: req.admin.clone(),
         start_position: position.to_string(),
         sent_position: position.to_string(),
         sent_file: String::new(),

@@ -71,6 +71,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let admin_listener =
         TcpListener::bind(&args.admin).await.with_context(|| format!("binding --admin {}", args.admin))?;
     let (stop_tx, stop_rx) = watch::channel(false);
+    let advertised =
+        Advertised::new(args.advertise_host.as_deref(), listener.local_addr()?, admin_listener.local_addr()?);
     let ready = serde_json::json!({
         "event": "ready",
         "server_id": args.server_id,
@@ -80,11 +82,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
     println!("{ready}");
 
     let registry = Arc::new(replicas::ReplicaRegistry::default());
-    let replication =
-        replication::Replication::load(node.clone(), token.clone()).context("loading replication settings")?;
+    let replication = replication::Replication::load(node.clone(), token.clone(), advertised.clone())
+        .context("loading replication settings")?;
     let server = tokio::spawn(server::serve(listener, node.clone(), token.clone(), registry.clone(), stop_rx.clone()));
-    let state =
-        admin::AppState { node: node.clone(), token, metrics, replicas: registry, replication: replication.clone() };
+    let state = admin::AppState {
+        node: node.clone(),
+        token,
+        metrics,
+        replicas: registry,
+        replication: replication.clone(),
+        advertised,
+    };
     let admin = tokio::spawn(admin::serve(admin_listener, state, stop_rx));
 
     shutdown_signal().await;
@@ -100,6 +108,24 @@ async fn run(args: Args) -> anyhow::Result<()> {
     })
     .await?;
     Ok(())
+}
+
+/// The addresses this node tells others (status, and replicas to their masters): the bound addresses, with
+/// the host replaced by `--advertise-host` when given (a node bound to 0.0.0.0 is reached by a name).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Advertised {
+    pub listen: String,
+    pub admin: String,
+}
+
+impl Advertised {
+    fn new(host: Option<&str>, listen: std::net::SocketAddr, admin: std::net::SocketAddr) -> Self {
+        let show = |addr: std::net::SocketAddr| match host {
+            Some(h) => format!("{h}:{}", addr.port()),
+            None => addr.to_string(),
+        };
+        Advertised { listen: show(listen), admin: show(admin) }
+    }
 }
 
 async fn shutdown_signal() {

@@ -14,6 +14,9 @@ pub struct ReplicaInfo {
     pub server_id: u32,
     /// Address the replica connected from.
     pub address: String,
+    /// The replica's own protocol and admin addresses, as it advertises them (empty when it does not).
+    pub listen: String,
+    pub admin: String,
     /// The position it asked to start from.
     pub start_position: String,
     /// Newest GTID per domain sent to it.

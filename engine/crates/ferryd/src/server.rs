@@ -122,13 +122,15 @@ impl Connection {
             frame.resize(len, 0);
             self.reader.read_exact(&mut frame).await?;
             let (request_id, response) = match Request::decode(&frame) {
-                Ok((header, Request::Dump { server_id, position, heartbeat_ms })) if self.privileged => {
+                Ok((header, Request::Dump { server_id, position, heartbeat_ms, listen, admin })) if self.privileged => {
                     let req = DumpRequest {
                         request_id: header.request_id,
                         server_id,
                         position,
                         heartbeat_ms,
                         peer: self.peer.clone(),
+                        listen,
+                        admin,
                     };
                     let Connection { reader, mut writer, node, registry, .. } = self;
                     return dump::serve(reader, &mut writer, &node, &registry, req, stop).await;

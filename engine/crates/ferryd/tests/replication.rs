@@ -87,6 +87,10 @@ fn a_replica_streams_the_masters_binlog_keeping_gtids_and_order() {
     let (_, replicas) = master.get("/v1/replicas");
     assert_eq!(replicas["replicas"][0]["server_id"], 2);
     assert_eq!(replicas["replicas"][0]["sent_position"], "1-1-45,2-1-20");
+    // The replica tells its master where it can be reached, for topology discovery.
+    assert_eq!(replicas["replicas"][0]["listen"], replica.listen.as_str());
+    assert_eq!(replicas["replicas"][0]["admin"], replica.admin.as_str());
+    assert_eq!(replica.status()["admin"], replica.admin.as_str());
 }
 
 #[test]

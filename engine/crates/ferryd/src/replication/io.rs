@@ -29,6 +29,8 @@ pub struct IoSide {
     pub server_id: u32,
     pub heartbeat_ms: u32,
     pub token: Option<AdminToken>,
+    /// This node's addresses, told to the master for topology discovery.
+    pub advertised: crate::Advertised,
     pub relay: RelayWriter,
     /// Where the next session starts: the start position, advanced by every transaction received.
     pub position: GtidPosition,
@@ -106,6 +108,8 @@ impl IoSide {
             server_id: self.server_id,
             position: self.position.to_string(),
             heartbeat_ms: self.heartbeat_ms,
+            listen: self.advertised.listen.clone(),
+            admin: self.advertised.admin.clone(),
         };
         client.send_raw(&dump.encode(1)).await?;
         self.shared.status.lock().io_state = IoState::Connected;

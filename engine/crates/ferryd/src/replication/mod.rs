@@ -123,6 +123,7 @@ struct Connection {
 pub struct Replication {
     node: Arc<Node>,
     token: Option<AdminToken>,
+    advertised: crate::Advertised,
     config_path: PathBuf,
     relay_root: PathBuf,
     connections: Mutex<BTreeMap<String, Connection>>,
@@ -143,13 +144,18 @@ fn check_name(name: &str) -> Result<(), CommandError> {
 
 impl Replication {
     /// Loads the connections' settings and starts those that were running.
-    pub fn load(node: Arc<Node>, token: Option<AdminToken>) -> anyhow::Result<Arc<Self>> {
+    pub fn load(
+        node: Arc<Node>,
+        token: Option<AdminToken>,
+        advertised: crate::Advertised,
+    ) -> anyhow::Result<Arc<Self>> {
         let data_dir = node.config().data_dir.clone();
         let config_path = data_dir.join("replication.json");
         let configs = config::load(&config_path)?;
         let repl = Arc::new_cyclic(|me: &Weak<Replication>| Replication {
             node,
             token,
+            advertised,
             config_path,
             relay_root: data_dir.join("relay"),
             connections: Mutex::new(BTreeMap::new()),
@@ -290,6 +296,7 @@ impl Replication {
             server_id: self.node.config().server_id,
             heartbeat_ms: conn.config.heartbeat_ms,
             token: self.token.clone(),
+            advertised: self.advertised.clone(),
             relay,
             position: start.clone(),
         };
