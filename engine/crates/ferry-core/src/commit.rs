@@ -10,7 +10,6 @@
 //! [`CommitMode::NaiveScheduling`] keeps grouped fsyncs but lets each thread apply its own store part after
 //! the previous one signals it (seed 002's "naive" thread scheduling).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,9 +24,6 @@ use crate::gtid_alloc::{GtidAllocator, StrictModeViolation};
 use crate::row::RowChange;
 use crate::semisync::SemiSync;
 use crate::store::Store;
-
-/// Longest a leader waits for announced members (a parallel replica's in-order successors) to join its group.
-pub const EXPECTED_MEMBERS_WAIT: Duration = Duration::from_micros(250);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -271,8 +267,6 @@ pub struct GroupCommit {
     on_group: GroupHook,
     /// With network durability: where groups wait for replicas' confirmations.
     semi_sync: Option<Arc<SemiSync>>,
-    /// Transactions announced as about to enqueue; a leader waits briefly for them.
-    expected: AtomicUsize,
 }
 
 impl GroupCommit {
@@ -286,7 +280,6 @@ impl GroupCommit {
             log: Mutex::new(log),
             on_group,
             semi_sync: None,
-            expected: AtomicUsize::new(0),
         }
     }
 
@@ -330,14 +323,7 @@ impl GroupCommit {
 
     /// Commits one transaction from a thread that may block; returns once it is durable and visible.
     pub fn commit(&self, txn: PreparedTxn) -> Result<Committed, CommitError> {
-        self.commit_then(txn, || {})
-    }
-
-    /// [`GroupCommit::commit`], calling `entered` as soon as the transaction is in the commit queue (a parallel
-    /// replica lets the domain's next transaction in then, so both can share a group in order).
-    pub fn commit_then(&self, txn: PreparedTxn, entered: impl FnOnce()) -> Result<Committed, CommitError> {
         let enqueued = self.enqueue(txn);
-        entered();
         if !enqueued.leader {
             return self.finish_blocking(enqueued);
         }
@@ -426,18 +412,6 @@ impl GroupCommit {
 
     /// binlog_commit_wait_count / _usec: a bounded wait for more members before the write.
     fn wait_for_members(&self) {
-        // A parallel replica announces the transactions it is about to commit: the leader gives them a short
-        // moment to join, so that in-order successors share the group instead of each paying a fsync.
-        if self.expected.load(Ordering::SeqCst) > 0 {
-            let deadline = Instant::now() + EXPECTED_MEMBERS_WAIT;
-            let mut queue = self.queue.lock();
-            while self.expected.load(Ordering::SeqCst) > 0 {
-                if self.queue_grew.wait_until(&mut queue, deadline).timed_out() {
-                    break;
-                }
-            }
-            return;
-        }
         let want = self.config.wait_count;
         if want <= 1 || self.config.wait_us == 0 {
             return;
@@ -449,23 +423,6 @@ impl GroupCommit {
                 break;
             }
         }
-    }
-
-    /// Transactions announced as about to enter the queue (see [`GroupCommit::expect`]).
-    pub fn expected(&self) -> usize {
-        self.expected.load(Ordering::SeqCst)
-    }
-
-    /// Announces `n` more transactions that will enter the queue shortly (a parallel replica's dispatched work).
-    pub fn expect(&self, n: usize) {
-        self.expected.fetch_add(n, Ordering::SeqCst);
-    }
-
-    /// One announced transaction entered the queue, or will not come.
-    pub fn expectation_met(&self) {
-        let _ = self.expected.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
-        let _queue = self.queue.lock();
-        self.queue_grew.notify_one();
     }
 
     /// Naive scheduling: apply this member's store part (its turn has come), then pass the turn on.

@@ -26,30 +26,6 @@ use crate::row::{row_bytes, Row, RowChange, RowOp, Value};
 use crate::semisync::{SemiSync, SemiSyncConfig, SemiSyncStatus};
 use crate::store::{Store, StoreError, TableChecksum};
 
-/// How a replicated transaction takes its turn to enter the commit queue (in-order commit within a domain).
-pub enum ReplicaTurn<'a> {
-    /// Applied one at a time: always its turn.
-    Serial,
-    /// Applied in parallel: `wait` blocks until the predecessor in the domain has entered the commit queue
-    /// (false: give up, replication is stopping); `entered` lets the successor go.
-    Ordered { wait: &'a mut dyn FnMut() -> bool, entered: &'a mut dyn FnMut() },
-}
-
-impl ReplicaTurn<'_> {
-    fn wait(&mut self) -> bool {
-        match self {
-            ReplicaTurn::Serial => true,
-            ReplicaTurn::Ordered { wait, .. } => wait(),
-        }
-    }
-
-    fn entered(&mut self) {
-        if let ReplicaTurn::Ordered { entered, .. } = self {
-            entered();
-        }
-    }
-}
-
 /// Recent transactions kept in memory for the events API.
 pub const RECENT_EVENTS_MAX: usize = 10_000;
 /// Transactions applied between store flushes while replaying the binlog at start-up.
@@ -562,56 +538,6 @@ impl Node {
         Ok(())
     }
 
-    /// Applies a transaction received from a master: its GTID, commit time and row images are kept, it is
-    /// logged in this node's binlog (so any replica can be promoted) and recorded in gtid_slave_pos in the same
-    /// atomic store state. Read-only does not stop it. Returns None when it was skipped as a duplicate
-    /// (`ignore_duplicates`, for multi-path topologies). Blocking.
-    pub fn apply_replicated(
-        &self,
-        header: GtidEvent,
-        changes: Vec<RowChange>,
-        ignore_duplicates: bool,
-    ) -> Result<Option<Committed>, TxnError> {
-        self.apply_replicated_in_turn(header, changes, ignore_duplicates, &mut ReplicaTurn::Serial)
-    }
-
-    /// [`Node::apply_replicated`] for a parallel applier: `turn` waits (before the row locks) until the
-    /// transaction may enter the commit queue — its predecessor in the domain has — and is told once it has.
-    pub fn apply_replicated_in_turn(
-        &self,
-        header: GtidEvent,
-        changes: Vec<RowChange>,
-        ignore_duplicates: bool,
-        turn: &mut ReplicaTurn<'_>,
-    ) -> Result<Option<Committed>, TxnError> {
-        let gtid = header.gtid;
-        if !turn.wait() {
-            return Err(TxnError::NodeFailed("replication stopped before this transaction's turn".into()));
-        }
-        if ignore_duplicates && self.position().get(gtid.domain).is_some_and(|have| have.seq >= gtid.seq) {
-            turn.entered();
-            return Ok(None);
-        }
-        let guard = self.locks.lock(changes.iter().map(|c| (c.table.clone(), c.key.clone())));
-        // On an error the successors are not let in: replication stops here, leaving no gap in the domain.
-        // The GTID comes first: two masters in one domain explain a row mismatch, not the other way round.
-        self.commit.check_gtid(gtid).map_err(|v| self.strict_error(v, gtid))?;
-        self.check_before_images(&changes, header.flags & flags::BEFORE_IMAGES != 0)?;
-        let txn = PreparedTxn {
-            domain: gtid.domain,
-            gtid_override: GtidOverride { server: Some(gtid.server), seq: Some(gtid.seq) },
-            changes,
-            flags: (header.flags & !flags::REPLICATED) | flags::REPLICATED,
-            commit_ts_us: Some(header.commit_ts_us),
-        };
-        let result = self.commit.commit_then(txn, || turn.entered()).map_err(|e| match e {
-            CommitError::Strict(v) => self.strict_error(v, gtid),
-            other => other.into(),
-        });
-        drop(guard);
-        result.map(Some)
-    }
-
     /// A replicated GTID refused by strict mode; in this node's own domain, below what it wrote itself, it means
     /// two masters write one domain.
     fn strict_error(&self, v: StrictModeViolation, gtid: Gtid) -> TxnError {
@@ -625,22 +551,30 @@ impl Node {
 
     /// Row-based replication's consistency check: the row here must be what the master found, its before image
     /// (with `full_images`, an absent before image means the row must be absent; without, only logged before
-    /// images are checked). A mismatch means the servers have diverged — or, applying in parallel, that an
-    /// earlier transaction touching the row has not committed yet.
-    pub fn check_before_images(&self, changes: &[RowChange], full_images: bool) -> Result<(), TxnError> {
+    /// images are checked). `pending` holds the rows as the transactions ahead of this one that have not
+    /// committed yet leave them. A mismatch means the servers have diverged.
+    pub fn check_before_images(
+        &self,
+        changes: &[RowChange],
+        full_images: bool,
+        pending: &HashMap<(String, String), Option<Row>>,
+    ) -> Result<(), TxnError> {
         let checked = |c: &&RowChange| full_images || c.before.is_some();
-        let keys: Vec<(&str, &str)> =
-            changes.iter().filter(checked).map(|c| (c.table.as_str(), c.key.as_str())).collect();
-        if keys.is_empty() {
-            return Ok(());
-        }
         // Several changes of one transaction may touch a row: only its first before image is the row as found.
         let mut seen = std::collections::HashSet::new();
-        let current = self.store.read_rows(&keys)?;
-        for (change, row) in changes.iter().filter(checked).zip(current) {
-            if !seen.insert((change.table.as_str(), change.key.as_str())) {
-                continue;
-            }
+        let firsts: Vec<&RowChange> =
+            changes.iter().filter(checked).filter(|c| seen.insert((c.table.as_str(), c.key.as_str()))).collect();
+        let unknown: Vec<(&str, &str)> = firsts
+            .iter()
+            .filter(|c| !pending.contains_key(&(c.table.clone(), c.key.clone())))
+            .map(|c| (c.table.as_str(), c.key.as_str()))
+            .collect();
+        let mut stored = self.store.read_rows(&unknown)?.into_iter();
+        for change in firsts {
+            let row = match pending.get(&(change.table.clone(), change.key.clone())) {
+                Some(row) => row.clone(),
+                None => stored.next().expect("one stored row per unknown key"),
+            };
             if change.before != row {
                 return Err(TxnError::RowMismatch { table: change.table.clone(), key: change.key.clone() });
             }
@@ -648,19 +582,63 @@ impl Node {
         Ok(())
     }
 
+    /// Whether strict mode accepts this replicated GTID now (the commit checks it again).
+    pub fn check_replicated_gtid(&self, gtid: Gtid) -> Result<(), TxnError> {
+        self.commit.check_gtid(gtid).map_err(|v| self.strict_error(v, gtid))
+    }
+
+    /// Commits replicated transactions (already checked by the caller, in an order that keeps each domain's)
+    /// as one batch: their rows locked together, all entered into the commit queue, then led by this thread,
+    /// so they normally share one group and one fsync. Blocking. Results come in the batch's order.
+    pub fn commit_replicated_batch(&self, batch: Vec<(GtidEvent, Vec<RowChange>)>) -> Vec<Result<Committed, TxnError>> {
+        let keys: Vec<(String, String)> =
+            batch.iter().flat_map(|(_, changes)| changes.iter().map(|c| (c.table.clone(), c.key.clone()))).collect();
+        let guard = self.locks.lock(keys);
+        let mut lead = false;
+        let mut waiting = Vec::with_capacity(batch.len());
+        for (header, changes) in batch {
+            let gtid = header.gtid;
+            let txn = PreparedTxn {
+                domain: gtid.domain,
+                gtid_override: GtidOverride { server: Some(gtid.server), seq: Some(gtid.seq) },
+                changes,
+                flags: header.flags | flags::REPLICATED,
+                commit_ts_us: Some(header.commit_ts_us),
+            };
+            let enqueued = self.commit.enqueue(txn);
+            lead |= enqueued.leader;
+            waiting.push((gtid, enqueued));
+        }
+        let collect = |waiting: Vec<(Gtid, crate::commit::Enqueued)>| -> Vec<Result<Committed, TxnError>> {
+            waiting
+                .into_iter()
+                .map(|(gtid, enqueued)| {
+                    self.commit.finish_blocking(enqueued).map_err(|e| match e {
+                        CommitError::Strict(v) => self.strict_error(v, gtid),
+                        other => other.into(),
+                    })
+                })
+                .collect()
+        };
+        let results = if !lead {
+            collect(waiting)
+        } else if self.config.commit.mode == CommitMode::NaiveScheduling {
+            // The naive leader waits for every member's own store part, which these waits do: lead elsewhere.
+            std::thread::scope(|s| {
+                s.spawn(|| self.commit.lead());
+                collect(waiting)
+            })
+        } else {
+            self.commit.lead();
+            collect(waiting)
+        };
+        drop(guard);
+        results
+    }
+
     /// The position whose transactions are visible (written here and applied to the store).
     pub fn position(&self) -> GtidPosition {
         self.watch.position.lock().clone()
-    }
-
-    /// Announces `n` replicated transactions about to commit (see [`GroupCommit::expect`]).
-    pub fn expect_commits(&self, n: usize) {
-        self.commit.expect(n);
-    }
-
-    /// One announced transaction entered the commit queue, or will not.
-    pub fn expected_commit_done(&self) {
-        self.commit.expectation_met();
     }
 
     /// Semi-sync state, with network durability.

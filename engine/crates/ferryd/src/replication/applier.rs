@@ -1,36 +1,42 @@
-//! The SQL side of a replication connection: reads the relay log in order and applies each transaction through
-//! the node's replicated-apply path (original GTID kept, binlogged, gtid_slave_pos updated in the same atomic
-//! state), honouring START ... UNTIL and the connection's delay.
+//! The SQL side of a replication connection: reads the relay log and applies its transactions through the
+//! node (original GTID and origin commit time kept, logged in this node's binlog, gtid_slave_pos updated in the
+//! same atomic store state), honouring START ... UNTIL and the connection's delay.
 //!
-//! With more than one worker it applies in parallel: **in order within a domain** (a transaction enters the
-//! commit queue only after its predecessor in the domain has, so both can share a commit group, in order) and
-//! **out of order across domains**. `conservative` starts a transaction early only when the master committed
-//! it in the same group as its predecessor (same commit id, no row-lock wait, not DDL); `optimistic` starts any
-//! transaction early and checks its before images at once: a conflict found then (an earlier transaction of the
-//! domain has not committed yet) rolls it back to wait for its predecessors and try again, a bounded number of
-//! times before a clear error. A corrupt relay event, a refused transaction or a diverged row stops the
-//! connection, naming the relay file and offset, or the GTIDs, or the row.
+//! Applying a row-image transaction costs almost nothing here; what costs is its commit (an fsync). So the SQL
+//! side applies in **batches committed as one group**: `workers` is how many transactions may be in flight at
+//! once (one commit group), `domain_workers_max` how many of them one domain may have. A batch takes the domains'
+//! read-ahead queues in turn, so it is **in order within a domain** (a domain's transactions keep the master's
+//! order, and commit order is queue order) and **out of order across domains** (each server interleaves the
+//! domains its own way). `serial` applies one at a time; `conservative` puts two transactions of one domain in a
+//! batch only when the master committed them in the same group (same commit id, no row-lock wait, not DDL);
+//! `optimistic` puts any, checking each one's before images against the rows as its predecessors in the batch
+//! leave them: a conflict found then (it needs a predecessor's commit to be visible first) holds it back — its
+//! "roll back" costs nothing, as nothing was done — and it is retried in the next batch, once they committed.
+//!
+//! A corrupt relay event, a refused GTID (strict mode, two masters) or a diverged row (a before image that is
+//! not the row here, with no predecessor in flight to explain it) stops the connection, naming the relay file
+//! and offset, the GTIDs, or the row; nothing of a refused batch is applied, so no domain is left with a gap.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_core::binlog::event::flags;
 use ferry_core::binlog::reader::Transaction;
 use ferry_core::binlog::writer::now_us;
-use ferry_core::gtid::{DomainId, GtidPosition};
-use ferry_core::node::{Node, ReplicaTurn, TxnError};
+use ferry_core::gtid::{DomainId, Gtid, GtidPosition};
+use ferry_core::node::{Node, TxnError};
 use ferry_core::relay::RelayReader;
-use parking_lot::{Condvar, Mutex};
+use ferry_core::row::Row;
 use serde::{Deserialize, Serialize};
 
 use super::shared::Shared;
 use super::status::SqlState;
 
-/// How long a waiting side sleeps at most between looks at the stop flag.
+/// How long the SQL side sleeps at most between looks at the stop flag.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
-/// Optimistic mode: how many times a conflicting transaction is rolled back and retried.
-const CONFLICT_RETRIES_MAX: u32 = 5;
+/// Most transactions read ahead of what is applied.
+const READ_AHEAD_TXNS_MAX: usize = 10_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -41,7 +47,7 @@ pub enum ParallelMode {
     Optimistic,
 }
 
-/// How a connection applies: mode, total workers, and the most workers one domain may use.
+/// How a connection applies: mode, transactions in flight at once, and how many of them one domain may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParallelConfig {
     #[serde(default)]
@@ -63,8 +69,12 @@ impl Default for ParallelConfig {
 }
 
 impl ParallelConfig {
-    pub fn is_parallel(&self) -> bool {
-        self.mode != ParallelMode::Serial && self.workers > 1
+    /// Transactions per batch, and per domain in a batch.
+    fn limits(&self) -> (usize, usize) {
+        match self.mode {
+            ParallelMode::Serial => (1, 1),
+            _ => (self.workers.max(1), self.domain_workers_max.clamp(1, self.workers.max(1))),
+        }
     }
 }
 
@@ -79,81 +89,25 @@ pub struct SqlSide {
     pub parallel: ParallelConfig,
 }
 
-/// In-order commit within one domain: how many of its transactions (by index) entered the commit queue, and
-/// how many committed.
+/// Transactions read from the relay log and not yet applied, per domain in relay order (each with its place
+/// in the relay log, so serial apply keeps the relay's order across domains too).
 #[derive(Default)]
-struct DomainOrder {
-    state: Mutex<DomainProgress>,
-    moved: Condvar,
-}
-
-#[derive(Default)]
-struct DomainProgress {
-    entered: u64,
-    committed: u64,
-    in_flight: usize,
-}
-
-impl DomainOrder {
-    /// Waits until `check` holds; false if the connection stops first.
-    fn wait(&self, shared: &Shared, check: impl Fn(&DomainProgress) -> bool) -> bool {
-        let mut state = self.state.lock();
-        while !check(&state) {
-            if shared.stopping() {
-                return false;
-            }
-            self.moved.wait_for(&mut state, IDLE_WAIT);
-        }
-        true
-    }
-
-    fn update(&self, f: impl FnOnce(&mut DomainProgress)) {
-        f(&mut self.state.lock());
-        self.moved.notify_all();
-    }
-}
-
-/// One transaction handed to a worker.
-struct Job {
-    txn: Transaction,
-    /// Position of the transaction in its domain (0, 1, 2, …) since the connection started.
-    index: u64,
-    /// Conservative mode: the index it may start at once from (the first of its master commit group).
-    group_start: u64,
-    order: Arc<DomainOrder>,
-}
-
-/// Read from the relay log, waiting for a worker: per domain, in relay order.
-#[derive(Default)]
-struct Backlog {
-    by_domain: BTreeMap<DomainId, VecDeque<Job>>,
+struct ReadAhead {
+    by_domain: BTreeMap<DomainId, VecDeque<(u64, Transaction)>>,
     len: usize,
-    /// Rotates which domain is served first.
+    /// Places handed out so far.
+    read: u64,
+    /// Rotates which domain a batch starts with.
     next_turn: usize,
+    /// A relay-log read error, reported once everything read before it is applied.
+    error: Option<ferry_core::binlog::BinlogError>,
 }
 
-impl Backlog {
-    fn push(&mut self, domain: DomainId, job: Job) {
-        self.by_domain.entry(domain).or_default().push_back(job);
-        self.len += 1;
-    }
-}
-
-/// Most transactions read ahead of the workers.
-const BACKLOG_TXNS_MAX: usize = 10_000;
-
-/// The worker pool's queue and counts.
-#[derive(Default)]
-struct Pool {
-    queue: Mutex<PoolState>,
-    changed: Condvar,
-}
-
-#[derive(Default)]
-struct PoolState {
-    jobs: VecDeque<Job>,
-    in_flight: usize,
-    closed: bool,
+/// Why a batch could not be built.
+struct Refusal {
+    code: &'static str,
+    gtid: Gtid,
+    error: TxnError,
 }
 
 impl SqlSide {
@@ -162,144 +116,181 @@ impl SqlSide {
             return self.finish_until();
         }
         self.set_state(SqlState::WaitingForRelay);
-        let parallel = self.parallel.is_parallel();
-        let pool = Arc::new(Pool::default());
-        let workers: Vec<_> = if parallel {
-            (0..self.parallel.workers)
-                .map(|i| {
-                    let (pool, shared, node) = (pool.clone(), self.shared.clone(), self.node.clone());
-                    let (mode, ignore_duplicates) = (self.parallel.mode, self.ignore_duplicates);
-                    std::thread::Builder::new()
-                        .name(format!("apply-{}-{i}", self.shared.name))
-                        .spawn(move || worker(pool, shared, node, mode, ignore_duplicates))
-                        .expect("start an apply worker")
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let mut domains: BTreeMap<DomainId, (Arc<DomainOrder>, u64, u64, Option<u64>)> = BTreeMap::new();
-        let mut backlog = Backlog::default();
+        let mut ahead = ReadAhead::default();
         while !self.shared.stopping() {
             if self.shared.sql_paused() {
                 self.set_state(SqlState::Paused);
                 std::thread::sleep(Duration::from_millis(5));
                 continue;
             }
-            if parallel {
-                self.dispatch_ready(&pool, &mut backlog);
-                if backlog.len >= BACKLOG_TXNS_MAX {
-                    // Full: wait for a worker to finish (workers poke the relay condition).
-                    self.shared.wait_briefly(IDLE_WAIT);
-                    continue;
-                }
-            }
-            let written = match self.shared.wait_for_relay(self.relay.position(), IDLE_WAIT) {
-                Some(end) => end,
-                None => continue,
-            };
-            let txn = match self.relay.next(written) {
-                Ok(Some(txn)) => txn,
-                Ok(None) => {
-                    let idle = !parallel || (backlog.len == 0 && pool.queue.lock().in_flight == 0);
-                    if idle {
-                        self.set_state(SqlState::WaitingForRelay);
-                        if parallel && self.until_reached() {
-                            self.finish_until();
-                            break;
-                        }
-                    }
-                    continue;
-                }
-                Err(e) => {
+            self.read_ahead(&mut ahead);
+            if ahead.len == 0 {
+                if let Some(e) = ahead.error.take() {
                     self.set_state(SqlState::Error);
                     self.shared.fail("sql", "RELAY_CORRUPT", e.to_string());
                     break;
+                }
+                if self.until.is_some() && self.until_reached() {
+                    return self.finish_until();
+                }
+                self.set_state(SqlState::WaitingForRelay);
+                self.shared.wait_for_relay(self.relay.position(), IDLE_WAIT);
+                continue;
+            }
+            let batch = match self.take_batch(&mut ahead) {
+                Ok(batch) => batch,
+                Err(Refusal { code, gtid, error }) => {
+                    self.set_state(SqlState::Error);
+                    return self.shared.fail("sql", code, format!("applying {gtid}: {error}"));
+                }
+            };
+            if batch.is_empty() {
+                continue;
+            }
+            if !self.commit(batch) {
+                return;
+            }
+            if self.until.is_some() && self.until_reached() {
+                return self.finish_until();
+            }
+        }
+        let mut status = self.shared.status.lock();
+        if status.sql_state != SqlState::Error && status.sql_state != SqlState::UntilReached {
+            status.sql_state = SqlState::Stopped;
+        }
+    }
+
+    /// Reads what the relay log holds (up to the read-ahead bound) into the domains' queues; a read error stops
+    /// the reading and waits in `ahead.error` until what came before it is applied.
+    fn read_ahead(&mut self, ahead: &mut ReadAhead) {
+        while ahead.len < READ_AHEAD_TXNS_MAX && ahead.error.is_none() {
+            let Some(written) = self.shared.relay_end() else { return };
+            let txn = match self.relay.next(written) {
+                Ok(Some(txn)) => txn,
+                Ok(None) => return,
+                Err(e) => {
+                    ahead.error = Some(e);
+                    return;
                 }
             };
             if !self.wanted(&txn) {
                 continue;
             }
-            if !self.wait_for_delay(&txn) {
-                break;
-            }
-            self.set_state(SqlState::Applying);
-            if !parallel {
-                let (gtid, ts) = (txn.gtid(), txn.header.commit_ts_us);
-                let result = self.node.apply_replicated(txn.header, txn.changes, self.ignore_duplicates);
-                if !record(&self.shared, result, gtid, ts) {
-                    break;
-                }
-                if self.until_reached() {
-                    self.finish_until();
-                    break;
-                }
-                continue;
-            }
-            let domain = txn.gtid().domain;
-            let entry = domains.entry(domain).or_insert_with(|| (Arc::new(DomainOrder::default()), 0, 0, None));
-            let (order, next_index, group_start, last_commit_id) = entry;
-            let index = *next_index;
-            *next_index += 1;
-            let joins_group =
-                *last_commit_id == Some(txn.header.commit_id) && txn.header.flags & (flags::WAITED | flags::DDL) == 0;
-            if !joins_group {
-                *group_start = index;
-            }
-            *last_commit_id = Some(txn.header.commit_id);
-            backlog.push(domain, Job { txn, index, group_start: *group_start, order: order.clone() });
-        }
-        {
-            let mut q = pool.queue.lock();
-            q.closed = true;
-            pool.changed.notify_all();
-        }
-        for w in workers {
-            let _ = w.join();
-        }
-        let mut status = self.shared.status.lock();
-        // A worker's error may have been overwritten by the coordinator's own state since: the error wins.
-        if status.last_error.as_ref().is_some_and(|e| e.side == "sql") {
-            status.sql_state = SqlState::Error;
-        } else if status.sql_state != SqlState::UntilReached {
-            status.sql_state = SqlState::Stopped;
+            ahead.read += 1;
+            ahead.by_domain.entry(txn.gtid().domain).or_default().push_back((ahead.read, txn));
+            ahead.len += 1;
         }
     }
 
-    /// Hands waiting jobs to the pool while workers are free, each domain within its worker limit, taking the
-    /// domains in turn so that a busy one does not hold the others back.
-    fn dispatch_ready(&self, pool: &Pool, backlog: &mut Backlog) {
-        if backlog.len == 0 {
-            return;
-        }
-        let domain_max = self.parallel.domain_workers_max.max(1);
-        let mut dispatched = false;
-        {
-            let mut q = pool.queue.lock();
-            let domains: Vec<DomainId> = backlog.by_domain.keys().copied().collect();
-            let start = backlog.next_turn % domains.len().max(1);
-            for &domain in domains.iter().cycle().skip(start).take(domains.len()) {
-                let queue = backlog.by_domain.get_mut(&domain).expect("listed");
-                while q.in_flight < self.parallel.workers {
-                    let Some(job) = queue.front() else { break };
-                    if job.order.state.lock().in_flight >= domain_max {
+    /// The next batch: domains in turn, each within its limit, every member checked (GTID, duplicates, before
+    /// images over its predecessors in the batch); a conflicting one waits for the next batch.
+    fn take_batch(&mut self, ahead: &mut ReadAhead) -> Result<Vec<Transaction>, Refusal> {
+        let (batch_max, domain_max) = self.parallel.limits();
+        let mut batch: Vec<Transaction> = Vec::new();
+        let mut pending_rows: HashMap<(String, String), Option<Row>> = HashMap::new();
+        let position = self.node.position();
+        let domains: Vec<DomainId> = if self.parallel.mode == ParallelMode::Serial {
+            // Serial: the relay log's own order, across domains too.
+            ahead
+                .by_domain
+                .iter()
+                .min_by_key(|(_, q)| q.front().map(|(place, _)| *place))
+                .map(|(d, _)| *d)
+                .into_iter()
+                .collect()
+        } else {
+            ahead.by_domain.keys().copied().collect()
+        };
+        let start = ahead.next_turn % domains.len().max(1);
+        ahead.next_turn = ahead.next_turn.wrapping_add(1);
+        for &domain in domains.iter().cycle().skip(start).take(domains.len()) {
+            let queue = ahead.by_domain.get_mut(&domain).expect("listed");
+            let mut taken = 0usize;
+            let mut last: Option<(Gtid, u64)> = None;
+            while batch.len() < batch_max && taken < domain_max {
+                let Some((_, txn)) = queue.front() else { break };
+                let gtid = txn.gtid();
+                let have = last.map(|(g, _)| g).or_else(|| position.get(domain));
+                if self.ignore_duplicates && have.is_some_and(|h| h.seq >= gtid.seq) {
+                    queue.pop_front();
+                    ahead.len -= 1;
+                    self.shared.status.lock().duplicates_skipped += 1;
+                    continue;
+                }
+                if let Some((prev, commit_id)) = last {
+                    if prev.seq >= gtid.seq {
+                        let violation =
+                            ferry_core::gtid_alloc::StrictModeViolation { domain, offered: gtid, have: prev };
+                        return Err(Refusal { code: "STRICT_MODE", gtid, error: TxnError::Strict(violation) });
+                    }
+                    let same_group =
+                        commit_id == txn.header.commit_id && txn.header.flags & (flags::WAITED | flags::DDL) == 0;
+                    if self.parallel.mode == ParallelMode::Conservative && !same_group {
                         break;
                     }
-                    let job = queue.pop_front().expect("front exists");
-                    self.node.expect_commits(1);
-                    job.order.update(|p| p.in_flight += 1);
-                    q.in_flight += 1;
-                    q.jobs.push_back(job);
-                    backlog.len -= 1;
-                    dispatched = true;
+                } else if let Err(error) = self.node.check_replicated_gtid(gtid) {
+                    let code = if matches!(error, TxnError::TwoMasters(_)) { "TWO_MASTERS" } else { "STRICT_MODE" };
+                    return Err(Refusal { code, gtid, error });
+                }
+                let full = txn.header.flags & flags::BEFORE_IMAGES != 0;
+                match self.node.check_before_images(&txn.changes, full, &pending_rows) {
+                    Ok(()) => {}
+                    Err(TxnError::RowMismatch { .. }) if taken > 0 => {
+                        // A predecessor in this batch has to commit first: retried in the next batch.
+                        let mut status = self.shared.status.lock();
+                        status.conflicts += 1;
+                        status.retries += 1;
+                        break;
+                    }
+                    Err(error @ TxnError::RowMismatch { .. }) => {
+                        return Err(Refusal { code: "ROW_MISMATCH", gtid, error })
+                    }
+                    Err(error) => return Err(Refusal { code: "APPLY_FAILED", gtid, error }),
+                }
+                if !self.due(txn) {
+                    // Delayed replica: nothing later is due either.
+                    break;
+                }
+                let (_, txn) = queue.pop_front().expect("front exists");
+                ahead.len -= 1;
+                for c in &txn.changes {
+                    pending_rows.insert((c.table.clone(), c.key.clone()), c.after.clone());
+                }
+                last = Some((gtid, txn.header.commit_id));
+                taken += 1;
+                batch.push(txn);
+            }
+        }
+        ahead.by_domain.retain(|_, q| !q.is_empty());
+        if batch.is_empty() && self.delay_s > 0 {
+            self.set_state(SqlState::Delaying);
+            std::thread::sleep(IDLE_WAIT);
+        }
+        Ok(batch)
+    }
+
+    /// Commits a batch as one group; false when replication must stop.
+    fn commit(&self, batch: Vec<Transaction>) -> bool {
+        self.set_state(SqlState::Applying);
+        let meta: Vec<(Gtid, u64)> = batch.iter().map(|t| (t.gtid(), t.header.commit_ts_us)).collect();
+        let results = self.node.commit_replicated_batch(batch.into_iter().map(|t| (t.header, t.changes)).collect());
+        for ((gtid, ts), result) in meta.into_iter().zip(results) {
+            match result {
+                Ok(_) => self.shared.status.lock().applied(gtid, ts),
+                Err(e) => {
+                    self.set_state(SqlState::Error);
+                    let code = match &e {
+                        TxnError::Strict(_) => "STRICT_MODE",
+                        TxnError::TwoMasters(_) => "TWO_MASTERS",
+                        TxnError::RowMismatch { .. } => "ROW_MISMATCH",
+                        _ => "APPLY_FAILED",
+                    };
+                    self.shared.fail("sql", code, format!("applying {gtid}: {e}"));
+                    return false;
                 }
             }
-            backlog.next_turn = backlog.next_turn.wrapping_add(1);
         }
-        backlog.by_domain.retain(|_, q| !q.is_empty());
-        if dispatched {
-            pool.changed.notify_all();
-        }
+        true
     }
 
     fn set_state(&self, state: SqlState) {
@@ -323,130 +314,8 @@ impl SqlSide {
         self.shared.stopped_by_itself();
     }
 
-    /// Waits until the transaction is `delay_s` old; false if the connection was stopped meanwhile.
-    fn wait_for_delay(&self, txn: &Transaction) -> bool {
-        if self.delay_s == 0 {
-            return true;
-        }
-        let due_us = txn.header.commit_ts_us + self.delay_s * 1_000_000;
-        while now_us() < due_us {
-            if self.shared.stopping() {
-                return false;
-            }
-            self.set_state(SqlState::Delaying);
-            std::thread::sleep(IDLE_WAIT.min(Duration::from_micros(due_us - now_us())));
-        }
-        true
-    }
-}
-
-/// Records an apply's outcome in the status; false when replication must stop.
-fn record(
-    shared: &Shared,
-    result: Result<Option<ferry_core::commit::Committed>, TxnError>,
-    gtid: ferry_core::Gtid,
-    ts: u64,
-) -> bool {
-    match result {
-        Ok(Some(_)) => {
-            shared.status.lock().applied(gtid, ts);
-            true
-        }
-        Ok(None) => {
-            shared.status.lock().duplicates_skipped += 1;
-            true
-        }
-        Err(e) => {
-            if shared.stopping() {
-                return false;
-            }
-            shared.status.lock().sql_state = SqlState::Error;
-            let code = match &e {
-                TxnError::Strict(_) => "STRICT_MODE",
-                TxnError::TwoMasters(_) => "TWO_MASTERS",
-                TxnError::RowMismatch { .. } => "ROW_MISMATCH",
-                _ => "APPLY_FAILED",
-            };
-            shared.fail("sql", code, format!("applying {gtid}: {e}"));
-            false
-        }
-    }
-}
-
-/// A parallel apply worker: takes jobs in relay order and applies each in its domain's commit order.
-fn worker(pool: Arc<Pool>, shared: Arc<Shared>, node: Arc<Node>, mode: ParallelMode, ignore_duplicates: bool) {
-    loop {
-        let job = {
-            let mut q = pool.queue.lock();
-            loop {
-                if let Some(job) = q.jobs.pop_front() {
-                    break job;
-                }
-                if q.closed {
-                    return;
-                }
-                pool.changed.wait_for(&mut q, IDLE_WAIT);
-            }
-        };
-        apply_job(&shared, &node, mode, ignore_duplicates, &job);
-        job.order.update(|p| p.in_flight -= 1);
-        pool.queue.lock().in_flight -= 1;
-        pool.changed.notify_all();
-        // The coordinator waits on the relay condition: a free worker is news for it too.
-        shared.poke();
-    }
-}
-
-fn apply_job(shared: &Shared, node: &Node, mode: ParallelMode, ignore_duplicates: bool, job: &Job) {
-    let (index, order) = (job.index, &job.order);
-    let all_before_committed = |p: &DomainProgress| p.committed >= index;
-    match mode {
-        ParallelMode::Conservative => {
-            // Starts with its master commit group: everything before the group must be committed.
-            if !order.wait(shared, |p| p.committed >= job.group_start) {
-                node.expected_commit_done();
-                return;
-            }
-        }
-        ParallelMode::Optimistic => {
-            // Speculate: check the before images now; a conflict with a predecessor still in flight is rolled
-            // back (nothing was done yet) and retried once the predecessors have committed.
-            let mut attempts = 0;
-            let full = job.txn.header.flags & flags::BEFORE_IMAGES != 0;
-            while let Err(TxnError::RowMismatch { .. }) = node.check_before_images(&job.txn.changes, full) {
-                if order.state.lock().committed >= index || attempts >= CONFLICT_RETRIES_MAX {
-                    break; // Not a conflict with a predecessor: the apply below reports the mismatch.
-                }
-                attempts += 1;
-                {
-                    let mut status = shared.status.lock();
-                    status.conflicts += u64::from(attempts == 1);
-                    status.retries += 1;
-                }
-                if !order.wait(shared, all_before_committed) {
-                    node.expected_commit_done();
-                    return;
-                }
-            }
-        }
-        ParallelMode::Serial => {}
-    }
-    let announced = std::cell::Cell::new(true);
-    let done_waiting = || {
-        if announced.replace(false) {
-            node.expected_commit_done();
-        }
-    };
-    let mut wait = || order.wait(shared, |p| p.entered >= index);
-    let mut entered = || {
-        order.update(|p| p.entered = p.entered.max(index + 1));
-        done_waiting();
-    };
-    let mut turn = ReplicaTurn::Ordered { wait: &mut wait, entered: &mut entered };
-    let (gtid, ts) = (job.txn.gtid(), job.txn.header.commit_ts_us);
-    let result = node.apply_replicated_in_turn(job.txn.header, job.txn.changes.clone(), ignore_duplicates, &mut turn);
-    done_waiting();
-    if record(shared, result, gtid, ts) {
-        order.update(|p| p.committed = p.committed.max(index + 1));
+    /// Whether a delayed replica may apply the transaction now.
+    fn due(&self, txn: &Transaction) -> bool {
+        self.delay_s == 0 || now_us() >= txn.header.commit_ts_us + self.delay_s * 1_000_000
     }
 }

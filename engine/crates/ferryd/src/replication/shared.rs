@@ -53,20 +53,6 @@ impl Shared {
         self.relay_grew.notify_all();
     }
 
-    /// Waits for a poke or new relay data, at most `timeout`.
-    pub fn wait_briefly(&self, timeout: Duration) {
-        let mut end = self.relay_end.lock();
-        if !self.stopping() {
-            self.relay_grew.wait_for(&mut end, timeout);
-        }
-    }
-
-    /// Wakes the SQL side's coordinator (a worker finished).
-    pub fn poke(&self) {
-        let _guard = self.relay_end.lock();
-        self.relay_grew.notify_all();
-    }
-
     pub fn set_sql_paused(&self, paused: bool) {
         self.sql_paused.store(paused, std::sync::atomic::Ordering::SeqCst);
         let _guard = self.relay_end.lock();
@@ -81,6 +67,11 @@ impl Shared {
     pub fn relay_written(&self, end: BinlogCoord) {
         *self.relay_end.lock() = Some(end);
         self.relay_grew.notify_all();
+    }
+
+    /// Where the relay log's last complete transaction ends now.
+    pub fn relay_end(&self) -> Option<BinlogCoord> {
+        *self.relay_end.lock()
     }
 
     /// The SQL side waits (at most `timeout`) for the relay log to end past `read`.

@@ -97,14 +97,14 @@ impl NodeProc {
 
     pub fn get(&self, path: &str) -> (u16, serde_json::Value) {
         off_runtime(|| {
-            let resp = reqwest::blocking::get(self.url(path)).unwrap();
+            let resp = http().get(self.url(path)).send().unwrap();
             let status = resp.status().as_u16();
             (status, resp.json().unwrap_or(serde_json::Value::Null))
         })
     }
 
     pub fn get_text(&self, path: &str) -> String {
-        off_runtime(|| reqwest::blocking::get(self.url(path)).unwrap().text().unwrap())
+        off_runtime(|| http().get(self.url(path)).send().unwrap().text().unwrap())
     }
 
     pub fn status(&self) -> serde_json::Value {
@@ -116,7 +116,7 @@ impl NodeProc {
     /// POST with an optional bearer token; returns the status code and the JSON body.
     pub fn post(&self, path: &str, body: serde_json::Value, token: Option<&str>) -> (u16, serde_json::Value) {
         off_runtime(|| {
-            let mut req = reqwest::blocking::Client::new().post(self.url(path)).json(&body);
+            let mut req = http().post(self.url(path)).json(&body);
             if let Some(t) = token {
                 req = req.bearer_auth(t);
             }
@@ -129,7 +129,7 @@ impl NodeProc {
     /// DELETE with the admin token; returns the status code and the JSON body.
     pub fn delete_req(&self, path: &str) -> (u16, serde_json::Value) {
         off_runtime(|| {
-            let resp = reqwest::blocking::Client::new().delete(self.url(path)).bearer_auth(TOKEN).send().unwrap();
+            let resp = http().delete(self.url(path)).bearer_auth(TOKEN).send().unwrap();
             let status = resp.status().as_u16();
             (status, resp.json().unwrap_or(serde_json::Value::Null))
         })
@@ -156,4 +156,9 @@ pub fn rt() -> &'static tokio::runtime::Runtime {
 /// Runs blocking HTTP on a thread of its own, so it also works from inside async test code.
 fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     std::thread::scope(|s| s.spawn(f).join().unwrap())
+}
+
+/// An HTTP client whose timeout outlasts the longest wait a test asks a node for.
+fn http() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder().timeout(std::time::Duration::from_secs(180)).build().unwrap()
 }
