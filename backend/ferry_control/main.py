@@ -23,9 +23,13 @@ from ferry_control.core.metrics import Metrics, RequestMetricsMiddleware
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.services.collector import Collector
 from ferry_control.services.event_bus import EventBus
+from ferry_control.services.orchestrator import register_executors
+from ferry_control.services.orchestrator.monitor import FailoverMonitor
+from ferry_control.services.orchestrator.runner import OperationRunner
 
 DESCRIPTION = """Ferry's control plane: clusters of ferryd nodes (MariaDB-style GTID replication), their topology,
-per-domain positions and lag, stream interleavings, and (next) switchover, failover and drills.
+per-domain positions and lag, stream interleavings, and the operations that move the master role: switchover,
+failover (automatic when enabled per cluster), repoint, read-only, start/stop replication, bring level, and drills.
 
 Every endpoint but `/api/v1/health` needs `Authorization: Bearer <API token>`. Viewers read; operators also change
 clusters and servers; admins also manage tokens. Errors always have the body `{"error": {"code", "message"}}`."""
@@ -43,6 +47,10 @@ def create_app(
     drivers = DriverFactory(settings)
     bus = EventBus(settings.events_queue_max)
     collector = Collector(sessionmaker, drivers, bus, settings, metrics)
+    runner = OperationRunner(sessionmaker, drivers, bus, settings, metrics)
+    register_executors(runner)
+    monitor = FailoverMonitor(sessionmaker, drivers, runner, bus, settings)
+    collector.after_cycle.append(monitor.check)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -52,6 +60,7 @@ def create_app(
             yield
         finally:
             await collector.stop()
+            await runner.shutdown()
             await drivers.aclose()
             if engine is not None:
                 await engine.dispose()
@@ -81,6 +90,8 @@ def create_app(
     app.state.drivers = drivers
     app.state.bus = bus
     app.state.collector = collector
+    app.state.runner = runner
+    app.state.monitor = monitor
     install_error_handlers(app)
     app.include_router(api_router)
 

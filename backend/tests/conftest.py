@@ -2,6 +2,11 @@
 transaction that is rolled back at its end (the app's own commits become savepoints), the app in-process with
 that session, API tokens of every role, and a real three-node ferryd cluster.
 
+Operations run in background tasks with sessions of their own and lock rows across connections, which one rolled-back
+connection cannot give: `live_app` runs the app on its own engine (a pool) against a second migrated database, with
+its lifespan (runner, and collector or scheduler when asked), and empties that database afterwards.
+`ferryd_factory` starts fresh three-node ferryd clusters a test may change as it likes.
+
 The database server is named by FERRY_TEST_DATABASE_URL (`make test-backend` starts a throwaway one with
 scripts/ensure-postgres.sh); without it the tests fail at once rather than skip.
 """
@@ -10,9 +15,11 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -27,6 +34,7 @@ from ferry_control.core.db import session_scope
 from ferry_control.core.migrate import upgrade
 from ferry_control.core.security import Role
 from ferry_control.main import create_app
+from ferry_control.models import Base
 from ferry_control.services.tokens import TokenService
 from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster
 
@@ -174,3 +182,92 @@ def ferryd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FerrydCluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def live_database_url(admin_database_url: str) -> Iterator[str]:
+    """A second migrated database for apps that commit for real (emptied after each test that used it)."""
+    name = f"ferry_live_{uuid.uuid4().hex[:12]}"
+    url = create_database(admin_database_url, name)
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        drop_database(admin_database_url, name)
+
+
+def empty_database(url: str) -> None:
+    engine = create_sync_engine(url, poolclass=NullPool)
+    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    with engine.begin() as connection:
+        connection.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+
+
+@dataclass
+class Live:
+    """An app on its own engine, its lifespan running, with an operator's client and tokens of every role."""
+
+    app: Any
+    client: httpx.AsyncClient
+    tokens: Tokens
+    settings: Settings
+
+    def client_as(self, role: str) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=self.app), base_url="http://ferry.test", headers=self.tokens.header(role)
+        )
+
+
+LiveFactory = Callable[..., AbstractAsyncContextManager[Live]]
+
+
+@pytest.fixture
+def live_app(live_database_url: str) -> LiveFactory:
+    """`async with live_app(**settings_overrides) as live:` — the app runs for real; its database is emptied after."""
+
+    @asynccontextmanager
+    async def make(**overrides: Any) -> AsyncIterator[Live]:
+        fields: dict[str, Any] = {
+            "environment": "test", "database_url": live_database_url, "token_pepper": TOKEN_PEPPER,
+            "node_token": NODE_TOKEN, "collector_enabled": False, "drill_scheduler_enabled": False,
+            "poll_timeout_s": 5.0, "unreachable_after_failures": 2, "node_read_retries_max": 0,
+            "switchover_catch_up_timeout_s": 10.0, "verify_timeout_s": 30.0,
+        }  # fmt: skip
+        settings = Settings(**{**fields, **overrides})
+        app = create_app(settings)
+        try:
+            async with app.router.lifespan_context(app):
+                created = {}
+                async with session_scope(app.state.sessionmaker) as session:
+                    service = TokenService(session, settings)
+                    for role in Role:
+                        _, created[role.value] = await service.create(f"live-{role.value}", role)
+                tokens = Tokens(**created)
+                transport = httpx.ASGITransport(app=app)
+                async with httpx.AsyncClient(
+                    transport=transport, base_url="http://ferry.test", headers=tokens.header("operator")
+                ) as client:
+                    yield Live(app, client, tokens, settings)
+        finally:
+            empty_database(live_database_url)
+
+    return make
+
+
+@pytest.fixture
+def ferryd_factory(tmp_path: Path) -> Iterator[Callable[..., FerrydCluster]]:
+    """`ferryd_factory(extra_args=(...))`: a fresh master and two replicas (stopped after the test)."""
+    clusters: list[FerrydCluster] = []
+
+    def make(extra_args: tuple[str, ...] = ()) -> FerrydCluster:
+        cluster = FerrydCluster(tmp_path / f"ferryd{len(clusters)}", extra_args)
+        clusters.append(cluster)
+        cluster.start()
+        return cluster
+
+    try:
+        yield make
+    finally:
+        for cluster in clusters:
+            cluster.stop()

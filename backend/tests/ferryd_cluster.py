@@ -65,9 +65,11 @@ def free_port_pair(offset: int = ADMIN_PORT_OFFSET) -> tuple[int, int]:
 class FerrydNode:
     """One ferryd process; `start()`, then `increment()` and the admin helpers, then `stop()`."""
 
-    def __init__(self, root: Path, server_id: int):
+    def __init__(self, root: Path, server_id: int, extra_args: tuple[str, ...] = ()):
         self.root = root
         self.server_id = server_id
+        #: More ferryd flags (durability, semi-sync, …).
+        self.extra_args = extra_args
         self.binary = protocol.ferryd_binary()
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
@@ -81,13 +83,15 @@ class FerrydNode:
     def log(self) -> str:
         return (self.root / "ferryd.log").read_text(errors="replace")
 
-    def start(self) -> None:
+    def start(self, *, same_ports: bool = False) -> None:
+        """Starts the node on fresh free ports, or (a restart) on the ports it had."""
         self.root.mkdir(parents=True, exist_ok=True)
         token_file = self.root / "admin-token"
         token_file.write_text(NODE_TOKEN)
         last_error = ""
         for _ in range(5):
-            self.protocol_port, self.admin_port = free_port_pair()
+            if not same_ports:
+                self.protocol_port, self.admin_port = free_port_pair()
             args = [
                 str(self.binary),
                 "--server-id", str(self.server_id),
@@ -95,6 +99,7 @@ class FerrydNode:
                 "--listen", f"127.0.0.1:{self.protocol_port}",
                 "--admin", f"127.0.0.1:{self.admin_port}",
                 "--admin-token-file", str(token_file),
+                *self.extra_args,
             ]  # fmt: skip
             with open(self.root / "ferryd.log", "ab") as log:
                 self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log)
@@ -169,6 +174,17 @@ class FerrydNode:
         body = self.post("/v1/wait-for-position", {"position": position, "timeout_ms": int(WAIT_S * 1000)})
         assert body["reached"], f"node {self.server_id} did not reach {position}: {body}\n{self.log}"
 
+    def kill(self) -> None:
+        """SIGKILL: the node dies at once, as in a crash."""
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait()
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
     def stop(self) -> None:
         if self.sock is not None:
             self.sock.close()
@@ -187,10 +203,10 @@ class FerrydNode:
 class FerrydCluster:
     """A master and two replicas, each replica streaming from the master over connection `main`."""
 
-    def __init__(self, root: Path):
-        self.master = FerrydNode(root / "master", server_id=1)
-        self.replica1 = FerrydNode(root / "replica1", server_id=2)
-        self.replica2 = FerrydNode(root / "replica2", server_id=3)
+    def __init__(self, root: Path, extra_args: tuple[str, ...] = ()):
+        self.master = FerrydNode(root / "master", server_id=1, extra_args=extra_args)
+        self.replica1 = FerrydNode(root / "replica1", server_id=2, extra_args=extra_args)
+        self.replica2 = FerrydNode(root / "replica2", server_id=3, extra_args=extra_args)
 
     @property
     def nodes(self) -> list[FerrydNode]:

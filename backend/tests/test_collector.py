@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx
-import uvicorn
 from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -18,28 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ferry_control.models import HealthEvent
 from tests.conftest import Tokens
 from tests.ferryd_cluster import FerrydCluster, FerrydNode, free_port_pair
+from tests.helpers import register, serve
 
 #: Bound on every wait for a condition in these tests.
 WAIT_S = 30.0
-
-
-async def register(client: httpx.AsyncClient, ferryd: FerrydCluster, name: str = "ferry") -> tuple[int, dict[str, int]]:
-    """A cluster with the three nodes registered; returns its id and the registered ids by role."""
-    cluster = (await client.post("/api/v1/clusters", json={"name": name})).json()
-    ids = {}
-    for role, node in (("master", ferryd.master), ("replica1", ferryd.replica1), ("replica2", ferryd.replica2)):
-        response = await client.post(
-            f"/api/v1/clusters/{cluster['id']}/servers",
-            json={
-                "name": role,
-                "host": "127.0.0.1",
-                "protocol_port": node.protocol_port,
-                "admin_port": node.admin_port,
-            },
-        )
-        assert response.status_code == 201, response.text
-        ids[role] = response.json()["id"]
-    return cluster["id"], ids
 
 
 @asynccontextmanager
@@ -194,29 +175,22 @@ async def test_sse_delivers_a_position_change(
 ) -> None:
     cluster_id, ids = await register(client, ferryd)
     await app.state.collector.run_cycle()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off", log_level="warning"))
-    serving = asyncio.create_task(server.serve())
     try:
-        async with asyncio.timeout(WAIT_S):
-            while not server.started:
-                await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        url = f"http://127.0.0.1:{port}/api/v1/clusters/{cluster_id}/events"
-        async with httpx.AsyncClient(timeout=WAIT_S, headers=tokens.header("viewer")) as sse:
-            async with sse.stream("GET", url) as stream, asyncio.timeout(WAIT_S):
-                assert stream.status_code == 200
-                assert stream.headers["content-type"].startswith("text/event-stream")
-                events = sse_events(stream)
-                assert (await anext(events))[0] == "subscribed"
-                gtid = ferryd.master.increment("sse", "k", domain=3)
-                await app.state.collector.run_cycle()
-                async for name, data in events:
-                    if name == "position" and data["server_id"] == ids["master"] and data["domain"] == 3:
-                        assert data["gtid"] == gtid and data["cluster_id"] == cluster_id
-                        break
+        async with serve(app) as base:
+            url = f"{base}/api/v1/clusters/{cluster_id}/events"
+            async with httpx.AsyncClient(timeout=WAIT_S, headers=tokens.header("viewer")) as sse:
+                async with sse.stream("GET", url) as stream, asyncio.timeout(WAIT_S):
+                    assert stream.status_code == 200
+                    assert stream.headers["content-type"].startswith("text/event-stream")
+                    events = sse_events(stream)
+                    assert (await anext(events))[0] == "subscribed"
+                    gtid = ferryd.master.increment("sse", "k", domain=3)
+                    await app.state.collector.run_cycle()
+                    async for name, data in events:
+                        if name == "position" and data["server_id"] == ids["master"] and data["domain"] == 3:
+                            assert data["gtid"] == gtid and data["cluster_id"] == cluster_id
+                            break
     finally:
-        server.should_exit = True
-        await serving
         ferryd.converge()
 
 

@@ -20,7 +20,8 @@ async def test_operations_are_listed_newest_first_and_read_with_their_steps(
         "name": "preflight",
         "state": "passed",
         "started_at": "2026-11-21T13:00:00Z",
-        "finished_at": "2026-11-21T13:00:00.2Z",
+        "finished_at": "2026-11-21T13:00:00.200000Z",
+        "duration_s": 0.2,
         "detail": None,
     }
     made = [

@@ -1,4 +1,4 @@
-"""Clusters CRUD."""
+"""Clusters CRUD, and acknowledging a failover (which suspended automatic failover)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,16 @@ async def update_cluster(
     data: ClusterUpdate, session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId
 ) -> ClusterRead:
     return ClusterRead.model_validate(await ClusterService(session).update(cluster_id, data))
+
+
+@router.post(
+    "/{cluster_id}/failover/acknowledge",
+    response_model=ClusterRead,
+    summary="Acknowledge the last failover: automatic failover may run again after the cool-down",
+    responses=error_responses(403, 404, 409),
+)
+async def acknowledge_failover(session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId) -> ClusterRead:
+    return ClusterRead.model_validate(await ClusterService(session).acknowledge_failover(cluster_id))
 
 
 @router.delete(

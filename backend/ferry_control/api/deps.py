@@ -16,6 +16,7 @@ from ferry_control.core.errors import Forbidden
 from ferry_control.core.security import Role
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.services.event_bus import EventBus
+from ferry_control.services.orchestrator.runner import OperationRunner
 from ferry_control.services.tokens import Principal, TokenService
 
 
@@ -40,7 +41,12 @@ def get_bus(request: Request) -> EventBus:
     return request.app.state.bus
 
 
+def get_runner(request: Request) -> OperationRunner:
+    return request.app.state.runner
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+RunnerDep = Annotated[OperationRunner, Depends(get_runner)]
 DriversDep = Annotated[DriverFactory, Depends(get_drivers)]
 BusDep = Annotated[EventBus, Depends(get_bus)]
 

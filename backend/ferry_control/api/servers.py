@@ -1,4 +1,4 @@
-"""Servers of a cluster: CRUD and the maintenance flag."""
+"""Servers of a cluster: CRUD, the maintenance flag, and clearing a fence."""
 
 from __future__ import annotations
 
@@ -63,6 +63,18 @@ async def set_maintenance(
     return ServerRead.model_validate(
         await ServerService(session).set_maintenance(cluster_id, server_id, data.maintenance)
     )
+
+
+@router.post(
+    "/{server_id}/unfence",
+    response_model=ServerRead,
+    summary="Clear a fenced former master's fence (it stays read-only; repointing it also clears the fence)",
+    responses=error_responses(403, 409),
+)
+async def unfence_server(
+    session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId, server_id: int = ServerId
+) -> ServerRead:
+    return ServerRead.model_validate(await ServerService(session).unfence(cluster_id, server_id))
 
 
 @router.delete(

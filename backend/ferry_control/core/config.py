@@ -77,6 +77,71 @@ class Settings(BaseSettings):
     events_ping_s: float = Field(15.0, gt=0, description="SSE keep-alive comment interval.")
     token_last_used_resolution_s: int = Field(60, ge=0, description="How stale `last_used_at` may get (saves writes).")
 
+    # -- operations (orchestrator) ----------------------------------------------------------------------------
+    replication_connection_name: str = Field(
+        "main", pattern=r"^[A-Za-z0-9_]{1,64}$", description="Name of the connections the orchestrator creates."
+    )
+    operation_lease_s: float = Field(
+        60.0,
+        gt=0,
+        description="A running operation renews its cluster lock this often x3; a lock not renewed for "
+        "this long belongs to a dead API instance and may be taken over.",
+    )
+    operation_shutdown_grace_s: float = Field(
+        30.0, ge=0, description="On shutdown, how long running operations may still finish before being cancelled."
+    )
+    switchover_lag_max_transactions: int = Field(
+        1000, ge=0, description="Preflight: most transactions the candidate may be behind the master in any domain."
+    )
+    switchover_lag_max_s: float = Field(
+        30.0, ge=0, description="Preflight: most seconds the candidate's replication may lag in any domain."
+    )
+    switchover_catch_up_timeout_s: float = Field(
+        10.0, gt=0, description="How long the candidate may take to reach the read-only master's position; then undo."
+    )
+    in_flight_quiet_ms: int = Field(
+        50,
+        ge=0,
+        description="After read-only on, the master's position must stay still this long (in-flight commits done).",
+    )
+    in_flight_wait_max_s: float = Field(5.0, gt=0, description="Bound on the wait for in-flight commits.")
+    verify_timeout_s: float = Field(
+        30.0, gt=0, description="How long every server may take to replicate from the new master and converge."
+    )
+    webhook_timeout_s: float = Field(5.0, gt=0, description="Per webhook call.")
+    pre_operation_webhooks: list[str] = Field(
+        default_factory=list, description="URLs POSTed before an operation changes anything; a failure aborts it."
+    )
+    post_operation_webhooks: list[str] = Field(
+        default_factory=list, description="URLs POSTed when an operation ended (failures are recorded only)."
+    )
+
+    # -- failover ---------------------------------------------------------------------------------------------
+    failover_detection_polls: int = Field(
+        3, ge=1, description="Failed collector polls of the master in a row before failover is considered."
+    )
+    failover_relay_drain_timeout_s: float = Field(
+        30.0, gt=0, description="How long replicas may take to apply what they received before a candidate is chosen."
+    )
+    failover_cooldown_s: float = Field(
+        600.0, ge=0, description="After a failover, no automatic failover for this long, even once acknowledged."
+    )
+    failover_not_confirmed_log_s: float = Field(
+        60.0, gt=0, description="How often an unconfirmed master loss (a control-plane-only blip) is logged."
+    )
+
+    # -- drills -----------------------------------------------------------------------------------------------
+    drill_scheduler_enabled: bool = Field(True, description="Run due drill schedules from this instance.")
+    drill_scheduler_interval_s: float = Field(5.0, gt=0, description="How often due drill schedules are looked for.")
+    drill_failure_webhooks: list[str] = Field(
+        default_factory=list, description="URLs POSTed when a drill fails (besides the schedule's own)."
+    )
+    drill_canary_table: str = Field("ferry_drill_canary", pattern=r"^[A-Za-z0-9_]{1,64}$")
+    drill_events_scan_max: int = Field(
+        5000, ge=100, description="Most recent binlog events per server scanned for duplicated GTIDs."
+    )
+    node_protocol_timeout_s: float = Field(5.0, gt=0, description="Per request on a node's binary protocol.")
+
     @field_validator("database_url")
     @classmethod
     def _async_driver(cls, url: str) -> str:

@@ -6,7 +6,7 @@ it raises. Services and repositories never commit; the collector and the CLI use
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -42,13 +42,26 @@ def create_sessionmaker(bind: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(bind, expire_on_commit=False, autoflush=True)
 
 
+#: `session.info` key of the callbacks `session_scope` runs once the unit of work has committed.
+AFTER_COMMIT_KEY = "ferry_after_commit"
+
+
+def after_commit(session: AsyncSession, callback: Callable[[], None]) -> None:
+    """Runs `callback` once the session's unit of work (`session_scope`) has committed; never when it rolls back.
+    How a service starts background work on rows the request creates: the work then sees them."""
+    session.info.setdefault(AFTER_COMMIT_KEY, []).append(callback)
+
+
 @asynccontextmanager
 async def session_scope(sessionmaker: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
-    """One unit of work: commit on success, roll back on error."""
+    """One unit of work: commit on success, roll back on error; then the `after_commit` callbacks."""
     async with sessionmaker() as session:
         try:
             yield session
         except BaseException:
+            session.info.pop(AFTER_COMMIT_KEY, None)
             await session.rollback()
             raise
         await session.commit()
+        for callback in session.info.pop(AFTER_COMMIT_KEY, []):
+            callback()

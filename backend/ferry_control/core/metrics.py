@@ -1,6 +1,6 @@
 """Prometheus metrics of the service, each one fed by real code paths: HTTP requests (count and latency per
-handler, the route's operation name), collector cycles (duration), server polls (by outcome), and rows the
-retention job removed.
+handler, the route's operation name), collector cycles (duration), server polls (by outcome), operation durations
+and switchover unavailability windows, drill outcomes, and rows the retention job removed.
 
 Every app has its own registry, so several apps (tests) in one process do not collide.
 """
@@ -44,6 +44,26 @@ class Metrics:
         self.collector_polls = Counter(
             "ferry_control_collector_polls",
             "Server polls by outcome (ok, error).",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.operation_seconds = Histogram(
+            "ferry_control_operation_seconds",
+            "Duration of orchestrator operations, by type and final state.",
+            ["type", "state"],
+            buckets=(0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0),
+            registry=self.registry,
+        )
+        self.switchover_unavailable_seconds = Histogram(
+            "ferry_control_switchover_unavailable_seconds",
+            "Write-unavailability window of master moves (old master read-only to new master writable), by type.",
+            ["type"],
+            buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+            registry=self.registry,
+        )
+        self.drill_runs = Counter(
+            "ferry_control_drill_runs",
+            "Drill runs by outcome (passed, failed).",
             ["outcome"],
             registry=self.registry,
         )

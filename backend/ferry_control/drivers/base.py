@@ -48,6 +48,9 @@ class Positions:
     slave: str
     #: Per domain, the newer of the two: what this server has.
     current: str
+    #: Last GTID per (domain, server_id) in the binlog (MariaDB @@gtid_binlog_state): several GTIDs per domain,
+    #: so not a position; "" when the server does not say.
+    binlog_state: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ class ConnectedReplica:
     #: Host part of `address`.
     host: str
     sent_position: str
+    #: The replica's own protocol and admin addresses as it advertises them (None when it does not).
+    listen_address: str | None = None
+    admin_address: str | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,8 @@ class ServerStatus:
     failure: str | None = None
     default_domain: int = 0
     binlog_files: tuple[str, ...] = ()
+    #: The server's own protocol address as it advertises it (None when it does not say).
+    listen_address: str | None = None
 
 
 @dataclass(frozen=True)

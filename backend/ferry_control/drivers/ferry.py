@@ -135,12 +135,14 @@ class FerryDriver(ServerDriver):
                     binlog=body["gtid_binlog_pos"],
                     slave=body.get("gtid_slave_pos", ""),
                     current=body["gtid_current_pos"],
+                    binlog_state=body.get("gtid_binlog_state", ""),
                 ),
                 connections=tuple(_connection(c) for c in body.get("replication") or ()),
                 replicas=tuple(_replica(r) for r in body.get("replicas") or ()),
                 failure=body.get("failed"),
                 default_domain=int(body.get("default_domain", 0)),
                 binlog_files=tuple(f["name"] for f in body.get("binlog_files") or ()),
+                listen_address=body.get("listen"),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise ServerProtocolError(self.address, "bad_status", f"/v1/status lacks or mistypes {e}") from e
@@ -258,5 +260,10 @@ def _replica(r: dict[str, Any]) -> ConnectedReplica:
     address = r["address"]
     host = address.rsplit(":", 1)[0].strip("[]")
     return ConnectedReplica(
-        server_id=int(r["server_id"]), address=address, host=host, sent_position=r.get("sent_position", "")
+        server_id=int(r["server_id"]),
+        address=address,
+        host=host,
+        sent_position=r.get("sent_position", ""),
+        listen_address=r.get("listen"),
+        admin_address=r.get("admin"),
     )

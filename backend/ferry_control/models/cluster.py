@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ForeignKey, String, Text
+from sqlalchemy import JSON, ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from ferry_control.models.base import Base, utcnow
@@ -24,6 +24,15 @@ class Cluster(Base):
     admin_port_offset: Mapped[int | None] = mapped_column(default=None)
     #: A file holding this cluster's node admin token, overriding the FERRY_NODE_TOKEN(_FILE) setting.
     node_token_file: Mapped[str | None] = mapped_column(String(1000), default=None)
+    #: Automatic failover when the master is lost (off by default).
+    auto_failover: Mapped[bool] = mapped_column(default=False)
+    #: Set by a failover; automatic failover stays off until an operator acknowledges (clears it).
+    failover_suspended_at: Mapped[datetime | None] = mapped_column(default=None)
+    last_failover_at: Mapped[datetime | None] = mapped_column(default=None)
+    last_failover_operation_id: Mapped[int | None] = mapped_column(default=None)
+    #: Webhook URLs called before / after every operation on this cluster (besides the settings' ones).
+    pre_operation_webhooks: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    post_operation_webhooks: Mapped[list[Any]] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
@@ -33,8 +42,9 @@ class Cluster(Base):
 
 
 class OperationLock(Base):
-    """One row per cluster. An operation holds it by locking the row (SELECT … FOR UPDATE on PostgreSQL, so it is
-    safe across API instances) and recording itself in `operation_id` while it runs."""
+    """One row per cluster. Claiming it locks the row (SELECT … FOR UPDATE on PostgreSQL, so claims are serialised
+    across API instances); the claimer records its operation in `operation_id` and commits. The operation holds
+    the cluster until it clears `operation_id` or its lease runs out (its instance died)."""
 
     __tablename__ = "operation_locks"
 
@@ -42,3 +52,5 @@ class OperationLock(Base):
     #: The operation running now, if any.
     operation_id: Mapped[int | None] = mapped_column(ForeignKey("operations.id", ondelete="SET NULL"), default=None)
     acquired_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: The holder renews this while it runs; a lease in the past belongs to a dead API instance.
+    lease_expires_at: Mapped[datetime | None] = mapped_column(default=None)

@@ -1,5 +1,5 @@
-"""Drill schedules (cron with a time zone) and drill runs with their figures. Tables only so far: the drill
-runner arrives with the orchestrator."""
+"""Drill schedules (cron with a time zone) and drill runs with their figures (RTO, catch-up time, pass/fail with
+reasons). A run is carried out as an operation of type `drill` (its steps are the operation's)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,10 @@ class DrillRun(Base):
     cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id", ondelete="CASCADE"))
     schedule_id: Mapped[int | None] = mapped_column(ForeignKey("drill_schedules.id", ondelete="SET NULL"), default=None)
     operation_id: Mapped[int | None] = mapped_column(ForeignKey("operations.id", ondelete="SET NULL"), default=None)
-    state: Mapped[str] = mapped_column(String(16), default="running")
+    #: `pending`, `running`, `passed`, `failed`.
+    state: Mapped[str] = mapped_column(String(16), default="pending")
+    #: The API token's name, or `scheduler`.
+    requester: Mapped[str] = mapped_column(String(100), default="scheduler")
     passed: Mapped[bool | None] = mapped_column(default=None)
     reasons: Mapped[list[Any]] = mapped_column(JSON, default=list)
     rto_s: Mapped[float | None] = mapped_column(default=None)

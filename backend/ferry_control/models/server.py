@@ -62,6 +62,10 @@ class Server(Base):
     #: Operator's flag: keep out of orchestration (still polled).
     maintenance: Mapped[bool] = mapped_column(default=False)
     origin: Mapped[ServerOrigin] = mapped_column(_enum(ServerOrigin), default=ServerOrigin.registered)
+    #: A master replaced by a failover: kept read-only whenever it answers, never repointed automatically.
+    fenced: Mapped[bool] = mapped_column(default=False)
+    fenced_at: Mapped[datetime | None] = mapped_column(default=None)
+    fence_reason: Mapped[str | None] = mapped_column(Text, default=None)
 
     health: Mapped[HealthState] = mapped_column(_enum(HealthState), default=HealthState.unknown)
     consecutive_failures: Mapped[int] = mapped_column(default=0)

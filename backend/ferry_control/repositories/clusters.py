@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -52,3 +53,21 @@ class ClusterRepository:
         statement = select(OperationLock).where(OperationLock.cluster_id == cluster_id)
         statement = statement.with_for_update(nowait=nowait)
         return await self.session.scalar(statement.execution_options(populate_existing=True))
+
+    async def renew_lease(self, cluster_id: int, operation_id: int, until: datetime) -> bool:
+        """Extends the lease of the operation holding the cluster; False when it no longer holds it."""
+        result = await self.session.execute(
+            update(OperationLock)
+            .where(OperationLock.cluster_id == cluster_id, OperationLock.operation_id == operation_id)
+            .values(lease_expires_at=until)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def release(self, cluster_id: int, operation_id: int) -> bool:
+        """Frees the cluster if this operation holds it."""
+        result = await self.session.execute(
+            update(OperationLock)
+            .where(OperationLock.cluster_id == cluster_id, OperationLock.operation_id == operation_id)
+            .values(operation_id=None, acquired_at=None, lease_expires_at=None)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]

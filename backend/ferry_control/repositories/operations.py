@@ -1,4 +1,4 @@
-"""Operations (read side for now)."""
+"""Operations: listing, lookup by id and by idempotency key, inserting."""
 
 from __future__ import annotations
 
@@ -23,6 +23,18 @@ class OperationRepository:
     async def get(self, cluster_id: int, operation_id: int) -> Operation | None:
         operation = await self.session.get(Operation, operation_id)
         return operation if operation is not None and operation.cluster_id == cluster_id else None
+
+    async def get_by_idempotency_key(self, cluster_id: int, key: str) -> Operation | None:
+        statement = select(Operation).where(Operation.cluster_id == cluster_id, Operation.idempotency_key == key)
+        return await self.session.scalar(statement)
+
+    async def get_any(self, operation_id: int) -> Operation | None:
+        """By id alone, read fresh from the database (an operation's runner reloads it)."""
+        statement = select(Operation).where(Operation.id == operation_id).execution_options(populate_existing=True)
+        return await self.session.scalar(statement)
+
+    async def flush(self) -> None:
+        await self.session.flush()
 
     async def add(self, operation: Operation) -> Operation:
         self.session.add(operation)

@@ -63,6 +63,9 @@ class ServerRead(BaseModel):
                     "labels": {},
                     "maintenance": False,
                     "origin": "registered",
+                    "fenced": False,
+                    "fenced_at": None,
+                    "fence_reason": None,
                     "health": "healthy",
                     "consecutive_failures": 0,
                     "last_seen_at": "2026-11-21T13:00:01Z",
@@ -89,6 +92,9 @@ class ServerRead(BaseModel):
     labels: dict[str, str]
     maintenance: bool
     origin: ServerOrigin
+    fenced: bool = Field(description="Replaced by a failover: kept read-only, not repointed automatically.")
+    fenced_at: datetime | None
+    fence_reason: str | None
     health: HealthState
     consecutive_failures: int
     last_seen_at: datetime | None

@@ -32,12 +32,27 @@ class ClusterService:
     async def update(self, cluster_id: int, data: ClusterUpdate) -> Cluster:
         cluster = await self.get(cluster_id)
         changes = data.model_dump(exclude_unset=True)
+        for required in ("auto_failover", "pre_operation_webhooks", "post_operation_webhooks"):
+            if required in changes and changes[required] is None:
+                raise Conflict(f"a cluster's {required} cannot be removed; set it instead", code="field_required")
         if "name" in changes and changes["name"] != cluster.name:
             if changes["name"] is None:
                 raise Conflict("a cluster's name cannot be removed", code="cluster_name_required")
             await self._name_free(changes["name"])
         for key, value in changes.items():
             setattr(cluster, key, value)
+        await self.clusters.flush()
+        return cluster
+
+    async def acknowledge_failover(self, cluster_id: int) -> Cluster:
+        """An operator has looked at the last failover: automatic failover may run again (after the cool-down)."""
+        cluster = await self.get(cluster_id)
+        if cluster.failover_suspended_at is None:
+            raise Conflict(
+                f"cluster {cluster_id} has no failover to acknowledge: automatic failover is not suspended",
+                code="nothing_to_acknowledge",
+            )
+        cluster.failover_suspended_at = None
         await self.clusters.flush()
         return cluster
 

@@ -11,7 +11,8 @@ One cycle:
 
 Lag in transactions is the seq_no difference between the master's gtid_binlog_pos (this cycle's poll, else the last
 stored) and the replica's gtid_current_pos; lag in seconds is what the replica reports. `run_forever` repeats the
-cycle every `poll_interval_s` and runs the retention job every `retention_interval_s`.
+cycle every `poll_interval_s`, then the `after_cycle` hooks (the failover monitor), and runs the retention job
+every `retention_interval_s`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -130,6 +131,8 @@ class Collector:
         self.last_cycle_at: datetime | None = None
         self.last_cycle_s: float | None = None
         self.last_retention: RetentionReport | None = None
+        #: Run after every cycle of `run_forever` (the failover monitor); their failures are logged, not raised.
+        self.after_cycle: list[Callable[[], Awaitable[object]]] = []
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
@@ -156,6 +159,13 @@ class Collector:
             started = time.monotonic()
             try:
                 await self.run_cycle()
+                for hook in self.after_cycle:
+                    try:
+                        await hook()
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:
+                        log.exception("a hook after the collector cycle failed")
                 if time.monotonic() >= next_retention:
                     await self.run_retention()
                     next_retention = time.monotonic() + self._settings.retention_interval_s

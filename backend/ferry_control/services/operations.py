@@ -1,21 +1,39 @@
-"""Operations, read side: the list of a cluster's operations and one operation with its steps. (Starting
-operations arrives with the orchestrator.)"""
+"""Operations: list and read them, and start one.
+
+Starting takes the cluster's operation lock row (SELECT … FOR UPDATE, so concurrent requests — on any API instance —
+are serialised), then: the same Idempotency-Key as an earlier request gives back that operation; a cluster held by
+a running operation whose lease is alive is a 409 naming it (a dead holder's operation is marked abandoned and the
+cluster taken over); otherwise the operation is inserted as pending, recorded as the lock's holder with a fresh
+lease, and launched in the background once the request's transaction has committed. Dry runs (preflight only)
+change nothing and so do not take the cluster."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ferry_control.core.errors import NotFound
-from ferry_control.models import Operation
+from ferry_control.core.config import Settings
+from ferry_control.core.db import after_commit
+from ferry_control.core.errors import Conflict, NotFound
+from ferry_control.models import Operation, OperationState
+from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.operations import OperationRepository
+from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.clusters import ClusterService
+from ferry_control.services.orchestrator.runner import OperationRunner
+
+ACTIVE_STATES = (OperationState.pending, OperationState.running)
 
 
 class OperationService:
     def __init__(self, session: AsyncSession):
+        self.session = session
         self.clusters = ClusterService(session)
+        self.cluster_rows = ClusterRepository(session)
+        self.servers = ServerRepository(session)
         self.operations = OperationRepository(session)
 
     async def list(self, cluster_id: int, limit: int, before_id: int | None = None) -> Sequence[Operation]:
@@ -30,3 +48,71 @@ class OperationService:
                 f"operation {operation_id} does not exist in cluster {cluster_id}", code="operation_not_found"
             )
         return operation
+
+    async def start(
+        self,
+        runner: OperationRunner,
+        settings: Settings,
+        *,
+        cluster_id: int,
+        type_: str,
+        params: dict[str, Any],
+        dry_run: bool,
+        requester: str,
+        idempotency_key: str | None = None,
+    ) -> tuple[Operation, bool]:
+        """The operation (new, or the earlier one with this idempotency key) and whether it is new."""
+        await self.clusters.get(cluster_id)
+        for key, value in params.items():
+            if key.endswith("server_id") and value is not None and await self.servers.get(cluster_id, value) is None:
+                raise NotFound(
+                    f"{key} {value}: server {value} does not exist in cluster {cluster_id}", code="server_not_found"
+                )
+        lock = await self.cluster_rows.lock_for_operation(cluster_id)
+        assert lock is not None, f"cluster {cluster_id} has no operation lock row"
+        if idempotency_key is not None:
+            earlier = await self.operations.get_by_idempotency_key(cluster_id, idempotency_key)
+            if earlier is not None:
+                if (earlier.type, earlier.params, earlier.dry_run) != (type_, params, dry_run):
+                    raise Conflict(
+                        f"Idempotency-Key {idempotency_key!r} was used for operation {earlier.id} ({earlier.type}) "
+                        "with other parameters; use a new key for a new request",
+                        code="idempotency_key_reused",
+                        details={"operation_id": earlier.id},
+                    )
+                return earlier, False
+        now = datetime.now(UTC)
+        if not dry_run and lock.operation_id is not None:
+            holder = await self.operations.get_any(lock.operation_id)
+            alive = lock.lease_expires_at is not None and lock.lease_expires_at > now
+            if holder is not None and holder.state in ACTIVE_STATES:
+                if alive:
+                    raise Conflict(
+                        f"cluster {cluster_id} is busy: operation {holder.id} ({holder.type}, requested by "
+                        f"{holder.requester}) is {holder.state.value}; one operation per cluster at a time",
+                        code="operation_running",
+                        details={"operation_id": holder.id, "type": holder.type, "state": holder.state.value},
+                    )
+                holder.state = OperationState.failed
+                holder.error = "abandoned: the API instance running it stopped renewing its lease"
+                holder.finished_at = now
+        operation = await self.operations.add(
+            Operation(
+                cluster_id=cluster_id,
+                type=type_,
+                state=OperationState.pending,
+                dry_run=dry_run,
+                params=params,
+                steps=[],
+                requester=requester,
+                idempotency_key=idempotency_key,
+            )
+        )
+        if not dry_run:
+            lock.operation_id = operation.id
+            lock.acquired_at = now
+            lock.lease_expires_at = now + timedelta(seconds=settings.operation_lease_s)
+            await self.operations.flush()
+        operation_id = operation.id
+        after_commit(self.session, lambda: runner.launch(operation_id))
+        return operation, True

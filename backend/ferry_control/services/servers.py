@@ -56,6 +56,15 @@ class ServerService:
         await self.servers.flush()
         return server
 
+    async def unfence(self, cluster_id: int, server_id: int) -> Server:
+        """The operator takes a fenced former master back into the cluster's care (it stays read-only)."""
+        server = await self.get(cluster_id, server_id)
+        if not server.fenced:
+            raise Conflict(f"server {server_id} is not fenced", code="not_fenced")
+        server.fenced, server.fenced_at, server.fence_reason = False, None, None
+        await self.servers.flush()
+        return server
+
     async def delete(self, cluster_id: int, server_id: int) -> None:
         await self.servers.delete(await self.get(cluster_id, server_id))
 

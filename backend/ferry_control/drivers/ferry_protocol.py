@@ -1,0 +1,256 @@
+"""A small asyncio client for a ferryd node's binary protocol (docs/protocol.md): what drills need to write
+canaries and read them back on every server — Transact (put, delete, increment), Get, WaitPosition and Ping.
+
+One connection answers requests in order; this client sends one request at a time (a lock), so it may be shared by
+the tasks of one drill. Every wait is bounded by the client's timeout. Refusals raise `ProtocolRefused` with the
+node's code and message (`READ_ONLY`, `STRICT_MODE`, …); a broken connection raises `ProtocolConnectionError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+PROTOCOL_VERSION = 1
+OP_HELLO = 0x01
+OP_TRANSACT = 0x10
+OP_GET = 0x11
+OP_WAIT_POSITION = 0x12
+OP_PING = 0x14
+R_HELLO = 0x81
+R_COMMITTED = 0x90
+R_ROW = 0x91
+R_REACHED = 0x92
+R_PONG = 0x94
+R_ERROR = 0xFF
+KIND_PUT, KIND_DELETE, KIND_INCREMENT = 1, 2, 3
+TYPE_INT, TYPE_TEXT = 1, 2
+#: Largest response frame this client accepts (the node's own frame limit is 4 MiB by default).
+FRAME_BYTES_MAX = 8 * 1024 * 1024
+
+#: The node's error codes by number (docs/protocol.md, "Errors").
+ERROR_NAMES = {
+    1: "MALFORMED_FRAME", 2: "UNSUPPORTED_VERSION", 3: "UNKNOWN_OPERATION", 4: "FRAME_TOO_LARGE",
+    5: "TOO_MANY_CONNECTIONS", 6: "TXN_TOO_LARGE", 7: "READ_ONLY", 8: "INVALID_REQUEST", 9: "TYPE_MISMATCH",
+    10: "STRICT_MODE", 11: "PERMISSION_DENIED", 12: "TIMEOUT", 13: "BAD_GTID", 14: "NODE_FAILED", 15: "OVERFLOW",
+    16: "SHUTTING_DOWN",
+}  # fmt: skip
+
+Row = Mapping[str, int | str]
+
+
+class ProtocolError(Exception):
+    """Talking to the node over its protocol failed."""
+
+
+class ProtocolConnectionError(ProtocolError):
+    """No connection, a closed connection or no answer in time: whether a transaction committed is unknown."""
+
+
+class ProtocolRefused(ProtocolError):
+    """The node answered with an Error frame; nothing of the request was done."""
+
+    def __init__(self, code: int, message: str):
+        self.code = code
+        self.name = ERROR_NAMES.get(code, f"ERROR_{code}")
+        self.message = message
+        super().__init__(f"{self.name}: {message}")
+
+
+@dataclass(frozen=True)
+class Put:
+    table: str
+    key: str
+    row: Row
+
+
+@dataclass(frozen=True)
+class Delete:
+    table: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Increment:
+    table: str
+    key: str
+    field: str
+    by: int = 1
+
+
+Op = Put | Delete | Increment
+
+
+@dataclass(frozen=True)
+class Committed:
+    domain: int
+    server_id: int
+    seq_no: int
+    commit_id: int
+    commit_ts_us: int
+
+    @property
+    def gtid(self) -> str:
+        return f"{self.domain}-{self.server_id}-{self.seq_no}"
+
+
+# -- encoding --------------------------------------------------------------------------------------------------
+
+
+def _str(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack("<I", len(data)) + data
+
+
+def _opt(fmt: str, value: int | None) -> bytes:
+    return b"\x00" if value is None else b"\x01" + struct.pack(fmt, value)
+
+
+def _row(row: Row) -> bytes:
+    out = struct.pack("<I", len(row))
+    for name, value in sorted(row.items()):  # the node wants fields sorted by name
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise TypeError(f"field {name!r}: only integers and text are stored, not {type(value).__name__}")
+        out += _str(name)
+        out += (
+            bytes([TYPE_INT]) + struct.pack("<q", value) if isinstance(value, int) else bytes([TYPE_TEXT]) + _str(value)
+        )
+    return out
+
+
+def _op(op: Op) -> bytes:
+    if isinstance(op, Put):
+        return bytes([KIND_PUT]) + _str(op.table) + _str(op.key) + _row(op.row)
+    if isinstance(op, Delete):
+        return bytes([KIND_DELETE]) + _str(op.table) + _str(op.key)
+    return bytes([KIND_INCREMENT]) + _str(op.table) + _str(op.key) + _str(op.field) + struct.pack("<q", op.by)
+
+
+def encode_frame(opcode: int, request_id: int, body: bytes) -> bytes:
+    frame = struct.pack("<BBI", PROTOCOL_VERSION, opcode, request_id) + body
+    return struct.pack("<I", len(frame)) + frame
+
+
+def transact_body(ops: Sequence[Op], domain: int | None = None) -> bytes:
+    """A Transact body: the domain, no explicit server_id or seq_no, the operations."""
+    head = _opt("<I", domain) + _opt("<I", None) + _opt("<Q", None) + struct.pack("<I", len(ops))
+    return head + b"".join(_op(op) for op in ops)
+
+
+# -- decoding --------------------------------------------------------------------------------------------------
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data = data
+        self.at = 0
+
+    def take(self, fmt: str) -> tuple[int, ...]:
+        values = struct.unpack_from(fmt, self.data, self.at)
+        self.at += struct.calcsize(fmt)
+        return values
+
+    def text(self) -> str:
+        (length,) = self.take("<I")
+        value = self.data[self.at : self.at + length].decode()
+        self.at += length
+        return value
+
+
+def _decode_row(reader: _Reader) -> dict[str, int | str]:
+    (count,) = reader.take("<I")
+    row: dict[str, int | str] = {}
+    for _ in range(count):
+        name = reader.text()
+        (kind,) = reader.take("<B")
+        row[name] = reader.take("<q")[0] if kind == TYPE_INT else reader.text()
+    return row
+
+
+class FerryProtocolClient:
+    """One connection to a node's `--listen` address. Use `await FerryProtocolClient.connect(...)`, then `close()`
+    (or `async with`)."""
+
+    def __init__(self, address: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, timeout_s: float):
+        self.address = address
+        self._reader = reader
+        self._writer = writer
+        self._timeout_s = timeout_s
+        self._request_id = 0
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def connect(cls, address: str, timeout_s: float = 5.0) -> FerryProtocolClient:
+        host, _, port = address.rpartition(":")
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(host.strip("[]"), int(port)), timeout_s)
+        except (OSError, TimeoutError, ValueError) as e:
+            raise ProtocolConnectionError(f"{address}: cannot connect: {e!r}") from e
+        return cls(address, reader, writer, timeout_s)
+
+    async def __aenter__(self) -> FerryProtocolClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        self._writer.close()
+        try:
+            await self._writer.wait_closed()
+        except OSError:
+            pass
+
+    async def _call(self, opcode: int, body: bytes, extra_timeout_s: float = 0.0) -> tuple[int, bytes]:
+        async with self._lock:
+            self._request_id += 1
+            request_id = self._request_id
+            try:
+                self._writer.write(encode_frame(opcode, request_id, body))
+                await self._writer.drain()
+                async with asyncio.timeout(self._timeout_s + extra_timeout_s):
+                    (length,) = struct.unpack("<I", await self._reader.readexactly(4))
+                    if length > FRAME_BYTES_MAX:
+                        raise ProtocolError(f"{self.address}: a {length}-byte response frame is over the limit")
+                    frame = await self._reader.readexactly(length)
+            except (OSError, asyncio.IncompleteReadError, TimeoutError) as e:
+                raise ProtocolConnectionError(f"{self.address}: {type(e).__name__}: {e}") from e
+        version, response, answered = struct.unpack_from("<BBI", frame)
+        if version != PROTOCOL_VERSION or answered not in (request_id, 0):
+            raise ProtocolError(f"{self.address}: answer of version {version} for request {answered}, not {request_id}")
+        payload = frame[6:]
+        if response == R_ERROR:
+            reader = _Reader(payload)
+            (code,) = reader.take("<H")
+            raise ProtocolRefused(code, reader.text())
+        return response, payload
+
+    async def transact(self, ops: Sequence[Op], domain: int | None = None) -> Committed:
+        """Commits the operations atomically in `domain` (the node's default when None)."""
+        response, payload = await self._call(OP_TRANSACT, transact_body(ops, domain))
+        if response != R_COMMITTED:
+            raise ProtocolError(f"{self.address}: Transact answered with opcode {response:#x}")
+        return Committed(*struct.unpack("<IIQQQ", payload))
+
+    async def get(self, table: str, key: str) -> dict[str, int | str] | None:
+        response, payload = await self._call(OP_GET, _str(table) + _str(key))
+        if response != R_ROW:
+            raise ProtocolError(f"{self.address}: Get answered with opcode {response:#x}")
+        reader = _Reader(payload)
+        (present,) = reader.take("<B")
+        return _decode_row(reader) if present else None
+
+    async def wait_position(self, position: str, timeout_s: float) -> str:
+        """Waits until the node has reached `position`; returns its position then (TIMEOUT refusal otherwise)."""
+        body = _str(position) + struct.pack("<Q", int(timeout_s * 1000))
+        response, payload = await self._call(OP_WAIT_POSITION, body, extra_timeout_s=timeout_s)
+        if response != R_REACHED:
+            raise ProtocolError(f"{self.address}: WaitPosition answered with opcode {response:#x}")
+        return _Reader(payload).text()
+
+    async def ping(self) -> None:
+        response, _ = await self._call(OP_PING, b"")
+        if response != R_PONG:
+            raise ProtocolError(f"{self.address}: Ping answered with opcode {response:#x}")

@@ -1,0 +1,33 @@
+"""The orchestrator: operations that change a cluster, run in the background and recorded step by step.
+
+- `runner`     background tasks, live steps, the cluster lock's lease, webhooks around operations
+- `snapshot`   a live picture of a cluster: every server polled now, links, which one is the master
+- `gtid`       errant GTIDs per domain, ahead-of-all, leveling plans (START … UNTIL from a peer)
+- `actions`    bounded waits, in-flight commits, promotion, repointing, leveling, convergence checks
+- `switchover` preflight checks and the planned switchover with undo
+- `failover`   confirmation by the replicas, the most advanced candidate, fencing, the lost-GTID report
+- `simple`     read-only, start/stop replication, repoint, bring level
+- `monitor`    after each collector cycle: fencing and automatic failover detection
+- `hooks`      webhook calls
+"""
+
+from ferry_control.services.orchestrator.failover import run_failover
+from ferry_control.services.orchestrator.runner import OperationRunner
+from ferry_control.services.orchestrator.simple import (
+    run_bring_level,
+    run_read_only,
+    run_repoint,
+    run_start_replication,
+    run_stop_replication,
+)
+from ferry_control.services.orchestrator.switchover import run_switchover
+
+
+def register_executors(runner: OperationRunner) -> None:
+    runner.register("switchover", run_switchover)
+    runner.register("failover", run_failover)
+    runner.register("repoint", run_repoint)
+    runner.register("read_only", run_read_only)
+    runner.register("start_replication", run_start_replication)
+    runner.register("stop_replication", run_stop_replication)
+    runner.register("bring_level", run_bring_level)

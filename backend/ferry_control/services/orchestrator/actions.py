@@ -1,0 +1,187 @@
+"""Node-level moves shared by the operations: bounded waits for positions (giving up early when the replication
+that should get there has stopped), waiting for in-flight commits after read-only, promotion, repointing, leveling a
+server with a peer by START … UNTIL, and checking that every server replicates from the master and converges."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ferry_engine import GtidPosition
+
+from ferry_control.drivers.base import ChangeMaster, IoState, ServerDriver, SqlState
+from ferry_control.drivers.errors import DriverError
+from ferry_control.services.orchestrator.gtid import level_plan, position
+from ferry_control.services.orchestrator.runner import OperationFailed
+from ferry_control.services.orchestrator.snapshot import ServerView
+
+#: Longest single wait-for-position call; between calls the replication connection is looked at.
+WAIT_SLICE_S = 1.0
+#: How often a position is re-read while waiting for it to stand still.
+QUIET_POLL_S = 0.01
+#: How often connection states are re-read while waiting for them.
+STATE_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class Reached:
+    reached: bool
+    position: str
+    #: Why it gave up early (the replication stopped or failed), None otherwise.
+    broken: str | None = None
+
+
+async def connection_problem(driver: ServerDriver, connection: str) -> str | None:
+    """Why the named connection cannot make progress, or None while it can."""
+    for c in await driver.replica_connections():
+        if c.name != connection:
+            continue
+        if c.last_error is not None:
+            e = c.last_error
+            return f"connection {connection!r} stopped on {e.side} error {e.code}: {e.message}"
+        if not c.running and c.sql_state != SqlState.until_reached:
+            return f"connection {connection!r} is stopped (io {c.io_state.value}, sql {c.sql_state.value})"
+        return None
+    return f"connection {connection!r} does not exist any more"
+
+
+async def wait_reached(driver: ServerDriver, target: str, timeout_s: float, connection: str | None = None) -> Reached:
+    """Waits until the server has reached `target` (bounded); when `connection` is named, gives up as soon as that
+    connection has stopped or failed."""
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while True:
+        left = deadline - time.monotonic()
+        result = await driver.wait_for_position(target, max(min(left, WAIT_SLICE_S), 0.0))
+        last = result.position
+        if result.reached:
+            return Reached(True, last)
+        if connection is not None:
+            problem = await connection_problem(driver, connection)
+            if problem is not None:
+                # It may have got there just before stopping.
+                if position(last).is_ahead_of(position(target)):
+                    return Reached(True, last)
+                return Reached(False, last, problem)
+        if time.monotonic() >= deadline:
+            return Reached(False, last)
+
+
+async def wait_quiet(driver: ServerDriver, quiet_s: float, max_s: float) -> tuple[str, bool]:
+    """Reads the binlog position until it has not moved for `quiet_s` (commits admitted before read-only have
+    landed); returns it and whether it did settle within `max_s`."""
+    deadline = time.monotonic() + max_s
+    last = (await driver.positions()).binlog
+    still_since = time.monotonic()
+    while time.monotonic() - still_since < quiet_s:
+        if time.monotonic() >= deadline:
+            return last, False
+        await asyncio.sleep(QUIET_POLL_S)
+        now = (await driver.positions()).binlog
+        if now != last:
+            last, still_since = now, time.monotonic()
+    return last, True
+
+
+async def promote(driver: ServerDriver, connections: Sequence[str]) -> None:
+    """Stops and removes the given replication connections, then lets clients write."""
+    for name in connections:
+        await driver.stop_replication(name)
+        await driver.remove_replication(name)
+    if await driver.set_read_only(False):
+        raise DriverError("", "still_read_only", "the server still reports read_only after read-only off")
+
+
+async def repoint(
+    driver: ServerDriver, connection: str, master_address: str, use_gtid: str = "slave_pos", *, stop_first: bool = True
+) -> None:
+    """CHANGE MASTER of `connection` to `master_address` (stopping it first) and START."""
+    if stop_first:
+        await driver.stop_replication(connection)
+    await driver.change_master(connection, ChangeMaster(master_address=master_address, use_gtid=use_gtid))  # type: ignore[arg-type]
+    await driver.start_replication(connection)
+
+
+async def connection_names(driver: ServerDriver) -> list[str]:
+    return [c.name for c in await driver.replica_connections()]
+
+
+async def level_with(
+    target: ServerView, peer: ServerView, temp_connection: str, timeout_s: float
+) -> dict[str, str] | None:
+    """Brings `target` level with `peer` in every domain where the peer is ahead: every connection of the target
+    is stopped, a temporary connection to the peer starts at an explicit position (the target's, capped at the
+    peer's where the peer is behind) UNTIL the peer's GTIDs, the wait is bounded, then the temporary connection
+    is removed and gtid_slave_pos set to the join of both. The target's other connections stay stopped (the
+    caller restarts what it needs). Returns what was done, or None when the peer had nothing more."""
+    assert target.status is not None and peer.status is not None and peer.info.protocol_address is not None
+    driver = target.require_driver()
+    plan = level_plan(
+        position((await driver.positions()).current), position((await peer.require_driver().positions()).current)
+    )
+    if plan is None:
+        return None
+    for c in await driver.replica_connections():
+        if c.running:
+            await driver.stop_replication(c.name)
+    await driver.change_master(
+        temp_connection, ChangeMaster(master_address=peer.info.protocol_address, position=plan.start)
+    )
+    await driver.start_replication(temp_connection, until=plan.until)
+    reached = await wait_reached(driver, plan.until, timeout_s, connection=temp_connection)
+    await driver.stop_replication(temp_connection)
+    if not reached.reached:
+        await driver.remove_replication(temp_connection)
+        raise OperationFailed(
+            f"{target.info.label} did not get level with {peer.info.label} (until {plan.until}) within "
+            f"{timeout_s} s: it is at {reached.position}" + (f"; {reached.broken}" if reached.broken else "")
+        )
+    await driver.change_master(
+        temp_connection, ChangeMaster(master_address=peer.info.protocol_address, position=plan.restored)
+    )
+    await driver.remove_replication(temp_connection)
+    return {"peer": peer.info.label, "start": plan.start, "until": plan.until, "now": plan.restored}
+
+
+async def wait_replicating_from(
+    views: Sequence[ServerView], master_address: str, target: GtidPosition, timeout_s: float
+) -> dict[int, str]:
+    """Waits until each server has a running, connected connection to `master_address` without error and has
+    reached `target`; returns per server id what is still wrong (empty when all are fine)."""
+    deadline = time.monotonic() + timeout_s
+    problems: dict[int, str] = {}
+    pending = list(views)
+    while pending:
+        problems = {}
+        still = []
+        for view in pending:
+            driver = view.require_driver()
+            try:
+                connections = [c for c in await driver.replica_connections() if c.master_address == master_address]
+                ok = [
+                    c for c in connections
+                    if c.running and c.io_state == IoState.connected and c.last_error is None
+                ]  # fmt: skip
+                if not ok:
+                    states = ", ".join(
+                        f"{c.name}: io {c.io_state.value}, sql {c.sql_state.value}"
+                        + (f", {c.last_error.code}" if c.last_error else "")
+                        for c in connections
+                    )
+                    problems[view.info.id] = f"not replicating from {master_address} ({states or 'no connection'})"
+                    still.append(view)
+                    continue
+                now = position((await driver.positions()).binlog)
+                if not now.is_ahead_of(target):
+                    problems[view.info.id] = f"at {now}, not yet at {target}"
+                    still.append(view)
+            except DriverError as e:
+                problems[view.info.id] = str(e)
+                still.append(view)
+        pending = still
+        if not pending or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(STATE_POLL_S)
+    return problems

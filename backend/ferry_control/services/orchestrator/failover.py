@@ -1,0 +1,230 @@
+"""Failover: the master is lost. Confirm it (it does not answer, no replica is still connected to it — and, when
+automatic, at least one replica says it lost it too), let every replica apply what it received, choose the most
+advanced replica (ahead of the others in every domain; where none is, the least behind is leveled from its peers by
+START … UNTIL), pre-hooks, promote it, repoint the others, fence the old master (read-only whenever it answers
+again, never repointed automatically), report the GTIDs that may be lost, verify, and suspend automatic failover
+until an operator acknowledges."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ferry_control.core.db import session_scope
+from ferry_control.drivers.errors import DriverError
+from ferry_control.repositories.clusters import ClusterRepository
+from ferry_control.repositories.servers import ServerRepository
+from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator.gtid import ahead_of_all, behind_total, gtid_text, position
+from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
+from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
+from ferry_control.services.orchestrator.switchover import follow_new_master
+
+
+@dataclass(frozen=True)
+class MasterLoss:
+    """What the replicas say about the master."""
+
+    master: ServerView | None
+    confirmed: bool
+    detail: str
+    #: Replicas whose connection to the master runs and has lost it.
+    witnesses: tuple[str, ...] = ()
+
+
+def confirm_master_lost(snapshot: ClusterSnapshot, *, need_witness: bool) -> MasterLoss:
+    master, why = snapshot.master()
+    if master is None:
+        return MasterLoss(None, False, why)
+    if master.healthy:
+        return MasterLoss(master, False, f"{master.info.label} answers and reports no failure: use a switchover")
+    links = snapshot.replicas_of(master.info.id)
+    connected = [link.replica.info.label for link in links if link.replicating]
+    if connected:
+        return MasterLoss(
+            master,
+            False,
+            f"{', '.join(connected)} still replicate(s) from {master.info.label}: the master is alive and only the "
+            f"control plane lost it ({master.error})",
+        )
+    witnesses = tuple(link.replica.info.label for link in links if link.lost_master)
+    if need_witness and not witnesses:
+        return MasterLoss(
+            master, False, f"no replica with a running connection to {master.info.label} confirms losing it"
+        )
+    return MasterLoss(
+        master,
+        True,
+        f"{master.info.label} does not answer ({master.error or 'failing'}); lost by "
+        + (", ".join(witnesses) if witnesses else "no running replica (operator's decision)"),
+        witnesses,
+    )
+
+
+def choose_candidate(links: list[Link], wanted: int | None) -> tuple[Link, bool, str]:
+    """The replica to promote, whether it is ahead of every other already, and why."""
+    eligible = [
+        link for link in links
+        if link.replica.healthy and not link.replica.info.maintenance and not link.replica.info.fenced
+    ]  # fmt: skip
+    if wanted is not None:
+        chosen = next((link for link in eligible if link.replica.info.id == wanted), None)
+        if chosen is None:
+            raise OperationFailed(f"server {wanted} is not a healthy, eligible replica of the lost master")
+        pool = [chosen]
+    else:
+        pool = eligible
+    if not pool:
+        raise OperationFailed("no healthy replica outside maintenance and not fenced can take over")
+    positions = {link.replica.info.id: link.replica.current for link in links if link.replica.reachable}
+
+    def others(link: Link) -> list[Any]:
+        return [p for i, p in positions.items() if i != link.replica.info.id]
+
+    ahead = [link for link in pool if ahead_of_all(link.replica.current, others(link))]
+    if ahead:
+        best = min(ahead, key=lambda link: link.replica.info.id)
+        return best, True, f"{best.replica.info.label} at {best.replica.current} is ahead of every other replica"
+    best = min(pool, key=lambda link: (behind_total(link.replica.current, others(link)), link.replica.info.id))
+    return (
+        best,
+        False,
+        (
+            f"no replica is ahead in every domain; {best.replica.info.label} at {best.replica.current} is the least "
+            "behind and will be leveled from its peers"
+        ),
+    )
+
+
+def lost_report(old_master: ServerView, new_master_position: Any) -> dict[str, Any]:
+    """Per domain, what the old master was last seen with beyond the new master (may be lost)."""
+    last_seen = old_master.info.last_binlog_pos
+    domains = []
+    if last_seen:
+        seen = position(last_seen)
+        for gtid in seen:
+            mine = new_master_position.get(gtid.domain)
+            if mine is None or gtid.seq > mine.seq:
+                domains.append(
+                    {
+                        "domain": gtid.domain,
+                        "old_master_last_seen": gtid_text(gtid),
+                        "new_master": None if mine is None else gtid_text(mine),
+                        "transactions_possibly_lost": gtid.seq - (mine.seq if mine is not None else 0),
+                    }
+                )
+    return {
+        "old_master_last_seen_position": last_seen,
+        "new_master_position": str(new_master_position),
+        "domains": domains,
+        "note": "from the collector's last successful poll of the old master; transactions it committed after that "
+        "poll and never sent are not known here",
+    }
+
+
+async def run_failover(ctx: OperationContext) -> None:
+    settings = ctx.settings
+    automatic = bool(ctx.params.get("automatic"))
+    async with ctx.step("confirm_master_lost") as step:
+        snapshot = await ctx.snapshot()
+        loss = confirm_master_lost(snapshot, need_witness=automatic)
+        step.detail = loss.detail
+        if not loss.confirmed:
+            raise OperationFailed(f"failover refused, nothing was changed: {loss.detail}")
+    master = loss.master
+    assert master is not None
+    ctx.result.update(old_master_server_id=master.info.id, witnesses=list(loss.witnesses))
+    async with ctx.step("drain_relay_logs") as step:
+        drained = {}
+        for link in snapshot.replicas_of(master.info.id):
+            if not link.replica.healthy or not link.connection.received_position:
+                continue
+            reached = await actions.wait_reached(
+                link.replica.require_driver(),
+                link.connection.received_position,
+                settings.failover_relay_drain_timeout_s,
+            )
+            if not reached.reached:
+                raise OperationFailed(
+                    f"{link.replica.info.label} did not apply what it received ({link.connection.received_position}) "
+                    f"within {settings.failover_relay_drain_timeout_s} s: it is at {reached.position}"
+                )
+            drained[link.replica.info.label] = reached.position
+        step.detail = drained
+    snapshot = await ctx.snapshot()
+    links = snapshot.replicas_of(master.info.id)
+    async with ctx.step("choose_candidate") as step:
+        chosen, level, why = choose_candidate(links, ctx.params.get("candidate_server_id"))
+        step.detail = {
+            "chosen": chosen.replica.info.label,
+            "why": why,
+            "positions": {
+                link.replica.info.label: str(link.replica.current) for link in links if link.replica.reachable
+            },
+        }
+    candidate = chosen.replica
+    ctx.result["new_master_server_id"] = candidate.info.id
+    if ctx.dry_run:
+        return
+    await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
+    started = time.perf_counter()
+    async with ctx.step("bring_level") as step:
+        if level:
+            step.skipped = True
+            step.detail = f"{candidate.info.label} is already ahead of every other replica"
+        else:
+            leveled = []
+            for link in links:
+                if link is chosen or not link.replica.reachable:
+                    continue
+                done = await actions.level_with(candidate, link.replica, f"level_{link.replica.info.id}",
+                                                settings.switchover_catch_up_timeout_s)  # fmt: skip
+                if done:
+                    leveled.append(done)
+            step.detail = leveled
+    async with ctx.step("promote_candidate") as step:
+        driver = candidate.require_driver()
+        names = [c.name for c in await driver.replica_connections()]
+        await actions.promote(driver, names)
+        step.detail = f"{candidate.info.label} is the master and writable (removed connections: {', '.join(names)})"
+    ctx.result["promoted_after_s"] = round(time.perf_counter() - started, 6)
+    new_position = position((await candidate.require_driver().positions()).current)
+    async with ctx.step("fence_old_master") as step:
+        await fence(ctx, master, f"replaced by {candidate.info.label} in failover operation {ctx.operation_id}")
+        step.detail = (
+            f"{master.info.label} is fenced: read-only whenever it answers again, never repointed automatically"
+        )
+    async with ctx.step("lost_report") as step:
+        report = lost_report(master, new_position)
+        ctx.result["possibly_lost"] = report
+        step.detail = report
+    await suspend_automatic_failover(ctx)
+    others = [
+        link for link in links if link is not chosen and not link.replica.info.maintenance and link.replica.reachable
+    ]
+    await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
+                            old_master=None)  # fmt: skip
+
+
+async def fence(ctx: OperationContext, master: ServerView, reason: str) -> None:
+    async with session_scope(ctx.sessionmaker) as session:
+        server = await ServerRepository(session).get(ctx.cluster_id, master.info.id)
+        if server is not None:
+            server.fenced, server.fenced_at, server.fence_reason = True, datetime.now(UTC), reason
+    if master.driver is not None:
+        try:
+            await master.driver.set_read_only(True)
+        except DriverError:
+            pass  # it is down; the failover monitor makes it read-only when it answers again
+
+
+async def suspend_automatic_failover(ctx: OperationContext) -> None:
+    async with session_scope(ctx.sessionmaker) as session:
+        cluster = await ClusterRepository(session).get(ctx.cluster_id)
+        if cluster is not None:
+            now = datetime.now(UTC)
+            cluster.failover_suspended_at = now
+            cluster.last_failover_at = now
+            cluster.last_failover_operation_id = ctx.operation_id

@@ -1,0 +1,142 @@
+"""The failover monitor, run after every collector cycle (so by the instance that runs the collector):
+
+- **fencing**: a fenced server (a master replaced by a failover) that answers and is writable is made read-only at
+  once; it is never repointed automatically;
+- **detection**: in a cluster with automatic failover on (and not suspended by an earlier failover, nor within the
+  cool-down after one), a master whose last `failover_detection_polls` polls failed is checked live with its
+  replicas; only when they confirm losing it too (and none still replicates from it) is a failover started — a
+  control-plane-only blip is logged and published as `failover_not_confirmed`, never acted on.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from ferry_control.core.config import Settings
+from ferry_control.core.db import session_scope
+from ferry_control.core.errors import Conflict
+from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.factory import DriverFactory
+from ferry_control.models import Cluster, HealthState, LinkSource, Server
+from ferry_control.repositories.clusters import ClusterRepository
+from ferry_control.repositories.links import LinkRepository
+from ferry_control.repositories.servers import ServerRepository
+from ferry_control.services.event_bus import ClusterEvent, EventBus
+from ferry_control.services.operations import OperationService
+from ferry_control.services.orchestrator.failover import confirm_master_lost
+from ferry_control.services.orchestrator.runner import OperationRunner
+from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
+
+log = logging.getLogger(__name__)
+#: The requester recorded on operations the monitor starts.
+REQUESTER = "failover-monitor"
+
+
+class FailoverMonitor:
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        drivers: DriverFactory,
+        runner: OperationRunner,
+        bus: EventBus,
+        settings: Settings,
+    ):
+        self._sessionmaker = sessionmaker
+        self._drivers = drivers
+        self._runner = runner
+        self._bus = bus
+        self._settings = settings
+        #: Per cluster, when an unconfirmed loss was last logged.
+        self._not_confirmed_logged: dict[int, float] = {}
+
+    async def check(self) -> list[int]:
+        """One pass over every cluster; returns the ids of the failover operations it started."""
+        async with session_scope(self._sessionmaker) as session:
+            clusters = list(await ClusterRepository(session).list())
+            work = []
+            for cluster in clusters:
+                servers = list(await ServerRepository(session).list_for_cluster(cluster.id))
+                links = list(await LinkRepository(session).list_for_cluster(cluster.id))
+                work.append((cluster, servers, links))
+        started = []
+        for cluster, servers, links in work:
+            await self._fence(cluster, servers)
+            master = self._lost_master(cluster, servers, links)
+            if master is not None:
+                operation_id = await self._consider_failover(cluster, servers, master)
+                if operation_id is not None:
+                    started.append(operation_id)
+        return started
+
+    async def _fence(self, cluster: Cluster, servers: list[Server]) -> None:
+        for server in servers:
+            if not server.fenced or server.health != HealthState.healthy or server.read_only is not False:
+                continue
+            if server.admin_address is None:
+                continue
+            driver = self._drivers.for_address(server.kind, server.admin_address, cluster.node_token_file)
+            try:
+                await driver.set_read_only(True)
+            except DriverError as e:
+                log.warning("could not fence %s: %s", server.name, e)
+                continue
+            log.warning("fenced server %s (%s) is back: made read-only", server.id, server.name)
+            self._bus.publish(
+                ClusterEvent(cluster.id, "fenced", {"server_id": server.id, "read_only": True,
+                                                    "reason": server.fence_reason})
+            )  # fmt: skip
+
+    def _lost_master(self, cluster: Cluster, servers: list[Server], links: list) -> Server | None:  # type: ignore[type-arg]
+        if not cluster.auto_failover or cluster.failover_suspended_at is not None:
+            return None
+        if cluster.last_failover_at is not None and datetime.now(UTC) - cluster.last_failover_at < timedelta(
+            seconds=self._settings.failover_cooldown_s
+        ):
+            return None
+        replica_links = [link for link in links if link.source == LinkSource.replica and link.master_server_id]
+        replicating = {link.replica_server_id for link in replica_links}
+        roots = {link.master_server_id for link in replica_links} - replicating
+        if len(roots) != 1:
+            return None
+        master = next((s for s in servers if s.id in roots), None)
+        if master is None or master.maintenance or master.fenced:
+            return None
+        if master.consecutive_failures < self._settings.failover_detection_polls:
+            return None
+        return master
+
+    async def _consider_failover(self, cluster: Cluster, servers: list[Server], master: Server) -> int | None:
+        snapshot = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.poll_timeout_s)
+        loss = confirm_master_lost(snapshot, need_witness=True)
+        if not loss.confirmed or loss.master is None or loss.master.info.id != master.id:
+            now = time.monotonic()
+            if now - self._not_confirmed_logged.get(cluster.id, 0.0) >= self._settings.failover_not_confirmed_log_s:
+                self._not_confirmed_logged[cluster.id] = now
+                log.warning("cluster %s: master %s missed polls, but failover is not confirmed: %s",
+                            cluster.name, master.name, loss.detail)  # fmt: skip
+            self._bus.publish(
+                ClusterEvent(cluster.id, "failover_not_confirmed", {"server_id": master.id, "detail": loss.detail})
+            )
+            return None
+        try:
+            async with session_scope(self._sessionmaker) as session:
+                operation, _ = await OperationService(session).start(
+                    self._runner,
+                    self._settings,
+                    cluster_id=cluster.id,
+                    type_="failover",
+                    params={"automatic": True, "candidate_server_id": None},
+                    dry_run=False,
+                    requester=REQUESTER,
+                )
+                operation_id = operation.id
+        except Conflict as e:
+            log.warning("cluster %s: master lost, but %s", cluster.name, e.message)
+            return None
+        log.warning("cluster %s: master %s lost (%s); failover operation %s started",
+                    cluster.name, master.name, loss.detail, operation_id)  # fmt: skip
+        return operation_id

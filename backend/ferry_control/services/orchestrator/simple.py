@@ -1,0 +1,212 @@
+"""The one-server operations: read-only on/off, start and stop replication (optionally START … UNTIL), repoint a
+replica to another master, and bring a server level with another (START … UNTIL its position, then wait). Each runs
+a preflight (the servers answer, the connection exists, no replication loop, a fenced server is not made writable),
+then its moves, then checks the outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ferry_control.core.db import session_scope
+from ferry_control.drivers.base import IoState, SqlState
+from ferry_control.drivers.errors import DriverError
+from ferry_control.repositories.servers import ServerRepository
+from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator.gtid import position
+from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
+from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
+
+#: How long a started connection may take to connect before the operation says it did not.
+CONNECT_WAIT_S = 10.0
+
+
+def _reachable(snapshot: ClusterSnapshot, server_id: int, role: str) -> ServerView:
+    view = snapshot.by_id.get(server_id)
+    if view is None:
+        raise OperationFailed(f"{role} server {server_id} is not in cluster {snapshot.cluster_id} any more")
+    if not view.reachable:
+        raise OperationFailed(f"{role} {view.info.label} cannot be reached: {view.error}")
+    return view
+
+
+def _connection(view: ServerView, name: str | None, default: str) -> str:
+    """The named connection, else the server's only one, else the default name."""
+    assert view.status is not None
+    if name is not None:
+        return name
+    names = [c.name for c in view.status.connections]
+    return names[0] if len(names) == 1 else default
+
+
+async def run_read_only(ctx: OperationContext) -> None:
+    wanted = bool(ctx.params["read_only"])
+    async with ctx.step("preflight") as step:
+        snapshot = await ctx.snapshot()
+        view = _reachable(snapshot, ctx.params["server_id"], "the")
+        if not wanted and view.info.fenced:
+            raise OperationFailed(
+                f"{view.info.label} is fenced (it was replaced by a failover): repoint it, or unfence it first"
+            )
+        step.detail = f"{view.info.label} read_only={view.status.read_only if view.status else None}"
+    if ctx.dry_run:
+        return
+    await ctx.pre_hooks()
+    async with ctx.step("set_read_only") as step:
+        now = await view.require_driver().set_read_only(wanted)
+        if now != wanted:
+            raise OperationFailed(f"{view.info.label} reports read_only={now} after asking for {wanted}")
+        step.detail = f"{view.info.label} read_only={now}"
+    ctx.result.update(server_id=view.info.id, read_only=wanted)
+
+
+async def run_start_replication(ctx: OperationContext) -> None:
+    async with ctx.step("preflight") as step:
+        snapshot = await ctx.snapshot()
+        view = _reachable(snapshot, ctx.params["server_id"], "the")
+        name = _connection(view, ctx.params.get("connection"), ctx.settings.replication_connection_name)
+        assert view.status is not None
+        if not any(c.name == name for c in view.status.connections):
+            raise OperationFailed(f"{view.info.label} has no replication connection {name!r}")
+        step.detail = f"{view.info.label} connection {name!r}"
+    if ctx.dry_run:
+        return
+    await ctx.pre_hooks()
+    until = ctx.params.get("until")
+    async with ctx.step("start") as step:
+        await view.require_driver().start_replication(name, until=until)
+        step.detail = f"started {name!r}" + (f" until {until}" if until else "")
+    async with ctx.step("verify") as step:
+        step.detail = await _wait_started(view, name, until is not None)
+    ctx.result.update(server_id=view.info.id, connection=name, until=until)
+
+
+async def _wait_started(view: ServerView, name: str, until: bool) -> str:
+    driver = view.require_driver()
+    deadline = time.monotonic() + CONNECT_WAIT_S
+    while True:
+        connection = next((c for c in await driver.replica_connections() if c.name == name), None)
+        if connection is None:
+            raise OperationFailed(f"{view.info.label}: connection {name!r} disappeared")
+        if connection.last_error is not None:
+            e = connection.last_error
+            raise OperationFailed(
+                f"{view.info.label}: connection {name!r} stopped on {e.side} error {e.code}: {e.message}"
+            )
+        if connection.io_state == IoState.connected or (until and connection.sql_state == SqlState.until_reached):
+            return f"{name!r}: io {connection.io_state.value}, sql {connection.sql_state.value}"
+        if time.monotonic() >= deadline:
+            raise OperationFailed(
+                f"{view.info.label}: connection {name!r} did not connect within {CONNECT_WAIT_S} s "
+                f"(io {connection.io_state.value})"
+            )
+        await asyncio.sleep(actions.STATE_POLL_S)
+
+
+async def run_stop_replication(ctx: OperationContext) -> None:
+    async with ctx.step("preflight") as step:
+        snapshot = await ctx.snapshot()
+        view = _reachable(snapshot, ctx.params["server_id"], "the")
+        name = _connection(view, ctx.params.get("connection"), ctx.settings.replication_connection_name)
+        assert view.status is not None
+        if not any(c.name == name for c in view.status.connections):
+            raise OperationFailed(f"{view.info.label} has no replication connection {name!r}")
+        step.detail = f"{view.info.label} connection {name!r}"
+    if ctx.dry_run:
+        return
+    await ctx.pre_hooks()
+    async with ctx.step("stop") as step:
+        await view.require_driver().stop_replication(name)
+        step.detail = f"stopped {name!r}"
+    ctx.result.update(server_id=view.info.id, connection=name)
+
+
+async def run_repoint(ctx: OperationContext) -> None:
+    use_gtid = ctx.params.get("use_gtid", "slave_pos")
+    async with ctx.step("preflight") as step:
+        snapshot = await ctx.snapshot()
+        view = _reachable(snapshot, ctx.params["server_id"], "the replica")
+        master = _reachable(snapshot, ctx.params["master_server_id"], "the new master")
+        if master.info.protocol_address is None:
+            raise OperationFailed(f"{master.info.label} has no protocol port recorded")
+        loop = [link for link in snapshot.links_of(master.info.id) if link.master.info.id == view.info.id]
+        if loop:
+            raise OperationFailed(
+                f"{master.info.label} replicates from {view.info.label} (connection {loop[0].connection.name!r}): "
+                "repointing would make a replication loop"
+            )
+        name = _connection(view, ctx.params.get("connection"), ctx.settings.replication_connection_name)
+        step.detail = f"{view.info.label} connection {name!r} → {master.info.label} ({use_gtid})"
+    if ctx.dry_run:
+        return
+    await ctx.pre_hooks()
+    async with ctx.step("repoint") as step:
+        assert view.status is not None
+        exists = any(c.name == name for c in view.status.connections)
+        await actions.repoint(view.require_driver(), name, master.info.protocol_address, use_gtid, stop_first=exists)
+        step.detail = f"{view.info.label} replicates from {master.info.protocol_address} over {name!r}"
+    async with ctx.step("verify") as step:
+        step.detail = await _wait_started(view, name, until=False)
+    if view.info.fenced:
+        async with ctx.step("unfence") as step:
+            async with session_scope(ctx.sessionmaker) as session:
+                server = await ServerRepository(session).get(ctx.cluster_id, view.info.id)
+                if server is not None:
+                    server.fenced, server.fenced_at, server.fence_reason = False, None, None
+            step.detail = f"{view.info.label} is a replica again; no longer fenced"
+    ctx.result.update(server_id=view.info.id, master_server_id=master.info.id, connection=name)
+
+
+async def run_bring_level(ctx: OperationContext) -> None:
+    timeout_s = float(ctx.params.get("timeout_s") or ctx.settings.switchover_catch_up_timeout_s)
+    async with ctx.step("preflight") as step:
+        snapshot = await ctx.snapshot()
+        view = _reachable(snapshot, ctx.params["server_id"], "the")
+        source = _reachable(snapshot, ctx.params["source_server_id"], "the source")
+        if source.info.protocol_address is None:
+            raise OperationFailed(f"{source.info.label} has no protocol port recorded")
+        behind = source.current.difference(view.current)
+        step.detail = f"{view.info.label} at {view.current}; {source.info.label} at {source.current}; behind in " + (
+            ", ".join(f"domain {d} by {n}" for d, n in sorted(behind.items())) or "no domain"
+        )
+    ctx.result.update(server_id=view.info.id, source_server_id=source.info.id, target=str(source.current))
+    if ctx.dry_run:
+        return
+    if not behind:
+        async with ctx.step("level") as step:
+            step.skipped = True
+            step.detail = f"{view.info.label} already has everything {source.info.label} has"
+        return
+    await ctx.pre_hooks()
+    assert view.status is not None
+    direct = [link for link in snapshot.links_of(view.info.id) if link.master.info.id == source.info.id]
+    running = [c.name for c in view.status.connections if c.running]
+    driver = view.require_driver()
+    async with ctx.step("level") as step:
+        started = time.perf_counter()
+        try:
+            if direct:
+                name = direct[0].connection.name
+                until = str(position(",".join(f"{g.domain}-{g.server}-{g.seq}" for g in source.current
+                                              if g.domain in behind)))  # fmt: skip
+                await driver.stop_replication(name)
+                await driver.start_replication(name, until=until)
+                reached = await actions.wait_reached(driver, until, timeout_s, connection=name)
+                if not reached.reached:
+                    raise OperationFailed(
+                        f"{view.info.label} did not reach {until} within {timeout_s} s (it is at {reached.position})"
+                        + (f": {reached.broken}" if reached.broken else "")
+                    )
+                step.detail = {"connection": name, "until": until}
+            else:
+                step.detail = await actions.level_with(view, source, f"level_{source.info.id}", timeout_s)
+        except DriverError as e:
+            raise OperationFailed(f"{e.address}: {e.code}: {e.message}") from e
+        finally:
+            for name in running:  # what was replicating before goes on replicating
+                try:
+                    await driver.stop_replication(name)
+                    await driver.start_replication(name)
+                except DriverError:
+                    pass
+        ctx.result["level_s"] = round(time.perf_counter() - started, 6)

@@ -1,0 +1,181 @@
+"""A live picture of one cluster for an operation: every registered server polled now through its driver (not the
+collector's last sample), who replicates from whom (connections matched to registered servers by protocol address),
+and which server is the master."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ferry_engine import GtidPosition
+
+from ferry_control.drivers.base import IoState, ReplicaConnection, ServerDriver, ServerStatus, SqlState
+from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.factory import DriverFactory
+from ferry_control.models import Cluster, Server, ServerKind
+from ferry_control.services.collector import split_address
+from ferry_control.services.orchestrator.gtid import position
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What an operation needs of a registered server, detached from any session."""
+
+    id: int
+    name: str
+    kind: ServerKind
+    host: str
+    protocol_port: int | None
+    admin_address: str | None
+    maintenance: bool
+    fenced: bool
+    #: What the collector last saw (the lost-transactions report of a failover uses it).
+    last_binlog_pos: str | None
+
+    @property
+    def protocol_address(self) -> str | None:
+        return None if self.protocol_port is None else f"{self.host}:{self.protocol_port}"
+
+    @property
+    def label(self) -> str:
+        return f"server {self.id} ({self.name})"
+
+    @classmethod
+    def of(cls, server: Server) -> ServerInfo:
+        return cls(
+            id=server.id,
+            name=server.name,
+            kind=server.kind,
+            host=server.host,
+            protocol_port=server.protocol_port,
+            admin_address=server.admin_address,
+            maintenance=server.maintenance,
+            fenced=server.fenced,
+            last_binlog_pos=server.gtid_binlog_pos,
+        )
+
+
+@dataclass
+class ServerView:
+    info: ServerInfo
+    driver: ServerDriver | None
+    status: ServerStatus | None
+    #: Why there is no status.
+    error: str | None
+
+    @property
+    def reachable(self) -> bool:
+        return self.status is not None
+
+    @property
+    def healthy(self) -> bool:
+        return self.status is not None and self.status.failure is None
+
+    @property
+    def current(self) -> GtidPosition:
+        assert self.status is not None
+        return position(self.status.positions.current)
+
+    @property
+    def binlog(self) -> GtidPosition:
+        assert self.status is not None
+        return position(self.status.positions.binlog)
+
+    def require_driver(self) -> ServerDriver:
+        if self.driver is None:
+            raise DriverError(self.info.host, "no_admin_address", f"{self.info.label} has no admin address")
+        return self.driver
+
+
+@dataclass(frozen=True)
+class Link:
+    """`replica` replicates from `master` through the named connection."""
+
+    replica: ServerView
+    master: ServerView
+    connection: ReplicaConnection
+
+    @property
+    def replicating(self) -> bool:
+        c = self.connection
+        return c.running and c.io_state == IoState.connected and c.sql_state != SqlState.error and c.last_error is None
+
+    @property
+    def lost_master(self) -> bool:
+        """The connection runs but has lost its master (retrying, or stopped by an IO error)."""
+        c = self.connection
+        return c.io_state == IoState.error or (c.running and c.io_state in (IoState.reconnecting, IoState.connecting))
+
+
+class ClusterSnapshot:
+    def __init__(self, cluster: Cluster, views: Sequence[ServerView]):
+        self.cluster_id = cluster.id
+        self.cluster_name = cluster.name
+        self.views = list(views)
+        self.by_id = {v.info.id: v for v in self.views}
+        self._by_address = {
+            (v.info.host, v.info.protocol_port): v for v in self.views if v.info.protocol_port is not None
+        }
+
+    @classmethod
+    async def take(
+        cls, cluster: Cluster, servers: Sequence[Server], drivers: DriverFactory, timeout_s: float
+    ) -> ClusterSnapshot:
+        infos = [ServerInfo.of(s) for s in servers]
+
+        async def poll(info: ServerInfo) -> ServerView:
+            if info.admin_address is None:
+                return ServerView(info, None, None, "no admin address recorded")
+            driver = drivers.for_address(info.kind, info.admin_address, cluster.node_token_file)
+            try:
+                status = await asyncio.wait_for(driver.status(), timeout_s)
+            except DriverError as e:
+                return ServerView(info, driver, None, str(e))
+            except TimeoutError:
+                return ServerView(info, driver, None, f"no answer within {timeout_s} s")
+            return ServerView(info, driver, status, None)
+
+        return cls(cluster, await asyncio.gather(*(poll(i) for i in infos)))
+
+    def view(self, server_id: int) -> ServerView:
+        return self.by_id[server_id]
+
+    def master_of(self, connection: ReplicaConnection) -> ServerView | None:
+        address = split_address(connection.master_address)
+        return self._by_address.get(address) if address else None
+
+    def links(self) -> list[Link]:
+        """Every connection of a reachable server whose master is a registered server."""
+        found = []
+        for view in self.views:
+            if view.status is None:
+                continue
+            for connection in view.status.connections:
+                master = self.master_of(connection)
+                if master is not None and master is not view:
+                    found.append(Link(view, master, connection))
+        return found
+
+    def links_of(self, replica_id: int) -> list[Link]:
+        return [link for link in self.links() if link.replica.info.id == replica_id]
+
+    def replicas_of(self, master_id: int) -> list[Link]:
+        return [link for link in self.links() if link.master.info.id == master_id]
+
+    def master(self) -> tuple[ServerView | None, str]:
+        """The server others replicate from that replicates from no registered server itself; with why when
+        there is none or several."""
+        links = self.links()
+        replicating = {link.replica.info.id for link in links}
+        pointed = {link.master.info.id for link in links}
+        roots = sorted(pointed - replicating)
+        if len(roots) == 1:
+            return self.by_id[roots[0]], f"{self.by_id[roots[0]].info.label} is the master"
+        if not roots:
+            reachable = [v for v in self.views if v.reachable]
+            if len(self.views) == 1 and reachable:
+                return reachable[0], f"{reachable[0].info.label} is the only server"
+            return None, "no server is replicated from by the others without replicating itself"
+        names = ", ".join(self.by_id[r].info.label for r in roots)
+        return None, f"several servers are masters of others: {names}"

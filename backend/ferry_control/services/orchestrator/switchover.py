@@ -1,0 +1,357 @@
+"""Planned switchover: named preflight checks, then old master read-only → in-flight commits land → its position P
+→ the candidate reaches P (bounded; else undo: the old master writable again, nothing else touched) → promote the
+candidate → repoint every other replica to it (slave_pos) → the old master replicates from it (current_pos) →
+verify. Records the write-unavailability window (read-only on → new master writable) and each step's timing."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ferry_control.core.config import Settings
+from ferry_control.drivers.errors import DriverError
+from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, position
+from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
+from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass
+class SwitchoverPlan:
+    checks: list[Check] = field(default_factory=list)
+    master: ServerView | None = None
+    candidate: Link | None = None
+    #: The master's other replicas that will be repointed (maintenance ones are left alone).
+    others: list[Link] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    def add(self, name: str, passed: bool, detail: str) -> bool:
+        self.checks.append(Check(name, passed, detail))
+        return passed
+
+
+def candidate_checks(link: Link, master: ServerView, settings: Settings) -> list[Check]:
+    """The checks on one replica as the new master (all of them, so a refusal names every reason)."""
+    replica = link.replica
+    info = replica.info
+    checks = []
+    problems = [w for w, on in (("in maintenance", info.maintenance), ("fenced", info.fenced)) if on]
+    checks.append(
+        Check("candidate_eligible", not problems, f"{info.label} is " + (" and ".join(problems) or "eligible"))
+    )
+    healthy = replica.healthy
+    detail = (
+        "answers and reports no failure" if healthy else replica.error or f"reports a failure: {replica.status.failure}"
+    )  # type: ignore[union-attr]
+    checks.append(Check("candidate_healthy", healthy, f"{info.label} {detail}"))
+    c = link.connection
+    state = f"connection {c.name!r}: running={c.running}, io {c.io_state.value}, sql {c.sql_state.value}"
+    if c.last_error is not None:
+        state += f", last error {c.last_error.side} {c.last_error.code}: {c.last_error.message}"
+    checks.append(Check("candidate_replicating", link.replicating, f"{info.label} {state}"))
+    if replica.status is None or master.status is None:
+        return checks
+    binlog, current = replica.binlog, replica.current
+    checks.append(
+        Check(
+            "candidate_logs_replicated",
+            binlog.is_ahead_of(position(replica.status.positions.slave)),
+            f"gtid_binlog_pos {binlog} covers gtid_slave_pos {replica.status.positions.slave or '(empty)'}: "
+            "replicated transactions are in its binlog, so replicas can follow it",
+        )
+    )
+    errant = errant_gtids(
+        candidate_binlog_pos=replica.status.positions.binlog,
+        candidate_binlog_state=replica.status.positions.binlog_state,
+        candidate_server_id=replica.status.server_id,
+        master_binlog_pos=master.status.positions.binlog,
+        master_binlog_state=master.status.positions.binlog_state,
+    )
+    checks.append(
+        Check(
+            "no_errant_gtids",
+            not errant,
+            "no errant GTID in any domain"
+            if not errant
+            else "; ".join(f"domain {e.domain}: {e.gtid}: {e.reason}" for e in errant),
+        )
+    )
+    behind = master.binlog.difference(current)
+    worst_domain = max(behind, key=lambda d: behind[d], default=None)
+    worst_tx = behind.get(worst_domain, 0) if worst_domain is not None else 0
+    worst_s = max((lag.seconds for lag in c.lag.values()), default=0.0)
+    ok = worst_tx <= settings.switchover_lag_max_transactions and worst_s <= settings.switchover_lag_max_s
+    checks.append(
+        Check(
+            "candidate_lag",
+            ok,
+            f"behind the master by {worst_tx} transactions"
+            + (f" in domain {worst_domain}" if worst_domain is not None else "")
+            + f" (limit {settings.switchover_lag_max_transactions}) and {worst_s:.3f} s (limit "
+            f"{settings.switchover_lag_max_s} s)",
+        )
+    )
+    return checks
+
+
+def plan_switchover(snapshot: ClusterSnapshot, params: dict[str, Any], settings: Settings) -> SwitchoverPlan:
+    plan = SwitchoverPlan()
+    master, why = snapshot.master()
+    expected = params.get("expected_master_server_id")
+    if expected is not None:
+        actual = master.info.label if master else "none"
+        plan.add(
+            "expected_master",
+            master is not None and master.info.id == expected,
+            f"the caller expects server {expected} as master; the master is {actual}",
+        )
+    if not plan.add("master_identified", master is not None, why):
+        return plan
+    assert master is not None
+    plan.master = master
+    master_ok = master.healthy
+    plan.add(
+        "master_healthy",
+        master_ok,
+        f"{master.info.label} answers and reports no failure"
+        if master_ok
+        else f"{master.info.label}: {master.error or (master.status and master.status.failure)}",
+    )
+    links = snapshot.replicas_of(master.info.id)
+    candidate_id = params.get("candidate_server_id")
+    if candidate_id is not None:
+        chosen = next((link for link in links if link.replica.info.id == candidate_id), None)
+        label = snapshot.view(candidate_id).info.label if candidate_id in snapshot.by_id else f"server {candidate_id}"
+        if not plan.add(
+            "candidate_chosen",
+            chosen is not None,
+            f"{label} is a replica of {master.info.label}"
+            if chosen
+            else f"{label} does not replicate from {master.info.label}",
+        ):
+            return plan
+    else:
+        chosen, detail = choose_best(links, master, settings)
+        if not plan.add("candidate_chosen", chosen is not None, detail):
+            return plan
+    assert chosen is not None
+    plan.candidate = chosen
+    plan.checks += candidate_checks(chosen, master, settings)
+    plan.others = [link for link in links if link is not chosen and not link.replica.info.maintenance]
+    unreachable = [link.replica.info.label for link in plan.others if not link.replica.reachable]
+    skipped = [link.replica.info.label for link in links if link.replica.info.maintenance and link is not chosen]
+    plan.add(
+        "replicas_reachable",
+        not unreachable,
+        (f"unreachable: {', '.join(unreachable)} (put them in maintenance to leave them out)" if unreachable
+         else f"{len(plan.others)} other replica(s) will follow the new master")
+        + (f"; left alone (maintenance): {', '.join(skipped)}" if skipped else ""),
+    )  # fmt: skip
+    return plan
+
+
+def choose_best(links: list[Link], master: ServerView, settings: Settings) -> tuple[Link | None, str]:
+    """The replica passing every candidate check that is ahead of all the others (else the least behind)."""
+    passing = [link for link in links if all(c.passed for c in candidate_checks(link, master, settings))]
+    if not passing:
+        reasons = "; ".join(
+            f"{link.replica.info.label}: "
+            + ", ".join(c.name for c in candidate_checks(link, master, settings) if not c.passed)
+            for link in links
+        )
+        return None, f"no replica of {master.info.label} can take over ({reasons or 'it has no replicas'})"
+    others = {link.replica.info.id: link.replica.current for link in links if link.replica.reachable}
+    ahead = [
+        link for link in passing
+        if ahead_of_all(link.replica.current, [p for i, p in others.items() if i != link.replica.info.id])
+    ]  # fmt: skip
+    pool = ahead or passing
+    best = min(
+        pool, key=lambda link: (sum(master.binlog.difference(link.replica.current).values()), link.replica.info.id)
+    )
+    how = "ahead of every other replica" if ahead else "the least behind the master (the wait for P levels it)"
+    return best, f"{best.replica.info.label} chosen: {how}"
+
+
+async def run_switchover(ctx: OperationContext) -> None:
+    settings = ctx.settings
+    async with ctx.step("preflight") as step:
+        snapshot = await ctx.snapshot()
+        plan = plan_switchover(snapshot, ctx.params, settings)
+        ctx.result["checks"] = [asdict(c) for c in plan.checks]
+        failed = plan.failed()
+        step.detail = {"checks": ctx.result["checks"]}
+        if failed:
+            raise OperationFailed(
+                "preflight failed, nothing was changed: " + "; ".join(f"{c.name}: {c.detail}" for c in failed)
+            )
+    assert plan.master is not None and plan.candidate is not None
+    master, link = plan.master, plan.candidate
+    candidate = link.replica
+    assert master.status is not None and candidate.info.protocol_address is not None
+    ctx.result.update(
+        old_master_server_id=master.info.id,
+        new_master_server_id=candidate.info.id,
+        candidate_chosen_by="caller" if ctx.params.get("candidate_server_id") else "orchestrator",
+    )
+    if ctx.dry_run:
+        return
+    await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
+    await switch_master(ctx, master, link, plan.others)
+
+
+async def switch_master(ctx: OperationContext, master: ServerView, link: Link, others: list[Link]) -> None:
+    """The moves of a switchover once the preflight passed (also a drill's)."""
+    settings = ctx.settings
+    candidate = link.replica
+    master_driver, candidate_driver = master.require_driver(), candidate.require_driver()
+    master_was_read_only = bool(master.status and master.status.read_only)
+    connection = link.connection.name
+    removed = False
+    window_started = time.perf_counter()
+    try:
+        async with ctx.step("old_master_read_only") as step:
+            window_started = time.perf_counter()
+            await master_driver.set_read_only(True)
+            step.detail = f"{master.info.label} refuses writes"
+        async with ctx.step("wait_in_flight_commits") as step:
+            target, settled = await actions.wait_quiet(
+                master_driver, settings.in_flight_quiet_ms / 1000, settings.in_flight_wait_max_s
+            )
+            if not settled:
+                raise OperationFailed(
+                    f"{master.info.label}'s position kept moving for {settings.in_flight_wait_max_s} s after "
+                    "read-only on (commits still landing)"
+                )
+            step.detail = f"position still for {settings.in_flight_quiet_ms} ms: P = {target}"
+        ctx.result["position"] = target
+        async with ctx.step("candidate_catch_up") as step:
+            caught = time.perf_counter()
+            reached = await actions.wait_reached(
+                candidate_driver, target, settings.switchover_catch_up_timeout_s, connection=connection
+            )
+            ctx.result["catch_up_s"] = round(time.perf_counter() - caught, 6)
+            if not reached.reached:
+                why = reached.broken or f"timed out after {settings.switchover_catch_up_timeout_s} s"
+                raise OperationFailed(
+                    f"{candidate.info.label} did not reach {target} (it is at {reached.position}): {why}"
+                )
+            step.detail = f"{candidate.info.label} reached {target} in {ctx.result['catch_up_s']:.3f} s"
+        async with ctx.step("promote_candidate") as step:
+            await candidate_driver.stop_replication(connection)
+            await candidate_driver.remove_replication(connection)
+            removed = True
+            if await candidate_driver.set_read_only(False):
+                raise OperationFailed(f"{candidate.info.label} still reports read_only after read-only off")
+            unavailable = time.perf_counter() - window_started
+            step.detail = f"{candidate.info.label} is the master and writable"
+    except (OperationFailed, DriverError) as e:
+        reason = e.message if isinstance(e, OperationFailed) else f"{e.address}: {e.code}: {e.message}"
+        await undo(ctx, master, candidate, connection, removed, master_was_read_only)
+        raise OperationFailed(
+            f"{reason}; undone: {master.info.label} is "
+            + ("read-only as before" if master_was_read_only else "writable again")
+            + f" and {candidate.info.label} replicates from it as before",
+            undone=True,
+        ) from e
+    ctx.result["unavailable_s"] = round(unavailable, 6)
+    ctx.runner.metrics.switchover_unavailable_seconds.labels(ctx.type).observe(unavailable)
+    await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
+                            old_master=master)  # fmt: skip
+
+
+async def undo(
+    ctx: OperationContext,
+    master: ServerView,
+    candidate: ServerView,
+    connection: str,
+    removed: bool,
+    master_was_read_only: bool,
+) -> None:
+    """Puts back what a failed switchover changed before the new master took writes."""
+    async with ctx.step("undo") as step:
+        done: list[str] = []
+        problems: list[str] = []
+        if removed:  # the promotion had begun: the candidate goes back to being a replica as it was
+            try:
+                driver = candidate.require_driver()
+                await driver.set_read_only(bool(candidate.status and candidate.status.read_only))
+                await actions.repoint(driver, connection, master.info.protocol_address or "", stop_first=False)
+                done.append(f"{candidate.info.label} replicates from {master.info.label} again")
+            except DriverError as e:
+                problems.append(f"{candidate.info.label}: {e}")
+        try:
+            await master.require_driver().set_read_only(master_was_read_only)
+            done.append(f"{master.info.label} read_only={master_was_read_only}")
+        except DriverError as e:
+            problems.append(f"{master.info.label}: {e}")
+        step.detail = {"done": done, "problems": problems}
+        if problems:
+            raise OperationFailed("undo incomplete: " + "; ".join(problems))
+
+
+async def follow_new_master(
+    ctx: OperationContext,
+    new_master: ServerView,
+    replicas: list[ServerView],
+    connections: list[str],
+    *,
+    old_master: ServerView | None,
+) -> None:
+    """Repoints the replicas (slave_pos), makes the old master (when given) replicate with current_pos, and
+    verifies that everyone replicates from the new master and converges."""
+    settings = ctx.settings
+    address = new_master.info.protocol_address
+    assert address is not None
+    failures: list[str] = []
+    async with ctx.step("repoint_replicas") as step:
+        moved = []
+        for view, name in zip(replicas, connections, strict=True):
+            try:
+                await actions.repoint(view.require_driver(), name, address, "slave_pos")
+                moved.append(view.info.label)
+            except DriverError as e:
+                failures.append(f"{view.info.label}: {e.code}: {e.message}")
+        step.detail = {"repointed": moved, "failed": failures}
+        if not replicas:
+            step.skipped = True
+    followers = list(replicas)
+    if old_master is not None:
+        async with ctx.step("old_master_replicates") as step:
+            name = settings.replication_connection_name
+            try:
+                driver = old_master.require_driver()
+                exists = name in await actions.connection_names(driver)
+                await actions.repoint(driver, name, address, "current_pos", stop_first=exists)
+                followers.append(old_master)
+                step.detail = f"{old_master.info.label} replicates from {new_master.info.label} (current_pos)"
+            except DriverError as e:
+                failures.append(f"{old_master.info.label}: {e.code}: {e.message}")
+                step.detail = f"{old_master.info.label} could not be repointed: {e}"
+    async with ctx.step("verify") as step:
+        target = position((await new_master.require_driver().positions()).binlog)
+        problems = await actions.wait_replicating_from(followers, address, target, settings.verify_timeout_s)
+        step.detail = {
+            "target": str(target),
+            "converged": [v.info.label for v in followers if v.info.id not in problems],
+            "problems": {str(k): v for k, v in problems.items()},
+        }
+        if problems or failures:
+            raise OperationFailed(
+                f"{new_master.info.label} is the master, but not every server follows it: "
+                + "; ".join([*failures, *(f"server {k}: {v}" for k, v in problems.items())])
+            )

@@ -1,0 +1,172 @@
+"""Helpers shared by the API-level tests: registering a ferryd cluster through the API, waiting for an operation,
+reading what the nodes say, driving the load writer process (tests/load_writer.py), serving an ASGI app on a real
+port, and a local webhook receiver."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import uvicorn
+from fastapi import FastAPI
+
+from tests.ferryd_cluster import REPO_ROOT, FerrydCluster, FerrydNode
+
+#: Bound on every wait for a condition in these tests.
+WAIT_S = 60.0
+
+
+async def register(
+    client: httpx.AsyncClient, ferryd: FerrydCluster, name: str = "ferry", **cluster_fields: Any
+) -> tuple[int, dict[str, int]]:
+    """A cluster with the three nodes registered; returns its id and the registered ids by role."""
+    response = await client.post("/api/v1/clusters", json={"name": name, **cluster_fields})
+    assert response.status_code == 201, response.text
+    cluster = response.json()
+    ids = {}
+    for role, node in (("master", ferryd.master), ("replica1", ferryd.replica1), ("replica2", ferryd.replica2)):
+        response = await client.post(
+            f"/api/v1/clusters/{cluster['id']}/servers",
+            json={
+                "name": role,
+                "host": "127.0.0.1",
+                "protocol_port": node.protocol_port,
+                "admin_port": node.admin_port,
+            },
+        )
+        assert response.status_code == 201, response.text
+        ids[role] = response.json()["id"]
+    return cluster["id"], ids
+
+
+async def finished(app: FastAPI, client: httpx.AsyncClient, cluster_id: int, operation_id: int) -> dict[str, Any]:
+    """Waits for an operation this app runs to end; returns it as the API shows it."""
+    async with asyncio.timeout(WAIT_S):
+        await app.state.runner.wait(operation_id)
+    response = await client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def run_operation(
+    app: FastAPI, client: httpx.AsyncClient, cluster_id: int, kind: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    response = await client.post(f"/api/v1/clusters/{cluster_id}/operations/{kind}", json=body)
+    assert response.status_code == 202, response.text
+    return await finished(app, client, cluster_id, response.json()["id"])
+
+
+def step(operation: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(s for s in operation["steps"] if s["name"] == name)
+
+
+def check(operation: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(c for c in operation["result"]["checks"] if c["name"] == name)
+
+
+def topology(nodes: list[FerrydNode]) -> dict[int, Any]:
+    """Per node (server_id): read-only flag and its connections' (name, master, running)."""
+    shape = {}
+    for node in nodes:
+        status = node.status()
+        shape[node.server_id] = (
+            status["read_only"],
+            sorted((c["name"], c["master"], c["running"]) for c in status["replication"]),
+        )
+    return shape
+
+
+def writable_master(nodes: list[FerrydNode]) -> FerrydNode:
+    masters = [n for n in nodes if not n.status()["read_only"] and not n.status()["replication"]]
+    assert len(masters) == 1, topology(nodes)
+    return masters[0]
+
+
+class LoadWriter:
+    """The load writer process: `await LoadWriter.start(nodes)`, `pause()`, `resume()`, `stop()` → summary."""
+
+    def __init__(self, process: asyncio.subprocess.Process):
+        self.process = process
+
+    @classmethod
+    async def start(cls, nodes: list[FerrydNode], clients: int = 8, domains: int = 4) -> LoadWriter:
+        args = [arg for n in nodes for arg in ("--node", f"{n.listen}={n.admin}")]
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests.load_writer", *args, "--clients", str(clients), "--domains", str(domains),
+            cwd=REPO_ROOT / "backend", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        return cls(process)
+
+    async def _command(self, command: str) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(command.encode() + b"\n")
+        await self.process.stdin.drain()
+        async with asyncio.timeout(WAIT_S):
+            line = await self.process.stdout.readline()
+        assert line, f"the load writer ended (exit {await self.process.wait()})"
+        return json.loads(line)
+
+    async def pause(self) -> dict[str, Any]:
+        return await self._command("pause")
+
+    async def resume(self) -> dict[str, Any]:
+        return await self._command("resume")
+
+    async def stop(self) -> dict[str, Any]:
+        summary = await self._command("stop")
+        async with asyncio.timeout(WAIT_S):
+            await self.process.wait()
+        return summary
+
+    def kill(self) -> None:
+        if self.process.returncode is None:
+            self.process.kill()
+
+
+@asynccontextmanager
+async def serve(app: Any) -> AsyncIterator[str]:
+    """Serves an ASGI app with uvicorn on a free loopback port in this event loop; yields its base URL."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off", log_level="warning"))
+    serving = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(WAIT_S):
+            while not server.started:
+                await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await serving
+
+
+Handler = Callable[[dict[str, Any]], Awaitable[int]]
+
+
+class WebhookReceiver:
+    """A local HTTP receiver for webhooks: records every JSON body POSTed to it; `handler` (async, given the body)
+    may act and choose the status code (default 200)."""
+
+    def __init__(self, handler: Handler | None = None):
+        self.calls: list[dict[str, Any]] = []
+        self.handler = handler
+        self.received = asyncio.Event()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        assert scope["type"] == "http"
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        payload = json.loads(body or b"null")
+        self.calls.append(payload)
+        status = await self.handler(payload) if self.handler else 200
+        self.received.set()
+        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"ok"})

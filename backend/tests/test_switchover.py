@@ -1,0 +1,230 @@
+"""Planned switchover against real three-node ferryd clusters: the moves and what they leave behind, the named
+preflight checks (and that a refusal changes nothing), undo when the candidate cannot catch up, pre-hooks that abort,
+dry runs, one operation per cluster (409) and Idempotency-Key."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from tests.conftest import LiveFactory
+from tests.ferryd_cluster import FerrydCluster
+from tests.helpers import WebhookReceiver, check, register, run_operation, serve, step, topology, writable_master
+
+SWITCHOVER_STEPS = [
+    "preflight", "pre_hooks", "old_master_read_only", "wait_in_flight_commits", "candidate_catch_up",
+    "promote_candidate", "repoint_replicas", "old_master_replicates", "verify",
+]  # fmt: skip
+
+
+async def test_switchover_moves_the_master_and_back(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory()
+    ferryd.write(3, domains=(1, 2))
+    ferryd.converge()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        operation = await run_operation(
+            live.app, live.client, cluster_id, "switchover",
+            {"candidate_server_id": ids["replica1"], "expected_master_server_id": ids["master"]},
+        )  # fmt: skip
+        assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+        assert [s["name"] for s in operation["steps"]] == SWITCHOVER_STEPS
+        assert all(s["state"] in ("passed", "skipped") and s["duration_s"] is not None for s in operation["steps"])
+        result = operation["result"]
+        assert (result["old_master_server_id"], result["new_master_server_id"]) == (ids["master"], ids["replica1"])
+        assert 0 < result["unavailable_s"] < 5 and result["catch_up_s"] >= 0
+        assert all(c["passed"] for c in result["checks"])
+        assert {c["name"] for c in result["checks"]} >= {
+            "expected_master", "master_identified", "master_healthy", "candidate_chosen", "candidate_eligible",
+            "candidate_healthy", "candidate_replicating", "candidate_logs_replicated", "no_errant_gtids",
+            "candidate_lag", "replicas_reachable",
+        }  # fmt: skip
+        new_master = ferryd.replica1
+        assert writable_master(ferryd.nodes) is new_master
+        shape = topology(ferryd.nodes)
+        assert shape[1] == (True, [("main", new_master.listen, True)])
+        assert shape[3] == (False, [("main", new_master.listen, True)])
+        gtid = new_master.increment("after", "k", domain=1)
+        assert gtid.startswith(f"1-{new_master.server_id}-")
+        ferryd.master.wait_for(new_master.status()["gtid_binlog_pos"])
+        ferryd.replica2.wait_for(new_master.status()["gtid_binlog_pos"])
+
+        # Back again, letting the orchestrator choose: both replicas are level, the lower id wins ties.
+        back = await run_operation(live.app, live.client, cluster_id, "switchover", {})
+        assert back["state"] == "succeeded", back
+        assert check(back, "candidate_chosen")["passed"]
+        assert back["result"]["candidate_chosen_by"] == "orchestrator"
+        assert back["result"]["old_master_server_id"] == ids["replica1"]
+        assert back["result"]["new_master_server_id"] == ids["master"]
+        assert writable_master(ferryd.nodes) is ferryd.master
+
+        listed = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
+        assert [o["id"] for o in listed] == [back["id"], operation["id"]]
+
+
+async def test_dry_run_runs_the_preflight_only(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        before = topology(ferryd.nodes)
+        operation = await run_operation(
+            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica2"], "dry_run": True}
+        )
+        assert operation["state"] == "succeeded" and operation["dry_run"] is True
+        assert [s["name"] for s in operation["steps"]] == ["preflight"]
+        assert all(c["passed"] for c in operation["result"]["checks"])
+        assert topology(ferryd.nodes) == before
+
+
+async def assert_refused(
+    live: Any, cluster_id: int, ferryd: FerrydCluster, body: dict[str, Any], failing: str
+) -> dict[str, Any]:
+    before = topology(ferryd.nodes)
+    operation = await run_operation(live.app, live.client, cluster_id, "switchover", body)
+    assert operation["state"] == "failed", operation
+    assert [s["name"] for s in operation["steps"]] == ["preflight"]
+    assert not check(operation, failing)["passed"], operation["result"]["checks"]
+    assert failing in operation["error"] and "nothing was changed" in operation["error"]
+    assert topology(ferryd.nodes) == before
+    return operation
+
+
+async def test_refusals_name_the_failing_check_and_change_nothing(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory()
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    async with live_app(switchover_lag_max_transactions=3) as live:
+        cluster_id, ids = await register(live.client, ferryd)
+
+        # Not replicating: its connection is stopped.
+        ferryd.replica1.post("/v1/replication/main/stop", {})
+        refused = await assert_refused(
+            live, cluster_id, ferryd, {"candidate_server_id": ids["replica1"]}, "candidate_replicating"
+        )
+        assert "running=False" in check(refused, "candidate_replicating")["detail"]
+        ferryd.replica1.post("/v1/replication/main/start", {})
+        ferryd.converge()
+
+        # Errant GTID: a transaction written on the replica itself, in a domain the master also writes.
+        errant = ferryd.replica2.increment("errant", "k", domain=2)
+        refused = await assert_refused(
+            live, cluster_id, ferryd, {"candidate_server_id": ids["replica2"]}, "no_errant_gtids"
+        )
+        detail = check(refused, "no_errant_gtids")["detail"]
+        assert f"domain 2: {errant}" in detail and "written by the candidate itself" in detail
+
+        # Lag over the limit: a delayed replica that has not applied the last 5 transactions of domain 1.
+        ferryd.replica1.post("/v1/replication/main/stop", {})
+        ferryd.replica1.post("/v1/replication/main/change-master", {"master": ferryd.master.listen, "delay_s": 3600})
+        ferryd.replica1.post("/v1/replication/main/start", {})
+        ferryd.write(5, domains=(1,))
+        refused = await assert_refused(
+            live, cluster_id, ferryd, {"candidate_server_id": ids["replica1"]}, "candidate_lag"
+        )
+        assert "5 transactions in domain 1 (limit 3)" in check(refused, "candidate_lag")["detail"]
+
+        # The expected master is not the master.
+        refused = await assert_refused(
+            live, cluster_id, ferryd,
+            {"candidate_server_id": ids["replica1"], "expected_master_server_id": ids["replica2"]}, "expected_master",
+        )  # fmt: skip
+
+
+async def test_undo_when_the_candidate_cannot_catch_up(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    """The pre-hook (a local receiver) breaks the candidate's replication mid-switchover — it keeps running but
+    delays everything by an hour — and writes one more transaction: the candidate never reaches P, the wait times
+    out, and the undo puts the old master back to writable with the topology as before."""
+    ferryd = ferryd_factory()
+    ferryd.write(2, domains=(1,))
+    ferryd.converge()
+
+    async def break_candidate(payload: dict[str, Any]) -> int:
+        def work() -> None:
+            ferryd.replica1.post("/v1/replication/main/stop", {})
+            ferryd.replica1.post(
+                "/v1/replication/main/change-master", {"master": ferryd.master.listen, "delay_s": 3600}
+            )
+            ferryd.replica1.post("/v1/replication/main/start", {})
+            ferryd.master.increment("late", "k", domain=1)
+
+        await asyncio.to_thread(work)
+        return 200
+
+    receiver = WebhookReceiver(break_candidate)
+    async with serve(receiver) as hook_url, live_app(switchover_catch_up_timeout_s=2.0) as live:
+        cluster_id, ids = await register(live.client, ferryd, pre_operation_webhooks=[hook_url])
+        before = topology(ferryd.nodes)
+        operation = await run_operation(
+            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica1"]}
+        )
+        assert operation["state"] == "undone", operation
+        assert "did not reach" in operation["error"] and "timed out after 2.0 s" in operation["error"]
+        assert "writable again" in operation["error"]
+        catch_up = step(operation, "candidate_catch_up")
+        assert catch_up["state"] == "failed" and catch_up["duration_s"] >= 2.0
+        assert step(operation, "undo")["state"] == "passed"
+        assert [s["name"] for s in operation["steps"]][-1] == "undo"
+        assert receiver.calls[0]["stage"] == "pre" and receiver.calls[0]["new_master_server_id"] == ids["replica1"]
+        assert topology(ferryd.nodes) == before
+        assert writable_master(ferryd.nodes) is ferryd.master
+        ferryd.master.increment("after_undo", "k", domain=1)
+
+
+async def test_a_failing_pre_hook_aborts_before_any_change(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory()
+
+    async def refuse(_: dict[str, Any]) -> int:
+        return 503
+
+    receiver = WebhookReceiver(refuse)
+    async with serve(receiver) as hook_url, live_app(pre_operation_webhooks=[hook_url]) as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        before = topology(ferryd.nodes)
+        operation = await run_operation(live.app, live.client, cluster_id, "switchover", {})
+        assert operation["state"] == "failed"
+        assert "pre-operation webhook" in operation["error"] and "answered 503" in operation["error"]
+        assert [s["name"] for s in operation["steps"]] == ["preflight", "pre_hooks"]
+        assert topology(ferryd.nodes) == before
+
+
+async def test_one_operation_per_cluster_and_idempotency_keys(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        url = f"/api/v1/clusters/{cluster_id}/operations/switchover"
+        first, second = await asyncio.gather(
+            live.client.post(url, json={"candidate_server_id": ids["replica1"]}),
+            live.client.post(url, json={"candidate_server_id": ids["replica2"]}),
+        )
+        assert sorted([first.status_code, second.status_code]) == [202, 409], (first.text, second.text)
+        accepted, refused = (first, second) if first.status_code == 202 else (second, first)
+        running = accepted.json()["id"]
+        error = refused.json()["error"]
+        assert error["code"] == "operation_running" and error["details"]["operation_id"] == running
+        assert f"operation {running} (switchover" in error["message"]
+        await live.app.state.runner.wait(running)
+
+        headers = {"Idempotency-Key": "retry-me-0001"}
+        body = {"candidate_server_id": ids["master"]}
+        once = await live.client.post(url, json=body, headers=headers)
+        again = await live.client.post(url, json=body, headers=headers)
+        assert once.status_code == again.status_code == 202
+        assert once.json()["id"] == again.json()["id"] and again.headers["Idempotent-Replayed"] == "true"
+        await live.app.state.runner.wait(once.json()["id"])
+        other = await live.client.post(url, json={"candidate_server_id": ids["replica2"]}, headers=headers)
+        assert other.status_code == 409 and other.json()["error"]["code"] == "idempotency_key_reused"
+        operations = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
+        assert len(operations) == 2
