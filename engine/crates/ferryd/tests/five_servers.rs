@@ -10,8 +10,6 @@ use std::collections::{BTreeMap, HashSet};
 
 use common::{rt, NodeProc, TOKEN};
 use ferry_client::{Client, Txn};
-use ferry_core::binlog::files_at;
-use ferry_core::binlog::reader::{FileReader, Item, TransactionReader};
 use ferry_core::gtid::Gtid;
 use serde_json::{json, Value};
 
@@ -68,23 +66,11 @@ fn write_both(s1: &NodeProc, s2: &NodeProc, per_writer: usize) {
     });
 }
 
-fn binlog(node: &NodeProc) -> Vec<Gtid> {
-    let mut out = Vec::new();
-    for path in files_at(&node.binlog_dir()).unwrap() {
-        for item in TransactionReader::new(FileReader::open(&path).unwrap()) {
-            if let Item::Transaction(t) = item.unwrap() {
-                out.push(t.gtid());
-            }
-        }
-    }
-    out
-}
-
 /// Each domain's own sequence, checked to be in order with no duplicate and no gap.
 fn streams(node: &NodeProc) -> BTreeMap<u32, Vec<Gtid>> {
     let mut by_domain: BTreeMap<u32, Vec<Gtid>> = BTreeMap::new();
     let mut seen = HashSet::new();
-    for g in binlog(node) {
+    for g in node.binlog_gtids() {
         assert!(seen.insert(g), "server {}: {g} twice in the binlog", node.server_id);
         by_domain.entry(g.domain).or_default().push(g);
     }
@@ -105,7 +91,7 @@ fn streams(node: &NodeProc) -> BTreeMap<u32, Vec<Gtid>> {
 
 /// The order in which the domains alternate in a binlog.
 fn interleaving(node: &NodeProc) -> Vec<u32> {
-    binlog(node).into_iter().map(|g| g.domain).collect()
+    node.binlog_gtids().into_iter().map(|g| g.domain).collect()
 }
 
 fn table_sums(node: &NodeProc) -> Value {

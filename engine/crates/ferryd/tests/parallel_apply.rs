@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use common::{rt, NodeProc, TOKEN};
 use ferry_client::{Client, Txn};
-use ferry_core::binlog::files_at;
-use ferry_core::binlog::reader::{FileReader, Item, TransactionReader};
 use ferry_core::gtid::Gtid;
 use ferry_core::row::Value;
 use rand::{Rng, SeedableRng};
@@ -46,18 +44,6 @@ fn load(master: &NodeProc, domains: u32, clients: u32, per_client: u32, tag: &st
     });
 }
 
-fn binlog_gtids(node: &NodeProc) -> Vec<Gtid> {
-    let mut out = Vec::new();
-    for path in files_at(&node.binlog_dir()).unwrap() {
-        for item in TransactionReader::new(FileReader::open(&path).unwrap()) {
-            if let Item::Transaction(t) = item.unwrap() {
-                out.push(t.gtid());
-            }
-        }
-    }
-    out
-}
-
 /// Each domain's GTIDs in the same order on both servers, each exactly once.
 fn assert_same_order_per_domain(master: &NodeProc, replica: &NodeProc) {
     let per_domain = |gtids: Vec<Gtid>| {
@@ -69,7 +55,7 @@ fn assert_same_order_per_domain(master: &NodeProc, replica: &NodeProc) {
         }
         m
     };
-    assert_eq!(per_domain(binlog_gtids(replica)), per_domain(binlog_gtids(master)));
+    assert_eq!(per_domain(replica.binlog_gtids()), per_domain(master.binlog_gtids()));
 }
 
 fn converge(replica: &NodeProc, master: &NodeProc) {

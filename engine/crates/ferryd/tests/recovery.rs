@@ -13,8 +13,6 @@ use std::time::Duration;
 
 use common::{rt, NodeProc};
 use ferry_client::{Client, Txn};
-use ferry_core::binlog::files_at;
-use ferry_core::binlog::reader::{FileReader, Item, TransactionReader};
 use ferry_core::gtid::Gtid;
 use ferry_core::row::{row_bytes, Row, Value};
 use ferry_core::store::TableChecksum;
@@ -51,19 +49,6 @@ async fn writer(addr: String, w: u32, start: i64) -> Vec<(i64, Gtid)> {
     acked
 }
 
-/// Every transaction of the binlog, in order.
-fn binlog_transactions(node: &NodeProc) -> Vec<ferry_core::binlog::reader::Transaction> {
-    let mut out = Vec::new();
-    for path in files_at(&node.binlog_dir()).unwrap() {
-        for item in TransactionReader::new(FileReader::open(&path).unwrap()) {
-            if let Item::Transaction(t) = item.unwrap() {
-                out.push(t);
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn sigkill_under_concurrent_writers_loses_no_acknowledged_transaction() {
     let dir = tempfile::tempdir().unwrap();
@@ -97,7 +82,7 @@ fn sigkill_under_concurrent_writers_loses_no_acknowledged_transaction() {
 }
 
 fn verify(node: &NodeProc, acked: &HashMap<u32, Vec<(i64, Gtid)>>, seed: u64) {
-    let txns = binlog_transactions(node);
+    let txns = node.binlog_transactions();
 
     // GTIDs strictly increasing per domain, none twice.
     let mut last: BTreeMap<u32, u64> = BTreeMap::new();

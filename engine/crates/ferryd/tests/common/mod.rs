@@ -91,6 +91,25 @@ impl NodeProc {
         self.dir.join("data").join("binlog")
     }
 
+    /// Every transaction of the node's binlog, in binlog order (read from its files).
+    pub fn binlog_transactions(&self) -> Vec<ferry_core::binlog::reader::Transaction> {
+        use ferry_core::binlog::reader::{FileReader, Item, TransactionReader};
+        let mut out = Vec::new();
+        for path in ferry_core::binlog::files_at(&self.binlog_dir()).unwrap() {
+            for item in TransactionReader::new(FileReader::open(&path).unwrap()) {
+                if let Item::Transaction(t) = item.unwrap() {
+                    out.push(t);
+                }
+            }
+        }
+        out
+    }
+
+    /// The GTIDs of the node's binlog, in binlog order.
+    pub fn binlog_gtids(&self) -> Vec<ferry_core::gtid::Gtid> {
+        self.binlog_transactions().iter().map(|t| t.gtid()).collect()
+    }
+
     fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.admin, path)
     }
