@@ -1,0 +1,136 @@
+// One mutation hook per state-changing endpoint the dashboard uses. Operations answer 202 with the (pending)
+// operation; the hook puts it in the cache and refreshes the history. Every operation POST carries an
+// Idempotency-Key so a retried click gives back the same operation.
+import { useMutation, useQueryClient, type QueryClient } from "@tanstack/react-query";
+import { api, unwrap, type Schemas } from "./client";
+import { queryKeys } from "./queryKeys";
+
+export type Operation = Schemas["OperationRead"];
+
+export interface OperationVariables<Body> {
+  body: Body;
+  idempotencyKey: string;
+}
+
+/** A fresh Idempotency-Key for one intended action. */
+export function newIdempotencyKey(): string {
+  return globalThis.crypto?.randomUUID?.() ?? `k-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+}
+
+function afterStart(queryClient: QueryClient, clusterId: number, operation: Operation) {
+  queryClient.setQueryData(queryKeys.operation(clusterId, operation.id), operation);
+  void queryClient.invalidateQueries({ queryKey: ["clusters", clusterId, "operations"] });
+}
+
+function useOperationMutation<Body>(
+  clusterId: number,
+  start: (clusterId: number, variables: OperationVariables<Body>) => Promise<Operation>,
+) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: (variables: OperationVariables<Body>) => start(clusterId, variables),
+    onSuccess: (operation) => afterStart(queryClient, clusterId, operation),
+  });
+}
+
+const path = (clusterId: number) => ({ cluster_id: clusterId });
+const header = (key: string) => ({ "idempotency-key": key });
+
+export type SwitchoverBody = Schemas["SwitchoverRequest"];
+export function useSwitchover(clusterId: number) {
+  return useOperationMutation<SwitchoverBody>(clusterId, (id, { body, idempotencyKey }) =>
+    unwrap(
+      api.POST("/api/v1/clusters/{cluster_id}/operations/switchover", {
+        params: { path: path(id), header: header(idempotencyKey) },
+        body,
+      }),
+    ),
+  );
+}
+
+export type FailoverBody = Schemas["FailoverRequest"];
+export function useFailover(clusterId: number) {
+  return useOperationMutation<FailoverBody>(clusterId, (id, { body, idempotencyKey }) =>
+    unwrap(
+      api.POST("/api/v1/clusters/{cluster_id}/operations/failover", {
+        params: { path: path(id), header: header(idempotencyKey) },
+        body,
+      }),
+    ),
+  );
+}
+
+export type RepointBody = Schemas["RepointRequest"];
+export function useRepoint(clusterId: number) {
+  return useOperationMutation<RepointBody>(clusterId, (id, { body, idempotencyKey }) =>
+    unwrap(
+      api.POST("/api/v1/clusters/{cluster_id}/operations/repoint", {
+        params: { path: path(id), header: header(idempotencyKey) },
+        body,
+      }),
+    ),
+  );
+}
+
+export type ReadOnlyBody = Schemas["ReadOnlyRequest"];
+export function useReadOnly(clusterId: number) {
+  return useOperationMutation<ReadOnlyBody>(clusterId, (id, { body, idempotencyKey }) =>
+    unwrap(
+      api.POST("/api/v1/clusters/{cluster_id}/operations/read-only", {
+        params: { path: path(id), header: header(idempotencyKey) },
+        body,
+      }),
+    ),
+  );
+}
+
+export type StartReplicationBody = Schemas["StartReplicationRequest"];
+export function useStartReplication(clusterId: number) {
+  return useOperationMutation<StartReplicationBody>(clusterId, (id, { body, idempotencyKey }) =>
+    unwrap(
+      api.POST("/api/v1/clusters/{cluster_id}/operations/start-replication", {
+        params: { path: path(id), header: header(idempotencyKey) },
+        body,
+      }),
+    ),
+  );
+}
+
+export type StopReplicationBody = Schemas["StopReplicationRequest"];
+export function useStopReplication(clusterId: number) {
+  return useOperationMutation<StopReplicationBody>(clusterId, (id, { body, idempotencyKey }) =>
+    unwrap(
+      api.POST("/api/v1/clusters/{cluster_id}/operations/stop-replication", {
+        params: { path: path(id), header: header(idempotencyKey) },
+        body,
+      }),
+    ),
+  );
+}
+
+export type BringLevelBody = Schemas["BringLevelRequest"];
+export function useBringLevel(clusterId: number) {
+  return useOperationMutation<BringLevelBody>(clusterId, (id, { body, idempotencyKey }) =>
+    unwrap(
+      api.POST("/api/v1/clusters/{cluster_id}/operations/bring-level", {
+        params: { path: path(id), header: header(idempotencyKey) },
+        body,
+      }),
+    ),
+  );
+}
+
+/** PUT …/servers/{id}/maintenance: not an operation, applied at once. */
+export function useSetMaintenance(clusterId: number) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: ({ serverId, maintenance }: { serverId: number; maintenance: boolean }) =>
+      unwrap(
+        api.PUT("/api/v1/clusters/{cluster_id}/servers/{server_id}/maintenance", {
+          params: { path: { cluster_id: clusterId, server_id: serverId } },
+          body: { maintenance },
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.cluster(clusterId) }),
+  });
+}

@@ -1,0 +1,130 @@
+// One read hook per GET endpoint, over the typed client; each query key holds the endpoint's parameters, and
+// the refetch interval follows the live mode (off while server-sent events stream).
+import { useQuery } from "@tanstack/react-query";
+import { usePollInterval } from "../live/LiveContext";
+import { api, unwrap } from "./client";
+import { LAG_RANGE_MS, queryKeys, type LagRange } from "./queryKeys";
+
+export function useClusters() {
+  const refetchInterval = usePollInterval();
+  return useQuery({
+    queryKey: queryKeys.clusters(),
+    queryFn: () => unwrap(api.GET("/api/v1/clusters")),
+    refetchInterval: refetchInterval === false ? 10_000 : refetchInterval,
+  });
+}
+
+export function useCluster(clusterId: number) {
+  return useQuery({
+    queryKey: queryKeys.cluster(clusterId),
+    queryFn: () => unwrap(api.GET("/api/v1/clusters/{cluster_id}", { params: { path: { cluster_id: clusterId } } })),
+  });
+}
+
+export function useServers(clusterId: number) {
+  const refetchInterval = usePollInterval();
+  return useQuery({
+    queryKey: queryKeys.servers(clusterId),
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/clusters/{cluster_id}/servers", { params: { path: { cluster_id: clusterId } } })),
+    refetchInterval,
+  });
+}
+
+export function useTopology(clusterId: number) {
+  const refetchInterval = usePollInterval();
+  return useQuery({
+    queryKey: queryKeys.topology(clusterId),
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/clusters/{cluster_id}/topology", { params: { path: { cluster_id: clusterId } } })),
+    refetchInterval,
+  });
+}
+
+export function usePositions(clusterId: number) {
+  const refetchInterval = usePollInterval();
+  return useQuery({
+    queryKey: queryKeys.positions(clusterId),
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/clusters/{cluster_id}/positions", { params: { path: { cluster_id: clusterId } } })),
+    refetchInterval,
+  });
+}
+
+/** Lag samples over the last `range`; `live` refetches every 2 s so the window slides. */
+export function useLagHistory(clusterId: number, range: LagRange, domain: number | null, live: boolean) {
+  return useQuery({
+    queryKey: queryKeys.lagHistory(clusterId, { range, domain }),
+    queryFn: () => {
+      const until = new Date();
+      const since = new Date(until.getTime() - LAG_RANGE_MS[range]);
+      return unwrap(
+        api.GET("/api/v1/clusters/{cluster_id}/lag/history", {
+          params: {
+            path: { cluster_id: clusterId },
+            query: { since: since.toISOString(), until: until.toISOString(), domain, limit: 10_000 },
+          },
+        }),
+      );
+    },
+    refetchInterval: live ? 2000 : false,
+    placeholderData: (previous) => previous,
+  });
+}
+
+/** Each server's recent binlog; `live` refetches every 2 s, paused keeps what is shown. */
+export function useInterleavings(clusterId: number, limit: number, domain: number | null, live: boolean) {
+  return useQuery({
+    queryKey: queryKeys.interleavings(clusterId, { limit, domain }),
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/clusters/{cluster_id}/interleavings", {
+          params: { path: { cluster_id: clusterId }, query: { limit, domain } },
+        }),
+      ),
+    refetchInterval: live ? 2000 : false,
+    placeholderData: (previous) => previous,
+  });
+}
+
+export function useOperations(clusterId: number, limit = 50) {
+  const refetchInterval = usePollInterval();
+  return useQuery({
+    queryKey: queryKeys.operations(clusterId, { limit }),
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/clusters/{cluster_id}/operations", {
+          params: { path: { cluster_id: clusterId }, query: { limit } },
+        }),
+      ),
+    refetchInterval,
+  });
+}
+
+/** One operation; polled every second until it has finished (events also update it). */
+export function useOperation(clusterId: number, operationId: number | null) {
+  return useQuery({
+    queryKey: queryKeys.operation(clusterId, operationId ?? 0),
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/clusters/{cluster_id}/operations/{operation_id}", {
+          params: { path: { cluster_id: clusterId, operation_id: operationId ?? 0 } },
+        }),
+      ),
+    enabled: operationId != null,
+    refetchInterval: (query) => {
+      const state = query.state.data?.state;
+      return state === "pending" || state === "running" || state === undefined ? 1000 : false;
+    },
+  });
+}
+
+export function useAudit(clusterId: number | null, limit = 100, outcome: "succeeded" | "failed" | "denied" | null = null) {
+  const refetchInterval = usePollInterval();
+  return useQuery({
+    queryKey: queryKeys.audit({ clusterId, limit, outcome }),
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/audit", { params: { query: { cluster_id: clusterId, limit, outcome } } })),
+    refetchInterval: refetchInterval === false ? 5000 : refetchInterval,
+  });
+}

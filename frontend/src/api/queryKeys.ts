@@ -1,0 +1,22 @@
+// Query keys, one per endpoint, each holding its parameters; everything about a cluster starts with
+// ["clusters", id] so one invalidation refreshes a cluster's page.
+export type LagRange = "5m" | "1h" | "24h";
+
+export const queryKeys = {
+  clusters: () => ["clusters"] as const,
+  cluster: (clusterId: number) => ["clusters", clusterId] as const,
+  servers: (clusterId: number) => ["clusters", clusterId, "servers"] as const,
+  topology: (clusterId: number) => ["clusters", clusterId, "topology"] as const,
+  positions: (clusterId: number) => ["clusters", clusterId, "positions"] as const,
+  lagHistory: (clusterId: number, params: { range: LagRange; domain: number | null }) =>
+    ["clusters", clusterId, "lag-history", params] as const,
+  interleavings: (clusterId: number, params: { limit: number; domain: number | null }) =>
+    ["clusters", clusterId, "interleavings", params] as const,
+  operations: (clusterId: number, params: { limit: number }) => ["clusters", clusterId, "operations", params] as const,
+  operation: (clusterId: number, operationId: number) =>
+    ["clusters", clusterId, "operation", operationId] as const,
+  audit: (params: { clusterId: number | null; limit: number; outcome: string | null }) => ["audit", params] as const,
+};
+
+/** Milliseconds a range covers. */
+export const LAG_RANGE_MS: Record<LagRange, number> = { "5m": 5 * 60_000, "1h": 3_600_000, "24h": 86_400_000 };

@@ -1,0 +1,95 @@
+// Tests of the interleavings alignment: lanes oldest first, labels, GTID positions across lanes, domain order and
+// differing interleavings (the figure of seed 000: each domain's order kept, the interleaving differs).
+import { describe, expect, it } from "vitest";
+import type { Schemas } from "../../api/client";
+import { alignLanes, keepsDomainOrder, sameSharedOrder } from "./align";
+
+type ServerEvents = Schemas["ServerEvents"];
+
+/** A server's events from `domain-seq` labels written oldest first (the API gives newest first). */
+function server(serverId: number, name: string, oldestFirst: string[], origin = 1): ServerEvents {
+  const transactions = oldestFirst.map((label, i) => {
+    const [domain, seq] = label.split("-").map(Number) as [number, number];
+    return {
+      gtid: `${domain}-${origin}-${seq}`,
+      domain,
+      origin_server_id: origin,
+      seq_no: seq,
+      commit_id: i,
+      commit_ts_us: 1_000_000 + i,
+      file: null,
+      offset: null,
+      tables: [],
+      rows: 1,
+    };
+  });
+  return { server_id: serverId, name, transactions: transactions.reverse(), error: null };
+}
+
+describe("alignLanes", () => {
+  const master = server(1, "a", ["1-1", "2-1", "1-2", "2-2", "3-1"]);
+  const replica = server(2, "b", ["2-1", "1-1", "1-2", "3-1", "2-2"]);
+  const sameOrder = server(3, "c", ["1-1", "2-1", "1-2", "2-2"]);
+
+  it("makes one lane per server, oldest first, labelled domain-seq", () => {
+    const { lanes } = alignLanes([master, replica]);
+    expect(lanes.map((lane) => lane.name)).toEqual(["a", "b"]);
+    expect(lanes[0]!.blocks.map((b) => b.label)).toEqual(["1-1", "2-1", "1-2", "2-2", "3-1"]);
+    expect(lanes[1]!.blocks.map((b) => b.index)).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it("knows where each GTID sits in every lane", () => {
+    const { positions } = alignLanes([master, replica, sameOrder]);
+    expect(Object.fromEntries(positions.get("2-1-2")!)).toEqual({ 1: 3, 2: 4, 3: 3 });
+    expect(Object.fromEntries(positions.get("3-1-1")!)).toEqual({ 1: 4, 2: 3 });
+  });
+
+  it("counts the lanes that hold each GTID", () => {
+    const { lanes } = alignLanes([master, replica, sameOrder]);
+    const third = lanes[0]!.blocks.find((b) => b.label === "3-1")!;
+    expect(third.sharedBy).toBe(2);
+    expect(lanes[0]!.blocks.find((b) => b.label === "1-1")!.sharedBy).toBe(3);
+  });
+
+  it("sees each domain's order kept while the interleaving differs", () => {
+    const alignment = alignLanes([master, replica, sameOrder]);
+    expect(alignment.lanes.every((lane) => lane.domainOrderKept)).toBe(true);
+    expect(alignment.lanes.map((lane) => lane.sameInterleavingAsFirst)).toEqual([null, false, true]);
+    expect(alignment.interleavingsDiffer).toBe(true);
+  });
+
+  it("filters domains but offers every domain seen", () => {
+    const alignment = alignLanes([master, replica], [2]);
+    expect(alignment.domains).toEqual([1, 2, 3]);
+    expect(alignment.lanes[1]!.blocks.map((b) => b.label)).toEqual(["2-1", "2-2"]);
+    expect(alignment.interleavingsDiffer).toBe(false);
+    expect(alignment.positions.has("1-1-1")).toBe(false);
+  });
+
+  it("keeps a server with an error as an empty lane", () => {
+    const down: ServerEvents = { server_id: 9, name: "down", transactions: [], error: "unreachable" };
+    const { lanes } = alignLanes([master, down]);
+    expect(lanes[1]).toMatchObject({ name: "down", error: "unreachable", blocks: [], domainOrderKept: true });
+    expect(lanes[1]!.sameInterleavingAsFirst).toBe(true);
+  });
+
+  it("gives nothing for no servers", () => {
+    expect(alignLanes([])).toMatchObject({ lanes: [], domains: [], interleavingsDiffer: false });
+  });
+});
+
+describe("keepsDomainOrder", () => {
+  it("fails when a domain goes backwards or repeats", () => {
+    expect(keepsDomainOrder([{ domain: 1, seqNo: 2 }, { domain: 2, seqNo: 1 }, { domain: 1, seqNo: 1 }])).toBe(false);
+    expect(keepsDomainOrder([{ domain: 1, seqNo: 2 }, { domain: 1, seqNo: 2 }])).toBe(false);
+    expect(keepsDomainOrder([{ domain: 1, seqNo: 2 }, { domain: 2, seqNo: 1 }, { domain: 1, seqNo: 5 }])).toBe(true);
+  });
+});
+
+describe("sameSharedOrder", () => {
+  it("compares only the GTIDs both hold", () => {
+    const a = [{ gtid: "x" }, { gtid: "y" }, { gtid: "z" }];
+    expect(sameSharedOrder(a, [{ gtid: "y" }, { gtid: "z" }, { gtid: "w" }])).toBe(true);
+    expect(sameSharedOrder(a, [{ gtid: "z" }, { gtid: "y" }])).toBe(false);
+  });
+});

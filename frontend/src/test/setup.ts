@@ -1,0 +1,8 @@
+// Vitest setup: a clean sessionStorage and DOM between tests.
+import { cleanup } from "@testing-library/react";
+import { afterEach } from "vitest";
+
+afterEach(() => {
+  cleanup();
+  window.sessionStorage.clear();
+});

@@ -1,0 +1,26 @@
+// Vite build and dev server, and Vitest's settings. The dashboard is served by the backend from the same origin
+// (API under /api/v1); `npm run dev` proxies /api to a backend on FERRY_API_URL (default http://127.0.0.1:8000).
+import react from "@vitejs/plugin-react";
+import { defineConfig } from "vitest/config";
+
+const apiUrl = process.env.FERRY_API_URL ?? "http://127.0.0.1:8000";
+
+export default defineConfig({
+  plugins: [react()],
+  base: "/",
+  build: {
+    outDir: "dist",
+    sourcemap: true,
+    chunkSizeWarningLimit: 1200,
+  },
+  server: {
+    proxy: { "/api": { target: apiUrl, changeOrigin: false } },
+  },
+  test: {
+    environment: "jsdom",
+    globals: true,
+    include: ["src/**/*.test.{ts,tsx}"],
+    setupFiles: ["src/test/setup.ts"],
+    restoreMocks: true,
+  },
+});
