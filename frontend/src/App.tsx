@@ -1,0 +1,51 @@
+// The dashboard's shell: query cache, auth, router. Signed-out visitors see the sign-in page; the rest is the
+// clusters overview and one page per cluster (its tab in the path, its view state in the query string).
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { useState } from "react";
+import { BrowserRouter, Navigate, Route, Routes } from "react-router-dom";
+import { ApiError } from "./api/client";
+import { AuthProvider, useAuth } from "./auth/AuthProvider";
+import { Layout } from "./components/Layout";
+import { ClusterPage } from "./pages/ClusterPage";
+import { ClustersPage } from "./pages/ClustersPage";
+import { SignInPage } from "./pages/SignInPage";
+
+export function makeQueryClient(): QueryClient {
+  return new QueryClient({
+    defaultOptions: {
+      queries: {
+        staleTime: 1000,
+        // A refusal will not change by asking again; a network blip might.
+        retry: (failures, error) => !(error instanceof ApiError && error.status >= 400 && error.status < 500) && failures < 2,
+      },
+    },
+  });
+}
+
+function Routed() {
+  const { state } = useAuth();
+  if (state.status !== "signed-in") return <SignInPage />;
+  return (
+    <Layout>
+      <Routes>
+        <Route path="/" element={<ClustersPage />} />
+        <Route path="/clusters/:clusterId" element={<ClusterPage />} />
+        <Route path="/clusters/:clusterId/:tab" element={<ClusterPage />} />
+        <Route path="*" element={<Navigate to="/" replace />} />
+      </Routes>
+    </Layout>
+  );
+}
+
+export function App() {
+  const [queryClient] = useState(makeQueryClient);
+  return (
+    <QueryClientProvider client={queryClient}>
+      <AuthProvider>
+        <BrowserRouter>
+          <Routed />
+        </BrowserRouter>
+      </AuthProvider>
+    </QueryClientProvider>
+  );
+}

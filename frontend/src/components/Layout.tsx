@@ -1,0 +1,32 @@
+// The page frame: a skip link, the header (home link, the token's role, sign out) and the main region.
+import type { ReactNode } from "react";
+import { Link } from "react-router-dom";
+import { useAuth } from "../auth/AuthProvider";
+
+export function Layout({ children }: { children: ReactNode }) {
+  const { role, signOut } = useAuth();
+  return (
+    <>
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header className="app-header">
+        <Link to="/" className="brand">
+          Ferry
+        </Link>
+        <span className="muted">replication control plane</span>
+        <span className="spacer" />
+        <span className="role" aria-label={`Signed in as ${role ?? "unknown"}`}>
+          role: <strong>{role}</strong>
+          {role === "viewer" ? <span className="muted"> (read only)</span> : null}
+        </span>
+        <button type="button" onClick={() => signOut()}>
+          Sign out
+        </button>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {children}
+      </main>
+    </>
+  );
+}

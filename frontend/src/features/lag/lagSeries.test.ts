@@ -1,0 +1,63 @@
+// Tests of lag samples → chart series.
+import { describe, expect, it } from "vitest";
+import type { Schemas } from "../../api/client";
+import { lagSeries } from "./lagSeries";
+
+const sample = (over: Partial<Schemas["LagSampleRead"]>): Schemas["LagSampleRead"] => ({
+  link_id: 1,
+  replica_server_id: 2,
+  master_server_id: 1,
+  connection: "main",
+  domain_id: 1,
+  transactions: 0,
+  seconds: 0,
+  sampled_at: "2025-01-01T00:00:00Z",
+  ...over,
+});
+
+describe("lagSeries", () => {
+  const names = new Map([
+    [1, "a"],
+    [2, "b"],
+  ]);
+  const until = Date.parse("2025-01-01T00:01:00Z");
+
+  it("makes one series per connection and domain, sorted in time, carried to the end", () => {
+    const series = lagSeries(
+      [
+        sample({ sampled_at: "2025-01-01T00:00:10Z", transactions: 5, seconds: 0.5 }),
+        sample({ sampled_at: "2025-01-01T00:00:05Z", transactions: 9, seconds: 1 }),
+        sample({ domain_id: 2, sampled_at: "2025-01-01T00:00:07Z", transactions: 1 }),
+      ],
+      names,
+      until,
+    );
+    expect(series.map((s) => s.label)).toEqual(["b (main) · domain 1", "b (main) · domain 2"]);
+    expect(series[0]!.points.map((p) => p.transactions)).toEqual([9, 5, 5]);
+    expect(series[0]!.points.at(-1)!.t).toBe(until);
+    expect(series[1]!.points).toHaveLength(2);
+  });
+
+  it("ends with the current lag, and draws a connection without samples flat over the range", () => {
+    const edge = {
+      link_id: 7, source: "replica" as const, connection: "main", master_server_id: 1, master_address: null,
+      replica_server_id: 2, running: true, io_state: "connected", sql_state: "applying",
+      lag: { "3": { seconds: 0, transactions: 0 } }, last_error_code: null, last_error_message: null,
+      updated_at: "2025-01-01T00:00:00Z",
+    };
+    const since = until - 60_000;
+    const series = lagSeries([sample({ link_id: 7, domain_id: 1, transactions: 4 })], names, until, [
+      { ...edge, lag: { "1": { seconds: 0, transactions: 2 }, "3": { seconds: 0, transactions: 0 } } },
+    ], since);
+    expect(series[0]!.points.map((p) => [p.t, p.transactions])).toEqual([
+      [Date.parse("2025-01-01T00:00:00Z"), 4],
+      [until, 2],
+    ]);
+    expect(series[1]!.points.map((p) => p.t)).toEqual([since, until]);
+  });
+
+  it("names a connection seen only by its master by the master", () => {
+    const [only] = lagSeries([sample({ connection: null })], names, until);
+    expect(only!.label).toBe("b (from a) · domain 1");
+  });
+});

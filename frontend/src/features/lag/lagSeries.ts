@@ -1,0 +1,72 @@
+// Turns lag samples into chart series (a pure function): one series per replica connection and domain, points
+// in time order, and, since samples are change-only (each holds until the next), the last value carried to the
+// end of the range so a steady lag still draws a line. The connections' current lag (from the topology) ends each
+// series; a connection with no sample in the range had that lag throughout (nothing changed), so it is drawn flat.
+import type { Schemas } from "../../api/client";
+
+type Sample = Schemas["LagSampleRead"];
+
+export interface LagPoint {
+  t: number;
+  seconds: number;
+  transactions: number;
+}
+
+export interface LagSeries {
+  key: string;
+  label: string;
+  replicaServerId: number;
+  domain: number;
+  points: LagPoint[];
+}
+
+type Edge = Schemas["TopologyEdge"];
+
+export function lagSeries(
+  samples: readonly Sample[],
+  names: ReadonlyMap<number, string>,
+  untilMs: number,
+  current: readonly Edge[] = [],
+  sinceMs: number = untilMs,
+): LagSeries[] {
+  const byKey = new Map<string, LagSeries>();
+  const currentSamples: Sample[] = current.flatMap((edge) =>
+    Object.entries(edge.lag).map(([domain, lag]) => ({
+      link_id: edge.link_id,
+      replica_server_id: edge.replica_server_id,
+      master_server_id: edge.master_server_id,
+      connection: edge.connection,
+      domain_id: Number(domain),
+      transactions: lag.transactions,
+      seconds: lag.seconds,
+      sampled_at: new Date(untilMs).toISOString(),
+    })),
+  );
+  for (const sample of [...samples, ...currentSamples]) {
+    const key = `${sample.link_id}/${sample.domain_id}`;
+    let series = byKey.get(key);
+    if (!series) {
+      const replica = names.get(sample.replica_server_id) ?? `server ${sample.replica_server_id}`;
+      const master = sample.master_server_id != null ? names.get(sample.master_server_id) : null;
+      const via = sample.connection ?? (master ? `from ${master}` : "");
+      series = {
+        key,
+        label: `${replica}${via ? ` (${via})` : ""} · domain ${sample.domain_id}`,
+        replicaServerId: sample.replica_server_id,
+        domain: sample.domain_id,
+        points: [],
+      };
+      byKey.set(key, series);
+    }
+    series.points.push({ t: Date.parse(sample.sampled_at), seconds: sample.seconds, transactions: sample.transactions });
+  }
+  const all = [...byKey.values()];
+  for (const series of all) {
+    series.points.sort((a, b) => a.t - b.t);
+    const last = series.points[series.points.length - 1];
+    if (last && last.t < untilMs) series.points.push({ ...last, t: untilMs });
+    const first = series.points[0];
+    if (series.points.length === 1 && first && sinceMs < first.t) series.points.unshift({ ...first, t: sinceMs });
+  }
+  return all.sort((a, b) => a.label.localeCompare(b.label));
+}

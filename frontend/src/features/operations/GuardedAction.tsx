@@ -1,0 +1,127 @@
+// The guard around every state-changing operation: a dry run first (its preflight shown as a checklist), then,
+// only if it passed, a confirmation — the cluster's name typed for dangerous ones — then the real request with
+// an Idempotency-Key, and its steps followed live to the end. Changing a field throws the preview away.
+import { useEffect, useState, type ReactNode } from "react";
+import { newIdempotencyKey } from "../../api/mutations";
+import { useOperation } from "../../api/queries";
+import { ErrorMessage } from "../../components/QueryState";
+import { Checklist } from "./Checklist";
+import { hasEnded, preflightChecks, previewPassed, type Operation } from "./operationFacts";
+import { StepProgress } from "./StepProgress";
+import { TypedConfirmation } from "./TypedConfirmation";
+
+export interface StartVariables<Body> {
+  body: Body;
+  idempotencyKey: string;
+}
+
+export interface GuardedActionProps<Body> {
+  clusterId: number;
+  clusterName: string;
+  title: string;
+  /** The button that runs it for real: "Switch over", "Set read-only"… */
+  verb: string;
+  /** Dangerous: the cluster's name must be typed. */
+  typedConfirmation: boolean;
+  /** Identifies the form's values: when it changes, the preview no longer applies. */
+  paramsKey: string;
+  /** The dry run's body, or null while the form is incomplete. */
+  previewBody: () => Body | null;
+  /** The real run's body, from the passed preview (so what runs is what was previewed). */
+  runBody: (preview: Operation) => Body;
+  start: (variables: StartVariables<Body>) => Promise<Operation>;
+  serverName: (id: number) => string;
+  children: ReactNode;
+}
+
+export function GuardedAction<Body>(props: GuardedActionProps<Body>) {
+  const { clusterId, clusterName, title, verb, typedConfirmation, paramsKey } = props;
+  const [previewId, setPreviewId] = useState<number | null>(null);
+  const [runId, setRunId] = useState<number | null>(null);
+  const [runKey, setRunKey] = useState<string | null>(null);
+  const [typed, setTyped] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const preview = useOperation(clusterId, previewId);
+  const run = useOperation(clusterId, runId);
+
+  const reset = () => {
+    setPreviewId(null);
+    setRunId(null);
+    setRunKey(null);
+    setTyped("");
+    setError(null);
+  };
+  // New parameters: the old preview does not apply (a run already started stays shown).
+  useEffect(() => {
+    if (runId === null) reset();
+  }, [paramsKey]);
+
+  const call = async (body: Body, key: string, then: (op: Operation) => void) => {
+    setBusy(true);
+    setError(null);
+    try {
+      then(await props.start({ body, idempotencyKey: key }));
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const previewBody = props.previewBody();
+  const previewed = preview.data && hasEnded(preview.data) ? preview.data : null;
+  const canRun = previewed != null && previewPassed(previewed) && (!typedConfirmation || typed === clusterName);
+
+  return (
+    <fieldset className="guarded" disabled={runId !== null && !hasEnded(run.data)}>
+      <legend>{title}</legend>
+      {props.children}
+      <div className="actions">
+        <button
+          type="button"
+          disabled={busy || previewBody === null || runId !== null}
+          onClick={() => previewBody && call(previewBody, newIdempotencyKey(), (op) => setPreviewId(op.id))}
+        >
+          Preview (dry run)
+        </button>
+      </div>
+      {previewId !== null && !previewed ? <p role="status">Running the preflight…</p> : null}
+      {previewed ? (
+        <div className="preview">
+          <h4>Preflight</h4>
+          <Checklist checks={preflightChecks(previewed)} />
+          {previewPassed(previewed) ? null : (
+            <p role="alert" className="error">
+              ✕ The preflight failed{previewed.error ? `: ${previewed.error}` : ""}. Nothing was changed.
+            </p>
+          )}
+        </div>
+      ) : null}
+      {previewed && previewPassed(previewed) && runId === null ? (
+        <div className="confirm-run">
+          {typedConfirmation ? <TypedConfirmation expected={clusterName} value={typed} onChange={setTyped} /> : null}
+          <button
+            type="button"
+            className="danger"
+            disabled={!canRun || busy}
+            onClick={() => {
+              const key = runKey ?? newIdempotencyKey();
+              setRunKey(key);
+              void call(props.runBody(previewed), key, (op) => setRunId(op.id));
+            }}
+          >
+            {verb}
+          </button>
+        </div>
+      ) : null}
+      {error ? <ErrorMessage error={error} /> : null}
+      {run.data ? <StepProgress operation={run.data} serverName={props.serverName} /> : null}
+      {runId !== null && hasEnded(run.data) ? (
+        <button type="button" onClick={reset}>
+          Start a new {title.toLowerCase()}
+        </button>
+      ) : null}
+    </fieldset>
+  );
+}

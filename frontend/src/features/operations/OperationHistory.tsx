@@ -1,0 +1,66 @@
+// The cluster's operations, newest first: type, state in words, who asked, when, how long, and (expandable)
+// each step with its detail.
+import { useOperations } from "../../api/queries";
+import { QueryState } from "../../components/QueryState";
+import { Badge } from "../../components/StatusBadge";
+import { formatDuration, formatTime } from "../../lib/format";
+import { numberResult, stateSymbol, stateTone } from "./operationFacts";
+import { StepProgress } from "./StepProgress";
+
+function seconds(from: string | null, to: string | null): number | null {
+  if (!from || !to) return null;
+  return (Date.parse(to) - Date.parse(from)) / 1000;
+}
+
+export function OperationHistory({ clusterId, serverName }: { clusterId: number; serverName: (id: number) => string }) {
+  const operations = useOperations(clusterId);
+  return (
+    <QueryState isPending={operations.isPending} error={operations.error} what="operations">
+      {operations.data?.length === 0 ? <p className="muted">No operations yet.</p> : null}
+      <table className="data" aria-label="Operation history">
+        <thead>
+          <tr>
+            <th scope="col">#</th>
+            <th scope="col">Type</th>
+            <th scope="col">State</th>
+            <th scope="col">Requested by</th>
+            <th scope="col">Created</th>
+            <th scope="col">Took</th>
+            <th scope="col">Details</th>
+          </tr>
+        </thead>
+        <tbody>
+          {operations.data?.map((op) => {
+            const unavailable = numberResult(op, "unavailable_s");
+            return (
+              <tr key={op.id}>
+                <td>{op.id}</td>
+                <td>
+                  {op.type}
+                  {op.dry_run ? <span className="small muted"> (dry run)</span> : null}
+                </td>
+                <td>
+                  <Badge tone={stateTone(op.state)} symbol={stateSymbol(op.state)}>
+                    {op.state}
+                  </Badge>
+                </td>
+                <td>{op.requester}</td>
+                <td>{formatTime(op.created_at)}</td>
+                <td>
+                  {formatDuration(seconds(op.started_at, op.finished_at))}
+                  {unavailable != null ? <div className="small">writes unavailable {formatDuration(unavailable)}</div> : null}
+                </td>
+                <td>
+                  <details>
+                    <summary>{op.steps.length} steps</summary>
+                    <StepProgress operation={op} serverName={serverName} />
+                  </details>
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </QueryState>
+  );
+}

@@ -1,0 +1,47 @@
+// The Operations tab: for operators, the guarded actions (switchover first); for everyone, the history. A
+// viewer sees no control that changes state, only a line saying why.
+import { useTopology } from "../../api/queries";
+import { useAuth } from "../../auth/AuthProvider";
+import { RequireRole } from "../../auth/RequireRole";
+import { QueryState } from "../../components/QueryState";
+import { FailoverForm } from "./FailoverForm";
+import { OperationHistory } from "./OperationHistory";
+import { RepointForm, StartStopReplication } from "./ReplicationActions";
+import { BringLevelForm, ReadOnlyForm } from "./ServerActions";
+import { SwitchoverForm } from "./SwitchoverForm";
+
+export function OperationsView({ clusterId, clusterName }: { clusterId: number; clusterName: string }) {
+  const topology = useTopology(clusterId);
+  const { role } = useAuth();
+  const nodes = topology.data?.nodes ?? [];
+  const names = new Map(nodes.map((n) => [n.server_id, n.name]));
+  const serverName = (id: number) => names.get(id) ?? `server ${id}`;
+  const props = { clusterId, clusterName, nodes, serverName };
+  return (
+    <>
+      <RequireRole
+        role="operator"
+        fallback={<p className="muted">Your token's role ({role}) may read but not start operations.</p>}
+      >
+        <QueryState isPending={topology.isPending} error={topology.error} what="servers">
+          <section aria-labelledby="ops-heading" className="operations">
+            <h2 id="ops-heading">Start an operation</h2>
+            <SwitchoverForm {...props} />
+            <details>
+              <summary>Failover, repoint, read-only, replication, bring level</summary>
+              <FailoverForm {...props} />
+              <RepointForm {...props} />
+              <ReadOnlyForm {...props} />
+              <StartStopReplication {...props} />
+              <BringLevelForm {...props} />
+            </details>
+          </section>
+        </QueryState>
+      </RequireRole>
+      <section aria-labelledby="history-heading">
+        <h2 id="history-heading">History</h2>
+        <OperationHistory clusterId={clusterId} serverName={serverName} />
+      </section>
+    </>
+  );
+}

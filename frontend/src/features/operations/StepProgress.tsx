@@ -1,0 +1,49 @@
+// An operation's steps as they happen (updated live), then its outcome: the error, and for a switchover or
+// failover the write-unavailability window and the new master.
+import { Badge } from "../../components/StatusBadge";
+import { formatDuration, humanize } from "../../lib/format";
+import { hasEnded, numberResult, stateSymbol, stateTone, stepDetail, type Operation } from "./operationFacts";
+
+export function StepProgress({ operation, serverName }: { operation: Operation; serverName: (id: number) => string }) {
+  const unavailable = numberResult(operation, "unavailable_s");
+  const newMaster = numberResult(operation, "new_master_server_id");
+  const oldMaster = numberResult(operation, "old_master_server_id");
+  return (
+    <section aria-label={`Operation ${operation.id} progress`} className="progress">
+      <p>
+        Operation #{operation.id} ({operation.type}
+        {operation.dry_run ? ", dry run" : ""}):{" "}
+        <Badge tone={stateTone(operation.state)} symbol={stateSymbol(operation.state)}>
+          {operation.state}
+        </Badge>
+      </p>
+      <ol className="steps" aria-label="Steps">
+        {operation.steps.map((step, i) => (
+          <li key={`${step.name}-${i}`} data-state={step.state}>
+            <Badge tone={stateTone(step.state)} symbol={stateSymbol(step.state)}>
+              {step.state}
+            </Badge>{" "}
+            <strong>{humanize(step.name)}</strong>
+            {step.duration_s != null ? <span className="small"> in {formatDuration(step.duration_s)}</span> : null}
+            {stepDetail(step.detail) ? <div className="small">{stepDetail(step.detail)}</div> : null}
+          </li>
+        ))}
+        {!hasEnded(operation) ? <li className="muted">… waiting for the next step</li> : null}
+      </ol>
+      {operation.error ? (
+        <p role="alert" className="error">
+          ✕ {operation.error}
+        </p>
+      ) : null}
+      {hasEnded(operation) && !operation.dry_run && operation.state === "succeeded" ? (
+        <p role="status" className="outcome">
+          ✓ Done.
+          {newMaster != null ? ` ${serverName(newMaster)} is the master` : ""}
+          {oldMaster != null && newMaster != null ? ` (was ${serverName(oldMaster)})` : ""}
+          {newMaster != null ? "." : ""}
+          {unavailable != null ? ` Writes were unavailable for ${formatDuration(unavailable)}.` : ""}
+        </p>
+      ) : null}
+    </section>
+  );
+}

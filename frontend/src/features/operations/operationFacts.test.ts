@@ -1,0 +1,35 @@
+// Tests of reading operation records: the checklist, whether a preview passed, ended states.
+import { describe, expect, it } from "vitest";
+import { hasEnded, preflightChecks, previewPassed, type Operation } from "./operationFacts";
+
+const op = (over: Partial<Operation>): Operation => ({
+  id: 1, cluster_id: 1, type: "switchover", state: "succeeded", dry_run: true, params: {}, steps: [],
+  requester: "ops", idempotency_key: null, result: null, error: null, created_at: "2025-01-01T00:00:00Z",
+  started_at: null, finished_at: null, ...over,
+});
+
+describe("preflightChecks", () => {
+  it("lists a switchover's named checks", () => {
+    const checks = preflightChecks(op({ result: { checks: [{ name: "candidate_healthy", passed: true, detail: "b ok" }, { name: "lag", passed: false, detail: "too far" }] } }));
+    expect(checks).toEqual([
+      { name: "candidate_healthy", passed: true, detail: "b ok" },
+      { name: "lag", passed: false, detail: "too far" },
+    ]);
+    expect(previewPassed(op({ result: { checks: [{ name: "x", passed: false, detail: "" }] } }))).toBe(false);
+  });
+
+  it("falls back on the preflight step", () => {
+    const operation = op({ type: "read_only", steps: [{ name: "preflight", state: "passed", started_at: "2025-01-01T00:00:00Z", detail: "b read_only=false" }] });
+    expect(preflightChecks(operation)).toEqual([{ name: "preflight", passed: true, detail: "b read_only=false" }]);
+    expect(previewPassed(operation)).toBe(true);
+    expect(previewPassed({ ...operation, state: "failed" })).toBe(false);
+  });
+});
+
+describe("hasEnded", () => {
+  it("is false while pending or running", () => {
+    expect(hasEnded(op({ state: "running" }))).toBe(false);
+    expect(hasEnded(op({ state: "undone" }))).toBe(true);
+    expect(hasEnded(undefined)).toBe(false);
+  });
+});

@@ -1,0 +1,81 @@
+// The Positions tab: servers × domains, each cell the server's GTID in that domain with how far it is behind the
+// most advanced server and its reported lag; a column says which servers could be master now (ahead of all).
+import type { Schemas } from "../../api/client";
+import { usePositions } from "../../api/queries";
+import { QueryState } from "../../components/QueryState";
+import { Badge, HealthBadge } from "../../components/StatusBadge";
+import { formatLagSeconds, formatLagTransactions } from "../../lib/format";
+
+function Cell({ cell }: { cell: Schemas["PositionCell"] | undefined }) {
+  if (!cell || cell.gtid == null) return <td className="muted">none</td>;
+  const behind = cell.behind_transactions;
+  return (
+    <td className={behind > 0 ? "cell-behind" : "cell-level"}>
+      <div className="mono">{cell.gtid}</div>
+      <div className="small">
+        {behind > 0 ? (
+          <Badge tone="warn" symbol="▼">{`behind ${formatLagTransactions(behind)}`}</Badge>
+        ) : (
+          <Badge tone="ok" symbol="=">most advanced</Badge>
+        )}
+        {cell.lag_seconds != null ? <span> · lag {formatLagSeconds(cell.lag_seconds)}</span> : null}
+      </div>
+    </td>
+  );
+}
+
+export function PositionsView({ clusterId }: { clusterId: number }) {
+  const positions = usePositions(clusterId);
+  const data = positions.data;
+  const couldBe = new Set(data?.could_be_master ?? []);
+  return (
+    <QueryState isPending={positions.isPending} error={positions.error} what="positions">
+      {data ? (
+        <>
+          <p>
+            Most advanced (per-domain maximum of every server): <span className="mono">{data.most_advanced || "—"}</span>
+          </p>
+          <div className="scroll-x">
+            <table className="data positions" aria-label="Positions: servers by domains">
+              <thead>
+                <tr>
+                  <th scope="col">Server</th>
+                  <th scope="col">Health</th>
+                  {data.domains.map((domain) => (
+                    <th scope="col" key={domain}>
+                      Domain {domain}
+                    </th>
+                  ))}
+                  <th scope="col">Could be master now</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.rows.map((row) => (
+                  <tr key={row.server_id}>
+                    <th scope="row">{row.name}</th>
+                    <td>
+                      <HealthBadge health={row.health} />
+                    </td>
+                    {data.domains.map((domain) => (
+                      <Cell key={domain} cell={row.cells[String(domain)]} />
+                    ))}
+                    <td>
+                      {couldBe.has(row.server_id) ? (
+                        <Badge tone="ok" symbol="✓">yes</Badge>
+                      ) : row.ahead_of_all ? (
+                        <Badge tone="warn" symbol="!">ahead of all, but not healthy or in maintenance</Badge>
+                      ) : (
+                        <span>no (behind in some domain)</span>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          {data.domains.length === 0 ? <p className="muted">No server has a position yet.</p> : null}
+        </>
+      ) : null}
+    </QueryState>
+  );
+}

@@ -1,0 +1,88 @@
+// The Topology tab: the graph, then the same facts as tables (servers; connections with IO/SQL state, lag per
+// domain and the last error), which are also what keyboard and screen-reader users read.
+import { useTopology } from "../../api/queries";
+import { QueryState } from "../../components/QueryState";
+import { Badge, HealthBadge } from "../../components/StatusBadge";
+import { formatLag } from "../../lib/format";
+import { connectionState } from "./connectionState";
+import { TopologyGraph } from "./TopologyGraph";
+
+export function TopologyView({ clusterId }: { clusterId: number }) {
+  const topology = useTopology(clusterId);
+  const data = topology.data;
+  const names = new Map(data?.nodes.map((n) => [n.server_id, n.name]) ?? []);
+  return (
+    <QueryState isPending={topology.isPending} error={topology.error} what="topology">
+      {data ? (
+        <>
+          <div className="scroll-x">
+            <TopologyGraph topology={data} />
+          </div>
+          <h2>Servers</h2>
+          <table className="data" aria-label="Servers">
+            <thead>
+              <tr>
+                <th scope="col">Server</th>
+                <th scope="col">Role</th>
+                <th scope="col">Health</th>
+                <th scope="col">Read-only</th>
+                <th scope="col">Maintenance</th>
+                <th scope="col">Position (gtid_current_pos)</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.nodes.map((node) => (
+                <tr key={node.server_id}>
+                  <th scope="row">{node.name}</th>
+                  <td>{node.role === "master" ? <strong>★ master</strong> : node.role}</td>
+                  <td><HealthBadge health={node.health} /></td>
+                  <td>{node.read_only == null ? "unknown" : node.read_only ? <Badge tone="info">read-only</Badge> : "writable"}</td>
+                  <td>{node.maintenance ? <Badge tone="warn" symbol="⚑">maintenance</Badge> : "no"}</td>
+                  <td className="mono">{node.gtid_current_pos ?? "—"}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <h2>Replication connections</h2>
+          {data.edges.length === 0 ? (
+            <p className="muted">No replication connections.</p>
+          ) : (
+            <table className="data" aria-label="Replication connections">
+              <thead>
+                <tr>
+                  <th scope="col">Replica</th>
+                  <th scope="col">Master</th>
+                  <th scope="col">Connection</th>
+                  <th scope="col">State</th>
+                  <th scope="col">IO / SQL</th>
+                  <th scope="col">Lag per domain</th>
+                  <th scope="col">Last error</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.edges.map((edge) => {
+                  const state = connectionState(edge);
+                  return (
+                    <tr key={edge.link_id}>
+                      <th scope="row">{names.get(edge.replica_server_id) ?? edge.replica_server_id}</th>
+                      <td>{edge.master_server_id != null ? names.get(edge.master_server_id) : edge.master_address ?? "unknown"}</td>
+                      <td className="mono">{edge.connection ?? "—"}</td>
+                      <td><Badge tone={state.tone}>{state.text}</Badge></td>
+                      <td>{edge.io_state ?? "—"} / {edge.sql_state ?? "—"}</td>
+                      <td>
+                        {Object.entries(edge.lag).map(([domain, lag]) => (
+                          <div key={domain}>domain {domain}: {formatLag(lag)}</div>
+                        ))}
+                      </td>
+                      <td>{edge.last_error_code ? `${edge.last_error_code}: ${edge.last_error_message ?? ""}` : "—"}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          )}
+        </>
+      ) : null}
+    </QueryState>
+  );
+}

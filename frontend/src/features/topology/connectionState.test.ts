@@ -1,0 +1,37 @@
+// Tests of a connection's state in words: errors and stops are said in text, not only colour.
+import { describe, expect, it } from "vitest";
+import type { Schemas } from "../../api/client";
+import { connectionState } from "./connectionState";
+
+const base: Schemas["TopologyEdge"] = {
+  link_id: 1,
+  source: "replica",
+  connection: "main",
+  master_server_id: 1,
+  master_address: "127.0.0.1:7301",
+  replica_server_id: 2,
+  running: true,
+  io_state: "connected",
+  sql_state: "applying",
+  lag: { "1": { seconds: 0.5, transactions: 3 } },
+  last_error_code: null,
+  last_error_message: null,
+  updated_at: "2025-01-01T00:00:00Z",
+};
+
+describe("connectionState", () => {
+  it("says replicating with the lag", () => {
+    expect(connectionState(base)).toEqual({ tone: "ok", text: "replicating", lag: "500 ms · 3 txn" });
+  });
+  it("names an IO or SQL error and its code", () => {
+    expect(connectionState({ ...base, io_state: "error", last_error_code: "purged" }).text).toBe("IO error purged");
+    expect(connectionState({ ...base, sql_state: "error", running: false }).text).toBe("SQL error");
+  });
+  it("names a stopped side", () => {
+    expect(connectionState({ ...base, running: false, io_state: "stopped", sql_state: "stopped" })).toMatchObject({
+      tone: "warn",
+      text: "stopped",
+    });
+    expect(connectionState({ ...base, sql_state: "stopped" }).text).toBe("SQL stopped");
+  });
+});

@@ -1,0 +1,35 @@
+// A replication connection's state in words and a tone (a pure function): IO and SQL errors, stopped sides,
+// reconnecting, delayed, or replicating; used by the graph's edges and the connections table.
+import type { Schemas } from "../../api/client";
+import type { Tone } from "../../components/StatusBadge";
+import { formatLag, worstLag } from "../../lib/format";
+
+type Edge = Schemas["TopologyEdge"];
+
+export interface ConnectionState {
+  tone: Tone;
+  /** Short words: "replicating", "IO error", "SQL stopped"… */
+  text: string;
+  /** The worst lag over domains, formatted, or null. */
+  lag: string | null;
+}
+
+export function connectionState(edge: Edge): ConnectionState {
+  const lags = Object.values(edge.lag);
+  const lag = lags.length > 0 ? formatLag(worstLag(lags)) : null;
+  if (edge.source === "master") return { tone: "muted", text: "seen by the master only", lag };
+  const io = edge.io_state ?? "unknown";
+  const sql = edge.sql_state ?? "unknown";
+  if (io === "error" || sql === "error" || edge.last_error_code) {
+    const side = io === "error" ? "IO" : sql === "error" ? "SQL" : "replication";
+    return { tone: "bad", text: `${side} error${edge.last_error_code ? ` ${edge.last_error_code}` : ""}`, lag };
+  }
+  if (!edge.running || io === "stopped" || sql === "stopped") {
+    const which = io === "stopped" && sql === "stopped" ? "stopped" : io === "stopped" ? "IO stopped" : sql === "stopped" ? "SQL stopped" : "stopped";
+    return { tone: "warn", text: which, lag };
+  }
+  if (io === "reconnecting" || io === "connecting") return { tone: "warn", text: `IO ${io}`, lag };
+  if (sql === "delaying") return { tone: "info", text: "delayed replica", lag };
+  if (sql === "until_reached") return { tone: "info", text: "stopped at UNTIL", lag };
+  return { tone: "ok", text: "replicating", lag };
+}
