@@ -6,11 +6,11 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help up down test test-engine test-python test-backend python-module ferryd-debug lint-engine bench-commit
+.PHONY: help up down test test-engine test-python test-backend test-frontend python-module ferryd-debug lint-engine bench-commit
 
 help:
 	@echo "make up      build and start three ferryd nodes and a demo workload (make down stops them)"
-	@echo "make test    run every test suite (engine lint, unit, property, fuzz-corpus, integration, recovery; Python module; backend)"
+	@echo "make test    run every test suite (engine lint, unit, property, fuzz-corpus, integration, recovery; Python module; backend; frontend)"
 	@echo "make bench-commit   the commit benchmark matrix of docs/benchmarks.md"
 
 up:
@@ -19,7 +19,7 @@ up:
 down:
 	@scripts/down.sh
 
-test: lint-engine test-engine test-python test-backend
+test: lint-engine test-engine test-python test-backend test-frontend
 	@echo "make test: every suite passed"
 
 lint-engine:
@@ -42,7 +42,7 @@ ferryd-debug:
 	cd engine && cargo build --locked -p ferryd
 
 test-python: python-module ferryd-debug
-	FERRYD_BIN=$(CURDIR)/engine/target/debug/ferryd .venv/bin/pytest -q engine/crates/ferry-py/tests
+	FERRYD_BIN=$(CURDIR)/engine/target/debug/ferryd .venv/bin/pytest -q -p no:asyncio engine/crates/ferry-py/tests
 
 # The control plane's suite: a throwaway PostgreSQL (scripts/ensure-postgres.sh) and real ferryd nodes.
 test-backend: python-module ferryd-debug
@@ -51,3 +51,16 @@ test-backend: python-module ferryd-debug
 
 bench-commit:
 	@scripts/bench-commit.sh
+
+# The dashboard (frontend/): npm ci when node_modules is missing or package-lock.json changed, typecheck, the
+# OpenAPI check (the generated schema and types must match the backend's app; needs the backend venv and
+# ferry_engine), Vitest, and the production build into frontend/dist.
+test-frontend: python-module
+	@scripts/ensure-backend.sh
+	@cd frontend && want=$$(sha256sum package-lock.json | cut -d' ' -f1); \
+	  if [ "$$(cat node_modules/.package-lock.sha 2>/dev/null)" != "$$want" ]; then \
+	    npm ci --no-audit --no-fund && echo "$$want" > node_modules/.package-lock.sha; fi
+	cd frontend && npm run --silent typecheck
+	cd frontend && npm run --silent check:openapi
+	cd frontend && npx vitest run
+	cd frontend && npm run --silent build
