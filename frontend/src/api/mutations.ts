@@ -1,5 +1,5 @@
 // One mutation hook per state-changing endpoint the dashboard uses. Operations answer 202 with the (pending)
-// operation; the hook puts it in the cache and refreshes the history. Every operation POST carries an
+// operation; the hook refreshes the history (the operation itself is then read, and followed, by useOperation). Every operation POST carries an
 // Idempotency-Key so a retried click gives back the same operation.
 import { useMutation, useQueryClient, type QueryClient } from "@tanstack/react-query";
 import { api, unwrap, type Schemas } from "./client";
@@ -17,8 +17,7 @@ export function newIdempotencyKey(): string {
   return globalThis.crypto?.randomUUID?.() ?? `k-${Date.now()}-${Math.random().toString(36).slice(2)}`;
 }
 
-function afterStart(queryClient: QueryClient, clusterId: number, operation: Operation) {
-  queryClient.setQueryData(queryKeys.operation(clusterId, operation.id), operation);
+function afterStart(queryClient: QueryClient, clusterId: number) {
   void queryClient.invalidateQueries({ queryKey: ["clusters", clusterId, "operations"] });
 }
 
@@ -29,7 +28,7 @@ function useOperationMutation<Body>(
   const queryClient = useQueryClient();
   return useMutation({
     mutationFn: (variables: OperationVariables<Body>) => start(clusterId, variables),
-    onSuccess: (operation) => afterStart(queryClient, clusterId, operation),
+    onSuccess: () => afterStart(queryClient, clusterId),
   });
 }
 

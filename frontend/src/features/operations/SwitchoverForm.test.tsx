@@ -1,0 +1,134 @@
+// The guarded switchover through the UI against a fake backend: the dry run's exact request, its checklist, the
+// typed confirmation that unlocks the run, the run's exact request (candidate and master pinned from the
+// preview, an Idempotency-Key, the bearer token), its live steps and the unavailability window at the end.
+import { screen, waitFor, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { describe, expect, it } from "vitest";
+import { CLUSTER, TOPOLOGY, operation, step } from "../../test/fixtures";
+import { mockApi } from "../../test/mockApi";
+import { TEST_TOKEN, renderSignedIn } from "../../test/render";
+import { OperationsView } from "./OperationsView";
+
+const CHECKS = [
+  { name: "expected_master", passed: true, detail: "a is the master" },
+  { name: "candidate_healthy", passed: true, detail: "c healthy" },
+  { name: "candidate_lag", passed: true, detail: "0 transactions behind" },
+];
+
+function backend() {
+  let runReads = 0;
+  return mockApi({
+    "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+    "GET /api/v1/clusters/1/operations": () => ({ body: [] }),
+    "POST /api/v1/clusters/1/operations/switchover": (req) =>
+      (req.body as { dry_run: boolean }).dry_run
+        ? { status: 202, body: operation({ id: 1, dry_run: true }) }
+        : { status: 202, body: operation({ id: 2, dry_run: false }) },
+    "GET /api/v1/clusters/1/operations/1": () => ({
+      body: operation({
+        id: 1,
+        state: "succeeded",
+        steps: [step("preflight", "passed", { checks: CHECKS })],
+        result: { checks: CHECKS, old_master_server_id: 1, new_master_server_id: 3, candidate_chosen_by: "orchestrator" },
+      }),
+    }),
+    "GET /api/v1/clusters/1/operations/2": () => {
+      runReads += 1;
+      const done = runReads > 1;
+      return {
+        body: operation({
+          id: 2,
+          dry_run: false,
+          state: done ? "succeeded" : "running",
+          steps: done
+            ? [step("preflight", "passed"), step("old_master_read_only", "passed"), step("promote_candidate", "passed"), step("verify", "passed")]
+            : [step("preflight", "passed"), step("old_master_read_only", "running")],
+          result: done ? { old_master_server_id: 1, new_master_server_id: 3, unavailable_s: 0.0123 } : {},
+        }),
+      };
+    },
+  });
+}
+
+describe("switchover through the UI", () => {
+  it("previews, needs the typed cluster name, then sends exactly the previewed switchover", async () => {
+    const { requests } = backend();
+    const user = userEvent.setup();
+    renderSignedIn(<OperationsView clusterId={1} clusterName={CLUSTER.name} />, { role: "operator" });
+
+    const form = await screen.findByRole("group", { name: "Switchover" });
+    expect(within(form).queryByRole("button", { name: "Switch over" })).toBeNull();
+    await user.click(within(form).getByRole("button", { name: "Preview (dry run)" }));
+
+    const dryRun = requests.find((r) => r.method === "POST")!;
+    expect(dryRun.path).toBe("/api/v1/clusters/1/operations/switchover");
+    expect(dryRun.body).toEqual({ dry_run: true, candidate_server_id: null, expected_master_server_id: 1 });
+
+    const checklist = await within(form).findByRole("list", { name: "Preflight checks" });
+    expect(within(checklist).getAllByText("passed")).toHaveLength(3);
+    expect(within(checklist).getByText("Candidate healthy")).toBeTruthy();
+
+    const run = within(form).getByRole("button", { name: "Switch over" }) as HTMLButtonElement;
+    expect(run.disabled).toBe(true);
+    const confirm = within(form).getByLabelText(/Type the cluster name/);
+    await user.type(confirm, "prod-e");
+    expect(run.disabled).toBe(true);
+    await user.type(confirm, "u");
+    expect(run.disabled).toBe(false);
+    await user.click(run);
+
+    const posts = requests.filter((r) => r.method === "POST");
+    expect(posts).toHaveLength(2);
+    const real = posts[1]!;
+    expect(real.path).toBe("/api/v1/clusters/1/operations/switchover");
+    expect(real.body).toEqual({ dry_run: false, candidate_server_id: 3, expected_master_server_id: 1 });
+    expect(real.headers.get("Authorization")).toBe(`Bearer ${TEST_TOKEN}`);
+    expect(real.headers.get("Idempotency-Key")).toMatch(/.{8,}/);
+    expect(real.headers.get("Idempotency-Key")).not.toBe(dryRun.headers.get("Idempotency-Key"));
+
+    expect(await within(form).findByText("Old master read only")).toBeTruthy();
+    const outcome = await within(form).findByText(/Writes were unavailable for 12\.3 ms/, {}, { timeout: 4000 });
+    expect(outcome.textContent).toContain("c is the master (was a)");
+    expect(within(form).getAllByText("passed").length).toBeGreaterThanOrEqual(4);
+  });
+
+  it("offers no run when the preflight failed", async () => {
+    mockApi({
+      "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+      "GET /api/v1/clusters/1/operations": () => ({ body: [] }),
+      "POST /api/v1/clusters/1/operations/switchover": () => ({ status: 202, body: operation({ id: 5 }) }),
+      "GET /api/v1/clusters/1/operations/5": () => ({
+        body: operation({
+          id: 5,
+          state: "failed",
+          error: "preflight failed, nothing was changed: candidate_lag: 5000 behind",
+          result: { checks: [{ name: "candidate_lag", passed: false, detail: "5000 behind" }] },
+        }),
+      }),
+    });
+    const user = userEvent.setup();
+    renderSignedIn(<OperationsView clusterId={1} clusterName={CLUSTER.name} />, { role: "admin" });
+    const form = await screen.findByRole("group", { name: "Switchover" });
+    await user.click(within(form).getByRole("button", { name: "Preview (dry run)" }));
+    expect(await within(form).findByText("failed")).toBeTruthy();
+    expect(within(form).getByRole("alert").textContent).toMatch(/preflight failed/);
+    expect(within(form).queryByRole("button", { name: "Switch over" })).toBeNull();
+    expect(within(form).queryByLabelText(/Type the cluster name/)).toBeNull();
+  });
+
+  it("shows a refusal such as a busy cluster (409) with the API's message", async () => {
+    mockApi({
+      "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+      "GET /api/v1/clusters/1/operations": () => ({ body: [] }),
+      "POST /api/v1/clusters/1/operations/switchover": () => ({
+        status: 409,
+        body: { error: { code: "operation_running", message: "operation 7 (switchover) is running" } },
+      }),
+    });
+    const user = userEvent.setup();
+    renderSignedIn(<OperationsView clusterId={1} clusterName={CLUSTER.name} />, { role: "operator" });
+    const form = await screen.findByRole("group", { name: "Switchover" });
+    await user.click(within(form).getByRole("button", { name: "Preview (dry run)" }));
+    await waitFor(() => expect(within(form).getByRole("alert").textContent).toMatch(/operation 7 \(switchover\) is running.*409/));
+  });
+});

@@ -1,0 +1,38 @@
+// Shapes the fake backend answers with: a three-server cluster (a master, two replicas) and operations.
+import type { Schemas } from "../api/client";
+
+export const CLUSTER: Schemas["ClusterRead"] = {
+  id: 1, name: "prod-eu", description: "", admin_port_offset: 100, node_token_file: null, auto_failover: false,
+  failover_suspended_at: null, last_failover_at: null, last_failover_operation_id: null, pre_operation_webhooks: [],
+  post_operation_webhooks: [], created_at: "2025-01-01T00:00:00Z", updated_at: "2025-01-01T00:00:00Z",
+};
+
+const node = (id: number, name: string, role: Schemas["TopologyNode"]["role"]): Schemas["TopologyNode"] => ({
+  server_id: id, name, host: "127.0.0.1", protocol_port: 7300 + id, admin_port: 7400 + id, reported_server_id: id,
+  health: "healthy", maintenance: false, read_only: role !== "master", role, gtid_current_pos: `1-1-${100 + id}`,
+});
+
+const edge = (linkId: number, replica: number): Schemas["TopologyEdge"] => ({
+  link_id: linkId, source: "replica", connection: "main", master_server_id: 1, master_address: "127.0.0.1:7301",
+  replica_server_id: replica, running: true, io_state: "connected", sql_state: "applying",
+  lag: { "1": { seconds: 0.2, transactions: 3 } }, last_error_code: null, last_error_message: null,
+  updated_at: "2025-01-01T00:00:00Z",
+});
+
+export const TOPOLOGY: Schemas["TopologyGraph"] = {
+  cluster_id: 1,
+  nodes: [node(1, "a", "master"), node(2, "b", "replica"), node(3, "c", "replica")],
+  edges: [edge(10, 2), edge(11, 3)],
+};
+
+export function operation(over: Partial<Schemas["OperationRead"]>): Schemas["OperationRead"] {
+  return {
+    id: 1, cluster_id: 1, type: "switchover", state: "pending", dry_run: true, params: {}, steps: [], requester: "ops",
+    idempotency_key: null, result: null, error: null, created_at: "2025-01-01T00:00:00Z", started_at: null,
+    finished_at: null, ...over,
+  };
+}
+
+export const step = (name: string, state: Schemas["OperationStep"]["state"], detail: unknown = null): Schemas["OperationStep"] => ({
+  name, state, started_at: "2025-01-01T00:00:00Z", finished_at: "2025-01-01T00:00:01Z", duration_s: 0.01, detail,
+});
