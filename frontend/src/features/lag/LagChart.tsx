@@ -12,7 +12,20 @@ interface LagChartProps {
   untilMs: number;
 }
 
-const timeLabel = (t: number) => new Date(t).toLocaleTimeString(undefined, { hour12: false });
+const TICKS = 6;
+
+function timeLabel(t: number, spanMs: number): string {
+  const date = new Date(t);
+  return spanMs > 6 * 3_600_000
+    ? date.toLocaleTimeString(undefined, { hour12: false, hour: "2-digit", minute: "2-digit" })
+    : date.toLocaleTimeString(undefined, { hour12: false });
+}
+
+/** Evenly spaced time ticks over the whole range (Recharts would place them at data points only). */
+export function timeTicks(sinceMs: number, untilMs: number, count = TICKS): number[] {
+  const step = (untilMs - sinceMs) / (count - 1);
+  return Array.from({ length: count }, (_, i) => Math.round(sinceMs + i * step));
+}
 
 export function LagChart({ title, metric, series, sinceMs, untilMs }: LagChartProps) {
   const format = metric === "seconds" ? formatLagSeconds : formatLagTransactions;
@@ -30,11 +43,12 @@ export function LagChart({ title, metric, series, sinceMs, untilMs }: LagChartPr
             type="number"
             scale="time"
             domain={[sinceMs, untilMs]}
-            tickFormatter={timeLabel}
+            ticks={timeTicks(sinceMs, untilMs)}
+            tickFormatter={(t: number) => timeLabel(t, untilMs - sinceMs)}
             allowDuplicatedCategory={false}
           />
           <YAxis dataKey={metric} tickFormatter={(v: number) => format(v)} width={90} allowDecimals={metric === "seconds"} />
-          <Tooltip labelFormatter={(t) => timeLabel(Number(t))} formatter={(v) => format(Number(v))} />
+          <Tooltip labelFormatter={(t) => timeLabel(Number(t), 0)} formatter={(v) => format(Number(v))} />
           <Legend />
           {series.map((s, i) => (
             <Line

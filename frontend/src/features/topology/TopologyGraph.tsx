@@ -7,6 +7,10 @@ import { layoutTopology, NODE_H, NODE_W, type PlacedEdge, type PlacedNode } from
 
 type Topology = Schemas["TopologyGraph"];
 
+/** Where along an edge its label sits (0 = master, 1 = replica), and the label's width. */
+const LABEL_AT = 0.62;
+const LABEL_W = 170;
+
 function shorten(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
@@ -67,16 +71,17 @@ function EdgeLine({ placed }: { placed: PlacedEdge }) {
   const y1 = from.y + NODE_H;
   const x2 = to.x + NODE_W / 2;
   const y2 = to.y;
-  const midX = (x1 + x2) / 2;
-  const midY = (y1 + y2) / 2;
+  // The label sits nearer the replica, so the labels of one master's edges do not overlap.
+  const midX = x1 + (x2 - x1) * LABEL_AT;
+  const midY = y1 + (y2 - y1) * LABEL_AT;
   const name = edge.connection ?? "(unnamed)";
   return (
     <g className={`topo-edge tone-${state.tone}`} data-connection={name}>
       <title>{`${from.label} → ${to.label}, connection ${name}: ${state.text}${state.lag ? `, lag ${state.lag}` : ""}`}</title>
       <line x1={x1} y1={y1} x2={x2} y2={y2 - 4} markerEnd="url(#arrow)" strokeDasharray={state.tone === "ok" ? undefined : "6 4"} />
-      <rect x={midX - 90} y={midY - 26} width={180} height={50} rx={4} className="topo-edge-label" />
-      <text x={midX} y={midY - 10} textAnchor="middle" className="mono">{shorten(name, 22)}</text>
-      <text x={midX} y={midY + 5} textAnchor="middle">{shorten(state.text, 26)}</text>
+      <rect x={midX - LABEL_W / 2} y={midY - 26} width={LABEL_W} height={50} rx={4} className="topo-edge-label" />
+      <text x={midX} y={midY - 10} textAnchor="middle" className="mono">{shorten(name, 20)}</text>
+      <text x={midX} y={midY + 5} textAnchor="middle">{shorten(state.text, 24)}</text>
       <text x={midX} y={midY + 19} textAnchor="middle" className="small">{state.lag ?? "lag —"}</text>
     </g>
   );

@@ -7,7 +7,7 @@ type Edge = Schemas["TopologyEdge"];
 
 export const NODE_W = 220;
 export const NODE_H = 92;
-export const GAP_X = 60;
+export const GAP_X = 80;
 export const GAP_Y = 110;
 export const MARGIN = 20;
 
