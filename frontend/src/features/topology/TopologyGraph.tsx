@@ -15,7 +15,7 @@ function shorten(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-function NodeBox({ placed }: { placed: PlacedNode }) {
+function NodeBox({ placed, fenced }: { placed: PlacedNode; fenced: boolean }) {
   const { node, x, y, label } = placed;
   if (!node) {
     return (
@@ -30,6 +30,7 @@ function NodeBox({ placed }: { placed: PlacedNode }) {
   const flags = [
     node.read_only === true ? "read-only" : node.read_only === false ? "writable" : "read-only ?",
     node.maintenance ? "MAINTENANCE" : null,
+    fenced ? "FENCED" : null,
   ].filter(Boolean);
   const description = `${node.name}: ${node.role}, ${node.health}, ${flags.join(", ")}`;
   return (
@@ -87,7 +88,8 @@ function EdgeLine({ placed }: { placed: PlacedEdge }) {
   );
 }
 
-export function TopologyGraph({ topology }: { topology: Topology }) {
+/** `fenced`: registered server ids a failover fenced (the topology does not carry it; the servers list does). */
+export function TopologyGraph({ topology, fenced = new Set<number>() }: { topology: Topology; fenced?: ReadonlySet<number> }) {
   const layout = layoutTopology(topology);
   return (
     <svg
@@ -108,7 +110,7 @@ export function TopologyGraph({ topology }: { topology: Topology }) {
       ))}
       <g role="list">
         {layout.nodes.map((placed) => (
-          <NodeBox key={placed.key} placed={placed} />
+          <NodeBox key={placed.key} placed={placed} fenced={placed.node != null && fenced.has(placed.node.server_id)} />
         ))}
       </g>
     </svg>

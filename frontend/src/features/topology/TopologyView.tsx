@@ -1,6 +1,6 @@
 // The Topology tab: the graph, then the same facts as tables (servers; connections with IO/SQL state, lag per
 // domain and the last error), which are also what keyboard and screen-reader users read.
-import { useTopology } from "../../api/queries";
+import { useServers, useTopology } from "../../api/queries";
 import { QueryState } from "../../components/QueryState";
 import { Badge, HealthBadge } from "../../components/StatusBadge";
 import { formatLag } from "../../lib/format";
@@ -9,6 +9,8 @@ import { TopologyGraph } from "./TopologyGraph";
 
 export function TopologyView({ clusterId }: { clusterId: number }) {
   const topology = useTopology(clusterId);
+  const servers = useServers(clusterId);
+  const fenced = new Map(servers.data?.filter((s) => s.fenced).map((s) => [s.id, s.fence_reason ?? "fenced"]) ?? []);
   const data = topology.data;
   const names = new Map(data?.nodes.map((n) => [n.server_id, n.name]) ?? []);
   return (
@@ -16,7 +18,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
       {data ? (
         <>
           <div className="scroll-x">
-            <TopologyGraph topology={data} />
+            <TopologyGraph topology={data} fenced={new Set(fenced.keys())} />
           </div>
           <h2>Servers</h2>
           <table className="data" aria-label="Servers">
@@ -27,6 +29,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                 <th scope="col">Health</th>
                 <th scope="col">Read-only</th>
                 <th scope="col">Maintenance</th>
+                <th scope="col">Fenced</th>
                 <th scope="col">Position (gtid_current_pos)</th>
               </tr>
             </thead>
@@ -38,6 +41,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                   <td><HealthBadge health={node.health} /></td>
                   <td>{node.read_only == null ? "unknown" : node.read_only ? <Badge tone="info">read-only</Badge> : "writable"}</td>
                   <td>{node.maintenance ? <Badge tone="warn" symbol="⚑">maintenance</Badge> : "no"}</td>
+                  <td>{fenced.has(node.server_id) ? <Badge tone="bad" symbol="⛔">{`fenced: ${fenced.get(node.server_id)}`}</Badge> : "no"}</td>
                   <td className="mono">{node.gtid_current_pos ?? "—"}</td>
                 </tr>
               ))}

@@ -1,0 +1,50 @@
+// The Topology tab against a fake backend: every server drawn with the master marked; an unreachable server,
+// a read-only one, maintenance, a fenced one and an IO error are each said in words, not only in colour.
+import { screen, within } from "@testing-library/react";
+import { describe, expect, it } from "vitest";
+import type { Schemas } from "../../api/client";
+import { TOPOLOGY } from "../../test/fixtures";
+import { mockApi } from "../../test/mockApi";
+import { renderSignedIn } from "../../test/render";
+import { TopologyView } from "./TopologyView";
+
+const TROUBLED: Schemas["TopologyGraph"] = {
+  ...TOPOLOGY,
+  nodes: TOPOLOGY.nodes.map((n) =>
+    n.name === "c" ? { ...n, health: "unreachable" as const } : n.name === "b" ? { ...n, maintenance: true } : n,
+  ),
+  edges: TOPOLOGY.edges.map((e) =>
+    e.replica_server_id === 3
+      ? { ...e, running: false, io_state: "error", last_error_code: "purged", last_error_message: "1-1-5 was purged" }
+      : e,
+  ),
+};
+
+describe("TopologyView", () => {
+  it("draws every server, marks the master and says each trouble in words", async () => {
+    mockApi({
+      "GET /api/v1/clusters/1/topology": () => ({ body: TROUBLED }),
+      "GET /api/v1/clusters/1/servers": () => ({ body: [{ id: 2, fenced: true, fence_reason: "replaced by failover 3" }] }),
+    });
+    renderSignedIn(<TopologyView clusterId={1} />, { role: "viewer" });
+    const graph = await screen.findByRole("img", { name: "Topology graph: 3 servers, 2 replication connections" });
+    expect(await within(graph).findByText(/FENCED/)).toBeTruthy();
+    const boxes = within(graph).getAllByRole("listitem");
+    expect(boxes.map((b) => b.getAttribute("aria-label"))).toEqual([
+      "a: master, healthy, writable",
+      "b: replica, healthy, read-only, MAINTENANCE, FENCED",
+      "c: replica, unreachable, read-only",
+    ]);
+    expect(within(graph).getByText(/★/).textContent).toContain("a");
+    expect(within(graph).getByText("IO error purged")).toBeTruthy();
+    expect(within(graph).getAllByText("main")).toHaveLength(2);
+
+    const connections = screen.getByRole("table", { name: "Replication connections" });
+    expect(within(connections).getByText("IO error purged")).toBeTruthy();
+    expect(within(connections).getByText("purged: 1-1-5 was purged")).toBeTruthy();
+    const servers = screen.getByRole("table", { name: "Servers" });
+    expect(within(servers).getByText("unreachable")).toBeTruthy();
+    expect(within(servers).getByText("maintenance")).toBeTruthy();
+    expect(within(servers).getByText("fenced: replaced by failover 3")).toBeTruthy();
+  });
+});
