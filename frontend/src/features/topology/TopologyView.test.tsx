@@ -28,7 +28,7 @@ describe("TopologyView", () => {
     });
     renderSignedIn(<TopologyView clusterId={1} />, { role: "viewer" });
     const graph = await screen.findByRole("img", { name: "Topology graph: 3 servers, 2 replication connections" });
-    expect(await within(graph).findByText(/FENCED/)).toBeTruthy();
+    expect((await within(graph).findAllByText(/FENCED/)).length).toBeGreaterThan(0);
     const boxes = within(graph).getAllByRole("listitem");
     expect(boxes.map((b) => b.getAttribute("aria-label"))).toEqual([
       "a: master, healthy, writable",
