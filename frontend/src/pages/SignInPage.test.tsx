@@ -1,0 +1,42 @@
+// Signing in through the whole app against a fake backend: the token is checked (its role read from the
+// backend), kept in sessionStorage, sent as a bearer token, and a refused token says so.
+import { screen } from "@testing-library/react";
+import { render } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { describe, expect, it } from "vitest";
+import { App } from "../App";
+import { CLUSTER, TOPOLOGY } from "../test/fixtures";
+import { mockApi } from "../test/mockApi";
+
+describe("sign-in", () => {
+  it("signs in, follows the token's role and sends it as bearer", async () => {
+    const { requests } = mockApi({
+      "GET /api/v1/tokens": () => ({
+        status: 403,
+        body: { error: { code: "forbidden", message: "token 'ro' has role viewer; this needs admin" } },
+      }),
+      "GET /api/v1/clusters": () => ({ body: [CLUSTER] }),
+      "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+    });
+    const user = userEvent.setup();
+    render(<App />);
+    await user.type(screen.getByLabelText("API token"), "ferry_viewer-token");
+    await user.click(screen.getByRole("button", { name: "Sign in" }));
+
+    expect(await screen.findByRole("link", { name: "prod-eu" })).toBeTruthy();
+    expect(screen.getByLabelText("Signed in as viewer")).toBeTruthy();
+    expect(window.sessionStorage.getItem("ferry.apiToken")).toBe("ferry_viewer-token");
+    const list = requests.find((r) => r.path === "/api/v1/clusters")!;
+    expect(list.headers.get("Authorization")).toBe("Bearer ferry_viewer-token");
+  });
+
+  it("says when the API does not know the token", async () => {
+    mockApi({ "GET /api/v1/tokens": () => ({ status: 401, body: { error: { code: "unauthorized", message: "unknown token" } } }) });
+    const user = userEvent.setup();
+    render(<App />);
+    await user.type(screen.getByLabelText("API token"), "ferry_wrong");
+    await user.click(screen.getByRole("button", { name: "Sign in" }));
+    expect((await screen.findByRole("alert")).textContent).toMatch(/does not know this token/);
+    expect(window.sessionStorage.getItem("ferry.apiToken")).toBeNull();
+  });
+});
