@@ -56,7 +56,15 @@ describe("InterleavingsView", () => {
     fireEvent.mouseLeave(within(laneA).getByText("1-2"));
     expect(document.querySelectorAll('[data-highlighted="true"]')).toHaveLength(0);
 
-    await userEvent.setup().click(screen.getByRole("checkbox", { name: /domain 2/ }));
+    const user = userEvent.setup();
+    within(laneA).getByText("1-1").focus();
+    await user.keyboard("{ArrowRight}{ArrowRight}");
+    expect(document.activeElement?.textContent).toBe("1-2");
+    expect([...document.querySelectorAll('[data-highlighted="true"]')].map((el) => el.textContent)).toEqual(["1-2", "1-2"]);
+    await user.keyboard("{End}");
+    expect(document.activeElement?.getAttribute("data-gtid")).toBe("2-1-2");
+
+    await user.click(screen.getByRole("checkbox", { name: /domain 2/ }));
     expect(screen.getByTestId("search").textContent).toBe("?domains=2");
     expect(within(laneB).getAllByRole("listitem").map((li) => li.textContent)).toEqual(["2-1", "2-2"]);
     expect(requests[0]!.query.get("limit")).toBe("50");
