@@ -203,8 +203,8 @@ class FerrydNode:
 class FerrydCluster:
     """A master and two replicas, each replica streaming from the master over connection `main`."""
 
-    def __init__(self, root: Path, extra_args: tuple[str, ...] = ()):
-        self.master = FerrydNode(root / "master", server_id=1, extra_args=extra_args)
+    def __init__(self, root: Path, extra_args: tuple[str, ...] = (), master_args: tuple[str, ...] = ()):
+        self.master = FerrydNode(root / "master", server_id=1, extra_args=(*extra_args, *master_args))
         self.replica1 = FerrydNode(root / "replica1", server_id=2, extra_args=extra_args)
         self.replica2 = FerrydNode(root / "replica2", server_id=3, extra_args=extra_args)
 

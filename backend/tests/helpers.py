@@ -99,6 +99,7 @@ class LoadWriter:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "tests.load_writer", *args, "--clients", str(clients), "--domains", str(domains),
             cwd=REPO_ROOT / "backend", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            limit=256 * 1024 * 1024,
         )  # fmt: skip
         return cls(process)
 

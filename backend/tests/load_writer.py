@@ -3,9 +3,9 @@
 
 Each of `--clients` connections increments its own counter row (table `load`, key `d<domain>c<client>`, field `n`)
 in domain `1 + client % domains`, one transaction at a time, as fast as the node answers. On READ_ONLY or a lost
-connection it looks for the master again (the node that is writable and replicates from no one, through the admin
-API) and goes on. Each attempt ends as acknowledged (counted, GTID kept), refused (READ_ONLY: nothing written) or
-unknown (the connection broke while the transaction was in flight).
+connection it looks for the master again through the admin API (the node that is writable and has no replication
+connection at all) and goes on. Each attempt ends as acknowledged (counted, GTID kept), refused (READ_ONLY: nothing
+written) or unknown (the connection broke while the transaction was in flight).
 
 Commands on stdin, one per line, each answered by one JSON line on stdout:
   `pause`   stop starting transactions; answered once none is in flight: {"paused": true}
@@ -68,7 +68,9 @@ async def find_master(state: State, http: httpx.AsyncClient) -> str:
                 status = (await http.get(f"http://{node.admin}/v1/status", timeout=2.0)).json()
             except (httpx.HTTPError, ValueError):
                 continue
-            if not status["read_only"] and not any(c["running"] for c in status.get("replication") or ()):
+            # A replica being repointed is writable with its connection stopped for a moment: the master is the
+            # writable node with no connection at all.
+            if not status["read_only"] and not status.get("replication"):
                 if state.master != node.listen:
                     state.master = node.listen
                     state.master_changes += 1

@@ -124,8 +124,8 @@ async def level_with(
     if plan is None:
         return None
     for c in await driver.replica_connections():
-        if c.running:
-            await driver.stop_replication(c.name)
+        # Every one, running or not: one stopped by its UNTIL may still hold its IO side.
+        await driver.stop_replication(c.name)
     await driver.change_master(
         temp_connection, ChangeMaster(master_address=peer.info.protocol_address, position=plan.start)
     )

@@ -139,7 +139,8 @@ async def run_failover(ctx: OperationContext) -> None:
     async with ctx.step("drain_relay_logs") as step:
         drained = {}
         for link in snapshot.replicas_of(master.info.id):
-            if not link.replica.healthy or not link.connection.received_position:
+            # A stopped connection discards its relay log at the next start: only running ones have one to apply.
+            if not link.replica.healthy or not link.connection.running or not link.connection.received_position:
                 continue
             reached = await actions.wait_reached(
                 link.replica.require_driver(),

@@ -138,6 +138,19 @@ class ClusterSnapshot:
 
         return cls(cluster, await asyncio.gather(*(poll(i) for i in infos)))
 
+    async def refresh(self, server_id: int, timeout_s: float) -> None:
+        """Polls one server again (the master, after its replicas: then it is at least as new as anything they
+        replicated from it, which comparing their positions with it needs)."""
+        view = self.by_id[server_id]
+        if view.driver is None:
+            return
+        try:
+            view.status, view.error = await asyncio.wait_for(view.driver.status(), timeout_s), None
+        except DriverError as e:
+            view.status, view.error = None, str(e)
+        except TimeoutError:
+            view.status, view.error = None, f"no answer within {timeout_s} s"
+
     def view(self, server_id: int) -> ServerView:
         return self.by_id[server_id]
 

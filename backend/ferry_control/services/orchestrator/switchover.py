@@ -191,6 +191,9 @@ async def run_switchover(ctx: OperationContext) -> None:
     settings = ctx.settings
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
+        master, _ = snapshot.master()
+        if master is not None:
+            await snapshot.refresh(master.info.id, settings.poll_timeout_s)
         plan = plan_switchover(snapshot, ctx.params, settings)
         ctx.result["checks"] = [asdict(c) for c in plan.checks]
         failed = plan.failed()

@@ -1,0 +1,166 @@
+"""Failover against real ferryd clusters: automatic failover on SIGKILL of the master under load with semi-sync
+(detected within the configured time, the most advanced replica wins, all converge, no acknowledged transaction
+lost, the restarted old master stays fenced, automatic failover suspended until acknowledged); no failover when only
+the control plane lost the master; a manual failover that levels the best replica from its peer when none is ahead
+in every domain; and a refusal while the master answers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from ferry_control.drivers.ferry_protocol import FerryProtocolClient
+from tests.conftest import LiveFactory
+from tests.ferryd_cluster import FerrydCluster, FerrydNode
+from tests.helpers import WAIT_S, LoadWriter, finished, register, run_operation, step, topology, writable_master
+from tests.load_writer import FIELD, TABLE
+
+#: On the master only: a ferryd replica started with network durability waits for semi-sync confirmations of the
+#: transactions it applies (from replicas it does not have), which stalls its apply for the whole timeout.
+SEMI_SYNC = ("--durability", "local+network", "--semi-sync-replicas", "1", "--semi-sync-timeout-ms", "60000")
+POLL_INTERVAL_S = 0.2
+DETECTION_POLLS = 3
+
+
+async def wait_for(condition: Callable[[], object], what: str) -> None:
+    async with asyncio.timeout(WAIT_S):
+        while not await asyncio.to_thread(condition):
+            await asyncio.sleep(0.05)
+
+
+def until_reached_both(first: FerrydNode, second: FerrydNode) -> Callable[[], bool]:
+    return lambda: all(n.status()["replication"][0]["sql_state"] == "until_reached" for n in (first, second))
+
+
+async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory(master_args=SEMI_SYNC)
+    old, best, lagging = ferryd.master, ferryd.replica1, ferryd.replica2
+    async with live_app(
+        collector_enabled=True,
+        poll_interval_s=POLL_INTERVAL_S,
+        poll_timeout_s=1.0,
+        failover_detection_polls=DETECTION_POLLS,
+        unreachable_after_failures=DETECTION_POLLS,
+    ) as live:
+        cluster_id, ids = await register(live.client, ferryd, auto_failover=True)
+        writer = await LoadWriter.start(ferryd.nodes, clients=8, domains=4)
+        try:
+            await wait_for(lambda: len(old.status()["gtid_binlog_pos"].split(",")) == 4, "writes in 4 domains")
+            lagging.post("/v1/replication/main/stop", {})  # so exactly one replica is the most advanced
+            await wait_for(lambda: old.status()["gtid_binlog_pos"] != lagging.status()["gtid_binlog_pos"], "lag")
+            killed_at = datetime.now(UTC)
+            old.kill()
+            operation_id = None
+            async with asyncio.timeout(WAIT_S):
+                while operation_id is None:
+                    listed = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
+                    operation_id = next((o["id"] for o in listed if o["type"] == "failover"), None)
+                    await asyncio.sleep(0.05)
+            operation = await finished(live.app, live.client, cluster_id, operation_id)
+            assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+            detected_s = (datetime.fromisoformat(operation["created_at"]) - killed_at).total_seconds()
+            assert detected_s < POLL_INTERVAL_S * (DETECTION_POLLS + 2) + 2.0, detected_s
+            assert operation["requester"] == "failover-monitor" and operation["params"]["automatic"] is True
+            result = operation["result"]
+            assert result["old_master_server_id"] == ids["master"]
+            assert result["new_master_server_id"] == ids["replica1"], step(operation, "choose_candidate")
+            assert result["witnesses"] == ["server 2 (replica1)"]
+            assert step(operation, "bring_level")["state"] == "skipped"
+            assert result["possibly_lost"]["old_master_last_seen_position"]
+            summary = await writer.stop()
+        finally:
+            writer.kill()
+
+        assert writable_master([best, lagging]) is best
+        target = best.status()["gtid_binlog_pos"]
+        lagging.wait_for(target)
+        assert topology([lagging])[lagging.server_id][1] == [("main", best.listen, True)]
+        assert best.get("/v1/checksums") == lagging.get("/v1/checksums")
+        async with await FerryProtocolClient.connect(best.listen) as connection:
+            for key, acked in summary["acked"].items():
+                row = await connection.get(TABLE, key)
+                value = 0 if row is None else row[FIELD]
+                assert acked <= value <= acked + summary["unknown"].get(key, 0), (key, acked, value, summary["unknown"])
+
+        cluster = (await live.client.get(f"/api/v1/clusters/{cluster_id}")).json()
+        assert cluster["failover_suspended_at"] and cluster["last_failover_operation_id"] == operation_id
+
+        # The old master comes back writable (as ferryd starts): the monitor fences it, and nobody repoints it.
+        old.start(same_ports=True)
+        await wait_for(lambda: old.status()["read_only"], "the old master fenced")
+        server = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids['master']}")).json()
+        assert server["fenced"] and "failover operation" in server["fence_reason"]
+        assert old.status()["replication"] == []
+
+        acknowledged = await live.client.post(f"/api/v1/clusters/{cluster_id}/failover/acknowledge")
+        assert acknowledged.status_code == 200 and acknowledged.json()["failover_suspended_at"] is None
+        again = await live.client.post(f"/api/v1/clusters/{cluster_id}/failover/acknowledge")
+        assert again.status_code == 409 and again.json()["error"]["code"] == "nothing_to_acknowledge"
+
+
+async def test_no_failover_when_only_the_control_plane_lost_the_master(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory()
+    async with live_app(failover_detection_polls=2, unreachable_after_failures=2) as live:
+        cluster_id, ids = await register(live.client, ferryd, auto_failover=True)
+        collector, monitor = live.app.state.collector, live.app.state.monitor
+        await collector.run_cycle()
+        # The control plane loses the master (a wrong admin port), the replicas do not.
+        response = await live.client.patch(
+            f"/api/v1/clusters/{cluster_id}/servers/{ids['master']}", json={"admin_port": 1}
+        )
+        assert response.status_code == 200
+        for _ in range(3):
+            await collector.run_cycle()
+        server = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids['master']}")).json()
+        assert server["health"] == "unreachable" and server["consecutive_failures"] >= 2
+        async with live.app.state.bus.subscribe(cluster_id) as events:
+            assert await monitor.check() == []
+            event = await asyncio.wait_for(events.next(), WAIT_S)
+        assert event.type == "failover_not_confirmed" and "still replicate" in event.data["detail"]
+        assert (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json() == []
+        assert writable_master(ferryd.nodes) is ferryd.master
+
+
+async def test_manual_failover_levels_the_best_replica_from_its_peer(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    """replica1 has the newest of domain 1, replica2 the newest of domain 2: neither is ahead in every domain, so
+    the chosen one gets the other's domain by START … UNTIL before it is promoted."""
+    ferryd = ferryd_factory()
+    old, first, second = ferryd.master, ferryd.replica1, ferryd.replica2
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        refused = await run_operation(live.app, live.client, cluster_id, "failover", {})
+        assert refused["state"] == "failed" and "answers and reports no failure" in refused["error"]
+
+        for node in (first, second):
+            node.post("/v1/replication/main/stop", {})
+        position = ferryd.write(3, domains=(1, 2))
+        newest = dict(g.split("-", 1) for g in position.split(","))
+        first.post("/v1/replication/main/start", {"until": f"1-{newest['1']}"})
+        second.post("/v1/replication/main/start", {"until": f"2-{newest['2']}"})
+        await wait_for(until_reached_both(first, second), "both replicas at their UNTIL")
+        await live.app.state.collector.run_cycle()  # the lost report uses the last poll of the old master
+        old.kill()
+        started = time.monotonic()
+        operation = await run_operation(live.app, live.client, cluster_id, "failover", {})
+        assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+        assert time.monotonic() - started < WAIT_S
+        assert step(operation, "bring_level")["state"] == "passed"
+        new_id = operation["result"]["new_master_server_id"]
+        new, other = (first, second) if new_id == ids["replica1"] else (second, first)
+        assert new.status()["gtid_current_pos"] == position
+        other.wait_for(position)
+        assert topology([other])[other.server_id][1] == [("main", new.listen, True)]
+        assert new.get("/v1/checksums") == other.get("/v1/checksums")
+        assert operation["result"]["possibly_lost"]["domains"] == []
+        listed = {o["type"] for o in (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()}
+        assert listed == {"failover"}
