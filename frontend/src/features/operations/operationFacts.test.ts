@@ -1,6 +1,6 @@
 // Tests of reading operation records: the checklist, whether a preview passed, ended states.
 import { describe, expect, it } from "vitest";
-import { hasEnded, preflightChecks, previewPassed, type Operation } from "./operationFacts";
+import { hasEnded, preflightChecks, previewPassed, stepDetail, type Operation } from "./operationFacts";
 
 const op = (over: Partial<Operation>): Operation => ({
   id: 1, cluster_id: 1, type: "switchover", state: "succeeded", dry_run: true, params: {}, steps: [],
@@ -31,5 +31,14 @@ describe("hasEnded", () => {
     expect(hasEnded(op({ state: "running" }))).toBe(false);
     expect(hasEnded(op({ state: "undone" }))).toBe(true);
     expect(hasEnded(undefined)).toBe(false);
+  });
+});
+
+describe("stepDetail", () => {
+  it("sums up a list of checks, naming the failed ones", () => {
+    expect(stepDetail({ checks: [{ name: "a", passed: true }, { name: "b", passed: true }] })).toBe("2 checks passed");
+    expect(stepDetail({ checks: [{ name: "a", passed: true }, { name: "lag", passed: false }] })).toBe("1 of 2 checks failed: lag");
+    expect(stepDetail("text")).toBe("text");
+    expect(stepDetail({ repointed: ["c"] })).toBe('{"repointed":["c"]}');
   });
 });

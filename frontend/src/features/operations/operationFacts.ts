@@ -72,7 +72,14 @@ export function numberResult(operation: Operation, key: string): number | null {
   return typeof value === "number" ? value : null;
 }
 
+/** A step's detail in one line; a list of checks becomes "11 checks passed" or names the failed ones. */
 export function stepDetail(detail: unknown): string {
-  if (detail && typeof detail === "object" && "checks" in detail) return "see the checklist";
+  if (detail && typeof detail === "object" && "checks" in detail && Array.isArray(detail.checks)) {
+    const checks = detail.checks as { name?: unknown; passed?: unknown }[];
+    const failed = checks.filter((c) => c.passed === false).map((c) => String(c.name));
+    return failed.length === 0
+      ? `${checks.length} checks passed`
+      : `${failed.length} of ${checks.length} checks failed: ${failed.join(", ")}`;
+  }
   return text(detail);
 }
