@@ -22,6 +22,7 @@ from ferry_control.core.errors import install_error_handlers
 from ferry_control.core.metrics import Metrics, RequestMetricsMiddleware
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.services.collector import Collector
+from ferry_control.services.drill_scheduler import DrillScheduler
 from ferry_control.services.event_bus import EventBus
 from ferry_control.services.orchestrator import register_executors
 from ferry_control.services.orchestrator.monitor import FailoverMonitor
@@ -51,14 +52,18 @@ def create_app(
     register_executors(runner)
     monitor = FailoverMonitor(sessionmaker, drivers, runner, bus, settings)
     collector.after_cycle.append(monitor.check)
+    scheduler = DrillScheduler(sessionmaker, runner, settings, metrics)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if settings.collector_enabled:
             collector.start()
+        if settings.drill_scheduler_enabled:
+            scheduler.start()
         try:
             yield
         finally:
+            await scheduler.stop()
             await collector.stop()
             await runner.shutdown()
             await drivers.aclose()
@@ -79,6 +84,7 @@ def create_app(
             {"name": "interleavings"},
             {"name": "events"},
             {"name": "operations"},
+            {"name": "drills"},
             {"name": "audit"},
             {"name": "tokens"},
             {"name": "health"},
@@ -92,6 +98,7 @@ def create_app(
     app.state.collector = collector
     app.state.runner = runner
     app.state.monitor = monitor
+    app.state.scheduler = scheduler
     install_error_handlers(app)
     app.include_router(api_router)
 

@@ -121,6 +121,7 @@ def settings(database_url: str) -> Settings:
         token_pepper=TOKEN_PEPPER,
         node_token=NODE_TOKEN,
         collector_enabled=False,
+        drill_scheduler_enabled=False,
         poll_timeout_s=10.0,
         unreachable_after_failures=2,
         node_read_retries_max=0,

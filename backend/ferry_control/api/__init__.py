@@ -6,6 +6,7 @@ from ferry_control.api import (
     audit_log,
     clusters,
     discovery,
+    drills,
     events,
     health,
     interleavings,
@@ -27,6 +28,7 @@ for module in (
     interleavings,
     events,
     operations,
+    drills,
     audit_log,
     tokens,
 ):

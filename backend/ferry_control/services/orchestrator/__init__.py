@@ -7,10 +7,12 @@
 - `switchover` preflight checks and the planned switchover with undo
 - `failover`   confirmation by the replicas, the most advanced candidate, fencing, the lost-GTID report
 - `simple`     read-only, start/stop replication, repoint, bring level
+- `drill`      canaries, switchover, verification (canaries, checksums, GTIDs), switch back, figures
 - `monitor`    after each collector cycle: fencing and automatic failover detection
 - `hooks`      webhook calls
 """
 
+from ferry_control.services.orchestrator.drill import run_drill
 from ferry_control.services.orchestrator.failover import run_failover
 from ferry_control.services.orchestrator.runner import OperationRunner
 from ferry_control.services.orchestrator.simple import (
@@ -31,3 +33,4 @@ def register_executors(runner: OperationRunner) -> None:
     runner.register("start_replication", run_start_replication)
     runner.register("stop_replication", run_stop_replication)
     runner.register("bring_level", run_bring_level)
+    runner.register("drill", run_drill)

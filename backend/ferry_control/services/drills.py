@@ -1,0 +1,175 @@
+"""Drill schedules and runs: schedules with validated cron expressions and time zones (next run times computed by
+cronsim in the schedule's zone, DST included, stored in UTC), and starting a run — now, or when the scheduler finds a
+schedule due. A run is a `drill_runs` row plus an operation of type `drill` that holds the cluster while it runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from itertools import islice
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from cronsim import CronSim, CronSimError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.core.config import Settings
+from ferry_control.core.errors import AppError, Conflict, NotFound
+from ferry_control.models import DrillRun, DrillSchedule
+from ferry_control.repositories.drills import DrillRepository
+from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.drill import DrillRunCreate, DrillScheduleCreate, DrillScheduleRead, DrillScheduleUpdate
+from ferry_control.services.clusters import ClusterService
+from ferry_control.services.operations import OperationService
+from ferry_control.services.orchestrator.runner import OperationRunner
+
+#: How many upcoming run times a schedule shows.
+NEXT_RUNS_SHOWN = 5
+
+
+def zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise AppError(
+            f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin)", code="bad_timezone"
+        ) from None
+
+
+def next_runs(cron: str, timezone: str, after: datetime, count: int) -> list[datetime]:
+    """The next `count` times the expression fires after `after`, evaluated in `timezone`, returned in UTC."""
+    try:
+        times = CronSim(cron, after.astimezone(zone(timezone)))
+        return [t.astimezone(UTC) for t in islice(times, count)]
+    except CronSimError as e:
+        raise AppError(f"cron expression {cron!r} is invalid: {e}", code="bad_cron") from None
+
+
+def read_schedule(schedule: DrillSchedule, now: datetime | None = None) -> DrillScheduleRead:
+    upcoming = next_runs(schedule.cron, schedule.timezone, now or datetime.now(UTC), NEXT_RUNS_SHOWN)
+    read = DrillScheduleRead.model_validate(schedule)
+    read.next_runs = upcoming if schedule.enabled else []
+    return read
+
+
+def plan_of(schedule: DrillSchedule) -> dict[str, Any]:
+    return {
+        "candidate_strategy": schedule.candidate_strategy,
+        "candidate_server_id": schedule.candidate_server_id,
+        "switch_back": schedule.switch_back,
+        "webhook_url": schedule.webhook_url,
+    }
+
+
+class DrillService:
+    def __init__(self, session: AsyncSession):
+        self.session = session
+        self.clusters = ClusterService(session)
+        self.drills = DrillRepository(session)
+        self.servers = ServerRepository(session)
+
+    # -- schedules -------------------------------------------------------------------------------------------
+
+    async def schedules(self, cluster_id: int) -> Sequence[DrillSchedule]:
+        await self.clusters.get(cluster_id)
+        return await self.drills.schedules(cluster_id)
+
+    async def schedule(self, cluster_id: int, schedule_id: int) -> DrillSchedule:
+        await self.clusters.get(cluster_id)
+        schedule = await self.drills.schedule(cluster_id, schedule_id)
+        if schedule is None:
+            raise NotFound(
+                f"drill schedule {schedule_id} does not exist in cluster {cluster_id}", code="drill_schedule_not_found"
+            )
+        return schedule
+
+    async def create_schedule(self, cluster_id: int, data: DrillScheduleCreate) -> DrillSchedule:
+        await self.clusters.get(cluster_id)
+        if await self.drills.schedule_by_name(cluster_id, data.name) is not None:
+            raise Conflict(f"cluster {cluster_id} has a drill schedule named {data.name!r}", code="drill_name_taken")
+        await self._candidate_exists(cluster_id, data.candidate_server_id)
+        schedule = DrillSchedule(cluster_id=cluster_id, **data.model_dump())
+        self._reschedule(schedule, datetime.now(UTC))
+        await self.drills.add(schedule)
+        return schedule
+
+    async def update_schedule(self, cluster_id: int, schedule_id: int, data: DrillScheduleUpdate) -> DrillSchedule:
+        schedule = await self.schedule(cluster_id, schedule_id)
+        changes = data.model_dump(exclude_unset=True)
+        for required in ("cron", "timezone", "enabled", "candidate_strategy", "switch_back"):
+            if required in changes and changes[required] is None:
+                raise Conflict(f"a drill schedule's {required} cannot be removed", code="field_required")
+        for key, value in changes.items():
+            setattr(schedule, key, value)
+        if schedule.candidate_strategy == "fixed" and schedule.candidate_server_id is None:
+            raise AppError("candidate_strategy 'fixed' needs candidate_server_id", code="candidate_required")
+        await self._candidate_exists(cluster_id, schedule.candidate_server_id)
+        self._reschedule(schedule, datetime.now(UTC))
+        await self.drills.flush()
+        return schedule
+
+    async def delete_schedule(self, cluster_id: int, schedule_id: int) -> None:
+        await self.drills.delete(await self.schedule(cluster_id, schedule_id))
+
+    def _reschedule(self, schedule: DrillSchedule, now: datetime) -> None:
+        upcoming = next_runs(schedule.cron, schedule.timezone, now, 1)
+        schedule.next_run_at = upcoming[0] if schedule.enabled and upcoming else None
+
+    async def _candidate_exists(self, cluster_id: int, server_id: int | None) -> None:
+        if server_id is not None and await self.servers.get(cluster_id, server_id) is None:
+            raise NotFound(
+                f"candidate_server_id {server_id}: server {server_id} does not exist in cluster {cluster_id}",
+                code="server_not_found",
+            )
+
+    # -- runs ------------------------------------------------------------------------------------------------
+
+    async def runs(self, cluster_id: int, limit: int, before_id: int | None = None) -> Sequence[DrillRun]:
+        await self.clusters.get(cluster_id)
+        return await self.drills.runs(cluster_id, limit, before_id)
+
+    async def run(self, cluster_id: int, run_id: int) -> DrillRun:
+        await self.clusters.get(cluster_id)
+        run = await self.drills.run(cluster_id, run_id)
+        if run is None:
+            raise NotFound(f"drill run {run_id} does not exist in cluster {cluster_id}", code="drill_run_not_found")
+        return run
+
+    async def run_now(
+        self, runner: OperationRunner, settings: Settings, cluster_id: int, data: DrillRunCreate, requester: str
+    ) -> DrillRun:
+        await self.clusters.get(cluster_id)
+        schedule_id = data.schedule_id
+        if schedule_id is not None:
+            plan = plan_of(await self.schedule(cluster_id, schedule_id))
+        else:
+            plan = data.model_dump(exclude={"schedule_id"})
+            await self._candidate_exists(cluster_id, plan["candidate_server_id"])
+        return await self.start(runner, settings, cluster_id, plan, requester, schedule_id)
+
+    async def start(
+        self,
+        runner: OperationRunner,
+        settings: Settings,
+        cluster_id: int,
+        plan: dict[str, Any],
+        requester: str,
+        schedule_id: int | None = None,
+    ) -> DrillRun:
+        """Inserts the run and starts its operation (a busy cluster raises Conflict: nothing is inserted)."""
+        run = DrillRun(
+            cluster_id=cluster_id, schedule_id=schedule_id, requester=requester, state="pending", reasons=[], details={}
+        )
+        await self.drills.add(run)
+        operation, _ = await OperationService(self.session).start(
+            runner,
+            settings,
+            cluster_id=cluster_id,
+            type_="drill",
+            params={**plan, "drill_run_id": run.id},
+            dry_run=False,
+            requester=requester,
+        )
+        run.operation_id = operation.id
+        await self.drills.flush()
+        return run

@@ -1,0 +1,272 @@
+"""A drill: prove the master can move, on a real cluster, and keep the evidence.
+
+Steps: the preflight of a switchover to the chosen candidate (fixed, or the next eligible replica in turn) → canary
+writes in every domain on the master (through the node protocol) → every server has them → pre-hooks → the
+switchover's moves → verification: the canaries are on every server with their content, table checksums are equal
+at one position, no acknowledged GTID is missing and none is duplicated in any server's recent binlog → optionally
+the switch back. The run stores RTO (the write-unavailability window), catch-up time, pass/fail with reasons; a
+failed run is loud: its webhooks are called and `ferry_control_drill_runs_total{outcome="failed"}` counts it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+from ferry_control.core.db import session_scope
+from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.ferry_protocol import FerryProtocolClient, ProtocolError, Put
+from ferry_control.repositories.drills import DrillRepository
+from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator.gtid import join_all, position
+from ferry_control.services.orchestrator.hooks import call_webhooks
+from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
+from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
+from ferry_control.services.orchestrator.switchover import SwitchoverPlan, plan_switchover, switch_master
+
+#: Attempts at reading equal positions for the checksum comparison (each after waiting for convergence).
+CHECKSUM_ATTEMPTS = 5
+
+
+class DrillFailed(Exception):
+    def __init__(self, reasons: list[str]):
+        super().__init__("; ".join(reasons))
+        self.reasons = reasons
+
+
+async def run_drill(ctx: OperationContext) -> None:
+    run_id = int(ctx.params["drill_run_id"])
+    started = time.perf_counter()
+    details: dict[str, Any] = {}
+    reasons: list[str] = []
+    undone = False
+    await _update_run(ctx, run_id, state="running")
+    try:
+        await _drill(ctx, run_id, details)
+    except DrillFailed as e:
+        reasons = e.reasons
+    except OperationFailed as e:
+        reasons, undone = [e.message], e.undone
+    except (DriverError, ProtocolError) as e:
+        reasons = [str(e)]
+    except asyncio.CancelledError:
+        reasons = ["interrupted: the API instance running it shut down"]
+        await asyncio.shield(_end(ctx, run_id, details, reasons, started))
+        raise
+    await asyncio.shield(_end(ctx, run_id, details, reasons, started))
+    if reasons:
+        raise OperationFailed("drill failed: " + "; ".join(reasons), undone=undone)
+
+
+async def _end(ctx: OperationContext, run_id: int, details: dict[str, Any], reasons: list[str], started: float) -> None:
+    details["duration_s"] = round(time.perf_counter() - started, 6)
+    passed = not reasons
+    switchover = ctx.result.get("switchover") or {}
+    run = await _update_run(
+        ctx, run_id, state="passed" if passed else "failed", passed=passed, reasons=reasons,
+        rto_s=switchover.get("unavailable_s"), catch_up_s=switchover.get("catch_up_s"), details=details,
+        finished_at=datetime.now(UTC),
+    )  # fmt: skip
+    ctx.runner.metrics.drill_runs.labels("passed" if passed else "failed").inc()
+    if passed or run is None:
+        return
+    urls = [
+        *ctx.settings.drill_failure_webhooks,
+        *([ctx.params["webhook_url"]] if ctx.params.get("webhook_url") else []),
+    ]
+    if urls:
+        payload = {"event": "drill_failed", "drill_run_id": run_id, "cluster_id": ctx.cluster_id,
+                   "operation_id": ctx.operation_id, "reasons": reasons, "details": details}  # fmt: skip
+        outcomes = await call_webhooks(urls, payload, ctx.settings.webhook_timeout_s)
+        ctx.result["drill_webhooks"] = [o.as_dict() for o in outcomes]
+
+
+async def _update_run(ctx: OperationContext, run_id: int, **fields: Any) -> Any:
+    async with session_scope(ctx.sessionmaker) as session:
+        run = await DrillRepository(session).run_fresh(run_id)
+        if run is None:
+            return None
+        for key, value in fields.items():
+            setattr(run, key, value)
+        return run
+
+
+async def _choose(ctx: OperationContext, snapshot: ClusterSnapshot) -> int | None:
+    """The candidate: the fixed one, or the replica after the last drill's candidate (by id, wrapping)."""
+    if ctx.params.get("candidate_strategy") == "fixed":
+        return int(ctx.params["candidate_server_id"])
+    master, _ = snapshot.master()
+    if master is None:
+        return None
+    replicas = sorted(
+        link.replica.info.id for link in snapshot.replicas_of(master.info.id)
+        if link.replicating and not link.replica.info.maintenance and not link.replica.info.fenced
+    )  # fmt: skip
+    if not replicas:
+        return None
+    async with session_scope(ctx.sessionmaker) as session:
+        last = await DrillRepository(session).last_candidate(ctx.cluster_id)
+    after = [r for r in replicas if last is not None and r > last]
+    return (after or replicas)[0]
+
+
+async def _preflight(ctx: OperationContext, candidate_id: int | None) -> SwitchoverPlan:
+    snapshot = await ctx.snapshot()
+    master, _ = snapshot.master()
+    if master is not None:
+        await snapshot.refresh(master.info.id, ctx.settings.poll_timeout_s)
+    if candidate_id is None:
+        candidate_id = await _choose(ctx, snapshot)
+    return plan_switchover(snapshot, {"candidate_server_id": candidate_id}, ctx.settings)
+
+
+async def _drill(ctx: OperationContext, run_id: int, details: dict[str, Any]) -> None:
+    settings = ctx.settings
+    async with ctx.step("preflight") as step:
+        snapshot = await ctx.snapshot()
+        plan = await _preflight(ctx, await _choose(ctx, snapshot))
+        step.detail = {"checks": [asdict(c) for c in plan.checks]}
+        ctx.result["checks"] = step.detail["checks"]
+        if not plan.passed:
+            raise DrillFailed([f"preflight {c.name}: {c.detail}" for c in plan.failed()])
+    assert plan.master is not None and plan.candidate is not None
+    master, candidate = plan.master, plan.candidate.replica
+    details.update(old_master_server_id=master.info.id, candidate_server_id=candidate.info.id)
+    servers = [master, plan.candidate.replica, *(o.replica for o in plan.others)]
+
+    async with ctx.step("write_canaries") as step:
+        canaries = await _write_canaries(ctx, master, run_id)
+        details["canaries"] = {str(d): g for d, g in canaries.items()}
+        step.detail = details["canaries"]
+    canary_position = str(position(",".join(canaries.values())))
+    async with ctx.step("canaries_replicated") as step:
+        problems = []
+        for view in servers[1:]:
+            names = [c.name for c in view.status.connections] if view.status else []
+            reached = await actions.wait_reached(
+                view.require_driver(), canary_position, settings.switchover_catch_up_timeout_s,
+                connection=names[0] if len(names) == 1 else None,
+            )  # fmt: skip
+            if not reached.reached:
+                problems.append(
+                    f"{view.info.label} did not receive the canaries ({canary_position}; it is at {reached.position})"
+                    + (f": {reached.broken}" if reached.broken else "")
+                )
+        step.detail = {"position": canary_position, "problems": problems}
+        if problems:
+            raise DrillFailed(problems)
+
+    # The switchover itself, from a fresh preflight (the canaries moved the positions).
+    plan = await _preflight(ctx, candidate.info.id)
+    if not plan.passed:
+        raise DrillFailed([f"preflight {c.name}: {c.detail}" for c in plan.failed()])
+    await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
+    assert plan.master is not None and plan.candidate is not None
+    await switch_master(ctx, plan.master, plan.candidate, plan.others)
+    ctx.result["switchover"] = {k: ctx.result.get(k) for k in ("unavailable_s", "catch_up_s", "position")}
+    details["switchover"] = ctx.result["switchover"]
+
+    reasons = await _verify(ctx, servers, canaries, run_id, details)
+    if ctx.params.get("switch_back"):
+        async with ctx.step("switch_back_preflight") as step:
+            back = await _preflight(ctx, master.info.id)
+            step.detail = {"checks": [asdict(c) for c in back.checks]}
+            if not back.passed:
+                raise DrillFailed(reasons + [f"switch back: {c.name}: {c.detail}" for c in back.failed()])
+        assert back.master is not None and back.candidate is not None
+        await switch_master(ctx, back.master, back.candidate, back.others)
+        details["switch_back"] = {k: ctx.result.get(k) for k in ("unavailable_s", "catch_up_s", "position")}
+    if reasons:
+        raise DrillFailed(reasons)
+
+
+async def _write_canaries(ctx: OperationContext, master: ServerView, run_id: int) -> dict[int, str]:
+    """One canary row per domain the master has (and its default domain), each its own transaction."""
+    assert master.status is not None and master.info.protocol_address is not None
+    domains = sorted({*position(master.status.positions.binlog).domains(), master.status.default_domain})
+    canaries = {}
+    async with await FerryProtocolClient.connect(
+        master.info.protocol_address, ctx.settings.node_protocol_timeout_s
+    ) as client:
+        for domain in domains:
+            committed = await client.transact(
+                [Put(ctx.settings.drill_canary_table, f"run{run_id}_d{domain}",
+                     {"run": run_id, "domain": domain, "operation": ctx.operation_id})],
+                domain=domain,
+            )  # fmt: skip
+            canaries[domain] = committed.gtid
+    return canaries
+
+
+async def _verify(
+    ctx: OperationContext, servers: list[ServerView], canaries: dict[int, str], run_id: int, details: dict[str, Any]
+) -> list[str]:
+    settings = ctx.settings
+    reasons: list[str] = []
+    async with ctx.step("verify_canaries") as step:
+        missing = []
+        for view in servers:
+            assert view.info.protocol_address is not None
+            async with await FerryProtocolClient.connect(
+                view.info.protocol_address, settings.node_protocol_timeout_s
+            ) as client:
+                for domain in canaries:
+                    row = await client.get(settings.drill_canary_table, f"run{run_id}_d{domain}")
+                    if row is None or row.get("run") != run_id or row.get("domain") != domain:
+                        missing.append(f"{view.info.label}: canary of domain {domain} is {row}")
+        step.detail = {"servers": len(servers), "domains": sorted(canaries), "missing": missing}
+        reasons += missing
+    async with ctx.step("verify_checksums") as step:
+        outcome = await _compare_checksums(servers)
+        step.detail = outcome
+        if outcome.get("problem"):
+            reasons.append(outcome["problem"])
+    async with ctx.step("verify_gtids") as step:
+        found = await _gtid_problems(ctx, servers, canaries)
+        step.detail = found or "every canary GTID once on every server; no duplicated GTID in the recent binlogs"
+        reasons += found
+    details["verified"] = not reasons
+    return reasons
+
+
+async def _compare_checksums(servers: list[ServerView]) -> dict[str, Any]:
+    for attempt in range(1, CHECKSUM_ATTEMPTS + 1):
+        sums = [await view.require_driver().checksums() for view in servers]
+        positions = {s.position for s in sums}
+        if len(positions) == 1:
+            tables = {view.info.label: dict(s.tables) for view, s in zip(servers, sums, strict=True)}
+            first = next(iter(tables.values()))
+            differing = [label for label, t in tables.items() if t != first]
+            problem = f"table checksums differ at {positions.pop()} on {', '.join(differing)}" if differing else None
+            return {"attempts": attempt, "position": sums[0].position, "tables": len(first), "problem": problem}
+        target = join_all(position(p) for p in positions)
+        for view in servers:
+            await actions.wait_reached(view.require_driver(), str(target), 5.0)
+    return {"problem": f"checksums not comparable: positions kept moving over {CHECKSUM_ATTEMPTS} attempts"}
+
+
+async def _gtid_problems(ctx: OperationContext, servers: list[ServerView], canaries: dict[int, str]) -> list[str]:
+    problems = []
+    wanted = set(canaries.values())
+    for view in servers:
+        seen: dict[str, int] = {}
+        before = None
+        scanned = 0
+        while scanned < ctx.settings.drill_events_scan_max:
+            page = await view.require_driver().recent_events(min(1000, ctx.settings.drill_events_scan_max - scanned),
+                                                             before=before)  # fmt: skip
+            for transaction in page.transactions:
+                seen[transaction.gtid] = seen.get(transaction.gtid, 0) + 1
+            scanned += len(page.transactions)
+            if page.next_before is None or not page.transactions:
+                break
+            before = page.next_before
+        duplicated = sorted(g for g, n in seen.items() if n > 1)
+        if duplicated:
+            problems.append(f"{view.info.label}: GTIDs duplicated in its binlog: {', '.join(duplicated[:10])}")
+        lost = sorted(g for g in wanted if seen.get(g, 0) == 0)
+        if lost:
+            problems.append(f"{view.info.label}: canary GTIDs missing from its recent binlog: {', '.join(lost)}")
+    return problems

@@ -1,0 +1,141 @@
+"""Drills: schedules with cron and a time zone (next run times, bad input refused precisely), run-now on a real
+cluster (passes and stores its figures, switching back), a cluster with a broken replica (fails with the reason
+and calls the webhook — a local receiver), and the scheduler claiming a due schedule once across two instances."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from ferry_control.services.drill_scheduler import DrillScheduler
+from tests.conftest import LiveFactory
+from tests.ferryd_cluster import FerrydCluster
+from tests.helpers import WebhookReceiver, finished, register, serve, topology, writable_master
+
+
+async def test_schedules_show_their_next_runs_in_their_time_zone(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        url = f"/api/v1/clusters/{cluster_id}/drills/schedules"
+        created = await live.client.post(
+            url, json={"name": "nightly", "cron": "30 2 * * *", "timezone": "Europe/Berlin", "switch_back": True}
+        )
+        assert created.status_code == 201, created.text
+        schedule = created.json()
+        runs = [datetime.fromisoformat(t) for t in schedule["next_runs"]]
+        assert len(runs) == 5 and runs == sorted(runs)
+        assert all(t.minute == 30 and t.hour in (0, 1) for t in runs), runs  # 02:30 in Berlin is 00:30/01:30 UTC
+        assert datetime.fromisoformat(schedule["next_run_at"]) == runs[0]
+
+        bad_cron = await live.client.post(url, json={"name": "x", "cron": "61 * * * *"})
+        assert bad_cron.status_code == 400 and bad_cron.json()["error"]["code"] == "bad_cron"
+        assert "'61 * * * *' is invalid: Bad minute" in bad_cron.json()["error"]["message"]
+        bad_zone = await live.client.post(url, json={"name": "x", "cron": "0 3 * * *", "timezone": "Mars/Olympus"})
+        assert bad_zone.status_code == 400 and "unknown time zone 'Mars/Olympus'" in bad_zone.json()["error"]["message"]
+        fixed = await live.client.post(url, json={"name": "x", "cron": "0 3 * * *", "candidate_strategy": "fixed"})
+        assert fixed.status_code == 422 and "needs candidate_server_id" in fixed.json()["error"]["message"]
+        unknown = await live.client.post(
+            url, json={"name": "x", "cron": "0 3 * * *", "candidate_strategy": "fixed", "candidate_server_id": 999}
+        )
+        assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "server_not_found"
+
+        disabled = await live.client.patch(f"{url}/{schedule['id']}", json={"enabled": False})
+        assert disabled.json()["next_run_at"] is None and disabled.json()["next_runs"] == []
+
+
+async def test_run_now_passes_and_stores_its_figures(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory()
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        response = await live.client.post(
+            f"/api/v1/clusters/{cluster_id}/drills/runs",
+            json={"candidate_strategy": "fixed", "candidate_server_id": ids["replica2"], "switch_back": True},
+        )
+        assert response.status_code == 202, response.text
+        run = response.json()
+        operation = await finished(live.app, live.client, cluster_id, run["operation_id"])
+        assert operation["type"] == "drill" and operation["state"] == "succeeded", operation["error"]
+        run = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/runs/{run['id']}")).json()
+        assert (run["state"], run["passed"], run["reasons"]) == ("passed", True, [])
+        assert 0 < run["rto_s"] < 5 and run["catch_up_s"] >= 0
+        details = run["details"]
+        assert details["candidate_server_id"] == ids["replica2"] and details["verified"] is True
+        assert set(details["canaries"]) == {"0", "1", "2"}
+        assert details["switch_back"]["unavailable_s"] > 0
+        names = [s["name"] for s in operation["steps"]]
+        for name in ("write_canaries", "canaries_replicated", "promote_candidate", "verify_canaries",
+                     "verify_checksums", "verify_gtids", "switch_back_preflight"):  # fmt: skip
+            assert name in names, names
+        assert writable_master(ferryd.nodes) is ferryd.master  # switched back
+        listed = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/runs")).json()
+        assert [r["id"] for r in listed] == [run["id"]]
+        metrics = (await live.client.get("/metrics")).text
+        assert 'ferry_control_drill_runs_total{outcome="passed"} 1.0' in metrics
+
+
+async def test_a_broken_replica_fails_the_drill_and_calls_the_webhook(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory()
+    ferryd.write(2, domains=(1,))
+    ferryd.converge()
+    ferryd.replica2.post("/v1/replication/main/stop", {})  # broken: it will not receive the canaries
+    receiver = WebhookReceiver()
+    async with serve(receiver) as hook_url, live_app(switchover_catch_up_timeout_s=2.0) as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        before = topology(ferryd.nodes)
+        response = await live.client.post(
+            f"/api/v1/clusters/{cluster_id}/drills/runs",
+            json={"candidate_strategy": "fixed", "candidate_server_id": ids["replica1"], "webhook_url": hook_url},
+        )
+        assert response.status_code == 202, response.text
+        operation = await finished(live.app, live.client, cluster_id, response.json()["operation_id"])
+        assert operation["state"] == "failed" and operation["error"].startswith("drill failed: ")
+        run = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/runs/{response.json()['id']}")).json()
+        assert run["state"] == "failed" and run["passed"] is False
+        assert any("server 3 (replica2) did not receive the canaries" in r and "stopped" in r for r in run["reasons"])
+        assert len(receiver.calls) == 1
+        call = receiver.calls[0]
+        assert call["event"] == "drill_failed" and call["drill_run_id"] == run["id"]
+        assert call["reasons"] == run["reasons"]
+        # It failed before the switchover: the master did not move.
+        assert topology(ferryd.nodes) == before
+
+
+async def test_the_scheduler_claims_a_due_schedule_once_across_instances(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        schedule = (
+            await live.client.post(
+                f"/api/v1/clusters/{cluster_id}/drills/schedules",
+                json={"name": "hourly", "cron": "0 * * * *", "candidate_strategy": "rotation"},
+            )
+        ).json()
+        due = datetime.fromisoformat(schedule["next_run_at"]) + timedelta(seconds=1)
+        state = live.app.state
+        first = DrillScheduler(state.sessionmaker, state.runner, live.settings, state.metrics)
+        second = DrillScheduler(state.sessionmaker, state.runner, live.settings, state.metrics)
+        created = await asyncio.gather(first.tick(due), second.tick(due))
+        assert sorted(len(c) for c in created) == [0, 1], created
+        assert await first.tick(due) == []
+        run_id = next(c for c in created if c)[0]
+        run = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/runs/{run_id}")).json()
+        assert run["requester"] == "scheduler" and run["schedule_id"] == schedule["id"]
+        operation = await finished(live.app, live.client, cluster_id, run["operation_id"])
+        assert operation["state"] == "succeeded", operation["error"]
+        run = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/runs/{run_id}")).json()
+        assert run["passed"] is True and run["details"]["candidate_server_id"] == ids["replica1"]
+        moved = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/schedules/{schedule['id']}")).json()
+        assert datetime.fromisoformat(moved["next_run_at"]) > due and moved["last_run_at"] is not None
+        assert datetime.fromisoformat(moved["next_run_at"]) > datetime.now(UTC) - timedelta(hours=1)
