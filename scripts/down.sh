@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Stops what `make up` started (the demo workload first, then the nodes, each with SIGTERM so they checkpoint).
+# Stops what `make up` started: the control plane API and the demo workload first, then the nodes, each with
+# SIGTERM (the API lets running operations finish; the nodes checkpoint).
 set -euo pipefail
 run="$(cd "$(dirname "$0")/.." && pwd)/.run"
 stop() {
@@ -14,5 +15,6 @@ stop() {
   fi
   rm -f "$pidfile"
 }
+stop "$run/api.pid" "control plane API"
 stop "$run/workload.pid" "demo workload"
 for i in 1 2 3; do stop "$run/node$i/pid" "node $i"; done
