@@ -15,6 +15,9 @@ export const queryKeys = {
   operations: (clusterId: number, params: { limit: number }) => ["clusters", clusterId, "operations", params] as const,
   operation: (clusterId: number, operationId: number) =>
     ["clusters", clusterId, "operation", operationId] as const,
+  drillSchedules: (clusterId: number) => ["clusters", clusterId, "drills", "schedules"] as const,
+  drillRuns: (clusterId: number, params: { limit: number }) => ["clusters", clusterId, "drills", "runs", params] as const,
+  drillRun: (clusterId: number, runId: number) => ["clusters", clusterId, "drills", "run", runId] as const,
   audit: (params: { clusterId: number | null; limit: number; outcome: string | null }) => ["audit", params] as const,
 };
 

@@ -425,6 +425,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/clusters/{cluster_id}/drills/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List drill schedules */
+        get: operations["list_schedules_api_v1_clusters__cluster_id__drills_schedules_get"];
+        put?: never;
+        /** Create a drill schedule */
+        post: operations["create_schedule_api_v1_clusters__cluster_id__drills_schedules_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/clusters/{cluster_id}/drills/schedules/{schedule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a drill schedule */
+        get: operations["get_schedule_api_v1_clusters__cluster_id__drills_schedules__schedule_id__get"];
+        put?: never;
+        post?: never;
+        /** Delete a drill schedule (its runs are kept) */
+        delete: operations["delete_schedule_api_v1_clusters__cluster_id__drills_schedules__schedule_id__delete"];
+        options?: never;
+        head?: never;
+        /** Update a drill schedule */
+        patch: operations["update_schedule_api_v1_clusters__cluster_id__drills_schedules__schedule_id__patch"];
+        trace?: never;
+    };
+    "/api/v1/clusters/{cluster_id}/drills/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List drill runs, newest first */
+        get: operations["list_runs_api_v1_clusters__cluster_id__drills_runs_get"];
+        put?: never;
+        /** Run a drill now */
+        post: operations["run_now_api_v1_clusters__cluster_id__drills_runs_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/clusters/{cluster_id}/drills/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a drill run and its figures */
+        get: operations["get_run_api_v1_clusters__cluster_id__drills_runs__run_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/audit": {
         parameters: {
             query?: never;
@@ -790,6 +862,245 @@ export interface components {
              * @description As the replica reports it: now minus the last applied origin commit time.
              */
             seconds: number;
+        };
+        /**
+         * DrillRunCreate
+         * @description Run now: with a schedule's plan (`schedule_id`), or with the plan given here.
+         * @example {
+         *       "candidate_strategy": "rotation",
+         *       "switch_back": true
+         *     }
+         */
+        DrillRunCreate: {
+            /**
+             * Candidate Strategy
+             * @description `fixed`: always `candidate_server_id`; `rotation`: the next eligible replica in turn.
+             * @default rotation
+             * @enum {string}
+             */
+            candidate_strategy: "fixed" | "rotation";
+            /**
+             * Candidate Server Id
+             * @description The candidate for the `fixed` strategy.
+             */
+            candidate_server_id?: number | null;
+            /**
+             * Switch Back
+             * @description Switch back to the original master after verifying.
+             * @default false
+             */
+            switch_back: boolean;
+            /**
+             * Webhook Url
+             * @description POSTed when a run fails (besides the settings' URLs).
+             */
+            webhook_url?: string | null;
+            /**
+             * Schedule Id
+             * @description Use this schedule's plan (the other fields are ignored).
+             */
+            schedule_id?: number | null;
+        };
+        /**
+         * DrillRunRead
+         * @example {
+         *       "catch_up_s": 0.004,
+         *       "cluster_id": 1,
+         *       "details": {
+         *         "canaries": {
+         *           "1": "1-1-77"
+         *         },
+         *         "candidate_server_id": 2
+         *       },
+         *       "finished_at": "2026-11-23T01:30:02Z",
+         *       "id": 4,
+         *       "operation_id": 12,
+         *       "passed": true,
+         *       "reasons": [],
+         *       "requester": "scheduler",
+         *       "rto_s": 0.21,
+         *       "schedule_id": 1,
+         *       "started_at": "2026-11-23T01:30:00Z",
+         *       "state": "passed"
+         *     }
+         */
+        DrillRunRead: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            /** Schedule Id */
+            schedule_id: number | null;
+            /** Operation Id */
+            operation_id: number | null;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "pending" | "running" | "passed" | "failed";
+            /** Passed */
+            passed: boolean | null;
+            /** Requester */
+            requester: string;
+            /** Reasons */
+            reasons: string[];
+            /**
+             * Rto S
+             * @description Write unavailability of the switchover (old master read-only → new writable).
+             */
+            rto_s: number | null;
+            /**
+             * Catch Up S
+             * @description How long the candidate took to reach the old master's position.
+             */
+            catch_up_s: number | null;
+            /** Details */
+            details: {
+                [key: string]: unknown;
+            };
+            /**
+             * Started At
+             * Format: date-time
+             */
+            started_at: string;
+            /** Finished At */
+            finished_at: string | null;
+        };
+        /**
+         * DrillScheduleCreate
+         * @example {
+         *       "cron": "30 2 * * 1-5",
+         *       "name": "nightly",
+         *       "switch_back": true,
+         *       "timezone": "Europe/Berlin"
+         *     }
+         */
+        DrillScheduleCreate: {
+            /**
+             * Candidate Strategy
+             * @description `fixed`: always `candidate_server_id`; `rotation`: the next eligible replica in turn.
+             * @default rotation
+             * @enum {string}
+             */
+            candidate_strategy: "fixed" | "rotation";
+            /**
+             * Candidate Server Id
+             * @description The candidate for the `fixed` strategy.
+             */
+            candidate_server_id?: number | null;
+            /**
+             * Switch Back
+             * @description Switch back to the original master after verifying.
+             * @default false
+             */
+            switch_back: boolean;
+            /**
+             * Webhook Url
+             * @description POSTed when a run fails (besides the settings' URLs).
+             */
+            webhook_url?: string | null;
+            /** Name */
+            name: string;
+            /**
+             * Cron
+             * @description Five-field cron expression.
+             * @example 0 3 * * *
+             */
+            cron: string;
+            /**
+             * Timezone
+             * @description IANA zone the cron runs in.
+             * @default UTC
+             */
+            timezone: string;
+            /**
+             * Enabled
+             * @default true
+             */
+            enabled: boolean;
+        };
+        /**
+         * DrillScheduleRead
+         * @example {
+         *       "candidate_strategy": "rotation",
+         *       "cluster_id": 1,
+         *       "created_at": "2026-11-21T13:00:00Z",
+         *       "cron": "30 2 * * 1-5",
+         *       "enabled": true,
+         *       "id": 1,
+         *       "name": "nightly",
+         *       "next_run_at": "2026-11-23T01:30:00Z",
+         *       "next_runs": [
+         *         "2026-11-23T01:30:00Z",
+         *         "2026-11-24T01:30:00Z"
+         *       ],
+         *       "switch_back": true,
+         *       "timezone": "Europe/Berlin"
+         *     }
+         */
+        DrillScheduleRead: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            /** Name */
+            name: string;
+            /** Cron */
+            cron: string;
+            /** Timezone */
+            timezone: string;
+            /** Enabled */
+            enabled: boolean;
+            /**
+             * Candidate Strategy
+             * @enum {string}
+             */
+            candidate_strategy: "fixed" | "rotation";
+            /** Candidate Server Id */
+            candidate_server_id: number | null;
+            /** Switch Back */
+            switch_back: boolean;
+            /** Webhook Url */
+            webhook_url: string | null;
+            /**
+             * Next Run At
+             * @description When the scheduler runs it next (UTC); None when disabled.
+             */
+            next_run_at: string | null;
+            /**
+             * Next Runs
+             * @description The next few run times (UTC).
+             */
+            next_runs?: string[];
+            /** Last Run At */
+            last_run_at: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+        };
+        /**
+         * DrillScheduleUpdate
+         * @example {
+         *       "enabled": false
+         *     }
+         */
+        DrillScheduleUpdate: {
+            /** Cron */
+            cron?: string | null;
+            /** Timezone */
+            timezone?: string | null;
+            /** Enabled */
+            enabled?: boolean | null;
+            /** Candidate Strategy */
+            candidate_strategy?: ("fixed" | "rotation") | null;
+            /** Candidate Server Id */
+            candidate_server_id?: number | null;
+            /** Switch Back */
+            switch_back?: boolean | null;
+            /** Webhook Url */
+            webhook_url?: string | null;
         };
         /**
          * ErrorBody
@@ -3661,6 +3972,508 @@ export interface operations {
             };
             /** @description Conflicts with the current state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_schedules_api_v1_clusters__cluster_id__drills_schedules_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DrillScheduleRead"][];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_schedule_api_v1_clusters__cluster_id__drills_schedules_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DrillScheduleCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DrillScheduleRead"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_schedule_api_v1_clusters__cluster_id__drills_schedules__schedule_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+                /** @description The drill schedule's id. */
+                schedule_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DrillScheduleRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_schedule_api_v1_clusters__cluster_id__drills_schedules__schedule_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+                /** @description The drill schedule's id. */
+                schedule_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    update_schedule_api_v1_clusters__cluster_id__drills_schedules__schedule_id__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+                /** @description The drill schedule's id. */
+                schedule_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DrillScheduleUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DrillScheduleRead"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_runs_api_v1_clusters__cluster_id__drills_runs_get: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Page back: runs with a smaller id. */
+                before_id?: number | null;
+            };
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DrillRunRead"][];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    run_now_api_v1_clusters__cluster_id__drills_runs_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DrillRunCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DrillRunRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_run_api_v1_clusters__cluster_id__drills_runs__run_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DrillRunRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

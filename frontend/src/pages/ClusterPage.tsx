@@ -4,6 +4,7 @@ import { NavLink, Navigate, useLocation, useParams } from "react-router-dom";
 import { useCluster } from "../api/queries";
 import { QueryState } from "../components/QueryState";
 import { AuditView } from "../features/audit/AuditView";
+import { DrillsView } from "../features/drills/DrillsView";
 import { InterleavingsView } from "../features/interleavings/InterleavingsView";
 import { LagView } from "../features/lag/LagView";
 import { OperationsView } from "../features/operations/OperationsView";
@@ -18,6 +19,7 @@ const TABS = [
   { id: "interleavings", label: "Stream interleavings" },
   { id: "lag", label: "Lag" },
   { id: "operations", label: "Operations" },
+  { id: "drills", label: "Drills" },
   { id: "audit", label: "Audit log" },
 ] as const;
 type TabId = (typeof TABS)[number]["id"];
@@ -40,6 +42,8 @@ function TabContent({ tab, clusterId, clusterName }: { tab: TabId; clusterId: nu
       return <LagView clusterId={clusterId} />;
     case "operations":
       return <OperationsView clusterId={clusterId} clusterName={clusterName} />;
+    case "drills":
+      return <DrillsView clusterId={clusterId} clusterName={clusterName} />;
     case "audit":
       return <AuditView clusterId={clusterId} />;
   }

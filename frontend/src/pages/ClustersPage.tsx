@@ -1,5 +1,5 @@
-// The clusters overview: one row per cluster with health, master, replica count, worst lag and automatic
-// failover. (No drill column: the backend has no drill endpoints yet.)
+// The clusters overview: one row per cluster with health, master, replica count, worst lag, the last drill's
+// outcome and automatic failover.
 import { useClusters } from "../api/queries";
 import { QueryState } from "../components/QueryState";
 import { ClusterRow } from "../features/overview/ClusterRow";
@@ -21,6 +21,7 @@ export function ClustersPage() {
                 <th scope="col">Master</th>
                 <th scope="col">Replicas</th>
                 <th scope="col">Worst lag</th>
+                <th scope="col">Last drill</th>
                 <th scope="col">Auto failover</th>
               </tr>
             </thead>

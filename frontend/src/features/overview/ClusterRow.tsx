@@ -1,9 +1,13 @@
-// One cluster in the overview table: its summary from the topology (health, master, replicas, worst lag).
+// One cluster in the overview table: its summary from the topology (health, master, replicas, worst lag) and
+// its last drill's outcome.
 import { Link } from "react-router-dom";
 import type { Schemas } from "../../api/client";
+import { useDrillRuns } from "../../api/drills";
 import { useTopology } from "../../api/queries";
 import { Badge, LagBadge, type Tone } from "../../components/StatusBadge";
 import { formatLag, lagLevel } from "../../lib/format";
+import { formatDuration, formatTime } from "../../lib/format";
+import { DrillOutcomeBadge } from "../drills/DrillOutcome";
 import { summarize, type ClusterHealth } from "./summary";
 
 const HEALTH: Record<ClusterHealth, { tone: Tone; symbol: string }> = {
@@ -16,6 +20,8 @@ const HEALTH: Record<ClusterHealth, { tone: Tone; symbol: string }> = {
 export function ClusterRow({ cluster }: { cluster: Schemas["ClusterRead"] }) {
   const topology = useTopology(cluster.id);
   const summary = topology.data ? summarize(topology.data) : null;
+  const drills = useDrillRuns(cluster.id, 1);
+  const lastDrill = drills.data?.[0];
   return (
     <tr>
       <th scope="row">
@@ -45,6 +51,21 @@ export function ClusterRow({ cluster }: { cluster: Schemas["ClusterRead"] }) {
           {topology.error ? "topology could not be read" : "loading…"}
         </td>
       )}
+      <td>
+        {lastDrill ? (
+          <>
+            <DrillOutcomeBadge run={lastDrill} />
+            <div className="small">
+              {formatTime(lastDrill.started_at)}
+              {lastDrill.rto_s != null ? ` · RTO ${formatDuration(lastDrill.rto_s)}` : ""}
+            </div>
+          </>
+        ) : drills.error ? (
+          <span className="muted">unknown</span>
+        ) : (
+          <span className="muted">{drills.isPending ? "…" : "never"}</span>
+        )}
+      </td>
       <td>{cluster.auto_failover ? (cluster.failover_suspended_at ? "suspended" : "on") : "off"}</td>
     </tr>
   );

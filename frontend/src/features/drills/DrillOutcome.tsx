@@ -1,0 +1,34 @@
+// A drill run's outcome in words: passed or failed (loudly, with its reasons), RTO and catch-up time.
+import type { DrillRun } from "../../api/drills";
+import { Badge } from "../../components/StatusBadge";
+import { formatDuration } from "../../lib/format";
+
+export function DrillOutcomeBadge({ run }: { run: Pick<DrillRun, "state"> }) {
+  switch (run.state) {
+    case "passed":
+      return <Badge tone="ok" symbol="✓">passed</Badge>;
+    case "failed":
+      return <Badge tone="bad" symbol="✕">FAILED</Badge>;
+    default:
+      return <Badge tone="info" symbol="…">{run.state}</Badge>;
+  }
+}
+
+export function DrillOutcome({ run }: { run: DrillRun }) {
+  return (
+    <div className="drill-outcome" role={run.state === "failed" ? "alert" : "status"}>
+      <p>
+        Drill #{run.id}: <DrillOutcomeBadge run={run} />
+        {run.rto_s != null ? ` · RTO ${formatDuration(run.rto_s)}` : ""}
+        {run.catch_up_s != null ? ` · catch-up ${formatDuration(run.catch_up_s)}` : ""}
+      </p>
+      {run.reasons.length > 0 ? (
+        <ul className={run.state === "failed" ? "error" : "small"}>
+          {run.reasons.map((reason) => (
+            <li key={reason}>{reason}</li>
+          ))}
+        </ul>
+      ) : null}
+    </div>
+  );
+}

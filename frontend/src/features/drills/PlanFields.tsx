@@ -1,0 +1,57 @@
+// The fields of a drill plan (shared by schedules and run-now): which candidate (rotation or a fixed server),
+// whether to switch back, and a webhook for failures.
+import { useId } from "react";
+import type { Schemas } from "../../api/client";
+import { ServerPicker } from "../operations/ServerPicker";
+
+export interface Plan {
+  candidate_strategy: "fixed" | "rotation";
+  candidate_server_id: number | null;
+  switch_back: boolean;
+  webhook_url: string;
+}
+
+export const EMPTY_PLAN: Plan = { candidate_strategy: "rotation", candidate_server_id: null, switch_back: true, webhook_url: "" };
+
+/** The plan as the API takes it (a fixed strategy needs a candidate: null when it has none). */
+export type PlanBody = Omit<Schemas["DrillRunCreate"], "schedule_id">;
+
+export function planBody(plan: Plan): PlanBody | null {
+  if (plan.candidate_strategy === "fixed" && plan.candidate_server_id === null) return null;
+  return {
+    candidate_strategy: plan.candidate_strategy,
+    candidate_server_id: plan.candidate_strategy === "fixed" ? plan.candidate_server_id : null,
+    switch_back: plan.switch_back,
+    webhook_url: plan.webhook_url.trim() || null,
+  };
+}
+
+export function PlanFields({ plan, onChange, nodes }: { plan: Plan; onChange: (plan: Plan) => void; nodes: Schemas["TopologyNode"][] }) {
+  const id = useId();
+  return (
+    <>
+      <fieldset className="inline">
+        <legend>Candidate</legend>
+        <label>
+          <input type="radio" name={`${id}-strategy`} checked={plan.candidate_strategy === "rotation"} onChange={() => onChange({ ...plan, candidate_strategy: "rotation" })} />{" "}
+          rotation (the next eligible replica in turn)
+        </label>
+        <label>
+          <input type="radio" name={`${id}-strategy`} checked={plan.candidate_strategy === "fixed"} onChange={() => onChange({ ...plan, candidate_strategy: "fixed" })} />{" "}
+          a fixed server
+        </label>
+      </fieldset>
+      {plan.candidate_strategy === "fixed" ? (
+        <ServerPicker label="Candidate" nodes={nodes} value={plan.candidate_server_id} onChange={(v) => onChange({ ...plan, candidate_server_id: v })} />
+      ) : null}
+      <label>
+        <input type="checkbox" checked={plan.switch_back} onChange={(e) => onChange({ ...plan, switch_back: e.target.checked })} /> switch back
+        to the original master afterwards
+      </label>
+      <label>
+        Failure webhook{" "}
+        <input type="url" value={plan.webhook_url} onChange={(e) => onChange({ ...plan, webhook_url: e.target.value })} placeholder="https://…" />
+      </label>
+    </>
+  );
+}
