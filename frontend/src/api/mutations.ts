@@ -119,6 +119,32 @@ export function useBringLevel(clusterId: number) {
   );
 }
 
+/** POST …/servers/{id}/unfence: a former master a failover fenced may be made writable again. */
+export function useUnfence(clusterId: number) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: (serverId: number) =>
+      unwrap(
+        api.POST("/api/v1/clusters/{cluster_id}/servers/{server_id}/unfence", {
+          params: { path: { cluster_id: clusterId, server_id: serverId } },
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.cluster(clusterId) }),
+  });
+}
+
+/** POST …/failover/acknowledge: automatic failover may run again after its cool-down. */
+export function useAcknowledgeFailover(clusterId: number) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.POST("/api/v1/clusters/{cluster_id}/failover/acknowledge", { params: { path: { cluster_id: clusterId } } }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.cluster(clusterId) }),
+  });
+}
+
 /** PUT …/servers/{id}/maintenance: not an operation, applied at once. */
 export function useSetMaintenance(clusterId: number) {
   const queryClient = useQueryClient();

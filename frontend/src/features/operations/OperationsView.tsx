@@ -1,4 +1,5 @@
-// The Operations tab: for operators, the guarded actions (switchover first); for everyone, the history. A
+// The Operations tab: for operators, the guarded actions (switchover first) and the server flags (maintenance,
+// fences, failover acknowledgement); for everyone, the history. A
 // viewer sees no control that changes state, only a line saying why.
 import { useTopology } from "../../api/queries";
 import { useAuth } from "../../auth/AuthProvider";
@@ -8,6 +9,7 @@ import { FailoverForm } from "./FailoverForm";
 import { OperationHistory } from "./OperationHistory";
 import { RepointForm, StartStopReplication } from "./ReplicationActions";
 import { BringLevelForm, ReadOnlyForm } from "./ServerActions";
+import { FailoverSuspension, ServerFlags } from "./ServerFlags";
 import { SwitchoverForm } from "./SwitchoverForm";
 
 export function OperationsView({ clusterId, clusterName }: { clusterId: number; clusterName: string }) {
@@ -26,6 +28,7 @@ export function OperationsView({ clusterId, clusterName }: { clusterId: number; 
         <QueryState isPending={topology.isPending} error={topology.error} what="servers">
           <section aria-labelledby="ops-heading" className="operations">
             <h2 id="ops-heading">Start an operation</h2>
+            <FailoverSuspension clusterId={clusterId} />
             <SwitchoverForm {...props} />
             <details>
               <summary>Failover, repoint, read-only, replication, bring level</summary>
@@ -34,6 +37,10 @@ export function OperationsView({ clusterId, clusterName }: { clusterId: number; 
               <ReadOnlyForm {...props} />
               <StartStopReplication {...props} />
               <BringLevelForm {...props} />
+            </details>
+            <details>
+              <summary>Maintenance and fences</summary>
+              <ServerFlags clusterId={clusterId} />
             </details>
           </section>
         </QueryState>
