@@ -2,7 +2,7 @@
 // sessionStorage), sign out (also on any 401), and the role the UI follows.
 import { useQueryClient } from "@tanstack/react-query";
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from "react";
-import { onUnauthorized, setTokenSource, type Role } from "../api/client";
+import { ApiError, onUnauthorized, setTokenSource, type Role } from "../api/client";
 import { probeRole } from "./role";
 import { readToken, writeToken } from "./tokenStore";
 
@@ -53,7 +53,9 @@ export function AuthProvider({ children, probe = probeRole }: { children: ReactN
       currentToken = null;
       writeToken(null);
       const reason =
-        e instanceof Error && "status" in e && e.status === 401 ? "The API does not know this token." : String(e);
+        e instanceof ApiError && e.status === 401
+          ? "The API does not know this token."
+          : `Could not sign in: ${e instanceof Error ? e.message : String(e)}`;
       setState({ status: "signed-out", reason });
       throw e;
     }
