@@ -74,6 +74,13 @@ if ! alive "$run/workload.pid"; then
   echo $! > "$run/workload.pid"
 fi
 
+# The dashboard, built once (the API serves frontend/dist from its own origin).
+if [ ! -f frontend/dist/index.html ] || [ -n "$(find frontend/src frontend/index.html frontend/package-lock.json -newer frontend/dist/index.html 2>/dev/null | head -n 1)" ]; then
+  echo "building the dashboard…"
+  command -v npm >/dev/null 2>&1 || { echo "npm is missing: install Node.js 20 with npm, then run this again" >&2; exit 1; }
+  (cd frontend && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm run --silent build)
+fi
+
 # The control plane: the backend venv (pinned requirements) and ferry_engine built into it.
 scripts/ensure-backend.sh
 if ! .venv/bin/python -c 'import ferry_engine' 2>/dev/null; then
@@ -121,6 +128,7 @@ Ferry is up.
   node 3  protocol 127.0.0.1:7303  admin http://127.0.0.1:7403/v1/status
   metrics http://127.0.0.1:740N/metrics   recent transactions http://127.0.0.1:740N/v1/binlog/events
   node admin token (for mutating node admin calls): $(cat "$token_file")
+  dashboard          $api/   (sign in with the API admin token below)
   control plane API  $api/docs   (cluster "local" is id $cluster_id; log: .run/api.log)
   API admin token    $api_token
     e.g. curl -H "Authorization: Bearer $api_token" $api/api/v1/clusters/$cluster_id/topology

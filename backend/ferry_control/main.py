@@ -20,6 +20,7 @@ from ferry_control.core.config import Settings, get_settings
 from ferry_control.core.db import create_engine, create_sessionmaker
 from ferry_control.core.errors import install_error_handlers
 from ferry_control.core.metrics import Metrics, RequestMetricsMiddleware
+from ferry_control.dashboard import dashboard_dir, mount_dashboard
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.services.collector import Collector
 from ferry_control.services.drill_scheduler import DrillScheduler
@@ -106,6 +107,7 @@ def create_app(
     async def prometheus_metrics(request: Request) -> Response:
         return Response(request.app.state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
+    mount_dashboard(app, dashboard_dir())
     app.add_middleware(AuditMiddleware)
     app.add_middleware(RequestMetricsMiddleware, metrics=metrics)
     return app
