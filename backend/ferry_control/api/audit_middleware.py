@@ -9,6 +9,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ferry_control.core.db import session_scope
+from ferry_control.schemas.common import ID_MAX
 from ferry_control.services.audit import AuditService
 
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -61,14 +62,16 @@ class AuditMiddleware:
                 action=getattr(route, "name", None) or "unmatched",
                 method=scope["method"],
                 path=scope["path"],
-                cluster_id=cluster_id if isinstance(cluster_id, int) else _int_or_none(cluster_id),
+                cluster_id=_int_or_none(cluster_id),
                 status_code=status,
                 details=details,
             )
 
 
 def _int_or_none(value: Any) -> int | None:
+    """The cluster id of the path when it can be one (a 32-bit id); None otherwise (the request was refused)."""
     try:
-        return int(value)
+        number = int(value)
     except (TypeError, ValueError):
         return None
+    return number if 0 < number <= ID_MAX else None

@@ -6,12 +6,12 @@ from fastapi import APIRouter, Path, Response, status
 
 from ferry_control.api.deps import CurrentToken, OperatorToken, SessionDep
 from ferry_control.schemas.cluster import ClusterCreate, ClusterRead, ClusterUpdate
-from ferry_control.schemas.common import error_responses
+from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.services.clusters import ClusterService
 
 router = APIRouter(prefix="/clusters", tags=["clusters"], responses=error_responses(401, 422))
 
-ClusterId = Path(description="The cluster's id.", ge=1, examples=[1])
+ClusterId = Path(description="The cluster's id.", ge=1, le=ID_MAX, examples=[1])
 
 
 @router.get("", response_model=list[ClusterRead], summary="List clusters")

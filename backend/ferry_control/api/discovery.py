@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Path
 
 from ferry_control.api.deps import DriversDep, OperatorToken, SessionDep, SettingsDep
-from ferry_control.schemas.common import error_responses
+from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.schemas.discovery import DiscoveryNote, DiscoveryRequest, DiscoveryResult
 from ferry_control.schemas.server import ServerRead
 from ferry_control.services.discovery import DiscoveryService
@@ -24,7 +24,7 @@ async def discover(
     drivers: DriversDep,
     settings: SettingsDep,
     _: OperatorToken,
-    cluster_id: int = Path(ge=1, description="The cluster's id."),
+    cluster_id: int = Path(ge=1, le=ID_MAX, description="The cluster's id."),
 ) -> DiscoveryResult:
     found = await DiscoveryService(session, drivers, settings).discover(cluster_id, data)
     return DiscoveryResult(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Path, Query, Response, status
 
 from ferry_control.api.deps import CurrentToken, OperatorToken, RunnerDep, SessionDep, SettingsDep
-from ferry_control.schemas.common import error_responses
+from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.schemas.drill import (
     DrillRunCreate,
     DrillRunRead,
@@ -18,8 +18,8 @@ from ferry_control.services.drills import DrillService, read_schedule
 
 router = APIRouter(prefix="/clusters/{cluster_id}/drills", tags=["drills"], responses=error_responses(401, 404, 422))
 
-ClusterId = Path(ge=1, description="The cluster's id.", examples=[1])
-ScheduleId = Path(ge=1, description="The drill schedule's id.", examples=[1])
+ClusterId = Path(ge=1, le=ID_MAX, description="The cluster's id.", examples=[1])
+ScheduleId = Path(ge=1, le=ID_MAX, description="The drill schedule's id.", examples=[1])
 
 
 @router.get("/schedules", response_model=list[DrillScheduleRead], summary="List drill schedules")
@@ -104,13 +104,13 @@ async def list_runs(
     _: CurrentToken,
     cluster_id: int = ClusterId,
     limit: int = Query(50, ge=1, le=500),
-    before_id: int | None = Query(None, ge=1, description="Page back: runs with a smaller id."),
+    before_id: int | None = Query(None, ge=1, le=ID_MAX, description="Page back: runs with a smaller id."),
 ) -> list[DrillRunRead]:
     return [DrillRunRead.model_validate(r) for r in await DrillService(session).runs(cluster_id, limit, before_id)]
 
 
 @router.get("/runs/{run_id}", response_model=DrillRunRead, summary="Get a drill run and its figures")
 async def get_run(
-    session: SessionDep, _: CurrentToken, cluster_id: int = ClusterId, run_id: int = Path(ge=1)
+    session: SessionDep, _: CurrentToken, cluster_id: int = ClusterId, run_id: int = Path(ge=1, le=ID_MAX)
 ) -> DrillRunRead:
     return DrillRunRead.model_validate(await DrillService(session).run(cluster_id, run_id))

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Path
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ferry_control.api.deps import BusDep, CurrentToken, SessionDep, SettingsDep
-from ferry_control.schemas.common import error_responses
+from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.services.clusters import ClusterService
 from ferry_control.services.event_bus import EventBus
 
@@ -38,7 +38,7 @@ async def cluster_events(
     bus: BusDep,
     settings: SettingsDep,
     _: CurrentToken,
-    cluster_id: int = Path(ge=1, description="The cluster's id."),
+    cluster_id: int = Path(ge=1, le=ID_MAX, description="The cluster's id."),
 ) -> EventSourceResponse:
     await ClusterService(session).get(cluster_id)
     return EventSourceResponse(_stream(bus, cluster_id), ping=settings.events_ping_s)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Path, Query
 
 from ferry_control.api.deps import CurrentToken, DriversDep, SessionDep
-from ferry_control.schemas.common import error_responses
+from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.schemas.interleavings import Interleavings
 from ferry_control.services.interleavings import InterleavingService
 
@@ -17,7 +17,7 @@ async def get_interleavings(
     session: SessionDep,
     drivers: DriversDep,
     _: CurrentToken,
-    cluster_id: int = Path(ge=1, description="The cluster's id."),
+    cluster_id: int = Path(ge=1, le=ID_MAX, description="The cluster's id."),
     limit: int = Query(50, ge=1, le=1000, description="Recent transactions asked of each server."),
     domain: int | None = Query(None, ge=0, description="Only this domain."),
 ) -> Interleavings:

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Path, Query, Response, status
 
 from ferry_control.api.deps import CurrentToken, OperatorToken, RunnerDep, SessionDep, SettingsDep
-from ferry_control.schemas.common import error_responses
+from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.schemas.operation import (
     BringLevelRequest,
     FailoverRequest,
@@ -29,7 +29,7 @@ router = APIRouter(
     prefix="/clusters/{cluster_id}/operations", tags=["operations"], responses=error_responses(401, 404, 422)
 )
 
-ClusterId = Path(ge=1, description="The cluster's id.", examples=[1])
+ClusterId = Path(ge=1, le=ID_MAX, description="The cluster's id.", examples=[1])
 IdempotencyKey = Annotated[
     str | None,
     Header(
@@ -48,16 +48,19 @@ START_RESPONSES: dict[int | str, dict[str, Any]] = {
 async def list_operations(
     session: SessionDep,
     _: CurrentToken,
-    cluster_id: int = Path(ge=1),
+    cluster_id: int = Path(ge=1, le=ID_MAX),
     limit: int = Query(50, ge=1, le=500),
-    before_id: int | None = Query(None, ge=1, description="Page back: operations with a smaller id."),
+    before_id: int | None = Query(None, ge=1, le=ID_MAX, description="Page back: operations with a smaller id."),
 ) -> list[OperationRead]:
     return [OperationRead.model_validate(o) for o in await OperationService(session).list(cluster_id, limit, before_id)]
 
 
 @router.get("/{operation_id}", response_model=OperationRead, summary="Get an operation and its steps")
 async def get_operation(
-    session: SessionDep, _: CurrentToken, cluster_id: int = Path(ge=1), operation_id: int = Path(ge=1)
+    session: SessionDep,
+    _: CurrentToken,
+    cluster_id: int = Path(ge=1, le=ID_MAX),
+    operation_id: int = Path(ge=1, le=ID_MAX),
 ) -> OperationRead:
     return OperationRead.model_validate(await OperationService(session).get(cluster_id, operation_id))
 

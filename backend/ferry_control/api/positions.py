@@ -7,13 +7,13 @@ from datetime import datetime
 from fastapi import APIRouter, Path, Query
 
 from ferry_control.api.deps import CurrentToken, SessionDep
-from ferry_control.schemas.common import GtidPositionText, error_responses
+from ferry_control.schemas.common import ID_MAX, GtidPositionText, error_responses
 from ferry_control.schemas.positions import LagHistory, PositionHistory, PositionMatrix
 from ferry_control.services.positions import PositionService
 
 router = APIRouter(prefix="/clusters/{cluster_id}", tags=["positions"], responses=error_responses(400, 401, 404, 422))
 
-ClusterId = Path(ge=1, description="The cluster's id.")
+ClusterId = Path(ge=1, le=ID_MAX, description="The cluster's id.")
 #: Most samples one history answer holds.
 HISTORY_LIMIT_MAX = 10_000
 
@@ -37,7 +37,7 @@ async def get_position_history(
     cluster_id: int = ClusterId,
     since: datetime | None = Query(None, description="Start (inclusive); default: an hour before `until`."),
     until: datetime | None = Query(None, description="End (inclusive); default: now."),
-    server_id: int | None = Query(None, ge=1, description="Only this registered server."),
+    server_id: int | None = Query(None, ge=1, le=ID_MAX, description="Only this registered server."),
     domain: int | None = Query(None, ge=0, description="Only this domain."),
     limit: int = Query(1000, ge=1, le=HISTORY_LIMIT_MAX),
 ) -> PositionHistory:
@@ -51,7 +51,7 @@ async def get_lag_history(
     cluster_id: int = ClusterId,
     since: datetime | None = Query(None, description="Start (inclusive); default: an hour before `until`."),
     until: datetime | None = Query(None, description="End (inclusive); default: now."),
-    replica_server_id: int | None = Query(None, ge=1, description="Only links of this replica."),
+    replica_server_id: int | None = Query(None, ge=1, le=ID_MAX, description="Only links of this replica."),
     domain: int | None = Query(None, ge=0, description="Only this domain."),
     limit: int = Query(1000, ge=1, le=HISTORY_LIMIT_MAX),
 ) -> LagHistory:

@@ -5,14 +5,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Path, Response, status
 
 from ferry_control.api.deps import CurrentToken, OperatorToken, SessionDep
-from ferry_control.schemas.common import error_responses
+from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.schemas.server import MaintenanceUpdate, ServerCreate, ServerRead, ServerUpdate
 from ferry_control.services.servers import ServerService
 
 router = APIRouter(prefix="/clusters/{cluster_id}/servers", tags=["servers"], responses=error_responses(401, 404, 422))
 
-ClusterId = Path(description="The cluster's id.", ge=1, examples=[1])
-ServerId = Path(description="The registered server's id.", ge=1, examples=[3])
+ClusterId = Path(description="The cluster's id.", ge=1, le=ID_MAX, examples=[1])
+ServerId = Path(description="The registered server's id.", ge=1, le=ID_MAX, examples=[3])
 
 
 @router.get("", response_model=list[ServerRead], summary="List a cluster's servers")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Path, status
 
 from ferry_control.api.deps import AdminToken, SessionDep, SettingsDep
-from ferry_control.schemas.common import error_responses
+from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.schemas.token import TokenCreate, TokenCreated, TokenRead
 from ferry_control.services.tokens import TokenService
 
@@ -33,6 +33,6 @@ async def create_token(data: TokenCreate, session: SessionDep, settings: Setting
     "/{token_id}/revoke", response_model=TokenRead, summary="Revoke an API token", responses=error_responses(404)
 )
 async def revoke_token(
-    session: SessionDep, settings: SettingsDep, _: AdminToken, token_id: int = Path(ge=1)
+    session: SessionDep, settings: SettingsDep, _: AdminToken, token_id: int = Path(ge=1, le=ID_MAX)
 ) -> TokenRead:
     return TokenRead.model_validate(await TokenService(session, settings).revoke(token_id))

@@ -8,6 +8,9 @@ import ferry_engine
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+#: Largest id of a row (ids are 32-bit integers in the database); larger ones are refused with 422, not looked up.
+ID_MAX = 2_147_483_647
+
 
 class ErrorDetail(BaseModel):
     code: str = Field(description="A stable, machine-readable code.", examples=["not_found"])

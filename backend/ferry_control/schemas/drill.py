@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ferry_control.schemas.cluster import WebhookUrl
+from ferry_control.schemas.common import ID_MAX
 
 Strategy = Literal["fixed", "rotation"]
 
@@ -20,7 +21,9 @@ class DrillPlan(BaseModel):
     candidate_strategy: Strategy = Field(
         "rotation", description="`fixed`: always `candidate_server_id`; `rotation`: the next eligible replica in turn."
     )
-    candidate_server_id: int | None = Field(None, ge=1, description="The candidate for the `fixed` strategy.")
+    candidate_server_id: int | None = Field(
+        None, ge=1, le=ID_MAX, description="The candidate for the `fixed` strategy."
+    )
     switch_back: bool = Field(False, description="Switch back to the original master after verifying.")
     webhook_url: WebhookUrl | None = Field(None, description="POSTed when a run fails (besides the settings' URLs).")
 
@@ -52,7 +55,7 @@ class DrillScheduleUpdate(BaseModel):
     timezone: str | None = Field(None, min_length=1, max_length=64)
     enabled: bool | None = None
     candidate_strategy: Strategy | None = None
-    candidate_server_id: int | None = Field(None, ge=1)
+    candidate_server_id: int | None = Field(None, ge=1, le=ID_MAX)
     switch_back: bool | None = None
     webhook_url: WebhookUrl | None = None
 
@@ -96,7 +99,9 @@ class DrillRunCreate(DrillPlan):
         extra="forbid", json_schema_extra={"examples": [{"candidate_strategy": "rotation", "switch_back": True}]}
     )
 
-    schedule_id: int | None = Field(None, ge=1, description="Use this schedule's plan (the other fields are ignored).")
+    schedule_id: int | None = Field(
+        None, ge=1, le=ID_MAX, description="Use this schedule's plan (the other fields are ignored)."
+    )
 
 
 class DrillRunRead(BaseModel):

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ferry_control.models import OperationState
-from ferry_control.schemas.common import GtidPositionText
+from ferry_control.schemas.common import ID_MAX, GtidPositionText
 
 ConnectionName = Field(
     None,
@@ -17,7 +17,7 @@ ConnectionName = Field(
     examples=["main"],
 )
 DryRun = Field(False, description="Run the preflight only: nothing is changed; the checks are in the result.")
-ServerRef = Field(ge=1, description="A registered server's id in this cluster.", examples=[2])
+ServerRef = Field(ge=1, le=ID_MAX, description="A registered server's id in this cluster.", examples=[2])
 
 
 class OperationStep(BaseModel):
@@ -79,10 +79,13 @@ class SwitchoverRequest(OperationRequest):
     )
 
     candidate_server_id: int | None = Field(
-        None, ge=1, description="The new master; unset: the replica ahead of all others (or made so by catching up)."
+        None,
+        ge=1,
+        le=ID_MAX,
+        description="The new master; unset: the replica ahead of all others (or made so by catching up).",
     )
     expected_master_server_id: int | None = Field(
-        None, ge=1, description="Refuse (check `expected_master`) unless this server is the master now."
+        None, ge=1, le=ID_MAX, description="Refuse (check `expected_master`) unless this server is the master now."
     )
 
 
@@ -90,7 +93,10 @@ class FailoverRequest(OperationRequest):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"candidate_server_id": None}]})
 
     candidate_server_id: int | None = Field(
-        None, ge=1, description="The new master; unset: the most advanced replica (leveled from its peers first)."
+        None,
+        ge=1,
+        le=ID_MAX,
+        description="The new master; unset: the most advanced replica (leveled from its peers first).",
     )
 
 
@@ -101,7 +107,7 @@ class RepointRequest(OperationRequest):
     )
 
     server_id: int = ServerRef
-    master_server_id: int = Field(ge=1, description="The server it should replicate from.", examples=[2])
+    master_server_id: int = Field(ge=1, le=ID_MAX, description="The server it should replicate from.", examples=[2])
     use_gtid: Literal["slave_pos", "current_pos"] = Field(
         "slave_pos", description="`current_pos` for a former master whose own transactions are in its binlog."
     )
@@ -146,7 +152,7 @@ class BringLevelRequest(OperationRequest):
     )
 
     server_id: int = ServerRef
-    source_server_id: int = Field(ge=1, description="The server to get level with.", examples=[2])
+    source_server_id: int = Field(ge=1, le=ID_MAX, description="The server to get level with.", examples=[2])
     timeout_s: float | None = Field(None, gt=0, le=300, description="Bound on the wait; default: the catch-up timeout.")
 
     @model_validator(mode="after")
