@@ -91,18 +91,24 @@ api="http://127.0.0.1:$api_port"
 export FERRY_NODE_TOKEN_FILE="$token_file"
 unset DATABASE_URL FERRY_DATABASE_URL  # the embedded SQLite default: .run/control.sqlite3
 if ! alive "$run/api.pid"; then
+  if curl -fsS "$api/api/v1/health" > /dev/null 2>&1; then
+    echo "port $api_port already serves another API (not started by make up here): stop it, or set FERRY_API_PORT" >&2
+    exit 1
+  fi
   (cd backend && ../.venv/bin/python -m ferry_control.cli migrate) > "$run/api.log" 2>&1 \
     || { echo "migrating the control plane database failed; see $run/api.log" >&2; exit 1; }
-  (cd backend && nohup ../.venv/bin/uvicorn --factory ferry_control.main:create_app --host 127.0.0.1 \
-    --port "$api_port" >> "$run/api.log" 2>&1 < /dev/null & echo $! > "$run/api.pid")
+  # exec: the recorded pid is uvicorn itself (make down stops it), and nothing keeps this script's output open.
+  (cd backend && exec nohup ../.venv/bin/uvicorn --factory ferry_control.main:create_app --host 127.0.0.1 \
+    --port "$api_port") >> "$run/api.log" 2>&1 < /dev/null &
+  echo $! > "$run/api.pid"
 fi
 for _ in $(seq 1 300); do
-  curl -fsS "$api/api/v1/health" > /dev/null 2>&1 && break
   if ! alive "$run/api.pid"; then
     echo "the API failed to start; last lines of $run/api.log:" >&2
     tail -n 20 "$run/api.log" >&2
     exit 1
   fi
+  curl -fsS "$api/api/v1/health" > /dev/null 2>&1 && break
   sleep 0.1
 done
 api_token=$(cd backend && ../.venv/bin/python -m ferry_control.cli create-token --name "admin-$(date +%Y%m%d-%H%M%S)-$$" --role admin)
