@@ -124,14 +124,15 @@ async def test_no_answer_is_unreachable_after_bounded_read_retries(database_url:
         nonlocal calls
         calls += 1
 
-    factory._client.event_hooks["request"].append(count)  # observe the real client's requests
+    address = f"127.0.0.1:{port}"
+    factory._client(address).event_hooks["request"].append(count)  # observe the real client's requests
     try:
         with pytest.raises(ServerUnreachable):
-            await factory.for_address(ServerKind.ferry, f"127.0.0.1:{port}").status()
+            await factory.for_address(ServerKind.ferry, address).status()
         assert calls == 3, "one try and two retries"
         calls = 0
         with pytest.raises(ServerUnreachable):
-            await factory.for_address(ServerKind.ferry, f"127.0.0.1:{port}").stop_replication("main")
+            await factory.for_address(ServerKind.ferry, address).stop_replication("main")
         assert calls == 1, "changes are never retried"
     finally:
         await factory.aclose()

@@ -65,16 +65,30 @@ async def test_switchover_moves_the_master_and_back(
         assert [o["id"] for o in listed] == [back["id"], operation["id"]]
 
 
-async def test_dry_run_runs_the_preflight_only(
+async def test_dry_run_runs_the_preflight_only_and_the_stream_shows_its_steps(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
 ) -> None:
     ferryd = ferryd_factory()
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
         before = topology(ferryd.nodes)
-        operation = await run_operation(
-            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica2"], "dry_run": True}
-        )
+        async with live.app.state.bus.subscribe(cluster_id) as events:
+            operation = await run_operation(
+                live.app, live.client, cluster_id, "switchover",
+                {"candidate_server_id": ids["replica2"], "dry_run": True},
+            )  # fmt: skip
+            seen = []
+            while not seen or seen[-1]["state"] == "running":
+                event = await asyncio.wait_for(events.next(), 30)
+                if event.type == "operation" and event.data["operation_id"] == operation["id"]:
+                    seen.append(event.data)
+        # The stream showed the step running, then passed, then the final state.
+        assert [(e["state"], [(s["name"], s["state"]) for s in e["steps"]]) for e in seen] == [
+            ("running", []),
+            ("running", [("preflight", "running")]),
+            ("running", [("preflight", "passed")]),
+            ("succeeded", [("preflight", "passed")]),
+        ]
         assert operation["state"] == "succeeded" and operation["dry_run"] is True
         assert [s["name"] for s in operation["steps"]] == ["preflight"]
         assert all(c["passed"] for c in operation["result"]["checks"])

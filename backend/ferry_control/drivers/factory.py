@@ -1,6 +1,9 @@
 """Builds the driver for a registered server: the kind picks the implementation, the settings give timeouts and
 retries, and the node admin token comes from the cluster's token file, else the FERRY_NODE_TOKEN(_FILE) setting.
-One httpx client (one connection pool) is shared by every driver the factory makes."""
+
+Every server address gets its own small httpx client (connection pool), kept for the factory's life: one pool
+shared by a hundred servers spent most of the collector's CPU matching each request against every pooled
+connection (httpcore scans them all), while per-address pools hold a connection or two each."""
 
 from __future__ import annotations
 
@@ -14,13 +17,16 @@ from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.ferry import FerryDriver, FerryDriverConfig
 from ferry_control.models import Cluster, Server, ServerKind
 
+#: Connections kept per server address (a poll and an operation's calls may overlap).
+CONNECTIONS_PER_SERVER_MAX = 4
+
 
 class DriverFactory:
     def __init__(self, settings: Settings, client: httpx.AsyncClient | None = None):
         self._settings = settings
-        self._client = client or httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=settings.poll_concurrency_max * 2)
-        )
+        #: When given, one client for every address (tests); else one per address.
+        self._shared = client
+        self._clients: dict[str, httpx.AsyncClient] = {}
         self._ferry_config = FerryDriverConfig(
             connect_timeout_s=settings.node_connect_timeout_s,
             read_timeout_s=settings.node_read_timeout_s,
@@ -41,8 +47,9 @@ class DriverFactory:
     def for_address(self, kind: ServerKind, admin_address: str, cluster_token_file: str | None = None) -> ServerDriver:
         if kind == ServerKind.ferry:
             return FerryDriver(
-                self._client, admin_address, lambda: self.node_token(cluster_token_file), self._ferry_config
-            )
+                self._client(admin_address), admin_address, lambda: self.node_token(cluster_token_file),
+                self._ferry_config,
+            )  # fmt: skip
         raise DriverError(admin_address, "unsupported_kind", f"no driver for servers of kind {kind.value!r} yet")
 
     def for_server(self, server: Server, cluster: Cluster | None = None) -> ServerDriver:
@@ -51,8 +58,21 @@ class DriverFactory:
             raise DriverError(server.host, "no_admin_address", f"server {server.name!r} has no admin port recorded")
         return self.for_address(server.kind, server.admin_address, cluster.node_token_file if cluster else None)
 
+    def _client(self, address: str) -> httpx.AsyncClient:
+        if self._shared is not None:
+            return self._shared
+        client = self._clients.get(address)
+        if client is None or client.is_closed:
+            client = httpx.AsyncClient(limits=httpx.Limits(max_connections=CONNECTIONS_PER_SERVER_MAX))
+            self._clients[address] = client
+        return client
+
     async def aclose(self) -> None:
-        await self._client.aclose()
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
+        if self._shared is not None:
+            await self._shared.aclose()
 
 
 def _read_token(path: Path) -> str:

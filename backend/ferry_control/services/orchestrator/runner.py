@@ -5,8 +5,9 @@ task that loads the operation, marks it running, calls its executor with an `Ope
 final state, result, error, and — in the same transaction — the release of the cluster's operation lock. While it
 runs, a heartbeat renews the lock's lease, so another API instance can tell a live holder from a dead one.
 
-Executors report progress through `ctx.step(name)`: every step start and end is persisted at once (its own short
-transaction) and published on the event bus as an `operation` event, so GET and the SSE stream show steps live.
+Executors report progress through `ctx.step(name)`: every step start and end is published on the event bus at once
+(an `operation` event) and persisted by a writer task within milliseconds (short transactions of its own, off the
+critical path), so GET and the SSE stream show steps live.
 An executor fails by raising `OperationFailed` (with `undone=True` when it put back what it had changed).
 """
 
@@ -77,6 +78,8 @@ class OperationContext:
     requester: str
     steps: list[dict[str, Any]] = field(default_factory=list)
     result: dict[str, Any] = field(default_factory=dict)
+    _dirty: bool = False
+    _writer: asyncio.Task[None] | None = None
 
     @property
     def settings(self) -> Settings:
@@ -101,7 +104,7 @@ class OperationContext:
             "duration_s": None, "detail": detail,
         }  # fmt: skip
         self.steps.append(record)
-        await self.save()
+        self.changed()
         try:
             yield handle
         except BaseException as e:
@@ -114,16 +117,37 @@ class OperationContext:
         finally:
             record["finished_at"] = _iso(_now())
             record["duration_s"] = round(time.perf_counter() - clock, 6)
-            await asyncio.shield(self.save())
+            self.changed()
+
+    def changed(self) -> None:
+        """Steps or result changed: published at once, persisted by a writer task (short transactions of its own,
+        coalescing changes that arrive meanwhile), so a database commit is never inside a switchover's window."""
+        self.runner.publish(self.cluster_id, self.operation_id, self.type, OperationState.running, self.steps)
+        self._dirty = True
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_while_dirty())
+
+    async def _write_while_dirty(self) -> None:
+        while self._dirty:
+            self._dirty = False
+            try:
+                async with session_scope(self.sessionmaker) as session:
+                    operation = await OperationRepository(session).get_any(self.operation_id)
+                    assert operation is not None
+                    operation.steps = [dict(s) for s in self.steps]
+                    operation.result = dict(self.result)
+            except Exception:
+                log.exception("recording the steps of operation %s failed", self.operation_id)
+
+    async def flush(self) -> None:
+        """Waits until everything recorded so far is persisted."""
+        while self._writer is not None and not self._writer.done():
+            await asyncio.shield(self._writer)
 
     async def save(self) -> None:
-        """Persists steps and result (a short transaction of its own) and publishes them."""
-        async with session_scope(self.sessionmaker) as session:
-            operation = await OperationRepository(session).get_any(self.operation_id)
-            assert operation is not None
-            operation.steps = [dict(s) for s in self.steps]
-            operation.result = dict(self.result)
-        self.runner.publish(self.cluster_id, self.operation_id, self.type, OperationState.running, self.steps)
+        """Publishes and persists now."""
+        self.changed()
+        await self.flush()
 
     async def snapshot(self) -> ClusterSnapshot:
         async with session_scope(self.sessionmaker) as session:
@@ -321,6 +345,7 @@ class OperationRunner:
             await ctx.save()
 
     async def _finish(self, ctx: OperationContext, state: OperationState, error: str | None) -> None:
+        await ctx.flush()  # the last step writes land before the final one
         async with session_scope(self.sessionmaker) as session:
             operation = await OperationRepository(session).get_any(ctx.operation_id)
             assert operation is not None

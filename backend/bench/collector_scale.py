@@ -1,0 +1,154 @@
+"""Benchmark: one API instance's collector polling 100 ferryd nodes every second.
+
+Starts --clusters clusters of --nodes-per-cluster ferryd nodes each (release binary unless FERRYD_BIN says
+otherwise; default 10 × 10 = 100), each cluster a master and replicas replicating from it, with `ferry-bench demo`
+writing to every master (--rate transactions/s in 2 domains), so positions and lag change every cycle and the
+collector stores samples. The control plane runs in this process on a throwaway database (SQLite unless
+--database-url) with the collector as `make up` runs it (poll_interval_s=1), for --seconds. Reports each cycle's
+duration (poll every server, store what changed: p50/p99/max; the failover monitor runs after each, as in the
+app) and this process's CPU (user+system seconds per wall second, i.e. cores) while it ran.
+Prints one JSON object per 10 cycles and, last, one JSON object with the figures.
+
+    .venv/bin/python backend/bench/collector_scale.py [--clusters 10] [--nodes-per-cluster 10] [--seconds 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BACKEND = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(BACKEND))
+
+from ferry_control.core.config import Settings  # noqa: E402
+from ferry_control.core.db import session_scope  # noqa: E402
+from ferry_control.core.migrate import upgrade  # noqa: E402
+from ferry_control.main import create_app  # noqa: E402
+from ferry_control.models import Cluster, Server  # noqa: E402
+from ferry_control.repositories.clusters import ClusterRepository  # noqa: E402
+from tests.ferryd_cluster import NODE_TOKEN, REPO_ROOT, FerrydNode  # noqa: E402
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clusters", type=int, default=10)
+    parser.add_argument("--nodes-per-cluster", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--rate", type=int, default=20, help="demo transactions/s per master")
+    parser.add_argument("--database-url", default=None, help="default: a throwaway SQLite file")
+    args = parser.parse_args()
+    bin_dir = REPO_ROOT / "engine" / "target" / "release"
+    os.environ.setdefault("FERRYD_BIN", str(bin_dir / "ferryd"))
+
+    with tempfile.TemporaryDirectory(prefix="ferry-bench-collector-") as tmp:
+        database_url = args.database_url or f"sqlite+aiosqlite:///{tmp}/control.sqlite3"
+        upgrade(database_url)
+        nodes: list[list[FerrydNode]] = []
+        demos: list[subprocess.Popen[bytes]] = []
+        try:
+            server_id = 0
+            for c in range(args.clusters):
+                members = []
+                for _ in range(args.nodes_per_cluster):
+                    server_id += 1
+                    node = FerrydNode(Path(tmp) / f"c{c}" / f"n{server_id}", server_id)
+                    node.start()
+                    members.append(node)
+                for replica in members[1:]:
+                    replica.replicate_from(members[0])
+                nodes.append(members)
+                demos.append(
+                    subprocess.Popen(
+                        [
+                            str(bin_dir / "ferry-bench"),
+                            "demo",
+                            "--addr",
+                            members[0].listen,
+                            "--rate",
+                            str(args.rate),
+                            "--domains",
+                            "2",
+                        ],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )  # fmt: skip
+                )
+            settings = Settings(
+                environment="development", database_url=database_url, node_token=NODE_TOKEN, collector_enabled=False,
+                drill_scheduler_enabled=False, poll_interval_s=1.0,
+            )  # fmt: skip
+            app = create_app(settings)
+            async with session_scope(app.state.sessionmaker) as session:
+                repository = ClusterRepository(session)
+                for c, members in enumerate(nodes):
+                    cluster = await repository.add(Cluster(name=f"bench{c}"))
+                    for node in members:
+                        session.add(Server(cluster_id=cluster.id, name=f"n{node.server_id}", host="127.0.0.1",
+                                           protocol_port=node.protocol_port, admin_port=node.admin_port))  # fmt: skip
+            collector = app.state.collector
+            durations: list[float] = []
+            failed = 0
+            async with app.router.lifespan_context(app):
+                await collector.run_cycle()  # first cycle: every link and first sample is new; not counted
+                cpu_before, wall_before = cpu_s(), time.monotonic()
+                next_start = time.monotonic()
+                while time.monotonic() - wall_before < args.seconds:
+                    report = await collector.run_cycle()
+                    await app.state.monitor.check()  # as run_forever does after each cycle (fencing, failover)
+                    durations.append(report.duration_s)
+                    failed += report.failed
+                    if len(durations) % 10 == 0:
+                        print(json.dumps({"cycles": len(durations), "last_cycle_s": round(report.duration_s, 4),
+                                          "polled": report.polled}), flush=True)  # fmt: skip
+                    next_start += settings.poll_interval_s
+                    await asyncio.sleep(max(next_start - time.monotonic(), 0.0))
+                cpu_used, wall = cpu_s() - cpu_before, time.monotonic() - wall_before
+        finally:
+            for demo in demos:
+                demo.terminate()
+            for demo in demos:
+                demo.wait()
+            for members in nodes:
+                for node in members:
+                    node.stop()
+    print(
+        json.dumps(
+            {
+                "benchmark": "collector_poll_100_nodes",
+                "servers": sum(len(m) for m in nodes),
+                "clusters": len(nodes),
+                "poll_interval_s": 1.0,
+                "cycles": len(durations),
+                "cycle_s_p50": round(statistics.median(durations), 4),
+                "cycle_s_p99": round(quantile(durations, 0.99), 4),
+                "cycle_s_max": round(max(durations), 4),
+                "failed_polls": failed,
+                "api_process_cpu_cores": round(cpu_used / wall, 3),
+                "database": "sqlite" if args.database_url is None else "postgresql",
+                "demo_rate_per_master": args.rate,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
