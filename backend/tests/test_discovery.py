@@ -1,6 +1,6 @@
 """Discovery from one registered server: masters from its connections (admin port from the cluster's offset),
-replicas from the master's list (recorded with what the node tells: server_id and host), and the collector
-taking over once a discovered replica's ports are set."""
+replicas from the master's list with the protocol and admin addresses they advertise (registered and visited),
+and the collector taking over what was found."""
 
 from __future__ import annotations
 
@@ -41,37 +41,23 @@ async def test_discovery_from_one_replica_finds_its_master_and_the_masters_other
         "discovered",
     )
     assert master["reported_server_id"] == 1, "the master was visited through its derived admin address"
-    other = added["server-3@127.0.0.1"]
+    other = added[ferryd.replica2.listen]
     assert (other["reported_server_id"], other["host"], other["protocol_port"], other["admin_port"]) == (
         3,
         "127.0.0.1",
-        None,
-        None,
-    )
-    assert len(found["added"]) == 2, "replica1 is recognised in the master's list by its server_id"
-    assert any(n["server_id"] == other["id"] and "ports are unknown" in n["message"] for n in found["notes"])
+        ferryd.replica2.protocol_port,
+        ferryd.replica2.admin_port,
+    ), "registered with the addresses it advertises to its master"
+    assert other["origin"] == "discovered"
+    assert len(found["added"]) == 2, "replica1 is recognised in the master's list by its address"
+    assert not [n for n in found["notes"] if n["server_id"] == other["id"]]
 
     await app.state.collector.run_cycle()
     edges = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["edges"]
-    by_replica = {e["replica_server_id"]: e for e in edges}
-    assert (by_replica[found["seed"]["id"]]["source"], by_replica[found["seed"]["id"]]["connection"]) == (
-        "replica",
-        "main",
-    )
-    assert by_replica[found["seed"]["id"]]["master_server_id"] == master["id"]
-    assert (by_replica[other["id"]]["source"], by_replica[other["id"]]["connection"]) == ("master", None)
-    assert by_replica[other["id"]]["master_server_id"] == master["id"]
-
-    # Once its ports are known, the replica is polled and reports its own connection.
-    patched = await client.patch(
-        f"/api/v1/clusters/{cluster_id}/servers/{other['id']}",
-        json={"protocol_port": ferryd.replica2.protocol_port, "admin_port": ferryd.replica2.admin_port},
-    )
-    assert patched.status_code == 200
-    await app.state.collector.run_cycle()
-    edges = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["edges"]
-    assert sorted((e["replica_server_id"], e["source"], e["connection"]) for e in edges) == sorted(
-        [(found["seed"]["id"], "replica", "main"), (other["id"], "replica", "main")]
+    assert sorted(
+        (e["replica_server_id"], e["source"], e["connection"], e["master_server_id"]) for e in edges
+    ) == sorted(
+        [(found["seed"]["id"], "replica", "main", master["id"]), (other["id"], "replica", "main", master["id"])]
     )
 
 

@@ -5,11 +5,13 @@ From each server whose admin address is known, its status names
   otherwise one is registered, with its admin port = protocol port + the cluster's `admin_port_offset` when the
   cluster sets one (as `make up` lays ports out), else with no admin port (recorded, not polled, until an
   operator sets it);
-- its **replicas**: the master's list of streaming replicas gives each one's server_id and the host it connected
-  from — not its listen or admin port (ferryd does not report them). A server already registered with that
-  server_id is reused; otherwise one is registered with what is known (host and server_id). Replicas are matched
-  only after the whole reachable graph was visited, so a registered server is recognised by the server_id its
-  own status reports.
+- its **replicas**: the master's list of streaming replicas gives each one's server_id, the host it connected
+  from and — ferryd (API v1 since --advertise-host) — the protocol and admin addresses the replica advertises. A
+  replica with advertised addresses is matched by protocol address, else registered with both ports, and visited
+  in turn (so chains of replicas are found). One without them (a server kind that does not say) is matched by the
+  server_id its own status reports once the whole reachable graph was visited, else registered with what is known
+  (host and server_id) and polled once an operator sets its ports. An advertised wildcard host (0.0.0.0, ::) is
+  replaced by the host the replica connected from.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
+from ferry_control.drivers.base import ConnectedReplica
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import Cluster, Server, ServerOrigin
@@ -27,6 +30,9 @@ from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.discovery import DiscoveryRequest
 from ferry_control.services.clusters import ClusterService
 from ferry_control.services.collector import split_address
+
+#: Hosts a node may advertise when it listens on every interface: useless as an address to reach it.
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
 
 
 @dataclass
@@ -93,7 +99,11 @@ class DiscoveryService:
                 if master is not None:
                     queue.append(master)
             for replica in status.replicas:
-                streaming.append((server, replica.server_id, replica.host))
+                advertised = await self._advertised_replica(cluster, server, replica, result)
+                if advertised is None:
+                    streaming.append((server, replica.server_id, replica.host))
+                elif advertised.admin_address is not None:
+                    queue.append(advertised)
             await self.servers.flush()
 
         for master, replica_server_id, host in streaming:
@@ -121,6 +131,41 @@ class DiscoveryService:
                 )
             )
         return result
+
+    async def _advertised_replica(
+        self, cluster: Cluster, master: Server, replica: ConnectedReplica, result: Discovery
+    ) -> Server | None:
+        """The replica as it advertises itself (matched or registered), or None when it advertises nothing usable."""
+        listen = split_address(replica.listen_address or "")
+        if listen is None:
+            return None
+        host = replica.host if listen[0] in WILDCARD_HOSTS else listen[0]
+        admin = split_address(replica.admin_address or "")
+        known = await self.servers.find_by_protocol_address(cluster.id, host, listen[1])
+        if known is not None:
+            result.saw(known)
+            return known
+        known = await self.servers.find_by_reported_server_id(cluster.id, replica.server_id)
+        if known is not None and known.protocol_port is None:  # registered earlier without ports: complete it
+            known.host, known.protocol_port = host, listen[1]
+            known.admin_port = known.admin_port or (admin[1] if admin else None)
+            result.saw(known)
+            return known
+        added = await self.servers.add(
+            Server(
+                cluster_id=cluster.id,
+                name=await self._free_name(cluster.id, f"{host}:{listen[1]}"),
+                kind=master.kind,
+                host=host,
+                protocol_port=listen[1],
+                admin_port=admin[1] if admin else None,
+                reported_server_id=replica.server_id,
+                labels={},
+                origin=ServerOrigin.discovered,
+            )
+        )
+        result.added.append(added)
+        return added
 
     async def _master(self, cluster: Cluster, address: str, result: Discovery) -> Server | None:
         parsed = split_address(address)
