@@ -1,0 +1,149 @@
+"""The one-server operations against a real cluster — stop and start replication (with UNTIL), bring a server level
+with another, repoint a replica (and the loop it would make refused), read-only on and off (a fenced server is not
+made writable) — plus bad input answered precisely, post-operation webhooks, and the lock's lease: a live holder
+gets a 409, a holder whose instance died is taken over."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import update
+
+from ferry_control.core.db import session_scope
+from ferry_control.models import Operation, OperationLock, OperationState, Server
+from tests.conftest import LiveFactory
+from tests.ferryd_cluster import FerrydCluster
+from tests.helpers import WebhookReceiver, register, run_operation, serve, topology
+
+
+async def test_replication_operations_move_one_server_at_a_time(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory()
+    master, replica1, replica2 = ferryd.master, ferryd.replica1, ferryd.replica2
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+
+        async def run(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+            operation = await run_operation(live.app, live.client, cluster_id, kind, body)
+            assert operation["state"] == "succeeded", (kind, operation["error"], operation["steps"])
+            return operation
+
+        await run("stop-replication", {"server_id": ids["replica2"]})
+        assert topology([replica2])[3][1] == [("main", master.listen, False)]
+        position = ferryd.write(3, domains=(1, 2))
+        until = next(g for g in position.split(",") if g.startswith("1-"))
+        operation = await run("start-replication", {"server_id": ids["replica2"], "until": until})
+        assert operation["result"]["until"] == until
+        replica2.wait_for(until)
+        assert replica2.status()["replication"][0]["sql_state"] == "until_reached"
+        assert replica2.status()["gtid_current_pos"] != position, "domain 2 was not applied"
+
+        operation = await run("bring-level", {"server_id": ids["replica2"], "source_server_id": ids["master"]})
+        assert replica2.status()["gtid_current_pos"] == position
+        assert operation["result"]["target"] == position
+        assert topology([replica2])[3][1] == [("main", master.listen, False)], "it was stopped before: stays so"
+        await run("start-replication", {"server_id": ids["replica2"]})
+
+        # A chain: replica2 replicates from replica1; replica1 then cannot replicate from replica2.
+        await run("repoint", {"server_id": ids["replica2"], "master_server_id": ids["replica1"]})
+        assert topology([replica2])[3][1] == [("main", replica1.listen, True)]
+        position = ferryd.write(2, domains=(1,))
+        replica2.wait_for(position)
+        loop = await run_operation(
+            live.app,
+            live.client,
+            cluster_id,
+            "repoint",
+            {"server_id": ids["replica1"], "master_server_id": ids["replica2"]},
+        )
+        assert loop["state"] == "failed" and "replication loop" in loop["error"]
+
+        await run("read-only", {"server_id": ids["replica1"], "read_only": True})
+        assert replica1.status()["read_only"] is True
+        await run("read-only", {"server_id": ids["replica1"], "read_only": False})
+        assert replica1.status()["read_only"] is False
+        async with session_scope(live.app.state.sessionmaker) as session:
+            await session.execute(update(Server).where(Server.id == ids["replica1"]).values(fenced=True))
+        refused = await run_operation(
+            live.app, live.client, cluster_id, "read-only", {"server_id": ids["replica1"], "read_only": False}
+        )
+        assert refused["state"] == "failed" and "is fenced" in refused["error"]
+        unfenced = await live.client.post(f"/api/v1/clusters/{cluster_id}/servers/{ids['replica1']}/unfence")
+        assert unfenced.status_code == 200 and unfenced.json()["fenced"] is False
+
+
+async def test_bad_input_is_refused_precisely(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        base = f"/api/v1/clusters/{cluster_id}/operations"
+        unknown = await live.client.post(f"{base}/switchover", json={"candidate_server_id": 999})
+        assert unknown.status_code == 404
+        assert unknown.json()["error"]["message"] == (
+            f"candidate_server_id 999: server 999 does not exist in cluster {cluster_id}"
+        )
+        malformed = await live.client.post(
+            f"{base}/start-replication", json={"server_id": ids["replica1"], "until": "1-2-x"}
+        )
+        assert malformed.status_code == 422
+        assert "body.until: malformed GTID position at column 5" in malformed.json()["error"]["message"]
+        itself = await live.client.post(f"{base}/repoint", json={"server_id": 2, "master_server_id": 2})
+        assert itself.status_code == 422 and "cannot replicate from itself" in itself.json()["error"]["message"]
+        no_cluster = await live.client.post("/api/v1/clusters/77/operations/failover", json={})
+        assert no_cluster.status_code == 404 and no_cluster.json()["error"]["message"] == "cluster 77 does not exist"
+        assert (await live.client.get(f"{base}")).json() == []
+
+
+async def test_post_hooks_get_the_outcome(live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]) -> None:
+    ferryd = ferryd_factory()
+    receiver = WebhookReceiver()
+    async with serve(receiver) as hook_url, live_app(post_operation_webhooks=[hook_url]) as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        operation = await run_operation(
+            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica1"]}
+        )
+        assert operation["state"] == "succeeded" and operation["steps"][-1]["name"] == "post_hooks"
+        [call] = receiver.calls
+        assert (call["stage"], call["state"], call["operation_id"]) == ("post", "succeeded", operation["id"])
+        assert call["result"]["new_master_server_id"] == ids["replica1"]
+
+
+async def test_a_live_lease_is_respected_and_a_dead_one_taken_over(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        async with session_scope(live.app.state.sessionmaker) as session:
+            ghost = Operation(cluster_id=cluster_id, type="switchover", state=OperationState.running,
+                              requester="another-instance", params={}, steps=[])  # fmt: skip
+            session.add(ghost)
+            await session.flush()
+            ghost_id = ghost.id
+            lease = datetime.now(UTC) + timedelta(seconds=60)
+            await session.execute(
+                update(OperationLock).where(OperationLock.cluster_id == cluster_id)
+                .values(operation_id=ghost_id, acquired_at=datetime.now(UTC), lease_expires_at=lease)
+            )  # fmt: skip
+        url = f"/api/v1/clusters/{cluster_id}/operations/read-only"
+        busy = await live.client.post(url, json={"server_id": ids["replica1"], "read_only": False})
+        assert busy.status_code == 409 and busy.json()["error"]["details"]["operation_id"] == ghost_id
+        assert "requested by another-instance" in busy.json()["error"]["message"]
+
+        async with session_scope(live.app.state.sessionmaker) as session:
+            expired = datetime.now(UTC) - timedelta(seconds=1)
+            await session.execute(
+                update(OperationLock).where(OperationLock.cluster_id == cluster_id).values(lease_expires_at=expired)
+            )
+        taken = await live.client.post(url, json={"server_id": ids["replica1"], "read_only": False})
+        assert taken.status_code == 202, taken.text
+        await live.app.state.runner.wait(taken.json()["id"])
+        ghost_now = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{ghost_id}")).json()
+        assert ghost_now["state"] == "failed" and ghost_now["error"].startswith("abandoned")
