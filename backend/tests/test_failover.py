@@ -18,7 +18,7 @@ from tests.helpers import WAIT_S, LoadWriter, finished, register, run_operation,
 from tests.load_writer import FIELD, TABLE
 
 #: On the master only: a ferryd replica started with network durability waits for semi-sync confirmations of the
-#: transactions it applies (from replicas it does not have), which stalls its apply for the whole timeout.
+#: transactions it applies (from replicas it does not have), which stalls its apply until the timeout falls back.
 SEMI_SYNC = ("--durability", "local+network", "--semi-sync-replicas", "1", "--semi-sync-timeout-ms", "60000")
 POLL_INTERVAL_S = 0.2
 DETECTION_POLLS = 3
