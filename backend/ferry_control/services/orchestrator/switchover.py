@@ -66,12 +66,18 @@ def candidate_checks(link: Link, master: ServerView, settings: Settings) -> list
     if replica.status is None or master.status is None:
         return checks
     binlog, current = replica.binlog, replica.current
+    # Every domain it applied by replication is in its binlog (so replicas can follow it). Per domain presence,
+    # not seq_no: one status reads gtid_binlog_pos and gtid_slave_pos a moment apart while it applies.
+    unlogged = [d for d in position(replica.status.positions.slave).domains() if binlog.get(d) is None]
     checks.append(
         Check(
             "candidate_logs_replicated",
-            binlog.is_ahead_of(position(replica.status.positions.slave)),
-            f"gtid_binlog_pos {binlog} covers gtid_slave_pos {replica.status.positions.slave or '(empty)'}: "
-            "replicated transactions are in its binlog, so replicas can follow it",
+            not unlogged,
+            f"every domain of gtid_slave_pos {replica.status.positions.slave or '(empty)'} is in gtid_binlog_pos "
+            f"{binlog}: replicated transactions are logged, so replicas can follow it"
+            if not unlogged
+            else f"domains {unlogged} were applied by replication but are not in its binlog {binlog}: its "
+            "replicas could not follow it",
         )
     )
     errant = errant_gtids(
