@@ -28,6 +28,7 @@ from typing import Any
 import ferry_engine
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from ferry_control.core.background import BackgroundTask
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.core.metrics import Metrics
@@ -126,7 +127,7 @@ class Collector:
         self._bus = bus
         self._settings = settings
         self._metrics = metrics
-        self._task: asyncio.Task[None] | None = None
+        self._background = BackgroundTask(self.run_forever, "ferry-collector")
         self._cycle_lock = asyncio.Lock()
         self.last_cycle_at: datetime | None = None
         self.last_cycle_s: float | None = None
@@ -138,20 +139,13 @@ class Collector:
 
     @property
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return self._background.running
 
     def start(self) -> None:
-        if not self.running:
-            self._task = asyncio.create_task(self.run_forever(), name="ferry-collector")
+        self._background.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await self._background.stop()
 
     async def run_forever(self) -> None:
         next_retention = time.monotonic()

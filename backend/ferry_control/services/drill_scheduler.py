@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from ferry_control.core.background import BackgroundTask
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.core.errors import Conflict
@@ -41,20 +42,13 @@ class DrillScheduler:
         self._runner = runner
         self._settings = settings
         self._metrics = metrics
-        self._task: asyncio.Task[None] | None = None
+        self._background = BackgroundTask(self._run_forever, "ferry-drill-scheduler")
 
     def start(self) -> None:
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._run_forever(), name="ferry-drill-scheduler")
+        self._background.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await self._background.stop()
 
     async def _run_forever(self) -> None:
         while True:
