@@ -1,6 +1,6 @@
 """Auth and audit: every endpoint but health needs a token; viewers are refused every state-changing route (the
-test walks the OpenAPI route table); tokens are stored only as keyed hashes; each mutation leaves an audit row;
-the CLI prints a new token once."""
+test walks the OpenAPI route table); GET /me names each token's role and capabilities; tokens are stored only as
+keyed hashes; each mutation leaves an audit row; the CLI prints a new token once."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -79,6 +80,30 @@ async def test_viewer_gets_403_on_every_state_changing_route(
 async def test_viewer_reads(anonymous: httpx.AsyncClient, tokens: Tokens) -> None:
     response = await anonymous.get("/api/v1/clusters", headers=tokens.header("viewer"))
     assert response.status_code == 200
+
+
+async def test_me_needs_a_valid_token(anonymous: httpx.AsyncClient) -> None:
+    missing = await anonymous.get("/api/v1/me")
+    assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
+    assert missing.json()["error"]["code"] == "unauthorized"
+    unknown = await anonymous.get("/api/v1/me", headers={"Authorization": "Bearer ferry_not-a-real-token-at-all"})
+    assert unknown.status_code == 401 and unknown.json()["error"]["message"] == "unknown API token"
+
+
+@pytest.mark.parametrize(
+    ("role", "capabilities"),
+    [
+        ("viewer", ["can_read"]),
+        ("operator", ["can_read", "can_operate"]),
+        ("admin", ["can_read", "can_operate", "can_admin"]),
+    ],
+)
+async def test_me_answers_the_tokens_name_role_and_capabilities(
+    anonymous: httpx.AsyncClient, tokens: Tokens, role: str, capabilities: list[str]
+) -> None:
+    response = await anonymous.get("/api/v1/me", headers=tokens.header(role))
+    assert response.status_code == 200, response.text
+    assert response.json() == {"name": f"test-{role}", "role": role, "capabilities": capabilities}
 
 
 async def test_operator_may_not_manage_tokens(client: httpx.AsyncClient) -> None:

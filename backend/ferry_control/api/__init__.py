@@ -10,6 +10,7 @@ from ferry_control.api import (
     events,
     health,
     interleavings,
+    me,
     operations,
     positions,
     servers,
@@ -31,5 +32,6 @@ for module in (
     drills,
     audit_log,
     tokens,
+    me,
 ):
     router.include_router(module.router)

@@ -33,6 +33,30 @@ class Role(enum.StrEnum):
     def allows(self, required: Role) -> bool:
         return self.rank >= required.rank
 
+    @property
+    def capabilities(self) -> list[Capability]:
+        """What this role may do, least first."""
+        return [c for c in Capability if self.allows(c.least_role)]
+
+
+class Capability(enum.StrEnum):
+    """A named permission, for clients that show or hide controls without knowing how roles rank."""
+
+    #: Read clusters, servers, topology, positions, operations, drills and the audit log.
+    can_read = "can_read"
+    #: Change clusters and servers, start operations and drills.
+    can_operate = "can_operate"
+    #: Manage API tokens.
+    can_admin = "can_admin"
+
+    @property
+    def least_role(self) -> Role:
+        return {
+            Capability.can_read: Role.viewer,
+            Capability.can_operate: Role.operator,
+            Capability.can_admin: Role.admin,
+        }[self]
+
 
 def generate_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_RANDOM_BYTES)

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ferry_control.core.security import Role
+from ferry_control.core.security import Capability, Role
 
 
 class TokenCreate(BaseModel):
@@ -40,3 +40,17 @@ class TokenCreated(TokenRead):
     )  # fmt: skip
 
     token: str = Field(description="The bearer token. Shown only now; only its keyed hash is stored.")
+
+
+class Me(BaseModel):
+    """The calling token: who it is and what it may do."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"name": "ci", "role": "operator", "capabilities": ["can_read", "can_operate"]}]
+        }
+    )
+
+    name: str
+    role: Role
+    capabilities: list[Capability] = Field(description="What the role allows, least first.")

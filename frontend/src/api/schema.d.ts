@@ -549,6 +549,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The calling token: name, role and capabilities
+         * @description Answers for any valid token, whatever its role; an unknown or revoked token is a 401.
+         */
+        get: operations["get_me_api_v1_me_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -658,6 +678,12 @@ export interface components {
              */
             timeout_s?: number | null;
         };
+        /**
+         * Capability
+         * @description A named permission, for clients that show or hide controls without knowing how roles rank.
+         * @enum {string}
+         */
+        Capability: "can_read" | "can_operate" | "can_admin";
         /**
          * ClusterCreate
          * @example {
@@ -1269,6 +1295,28 @@ export interface components {
         MaintenanceUpdate: {
             /** Maintenance */
             maintenance: boolean;
+        };
+        /**
+         * Me
+         * @description The calling token: who it is and what it may do.
+         * @example {
+         *       "capabilities": [
+         *         "can_read",
+         *         "can_operate"
+         *       ],
+         *       "name": "ci",
+         *       "role": "operator"
+         *     }
+         */
+        Me: {
+            /** Name */
+            name: string;
+            role: components["schemas"]["Role"];
+            /**
+             * Capabilities
+             * @description What the role allows, least first.
+             */
+            capabilities: components["schemas"]["Capability"][];
         };
         /**
          * OperationRead
@@ -4693,6 +4741,35 @@ export interface operations {
             };
             /** @description Validation error (the body, query or path is malformed) */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_me_api_v1_me_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Me"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

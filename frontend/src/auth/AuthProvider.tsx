@@ -1,19 +1,21 @@
-// The signed-in token and its role for the whole page: sign in (probe the role, keep the token in
+// The signed-in token and who it is for the whole page: sign in (ask GET /api/v1/me, keep the token in
 // sessionStorage), sign out (also on any 401), and the role the UI follows.
 import { useQueryClient } from "@tanstack/react-query";
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from "react";
 import { ApiError, onUnauthorized, setTokenSource, type Role } from "../api/client";
-import { probeRole } from "./role";
+import { fetchMe, type Me } from "./role";
 import { readToken, writeToken } from "./tokenStore";
 
 export type AuthState =
   | { status: "signed-out"; reason?: string }
   | { status: "checking"; token: string }
-  | { status: "signed-in"; token: string; role: Role };
+  | { status: "signed-in"; token: string; me: Me };
 
 interface AuthContextValue {
   state: AuthState;
   role: Role | null;
+  /** The signed-in token's name. */
+  name: string | null;
   signIn: (token: string) => Promise<void>;
   signOut: (reason?: string) => void;
 }
@@ -23,7 +25,7 @@ const AuthContext = createContext<AuthContextValue | null>(null);
 let currentToken: string | null = null;
 setTokenSource(() => currentToken);
 
-export function AuthProvider({ children, probe = probeRole }: { children: ReactNode; probe?: typeof probeRole }) {
+export function AuthProvider({ children, whoAmI = fetchMe }: { children: ReactNode; whoAmI?: typeof fetchMe }) {
   const queryClient = useQueryClient();
   const [state, setState] = useState<AuthState>(() => {
     const token = readToken();
@@ -45,10 +47,10 @@ export function AuthProvider({ children, probe = probeRole }: { children: ReactN
     const trimmed = token.trim();
     setState({ status: "checking", token: trimmed });
     try {
-      const role = await probe(trimmed);
+      const me = await whoAmI(trimmed);
       currentToken = trimmed;
       writeToken(trimmed);
-      setState({ status: "signed-in", token: trimmed, role });
+      setState({ status: "signed-in", token: trimmed, me });
     } catch (e) {
       currentToken = null;
       writeToken(null);
@@ -59,9 +61,9 @@ export function AuthProvider({ children, probe = probeRole }: { children: ReactN
       setState({ status: "signed-out", reason });
       throw e;
     }
-  }, [probe]);
+  }, [whoAmI]);
 
-  // A token kept from earlier in this tab: find its role again.
+  // A token kept from earlier in this tab: ask again who it is.
   useEffect(() => {
     if (state.status === "checking" && currentToken === state.token) {
       signIn(state.token).catch(() => undefined);
@@ -72,7 +74,10 @@ export function AuthProvider({ children, probe = probeRole }: { children: ReactN
   useEffect(() => onUnauthorized(() => signOut("The API refused the token (unknown or revoked); sign in again.")), [signOut]);
 
   const value = useMemo<AuthContextValue>(
-    () => ({ state, role: state.status === "signed-in" ? state.role : null, signIn, signOut }),
+    () => {
+      const me = state.status === "signed-in" ? state.me : null;
+      return { state, role: me?.role ?? null, name: me?.name ?? null, signIn, signOut };
+    },
     [state, signIn, signOut],
   );
   return <AuthContext.Provider value={value}>{children}</AuthContext.Provider>;

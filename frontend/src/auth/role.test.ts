@@ -1,7 +1,8 @@
-// Tests of role rules and of learning a token's role from the backend (200 for admins, the 403's message else).
+// Tests of role rules and of learning a token's name and role from GET /api/v1/me.
 import { describe, expect, it } from "vitest";
+import { me } from "../test/fixtures";
 import { mockApi } from "../test/mockApi";
-import { canOperate, probeRole, roleAllows, roleFromForbidden } from "./role";
+import { canOperate, fetchMe, roleAllows } from "./role";
 
 describe("roleAllows", () => {
   it("orders viewer < operator < admin", () => {
@@ -15,39 +16,26 @@ describe("roleAllows", () => {
   });
 });
 
-describe("roleFromForbidden", () => {
-  it("reads the role out of the backend's message", () => {
-    expect(roleFromForbidden("token 'ci' has role operator; this needs admin")).toBe("operator");
-    expect(roleFromForbidden("forbidden")).toBeNull();
-  });
-});
-
-describe("probeRole", () => {
-  const forbidden = (role: string) => () => ({
-    status: 403,
-    body: { error: { code: "forbidden", message: `token 'x' has role ${role}; this needs admin` } },
-  });
-
-  it("asks GET /api/v1/tokens with the token being signed in", async () => {
-    const { requests } = mockApi({ "GET /api/v1/tokens": () => ({ body: [] }) });
-    expect(await probeRole("ferry_abc")).toBe("admin");
+describe("fetchMe", () => {
+  it("asks GET /api/v1/me with the token being signed in and answers who it is", async () => {
+    const { requests } = mockApi({ "GET /api/v1/me": () => ({ body: me("operator", "ci") }) });
+    expect(await fetchMe("ferry_abc")).toEqual({ name: "ci", role: "operator", capabilities: ["can_read", "can_operate"] });
+    expect(requests).toHaveLength(1);
     expect(requests[0]!.headers.get("Authorization")).toBe("Bearer ferry_abc");
   });
 
-  it("finds operator and viewer from the 403", async () => {
-    mockApi({ "GET /api/v1/tokens": forbidden("operator") });
-    expect(await probeRole("t")).toBe("operator");
-    mockApi({ "GET /api/v1/tokens": forbidden("viewer") });
-    expect(await probeRole("t")).toBe("viewer");
-  });
-
-  it("takes an unclear 403 as viewer, the least role", async () => {
-    mockApi({ "GET /api/v1/tokens": () => ({ status: 403, body: { error: { code: "forbidden", message: "no" } } }) });
-    expect(await probeRole("t")).toBe("viewer");
+  it.each(["viewer", "operator", "admin"] as const)("follows the role the backend names (%s)", async (role) => {
+    mockApi({ "GET /api/v1/me": () => ({ body: me(role) }) });
+    expect((await fetchMe("t")).role).toBe(role);
   });
 
   it("rejects an unknown token", async () => {
-    mockApi({ "GET /api/v1/tokens": () => ({ status: 401, body: { error: { code: "unauthorized", message: "unknown token" } } }) });
-    await expect(probeRole("t")).rejects.toMatchObject({ status: 401, message: "unknown token" });
+    mockApi({ "GET /api/v1/me": () => ({ status: 401, body: { error: { code: "unauthorized", message: "unknown API token" } } }) });
+    await expect(fetchMe("t")).rejects.toMatchObject({ status: 401, message: "unknown API token" });
+  });
+
+  it("rejects an answer without a role rather than guess one", async () => {
+    mockApi({ "GET /api/v1/me": () => ({ body: { name: "x", role: "root", capabilities: [] } }) });
+    await expect(fetchMe("t")).rejects.toMatchObject({ code: "unexpected" });
   });
 });

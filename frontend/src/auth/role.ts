@@ -1,8 +1,9 @@
-// Roles and what each may do, and how the dashboard learns the signed-in token's role. The backend has no
-// "who am I" endpoint yet, so the role is probed: GET /api/v1/tokens (admin only, read-only, not audited) answers
-// 200 for an admin; its 403 names the caller's role ("… has role viewer; this needs admin"). Anything unclear is
-// taken as the least role, viewer: a control is never shown to someone who may not use it.
-import { ApiError, api, toApiError, type Role } from "../api/client";
+// Roles and what each may do, and how the dashboard learns the signed-in token's role: GET /api/v1/me (any valid
+// token) answers its name, role and capabilities. The UI follows the role; a control is never shown to someone
+// who may not use it.
+import { ApiError, api, unwrap, type Role, type Schemas } from "../api/client";
+
+export type Me = Schemas["Me"];
 
 const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
 
@@ -16,19 +17,11 @@ export function canOperate(role: Role | null | undefined): boolean {
   return roleAllows(role, "operator");
 }
 
-/** The role named in the backend's 403 message, if it names one. */
-export function roleFromForbidden(message: string): Role | null {
-  const match = /has role (viewer|operator|admin)\b/.exec(message);
-  return match ? (match[1] as Role) : null;
-}
-
-/** Asks the backend which role `token` has. Throws ApiError(401) for a token it does not know. */
-export async function probeRole(token: string): Promise<Role> {
-  const { response, error } = await api.GET("/api/v1/tokens", {
-    headers: { Authorization: `Bearer ${token}` },
-  });
-  if (response.ok) return "admin";
-  const failure = toApiError(response.status, error);
-  if (response.status === 403) return roleFromForbidden(failure.message) ?? "viewer";
-  throw failure instanceof ApiError ? failure : new ApiError(response.status, "unknown", String(error));
+/** Asks the backend who `token` is. Throws ApiError(401) for a token it does not know (or has revoked). */
+export async function fetchMe(token: string): Promise<Me> {
+  const me = await unwrap(api.GET("/api/v1/me", { headers: { Authorization: `Bearer ${token}` } }));
+  if (!me || !Object.hasOwn(RANK, me.role)) {
+    throw new ApiError(0, "unexpected", "the API answered GET /api/v1/me without a known role");
+  }
+  return me;
 }

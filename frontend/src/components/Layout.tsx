@@ -1,10 +1,10 @@
-// The page frame: a skip link, the header (home link, the token's role, sign out) and the main region.
+// The page frame: a skip link, the header (home link, the token's name and role, sign out) and the main region.
 import type { ReactNode } from "react";
 import { Link } from "react-router-dom";
 import { useAuth } from "../auth/AuthProvider";
 
 export function Layout({ children }: { children: ReactNode }) {
-  const { role, signOut } = useAuth();
+  const { role, name, signOut } = useAuth();
   return (
     <>
       <a className="skip-link" href="#main">
@@ -17,6 +17,7 @@ export function Layout({ children }: { children: ReactNode }) {
         <span className="muted">replication control plane</span>
         <span className="spacer" />
         <span className="role" aria-label={`Signed in as ${role ?? "unknown"}`}>
+          {name ? <span className="muted">{name} · </span> : null}
           role: <strong>{role}</strong>
           {role === "viewer" ? <span className="muted"> (read only)</span> : null}
         </span>

@@ -1,20 +1,17 @@
-// Signing in through the whole app against a fake backend: the token is checked (its role read from the
-// backend), kept in sessionStorage, sent as a bearer token, and a refused token says so.
+// Signing in through the whole app against a fake backend: the token is checked (its name and role read from
+// GET /api/v1/me), kept in sessionStorage, sent as a bearer token, and a refused token says so.
 import { screen } from "@testing-library/react";
 import { render } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { describe, expect, it } from "vitest";
 import { App } from "../App";
-import { CLUSTER, TOPOLOGY } from "../test/fixtures";
+import { CLUSTER, TOPOLOGY, me } from "../test/fixtures";
 import { mockApi } from "../test/mockApi";
 
 describe("sign-in", () => {
   it("signs in, follows the token's role and sends it as bearer", async () => {
     const { requests } = mockApi({
-      "GET /api/v1/tokens": () => ({
-        status: 403,
-        body: { error: { code: "forbidden", message: "token 'ro' has role viewer; this needs admin" } },
-      }),
+      "GET /api/v1/me": () => ({ body: me("viewer", "ro") }),
       "GET /api/v1/clusters": () => ({ body: [CLUSTER] }),
       "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
     });
@@ -24,14 +21,16 @@ describe("sign-in", () => {
     await user.click(screen.getByRole("button", { name: "Sign in" }));
 
     expect(await screen.findByRole("link", { name: "prod-eu" })).toBeTruthy();
-    expect(screen.getByLabelText("Signed in as viewer")).toBeTruthy();
+    expect(screen.getByLabelText("Signed in as viewer").textContent).toMatch(/^ro · role: viewer/);
     expect(window.sessionStorage.getItem("ferry.apiToken")).toBe("ferry_viewer-token");
+    const whoAmI = requests.find((r) => r.path === "/api/v1/me")!;
+    expect(whoAmI.headers.get("Authorization")).toBe("Bearer ferry_viewer-token");
     const list = requests.find((r) => r.path === "/api/v1/clusters")!;
     expect(list.headers.get("Authorization")).toBe("Bearer ferry_viewer-token");
   });
 
   it("says when the API does not know the token", async () => {
-    mockApi({ "GET /api/v1/tokens": () => ({ status: 401, body: { error: { code: "unauthorized", message: "unknown token" } } }) });
+    mockApi({ "GET /api/v1/me": () => ({ status: 401, body: { error: { code: "unauthorized", message: "unknown API token" } } }) });
     const user = userEvent.setup();
     render(<App />);
     await user.type(screen.getByLabelText("API token"), "ferry_wrong");

@@ -36,3 +36,14 @@ export function operation(over: Partial<Schemas["OperationRead"]>): Schemas["Ope
 export const step = (name: string, state: Schemas["OperationStep"]["state"], detail: unknown = null): Schemas["OperationStep"] => ({
   name, state, started_at: "2025-01-01T00:00:00Z", finished_at: "2025-01-01T00:00:01Z", duration_s: 0.01, detail,
 });
+
+const CAPABILITIES: Record<Schemas["Role"], Schemas["Capability"][]> = {
+  viewer: ["can_read"],
+  operator: ["can_read", "can_operate"],
+  admin: ["can_read", "can_operate", "can_admin"],
+};
+
+/** What GET /api/v1/me answers for a token of `role`. */
+export function me(role: Schemas["Role"], name = `test-${role}`): Schemas["Me"] {
+  return { name, role, capabilities: CAPABILITIES[role] };
+}

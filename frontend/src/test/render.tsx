@@ -7,6 +7,7 @@ import { MemoryRouter } from "react-router-dom";
 import { makeQueryClient } from "../App";
 import type { Role } from "../api/client";
 import { AuthProvider } from "../auth/AuthProvider";
+import { me } from "./fixtures";
 
 export const TEST_TOKEN = "ferry_test-token-0123456789";
 
@@ -16,7 +17,7 @@ export function renderSignedIn(ui: ReactNode, { role, url = "/" }: { role: Role;
   queryClient.setDefaultOptions({ queries: { ...queryClient.getDefaultOptions().queries, retry: false } });
   return render(
     <QueryClientProvider client={queryClient}>
-      <AuthProvider probe={async () => role}>
+      <AuthProvider whoAmI={async () => me(role)}>
         <MemoryRouter initialEntries={[url]}>{ui}</MemoryRouter>
       </AuthProvider>
     </QueryClientProvider>,
