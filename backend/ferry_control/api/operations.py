@@ -1,9 +1,12 @@
 """Operations of a cluster: list and read them (steps update live), and start one. Every POST answers 202 with the
 operation (pending; it runs in the background) and a Location header; `dry_run` runs the preflight only; an
 `Idempotency-Key` header makes a retried request give back the same operation; a busy cluster is a 409 naming the
-running operation."""
+running operation.
 
-from __future__ import annotations
+Each operation's POST route comes from `_operation_route`: its type names the path (`read_only` → `/read-only`), the
+route's name (so the operationId and the audit action) and what the runner starts. This module does not use
+`from __future__ import annotations`: the routes' parameter annotations are evaluated when they are made, so the
+factory's request model (a variable) is the real class FastAPI reads the body with."""
 
 from typing import Annotated, Any
 
@@ -23,7 +26,6 @@ from ferry_control.schemas.operation import (
     SwitchoverRequest,
 )
 from ferry_control.services.operations import OperationService
-from ferry_control.services.tokens import Principal
 
 router = APIRouter(
     prefix="/clusters/{cluster_id}/operations", tags=["operations"], responses=error_responses(401, 404, 422)
@@ -65,181 +67,71 @@ async def get_operation(
     return OperationRead.model_validate(await OperationService(session).get(cluster_id, operation_id))
 
 
-async def _start(
-    type_: str,
-    body: OperationRequest,
-    response: Response,
-    session: SessionDep,
-    runner: RunnerDep,
-    settings: SettingsDep,
-    principal: Principal,
-    cluster_id: int,
-    idempotency_key: str | None,
-) -> OperationRead:
-    params = body.model_dump(exclude={"dry_run"})
-    operation, new = await OperationService(session).start(
-        runner,
-        settings,
-        cluster_id=cluster_id,
-        type_=type_,
-        params=params,
-        dry_run=body.dry_run,
-        requester=principal.name,
-        idempotency_key=idempotency_key,
-    )
-    response.headers["Location"] = f"/api/v1/clusters/{cluster_id}/operations/{operation.id}"
-    if not new:
-        response.headers["Idempotent-Replayed"] = "true"
-    return OperationRead.model_validate(operation)
+def _operation_route(
+    type_: str, request_model: type[OperationRequest], summary: str, description: str | None = None
+) -> None:
+    """Registers `POST /{type-with-dashes}` starting an operation of `type_` with a body of `request_model`."""
+
+    async def start(
+        body: request_model,  # the concrete model: the schema of the request body
+        response: Response,
+        session: SessionDep,
+        runner: RunnerDep,
+        settings: SettingsDep,
+        principal: OperatorToken,
+        idempotency_key: IdempotencyKey = None,
+        cluster_id: int = ClusterId,
+    ) -> OperationRead:
+        operation, new = await OperationService(session).start(
+            runner,
+            settings,
+            cluster_id=cluster_id,
+            type_=type_,
+            params=body.model_dump(exclude={"dry_run"}),
+            dry_run=body.dry_run,
+            requester=principal.name,
+            idempotency_key=idempotency_key,
+        )
+        response.headers["Location"] = f"/api/v1/clusters/{cluster_id}/operations/{operation.id}"
+        if not new:
+            response.headers["Idempotent-Replayed"] = "true"
+        return OperationRead.model_validate(operation)
+
+    router.post(
+        "/" + type_.replace("_", "-"),
+        name=type_,
+        response_model=OperationRead,
+        status_code=status.HTTP_202_ACCEPTED,
+        responses=START_RESPONSES,
+        summary=summary,
+        description=description,
+    )(start)
 
 
-@router.post(
-    "/switchover",
-    response_model=OperationRead,
-    status_code=status.HTTP_202_ACCEPTED,
-    responses=START_RESPONSES,
+_operation_route(
+    "switchover",
+    SwitchoverRequest,
     summary="Planned switchover to a candidate (or the best replica)",
     description="Preflight checks (expected master, candidate healthy and replicating, errant GTIDs per domain, lag "
     "under the limit, replicas reachable), pre-hooks, old master read-only, in-flight commits, the candidate reaches "
     "the old master's position (else undo), promotion, replicas repointed, old master follows, verification.",
 )
-async def switchover(
-    body: SwitchoverRequest,
-    response: Response,
-    session: SessionDep,
-    runner: RunnerDep,
-    settings: SettingsDep,
-    principal: OperatorToken,
-    idempotency_key: IdempotencyKey = None,
-    cluster_id: int = ClusterId,
-) -> OperationRead:
-    return await _start("switchover", body, response, session, runner, settings, principal, cluster_id, idempotency_key)
-
-
-@router.post(
-    "/failover",
-    response_model=OperationRead,
-    status_code=status.HTTP_202_ACCEPTED,
-    responses=START_RESPONSES,
+_operation_route(
+    "failover",
+    FailoverRequest,
     summary="Failover from a lost master to the most advanced replica",
     description="Refused while the master answers or a replica is still connected to it. Replicas apply what they "
     "received, the most advanced (leveled from its peers where none is ahead in every domain) is promoted, the others "
     "follow it, the old master is fenced, and the GTIDs that may be lost are reported.",
 )
-async def failover(
-    body: FailoverRequest,
-    response: Response,
-    session: SessionDep,
-    runner: RunnerDep,
-    settings: SettingsDep,
-    principal: OperatorToken,
-    idempotency_key: IdempotencyKey = None,
-    cluster_id: int = ClusterId,
-) -> OperationRead:
-    return await _start("failover", body, response, session, runner, settings, principal, cluster_id, idempotency_key)
-
-
-@router.post(
-    "/repoint",
-    response_model=OperationRead,
-    status_code=status.HTTP_202_ACCEPTED,
-    responses=START_RESPONSES,
-    summary="Make a server replicate from another master (by GTID)",
+_operation_route("repoint", RepointRequest, summary="Make a server replicate from another master (by GTID)")
+_operation_route("read_only", ReadOnlyRequest, summary="Turn a server's read-only flag on or off")
+_operation_route(
+    "start_replication", StartReplicationRequest, summary="Start a replication connection (optionally UNTIL a position)"
 )
-async def repoint(
-    body: RepointRequest,
-    response: Response,
-    session: SessionDep,
-    runner: RunnerDep,
-    settings: SettingsDep,
-    principal: OperatorToken,
-    idempotency_key: IdempotencyKey = None,
-    cluster_id: int = ClusterId,
-) -> OperationRead:
-    return await _start("repoint", body, response, session, runner, settings, principal, cluster_id, idempotency_key)
-
-
-@router.post(
-    "/read-only",
-    response_model=OperationRead,
-    status_code=status.HTTP_202_ACCEPTED,
-    responses=START_RESPONSES,
-    summary="Turn a server's read-only flag on or off",
-)
-async def read_only(
-    body: ReadOnlyRequest,
-    response: Response,
-    session: SessionDep,
-    runner: RunnerDep,
-    settings: SettingsDep,
-    principal: OperatorToken,
-    idempotency_key: IdempotencyKey = None,
-    cluster_id: int = ClusterId,
-) -> OperationRead:
-    return await _start("read_only", body, response, session, runner, settings, principal, cluster_id, idempotency_key)
-
-
-@router.post(
-    "/start-replication",
-    response_model=OperationRead,
-    status_code=status.HTTP_202_ACCEPTED,
-    responses=START_RESPONSES,
-    summary="Start a replication connection (optionally UNTIL a position)",
-)
-async def start_replication(
-    body: StartReplicationRequest,
-    response: Response,
-    session: SessionDep,
-    runner: RunnerDep,
-    settings: SettingsDep,
-    principal: OperatorToken,
-    idempotency_key: IdempotencyKey = None,
-    cluster_id: int = ClusterId,
-) -> OperationRead:
-    return await _start(
-        "start_replication", body, response, session, runner, settings, principal, cluster_id, idempotency_key
-    )
-
-
-@router.post(
-    "/stop-replication",
-    response_model=OperationRead,
-    status_code=status.HTTP_202_ACCEPTED,
-    responses=START_RESPONSES,
-    summary="Stop a replication connection",
-)
-async def stop_replication(
-    body: StopReplicationRequest,
-    response: Response,
-    session: SessionDep,
-    runner: RunnerDep,
-    settings: SettingsDep,
-    principal: OperatorToken,
-    idempotency_key: IdempotencyKey = None,
-    cluster_id: int = ClusterId,
-) -> OperationRead:
-    return await _start(
-        "stop_replication", body, response, session, runner, settings, principal, cluster_id, idempotency_key
-    )
-
-
-@router.post(
-    "/bring-level",
-    response_model=OperationRead,
-    status_code=status.HTTP_202_ACCEPTED,
-    responses=START_RESPONSES,
+_operation_route("stop_replication", StopReplicationRequest, summary="Stop a replication connection")
+_operation_route(
+    "bring_level",
+    BringLevelRequest,
     summary="Bring a server level with another (START … UNTIL its position, then wait)",
 )
-async def bring_level(
-    body: BringLevelRequest,
-    response: Response,
-    session: SessionDep,
-    runner: RunnerDep,
-    settings: SettingsDep,
-    principal: OperatorToken,
-    idempotency_key: IdempotencyKey = None,
-    cluster_id: int = ClusterId,
-) -> OperationRead:
-    return await _start(
-        "bring_level", body, response, session, runner, settings, principal, cluster_id, idempotency_key
-    )
