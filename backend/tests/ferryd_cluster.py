@@ -2,22 +2,18 @@
 protocol port + 100 (the layout `make up` uses, so discovery's admin_port_offset can be exercised), wired into
 replication through the node admin API, and written to through the binary protocol.
 
-The protocol frames come from the ferry_engine test helper (engine/crates/ferry-py/tests/ferryd.py), so the
-encoding is kept in one place; the binary is $FERRYD_BIN, else engine/target/{release,debug}/ferryd.
+The binary lookup, the protocol frames and the process mechanics (spawn, wait for the ready line, SIGTERM) come
+from the ferry_engine test helper (engine/crates/ferry-py/tests/ferryd.py), loaded by path, so they are kept in one
+place; this file adds what only these tests need: ports at a fixed offset, restarts on the same ports, extra flags,
+replication and the admin API. The binary is $FERRYD_BIN, else engine/target/{release,debug}/ferryd.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import select
-import signal
 import socket
-import struct
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -80,8 +76,12 @@ class FerrydNode:
         self.admin_port = 0
 
     @property
+    def log_path(self) -> Path:
+        return self.root / "ferryd.log"
+
+    @property
     def log(self) -> str:
-        return (self.root / "ferryd.log").read_text(errors="replace")
+        return self.log_path.read_text(errors="replace")
 
     def start(self, *, same_ports: bool = False) -> None:
         """Starts the node on fresh free ports, or (a restart) on the ports it had."""
@@ -101,9 +101,9 @@ class FerrydNode:
                 "--admin-token-file", str(token_file),
                 *self.extra_args,
             ]  # fmt: skip
-            with open(self.root / "ferryd.log", "ab") as log:
-                self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log)
-            ready = self._read_ready()
+            self.proc = protocol.spawn(args, self.log_path)
+            # None: the process exited first (a port taken in between); try other ports.
+            ready = protocol.read_ready(self.proc, WAIT_S, self.log_path)
             if ready is not None:
                 self.listen, self.admin = ready["listen"], ready["admin"]
                 host, port = self.listen.rsplit(":", 1)
@@ -112,42 +112,11 @@ class FerrydNode:
             last_error = self.log
         raise RuntimeError(f"ferryd {self.server_id} did not start:\n{last_error}")
 
-    def _read_ready(self) -> dict[str, Any] | None:
-        """The ready line, or None when the process exited first (a port taken in between)."""
-        assert self.proc is not None and self.proc.stdout is not None
-        deadline = time.monotonic() + WAIT_S
-        line = b""
-        while not line.endswith(b"\n"):
-            readable, _, _ = select.select([self.proc.stdout], [], [], max(deadline - time.monotonic(), 0))
-            if not readable:
-                self.proc.kill()
-                raise TimeoutError(f"ferryd printed no ready line within {WAIT_S}s:\n{self.log}")
-            chunk = os.read(self.proc.stdout.fileno(), 4096)
-            if not chunk:
-                self.proc.wait()
-                return None
-            line += chunk
-        ready = json.loads(line.decode().splitlines()[0])
-        assert ready["event"] == "ready", ready
-        return ready
-
-    def _recv_exact(self, n: int) -> bytes:
-        assert self.sock is not None
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("ferryd closed the connection")
-            data += chunk
-        return data
-
     def increment(self, table: str = "t", key: str = "k", by: int = 1, *, domain: int | None = None) -> str:
         """Commits one transaction; returns its GTID."""
         assert self.sock is not None
         self.request_id += 1
-        self.sock.sendall(protocol.encode_increments(self.request_id, [(table, key, "n", by)], domain))
-        (length,) = struct.unpack("<I", self._recv_exact(4))
-        return protocol.decode_response(self._recv_exact(length), self.request_id).gtid
+        return protocol.transact(self.sock, self.request_id, [(table, key, "n", by)], domain).gtid
 
     # -- admin API ---------------------------------------------------------------------------------------
 
@@ -189,15 +158,8 @@ class FerrydNode:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(WAIT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc is not None and self.proc.stdout is not None:
-            self.proc.stdout.close()
+        if self.proc is not None:
+            protocol.terminate(self.proc, WAIT_S)  # killed when SIGTERM was not enough
 
 
 class FerrydCluster:

@@ -2,6 +2,9 @@
 protocol (the frames of ferry-core's protocol.rs), flushed through its admin HTTP API, stopped with SIGTERM.
 
 Only the increment operation is encoded: it is enough to produce transactions with before and after images.
+
+The backend's tests (backend/tests/ferryd_cluster.py) load this file too: the binary lookup, the frames and the
+process helpers (`spawn`, `read_ready`, `transact`, `terminate`) live here once; `Node` is this suite's own node.
 """
 
 from __future__ import annotations
@@ -98,6 +101,71 @@ def decode_response(frame: bytes, request_id: int) -> Committed:
     raise AssertionError(f"unexpected response opcode {opcode:#x}")
 
 
+def spawn(args: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Starts ferryd: stdout piped (it prints its ready line there), stderr appended to `log_path`."""
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log)
+
+
+def read_ready(proc: subprocess.Popen[bytes], timeout: float, log_path: Path) -> dict | None:
+    """The node's ready line (`{"event": "ready", "listen": …, "admin": …}`), or None when the process exited
+    first (its exit code is then in `proc.returncode`). After `timeout` the process is killed: TimeoutError."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    line = b""
+    while not line.endswith(b"\n"):
+        readable, _, _ = select.select([proc.stdout], [], [], max(deadline - time.monotonic(), 0))
+        if not readable:
+            proc.kill()
+            proc.wait()
+            log = log_path.read_text(errors="replace")
+            raise TimeoutError(f"ferryd printed no ready line within {timeout}s:\n{log}")
+        chunk = os.read(proc.stdout.fileno(), 4096)
+        if not chunk:
+            proc.wait()
+            return None
+        line += chunk
+    ready = json.loads(line.decode().splitlines()[0])
+    assert ready["event"] == "ready", ready
+    return ready
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("ferryd closed the connection")
+        data += chunk
+    return data
+
+
+def transact(
+    sock: socket.socket, request_id: int, increments: list[tuple[str, str, str, int]], domain: int | None
+) -> Committed:
+    """Sends one Transact frame of `(table, key, field, by)` increments and reads the node's answer."""
+    sock.sendall(encode_increments(request_id, increments, domain))
+    (length,) = struct.unpack("<I", _recv_exact(sock, 4))
+    return decode_response(_recv_exact(sock, length), request_id)
+
+
+def terminate(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
+    """SIGTERM (the node checkpoints and exits) unless it has exited already, and waits; returns the exit code, or
+    None when it was still running after `timeout` and had to be killed. Closes its stdout."""
+    try:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            return proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return None
+    finally:
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
 class Node:
     """One ferryd process; use `start()`, then `increment()` / `flush_binlog()`, then `stop()`."""
 
@@ -115,8 +183,12 @@ class Node:
         return self.data_dir / "binlog"
 
     @property
+    def log_path(self) -> Path:
+        return self.data_dir.parent / "ferryd.log"
+
+    @property
     def log(self) -> str:
-        return (self.data_dir.parent / "ferryd.log").read_text(errors="replace")
+        return self.log_path.read_text(errors="replace")
 
     def start(self, timeout: float = 30.0) -> None:
         token_file = self.data_dir.parent / "admin-token"
@@ -132,49 +204,19 @@ class Node:
             # events the node logs on its own at rotation and shutdown.
             "--checkpoint-interval-ms", "3600000",
         ]  # fmt: skip
-        log = open(self.data_dir.parent / "ferryd.log", "wb")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log)
-        log.close()
-        ready = self._read_ready(timeout)
+        self.proc = spawn(args, self.log_path)
+        ready = read_ready(self.proc, timeout, self.log_path)
+        if ready is None:
+            raise RuntimeError(f"ferryd exited with {self.proc.returncode} before it was ready:\n{self.log}")
         host, port = ready["listen"].rsplit(":", 1)
         self.admin = ready["admin"]
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-
-    def _read_ready(self, timeout: float) -> dict:
-        assert self.proc is not None and self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        line = b""
-        while not line.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            readable, _, _ = select.select([self.proc.stdout], [], [], max(left, 0))
-            if not readable:
-                self.proc.kill()
-                raise TimeoutError(f"ferryd printed no ready line within {timeout}s:\n{self.log}")
-            chunk = os.read(self.proc.stdout.fileno(), 4096)
-            if not chunk:
-                raise RuntimeError(f"ferryd exited with {self.proc.wait()} before it was ready:\n{self.log}")
-            line += chunk
-        ready = json.loads(line.decode().splitlines()[0])
-        assert ready["event"] == "ready", ready
-        return ready
-
-    def _recv_exact(self, n: int) -> bytes:
-        assert self.sock is not None
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("ferryd closed the connection")
-            data += chunk
-        return data
 
     def increment(self, *increments: tuple[str, str, str, int], domain: int | None = None) -> Committed:
         """Commits one transaction of `(table, key, field, by)` increments and returns its acknowledgement."""
         assert self.sock is not None
         self.request_id += 1
-        self.sock.sendall(encode_increments(self.request_id, list(increments), domain))
-        (length,) = struct.unpack("<I", self._recv_exact(4))
-        return decode_response(self._recv_exact(length), self.request_id)
+        return transact(self.sock, self.request_id, list(increments), domain)
 
     def flush_binlog(self) -> str:
         """FLUSH LOGS through the admin API; returns the new binlog file's name."""
@@ -194,15 +236,7 @@ class Node:
             self.sock = None
         if self.proc is None:
             return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise
-        finally:
-            assert self.proc.stdout is not None
-            self.proc.stdout.close()
+        code = terminate(self.proc, timeout)
+        if code is None:
+            raise TimeoutError(f"ferryd did not exit within {timeout}s of SIGTERM (killed):\n{self.log}")
         return code
