@@ -6,11 +6,11 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help up down test test-engine test-python test-backend test-frontend python-module ferryd-debug lint-engine bench-commit
+.PHONY: help up down test test-engine test-python test-backend test-frontend test-e2e python-module engine-debug lint-engine bench-commit
 
 help:
 	@echo "make up      build and start three ferryd nodes and a demo workload (make down stops them)"
-	@echo "make test    run every test suite (engine lint, unit, property, fuzz-corpus, integration, recovery; Python module; backend; frontend)"
+	@echo "make test    run every test suite (engine lint, unit, property, fuzz-corpus, integration, recovery; Python module; backend; frontend; end-to-end)"
 	@echo "make bench-commit   the commit benchmark matrix of docs/benchmarks.md"
 
 up:
@@ -19,7 +19,7 @@ up:
 down:
 	@scripts/down.sh
 
-test: lint-engine test-engine test-python test-backend test-frontend
+test: lint-engine test-engine test-python test-backend test-frontend test-e2e
 	@echo "make test: every suite passed"
 
 lint-engine:
@@ -36,16 +36,16 @@ python-module:
 	@scripts/ensure-python.sh
 	cd engine/crates/ferry-py && VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH maturin develop --release --locked
 
-# The ferryd binary the Python suites start.
-ferryd-debug:
+# The ferryd binary the Python suites start, and ferry-bench (the end-to-end stack's demo workload).
+engine-debug:
 	@scripts/ensure-rust.sh
-	cd engine && cargo build --locked -p ferryd
+	cd engine && cargo build --locked -p ferryd -p ferry-bench
 
-test-python: python-module ferryd-debug
+test-python: python-module engine-debug
 	FERRYD_BIN=$(CURDIR)/engine/target/debug/ferryd .venv/bin/pytest -q -p no:asyncio engine/crates/ferry-py/tests
 
 # The control plane's suite: a throwaway PostgreSQL (scripts/ensure-postgres.sh) and real ferryd nodes.
-test-backend: python-module ferryd-debug
+test-backend: python-module engine-debug
 	@scripts/ensure-backend.sh
 	FERRYD_BIN=$(CURDIR)/engine/target/debug/ferryd scripts/test-backend.sh
 
@@ -64,3 +64,9 @@ test-frontend: python-module
 	cd frontend && npm run --silent check:openapi
 	cd frontend && npx vitest run
 	cd frontend && npm run --silent build
+
+# The end-to-end suite: Playwright in Debian's Chromium over a real stack (PostgreSQL, three ferryd, the demo
+# workload, the API serving the built dashboard); scripts/test-e2e.sh starts and stops it all.
+test-e2e: python-module engine-debug
+	@scripts/ensure-backend.sh
+	scripts/test-e2e.sh

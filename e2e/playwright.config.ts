@@ -1,0 +1,30 @@
+// Playwright over the real stack: Debian's Chromium (the suite never downloads a browser), one worker since every
+// spec drives the same cluster, the dashboard served by the API itself.
+import { defineConfig } from "@playwright/test";
+import { readStack } from "./stack";
+
+const stack = readStack();
+
+export default defineConfig({
+  testDir: "./specs",
+  fullyParallel: false,
+  workers: 1,
+  forbidOnly: true,
+  retries: 0,
+  // A switchover or a drill is a real one: give each spec room, and each expectation a bound rather than a sleep.
+  timeout: 180_000,
+  expect: { timeout: 20_000 },
+  reporter: [["list"]],
+  outputDir: "test-results",
+  use: {
+    baseURL: stack.api,
+    browserName: "chromium",
+    viewport: { width: 1400, height: 900 },
+    trace: "retain-on-failure",
+    screenshot: "only-on-failure",
+    launchOptions: {
+      executablePath: process.env.FERRY_E2E_CHROMIUM ?? "/usr/bin/chromium",
+      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    },
+  },
+});

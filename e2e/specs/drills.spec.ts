@@ -1,0 +1,31 @@
+// A drill run from the UI: rotation candidate, switch back, typed confirmation; it runs for real (canaries,
+// switchover, verification, switch back) and appears as passed in the history with its RTO.
+import { expect, masterName, openClusterTab, test } from "../fixtures";
+
+test("a drill run from the UI passes and appears as passed in the history", async ({ page, signIn, stack, api, picture }) => {
+  const masterBefore = await masterName(api, stack);
+  await signIn("operator");
+  await openClusterTab(page, stack, "drills");
+
+  const form = page.getByRole("group", { name: "Run a drill now" });
+  await expect(form.getByRole("radio", { name: /rotation/ })).toBeChecked();
+  await expect(form.getByRole("checkbox", { name: /switch back/ })).toBeChecked();
+  const run = form.getByRole("button", { name: "Run drill now" });
+  await expect(run).toBeDisabled();
+  await form.getByLabel(/Type the cluster name/).fill(stack.cluster_name);
+  await run.click();
+
+  const outcome = form.locator(".drill-outcome");
+  await expect(outcome).toContainText(/Drill #\d+: ✓ passed/, { timeout: 150_000 });
+  await expect(outcome).toContainText(/RTO \d/);
+  const runId = /Drill #(\d+)/.exec((await outcome.textContent()) ?? "")?.[1];
+
+  const history = page.getByRole("table", { name: "Drill history" });
+  const row = history.getByRole("row").filter({ has: page.getByRole("cell", { name: runId, exact: true }) });
+  await expect(row).toHaveAttribute("data-state", "passed");
+  await expect(row).toContainText("passed");
+  await picture("drills");
+
+  // Switched back: the master is the one it was before.
+  expect(await masterName(api, stack)).toBe(masterBefore);
+});

@@ -1,0 +1,26 @@
+// Signing in: a token the API does not know is refused on the sign-in page; a valid one opens the clusters
+// overview (health, master, replicas, worst lag, last drill), with the role shown; signing out ends the session.
+import { expect, test } from "../fixtures";
+
+test("a token the API does not know is refused with a message, and nothing opens", async ({ page }) => {
+  await page.goto("/");
+  await page.getByLabel("API token").fill("ferry_not-a-real-token-0000000000000000");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByRole("alert")).toBeVisible();
+  await expect(page.getByRole("heading", { name: "Clusters" })).toHaveCount(0);
+  await expect(page.getByLabel("API token")).toBeVisible();
+});
+
+test("an admin signs in and sees the cluster overview with its master and replicas", async ({ page, signIn, stack, picture }) => {
+  await signIn("admin");
+  await expect(page.getByRole("heading", { name: "Clusters" })).toBeVisible();
+  const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: stack.cluster_name }) });
+  await expect(row).toBeVisible();
+  const cells = row.getByRole("cell"); // health, master, replicas, worst lag, last drill, automatic failover
+  await expect(cells.nth(1)).toHaveText(/^node[123]$/);
+  await expect(cells.nth(2)).toHaveText(/^2 of 3 servers/);
+  await picture("clusters");
+
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page.getByLabel("API token")).toBeVisible();
+});

@@ -1,0 +1,28 @@
+// The stack the specs drive (started by scripts/test-e2e.sh with scripts/stack.sh): its API URL, an admin API
+// token, the cluster and the nodes, read from the stack.json that $FERRY_E2E_STACK names.
+import { readFileSync } from "node:fs";
+
+export interface StackNode {
+  name: string;
+  /** host:port of the node's transaction protocol. */
+  protocol: string;
+  /** Base URL of the node's admin API. */
+  admin: string;
+}
+
+export interface Stack {
+  api: string;
+  admin_token: string;
+  cluster_id: number;
+  cluster_name: string;
+  node_token: string;
+  nodes: StackNode[];
+}
+
+export function readStack(): Stack {
+  const path = process.env.FERRY_E2E_STACK;
+  if (!path) {
+    throw new Error("FERRY_E2E_STACK is not set: run the suite with `make test-e2e` (scripts/test-e2e.sh starts the stack)");
+  }
+  return JSON.parse(readFileSync(path, "utf8")) as Stack;
+}

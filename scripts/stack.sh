@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Starts or stops one Ferry stack without Docker, from binaries already built: three ferryd nodes on loopback
+# (node 1 the master, nodes 2 and 3 replicating from it, wired through the node admin API), the demo workload
+# (it writes in three domains to whichever node is the master), and the control plane API (uvicorn; migrated
+# before it starts) serving the built dashboard, with the three nodes registered as the cluster "local".
+# `make up` and the end-to-end suite both start their stack with this.
+#
+#   scripts/stack.sh start   start what is not running; write $FERRY_RUN_DIR/stack.json (API URL, an admin
+#                            API token, the cluster's id, the node addresses, the node admin token)
+#   scripts/stack.sh stop    stop the API and the workload, then the nodes, each with SIGTERM
+#
+# Environment (defaults are what `make up` uses):
+#   FERRY_RUN_DIR          state: data, logs, pids, tokens                       (.run)
+#   FERRY_PORT_BASE        node N listens on BASE+N, its admin API on BASE+100+N  (7300)
+#   FERRY_API_PORT         the API's port                                         (8000)
+#   FERRY_BIN_DIR          where ferryd and ferry-bench are                       (engine/target/release)
+#   FERRY_STACK_DATABASE_URL  the API's database                    (unset: embedded SQLite in FERRY_RUN_DIR)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+run=$(realpath -m "${FERRY_RUN_DIR:-$root/.run}")
+base=${FERRY_PORT_BASE:-7300}
+api_port=${FERRY_API_PORT:-8000}
+bin=$(realpath -m "${FERRY_BIN_DIR:-$root/engine/target/release}")
+api="http://127.0.0.1:$api_port"
+token_file="$run/admin-token"
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+protocol_port() { echo $((base + $1)); }
+admin_port() { echo $((base + 100 + $1)); }
+
+stop_one() { # stop_one PIDFILE NAME
+  local pidfile=$1 name=$2 pid
+  [ -f "$pidfile" ] || return 0
+  pid=$(cat "$pidfile")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid"
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+    echo "stopped $name"
+  fi
+  rm -f "$pidfile"
+}
+
+stop() {
+  stop_one "$run/api.pid" "control plane API"
+  stop_one "$run/workload.pid" "demo workload"
+  for i in 1 2 3; do stop_one "$run/node$i/pid" "node $i"; done
+}
+
+start_nodes() {
+  for i in 1 2 3; do
+    local dir="$run/node$i"
+    mkdir -p "$dir"
+    if alive "$dir/pid"; then
+      echo "node $i already running (pid $(cat "$dir/pid"))"
+      continue
+    fi
+    rm -f "$dir/ready.json"
+    nohup "$bin/ferryd" --server-id "$i" --data-dir "$dir/data" \
+      --listen "127.0.0.1:$(protocol_port "$i")" --admin "127.0.0.1:$(admin_port "$i")" \
+      --admin-token-file "$token_file" > "$dir/ready.json" 2> "$dir/ferryd.log" < /dev/null &
+    echo $! > "$dir/pid"
+  done
+  for i in 1 2 3; do
+    local dir="$run/node$i"
+    for _ in $(seq 1 300); do
+      [ -s "$dir/ready.json" ] && break
+      if ! alive "$dir/pid"; then
+        echo "node $i failed to start; last lines of $dir/ferryd.log:" >&2
+        tail -n 20 "$dir/ferryd.log" >&2
+        exit 1
+      fi
+      sleep 0.1
+    done
+    [ -s "$dir/ready.json" ] || { echo "node $i did not become ready" >&2; exit 1; }
+  done
+}
+
+node_post() { # node_post NODE PATH JSON
+  curl -fsS -X POST -H "Authorization: Bearer $(cat "$token_file")" -H 'Content-Type: application/json' \
+    -d "$3" "http://127.0.0.1:$(admin_port "$1")$2" > /dev/null
+}
+connections() { # how many replication connections node N has
+  curl -fsS "http://127.0.0.1:$(admin_port "$1")/v1/replication" \
+    | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["connections"]))'
+}
+
+# Fresh nodes (no connection anywhere) become node 1 → nodes 2 and 3, the replicas read-only (only replication
+# writes to them, so no client can give them errant transactions); a topology changed since (a switchover) is kept.
+wire_replication() {
+  if [ "$(connections 1)" = 0 ] && [ "$(connections 2)" = 0 ] && [ "$(connections 3)" = 0 ]; then
+    for i in 2 3; do
+      node_post "$i" /v1/read-only '{"read_only": true}'
+      node_post "$i" /v1/replication/main/change-master \
+        "{\"master\": \"127.0.0.1:$(protocol_port 1)\", \"use_gtid\": \"slave_pos\"}"
+      node_post "$i" /v1/replication/main/start '{}'
+    done
+    echo "nodes 2 and 3 replicate from node 1 (read-only)"
+  fi
+}
+
+start_workload() {
+  alive "$run/workload.pid" && return 0
+  nohup "$bin/ferry-bench" demo --rate 20 --domains 3 \
+    --addr "127.0.0.1:$(protocol_port 1),127.0.0.1:$(protocol_port 2),127.0.0.1:$(protocol_port 3)" \
+    > "$run/workload.log" 2>&1 < /dev/null &
+  echo $! > "$run/workload.pid"
+}
+
+start_api() {
+  export FERRY_NODE_TOKEN_FILE="$token_file"
+  export FERRY_DATABASE_URL=${FERRY_STACK_DATABASE_URL:-sqlite:///$run/control.sqlite3}
+  unset DATABASE_URL
+  if ! alive "$run/api.pid"; then
+    if curl -fsS "$api/api/v1/health" > /dev/null 2>&1; then
+      echo "port $api_port already serves another API (not started from $run): stop it, or set FERRY_API_PORT" >&2
+      exit 1
+    fi
+    (cd backend && ../.venv/bin/python -m ferry_control.cli migrate) > "$run/api.log" 2>&1 \
+      || { echo "migrating the control plane database failed; see $run/api.log" >&2; exit 1; }
+    # exec: the recorded pid is uvicorn itself, and nothing keeps this script's output open.
+    (cd backend && exec nohup ../.venv/bin/uvicorn --factory ferry_control.main:create_app --host 127.0.0.1 \
+      --port "$api_port") >> "$run/api.log" 2>&1 < /dev/null &
+    echo $! > "$run/api.pid"
+  fi
+  for _ in $(seq 1 300); do
+    if ! alive "$run/api.pid"; then
+      echo "the API failed to start; last lines of $run/api.log:" >&2
+      tail -n 20 "$run/api.log" >&2
+      exit 1
+    fi
+    curl -fsS "$api/api/v1/health" > /dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "the API did not answer on $api within 30 s; see $run/api.log" >&2
+  exit 1
+}
+
+register_cluster() {
+  api_token=$(cd backend && ../.venv/bin/python -m ferry_control.cli create-token \
+    --name "admin-$(date +%Y%m%d-%H%M%S)-$$" --role admin)
+  api_call() { # api_call METHOD PATH [JSON]
+    curl -fsS -X "$1" -H "Authorization: Bearer $api_token" -H 'Content-Type: application/json' ${3:+-d "$3"} "$api$2"
+  }
+  cluster_id=$(api_call GET /api/v1/clusters \
+    | python3 -c 'import json,sys; print(next((c["id"] for c in json.load(sys.stdin) if c["name"] == "local"), ""))')
+  if [ -z "$cluster_id" ]; then
+    cluster_id=$(api_call POST /api/v1/clusters '{"name": "local", "description": "make up", "admin_port_offset": 100}' \
+      | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+    for i in 1 2 3; do
+      api_call POST "/api/v1/clusters/$cluster_id/servers" \
+        "{\"name\": \"node$i\", \"host\": \"127.0.0.1\", \"protocol_port\": $(protocol_port "$i"), \"admin_port\": $(admin_port "$i")}" \
+        > /dev/null
+    done
+    echo "registered the three nodes as cluster \"local\" (id $cluster_id)"
+  fi
+}
+
+write_stack_json() {
+  API="$api" API_TOKEN="$api_token" CLUSTER_ID="$cluster_id" NODE_TOKEN="$(cat "$token_file")" BASE="$base" \
+    python3 -c '
+import json, os
+base = int(os.environ["BASE"])
+print(json.dumps({
+    "api": os.environ["API"],
+    "admin_token": os.environ["API_TOKEN"],
+    "cluster_id": int(os.environ["CLUSTER_ID"]),
+    "cluster_name": "local",
+    "node_token": os.environ["NODE_TOKEN"],
+    "nodes": [{"name": f"node{i}", "protocol": f"127.0.0.1:{base + i}", "admin": f"http://127.0.0.1:{base + 100 + i}"}
+              for i in (1, 2, 3)],
+}, indent=2))' > "$run/stack.json"
+  chmod 600 "$run/stack.json"
+}
+
+start() {
+  for exe in ferryd ferry-bench; do
+    [ -x "$bin/$exe" ] || { echo "$bin/$exe is missing: build the engine first (make up does)" >&2; exit 1; }
+  done
+  mkdir -p "$run"
+  if [ ! -s "$token_file" ]; then
+    python3 -c 'import secrets; print(secrets.token_urlsafe(32))' > "$token_file"
+    chmod 600 "$token_file"
+  fi
+  start_nodes
+  wire_replication
+  start_workload
+  start_api
+  register_cluster
+  write_stack_json
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac

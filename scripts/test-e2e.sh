@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The end-to-end suite (e2e/): Playwright in Debian's Chromium (installed from Debian's packages when absent)
+# against a real stack started by scripts/stack.sh — three ferryd nodes, the demo workload, the API on a
+# throwaway PostgreSQL (scripts/ensure-postgres.sh) serving the built dashboard — all stopped afterwards.
+# Arguments go to `playwright test` (e.g. a spec file). FERRY_E2E_SCREENSHOTS=1 writes docs/screenshots/*.png.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+chromium=${FERRY_E2E_CHROMIUM:-/usr/bin/chromium}
+if [ ! -x "$chromium" ]; then
+  echo "installing Chromium from Debian packages…" >&2
+  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >&2
+fi
+export FERRY_E2E_CHROMIUM=$chromium
+
+scripts/ensure-dashboard.sh
+(
+  cd e2e
+  want=$(sha256sum package-lock.json | cut -d' ' -f1)
+  if [ "$(cat node_modules/.package-lock.sha 2>/dev/null)" != "$want" ]; then
+    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
+    echo "$want" > node_modules/.package-lock.sha
+  fi
+  npm run --silent typecheck
+)
+
+work=$(mktemp -d /tmp/ferry-e2e.XXXXXX)
+chmod 755 "$work"  # PostgreSQL runs as its own user when this runs as root: it must reach its directory
+export FERRY_RUN_DIR="$work/stack"
+export FERRY_BIN_DIR=${FERRY_BIN_DIR:-$root/engine/target/debug}
+export FERRY_PORT_BASE=${FERRY_E2E_PORT_BASE:-27300}
+export FERRY_API_PORT=${FERRY_E2E_API_PORT:-28000}
+cleanup() {
+  local status=$?
+  scripts/stack.sh stop > /dev/null || true
+  scripts/ensure-postgres.sh stop "$work/pg" || true
+  if [ "$status" != 0 ]; then
+    echo "the end-to-end run failed; the stack's logs:" >&2
+    for log in "$FERRY_RUN_DIR"/api.log "$FERRY_RUN_DIR"/workload.log "$FERRY_RUN_DIR"/node*/ferryd.log; do
+      [ -f "$log" ] && { echo "--- $log (last 40 lines)" >&2; tail -n 40 "$log" >&2; }
+    done
+  fi
+  rm -rf "$work"
+  exit "$status"
+}
+trap cleanup EXIT
+
+FERRY_STACK_DATABASE_URL=$(scripts/ensure-postgres.sh start "$work/pg")
+export FERRY_STACK_DATABASE_URL
+scripts/stack.sh start
+export FERRY_E2E_STACK="$FERRY_RUN_DIR/stack.json"
+(cd e2e && npx playwright test "$@")
