@@ -117,6 +117,14 @@ pub struct PreparedTxn {
     pub commit_ts_us: Option<u64>,
 }
 
+impl PreparedTxn {
+    /// Whether the transaction came from a master (applied by replication) rather than from a client of this
+    /// node. Only a client's commit waits for this node's replicas (semi-sync).
+    pub fn replicated(&self) -> bool {
+        self.flags & flags::REPLICATED != 0
+    }
+}
+
 /// What a successful commit returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Committed {
@@ -244,9 +252,51 @@ struct Member {
     reply: oneshot::Sender<Outcome>,
 }
 
+/// What one member is told once the leader is done with it.
+struct Reply {
+    to: oneshot::Sender<Outcome>,
+    outcome: Outcome,
+    /// The member was replicated here (see [`PreparedTxn::replicated`]): its reply never waits for replicas.
+    replicated: bool,
+}
+
+impl Reply {
+    fn new(member: Member, outcome: Outcome) -> Self {
+        Reply { replicated: member.txn.replicated(), to: member.reply, outcome }
+    }
+
+    /// Whether semi-sync holds this reply back until replicas confirm the group: a client's successful commit.
+    fn waits_for_replicas(&self) -> bool {
+        !self.replicated && matches!(self.outcome, Outcome::Done(Ok(_)))
+    }
+
+    fn send(self) {
+        let _ = self.to.send(self.outcome);
+    }
+}
+
+/// A group's replies to this node's own clients, held back until K replicas confirm the group (semi-sync).
+/// Replicated transactions of the group have had their replies already: a node applying its master's
+/// transactions never waits for replicas of its own.
+#[must_use = "the held replies are only sent by `wait_and_reply`"]
+pub struct AwaitingReplicas {
+    semi_sync: Arc<SemiSync>,
+    /// End of the group in the binlog: what the replicas must confirm.
+    through: BinlogCoord,
+    replies: Vec<Reply>,
+}
+
+impl AwaitingReplicas {
+    /// Waits (blocking, at most the semi-sync timeout) for the replicas' confirmations, then replies.
+    pub fn wait_and_reply(self) {
+        self.semi_sync.wait(self.through);
+        self.replies.into_iter().for_each(Reply::send);
+    }
+}
+
 /// A transaction in the commit queue. When `leader` is set, the caller must run [`GroupCommit::lead`] (on a thread
-/// that may block) and then, like every member, wait for its outcome with [`GroupCommit::finish`] or
-/// [`GroupCommit::finish_blocking`].
+/// that may block), complete what it hands back with [`AwaitingReplicas::wait_and_reply`], and then, like every
+/// member, wait for its outcome with [`GroupCommit::finish`] or [`GroupCommit::finish_blocking`].
 pub struct Enqueued {
     reply: oneshot::Receiver<Outcome>,
     pub leader: bool,
@@ -254,7 +304,7 @@ pub struct Enqueued {
 
 type GroupHook = Box<dyn Fn(&GroupReport) + Send + Sync>;
 /// What a group's members are told, in queue order.
-type Outcomes = Vec<(oneshot::Sender<Outcome>, Outcome)>;
+type Outcomes = Vec<Reply>;
 
 pub struct GroupCommit {
     config: CommitConfig,
@@ -328,13 +378,15 @@ impl GroupCommit {
             return self.finish_blocking(enqueued);
         }
         if self.config.mode != CommitMode::NaiveScheduling {
-            self.lead();
+            if let Some(held) = self.lead() {
+                held.wait_and_reply();
+            }
             return self.finish_blocking(enqueued);
         }
         // Under naive scheduling the leader waits for every member's store part, its own included, which this
         // thread must then do: the leading runs on a thread of its own.
         std::thread::scope(|s| {
-            s.spawn(|| self.lead());
+            s.spawn(|| self.lead().map(AwaitingReplicas::wait_and_reply));
             self.finish_blocking(enqueued)
         })
     }
@@ -364,7 +416,12 @@ impl GroupCommit {
     }
 
     /// The leader's turn: take the binlog lock, then the whole queue, and commit it. Blocks (write, fsync).
-    pub fn lead(&self) {
+    /// Members hear back as soon as the group is done, except, with semi-sync, this node's clients whose
+    /// commits succeeded: their replies come back to the caller, to be sent once the replicas confirm the group
+    /// (the next group goes on meanwhile). A caller that must not wait for replicas (replication's applier)
+    /// hands them to another thread.
+    #[must_use = "held replies must be sent with `AwaitingReplicas::wait_and_reply`"]
+    pub fn lead(&self) -> Option<AwaitingReplicas> {
         let mut log = self.log.lock();
         self.wait_for_members();
         let group = std::mem::take(&mut *self.queue.lock());
@@ -389,17 +446,14 @@ impl GroupCommit {
         let through = log.binlog.coord();
         self.rotate_if_needed(&mut log);
         drop(log);
-        // Semi-sync: the group's clients hear back once K replicas have it (the next group goes on meanwhile).
-        if let Some(semi_sync) = &self.semi_sync {
-            let wrote = outcomes.iter().any(|(_, o)| matches!(o, Outcome::Done(Ok(_))));
-            if wrote {
-                semi_sync.wait(through);
-            }
-        }
         // Members hear back after the binlog lock is free, so the next group starts while they wake.
-        for (reply, outcome) in outcomes {
-            let _ = reply.send(outcome);
-        }
+        let Some(semi_sync) = &self.semi_sync else {
+            outcomes.into_iter().for_each(Reply::send);
+            return None;
+        };
+        let (held, now): (Vec<Reply>, Vec<Reply>) = outcomes.into_iter().partition(Reply::waits_for_replicas);
+        now.into_iter().for_each(Reply::send);
+        (!held.is_empty()).then(|| AwaitingReplicas { semi_sync: semi_sync.clone(), through, replies: held })
     }
 
     fn rotate_if_needed(&self, log: &mut CommitLog) {
@@ -427,7 +481,7 @@ impl GroupCommit {
 
     /// Naive scheduling: apply this member's store part (its turn has come), then pass the turn on.
     fn apply_turn(&self, turn: NaiveTurn) -> Committed {
-        let replicated = (turn.txn.flags & flags::REPLICATED != 0).then_some(turn.committed.gtid);
+        let replicated = turn.txn.replicated().then_some(turn.committed.gtid);
         self.store.apply_group([(turn.txn.changes.as_slice(), replicated)], turn.end);
         match (turn.next, turn.group_done) {
             (Some(next), _) => {
@@ -446,11 +500,11 @@ impl GroupCommit {
     fn hand_out_turns(&self, outcomes: Outcomes) {
         let (done_tx, done_rx) = std::sync::mpsc::sync_channel(1);
         let mut members: Vec<(oneshot::Sender<Outcome>, NaiveTurn)> = Vec::new();
-        for (reply, outcome) in outcomes {
-            match outcome {
-                Outcome::Binlogged(turn) => members.push((reply, turn)),
+        for reply in outcomes {
+            match reply.outcome {
+                Outcome::Binlogged(turn) => members.push((reply.to, turn)),
                 done => {
-                    let _ = reply.send(done);
+                    let _ = reply.to.send(done);
                 }
             }
         }
@@ -501,7 +555,7 @@ impl GroupCommit {
     fn run_group(&self, log: &mut CommitLog, group: Vec<Member>, pending: &mut Option<GroupReport>) -> Outcomes {
         if let Some(why) = log.failed() {
             let err = CommitError::Failed(why.to_string());
-            return group.into_iter().map(|m| (m.reply, Outcome::Done(Err(err.clone())))).collect();
+            return group.into_iter().map(|m| Reply::new(m, Outcome::Done(Err(err.clone())))).collect();
         }
         let commit_id = log.next_commit_id;
         log.next_commit_id += 1;
@@ -509,13 +563,14 @@ impl GroupCommit {
         let base = log.binlog.coord();
         let mut buf = Vec::with_capacity(group.len() * 256);
         let mut outcomes: Outcomes = Vec::with_capacity(group.len());
-        // (reply, prepared transaction, report entry) of each member that got a GTID.
-        let mut written: Vec<(oneshot::Sender<Outcome>, PreparedTxn, CommittedTxn)> = Vec::with_capacity(group.len());
-        for Member { txn, reply } in group {
-            let gtid = match self.assign_gtid(&txn) {
+        // Each member that got a GTID, with its report entry.
+        let mut written: Vec<(Member, CommittedTxn)> = Vec::with_capacity(group.len());
+        for member in group {
+            let txn = &member.txn;
+            let gtid = match self.assign_gtid(txn) {
                 Ok(g) => g,
                 Err(violation) => {
-                    outcomes.push((reply, Outcome::Done(Err(violation.into()))));
+                    outcomes.push(Reply::new(member, Outcome::Done(Err(violation.into()))));
                     continue;
                 }
             };
@@ -531,7 +586,7 @@ impl GroupCommit {
             tables.dedup();
             let entry =
                 CommittedTxn { committed, flags: header.flags, start, end, tables, rows: txn.changes.len() as u32 };
-            written.push((reply, txn, entry));
+            written.push((member, entry));
         }
         if written.is_empty() {
             return outcomes;
@@ -542,38 +597,37 @@ impl GroupCommit {
             Ok(took) => took,
             Err(e) => {
                 let err = log.fail(format!("binlog write: {e}"));
-                outcomes.extend(written.into_iter().map(|(r, _, _)| (r, Outcome::Done(Err(err.clone())))));
+                outcomes.extend(written.into_iter().map(|(m, _)| Reply::new(m, Outcome::Done(Err(err.clone())))));
                 return outcomes;
             }
         };
-        for (_, _, entry) in &written {
+        for (_, entry) in &written {
             log.binlog.record(entry.committed.gtid);
         }
         let through = log.binlog.coord();
         let report = GroupReport {
-            txns: written.iter().map(|(_, _, e)| e.clone()).collect(),
+            txns: written.iter().map(|(_, e)| e.clone()).collect(),
             through,
             fsync,
             bytes: buf.len() as u64,
         };
         if self.config.mode == CommitMode::NaiveScheduling {
-            outcomes.extend(written.into_iter().map(|(r, txn, e)| {
+            outcomes.extend(written.into_iter().map(|(Member { txn, reply }, e)| {
                 // The turn chain is wired up by `hand_out_turns`.
                 let (_, my_turn) = oneshot::channel();
+                let replicated = txn.replicated();
                 let turn = NaiveTurn { txn, end: e.end, committed: e.committed, my_turn, next: None, group_done: None };
-                (r, Outcome::Binlogged(turn))
+                Reply { to: reply, outcome: Outcome::Binlogged(turn), replicated }
             }));
             *pending = Some(report);
             return outcomes;
         }
         log.store.apply_group(
-            written.iter().map(|(_, t, e)| {
-                (t.changes.as_slice(), (t.flags & flags::REPLICATED != 0).then_some(e.committed.gtid))
-            }),
+            written.iter().map(|(m, e)| (m.txn.changes.as_slice(), m.txn.replicated().then_some(e.committed.gtid))),
             through,
         );
         (self.on_group)(&report);
-        outcomes.extend(written.into_iter().map(|(r, _, e)| (r, Outcome::Done(Ok(e.committed)))));
+        outcomes.extend(written.into_iter().map(|(m, e)| Reply::new(m, Outcome::Done(Ok(e.committed)))));
         outcomes
     }
 }

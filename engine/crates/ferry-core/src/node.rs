@@ -15,8 +15,8 @@ use crate::binlog::reader::{FileReader, Item, TransactionReader};
 use crate::binlog::writer::{BinlogFileInfo, BinlogWriter, TailRecovery};
 use crate::binlog::{file_name, file_seq, BinlogCoord, BinlogError, MAGIC};
 use crate::commit::{
-    CommitConfig, CommitError, CommitLog, CommitMode, Committed, Durability, GroupCommit, GroupReport, GtidOverride,
-    PreparedTxn,
+    AwaitingReplicas, CommitConfig, CommitError, CommitLog, CommitMode, Committed, Durability, GroupCommit,
+    GroupReport, GtidOverride, PreparedTxn,
 };
 use crate::gtid::{DomainId, Gtid, GtidPosition, SeqNo, ServerId};
 use crate::gtid_alloc::{GtidAllocator, StrictModeViolation};
@@ -480,7 +480,7 @@ impl Node {
         let enqueued = self.commit.enqueue(txn);
         if enqueued.leader {
             let node = Arc::clone(self);
-            tokio::task::spawn_blocking(move || node.commit.lead());
+            tokio::task::spawn_blocking(move || node.commit.lead().map(AwaitingReplicas::wait_and_reply));
         }
         let committed = self.commit.finish(enqueued).await?;
         drop(guard);
@@ -625,11 +625,13 @@ impl Node {
         } else if self.config.commit.mode == CommitMode::NaiveScheduling {
             // The naive leader waits for every member's own store part, which these waits do: lead elsewhere.
             std::thread::scope(|s| {
-                s.spawn(|| self.commit.lead());
+                s.spawn(|| self.commit.lead().map(send_after_replicas));
                 collect(waiting)
             })
         } else {
-            self.commit.lead();
+            if let Some(held) = self.commit.lead() {
+                send_after_replicas(held);
+            }
             collect(waiting)
         };
         drop(guard);
@@ -828,6 +830,24 @@ impl Node {
         self.stopping.store(true, Ordering::SeqCst);
         if let Err(e) = self.checkpoint() {
             tracing::error!("final checkpoint failed: {e}");
+        }
+    }
+}
+
+/// Replies to clients whose transactions shared a group led by replication's applier: they wait for this node's
+/// replicas on a thread of their own, for the applier never waits for replicas (it would stall on a node whose
+/// replicas are not there, as on any replica). Only a node taking client writes while it replicates (several
+/// masters) gets here; each such thread lives at most the semi-sync timeout.
+fn send_after_replicas(held: AwaitingReplicas) {
+    let slot = Arc::new(Mutex::new(Some(held)));
+    let theirs = slot.clone();
+    let spawned = std::thread::Builder::new()
+        .name("semi-sync-reply".into())
+        .spawn(move || theirs.lock().take().map(AwaitingReplicas::wait_and_reply));
+    if let Err(e) = spawned {
+        tracing::warn!("cannot start a thread for semi-sync replies ({e}); the applier waits for them itself");
+        if let Some(held) = slot.lock().take() {
+            held.wait_and_reply();
         }
     }
 }

@@ -4,7 +4,9 @@
 //! replication — and says so in its status and metrics — until K replicas have caught up again.
 //!
 //! Transactions are visible on the master before the replicas' confirmation (like MariaDB's AFTER_COMMIT wait
-//! point); what waits is the acknowledgement to the committing client.
+//! point); what waits is the acknowledgement to the committing client. Only this node's own clients wait:
+//! transactions applied by replication never do (every node of a cluster runs with semi-sync on, so that a
+//! promoted replica keeps the guarantee, and a replica must not stall its apply waiting for replicas it lacks).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -5,11 +5,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferry_core::binlog::files_at;
+use ferry_core::binlog::event::GtidEvent;
 use ferry_core::binlog::reader::{FileReader, Item, Transaction, TransactionReader};
+use ferry_core::binlog::{files_at, BinlogCoord};
 use ferry_core::commit::{CommitMode, Durability};
 use ferry_core::node::{Node, NodeConfig, TxnRequest};
-use ferry_core::row::{RowOp, Value};
+use ferry_core::row::{RowChange, RowOp, Value};
+use ferry_core::semisync::SemiSyncConfig;
+use ferry_core::Gtid;
 
 fn open(dir: &std::path::Path, mode: CommitMode, durability: Durability) -> Arc<Node> {
     let mut config = NodeConfig::new(1, dir);
@@ -177,4 +180,46 @@ fn a_reopened_node_replays_what_the_store_had_not_checkpointed() {
     let node = open(dir.path(), CommitMode::Group, Durability::Local);
     assert_eq!(node.recovery().replayed_txns, 0, "a clean stop leaves nothing to replay");
     assert_eq!(node.execute(increment(0, "k0"), false).unwrap().gtid.to_string(), "0-1-51");
+}
+
+/// A replicated transaction (as replication's applier commits it), one row in domain 5 from server 2.
+fn replicated(seq: u64, key: &str) -> (GtidEvent, Vec<RowChange>) {
+    let header = GtidEvent { gtid: Gtid::new(5, 2, seq), commit_id: seq, flags: 0, commit_ts_us: 1 };
+    let row = BTreeMap::from([("n".to_string(), Value::Int(1))]);
+    (header, vec![RowChange { table: "t".into(), key: key.into(), before: None, after: Some(row) }])
+}
+
+#[test]
+fn semi_sync_holds_back_client_commits_but_never_replicated_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = NodeConfig::new(1, dir.path());
+    config.commit.durability = Durability::LocalAndNetwork;
+    config.semi_sync = SemiSyncConfig { replicas_required: 1, timeout: Duration::from_secs(30) };
+    // Groups of two, so a client's commit and a replicated one share a group, whoever leads it.
+    config.commit.wait_count = 2;
+    config.commit.wait_us = 30_000_000;
+    let node = Node::open(config, None).unwrap();
+    let semi = node.semi_sync().unwrap().clone();
+    semi.connect(9, BinlogCoord { file_seq: 0, offset: 0 });
+
+    let client = {
+        let node = node.clone();
+        std::thread::spawn(move || node.execute(increment(0, "c"), false))
+    };
+    let applied = node.commit_replicated_batch(vec![replicated(1, "r1")]);
+    let applied = applied[0].as_ref().expect("the replicated transaction commits");
+    assert_eq!(node.position().get(5), Some(Gtid::new(5, 2, 1)));
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!client.is_finished(), "the client's commit waits for the replica's confirmation");
+    semi.ack(9, node.binlog_end());
+    let committed = client.join().unwrap().unwrap();
+    assert_eq!(committed.commit_id, applied.commit_id, "both shared one group");
+
+    // Replication alone (no confirmation will come): no wait at all.
+    let started = std::time::Instant::now();
+    let applied = node.commit_replicated_batch(vec![replicated(2, "r2"), replicated(3, "r3")]);
+    assert!(applied.iter().all(Result::is_ok), "{applied:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    let status = semi.status();
+    assert_eq!((status.waits, status.timeouts, status.state), (1, 0, "on"), "only the client's group waited");
 }

@@ -1,6 +1,7 @@
 //! Semi-synchronous replication between real nodes: with durability `local+network` a commit is acknowledged
 //! only once a replica has it in its relay log; with no replica confirming in time the master falls back to
-//! asynchronous replication and says so (status and metrics) until a replica has caught up again.
+//! asynchronous replication and says so (status and metrics) until a replica has caught up again. Only a node's
+//! own clients' commits wait: a replica applying its master's transactions never waits for replicas of its own.
 
 mod common;
 
@@ -65,4 +66,76 @@ fn commits_wait_for_a_replica_and_fall_back_without_one() {
     rt().block_on(c.increment("t", "k", "n", 1)).unwrap();
     wait_until("fallen back after the replica died", || semi(&master)["timeouts"] == 2);
     assert_eq!(semi(&master)["state"], "fallen_back");
+}
+
+#[test]
+fn a_replica_with_semi_sync_on_applies_without_waiting_for_replicas_of_its_own() {
+    // Every node of a cluster runs with semi-sync on, so that a promoted replica keeps the guarantee. The timeout
+    // is long: a replica waiting for confirmations it cannot get would stall its apply for all of it.
+    let timeout_ms = 10_000;
+    let semi_on = ["--durability", "local+network", "--semi-sync-replicas", "1", "--semi-sync-timeout-ms", "10000"];
+    let dir = tempfile::tempdir().unwrap();
+    let master = NodeProc::start(&dir.path().join("m"), 1, &semi_on);
+    let replica = NodeProc::start(&dir.path().join("r"), 2, &semi_on);
+    replica.post("/v1/replication/m/change-master", json!({"master": master.listen}), Some(TOKEN));
+    replica.post("/v1/replication/m/start", json!({}), Some(TOKEN));
+    wait_until("the replica confirms to the master", || semi(&master)["replicas_connected"] == 1);
+
+    // Four writers, 50 commits each; each commit is acknowledged once the replica has received it.
+    let (writers, per_writer) = (4, 50);
+    let started = Instant::now();
+    rt().block_on(async {
+        let tasks: Vec<_> = (0..writers)
+            .map(|w| {
+                let listen = master.listen.clone();
+                tokio::spawn(async move {
+                    let mut c = ferry_client::Client::connect(&listen).await.unwrap();
+                    for _ in 0..per_writer {
+                        c.increment("t", &format!("k{w}"), "n", 1).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    let writing = started.elapsed();
+    let target = master.status()["gtid_binlog_pos"].as_str().unwrap().to_string();
+    assert_eq!(target, format!("0-1-{}", writers * per_writer));
+
+    // The replica keeps up: it has applied everything well within one semi-sync timeout of the last commit.
+    let caught_up_ms = timeout_ms / 4;
+    let (code, body) =
+        replica.post("/v1/wait-for-position", json!({"position": target, "timeout_ms": caught_up_ms}), None);
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body["reached"] == true,
+        "the replica is at {} {caught_up_ms} ms after the writes ({writing:?})",
+        body["position"]
+    );
+    let applied = &replica.get("/v1/replication").1["connections"][0];
+    assert_eq!(applied["transactions_applied"], writers * per_writer, "{applied}");
+
+    // It never waited for confirmations, so it never timed out nor fell back.
+    let s = semi(&replica);
+    assert_eq!(
+        (s["state"].as_str(), s["waits"].as_u64(), s["timeouts"].as_u64()),
+        (Some("on"), Some(0), Some(0)),
+        "{s}"
+    );
+    let metrics = replica.get_text("/metrics");
+    for line in ["ferry_semi_sync_on 1", "ferry_semi_sync_waits 0", "ferry_semi_sync_timeouts 0"] {
+        assert!(metrics.lines().any(|l| l == line), "replica metrics lack {line:?}:\n{metrics}");
+    }
+
+    // The master's commits did wait, and got the replica's confirmations in time.
+    let s = semi(&master);
+    assert_eq!(
+        (s["state"].as_str(), s["timeouts"].as_u64(), s["replicas_connected"].as_u64()),
+        (Some("on"), Some(0), Some(1)),
+        "{s}"
+    );
+    assert!(s["waits"].as_u64().unwrap() >= 1, "{s}");
+    assert!(master.get_text("/metrics").lines().any(|l| l == "ferry_semi_sync_timeouts 0"));
 }
