@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::oneshot;
 
+use crate::admission::Admitted;
 use crate::binlog::event::{encode_event, encode_rows_event, flags, Event, GtidEvent};
 use crate::binlog::writer::{now_us, BinlogWriter};
 use crate::binlog::BinlogCoord;
@@ -244,12 +245,17 @@ struct NaiveTurn {
     next: Option<oneshot::Sender<()>>,
     /// The last member tells the leader the group is applied.
     group_done: Option<std::sync::mpsc::SyncSender<()>>,
+    /// A client transaction's place among the commits in flight, given back once its store part is applied.
+    admitted: Option<Admitted>,
 }
 
 /// A queued transaction and where its outcome goes.
 struct Member {
     txn: PreparedTxn,
     reply: oneshot::Sender<Outcome>,
+    /// A client transaction's place among the commits in flight: it goes with the transaction through the queue
+    /// and is given back after the reply, so the count covers every transaction until it has its answer.
+    admitted: Option<Admitted>,
 }
 
 /// What one member is told once the leader is done with it.
@@ -258,11 +264,12 @@ struct Reply {
     outcome: Outcome,
     /// The member was replicated here (see [`PreparedTxn::replicated`]): its reply never waits for replicas.
     replicated: bool,
+    admitted: Option<Admitted>,
 }
 
 impl Reply {
     fn new(member: Member, outcome: Outcome) -> Self {
-        Reply { replicated: member.txn.replicated(), to: member.reply, outcome }
+        Reply { replicated: member.txn.replicated(), to: member.reply, outcome, admitted: member.admitted }
     }
 
     /// Whether semi-sync holds this reply back until replicas confirm the group: a client's successful commit.
@@ -272,6 +279,8 @@ impl Reply {
 
     fn send(self) {
         let _ = self.to.send(self.outcome);
+        // Only now is the transaction no longer in flight.
+        drop(self.admitted);
     }
 }
 
@@ -360,11 +369,12 @@ impl GroupCommit {
         f(&mut self.log.lock())
     }
 
-    /// Joins the commit queue; the first member of an empty queue is its leader.
-    pub fn enqueue(&self, txn: PreparedTxn) -> Enqueued {
+    /// Joins the commit queue; the first member of an empty queue is its leader. A client transaction brings its
+    /// admission, given back once it has its answer.
+    pub fn enqueue(&self, txn: PreparedTxn, admitted: Option<Admitted>) -> Enqueued {
         let (reply, outcome) = oneshot::channel();
         let mut queue = self.queue.lock();
-        queue.push(Member { txn, reply });
+        queue.push(Member { txn, reply, admitted });
         if queue.len() >= self.config.wait_count.max(1) {
             self.queue_grew.notify_one();
         }
@@ -372,8 +382,8 @@ impl GroupCommit {
     }
 
     /// Commits one transaction from a thread that may block; returns once it is durable and visible.
-    pub fn commit(&self, txn: PreparedTxn) -> Result<Committed, CommitError> {
-        let enqueued = self.enqueue(txn);
+    pub fn commit(&self, txn: PreparedTxn, admitted: Option<Admitted>) -> Result<Committed, CommitError> {
+        let enqueued = self.enqueue(txn, admitted);
         if !enqueued.leader {
             return self.finish_blocking(enqueued);
         }
@@ -492,6 +502,8 @@ impl GroupCommit {
             }
             (None, None) => {}
         }
+        // Applied, so answered: no longer in flight.
+        drop(turn.admitted);
         turn.committed
     }
 
@@ -612,12 +624,13 @@ impl GroupCommit {
             bytes: buf.len() as u64,
         };
         if self.config.mode == CommitMode::NaiveScheduling {
-            outcomes.extend(written.into_iter().map(|(Member { txn, reply }, e)| {
+            outcomes.extend(written.into_iter().map(|(Member { txn, reply, admitted }, e)| {
                 // The turn chain is wired up by `hand_out_turns`.
                 let (_, my_turn) = oneshot::channel();
                 let replicated = txn.replicated();
-                let turn = NaiveTurn { txn, end: e.end, committed: e.committed, my_turn, next: None, group_done: None };
-                Reply { to: reply, outcome: Outcome::Binlogged(turn), replicated }
+                let (end, committed) = (e.end, e.committed);
+                let turn = NaiveTurn { txn, end, committed, my_turn, next: None, group_done: None, admitted };
+                Reply { to: reply, outcome: Outcome::Binlogged(turn), replicated, admitted: None }
             }));
             *pending = Some(report);
             return outcomes;

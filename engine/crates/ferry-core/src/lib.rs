@@ -9,12 +9,14 @@
 //! - [`relay`]: a replication connection's relay log (received, not yet applied).
 //! - [`semisync`]: network durability: commit acknowledgements wait for K replicas' confirmations.
 //! - [`store`]: the redb-backed row store, durable at checkpoints, and its order-independent checksums.
+//! - [`admission`]: the gate of client writes — read-only, and the exact count of client commits in flight.
 //! - [`locks`]: per-row locks taken in sorted order, so conflicting transactions serialise without deadlock.
 //! - [`commit`]: group commit — leader/follower queue, one fsync per group, commit order kept.
 //! - [`node`]: a node's whole write path and recovery, tying the above together.
 //! - [`protocol`]: the framed, versioned binary protocol clients and nodes speak.
 //! - [`limits`]: the named limits on what a client can make a node hold.
 
+pub mod admission;
 pub mod binlog;
 pub mod codec;
 pub mod commit;

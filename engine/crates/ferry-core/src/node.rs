@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 
+use crate::admission::{Admitted, Undrained, WriteGate};
 use crate::binlog::event::{flags, GtidEvent};
 use crate::binlog::reader::{FileReader, Item, TransactionReader};
 use crate::binlog::writer::{BinlogFileInfo, BinlogWriter, TailRecovery};
@@ -206,6 +207,8 @@ pub struct NodeStatus {
     pub durability: Durability,
     pub counters: CounterSnapshot,
     pub failed: Option<String>,
+    /// Client transactions admitted past the read-only check whose commits have not been answered yet.
+    pub commits_in_flight: u64,
     /// Present with durability `network` / `local+network`.
     pub semi_sync: Option<SemiSyncStatus>,
 }
@@ -236,7 +239,8 @@ pub struct Node {
     commit: GroupCommit,
     store: Arc<Store>,
     locks: RowLocks,
-    read_only: AtomicBool,
+    /// Read-only, and the client commits in flight past it.
+    writes: Arc<WriteGate>,
     counters: Arc<CommitCounters>,
     watch: Arc<PositionWatch>,
     recent: Arc<Mutex<VecDeque<EventSummary>>>,
@@ -340,7 +344,7 @@ impl Node {
             commit,
             store,
             locks: RowLocks::new(),
-            read_only: AtomicBool::new(false),
+            writes: WriteGate::new(false),
             counters,
             watch,
             recent,
@@ -361,12 +365,26 @@ impl Node {
         self.counters.snapshot()
     }
 
-    pub fn set_read_only(&self, on: bool) {
-        self.read_only.store(on, Ordering::SeqCst);
+    /// Turns read-only on or off; returns the client commits in flight at that instant (with `on`: those admitted
+    /// before it, which may still land — [`Node::commits_drained`] waits for them).
+    pub fn set_read_only(&self, on: bool) -> u64 {
+        self.writes.set_read_only(on)
     }
 
     pub fn is_read_only(&self) -> bool {
-        self.read_only.load(Ordering::SeqCst)
+        self.writes.is_read_only()
+    }
+
+    /// Client transactions admitted past the read-only check and not answered yet.
+    pub fn commits_in_flight(&self) -> u64 {
+        self.writes.in_flight()
+    }
+
+    /// Waits until the node is read-only and every client commit admitted before that has its answer: from then
+    /// on [`Node::binlog_position`] only moves by replication. Bounded by `timeout`; ends early when read-only is
+    /// turned off.
+    pub async fn commits_drained(&self, timeout: Duration) -> Result<(), Undrained> {
+        self.writes.drained(timeout).await
     }
 
     fn check_name(&self, what: &str, name: &str) -> Result<(), TxnError> {
@@ -463,10 +481,10 @@ impl Node {
     /// Executes a transaction: locks its rows, computes images, group-commits, releases the locks.
     /// Blocking: call from a thread that may wait.
     pub fn execute(&self, req: TxnRequest, privileged: bool) -> Result<Committed, TxnError> {
-        self.admit(&req, privileged)?;
+        let admitted = self.admit(&req, privileged)?;
         let guard = self.locks.lock(row_keys(&req));
         let txn = self.prepare(req, guard.waited)?;
-        let committed = self.commit.commit(txn)?;
+        let committed = self.commit.commit(txn, Some(admitted))?;
         drop(guard);
         Ok(committed)
     }
@@ -474,10 +492,10 @@ impl Node {
     /// [`Node::execute`] for async callers: row-lock waits and the commit wait do not hold a thread; when this
     /// transaction leads its commit group, the group's write and fsync run on the blocking pool.
     pub async fn execute_async(self: &Arc<Self>, req: TxnRequest, privileged: bool) -> Result<Committed, TxnError> {
-        self.admit(&req, privileged)?;
+        let admitted = self.admit(&req, privileged)?;
         let guard = self.locks.lock_async(row_keys(&req)).await;
         let txn = self.prepare(req, guard.waited)?;
-        let enqueued = self.commit.enqueue(txn);
+        let enqueued = self.commit.enqueue(txn, Some(admitted));
         if enqueued.leader {
             let node = Arc::clone(self);
             tokio::task::spawn_blocking(move || node.commit.lead().map(AwaitingReplicas::wait_and_reply));
@@ -487,11 +505,11 @@ impl Node {
         Ok(committed)
     }
 
-    fn admit(&self, req: &TxnRequest, privileged: bool) -> Result<(), TxnError> {
-        if self.is_read_only() {
-            return Err(TxnError::ReadOnly);
-        }
-        self.validate(req, privileged)
+    /// Lets a valid client transaction in unless the node is read-only; it is then counted in flight until it
+    /// has its answer.
+    fn admit(&self, req: &TxnRequest, privileged: bool) -> Result<Admitted, TxnError> {
+        self.validate(req, privileged)?;
+        self.writes.admit().ok_or(TxnError::ReadOnly)
     }
 
     /// Row images and GTID settings of a transaction whose row locks are held.
@@ -605,7 +623,7 @@ impl Node {
                 flags: header.flags | flags::REPLICATED,
                 commit_ts_us: Some(header.commit_ts_us),
             };
-            let enqueued = self.commit.enqueue(txn);
+            let enqueued = self.commit.enqueue(txn, None);
             lead |= enqueued.leader;
             waiting.push((gtid, enqueued));
         }
@@ -664,6 +682,11 @@ impl Node {
         }
         let _ = tokio::time::timeout(timeout, moved).await;
         self.binlog_end()
+    }
+
+    /// gtid_binlog_pos now, read under the binlog lock: it includes every transaction whose commit was answered.
+    pub fn binlog_position(&self) -> GtidPosition {
+        self.commit.with_log(|log| log.binlog.state().position().clone())
     }
 
     /// The binlog state now (for start-position search).
@@ -732,6 +755,7 @@ impl Node {
             durability: self.config.commit.durability,
             counters: self.counters.snapshot(),
             failed,
+            commits_in_flight: self.commits_in_flight(),
             semi_sync: self.semi_sync.as_ref().map(|s| s.status()),
         }
     }

@@ -12,6 +12,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use ferry_core::admission::Undrained;
 use ferry_core::node::Node;
 use serde::Deserialize;
 use serde_json::json;
@@ -146,6 +147,9 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
 #[serde(deny_unknown_fields)]
 struct ReadOnlyBody {
     read_only: bool,
+    /// With `read_only: true`: answer only once the client commits admitted before read-only went on have
+    /// their answers (at most this long), with the binlog position at which client writes stopped.
+    wait_for_in_flight_ms: Option<u64>,
 }
 
 async fn set_read_only(
@@ -155,9 +159,43 @@ async fn set_read_only(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     authorize(&s, &headers)?;
     let body = json_body(body)?;
-    s.node.set_read_only(body.read_only);
-    tracing::info!(read_only = body.read_only, "read-only changed through the admin API");
-    Ok(Json(json!({"read_only": s.node.is_read_only()})))
+    let max = s.node.config().limits.wait_ms_max;
+    match body.wait_for_in_flight_ms {
+        Some(_) if !body.read_only => {
+            return Err(ApiError::bad_request("wait_for_in_flight_ms goes with read_only true only"));
+        }
+        Some(ms) if ms > max => {
+            return Err(ApiError::bad_request(format!("wait_for_in_flight_ms {ms} exceeds the {max} ms limit")));
+        }
+        _ => {}
+    }
+    let in_flight = s.node.set_read_only(body.read_only);
+    tracing::info!(read_only = body.read_only, in_flight, "read-only changed through the admin API");
+    let Some(wait_ms) = body.wait_for_in_flight_ms else {
+        return Ok(Json(json!({"read_only": s.node.is_read_only(), "commits_in_flight": s.node.commits_in_flight()})));
+    };
+    let started = std::time::Instant::now();
+    match s.node.commits_drained(std::time::Duration::from_millis(wait_ms)).await {
+        Ok(()) => {
+            let node = s.node.clone();
+            let position = blocking(move || node.binlog_position()).await?;
+            let waited_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+            tracing::info!(%position, in_flight, waited_ms, "read-only: every commit in flight has its answer");
+            Ok(Json(json!({
+                "read_only": true,
+                "commits_in_flight": 0,
+                "in_flight_at_read_only": in_flight,
+                "gtid_binlog_pos": position.to_string(),
+                "waited_ms": waited_ms,
+            })))
+        }
+        Err(e @ Undrained::TimedOut { .. }) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "commits_in_flight",
+            format!("{e}; the node stays read-only: call again to wait longer, or turn read-only off"),
+        )),
+        Err(e @ Undrained::Writable) => Err(ApiError::new(StatusCode::CONFLICT, "read_only_off", e.to_string())),
+    }
 }
 
 async fn flush_logs(State(s): State<AppState>, headers: HeaderMap) -> Result<Json<serde_json::Value>, ApiError> {

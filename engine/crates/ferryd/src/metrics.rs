@@ -1,5 +1,5 @@
 //! Prometheus metrics of a node: commit pipeline counters and histograms (fed by every committed group) and
-//! gauges sampled at scrape time (read-only flag, binlog files, position per domain).
+//! gauges sampled at scrape time (read-only flag, commits in flight, binlog files, position per domain).
 
 use std::sync::Mutex;
 
@@ -25,6 +25,7 @@ pub struct Metrics {
     group_size: Histogram,
     fsync_seconds: Histogram,
     read_only: Gauge,
+    commits_in_flight: Gauge,
     binlog_files: Gauge,
     binlog_seq: Family<DomainLabels, Gauge>,
     semi_sync_on: Gauge,
@@ -48,6 +49,7 @@ impl Metrics {
         let group_size = Histogram::new(exponential_buckets(1.0, 2.0, 10));
         let fsync_seconds = Histogram::new(exponential_buckets(0.000_025, 2.0, 14));
         let read_only = Gauge::default();
+        let commits_in_flight = Gauge::default();
         let binlog_files = Gauge::default();
         let binlog_seq = Family::<DomainLabels, Gauge>::default();
         let semi_sync_on = Gauge::default();
@@ -66,6 +68,11 @@ impl Metrics {
         registry.register("commit_group_size", "Transactions per commit group", group_size.clone());
         registry.register("binlog_fsync_seconds", "Latency of one group's binlog fsync", fsync_seconds.clone());
         registry.register("read_only", "1 when the node refuses client writes", read_only.clone());
+        registry.register(
+            "commits_in_flight",
+            "Client transactions admitted past the read-only check and not answered yet",
+            commits_in_flight.clone(),
+        );
         registry.register("binlog_files", "Binlog files listed in the index", binlog_files.clone());
         registry.register("gtid_binlog_seq", "seq_no of the newest GTID in the binlog, per domain", binlog_seq.clone());
         registry.register(
@@ -114,6 +121,7 @@ impl Metrics {
             group_size,
             fsync_seconds,
             read_only,
+            commits_in_flight,
             binlog_files,
             binlog_seq,
             semi_sync_on,
@@ -150,6 +158,7 @@ impl Metrics {
             }
         }
         self.read_only.set(i64::from(status.read_only));
+        self.commits_in_flight.set(status.commits_in_flight as i64);
         self.binlog_files.set(status.binlog_files.len() as i64);
         for gtid in node.position().iter() {
             self.binlog_seq.get_or_create(&vec![("domain".to_string(), gtid.domain.to_string())]).set(gtid.seq as i64);
