@@ -67,6 +67,20 @@ async def test_read_only_round_trip(drivers: DriverFactory, ferryd: FerrydCluste
         assert await replica.set_read_only(False) is False
 
 
+async def test_read_only_waiting_for_commits_in_flight_returns_where_writes_stopped(
+    drivers: DriverFactory, ferryd: FerrydCluster
+) -> None:
+    replica = drivers.for_address(ServerKind.ferry, ferryd.replica2.admin)
+    assert replica.counts_commits_in_flight
+    try:
+        stopped = await replica.wait_commits_landed(timeout_s=5)
+        assert (stopped.in_flight_at_read_only, stopped.waited_s >= 0) == (0, True)
+        status = await replica.status()
+        assert status.read_only is True and stopped.position == status.positions.binlog
+    finally:
+        assert await replica.set_read_only(False) is False
+
+
 async def test_refusals_carry_the_nodes_code_and_message(drivers: DriverFactory, ferryd: FerrydCluster) -> None:
     replica = drivers.for_address(ServerKind.ferry, ferryd.replica1.admin)
     with pytest.raises(ServerConflict) as running:

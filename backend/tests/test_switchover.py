@@ -8,6 +8,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from ferry_control.drivers.ferry import FerryDriver
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import WebhookReceiver, check, register, run_operation, serve, step, topology, writable_master
@@ -23,7 +26,7 @@ async def test_switchover_moves_the_master_and_back(
 ) -> None:
     ferryd = ferryd_factory()
     ferryd.write(3, domains=(1, 2))
-    ferryd.converge()
+    stopped_at = ferryd.converge()
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
         operation = await run_operation(
@@ -36,6 +39,11 @@ async def test_switchover_moves_the_master_and_back(
         result = operation["result"]
         assert (result["old_master_server_id"], result["new_master_server_id"]) == (ids["master"], ids["replica1"])
         assert 0 < result["unavailable_s"] < 5 and result["catch_up_s"] >= 0
+        # The old master said exactly when its last commit in flight had landed, and where writes stopped.
+        assert result["position"] == stopped_at
+        assert (
+            "0 commit(s) in flight at read-only on, all landed" in step(operation, "wait_in_flight_commits")["detail"]
+        )
         assert all(c["passed"] for c in result["checks"])
         assert {c["name"] for c in result["checks"]} >= {
             "expected_master", "master_identified", "master_healthy", "candidate_chosen", "candidate_eligible",
@@ -191,6 +199,63 @@ async def test_undo_when_the_candidate_cannot_catch_up(
         assert topology(ferryd.nodes) == before
         assert writable_master(ferryd.nodes) is ferryd.master
         ferryd.master.increment("after_undo", "k", domain=1)
+
+
+async def test_undo_when_a_commit_stays_in_flight_after_read_only(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    """The master waits for three semi-sync confirmations but has two replicas: the pre-hook starts a commit that
+    stays in flight for the semi-sync timeout. The exact wait for commits in flight gives up after its bound, and
+    the undo puts the old master back to writable; the commit lands afterwards, as it would have anyway."""
+    ferryd = ferryd_factory(
+        master_args=("--durability", "local+network", "--semi-sync-replicas", "3", "--semi-sync-timeout-ms", "8000")
+    )
+    stuck: list[asyncio.Task[str]] = []
+
+    async def commit_in_flight(_: dict[str, Any]) -> int:
+        stuck.append(asyncio.create_task(asyncio.to_thread(ferryd.master.increment, "stuck", "k", domain=1)))
+        deadline = asyncio.get_running_loop().time() + 5
+        while ferryd.master.status()["commits_in_flight"] != 1:
+            assert asyncio.get_running_loop().time() < deadline, "the commit never got in flight"
+            await asyncio.sleep(0.01)
+        return 200
+
+    receiver = WebhookReceiver(commit_in_flight)
+    async with serve(receiver) as hook_url, live_app(in_flight_wait_max_s=1.0) as live:
+        cluster_id, ids = await register(live.client, ferryd, pre_operation_webhooks=[hook_url])
+        before = topology(ferryd.nodes)
+        operation = await run_operation(
+            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica1"]}
+        )
+        assert operation["state"] == "undone", operation
+        error = operation["error"]
+        assert "still had commits in flight 1.0 s after read-only on" in error, error
+        assert "1 client commit(s) admitted before read-only went on were still in flight after 1000 ms" in error
+        assert "writable again" in error
+        assert step(operation, "wait_in_flight_commits")["state"] == "failed"
+        assert step(operation, "undo")["state"] == "passed"
+        assert topology(ferryd.nodes) == before
+        gtid = await stuck[0]
+        assert gtid.startswith("1-1-") and ferryd.master.status()["commits_in_flight"] == 0
+
+
+async def test_a_driver_that_cannot_count_commits_in_flight_falls_back_to_a_still_position(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(FerryDriver, "counts_commits_in_flight", False)
+    ferryd = ferryd_factory()
+    ferryd.write(2, domains=(1,))
+    stopped_at = ferryd.converge()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        operation = await run_operation(
+            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica2"]}
+        )
+        assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+        detail = step(operation, "wait_in_flight_commits")["detail"]
+        assert "position still for 50 ms (the server does not count commits in flight)" in detail, detail
+        assert operation["result"]["position"] == stopped_at
+        assert writable_master(ferryd.nodes) is ferryd.replica2
 
 
 async def test_a_failing_pre_hook_aborts_before_any_change(

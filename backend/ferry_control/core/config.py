@@ -102,9 +102,12 @@ class Settings(BaseSettings):
     in_flight_quiet_ms: int = Field(
         50,
         ge=0,
-        description="After read-only on, the master's position must stay still this long (in-flight commits done).",
+        description="For servers whose driver cannot count commits in flight: after read-only on, the master's "
+        "position must stay still this long (in-flight commits done).",
     )
-    in_flight_wait_max_s: float = Field(5.0, gt=0, description="Bound on the wait for in-flight commits.")
+    in_flight_wait_max_s: float = Field(
+        5.0, gt=0, description="Bound on the wait for the commits in flight after read-only on (then undo)."
+    )
     verify_timeout_s: float = Field(
         30.0, gt=0, description="How long every server may take to replicate from the new master and converge."
     )

@@ -12,7 +12,7 @@ import abc
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 
 class IoState(enum.StrEnum):
@@ -149,6 +149,19 @@ class WaitResult:
 
 
 @dataclass(frozen=True)
+class WritesStopped:
+    """Where a read-only server's client writes stopped (see `ServerDriver.wait_commits_landed`)."""
+
+    #: gtid_binlog_pos once no client commit was in flight: every commit acknowledged to a client is at or before
+    #: it, and no client commit lands after it while the server stays read-only.
+    position: str
+    #: Client commits that were in flight when read-only went on (those waited for).
+    in_flight_at_read_only: int
+    #: How long the server waited for them.
+    waited_s: float
+
+
+@dataclass(frozen=True)
 class BinlogTransaction:
     """One committed transaction from the server's recent binlog."""
 
@@ -221,6 +234,18 @@ class ServerDriver(abc.ABC):
     @abc.abstractmethod
     async def set_read_only(self, read_only: bool) -> bool:
         """Returns the read-only flag now in force."""
+
+    #: Whether the server counts the client commits it admitted before read-only went on that have not been
+    #: answered yet, so `wait_commits_landed` can tell exactly when the last one has landed. A driver that cannot
+    #: leaves it False, and callers fall back to waiting for the binlog position to stand still (a heuristic).
+    counts_commits_in_flight: ClassVar[bool] = False
+
+    async def wait_commits_landed(self, timeout_s: float) -> WritesStopped:
+        """Keeps (or turns) read-only on and waits, at most `timeout_s`, until every client commit admitted before
+        read-only went on has its answer; returns where client writes stopped. Raises a `DriverError` when they
+        did not all land in time (the server stays read-only). Only for drivers with `counts_commits_in_flight`
+        (a MariaDB driver can offer it if it can tell when the commits in progress at `read_only=1` are done)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot count the commits in flight")
 
     @abc.abstractmethod
     async def wait_for_position(self, position: str, timeout_s: float) -> WaitResult:

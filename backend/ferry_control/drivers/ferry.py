@@ -30,6 +30,7 @@ from ferry_control.drivers.base import (
     SqlState,
     TableChecksum,
     WaitResult,
+    WritesStopped,
 )
 from ferry_control.drivers.errors import (
     DriverError,
@@ -52,6 +53,8 @@ class FerryDriver(ServerDriver):
     """One ferryd node at `admin_address` (`host:port`), over a shared httpx client."""
 
     kind = "ferry"
+    #: ferryd counts its client commits in flight and answers a read-only call once they have landed.
+    counts_commits_in_flight = True
 
     def __init__(
         self,
@@ -219,6 +222,26 @@ class FerryDriver(ServerDriver):
     async def set_read_only(self, read_only: bool) -> bool:
         body = await self._send("POST", "/v1/read-only", json={"read_only": read_only}, authorized=True)
         return bool(body["read_only"])
+
+    async def wait_commits_landed(self, timeout_s: float) -> WritesStopped:
+        # The node answers once its commits in flight have their answers, or 409 `commits_in_flight` after the wait.
+        body = await self._send(
+            "POST",
+            "/v1/read-only",
+            json={"read_only": True, "wait_for_in_flight_ms": int(timeout_s * 1000)},
+            extra_timeout_s=timeout_s,
+            authorized=True,
+        )
+        try:
+            return WritesStopped(
+                position=body["gtid_binlog_pos"],
+                in_flight_at_read_only=int(body["in_flight_at_read_only"]),
+                waited_s=float(body["waited_ms"]) / 1000,
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise ServerProtocolError(
+                self.address, "bad_read_only", f"/v1/read-only with a wait lacks or mistypes {e}"
+            ) from e
 
     async def wait_for_position(self, position: str, timeout_s: float) -> WaitResult:
         # Not a change, but a long call: sent once, with the wait added to the read timeout.

@@ -71,7 +71,8 @@ async def wait_reached(driver: ServerDriver, target: str, timeout_s: float, conn
 
 async def wait_quiet(driver: ServerDriver, quiet_s: float, max_s: float) -> tuple[str, bool]:
     """Reads the binlog position until it has not moved for `quiet_s` (commits admitted before read-only have
-    landed); returns it and whether it did settle within `max_s`."""
+    landed, presumably: the fallback for servers whose driver cannot count commits in flight); returns it and
+    whether it did settle within `max_s`."""
     deadline = time.monotonic() + max_s
     last = (await driver.positions()).binlog
     still_since = time.monotonic()

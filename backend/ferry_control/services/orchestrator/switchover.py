@@ -1,7 +1,8 @@
-"""Planned switchover: named preflight checks, then old master read-only → in-flight commits land → its position P
-→ the candidate reaches P (bounded; else undo: the old master writable again, nothing else touched) → promote the
-candidate → repoint every other replica to it (slave_pos) → the old master replicates from it (current_pos) →
-verify. Records the write-unavailability window (read-only on → new master writable) and each step's timing."""
+"""Planned switchover: named preflight checks, then old master read-only → in-flight commits land (known exactly
+when the driver counts them, else once the position stood still a while) → its position P → the candidate reaches
+P (bounded; else undo: the old master writable again, nothing else touched) → promote the candidate → repoint every
+other replica to it (slave_pos) → the old master replicates from it (current_pos) → verify. Records the
+write-unavailability window (read-only on → new master writable) and each step's timing."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ferry_control.core.config import Settings
-from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.errors import DriverError, ServerConflict
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
@@ -238,15 +239,7 @@ async def switch_master(ctx: OperationContext, master: ServerView, link: Link, o
             await master_driver.set_read_only(True)
             step.detail = f"{master.info.label} refuses writes"
         async with ctx.step("wait_in_flight_commits") as step:
-            target, settled = await actions.wait_quiet(
-                master_driver, settings.in_flight_quiet_ms / 1000, settings.in_flight_wait_max_s
-            )
-            if not settled:
-                raise OperationFailed(
-                    f"{master.info.label}'s position kept moving for {settings.in_flight_wait_max_s} s after "
-                    "read-only on (commits still landing)"
-                )
-            step.detail = f"position still for {settings.in_flight_quiet_ms} ms: P = {target}"
+            target, step.detail = await commits_landed(master, settings)
         ctx.result["position"] = target
         async with ctx.step("candidate_catch_up") as step:
             caught = time.perf_counter()
@@ -281,6 +274,35 @@ async def switch_master(ctx: OperationContext, master: ServerView, link: Link, o
     ctx.runner.metrics.switchover_unavailable_seconds.labels(ctx.type).observe(unavailable)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
                             old_master=master)  # fmt: skip
+
+
+async def commits_landed(master: ServerView, settings: Settings) -> tuple[str, str]:
+    """The read-only old master's binlog position once the client commits it admitted before read-only have landed,
+    and how that is known: exactly, when its driver counts commits in flight; else (a driver that cannot) once the
+    position has stood still for `in_flight_quiet_ms`."""
+    driver = master.require_driver()
+    bound_s = settings.in_flight_wait_max_s
+    if driver.counts_commits_in_flight:
+        try:
+            stopped = await driver.wait_commits_landed(bound_s)
+        except ServerConflict as e:
+            raise OperationFailed(
+                f"{master.info.label} still had commits in flight {bound_s} s after read-only on "
+                f"({e.code}: {e.message})"
+            ) from e
+        return stopped.position, (
+            f"{stopped.in_flight_at_read_only} commit(s) in flight at read-only on, all landed after "
+            f"{stopped.waited_s * 1000:.1f} ms: P = {stopped.position}"
+        )
+    target, settled = await actions.wait_quiet(driver, settings.in_flight_quiet_ms / 1000, bound_s)
+    if not settled:
+        raise OperationFailed(
+            f"{master.info.label}'s position kept moving for {bound_s} s after read-only on (commits still landing)"
+        )
+    return target, (
+        f"position still for {settings.in_flight_quiet_ms} ms (the server does not count commits in flight): "
+        f"P = {target}"
+    )
 
 
 async def undo(
