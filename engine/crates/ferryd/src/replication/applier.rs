@@ -126,7 +126,6 @@ impl SqlSide {
             self.read_ahead(&mut ahead);
             if ahead.len == 0 {
                 if let Some(e) = ahead.error.take() {
-                    self.set_state(SqlState::Error);
                     self.shared.fail("sql", "RELAY_CORRUPT", e.to_string());
                     break;
                 }
@@ -140,7 +139,6 @@ impl SqlSide {
             let batch = match self.take_batch(&mut ahead) {
                 Ok(batch) => batch,
                 Err(Refusal { code, gtid, error }) => {
-                    self.set_state(SqlState::Error);
                     return self.shared.fail("sql", code, format!("applying {gtid}: {error}"));
                 }
             };
@@ -278,7 +276,6 @@ impl SqlSide {
             match result {
                 Ok(_) => self.shared.status.lock().applied(gtid, ts),
                 Err(e) => {
-                    self.set_state(SqlState::Error);
                     let code = match &e {
                         TxnError::Strict(_) => "STRICT_MODE",
                         TxnError::TwoMasters(_) => "TWO_MASTERS",

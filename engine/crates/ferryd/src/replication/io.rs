@@ -70,7 +70,6 @@ impl IoSide {
             match outcome {
                 Ok(()) => break,
                 Err(Failure::Fatal { code, message }) => {
-                    self.shared.status.lock().io_state = IoState::Error;
                     self.shared.fail("io", &code, message);
                     return;
                 }

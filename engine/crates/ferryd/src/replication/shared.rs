@@ -9,7 +9,7 @@ use ferry_core::binlog::BinlogCoord;
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::watch;
 
-use super::status::{ConnectionStatus, ReplError};
+use super::status::{ConnectionStatus, IoState, ReplError, SqlState};
 use super::Replication;
 
 pub struct Shared {
@@ -84,9 +84,19 @@ impl Shared {
     }
 
     /// Stops the connection because of an error that retrying cannot fix; it stays stopped until started.
+    /// The connection stops on an error of its `side` ("io" or "sql"): that side's state and the last error change
+    /// together, so no status shows the error state without its error.
     pub fn fail(&self, side: &'static str, code: &str, message: String) {
         tracing::error!(connection = %self.name, side, code, "replication stopped: {message}");
-        self.status.lock().last_error = Some(ReplError { side, code: code.to_string(), message, at_us: now_us() });
+        {
+            let mut status = self.status.lock();
+            match side {
+                "io" => status.io_state = IoState::Error,
+                "sql" => status.sql_state = SqlState::Error,
+                other => unreachable!("no replication side {other:?}"),
+            }
+            status.last_error = Some(ReplError { side, code: code.to_string(), message, at_us: now_us() });
+        }
         self.stopped_by_itself();
     }
 
