@@ -8,6 +8,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 
 import httpx
 from fastapi import FastAPI
@@ -90,6 +91,21 @@ async def test_positions_matrix_lag_and_topology(
         )
     ).json()
     assert [s["transactions"] for s in lag["samples"]][-2:] == [4, 0]
+
+    # A range starting between two samples begins with the older one's value (it held until the next).
+    lagging, caught_up = lag["samples"][-2:]
+    between = (
+        datetime.fromisoformat(lagging["sampled_at"])
+        + (datetime.fromisoformat(caught_up["sampled_at"]) - datetime.fromisoformat(lagging["sampled_at"])) / 2
+    )
+    later = (
+        await client.get(
+            f"/api/v1/clusters/{cluster_id}/lag/history",
+            params={"replica_server_id": ids["replica2"], "domain": 1, "since": between.isoformat()},
+        )
+    ).json()
+    assert [(s["transactions"], s["sampled_at"]) for s in later["at_start"]] == [(4, lagging["sampled_at"])]
+    assert [s["transactions"] for s in later["samples"]] == [0]
 
 
 async def test_position_samples_are_change_only(app: FastAPI, client: httpx.AsyncClient, ferryd: FerrydCluster) -> None:

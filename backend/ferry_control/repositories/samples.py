@@ -68,6 +68,41 @@ class SampleRepository:
         statement = statement.order_by(LagSample.sampled_at, LagSample.id).limit(limit)
         return (await self.session.execute(statement)).all()
 
+    async def lag_before(
+        self,
+        cluster_id: int,
+        before: datetime,
+        replica_server_id: int | None = None,
+        domain_id: int | None = None,
+    ) -> Sequence[Row[tuple[LagSample, ReplicationLink]]]:
+        """Each link and domain's newest sample older than `before`: its lag when a range starting there begins
+        (samples are change-only, so a value holds until the next one)."""
+        newest = (
+            select(LagSample.link_id, LagSample.domain_id, func.max(LagSample.sampled_at).label("sampled_at"))
+            .join(ReplicationLink, ReplicationLink.id == LagSample.link_id)
+            .where(ReplicationLink.cluster_id == cluster_id, LagSample.sampled_at < before)
+            .group_by(LagSample.link_id, LagSample.domain_id)
+        )
+        if replica_server_id is not None:
+            newest = newest.where(ReplicationLink.replica_server_id == replica_server_id)
+        if domain_id is not None:
+            newest = newest.where(LagSample.domain_id == domain_id)
+        latest = newest.subquery()
+        statement = (
+            select(LagSample, ReplicationLink)
+            .join(ReplicationLink, ReplicationLink.id == LagSample.link_id)
+            .join(
+                latest,
+                (LagSample.link_id == latest.c.link_id)
+                & (LagSample.domain_id == latest.c.domain_id)
+                & (LagSample.sampled_at == latest.c.sampled_at),
+            )
+            .order_by(LagSample.link_id, LagSample.domain_id, LagSample.id)
+        )
+        rows = (await self.session.execute(statement)).all()
+        # Two samples of one link and domain at the same instant: the later row wins.
+        return list({(sample.link_id, sample.domain_id): (sample, link) for sample, link in rows}.values())  # type: ignore[misc]
+
     async def count_positions(self, server_id: int | None = None) -> int:
         statement = select(func.count()).select_from(PositionSample)
         if server_id is not None:

@@ -113,6 +113,10 @@ class LagHistory(BaseModel):
                     "cluster_id": 1,
                     "since": "2026-11-21T12:00:00Z",
                     "until": "2026-11-21T13:00:00Z",
+                    "at_start": [
+                        {"link_id": 1, "replica_server_id": 2, "master_server_id": 1, "connection": "m1",
+                         "domain_id": 1, "transactions": 0, "seconds": 0.0, "sampled_at": "2026-11-21T11:42:10Z"}
+                    ],
                     "samples": [
                         {"link_id": 1, "replica_server_id": 2, "master_server_id": 1, "connection": "m1",
                          "domain_id": 1, "transactions": 3, "seconds": 0.4, "sampled_at": "2026-11-21T12:59:58Z"}
@@ -126,5 +130,9 @@ class LagHistory(BaseModel):
     cluster_id: int
     since: datetime
     until: datetime
+    at_start: list[LagSampleRead] = Field(
+        description="Each link and domain's newest sample before `since`: its lag when the range begins (samples "
+        "are recorded when lag changes, so a value holds until the next sample)."
+    )
     samples: list[LagSampleRead]
     truncated: bool

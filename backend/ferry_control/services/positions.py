@@ -9,7 +9,7 @@ import ferry_engine
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.errors import AppError
-from ferry_control.models import HealthState
+from ferry_control.models import HealthState, LagSample, ReplicationLink
 from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.samples import SampleRepository
 from ferry_control.repositories.servers import ServerRepository
@@ -36,6 +36,19 @@ def history_range(since: datetime | None, until: datetime | None) -> tuple[datet
     if since > until:
         raise AppError(f"since ({since.isoformat()}) is after until ({until.isoformat()})", code="empty_range")
     return since, until
+
+
+def lag_sample_read(sample: LagSample, link: ReplicationLink) -> LagSampleRead:
+    return LagSampleRead(
+        link_id=link.id,
+        replica_server_id=link.replica_server_id,
+        master_server_id=link.master_server_id,
+        connection=link.name,
+        domain_id=sample.domain_id,
+        transactions=sample.transactions,
+        seconds=sample.seconds,
+        sampled_at=sample.sampled_at,
+    )
 
 
 class PositionService:
@@ -140,22 +153,12 @@ class PositionService:
         await self.clusters.get(cluster_id)
         since, until = history_range(since, until)
         rows = await self.samples.lag_history(cluster_id, since, until, limit + 1, replica_server_id, domain_id)
+        before = await self.samples.lag_before(cluster_id, since, replica_server_id, domain_id)
         return LagHistory(
             cluster_id=cluster_id,
             since=since,
             until=until,
-            samples=[
-                LagSampleRead(
-                    link_id=link.id,
-                    replica_server_id=link.replica_server_id,
-                    master_server_id=link.master_server_id,
-                    connection=link.name,
-                    domain_id=sample.domain_id,
-                    transactions=sample.transactions,
-                    seconds=sample.seconds,
-                    sampled_at=sample.sampled_at,
-                )
-                for sample, link in rows[:limit]
-            ],
+            at_start=[lag_sample_read(sample, link) for sample, link in before],
+            samples=[lag_sample_read(sample, link) for sample, link in rows[:limit]],
             truncated=len(rows) > limit,
         )

@@ -1223,6 +1223,18 @@ export interface components {
         /**
          * LagHistory
          * @example {
+         *       "at_start": [
+         *         {
+         *           "connection": "m1",
+         *           "domain_id": 1,
+         *           "link_id": 1,
+         *           "master_server_id": 1,
+         *           "replica_server_id": 2,
+         *           "sampled_at": "2026-11-21T11:42:10Z",
+         *           "seconds": 0,
+         *           "transactions": 0
+         *         }
+         *       ],
          *       "cluster_id": 1,
          *       "samples": [
          *         {
@@ -1254,6 +1266,11 @@ export interface components {
              * Format: date-time
              */
             until: string;
+            /**
+             * At Start
+             * @description Each link and domain's newest sample before `since`: its lag when the range begins (samples are recorded when lag changes, so a value holds until the next sample).
+             */
+            at_start: components["schemas"]["LagSampleRead"][];
             /** Samples */
             samples: components["schemas"]["LagSampleRead"][];
             /** Truncated */

@@ -25,7 +25,7 @@ export function LagView({ clusterId }: { clusterId: number }) {
   const sinceMs = untilMs - LAG_RANGE_MS[range];
   const edges = live ? topology.data?.edges : undefined;
   const all = useMemo(
-    () => lagSeries(history.data?.samples ?? [], names, untilMs, edges ?? [], sinceMs),
+    () => lagSeries(history.data?.samples ?? [], names, untilMs, edges ?? [], sinceMs, history.data?.at_start ?? []),
     [history.data, names, untilMs, edges, sinceMs],
   );
   const seenDomains = [...new Set(all.map((s) => s.domain))].sort((a, b) => a - b);

@@ -60,4 +60,21 @@ describe("lagSeries", () => {
     const [only] = lagSeries([sample({ connection: null })], names, until);
     expect(only!.label).toBe("b (from a) · domain 1");
   });
+
+  it("begins each series at the range's start with the value it had then", () => {
+    const since = Date.parse("2025-01-01T00:00:00Z");
+    const [series] = lagSeries(
+      [sample({ sampled_at: "2025-01-01T00:00:30Z", transactions: 2 })],
+      names,
+      until,
+      [],
+      since,
+      [sample({ sampled_at: "2024-12-31T23:50:00Z", transactions: 7, seconds: 3 })],
+    );
+    expect(series!.points.map((p) => [p.t, p.transactions])).toEqual([
+      [since, 7],
+      [Date.parse("2025-01-01T00:00:30Z"), 2],
+      [until, 2],
+    ]);
+  });
 });

@@ -1,7 +1,8 @@
 // Turns lag samples into chart series (a pure function): one series per replica connection and domain, points
 // in time order, and, since samples are change-only (each holds until the next), the last value carried to the
-// end of the range so a steady lag still draws a line. The connections' current lag (from the topology) ends each
-// series; a connection with no sample in the range had that lag throughout (nothing changed), so it is drawn flat.
+// end of the range so a steady lag still draws a line. A series begins at the range's start with the value it had
+// then (the API's `at_start`: the newest sample before the range); the connections' current lag (from the
+// topology) ends it; a connection with no sample in the range had that lag throughout, so it is drawn flat.
 import type { Schemas } from "../../api/client";
 
 type Sample = Schemas["LagSampleRead"];
@@ -28,7 +29,9 @@ export function lagSeries(
   untilMs: number,
   current: readonly Edge[] = [],
   sinceMs: number = untilMs,
+  atStart: readonly Sample[] = [],
 ): LagSeries[] {
+  const startSamples = atStart.map((sample) => ({ ...sample, sampled_at: new Date(sinceMs).toISOString() }));
   const byKey = new Map<string, LagSeries>();
   const currentSamples: Sample[] = current.flatMap((edge) =>
     Object.entries(edge.lag).map(([domain, lag]) => ({
@@ -42,7 +45,7 @@ export function lagSeries(
       sampled_at: new Date(untilMs).toISOString(),
     })),
   );
-  for (const sample of [...samples, ...currentSamples]) {
+  for (const sample of [...startSamples, ...samples, ...currentSamples]) {
     const key = `${sample.link_id}/${sample.domain_id}`;
     let series = byKey.get(key);
     if (!series) {
