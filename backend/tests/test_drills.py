@@ -55,13 +55,22 @@ async def test_run_now_passes_and_stores_its_figures(
     ferryd.converge()
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
-        response = await live.client.post(
-            f"/api/v1/clusters/{cluster_id}/drills/runs",
-            json={"candidate_strategy": "fixed", "candidate_server_id": ids["replica2"], "switch_back": True},
-        )
-        assert response.status_code == 202, response.text
-        run = response.json()
-        operation = await finished(live.app, live.client, cluster_id, run["operation_id"])
+        async with live.app.state.bus.subscribe(cluster_id) as events:
+            response = await live.client.post(
+                f"/api/v1/clusters/{cluster_id}/drills/runs",
+                json={"candidate_strategy": "fixed", "candidate_server_id": ids["replica2"], "switch_back": True},
+            )
+            assert response.status_code == 202, response.text
+            run = response.json()
+            operation = await finished(live.app, live.client, cluster_id, run["operation_id"])
+            # The run's state changes were on the event stream.
+            drill_states = []
+            while "passed" not in drill_states:
+                event = await asyncio.wait_for(events.next(), 30)
+                if event.type == "drill":
+                    assert event.data["drill_run_id"] == run["id"]
+                    drill_states.append(event.data["state"])
+            assert drill_states == ["running", "passed"]
         assert operation["type"] == "drill" and operation["state"] == "succeeded", operation["error"]
         run = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/runs/{run['id']}")).json()
         assert (run["state"], run["passed"], run["reasons"]) == ("passed", True, [])

@@ -256,7 +256,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Cluster changes as server-sent events */
+        /**
+         * Cluster changes as server-sent events
+         * @description The cluster's changes as they happen, one server-sent event each (its name is the type;
+         *     its data a JSON object with `cluster_id`, `at` and the fields below). The stream opens with `subscribed`.
+         *
+         *     - `position` — a server's GTID position changed (`server_id`, positions per domain)
+         *     - `health`, `read_only`, `fenced`, `server_discovered` — a server's state changed (`server_id`, …)
+         *     - `link` — a replication connection appeared, changed state or lag, or went away (`link_id`, `replica_server_id`, …)
+         *     - `operation` — an operation's state or one of its steps changed (`operation_id`, `type`, `state`, `steps`)
+         *     - `drill` — a drill run changed state (`drill_run_id`, `operation_id`, `state`: running, passed, failed)
+         *     - `failover_not_confirmed` — the master looked lost to the control plane only (`server_id`, `detail`)
+         *
+         *     The browser's EventSource cannot send the bearer token: read it with fetch and a streaming body.
+         */
         get: operations["cluster_events_api_v1_clusters__cluster_id__events_get"];
         put?: never;
         post?: never;

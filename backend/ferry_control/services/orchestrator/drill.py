@@ -19,6 +19,7 @@ from ferry_control.core.db import session_scope
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient, ProtocolError, Put
 from ferry_control.repositories.drills import DrillRepository
+from ferry_control.services.event_bus import ClusterEvent
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.gtid import join_all, position
 from ferry_control.services.orchestrator.hooks import call_webhooks
@@ -84,13 +85,17 @@ async def _end(ctx: OperationContext, run_id: int, details: dict[str, Any], reas
 
 
 async def _update_run(ctx: OperationContext, run_id: int, **fields: Any) -> Any:
+    """Updates the run's row; a state change is then published on the event stream as a `drill` event."""
     async with session_scope(ctx.sessionmaker) as session:
         run = await DrillRepository(session).run_fresh(run_id)
         if run is None:
             return None
         for key, value in fields.items():
             setattr(run, key, value)
-        return run
+    if "state" in fields:
+        data = {"drill_run_id": run_id, "operation_id": ctx.operation_id, "state": fields["state"]}
+        ctx.runner.bus.publish(ClusterEvent(ctx.cluster_id, "drill", data))
+    return run
 
 
 async def _choose(ctx: OperationContext, snapshot: ClusterSnapshot) -> int | None:
