@@ -57,9 +57,7 @@ bench-commit:
 # ferry_engine), Vitest, and the production build into frontend/dist.
 test-frontend: python-module
 	@scripts/ensure-backend.sh
-	@cd frontend && want=$$(sha256sum package-lock.json | cut -d' ' -f1); \
-	  if [ "$$(cat node_modules/.package-lock.sha 2>/dev/null)" != "$$want" ]; then \
-	    npm ci --no-audit --no-fund && echo "$$want" > node_modules/.package-lock.sha; fi
+	@scripts/ensure-dashboard.sh deps
 	cd frontend && npm run --silent typecheck
 	cd frontend && npm run --silent check:openapi
 	cd frontend && npx vitest run
