@@ -1,13 +1,14 @@
 """Benchmark: the write-unavailability window of a planned switchover under load.
 
-Starts three ferryd nodes (release binary unless FERRYD_BIN says otherwise) — a master and two replicas — and the
-control plane in-process on a throwaway database (SQLite unless --database-url), registers them, starts the test
-suite's load writer (its own process: --clients connections committing in --domains domains, following the
-master), then runs --switchovers switchovers back and forth between the first two nodes, each a real API call
-whose operation records `unavailable_s` (old master read-only → new master writable). Prints one JSON line per
-switchover and, last, one JSON object with the figures.
+Starts three ferryd nodes (release binary unless FERRYD_BIN says otherwise) — a master and two read-only replicas —
+and the control plane in-process on a throwaway database (SQLite unless --database-url), registers them, starts the
+test suite's load writer (`ferry-bench commit --ledger` beside that ferryd, its own process: --clients connections
+committing in --domains domains at --rate attempts per second in all, following the master), then runs
+--switchovers switchovers back and forth between the first two nodes, each a real API call whose operation records
+`unavailable_s` (old master read-only → new master writable). Prints one JSON line per switchover and, last, one
+JSON object with the figures.
 
-    .venv/bin/python backend/bench/switchover_window.py [--switchovers 20] [--clients 8] [--domains 4]
+    .venv/bin/python backend/bench/switchover_window.py [--switchovers 20] [--clients 8] [--domains 4] [--rate 1000]
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ferry_control.core.security import Role  # noqa: E402
 from ferry_control.main import create_app  # noqa: E402
 from ferry_control.services.tokens import TokenService  # noqa: E402
 from tests.ferryd_cluster import NODE_TOKEN, REPO_ROOT, FerrydCluster  # noqa: E402
-from tests.helpers import LoadWriter, register  # noqa: E402
+from tests.helpers import LOAD_RATE, LoadWriter, register  # noqa: E402
 
 #: The steps inside the unavailability window.
 WINDOW_STEPS = ("old_master_read_only", "wait_in_flight_commits", "candidate_catch_up", "promote_candidate")
@@ -50,6 +51,7 @@ async def main() -> None:
     parser.add_argument("--switchovers", type=int, default=20)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--domains", type=int, default=4)
+    parser.add_argument("--rate", type=float, default=LOAD_RATE, help="the writer's attempts per second in all")
     parser.add_argument("--database-url", default=None, help="default: a throwaway SQLite file")
     args = parser.parse_args()
     os.environ.setdefault("FERRYD_BIN", str(REPO_ROOT / "engine" / "target" / "release" / "ferryd"))
@@ -61,7 +63,7 @@ async def main() -> None:
             environment="development", database_url=database_url, node_token=NODE_TOKEN, collector_enabled=False,
             drill_scheduler_enabled=False, node_read_retries_max=0,
         )  # fmt: skip
-        ferryd = FerrydCluster(Path(tmp) / "nodes")
+        ferryd = FerrydCluster(Path(tmp) / "nodes", read_only_replicas=True)
         ferryd.start()
         app = create_app(settings)
         try:
@@ -72,7 +74,9 @@ async def main() -> None:
                 headers = {"Authorization": f"Bearer {token}"}
                 async with httpx.AsyncClient(transport=transport, base_url="http://bench", headers=headers) as client:
                     cluster_id, ids = await register(client, ferryd, name="bench")
-                    writer = await LoadWriter.start(ferryd.nodes, clients=args.clients, domains=args.domains)
+                    writer = await LoadWriter.start(
+                        ferryd.nodes, clients=args.clients, domains=args.domains, rate=args.rate
+                    )
                     windows = []
                     step_times: dict[str, list[float]] = {}
                     started = time.monotonic()
@@ -117,6 +121,7 @@ async def main() -> None:
                     if name in WINDOW_STEPS
                 },
                 "writer_clients": args.clients,
+                "writer_rate_per_s": args.rate,
                 "domains": args.domains,
                 "acked_transactions": acked,
                 "acked_per_s": round(acked / elapsed, 1),

@@ -258,12 +258,16 @@ def live_app(live_database_url: str) -> LiveFactory:
 
 @pytest.fixture
 def ferryd_factory(tmp_path: Path) -> Iterator[Callable[..., FerrydCluster]]:
-    """`ferryd_factory(extra_args=(...), master_args=(...))`: a fresh master and two replicas (stopped after the
-    test); `master_args` go to the master only."""
+    """`ferryd_factory(extra_args=(...), master_args=(...), read_only_replicas=False)`: a fresh master and two
+    replicas (stopped after the test); `master_args` go to the master only."""
     clusters: list[FerrydCluster] = []
 
-    def make(extra_args: tuple[str, ...] = (), master_args: tuple[str, ...] = ()) -> FerrydCluster:
-        cluster = FerrydCluster(tmp_path / f"ferryd{len(clusters)}", extra_args, master_args)
+    def make(
+        extra_args: tuple[str, ...] = (), master_args: tuple[str, ...] = (), *, read_only_replicas: bool = False
+    ) -> FerrydCluster:
+        cluster = FerrydCluster(
+            tmp_path / f"ferryd{len(clusters)}", extra_args, master_args, read_only_replicas=read_only_replicas
+        )
         clusters.append(cluster)
         cluster.start()
         return cluster

@@ -163,12 +163,21 @@ class FerrydNode:
 
 
 class FerrydCluster:
-    """A master and two replicas, each replica streaming from the master over connection `main`."""
+    """A master and two replicas, each replica streaming from the master over connection `main`; with
+    `read_only_replicas` the replicas are made read-only, as a deployment keeps them (only the master writable)."""
 
-    def __init__(self, root: Path, extra_args: tuple[str, ...] = (), master_args: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        root: Path,
+        extra_args: tuple[str, ...] = (),
+        master_args: tuple[str, ...] = (),
+        *,
+        read_only_replicas: bool = False,
+    ):
         self.master = FerrydNode(root / "master", server_id=1, extra_args=(*extra_args, *master_args))
         self.replica1 = FerrydNode(root / "replica1", server_id=2, extra_args=extra_args)
         self.replica2 = FerrydNode(root / "replica2", server_id=3, extra_args=extra_args)
+        self.read_only_replicas = read_only_replicas
 
     @property
     def nodes(self) -> list[FerrydNode]:
@@ -177,8 +186,10 @@ class FerrydCluster:
     def start(self) -> None:
         for node in self.nodes:
             node.start()
-        self.replica1.replicate_from(self.master)
-        self.replica2.replicate_from(self.master)
+        for replica in (self.replica1, self.replica2):
+            replica.replicate_from(self.master)
+            if self.read_only_replicas:
+                replica.post("/v1/read-only", {"read_only": True})
 
     def write(self, count: int = 1, domains: tuple[int, ...] = (1,)) -> str:
         """Commits `count` transactions in each domain on the master; returns the master's binlog position."""

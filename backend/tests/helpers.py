@@ -1,24 +1,31 @@
 """Helpers shared by the API-level tests: registering a ferryd cluster through the API, waiting for an operation,
-reading what the nodes say, driving the load writer process (tests/load_writer.py), serving an ASGI app on a real
-port, and a local webhook receiver."""
+reading what the nodes say, driving the load writer process (`ferry-bench commit --ledger`), serving an ASGI app on
+a real port, and a local webhook receiver."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from tests.ferryd_cluster import REPO_ROOT, FerrydCluster, FerrydNode
+from tests.ferryd_cluster import REPO_ROOT, FerrydCluster, FerrydNode, protocol
 
 #: Bound on every wait for a condition in these tests.
 WAIT_S = 60.0
+#: Where the load writer's clients count: client c increments row `d<domain>c<c>` of this table, field `n`.
+LOAD_TABLE = "load"
+LOAD_FIELD = "n"
+#: The load writer's attempts per second in all: a steady load the replicas keep up with on a small machine (as
+#: fast as the master answers, they fall behind, and a switchover's preflight rightly refuses a candidate that far
+#: behind).
+LOAD_RATE = 1000.0
 
 
 async def register(
@@ -87,19 +94,46 @@ def writable_master(nodes: list[FerrydNode]) -> FerrydNode:
     return masters[0]
 
 
+def ferry_bench_binary() -> Path:
+    """The `ferry-bench` beside the ferryd binary the tests run ($FERRYD_BIN, else engine/target/{release,debug}),
+    else engine/target/{debug,release}/ferry-bench."""
+    candidates = [protocol.ferryd_binary().with_name("ferry-bench")]
+    candidates += [REPO_ROOT / "engine" / "target" / profile / "ferry-bench" for profile in ("debug", "release")]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError("no ferry-bench binary: build it (cd engine && cargo build --locked -p ferry-bench)")
+
+
 class LoadWriter:
-    """The load writer process: `await LoadWriter.start(nodes)`, `pause()`, `resume()`, `stop()` → summary."""
+    """The load writer, `ferry-bench commit --ledger --control stdin`, its own process (so its CPU does not slow the
+    control plane under test): `await LoadWriter.start(nodes)`, `pause()`, `resume()`, `stop()` → summary.
+
+    Each of `clients` connections increments its own row (`LOAD_TABLE`, key `d<domain>c<client>`, field
+    `LOAD_FIELD`) in domain `1 + client % domains`, one transaction at a time (`rate` attempts per second in all;
+    None: as fast as the master answers), and follows the master: a READ_ONLY refusal or a lost connection moves it
+    to the next node. Each attempt ends acknowledged (counted, GTID kept),
+    refused (nothing written) or unknown (the connection broke with the transaction in flight). `pause()` answers
+    once no transaction is in flight ({"paused": true, "acked": n}); `stop()` answers with the summary:
+    {"acked": {key: n}, "unknown": {key: n}, "refused": n, "acked_gtids": [...], "master_changes": n, ...}.
+
+    Following by refusals needs exactly one writable node, as a deployment keeps it: the replicas read-only
+    (`ferryd_factory(read_only_replicas=True)`)."""
 
     def __init__(self, process: asyncio.subprocess.Process):
         self.process = process
 
     @classmethod
-    async def start(cls, nodes: list[FerrydNode], clients: int = 8, domains: int = 4) -> LoadWriter:
-        args = [arg for n in nodes for arg in ("--node", f"{n.listen}={n.admin}")]
+    async def start(
+        cls, nodes: list[FerrydNode], clients: int = 8, domains: int = 4, rate: float | None = LOAD_RATE
+    ) -> LoadWriter:
+        writable = [n.server_id for n in nodes if not n.status()["read_only"]]
+        assert len(writable) == 1, f"the writer follows the one writable node; writable: {writable}"
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tests.load_writer", *args, "--clients", str(clients), "--domains", str(domains),
-            cwd=REPO_ROOT / "backend", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            limit=256 * 1024 * 1024,
+            str(ferry_bench_binary()), "commit", "--addr", ",".join(n.listen for n in nodes),
+            "--clients", str(clients), "--domains", str(domains), "--table", LOAD_TABLE, "--ledger",
+            "--control", "stdin", *(("--rate", str(rate)) if rate else ()),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=256 * 1024 * 1024,
         )  # fmt: skip
         return cls(process)
 

@@ -1,8 +1,9 @@
 """Failover against real ferryd clusters: automatic failover on SIGKILL of the master under load with semi-sync
-(detected within the configured time, the most advanced replica wins, all converge, no acknowledged transaction
-lost, the restarted old master stays fenced, automatic failover suspended until acknowledged); no failover when only
-the control plane lost the master; a manual failover that levels the best replica from its peer when none is ahead
-in every domain; and a refusal while the master answers."""
+(`ferry-bench commit --ledger` following the master, the replicas read-only as deployed; detected within the
+configured time, the most advanced replica wins, all converge, no acknowledged transaction lost, the restarted old
+master stays fenced, automatic failover suspended until acknowledged); no failover when only the control plane lost
+the master; a manual failover that levels the best replica from its peer when none is ahead in every domain; and a
+refusal while the master answers."""
 
 from __future__ import annotations
 
@@ -14,8 +15,18 @@ from datetime import UTC, datetime
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster, FerrydNode
-from tests.helpers import WAIT_S, LoadWriter, finished, register, run_operation, step, topology, writable_master
-from tests.load_writer import FIELD, TABLE
+from tests.helpers import (
+    LOAD_FIELD,
+    LOAD_TABLE,
+    WAIT_S,
+    LoadWriter,
+    finished,
+    register,
+    run_operation,
+    step,
+    topology,
+    writable_master,
+)
 
 #: On the master only: a ferryd replica started with network durability waits for semi-sync confirmations of the
 #: transactions it applies (from replicas it does not have), which stalls its apply until the timeout falls back.
@@ -37,7 +48,7 @@ def until_reached_both(first: FerrydNode, second: FerrydNode) -> Callable[[], bo
 async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
 ) -> None:
-    ferryd = ferryd_factory(master_args=SEMI_SYNC)
+    ferryd = ferryd_factory(master_args=SEMI_SYNC, read_only_replicas=True)
     old, best, lagging = ferryd.master, ferryd.replica1, ferryd.replica2
     async with live_app(
         collector_enabled=True,
@@ -82,8 +93,8 @@ async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
         assert best.get("/v1/checksums") == lagging.get("/v1/checksums")
         async with await FerryProtocolClient.connect(best.listen) as connection:
             for key, acked in summary["acked"].items():
-                row = await connection.get(TABLE, key)
-                value = 0 if row is None else row[FIELD]
+                row = await connection.get(LOAD_TABLE, key)
+                value = 0 if row is None else row[LOAD_FIELD]
                 assert acked <= value <= acked + summary["unknown"].get(key, 0), (key, acked, value, summary["unknown"])
 
         cluster = (await live.client.get(f"/api/v1/clusters/{cluster_id}")).json()

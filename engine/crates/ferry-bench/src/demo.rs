@@ -6,9 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use ferry_client::{Client, ClientError, Txn};
-use ferry_core::protocol::ErrorCode;
+use ferry_client::{Client, Txn};
 use rand::{Rng, SeedableRng};
+
+use crate::follow::{self, Follower};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -26,29 +27,22 @@ pub struct Args {
     seconds: Option<f64>,
 }
 
-/// Whether a failed commit means "write somewhere else": the server is read-only (no longer the master),
-/// shutting down, or gone.
-fn try_next_server(error: &ClientError) -> bool {
-    matches!(error, ClientError::Io(_)) || matches!(error.code(), Some(ErrorCode::ReadOnly | ErrorCode::ShuttingDown))
-}
-
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    anyhow::ensure!(!args.addr.is_empty(), "--addr names no server");
+    let mut follower = Follower::new(&args.addr)?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(std::process::id() as u64);
     let interval = Duration::from_secs_f64(1.0 / args.rate.max(0.1));
     let stop_at = args.seconds.map(|s| Instant::now() + Duration::from_secs_f64(s));
     let (mut committed, mut failed, mut last_report) = (0u64, 0u64, Instant::now());
-    let mut target = 0usize;
     let mut client: Option<Client> = None;
     let mut ticker = tokio::time::interval(interval);
     while stop_at.is_none_or(|t| Instant::now() < t) {
         ticker.tick().await;
         if client.is_none() {
-            client = Client::connect(&args.addr[target]).await.ok();
+            client = Client::connect(follower.addr()).await.ok();
         }
         let Some(c) = client.as_mut() else {
             failed += 1;
-            target = (target + 1) % args.addr.len();
+            follower.move_on(); // the ticker paces the retries
             continue;
         };
         let domain = rng.random_range(1..=args.domains.max(1));
@@ -56,41 +50,23 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let key = format!("row{}", rng.random_range(0..20));
         let txn = Txn::new().domain(domain).increment(&table, &key, "hits", 1).increment(&table, "total", "hits", 1);
         match c.transact(txn).await {
-            Ok(_) => committed += 1,
+            Ok(_) => {
+                committed += 1;
+                follower.accepted();
+            }
             Err(e) => {
                 failed += 1;
-                if try_next_server(&e) {
+                if follow::moves_on(&e) {
                     client = None;
-                    target = (target + 1) % args.addr.len();
+                    follower.move_on();
                 }
             }
         }
         if last_report.elapsed() >= Duration::from_secs(10) {
-            println!("demo workload: {committed} committed, {failed} failed (writing to {})", args.addr[target]);
+            println!("demo workload: {committed} committed, {failed} failed (writing to {})", follower.addr());
             last_report = Instant::now();
         }
     }
     println!("{}", serde_json::json!({"committed": committed, "failed": failed}));
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_read_only_refusal_or_a_lost_connection_moves_to_the_next_server() {
-        let read_only =
-            ClientError::Server { code: Some(ErrorCode::ReadOnly), raw_code: 7, message: "read-only".into() };
-        let lost = ClientError::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
-        assert!(try_next_server(&read_only));
-        assert!(try_next_server(&lost));
-    }
-
-    #[test]
-    fn other_refusals_keep_the_server() {
-        let busy = ClientError::Server { code: Some(ErrorCode::Timeout), raw_code: 12, message: "busy".into() };
-        assert!(!try_next_server(&busy));
-        assert!(!try_next_server(&ClientError::Protocol("bad frame".into())));
-    }
 }

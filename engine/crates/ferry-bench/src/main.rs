@@ -1,16 +1,22 @@
 //! `ferry-bench`: load benchmarks for Ferry nodes. Every command prints human-readable lines and ends with one
 //! line holding a single JSON object of its figures.
 //!
-//! - `commit`: many connections each committing small single-row transactions against a running node.
+//! - `commit`: many connections each committing small single-row transactions against a running node, or (with
+//!   `--ledger`) the accounted load of the control plane's switchover and failover tests.
 //! - `fsync`: the raw fsync latency of the disk under a directory (what per-transaction fsync is bound by).
 //! - `demo`: a gentle endless workload over several domains, for the demo stack of `make up`.
 //! - `apply`: parallel apply on a replica (seed 001's benchmark), self-contained (starts its own nodes).
 //! - `keepup`: a replica applying while the master is under load; its lag over time.
+//!
+//! Beside them: `follow` (how a client follows the master among a cluster's servers), `ledger` (the outcome of every
+//! attempt of `commit --ledger`), `nodes` (the ferryd processes a self-contained benchmark starts).
 
 mod apply;
 mod commit;
 mod demo;
+mod follow;
 mod fsync;
+mod ledger;
 mod nodes;
 
 use clap::{Parser, Subcommand};
@@ -24,7 +30,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Commit throughput and latency of a running node.
+    /// Commit throughput and latency of a running node, or an accounted load following a cluster's master.
     Commit(commit::Args),
     /// Raw fsync latency of the disk holding --dir.
     Fsync(fsync::Args),
