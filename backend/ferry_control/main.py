@@ -3,7 +3,8 @@ error handlers and the /api/v1 routers. Run it with `uvicorn --factory ferry_con
 
 Everything the handlers reach lives on `app.state` and is built here, not in the lifespan, so tests can run the
 app in-process (with their own sessionmaker) without starting the collector; the lifespan only starts and stops
-the collector and closes what the app opened.
+the background tasks (the event relay between instances on PostgreSQL, the collector, the drill scheduler) and
+closes what the app opened. Each app is one instance (`app.state.instance_id`) for leases and relayed events.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from ferry_control.api.audit_middleware import AuditMiddleware
 from ferry_control.core.config import Settings, get_settings
 from ferry_control.core.db import create_engine, create_sessionmaker
 from ferry_control.core.errors import install_error_handlers
+from ferry_control.core.instance import new_instance_id
 from ferry_control.core.metrics import Metrics, RequestMetricsMiddleware
 from ferry_control.dashboard import dashboard_dir, mount_dashboard
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.services.collector import Collector
 from ferry_control.services.drill_scheduler import DrillScheduler
 from ferry_control.services.event_bus import EventBus
+from ferry_control.services.event_relay import EventRelay
 from ferry_control.services.orchestrator import register_executors
 from ferry_control.services.orchestrator.monitor import FailoverMonitor
 from ferry_control.services.orchestrator.runner import OperationRunner
@@ -45,10 +48,13 @@ def create_app(
     if sessionmaker is None:
         engine = create_engine(settings)
         sessionmaker = create_sessionmaker(engine)
+    instance_id = new_instance_id()
     metrics = Metrics()
     drivers = DriverFactory(settings)
     bus = EventBus(settings.events_queue_max)
-    collector = Collector(sessionmaker, drivers, bus, settings, metrics)
+    # SQLite: one instance by nature, nothing to relay.
+    relay = None if settings.is_sqlite else EventRelay(settings.database_url, bus, instance_id, metrics)
+    collector = Collector(sessionmaker, drivers, bus, settings, metrics, instance_id)
     runner = OperationRunner(sessionmaker, drivers, bus, settings, metrics)
     register_executors(runner)
     monitor = FailoverMonitor(sessionmaker, drivers, runner, bus, settings)
@@ -57,6 +63,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if relay is not None:
+            relay.start()
         if settings.collector_enabled:
             collector.start()
         if settings.drill_scheduler_enabled:
@@ -67,6 +75,8 @@ def create_app(
             await scheduler.stop()
             await collector.stop()
             await runner.shutdown()
+            if relay is not None:
+                await relay.stop()  # after the operations, so their last events reach the other instances
             await drivers.aclose()
             if engine is not None:
                 await engine.dispose()
@@ -92,10 +102,12 @@ def create_app(
         ],
     )
     app.state.settings = settings
+    app.state.instance_id = instance_id
     app.state.sessionmaker = sessionmaker
     app.state.metrics = metrics
     app.state.drivers = drivers
     app.state.bus = bus
+    app.state.relay = relay
     app.state.collector = collector
     app.state.runner = runner
     app.state.monitor = monitor

@@ -17,7 +17,7 @@ from tests.conftest import create_database, drop_database
 
 TABLES = {
     "clusters", "servers", "replication_links", "position_samples", "lag_samples", "health_events", "operations",
-    "operation_locks", "drill_schedules", "drill_runs", "audit_log", "api_tokens",
+    "operation_locks", "drill_schedules", "drill_runs", "audit_log", "api_tokens", "service_leases",
 }  # fmt: skip
 
 

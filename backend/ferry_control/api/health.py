@@ -1,4 +1,5 @@
-"""GET /api/v1/health: the service's own health (database reachable, collector running). No token needed."""
+"""GET /api/v1/health: the service's own health (database reachable, collector running, and whether this instance
+leads it or stands by). No token needed."""
 
 from __future__ import annotations
 
@@ -23,5 +24,8 @@ async def get_health(request: Request, session: SessionDep) -> ServiceHealth:
             running=collector.running,
             last_cycle_at=collector.last_cycle_at,
             last_cycle_s=collector.last_cycle_s,
+            role=collector.role,
+            instance_id=collector.lease.instance_id,
+            leader_instance_id=collector.lease.holder,
         ),
     )

@@ -60,6 +60,13 @@ class Settings(BaseSettings):
     unreachable_after_failures: int = Field(
         3, ge=1, description="Failed polls in a row that mark a server unreachable."
     )
+    collector_lease_s: float = Field(
+        5.0,
+        gt=0,
+        description="With several API instances, one at a time runs the collector: it holds a lease in the "
+        "database for this long and renews it every poll interval; a standby takes over once the lease lapsed. "
+        "Must be longer than poll_interval_s (better: than a whole cycle with its slowest polls).",
+    )
 
     node_connect_timeout_s: float = Field(1.0, gt=0)
     node_read_timeout_s: float = Field(5.0, gt=0, description="Per request to a node (waits add their own timeout).")
@@ -164,6 +171,15 @@ class Settings(BaseSettings):
                 raise ValueError(f"FERRY_NODE_TOKEN must have at least {NODE_TOKEN_CHARS_MIN} characters")
             if self.environment != "development" and token in PLACEHOLDER_SECRETS:
                 raise ValueError("FERRY_NODE_TOKEN is a placeholder")
+        return self
+
+    @model_validator(mode="after")
+    def _lease_outlives_a_poll_interval(self) -> Settings:
+        if self.collector_lease_s <= self.poll_interval_s:
+            raise ValueError(
+                f"FERRY_COLLECTOR_LEASE_S ({self.collector_lease_s}) must be longer than FERRY_POLL_INTERVAL_S "
+                f"({self.poll_interval_s}): the collector's leader renews its lease once per poll interval"
+            )
         return self
 
     @property

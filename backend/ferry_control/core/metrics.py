@@ -1,6 +1,7 @@
 """Prometheus metrics of the service, each one fed by real code paths: HTTP requests (count and latency per
-handler, the route's operation name), collector cycles (duration), server polls (by outcome), operation durations
-and switchover unavailability windows, drill outcomes, and rows the retention job removed.
+handler, the route's operation name), collector cycles (duration), server polls (by outcome), whether this
+instance is the collector's leader, events relayed between instances, operation durations and switchover
+unavailability windows, drill outcomes, and rows the retention job removed.
 
 Every app has its own registry, so several apps (tests) in one process do not collide.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 #: Buckets for request latency and cycle duration (seconds).
@@ -45,6 +46,23 @@ class Metrics:
             "ferry_control_collector_polls",
             "Server polls by outcome (ok, error).",
             ["outcome"],
+            registry=self.registry,
+        )
+        self.collector_leader = Gauge(
+            "ferry_control_collector_leader",
+            "1 while this instance holds the collector's lease (it polls), 0 while it is a standby or stopped.",
+            registry=self.registry,
+        )
+        self.event_relay_events = Counter(
+            "ferry_control_event_relay_events",
+            "Cluster events relayed between API instances (PostgreSQL NOTIFY), by outcome: sent, received, "
+            "dropped (outbox full, too big, or the database refused them).",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.event_relay_listening = Gauge(
+            "ferry_control_event_relay_listening",
+            "1 while this instance listens for other instances' events, 0 while it reconnects.",
             registry=self.registry,
         )
         self.operation_seconds = Histogram(

@@ -5,12 +5,14 @@ from ferry_control.models.audit import AuditEntry
 from ferry_control.models.base import Base
 from ferry_control.models.cluster import Cluster, OperationLock
 from ferry_control.models.drill import DrillRun, DrillSchedule
+from ferry_control.models.lease import COLLECTOR_LEASE, ServiceLease
 from ferry_control.models.operation import Operation, OperationState
 from ferry_control.models.replication import LinkSource, ReplicationLink
 from ferry_control.models.samples import LagSample, PositionSample
 from ferry_control.models.server import HealthEvent, HealthState, Server, ServerKind, ServerOrigin
 
 __all__ = [
+    "COLLECTOR_LEASE",
     "ApiToken",
     "AuditEntry",
     "Base",
@@ -29,4 +31,5 @@ __all__ = [
     "Server",
     "ServerKind",
     "ServerOrigin",
+    "ServiceLease",
 ]

@@ -13,6 +13,12 @@ Lag in transactions is the seq_no difference between the master's gtid_binlog_po
 stored) and the replica's gtid_current_pos; lag in seconds is what the replica reports. `run_forever` repeats the
 cycle every `poll_interval_s`, then the `after_cycle` hooks (the failover monitor), and runs the retention job
 every `retention_interval_s`.
+
+Leadership: with several API instances on one database, one at a time collects. Before each cycle `run_forever`
+takes or renews the `collector` lease (`collector_lease_s`); only the holder polls, runs the hooks and retention,
+and it renews the lease again in the transaction that records the cycle, so a leader that lost the lease during a
+long cycle records nothing. A standby tries again every poll interval and takes over once the lease lapsed; a
+leader that stops cleanly gives the lease back, so a standby takes over at its next attempt.
 """
 
 from __future__ import annotations
@@ -31,11 +37,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from ferry_control.core.background import BackgroundTask
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
+from ferry_control.core.instance import new_instance_id
 from ferry_control.core.metrics import Metrics
 from ferry_control.drivers.base import ReplicaConnection, ServerStatus
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import (
+    COLLECTOR_LEASE,
     HealthEvent,
     HealthState,
     LagSample,
@@ -49,6 +57,7 @@ from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.samples import SampleRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.event_bus import ClusterEvent, EventBus
+from ferry_control.services.leases import Lease
 from ferry_control.services.retention import RetentionReport, apply_retention
 
 log = logging.getLogger(__name__)
@@ -69,6 +78,10 @@ class PollOutcome:
     status: ServerStatus | None
     error: str | None
     at: datetime
+
+
+class LeaseLost(Exception):
+    """Another instance took the collector's lease while this one was in a cycle: the cycle records nothing."""
 
 
 @dataclass
@@ -121,6 +134,7 @@ class Collector:
         bus: EventBus,
         settings: Settings,
         metrics: Metrics,
+        instance_id: str | None = None,
     ):
         self._sessionmaker = sessionmaker
         self._drivers = drivers
@@ -134,6 +148,10 @@ class Collector:
         self.last_retention: RetentionReport | None = None
         #: Run after every cycle of `run_forever` (the failover monitor); their failures are logged, not raised.
         self.after_cycle: list[Callable[[], Awaitable[object]]] = []
+        #: Which instance collects, with several on one database.
+        self.lease = Lease(sessionmaker, COLLECTOR_LEASE, instance_id or new_instance_id(), settings.collector_lease_s)
+        #: Whether this instance led at its last attempt (None: not tried since it started).
+        self._leading: bool | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
@@ -141,34 +159,78 @@ class Collector:
     def running(self) -> bool:
         return self._background.running
 
+    @property
+    def role(self) -> str | None:
+        """`leader` (this instance collects) or `standby` while running; None when stopped."""
+        if not self.running:
+            return None
+        return "leader" if self._leading else "standby"
+
     def start(self) -> None:
         self._background.start()
 
     async def stop(self) -> None:
+        """Stops the loop; a leader gives its lease back, so a standby takes over at once."""
+        started = self.running
         await self._background.stop()
+        if started:
+            try:
+                if await self.lease.release():
+                    log.info("instance %s gave the collector's lease back", self.lease.instance_id)
+            except Exception:
+                log.warning("could not give the collector's lease back (another instance takes over when it "
+                            "lapses, in %s s)", self._settings.collector_lease_s, exc_info=True)  # fmt: skip
+        self._leading = None
+        self._metrics.collector_leader.set(0)
 
     async def run_forever(self) -> None:
         next_retention = time.monotonic()
         while True:
             started = time.monotonic()
             try:
-                await self.run_cycle()
-                for hook in self.after_cycle:
-                    try:
-                        await hook()
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception:
-                        log.exception("a hook after the collector cycle failed")
-                if time.monotonic() >= next_retention:
-                    await self.run_retention()
-                    next_retention = time.monotonic() + self._settings.retention_interval_s
+                if await self._lead():
+                    await self.run_cycle(as_leader=True)
+                    for hook in self.after_cycle:
+                        try:
+                            await hook()
+                        except asyncio.CancelledError:
+                            raise
+                        except Exception:
+                            log.exception("a hook after the collector cycle failed")
+                    if time.monotonic() >= next_retention:
+                        await self.run_retention()
+                        next_retention = time.monotonic() + self._settings.retention_interval_s
             except asyncio.CancelledError:
                 raise
+            except LeaseLost:
+                self._note_leading(False)
             except Exception:
                 log.exception("collector cycle failed")
             elapsed = time.monotonic() - started
             await asyncio.sleep(max(self._settings.poll_interval_s - elapsed, 0.0))
+
+    async def _lead(self) -> bool:
+        """Takes or renews the lease; True when this instance is to collect now."""
+        try:
+            leading = await self.lease.acquire()
+        except Exception as e:
+            log.warning("could not take or renew the collector's lease (%s): no cycle now", e)
+            self._leading = False
+            self._metrics.collector_leader.set(0)
+            return False
+        self._note_leading(leading)
+        return leading
+
+    def _note_leading(self, leading: bool) -> None:
+        instance = self.lease.instance_id
+        if leading and not self._leading:
+            log.info("instance %s leads the collector (lease of %s s)", instance, self._settings.collector_lease_s)
+        elif not leading and self._leading:
+            log.warning("instance %s lost the collector's lease to %s: standby", instance, self.lease.holder)
+        elif not leading and self._leading is None:
+            log.info("instance %s is a standby collector (the lease is held by %s)", instance, self.lease.holder)
+        self._leading = leading
+        self._metrics.collector_leader.set(1 if leading else 0)
 
     async def run_retention(self, now: datetime | None = None) -> RetentionReport:
         async with session_scope(self._sessionmaker) as session:
@@ -180,8 +242,9 @@ class Collector:
 
     # -- one cycle -------------------------------------------------------------------------------------------
 
-    async def run_cycle(self) -> CycleReport:
-        """Polls every server once and stores the result; safe to call directly (tests, run-now)."""
+    async def run_cycle(self, *, as_leader: bool = False) -> CycleReport:
+        """Polls every server once and stores the result; safe to call directly (tests, run-now). `as_leader`:
+        the results are recorded only if this instance still holds the lease (else LeaseLost)."""
         async with self._cycle_lock:
             started = time.perf_counter()
             targets = await self._targets()
@@ -189,6 +252,8 @@ class Collector:
             report = CycleReport(polled=len(outcomes), failed=sum(1 for o in outcomes if o.status is None))
             if outcomes:
                 async with session_scope(self._sessionmaker) as session:
+                    if as_leader and not await self.lease.renew_in(session):
+                        raise LeaseLost()
                     report.events = await self._record(session, outcomes)
             for event in report.events:
                 self._bus.publish(event)

@@ -1,12 +1,16 @@
-"""An in-process publish/subscribe hub for cluster events (position changes, health, links), fed by the collector
-and read by the SSE endpoint. Each subscriber has a bounded queue; when it is full the oldest event is dropped and
-counted, so a slow reader never holds the collector up."""
+"""An in-process publish/subscribe hub for cluster events (position changes, health, links, operation steps), fed by
+the collector and the operation runner and read by the SSE endpoint. Each subscriber has a bounded queue; when it is
+full the oldest event is dropped and counted, so a slow reader never holds the collector up.
+
+With several API instances on PostgreSQL, what is published here is also handed to `forward` (the event relay,
+services/event_relay.py), and events published by other instances arrive through `deliver`, so every instance's
+subscribers see every instance's events."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,7 +20,8 @@ from typing import Any
 @dataclass(frozen=True)
 class ClusterEvent:
     cluster_id: int
-    #: `position`, `health`, `link`, `read_only`, `server_discovered`.
+    #: `position`, `health`, `link`, `read_only`, `server_discovered`, `operation`, `drill`, `fenced`,
+    #: `failover_not_confirmed`.
     type: str
     data: dict[str, Any]
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -46,8 +51,18 @@ class EventBus:
     def __init__(self, queue_max: int):
         self._queue_max = queue_max
         self._subscribers: dict[int, set[Subscription]] = defaultdict(set)
+        #: Also given every event published here (not those delivered from other instances): the relay to the
+        #: other API instances, when there is one. Must not block.
+        self.forward: Callable[[ClusterEvent], None] | None = None
 
     def publish(self, event: ClusterEvent) -> None:
+        """An event of this instance: to its subscribers, and to the other instances' through `forward`."""
+        self.deliver(event)
+        if self.forward is not None:
+            self.forward(event)
+
+    def deliver(self, event: ClusterEvent) -> None:
+        """To this instance's subscribers only (an event another instance published)."""
         for subscription in tuple(self._subscribers.get(event.cluster_id, ())):
             subscription.offer(event)
 

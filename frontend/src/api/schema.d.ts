@@ -823,6 +823,21 @@ export interface components {
             last_cycle_at: string | null;
             /** Last Cycle S */
             last_cycle_s: number | null;
+            /**
+             * Role
+             * @description With several API instances one collects at a time: `leader` polls, a `standby` takes over when the leader's lease lapses; null when the collector does not run here.
+             */
+            role: ("leader" | "standby") | null;
+            /**
+             * Instance Id
+             * @description This API instance's identity (host-pid-random), the holder of its leases.
+             */
+            instance_id: string;
+            /**
+             * Leader Instance Id
+             * @description The instance holding the collector's lease, as this one saw at its last attempt (null: free or not known).
+             */
+            leader_instance_id: string | null;
         };
         /** DiscoveryNote */
         DiscoveryNote: {
@@ -1900,8 +1915,11 @@ export interface components {
          * @example {
          *       "collector": {
          *         "enabled": true,
+         *         "instance_id": "api-1-4242-9f3c01ab",
          *         "last_cycle_at": "2026-11-21T13:00:01Z",
          *         "last_cycle_s": 0.012,
+         *         "leader_instance_id": "api-1-4242-9f3c01ab",
+         *         "role": "leader",
          *         "running": true
          *       },
          *       "database": "ok",
