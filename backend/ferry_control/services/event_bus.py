@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,22 @@ class ClusterEvent:
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
+T = TypeVar("T")
+
+
+def put_dropping_oldest(queue: asyncio.Queue[T], item: T) -> int:
+    """Puts `item` on a bounded queue, first dropping its oldest items while it is full; returns how many."""
+    dropped = 0
+    while True:
+        try:
+            queue.put_nowait(item)
+            return dropped
+        except asyncio.QueueFull:
+            queue.get_nowait()
+            queue.task_done()
+            dropped += 1
+
+
 class Subscription:
     def __init__(self, cluster_id: int, queue_max: int):
         self.cluster_id = cluster_id
@@ -35,13 +51,7 @@ class Subscription:
         self.dropped = 0
 
     def offer(self, event: ClusterEvent) -> None:
-        while True:
-            try:
-                self.queue.put_nowait(event)
-                return
-            except asyncio.QueueFull:
-                self.queue.get_nowait()
-                self.dropped += 1
+        self.dropped += put_dropping_oldest(self.queue, event)
 
     async def next(self) -> ClusterEvent:
         return await self.queue.get()

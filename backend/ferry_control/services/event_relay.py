@@ -28,7 +28,7 @@ from sqlalchemy.engine import make_url
 
 from ferry_control.core.background import BackgroundTask
 from ferry_control.core.metrics import Metrics
-from ferry_control.services.event_bus import ClusterEvent, EventBus
+from ferry_control.services.event_bus import ClusterEvent, EventBus, put_dropping_oldest
 
 log = logging.getLogger(__name__)
 
@@ -177,14 +177,8 @@ class EventRelay:
     # -- out -------------------------------------------------------------------------------------------------
 
     def _enqueue(self, event: ClusterEvent) -> None:
-        while True:
-            try:
-                self._outbox.put_nowait(event)
-                return
-            except asyncio.QueueFull:
-                self._outbox.get_nowait()
-                self._outbox.task_done()
-                self._metrics.event_relay_events.labels("dropped").inc()
+        if dropped := put_dropping_oldest(self._outbox, event):
+            self._metrics.event_relay_events.labels("dropped").inc(dropped)
 
     async def _send_forever(self) -> None:
         backoff_s = RECONNECT_BACKOFF_S_MIN
