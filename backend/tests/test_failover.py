@@ -28,8 +28,8 @@ from tests.helpers import (
     writable_master,
 )
 
-#: On the master only: a ferryd replica started with network durability waits for semi-sync confirmations of the
-#: transactions it applies (from replicas it does not have), which stalls its apply until the timeout falls back.
+#: On every node, so the promoted one keeps the guarantee (a replica's apply never waits for semi-sync: only its
+#: own clients' commits do).
 SEMI_SYNC = ("--durability", "local+network", "--semi-sync-replicas", "1", "--semi-sync-timeout-ms", "60000")
 POLL_INTERVAL_S = 0.2
 DETECTION_POLLS = 3
@@ -48,7 +48,7 @@ def until_reached_both(first: FerrydNode, second: FerrydNode) -> Callable[[], bo
 async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
 ) -> None:
-    ferryd = ferryd_factory(master_args=SEMI_SYNC, read_only_replicas=True)
+    ferryd = ferryd_factory(extra_args=SEMI_SYNC, read_only_replicas=True)
     old, best, lagging = ferryd.master, ferryd.replica1, ferryd.replica2
     async with live_app(
         collector_enabled=True,
@@ -89,6 +89,13 @@ async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
         assert writable_master([best, lagging]) is best
         target = best.status()["gtid_binlog_pos"]
         lagging.wait_for(target)
+        # Semi-sync held on the replicas without ever waiting, and holds on the new master: its commits wait for
+        # the one replica left, and none timed out.
+        assert lagging.status()["semi_sync"]["timeouts"] == 0
+        semi_sync = best.status()["semi_sync"]
+        assert (semi_sync["state"], semi_sync["timeouts"]) == ("on", 0), semi_sync
+        best.increment(key="after-failover")
+        assert best.status()["semi_sync"]["waits"] > semi_sync["waits"]
         assert topology([lagging])[lagging.server_id][1] == [("main", best.listen, True)]
         assert best.get("/v1/checksums") == lagging.get("/v1/checksums")
         async with await FerryProtocolClient.connect(best.listen) as connection:
