@@ -1,4 +1,4 @@
-"""Clusters CRUD, and acknowledging a failover (which suspended automatic failover)."""
+"""Clusters CRUD, the overview of every cluster, and acknowledging a failover (which suspended automatic failover)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from fastapi import APIRouter, Path, Response, status
 from ferry_control.api.deps import CurrentToken, OperatorToken, SessionDep
 from ferry_control.schemas.cluster import ClusterCreate, ClusterRead, ClusterUpdate
 from ferry_control.schemas.common import ID_MAX, error_responses
+from ferry_control.schemas.overview import ClusterOverview
 from ferry_control.services.clusters import ClusterService
+from ferry_control.services.overview import OverviewService
 
 router = APIRouter(prefix="/clusters", tags=["clusters"], responses=error_responses(401, 422))
 
@@ -28,6 +30,16 @@ async def list_clusters(session: SessionDep, _: CurrentToken) -> list[ClusterRea
 )
 async def create_cluster(data: ClusterCreate, session: SessionDep, _: OperatorToken) -> ClusterRead:
     return ClusterRead.model_validate(await ClusterService(session).create(data))
+
+
+@router.get(
+    "/overview",
+    response_model=list[ClusterOverview],
+    summary="Every cluster with its health, masters, replicas, worst lag and last drill",
+)
+async def clusters_overview(session: SessionDep, _: CurrentToken) -> list[ClusterOverview]:
+    # Declared before /{cluster_id}: "overview" is not an id.
+    return await OverviewService(session).overview()
 
 
 @router.get("/{cluster_id}", response_model=ClusterRead, summary="Get a cluster", responses=error_responses(404))

@@ -14,6 +14,16 @@ export function useClusters() {
   });
 }
 
+/** Every cluster with its summary (health, masters, replicas, worst lag) and last drill, in one request. */
+export function useClustersOverview() {
+  const refetchInterval = usePollInterval();
+  return useQuery({
+    queryKey: queryKeys.clustersOverview(),
+    queryFn: () => unwrap(api.GET("/api/v1/clusters/overview")),
+    refetchInterval: refetchInterval === false ? 10_000 : refetchInterval,
+  });
+}
+
 export function useCluster(clusterId: number) {
   return useQuery({
     queryKey: queryKeys.cluster(clusterId),

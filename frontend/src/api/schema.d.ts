@@ -40,6 +40,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/clusters/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every cluster with its health, masters, replicas, worst lag and last drill */
+        get: operations["clusters_overview_api_v1_clusters_overview_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/clusters/{cluster_id}": {
         parameters: {
             query?: never;
@@ -741,6 +758,104 @@ export interface components {
             post_operation_webhooks?: string[];
         };
         /**
+         * ClusterOverview
+         * @description A cluster as ClusterRead has it, its summary and its last drill.
+         * @example {
+         *       "admin_port_offset": 100,
+         *       "auto_failover": true,
+         *       "created_at": "2026-11-21T13:00:00Z",
+         *       "description": "orders service",
+         *       "health": "degraded",
+         *       "id": 1,
+         *       "last_drill": {
+         *         "id": 4,
+         *         "rto_s": 0.21,
+         *         "started_at": "2026-11-23T01:30:00Z",
+         *         "state": "passed"
+         *       },
+         *       "masters": [
+         *         "node1"
+         *       ],
+         *       "name": "orders",
+         *       "post_operation_webhooks": [],
+         *       "pre_operation_webhooks": [],
+         *       "problems": [
+         *         "node3 unreachable"
+         *       ],
+         *       "replica_count": 2,
+         *       "server_count": 3,
+         *       "updated_at": "2026-11-21T13:00:00Z",
+         *       "worst_lag": {
+         *         "seconds": 0.2,
+         *         "transactions": 3
+         *       }
+         *     }
+         */
+        ClusterOverview: {
+            /** Id */
+            id: number;
+            /** Name */
+            name: string;
+            /** Description */
+            description: string;
+            /** Admin Port Offset */
+            admin_port_offset: number | null;
+            /** Node Token File */
+            node_token_file: string | null;
+            /** Auto Failover */
+            auto_failover: boolean;
+            /**
+             * Failover Suspended At
+             * @description Set by a failover: automatic failover stays off until an operator acknowledges.
+             */
+            failover_suspended_at: string | null;
+            /** Last Failover At */
+            last_failover_at: string | null;
+            /** Last Failover Operation Id */
+            last_failover_operation_id: number | null;
+            /** Pre Operation Webhooks */
+            pre_operation_webhooks: string[];
+            /** Post Operation Webhooks */
+            post_operation_webhooks: string[];
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /**
+             * Health
+             * @description empty: no servers; down: every server unreachable or no master; degraded: any problem.
+             * @enum {string}
+             */
+            health: "healthy" | "degraded" | "down" | "empty";
+            /**
+             * Problems
+             * @description Why it is not healthy, in words.
+             */
+            problems: string[];
+            /**
+             * Masters
+             * @description The masters' names (a lone standalone server counts as the master).
+             */
+            masters: string[];
+            /**
+             * Replica Count
+             * @description Replicas and intermediate masters.
+             */
+            replica_count: number;
+            /** Server Count */
+            server_count: number;
+            /** @description None when no connection reports lag. */
+            worst_lag: components["schemas"]["WorstLag"] | null;
+            /** @description The cluster's newest drill run; None if it never had one. */
+            last_drill: components["schemas"]["LastDrill"] | null;
+        };
+        /**
          * ClusterRead
          * @example {
          *       "admin_port_offset": 100,
@@ -1325,6 +1440,23 @@ export interface components {
              * Format: date-time
              */
             sampled_at: string;
+        };
+        /** LastDrill */
+        LastDrill: {
+            /** Id */
+            id: number;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "pending" | "running" | "passed" | "failed";
+            /**
+             * Started At
+             * Format: date-time
+             */
+            started_at: string;
+            /** Rto S */
+            rto_s: number | null;
         };
         /**
          * LinkSource
@@ -2224,6 +2356,19 @@ export interface components {
             /** Gtid Current Pos */
             gtid_current_pos: string | null;
         };
+        /** WorstLag */
+        WorstLag: {
+            /**
+             * Seconds
+             * @description The largest lag in seconds over every connection and domain.
+             */
+            seconds: number;
+            /**
+             * Transactions
+             * @description The largest lag in transactions (taken apart from the seconds).
+             */
+            transactions: number;
+        };
     };
     responses: never;
     parameters: never;
@@ -2333,6 +2478,44 @@ export interface operations {
             };
             /** @description Conflicts with the current state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    clusters_overview_api_v1_clusters_overview_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterOverview"][];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

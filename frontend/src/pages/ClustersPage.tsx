@@ -1,11 +1,11 @@
 // The clusters overview: one row per cluster with health, master, replica count, worst lag, the last drill's
-// outcome and automatic failover.
-import { useClusters } from "../api/queries";
+// outcome and automatic failover, from one request (GET /api/v1/clusters/overview).
+import { useClustersOverview } from "../api/queries";
 import { QueryState } from "../components/QueryState";
 import { ClusterRow } from "../features/overview/ClusterRow";
 
 export function ClustersPage() {
-  const clusters = useClusters();
+  const clusters = useClustersOverview();
   return (
     <section aria-labelledby="clusters-heading">
       <h1 id="clusters-heading">Clusters</h1>

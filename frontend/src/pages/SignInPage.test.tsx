@@ -5,15 +5,14 @@ import { render } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { describe, expect, it } from "vitest";
 import { App } from "../App";
-import { CLUSTER, TOPOLOGY, me } from "../test/fixtures";
+import { CLUSTER_OVERVIEW, me } from "../test/fixtures";
 import { mockApi } from "../test/mockApi";
 
 describe("sign-in", () => {
   it("signs in, follows the token's role and sends it as bearer", async () => {
     const { requests } = mockApi({
       "GET /api/v1/me": () => ({ body: me("viewer", "ro") }),
-      "GET /api/v1/clusters": () => ({ body: [CLUSTER] }),
-      "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+      "GET /api/v1/clusters/overview": () => ({ body: [CLUSTER_OVERVIEW] }),
     });
     const user = userEvent.setup();
     render(<App />);
@@ -25,7 +24,7 @@ describe("sign-in", () => {
     expect(window.sessionStorage.getItem("ferry.apiToken")).toBe("ferry_viewer-token");
     const whoAmI = requests.find((r) => r.path === "/api/v1/me")!;
     expect(whoAmI.headers.get("Authorization")).toBe("Bearer ferry_viewer-token");
-    const list = requests.find((r) => r.path === "/api/v1/clusters")!;
+    const list = requests.find((r) => r.path === "/api/v1/clusters/overview")!;
     expect(list.headers.get("Authorization")).toBe("Bearer ferry_viewer-token");
   });
 

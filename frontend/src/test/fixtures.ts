@@ -7,6 +7,13 @@ export const CLUSTER: Schemas["ClusterRead"] = {
   post_operation_webhooks: [], created_at: "2025-01-01T00:00:00Z", updated_at: "2025-01-01T00:00:00Z",
 };
 
+/** CLUSTER as GET /api/v1/clusters/overview answers it: healthy, master "a", two replicas, one passed drill. */
+export const CLUSTER_OVERVIEW: Schemas["ClusterOverview"] = {
+  ...CLUSTER, health: "healthy", problems: [], masters: ["a"], replica_count: 2, server_count: 3,
+  worst_lag: { seconds: 0.2, transactions: 3 },
+  last_drill: { id: 4, state: "passed", started_at: "2025-01-01T01:30:00Z", rto_s: 0.21 },
+};
+
 const node = (id: number, name: string, role: Schemas["TopologyNode"]["role"]): Schemas["TopologyNode"] => ({
   server_id: id, name, host: "127.0.0.1", protocol_port: 7300 + id, admin_port: 7400 + id, reported_server_id: id,
   health: "healthy", maintenance: false, read_only: role !== "master", role, gtid_current_pos: `1-1-${100 + id}`,

@@ -1,56 +1,43 @@
-// One cluster in the overview table: its summary from the topology (health, master, replicas, worst lag) and
-// its last drill's outcome.
+// One cluster in the overview table, as GET /api/v1/clusters/overview summarizes it: health (and why not
+// healthy), master, replicas, worst lag, its last drill's outcome and automatic failover.
 import { Link } from "react-router-dom";
 import type { Schemas } from "../../api/client";
-import { useDrillRuns } from "../../api/drills";
-import { useTopology } from "../../api/queries";
 import { Badge, LagBadge, type Tone } from "../../components/StatusBadge";
-import { formatLag, lagLevel } from "../../lib/format";
-import { formatDuration, formatTime } from "../../lib/format";
+import { formatDuration, formatLag, formatTime, lagLevel } from "../../lib/format";
 import { DrillOutcomeBadge } from "../drills/DrillOutcome";
-import { summarize, type ClusterHealth } from "./summary";
 
-const HEALTH: Record<ClusterHealth, { tone: Tone; symbol: string }> = {
+type ClusterOverview = Schemas["ClusterOverview"];
+
+const HEALTH: Record<ClusterOverview["health"], { tone: Tone; symbol: string }> = {
   healthy: { tone: "ok", symbol: "●" },
   degraded: { tone: "warn", symbol: "▲" },
   down: { tone: "bad", symbol: "✕" },
   empty: { tone: "muted", symbol: "○" },
 };
 
-export function ClusterRow({ cluster }: { cluster: Schemas["ClusterRead"] }) {
-  const topology = useTopology(cluster.id);
-  const summary = topology.data ? summarize(topology.data) : null;
-  const drills = useDrillRuns(cluster.id, 1);
-  const lastDrill = drills.data?.[0];
+export function ClusterRow({ cluster }: { cluster: ClusterOverview }) {
+  const lastDrill = cluster.last_drill;
   return (
     <tr>
       <th scope="row">
         <Link to={`/clusters/${cluster.id}/topology`}>{cluster.name}</Link>
         {cluster.description ? <div className="muted small">{cluster.description}</div> : null}
       </th>
-      {summary ? (
-        <>
-          <td>
-            <Badge {...HEALTH[summary.health]}>{summary.health}</Badge>
-            {summary.problems.length > 0 ? <div className="small">{summary.problems.join("; ")}</div> : null}
-          </td>
-          <td>{summary.masters.length > 0 ? summary.masters.join(", ") : <span className="muted">none</span>}</td>
-          <td>
-            {summary.replicaCount} <span className="muted small">of {summary.serverCount} servers</span>
-          </td>
-          <td>
-            {summary.worstLag ? (
-              <LagBadge level={lagLevel(summary.worstLag)}>{formatLag(summary.worstLag)}</LagBadge>
-            ) : (
-              <span className="muted">no replicas</span>
-            )}
-          </td>
-        </>
-      ) : (
-        <td colSpan={4} className="muted">
-          {topology.error ? "topology could not be read" : "loading…"}
-        </td>
-      )}
+      <td>
+        <Badge {...HEALTH[cluster.health]}>{cluster.health}</Badge>
+        {cluster.problems.length > 0 ? <div className="small">{cluster.problems.join("; ")}</div> : null}
+      </td>
+      <td>{cluster.masters.length > 0 ? cluster.masters.join(", ") : <span className="muted">none</span>}</td>
+      <td>
+        {cluster.replica_count} <span className="muted small">of {cluster.server_count} servers</span>
+      </td>
+      <td>
+        {cluster.worst_lag ? (
+          <LagBadge level={lagLevel(cluster.worst_lag)}>{formatLag(cluster.worst_lag)}</LagBadge>
+        ) : (
+          <span className="muted">no replicas</span>
+        )}
+      </td>
       <td>
         {lastDrill ? (
           <>
@@ -60,10 +47,8 @@ export function ClusterRow({ cluster }: { cluster: Schemas["ClusterRead"] }) {
               {lastDrill.rto_s != null ? ` · RTO ${formatDuration(lastDrill.rto_s)}` : ""}
             </div>
           </>
-        ) : drills.error ? (
-          <span className="muted">unknown</span>
         ) : (
-          <span className="muted">{drills.isPending ? "…" : "never"}</span>
+          <span className="muted">never</span>
         )}
       </td>
       <td>{cluster.auto_failover ? (cluster.failover_suspended_at ? "suspended" : "on") : "off"}</td>

@@ -1,0 +1,63 @@
+"""The clusters overview: one line per cluster (its fields, health in words, masters, replicas, worst lag, last
+drill), computed on the server so the dashboard asks once for every cluster."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ferry_control.schemas.cluster import ClusterRead
+
+ClusterHealth = Literal["healthy", "degraded", "down", "empty"]
+
+
+class WorstLag(BaseModel):
+    seconds: float = Field(description="The largest lag in seconds over every connection and domain.")
+    transactions: int = Field(description="The largest lag in transactions (taken apart from the seconds).")
+
+
+class ClusterSummary(BaseModel):
+    """A cluster's summary from its topology graph alone."""
+
+    health: ClusterHealth = Field(
+        description="empty: no servers; down: every server unreachable or no master; degraded: any problem."
+    )
+    problems: list[str] = Field(description="Why it is not healthy, in words.")
+    masters: list[str] = Field(description="The masters' names (a lone standalone server counts as the master).")
+    replica_count: int = Field(description="Replicas and intermediate masters.")
+    server_count: int
+    worst_lag: WorstLag | None = Field(description="None when no connection reports lag.")
+
+
+class LastDrill(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    state: Literal["pending", "running", "passed", "failed"]
+    started_at: datetime
+    rto_s: float | None
+
+
+class ClusterOverview(ClusterSummary, ClusterRead):
+    """A cluster as ClusterRead has it, its summary and its last drill."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": 1, "name": "orders", "description": "orders service", "admin_port_offset": 100,
+                    "node_token_file": None, "auto_failover": True, "failover_suspended_at": None,
+                    "last_failover_at": None, "last_failover_operation_id": None, "pre_operation_webhooks": [],
+                    "post_operation_webhooks": [], "created_at": "2026-11-21T13:00:00Z",
+                    "updated_at": "2026-11-21T13:00:00Z",
+                    "health": "degraded", "problems": ["node3 unreachable"], "masters": ["node1"],
+                    "replica_count": 2, "server_count": 3, "worst_lag": {"seconds": 0.2, "transactions": 3},
+                    "last_drill": {"id": 4, "state": "passed", "started_at": "2026-11-23T01:30:00Z", "rto_s": 0.21},
+                }
+            ]
+        }
+    )  # fmt: skip
+
+    last_drill: LastDrill | None = Field(description="The cluster's newest drill run; None if it never had one.")

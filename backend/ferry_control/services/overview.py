@@ -1,0 +1,84 @@
+"""The clusters overview: each cluster's summary from its topology graph (a pure function) and its last drill."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.repositories.drills import DrillRepository
+from ferry_control.schemas.cluster import ClusterRead
+from ferry_control.schemas.overview import ClusterHealth, ClusterOverview, ClusterSummary, LastDrill, WorstLag
+from ferry_control.schemas.topology import TopologyGraph
+from ferry_control.services.clusters import ClusterService
+from ferry_control.services.topology import TopologyService
+
+
+def summarize(graph: TopologyGraph) -> ClusterSummary:
+    """Health of the whole, the master(s), how many replicas, the worst lag over every connection and domain, and
+    the problems in words: unhealthy or maintenance nodes, connection errors, stopped replication, several masters."""
+    nodes, edges = graph.nodes, graph.edges
+    problems: list[str] = []
+    for node in nodes:
+        if node.health != "healthy":
+            problems.append(f"{node.name} {node.health}")
+        if node.maintenance:
+            problems.append(f"{node.name} in maintenance")
+    names = {node.server_id: node.name for node in nodes}
+    for edge in edges:
+        replica = names.get(edge.replica_server_id, f"server {edge.replica_server_id}")
+        if edge.last_error_code:
+            problems.append(f"{replica}: {edge.last_error_code}")
+        elif edge.source == "replica" and not edge.running:
+            problems.append(f"{replica}: replication stopped")
+    masters = [node.name for node in nodes if node.role == "master"]
+    standalone = [node.name for node in nodes if node.role == "standalone"]
+    if not masters and len(standalone) == 1:
+        masters.append(standalone[0])
+    if len(masters) > 1:
+        problems.append(f"{len(masters)} masters")
+    unreachable = sum(1 for node in nodes if node.health == "unreachable")
+
+    health: ClusterHealth = "healthy"
+    if not nodes:
+        health = "empty"
+    elif unreachable == len(nodes) or not masters:
+        health = "down"
+    elif problems:
+        health = "degraded"
+
+    lags = [lag for edge in edges for lag in edge.lag.values()]
+    return ClusterSummary(
+        health=health,
+        problems=problems,
+        masters=masters,
+        replica_count=sum(1 for node in nodes if node.role in ("replica", "intermediate")),
+        server_count=len(nodes),
+        worst_lag=(
+            WorstLag(
+                seconds=max(0.0, *(lag.seconds for lag in lags)),
+                transactions=max(0, *(lag.transactions for lag in lags)),
+            )
+            if lags
+            else None
+        ),
+    )
+
+
+class OverviewService:
+    def __init__(self, session: AsyncSession):
+        self.clusters = ClusterService(session)
+        self.topology = TopologyService(session)
+        self.drills = DrillRepository(session)
+
+    async def overview(self) -> list[ClusterOverview]:
+        items = []
+        for cluster in await self.clusters.list():
+            summary = summarize(await self.topology.graph(cluster.id))
+            runs = await self.drills.runs(cluster.id, limit=1)
+            items.append(
+                ClusterOverview(
+                    **ClusterRead.model_validate(cluster).model_dump(),
+                    **summary.model_dump(),
+                    last_drill=LastDrill.model_validate(runs[0]) if runs else None,
+                )
+            )
+        return items

@@ -1,0 +1,144 @@
+"""The clusters overview: the summary of a topology graph (health, problems in words, masters, replicas, worst lag)
+as a pure function, and GET /api/v1/clusters/overview over a real registered ferryd cluster with a drill run."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import httpx
+from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from ferry_control.core.db import session_scope
+from ferry_control.models import DrillRun
+from ferry_control.schemas.overview import WorstLag
+from ferry_control.schemas.topology import DomainLagRead, TopologyEdge, TopologyGraph, TopologyNode
+from ferry_control.services.overview import summarize
+from tests.conftest import Tokens
+from tests.ferryd_cluster import FerrydCluster
+from tests.helpers import register
+
+AT = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def node(server_id: int, name: str, role: str, **over: object) -> TopologyNode:
+    fields: dict[str, object] = dict(
+        server_id=server_id, name=name, host="127.0.0.1", protocol_port=7300 + server_id,
+        admin_port=7400 + server_id, reported_server_id=server_id, health="healthy", maintenance=False,
+        read_only=role != "master", role=role, gtid_current_pos=f"1-1-{100 + server_id}",
+    )  # fmt: skip
+    return TopologyNode.model_validate(fields | over)
+
+
+def edge(link_id: int, replica: int, **over: object) -> TopologyEdge:
+    fields: dict[str, object] = dict(
+        link_id=link_id, source="replica", connection="main", master_server_id=1, master_address="127.0.0.1:7301",
+        replica_server_id=replica, running=True, io_state="connected", sql_state="applying",
+        lag={1: DomainLagRead(seconds=0.2, transactions=3)}, last_error_code=None, last_error_message=None,
+        updated_at=AT,
+    )  # fmt: skip
+    return TopologyEdge.model_validate(fields | over)
+
+
+def graph(nodes: list[TopologyNode] | None = None, edges: list[TopologyEdge] | None = None) -> TopologyGraph:
+    """A master `a` with two replicas `b` and `c`, each 0.2 s and 3 transactions behind in domain 1."""
+    if nodes is None:
+        nodes = [node(1, "a", "master"), node(2, "b", "replica"), node(3, "c", "replica")]
+    if edges is None:
+        edges = [edge(10, 2), edge(11, 3)]
+    return TopologyGraph(cluster_id=1, nodes=nodes, edges=edges)
+
+
+def test_gives_health_master_replicas_and_the_worst_lag() -> None:
+    summary = summarize(graph())
+    assert summary.model_dump() == {
+        "health": "healthy",
+        "problems": [],
+        "masters": ["a"],
+        "replica_count": 2,
+        "server_count": 3,
+        "worst_lag": {"seconds": 0.2, "transactions": 3},
+    }
+
+
+def test_says_why_a_cluster_is_degraded_in_words() -> None:
+    nodes = [node(1, "a", "master"), node(2, "b", "replica"), node(3, "c", "replica", health="unreachable")]
+    edges = [edge(10, 2, io_state="error", last_error_code="purged"), edge(11, 3)]
+    summary = summarize(graph(nodes, edges))
+    assert summary.health == "degraded"
+    assert summary.problems == ["c unreachable", "b: purged"]
+
+
+def test_is_down_without_a_master() -> None:
+    assert summarize(graph([node(2, "b", "replica"), node(3, "c", "replica")], [])).health == "down"
+
+
+def test_is_down_when_every_server_is_unreachable() -> None:
+    nodes = [node(1, "a", "master", health="unreachable"), node(2, "b", "replica", health="unreachable")]
+    assert summarize(graph(nodes, [edge(10, 2)])).health == "down"
+
+
+def test_an_empty_cluster_is_empty_and_has_no_lag() -> None:
+    summary = summarize(graph([], []))
+    assert (summary.health, summary.masters, summary.server_count, summary.worst_lag) == ("empty", [], 0, None)
+
+
+def test_a_lone_standalone_server_is_the_master() -> None:
+    summary = summarize(graph([node(1, "a", "standalone")], []))
+    assert (summary.health, summary.masters, summary.replica_count, summary.worst_lag) == ("healthy", ["a"], 0, None)
+
+
+def test_maintenance_stopped_replication_unknown_replicas_and_several_masters_are_problems() -> None:
+    nodes = [
+        node(1, "a", "master", maintenance=True),
+        node(2, "b", "intermediate"),
+        node(4, "d", "master"),
+    ]
+    edges = [
+        edge(10, 2, running=False),
+        edge(11, 9, last_error_code="connect_failed"),
+        edge(12, 2, source="master", running=False),
+    ]
+    summary = summarize(graph(nodes, edges))
+    assert summary.health == "degraded"
+    assert summary.problems == ["a in maintenance", "b: replication stopped", "server 9: connect_failed", "2 masters"]
+    assert (summary.masters, summary.replica_count) == (["a", "d"], 1)
+
+
+def test_the_worst_lag_takes_seconds_and_transactions_apart() -> None:
+    lags = {1: DomainLagRead(seconds=4.0, transactions=1), 2: DomainLagRead(seconds=0.1, transactions=50)}
+    summary = summarize(graph(edges=[edge(10, 2, lag=lags), edge(11, 3, lag={})]))
+    assert summary.worst_lag == WorstLag(seconds=4.0, transactions=50)
+
+
+async def test_overview_of_a_registered_cluster_with_its_last_drill(
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    anonymous: httpx.AsyncClient,
+    tokens: Tokens,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    ferryd: FerrydCluster,
+) -> None:
+    cluster_id, _ = await register(client, ferryd, name="overview", auto_failover=True)
+    empty = (await client.post("/api/v1/clusters", json={"name": "overview-empty"})).json()
+    ferryd.converge()
+    await app.state.collector.run_cycle()
+    async with session_scope(sessionmaker) as session:
+        session.add(DrillRun(cluster_id=cluster_id, state="failed", passed=False, started_at=AT))
+        session.add(DrillRun(cluster_id=cluster_id, state="passed", passed=True, rto_s=0.25, started_at=AT))
+
+    response = await client.get("/api/v1/clusters/overview", headers=tokens.header("viewer"))
+    assert response.status_code == 200, response.text
+    items = {item["id"]: item for item in response.json()}
+    cluster = (await client.get(f"/api/v1/clusters/{cluster_id}")).json()
+    item = items[cluster_id]
+    assert {key: item[key] for key in cluster} == cluster
+    assert item["health"] == "healthy", item["problems"]
+    assert (item["problems"], item["masters"], item["replica_count"], item["server_count"]) == ([], ["master"], 2, 3)
+    assert item["worst_lag"] is not None and item["worst_lag"]["transactions"] == 0
+    drill = item["last_drill"]
+    assert {key: drill[key] for key in ("state", "rto_s")} == {"state": "passed", "rto_s": 0.25}
+    assert set(drill) == {"id", "state", "started_at", "rto_s"}
+    assert items[empty["id"]] | {"health": "empty", "last_drill": None, "worst_lag": None} == items[empty["id"]]
+
+    assert (await anonymous.get("/api/v1/clusters/overview")).status_code == 401

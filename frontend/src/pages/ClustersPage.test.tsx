@@ -1,0 +1,36 @@
+// The clusters overview: one request for every cluster, each row read from the server's summary (health and
+// why, master, replicas, worst lag, last drill, automatic failover).
+import { screen, within } from "@testing-library/react";
+import { describe, expect, it } from "vitest";
+import { CLUSTER_OVERVIEW } from "../test/fixtures";
+import { mockApi } from "../test/mockApi";
+import { renderSignedIn } from "../test/render";
+import { ClustersPage } from "./ClustersPage";
+
+describe("ClustersPage", () => {
+  it("renders each cluster's summary from the one overview request", async () => {
+    const degraded = {
+      ...CLUSTER_OVERVIEW, id: 2, name: "prod-us", health: "degraded" as const, problems: ["c unreachable", "b: purged"],
+      auto_failover: true, last_drill: null,
+    };
+    const { requests } = mockApi({ "GET /api/v1/clusters/overview": () => ({ body: [CLUSTER_OVERVIEW, degraded] }) });
+    renderSignedIn(<ClustersPage />, { role: "viewer" });
+
+    const row = (await screen.findByRole("link", { name: "prod-eu" })).closest("tr")!;
+    const cells = within(row).getAllByRole("cell").map((cell) => cell.textContent);
+    expect(cells[0]).toMatch(/healthy/);
+    expect(cells.slice(1, 4)).toEqual(["a", "2 of 3 servers", "△ 200 ms · 3 txn"]);
+    expect(cells[4]).toMatch(/passed.*RTO 210\.0 ms/);
+    expect(cells[5]).toBe("off");
+
+    const other = screen.getByRole("link", { name: "prod-us" }).closest("tr")!;
+    const otherCells = within(other).getAllByRole("cell").map((cell) => cell.textContent);
+    expect(otherCells[0]).toMatch(/degraded.*c unreachable; b: purged/);
+    expect(otherCells[4]).toBe("never");
+    expect(otherCells[5]).toBe("on");
+
+    expect(requests.map((r) => `${r.method} ${r.path}`).filter((r) => r.includes("/clusters"))).toEqual([
+      "GET /api/v1/clusters/overview",
+    ]);
+  });
+});
