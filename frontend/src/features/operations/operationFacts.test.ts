@@ -39,6 +39,9 @@ describe("stepDetail", () => {
     expect(stepDetail({ checks: [{ name: "a", passed: true }, { name: "b", passed: true }] })).toBe("2 checks passed");
     expect(stepDetail({ checks: [{ name: "a", passed: true }, { name: "lag", passed: false }] })).toBe("1 of 2 checks failed: lag");
     expect(stepDetail("text")).toBe("text");
-    expect(stepDetail({ repointed: ["c"] })).toBe('{"repointed":["c"]}');
+    expect(stepDetail({ repointed: ["c", "d"] })).toBe("repointed: c, d");
+    expect(stepDetail({ position: "0-1-5,1-1-9", problems: [] })).toBe("position: 0-1-5,1-1-9 · problems: none");
+    expect(stepDetail({ "0": "0-1-1", "1": "1-1-49" })).toBe("0: 0-1-1 · 1: 1-1-49");
+    expect(stepDetail({ deep: { a: { b: 1 } } })).toBe('deep: a: {"b":1}');
   });
 });

@@ -37,12 +37,6 @@ export function stateSymbol(state: string): string {
   return { succeeded: "✓", passed: "✓", failed: "✕", undone: "↺", skipped: "–", running: "…", pending: "…" }[state] ?? "?";
 }
 
-function text(detail: unknown): string {
-  if (detail == null) return "";
-  if (typeof detail === "string") return detail;
-  return JSON.stringify(detail);
-}
-
 /** The preflight as a checklist: the named checks when the operation reports them, else its preflight step. */
 export function preflightChecks(operation: Operation): CheckItem[] {
   const raw = operation.result?.checks;
@@ -50,7 +44,7 @@ export function preflightChecks(operation: Operation): CheckItem[] {
     return raw.map((check: { name?: unknown; passed?: unknown; detail?: unknown }) => ({
       name: String(check.name ?? "check"),
       passed: typeof check.passed === "boolean" ? check.passed : null,
-      detail: text(check.detail),
+      detail: readable(check.detail),
     }));
   }
   // No named checks: the preflight step, or (an operation without one, e.g. failover) every step of the dry run.
@@ -58,7 +52,7 @@ export function preflightChecks(operation: Operation): CheckItem[] {
   return (preflight.length > 0 ? preflight : operation.steps).map((step) => ({
     name: step.name,
     passed: step.state === "passed" ? true : step.state === "failed" ? false : null,
-    detail: text(step.detail),
+    detail: readable(step.detail),
   }));
 }
 
@@ -81,5 +75,16 @@ export function stepDetail(detail: unknown): string {
       ? `${checks.length} checks passed`
       : `${failed.length} of ${checks.length} checks failed: ${failed.join(", ")}`;
   }
-  return text(detail);
+  return readable(detail);
+}
+
+/** A step's detail in words: `key: value` pairs joined by " · ", lists by ", ", an empty list as "none". */
+function readable(value: unknown, depth = 0): string {
+  if (value == null) return "";
+  if (typeof value !== "object") return String(value);
+  if (depth > 1) return JSON.stringify(value);
+  if (Array.isArray(value)) return value.length === 0 ? "none" : value.map((v) => readable(v, depth + 1)).join(", ");
+  return Object.entries(value)
+    .map(([key, v]) => `${key}: ${readable(v, depth + 1)}`)
+    .join(" · ");
 }
