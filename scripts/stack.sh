@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Starts or stops one Ferry stack without Docker, from binaries already built: three ferryd nodes on loopback
-# (node 1 the master, nodes 2 and 3 replicating from it, wired through the node admin API), the demo workload
-# (it writes in three domains to whichever node is the master), and the control plane API (uvicorn; migrated
-# before it starts) serving the built dashboard, with the three nodes registered as the cluster "local".
+# Starts or stops one Ferry stack without Docker, from binaries already built: three ferryd nodes on loopback,
+# wired and registered by `cli bootstrap` (node 1 the master, nodes 2 and 3 read-only replicas of it, the three
+# the cluster "local" in the control plane's database, migrated first), the demo workload (it writes in three
+# domains to whichever node is the master), and the control plane API (uvicorn) serving the built dashboard.
 # `make up` and the end-to-end suite both start their stack with this.
 #
 #   scripts/stack.sh start   start what is not running; write $FERRY_RUN_DIR/stack.json (API URL, an admin
@@ -77,27 +77,28 @@ start_nodes() {
   done
 }
 
-node_post() { # node_post NODE PATH JSON
-  curl -fsS -X POST -H "Authorization: Bearer $(cat "$token_file")" -H 'Content-Type: application/json' \
-    -d "$3" "http://127.0.0.1:$(admin_port "$1")$2" > /dev/null
+# The control plane's database and the nodes' admin token, for the CLI and the API.
+control_plane_env() {
+  export FERRY_NODE_TOKEN_FILE="$token_file"
+  export FERRY_DATABASE_URL=${FERRY_STACK_DATABASE_URL:-sqlite:///$run/control.sqlite3}
+  unset DATABASE_URL FERRY_NODE_TOKEN
 }
-connections() { # how many replication connections node N has
-  curl -fsS "http://127.0.0.1:$(admin_port "$1")/v1/replication" \
-    | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["connections"]))'
-}
+cli() { (cd backend && ../.venv/bin/python -m ferry_control.cli "$@"); }
 
-# Fresh nodes (no connection anywhere) become node 1 → nodes 2 and 3, the replicas read-only (only replication
-# writes to them, so no client can give them errant transactions); a topology changed since (a switchover) is kept.
-wire_replication() {
-  if [ "$(connections 1)" = 0 ] && [ "$(connections 2)" = 0 ] && [ "$(connections 3)" = 0 ]; then
-    for i in 2 3; do
-      node_post "$i" /v1/read-only '{"read_only": true}'
-      node_post "$i" /v1/replication/main/change-master \
-        "{\"master\": \"127.0.0.1:$(protocol_port 1)\", \"use_gtid\": \"slave_pos\"}"
-      node_post "$i" /v1/replication/main/start '{}'
-    done
-    echo "nodes 2 and 3 replicate from node 1 (read-only)"
+# Migrates the database, then `cli bootstrap`: fresh nodes (no connection anywhere) become node 1 → nodes 2 and 3,
+# the replicas read-only (only replication writes to them, so no client can give them errant transactions), while
+# a topology changed since (a switchover) is kept; the three are registered as cluster "local" unless it exists.
+bootstrap() {
+  if ! alive "$run/api.pid"; then
+    cli migrate > "$run/api.log" 2>&1 \
+      || { echo "migrating the control plane database failed; see $run/api.log" >&2; exit 1; }
   fi
+  local nodes=() i
+  for i in 1 2 3; do
+    nodes+=(--node "node$i=127.0.0.1:$(protocol_port "$i"),http://127.0.0.1:$(admin_port "$i")")
+  done
+  cluster_id=$(cli bootstrap --cluster local --description "make up" "${nodes[@]}" --wait-s 30) \
+    || { echo "bootstrapping the cluster failed (see above)" >&2; exit 1; }
 }
 
 start_workload() {
@@ -109,16 +110,11 @@ start_workload() {
 }
 
 start_api() {
-  export FERRY_NODE_TOKEN_FILE="$token_file"
-  export FERRY_DATABASE_URL=${FERRY_STACK_DATABASE_URL:-sqlite:///$run/control.sqlite3}
-  unset DATABASE_URL
   if ! alive "$run/api.pid"; then
     if curl -fsS "$api/api/v1/health" > /dev/null 2>&1; then
       echo "port $api_port already serves another API (not started from $run): stop it, or set FERRY_API_PORT" >&2
       exit 1
     fi
-    (cd backend && ../.venv/bin/python -m ferry_control.cli migrate) > "$run/api.log" 2>&1 \
-      || { echo "migrating the control plane database failed; see $run/api.log" >&2; exit 1; }
     # exec: the recorded pid is uvicorn itself, and nothing keeps this script's output open.
     (cd backend && exec nohup ../.venv/bin/uvicorn --factory ferry_control.main:create_app --host 127.0.0.1 \
       --port "$api_port") >> "$run/api.log" 2>&1 < /dev/null &
@@ -137,24 +133,8 @@ start_api() {
   exit 1
 }
 
-register_cluster() {
-  api_token=$(cd backend && ../.venv/bin/python -m ferry_control.cli create-token \
-    --name "admin-$(date +%Y%m%d-%H%M%S)-$$" --role admin)
-  api_call() { # api_call METHOD PATH [JSON]
-    curl -fsS -X "$1" -H "Authorization: Bearer $api_token" -H 'Content-Type: application/json' ${3:+-d "$3"} "$api$2"
-  }
-  cluster_id=$(api_call GET /api/v1/clusters \
-    | python3 -c 'import json,sys; print(next((c["id"] for c in json.load(sys.stdin) if c["name"] == "local"), ""))')
-  if [ -z "$cluster_id" ]; then
-    cluster_id=$(api_call POST /api/v1/clusters '{"name": "local", "description": "make up", "admin_port_offset": 100}' \
-      | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-    for i in 1 2 3; do
-      api_call POST "/api/v1/clusters/$cluster_id/servers" \
-        "{\"name\": \"node$i\", \"host\": \"127.0.0.1\", \"protocol_port\": $(protocol_port "$i"), \"admin_port\": $(admin_port "$i")}" \
-        > /dev/null
-    done
-    echo "registered the three nodes as cluster \"local\" (id $cluster_id)"
-  fi
+create_api_token() {
+  api_token=$(cli create-token --name "admin-$(date +%Y%m%d-%H%M%S)-$$" --role admin)
 }
 
 write_stack_json() {
@@ -183,11 +163,12 @@ start() {
     python3 -c 'import secrets; print(secrets.token_urlsafe(32))' > "$token_file"
     chmod 600 "$token_file"
   fi
+  control_plane_env
   start_nodes
-  wire_replication
+  bootstrap
   start_workload
   start_api
-  register_cluster
+  create_api_token
   write_stack_json
 }
 

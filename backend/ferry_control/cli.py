@@ -2,6 +2,11 @@
 
 python -m ferry_control.cli migrate                                  upgrade the database to the newest schema
 python -m ferry_control.cli create-token --name admin --role admin   create an API token and print it (once)
+python -m ferry_control.cli bootstrap --cluster local \
+    --node node1=127.0.0.1:7301,http://127.0.0.1:7401 --node node2=… --node node3=… [--wait-s 60]
+        wait for the nodes' admin APIs, make nodes 2..N read-only replicas of node 1 when no node replicates yet,
+        and register the cluster and its servers when no cluster of that name exists; prints what it does on
+        stderr and the cluster's id on stdout (ferry_control/bootstrap.py)
 """
 
 from __future__ import annotations
@@ -28,6 +33,14 @@ async def _create_token(name: str, role: Role) -> str:
         await engine.dispose()
 
 
+async def _bootstrap(args: argparse.Namespace) -> int:
+    from ferry_control.bootstrap import bootstrap, parse_node
+
+    nodes = [parse_node(text) for text in args.node]
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    return await bootstrap(get_settings(), args.cluster, args.description, nodes, args.wait_s, say)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ferry_control.cli", description="Ferry control plane")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -35,13 +48,45 @@ def main(argv: list[str] | None = None) -> int:
     create = commands.add_parser("create-token", help="create an API token and print it; it is not shown again")
     create.add_argument("--name", required=True)
     create.add_argument("--role", required=True, choices=[r.value for r in Role])
+    boot = commands.add_parser(
+        "bootstrap",
+        help="wire fresh nodes into a replicated cluster (node 1 the master) and register it; safe to repeat",
+        description="Waits until every node answers GET /v1/status; when no node has a replication connection yet, "
+        "makes nodes 2..N read-only and replicating from node 1 (a topology changed since, e.g. by a switchover, "
+        "is kept); registers the cluster and its servers when no cluster of that name exists. Needs the nodes' "
+        "admin token (FERRY_NODE_TOKEN or FERRY_NODE_TOKEN_FILE) and the database (DATABASE_URL), migrated.",
+    )
+    boot.add_argument("--cluster", required=True, help="the cluster's name in the control plane")
+    boot.add_argument("--description", default="", help="the cluster's description when it is registered")
+    boot.add_argument(
+        "--node",
+        action="append",
+        required=True,
+        metavar="NAME=HOST:PORT,http://HOST:ADMIN_PORT",
+        help="a node: its server name, protocol address and admin API URL; repeat in order, the first is the master",
+    )
+    boot.add_argument("--wait-s", type=float, default=60.0, help="how long the nodes may take to answer (60)")
     args = parser.parse_args(argv)
 
     if args.command == "migrate":
         upgrade(get_settings().database_url)
         return 0
+    from ferry_control.bootstrap import BootstrapError
     from ferry_control.core.errors import AppError
 
+    if args.command == "bootstrap":
+        if len(args.node) < 2:
+            parser.error("bootstrap needs at least two --node (the first is the master)")
+        try:
+            cluster_id = asyncio.run(_bootstrap(args))
+        except BootstrapError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        except AppError as e:
+            print(f"error: {e.message}", file=sys.stderr)
+            return 1
+        print(cluster_id)
+        return 0
     try:
         token = asyncio.run(_create_token(args.name, Role(args.role)))
     except AppError as e:
