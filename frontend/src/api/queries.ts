@@ -5,15 +5,6 @@ import { usePollInterval } from "../live/LiveContext";
 import { api, unwrap } from "./client";
 import { LAG_RANGE_MS, queryKeys, type LagRange } from "./queryKeys";
 
-export function useClusters() {
-  const refetchInterval = usePollInterval();
-  return useQuery({
-    queryKey: queryKeys.clusters(),
-    queryFn: () => unwrap(api.GET("/api/v1/clusters")),
-    refetchInterval: refetchInterval === false ? 10_000 : refetchInterval,
-  });
-}
-
 /** Every cluster with its summary (health, masters, replicas, worst lag) and last drill, in one request. */
 export function useClustersOverview() {
   const refetchInterval = usePollInterval();

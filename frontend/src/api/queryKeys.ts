@@ -3,7 +3,6 @@
 export type LagRange = "5m" | "1h" | "24h";
 
 export const queryKeys = {
-  clusters: () => ["clusters"] as const,
   clustersOverview: () => ["clusters", "overview"] as const,
   cluster: (clusterId: number) => ["clusters", clusterId] as const,
   servers: (clusterId: number) => ["clusters", clusterId, "servers"] as const,
