@@ -1,9 +1,9 @@
 // Stream interleavings: one lane per server, blocks coloured by domain and labelled domain-seq; hovering a
-// transaction highlights the same GTID in every lane (seed 000's figure: each domain's order kept, the
+// transaction (or reaching it by keyboard: Tab, then the arrow keys) highlights the same GTID in every lane (seed 000's figure: each domain's order kept, the
 // interleaving free to differ).
 import { expect, openClusterTab, test } from "../fixtures";
 
-test("lanes show several domains and hovering a transaction highlights it in every lane", async ({ page, signIn, stack, picture }) => {
+test("lanes show several domains; hovering or moving by keyboard highlights one GTID in every lane", async ({ page, signIn, stack, picture }) => {
   await signIn("viewer");
   await openClusterTab(page, stack, "interleavings");
 
@@ -36,4 +36,21 @@ test("lanes show several domains and hovering a transaction highlights it in eve
   }
   await expect(page.getByText(new RegExp(`^GTID ${gtid}: node\\d #\\d+, node\\d #\\d+, node\\d #\\d+$`))).toBeVisible();
   await picture("interleavings");
+
+  // By keyboard: Tab reaches the first lane, the arrow keys move along it, the highlight follows the focus.
+  await page.getByRole("heading", { level: 1 }).hover();
+  await expect(page.locator('li[data-highlighted="true"]')).toHaveCount(0);
+  await page.getByRole("button", { name: "Resume live" }).focus();
+  await page.keyboard.press("Tab");
+  const blocks = lanes.first().locator("li.block");
+  const first = await blocks.nth(0).getAttribute("data-gtid");
+  const second = await blocks.nth(1).getAttribute("data-gtid");
+  await expect(blocks.nth(0)).toBeFocused();
+  await expect(blocks.nth(0)).toHaveAttribute("data-highlighted", "true");
+  await expect(page.getByText(new RegExp(`^GTID ${first}: `))).toBeVisible();
+  await page.keyboard.press("ArrowRight");
+  await expect(blocks.nth(1)).toBeFocused();
+  await expect(page.getByText(new RegExp(`^GTID ${second}: `))).toBeVisible();
+  await page.keyboard.press("End");
+  await expect(blocks.last()).toBeFocused();
 });
