@@ -1,6 +1,6 @@
 // Stream interleavings: one lane per server, blocks coloured by domain and labelled domain-seq; hovering a
-// transaction (or reaching it by keyboard: Tab, then the arrow keys) highlights the same GTID in every lane (seed 000's figure: each domain's order kept, the
-// interleaving free to differ).
+// transaction (or reaching it by keyboard: Tab, then the arrow keys) highlights the same GTID in every lane (seed
+// 000's figure: each domain's order kept, the interleaving free to differ).
 import { expect, openClusterTab, test } from "../fixtures";
 
 test("lanes show several domains; hovering or moving by keyboard highlights one GTID in every lane", async ({ page, signIn, stack, picture }) => {
