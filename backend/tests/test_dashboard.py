@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 from fastapi import FastAPI
-from fastapi.testclient import TestClient
 
 from ferry_control.dashboard import mount_dashboard
 
@@ -19,7 +19,7 @@ def built(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def app_with_dashboard(directory: Path | None) -> TestClient:
+def app_with_dashboard(directory: Path | None) -> httpx.AsyncClient:
     app = FastAPI()
 
     @app.get("/api/v1/health")
@@ -27,33 +27,35 @@ def app_with_dashboard(directory: Path | None) -> TestClient:
         return {"status": "ok"}
 
     mount_dashboard(app, directory)
-    return TestClient(app)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ferry.test")
 
 
-def test_client_side_routes_get_the_app_and_assets_are_files(tmp_path: Path) -> None:
+async def test_client_side_routes_get_the_app_and_assets_are_files(tmp_path: Path) -> None:
     client = app_with_dashboard(built(tmp_path))
-    assert "id=root" in client.get("/").text
-    assert "id=root" in client.get("/clusters/1/positions").text
-    assert client.get("/assets/app-1234.js").text == "console.log('ferry')"
-    assert client.get("/favicon.svg").text == "<svg/>"
+    assert "id=root" in (await client.get("/")).text
+    assert "id=root" in (await client.get("/clusters/1/positions")).text
+    assert (await client.get("/assets/app-1234.js")).text == "console.log('ferry')"
+    assert (await client.get("/favicon.svg")).text == "<svg/>"
 
 
-def test_the_api_is_never_shadowed(tmp_path: Path) -> None:
+async def test_the_api_is_never_shadowed(tmp_path: Path) -> None:
     client = app_with_dashboard(built(tmp_path))
-    assert client.get("/api/v1/health").json() == {"status": "ok"}
-    assert client.get("/api/v1/no-such-thing").status_code == 404
-    assert client.get("/metrics").status_code == 404
+    assert (await client.get("/api/v1/health")).json() == {"status": "ok"}
+    assert (await client.get("/api/v1/no-such-thing")).status_code == 404
+    assert (await client.get("/metrics")).status_code == 404
 
 
-def test_files_outside_the_dashboard_are_not_served(tmp_path: Path) -> None:
+async def test_files_outside_the_dashboard_are_not_served(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("no")
     dist = tmp_path / "dist"
     dist.mkdir()
     client = app_with_dashboard(built(dist))
-    assert "id=root" in client.get("/../secret.txt").text
+    for path in ("/../secret.txt", "/%2e%2e/secret.txt", "/assets/%2e%2e/%2e%2e/secret.txt"):
+        response = await client.get(path)
+        assert response.text != "no", path
 
 
-def test_without_a_build_nothing_is_mounted() -> None:
+async def test_without_a_build_nothing_is_mounted() -> None:
     client = app_with_dashboard(None)
-    assert client.get("/").status_code == 404
+    assert (await client.get("/")).status_code == 404
