@@ -72,12 +72,18 @@ export async function openClusterTab(page: Page, stack: Stack, tab: string, sear
   await expect(page.getByRole("heading", { level: 1, name: stack.cluster_name })).toBeVisible();
 }
 
-/** The name of the server the control plane's topology says is the master. */
-export async function masterName(api: APIRequestContext, stack: Stack): Promise<string> {
+/** The master's name in the control plane's topology now, or null while it does not show exactly one. */
+export async function currentMasterName(api: APIRequestContext, stack: Stack): Promise<string | null> {
   const response = await api.get(`/api/v1/clusters/${stack.cluster_id}/topology`);
   expect(response.ok()).toBeTruthy();
   const topology = (await response.json()) as { nodes: { name: string; role: string }[] };
   const masters = topology.nodes.filter((n) => n.role === "master");
-  expect(masters, "exactly one master").toHaveLength(1);
-  return masters[0].name;
+  return masters.length === 1 ? masters[0].name : null;
+}
+
+/** The master's name, once the topology shows exactly one (it follows the collector, polling every second). */
+export async function masterName(api: APIRequestContext, stack: Stack): Promise<string> {
+  let name: string | null = null;
+  await expect.poll(async () => (name = await currentMasterName(api, stack)), { message: "exactly one master" }).not.toBeNull();
+  return name!;
 }
