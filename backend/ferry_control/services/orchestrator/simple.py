@@ -60,7 +60,8 @@ async def run_read_only(ctx: OperationContext) -> None:
     ctx.result.update(server_id=view.info.id, read_only=wanted)
 
 
-async def run_start_replication(ctx: OperationContext) -> None:
+async def _existing_connection(ctx: OperationContext) -> tuple[ServerView, str]:
+    """The preflight of start / stop replication: the server answers and has the named connection."""
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
         view = _reachable(snapshot, ctx.params["server_id"], "the")
@@ -69,6 +70,11 @@ async def run_start_replication(ctx: OperationContext) -> None:
         if not any(c.name == name for c in view.status.connections):
             raise OperationFailed(f"{view.info.label} has no replication connection {name!r}")
         step.detail = f"{view.info.label} connection {name!r}"
+    return view, name
+
+
+async def run_start_replication(ctx: OperationContext) -> None:
+    view, name = await _existing_connection(ctx)
     if ctx.dry_run:
         return
     await ctx.pre_hooks()
@@ -104,14 +110,7 @@ async def _wait_started(view: ServerView, name: str, until: bool) -> str:
 
 
 async def run_stop_replication(ctx: OperationContext) -> None:
-    async with ctx.step("preflight") as step:
-        snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params["server_id"], "the")
-        name = _connection(view, ctx.params.get("connection"), ctx.settings.replication_connection_name)
-        assert view.status is not None
-        if not any(c.name == name for c in view.status.connections):
-            raise OperationFailed(f"{view.info.label} has no replication connection {name!r}")
-        step.detail = f"{view.info.label} connection {name!r}"
+    view, name = await _existing_connection(ctx)
     if ctx.dry_run:
         return
     await ctx.pre_hooks()
