@@ -71,16 +71,21 @@ def drop_database(admin_url: str, name: str) -> None:
     engine.dispose()
 
 
-@pytest.fixture(scope="session")
-def database_url(admin_database_url: str) -> Iterator[str]:
-    """A fresh database migrated to head by Alembic, dropped after the session."""
-    name = f"ferry_test_{uuid.uuid4().hex[:12]}"
-    url = create_database(admin_database_url, name)
+def migrated_database(admin_url: str, prefix: str) -> Iterator[str]:
+    """A fresh database of a unique name migrated to head by Alembic, dropped when the generator ends."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    url = create_database(admin_url, name)
     try:
         upgrade(url)
         yield url
     finally:
-        drop_database(admin_database_url, name)
+        drop_database(admin_url, name)
+
+
+@pytest.fixture(scope="session")
+def database_url(admin_database_url: str) -> Iterator[str]:
+    """A fresh migrated database, dropped after the session."""
+    yield from migrated_database(admin_database_url, "ferry_test")
 
 
 @pytest.fixture(scope="session")
@@ -188,13 +193,7 @@ def ferryd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FerrydCluster]:
 @pytest.fixture(scope="session")
 def live_database_url(admin_database_url: str) -> Iterator[str]:
     """A second migrated database for apps that commit for real (emptied after each test that used it)."""
-    name = f"ferry_live_{uuid.uuid4().hex[:12]}"
-    url = create_database(admin_database_url, name)
-    try:
-        upgrade(url)
-        yield url
-    finally:
-        drop_database(admin_database_url, name)
+    yield from migrated_database(admin_database_url, "ferry_live")
 
 
 def empty_database(url: str) -> None:
