@@ -3,6 +3,7 @@
 import { useEffect, useState } from "react";
 import type { Schemas } from "../../api/client";
 import { useInterleavings } from "../../api/queries";
+import { LiveToggle, useLiveChoice } from "../../components/LiveToggle";
 import { QueryState } from "../../components/QueryState";
 import { useUrlChoice, useUrlIntList } from "../../lib/useUrlState";
 import { alignLanes } from "./align";
@@ -13,9 +14,8 @@ const LIMITS = ["20", "50", "100", "200"] as const;
 
 export function InterleavingsView({ clusterId }: { clusterId: number }) {
   const [domains, setDomains] = useUrlIntList("domains");
-  const [liveParam, setLive] = useUrlChoice("live", ["on", "paused"] as const, "on");
+  const [live, setLive] = useLiveChoice();
   const [limit, setLimit] = useUrlChoice("last", LIMITS, "50");
-  const live = liveParam === "on";
   const query = useInterleavings(clusterId, Number(limit), null, live);
   const [frozen, setFrozen] = useState<Schemas["Interleavings"] | null>(null);
   const [highlighted, setHighlighted] = useState<string | null>(null);
@@ -54,12 +54,7 @@ export function InterleavingsView({ clusterId }: { clusterId: number }) {
             ))}
           </select>
         </label>
-        <button type="button" aria-pressed={!live} onClick={() => setLive(live ? "paused" : "on")}>
-          {live ? "Pause" : "Resume live"}
-        </button>
-        <span role="status" className="small">
-          {live ? "● live (every 2 s)" : "❚❚ paused"}
-        </span>
+        <LiveToggle live={live} onChange={setLive} />
       </div>
       {alignment.lanes.length > 1 ? (
         <p className="small">

@@ -3,6 +3,7 @@
 import { useMemo } from "react";
 import { useLagHistory, useServers, useTopology } from "../../api/queries";
 import { LAG_RANGE_MS, type LagRange } from "../../api/queryKeys";
+import { LiveToggle, useLiveChoice } from "../../components/LiveToggle";
 import { QueryState } from "../../components/QueryState";
 import { useUrlChoice, useUrlIntList } from "../../lib/useUrlState";
 import { LagChart } from "./LagChart";
@@ -13,9 +14,8 @@ const RANGE_LABEL: Record<LagRange, string> = { "5m": "5 min", "1h": "1 hour", "
 
 export function LagView({ clusterId }: { clusterId: number }) {
   const [range, setRange] = useUrlChoice("range", RANGES, "5m");
-  const [liveParam, setLive] = useUrlChoice("live", ["on", "paused"] as const, "on");
+  const [live, setLive] = useLiveChoice();
   const [domains, setDomains] = useUrlIntList("domains");
-  const live = liveParam === "on";
   const history = useLagHistory(clusterId, range, null, live);
   const servers = useServers(clusterId);
   const topology = useTopology(clusterId);
@@ -55,12 +55,7 @@ export function LagView({ clusterId }: { clusterId: number }) {
           ))}
           {seenDomains.length === 0 ? <span className="small muted">none yet</span> : null}
         </fieldset>
-        <button type="button" aria-pressed={!live} onClick={() => setLive(live ? "paused" : "on")}>
-          {live ? "Pause" : "Resume live"}
-        </button>
-        <span role="status" className="small">
-          {live ? "● live (every 2 s)" : "❚❚ paused"}
-        </span>
+        <LiveToggle live={live} onChange={setLive} />
       </div>
       <QueryState isPending={history.isPending} error={history.error} what="lag history">
         {history.data?.truncated ? (
