@@ -33,9 +33,7 @@ bin=$(pg_bin)
 if [ -z "$bin" ] || [ ! -x "$bin/initdb" ]; then
   [ "$action" = start ] || { echo "PostgreSQL is not installed" >&2; exit 1; }
   echo "installing PostgreSQL from Debian packages…" >&2
-  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
-  $sudo apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql >&2
+  "$(dirname "$0")/apt-install.sh" postgresql
   bin=$(pg_bin)
 fi
 

@@ -10,9 +10,7 @@ cd "$root"
 chromium=${FERRY_E2E_CHROMIUM:-/usr/bin/chromium}
 if [ ! -x "$chromium" ]; then
   echo "installing Chromium from Debian packages…" >&2
-  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
-  $sudo apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >&2
+  scripts/apt-install.sh chromium
 fi
 export FERRY_E2E_CHROMIUM=$chromium
 
