@@ -4,6 +4,7 @@ import type { Schemas } from "../../api/client";
 import { useFailover, type FailoverBody } from "../../api/mutations";
 import { GuardedAction } from "./GuardedAction";
 import { numberResult } from "./operationFacts";
+import { CandidatePicker } from "./ServerPicker";
 
 interface Props {
   clusterId: number;
@@ -37,17 +38,7 @@ export function FailoverForm({ clusterId, clusterName, nodes, serverName }: Prop
         Only when the master is lost: the most advanced replica (levelled with its peers first) is promoted, the
         others repointed, the old master fenced. The outcome says what may have been lost.
       </p>
-      <label>
-        New master{" "}
-        <select value={candidate} onChange={(e) => setCandidate(e.target.value)}>
-          <option value="best">Most advanced replica</option>
-          {others.map((node) => (
-            <option key={node.server_id} value={String(node.server_id)}>
-              {node.name} ({node.health})
-            </option>
-          ))}
-        </select>
-      </label>
+      <CandidatePicker bestLabel="Most advanced replica" candidates={others} value={candidate} onChange={setCandidate} />
     </GuardedAction>
   );
 }

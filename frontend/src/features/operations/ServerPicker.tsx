@@ -1,4 +1,5 @@
-// A labelled select of the cluster's servers (used by every one-server operation form).
+// Labelled selects of the cluster's servers: one server (every one-server operation form), or the new master of a
+// switchover or failover (a named server, or "best": the orchestrator's choice).
 import { useId } from "react";
 import type { Schemas } from "../../api/client";
 
@@ -30,5 +31,32 @@ export function ServerPicker({
           ))}
       </select>
     </span>
+  );
+}
+
+/** "New master": `best` (the orchestrator chooses; `bestLabel` says how) or a candidate's id as a string. */
+export function CandidatePicker({
+  bestLabel,
+  candidates,
+  value,
+  onChange,
+}: {
+  bestLabel: string;
+  candidates: Schemas["TopologyNode"][];
+  value: string;
+  onChange: (value: string) => void;
+}) {
+  return (
+    <label>
+      New master{" "}
+      <select value={value} onChange={(e) => onChange(e.target.value)}>
+        <option value="best">{bestLabel}</option>
+        {candidates.map((node) => (
+          <option key={node.server_id} value={String(node.server_id)}>
+            {node.name} ({node.health})
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }

@@ -5,6 +5,7 @@ import type { Schemas } from "../../api/client";
 import { useSwitchover, type SwitchoverBody } from "../../api/mutations";
 import { GuardedAction } from "./GuardedAction";
 import { numberResult } from "./operationFacts";
+import { CandidatePicker } from "./ServerPicker";
 
 type Node = Schemas["TopologyNode"];
 
@@ -47,17 +48,7 @@ export function SwitchoverForm({ clusterId, clusterName, nodes, serverName }: Pr
         Current master: <strong>{master ? master.name : "none found"}</strong>. The old master turns read-only, the
         candidate catches up to its position, is promoted, and every other server follows it.
       </p>
-      <label>
-        New master{" "}
-        <select value={candidate} onChange={(e) => setCandidate(e.target.value)}>
-          <option value="best">Best replica (chosen by the orchestrator)</option>
-          {replicas.map((node) => (
-            <option key={node.server_id} value={String(node.server_id)}>
-              {node.name} ({node.health})
-            </option>
-          ))}
-        </select>
-      </label>
+      <CandidatePicker bestLabel="Best replica (chosen by the orchestrator)" candidates={replicas} value={candidate} onChange={setCandidate} />
     </GuardedAction>
   );
 }
