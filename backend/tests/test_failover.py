@@ -11,6 +11,9 @@ import asyncio
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
+
+import httpx
 
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
 from tests.conftest import LiveFactory
@@ -36,9 +39,34 @@ DETECTION_POLLS = 3
 
 
 async def wait_for(condition: Callable[[], object], what: str) -> None:
-    async with asyncio.timeout(WAIT_S):
-        while not await asyncio.to_thread(condition):
-            await asyncio.sleep(0.05)
+    try:
+        async with asyncio.timeout(WAIT_S):
+            while not await asyncio.to_thread(condition):
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"waited {WAIT_S} s for {what}") from None
+
+
+async def observed(client: httpx.AsyncClient, cluster_id: int, server_id: int, what: str,
+                   condition: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:  # fmt: skip
+    """Waits until the control plane's record of a server (what the collector last observed) satisfies
+    `condition`; returns that record."""
+    server: dict[str, Any] = {}
+    try:
+        async with asyncio.timeout(WAIT_S):
+            while True:
+                response = await client.get(f"/api/v1/clusters/{cluster_id}/servers/{server_id}")
+                assert response.status_code == 200, response.text
+                server = response.json()
+                if condition(server):
+                    return server
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"waited {WAIT_S} s for the control plane to observe {what}; last: {server}") from None
+
+
+def domains_of(text: str | None) -> set[int]:
+    return {int(g.split("-")[0]) for g in (text or "").split(",") if g}
 
 
 def until_reached_both(first: FerrydNode, second: FerrydNode) -> Callable[[], bool]:
@@ -63,6 +91,12 @@ async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
             await wait_for(lambda: len(old.status()["gtid_binlog_pos"].split(",")) == 4, "writes in 4 domains")
             lagging.post("/v1/replication/main/stop", {})  # so exactly one replica is the most advanced
             await wait_for(lambda: old.status()["gtid_binlog_pos"] != lagging.status()["gtid_binlog_pos"], "lag")
+            # The collector's first poll of the master may come after any fixed moment: kill it only once the
+            # control plane has observed it writing in every domain (what the failover report is built from).
+            seen = await observed(
+                live.client, cluster_id, ids["master"], "the master writing in 4 domains",
+                lambda s: s["health"] == "healthy" and len(domains_of(s["gtid_binlog_pos"])) == 4,
+            )  # fmt: skip
             killed_at = datetime.now(UTC)
             old.kill()
             operation_id = None
@@ -81,7 +115,13 @@ async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
             assert result["new_master_server_id"] == ids["replica1"], step(operation, "choose_candidate")
             assert result["witnesses"] == ["server 2 (replica1)"]
             assert step(operation, "bring_level")["state"] == "skipped"
-            assert result["possibly_lost"]["old_master_last_seen_position"]
+            lost = result["possibly_lost"]
+            assert domains_of(lost["old_master_last_seen_position"]) == {1, 2, 3, 4}, lost
+            assert datetime.fromisoformat(lost["old_master_last_seen_at"]) >= datetime.fromisoformat(
+                seen["last_seen_at"]
+            )
+            assert datetime.fromisoformat(lost["old_master_last_seen_at"]) <= killed_at, lost
+            assert lost["old_master_last_seen_age_s"] > 0, lost
             summary = await writer.stop()
         finally:
             writer.kill()
@@ -182,3 +222,50 @@ async def test_manual_failover_levels_the_best_replica_from_its_peer(
         assert operation["result"]["possibly_lost"]["domains"] == []
         listed = {o["type"] for o in (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()}
         assert listed == {"failover"}
+
+
+async def test_last_observation_of_a_killed_server_survives_failed_polls_and_reaches_the_failover_report(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    """The collector's last successful observation of a server (positions per domain, read-only flag, time) is
+    what the API keeps showing however many polls fail after it, and what a failover reports, with its age."""
+    ferryd = ferryd_factory()
+    old = ferryd.master
+    written = ferryd.write(3, domains=(1, 2))
+    ferryd.converge()
+    async with live_app(unreachable_after_failures=2) as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        collector = live.app.state.collector
+        for _ in range(3):
+            assert (await collector.run_cycle()).failed == 0
+        path = f"/api/v1/clusters/{cluster_id}/servers/{ids['master']}"
+        before = (await live.client.get(path)).json()
+        assert before["health"] == "healthy" and before["gtid_binlog_pos"] == written, before
+        assert before["read_only"] is False and before["last_seen_at"] is not None
+
+        old.kill()
+        for _ in range(10):
+            await collector.run_cycle()
+        after = (await live.client.get(path)).json()
+        assert (after["health"], after["consecutive_failures"]) == ("unreachable", 10), after
+        assert after["last_error"], after
+        kept = ("gtid_binlog_pos", "gtid_current_pos", "read_only", "last_seen_at")
+        assert {k: after[k] for k in kept} == {k: before[k] for k in kept}
+        matrix = (await live.client.get(f"/api/v1/clusters/{cluster_id}/positions")).json()
+        row = next(r for r in matrix["rows"] if r["server_id"] == ids["master"])
+        assert row["last_seen_at"] == before["last_seen_at"] and row["health"] == "unreachable"
+        assert {d: c["gtid"] for d, c in row["cells"].items()} == {
+            str(int(g.split("-")[0])): g for g in written.split(",")
+        }
+
+        operation = await run_operation(live.app, live.client, cluster_id, "failover", {})
+        assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+        lost = operation["result"]["possibly_lost"]
+        assert lost["old_master_last_seen_position"] == written
+        assert lost["old_master_last_seen_at"] == datetime.fromisoformat(before["last_seen_at"]).isoformat()
+        age_at_report = datetime.fromisoformat(step(operation, "lost_report")["finished_at"]) - datetime.fromisoformat(
+            before["last_seen_at"]
+        )
+        # The age is rounded to the millisecond.
+        assert 0 < lost["old_master_last_seen_age_s"] <= round(age_at_report.total_seconds(), 3) + 0.001, lost
+        assert lost["domains"] == [], lost  # every replica had everything the old master was seen with

@@ -22,6 +22,11 @@ class PositionRow(BaseModel):
     health: str
     gtid_current_pos: str | None
     gtid_binlog_pos: str | None
+    last_seen_at: datetime | None = Field(
+        None,
+        description="When these positions were read: the collector's last successful poll of the server. They are "
+        "kept through any number of failed polls (then `health` says the server is unreachable).",
+    )
     cells: dict[int, PositionCell] = Field(description="Per domain id.")
     ahead_of_all: bool = Field(
         description="Its position is ahead of every other server's (GtidPosition.is_ahead_of): it could be master now."
@@ -39,7 +44,7 @@ class PositionMatrix(BaseModel):
                     "most_advanced": "1-1-45,2-1-20",
                     "rows": [
                         {"server_id": 1, "name": "node1", "health": "healthy", "gtid_current_pos": "1-1-45,2-1-20",
-                         "gtid_binlog_pos": "1-1-45,2-1-20",
+                         "gtid_binlog_pos": "1-1-45,2-1-20", "last_seen_at": "2026-11-21T13:00:01Z",
                          "cells": {
                              "1": {"gtid": "1-1-45", "seq_no": 45, "behind_transactions": 0, "lag_seconds": None},
                              "2": {"gtid": "2-1-20", "seq_no": 20, "behind_transactions": 0, "lag_seconds": None},

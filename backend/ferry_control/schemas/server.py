@@ -97,7 +97,10 @@ class ServerRead(BaseModel):
     fence_reason: str | None
     health: HealthState
     consecutive_failures: int
-    last_seen_at: datetime | None
+    last_seen_at: datetime | None = Field(
+        description="The collector's last successful poll. `read_only` and the gtid_* positions are what that poll "
+        "reported: they are kept through any number of failed polls (`consecutive_failures`, `health`)."
+    )
     last_error: str | None
     reported_server_id: int | None
     read_only: bool | None

@@ -100,6 +100,7 @@ class PositionService:
                     health=server.health.value,
                     gtid_current_pos=server.gtid_current_pos,
                     gtid_binlog_pos=server.gtid_binlog_pos,
+                    last_seen_at=server.last_seen_at,
                     cells=cells,
                     ahead_of_all=ahead_of_all,
                     has_reached=None if target is None or position is None else position.is_ahead_of(target),

@@ -1694,6 +1694,7 @@ export interface components {
          *           "gtid_binlog_pos": "1-1-45,2-1-20",
          *           "gtid_current_pos": "1-1-45,2-1-20",
          *           "health": "healthy",
+         *           "last_seen_at": "2026-11-21T13:00:01Z",
          *           "name": "node1",
          *           "server_id": 1
          *         }
@@ -1730,6 +1731,11 @@ export interface components {
             gtid_current_pos: string | null;
             /** Gtid Binlog Pos */
             gtid_binlog_pos: string | null;
+            /**
+             * Last Seen At
+             * @description When these positions were read: the collector's last successful poll of the server. They are kept through any number of failed polls (then `health` says the server is unreachable).
+             */
+            last_seen_at?: string | null;
             /**
              * Cells
              * @description Per domain id.
@@ -1966,7 +1972,10 @@ export interface components {
             health: components["schemas"]["HealthState"];
             /** Consecutive Failures */
             consecutive_failures: number;
-            /** Last Seen At */
+            /**
+             * Last Seen At
+             * @description The collector's last successful poll. `read_only` and the gtid_* positions are what that poll reported: they are kept through any number of failed polls (`consecutive_failures`, `health`).
+             */
             last_seen_at: string | null;
             /** Last Error */
             last_error: string | null;

@@ -17,7 +17,7 @@ from ferry_control.drivers.errors import DriverError
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.orchestrator import actions
-from ferry_control.services.orchestrator.gtid import ahead_of_all, behind_total, gtid_text, position
+from ferry_control.services.orchestrator.gtid import ahead_of_all, behind_total, gtid_text, join_all, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 from ferry_control.services.orchestrator.switchover import follow_new_master
@@ -98,12 +98,17 @@ def choose_candidate(links: list[Link], wanted: int | None) -> tuple[Link, bool,
     )
 
 
-def lost_report(old_master: ServerView, new_master_position: Any) -> dict[str, Any]:
-    """Per domain, what the old master was last seen with beyond the new master (may be lost)."""
-    last_seen = old_master.info.last_binlog_pos
+def lost_report(
+    old_master: ServerView, new_master_position: Any, heard_by_replicas: Any = None, now: datetime | None = None
+) -> dict[str, Any]:
+    """Per domain, what the old master was last seen with beyond the new master (may be lost): the newer of the
+    collector's last successful observation of it (with that observation's time and age) and of the master position
+    its replicas last heard from it."""
+    last_seen, seen_at = old_master.info.last_binlog_pos, old_master.info.last_seen_at
+    heard = heard_by_replicas if heard_by_replicas is not None else position("")
     domains = []
-    if last_seen:
-        seen = position(last_seen)
+    if last_seen or str(heard):
+        seen = join_all([position(last_seen), heard])
         for gtid in seen:
             mine = new_master_position.get(gtid.domain)
             if mine is None or gtid.seq > mine.seq:
@@ -115,12 +120,26 @@ def lost_report(old_master: ServerView, new_master_position: Any) -> dict[str, A
                         "transactions_possibly_lost": gtid.seq - (mine.seq if mine is not None else 0),
                     }
                 )
+    age_s = None if seen_at is None else round(((now or datetime.now(UTC)) - seen_at).total_seconds(), 3)
+    if seen_at is None:
+        note = (
+            "the collector never observed the old master; from what its replicas last heard of its binlog only: "
+            "transactions it committed and never sent are not known here"
+        )
+    else:
+        note = (
+            f"from the collector's last successful poll of the old master, {age_s} s before this report, and what "
+            "its replicas last heard of its binlog; transactions it committed after that and never sent are not "
+            "known here"
+        )
     return {
         "old_master_last_seen_position": last_seen,
+        "old_master_last_seen_at": None if seen_at is None else seen_at.isoformat(),
+        "old_master_last_seen_age_s": age_s,
+        "old_master_position_heard_by_replicas": str(heard),
         "new_master_position": str(new_master_position),
         "domains": domains,
-        "note": "from the collector's last successful poll of the old master; transactions it committed after that "
-        "poll and never sent are not known here",
+        "note": note,
     }
 
 
@@ -198,7 +217,8 @@ async def run_failover(ctx: OperationContext) -> None:
             f"{master.info.label} is fenced: read-only whenever it answers again, never repointed automatically"
         )
     async with ctx.step("lost_report") as step:
-        report = lost_report(master, new_position)
+        heard = join_all(position(link.connection.master_position) for link in links)
+        report = lost_report(master, new_position, heard)
         ctx.result["possibly_lost"] = report
         step.detail = report
     await suspend_automatic_failover(ctx)

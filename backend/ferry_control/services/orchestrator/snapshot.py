@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from ferry_engine import GtidPosition
 
@@ -30,8 +31,10 @@ class ServerInfo:
     admin_address: str | None
     maintenance: bool
     fenced: bool
-    #: What the collector last saw (the lost-transactions report of a failover uses it).
+    #: The collector's last successful observation of the server (kept through any number of failed polls): its
+    #: gtid_binlog_pos and when it was read. The lost-transactions report of a failover uses both.
     last_binlog_pos: str | None
+    last_seen_at: datetime | None
 
     @property
     def protocol_address(self) -> str | None:
@@ -53,6 +56,7 @@ class ServerInfo:
             maintenance=server.maintenance,
             fenced=server.fenced,
             last_binlog_pos=server.gtid_binlog_pos,
+            last_seen_at=server.last_seen_at,
         )
 
 
