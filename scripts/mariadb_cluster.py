@@ -1,0 +1,529 @@
+#!/usr/bin/env python3
+"""Disposable MariaDB clusters on loopback, for the backend's tests and the MariaDB demo stack (standard library only;
+SQL goes through the `mariadb` command-line client over each server's unix socket, as root).
+
+    scripts/mariadb_cluster.py start --dir D --servers N [--shape star|seed000] [--base-port P] [--durable]
+                                     [--semi-sync]
+    scripts/mariadb_cluster.py stop --dir D
+
+`start` initialises one datadir with `mariadb-install-db`, copies it for every server, starts each `mariadbd
+--no-defaults` (own datadir, port, server_id, gtid_domain_id, binlog with log_slave_updates, gtid_strict_mode, ROW
+format, report_host/report_port, semi-sync built in), waits until each answers `SELECT 1`, creates Ferry's users with
+sql_log_bin=0 on every server (so no server starts with a GTID of its own), and wires GTID replication by shape:
+
+- `star`: server 1 is the master, every other server replicates from it on the default connection `''`.
+- `seed000` (5 servers): servers 1 and 2 are masters of domains 1 and 2; server 3 replicates from both on the named
+  connections `m1` and `m2` (multi-source); servers 4 and 5 replicate from server 3.
+
+It writes D/cluster.json (servers, pids, ports, users and their passwords; mode 0600) and prints it. `stop` reads that
+file, stops every mariadbd it names by pid (SIGTERM, then SIGKILL after a bound) and removes the directories `start`
+made. Importable: `MariadbCluster(root, servers=3).start()` … `.stop()`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+#: Bound on waiting for one server to answer after its start, or to exit after SIGTERM.
+START_WAIT_S = 60.0
+STOP_WAIT_S = 30.0
+#: Between two readiness probes.
+PROBE_INTERVAL_S = 0.05
+#: Bound on one `mariadb` client invocation.
+CLIENT_TIMEOUT_S = 60.0
+#: Shapes `start` knows.
+SHAPES = ("star", "seed000")
+#: The schema Ferry may write canaries into, and the one the workload user owns.
+FERRY_SCHEMA = "ferry"
+WORKLOAD_SCHEMA = "app"
+#: The least privilege Ferry's monitor/admin user needs on MariaDB 10.11: reading status, replicas, binlogs and
+#: processes; read-only on and off; replication changes; KILL of other users' sessions; FLUSH; CHECKSUM TABLE.
+ADMIN_GRANTS = (
+    "BINLOG MONITOR, SLAVE MONITOR, REPLICATION MASTER ADMIN, PROCESS, READ_ONLY ADMIN, REPLICATION SLAVE ADMIN, "
+    "BINLOG ADMIN, CONNECTION ADMIN, RELOAD, SELECT"
+)
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    password: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Users:
+    #: Ferry's monitor/admin user (ADMIN_GRANTS plus INSERT, CREATE on the `ferry` schema).
+    admin: User
+    #: Used by replicas to connect to their master: REPLICATION SLAVE only.
+    replication: User
+    #: A client that writes the test or demo data (all on the `app` schema; BINLOG REPLAY to pick its GTID domain).
+    workload: User
+
+    @staticmethod
+    def generate() -> Users:
+        return Users(
+            admin=User("ferry", secrets.token_hex(12)),
+            replication=User("ferry_repl", secrets.token_hex(12)),
+            workload=User("app", secrets.token_hex(12)),
+        )
+
+
+@dataclass(frozen=True)
+class Link:
+    """One replication connection: `replica` (1-based) replicates from `master` on connection `name`."""
+
+    replica: int
+    master: int
+    name: str = ""
+
+
+@dataclass
+class Server:
+    """One mariadbd of the cluster (numbered from 1; server_id is the number)."""
+
+    number: int
+    server_id: int
+    domain_id: int
+    port: int
+    datadir: str
+    pid: int | None = None
+
+    @property
+    def socket(self) -> str:
+        return str(Path(self.datadir) / "mariadbd.sock")
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def error_log(self) -> Path:
+        return Path(self.datadir) / "error.log"
+
+
+def find_program(name: str) -> str:
+    """`name` on PATH, else in /usr/sbin or /usr/bin (Debian puts mariadbd in /usr/sbin)."""
+    found = shutil.which(name)
+    if found:
+        return found
+    for directory in ("/usr/sbin", "/usr/bin"):
+        candidate = Path(directory) / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    raise FileNotFoundError(f"{name} not found: run scripts/ensure-mariadb.sh (installs mariadb-server)")
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free loopback ports (held open together while choosing, so they differ)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def shape_links(shape: str, servers: int) -> list[Link]:
+    if shape == "star":
+        return [Link(replica=n, master=1) for n in range(2, servers + 1)]
+    if shape == "seed000":
+        if servers != 5:
+            raise ValueError("the seed000 shape has 5 servers: two masters, a multi-source replica and two below it")
+        return [Link(3, 1, "m1"), Link(3, 2, "m2"), Link(4, 3), Link(5, 3)]
+    raise ValueError(f"unknown shape {shape!r} (known: {', '.join(SHAPES)})")
+
+
+def shape_domains(shape: str, servers: int) -> list[int]:
+    """The gtid_domain_id of each server: one domain for a star (whoever is master writes it); in seed000 each master
+    its own domain, the others a domain of their own that nothing writes by default."""
+    if shape == "seed000":
+        return [1, 2, 3, 4, 5]
+    return [0] * servers
+
+
+def sql_quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+class MariadbCluster:
+    """N mariadbd processes under `root` (each in root/sN); `start()` then `stop()` (idempotent)."""
+
+    def __init__(
+        self,
+        root: Path,
+        servers: int = 3,
+        *,
+        shape: str = "star",
+        base_port: int | None = None,
+        durable: bool = False,
+        semi_sync: bool = False,
+        users: Users | None = None,
+        extra_args: Sequence[str] = (),
+    ):
+        self.root = Path(root).resolve()
+        self.shape = shape
+        self.links = shape_links(shape, servers)
+        #: sync_binlog=1 and innodb_flush_log_at_trx_commit=1 when True; off for speed otherwise.
+        self.durable = durable
+        #: Semi-sync on every master and replica (it is built in and can be turned on later otherwise).
+        self.semi_sync = semi_sync
+        self.users = users or Users.generate()
+        #: More mariadbd options for every server.
+        self.extra_args = tuple(extra_args)
+        ports = [base_port + i for i in range(servers)] if base_port else free_ports(servers)
+        domains = shape_domains(shape, servers)
+        self.servers = [
+            Server(number=n, server_id=n, domain_id=domains[n - 1], port=ports[n - 1], datadir=str(self.root / f"s{n}"))
+            for n in range(1, servers + 1)
+        ]
+        self._procs: dict[int, subprocess.Popen[bytes]] = {}
+        self._made_root = False
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Starts every server, creates the users and wires replication; on any failure stops what it started."""
+        try:
+            self._made_root = not self.root.exists()
+            self.root.mkdir(parents=True, exist_ok=True)
+            template = self.root / "template"
+            self._install(template)
+            for server in self.servers:
+                shutil.copytree(template, server.datadir, symlinks=True)
+            shutil.rmtree(template)
+            for server in self.servers:
+                self._spawn(server)
+            for server in self.servers:
+                self._wait_ready(server)
+                self.sql(server.number, self._users_sql())
+            self._wire()
+            self.write_state()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stops every server this object started (by pid) and removes their directories."""
+        for server in self.servers:
+            stop_pid(server.pid, server.datadir, self._procs.pop(server.number, None))
+            server.pid = None
+            shutil.rmtree(server.datadir, ignore_errors=True)
+        shutil.rmtree(self.root / "template", ignore_errors=True)
+        (self.root / "cluster.json").unlink(missing_ok=True)
+        if self._made_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def kill(self, number: int) -> None:
+        """SIGKILL one server (its datadir stays, `restart` brings it back)."""
+        server = self.server(number)
+        proc = self._procs.pop(number, None)
+        if server.pid is not None:
+            os.kill(server.pid, signal.SIGKILL)
+            if proc is not None:
+                proc.wait(STOP_WAIT_S)
+            server.pid = None
+
+    def restart(self, number: int) -> None:
+        """Starts a stopped or killed server again on its datadir and port (its replication settings persist)."""
+        server = self.server(number)
+        stop_pid(server.pid, server.datadir, self._procs.pop(number, None))
+        self._spawn(server)
+        self._wait_ready(server)
+        self.write_state()
+
+    # -- servers -------------------------------------------------------------------------------------------
+
+    def server(self, number: int) -> Server:
+        return self.servers[number - 1]
+
+    def server_args(self, server: Server) -> list[str]:
+        d = server.datadir
+        args = [
+            find_program("mariadbd"), "--no-defaults", f"--datadir={d}", f"--socket={server.socket}",
+            f"--port={server.port}", "--bind-address=127.0.0.1", f"--pid-file={d}/mariadbd.pid",
+            f"--log-error={server.error_log}", f"--server-id={server.server_id}",
+            f"--gtid-domain-id={server.domain_id}", f"--log-bin={d}/binlog",
+            "--log-slave-updates", "--gtid-strict-mode=1", "--binlog-format=ROW", "--report-host=127.0.0.1",
+            f"--report-port={server.port}", "--skip-name-resolve", "--innodb-buffer-pool-size=64M",
+            "--innodb-log-file-size=16M", "--max-connections=200", "--skip-slave-start",
+            f"--sync-binlog={1 if self.durable else 0}",
+            f"--innodb-flush-log-at-trx-commit={1 if self.durable else 2}",
+        ]  # fmt: skip
+        if not self.durable:
+            args += ["--innodb-doublewrite=0"]
+        if self.semi_sync:
+            args += [
+                "--rpl-semi-sync-master-enabled=1", "--rpl-semi-sync-slave-enabled=1",
+                "--rpl-semi-sync-master-timeout=10000", "--rpl-semi-sync-master-wait-point=AFTER_SYNC",
+            ]  # fmt: skip
+        if os.geteuid() == 0:
+            args.append("--user=root")
+        return args + list(self.extra_args)
+
+    def _install(self, datadir: Path) -> None:
+        args = [
+            find_program("mariadb-install-db"), "--no-defaults", f"--datadir={datadir}",
+            "--auth-root-authentication-method=normal", "--skip-test-db", "--innodb-log-file-size=16M",
+            f"--user={'root' if os.geteuid() == 0 else _user_name()}",
+        ]  # fmt: skip
+        result = subprocess.run(args, capture_output=True, text=True, timeout=START_WAIT_S)
+        if result.returncode != 0:
+            raise RuntimeError(f"mariadb-install-db failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+
+    def _spawn(self, server: Server) -> None:
+        log = open(Path(server.datadir) / "mariadbd.out", "ab")  # noqa: SIM115 (the child keeps it)
+        proc = subprocess.Popen(
+            self.server_args(server), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        log.close()
+        self._procs[server.number] = proc
+        server.pid = proc.pid
+
+    def _wait_ready(self, server: Server) -> None:
+        """Until `SELECT 1` answers over the socket; fails early when the process exited."""
+        deadline = time.monotonic() + START_WAIT_S
+        proc = self._procs.get(server.number)
+        while True:
+            probe = subprocess.run(
+                self._client_args(server) + ["-e", "SELECT 1"], capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S
+            )
+            if probe.returncode == 0:
+                return
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"mariadbd s{server.number} exited ({proc.returncode}):\n{_tail(server.error_log)}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"mariadbd s{server.number} did not answer SELECT 1 within {START_WAIT_S}s: {probe.stderr.strip()}"
+                    f"\n{_tail(server.error_log)}"
+                )
+            time.sleep(PROBE_INTERVAL_S)
+
+    # -- SQL -----------------------------------------------------------------------------------------------
+
+    def _client_args(self, server: Server) -> list[str]:
+        return [find_program("mariadb"), "--no-defaults", f"--socket={server.socket}", "--user=root", "--batch",
+                "--skip-column-names"]  # fmt: skip
+
+    def sql(self, number: int, statements: str, *, names: bool = False) -> list[list[str]]:
+        """Runs `statements` as root on server `number`; returns the rows of the results (tab-separated cells,
+        NULL as the text "NULL"; with `names`, each result's column names come first)."""
+        server = self.server(number)
+        args = self._client_args(server)
+        if names:
+            args.remove("--skip-column-names")
+        result = subprocess.run(args, input=statements, capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S)
+        if result.returncode != 0:
+            raise RuntimeError(f"SQL on s{number} failed: {result.stderr.strip()}\n-- statements:\n{statements}")
+        return [line.split("\t") for line in result.stdout.splitlines()]
+
+    def replica_status(self, number: int) -> list[dict[str, str]]:
+        """SHOW ALL SLAVES STATUS of server `number`, one dict per connection."""
+        rows = self.sql(number, "SHOW ALL SLAVES STATUS", names=True)
+        return [dict(zip(rows[0], row, strict=True)) for row in rows[1:]] if rows else []
+
+    def value(self, number: int, expression: str) -> str:
+        rows = self.sql(number, f"SELECT {expression}")
+        return rows[0][0]
+
+    def _users_sql(self) -> str:
+        u = self.users
+        # Local to each server: none of this reaches a binlog, so every server starts without GTIDs.
+        return f"""
+SET SESSION sql_log_bin = 0;
+CREATE USER {sql_quote(u.admin.name)}@'%' IDENTIFIED BY {sql_quote(u.admin.password)};
+GRANT {ADMIN_GRANTS} ON *.* TO {sql_quote(u.admin.name)}@'%';
+CREATE DATABASE {FERRY_SCHEMA};
+GRANT INSERT, CREATE ON {FERRY_SCHEMA}.* TO {sql_quote(u.admin.name)}@'%';
+CREATE USER {sql_quote(u.replication.name)}@'%' IDENTIFIED BY {sql_quote(u.replication.password)};
+GRANT REPLICATION SLAVE ON *.* TO {sql_quote(u.replication.name)}@'%';
+CREATE DATABASE {WORKLOAD_SCHEMA};
+CREATE USER {sql_quote(u.workload.name)}@'%' IDENTIFIED BY {sql_quote(u.workload.password)};
+GRANT ALL ON {WORKLOAD_SCHEMA}.* TO {sql_quote(u.workload.name)}@'%';
+GRANT BINLOG REPLAY ON *.* TO {sql_quote(u.workload.name)}@'%';
+SET SESSION sql_log_bin = 1;
+"""
+
+    def change_master_sql(self, link: Link) -> str:
+        master = self.server(link.master)
+        r = self.users.replication
+        return (
+            f"CHANGE MASTER {sql_quote(link.name)} TO MASTER_HOST='127.0.0.1', MASTER_PORT={master.port}, "
+            f"MASTER_USER={sql_quote(r.name)}, MASTER_PASSWORD={sql_quote(r.password)}, "
+            "MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1;"
+        )
+
+    def _wire(self) -> None:
+        replicas = sorted({link.replica for link in self.links})
+        for number in replicas:
+            links = [link for link in self.links if link.replica == number]
+            statements = "SET GLOBAL read_only = 1;\n" + "\n".join(
+                self.change_master_sql(link) + f"\nSTART SLAVE {sql_quote(link.name)};" for link in links
+            )
+            self.sql(number, statements)
+        for number in replicas:
+            self.wait_replicating(number)
+
+    def wait_replicating(self, number: int) -> None:
+        """Until every connection of server `number` has both threads running (IO connected)."""
+        deadline = time.monotonic() + START_WAIT_S
+        while True:
+            status = self.replica_status(number)
+            if status and all(c["Slave_IO_Running"] == "Yes" and c["Slave_SQL_Running"] == "Yes" for c in status):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"s{number}: replication not running within {START_WAIT_S}s: {status}")
+            time.sleep(PROBE_INTERVAL_S)
+
+    def wait_converged(self, timeout_s: float = START_WAIT_S) -> str:
+        """Until every server's @@gtid_current_pos equals the masters' binlog positions joined; returns it."""
+        masters = sorted({link.master for link in self.links} - {link.replica for link in self.links}) or [1]
+        deadline = time.monotonic() + timeout_s
+        while True:
+            want = ",".join(sorted(p for m in masters for p in self.value(m, "@@gtid_binlog_pos").split(",") if p))
+            have = {
+                s.number: ",".join(sorted(p for p in self.value(s.number, "@@gtid_current_pos").split(",") if p))
+                for s in self.servers
+            }
+            if all(h == want for h in have.values()):
+                return want
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"servers did not converge on {want!r} within {timeout_s}s: {have}")
+            time.sleep(PROBE_INTERVAL_S)
+
+    # -- state file ----------------------------------------------------------------------------------------
+
+    def state(self) -> dict[str, object]:
+        return {
+            "shape": self.shape,
+            "durable": self.durable,
+            "semi_sync": self.semi_sync,
+            "made_root": self._made_root,
+            "servers": [{**asdict(s), "socket": s.socket, "address": s.address} for s in self.servers],
+            "links": [asdict(link) for link in self.links],
+            "users": {role: {"user": u.name, "password": u.password} for role, u in _users_by_role(self.users)},
+        }
+
+    def write_state(self) -> None:
+        path = self.root / "cluster.json"
+        path.touch(mode=0o600, exist_ok=True)
+        path.write_text(json.dumps(self.state(), indent=2) + "\n")
+
+
+def _users_by_role(users: Users) -> list[tuple[str, User]]:
+    return [("admin", users.admin), ("replication", users.replication), ("workload", users.workload)]
+
+
+def _user_name() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return f"({path} unreadable)"
+
+
+def _is_ours(pid: int, datadir: str) -> bool:
+    """Whether `pid` is still the mariadbd serving `datadir` (not a recycled pid)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"--datadir={datadir}".encode() in cmdline
+
+
+def stop_pid(pid: int | None, datadir: str, proc: subprocess.Popen[bytes] | None = None) -> None:
+    """SIGTERM the mariadbd `pid` (only if it still serves `datadir`), wait for it, SIGKILL after STOP_WAIT_S."""
+    if pid is None:
+        return
+    if proc is not None:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(STOP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(STOP_WAIT_S)
+        return
+    if not _is_ours(pid, datadir):
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_WAIT_S
+    while _is_ours(pid, datadir) and not _zombie(pid):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + STOP_WAIT_S
+        time.sleep(PROBE_INTERVAL_S)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def stop_dir(root: Path) -> None:
+    """Stops the cluster described by root/cluster.json and removes what `start` made."""
+    root = Path(root).resolve()
+    path = root / "cluster.json"
+    if not path.exists():
+        return
+    state = json.loads(path.read_text())
+    for server in state["servers"]:
+        stop_pid(server.get("pid"), server["datadir"])
+        shutil.rmtree(server["datadir"], ignore_errors=True)
+    path.unlink(missing_ok=True)
+    if state.get("made_root"):
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    start = commands.add_parser("start", help="start a cluster in DIR and print its description (JSON)")
+    start.add_argument("--dir", required=True, type=Path)
+    start.add_argument("--servers", type=int, default=3)
+    start.add_argument("--shape", choices=SHAPES, default="star")
+    start.add_argument("--base-port", type=int, default=None, help="server N listens on P+N-1 (default: free ports)")
+    start.add_argument("--durable", action="store_true", help="sync_binlog=1, innodb_flush_log_at_trx_commit=1")
+    start.add_argument("--semi-sync", action="store_true", help="semi-sync on for every master and replica")
+    stop = commands.add_parser("stop", help="stop the cluster in DIR and remove its directories")
+    stop.add_argument("--dir", required=True, type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "start":
+        if (args.dir / "cluster.json").exists():
+            parser.error(f"{args.dir} already holds a cluster (stop it first)")
+        cluster = MariadbCluster(
+            args.dir, args.servers, shape=args.shape, base_port=args.base_port, durable=args.durable,
+            semi_sync=args.semi_sync,
+        )  # fmt: skip
+        cluster.start()
+        print(json.dumps(cluster.state(), indent=2))
+    else:
+        stop_dir(args.dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
