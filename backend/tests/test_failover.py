@@ -107,8 +107,12 @@ async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
                     await asyncio.sleep(0.05)
             operation = await finished(live.app, live.client, cluster_id, operation_id)
             assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
-            detected_s = (datetime.fromisoformat(operation["created_at"]) - killed_at).total_seconds()
-            assert detected_s < POLL_INTERVAL_S * (DETECTION_POLLS + 2) + 2.0, detected_s
+            # Detected by failed polls, not by time: the monitor acted once the master had failed DETECTION_POLLS
+            # polls in a row (how fast that is, is the failover benchmark's business).
+            assert datetime.fromisoformat(operation["created_at"]) > killed_at
+            assert "does not answer" in step(operation, "confirm_master_lost")["detail"], operation["steps"]
+            master_now = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids['master']}")).json()
+            assert master_now["consecutive_failures"] >= DETECTION_POLLS, master_now
             assert operation["requester"] == "failover-monitor" and operation["params"]["automatic"] is True
             result = operation["result"]
             assert result["old_master_server_id"] == ids["master"]

@@ -13,7 +13,17 @@ import pytest
 from ferry_control.drivers.ferry import FerryDriver
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
-from tests.helpers import WebhookReceiver, check, register, run_operation, serve, step, topology, writable_master
+from tests.helpers import (
+    WAIT_S,
+    WebhookReceiver,
+    check,
+    register,
+    run_operation,
+    serve,
+    step,
+    topology,
+    writable_master,
+)
 
 SWITCHOVER_STEPS = [
     "preflight", "pre_hooks", "old_master_read_only", "wait_in_flight_commits", "candidate_catch_up",
@@ -214,9 +224,9 @@ async def test_undo_when_a_commit_stays_in_flight_after_read_only(
 
     async def commit_in_flight(_: dict[str, Any]) -> int:
         stuck.append(asyncio.create_task(asyncio.to_thread(ferryd.master.increment, "stuck", "k", domain=1)))
-        deadline = asyncio.get_running_loop().time() + 5
+        deadline = asyncio.get_running_loop().time() + WAIT_S
         while ferryd.master.status()["commits_in_flight"] != 1:
-            assert asyncio.get_running_loop().time() < deadline, "the commit never got in flight"
+            assert asyncio.get_running_loop().time() < deadline, f"the commit did not get in flight within {WAIT_S} s"
             await asyncio.sleep(0.01)
         return 200
 

@@ -145,6 +145,8 @@ class Collector:
         self._cycle_lock = asyncio.Lock()
         self.last_cycle_at: datetime | None = None
         self.last_cycle_s: float | None = None
+        #: Cycles completed since start (tests wait on it rather than on time).
+        self.cycles = 0
         self.last_retention: RetentionReport | None = None
         #: Run after every cycle of `run_forever` (the failover monitor); their failures are logged, not raised.
         self.after_cycle: list[Callable[[], Awaitable[object]]] = []
@@ -261,6 +263,7 @@ class Collector:
             self._metrics.collector_cycle_seconds.observe(report.duration_s)
             self.last_cycle_at = datetime.now(UTC)
             self.last_cycle_s = report.duration_s
+            self.cycles += 1
             return report
 
     async def _targets(self) -> list[PollTarget]:
