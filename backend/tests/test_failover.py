@@ -124,7 +124,6 @@ async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
             assert datetime.fromisoformat(lost["old_master_last_seen_at"]) >= datetime.fromisoformat(
                 seen["last_seen_at"]
             )
-            assert datetime.fromisoformat(lost["old_master_last_seen_at"]) <= killed_at, lost
             assert lost["old_master_last_seen_age_s"] > 0, lost
             summary = await writer.stop()
         finally:
