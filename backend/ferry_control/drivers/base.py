@@ -90,6 +90,34 @@ class ReplicaConnection:
     last_error: ReplicationError | None
     until: str | None = None
     delay_s: int = 0
+    #: The connection's own settings, as the server reports them, so a repoint can keep them (see
+    #: `ConnectionSettings`); None where the server does not say.
+    settings: ConnectionSettings | None = None
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """A replica connection's own settings besides its master and start position: what CHANGE MASTER sets on it
+    (MariaDB: MASTER_DELAY, MASTER_HEARTBEAT_PERIOD, DO_/IGNORE_DOMAIN_IDS, IGNORE_SERVER_IDS, and the
+    connection-prefixed variables such as `name.slave_parallel_mode`, `name.replicate_do_db`). A driver reports what
+    it can read and takes back what it reported, so repointing a replica keeps them. None: not reported (the
+    server's default applies)."""
+
+    delay_s: int = 0
+    ignore_duplicates: bool = False
+    #: How often an idle master sends a heartbeat.
+    heartbeat_ms: int | None = None
+    #: Parallel apply: `serial`, `conservative`, `optimistic` (MariaDB adds `aggressive`, `minimal`, `none`).
+    parallel_mode: str | None = None
+    #: Transactions applied at once, and at most per domain.
+    workers: int | None = None
+    domain_workers_max: int | None = None
+    #: Whether the connection acknowledges receipt to a semi-sync master (MariaDB: rpl_semi_sync_slave_enabled);
+    #: None when the server has no per-connection setting (ferry: a replica always acknowledges).
+    semi_sync_replica: bool | None = None
+    #: Replication filters by name, as the driver understands them (MariaDB: `do_domain_ids`, `ignore_domain_ids`,
+    #: `ignore_server_ids`, `replicate_do_db`, `replicate_ignore_table`, … with their values as text).
+    filters: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -139,6 +167,9 @@ class ChangeMaster:
     ignore_duplicates: bool = False
     delay_s: int = 0
     heartbeat_ms: int | None = None
+    #: The connection's other settings to set (a repoint passes those the connection had); None: the server's
+    #: defaults. Where given, its delay_s, ignore_duplicates and heartbeat_ms take the place of the fields above.
+    settings: ConnectionSettings | None = None
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from ferry_control.drivers.base import (
     ChangeMaster,
     Checksums,
     ConnectedReplica,
+    ConnectionSettings,
     DomainLag,
     EventsPage,
     IoState,
@@ -194,19 +195,27 @@ class FerryDriver(ServerDriver):
     # -- changes (never retried) -----------------------------------------------------------------------------
 
     async def change_master(self, connection: str, change: ChangeMaster) -> None:
+        settings = change.settings or ConnectionSettings(
+            delay_s=change.delay_s, ignore_duplicates=change.ignore_duplicates, heartbeat_ms=change.heartbeat_ms
+        )
         body: dict[str, Any] = {
             "master": change.master_address,
             "use_gtid": change.use_gtid,
-            "ignore_duplicates": change.ignore_duplicates,
-            "delay_s": change.delay_s,
+            "ignore_duplicates": settings.ignore_duplicates,
+            "delay_s": settings.delay_s,
         }
         if change.position is not None:
             body["position"] = change.position
         if change.file is not None:
             body["file"] = change.file
             body["offset"] = change.offset
-        if change.heartbeat_ms is not None:
-            body["heartbeat_ms"] = change.heartbeat_ms
+        if settings.heartbeat_ms is not None:
+            body["heartbeat_ms"] = settings.heartbeat_ms
+        for key in ("parallel_mode", "workers", "domain_workers_max"):
+            if getattr(settings, key) is not None:
+                body[key] = getattr(settings, key)
+        if settings.filters:
+            raise DriverError(self.address, "filters_unsupported", "ferryd connections have no replication filters")
         await self._send("POST", f"/v1/replication/{connection}/change-master", json=body, authorized=True)
 
     async def start_replication(self, connection: str, until: str | None = None) -> None:
@@ -276,6 +285,21 @@ def _connection(c: dict[str, Any]) -> ReplicaConnection:
         ),
         until=c.get("until"),
         delay_s=int(c.get("delay_s") or 0),
+        settings=_connection_settings(c),
+    )
+
+
+def _connection_settings(c: dict[str, Any]) -> ConnectionSettings:
+    """What ferryd reports of a connection's settings: delay, duplicates, parallel apply. It does not report the
+    heartbeat interval (a repoint gives the default, 1000 ms), and it has no per-connection semi-sync role (a
+    replica always acknowledges) and no filters."""
+    parallel = c.get("parallel") or {}
+    return ConnectionSettings(
+        delay_s=int(c.get("delay_s") or 0),
+        ignore_duplicates=bool(c.get("ignore_duplicates", False)),
+        parallel_mode=parallel.get("mode"),
+        workers=None if parallel.get("workers") is None else int(parallel["workers"]),
+        domain_workers_max=None if parallel.get("domain_workers_max") is None else int(parallel["domain_workers_max"]),
     )
 
 

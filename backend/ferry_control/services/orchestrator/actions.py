@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ferry_engine import GtidPosition
 
-from ferry_control.drivers.base import ChangeMaster, IoState, ServerDriver, SqlState
+from ferry_control.drivers.base import ChangeMaster, ConnectionSettings, IoState, ServerDriver, SqlState
 from ferry_control.drivers.errors import DriverError
 from ferry_control.services.orchestrator.gtid import level_plan, position
 from ferry_control.services.orchestrator.runner import OperationFailed
@@ -96,12 +96,23 @@ async def promote(driver: ServerDriver, connections: Sequence[str]) -> None:
 
 
 async def repoint(
-    driver: ServerDriver, connection: str, master_address: str, use_gtid: str = "slave_pos", *, stop_first: bool = True
+    driver: ServerDriver,
+    connection: str,
+    master_address: str,
+    use_gtid: str = "slave_pos",
+    *,
+    stop_first: bool = True,
+    settings: ConnectionSettings | None = None,
 ) -> None:
-    """CHANGE MASTER of `connection` to `master_address` (stopping it first) and START."""
+    """CHANGE MASTER of `connection` to `master_address` (stopping it first) and START. The connection keeps its
+    own settings (delay, parallel apply, semi-sync role, filters, …): `settings` when given (a connection being
+    re-created), else those the server reports of the existing connection (none: the server's defaults)."""
+    if settings is None:
+        settings = next((c.settings for c in await driver.replica_connections() if c.name == connection), None)
     if stop_first:
         await driver.stop_replication(connection)
-    await driver.change_master(connection, ChangeMaster(master_address=master_address, use_gtid=use_gtid))  # type: ignore[arg-type]
+    change = ChangeMaster(master_address=master_address, use_gtid=use_gtid, settings=settings)  # type: ignore[arg-type]
+    await driver.change_master(connection, change)
     await driver.start_replication(connection)
 
 
