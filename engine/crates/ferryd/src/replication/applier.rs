@@ -24,7 +24,7 @@ use std::time::Duration;
 use ferry_core::binlog::event::flags;
 use ferry_core::binlog::reader::Transaction;
 use ferry_core::binlog::writer::now_us;
-use ferry_core::gtid::{DomainId, Gtid, GtidPosition};
+use ferry_core::gtid::{DomainId, Gtid};
 use ferry_core::node::{Node, TxnError};
 use ferry_core::relay::RelayReader;
 use ferry_core::row::Row;
@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use super::shared::Shared;
 use super::status::SqlState;
+use super::until::Until;
 
 /// How long the SQL side sleeps at most between looks at the stop flag.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
@@ -84,8 +85,9 @@ pub struct SqlSide {
     pub relay: RelayReader,
     pub ignore_duplicates: bool,
     pub delay_s: u64,
-    /// START ... UNTIL: each listed domain stops at its GTID; unlisted domains are not applied at all.
-    pub until: Option<GtidPosition>,
+    /// START ... UNTIL: each listed domain stops before its first transaction past its GTID (holes included);
+    /// unlisted domains are not applied at all.
+    pub until: Option<Until>,
     pub parallel: ParallelConfig,
 }
 
@@ -112,11 +114,11 @@ struct Refusal {
 
 impl SqlSide {
     pub fn run(mut self) {
-        if self.until_reached() {
+        let mut ahead = ReadAhead::default();
+        if self.until_reached(&ahead) {
             return self.finish_until();
         }
         self.set_state(SqlState::WaitingForRelay);
-        let mut ahead = ReadAhead::default();
         while !self.shared.stopping() {
             if self.shared.sql_paused() {
                 self.set_state(SqlState::Paused);
@@ -129,7 +131,7 @@ impl SqlSide {
                     self.shared.fail("sql", "RELAY_CORRUPT", e.to_string());
                     break;
                 }
-                if self.until.is_some() && self.until_reached() {
+                if self.until_reached(&ahead) {
                     return self.finish_until();
                 }
                 self.set_state(SqlState::WaitingForRelay);
@@ -148,7 +150,7 @@ impl SqlSide {
             if !self.commit(batch) {
                 return;
             }
-            if self.until.is_some() && self.until_reached() {
+            if self.until_reached(&ahead) {
                 return self.finish_until();
             }
         }
@@ -295,18 +297,19 @@ impl SqlSide {
     }
 
     /// Under UNTIL, only listed domains up to their GTID are applied.
-    fn wanted(&self, txn: &Transaction) -> bool {
-        let Some(until) = &self.until else { return true };
-        until.get(txn.gtid().domain).is_some_and(|stop| txn.gtid().seq <= stop.seq)
+    fn wanted(&mut self, txn: &Transaction) -> bool {
+        self.until.as_mut().is_none_or(|until| until.admits(txn.gtid()))
     }
 
-    fn until_reached(&self) -> bool {
+    /// Whether every listed domain has reached or passed its UNTIL GTID (see [`Until::reached`]).
+    fn until_reached(&self, ahead: &ReadAhead) -> bool {
         let Some(until) = &self.until else { return false };
-        self.node.position().is_ahead_of(until)
+        let pending = |domain: DomainId| ahead.by_domain.get(&domain).is_some_and(|q| !q.is_empty());
+        until.reached(&self.node.position(), pending)
     }
 
     fn finish_until(&self) {
-        tracing::info!(connection = %self.shared.name, until = ?self.until.as_ref().map(|u| u.to_string()), "replication reached its UNTIL position");
+        tracing::info!(connection = %self.shared.name, until = ?self.until.as_ref().map(|u| u.position().to_string()), "replication reached its UNTIL position");
         self.set_state(SqlState::UntilReached);
         self.shared.stopped_by_itself();
     }

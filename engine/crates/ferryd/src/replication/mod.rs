@@ -14,6 +14,7 @@ pub mod config;
 pub mod io;
 pub mod shared;
 pub mod status;
+pub mod until;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -306,7 +307,7 @@ impl Replication {
             relay: reader,
             ignore_duplicates: conn.config.ignore_duplicates,
             delay_s: conn.config.delay_s,
-            until,
+            until: until.map(until::Until::new),
             parallel: conn.config.parallel,
         };
         let io = tokio::spawn(io.run());
