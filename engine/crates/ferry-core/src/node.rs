@@ -534,18 +534,9 @@ impl Node {
         self.slave_pos.lock().clone()
     }
 
-    /// gtid_current_pos: per domain, the binlog's GTID when this server wrote it itself and it is newer than
-    /// gtid_slave_pos, else gtid_slave_pos (what a demoted master connects with, `current_pos`).
+    /// gtid_current_pos (what a demoted master connects with, `current_pos`); see [`current_position_of`].
     pub fn current_position(&self) -> GtidPosition {
-        let slave = self.slave_position();
-        let mut current = slave.clone();
-        for g in self.position().iter() {
-            let own_and_newer = g.server == self.config.server_id && slave.get(g.domain).is_none_or(|s| g.seq > s.seq);
-            if own_and_newer || slave.get(g.domain).is_none() {
-                current.set(g);
-            }
-        }
-        current
+        current_position_of(self.config.server_id, &self.position(), &self.slave_position())
     }
 
     /// Sets gtid_slave_pos (CHANGE MASTER with an explicit position); replication must be stopped.
@@ -858,6 +849,22 @@ impl Node {
     }
 }
 
+/// gtid_current_pos by MariaDB's rule: per domain, the gtid_binlog_pos GTID when its server_id is this server's
+/// own and its seq_no is above gtid_slave_pos's in that domain, otherwise gtid_slave_pos's. A domain only in
+/// gtid_slave_pos is taken from it; a domain only in the binlog is included only when this server wrote its
+/// newest GTID there: one whose newest binlog GTID came from another server (replicated, or logged with a
+/// client-set server_id) and is not in gtid_slave_pos is left out, as MariaDB leaves it out (its
+/// `rpl_slave_state::iterate` drops binlog GTIDs of other server_ids before merging).
+pub fn current_position_of(server_id: ServerId, binlog_pos: &GtidPosition, slave_pos: &GtidPosition) -> GtidPosition {
+    let mut current = slave_pos.clone();
+    for g in binlog_pos.iter().filter(|g| g.server == server_id) {
+        if slave_pos.get(g.domain).is_none_or(|s| g.seq > s.seq) {
+            current.set(g);
+        }
+    }
+    current
+}
+
 /// Replies to clients whose transactions shared a group led by replication's applier: they wait for this node's
 /// replicas on a thread of their own, for the applier never waits for replicas (it would stall on a node whose
 /// replicas are not there, as on any replica). Only a node taking client writes while it replicates (several
@@ -968,4 +975,58 @@ fn replay(
         store.apply_group(batch.iter().map(|(c, r)| (c.as_slice(), *r)), through.expect("set above"));
     }
     Ok(replayed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pos(text: &str) -> GtidPosition {
+        text.parse().unwrap()
+    }
+
+    /// MariaDB's documented rule for gtid_current_pos (Global Transaction ID, "gtid_current_pos"): per domain,
+    /// if the server_id of the GTID in gtid_binlog_pos is this server's own and its seq_no is higher than the
+    /// GTID in gtid_slave_pos, the binlog's GTID is used, otherwise gtid_slave_pos's.
+    #[test]
+    fn current_pos_takes_own_newer_binlog_gtids_else_the_slave_pos() {
+        // Domain 0: written here after replication stopped -> binlog. Domain 1: replicated, this server's own
+        // binlog entry is older -> slave_pos. Domain 2: the binlog's newest is another server's -> slave_pos.
+        let binlog = pos("0-1-9,1-1-3,2-7-20");
+        let slave = pos("0-2-5,1-2-8,2-7-20");
+        assert_eq!(current_position_of(1, &binlog, &slave), pos("0-1-9,1-2-8,2-7-20"));
+        // An equal seq_no is not newer: slave_pos wins.
+        assert_eq!(current_position_of(1, &pos("0-1-5"), &pos("0-2-5")), pos("0-2-5"));
+    }
+
+    /// Domains present in only one of the two, as MariaDB merges them: a domain only in gtid_slave_pos is kept;
+    /// a domain only in the binlog is kept when this server wrote its newest GTID, and left out when another
+    /// server did (MariaDB drops binlog GTIDs of other server_ids before the merge).
+    #[test]
+    fn current_pos_keeps_own_binlog_only_domains_and_drops_other_servers_ones() {
+        let binlog = pos("3-1-4,4-7-11");
+        let slave = pos("5-2-6");
+        assert_eq!(current_position_of(1, &binlog, &slave), pos("3-1-4,5-2-6"));
+        assert_eq!(current_position_of(1, &pos("4-7-11"), &GtidPosition::new()), GtidPosition::new());
+    }
+
+    /// The node's status follows the rule: a domain this server never wrote itself and never applied by
+    /// replication (a privileged client logged it with another server_id) is not in gtid_current_pos.
+    #[test]
+    fn a_node_leaves_other_servers_binlog_only_domains_out_of_current_pos() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Node::open(NodeConfig::new(1, dir.path()), None).unwrap();
+        let put = |domain: u32, server_id: Option<u32>| TxnRequest {
+            domain: Some(domain),
+            server_id,
+            ops: vec![RowOp::Increment { table: "t".into(), key: "k".into(), field: "n".into(), by: 1 }],
+            ..Default::default()
+        };
+        node.execute(put(0, None), false).unwrap();
+        node.execute(put(6, Some(9)), true).unwrap();
+        let status = node.status();
+        assert_eq!(status.gtid_binlog_pos, "0-1-1,6-9-1");
+        assert_eq!(status.gtid_slave_pos, "");
+        assert_eq!(status.gtid_current_pos, "0-1-1");
+    }
 }
