@@ -32,7 +32,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -391,20 +391,30 @@ SET SESSION sql_log_bin = 1;
                 raise TimeoutError(f"s{number}: replication not running within {START_WAIT_S}s: {status}")
             time.sleep(PROBE_INTERVAL_S)
 
+    def upstream(self, number: int) -> set[int]:
+        """Server `number` and every server it replicates from, directly or through others."""
+        found = {number}
+        todo = [number]
+        while todo:
+            replica = todo.pop()
+            for link in self.links:
+                if link.replica == replica and link.master not in found:
+                    found.add(link.master)
+                    todo.append(link.master)
+        return found
+
     def wait_converged(self, timeout_s: float = START_WAIT_S) -> str:
-        """Until every server's @@gtid_current_pos equals the masters' binlog positions joined; returns it."""
-        masters = sorted({link.master for link in self.links} - {link.replica for link in self.links}) or [1]
+        """Until every server's @@gtid_current_pos has what its upstream servers have binlogged (the newest GTID of
+        each domain among them); returns the position of the most complete server (all domains)."""
         deadline = time.monotonic() + timeout_s
         while True:
-            want = ",".join(sorted(p for m in masters for p in self.value(m, "@@gtid_binlog_pos").split(",") if p))
-            have = {
-                s.number: ",".join(sorted(p for p in self.value(s.number, "@@gtid_current_pos").split(",") if p))
-                for s in self.servers
-            }
-            if all(h == want for h in have.values()):
-                return want
+            binlog = {s.number: _position(self.value(s.number, "@@gtid_binlog_pos")) for s in self.servers}
+            have = {s.number: _position(self.value(s.number, "@@gtid_current_pos")) for s in self.servers}
+            want = {n: _join(binlog[m] for m in self.upstream(n)) for n in have}
+            if all(have[n] == want[n] for n in have):
+                return _format(_join(have.values()))
             if time.monotonic() > deadline:
-                raise TimeoutError(f"servers did not converge on {want!r} within {timeout_s}s: {have}")
+                raise TimeoutError(f"servers did not converge within {timeout_s}s: have {have}, want {want}")
             time.sleep(PROBE_INTERVAL_S)
 
     # -- state file ----------------------------------------------------------------------------------------
@@ -424,6 +434,28 @@ SET SESSION sql_log_bin = 1;
         path = self.root / "cluster.json"
         path.touch(mode=0o600, exist_ok=True)
         path.write_text(json.dumps(self.state(), indent=2) + "\n")
+
+
+def _position(text: str) -> dict[int, tuple[int, int]]:
+    """GTID position text → {domain: (seq_no, server_id)}."""
+    result = {}
+    for part in text.replace("\n", ",").split(","):
+        if part.strip():
+            domain, server_id, seq_no = (int(x) for x in part.strip().split("-"))
+            result[domain] = (seq_no, server_id)
+    return result
+
+
+def _join(positions: Iterable[dict[int, tuple[int, int]]]) -> dict[int, tuple[int, int]]:
+    joined: dict[int, tuple[int, int]] = {}
+    for position in positions:
+        for domain, gtid in position.items():
+            joined[domain] = max(joined.get(domain, gtid), gtid)
+    return joined
+
+
+def _format(position: dict[int, tuple[int, int]]) -> str:
+    return ",".join(f"{d}-{position[d][1]}-{position[d][0]}" for d in sorted(position))
 
 
 def _users_by_role(users: Users) -> list[tuple[str, User]]:

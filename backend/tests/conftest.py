@@ -37,6 +37,7 @@ from ferry_control.main import create_app
 from ferry_control.models import Base
 from ferry_control.services.tokens import TokenService
 from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster
+from tests.mariadb_cluster import MariadbCluster
 
 TOKEN_PEPPER = "backend-tests-pepper-0123456789"
 
@@ -278,3 +279,28 @@ def ferryd_factory(tmp_path: Path) -> Iterator[Callable[..., FerrydCluster]]:
     finally:
         for cluster in clusters:
             cluster.stop()
+
+
+@pytest.fixture
+def mariadb_factory(tmp_path: Path) -> Iterator[Callable[..., MariadbCluster]]:
+    """`mariadb_factory(servers=3, shape="star", **options)`: a fresh cluster of real mariadbd processes
+    (tests/mariadb_cluster.py), always stopped and removed after the test."""
+    clusters: list[MariadbCluster] = []
+
+    def make(servers: int = 3, **options: Any) -> MariadbCluster:
+        cluster = MariadbCluster(tmp_path / f"mariadb{len(clusters)}", servers, **options)
+        clusters.append(cluster)
+        cluster.start()
+        return cluster
+
+    try:
+        yield make
+    finally:
+        for cluster in clusters:
+            cluster.stop()
+
+
+@pytest.fixture
+def mariadb(mariadb_factory: Callable[..., MariadbCluster]) -> MariadbCluster:
+    """A fresh three-server MariaDB cluster: server 1 the master, 2 and 3 replicating from it with GTID."""
+    return mariadb_factory(3)

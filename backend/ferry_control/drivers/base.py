@@ -266,6 +266,12 @@ class ServerDriver(abc.ABC):
     async def set_read_only(self, read_only: bool) -> bool:
         """Returns the read-only flag now in force."""
 
+    async def kill_sessions_bypassing_read_only(self) -> int:
+        """Ends the client sessions that can write despite read-only (MariaDB: users with SUPER or READ ONLY ADMIN),
+        sparing replication and the driver's own; returns how many it ended. The default is for servers whose
+        read-only admits no client write (ferryd): nothing to end."""
+        return 0
+
     #: Whether the server counts the client commits it admitted before read-only went on that have not been
     #: answered yet, so `wait_commits_landed` can tell exactly when the last one has landed. A driver that cannot
     #: leaves it False, and callers fall back to waiting for the binlog position to stand still (a heuristic).

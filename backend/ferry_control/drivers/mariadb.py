@@ -1,0 +1,394 @@
+"""The `mariadb` driver: the driver interface over a real MariaDB 10.11 server's SQL (aiomysql; see
+../shared/mariadb.md for the statements, columns and privileges it relies on).
+
+It connects as Ferry's least-privilege monitor/admin user and gives replicas the replication user's credentials in
+CHANGE MASTER. Every statement is bounded on the server and the client and killed when its caller gives up
+(drivers/mariadb_connection.py). None of its statements writes a GTID: the FLUSH statements are NO_WRITE_TO_BINLOG,
+and the rest (SET GLOBAL, CHANGE MASTER, START/STOP/RESET SLAVE, KILL, CHECKSUM TABLE) are never binlogged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from ferry_control.drivers.base import (
+    ChangeMaster,
+    Checksums,
+    EventsPage,
+    Positions,
+    ServerDriver,
+    ServerStatus,
+    TableChecksum,
+    WaitResult,
+)
+from ferry_control.drivers.errors import DriverError, ServerProtocolError
+from ferry_control.drivers.mariadb_connection import MariadbConnections, PoolSettings
+from ferry_control.drivers.mariadb_errors import MariadbError
+from ferry_control.drivers.mariadb_sql import (
+    BinlogFileScan,
+    canonical,
+    canonical_state,
+    connected_replica,
+    covers,
+    cursor,
+    cursor_parts,
+    file_number,
+    format_position,
+    join_address,
+    parse_position,
+    replica_connection,
+    split_address,
+)
+
+#: The one round trip that reads a server's identity, flags and positions.
+STATUS_VARIABLES = (
+    "SELECT @@server_id AS server_id, @@gtid_domain_id AS domain_id, @@read_only AS read_only, @@log_bin AS log_bin, "
+    "@@gtid_binlog_pos AS binlog_pos, @@gtid_slave_pos AS slave_pos, @@gtid_current_pos AS current_pos, "
+    "@@gtid_binlog_state AS binlog_state, @@report_host AS report_host, @@report_port AS report_port, "
+    "@@port AS port, @@version AS version"
+)
+#: Processlist commands of replication and server threads, never killed.
+SERVER_THREAD_COMMANDS = frozenset(
+    {"Binlog Dump", "Slave_IO", "Slave_SQL", "Slave_worker", "Daemon", "Connect", "Killed"}
+)
+#: Users the server runs its own threads as.
+SERVER_THREAD_USERS = frozenset({"system user", "event_scheduler", "unauthenticated user"})
+#: Schemas that are the server's own, not user data (left out of checksums).
+SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
+#: Events read per SHOW BINLOG EVENTS statement.
+EVENTS_PAGE_ROWS = 5000
+#: Binlog files whose scans are kept per server (the newest ones: recent events are read from the end).
+SCANNED_FILES_KEPT = 4
+
+
+@dataclass(frozen=True)
+class MariadbCredentials:
+    user: str
+    password: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class MariadbDriverConfig:
+    """What the driver needs besides the server's address."""
+
+    #: Ferry's monitor/admin user (least privilege: see scripts/mariadb_cluster.py ADMIN_GRANTS and mariadb.md).
+    admin: MariadbCredentials
+    #: Put into CHANGE MASTER so the replica can connect to its master (REPLICATION SLAVE only). Without it a
+    #: CHANGE MASTER keeps the connection's existing user and password.
+    replication: MariadbCredentials | None = None
+    #: Verify the server's TLS certificate against this CA (None: no TLS).
+    tls_ca_file: str | None = None
+    connect_timeout_s: float = 3.0
+    #: The server-side bound on an ordinary statement (longer waits carry their own bound).
+    statement_timeout_s: float = 10.0
+    #: Connections kept per server.
+    connections_max: int = 3
+    #: How often a position is re-read where the server has no wait of its own (a master), at most.
+    position_poll_max_s: float = 0.1
+    #: Bound on the binlog events one recent_events call reads (scans are kept, so a later call goes on from there).
+    events_scan_max: int = 500_000
+    #: How many times checksums are taken before giving up on a position that keeps moving.
+    checksum_attempts: int = 5
+
+    def connection_settings(self, address: str) -> PoolSettings:
+        host, port = split_address(address)
+        return PoolSettings(
+            host=host, port=port, user=self.admin.user, password=self.admin.password, tls_ca_file=self.tls_ca_file,
+            connect_timeout_s=self.connect_timeout_s, statement_timeout_s=self.statement_timeout_s,
+            connections_max=self.connections_max,
+        )  # fmt: skip
+
+
+class MariadbDriver(ServerDriver):
+    """One MariaDB server at `address` (`host:port`, its SQL port). `connections` lets a factory share one pool per
+    server between the drivers it builds; without it the driver has a pool of its own (closed by `aclose`)."""
+
+    kind = "mariadb"
+
+    def __init__(self, address: str, config: MariadbDriverConfig, connections: MariadbConnections | None = None):
+        self.address = address
+        self.config = config
+        self._owns_connections = connections is None
+        self.sql = connections or MariadbConnections(address, config.connection_settings(address))
+
+    async def aclose(self) -> None:
+        if self._owns_connections:
+            await self.sql.aclose()
+
+    # -- reads ---------------------------------------------------------------------------------------------------
+
+    async def status(self) -> ServerStatus:
+        rows = await self.sql.query(STATUS_VARIABLES)
+        if not rows:
+            raise ServerProtocolError(self.address, "no_status", "the status variables came back empty")
+        v = rows[0]
+        connections = await self.sql.query("SHOW ALL SLAVES STATUS")
+        replicas = await self.sql.query("SHOW SLAVE HOSTS")
+        files = await self.sql.query("SHOW BINARY LOGS") if int(v["log_bin"]) else []
+        slave_pos = canonical(v["slave_pos"])
+        report_host = v.get("report_host")
+        return ServerStatus(
+            server_id=int(v["server_id"]),
+            read_only=bool(int(v["read_only"])),
+            positions=Positions(
+                binlog=canonical(v["binlog_pos"]),
+                slave=slave_pos,
+                current=canonical(v["current_pos"]),
+                binlog_state=canonical_state(v["binlog_state"]),
+            ),
+            connections=tuple(
+                sorted(
+                    (replica_connection(row, slave_pos, len(connections)) for row in connections), key=lambda c: c.name
+                )
+            ),  # fmt: skip
+            replicas=tuple(sorted((connected_replica(row) for row in replicas), key=lambda r: r.server_id)),
+            default_domain=int(v["domain_id"]),
+            binlog_files=tuple(str(f["Log_name"]) for f in files),
+            listen_address=join_address(report_host, int(v["report_port"] or v["port"])) if report_host else None,
+        )
+
+    async def positions(self) -> Positions:
+        v = (await self.sql.query(STATUS_VARIABLES))[0]
+        return Positions(
+            binlog=canonical(v["binlog_pos"]),
+            slave=canonical(v["slave_pos"]),
+            current=canonical(v["current_pos"]),
+            binlog_state=canonical_state(v["binlog_state"]),
+        )
+
+    async def version(self) -> str:
+        return str(await self.sql.value("SELECT @@version"))
+
+    # -- replication changes -------------------------------------------------------------------------------------
+
+    async def change_master(self, connection: str, change: ChangeMaster) -> None:
+        """CHANGE MASTER 'connection' TO …. An explicit `position` first becomes @@gtid_slave_pos (the server
+        refuses with 1198 while any connection runs). `use_gtid="current_pos"` (a demoted master joining its
+        successor) becomes `MASTER_USE_GTID=slave_pos, MASTER_DEMOTE_TO_SLAVE=1`, the 10.10+ form that folds the
+        server's own binlog position into its slave position (current_pos itself is deprecated)."""
+        host, port = split_address(change.master_address)
+        options = ["MASTER_HOST = %s", "MASTER_PORT = %s"]
+        args: list[object] = [host, port]
+        if self.config.replication is not None:
+            options += ["MASTER_USER = %s", "MASTER_PASSWORD = %s"]
+            args += [self.config.replication.user, self.config.replication.password]
+        if change.file is not None:
+            options += ["MASTER_LOG_FILE = %s", "MASTER_LOG_POS = %s", "MASTER_USE_GTID = no"]
+            args += [change.file, int(change.offset or 4)]
+        elif change.use_gtid == "current_pos":
+            options += ["MASTER_USE_GTID = slave_pos", "MASTER_DEMOTE_TO_SLAVE = 1"]
+        else:
+            options.append("MASTER_USE_GTID = slave_pos")
+        options.append("MASTER_DELAY = %s")
+        args.append(int(change.delay_s))
+        if change.heartbeat_ms is not None:
+            options.append("MASTER_HEARTBEAT_PERIOD = %s")
+            args.append(round(change.heartbeat_ms / 1000, 3))
+        if change.position is not None:
+            await self.sql.query("SET GLOBAL gtid_slave_pos = %s", (canonical(change.position),))
+        if change.ignore_duplicates:
+            await self.sql.query("SET GLOBAL gtid_ignore_duplicates = 1")
+        await self.sql.query(f"CHANGE MASTER %s TO {', '.join(options)}", (connection, *args))
+
+    async def start_replication(self, connection: str, until: str | None = None) -> None:
+        if until is None:
+            await self.sql.query("START SLAVE %s", (connection,))
+        else:
+            await self.sql.query("START SLAVE %s UNTIL master_gtid_pos = %s", (connection, canonical(until)))
+
+    async def stop_replication(self, connection: str) -> None:
+        await self.sql.query("STOP SLAVE %s", (connection,))
+
+    async def remove_replication(self, connection: str) -> None:
+        await self.sql.query("STOP SLAVE %s", (connection,))
+        await self.sql.query("RESET SLAVE %s ALL", (connection,))
+
+    async def set_read_only(self, read_only: bool) -> bool:
+        await self.sql.query("SET GLOBAL read_only = %s", (1 if read_only else 0,))
+        return bool(int(await self.sql.value("SELECT @@read_only")))
+
+    async def kill_sessions_bypassing_read_only(self) -> int:
+        """Kills the client sessions of users whose privileges let them write despite read_only (SUPER or READ ONLY
+        ADMIN, granted directly), sparing replication and server threads and Ferry's own user. Returns how many
+        were killed. Users are matched by name (a grant to `u`@`h` covers every session of `u`)."""
+        grantees = await self.sql.query(
+            "SELECT DISTINCT GRANTEE FROM information_schema.USER_PRIVILEGES "
+            "WHERE PRIVILEGE_TYPE IN ('SUPER', 'READ_ONLY ADMIN')"
+        )
+        users = {_grantee_user(str(g["GRANTEE"])) for g in grantees} - {self.config.admin.user}
+        if not users:
+            return 0
+        sessions = await self.sql.query(
+            "SELECT ID, USER, COMMAND FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID()"
+        )
+        killed = 0
+        for session in sessions:
+            user, command = str(session["USER"]), str(session["COMMAND"])
+            if user not in users or user in SERVER_THREAD_USERS or command in SERVER_THREAD_COMMANDS:
+                continue
+            try:
+                await self.sql.query(f"KILL CONNECTION {int(session['ID'])}")
+            except MariadbError as e:
+                if e.errno != 1094:  # unknown thread: it ended meanwhile
+                    raise
+                continue
+            killed += 1
+        return killed
+
+    # -- waits ---------------------------------------------------------------------------------------------------
+
+    async def wait_for_position(self, position: str, timeout_s: float) -> WaitResult:
+        """On a replica, MASTER_GTID_WAIT (it waits on gtid_slave_pos) for the domains its current position does
+        not yet cover; elsewhere (a master, whose binlog position the function never waits on) @@gtid_current_pos
+        is polled. Either way the wait is bounded by `timeout_s`."""
+        want = canonical(position)
+        deadline = time.monotonic() + max(timeout_s, 0.0)
+        current = canonical(await self.sql.value("SELECT @@gtid_current_pos"))
+        if covers(current, want):
+            return WaitResult(True, current)
+        have = parse_position(current)
+        missing = format_position(
+            g for d, g in parse_position(want).items() if d not in have or have[d].seq_no < g.seq_no
+        )
+        connections = await self.sql.query("SHOW ALL SLAVES STATUS")
+        left = deadline - time.monotonic()
+        if connections and left > 0:
+            await self.sql.query("SELECT MASTER_GTID_WAIT(%s, %s) AS waited", (missing, round(left, 3)),
+                                 timeout_s=left + 1.0)  # fmt: skip
+            current = canonical(await self.sql.value("SELECT @@gtid_current_pos"))
+            return WaitResult(covers(current, want), current)
+        interval = 0.005
+        while True:
+            current = canonical(await self.sql.value("SELECT @@gtid_current_pos"))
+            if covers(current, want):
+                return WaitResult(True, current)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return WaitResult(False, current)
+            interval = min(interval * 2, self.config.position_poll_max_s)
+            await asyncio.sleep(min(interval, left))
+
+    # -- binlog events -------------------------------------------------------------------------------------------
+
+    async def recent_events(self, limit: int, domain: int | None = None, before: int | None = None) -> EventsPage:
+        """The newest transactions (GTID events with their commit ids and tables) before the cursor `before` (a
+        binlog file number and offset in one integer), newest first, read with SHOW BINLOG EVENTS page by page from
+        the newest files back. Scans of each file are kept for the server, so later calls read only what is new."""
+        if limit <= 0:
+            return EventsPage((), None)
+        files = [str(f["Log_name"]) for f in await self.sql.query("SHOW BINARY LOGS")]
+        end_file, end_offset = cursor_parts(before) if before is not None else (None, None)
+        budget = [self.config.events_scan_max]
+        found: list = []
+        for file in reversed(files):
+            number = file_number(file)
+            if end_file is not None and number > end_file:
+                continue
+            scan = await self._scan(file, budget)
+            for tx in reversed(scan.transactions):
+                if end_file is not None and number == end_file and (tx.offset or 0) >= (end_offset or 0):
+                    continue
+                if domain is not None and tx.domain != domain:
+                    continue
+                found.append(tx)
+                if len(found) == limit:
+                    break
+            if len(found) == limit:
+                break
+        self._forget_old_scans(files)
+        next_before = None
+        if len(found) == limit:
+            oldest = found[-1]
+            next_before = cursor(oldest.file or "", oldest.offset or 0)
+        return EventsPage(tuple(found), next_before)
+
+    async def _scan(self, file: str, budget: list[int]) -> BinlogFileScan:
+        """The file's scan brought up to its end, continuing a kept one when its last transaction is still where it
+        was (a RESET MASTER reuses file names)."""
+        scans: dict[str, BinlogFileScan] = self.sql.binlog_scans
+        scan = scans.get(file)
+        if scan is not None and scan.transactions:
+            last = scan.transactions[-1]
+            rows = await self.sql.query("SHOW BINLOG EVENTS IN %s FROM %s LIMIT 1", (file, last.offset))
+            if not rows or f"GTID {last.gtid}" not in str(rows[0].get("Info") or ""):
+                scan = None
+        if scan is None:
+            scan = BinlogFileScan(file)
+        while True:
+            if budget[0] <= 0:
+                scans[file] = scan
+                raise DriverError(
+                    self.address, "events_scan_limit",
+                    f"read {self.config.events_scan_max} binlog events without reaching the end of {file}; "
+                    "the next call goes on from there",
+                )  # fmt: skip
+            page = min(EVENTS_PAGE_ROWS, budget[0])
+            try:
+                rows = await self.sql.query("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (file, scan.next_pos, page))
+            except MariadbError as e:
+                if e.errno == 1220 and scan.next_pos > 4:  # the kept position is no event boundary any more
+                    scan = BinlogFileScan(file)
+                    continue
+                raise
+            budget[0] -= len(rows)
+            scan.feed(rows)
+            if len(rows) < page:
+                break
+        scans[file] = scan
+        return scan
+
+    def _forget_old_scans(self, files: list[str]) -> None:
+        keep = set(files[-SCANNED_FILES_KEPT:])
+        for file in list(self.sql.binlog_scans):
+            if file not in keep:
+                del self.sql.binlog_scans[file]
+
+    # -- checksums -----------------------------------------------------------------------------------------------
+
+    async def checksums(self) -> Checksums:
+        """CHECKSUM TABLE and a row count of every user table, between two reads of @@gtid_current_pos that must
+        agree (else taken again, a bounded number of times): the checksums then belong to that position. Writes
+        nothing, locks nothing: a server whose position keeps moving (a master under load) gives an error."""
+        tables = await self.sql.query(
+            "SELECT TABLE_SCHEMA AS s, TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' "
+            f"AND TABLE_SCHEMA NOT IN ({', '.join(repr(s) for s in SYSTEM_SCHEMAS)}) ORDER BY TABLE_SCHEMA, TABLE_NAME"
+        )
+        names = {f"{t['s']}.{t['t']}": f"{_ident(str(t['s']))}.{_ident(str(t['t']))}" for t in tables}
+        for _ in range(self.config.checksum_attempts):
+            before = canonical(await self.sql.value("SELECT @@gtid_current_pos"))
+            sums: dict[str, TableChecksum] = {}
+            if names:
+                checks = await self.sql.query(f"CHECKSUM TABLE {', '.join(names.values())}")
+                counts = await self.sql.query(
+                    " UNION ALL ".join(f"SELECT {_literal(name)} AS t, COUNT(*) AS n FROM {quoted}"
+                                       for name, quoted in names.items())
+                )  # fmt: skip
+                rows_by_name = {str(c["t"]): int(c["n"]) for c in counts}
+                for check in checks:
+                    name = str(check["Table"])
+                    if check.get("Checksum") is None:
+                        raise ServerProtocolError(self.address, "no_checksum", f"CHECKSUM TABLE gave none for {name}")
+                    sums[name] = TableChecksum(rows=rows_by_name.get(name, 0), checksum=int(check["Checksum"]))
+            after = canonical(await self.sql.value("SELECT @@gtid_current_pos"))
+            if before == after:
+                return Checksums(position=after, tables=sums)
+        raise DriverError(
+            self.address, "position_moving",
+            f"@@gtid_current_pos moved during each of {self.config.checksum_attempts} checksum attempts",
+        )  # fmt: skip
+
+
+def _grantee_user(grantee: str) -> str:
+    """`'user'@'host'` → user."""
+    user = grantee.rsplit("@", 1)[0]
+    return user[1:-1].replace("''", "'") if user.startswith("'") and user.endswith("'") else user
+
+
+def _ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"

@@ -1,0 +1,192 @@
+"""Connections to one MariaDB server for the `mariadb` driver (aiomysql): a small pool, every statement bounded on
+the server (the session's max_statement_time, or `SET STATEMENT max_statement_time=… FOR` when a call needs another
+bound) and on the client (a slightly longer asyncio timeout), and `KILL QUERY <connection id>` from a second
+connection when the caller gives up (cancellation or the client-side timeout), so nothing keeps running on the server
+on behalf of a caller that has gone. A connection whose statement was abandoned is closed, never reused.
+
+Errors come out as typed driver errors (drivers/mariadb_errors.py) with the server's errno and message."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import aiomysql
+import pymysql
+
+from ferry_control.drivers.errors import DriverError, ServerUnreachable
+from ferry_control.drivers.mariadb_errors import error_for
+
+#: How much longer the client waits than the server-side bound, so the server's own error (1969) usually wins.
+CLIENT_MARGIN_S = 1.0
+#: A pooled connection idle longer than this is pinged before use (the server may have closed it).
+IDLE_PING_AFTER_S = 30.0
+#: Bound on the KILL QUERY sent for an abandoned statement (connect + statement).
+KILL_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    """Where and as whom to connect, and the bounds."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+    tls_ca_file: str | None
+    connect_timeout_s: float
+    #: The default server-side bound on every statement (the session's max_statement_time).
+    statement_timeout_s: float
+    #: Connections kept open to this server at most (a poll and an operation may overlap).
+    connections_max: int
+
+    def __repr__(self) -> str:
+        return f"PoolSettings({self.user}@{self.host}:{self.port})"
+
+
+class MariadbConnections:
+    """A small pool of connections to one server; `query` runs one bounded statement."""
+
+    def __init__(self, address: str, settings: PoolSettings):
+        self.address = address
+        self.settings = settings
+        self._idle: list[tuple[aiomysql.Connection, float]] = []
+        self._slots = asyncio.Semaphore(settings.connections_max)
+        #: KILL QUERY tasks still running (kept referenced until they end).
+        self._kills: set[asyncio.Task[None]] = set()
+        #: Per-server memo of the `mariadb` driver's binlog scans (drivers built per call share it).
+        self.binlog_scans: dict[str, Any] = {}
+
+    # -- connecting ----------------------------------------------------------------------------------------------
+
+    async def connect(self) -> aiomysql.Connection:
+        s = self.settings
+        context = None
+        if s.tls_ca_file:
+            context = ssl.create_default_context(cafile=s.tls_ca_file)
+        try:
+            return await aiomysql.connect(
+                host=s.host, port=s.port, user=s.user, password=s.password, autocommit=True,
+                connect_timeout=s.connect_timeout_s, ssl=context, charset="utf8mb4",
+                init_command=f"SET SESSION max_statement_time = {s.statement_timeout_s:.3f}",
+                program_name="ferry-control",
+            )  # fmt: skip
+        except pymysql.err.MySQLError as e:
+            raise self._error(e) from e
+        except (OSError, TimeoutError) as e:
+            raise ServerUnreachable(self.address, "2003", f"cannot connect: {e!r}") from e
+
+    async def _acquire(self) -> aiomysql.Connection:
+        await self._slots.acquire()
+        try:
+            while self._idle:
+                conn, since = self._idle.pop()
+                if conn.closed:
+                    continue
+                if time.monotonic() - since > IDLE_PING_AFTER_S:
+                    try:
+                        async with asyncio.timeout(self.settings.connect_timeout_s):
+                            await conn.ping(reconnect=False)
+                    except (pymysql.err.MySQLError, OSError, TimeoutError):
+                        conn.close()
+                        continue
+                return conn
+            return await self.connect()
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def _release(self, conn: aiomysql.Connection, reusable: bool) -> None:
+        if reusable and not conn.closed:
+            self._idle.append((conn, time.monotonic()))
+        else:
+            conn.close()
+        self._slots.release()
+
+    # -- statements ----------------------------------------------------------------------------------------------
+
+    async def query(self, statement: str, args: Any = None, *, timeout_s: float | None = None) -> list[dict[str, Any]]:
+        """Runs one statement and returns its rows (column name → value). With `timeout_s`, the statement gets that
+        server-side bound (SET STATEMENT max_statement_time=… FOR …) instead of the session's default."""
+        bound = self.settings.statement_timeout_s if timeout_s is None else timeout_s
+        if timeout_s is not None:
+            statement = f"SET STATEMENT max_statement_time = {max(timeout_s, 0.001):.3f} FOR {statement}"
+        conn = await self._acquire()
+        reusable = False
+        try:
+            try:
+                async with asyncio.timeout(bound + CLIENT_MARGIN_S):
+                    async with conn.cursor(aiomysql.DictCursor) as cursor:
+                        await cursor.execute(statement, args)
+                        rows = await cursor.fetchall()
+            except TimeoutError as e:
+                self._kill_query(conn)
+                raise ServerUnreachable(
+                    self.address, "timeout", f"no answer within {bound + CLIENT_MARGIN_S:.1f}s: {_short(statement)}"
+                ) from e
+            except asyncio.CancelledError:
+                self._kill_query(conn)
+                raise
+            except pymysql.err.MySQLError as e:
+                error = self._error(e)
+                # A server error leaves the connection usable; a lost connection does not.
+                reusable = not isinstance(error, ServerUnreachable)
+                raise error from e
+            reusable = True
+            return [dict(row) for row in rows]
+        finally:
+            self._release(conn, reusable)
+
+    async def value(self, statement: str, args: Any = None, *, timeout_s: float | None = None) -> Any:
+        """The first column of the first row (None when there is none)."""
+        rows = await self.query(statement, args, timeout_s=timeout_s)
+        return next(iter(rows[0].values())) if rows else None
+
+    def _kill_query(self, conn: aiomysql.Connection) -> None:
+        """Sends KILL QUERY for what `conn` is running, from another connection, in the background (so the caller's
+        cancellation is not held up, and a second cancellation does not stop it)."""
+        try:
+            thread_id = conn.thread_id()
+        except (TypeError, IndexError):
+            return
+        task = asyncio.get_running_loop().create_task(self._send_kill(thread_id))
+        self._kills.add(task)
+        task.add_done_callback(self._kills.discard)
+
+    async def _send_kill(self, thread_id: int) -> None:
+        try:
+            async with asyncio.timeout(KILL_TIMEOUT_S):
+                conn = await self.connect()
+                try:
+                    async with conn.cursor() as cursor:
+                        await cursor.execute(f"KILL QUERY {int(thread_id)}")
+                finally:
+                    conn.close()
+        except (DriverError, pymysql.err.MySQLError, OSError, TimeoutError):
+            # 1094 (no such thread: it ended meanwhile) or the server is gone: nothing left to stop.
+            pass
+
+    async def kills_sent(self) -> None:
+        """Waits for the KILL QUERY statements in flight (tests, and closing)."""
+        if self._kills:
+            await asyncio.gather(*self._kills, return_exceptions=True)
+
+    async def aclose(self) -> None:
+        await self.kills_sent()
+        idle, self._idle = self._idle, []
+        for conn, _ in idle:
+            conn.close()
+
+    def _error(self, e: pymysql.err.MySQLError) -> DriverError:
+        errno = e.args[0] if e.args and isinstance(e.args[0], int) else 0
+        message = str(e.args[1]) if len(e.args) > 1 else str(e)
+        if errno == 0 or isinstance(e, pymysql.err.InterfaceError):
+            return ServerUnreachable(self.address, str(errno or 2013), message or "connection lost")
+        return error_for(self.address, errno, message)
+
+
+def _short(statement: str, length: int = 120) -> str:
+    return statement if len(statement) <= length else statement[: length - 1] + "…"

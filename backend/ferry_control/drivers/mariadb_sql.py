@@ -1,0 +1,276 @@
+"""What the `mariadb` driver reads, turned into the driver interface's types, without I/O: GTID position text,
+SHOW ALL SLAVES STATUS rows → ReplicaConnection, SHOW SLAVE HOSTS rows → ConnectedReplica, SHOW BINLOG EVENTS rows →
+BinlogTransaction, and the event cursor (binlog file number and offset in one integer)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ferry_control.drivers.base import (
+    BinlogTransaction,
+    ConnectedReplica,
+    DomainLag,
+    IoState,
+    ReplicaConnection,
+    ReplicationError,
+    SqlState,
+)
+
+#: A GTID event's Info in SHOW BINLOG EVENTS (`BEGIN GTID 0-1-5 cid=12`, or `GTID 0-1-6` for DDL).
+GTID_INFO = re.compile(r"^(?:BEGIN )?GTID (\d+)-(\d+)-(\d+)(?: cid=(\d+))?")
+#: A Table_map event's Info: `table_id: 18 (app.t)`.
+TABLE_MAP_INFO = re.compile(r"^table_id: \d+ \((.+)\)$")
+#: A binlog file name ends in its sequence number: `binlog.000042`.
+BINLOG_FILE_NUMBER = re.compile(r"\.(\d+)$")
+#: The offset part of an event cursor (binlog files are far below 4 GiB: max_binlog_size is at most 1 GiB).
+CURSOR_OFFSET_BITS = 32
+
+
+# -- GTID positions ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gtid:
+    domain: int
+    server_id: int
+    seq_no: int
+
+    def __str__(self) -> str:
+        return f"{self.domain}-{self.server_id}-{self.seq_no}"
+
+
+def parse_position(text: str | None) -> dict[int, Gtid]:
+    """`0-1-100,1-2-50` (any order, spaces and newlines allowed) → the GTID per domain."""
+    result: dict[int, Gtid] = {}
+    for part in (text or "").replace("\n", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        domain, server_id, seq_no = (int(x) for x in part.split("-"))
+        result[domain] = Gtid(domain, server_id, seq_no)
+    return result
+
+
+def format_position(gtids: Iterable[Gtid]) -> str:
+    return ",".join(str(g) for g in sorted(gtids, key=lambda g: g.domain))
+
+
+def canonical(text: str | None) -> str:
+    """The canonical position text: one GTID per domain, sorted by domain ("" for none)."""
+    return format_position(parse_position(text).values())
+
+
+def canonical_state(text: str | None) -> str:
+    """A gtid_binlog_state (several GTIDs per domain, one per server_id) sorted by (domain, server_id)."""
+    gtids = []
+    for part in (text or "").replace("\n", ",").split(","):
+        if part.strip():
+            domain, server_id, seq_no = (int(x) for x in part.strip().split("-"))
+            gtids.append(Gtid(domain, server_id, seq_no))
+    return ",".join(str(g) for g in sorted(gtids, key=lambda g: (g.domain, g.server_id)))
+
+
+def covers(have: str, want: str) -> bool:
+    """Whether position `have` has, in every domain of `want`, a seq_no at least as high."""
+    have_by_domain = parse_position(have)
+    return all(
+        domain in have_by_domain and have_by_domain[domain].seq_no >= gtid.seq_no
+        for domain, gtid in parse_position(want).items()
+    )
+
+
+def restrict(text: str, domains: Iterable[int]) -> str:
+    wanted = set(domains)
+    return format_position(g for d, g in parse_position(text).items() if d in wanted)
+
+
+# -- addresses --------------------------------------------------------------------------------------------------
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """`host:port` or `[v6]:port` → (host, port)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"not a host:port address: {address!r}")
+    return host.strip("[]"), int(port)
+
+
+def join_address(host: str, port: int | str) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+# -- SHOW ALL SLAVES STATUS ------------------------------------------------------------------------------------
+
+
+def _int(value: Any, default: int = 0) -> int:
+    if value is None or value == "":
+        return default
+    return int(value)
+
+
+def io_state(row: Mapping[str, Any]) -> IoState:
+    running = str(row.get("Slave_IO_Running") or "No")
+    errno = _int(row.get("Last_IO_Errno"))
+    if running == "Yes":
+        return IoState.connected
+    if running in ("Connecting", "Preparing"):
+        return IoState.reconnecting if errno else IoState.connecting
+    return IoState.error if errno else IoState.stopped
+
+
+def sql_state(row: Mapping[str, Any]) -> SqlState:
+    running = str(row.get("Slave_SQL_Running") or "No")
+    if running != "Yes":
+        if _int(row.get("Last_SQL_Errno")):
+            return SqlState.error
+        if str(row.get("Until_Condition") or "None") != "None":
+            return SqlState.until_reached
+        return SqlState.stopped
+    remaining = row.get("SQL_Remaining_Delay")
+    if remaining not in (None, "") and _int(remaining) > 0:
+        return SqlState.delaying
+    state = str(row.get("Slave_SQL_Running_State") or row.get("Slave_SQL_State") or "")
+    if "waiting for more updates" in state.lower():
+        return SqlState.waiting_for_relay
+    return SqlState.applying
+
+
+def last_error(row: Mapping[str, Any]) -> ReplicationError | None:
+    """The SQL thread's error first (it stops the connection), else the IO thread's (it may be retrying)."""
+    for side, errno_key, error_key in (("sql", "Last_SQL_Errno", "Last_SQL_Error"),
+                                       ("io", "Last_IO_Errno", "Last_IO_Error")):  # fmt: skip
+        errno = _int(row.get(errno_key))
+        if errno:
+            return ReplicationError(side=side, code=str(errno), message=str(row.get(error_key) or ""))
+    return None
+
+
+def replica_connection(row: Mapping[str, Any], slave_pos: str, connections: int) -> ReplicaConnection:
+    """One row of SHOW ALL SLAVES STATUS. `slave_pos` is @@gtid_slave_pos (the status row's own Gtid_Slave_Pos is
+    the server's current position): a connection's applied position is its part of it, by the domains the
+    connection has received (all of it when the server has a single connection)."""
+    received = canonical(row.get("Gtid_IO_Pos"))
+    received_domains = parse_position(received).keys()
+    if received_domains:
+        applied = restrict(slave_pos, received_domains)
+    else:
+        applied = canonical(slave_pos) if connections == 1 else ""
+    io, sql = io_state(row), sql_state(row)
+    behind = row.get("Seconds_Behind_Master")
+    seconds = float(behind) if behind not in (None, "") else 0.0
+    applied_by_domain = parse_position(applied)
+    lag = {
+        domain: DomainLag(
+            transactions=max(0, gtid.seq_no - (applied_by_domain[domain].seq_no if domain in applied_by_domain else 0)),
+            seconds=seconds,
+        )
+        for domain, gtid in parse_position(received).items()
+    }
+    return ReplicaConnection(
+        name=str(row.get("Connection_name") or ""),
+        master_address=join_address(str(row.get("Master_Host") or ""), _int(row.get("Master_Port"))),
+        running=io in (IoState.connected, IoState.connecting, IoState.reconnecting)
+        and sql in (SqlState.applying, SqlState.waiting_for_relay, SqlState.delaying),
+        io_state=io,
+        sql_state=sql,
+        received_position=received,
+        applied_position=applied,
+        # MariaDB does not tell a replica its master's binlog position; what it last heard is what it received.
+        master_position=received,
+        lag=lag,
+        last_error=last_error(row),
+        until=None,
+        delay_s=_int(row.get("SQL_Delay")),
+    )
+
+
+# -- SHOW SLAVE HOSTS -------------------------------------------------------------------------------------------
+
+
+def connected_replica(row: Mapping[str, Any]) -> ConnectedReplica:
+    """A row of SHOW SLAVE HOSTS: the replica's report_host and report_port (its own SQL and replication address)."""
+    host = str(row.get("Host") or "")
+    address = join_address(host, _int(row.get("Port")))
+    return ConnectedReplica(
+        server_id=_int(row.get("Server_id")),
+        address=address,
+        host=host,
+        sent_position="",
+        listen_address=address,
+        admin_address=address,
+    )
+
+
+# -- SHOW BINLOG EVENTS -----------------------------------------------------------------------------------------
+
+
+def file_number(file: str) -> int:
+    match = BINLOG_FILE_NUMBER.search(file)
+    if match is None:
+        raise ValueError(f"not a binlog file name: {file!r}")
+    return int(match.group(1))
+
+
+def cursor(file: str, offset: int) -> int:
+    """A binlog coordinate as one integer that grows with the binlog (for EventsPage.next_before)."""
+    return (file_number(file) << CURSOR_OFFSET_BITS) | offset
+
+
+def cursor_parts(value: int) -> tuple[int, int]:
+    """(file number, offset) of a cursor."""
+    return value >> CURSOR_OFFSET_BITS, value & ((1 << CURSOR_OFFSET_BITS) - 1)
+
+
+@dataclass
+class BinlogFileScan:
+    """The transactions of one binlog file read so far by SHOW BINLOG EVENTS, fed page by page (a page may end in
+    the middle of a transaction: its tables are completed by the next page)."""
+
+    file: str
+    #: Where the next page starts: the end of the last event read (4 is the first event after the file's magic).
+    next_pos: int = 4
+    #: Oldest first.
+    transactions: list[BinlogTransaction] = field(default_factory=list)
+    #: Events read, for the caller's scan bounds.
+    events_read: int = 0
+    _tables: list[str] = field(default_factory=list)
+
+    def feed(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        for row in rows:
+            self.events_read += 1
+            self.next_pos = max(self.next_pos, _int(row.get("End_log_pos")))
+            kind = str(row.get("Event_type") or "")
+            info = str(row.get("Info") or "")
+            if kind == "Gtid":
+                match = GTID_INFO.match(info)
+                if match is None:
+                    continue
+                self._tables = []
+                domain, server_id, seq_no, cid = match.groups()
+                self.transactions.append(
+                    BinlogTransaction(
+                        gtid=f"{domain}-{server_id}-{seq_no}",
+                        domain=int(domain),
+                        server_id=int(server_id),
+                        seq_no=int(seq_no),
+                        commit_id=int(cid) if cid is not None else None,
+                        commit_ts_us=None,
+                        file=str(row.get("Log_name") or self.file),
+                        offset=_int(row.get("Pos")),
+                    )
+                )
+            elif kind == "Table_map" and self.transactions:
+                match = TABLE_MAP_INFO.match(info)
+                if match is not None and match.group(1) not in self._tables:
+                    self._tables.append(match.group(1))
+                    self.transactions[-1] = replace(self.transactions[-1], tables=tuple(self._tables))
+
+
+def transactions(rows: Iterable[Mapping[str, Any]], file: str = "") -> list[BinlogTransaction]:
+    """The transactions that start in `rows` (oldest first), each with the tables its Table_map events name."""
+    scan = BinlogFileScan(file)
+    scan.feed(rows)
+    return scan.transactions

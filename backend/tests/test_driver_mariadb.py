@@ -1,0 +1,436 @@
+"""The `mariadb` driver against real mariadbd processes (MariaDB 10.11), every call made as Ferry's least-privilege
+user: what it reads (positions per domain, named connections, replicas, binlog events), what it changes (read-only,
+CHANGE MASTER, START … UNTIL, STOP, RESET SLAVE ALL), its waits, checksums, killing of sessions that bypass
+read-only and of statements whose caller gave up, and how the server's errors come out."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import aiomysql
+import pymysql
+import pytest
+
+from ferry_control.drivers.base import ChangeMaster, IoState, SqlState
+from ferry_control.drivers.errors import ServerUnreachable
+from ferry_control.drivers.mariadb import MariadbCredentials, MariadbDriver
+from ferry_control.drivers.mariadb_errors import (
+    AccessDenied,
+    PrivilegeMissing,
+    ReplicationNotConfigured,
+    ReplicationRunning,
+    StatementTimedOut,
+)
+from ferry_control.drivers.mariadb_sql import parse_position
+from tests.mariadb_cluster import MariadbCluster, cluster_module, driver, eventually, wait_until
+
+
+@asynccontextmanager
+async def drivers(cluster: MariadbCluster, **overrides: object) -> AsyncIterator[list[MariadbDriver]]:
+    """One driver per server (index 0 is server 1), closed afterwards."""
+    made = [driver(cluster, s.number, **overrides) for s in cluster.servers]
+    try:
+        yield made
+    finally:
+        for d in made:
+            await d.aclose()
+
+
+def write(cluster: MariadbCluster, number: int, count: int, *, domain: int | None = None, table: str = "t") -> None:
+    """`count` single-row transactions into app.<table> on server `number` (as root), in `domain` when given."""
+    statements = [f"CREATE TABLE IF NOT EXISTS app.{table} (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40))"]
+    if domain is not None:
+        statements.append(f"SET SESSION gtid_domain_id = {domain}")
+    statements += [f"INSERT INTO app.{table} (v) VALUES ('w{i}')" for i in range(count)]
+    cluster.sql(number, ";\n".join(statements) + ";")
+
+
+def seq(position: str, domain: int) -> int:
+    gtids = parse_position(position)
+    return gtids[domain].seq_no if domain in gtids else 0
+
+
+async def test_status_reads_positions_per_domain_connections_and_replicas(mariadb: MariadbCluster) -> None:
+    write(mariadb, 1, 3)
+    write(mariadb, 1, 2, domain=7)
+    converged = mariadb.wait_converged()
+    assert parse_position(converged).keys() == {0, 7}
+    async with drivers(mariadb) as (master, replica, _):
+        status = await master.status()
+        assert status.server_id == 1 and status.default_domain == 0
+        assert status.read_only is False
+        assert status.positions.binlog == status.positions.current == converged
+        assert status.positions.slave == ""
+        # gtid_binlog_state: one GTID per (domain, server_id).
+        assert status.positions.binlog_state == converged
+        assert status.connections == ()
+        assert {r.server_id for r in status.replicas} == {2, 3}
+        assert {r.address for r in status.replicas} == {mariadb.server(2).address, mariadb.server(3).address}
+        assert status.binlog_files and status.binlog_files[0].startswith("binlog.")
+        assert status.listen_address == mariadb.server(1).address
+
+        status = await replica.status()
+        assert status.server_id == 2 and status.read_only is True
+        assert status.positions.slave == status.positions.current == converged
+        (connection,) = status.connections
+        assert connection.name == ""
+        assert connection.master_address == mariadb.server(1).address
+        assert connection.running and connection.io_state == IoState.connected
+        assert connection.sql_state in (SqlState.waiting_for_relay, SqlState.applying)
+        assert connection.received_position == connection.applied_position == converged
+        assert set(connection.lag) == {0, 7} and all(lag.transactions == 0 for lag in connection.lag.values())
+        assert connection.last_error is None
+        assert status.replicas == ()
+
+
+async def test_read_only_on_and_off(mariadb: MariadbCluster) -> None:
+    async with drivers(mariadb) as (master, *_):
+        assert await master.set_read_only(True) is True
+        assert mariadb.value(1, "@@read_only") == "1"
+        assert (await master.status()).read_only is True
+        assert await master.set_read_only(False) is False
+        assert mariadb.value(1, "@@read_only") == "0"
+
+
+async def test_change_master_start_stop_and_remove(mariadb: MariadbCluster) -> None:
+    write(mariadb, 1, 2)
+    mariadb.wait_converged()
+    async with drivers(mariadb) as (_, replica2, replica3):
+        # Server 3 leaves server 1 and replicates from server 2 on a named connection instead.
+        await replica3.stop_replication("")
+        (stopped,) = (await replica3.status()).connections
+        assert not stopped.running and stopped.io_state == IoState.stopped and stopped.sql_state == SqlState.stopped
+        await replica3.remove_replication("")
+        assert (await replica3.status()).connections == ()
+        await replica3.change_master("via2", ChangeMaster(master_address=mariadb.server(2).address, heartbeat_ms=500))
+        await replica3.start_replication("via2")
+
+        async def connected() -> bool:
+            (c,) = (await replica3.status()).connections
+            return c.name == "via2" and c.io_state == IoState.connected and c.running
+
+        await eventually("server 3 connected to server 2 on 'via2'", connected)
+        assert mariadb.replica_status(3)[0]["Slave_heartbeat_period"] == "0.500"
+        write(mariadb, 1, 3)
+        target = mariadb.value(1, "@@gtid_binlog_pos")
+        assert (await replica3.wait_for_position(target, 10.0)).reached
+        assert {r.server_id for r in (await replica2.status()).replicas} == {3}
+
+        # An explicit GTID position (needs every connection stopped) and a delay.
+        await replica3.stop_replication("via2")
+        await replica3.change_master(
+            "via2", ChangeMaster(master_address=mariadb.server(2).address, position=target, delay_s=0)
+        )
+        assert mariadb.value(3, "@@gtid_slave_pos") == target
+        await replica3.start_replication("via2")
+        await eventually("'via2' running again", connected)
+        await replica3.stop_replication("via2")
+        await replica3.remove_replication("via2")
+        assert (await replica3.status()).connections == ()
+
+
+async def test_change_master_by_binlog_file_and_offset(mariadb: MariadbCluster) -> None:
+    async with drivers(mariadb) as (master, _, replica):
+        await replica.remove_replication("")
+        write(mariadb, 1, 2)
+        status = await master.status()
+        file = status.binlog_files[-1]
+        offset = int(mariadb.sql(1, "SHOW MASTER STATUS")[0][1])
+        await replica.change_master(
+            "", ChangeMaster(master_address=mariadb.server(1).address, file=file, offset=offset)
+        )
+        await replica.start_replication("")
+        rows = mariadb.sql(3, "SHOW SLAVE STATUS", names=True)
+        fields = dict(zip(rows[0], rows[1], strict=True))
+        assert fields["Using_Gtid"] == "No" and fields["Master_Log_File"] == file
+
+
+async def test_start_until_a_gtid_position_stops_there(mariadb: MariadbCluster) -> None:
+    write(mariadb, 1, 1)
+    mariadb.wait_converged()
+    async with drivers(mariadb) as (master, replica, _):
+        await replica.stop_replication("")
+        write(mariadb, 1, 4)
+        start = seq(mariadb.value(2, "@@gtid_current_pos"), 0)
+        until = f"0-1-{start + 2}"
+        await replica.start_replication("", until=until)
+
+        async def stopped_at_until() -> bool:
+            (c,) = (await replica.status()).connections
+            return c.sql_state == SqlState.until_reached and not c.running
+
+        await eventually(f"the replica's SQL thread stopped by UNTIL {until}", stopped_at_until)
+        assert (await replica.positions()).current == until
+        await replica.start_replication("")
+        master_position = (await master.positions()).binlog
+        assert (await replica.wait_for_position(master_position, 10.0)).reached
+
+
+async def test_wait_for_position_on_a_replica_times_out_then_is_reached(mariadb: MariadbCluster) -> None:
+    write(mariadb, 1, 1)
+    mariadb.wait_converged()
+    async with drivers(mariadb) as (_, replica, _):
+        await replica.stop_replication("")
+        write(mariadb, 1, 2)
+        target = mariadb.value(1, "@@gtid_binlog_pos")
+        started = time.monotonic()
+        result = await replica.wait_for_position(target, 0.5)
+        assert not result.reached and 0.4 <= time.monotonic() - started < 5
+        assert seq(result.position, 0) == seq(target, 0) - 2
+        await replica.start_replication("")
+        result = await replica.wait_for_position(target, 10.0)
+        assert result.reached and result.position == target
+
+
+async def test_wait_for_position_on_a_master_is_polled(mariadb: MariadbCluster) -> None:
+    write(mariadb, 1, 1)
+    async with drivers(mariadb) as (master, *_):
+        now = mariadb.value(1, "@@gtid_binlog_pos")
+        ahead = f"0-1-{seq(now, 0) + 1}"
+        started = time.monotonic()
+        result = await master.wait_for_position(ahead, 0.5)
+        assert not result.reached and result.position == now and time.monotonic() - started >= 0.45
+        waiting = asyncio.create_task(master.wait_for_position(ahead, 20.0))
+        await asyncio.to_thread(write, mariadb, 1, 1)
+        result = await waiting
+        assert result.reached and result.position == ahead
+
+
+async def test_recent_events_carry_gtids_commit_ids_tables_and_page_back(mariadb: MariadbCluster) -> None:
+    write(mariadb, 1, 3)
+    # Three transactions committed as one group (the master holds a group until three are waiting).
+    mariadb.sql(1, "SET GLOBAL binlog_commit_wait_count = 3; SET GLOBAL binlog_commit_wait_usec = 5000000;")
+    client = mariadb._client_args(mariadb.server(1))
+    writers = [subprocess.Popen(client + ["-e", f"INSERT INTO app.t (v) VALUES ('group{i}')"]) for i in range(3)]
+    assert all(w.wait(30) == 0 for w in writers)
+    mariadb.sql(1, "SET GLOBAL binlog_commit_wait_count = 0; FLUSH NO_WRITE_TO_BINLOG BINARY LOGS;")
+    write(mariadb, 1, 2, domain=5, table="u")
+    async with drivers(mariadb) as (master, *_):
+        page = await master.recent_events(100)
+        gtids = [t.gtid for t in page.transactions]
+        binlog = mariadb.value(1, "@@gtid_binlog_pos")
+        assert page.next_before is None
+        assert gtids[:2] == ["5-1-2", "5-1-1"] and f"0-1-{seq(binlog, 0)}" in gtids
+        # Newest first, within a domain by descending seq_no, across two binlog files.
+        zero = [t.seq_no for t in page.transactions if t.domain == 0]
+        assert zero == sorted(zero, reverse=True) and len(zero) == seq(binlog, 0)
+        assert len({t.file for t in page.transactions}) == 2
+        grouped = [t for t in page.transactions if t.domain == 0 and t.file == "binlog.000001"][:3]
+        assert [t.tables for t in grouped] == [("app.t",)] * 3
+        assert grouped[0].commit_id is not None and {t.commit_id for t in grouped} == {grouped[0].commit_id}
+        assert page.transactions[0].tables == ("app.u",) and page.transactions[0].server_id == 1
+
+        only5 = await master.recent_events(100, domain=5)
+        assert [t.gtid for t in only5.transactions] == ["5-1-2", "5-1-1"]
+
+        walked: list[str] = []
+        before = None
+        while True:
+            part = await master.recent_events(2, before=before)
+            walked += [t.gtid for t in part.transactions]
+            if part.next_before is None:
+                break
+            assert len(part.transactions) == 2
+            before = part.next_before
+        assert walked == gtids
+
+
+async def test_checksums_are_equal_across_servers_after_convergence(mariadb: MariadbCluster) -> None:
+    write(mariadb, 1, 20)
+    write(mariadb, 1, 5, domain=3, table="u")
+    converged = mariadb.wait_converged()
+    async with drivers(mariadb) as servers:
+        sums = [await d.checksums() for d in servers]
+    assert {s.position for s in sums} == {converged}
+    assert sums[0].tables.keys() == {"app.t", "app.u"}
+    assert sums[0].tables["app.t"].rows == 20 and sums[0].tables["app.u"].rows == 5
+    assert sums[0].tables == sums[1].tables == sums[2].tables
+    # Nothing written: no server has a GTID it did not have.
+    assert {mariadb.value(s.number, "@@gtid_current_pos") for s in mariadb.servers} == {converged}
+
+
+async def test_kill_sessions_bypassing_read_only_kills_super_users_only(mariadb: MariadbCluster) -> None:
+    mariadb.sql(1, "SET SESSION sql_log_bin = 0; CREATE USER dba@'%' IDENTIFIED BY 'dbapw'; "
+                   "GRANT ALL PRIVILEGES ON *.* TO dba@'%';")  # fmt: skip
+    host, port = "127.0.0.1", mariadb.server(1).port
+    dba = await aiomysql.connect(host=host, port=port, user="dba", password="dbapw", autocommit=True)
+    app_user = mariadb.users.workload
+    app = await aiomysql.connect(host=host, port=port, user=app_user.name, password=app_user.password, autocommit=True)
+    try:
+        async with drivers(mariadb) as (master, replica, _):
+            assert await master.set_read_only(True)
+            async with dba.cursor() as c:  # SUPER writes despite read_only: why its sessions must go
+                await c.execute("CREATE TABLE app.bypass (id INT PRIMARY KEY)")
+            assert await master.kill_sessions_bypassing_read_only() == 1
+            with pytest.raises(pymysql.err.OperationalError):
+                async with dba.cursor() as c:
+                    await c.execute("INSERT INTO app.bypass VALUES (1)")
+            async with app.cursor() as c:  # the workload user's session stays (read_only stops it anyway)
+                await c.execute("SELECT 1")
+            # Replication threads are spared: both replicas stay connected.
+            assert {r.server_id for r in (await master.status()).replicas} == {2, 3}
+            (c2,) = (await replica.status()).connections
+            assert c2.io_state == IoState.connected
+            assert await master.kill_sessions_bypassing_read_only() == 0
+    finally:
+        dba.close()
+        app.close()
+
+
+async def test_a_statement_whose_caller_gives_up_is_killed_on_the_server(mariadb: MariadbCluster) -> None:
+    def sleeping() -> list[list[str]]:
+        return mariadb.sql(
+            2,
+            "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE '%SLEEP(60) AS slept%' "
+            "AND ID <> CONNECTION_ID()",
+        )
+
+    async with drivers(mariadb) as (_, replica, _):
+        task = asyncio.create_task(replica.sql.query("SELECT SLEEP(60) AS slept", timeout_s=120))
+        await eventually("the SLEEP(60) statement running on server 2", sleeping)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await replica.sql.kills_sent()
+        await eventually("the SLEEP(60) statement gone from server 2's processlist", lambda: not sleeping())
+        # The driver goes on working on fresh connections.
+        assert (await replica.status()).server_id == 2
+
+        # Server-side bound: the server interrupts the statement itself.
+        with pytest.raises(StatementTimedOut) as timed_out:
+            await replica.sql.query("SELECT SLEEP(60) AS slept", timeout_s=0.3)
+        assert timed_out.value.code == "1969"
+        assert not sleeping()
+
+
+async def test_server_errors_come_out_typed_with_the_servers_code_and_message(mariadb: MariadbCluster) -> None:
+    write(mariadb, 1, 1)
+    mariadb.wait_converged()
+    # Wrong password.
+    async with drivers(mariadb, admin=MariadbCredentials(mariadb.users.admin.name, "wrong")) as (master, *_):
+        with pytest.raises(AccessDenied) as denied:
+            await master.status()
+        assert denied.value.code == "1045" and "Access denied" in denied.value.message
+    # Nothing listening.
+    unreachable = MariadbDriver("127.0.0.1:1", driver(mariadb, 1).config)
+    with pytest.raises(ServerUnreachable) as down:
+        await unreachable.status()
+    assert down.value.code == "2003"
+    async with drivers(mariadb) as (_, replica, _):
+        with pytest.raises(ReplicationRunning) as running:
+            await replica.change_master("", ChangeMaster(master_address=mariadb.server(1).address, position="0-1-1"))
+        assert running.value.code == "1198"
+        with pytest.raises(ReplicationNotConfigured):
+            await replica.start_replication("nosuch")
+
+    # A row the replica already has makes the master's insert fail there: the SQL thread stops on 1062.
+    mariadb.sql(2, "SET SESSION sql_log_bin = 0; INSERT INTO app.t (id, v) VALUES (100, 'local');")
+    mariadb.sql(1, "INSERT INTO app.t (id, v) VALUES (100, 'master');")
+    async with drivers(mariadb) as (_, replica, _):
+
+        async def sql_error() -> object:
+            (c,) = (await replica.status()).connections
+            return c if c.last_error is not None else None
+
+        connection = await eventually("the replica's SQL thread stopped by a duplicate key", sql_error)
+        assert connection.sql_state == SqlState.error and not connection.running
+        assert connection.last_error.side == "sql" and connection.last_error.code == "1062"
+        assert "Duplicate entry '100'" in connection.last_error.message
+
+
+async def test_a_user_without_the_privilege_gets_a_typed_refusal_naming_it(mariadb: MariadbCluster) -> None:
+    monitor_grants = "BINLOG MONITOR, SLAVE MONITOR, REPLICATION MASTER ADMIN, PROCESS"
+    mariadb.sql(
+        1,
+        f"SET SESSION sql_log_bin = 0; CREATE USER watcher@'%' IDENTIFIED BY 'watchpw'; "
+        f"GRANT {monitor_grants} ON *.* TO watcher@'%';",
+    )
+    async with drivers(mariadb, admin=MariadbCredentials("watcher", "watchpw")) as (master, *_):
+        assert (await master.status()).server_id == 1  # monitoring needs no more
+        with pytest.raises(PrivilegeMissing) as refused:
+            await master.set_read_only(True)
+        assert refused.value.code == "1227" and "READ_ONLY ADMIN" in refused.value.message
+
+
+async def test_ferrys_user_holds_only_the_least_privilege(mariadb: MariadbCluster) -> None:
+    user = mariadb.users.admin.name
+    grants = "\n".join(row[0] for row in mariadb.sql(1, f"SHOW GRANTS FOR '{user}'@'%'"))
+    assert "SUPER" not in grants and "ALL PRIVILEGES" not in grants and "WITH GRANT OPTION" not in grants
+    for privilege in cluster_module.ADMIN_GRANTS.split(", "):
+        assert privilege in grants, privilege
+    assert f"GRANT INSERT, CREATE ON `{cluster_module.FERRY_SCHEMA}`.*" in grants
+    replication = "\n".join(row[0] for row in mariadb.sql(1, f"SHOW GRANTS FOR '{mariadb.users.replication.name}'@'%'"))
+    assert "GRANT REPLICATION SLAVE ON *.*" in replication and "," not in replication.split(" ON ")[0]
+
+
+async def test_a_master_demoted_under_its_successor_with_the_least_privilege(mariadb: MariadbCluster) -> None:
+    """The switchover's moves as Ferry's user: old master read-only, sessions killed, candidate caught up and
+    promoted, old master demoted (MASTER_DEMOTE_TO_SLAVE), the other replica repointed; no errant GTID anywhere."""
+    write(mariadb, 1, 3)
+    mariadb.wait_converged()
+    async with drivers(mariadb) as (old, new, other):
+        await old.set_read_only(True)
+        await old.kill_sessions_bypassing_read_only()
+        target = (await old.positions()).binlog
+        assert (await new.wait_for_position(target, 10.0)).reached
+        await new.stop_replication("")
+        await new.remove_replication("")
+        assert await new.set_read_only(False) is False
+        await old.change_master("", ChangeMaster(master_address=mariadb.server(2).address, use_gtid="current_pos"))
+        await old.start_replication("")
+        await other.stop_replication("")
+        await other.change_master("", ChangeMaster(master_address=mariadb.server(2).address))
+        await other.start_replication("")
+        mariadb.links = [cluster_module.Link(1, 2), cluster_module.Link(3, 2)]
+        write(mariadb, 2, 2)
+        converged = mariadb.wait_converged()
+        assert seq(converged, 0) > seq(target, 0) and parse_position(converged)[0].server_id == 2
+        for d in (old, other):
+            (c,) = (await d.status()).connections
+            assert c.master_address == mariadb.server(2).address and c.io_state == IoState.connected
+        state = (await new.positions()).binlog_state
+        assert state == f"0-1-{seq(target, 0)},0-2-{seq(converged, 0)}"
+        assert (await old.positions()).binlog_state == state
+
+
+async def test_the_seed000_shape_has_a_multi_source_replica_of_two_domains(
+    mariadb_factory: Callable[..., MariadbCluster],
+) -> None:
+    cluster = mariadb_factory(5, shape="seed000")
+    write(cluster, 1, 3, table="from1")
+    write(cluster, 2, 2, table="from2")
+    converged = cluster.wait_converged()
+    assert parse_position(converged).keys() == {1, 2}
+    async with drivers(cluster) as (_, _, multi, below, _):
+        status = await multi.status()
+        assert [c.name for c in status.connections] == ["m1", "m2"]
+        m1, m2 = status.connections
+        assert m1.master_address == cluster.server(1).address and m2.master_address == cluster.server(2).address
+        assert m1.applied_position == "1-1-4" and m2.applied_position == "2-2-3"
+        assert all(c.running and c.io_state == IoState.connected for c in status.connections)
+        assert status.positions.current == converged == "1-1-4,2-2-3"
+        assert {r.server_id for r in status.replicas} == {4, 5}
+        (c,) = (await below.status()).connections
+        assert c.name == "" and c.master_address == cluster.server(3).address
+        events = await multi.recent_events(100)
+        assert {t.domain for t in events.transactions} == {1, 2}
+
+
+def test_the_cluster_script_starts_and_stops_by_its_command_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "cli"
+    assert cluster_module.main(["start", "--dir", str(root), "--servers", "2"]) == 0
+    state = __import__("json").loads((root / "cluster.json").read_text())
+    pids = [s["pid"] for s in state["servers"]]
+    try:
+        assert len(pids) == 2
+        wait_until("both servers alive", lambda: all(cluster_module._is_ours(s["pid"], s["datadir"])
+                                                     for s in state["servers"]))  # fmt: skip
+    finally:
+        assert cluster_module.main(["stop", "--dir", str(root)]) == 0
+    assert not root.exists()
+    assert not any(cluster_module._is_ours(s["pid"], s["datadir"]) and not cluster_module._zombie(s["pid"])
+                   for s in state["servers"])  # fmt: skip
