@@ -1,0 +1,1 @@
+"""One module per command group; each exposes the click command(s) `main` adds to the root."""

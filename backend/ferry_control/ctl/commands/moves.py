@@ -1,0 +1,101 @@
+"""`ferryctl switchover`, `failover` and `ack-failover`: the operations that move the master role."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ferry_control.ctl.commands.operations import finish
+from ferry_control.ctl.context import App, output_option, pass_app, wait_options
+
+
+def start(
+    app: App, cluster: dict[str, Any], kind: str, body: dict[str, Any], wait: bool, timeout_s: float | None,
+    idempotency_key: str | None,
+) -> None:  # fmt: skip
+    headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+    operation = app.client.post(f"/clusters/{cluster['id']}/operations/{kind}", body, headers=headers)
+    if not wait:
+        app.out.document(operation, lambda op: accepted(app, op))
+        return
+    app.out.line(f"{kind} {operation['id']} on {cluster['name']}{' (dry run)' if body.get('dry_run') else ''}:")
+    finish(app, cluster["id"], operation["id"], timeout_s)
+
+
+def accepted(app: App, op: dict[str, Any]) -> None:
+    app.out.line(
+        f"{op['type']} {op['id']} accepted ({op['state']}); follow it: "
+        f"ferryctl operations follow {op['cluster_id']} {op['id']}"
+    )
+
+
+IDEMPOTENCY = click.option(
+    "--idempotency-key", help="Retrying with the same key gives back the same operation instead of starting another."
+)
+
+
+@click.command("switchover")
+@click.argument("cluster")
+@click.option("--to", "to", metavar="SERVER", help="The new master (name or id); default: the best replica.")
+@click.option("--expect-master", metavar="SERVER", help="Refuse unless this server is the master now.")
+@click.option("--dry-run", is_flag=True, help="Run the preflight checks only; nothing is changed.")
+@wait_options
+@IDEMPOTENCY
+@output_option
+@pass_app
+def switchover(
+    app: App, cluster: str, to: str | None, expect_master: str | None, dry_run: bool, wait: bool,
+    wait_timeout_s: float | None, idempotency_key: str | None,
+) -> None:  # fmt: skip
+    """Planned switchover of CLUSTER's master role (operator).
+
+    \b
+    ferryctl switchover orders --to db2 --dry-run --wait   # the preflight as a checklist
+    ferryctl switchover orders --to db2 --wait             # steps live; exit 0 when it succeeded
+    JSON: the operation (with --wait: as it ended; result.new_master_server_id).
+    """
+    found = app.client.cluster(cluster)
+    body: dict[str, Any] = {"dry_run": dry_run}
+    if to is not None:
+        body["candidate_server_id"] = app.client.server(found, to)["id"]
+    if expect_master is not None:
+        body["expected_master_server_id"] = app.client.server(found, expect_master)["id"]
+    start(app, found, "switchover", body, wait, wait_timeout_s, idempotency_key)
+
+
+@click.command("failover")
+@click.argument("cluster")
+@click.option("--to", "to", metavar="SERVER", help="The new master (name or id); default: the most advanced replica.")
+@click.option("--dry-run", is_flag=True, help="Check that the master is lost only; nothing is changed.")
+@wait_options
+@IDEMPOTENCY
+@output_option
+@pass_app
+def failover(
+    app: App, cluster: str, to: str | None, dry_run: bool, wait: bool, wait_timeout_s: float | None,
+    idempotency_key: str | None,
+) -> None:  # fmt: skip
+    """Fail CLUSTER over to a replica after its master was lost (operator). Refused (exit 3) while the master
+    answers.
+
+    \b
+    ferryctl failover orders --wait
+    """
+    found = app.client.cluster(cluster)
+    body: dict[str, Any] = {"dry_run": dry_run}
+    if to is not None:
+        body["candidate_server_id"] = app.client.server(found, to)["id"]
+    start(app, found, "failover", body, wait, wait_timeout_s, idempotency_key)
+
+
+@click.command("ack-failover")
+@click.argument("cluster")
+@output_option
+@pass_app
+def ack_failover(app: App, cluster: str) -> None:
+    """Acknowledge CLUSTER's last failover: automatic failover may run again after the cool-down (operator).
+    JSON: the cluster."""
+    found = app.client.cluster(cluster)
+    updated = app.client.post(f"/clusters/{found['id']}/failover/acknowledge")
+    app.out.document(updated, lambda c: app.out.line(f"failover of {c['name']} acknowledged"))

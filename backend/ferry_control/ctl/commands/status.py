@@ -1,0 +1,93 @@
+"""`ferryctl status CLUSTER`: the topology, the positions matrix (servers × domains) and lag per link and domain."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ferry_control.ctl.context import App, output_option, pass_app
+
+
+@click.command("status")
+@click.argument("cluster")
+@output_option
+@pass_app
+def status(app: App, cluster: str) -> None:
+    """Topology, positions per server and domain, and lag of CLUSTER.
+
+    \b
+    JSON: {"cluster": <cluster>, "topology": <the topology graph>, "positions": <the positions matrix>,
+           "lag": [{"link_id", "replica_server_id", "replica", "master_server_id", "master", "connection",
+                    "running", "domain", "transactions", "seconds"}, …]}
+    """
+    found = app.client.cluster(cluster)
+    topology = app.client.get(f"/clusters/{found['id']}/topology")
+    positions = app.client.get(f"/clusters/{found['id']}/positions")
+    doc = {"cluster": found, "topology": topology, "positions": positions, "lag": lag_rows(topology)}
+    app.out.document(doc, lambda d: render(app, d))
+
+
+def lag_rows(topology: dict[str, Any]) -> list[dict[str, Any]]:
+    names = {n["server_id"]: n["name"] for n in topology["nodes"]}
+    rows = []
+    for edge in topology["edges"]:
+        for domain, lag in sorted(edge["lag"].items(), key=lambda item: int(item[0])):
+            rows.append(
+                {
+                    "link_id": edge["link_id"],
+                    "replica_server_id": edge["replica_server_id"],
+                    "replica": names.get(edge["replica_server_id"]),
+                    "master_server_id": edge["master_server_id"],
+                    "master": names.get(edge["master_server_id"], edge["master_address"]),
+                    "connection": edge["connection"],
+                    "running": edge["running"],
+                    "domain": int(domain),
+                    "transactions": lag["transactions"],
+                    "seconds": lag["seconds"],
+                }
+            )
+    return rows
+
+
+def render(app: App, doc: dict[str, Any]) -> None:
+    out, topology, positions = app.out, doc["topology"], doc["positions"]
+    names = {n["server_id"]: n["name"] for n in topology["nodes"]}
+    masters_of: dict[int, list[str]] = {}
+    for edge in topology["edges"]:
+        master = names.get(edge["master_server_id"], edge["master_address"])
+        state = "" if edge["running"] else " (stopped)"
+        masters_of.setdefault(edge["replica_server_id"], []).append(f"{master}{state}")
+    out.line(f"[bold]cluster {doc['cluster']['name']}[/] (id {doc['cluster']['id']})")
+    out.table(
+        "topology",
+        ("server", "role", "health", "read-only", "replicates from", "gtid_current_pos"),
+        (
+            [n["name"], n["role"], n["health"] + (" (maintenance)" if n["maintenance"] else ""), n["read_only"],
+             masters_of.get(n["server_id"]), n["gtid_current_pos"]]
+            for n in topology["nodes"]
+        ),
+    )  # fmt: skip
+    domains = positions["domains"]
+    out.line(f"most advanced: {positions['most_advanced'] or '-'}")
+    out.table(
+        "positions",
+        ("server", *(f"domain {d}" for d in domains)),
+        ([row["name"], *(position_cell(row["cells"].get(str(d))) for d in domains)] for row in positions["rows"]),
+    )
+    if doc["lag"]:
+        out.table(
+            "lag",
+            ("replica", "master", "connection", "running", "domain", "transactions", "seconds"),
+            ([r["replica"], r["master"], r["connection"], r["running"], r["domain"], r["transactions"], r["seconds"]]
+             for r in doc["lag"]),
+        )  # fmt: skip
+    else:
+        out.line("lag: no replication links")
+
+
+def position_cell(cell: dict[str, Any] | None) -> str:
+    if cell is None or cell.get("gtid") is None:
+        return "-"
+    behind = cell["behind_transactions"]
+    return cell["gtid"] + (f" (−{behind})" if behind else "")

@@ -1,0 +1,103 @@
+"""Following an operation to its end: each step printed as it starts and as it finishes (polling the operation,
+`poll_s` apart), then the outcome — success, refused by preflight (the failing checks named), or failed."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.markup import escape
+
+from ferry_control.ctl.client import Client
+from ferry_control.ctl.errors import CtlError, ExitCode
+from ferry_control.ctl.output import Output, cell_text
+
+TERMINAL_STATES = {"succeeded", "failed", "undone", "interrupted"}
+#: Steps that only check and change nothing: an operation that failed in one was refused.
+CHECK_STEPS = {"preflight", "confirm_master_lost"}
+#: Time between two reads of a running operation, in seconds.
+POLL_S = 0.2
+
+
+class StepPrinter:
+    """Prints each step's start and end once, however often the operation is read."""
+
+    def __init__(self, out: Output):
+        self.out = out
+        self.printed: dict[int, set[str]] = {}
+
+    def update(self, operation: dict[str, Any]) -> None:
+        for index, step in enumerate(operation.get("steps") or []):
+            done = self.printed.setdefault(index, set())
+            name, state = escape(step["name"]), step["state"]
+            if "start" not in done:
+                done.add("start")
+                if state == "running":
+                    self.out.line(f"  … {name}")
+            if state != "running" and "end" not in done:
+                done.add("end")
+                took = f" ({step['duration_s']:.3f} s)" if step.get("duration_s") is not None else ""
+                if state == "passed":
+                    self.out.line(f"  [green]✓[/] {name}{took}")
+                elif state == "skipped":
+                    self.out.line(f"  – {name} skipped{took}")
+                else:
+                    detail = step_detail(step)
+                    self.out.line(f"  [red]✗[/] {name}{took}" + (f": {escape(detail)}" if detail else ""))
+
+
+def step_detail(step: dict[str, Any]) -> str:
+    detail = step.get("detail")
+    if isinstance(detail, dict) and "checks" in detail:
+        failed = [c for c in detail["checks"] if not c.get("passed")]
+        return "; ".join(f"{c['name']}: {c.get('detail')}" for c in failed)
+    return "" if detail is None else cell_text(detail)
+
+
+def follow(
+    client: Client, out: Output, cluster_id: int, operation_id: int, timeout_s: float | None, poll_s: float = POLL_S
+) -> dict[str, Any]:
+    """Reads the operation until it ends, printing its steps; returns it as it ended."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    printer = StepPrinter(out)
+    while True:
+        operation = client.get(f"/clusters/{cluster_id}/operations/{operation_id}")
+        printer.update(operation)
+        if operation["state"] in TERMINAL_STATES:
+            return operation
+        if deadline is not None and time.monotonic() >= deadline:
+            raise CtlError(
+                f"operation {operation_id} is still {operation['state']} after {timeout_s:g} s "
+                f"(follow it: ferryctl operations follow {cluster_id} {operation_id})",
+                ExitCode.timeout,
+                code="wait_timeout",
+                document=operation,
+            )
+        time.sleep(poll_s)
+
+
+def failed_checks(operation: dict[str, Any]) -> list[dict[str, Any]]:
+    checks = (operation.get("result") or {}).get("checks") or []
+    return [c for c in checks if not c.get("passed")]
+
+
+def was_refused(operation: dict[str, Any]) -> bool:
+    """It failed in a step that only checks: nothing was changed."""
+    failed = [s for s in operation.get("steps") or [] if s["state"] == "failed"]
+    return operation["state"] == "failed" and bool(failed) and failed[-1]["name"] in CHECK_STEPS
+
+
+def raise_unless_succeeded(operation: dict[str, Any], document: Any = None) -> None:
+    """A CtlError for an operation that did not succeed: exit code `refused` when its checks refused it (the
+    failing checks named in the message), else `failed`."""
+    if operation["state"] == "succeeded":
+        return
+    what = f"{operation['type']} {operation['id']}"
+    error = operation.get("error") or f"{what} ended {operation['state']}"
+    document = operation if document is None else document
+    if was_refused(operation):
+        checks = failed_checks(operation)
+        lines = [f"{what} refused by preflight, nothing was changed" + ("" if checks else f": {error}")]
+        lines += [f"  check {c['name']} failed: {c.get('detail')}" for c in checks]
+        raise CtlError("\n".join(lines), ExitCode.refused, code="preflight_refused", document=document)
+    raise CtlError(f"{what} {operation['state']}: {error}", ExitCode.failed, code="operation_failed", document=document)

@@ -1,0 +1,228 @@
+"""`ferryctl` as scripts run it: its own process (.venv/bin/ferryctl) talking over a real socket to the live app
+(served by uvicorn on a loopback port) and real ferryd nodes. `status` as JSON (a position per server and domain,
+lag per link and domain), a `switchover --wait` that succeeds and one its preflight refuses (exit 3, the failing
+check named), and the exit codes of a bad token, a role that is not enough, a missing cluster or operation, an API
+that is not there and bad usage — each with the API's message, never a traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ferry_control.ctl.errors import ExitCode
+from tests.conftest import LiveFactory
+from tests.ferryd_cluster import FerrydCluster
+from tests.helpers import WAIT_S, register, serve, writable_master
+
+FERRYCTL = Path(sys.executable).with_name("ferryctl")
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+async def ferryctl(tmp_path: Path, *args: str, url: str | None = None, token: str | None = None) -> Run:
+    """Runs ferryctl with a clean environment: no FERRY_* variables, no config file but what `args` name."""
+    assert FERRYCTL.is_file(), f"{FERRYCTL} is missing: pip install -e backend (it installs the console script)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FERRY")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), COLUMNS="200")
+    if url is not None:
+        env["FERRY_URL"] = url
+    if token is not None:
+        env["FERRY_TOKEN"] = token
+    process = await asyncio.create_subprocess_exec(
+        str(FERRYCTL), *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    async with asyncio.timeout(WAIT_S):
+        out, err = await process.communicate()
+    assert process.returncode is not None
+    run = Run(process.returncode, out.decode(), err.decode())
+    assert "Traceback" not in run.err, run.err
+    return run
+
+
+async def until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
+    try:
+        async with asyncio.timeout(WAIT_S):
+            while not await condition():
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"waited {WAIT_S} s for {what}") from None
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_status_then_switchover_with_wait(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], tmp_path: Path
+) -> None:
+    ferryd = ferryd_factory()
+    ferryd.write(3, domains=(1, 2))
+    ferryd.converge()
+    async with live_app(collector_enabled=True, poll_interval_s=0.2) as live:
+        cluster_id, ids = await register(live.client, ferryd, name="orders")
+
+        async def positions_known() -> bool:
+            matrix = (await live.client.get(f"/api/v1/clusters/{cluster_id}/positions")).json()
+            edges = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["edges"]
+            cells = [row["cells"].get(str(d), {}).get("gtid") for row in matrix["rows"] for d in (1, 2)]
+            return len(matrix["rows"]) == 3 and all(cells) and len(edges) == 2
+
+        await until(positions_known, "the collector to store every server's position and both links")
+        async with serve(live.app) as url:
+            run = await ferryctl(tmp_path, "status", "orders", "--output", "json", url=url, token=live.tokens.viewer)
+            assert run.code == ExitCode.ok, run.err
+            status = run.json()
+            assert status["cluster"]["id"] == cluster_id
+            rows = {row["name"]: row for row in status["positions"]["rows"]}
+            assert set(rows) == {"master", "replica1", "replica2"}
+            assert status["positions"]["domains"] == [1, 2]
+            for row in rows.values():
+                for domain in ("1", "2"):
+                    cell = row["cells"][domain]
+                    assert cell["gtid"].startswith(f"{domain}-") and cell["seq_no"] >= 3, row
+            roles = {node["name"]: node["role"] for node in status["topology"]["nodes"]}
+            assert roles == {"master": "master", "replica1": "replica", "replica2": "replica"}
+            assert {(lag["replica"], lag["master"], lag["domain"]) for lag in status["lag"]} == {
+                (replica, "master", domain) for replica in ("replica1", "replica2") for domain in (1, 2)
+            }
+
+            # The same for people: the matrix has a column per domain.
+            text = await ferryctl(tmp_path, "--url", url, "--token", live.tokens.viewer, "status", str(cluster_id))
+            assert text.code == ExitCode.ok, text.err
+            assert "domain 1" in text.out and "domain 2" in text.out and "replica2" in text.out
+
+            # Switchover to a replica named by name, following the steps to the end.
+            run = await ferryctl(
+                tmp_path, "switchover", "orders", "--to", "replica1", "--wait", "--output", "json",
+                url=url, token=live.tokens.operator,
+            )  # fmt: skip
+            assert run.code == ExitCode.ok, (run.out, run.err)
+            operation = run.json()
+            assert operation["type"] == "switchover" and operation["state"] == "succeeded"
+            assert operation["result"]["new_master_server_id"] == ids["replica1"]
+            assert operation["result"]["old_master_server_id"] == ids["master"]
+            # The live progress went to stderr, beside the JSON document: each step as it finished.
+            assert "✓ preflight" in run.err and "✓ promote_candidate" in run.err
+            assert writable_master(ferryd.nodes) is ferryd.replica1
+
+            # A drill run now, followed to its outcome; then its history.
+            run = await ferryctl(
+                tmp_path, "drills", "run", "orders", "--switch-back", "--wait", "-o", "json",
+                url=url, token=live.tokens.operator,
+            )  # fmt: skip
+            assert run.code == ExitCode.ok, (run.out, run.err)
+            drill = run.json()
+            assert drill["state"] == "passed" and drill["passed"] is True, drill
+            history = await ferryctl(
+                tmp_path, "drills", "history", "orders", "-o", "json", url=url, token=live.tokens.viewer
+            )
+            assert [r["id"] for r in history.json()] == [drill["id"]]
+
+            listed = await ferryctl(
+                tmp_path, "operations", "list", "orders", "-o", "json", url=url, token=live.tokens.viewer
+            )
+            assert [o["type"] for o in listed.json()] == ["drill", "switchover"]
+            assert listed.json()[1]["id"] == operation["id"]
+
+
+async def test_switchover_refused_by_preflight_names_the_check(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], tmp_path: Path
+) -> None:
+    ferryd = ferryd_factory()
+    ferryd.write(2, domains=(1,))
+    ferryd.converge()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd, name="orders")
+        ferryd.replica1.post("/v1/replication/main/stop", {})
+        async with serve(live.app) as url:
+            run = await ferryctl(
+                tmp_path, "switchover", "orders", "--to", "replica1", "--wait", url=url, token=live.tokens.operator
+            )
+            assert run.code == ExitCode.refused, (run.out, run.err)
+            assert "refused by preflight" in run.err
+            assert "check candidate_replicating failed" in run.err and "running=False" in run.err
+            assert "✗ preflight" in run.out
+
+            # As JSON: the operation as it ended is the document; the exit code says refused.
+            run = await ferryctl(
+                tmp_path, "switchover", "orders", "--to", str(ids["replica1"]), "--dry-run", "--wait", "-o", "json",
+                url=url, token=live.tokens.operator,
+            )  # fmt: skip
+            assert run.code == ExitCode.refused, (run.out, run.err)
+            operation = run.json()
+            assert operation["dry_run"] is True and operation["state"] == "failed"
+            failed = [c["name"] for c in operation["result"]["checks"] if not c["passed"]]
+            assert failed == ["candidate_replicating"]
+            assert writable_master(ferryd.nodes) is ferryd.master
+        statuses = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
+        assert [o["state"] for o in statuses] == ["failed", "failed"]
+
+
+async def test_exit_codes_and_messages(live_app: LiveFactory, tmp_path: Path) -> None:
+    async with live_app() as live:
+        async with serve(live.app) as url:
+            operator, viewer, admin = live.tokens.operator, live.tokens.viewer, live.tokens.admin
+
+            # A config file names the API and the token; flags and FERRY_* win over it.
+            config = tmp_path / "ferryctl.toml"
+            config.write_text(f'url = "{url}"\ntoken = "{operator}"\n')
+            created = await ferryctl(tmp_path, "--config", str(config), "clusters", "add", "orders", "-o", "json")
+            assert created.code == ExitCode.ok, created.err
+            assert created.json()["name"] == "orders"
+            shown = await ferryctl(tmp_path, "--config", str(config), "clusters", "show", "orders", "-o", "json")
+            assert shown.json() == {"cluster": created.json(), "servers": []}
+
+            # Auth: an unknown token (401) and a role that is not enough (403), each with the API's message.
+            run = await ferryctl(tmp_path, "clusters", "list", url=url, token="ferry_not-a-real-token")
+            assert run.code == ExitCode.auth and "error:" in run.err, run.err
+            run = await ferryctl(tmp_path, "clusters", "list", "-o", "json", url=url)
+            assert run.code == ExitCode.auth
+            assert run.json()["error"]["status"] == 401
+            run = await ferryctl(tmp_path, "tokens", "list", url=url, token=operator)
+            assert run.code == ExitCode.auth and "this needs admin" in run.err, run.err
+            run = await ferryctl(tmp_path, "--token", admin, "tokens", "list", "-o", "json", url=url, token=viewer)
+            assert run.code == ExitCode.ok and {t["name"] for t in run.json()} >= {"live-admin", "live-viewer"}
+
+            # Not found: a cluster by name (resolved here), an operation (the API's 404 and message).
+            run = await ferryctl(tmp_path, "status", "nosuch", url=url, token=viewer)
+            assert run.code == ExitCode.not_found and "no cluster named 'nosuch'" in run.err, run.err
+            run = await ferryctl(tmp_path, "operations", "show", "orders", "999", "-o", "json", url=url, token=viewer)
+            assert run.code == ExitCode.not_found
+            error = run.json()["error"]
+            assert error["status"] == 404 and error["code"].endswith("not_found") and "999" in error["message"]
+            assert error["message"] in run.err
+
+            # The API's refusal of a bad value is bad usage; so is a wrong flag.
+            run = await ferryctl(tmp_path, "clusters", "add", "no spaces allowed", url=url, token=operator)
+            assert run.code == ExitCode.usage and "name" in run.err, run.err
+            run = await ferryctl(tmp_path, "switchover", "orders", "--no-such-flag", url=url, token=operator)
+            assert run.code == ExitCode.usage
+
+        # Nothing listens there.
+        unreachable = f"http://127.0.0.1:{free_port()}"
+        run = await ferryctl(tmp_path, "clusters", "list", "-o", "json", url=unreachable, token=viewer)
+        assert run.code == ExitCode.unreachable
+        assert run.json()["error"]["code"] == "unreachable" and "cannot reach the API" in run.err
+
+    # `--help` documents the exit codes.
+    run = await ferryctl(tmp_path, "--help")
+    assert run.code == ExitCode.ok
+    assert "3  refused by preflight" in run.out and "7  the API is unreachable" in run.out
