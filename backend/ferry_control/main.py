@@ -28,6 +28,7 @@ from ferry_control.services.collector import Collector
 from ferry_control.services.drill_scheduler import DrillScheduler
 from ferry_control.services.event_bus import EventBus
 from ferry_control.services.event_relay import EventRelay
+from ferry_control.services.metrics_export import export_stored_state
 from ferry_control.services.orchestrator import register_executors
 from ferry_control.services.orchestrator.monitor import FailoverMonitor
 from ferry_control.services.orchestrator.runner import OperationRunner
@@ -117,6 +118,7 @@ def create_app(
 
     @app.get("/metrics", include_in_schema=False)
     async def prometheus_metrics(request: Request) -> Response:
+        await export_stored_state(request.app.state.sessionmaker, request.app.state.metrics)
         return Response(request.app.state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     mount_dashboard(app, dashboard_dir())

@@ -1,7 +1,9 @@
 """Prometheus metrics of the service, each one fed by real code paths: HTTP requests (count and latency per
 handler, the route's operation name), collector cycles (duration), server polls (by outcome), whether this
 instance is the collector's leader, events relayed between instances, operation durations and switchover
-unavailability windows, drill outcomes, and rows the retention job removed.
+unavailability windows, drill outcomes, and rows the retention job removed; and gauges of the stored state (lag
+and running per link and domain, positions, health, read-only, masters read-only outside an operation, operations
+running, each cluster's last drill), set from the database when /metrics is scraped (services/metrics_export.py).
 
 Every app has its own registry, so several apps (tests) in one process do not collide.
 """
@@ -91,6 +93,85 @@ class Metrics:
             ["table"],
             registry=self.registry,
         )
+
+        # The stored state, as the collector last saw it; labels name clusters and servers by name.
+        link = ["cluster", "replica", "master", "connection"]
+        self.replication_lag_seconds = Gauge(
+            "ferry_control_replication_lag_seconds",
+            "A replication link's lag in one domain, in seconds, as the replica reports it.",
+            [*link, "domain"],
+            registry=self.registry,
+        )
+        self.replication_lag_transactions = Gauge(
+            "ferry_control_replication_lag_transactions",
+            "A replication link's lag in one domain, in transactions behind its master's binlog.",
+            [*link, "domain"],
+            registry=self.registry,
+        )
+        self.replication_running = Gauge(
+            "ferry_control_replication_running",
+            "1 while a replication connection runs, 0 when it is stopped.",
+            link,
+            registry=self.registry,
+        )
+        self.server_gtid_seq_no = Gauge(
+            "ferry_control_server_gtid_seq_no",
+            "A server's position in one domain: the sequence number of its GTID there (gtid_current_pos).",
+            ["cluster", "server", "domain"],
+            registry=self.registry,
+        )
+        self.server_health = Gauge(
+            "ferry_control_server_health",
+            "1 for the server's health state (unknown, healthy, failing, unreachable), 0 for the others.",
+            ["cluster", "server", "state"],
+            registry=self.registry,
+        )
+        self.server_read_only = Gauge(
+            "ferry_control_server_read_only",
+            "1 when the server reported read-only, 0 when writable (absent before its first poll).",
+            ["cluster", "server"],
+            registry=self.registry,
+        )
+        self.master_read_only_without_operation = Gauge(
+            "ferry_control_master_read_only_without_operation",
+            "1 when a master (it has replicas and replicates from none) is read-only while no operation is pending "
+            "or running in its cluster: nothing can write. 0 otherwise.",
+            ["cluster", "server"],
+            registry=self.registry,
+        )
+        self.operations_running = Gauge(
+            "ferry_control_operations_running",
+            "Operations pending or running, per cluster.",
+            ["cluster"],
+            registry=self.registry,
+        )
+        self.drill_last_passed = Gauge(
+            "ferry_control_drill_last_passed",
+            "1 when the cluster's last drill with an outcome passed, 0 when it failed (absent before the first).",
+            ["cluster"],
+            registry=self.registry,
+        )
+        self.drill_last_finished_timestamp_seconds = Gauge(
+            "ferry_control_drill_last_finished_timestamp_seconds",
+            "When the cluster's last drill with an outcome ended (Unix time).",
+            ["cluster"],
+            registry=self.registry,
+        )
+        self.drill_last_rto_seconds = Gauge(
+            "ferry_control_drill_last_rto_seconds",
+            "Write unavailability of the cluster's last drill with an outcome.",
+            ["cluster"],
+            registry=self.registry,
+        )
+
+    def stored_state_gauges(self) -> list[Gauge]:
+        """The gauges set from the stored state at each scrape (cleared first: gone links and servers vanish)."""
+        return [
+            self.replication_lag_seconds, self.replication_lag_transactions, self.replication_running,
+            self.server_gtid_seq_no, self.server_health, self.server_read_only,
+            self.master_read_only_without_operation, self.operations_running, self.drill_last_passed,
+            self.drill_last_finished_timestamp_seconds, self.drill_last_rto_seconds,
+        ]  # fmt: skip
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
