@@ -3,7 +3,8 @@ error handlers and the /api/v1 routers. Run it with `uvicorn --factory ferry_con
 
 Everything the handlers reach lives on `app.state` and is built here, not in the lifespan, so tests can run the
 app in-process (with their own sessionmaker) without starting the collector; the lifespan only starts and stops
-the background tasks (the event relay between instances on PostgreSQL, the collector, the drill scheduler) and
+the background tasks (the event relay between instances on PostgreSQL, the reconciler of operations a dead instance
+left running, the collector, the drill scheduler) and
 closes what the app opened. Each app is one instance (`app.state.instance_id`) for leases and relayed events.
 """
 
@@ -31,6 +32,7 @@ from ferry_control.services.event_relay import EventRelay
 from ferry_control.services.metrics_export import export_stored_state
 from ferry_control.services.orchestrator import register_executors
 from ferry_control.services.orchestrator.monitor import FailoverMonitor
+from ferry_control.services.orchestrator.reconcile import Reconciler
 from ferry_control.services.orchestrator.runner import OperationRunner
 
 DESCRIPTION = """Ferry's control plane: clusters of ferryd nodes (MariaDB-style GTID replication), their topology,
@@ -61,11 +63,14 @@ def create_app(
     monitor = FailoverMonitor(sessionmaker, drivers, runner, bus, settings)
     collector.after_cycle.append(monitor.check)
     scheduler = DrillScheduler(sessionmaker, runner, settings, metrics)
+    # Operations and drill runs left running by a dead instance: examined, finished or undone, marked interrupted.
+    reconciler = Reconciler(sessionmaker, drivers, bus, settings, runner)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if relay is not None:
             relay.start()
+        reconciler.start()
         if settings.collector_enabled:
             collector.start()
         if settings.drill_scheduler_enabled:
@@ -74,6 +79,7 @@ def create_app(
             yield
         finally:
             await scheduler.stop()
+            await reconciler.stop()
             await collector.stop()
             await runner.shutdown()
             if relay is not None:
@@ -113,6 +119,7 @@ def create_app(
     app.state.runner = runner
     app.state.monitor = monitor
     app.state.scheduler = scheduler
+    app.state.reconciler = reconciler
     install_error_handlers(app)
     app.include_router(api_router)
 

@@ -58,6 +58,7 @@ def test_gives_health_master_replicas_and_the_worst_lag() -> None:
         "replica_count": 2,
         "server_count": 3,
         "worst_lag": {"seconds": 0.2, "transactions": 3},
+        "alerts": [],
     }
 
 

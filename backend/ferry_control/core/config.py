@@ -97,6 +97,16 @@ class Settings(BaseSettings):
     operation_shutdown_grace_s: float = Field(
         30.0, ge=0, description="On shutdown, how long running operations may still finish before being cancelled."
     )
+    operation_timeout_s: float = Field(
+        1800.0,
+        gt=0,
+        description="Bound on one operation's whole run: past it the operation is stopped and what it began undone.",
+    )
+    operation_failpoint_pause_after_step: str | None = Field(
+        None,
+        description="Fault tests only (unset in any deployment): an operation pauses for good once a step of this "
+        "name has ended and been recorded, so a test can kill the API at that point of a switchover.",
+    )
     switchover_lag_max_transactions: int = Field(
         1000, ge=0, description="Preflight: most transactions the candidate may be behind the master in any domain."
     )

@@ -54,3 +54,6 @@ class OperationLock(Base):
     acquired_at: Mapped[datetime | None] = mapped_column(default=None)
     #: The holder renews this while it runs; a lease in the past belongs to a dead API instance.
     lease_expires_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: Bumped each time the lock is taken: the holder checks its token before every step that changes a server,
+    #: so an operation whose lock was taken over (its lease lapsed) stops instead of acting on stale authority.
+    fencing_token: Mapped[int] = mapped_column(default=0, server_default="0")

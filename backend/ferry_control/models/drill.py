@@ -40,7 +40,7 @@ class DrillRun(Base):
     cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id", ondelete="CASCADE"))
     schedule_id: Mapped[int | None] = mapped_column(ForeignKey("drill_schedules.id", ondelete="SET NULL"), default=None)
     operation_id: Mapped[int | None] = mapped_column(ForeignKey("operations.id", ondelete="SET NULL"), default=None)
-    #: `pending`, `running`, `passed`, `failed`.
+    #: `pending`, `running`, `passed`, `failed`, `interrupted` (its API instance died; reconciled afterwards).
     state: Mapped[str] = mapped_column(String(16), default="pending")
     #: The API token's name, or `scheduler`.
     requester: Mapped[str] = mapped_column(String(100), default="scheduler")

@@ -20,6 +20,9 @@ class OperationState(enum.StrEnum):
     failed = "failed"
     #: Failed, and what it had changed was put back.
     undone = "undone"
+    #: Its API instance died while it ran (crash, kill): an instance reconciled it later with the servers (finished
+    #: or undone what it had begun; the result's `reconciled` says what was found and done).
+    interrupted = "interrupted"
 
 
 class Operation(Base):

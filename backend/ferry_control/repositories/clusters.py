@@ -54,14 +54,23 @@ class ClusterRepository:
         statement = statement.with_for_update(nowait=nowait)
         return await self.session.scalar(statement.execution_options(populate_existing=True))
 
-    async def renew_lease(self, cluster_id: int, operation_id: int, until: datetime) -> bool:
-        """Extends the lease of the operation holding the cluster; False when it no longer holds it."""
-        result = await self.session.execute(
-            update(OperationLock)
-            .where(OperationLock.cluster_id == cluster_id, OperationLock.operation_id == operation_id)
-            .values(lease_expires_at=until)
+    async def renew_lease(
+        self, cluster_id: int, operation_id: int, until: datetime, fencing_token: int | None = None
+    ) -> bool:
+        """Extends the lease of the operation holding the cluster (with this fencing token, when given); False when
+        it no longer holds it."""
+        statement = update(OperationLock).where(
+            OperationLock.cluster_id == cluster_id, OperationLock.operation_id == operation_id
         )
+        if fencing_token is not None:
+            statement = statement.where(OperationLock.fencing_token == fencing_token)
+        result = await self.session.execute(statement.values(lease_expires_at=until))
         return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def lock_state(self, cluster_id: int) -> OperationLock | None:
+        """The cluster's operation lock row as it is now (no lock taken)."""
+        statement = select(OperationLock).where(OperationLock.cluster_id == cluster_id)
+        return await self.session.scalar(statement.execution_options(populate_existing=True))
 
     async def release(self, cluster_id: int, operation_id: int) -> bool:
         """Frees the cluster if this operation holds it."""

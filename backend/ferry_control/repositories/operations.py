@@ -33,6 +33,16 @@ class OperationRepository:
         statement = select(Operation).where(Operation.id == operation_id).execution_options(populate_existing=True)
         return await self.session.scalar(statement)
 
+    async def latest_finished(self, cluster_id: int) -> Operation | None:
+        """The cluster's newest operation that changed or could change something (no dry run) and has ended."""
+        statement = (
+            select(Operation)
+            .where(Operation.cluster_id == cluster_id, Operation.dry_run.is_(False), Operation.finished_at.is_not(None))
+            .order_by(Operation.id.desc())
+            .limit(1)
+        )
+        return await self.session.scalar(statement)
+
     async def flush(self) -> None:
         await self.session.flush()
 

@@ -123,7 +123,9 @@ class DrillRunRead(BaseModel):
     cluster_id: int
     schedule_id: int | None
     operation_id: int | None
-    state: Literal["pending", "running", "passed", "failed"]
+    state: Literal["pending", "running", "passed", "failed", "interrupted"] = Field(
+        description="interrupted: the API instance running it died; reconciled afterwards (see `reasons`)."
+    )
     passed: bool | None
     requester: str
     reasons: list[str]

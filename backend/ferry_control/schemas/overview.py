@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ferry_control.schemas.cluster import ClusterRead
+from ferry_control.schemas.topology import ClusterAlert
 
 ClusterHealth = Literal["healthy", "degraded", "down", "empty"]
 
@@ -29,13 +30,16 @@ class ClusterSummary(BaseModel):
     replica_count: int = Field(description="Replicas and intermediate masters.")
     server_count: int
     worst_lag: WorstLag | None = Field(description="None when no connection reports lag.")
+    alerts: list[ClusterAlert] = Field(
+        default_factory=list, description="As the topology has them: a read-only master, an interrupted operation."
+    )
 
 
 class LastDrill(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
     id: int
-    state: Literal["pending", "running", "passed", "failed"]
+    state: Literal["pending", "running", "passed", "failed", "interrupted"]
     started_at: datetime
     rto_s: float | None
 

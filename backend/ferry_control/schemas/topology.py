@@ -47,6 +47,19 @@ class TopologyEdge(BaseModel):
     updated_at: datetime
 
 
+class ClusterAlert(BaseModel):
+    """Something about the cluster an operator must look at (the dashboard shows it as a banner)."""
+
+    kind: Literal["master_read_only", "operation_interrupted"] = Field(
+        description="master_read_only: the master refuses writes and no operation is running (a switchover cut "
+        "short, or a manual read-only); operation_interrupted: the cluster's last operation was cut short by the "
+        "death of its API instance and reconciled afterwards (its error says what was found and done)."
+    )
+    message: str
+    server_id: int | None = Field(None, description="The server concerned, if one.")
+    operation_id: int | None = Field(None, description="The operation concerned, if one.")
+
+
 class TopologyGraph(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={
@@ -68,6 +81,7 @@ class TopologyGraph(BaseModel):
                          "lag": {"1": {"transactions": 1, "seconds": 0.2}}, "last_error_code": None,
                          "last_error_message": None, "updated_at": "2026-11-21T13:00:01Z"}
                     ],
+                    "alerts": [],
                 }
             ]
         }
@@ -76,3 +90,4 @@ class TopologyGraph(BaseModel):
     cluster_id: int
     nodes: list[TopologyNode]
     edges: list[TopologyEdge]
+    alerts: list[ClusterAlert] = Field(default_factory=list, description="What an operator must look at now.")

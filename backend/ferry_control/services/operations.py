@@ -4,8 +4,8 @@ Starting takes the cluster's operation lock row (SELECT … FOR UPDATE, so concu
 are serialised), then: the same Idempotency-Key as an earlier request gives back that operation; a cluster held by
 a running operation whose lease is alive is a 409 naming it (a dead holder's operation is marked abandoned and the
 cluster taken over); otherwise the operation is inserted as pending, recorded as the lock's holder with a fresh
-lease, and launched in the background once the request's transaction has committed. Dry runs (preflight only)
-change nothing and so do not take the cluster."""
+lease and the next fencing token, and launched in the background once the request's transaction has committed.
+Dry runs (preflight only) change nothing and so do not take the cluster."""
 
 from __future__ import annotations
 
@@ -110,6 +110,7 @@ class OperationService:
         )
         if not dry_run:
             lock.operation_id = operation.id
+            lock.fencing_token += 1
             lock.acquired_at = now
             lock.lease_expires_at = now + timedelta(seconds=settings.operation_lease_s)
             await self.operations.flush()

@@ -35,6 +35,7 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
         masters.append(standalone[0])
     if len(masters) > 1:
         problems.append(f"{len(masters)} masters")
+    problems += [alert.message for alert in graph.alerts]
     unreachable = sum(1 for node in nodes if node.health == "unreachable")
 
     health: ClusterHealth = "healthy"
@@ -52,6 +53,7 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
         masters=masters,
         replica_count=sum(1 for node in nodes if node.role in ("replica", "intermediate")),
         server_count=len(nodes),
+        alerts=list(graph.alerts),
         worst_lag=(
             WorstLag(
                 seconds=max(0.0, *(lag.seconds for lag in lags)),

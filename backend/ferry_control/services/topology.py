@@ -1,13 +1,17 @@
-"""The topology graph of a cluster: its servers as nodes (with a role derived from the links) and its
-replication links as edges."""
+"""The topology graph of a cluster: its servers as nodes (with a role derived from the links), its replication
+links as edges, and its alerts: a master that is read-only while no operation runs (as the collector last saw it),
+and a last operation that was interrupted by the death of its API instance."""
 
 from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ferry_control.models import OperationState
+from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.links import LinkRepository
+from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
-from ferry_control.schemas.topology import DomainLagRead, TopologyEdge, TopologyGraph, TopologyNode
+from ferry_control.schemas.topology import ClusterAlert, DomainLagRead, TopologyEdge, TopologyGraph, TopologyNode
 from ferry_control.services.clusters import ClusterService
 
 
@@ -16,6 +20,8 @@ class TopologyService:
         self.clusters = ClusterService(session)
         self.servers = ServerRepository(session)
         self.links = LinkRepository(session)
+        self.cluster_rows = ClusterRepository(session)
+        self.operations = OperationRepository(session)
 
     async def graph(self, cluster_id: int) -> TopologyGraph:
         await self.clusters.get(cluster_id)
@@ -65,4 +71,34 @@ class TopologyService:
             )
             for link in links
         ]
-        return TopologyGraph(cluster_id=cluster_id, nodes=nodes, edges=edges)
+        return TopologyGraph(
+            cluster_id=cluster_id, nodes=nodes, edges=edges, alerts=await self.alerts(cluster_id, nodes)
+        )
+
+    async def alerts(self, cluster_id: int, nodes: list[TopologyNode]) -> list[ClusterAlert]:
+        found = []
+        lock = await self.cluster_rows.lock_state(cluster_id)
+        busy = lock is not None and lock.operation_id is not None
+        masters = [n for n in nodes if n.role == "master"]
+        if not masters:
+            standalone = [n for n in nodes if n.role == "standalone"]
+            masters = standalone if len(standalone) == 1 else []
+        for node in masters:
+            if node.read_only and not busy:
+                found.append(
+                    ClusterAlert(
+                        kind="master_read_only",
+                        message=f"master {node.name} is read-only and no operation is running: clients cannot write",
+                        server_id=node.server_id,
+                    )
+                )
+        last = await self.operations.latest_finished(cluster_id)
+        if last is not None and last.state == OperationState.interrupted:
+            found.append(
+                ClusterAlert(
+                    kind="operation_interrupted",
+                    message=f"operation {last.id} ({last.type}) was interrupted: {last.error}",
+                    operation_id=last.id,
+                )
+            )
+        return found

@@ -45,7 +45,8 @@ async def run_drill(ctx: OperationContext) -> None:
     undone = False
     await _update_run(ctx, run_id, state="running")
     try:
-        await _drill(ctx, run_id, details)
+        async with ctx.guarded():  # the switchover's undo happens before the run is ended
+            await _drill(ctx, run_id, details)
     except DrillFailed as e:
         reasons = e.reasons
     except OperationFailed as e:
@@ -53,7 +54,8 @@ async def run_drill(ctx: OperationContext) -> None:
     except (DriverError, ProtocolError) as e:
         reasons = [str(e)]
     except asyncio.CancelledError:
-        reasons = ["interrupted: the API instance running it shut down"]
+        outcome = ctx.undo_outcome
+        reasons = [outcome.message if outcome is not None else ctx.stop_reason or "cancelled"]
         await asyncio.shield(_end(ctx, run_id, details, reasons, started))
         raise
     await asyncio.shield(_end(ctx, run_id, details, reasons, started))

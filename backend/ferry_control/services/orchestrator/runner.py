@@ -9,6 +9,15 @@ Executors report progress through `ctx.step(name)`: every step start and end is 
 (an `operation` event) and persisted by a writer task within milliseconds (short transactions of its own, off the
 critical path), so GET and the SSE stream show steps live.
 An executor fails by raising `OperationFailed` (with `undone=True` when it put back what it had changed).
+
+Operations always end well: the executor runs under one guard (`ctx.guarded()`). As it changes servers it registers
+what puts them back (`ctx.undo_with(...)`: before a switchover's promotion the undo, after it the roll forward), and
+whatever ends it other than success — `OperationFailed`, a driver error, any other exception, cancellation (the
+API shutting down), the operation's time bound, or the loss of the cluster's lock — runs that compensation once,
+shielded from further cancellation, and records it as a step. The lock carries a fencing token (bumped each time it
+is taken): `ctx.step()` checks that this operation still holds the lock with its token before every step (undo and
+roll-forward steps excepted), and the heartbeat stops the operation as soon as a renewal finds the lock taken over
+or the lease lapsed. What a crash leaves behind is reconciled by `reconcile.py` at the next start of any instance.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -38,6 +47,7 @@ from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class OperationFailed(Exception):
@@ -47,6 +57,34 @@ class OperationFailed(Exception):
         super().__init__(message)
         self.message = message
         self.undone = undone
+
+
+class LeaseLost(OperationFailed):
+    """The operation no longer holds its cluster's lock (taken over, or its lease lapsed): it must not go on."""
+
+
+#: Puts back (or completes) what an operation changed so far; returns what it did, in words, or raises
+#: OperationFailed when it could not do all of it.
+Compensation = Callable[[], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class UndoOutcome:
+    """What the guard did when the operation ended without success."""
+
+    #: Why the operation stopped.
+    reason: str
+    #: What the compensation did or could not do.
+    summary: str
+    #: Whether everything was put back (or completed).
+    complete: bool
+    #: `undone` (put back as before) or `rolled forward` (completed past the point of no return).
+    kind: str
+
+    @property
+    def message(self) -> str:
+        verb = self.kind if self.complete else f"{self.kind.split()[0]} incomplete"
+        return f"{self.reason}; {verb}: {self.summary}"
 
 
 @dataclass
@@ -78,8 +116,16 @@ class OperationContext:
     requester: str
     steps: list[dict[str, Any]] = field(default_factory=list)
     result: dict[str, Any] = field(default_factory=dict)
+    #: The token this operation took the cluster's lock with (None for dry runs, which take no lock).
+    fencing_token: int | None = None
+    #: Why the operation was stopped from outside (shutdown, time bound, lost lock), once it was.
+    stop_reason: str | None = None
+    #: What the guard did, once the operation ended without success and something was registered to compensate.
+    undo_outcome: UndoOutcome | None = None
     _dirty: bool = False
     _writer: asyncio.Task[None] | None = None
+    _work: asyncio.Task[None] | None = None
+    _compensation: tuple[str, Compensation] | None = None
 
     @property
     def settings(self) -> Settings:
@@ -94,8 +140,11 @@ class OperationContext:
         return self.runner.sessionmaker
 
     @asynccontextmanager
-    async def step(self, name: str, detail: Any = None) -> AsyncIterator[StepHandle]:
-        """Records a step around the body: running, then passed / failed / skipped with timings and detail."""
+    async def step(self, name: str, detail: Any = None, *, fenced: bool = True) -> AsyncIterator[StepHandle]:
+        """Records a step around the body: running, then passed / failed / skipped with timings and detail. A
+        `fenced` step (the default; not an undo) first checks that the operation still holds its cluster."""
+        if fenced:
+            await self.check_fence()
         handle = StepHandle(detail=detail)
         started = _now()
         clock = time.perf_counter()
@@ -118,6 +167,88 @@ class OperationContext:
             record["finished_at"] = _iso(_now())
             record["duration_s"] = round(time.perf_counter() - clock, 6)
             self.changed()
+        if name == self.settings.operation_failpoint_pause_after_step:
+            await self.flush()
+            log.warning("operation %s pauses after step %s (operation_failpoint_pause_after_step)", self.id, name)
+            await asyncio.Event().wait()
+
+    @property
+    def id(self) -> int:
+        return self.operation_id
+
+    async def check_fence(self) -> None:
+        """Raises LeaseLost unless this operation still holds its cluster's lock with its fencing token and a
+        lease that has not lapsed (nothing to check for a dry run)."""
+        if self.fencing_token is None:
+            return
+        if self.stop_reason is not None:
+            raise LeaseLost(self.stop_reason)
+        async with session_scope(self.sessionmaker) as session:
+            lock = await ClusterRepository(session).lock_state(self.cluster_id)
+        if lock is None or lock.operation_id != self.operation_id or lock.fencing_token != self.fencing_token:
+            holder = "nobody" if lock is None or lock.operation_id is None else f"operation {lock.operation_id}"
+            token = None if lock is None else lock.fencing_token
+            raise LeaseLost(
+                f"lost the cluster's operation lock: it is held by {holder} with fencing token {token} "
+                f"(this operation's: {self.fencing_token})"
+            )
+        if lock.lease_expires_at is None or lock.lease_expires_at <= _now():
+            raise LeaseLost("lost the cluster's operation lock: its lease lapsed (not renewed in time)")
+
+    def stop(self, reason: str) -> None:
+        """Stops the operation from outside (its guard then compensates); the first reason given is kept."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        if self._work is not None and not self._work.done():
+            self._work.cancel()
+
+    def undo_with(self, name: str | None, compensation: Compensation | None = None) -> None:
+        """Registers what puts back (or completes) what the operation changed so far, replacing what was
+        registered; `undo_with(None)` once nothing needs it. `name` is the step it is recorded as."""
+        self._compensation = None if name is None or compensation is None else (name, compensation)
+
+    @asynccontextmanager
+    async def guarded(self) -> AsyncIterator[None]:
+        """Runs the registered compensation when the body ends in any way but success, once (nested guards
+        share it), then ends as `OperationFailed` (`undone` when everything was put back) — or, for a
+        cancellation, re-raises it with the outcome in `undo_outcome`."""
+        try:
+            yield
+        except BaseException as e:
+            registered, self._compensation = self._compensation, None
+            if registered is None or isinstance(e, GeneratorExit):
+                raise
+            reason = self.why(e)
+            outcome = await _uncancellable(self._compensate(registered, reason))
+            self.undo_outcome = outcome
+            self.result["undo"] = {"reason": outcome.reason, "done": outcome.summary, "complete": outcome.complete}
+            if isinstance(e, asyncio.CancelledError):
+                raise
+            if not isinstance(e, OperationFailed | DriverError):
+                log.error("operation %s failed unexpectedly", self.operation_id, exc_info=e)
+            raise OperationFailed(outcome.message, undone=outcome.complete and outcome.kind == "undone") from e
+
+    def why(self, error: BaseException) -> str:
+        """Why the operation stopped, in words."""
+        if isinstance(error, asyncio.CancelledError):
+            return self.stop_reason or "cancelled"
+        if isinstance(error, OperationFailed):
+            return error.message
+        if isinstance(error, DriverError):
+            return f"server {error.address} answered {error.code}: {error.message}"
+        return f"internal error: {_describe(error)}"
+
+    async def _compensate(self, registered: tuple[str, Compensation], reason: str) -> UndoOutcome:
+        name, compensation = registered
+        kind = "rolled forward" if name == "roll_forward" else "undone"
+        try:
+            summary = await compensation()
+        except OperationFailed as e:
+            return UndoOutcome(reason, e.message, False, kind)
+        except Exception as e:
+            log.exception("the %s of operation %s failed", name, self.operation_id)
+            return UndoOutcome(reason, f"{name} failed: {_describe(e)}", False, kind)
+        return UndoOutcome(reason, summary, True, kind)
 
     def changed(self) -> None:
         """Steps or result changed: published at once, persisted by a writer task (short transactions of its own,
@@ -195,6 +326,25 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+async def _uncancellable(coroutine: Awaitable[T]) -> T:
+    """Runs the coroutine to its end in a task of its own, whatever cancellations the caller receives meanwhile
+    (they are passed on once it is done)."""
+    task = asyncio.ensure_future(coroutine)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                break
+            cancelled = True
+    if cancelled:
+        current = asyncio.current_task()
+        if current is not None:
+            current.cancel()
+    return task.result()
+
+
 Executor = Callable[[OperationContext], Awaitable[None]]
 
 
@@ -265,8 +415,7 @@ class OperationRunner:
             operation = await OperationRepository(session).get_any(operation_id)
             if operation is None or operation.state != OperationState.pending:
                 return
-            operation.state = OperationState.running
-            operation.started_at = _now()
+            lock = None if operation.dry_run else await ClusterRepository(session).lock_state(operation.cluster_id)
             ctx = OperationContext(
                 runner=self,
                 operation_id=operation.id,
@@ -276,52 +425,100 @@ class OperationRunner:
                 dry_run=operation.dry_run,
                 requester=operation.requester,
             )
+            if lock is not None and lock.operation_id != operation.id:
+                # Its lock was taken over (by a reconcile of an instance that thought it dead) before it began.
+                operation.state = OperationState.failed
+                operation.error = "lost the cluster's operation lock before it began; nothing was changed"
+                operation.finished_at = _now()
+                return
+            ctx.fencing_token = None if lock is None else lock.fencing_token
+            operation.state = OperationState.running
+            operation.started_at = _now()
         self.publish(ctx.cluster_id, ctx.operation_id, ctx.type, OperationState.running, [])
         heartbeat = None if ctx.dry_run else asyncio.create_task(self._heartbeat(ctx))
+        bound = asyncio.get_running_loop().call_later(
+            self.settings.operation_timeout_s,
+            ctx.stop,
+            f"timed out: the operation ran longer than its bound of {self.settings.operation_timeout_s} s",
+        )
         started = time.perf_counter()
         state, error = OperationState.succeeded, None
         cancelled = False
+        ctx._work = asyncio.create_task(self._guarded(ctx), name=f"ferry-operation-{operation_id}-work")
         try:
-            executor = self.executors.get(ctx.type)
-            if executor is None:
-                raise OperationFailed(f"no executor for operations of type {ctx.type!r}")
-            await executor(ctx)
+            try:
+                await asyncio.shield(ctx._work)
+            except asyncio.CancelledError:
+                if ctx._work.done() and ctx._work.cancelled() and ctx.stop_reason is not None:
+                    raise  # the work was stopped from inside this instance (lease, bound): handled below
+                # This task was cancelled: the API instance shuts down. The work is stopped, its guard undoes.
+                cancelled = True
+                ctx.stop("interrupted: the API instance running it shut down")
+                await _uncancellable(asyncio.wait([ctx._work]))
+            ctx._work.result()
         except OperationFailed as e:
             state, error = (OperationState.undone if e.undone else OperationState.failed), e.message
         except DriverError as e:
-            state, error = OperationState.failed, f"server {e.address} answered {e.code}: {e.message}"
+            state, error = OperationState.failed, ctx.why(e)
         except asyncio.CancelledError:
-            cancelled = True
-            state, error = OperationState.failed, "interrupted: the API instance running it shut down"
+            outcome = ctx.undo_outcome
+            if outcome is not None:
+                undone = outcome.complete and outcome.kind == "undone"
+                state, error = (OperationState.undone if undone else OperationState.failed), outcome.message
+            else:
+                state, error = OperationState.failed, ctx.stop_reason or "cancelled"
         except Exception as e:
             log.exception("operation %s failed unexpectedly", operation_id)
-            state, error = OperationState.failed, f"internal error: {_describe(e)}"
+            state, error = OperationState.failed, ctx.why(e)
         finally:
+            bound.cancel()
             if heartbeat is not None:
                 heartbeat.cancel()
         if not ctx.dry_run:
-            await asyncio.shield(self._post_hooks(ctx, state, error))
-        await asyncio.shield(self._finish(ctx, state, error))
+            await _uncancellable(self._post_hooks(ctx, state, error))
+        await _uncancellable(self._finish(ctx, state, error))
         self.metrics.operation_seconds.labels(ctx.type, state.value).observe(time.perf_counter() - started)
         for callback in self.on_finish:
             await callback(ctx.cluster_id, ctx.operation_id, state)
         if cancelled:
             raise asyncio.CancelledError
 
+    async def _guarded(self, ctx: OperationContext) -> None:
+        executor = self.executors.get(ctx.type)
+        if executor is None:
+            raise OperationFailed(f"no executor for operations of type {ctx.type!r}")
+        async with ctx.guarded():
+            await executor(ctx)
+
     async def _heartbeat(self, ctx: OperationContext) -> None:
-        interval = self.settings.operation_lease_s / 3
+        """Renews the lease every third of its time while the operation runs; stops the operation once the lock
+        was taken over (another fencing token) or could not be renewed before the lease lapsed."""
+        lease_s = self.settings.operation_lease_s
+        renewed = time.monotonic()
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(lease_s / 3)
             try:
                 async with session_scope(self.sessionmaker) as session:
-                    until = _now() + timedelta(seconds=self.settings.operation_lease_s)
-                    if not await ClusterRepository(session).renew_lease(ctx.cluster_id, ctx.operation_id, until):
-                        log.warning("operation %s no longer holds cluster %s", ctx.operation_id, ctx.cluster_id)
-                        return
+                    until = _now() + timedelta(seconds=lease_s)
+                    held = await ClusterRepository(session).renew_lease(
+                        ctx.cluster_id, ctx.operation_id, until, ctx.fencing_token
+                    )
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as e:
                 log.exception("renewing the lease of operation %s failed", ctx.operation_id)
+                if time.monotonic() - renewed >= lease_s:
+                    ctx.stop(f"lost the cluster's operation lock: not renewed for {lease_s} s ({_describe(e)})")
+                    return
+                continue
+            if not held:
+                log.warning("operation %s no longer holds cluster %s", ctx.operation_id, ctx.cluster_id)
+                ctx.stop(
+                    "lost the cluster's operation lock: another holder took it over (fencing token "
+                    f"{ctx.fencing_token} is no longer current)"
+                )
+                return
+            renewed = time.monotonic()
 
     async def _post_hooks(self, ctx: OperationContext, state: OperationState, error: str | None) -> None:
         try:

@@ -225,51 +225,59 @@ async def run_switchover(ctx: OperationContext) -> None:
 
 
 async def switch_master(ctx: OperationContext, master: ServerView, link: Link, others: list[Link]) -> None:
-    """The moves of a switchover once the preflight passed (also a drill's)."""
+    """The moves of a switchover once the preflight passed (also a drill's). Until the candidate is promoted, any
+    end but success undoes (the old master as it was, the candidate its replica again); once it is, the rest is
+    completed instead (every other server follows the new master)."""
     settings = ctx.settings
     candidate = link.replica
     master_driver, candidate_driver = master.require_driver(), candidate.require_driver()
     master_was_read_only = bool(master.status and master.status.read_only)
     connection = link.connection.name
+    # What a reconcile after a crash needs, in the database before any server is changed.
+    ctx.result["switch"] = {
+        "old_master_server_id": master.info.id, "new_master_server_id": candidate.info.id,
+        "connection": connection, "old_master_was_read_only": master_was_read_only,
+        "candidate_was_read_only": bool(candidate.status and candidate.status.read_only),
+        "others": [[o.replica.info.id, o.connection.name] for o in others],
+    }  # fmt: skip
+    await ctx.save()
     removed = False
-    window_started = time.perf_counter()
-    try:
-        async with ctx.step("old_master_read_only") as step:
-            window_started = time.perf_counter()
-            await master_driver.set_read_only(True)
-            step.detail = f"{master.info.label} refuses writes"
-        async with ctx.step("wait_in_flight_commits") as step:
-            target, step.detail = await commits_landed(master, settings)
-        ctx.result["position"] = target
-        async with ctx.step("candidate_catch_up") as step:
-            caught = time.perf_counter()
-            reached = await actions.wait_reached(
-                candidate_driver, target, settings.switchover_catch_up_timeout_s, connection=connection
-            )
-            ctx.result["catch_up_s"] = round(time.perf_counter() - caught, 6)
-            if not reached.reached:
-                why = reached.broken or f"timed out after {settings.switchover_catch_up_timeout_s} s"
-                raise OperationFailed(
-                    f"{candidate.info.label} did not reach {target} (it is at {reached.position}): {why}"
-                )
-            step.detail = f"{candidate.info.label} reached {target} in {ctx.result['catch_up_s']:.3f} s"
-        async with ctx.step("promote_candidate") as step:
-            await candidate_driver.stop_replication(connection)
-            await candidate_driver.remove_replication(connection)
-            removed = True
-            if await candidate_driver.set_read_only(False):
-                raise OperationFailed(f"{candidate.info.label} still reports read_only after read-only off")
-            unavailable = time.perf_counter() - window_started
-            step.detail = f"{candidate.info.label} is the master and writable"
-    except (OperationFailed, DriverError) as e:
-        reason = e.message if isinstance(e, OperationFailed) else f"{e.address}: {e.code}: {e.message}"
-        await undo(ctx, master, candidate, connection, removed, master_was_read_only)
-        raise OperationFailed(
-            f"{reason}; undone: {master.info.label} is "
+
+    async def put_back() -> str:
+        await undo(ctx, master, link, removed, master_was_read_only)
+        return (
+            f"{master.info.label} is "
             + ("read-only as before" if master_was_read_only else "writable again")
-            + f" and {candidate.info.label} replicates from it as before",
-            undone=True,
-        ) from e
+            + f" and {candidate.info.label} replicates from it as before"
+        )
+
+    ctx.undo_with("undo", put_back)
+    window_started = time.perf_counter()
+    async with ctx.step("old_master_read_only") as step:
+        window_started = time.perf_counter()
+        await master_driver.set_read_only(True)
+        step.detail = f"{master.info.label} refuses writes"
+    async with ctx.step("wait_in_flight_commits") as step:
+        target, step.detail = await commits_landed(master, settings)
+    ctx.result["position"] = target
+    async with ctx.step("candidate_catch_up") as step:
+        caught = time.perf_counter()
+        reached = await actions.wait_reached(
+            candidate_driver, target, settings.switchover_catch_up_timeout_s, connection=connection
+        )
+        ctx.result["catch_up_s"] = round(time.perf_counter() - caught, 6)
+        if not reached.reached:
+            why = reached.broken or f"timed out after {settings.switchover_catch_up_timeout_s} s"
+            raise OperationFailed(f"{candidate.info.label} did not reach {target} (it is at {reached.position}): {why}")
+        step.detail = f"{candidate.info.label} reached {target} in {ctx.result['catch_up_s']:.3f} s"
+    async with ctx.step("promote_candidate") as step:
+        await candidate_driver.stop_replication(connection)
+        removed = True  # from here the undo re-creates the connection (a remove cut short may have removed it)
+        await candidate_driver.remove_replication(connection)
+        if await candidate_driver.set_read_only(False):
+            raise OperationFailed(f"{candidate.info.label} still reports read_only after read-only off")
+        unavailable = time.perf_counter() - window_started
+        step.detail = f"{candidate.info.label} is the master and writable"
     ctx.result["unavailable_s"] = round(unavailable, 6)
     ctx.runner.metrics.switchover_unavailable_seconds.labels(ctx.type).observe(unavailable)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
@@ -306,22 +314,24 @@ async def commits_landed(master: ServerView, settings: Settings) -> tuple[str, s
 
 
 async def undo(
-    ctx: OperationContext,
-    master: ServerView,
-    candidate: ServerView,
-    connection: str,
-    removed: bool,
-    master_was_read_only: bool,
+    ctx: OperationContext, master: ServerView, link: Link, removed: bool, master_was_read_only: bool
 ) -> None:
-    """Puts back what a failed switchover changed before the new master took writes."""
-    async with ctx.step("undo") as step:
+    """Puts back what a switchover changed before the new master took writes: the candidate replicates from the old
+    master again (its connection re-created with the settings it had, when the promotion had begun) and the old
+    master's read-only flag is as it was. Raises OperationFailed when a part could not be done."""
+    candidate, connection = link.replica, link.connection
+    async with ctx.step("undo", fenced=False) as step:
         done: list[str] = []
         problems: list[str] = []
         if removed:  # the promotion had begun: the candidate goes back to being a replica as it was
             try:
                 driver = candidate.require_driver()
                 await driver.set_read_only(bool(candidate.status and candidate.status.read_only))
-                await actions.repoint(driver, connection, master.info.protocol_address or "", stop_first=False)
+                exists = connection.name in await actions.connection_names(driver)
+                await actions.repoint(
+                    driver, connection.name, master.info.protocol_address or "", stop_first=exists,
+                    settings=connection.settings,
+                )  # fmt: skip
                 done.append(f"{candidate.info.label} replicates from {master.info.label} again")
             except DriverError as e:
                 problems.append(f"{candidate.info.label}: {e}")
@@ -332,7 +342,7 @@ async def undo(
             problems.append(f"{master.info.label}: {e}")
         step.detail = {"done": done, "problems": problems}
         if problems:
-            raise OperationFailed("undo incomplete: " + "; ".join(problems))
+            raise OperationFailed("; ".join(problems))
 
 
 async def follow_new_master(
@@ -349,6 +359,11 @@ async def follow_new_master(
     address = new_master.info.protocol_address
     assert address is not None
     failures: list[str] = []
+
+    async def complete() -> str:
+        return await roll_forward(ctx, new_master, list(zip(replicas, connections, strict=True)), old_master)
+
+    ctx.undo_with("roll_forward", complete)
     async with ctx.step("repoint_replicas") as step:
         moved = []
         for view, name in zip(replicas, connections, strict=True):
@@ -373,6 +388,7 @@ async def follow_new_master(
             except DriverError as e:
                 failures.append(f"{old_master.info.label}: {e.code}: {e.message}")
                 step.detail = f"{old_master.info.label} could not be repointed: {e}"
+    ctx.undo_with(None)  # every move is made; verifying changes nothing
     async with ctx.step("verify") as step:
         target = position((await new_master.require_driver().positions()).binlog)
         problems = await actions.wait_replicating_from(followers, address, target, settings.verify_timeout_s)
@@ -386,3 +402,62 @@ async def follow_new_master(
                 f"{new_master.info.label} is the master, but not every server follows it: "
                 + "; ".join([*failures, *(f"server {k}: {v}" for k, v in problems.items())])
             )
+
+
+async def roll_forward(
+    ctx: OperationContext,
+    new_master: ServerView,
+    replicas: list[tuple[ServerView, str]],
+    old_master: ServerView | None,
+) -> str:
+    """The compensation once the new master took writes: `complete_move`, recorded as the `roll_forward` step.
+    Returns what it did; raises OperationFailed naming what it could not do."""
+    async with ctx.step("roll_forward", fenced=False) as step:
+        done, problems = await complete_move(ctx.settings, new_master, replicas, old_master)
+        step.detail = {"done": done, "problems": problems}
+        if problems:
+            raise OperationFailed("; ".join(problems))
+    return "; ".join(done) or f"{new_master.info.label} is the master"
+
+
+async def complete_move(
+    settings: Settings,
+    new_master: ServerView,
+    replicas: list[tuple[ServerView, str]],
+    old_master: ServerView | None,
+) -> tuple[list[str], list[str]]:
+    """Completes a master move past its point of no return (the new master took writes): the new master writable,
+    each given replica (and connection name) not yet replicating from it repointed (slave_pos, keeping its
+    connection's settings), and the old master, when given, read-only and replicating from it (current_pos).
+    Returns what was done and what could not be."""
+    address = new_master.info.protocol_address
+    assert address is not None
+    done: list[str] = []
+    problems: list[str] = []
+    try:
+        if await new_master.require_driver().set_read_only(False):
+            problems.append(f"{new_master.info.label} still reports read_only")
+        else:
+            done.append(f"{new_master.info.label} writable")
+    except DriverError as e:
+        problems.append(f"{new_master.info.label}: {e}")
+    followers = list(replicas)
+    if old_master is not None:
+        followers.append((old_master, settings.replication_connection_name))
+    for view, name in followers:
+        is_old = view is old_master
+        try:
+            driver = view.require_driver()
+            if is_old:
+                await driver.set_read_only(True)
+            current = {c.name: c for c in await driver.replica_connections()}
+            already = current.get(name)
+            if already is not None and already.master_address == address and already.running:
+                done.append(f"{view.info.label} already replicates from {new_master.info.label}")
+                continue
+            use_gtid = "current_pos" if is_old else "slave_pos"
+            await actions.repoint(driver, name, address, use_gtid, stop_first=already is not None)
+            done.append(f"{view.info.label} repointed to {new_master.info.label} ({use_gtid})")
+        except DriverError as e:
+            problems.append(f"{view.info.label}: {e}")
+    return done, problems

@@ -1,4 +1,4 @@
-// A drill run's outcome in words: passed or failed (loudly, with its reasons), RTO and catch-up time.
+// A drill run's outcome in words: passed, failed or interrupted (loudly, with its reasons), RTO and catch-up time.
 import type { DrillRun } from "../../api/drills";
 import { Badge } from "../../components/StatusBadge";
 import { formatDuration } from "../../lib/format";
@@ -9,6 +9,8 @@ export function DrillOutcomeBadge({ run }: { run: Pick<DrillRun, "state"> }) {
       return <Badge tone="ok" symbol="✓">passed</Badge>;
     case "failed":
       return <Badge tone="bad" symbol="✕">FAILED</Badge>;
+    case "interrupted":
+      return <Badge tone="bad" symbol="⚡">INTERRUPTED</Badge>;
     default:
       return <Badge tone="info" symbol="…">{run.state}</Badge>;
   }
@@ -16,14 +18,14 @@ export function DrillOutcomeBadge({ run }: { run: Pick<DrillRun, "state"> }) {
 
 export function DrillOutcome({ run }: { run: DrillRun }) {
   return (
-    <div className="drill-outcome" role={run.state === "failed" ? "alert" : "status"}>
+    <div className="drill-outcome" role={run.state === "failed" || run.state === "interrupted" ? "alert" : "status"}>
       <p>
         Drill #{run.id}: <DrillOutcomeBadge run={run} />
         {run.rto_s != null ? ` · RTO ${formatDuration(run.rto_s)}` : ""}
         {run.catch_up_s != null ? ` · catch-up ${formatDuration(run.catch_up_s)}` : ""}
       </p>
       {run.reasons.length > 0 ? (
-        <ul className={run.state === "failed" ? "error" : "small"}>
+        <ul className={run.state === "failed" || run.state === "interrupted" ? "error" : "small"}>
           {run.reasons.map((reason) => (
             <li key={reason}>{reason}</li>
           ))}

@@ -27,7 +27,7 @@ export function RunNowForm({ clusterId, clusterName, schedules, nodes, serverNam
   const run = useDrillRun(clusterId, runId);
   const operation = useOperation(clusterId, run.data?.operation_id ?? null);
   const body: Schemas["DrillRunCreate"] | null = source === "plan" ? planBody(plan) : { ...planBody(EMPTY_PLAN)!, schedule_id: Number(source) };
-  const ended = run.data?.state === "passed" || run.data?.state === "failed";
+  const ended = run.data?.state === "passed" || run.data?.state === "failed" || run.data?.state === "interrupted";
 
   const start = () => {
     if (body === null) return;

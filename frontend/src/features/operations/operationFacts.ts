@@ -21,6 +21,7 @@ export function stateTone(state: string): Tone {
     case "passed":
       return "ok";
     case "failed":
+    case "interrupted":
       return "bad";
     case "undone":
     case "skipped":
@@ -34,7 +35,11 @@ export function stateTone(state: string): Tone {
 }
 
 export function stateSymbol(state: string): string {
-  return { succeeded: "✓", passed: "✓", failed: "✕", undone: "↺", skipped: "–", running: "…", pending: "…" }[state] ?? "?";
+  return (
+    { succeeded: "✓", passed: "✓", failed: "✕", undone: "↺", interrupted: "⚡", skipped: "–", running: "…", pending: "…" }[
+      state
+    ] ?? "?"
+  );
 }
 
 /** The preflight as a checklist: the named checks when the operation reports them, else its preflight step. */

@@ -1,0 +1,400 @@
+"""Reconciling what a dead API instance left: at start-up and then every half lease, in every instance.
+
+An operation still `pending` or `running` whose cluster lock's lease has lapsed (or whose lock names another
+operation) was left by an instance that died (crash, SIGKILL, lost host). The reconciler takes the cluster's lock for
+it (a new fencing token, so the dead instance could not act even if it came back), examines the servers — who is
+writable, who replicates from whom — against what the operation had recorded, and finishes or undoes what it had
+begun:
+
+- switchover or drill, before the candidate was promoted (it still has its connection to the old master): undone —
+  the candidate's connection running again, the old master's read-only flag as it was (writable again);
+- after the promotion began (the candidate's connection is gone): completed — the candidate writable, every other
+  replica and the old master replicating from it (as a switchover's roll forward does);
+- failover after the promotion: completed (the other replicas follow the new master, the old master stays fenced);
+  before it: the temporary leveling connections removed, nothing else changed;
+- the one-server operations: examined and reported only (each is one move an operator may simply repeat).
+
+The operation ends `interrupted` with `result.reconciled` (what was found, done, and could not be done) and a
+`reconcile` step; a drill's run ends `interrupted` too. Each is alerted: an `alert` event on the bus (relayed to
+every instance's SSE clients), the post-operation webhooks (and a drill's failure webhooks) with
+`stage: "reconciled"`, and the cluster's `alerts` in the topology and overview responses (services/alerts.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from ferry_control.core.background import BackgroundTask
+from ferry_control.core.config import Settings
+from ferry_control.core.db import session_scope
+from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.factory import DriverFactory
+from ferry_control.models import Operation, OperationState
+from ferry_control.repositories.clusters import ClusterRepository
+from ferry_control.repositories.drills import DrillRepository
+from ferry_control.repositories.operations import OperationRepository
+from ferry_control.repositories.servers import ServerRepository
+from ferry_control.services.event_bus import ClusterEvent, EventBus
+from ferry_control.services.orchestrator.hooks import call_webhooks
+from ferry_control.services.orchestrator.runner import OperationRunner
+from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
+from ferry_control.services.orchestrator.switchover import complete_move
+
+log = logging.getLogger(__name__)
+
+ACTIVE = (OperationState.pending, OperationState.running)
+#: Bounds on the time between two looks for operations to reconcile (half the operation lease, within these).
+INTERVAL_S_MIN = 0.5
+INTERVAL_S_MAX = 30.0
+#: Connections a failover's leveling creates on its candidate (`level_<server id>`).
+LEVEL_PREFIX = "level_"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Reconciler:
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        drivers: DriverFactory,
+        bus: EventBus,
+        settings: Settings,
+        runner: OperationRunner,
+    ):
+        self._sessionmaker = sessionmaker
+        self._drivers = drivers
+        self._bus = bus
+        self._settings = settings
+        self._runner = runner
+        self._background = BackgroundTask(self._run_forever, "ferry-operation-reconciler")
+        #: Operations this instance reconciled (newest last), for tests and logs.
+        self.reconciled: list[int] = []
+
+    def start(self) -> None:
+        self._background.start()
+
+    async def stop(self) -> None:
+        await self._background.stop()
+
+    @property
+    def interval_s(self) -> float:
+        return min(max(self._settings.operation_lease_s / 2, INTERVAL_S_MIN), INTERVAL_S_MAX)
+
+    async def _run_forever(self) -> None:
+        while True:
+            try:
+                await self.run_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("reconciling interrupted operations failed")
+            await asyncio.sleep(self.interval_s)
+
+    async def run_once(self) -> list[int]:
+        """Reconciles every operation left active by a dead instance; returns their ids."""
+        async with session_scope(self._sessionmaker) as session:
+            statement = select(Operation.id, Operation.dry_run, Operation.created_at).where(Operation.state.in_(ACTIVE))
+            rows = (await session.execute(statement.order_by(Operation.id))).all()
+        done = []
+        mine = set(self._runner.running)
+        for operation_id, dry_run, created_at in rows:
+            if operation_id in mine:
+                continue
+            if dry_run:
+                # A dry run changes nothing and takes no lock: one older than two leases has no live runner.
+                if created_at < _now() - timedelta(seconds=2 * self._settings.operation_lease_s):
+                    await self._end_dry_run(operation_id)
+                    done.append(operation_id)
+                continue
+            if await self._reconcile(operation_id):
+                done.append(operation_id)
+        return done
+
+    async def _end_dry_run(self, operation_id: int) -> None:
+        async with session_scope(self._sessionmaker) as session:
+            operation = await OperationRepository(session).get_any(operation_id)
+            if operation is None or operation.state not in ACTIVE:
+                return
+            operation.state = OperationState.interrupted
+            operation.error = "interrupted: the API instance running this dry run stopped; nothing was changed"
+            operation.finished_at = _now()
+            cluster_id, type_, steps = operation.cluster_id, operation.type, list(operation.steps or [])
+        self._runner.publish(cluster_id, operation_id, type_, OperationState.interrupted, steps)
+
+    async def _reconcile(self, operation_id: int) -> bool:
+        """Takes the cluster for a dead instance's operation, repairs, records; False when it is not one."""
+        now = _now()
+        async with session_scope(self._sessionmaker) as session:
+            operation = await OperationRepository(session).get_any(operation_id)
+            if operation is None or operation.state not in ACTIVE:
+                return False
+            clusters = ClusterRepository(session)
+            lock = await clusters.lock_for_operation(operation.cluster_id)
+            if lock is None:
+                return False
+            holder_alive = lock.lease_expires_at is not None and lock.lease_expires_at > now
+            if lock.operation_id == operation.id and holder_alive:
+                return False  # its instance still renews the lease
+            other_holder = lock.operation_id if lock.operation_id not in (None, operation.id) else None
+            if other_holder is not None and holder_alive:
+                # The cluster went to another operation meanwhile: its servers are that one's now.
+                _interrupt(
+                    operation,
+                    f"interrupted: the API instance running it stopped; not reconciled, operation {other_holder} "
+                    "holds the cluster now",
+                    {"at": now.isoformat(), "found": None, "done": [], "problems": ["the cluster is held by another"]},
+                )
+                facts = _facts(operation)
+                token = None
+            else:
+                lock.operation_id = operation.id
+                lock.fencing_token += 1
+                lock.acquired_at = now
+                lock.lease_expires_at = now + timedelta(seconds=self._settings.operation_lease_s)
+                token = lock.fencing_token
+                facts = _facts(operation)
+        if token is None:
+            await self._alert(facts, None)
+            return True
+        renewing = asyncio.create_task(self._renew(facts["cluster_id"], operation_id, token))
+        started = time.perf_counter()
+        try:
+            report = await self._repair(facts)
+        except Exception as e:
+            log.exception("reconciling operation %s failed", operation_id)
+            report = {"found": None, "done": [], "problems": [f"reconciling failed: {type(e).__name__}: {e}"]}
+        finally:
+            renewing.cancel()
+        report["at"] = _now().isoformat()
+        report["duration_s"] = round(time.perf_counter() - started, 6)
+        error = (
+            f"interrupted: the API instance running it stopped while it was {facts['state']}"
+            + (f" (last step: {facts['last_step']})" if facts["last_step"] else "")
+            + "; reconciled: "
+            + ("; ".join(report["done"]) or "nothing needed doing")
+            + ("; could not: " + "; ".join(report["problems"]) if report["problems"] else "")
+        )
+        async with session_scope(self._sessionmaker) as session:
+            operation = await OperationRepository(session).get_any(operation_id)
+            assert operation is not None
+            _interrupt(operation, error, report)
+            await ClusterRepository(session).release(operation.cluster_id, operation.id)
+            steps = list(operation.steps)
+            if operation.type == "drill" and operation.params.get("drill_run_id") is not None:
+                run = await DrillRepository(session).run_fresh(int(operation.params["drill_run_id"]))
+                if run is not None and run.state in ("pending", "running"):
+                    run.state, run.passed, run.finished_at = "interrupted", False, _now()
+                    run.reasons = [*(run.reasons or []), error]
+        self.reconciled.append(operation_id)
+        log.warning("operation %s reconciled: %s", operation_id, error)
+        self._runner.publish(facts["cluster_id"], operation_id, facts["type"], OperationState.interrupted, steps)
+        await self._alert(facts, error)
+        return True
+
+    async def _renew(self, cluster_id: int, operation_id: int, token: int) -> None:
+        while True:
+            await asyncio.sleep(self._settings.operation_lease_s / 3)
+            try:
+                async with session_scope(self._sessionmaker) as session:
+                    until = _now() + timedelta(seconds=self._settings.operation_lease_s)
+                    await ClusterRepository(session).renew_lease(cluster_id, operation_id, until, token)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("renewing the lease of the reconcile of operation %s failed", operation_id)
+
+    async def _repair(self, facts: dict[str, Any]) -> dict[str, Any]:
+        async with session_scope(self._sessionmaker) as session:
+            cluster = await ClusterRepository(session).get(facts["cluster_id"])
+            if cluster is None:
+                return {"found": None, "done": [], "problems": ["the cluster was deleted"]}
+            servers = list(await ServerRepository(session).list_for_cluster(cluster.id))
+        snapshot = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.poll_timeout_s)
+        found = describe(snapshot)
+        done: list[str] = []
+        problems: list[str] = []
+        if facts["type"] in ("switchover", "drill"):
+            await self._repair_switch(snapshot, facts, done, problems)
+        elif facts["type"] == "failover":
+            await self._repair_failover(snapshot, facts, done, problems)
+        else:
+            done.append(f"{facts['type']} is one move: examined only, repeat it if it is still wanted")
+        after = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.poll_timeout_s)
+        return {"found": found, "done": done, "problems": problems, "after": describe(after)}
+
+    async def _repair_switch(
+        self, snapshot: ClusterSnapshot, facts: dict[str, Any], done: list[str], problems: list[str]
+    ) -> None:
+        switch = facts["result"].get("switch")
+        if not switch:
+            done.append("it stopped before changing any server: nothing to undo")
+            return
+        old = snapshot.by_id.get(switch["old_master_server_id"])
+        new = snapshot.by_id.get(switch["new_master_server_id"])
+        name = switch["connection"]
+        if old is None or new is None:
+            problems.append("the old master or the candidate is no longer registered")
+            return
+        if not new.reachable:
+            problems.append(
+                f"{new.info.label} (the candidate) cannot be reached ({new.error}): whether it was promoted is "
+                f"unknown, so {old.info.label} is left as it is"
+            )
+            return
+        assert new.status is not None
+        connection = next((c for c in new.status.connections if c.name == name), None)
+        pointed_at_old = connection is not None and connection.master_address == old.info.protocol_address
+        if pointed_at_old:
+            # Not promoted: undo. The candidate replicates from the old master again, which is as it was.
+            assert connection is not None
+            try:
+                driver = new.require_driver()
+                if not connection.running:
+                    await driver.start_replication(name)
+                    done.append(f"{new.info.label}'s connection {name!r} started again")
+                await driver.set_read_only(bool(switch.get("candidate_was_read_only")))
+            except DriverError as e:
+                problems.append(f"{new.info.label}: {e}")
+            was_read_only = bool(switch.get("old_master_was_read_only"))
+            try:
+                await old.require_driver().set_read_only(was_read_only)
+                done.append(
+                    f"undone: {old.info.label} " + ("read-only as before" if was_read_only else "writable again")
+                    + f", {new.info.label} replicates from it as before"
+                )  # fmt: skip
+            except DriverError as e:
+                problems.append(f"{old.info.label} could not be put back ({e})")
+            return
+        # The promotion had begun (the candidate's connection to the old master is gone): completed.
+        others: list[tuple[ServerView, str]] = []
+        for server_id, connection_name in switch.get("others") or []:
+            view = snapshot.by_id.get(server_id)
+            if view is not None and not view.info.maintenance:
+                others.append((view, connection_name))
+        moved, failed = await complete_move(self._settings, new, others, old)
+        done.append(f"completed: {new.info.label} is the master; " + "; ".join(moved))
+        problems.extend(failed)
+
+    async def _repair_failover(
+        self, snapshot: ClusterSnapshot, facts: dict[str, Any], done: list[str], problems: list[str]
+    ) -> None:
+        result = facts["result"]
+        new = snapshot.by_id.get(result.get("new_master_server_id") or 0)
+        old_id = result.get("old_master_server_id")
+        if new is None:
+            done.append("it stopped before choosing a candidate: nothing was changed")
+            return
+        if not new.reachable:
+            problems.append(f"{new.info.label} (the candidate) cannot be reached ({new.error})")
+            return
+        assert new.status is not None
+        driver = new.require_driver()
+        leveling = [c.name for c in new.status.connections if c.name.startswith(LEVEL_PREFIX)]
+        for name in leveling:
+            try:
+                await driver.remove_replication(name)
+                done.append(f"{new.info.label}: temporary connection {name!r} removed")
+            except DriverError as e:
+                problems.append(f"{new.info.label}: {e}")
+        remaining = [c for c in new.status.connections if c.name not in leveling]
+        if remaining:
+            done.append(f"{new.info.label} was not promoted: nothing else was changed (the failover may be retried)")
+            return
+        old_address = None if old_id not in snapshot.by_id else snapshot.by_id[old_id].info.protocol_address
+        others = []
+        for view in snapshot.views:
+            if view is new or view.info.id == old_id or view.info.maintenance or view.status is None:
+                continue
+            for connection in view.status.connections:
+                if connection.master_address in (old_address, new.info.protocol_address):
+                    others.append((view, connection.name))
+        moved, failed = await complete_move(self._settings, new, others, None)
+        done.append(f"completed: {new.info.label} is the master; " + "; ".join(moved))
+        problems.extend(failed)
+
+    async def _alert(self, facts: dict[str, Any], error: str | None) -> None:
+        data = {
+            "kind": "operation_interrupted", "operation_id": facts["operation_id"], "type": facts["type"],
+            "message": error or "interrupted and not reconciled",
+        }  # fmt: skip
+        self._bus.publish(ClusterEvent(facts["cluster_id"], "alert", data))
+        async with session_scope(self._sessionmaker) as session:
+            cluster = await ClusterRepository(session).get(facts["cluster_id"])
+            hooks = [] if cluster is None else list(cluster.post_operation_webhooks or [])
+        urls = [*self._settings.post_operation_webhooks, *hooks]
+        if facts["type"] == "drill":
+            urls += self._settings.drill_failure_webhooks
+            if facts["params"].get("webhook_url"):
+                urls.append(facts["params"]["webhook_url"])
+        if not urls:
+            return
+        payload = {
+            "stage": "reconciled", "event": "operation_interrupted", "operation_id": facts["operation_id"],
+            "cluster_id": facts["cluster_id"], "type": facts["type"], "params": facts["params"],
+            "requester": facts["requester"], "state": OperationState.interrupted.value, "error": error,
+        }  # fmt: skip
+        outcomes = await call_webhooks(urls, payload, self._settings.webhook_timeout_s)
+        for outcome in outcomes:
+            if not outcome.ok:
+                log.warning("alert webhook %s failed: %s", outcome.url, outcome.error)
+
+
+def _facts(operation: Operation) -> dict[str, Any]:
+    """What the reconcile needs of the operation, detached from the session."""
+    steps = list(operation.steps or [])
+    return {
+        "operation_id": operation.id, "cluster_id": operation.cluster_id, "type": operation.type,
+        "params": dict(operation.params or {}), "result": dict(operation.result or {}),
+        "requester": operation.requester, "state": operation.state.value,
+        "last_step": f"{steps[-1]['name']} {steps[-1]['state']}" if steps else None,
+    }  # fmt: skip
+
+
+def _interrupt(operation: Operation, error: str, report: dict[str, Any]) -> None:
+    now = _now()
+    operation.state = OperationState.interrupted
+    operation.error = error
+    operation.result = {**(operation.result or {}), "reconciled": report}
+    steps = [dict(s) for s in operation.steps or []]
+    for step in steps:
+        if step.get("state") == "running":  # cut short by the crash
+            step["state"], step["finished_at"] = "failed", now.isoformat()
+            step["detail"] = "interrupted: the API instance running it stopped"
+    detail = {"done": report.get("done", []), "problems": report.get("problems", [])}
+    steps.append(
+        {"name": "reconcile", "state": "failed" if report.get("problems") else "passed", "started_at": now.isoformat(),
+         "finished_at": now.isoformat(), "duration_s": report.get("duration_s"), "detail": detail}
+    )  # fmt: skip
+    operation.steps = steps
+    operation.finished_at = now
+
+
+def describe(snapshot: ClusterSnapshot) -> dict[str, Any]:
+    """Per server: reachable, read-only, and each connection's master (by label when registered) and state."""
+    servers = {}
+    for view in snapshot.views:
+        if view.status is None:
+            servers[view.info.label] = {"reachable": False, "error": view.error}
+            continue
+        connections = []
+        for c in view.status.connections:
+            master = snapshot.master_of(c)
+            connections.append(
+                {"name": c.name, "master": master.info.label if master else c.master_address, "running": c.running,
+                 "io_state": c.io_state.value, "last_error": c.last_error.code if c.last_error else None}
+            )  # fmt: skip
+        servers[view.info.label] = {"reachable": True, "read_only": view.status.read_only, "connections": connections}
+    writable_roots = [
+        view.info.label for view in snapshot.views
+        if view.status is not None and not view.status.read_only and not view.status.connections
+    ]  # fmt: skip
+    return {"servers": servers, "writable_without_master": writable_roots}

@@ -1,0 +1,297 @@
+"""Operations always end well, in-process, against real three-node ferryd clusters: a switchover stopped after the
+old master went read-only — by cancellation, by an unexpected exception, by the loss of the cluster's lock (the
+heartbeat sees another fencing token; or the check before the next step does) — is undone: the old master writable
+again, the topology as before, the undo recorded. Repointing keeps each replica's own connection settings (delay,
+parallel apply), in a switchover, in its undo after the promotion began, and in a repoint operation."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import update
+
+from ferry_control.core.db import session_scope
+from ferry_control.drivers.ferry import FerryDriver
+from ferry_control.models import OperationLock
+from ferry_control.services.orchestrator import actions
+from tests.conftest import LiveFactory
+from tests.ferryd_cluster import FerrydCluster, FerrydNode
+from tests.helpers import WAIT_S, register, run_operation, step, topology, writable_master
+
+#: Parallel apply settings given to a replica's connection, to be kept through repoints.
+PARALLEL = {"mode": "conservative", "workers": 4, "domain_workers_max": 2}
+
+
+async def until(predicate: Callable[[], Any], what: str) -> Any:
+    """Waits until `predicate()` (a value, or an awaitable of one) is truthy; returns it."""
+    try:
+        async with asyncio.timeout(WAIT_S):
+            while True:
+                result = predicate()
+                if inspect.isawaitable(result):
+                    result = await result
+                if result:
+                    return result
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"waited {WAIT_S} s for {what}") from None
+
+
+class Gate:
+    """Replaces `actions.wait_reached` (the candidate's catch-up): the switchover stops there, the old master
+    already read-only, until the test opens the gate (then the real wait runs) — or the operation is stopped."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, raises: BaseException | None = None):
+        self.entered = asyncio.Event()
+        self.opened = asyncio.Event()
+        self.raises = raises
+        real = actions.wait_reached
+
+        async def gated(*args: Any, **kwargs: Any) -> actions.Reached:
+            self.entered.set()
+            if self.raises is not None:
+                raise self.raises
+            await self.opened.wait()
+            return await real(*args, **kwargs)
+
+        monkeypatch.setattr(actions, "wait_reached", gated)
+
+    async def reached(self) -> None:
+        async with asyncio.timeout(WAIT_S):
+            await self.entered.wait()
+
+
+def configure(node: FerrydNode, master: FerrydNode, **settings: Any) -> None:
+    """Gives the node's connection `main` its own settings (it keeps replicating from `master`)."""
+    node.post("/v1/replication/main/stop", {})
+    body = {"master": master.listen}
+    parallel = settings.pop("parallel", None)
+    if parallel:
+        body.update(parallel_mode=parallel["mode"], workers=parallel["workers"],
+                    domain_workers_max=parallel["domain_workers_max"])  # fmt: skip
+    node.post("/v1/replication/main/change-master", {**body, **settings})
+    node.post("/v1/replication/main/start", {})
+
+
+def connection(node: FerrydNode, name: str = "main") -> dict[str, Any]:
+    return next(c for c in node.status()["replication"] if c["name"] == name)
+
+
+async def start_switchover(live: Any, cluster_id: int, candidate_id: int) -> int:
+    response = await live.client.post(
+        f"/api/v1/clusters/{cluster_id}/operations/switchover", json={"candidate_server_id": candidate_id}
+    )
+    assert response.status_code == 202, response.text
+    return response.json()["id"]
+
+
+async def ended(live: Any, cluster_id: int, operation_id: int) -> dict[str, Any]:
+    """Waits for the operation's task (whatever way it ends) and returns the operation as the API shows it."""
+    task = live.app.state.runner._tasks.get(operation_id)
+    if task is not None:
+        async with asyncio.timeout(WAIT_S):
+            await asyncio.wait([task])
+    response = await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")
+    assert response.status_code == 200, response.text
+    operation = response.json()
+    assert operation["state"] not in ("pending", "running"), operation
+    return operation
+
+
+def assert_undone_as_before(operation: dict[str, Any], ferryd: FerrydCluster, before: Any, why: str) -> None:
+    assert operation["state"] == "undone", (operation["error"], operation["steps"])
+    assert operation["error"].startswith(why), operation["error"]
+    assert "; undone: server" in operation["error"] and "writable again" in operation["error"], operation["error"]
+    names = [s["name"] for s in operation["steps"]]
+    assert names[-1] == "undo" and step(operation, "undo")["state"] == "passed", operation["steps"]
+    assert step(operation, "old_master_read_only")["state"] == "passed"
+    assert "promote_candidate" not in names
+    assert operation["result"]["undo"]["complete"] is True
+    assert topology(ferryd.nodes) == before
+    assert writable_master(ferryd.nodes) is ferryd.master
+    ferryd.master.increment("after_undo", "k", domain=1)
+
+
+async def test_a_cancelled_switchover_is_undone(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ferryd = ferryd_factory()
+    gate = Gate(monkeypatch)
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        before = topology(ferryd.nodes)
+        operation_id = await start_switchover(live, cluster_id, ids["replica1"])
+        await gate.reached()
+        assert ferryd.master.status()["read_only"], "the old master went read-only before the catch-up"
+        live.app.state.runner._tasks[operation_id].cancel()
+        operation = await ended(live, cluster_id, operation_id)
+        assert_undone_as_before(operation, ferryd, before, "interrupted: the API instance running it shut down")
+        assert step(operation, "candidate_catch_up")["state"] == "failed"
+
+
+async def test_an_unexpected_exception_is_undone(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ferryd = ferryd_factory()
+    Gate(monkeypatch, raises=RuntimeError("injected in the catch-up"))
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        before = topology(ferryd.nodes)
+        operation_id = await start_switchover(live, cluster_id, ids["replica2"])
+        operation = await ended(live, cluster_id, operation_id)
+        assert_undone_as_before(operation, ferryd, before, "internal error: RuntimeError: injected in the catch-up")
+        assert step(operation, "candidate_catch_up")["detail"] == "RuntimeError: injected in the catch-up"
+
+
+async def steal_the_lock(live: Any, cluster_id: int) -> None:
+    """Another holder takes the cluster's lock: a new fencing token (as a take-over after a lapsed lease does)."""
+    async with session_scope(live.app.state.sessionmaker) as session:
+        await session.execute(
+            update(OperationLock)
+            .where(OperationLock.cluster_id == cluster_id)
+            .values(operation_id=None, fencing_token=OperationLock.fencing_token + 1)
+        )
+
+
+async def test_losing_the_lock_stops_the_switchover_and_undoes_it(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The heartbeat (every third of a 1.5 s lease) finds the lock taken over while the switchover waits."""
+    ferryd = ferryd_factory()
+    gate = Gate(monkeypatch)
+    async with live_app(operation_lease_s=1.5) as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        before = topology(ferryd.nodes)
+        operation_id = await start_switchover(live, cluster_id, ids["replica1"])
+        await gate.reached()
+        await steal_the_lock(live, cluster_id)
+        operation = await ended(live, cluster_id, operation_id)
+        assert_undone_as_before(
+            operation, ferryd, before, "lost the cluster's operation lock: another holder took it over"
+        )
+
+
+async def test_the_fencing_token_is_checked_before_the_next_step(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a long lease the heartbeat does not look in time: the check before `promote_candidate` does."""
+    ferryd = ferryd_factory()
+    gate = Gate(monkeypatch)
+    async with live_app(operation_lease_s=600.0) as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        before = topology(ferryd.nodes)
+        operation_id = await start_switchover(live, cluster_id, ids["replica1"])
+        await gate.reached()
+        await steal_the_lock(live, cluster_id)
+        gate.opened.set()
+        operation = await ended(live, cluster_id, operation_id)
+        assert_undone_as_before(operation, ferryd, before, "lost the cluster's operation lock: it is held by nobody")
+        assert step(operation, "candidate_catch_up")["state"] == "passed"
+
+
+async def test_repointing_keeps_each_replicas_connection_settings(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    """A delayed replica with parallel apply keeps both when a switchover repoints it, and when a repoint
+    operation moves it again."""
+    ferryd = ferryd_factory()
+    configure(ferryd.replica2, ferryd.master, delay_s=2, parallel=PARALLEL)
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        operation = await run_operation(
+            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica1"]}
+        )
+        assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+        moved = connection(ferryd.replica2)
+        assert moved["master"] == ferryd.replica1.listen and moved["running"]
+        assert (moved["delay_s"], moved["parallel"]) == (2, PARALLEL), moved
+
+        repointed = await run_operation(
+            live.app, live.client, cluster_id, "repoint",
+            {"server_id": ids["replica2"], "master_server_id": ids["master"]},
+        )  # fmt: skip
+        assert repointed["state"] == "succeeded", (repointed["error"], repointed["steps"])
+        moved = connection(ferryd.replica2)
+        assert moved["master"] == ferryd.master.listen and moved["running"]
+        assert (moved["delay_s"], moved["parallel"]) == (2, PARALLEL), moved
+
+
+async def test_an_undo_after_the_promotion_began_recreates_the_candidates_connection_with_its_settings(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The candidate's connection is removed by the promotion; its read-only off then fails unexpectedly (once):
+    the undo re-creates the connection to the old master with the delay and parallel apply it had."""
+    ferryd = ferryd_factory()
+    configure(ferryd.replica1, ferryd.master, delay_s=1, parallel=PARALLEL)
+    ferryd.write(2, domains=(1,))
+    ferryd.converge()
+    real = FerryDriver.set_read_only
+    injected = []
+
+    async def failing(self: FerryDriver, read_only: bool) -> bool:
+        if self.address == ferryd.replica1.admin and not read_only and not injected:
+            injected.append(read_only)  # once: the undo's own call goes through
+            raise RuntimeError("injected in the promotion")
+        return await real(self, read_only)
+
+    monkeypatch.setattr(FerryDriver, "set_read_only", failing)
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        before = topology(ferryd.nodes)
+        operation_id = await start_switchover(live, cluster_id, ids["replica1"])
+        operation = await ended(live, cluster_id, operation_id)
+        assert operation["state"] == "undone", (operation["error"], operation["steps"])
+        assert operation["error"].startswith("internal error: RuntimeError: injected in the promotion; undone:")
+        assert step(operation, "promote_candidate")["state"] == "failed"
+        assert topology(ferryd.nodes) == before
+        restored = connection(ferryd.replica1)
+        assert (restored["delay_s"], restored["parallel"]) == (1, PARALLEL), restored
+        assert writable_master(ferryd.nodes) is ferryd.master
+
+
+async def test_a_switchover_cancelled_after_the_promotion_is_rolled_forward(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the point of no return the guard completes instead of undoing: the switchover is cancelled while it
+    repoints the first replica; the roll forward repoints every server still following the old master."""
+    ferryd = ferryd_factory()
+    entered = asyncio.Event()
+    real = actions.repoint
+    calls = []
+
+    async def first_blocks(*args: Any, **kwargs: Any) -> None:
+        calls.append(args[2])
+        if len(calls) == 1:
+            entered.set()
+            await asyncio.Event().wait()
+        await real(*args, **kwargs)
+
+    monkeypatch.setattr(actions, "repoint", first_blocks)
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        operation_id = await start_switchover(live, cluster_id, ids["replica1"])
+        async with asyncio.timeout(WAIT_S):
+            await entered.wait()
+        live.app.state.runner._tasks[operation_id].cancel()
+        operation = await ended(live, cluster_id, operation_id)
+        assert operation["state"] == "failed", (operation["error"], operation["steps"])
+        error = operation["error"]
+        assert error.startswith("interrupted: the API instance running it shut down; rolled forward: "), error
+        assert step(operation, "promote_candidate")["state"] == "passed"
+        assert step(operation, "repoint_replicas")["state"] == "failed"
+        assert step(operation, "roll_forward")["state"] == "passed"
+        new_master = ferryd.replica1
+
+        def followed() -> bool:
+            shape = topology(ferryd.nodes)
+            return all(
+                shape[n.server_id][1] == [("main", new_master.listen, True)] for n in (ferryd.master, ferryd.replica2)
+            )
+
+        await until(followed, "every server to follow the new master")
+        assert writable_master(ferryd.nodes) is new_master
+        assert topology(ferryd.nodes)[ferryd.master.server_id][0] is True, "the old master stays read-only"
