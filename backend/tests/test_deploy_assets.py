@@ -176,10 +176,21 @@ async def test_every_metric_and_label_named_exists_in_metrics(
             drill = await finished(live.app, live.client, cluster_id, started.json()["operation_id"])
             assert drill["state"] == "succeeded", drill
 
+            # Where the drill left the master role, once the collector has stored it (its links, both replicas
+            # running from the master).
+            role = {id(node): name for node, name in zip(ferryd.nodes, ("master", "replica1", "replica2"), strict=True)}
+            master = writable_master(ferryd.nodes)
+            replica = next(node for node in ferryd.nodes if node is not master)
+            name, replica_name = role[id(master)], role[id(replica)]
             series = await until_scraped(
-                viewer, "the drill passed, no operation running, the dead server unreachable",
+                viewer, f"the drill passed, {name} the master, the dead server unreachable",
                 lambda s: value(s, "ferry_control_drill_last_passed", cluster="orders") == 1
                 and value(s, "ferry_control_operations_running", cluster="orders") == 0
+                and value(s, "ferry_control_master_read_only_without_operation", cluster="orders", server=name) == 0
+                and all(
+                    value(s, "ferry_control_replication_running", cluster="orders", replica=r, master=name) == 1
+                    for r in role.values() if r != name
+                )
                 and value(s, "ferry_control_server_health", cluster="elsewhere", server="dead", state="unreachable")
                 == 1
                 and (value(s, "ferry_control_collector_polls_total", outcome="error") or 0) > 0,
@@ -192,17 +203,12 @@ async def test_every_metric_and_label_named_exists_in_metrics(
                 labels: set[str] = set(SCRAPE_LABELS)
                 for metric in metrics:
                     assert metric in series, f"{metric} (in {expression!r}) is not in /metrics"
-                    labels |= {name for found, _ in series[metric] for name in found}
+                    labels |= {label for found, _ in series[metric] for label in found}
                 missing = labels_used(expression) - labels
                 assert not missing, f"{expression!r} uses labels {missing} that {metrics} do not have"
 
             # The alerts' gauges follow the nodes: the master made read-only with no operation running, a replica
             # stopped.
-            role = {id(node): name for node, name in zip(ferryd.nodes, ("master", "replica1", "replica2"), strict=True)}
-            master = writable_master(ferryd.nodes)
-            replica = next(node for node in ferryd.nodes if node is not master)
-            name, replica_name = role[id(master)], role[id(replica)]
-            assert value(series, "ferry_control_master_read_only_without_operation", cluster="orders", server=name) == 0
             master.post("/v1/read-only", {"read_only": True})
             replica.post("/v1/replication/main/stop", {})
             await until_scraped(

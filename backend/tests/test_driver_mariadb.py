@@ -15,9 +15,9 @@ import aiomysql
 import pymysql
 import pytest
 
-from ferry_control.drivers.base import ChangeMaster, IoState, SqlState
+from ferry_control.drivers.base import ChangeMaster, ConnectionSettings, IoState, SqlState
 from ferry_control.drivers.errors import ServerUnreachable
-from ferry_control.drivers.mariadb import MariadbCredentials, MariadbDriver
+from ferry_control.drivers.mariadb import MariadbCredentials, MariadbDriver, MariadbPools
 from ferry_control.drivers.mariadb_errors import (
     AccessDenied,
     PrivilegeMissing,
@@ -147,6 +147,32 @@ async def test_change_master_by_binlog_file_and_offset(mariadb: MariadbCluster) 
         rows = mariadb.sql(3, "SHOW SLAVE STATUS", names=True)
         fields = dict(zip(rows[0], rows[1], strict=True))
         assert fields["Using_Gtid"] == "No" and fields["Master_Log_File"] == file
+
+
+async def test_connection_settings_are_reported_and_taken_back(mariadb: MariadbCluster) -> None:
+    async with drivers(mariadb) as (_, replica, _):
+        await replica.stop_replication("")
+        wanted = ConnectionSettings(
+            delay_s=1, heartbeat_ms=2500, parallel_mode="conservative", workers=2, domain_workers_max=0,
+            semi_sync_replica=False, ignore_duplicates=False,
+            filters={"ignore_server_ids": "9", "replicate_ignore_db": "scratch"},
+        )  # fmt: skip
+        await replica.change_master("", ChangeMaster(master_address=mariadb.server(1).address, settings=wanted))
+        (connection,) = (await replica.status()).connections
+        assert connection.settings == wanted and connection.delay_s == 1
+        # A repoint passing back what was reported keeps it; without settings, the server's defaults for the rest.
+        await replica.change_master("", ChangeMaster(master_address=mariadb.server(3).address, settings=wanted))
+        (connection,) = (await replica.status()).connections
+        assert connection.master_address == mariadb.server(3).address and connection.settings == wanted
+        cleared = ConnectionSettings(
+            parallel_mode="optimistic", workers=0, domain_workers_max=0, semi_sync_replica=False
+        )
+        await replica.change_master("", ChangeMaster(master_address=mariadb.server(1).address, settings=cleared))
+        (connection,) = (await replica.status()).connections
+        assert connection.settings.filters == {} and connection.settings.delay_s == 0
+        await replica.start_replication("")
+        write(mariadb, 1, 1)
+        assert (await replica.wait_for_position(mariadb.value(1, "@@gtid_binlog_pos"), 10.0)).reached
 
 
 async def test_start_until_a_gtid_position_stops_there(mariadb: MariadbCluster) -> None:
@@ -434,3 +460,17 @@ def test_the_cluster_script_starts_and_stops_by_its_command_line(tmp_path) -> No
     assert not root.exists()
     assert not any(cluster_module._is_ours(s["pid"], s["datadir"]) and not cluster_module._zombie(s["pid"])
                    for s in state["servers"])  # fmt: skip
+
+
+async def test_pools_give_the_drivers_of_one_server_and_login_one_pool(mariadb: MariadbCluster) -> None:
+    pools = MariadbPools()
+    config = driver(mariadb, 1).config
+    try:
+        first, second = pools.driver(mariadb.server(1).address, config), pools.driver(mariadb.server(1).address, config)
+        other = pools.driver(mariadb.server(2).address, config)
+        assert first.sql is second.sql and other.sql is not first.sql
+        assert (await first.status()).server_id == 1 and (await other.status()).server_id == 2
+        await first.aclose()  # a pooled driver leaves the pool to its owner
+        assert (await second.status()).server_id == 1
+    finally:
+        await pools.aclose()

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ferry_control.ctl.errors import ExitCode
+import pytest
+
+from ferry_control.ctl import config
+from ferry_control.ctl.errors import CtlError, ExitCode
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import WAIT_S, register, serve, writable_master
@@ -172,8 +175,20 @@ async def test_switchover_refused_by_preflight_names_the_check(
             failed = [c["name"] for c in operation["result"]["checks"] if not c["passed"]]
             assert failed == ["candidate_replicating"]
             assert writable_master(ferryd.nodes) is ferryd.master
+
+            # A failover while the master answers is refused by its check step, like a preflight.
+            run = await ferryctl(tmp_path, "failover", "orders", "--wait", url=url, token=live.tokens.operator)
+            assert run.code == ExitCode.refused, (run.out, run.err)
+            assert "✗ confirm_master_lost" in run.out and "refused" in run.err
+            # Nothing to acknowledge: the API's conflict and its message.
+            run = await ferryctl(tmp_path, "ack-failover", "orders", url=url, token=live.tokens.operator)
+            assert run.code == ExitCode.error and "no failover to acknowledge" in run.err, run.err
         statuses = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
-        assert [o["state"] for o in statuses] == ["failed", "failed"]
+        assert [(o["type"], o["state"]) for o in statuses] == [
+            ("failover", "failed"),
+            ("switchover", "failed"),
+            ("switchover", "failed"),
+        ]
 
 
 async def test_exit_codes_and_messages(live_app: LiveFactory, tmp_path: Path) -> None:
@@ -226,3 +241,24 @@ async def test_exit_codes_and_messages(live_app: LiveFactory, tmp_path: Path) ->
     run = await ferryctl(tmp_path, "--help")
     assert run.code == ExitCode.ok
     assert "3  refused by preflight" in run.out and "7  the API is unreachable" in run.out
+
+
+def test_settings_come_from_flags_then_environment_then_file(tmp_path: Path) -> None:
+    file = tmp_path / "ferryctl.toml"
+    (tmp_path / "token").write_text("ferry_from-token-file\n")
+    file.write_text(f'url = "http://file:1"\ntoken_file = "{tmp_path / "token"}"\ntimeout_s = 3\n')
+    assert config.load(config_path=str(file), environ={}) == config.Config("http://file:1", "ferry_from-token-file", 3)
+    env = {"FERRY_URL": "http://env:2/", "FERRY_TOKEN": "ferry_env", "FERRY_CONFIG": str(file)}
+    assert config.load(environ=env) == config.Config("http://env:2", "ferry_env", 3)
+    assert config.load("http://flag:3", "ferry_flag", None, 5, environ=env) == config.Config(
+        "http://flag:3", "ferry_flag", 5
+    )
+    # No file named and none at the default place: the defaults.
+    home = {"XDG_CONFIG_HOME": str(tmp_path / "empty")}
+    assert config.load(environ=home) == config.Config(config.DEFAULT_URL, None, config.DEFAULT_TIMEOUT_S)
+    # A named file that is missing, or has keys ferryctl does not know, is bad usage.
+    (tmp_path / "unknown.toml").write_text('url = "http://x:1"\npassword = "p"\n')
+    for bad in (tmp_path / "missing.toml", tmp_path / "unknown.toml"):
+        with pytest.raises(CtlError) as refused:
+            config.load(config_path=str(bad), environ={})
+        assert refused.value.exit_code == ExitCode.usage and str(bad) in refused.value.message

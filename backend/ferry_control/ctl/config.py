@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,8 @@ DEFAULT_TIMEOUT_S = 10.0
 CONFIG_KEYS = {"url", "token", "token_file", "timeout_s"}
 
 
-def default_config_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+def default_config_path(env: Mapping[str, str]) -> Path:
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "ferry" / "ferryctl.toml"
 
 
@@ -66,12 +67,12 @@ def load(
     token: str | None = None,
     config_path: str | None = None,
     timeout_s: float | None = None,
-    environ: dict[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Config:
     """The settings from flags (arguments given here), then the environment, then the file."""
     env = os.environ if environ is None else environ
     explicit = config_path or env.get("FERRY_CONFIG")
-    path = Path(explicit).expanduser() if explicit else default_config_path()
+    path = Path(explicit).expanduser() if explicit else default_config_path(env)
     file: dict[str, Any] = read_file(path) if explicit or path.is_file() else {}
     file_token = file.get("token")
     if file_token is None and file.get("token_file"):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ferry_control.drivers.base import (
     ChangeMaster,
     Checksums,
+    ConnectionSettings,
     EventsPage,
     Positions,
     ServerDriver,
@@ -27,6 +28,8 @@ from ferry_control.drivers.errors import DriverError, ServerProtocolError
 from ferry_control.drivers.mariadb_connection import MariadbConnections, PoolSettings
 from ferry_control.drivers.mariadb_errors import MariadbError
 from ferry_control.drivers.mariadb_sql import (
+    CHANGE_MASTER_FILTERS,
+    FILTER_COLUMNS,
     BinlogFileScan,
     canonical,
     canonical_state,
@@ -47,7 +50,15 @@ STATUS_VARIABLES = (
     "SELECT @@server_id AS server_id, @@gtid_domain_id AS domain_id, @@read_only AS read_only, @@log_bin AS log_bin, "
     "@@gtid_binlog_pos AS binlog_pos, @@gtid_slave_pos AS slave_pos, @@gtid_current_pos AS current_pos, "
     "@@gtid_binlog_state AS binlog_state, @@report_host AS report_host, @@report_port AS report_port, "
-    "@@port AS port, @@version AS version"
+    "@@port AS port, @@version AS version, @@gtid_ignore_duplicates AS ignore_duplicates, "
+    "@@slave_parallel_threads AS parallel_threads, @@slave_domain_parallel_threads AS domain_parallel_threads, "
+    "@@rpl_semi_sync_slave_enabled AS semi_sync_replica"
+)
+#: The server-wide variables a connection's settings include (read before changing them).
+SERVER_SETTINGS = (
+    "SELECT @@gtid_ignore_duplicates AS gtid_ignore_duplicates, @@slave_parallel_threads AS slave_parallel_threads, "
+    "@@slave_domain_parallel_threads AS slave_domain_parallel_threads, "
+    "@@rpl_semi_sync_slave_enabled AS rpl_semi_sync_slave_enabled"
 )
 #: Processlist commands of replication and server threads, never killed.
 SERVER_THREAD_COMMANDS = frozenset(
@@ -78,8 +89,9 @@ class MariadbDriverConfig:
     #: Put into CHANGE MASTER so the replica can connect to its master (REPLICATION SLAVE only). Without it a
     #: CHANGE MASTER keeps the connection's existing user and password.
     replication: MariadbCredentials | None = None
-    #: Verify the server's TLS certificate against this CA (None: no TLS).
+    #: Verify the server's TLS certificate against this CA, a file or PEM text (neither: no TLS).
     tls_ca_file: str | None = None
+    tls_ca: str | None = field(default=None, repr=False)
     connect_timeout_s: float = 3.0
     #: The server-side bound on an ordinary statement (longer waits carry their own bound).
     statement_timeout_s: float = 10.0
@@ -96,9 +108,30 @@ class MariadbDriverConfig:
         host, port = split_address(address)
         return PoolSettings(
             host=host, port=port, user=self.admin.user, password=self.admin.password, tls_ca_file=self.tls_ca_file,
+            tls_ca=self.tls_ca,
             connect_timeout_s=self.connect_timeout_s, statement_timeout_s=self.statement_timeout_s,
             connections_max=self.connections_max,
         )  # fmt: skip
+
+
+class MariadbPools:
+    """One connection pool per (server, login), kept for the owner's life (a driver factory builds a driver per call;
+    the pools make those drivers share connections). `aclose` closes them all."""
+
+    def __init__(self) -> None:
+        self._pools: dict[tuple[str, PoolSettings], MariadbConnections] = {}
+
+    def driver(self, address: str, config: MariadbDriverConfig) -> MariadbDriver:
+        settings = config.connection_settings(address)
+        pool = self._pools.get((address, settings))
+        if pool is None:
+            pool = self._pools[(address, settings)] = MariadbConnections(address, settings)
+        return MariadbDriver(address, config, pool)
+
+    async def aclose(self) -> None:
+        pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            await pool.aclose()
 
 
 class MariadbDriver(ServerDriver):
@@ -140,7 +173,8 @@ class MariadbDriver(ServerDriver):
             ),
             connections=tuple(
                 sorted(
-                    (replica_connection(row, slave_pos, len(connections)) for row in connections), key=lambda c: c.name
+                    (replica_connection(row, slave_pos, len(connections), v) for row in connections),
+                    key=lambda c: c.name,
                 )
             ),  # fmt: skip
             replicas=tuple(sorted((connected_replica(row) for row in replicas), key=lambda r: r.server_id)),
@@ -167,8 +201,16 @@ class MariadbDriver(ServerDriver):
         """CHANGE MASTER 'connection' TO …. An explicit `position` first becomes @@gtid_slave_pos (the server
         refuses with 1198 while any connection runs). `use_gtid="current_pos"` (a demoted master joining its
         successor) becomes `MASTER_USE_GTID=slave_pos, MASTER_DEMOTE_TO_SLAVE=1`, the 10.10+ form that folds the
-        server's own binlog position into its slave position (current_pos itself is deprecated)."""
+        server's own binlog position into its slave position (current_pos itself is deprecated).
+
+        `change.settings`, when given, are taken back whole: delay, heartbeat, the domain and server id filters (in
+        CHANGE MASTER), the connection's parallel mode and table/database filters (its prefixed variables), and
+        the server-wide gtid_ignore_duplicates, slave_parallel_threads, slave_domain_parallel_threads and
+        rpl_semi_sync_slave_enabled where they are set (those need every connection stopped or apply to all)."""
         host, port = split_address(change.master_address)
+        settings = change.settings or ConnectionSettings(
+            delay_s=change.delay_s, ignore_duplicates=change.ignore_duplicates, heartbeat_ms=change.heartbeat_ms
+        )
         options = ["MASTER_HOST = %s", "MASTER_PORT = %s"]
         args: list[object] = [host, port]
         if self.config.replication is not None:
@@ -182,15 +224,53 @@ class MariadbDriver(ServerDriver):
         else:
             options.append("MASTER_USE_GTID = slave_pos")
         options.append("MASTER_DELAY = %s")
-        args.append(int(change.delay_s))
-        if change.heartbeat_ms is not None:
+        args.append(int(settings.delay_s))
+        if settings.heartbeat_ms is not None:
             options.append("MASTER_HEARTBEAT_PERIOD = %s")
-            args.append(round(change.heartbeat_ms / 1000, 3))
+            args.append(round(settings.heartbeat_ms / 1000, 3))
+        unknown = set(settings.filters) - set(FILTER_COLUMNS.values())
+        if unknown:
+            raise DriverError(self.address, "unknown_filter", f"no such MariaDB replication filter: {sorted(unknown)}")
+        if change.settings is not None:
+            for name in CHANGE_MASTER_FILTERS:
+                ids = [int(x) for x in settings.filters.get(name, "").replace(" ", "").split(",") if x]
+                options.append(f"{name.upper()} = ({', '.join(str(i) for i in ids)})")
         if change.position is not None:
             await self.sql.query("SET GLOBAL gtid_slave_pos = %s", (canonical(change.position),))
-        if change.ignore_duplicates:
-            await self.sql.query("SET GLOBAL gtid_ignore_duplicates = 1")
+        server = (await self.sql.query(SERVER_SETTINGS))[0]
+        wanted_server = {"gtid_ignore_duplicates": int(settings.ignore_duplicates)}
+        if change.settings is not None:
+            wanted_server |= {
+                "slave_parallel_threads": settings.workers,
+                "slave_domain_parallel_threads": settings.domain_workers_max,
+                "rpl_semi_sync_slave_enabled": None
+                if settings.semi_sync_replica is None
+                else int(settings.semi_sync_replica),
+            }
+        elif not change.ignore_duplicates:
+            wanted_server = {}
+        # Server-wide: set only where it differs (slave_parallel_threads needs every connection stopped).
+        for variable, value in wanted_server.items():
+            if value is not None and int(server[variable]) != int(value):
+                await self.sql.query(f"SET GLOBAL {variable} = %s", (int(value),))
         await self.sql.query(f"CHANGE MASTER %s TO {', '.join(options)}", (connection, *args))
+        if change.settings is not None:
+            await self._set_connection_variables(connection, settings)
+
+    async def _set_connection_variables(self, connection: str, settings: ConnectionSettings) -> None:
+        """The connection's parallel mode and database/table filters (its `name`.variable globals), where they
+        differ from what it has."""
+        (row,) = await self.sql.query("SHOW SLAVE %s STATUS", (connection,))
+        have = {name: str(row.get(column) or "").strip() for column, name in FILTER_COLUMNS.items()}
+        wanted = {name: settings.filters.get(name, "") for name in FILTER_COLUMNS.values()
+                  if name not in CHANGE_MASTER_FILTERS}  # fmt: skip
+        if settings.parallel_mode is not None:
+            wanted["slave_parallel_mode"] = settings.parallel_mode
+            have["slave_parallel_mode"] = str(row.get("Parallel_Mode") or "")
+        prefix = f"{_ident(connection)}." if connection else ""
+        for name, value in wanted.items():
+            if have.get(name) != value:
+                await self.sql.query(f"SET GLOBAL {prefix}{name} = %s", (value,))
 
     async def start_replication(self, connection: str, until: str | None = None) -> None:
         if until is None:
@@ -202,7 +282,9 @@ class MariadbDriver(ServerDriver):
         await self.sql.query("STOP SLAVE %s", (connection,))
 
     async def remove_replication(self, connection: str) -> None:
-        await self.sql.query("STOP SLAVE %s", (connection,))
+        rows = await self.sql.query("SHOW SLAVE %s STATUS", (connection,))
+        if any(row.get("Slave_IO_Running") != "No" or row.get("Slave_SQL_Running") != "No" for row in rows):
+            await self.sql.query("STOP SLAVE %s", (connection,))
         await self.sql.query("RESET SLAVE %s ALL", (connection,))
 
     async def set_read_only(self, read_only: bool) -> bool:

@@ -37,6 +37,8 @@ class PoolSettings:
     user: str
     password: str
     tls_ca_file: str | None
+    #: PEM text of a CA (besides or instead of the file).
+    tls_ca: str | None
     connect_timeout_s: float
     #: The default server-side bound on every statement (the session's max_statement_time).
     statement_timeout_s: float
@@ -65,8 +67,8 @@ class MariadbConnections:
     async def connect(self) -> aiomysql.Connection:
         s = self.settings
         context = None
-        if s.tls_ca_file:
-            context = ssl.create_default_context(cafile=s.tls_ca_file)
+        if s.tls_ca_file or s.tls_ca:
+            context = ssl.create_default_context(cafile=s.tls_ca_file, cadata=s.tls_ca)
         try:
             return await aiomysql.connect(
                 host=s.host, port=s.port, user=s.user, password=s.password, autocommit=True,

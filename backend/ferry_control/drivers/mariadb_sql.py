@@ -12,6 +12,7 @@ from typing import Any
 from ferry_control.drivers.base import (
     BinlogTransaction,
     ConnectedReplica,
+    ConnectionSettings,
     DomainLag,
     IoState,
     ReplicaConnection,
@@ -25,6 +26,21 @@ GTID_INFO = re.compile(r"^(?:BEGIN )?GTID (\d+)-(\d+)-(\d+)(?: cid=(\d+))?")
 TABLE_MAP_INFO = re.compile(r"^table_id: \d+ \((.+)\)$")
 #: A binlog file name ends in its sequence number: `binlog.000042`.
 BINLOG_FILE_NUMBER = re.compile(r"\.(\d+)$")
+#: SHOW SLAVE STATUS columns of a connection's filters → the filter names of `ConnectionSettings.filters`. The first
+#: three are CHANGE MASTER options, the others connection-prefixed global variables (`name`.replicate_do_db).
+FILTER_COLUMNS = {
+    "Replicate_Do_Domain_Ids": "do_domain_ids",
+    "Replicate_Ignore_Domain_Ids": "ignore_domain_ids",
+    "Replicate_Ignore_Server_Ids": "ignore_server_ids",
+    "Replicate_Do_DB": "replicate_do_db",
+    "Replicate_Ignore_DB": "replicate_ignore_db",
+    "Replicate_Do_Table": "replicate_do_table",
+    "Replicate_Ignore_Table": "replicate_ignore_table",
+    "Replicate_Wild_Do_Table": "replicate_wild_do_table",
+    "Replicate_Wild_Ignore_Table": "replicate_wild_ignore_table",
+}
+#: The filters set by CHANGE MASTER (a list of ids in parentheses).
+CHANGE_MASTER_FILTERS = ("do_domain_ids", "ignore_domain_ids", "ignore_server_ids")
 #: The offset part of an event cursor (binlog files are far below 4 GiB: max_binlog_size is at most 1 GiB).
 CURSOR_OFFSET_BITS = 32
 
@@ -148,10 +164,36 @@ def last_error(row: Mapping[str, Any]) -> ReplicationError | None:
     return None
 
 
-def replica_connection(row: Mapping[str, Any], slave_pos: str, connections: int) -> ReplicaConnection:
+def connection_settings(row: Mapping[str, Any], server: Mapping[str, Any]) -> ConnectionSettings:
+    """A connection's settings from its status row, and from the server's variables where MariaDB keeps them per
+    server rather than per connection (`server`: gtid_ignore_duplicates, slave_parallel_threads,
+    slave_domain_parallel_threads, rpl_semi_sync_slave_enabled)."""
+    period = row.get("Slave_heartbeat_period")
+    filters = {
+        name: str(row[column]).strip() for column, name in FILTER_COLUMNS.items() if str(row.get(column) or "").strip()
+    }
+    workers = server.get("parallel_threads")
+    domain_workers = server.get("domain_parallel_threads")
+    semi_sync = server.get("semi_sync_replica")
+    return ConnectionSettings(
+        delay_s=_int(row.get("SQL_Delay")),
+        ignore_duplicates=bool(_int(server.get("ignore_duplicates"))),
+        heartbeat_ms=round(float(period) * 1000) if period not in (None, "") else None,
+        parallel_mode=str(row["Parallel_Mode"]) if row.get("Parallel_Mode") else None,
+        workers=_int(workers) if workers is not None else None,
+        domain_workers_max=_int(domain_workers) if domain_workers is not None else None,
+        semi_sync_replica=bool(_int(semi_sync)) if semi_sync is not None else None,
+        filters=filters,
+    )
+
+
+def replica_connection(
+    row: Mapping[str, Any], slave_pos: str, connections: int, server: Mapping[str, Any] | None = None
+) -> ReplicaConnection:
     """One row of SHOW ALL SLAVES STATUS. `slave_pos` is @@gtid_slave_pos (the status row's own Gtid_Slave_Pos is
     the server's current position): a connection's applied position is its part of it, by the domains the
-    connection has received (all of it when the server has a single connection)."""
+    connection has received (all of it when the server has a single connection). `server`: the variables
+    `connection_settings` reads."""
     received = canonical(row.get("Gtid_IO_Pos"))
     received_domains = parse_position(received).keys()
     if received_domains:
@@ -184,6 +226,7 @@ def replica_connection(row: Mapping[str, Any], slave_pos: str, connections: int)
         last_error=last_error(row),
         until=None,
         delay_s=_int(row.get("SQL_Delay")),
+        settings=connection_settings(row, server or {}),
     )
 
 

@@ -21,7 +21,7 @@ use crate::binlog::event::{encode_event, encode_rows_event, flags, Event, GtidEv
 use crate::binlog::writer::{now_us, BinlogWriter};
 use crate::binlog::BinlogCoord;
 use crate::gtid::{DomainId, Gtid, SeqNo, ServerId};
-use crate::gtid_alloc::{GtidAllocator, StrictModeViolation};
+use crate::gtid_alloc::{AllocError, GtidAllocator, StrictModeViolation};
 use crate::row::RowChange;
 use crate::semisync::SemiSync;
 use crate::store::Store;
@@ -138,9 +138,21 @@ pub struct Committed {
 pub enum CommitError {
     #[error(transparent)]
     Strict(#[from] StrictModeViolation),
+    /// The domain's seq_no counter is at `u64::MAX`: the transaction is refused (nothing written), never wrapped.
+    #[error("seq_no exhausted in domain {domain}: its newest GTID is {have}, and no seq_no follows {}", SeqNo::MAX)]
+    SeqNoExhausted { domain: DomainId, have: Gtid },
     /// The binlog or the store failed; the node refuses writes from then on (nothing was acknowledged).
     #[error("node cannot commit: {0}")]
     Failed(String),
+}
+
+impl From<AllocError> for CommitError {
+    fn from(e: AllocError) -> Self {
+        match e {
+            AllocError::Strict(v) => CommitError::Strict(v),
+            AllocError::Exhausted { domain, have } => CommitError::SeqNoExhausted { domain, have },
+        }
+    }
 }
 
 /// One transaction of a committed group, as reported to observers.
@@ -545,17 +557,17 @@ impl GroupCommit {
     }
 
     /// Gives the transaction its GTID: allocated, or the privileged client's own (checked by strict mode).
-    fn assign_gtid(&self, txn: &PreparedTxn) -> Result<Gtid, StrictModeViolation> {
+    fn assign_gtid(&self, txn: &PreparedTxn) -> Result<Gtid, AllocError> {
         let o = txn.gtid_override;
         match (o.server, o.seq) {
-            (None, None) => Ok(self.alloc.allocate(txn.domain)),
+            (None, None) => self.alloc.allocate(txn.domain),
             (server, Some(seq)) => {
                 let gtid = Gtid::new(txn.domain, server.unwrap_or(self.alloc.server_id()), seq);
                 self.alloc.claim(gtid, self.config.strict_mode)?;
                 Ok(gtid)
             }
             (Some(server), None) => {
-                let allocated = self.alloc.allocate(txn.domain);
+                let allocated = self.alloc.allocate(txn.domain)?;
                 Ok(Gtid { server, ..allocated })
             }
         }
@@ -581,8 +593,8 @@ impl GroupCommit {
             let txn = &member.txn;
             let gtid = match self.assign_gtid(txn) {
                 Ok(g) => g,
-                Err(violation) => {
-                    outcomes.push(Reply::new(member, Outcome::Done(Err(violation.into()))));
+                Err(refused) => {
+                    outcomes.push(Reply::new(member, Outcome::Done(Err(refused.into()))));
                     continue;
                 }
             };

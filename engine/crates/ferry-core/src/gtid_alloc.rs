@@ -3,6 +3,10 @@
 //! Holes are allowed: a transaction that takes a number and then fails leaves a gap, and nothing downstream
 //! depends on sequences being dense. A privileged client may bring its own server_id and seq_no (replaying a
 //! binlog); strict mode then insists the seq_no is above everything this node already has in that domain.
+//!
+//! A domain's seq_no is a u64 and is never wrapped: once its counter is at `u64::MAX` (reached by allocation or
+//! raised there by a replicated or explicit GTID) every further allocation in that domain is refused with
+//! [`AllocError::Exhausted`]; the domain must be retired (e.g. writes moved to another domain).
 
 use std::collections::HashMap;
 
@@ -19,6 +23,20 @@ pub struct StrictModeViolation {
     pub offered: Gtid,
     /// The newest GTID the node has in that domain.
     pub have: Gtid,
+}
+
+/// Why no GTID was handed out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AllocError {
+    #[error(transparent)]
+    Strict(#[from] StrictModeViolation),
+    /// The domain's counter is at `u64::MAX`: the next seq_no does not exist.
+    #[error("seq_no exhausted in domain {domain}: its newest GTID is {have}, and no seq_no follows {}", SeqNo::MAX)]
+    Exhausted {
+        domain: DomainId,
+        /// The newest GTID of the domain (its seq_no is `u64::MAX`).
+        have: Gtid,
+    },
 }
 
 /// Per-domain seq_no counters of one node.
@@ -40,13 +58,18 @@ impl GtidAllocator {
         self.server_id
     }
 
-    /// Takes the next seq_no in `domain` for this server.
-    pub fn allocate(&self, domain: DomainId) -> Gtid {
+    /// Takes the next seq_no in `domain` for this server; refused (counter untouched) when the domain's counter
+    /// is already at `u64::MAX`.
+    pub fn allocate(&self, domain: DomainId) -> Result<Gtid, AllocError> {
         let mut newest = self.newest.lock();
-        let seq = newest.get(&domain).map_or(0, |g| g.seq) + 1;
+        let have = newest.get(&domain).copied();
+        let seq = match have {
+            None => 1,
+            Some(have) => have.seq.checked_add(1).ok_or(AllocError::Exhausted { domain, have })?,
+        };
         let gtid = Gtid::new(domain, self.server_id, seq);
         newest.insert(domain, gtid);
-        gtid
+        Ok(gtid)
     }
 
     /// Accepts a GTID given from outside (privileged override or a replicated transaction).
@@ -86,27 +109,104 @@ impl GtidAllocator {
 mod tests {
     use super::*;
 
+    use proptest::prelude::*;
+
+    fn at(gtid: Gtid) -> GtidPosition {
+        let mut position = GtidPosition::new();
+        position.set(gtid);
+        position
+    }
+
     #[test]
     fn allocates_per_domain_from_the_starting_position() {
         let alloc = GtidAllocator::new(7, &"0-1-10,3-2-4".parse().unwrap());
-        assert_eq!(alloc.allocate(0), Gtid::new(0, 7, 11));
-        assert_eq!(alloc.allocate(0), Gtid::new(0, 7, 12));
-        assert_eq!(alloc.allocate(3), Gtid::new(3, 7, 5));
-        assert_eq!(alloc.allocate(9), Gtid::new(9, 7, 1));
+        assert_eq!(alloc.allocate(0), Ok(Gtid::new(0, 7, 11)));
+        assert_eq!(alloc.allocate(0), Ok(Gtid::new(0, 7, 12)));
+        assert_eq!(alloc.allocate(3), Ok(Gtid::new(3, 7, 5)));
+        assert_eq!(alloc.allocate(9), Ok(Gtid::new(9, 7, 1)));
     }
 
     #[test]
     fn a_replicated_gtid_raises_the_counter() {
         let alloc = GtidAllocator::new(1, &GtidPosition::new());
         alloc.claim(Gtid::new(0, 2, 100), true).unwrap();
-        assert_eq!(alloc.allocate(0), Gtid::new(0, 1, 101));
+        assert_eq!(alloc.allocate(0), Ok(Gtid::new(0, 1, 101)));
     }
 
     #[test]
     fn a_hole_left_by_a_failed_transaction_breaks_nothing() {
         let alloc = GtidAllocator::new(1, &GtidPosition::new());
         let _abandoned = alloc.allocate(0);
-        assert_eq!(alloc.allocate(0).seq, 2);
+        assert_eq!(alloc.allocate(0).unwrap().seq, 2);
+    }
+
+    #[test]
+    fn the_last_seq_no_is_handed_out_once_then_allocation_is_refused_naming_the_domain() {
+        let alloc = GtidAllocator::new(1, &at(Gtid::new(4, 1, u64::MAX - 1)));
+        assert_eq!(alloc.allocate(4), Ok(Gtid::new(4, 1, u64::MAX)));
+        let err = alloc.allocate(4).unwrap_err();
+        assert_eq!(err, AllocError::Exhausted { domain: 4, have: Gtid::new(4, 1, u64::MAX) });
+        assert!(err.to_string().contains("domain 4") && err.to_string().contains("exhausted"), "{err}");
+        // Refused again, never wrapped to 0 or 1; the counter stays; other domains go on.
+        assert!(alloc.allocate(4).is_err());
+        assert_eq!(alloc.counter(4), u64::MAX);
+        assert_eq!(alloc.allocate(5), Ok(Gtid::new(5, 1, 1)));
+    }
+
+    #[test]
+    fn a_replicated_gtid_at_the_maximum_is_accepted_but_the_next_local_allocation_is_refused() {
+        let alloc = GtidAllocator::new(1, &"0-1-10".parse().unwrap());
+        alloc.claim(Gtid::new(0, 2, u64::MAX), true).unwrap();
+        assert_eq!(alloc.counter(0), u64::MAX);
+        let err = alloc.allocate(0).unwrap_err();
+        assert_eq!(err, AllocError::Exhausted { domain: 0, have: Gtid::new(0, 2, u64::MAX) });
+        // Strict mode refuses anything else in that domain: nothing is above u64::MAX.
+        assert!(alloc.claim(Gtid::new(0, 3, u64::MAX), true).is_err());
+    }
+
+    #[test]
+    fn a_starting_position_at_the_maximum_refuses_the_first_allocation() {
+        let alloc = GtidAllocator::new(1, &at(Gtid::new(0, 9, u64::MAX)));
+        assert!(matches!(alloc.allocate(0), Err(AllocError::Exhausted { domain: 0, .. })));
+    }
+
+    proptest! {
+        /// Whatever the starting counter and however many allocations are asked for, every GTID handed out is
+        /// exactly one above the previous one, none wraps, and once u64::MAX is out every later ask is refused.
+        #[test]
+        fn allocation_never_wraps(start in prop_oneof![0u64..16, (u64::MAX - 16)..=u64::MAX], asks in 1usize..40) {
+            let position = if start == 0 { GtidPosition::new() } else { at(Gtid::new(0, 1, start)) };
+            let alloc = GtidAllocator::new(1, &position);
+            let mut last = start;
+            for _ in 0..asks {
+                match alloc.allocate(0) {
+                    Ok(g) => {
+                        prop_assert_eq!(g.seq, last + 1);
+                        last = g.seq;
+                    }
+                    Err(AllocError::Exhausted { domain, have }) => {
+                        prop_assert_eq!(domain, 0);
+                        prop_assert_eq!(last, u64::MAX);
+                        prop_assert_eq!(have.seq, u64::MAX);
+                    }
+                    Err(other) => prop_assert!(false, "unexpected {other}"),
+                }
+                prop_assert_eq!(alloc.counter(0), last);
+            }
+        }
+
+        /// A replicated GTID raises the counter to any seq_no, u64::MAX included; allocation then either
+        /// continues above it or is refused, never goes below it.
+        #[test]
+        fn claims_then_allocations_stay_above_the_claim(claimed in prop_oneof![1u64..1000, (u64::MAX - 3)..=u64::MAX]) {
+            let alloc = GtidAllocator::new(1, &GtidPosition::new());
+            alloc.claim(Gtid::new(0, 2, claimed), true).unwrap();
+            match alloc.allocate(0) {
+                Ok(g) => prop_assert_eq!(g.seq, claimed + 1),
+                Err(AllocError::Exhausted { .. }) => prop_assert_eq!(claimed, u64::MAX),
+                Err(other) => prop_assert!(false, "unexpected {other}"),
+            }
+        }
     }
 
     #[test]

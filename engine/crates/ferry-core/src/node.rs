@@ -101,6 +101,9 @@ pub enum TxnError {
     Overflow { table: String, key: String, field: String },
     #[error(transparent)]
     Strict(#[from] StrictModeViolation),
+    /// The domain's seq_no counter is at `u64::MAX`: no further GTID can be allocated there.
+    #[error("seq_no exhausted in domain {domain}: its newest GTID is {have}, and no seq_no follows {}", SeqNo::MAX)]
+    SeqNoExhausted { domain: DomainId, have: Gtid },
     /// A replicated GTID in this node's own domain below what it wrote itself: two masters write one domain.
     #[error("two masters are writing domain {}: received {} but this node already wrote {} there", .0.domain, .0.offered, .0.have)]
     TwoMasters(StrictModeViolation),
@@ -117,6 +120,7 @@ impl From<CommitError> for TxnError {
     fn from(e: CommitError) -> Self {
         match e {
             CommitError::Strict(v) => TxnError::Strict(v),
+            CommitError::SeqNoExhausted { domain, have } => TxnError::SeqNoExhausted { domain, have },
             CommitError::Failed(why) => TxnError::NodeFailed(format!("node cannot commit: {why}")),
         }
     }
@@ -1028,5 +1032,33 @@ mod tests {
         assert_eq!(status.gtid_binlog_pos, "0-1-1,6-9-1");
         assert_eq!(status.gtid_slave_pos, "");
         assert_eq!(status.gtid_current_pos, "0-1-1");
+    }
+
+    fn increment(domain: u32) -> TxnRequest {
+        TxnRequest {
+            domain: Some(domain),
+            ops: vec![RowOp::Increment { table: "t".into(), key: "k".into(), field: "n".into(), by: 1 }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_domain_at_the_last_seq_no_refuses_local_transactions_with_its_name_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Node::open(NodeConfig::new(1, dir.path()), None).unwrap();
+        // A replayed (privileged) GTID at u64::MAX is accepted...
+        let last = TxnRequest { seq_no: Some(u64::MAX), server_id: Some(2), ..increment(3) };
+        node.execute(last, true).unwrap();
+        let before = node.status();
+        // ...but nothing can follow it in that domain: refused with a typed error, never wrapped, never a panic.
+        let err = node.execute(increment(3), false).unwrap_err();
+        assert!(matches!(err, TxnError::SeqNoExhausted { domain: 3, .. }), "{err}");
+        assert!(err.to_string().contains("domain 3") && err.to_string().contains("exhausted"), "{err}");
+        let after = node.status();
+        assert_eq!(after.gtid_binlog_pos, before.gtid_binlog_pos, "nothing written");
+        assert_eq!(after.binlog_coord, before.binlog_coord);
+        assert_eq!(after.failed, None, "the node keeps serving");
+        // Other domains go on.
+        assert_eq!(node.execute(increment(0), false).unwrap().gtid, Gtid::new(0, 1, 1));
     }
 }

@@ -44,6 +44,8 @@ pub enum ErrorCode {
     Diverged = 19,
     /// A binlog file could not be read (corrupt or missing).
     BinlogUnreadable = 20,
+    /// The transaction's domain has used its last seq_no (u64::MAX): refused, nothing written.
+    SeqNoExhausted = 21,
 }
 
 impl ErrorCode {
@@ -70,6 +72,7 @@ impl ErrorCode {
             18 => ReplicaAhead,
             19 => Diverged,
             20 => BinlogUnreadable,
+            21 => SeqNoExhausted,
             _ => return None,
         })
     }
@@ -97,6 +100,7 @@ impl ErrorCode {
             ReplicaAhead => "REPLICA_AHEAD",
             Diverged => "DIVERGED",
             BinlogUnreadable => "BINLOG_UNREADABLE",
+            SeqNoExhausted => "SEQ_NO_EXHAUSTED",
         }
     }
 }
@@ -537,7 +541,7 @@ mod tests {
 
     #[test]
     fn error_codes_round_trip_by_number() {
-        for v in 1..=20u16 {
+        for v in 1..=21u16 {
             assert_eq!(ErrorCode::from_u16(v).unwrap() as u16, v);
         }
         assert_eq!(ErrorCode::from_u16(0), None);
