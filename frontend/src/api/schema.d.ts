@@ -715,6 +715,30 @@ export interface components {
          */
         Capability: "can_read" | "can_operate" | "can_admin";
         /**
+         * ClusterAlert
+         * @description Something about the cluster an operator must look at (the dashboard shows it as a banner).
+         */
+        ClusterAlert: {
+            /**
+             * Kind
+             * @description master_read_only: the master refuses writes and no operation is running (a switchover cut short, or a manual read-only); operation_interrupted: the cluster's last operation was cut short by the death of its API instance and reconciled afterwards (its error says what was found and done).
+             * @enum {string}
+             */
+            kind: "master_read_only" | "operation_interrupted";
+            /** Message */
+            message: string;
+            /**
+             * Server Id
+             * @description The server concerned, if one.
+             */
+            server_id?: number | null;
+            /**
+             * Operation Id
+             * @description The operation concerned, if one.
+             */
+            operation_id?: number | null;
+        };
+        /**
          * ClusterCreate
          * @example {
          *       "admin_port_offset": 100,
@@ -852,6 +876,11 @@ export interface components {
             server_count: number;
             /** @description None when no connection reports lag. */
             worst_lag: components["schemas"]["WorstLag"] | null;
+            /**
+             * Alerts
+             * @description As the topology has them: a read-only master, an interrupted operation.
+             */
+            alerts?: components["schemas"]["ClusterAlert"][];
             /** @description The cluster's newest drill run; None if it never had one. */
             last_drill: components["schemas"]["LastDrill"] | null;
         };
@@ -1104,9 +1133,10 @@ export interface components {
             operation_id: number | null;
             /**
              * State
+             * @description interrupted: the API instance running it died; reconciled afterwards (see `reasons`).
              * @enum {string}
              */
-            state: "pending" | "running" | "passed" | "failed";
+            state: "pending" | "running" | "passed" | "failed" | "interrupted";
             /** Passed */
             passed: boolean | null;
             /** Requester */
@@ -1449,7 +1479,7 @@ export interface components {
              * State
              * @enum {string}
              */
-            state: "pending" | "running" | "passed" | "failed";
+            state: "pending" | "running" | "passed" | "failed" | "interrupted";
             /**
              * Started At
              * Format: date-time
@@ -1567,7 +1597,7 @@ export interface components {
          * OperationState
          * @enum {string}
          */
-        OperationState: "pending" | "running" | "succeeded" | "failed" | "undone";
+        OperationState: "pending" | "running" | "succeeded" | "failed" | "undone" | "interrupted";
         /**
          * OperationStep
          * @description One step of an operation, updated live as it runs.
@@ -2275,6 +2305,7 @@ export interface components {
         /**
          * TopologyGraph
          * @example {
+         *       "alerts": [],
          *       "cluster_id": 1,
          *       "edges": [
          *         {
@@ -2333,6 +2364,11 @@ export interface components {
             nodes: components["schemas"]["TopologyNode"][];
             /** Edges */
             edges: components["schemas"]["TopologyEdge"][];
+            /**
+             * Alerts
+             * @description What an operator must look at now.
+             */
+            alerts?: components["schemas"]["ClusterAlert"][];
         };
         /** TopologyNode */
         TopologyNode: {
