@@ -17,7 +17,9 @@ use parking_lot::{Condvar, Mutex};
 use tokio::sync::oneshot;
 
 use crate::admission::Admitted;
-use crate::binlog::event::{encode_event, encode_rows_event, flags, Event, GtidEvent};
+use crate::binlog::event::{
+    encode_event, encode_rows_event, flags, rows_event_body_len, Event, GtidEvent, MAX_EVENT_BYTES,
+};
 use crate::binlog::writer::{now_us, BinlogWriter};
 use crate::binlog::BinlogCoord;
 use crate::gtid::{DomainId, Gtid, SeqNo, ServerId};
@@ -65,6 +67,16 @@ impl Durability {
     /// Whether groups are fsynced before they are acknowledged.
     pub fn fsyncs(self) -> bool {
         matches!(self, Durability::Local | Durability::LocalAndNetwork)
+    }
+
+    /// The name on the command line and in status.
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::Local => "local",
+            Durability::Network => "network",
+            Durability::LocalAndNetwork => "local+network",
+            Durability::None => "none",
+        }
     }
 
     /// Whether acknowledgements wait for replicas (semi-sync).
@@ -141,6 +153,9 @@ pub enum CommitError {
     /// The domain's seq_no counter is at `u64::MAX`: the transaction is refused (nothing written), never wrapped.
     #[error("seq_no exhausted in domain {domain}: its newest GTID is {have}, and no seq_no follows {}", SeqNo::MAX)]
     SeqNoExhausted { domain: DomainId, have: Gtid },
+    /// The transaction's `Rows` event would be larger than the binlog format allows: refused, nothing written.
+    #[error("transaction refused: its row event would be {bytes} bytes, over the {limit}-byte event limit")]
+    EventTooLarge { bytes: usize, limit: usize },
     /// The binlog or the store failed; the node refuses writes from then on (nothing was acknowledged).
     #[error("node cannot commit: {0}")]
     Failed(String),
@@ -591,6 +606,14 @@ impl GroupCommit {
         let mut written: Vec<(Member, CommittedTxn)> = Vec::with_capacity(group.len());
         for member in group {
             let txn = &member.txn;
+            // Client transactions were checked against the node's limit before they were queued; this is the
+            // format's own bound, so that no member can make the leader write (or panic on) an unreadable event.
+            let rows_bytes = rows_event_body_len(&txn.changes);
+            if rows_bytes > MAX_EVENT_BYTES {
+                let refused = CommitError::EventTooLarge { bytes: rows_bytes, limit: MAX_EVENT_BYTES };
+                outcomes.push(Reply::new(member, Outcome::Done(Err(refused))));
+                continue;
+            }
             let gtid = match self.assign_gtid(txn) {
                 Ok(g) => g,
                 Err(refused) => {

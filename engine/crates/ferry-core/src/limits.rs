@@ -1,5 +1,7 @@
 //! Named limits on everything a client can make the node hold: each enforced, each with a clear error past it.
 
+use crate::binlog::event::MAX_EVENT_BYTES;
+
 /// Limits of one node; defaults suit a small deployment and can be raised on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Limits {
@@ -17,6 +19,23 @@ pub struct Limits {
     pub key_bytes_max: usize,
     /// Longest wait-for-position a client may ask for.
     pub wait_ms_max: u64,
+    /// Largest binlog event body a client transaction may produce (its `Rows` event), checked before the
+    /// transaction joins the commit queue. At most [`MAX_EVENT_BYTES`], the format's own bound, which every
+    /// reader enforces: a node never writes an event its replicas or its own recovery would refuse to read.
+    pub event_bytes_max: usize,
+}
+
+impl Limits {
+    /// Refuses settings the node cannot honour.
+    pub fn check(&self) -> Result<(), String> {
+        if self.event_bytes_max == 0 || self.event_bytes_max > MAX_EVENT_BYTES {
+            return Err(format!(
+                "event_bytes_max {} must be between 1 and {MAX_EVENT_BYTES} (the binlog format's largest event)",
+                self.event_bytes_max
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for Limits {
@@ -29,6 +48,7 @@ impl Default for Limits {
             name_bytes_max: 64,
             key_bytes_max: 1024,
             wait_ms_max: 300_000,
+            event_bytes_max: MAX_EVENT_BYTES,
         }
     }
 }

@@ -11,7 +11,7 @@ use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 
 use crate::admission::{Admitted, Undrained, WriteGate};
-use crate::binlog::event::{flags, GtidEvent};
+use crate::binlog::event::{flags, rows_event_body_len, GtidEvent};
 use crate::binlog::reader::{FileReader, Item, TransactionReader};
 use crate::binlog::writer::{BinlogFileInfo, BinlogWriter, TailRecovery};
 use crate::binlog::{file_name, file_seq, BinlogCoord, BinlogError, MAGIC};
@@ -74,6 +74,23 @@ impl NodeConfig {
     }
 }
 
+impl NodeConfig {
+    /// Refuses settings the node cannot honour, before anything is opened.
+    pub fn check(&self) -> Result<(), NodeError> {
+        self.limits.check().map_err(NodeError::Config)?;
+        if self.commit.mode == CommitMode::NaiveScheduling && self.commit.durability.waits_for_replicas() {
+            // Naive scheduling answers each member from its own store apply, outside the leader's semi-sync
+            // wait: its commits would be acknowledged before any replica confirmed them.
+            return Err(NodeError::Config(format!(
+                "commit mode naive-scheduling cannot be combined with durability {}: it does not wait for replicas' \
+                 confirmations (semi-sync); use commit mode group or per-txn-fsync, or durability local or none",
+                self.commit.durability.name()
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// A client transaction: row operations, optionally in a chosen domain, optionally with a privileged GTID.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TxnRequest {
@@ -95,6 +112,9 @@ pub enum TxnError {
     Invalid(String),
     #[error("transaction too large: {0}")]
     TooLarge(String),
+    /// The transaction's row event is over the largest-event limit; refused before it joined the commit queue.
+    #[error("transaction refused: its row event would be {bytes} bytes, over the {limit}-byte event limit (event_bytes_max); nothing was written")]
+    EventTooLarge { bytes: usize, limit: usize },
     #[error("cannot increment field {field:?} of {table}/{key}: it holds text, not an integer")]
     TypeMismatch { table: String, key: String, field: String },
     #[error("increment of field {field:?} of {table}/{key} overflows a 64-bit integer")]
@@ -121,6 +141,7 @@ impl From<CommitError> for TxnError {
         match e {
             CommitError::Strict(v) => TxnError::Strict(v),
             CommitError::SeqNoExhausted { domain, have } => TxnError::SeqNoExhausted { domain, have },
+            CommitError::EventTooLarge { bytes, limit } => TxnError::EventTooLarge { bytes, limit },
             CommitError::Failed(why) => TxnError::NodeFailed(format!("node cannot commit: {why}")),
         }
     }
@@ -142,6 +163,9 @@ pub enum NodeError {
     Recovery(String),
     #[error(transparent)]
     Commit(#[from] CommitError),
+    /// A setting the node cannot honour; it does not start.
+    #[error("invalid configuration: {0}")]
+    Config(String),
 }
 
 /// One committed transaction, as the events API shows it.
@@ -169,6 +193,8 @@ pub struct CommitCounters {
     pub groups: AtomicU64,
     pub fsyncs: AtomicU64,
     pub bytes_written: AtomicU64,
+    /// Client transactions refused because their row event was over `event_bytes_max`.
+    pub refused_event_too_large: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -177,6 +203,7 @@ pub struct CounterSnapshot {
     pub groups: u64,
     pub fsyncs: u64,
     pub bytes_written: u64,
+    pub refused_event_too_large: u64,
 }
 
 impl CommitCounters {
@@ -186,6 +213,7 @@ impl CommitCounters {
             groups: self.groups.load(Ordering::Relaxed),
             fsyncs: self.fsyncs.load(Ordering::Relaxed),
             bytes_written: self.bytes_written.load(Ordering::Relaxed),
+            refused_event_too_large: self.refused_event_too_large.load(Ordering::Relaxed),
         }
     }
 }
@@ -215,6 +243,9 @@ pub struct NodeStatus {
     pub commits_in_flight: u64,
     /// Present with durability `network` / `local+network`.
     pub semi_sync: Option<SemiSyncStatus>,
+    /// Largest row event a client transaction may produce (`--event-bytes-max`); refusals are counted in
+    /// `counters.refused_event_too_large`.
+    pub event_bytes_max: usize,
 }
 
 /// What start-up recovery did, for the log and for tests.
@@ -256,6 +287,7 @@ impl Node {
     /// Opens the node's data directory: recovers the binlog tail, replays the binlog into the store from its
     /// last durable coordinate, and makes the result durable before serving.
     pub fn open(config: NodeConfig, observer: Option<Arc<dyn CommitObserver>>) -> Result<Arc<Node>, NodeError> {
+        config.check()?;
         std::fs::create_dir_all(&config.data_dir).map_err(|e| BinlogError::io(&config.data_dir, e))?;
         let binlog_dir = config.data_dir.join("binlog");
         let store = Arc::new(Store::open(&config.data_dir.join("store.redb"))?);
@@ -516,12 +548,19 @@ impl Node {
         self.writes.admit().ok_or(TxnError::ReadOnly)
     }
 
-    /// Row images and GTID settings of a transaction whose row locks are held.
+    /// Row images and GTID settings of a transaction whose row locks are held. A transaction whose row event
+    /// would be over `event_bytes_max` is refused here, before it joins the commit queue.
     fn prepare(&self, req: TxnRequest, waited: bool) -> Result<PreparedTxn, TxnError> {
+        let changes = self.images(req.ops)?;
+        let (bytes, limit) = (rows_event_body_len(&changes), self.config.limits.event_bytes_max);
+        if bytes > limit {
+            self.counters.refused_event_too_large.fetch_add(1, Ordering::Relaxed);
+            return Err(TxnError::EventTooLarge { bytes, limit });
+        }
         Ok(PreparedTxn {
             domain: req.domain.unwrap_or(self.config.default_domain),
             gtid_override: GtidOverride { server: req.server_id, seq: req.seq_no },
-            changes: self.images(req.ops)?,
+            changes,
             flags: if waited { flags::WAITED } else { 0 }
                 | if self.config.log_before_images { flags::BEFORE_IMAGES } else { 0 },
             commit_ts_us: None,
@@ -752,6 +791,7 @@ impl Node {
             failed,
             commits_in_flight: self.commits_in_flight(),
             semi_sync: self.semi_sync.as_ref().map(|s| s.status()),
+            event_bytes_max: self.config.limits.event_bytes_max,
         }
     }
 
@@ -1060,5 +1100,64 @@ mod tests {
         assert_eq!(after.failed, None, "the node keeps serving");
         // Other domains go on.
         assert_eq!(node.execute(increment(0), false).unwrap().gtid, Gtid::new(0, 1, 1));
+    }
+
+    #[test]
+    fn a_transaction_over_event_bytes_max_is_refused_before_the_queue_and_the_node_keeps_serving() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = NodeConfig::new(1, dir.path());
+        config.limits.event_bytes_max = 4096;
+        let node = Node::open(config, None).unwrap();
+        let big = TxnRequest {
+            domain: Some(0),
+            ops: vec![RowOp::Put {
+                table: "t".into(),
+                key: "big".into(),
+                row: [("v".to_string(), Value::Text("x".repeat(5000)))].into(),
+            }],
+            ..Default::default()
+        };
+        let err = node.execute(big, false).unwrap_err();
+        let TxnError::EventTooLarge { bytes, limit } = err else { panic!("{err}") };
+        assert_eq!(limit, 4096);
+        assert!(bytes > 5000, "{bytes}");
+        let text = err.to_string();
+        assert!(text.contains(&bytes.to_string()) && text.contains("4096"), "{text}");
+        let status = node.status();
+        assert_eq!(status.counters.refused_event_too_large, 1);
+        assert_eq!(status.counters.commits, 0, "nothing was committed");
+        assert_eq!(status.gtid_binlog_pos, "", "nothing was written and no seq_no was taken");
+        assert_eq!(status.event_bytes_max, 4096);
+        assert_eq!(node.execute(increment(0), false).unwrap().gtid, Gtid::new(0, 1, 1));
+    }
+
+    #[test]
+    fn event_bytes_max_above_the_format_limit_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = NodeConfig::new(1, dir.path());
+        config.limits.event_bytes_max = crate::binlog::event::MAX_EVENT_BYTES + 1;
+        let err = Node::open(config, None).err().expect("refused");
+        assert!(err.to_string().contains("event_bytes_max"), "{err}");
+    }
+
+    #[test]
+    fn naive_scheduling_with_semi_sync_is_refused_at_open_naming_both() {
+        for durability in [Durability::Network, Durability::LocalAndNetwork] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut config = NodeConfig::new(1, dir.path());
+            config.commit.mode = CommitMode::NaiveScheduling;
+            config.commit.durability = durability;
+            let err = Node::open(config, None).err().expect("refused");
+            let text = err.to_string();
+            assert!(text.contains("naive-scheduling") && text.contains(durability.name()), "{text}");
+            assert!(!dir.path().join("binlog").exists(), "refused before anything was opened");
+        }
+        for durability in [Durability::Local, Durability::None] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut config = NodeConfig::new(1, dir.path());
+            config.commit.mode = CommitMode::NaiveScheduling;
+            config.commit.durability = durability;
+            assert!(Node::open(config, None).is_ok());
+        }
     }
 }

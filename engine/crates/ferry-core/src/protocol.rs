@@ -46,6 +46,9 @@ pub enum ErrorCode {
     BinlogUnreadable = 20,
     /// The transaction's domain has used its last seq_no (u64::MAX): refused, nothing written.
     SeqNoExhausted = 21,
+    /// An event of the transaction would exceed the node's largest-event limit (`--event-bytes-max`): refused
+    /// before it reaches the commit queue, nothing written.
+    EventTooLarge = 22,
 }
 
 impl ErrorCode {
@@ -73,6 +76,7 @@ impl ErrorCode {
             19 => Diverged,
             20 => BinlogUnreadable,
             21 => SeqNoExhausted,
+            22 => EventTooLarge,
             _ => return None,
         })
     }
@@ -101,6 +105,7 @@ impl ErrorCode {
             Diverged => "DIVERGED",
             BinlogUnreadable => "BINLOG_UNREADABLE",
             SeqNoExhausted => "SEQ_NO_EXHAUSTED",
+            EventTooLarge => "EVENT_TOO_LARGE",
         }
     }
 }
@@ -541,7 +546,7 @@ mod tests {
 
     #[test]
     fn error_codes_round_trip_by_number() {
-        for v in 1..=21u16 {
+        for v in 1..=22u16 {
             assert_eq!(ErrorCode::from_u16(v).unwrap() as u16, v);
         }
         assert_eq!(ErrorCode::from_u16(0), None);

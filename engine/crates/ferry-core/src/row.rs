@@ -153,6 +153,27 @@ pub fn encode_change(enc: &mut Encoder, change: &RowChange) {
     enc.opt(change.after.as_ref(), encode_row);
 }
 
+/// Bytes [`encode_row`] writes for `row`, computed without encoding it.
+pub fn encoded_row_len(row: &Row) -> usize {
+    4 + row
+        .iter()
+        .map(|(name, value)| {
+            4 + name.len()
+                + 1
+                + match value {
+                    Value::Int(_) => 8,
+                    Value::Text(t) => 4 + t.len(),
+                }
+        })
+        .sum::<usize>()
+}
+
+/// Bytes [`encode_change`] writes for `change`, computed without encoding it.
+pub fn encoded_change_len(change: &RowChange) -> usize {
+    let image = |r: &Option<Row>| 1 + r.as_ref().map_or(0, encoded_row_len);
+    4 + change.table.len() + 4 + change.key.len() + image(&change.before) + image(&change.after)
+}
+
 pub fn decode_change(dec: &mut Decoder<'_>) -> Result<RowChange, DecodeError> {
     Ok(RowChange {
         table: dec.str("table name")?.to_string(),
@@ -163,9 +184,14 @@ pub fn decode_change(dec: &mut Decoder<'_>) -> Result<RowChange, DecodeError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    pub fn arb_change() -> impl Strategy<Value = RowChange> {
+        ("[a-z]{1,8}", "[ -~]{0,10}", proptest::option::of(arb_row()), proptest::option::of(arb_row()))
+            .prop_map(|(table, key, before, after)| RowChange { table, key, before, after })
+    }
 
     pub fn arb_row() -> impl Strategy<Value = Row> {
         proptest::collection::btree_map(

@@ -74,6 +74,10 @@ pub struct Args {
     pub max_txn_bytes: usize,
     #[arg(long, default_value_t = Limits::default().txn_ops_max)]
     pub max_txn_ops: usize,
+    /// Largest row event a client transaction may produce, in bytes (at most the binlog format's 64 MiB);
+    /// a larger transaction is refused with EVENT_TOO_LARGE before it joins the commit queue.
+    #[arg(long, default_value_t = Limits::default().event_bytes_max)]
+    pub event_bytes_max: usize,
 }
 
 impl Args {
@@ -103,8 +107,10 @@ impl Args {
             frame_bytes_max: self.max_frame_bytes,
             txn_bytes_max: self.max_txn_bytes,
             txn_ops_max: self.max_txn_ops,
+            event_bytes_max: self.event_bytes_max,
             ..Limits::default()
         };
+        config.check().map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(config)
     }
 }

@@ -27,6 +27,8 @@ pub struct Metrics {
     read_only: Gauge,
     commits_in_flight: Gauge,
     binlog_files: Gauge,
+    event_bytes_max: Gauge,
+    refused_event_too_large: Gauge,
     binlog_seq: Family<DomainLabels, Gauge>,
     semi_sync_on: Gauge,
     semi_sync_timeouts: Gauge,
@@ -51,6 +53,8 @@ impl Metrics {
         let read_only = Gauge::default();
         let commits_in_flight = Gauge::default();
         let binlog_files = Gauge::default();
+        let event_bytes_max = Gauge::default();
+        let refused_event_too_large = Gauge::default();
         let binlog_seq = Family::<DomainLabels, Gauge>::default();
         let semi_sync_on = Gauge::default();
         let semi_sync_timeouts = Gauge::default();
@@ -74,6 +78,16 @@ impl Metrics {
             commits_in_flight.clone(),
         );
         registry.register("binlog_files", "Binlog files listed in the index", binlog_files.clone());
+        registry.register(
+            "event_bytes_max",
+            "Largest row event a client transaction may produce (--event-bytes-max)",
+            event_bytes_max.clone(),
+        );
+        registry.register(
+            "txns_refused_event_too_large",
+            "Client transactions refused because their row event was over --event-bytes-max",
+            refused_event_too_large.clone(),
+        );
         registry.register("gtid_binlog_seq", "seq_no of the newest GTID in the binlog, per domain", binlog_seq.clone());
         registry.register(
             "semi_sync_on",
@@ -123,6 +137,8 @@ impl Metrics {
             read_only,
             commits_in_flight,
             binlog_files,
+            event_bytes_max,
+            refused_event_too_large,
             binlog_seq,
             semi_sync_on,
             semi_sync_timeouts,
@@ -160,6 +176,8 @@ impl Metrics {
         self.read_only.set(i64::from(status.read_only));
         self.commits_in_flight.set(status.commits_in_flight as i64);
         self.binlog_files.set(status.binlog_files.len() as i64);
+        self.event_bytes_max.set(status.event_bytes_max as i64);
+        self.refused_event_too_large.set(status.counters.refused_event_too_large as i64);
         for gtid in node.position().iter() {
             self.binlog_seq.get_or_create(&vec![("domain".to_string(), gtid.domain.to_string())]).set(gtid.seq as i64);
         }

@@ -247,6 +247,7 @@ fn txn_error(e: &TxnError) -> Response {
         TxnError::ReadOnly => ErrorCode::ReadOnly,
         TxnError::Invalid(_) => ErrorCode::InvalidRequest,
         TxnError::TooLarge(_) => ErrorCode::TxnTooLarge,
+        TxnError::EventTooLarge { .. } => ErrorCode::EventTooLarge,
         TxnError::SeqNoExhausted { .. } => ErrorCode::SeqNoExhausted,
         TxnError::TypeMismatch { .. } => ErrorCode::TypeMismatch,
         TxnError::Overflow { .. } => ErrorCode::Overflow,

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::codec::{DecodeError, Decoder, Encoder};
 use crate::gtid::{Gtid, ServerId};
-use crate::row::{decode_change, encode_change, RowChange};
+use crate::row::{decode_change, encode_change, encoded_change_len, RowChange};
 
 /// Bytes before the body: length (4) and type (1).
 pub const EVENT_HEADER_BYTES: usize = 5;
@@ -207,6 +207,12 @@ fn encode_rows_body(enc: &mut Encoder, changes: &[RowChange]) {
     }
 }
 
+/// Body length of the `Rows` event [`encode_rows_event`] would write for `changes`, computed without encoding
+/// (what the write path checks against the largest-event limit before a transaction joins the commit queue).
+pub fn rows_event_body_len(changes: &[RowChange]) -> usize {
+    4 + changes.iter().map(encoded_change_len).sum::<usize>()
+}
+
 /// Appends the framed, checksummed event to `out`; returns its length on disk.
 pub fn encode_event(event: &Event, out: &mut Vec<u8>) -> usize {
     frame_event(event.type_code(), out, |enc| event.encode_body(enc))
@@ -294,6 +300,16 @@ pub(crate) mod tests {
             Event::Checkpoint(Checkpoint { file: "ferry-bin.000001".into(), offset: 1234 }),
             Event::Rotate { next_file: "ferry-bin.000002".into() },
         ]
+    }
+
+    proptest! {
+        /// The size the write path checks before a transaction is queued is exactly the size it writes.
+        #[test]
+        fn rows_event_body_len_is_the_encoded_body_length(changes in proptest::collection::vec(crate::row::tests::arb_change(), 0..8)) {
+            let mut buf = Vec::new();
+            let framed = encode_rows_event(&changes, &mut buf);
+            prop_assert_eq!(framed, EVENT_HEADER_BYTES + rows_event_body_len(&changes) + EVENT_TRAILER_BYTES);
+        }
     }
 
     #[test]
