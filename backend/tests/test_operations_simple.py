@@ -115,7 +115,7 @@ async def test_post_hooks_get_the_outcome(live_app: LiveFactory, ferryd_factory:
         assert call["result"]["new_master_server_id"] == ids["replica1"]
 
 
-async def test_a_live_lease_is_respected_and_a_dead_one_taken_over(
+async def test_a_live_lease_is_respected_and_a_dead_one_reconciled_before_the_cluster_is_taken(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
 ) -> None:
     ferryd = ferryd_factory()
@@ -142,8 +142,15 @@ async def test_a_live_lease_is_respected_and_a_dead_one_taken_over(
             await session.execute(
                 update(OperationLock).where(OperationLock.cluster_id == cluster_id).values(lease_expires_at=expired)
             )
+        # A dead holder: its servers may be half-moved, so the cluster waits for the reconciler.
+        refused = await live.client.post(url, json={"server_id": ids["replica1"], "read_only": False})
+        assert refused.status_code == 409, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "operation_interrupted" and error["details"]["operation_id"] == ghost_id
+        assert await live.app.state.reconciler.run_once() == [ghost_id]
         taken = await live.client.post(url, json={"server_id": ids["replica1"], "read_only": False})
         assert taken.status_code == 202, taken.text
         await live.app.state.runner.wait(taken.json()["id"])
         ghost_now = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{ghost_id}")).json()
-        assert ghost_now["state"] == "failed" and ghost_now["error"].startswith("abandoned")
+        assert ghost_now["state"] == "interrupted", ghost_now
+        assert ghost_now["error"].startswith("interrupted: the API instance running it stopped while it was running")

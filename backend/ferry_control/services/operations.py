@@ -2,10 +2,11 @@
 
 Starting takes the cluster's operation lock row (SELECT … FOR UPDATE, so concurrent requests — on any API instance —
 are serialised), then: the same Idempotency-Key as an earlier request gives back that operation; a cluster held by
-a running operation whose lease is alive is a 409 naming it (a dead holder's operation is marked abandoned and the
-cluster taken over); otherwise the operation is inserted as pending, recorded as the lock's holder with a fresh
-lease and the next fencing token, and launched in the background once the request's transaction has committed.
-Dry runs (preflight only) change nothing and so do not take the cluster."""
+a running operation whose lease is alive is a 409 naming it, and one held by a dead holder's operation a 409
+`operation_interrupted` until the reconciler has put the servers right and marked it interrupted; otherwise the
+operation is inserted as pending, recorded as the lock's holder with a fresh lease and the next fencing token, and
+launched in the background once the request's transaction has committed. Dry runs (preflight only) change nothing
+and so do not take the cluster."""
 
 from __future__ import annotations
 
@@ -93,9 +94,14 @@ class OperationService:
                         code="operation_running",
                         details={"operation_id": holder.id, "type": holder.type, "state": holder.state.value},
                     )
-                holder.state = OperationState.failed
-                holder.error = "abandoned: the API instance running it stopped renewing its lease"
-                holder.finished_at = now
+                # Its instance died mid-way: the servers may be half-moved. The reconciler (every instance, every
+                # half lease) puts them right first; taking the cluster now would act on that half-moved state.
+                raise Conflict(
+                    f"cluster {cluster_id} is being reconciled: operation {holder.id} ({holder.type}) was left "
+                    f"{holder.state.value} by an API instance that stopped; retry once it is marked interrupted",
+                    code="operation_interrupted",
+                    details={"operation_id": holder.id, "type": holder.type, "state": holder.state.value},
+                )
         operation = await self.operations.add(
             Operation(
                 cluster_id=cluster_id,
