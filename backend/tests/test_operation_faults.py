@@ -11,6 +11,7 @@ left read-only with no operation running."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -36,7 +37,7 @@ from ferry_control.services.tokens import TokenService
 from tests import conftest
 from tests.conftest import TOKEN_PEPPER, LiveFactory, migrated_database
 from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster, FerrydNode
-from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, register
+from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, WebhookReceiver, register, serve
 from tests.test_operation_guard import until
 
 BACKEND = Path(__file__).resolve().parents[1]
@@ -278,8 +279,9 @@ async def test_a_drill_left_running_with_its_master_read_only_is_undone_and_its_
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
 ) -> None:
     ferryd = ferryd_factory()
-    async with live_app() as live:
-        cluster_id, ids = await register(live.client, ferryd)
+    receiver = WebhookReceiver()
+    async with serve(receiver) as hook_url, live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd, post_operation_webhooks=[hook_url])
         async with session_scope(live.app.state.sessionmaker) as session:
             run = DrillRun(cluster_id=cluster_id, requester="scheduler", state="running", reasons=[], details={})
             session.add(run)
@@ -302,9 +304,17 @@ async def test_a_drill_left_running_with_its_master_read_only_is_undone_and_its_
         topology = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
         assert topology["alerts"] == [], "an operation holds the cluster: its read-only master is expected"
 
-        assert await live.app.state.reconciler.run_once() == [operation_id]
+        async with live.app.state.bus.subscribe(cluster_id) as events:
+            assert await live.app.state.reconciler.run_once() == [operation_id]
+            async with asyncio.timeout(WAIT_S):
+                while (event := await events.next()).type != "alert":
+                    pass
         operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
         assert operation["state"] == "interrupted", operation
+        assert event.data == {"kind": "operation_interrupted", "operation_id": operation_id, "type": "drill",
+                              "message": operation["error"]}  # fmt: skip
+        [call] = receiver.calls
+        assert (call["stage"], call["state"], call["operation_id"]) == ("reconciled", "interrupted", operation_id)
         assert "old_master_read_only running" in operation["error"], operation["error"]
         assert "undone: server" in operation["error"] and "writable again" in operation["error"]
         assert [s["state"] for s in operation["steps"]] == ["failed", "passed"]
