@@ -1,5 +1,6 @@
 // The Topology tab against a fake backend: every server drawn with the master marked; an unreachable server,
-// a read-only one, maintenance, a fenced one and an IO error are each said in words, not only in colour.
+// a read-only one, maintenance, a fenced one and an IO error are each said in words, not only in colour; the
+// cluster's alerts as a banner.
 import { screen, within } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 import type { Schemas } from "../../api/client";
@@ -46,5 +47,32 @@ describe("TopologyView", () => {
     expect(within(servers).getByText("unreachable")).toBeTruthy();
     expect(within(servers).getByText("maintenance")).toBeTruthy();
     expect(within(servers).getByText("fenced: replaced by failover 3")).toBeTruthy();
+  });
+
+  it("shows the cluster's alerts in words, and no banner without any", async () => {
+    const alerts: Schemas["ClusterAlert"][] = [
+      { kind: "master_read_only", message: "master a is read-only and no operation is running", server_id: 1 },
+      { kind: "operation_interrupted", message: "operation 7 (switchover) was interrupted: undone", operation_id: 7 },
+    ];
+    mockApi({
+      "GET /api/v1/clusters/1/topology": () => ({ body: { ...TOPOLOGY, alerts } }),
+      "GET /api/v1/clusters/1/servers": () => ({ body: [] }),
+    });
+    renderSignedIn(<TopologyView clusterId={1} />, { role: "viewer" });
+    const banner = await screen.findByRole("alert", { name: "Cluster alerts" });
+    expect(within(banner).getAllByRole("listitem").map((item) => item.textContent)).toEqual([
+      "Master read-only: master a is read-only and no operation is running",
+      "Operation interrupted: operation 7 (switchover) was interrupted: undone",
+    ]);
+  });
+
+  it("shows no alert banner when there is none", async () => {
+    mockApi({
+      "GET /api/v1/clusters/1/topology": () => ({ body: { ...TOPOLOGY, alerts: [] } }),
+      "GET /api/v1/clusters/1/servers": () => ({ body: [] }),
+    });
+    renderSignedIn(<TopologyView clusterId={1} />, { role: "viewer" });
+    await screen.findByRole("table", { name: "Servers" });
+    expect(screen.queryByRole("alert", { name: "Cluster alerts" })).toBeNull();
   });
 });

@@ -1,9 +1,10 @@
-// The Topology tab: the graph, then the same facts as tables (servers; connections with IO/SQL state, lag per
-// domain and the last error), which are also what keyboard and screen-reader users read.
+// The Topology tab: the cluster's alerts, the graph, then the same facts as tables (servers; connections with IO/SQL
+// state, lag per domain and the last error), which are also what keyboard and screen-reader users read.
 import { useServers, useTopology } from "../../api/queries";
 import { QueryState } from "../../components/QueryState";
 import { Badge, HealthBadge } from "../../components/StatusBadge";
 import { formatLag } from "../../lib/format";
+import { ClusterAlerts } from "./ClusterAlerts";
 import { connectionState } from "./connectionState";
 import { TopologyGraph } from "./TopologyGraph";
 
@@ -17,6 +18,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
     <QueryState isPending={topology.isPending} error={topology.error} what="topology">
       {data ? (
         <>
+          <ClusterAlerts alerts={data.alerts} />
           <div className="scroll-x">
             <TopologyGraph topology={data} fenced={new Set(fenced.keys())} />
           </div>
