@@ -1,8 +1,9 @@
 """Operations always end well, in-process, against real three-node ferryd clusters: a switchover stopped after the
-old master went read-only — by cancellation, by an unexpected exception, by the loss of the cluster's lock (the
-heartbeat sees another fencing token; or the check before the next step does) — is undone: the old master writable
-again, the topology as before, the undo recorded. Repointing keeps each replica's own connection settings (delay,
-parallel apply), in a switchover, in its undo after the promotion began, and in a repoint operation."""
+old master went read-only — by cancellation, by an unexpected exception, by its time bound, by the loss of the
+cluster's lock (the heartbeat sees another fencing token; or the check before the next step does) — is undone:
+the old master writable again, the topology as before, the undo recorded; one stopped after the promotion is rolled
+forward. Repointing keeps each replica's own connection settings (delay, parallel apply), in a switchover, in its
+undo after the promotion began, and in a repoint operation."""
 
 from __future__ import annotations
 
@@ -145,6 +146,21 @@ async def test_an_unexpected_exception_is_undone(
         operation = await ended(live, cluster_id, operation_id)
         assert_undone_as_before(operation, ferryd, before, "internal error: RuntimeError: injected in the catch-up")
         assert step(operation, "candidate_catch_up")["detail"] == "RuntimeError: injected in the catch-up"
+
+
+async def test_a_switchover_past_its_time_bound_is_stopped_and_undone(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ferryd = ferryd_factory()
+    Gate(monkeypatch)  # never opened: only the bound ends the wait
+    async with live_app(operation_timeout_s=3.0) as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        before = topology(ferryd.nodes)
+        operation_id = await start_switchover(live, cluster_id, ids["replica1"])
+        operation = await ended(live, cluster_id, operation_id)
+        assert_undone_as_before(
+            operation, ferryd, before, "timed out: the operation ran longer than its bound of 3.0 s"
+        )
 
 
 async def steal_the_lock(live: Any, cluster_id: int) -> None:
