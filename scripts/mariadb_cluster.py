@@ -175,6 +175,7 @@ class MariadbCluster:
         semi_sync: bool = False,
         users: Users | None = None,
         extra_args: Sequence[str] = (),
+        die_with_parent: bool = False,
     ):
         self.root = Path(root).resolve()
         self.shape = shape
@@ -186,6 +187,8 @@ class MariadbCluster:
         self.users = users or Users.generate()
         #: More mariadbd options for every server.
         self.extra_args = tuple(extra_args)
+        #: Servers get SIGKILL when this process dies (Linux): a test run that is killed leaves no mariadbd behind.
+        self.die_with_parent = die_with_parent
         ports = [base_port + i for i in range(servers)] if base_port else free_ports(servers)
         domains = shape_domains(shape, servers)
         self.servers = [
@@ -290,7 +293,7 @@ class MariadbCluster:
         log = open(Path(server.datadir) / "mariadbd.out", "ab")  # noqa: SIM115 (the child keeps it)
         proc = subprocess.Popen(
             self.server_args(server), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=_die_with_parent if self.die_with_parent else None,
         )  # fmt: skip
         log.close()
         self._procs[server.number] = proc
@@ -456,6 +459,14 @@ def _join(positions: Iterable[dict[int, tuple[int, int]]]) -> dict[int, tuple[in
 
 def _format(position: dict[int, tuple[int, int]]) -> str:
     return ",".join(f"{d}-{position[d][1]}-{position[d][0]}" for d in sorted(position))
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG; Linux only)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def _users_by_role(users: Users) -> list[tuple[str, User]]:

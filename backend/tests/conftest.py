@@ -288,7 +288,7 @@ def mariadb_factory(tmp_path: Path) -> Iterator[Callable[..., MariadbCluster]]:
     clusters: list[MariadbCluster] = []
 
     def make(servers: int = 3, **options: Any) -> MariadbCluster:
-        cluster = MariadbCluster(tmp_path / f"mariadb{len(clusters)}", servers, **options)
+        cluster = MariadbCluster(tmp_path / f"mariadb{len(clusters)}", servers, die_with_parent=True, **options)
         clusters.append(cluster)
         cluster.start()
         return cluster

@@ -6,6 +6,8 @@ read-only and of statements whose caller gave up, and how the server's errors co
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import subprocess
 import time
 from collections.abc import AsyncIterator, Callable
@@ -474,3 +476,21 @@ async def test_pools_give_the_drivers_of_one_server_and_login_one_pool(mariadb: 
         assert (await second.status()).server_id == 1
     finally:
         await pools.aclose()
+
+
+async def test_a_server_that_stops_answering_is_unreachable_within_the_client_bound(mariadb: MariadbCluster) -> None:
+    async with drivers(mariadb, statement_timeout_s=1.0, connect_timeout_s=1.0) as (_, replica, _):
+        assert (await replica.status()).server_id == 2  # a pooled connection is open
+        pid = mariadb.server(2).pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            with pytest.raises(ServerUnreachable) as hung:
+                await replica.status()
+            assert hung.value.code == "timeout" and time.monotonic() - started < 5
+            with pytest.raises(ServerUnreachable):  # a new connection cannot get an answer either
+                await replica.status()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        await replica.sql.kills_sent()
+        assert (await replica.status()).server_id == 2

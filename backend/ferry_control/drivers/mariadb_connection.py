@@ -70,15 +70,21 @@ class MariadbConnections:
         if s.tls_ca_file or s.tls_ca:
             context = ssl.create_default_context(cafile=s.tls_ca_file, cadata=s.tls_ca)
         try:
-            return await aiomysql.connect(
-                host=s.host, port=s.port, user=s.user, password=s.password, autocommit=True,
-                connect_timeout=s.connect_timeout_s, ssl=context, charset="utf8mb4",
-                init_command=f"SET SESSION max_statement_time = {s.statement_timeout_s:.3f}",
-                program_name="ferry-control",
-            )  # fmt: skip
+            # aiomysql bounds the TCP connect only; the greeting, login and init command get the same bound here.
+            async with asyncio.timeout(s.connect_timeout_s + CLIENT_MARGIN_S):
+                return await aiomysql.connect(
+                    host=s.host, port=s.port, user=s.user, password=s.password, autocommit=True,
+                    connect_timeout=s.connect_timeout_s, ssl=context, charset="utf8mb4",
+                    init_command=f"SET SESSION max_statement_time = {s.statement_timeout_s:.3f}",
+                    program_name="ferry-control",
+                )  # fmt: skip
         except pymysql.err.MySQLError as e:
             raise self._error(e) from e
-        except (OSError, TimeoutError) as e:
+        except TimeoutError as e:
+            raise ServerUnreachable(
+                self.address, "timeout", f"no greeting or login within {s.connect_timeout_s + CLIENT_MARGIN_S:.1f}s"
+            ) from e
+        except OSError as e:
             raise ServerUnreachable(self.address, "2003", f"cannot connect: {e!r}") from e
 
     async def _acquire(self) -> aiomysql.Connection:
