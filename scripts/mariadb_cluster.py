@@ -176,6 +176,7 @@ class MariadbCluster:
         users: Users | None = None,
         extra_args: Sequence[str] = (),
         die_with_parent: bool = False,
+        tls: bool = False,
     ):
         self.root = Path(root).resolve()
         self.shape = shape
@@ -189,6 +190,9 @@ class MariadbCluster:
         self.extra_args = tuple(extra_args)
         #: Servers get SIGKILL when this process dies (Linux): a test run that is killed leaves no mariadbd behind.
         self.die_with_parent = die_with_parent
+        #: A CA made for the cluster (root/tls/ca.pem, with the openssl command) signs each server's certificate
+        #: for 127.0.0.1; clients may then verify the servers against root/tls/ca.pem.
+        self.tls = tls
         ports = [base_port + i for i in range(servers)] if base_port else free_ports(servers)
         domains = shape_domains(shape, servers)
         self.servers = [
@@ -207,6 +211,8 @@ class MariadbCluster:
             self.root.mkdir(parents=True, exist_ok=True)
             template = self.root / "template"
             self._install(template)
+            if self.tls:
+                self._make_certificates()
             for server in self.servers:
                 shutil.copytree(template, server.datadir, symlinks=True)
             shutil.rmtree(template)
@@ -228,6 +234,7 @@ class MariadbCluster:
             server.pid = None
             shutil.rmtree(server.datadir, ignore_errors=True)
         shutil.rmtree(self.root / "template", ignore_errors=True)
+        shutil.rmtree(self.tls_dir, ignore_errors=True)
         (self.root / "cluster.json").unlink(missing_ok=True)
         if self._made_root:
             shutil.rmtree(self.root, ignore_errors=True)
@@ -275,9 +282,38 @@ class MariadbCluster:
                 "--rpl-semi-sync-master-enabled=1", "--rpl-semi-sync-slave-enabled=1",
                 "--rpl-semi-sync-master-timeout=10000", "--rpl-semi-sync-master-wait-point=AFTER_SYNC",
             ]  # fmt: skip
+        if self.tls:
+            tls = self.tls_dir
+            args += [
+                f"--ssl-ca={tls / 'ca.pem'}",
+                f"--ssl-cert={tls / 'server.pem'}",
+                f"--ssl-key={tls / 'server-key.pem'}",
+            ]
         if os.geteuid() == 0:
             args.append("--user=root")
         return args + list(self.extra_args)
+
+    @property
+    def tls_dir(self) -> Path:
+        return self.root / "tls"
+
+    def _make_certificates(self) -> None:
+        """A CA and one server certificate for 127.0.0.1 that every server of the cluster presents."""
+        d = self.tls_dir
+        d.mkdir(exist_ok=True)
+        (d / "san.cnf").write_text("subjectAltName = IP:127.0.0.1, DNS:localhost\n")
+        openssl = find_program("openssl")
+        for args in (
+            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=ferry-test-ca",
+             "-keyout", "ca-key.pem", "-out", "ca.pem"],
+            ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server-key.pem",
+             "-out", "server.csr"],
+            ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
+             "-days", "2", "-extfile", "san.cnf", "-out", "server.pem"],
+        ):  # fmt: skip
+            result = subprocess.run([openssl, *args], cwd=d, capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S)
+            if result.returncode != 0:
+                raise RuntimeError(f"openssl {args[0]} failed: {result.stderr}")
 
     def _install(self, datadir: Path) -> None:
         args = [

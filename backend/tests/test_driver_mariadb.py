@@ -494,3 +494,25 @@ async def test_a_server_that_stops_answering_is_unreachable_within_the_client_bo
             os.kill(pid, signal.SIGCONT)
         await replica.sql.kills_sent()
         assert (await replica.status()).server_id == 2
+
+
+async def test_tls_with_the_servers_verified_against_a_ca(mariadb_factory: Callable[..., MariadbCluster]) -> None:
+    cluster = mariadb_factory(2, tls=True)
+    ca = (cluster.tls_dir / "ca.pem").read_text()
+    async with drivers(cluster, tls_ca=ca) as (master, replica):
+        assert (await master.status()).server_id == 1
+        rows = await master.sql.query("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+        assert rows[0]["Value"], f"the session is not encrypted: {rows}"
+    async with drivers(cluster, tls_ca_file=str(cluster.tls_dir / "ca.pem")) as (master, _):
+        assert (await master.status()).server_id == 1
+    # A CA that did not sign the servers' certificate: refused before any login.
+    other = cluster.tls_dir / "other-ca.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=other",
+         "-keyout", str(cluster.tls_dir / "other-key.pem"), "-out", str(other)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    async with drivers(cluster, tls_ca_file=str(other)) as (master, _):
+        with pytest.raises(ServerUnreachable) as refused:
+            await master.status()
+        assert refused.value.code == "tls" and "certificate verify failed" in refused.value.message

@@ -79,11 +79,16 @@ class MariadbConnections:
                     program_name="ferry-control",
                 )  # fmt: skip
         except pymysql.err.MySQLError as e:
+            cause = e.__cause__ or e.__context__
+            if isinstance(cause, ssl.SSLError):  # aiomysql reports a failed TLS handshake as 2003
+                raise ServerUnreachable(self.address, "tls", f"TLS with the server failed: {cause}") from e
             raise self._error(e) from e
         except TimeoutError as e:
             raise ServerUnreachable(
                 self.address, "timeout", f"no greeting or login within {s.connect_timeout_s + CLIENT_MARGIN_S:.1f}s"
             ) from e
+        except ssl.SSLError as e:
+            raise ServerUnreachable(self.address, "tls", f"TLS with the server failed: {e}") from e
         except OSError as e:
             raise ServerUnreachable(self.address, "2003", f"cannot connect: {e!r}") from e
 
