@@ -72,11 +72,15 @@ class ClusterRepository:
         statement = select(OperationLock).where(OperationLock.cluster_id == cluster_id)
         return await self.session.scalar(statement.execution_options(populate_existing=True))
 
-    async def release(self, cluster_id: int, operation_id: int) -> bool:
-        """Frees the cluster if this operation holds it."""
+    async def release(self, cluster_id: int, operation_id: int, fencing_token: int | None = None) -> bool:
+        """Frees the cluster if this operation holds it (with this fencing token, when given: a reconcile that took
+        the cluster for the same operation keeps it)."""
+        statement = update(OperationLock).where(
+            OperationLock.cluster_id == cluster_id, OperationLock.operation_id == operation_id
+        )
+        if fencing_token is not None:
+            statement = statement.where(OperationLock.fencing_token == fencing_token)
         result = await self.session.execute(
-            update(OperationLock)
-            .where(OperationLock.cluster_id == cluster_id, OperationLock.operation_id == operation_id)
-            .values(operation_id=None, acquired_at=None, lease_expires_at=None)
+            statement.values(operation_id=None, acquired_at=None, lease_expires_at=None)
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]

@@ -187,7 +187,7 @@ class Reconciler:
             operation = await OperationRepository(session).get_any(operation_id)
             assert operation is not None
             _interrupt(operation, error, report)
-            await ClusterRepository(session).release(operation.cluster_id, operation.id)
+            await ClusterRepository(session).release(operation.cluster_id, operation.id, token)
             steps = list(operation.steps)
             if operation.type == "drill" and operation.params.get("drill_run_id") is not None:
                 run = await DrillRepository(session).run_fresh(int(operation.params["drill_run_id"]))

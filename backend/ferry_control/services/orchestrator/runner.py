@@ -546,11 +546,17 @@ class OperationRunner:
         async with session_scope(self.sessionmaker) as session:
             operation = await OperationRepository(session).get_any(ctx.operation_id)
             assert operation is not None
+            if operation.state == OperationState.interrupted:
+                # Another instance took it for dead (its lease lapsed) and reconciled it meanwhile: its record of
+                # the servers stands.
+                log.warning("operation %s was reconciled by another instance; its end here (%s) is not recorded",
+                            ctx.operation_id, state.value)  # fmt: skip
+                return
             operation.state = state
             operation.error = error
             operation.steps = [dict(s) for s in ctx.steps]
             operation.result = dict(ctx.result)
             operation.finished_at = _now()
             if not ctx.dry_run:
-                await ClusterRepository(session).release(ctx.cluster_id, ctx.operation_id)
+                await ClusterRepository(session).release(ctx.cluster_id, ctx.operation_id, ctx.fencing_token)
         self.publish(ctx.cluster_id, ctx.operation_id, ctx.type, state, ctx.steps)
