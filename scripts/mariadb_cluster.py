@@ -3,7 +3,7 @@
 SQL goes through the `mariadb` command-line client over each server's unix socket, as root).
 
     scripts/mariadb_cluster.py start --dir D --servers N [--shape star|seed000] [--base-port P] [--durable]
-                                     [--semi-sync]
+                                     [--semi-sync] [--tls]
     scripts/mariadb_cluster.py stop --dir D
 
 `start` initialises one datadir with `mariadb-install-db`, copies it for every server, starts each `mariadbd
@@ -467,6 +467,7 @@ SET SESSION sql_log_bin = 1;
             "servers": [{**asdict(s), "socket": s.socket, "address": s.address} for s in self.servers],
             "links": [asdict(link) for link in self.links],
             "users": {role: {"user": u.name, "password": u.password} for role, u in _users_by_role(self.users)},
+            "tls_ca_file": str(self.tls_dir / "ca.pem") if self.tls else None,
         }
 
     def write_state(self) -> None:
@@ -572,6 +573,7 @@ def stop_dir(root: Path) -> None:
     for server in state["servers"]:
         stop_pid(server.get("pid"), server["datadir"])
         shutil.rmtree(server["datadir"], ignore_errors=True)
+    shutil.rmtree(root / "tls", ignore_errors=True)
     path.unlink(missing_ok=True)
     if state.get("made_root"):
         shutil.rmtree(root, ignore_errors=True)
@@ -587,6 +589,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start.add_argument("--base-port", type=int, default=None, help="server N listens on P+N-1 (default: free ports)")
     start.add_argument("--durable", action="store_true", help="sync_binlog=1, innodb_flush_log_at_trx_commit=1")
     start.add_argument("--semi-sync", action="store_true", help="semi-sync on for every master and replica")
+    start.add_argument("--tls", action="store_true", help="TLS with a CA made for the cluster (DIR/tls/ca.pem)")
     stop = commands.add_parser("stop", help="stop the cluster in DIR and remove its directories")
     stop.add_argument("--dir", required=True, type=Path)
     args = parser.parse_args(argv)
@@ -595,7 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"{args.dir} already holds a cluster (stop it first)")
         cluster = MariadbCluster(
             args.dir, args.servers, shape=args.shape, base_port=args.base_port, durable=args.durable,
-            semi_sync=args.semi_sync,
+            semi_sync=args.semi_sync, tls=args.tls,
         )  # fmt: skip
         cluster.start()
         print(json.dumps(cluster.state(), indent=2))
