@@ -18,8 +18,8 @@ import pymysql
 import pytest
 
 from ferry_control.drivers.base import ChangeMaster, ConnectionSettings, IoState, SqlState
-from ferry_control.drivers.errors import ServerUnreachable
-from ferry_control.drivers.mariadb import MariadbCredentials, MariadbDriver, MariadbPools
+from ferry_control.drivers.errors import DriverError, ServerUnreachable
+from ferry_control.drivers.mariadb import MariadbCredentials, MariadbDriver, MariadbDriverConfig, MariadbPools
 from ferry_control.drivers.mariadb_errors import (
     AccessDenied,
     PrivilegeMissing,
@@ -516,3 +516,18 @@ async def test_tls_with_the_servers_verified_against_a_ca(mariadb_factory: Calla
         with pytest.raises(ServerUnreachable) as refused:
             await master.status()
         assert refused.value.code == "tls" and "certificate verify failed" in refused.value.message
+
+
+def test_a_config_of_a_clusters_stored_logins_needs_a_user() -> None:
+    config = MariadbDriverConfig.of_login(
+        "127.0.0.1:3306", user="ferry", password="pw", replication_user="repl", replication_password="rpw",
+        tls_ca=None, connect_timeout_s=1.0, statement_timeout_s=5.0,
+    )  # fmt: skip
+    assert config.admin == MariadbCredentials("ferry", "pw") and config.replication == MariadbCredentials("repl", "rpw")
+    assert "pw" not in repr(config)
+    with pytest.raises(DriverError) as missing:
+        MariadbDriverConfig.of_login(
+            "127.0.0.1:3306", user=None, password=None, replication_user=None, replication_password=None,
+            tls_ca=None, connect_timeout_s=1.0, statement_timeout_s=5.0,
+        )  # fmt: skip
+    assert missing.value.code == "no_db_credentials"

@@ -104,6 +104,33 @@ class MariadbDriverConfig:
     #: How many times checksums are taken before giving up on a position that keeps moving.
     checksum_attempts: int = 5
 
+    @classmethod
+    def of_login(
+        cls,
+        address: str,
+        *,
+        user: str | None,
+        password: str | None,
+        replication_user: str | None,
+        replication_password: str | None,
+        tls_ca: str | None,
+        connect_timeout_s: float,
+        statement_timeout_s: float,
+    ) -> MariadbDriverConfig:
+        """The config from a cluster's stored logins (a driver factory's view of them); without a user for Ferry
+        there is nothing to log in with."""
+        if not user:
+            raise DriverError(
+                address, "no_db_credentials", "no database user is stored for this server's cluster (MariaDB needs one)"
+            )
+        return cls(
+            admin=MariadbCredentials(user, password or ""),
+            replication=MariadbCredentials(replication_user, replication_password or "") if replication_user else None,
+            tls_ca=tls_ca,
+            connect_timeout_s=connect_timeout_s,
+            statement_timeout_s=statement_timeout_s,
+        )
+
     def connection_settings(self, address: str) -> PoolSettings:
         host, port = split_address(address)
         return PoolSettings(
