@@ -531,3 +531,22 @@ def test_a_config_of_a_clusters_stored_logins_needs_a_user() -> None:
             tls_ca=None, connect_timeout_s=1.0, statement_timeout_s=5.0,
         )  # fmt: skip
     assert missing.value.code == "no_db_credentials"
+
+
+async def test_semi_sync_state_of_a_master_and_its_acknowledging_replicas(
+    mariadb_factory: Callable[..., MariadbCluster],
+) -> None:
+    cluster = mariadb_factory(3, semi_sync=True)
+    async with drivers(cluster) as (master, replica, _):
+
+        async def acknowledged_by_both() -> object:
+            state = await master.semi_sync_state()
+            return state if state.master_clients == 2 else None
+
+        state = await eventually("both replicas acknowledging the semi-sync master", acknowledged_by_both)
+        assert state.master_enabled and state.master_active and state.master_wait_point == "AFTER_SYNC"
+        assert state.master_timeout_ms == 10000
+        write(cluster, 1, 2)
+        assert (await master.semi_sync_state()).master_unacknowledged_commits == 0
+        on_replica = await replica.semi_sync_state()
+        assert on_replica.replica_enabled and on_replica.replica_active

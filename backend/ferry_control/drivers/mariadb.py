@@ -141,6 +141,27 @@ class MariadbDriverConfig:
         )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class SemiSyncState:
+    """A server's semi-synchronous replication, both roles (MariaDB's built-in semi-sync)."""
+
+    #: rpl_semi_sync_master_enabled, and whether it is in effect now (Rpl_semi_sync_master_status: off after a
+    #: timeout fell back to asynchronous until a replica catches up).
+    master_enabled: bool
+    master_active: bool
+    #: Replicas acknowledging now (Rpl_semi_sync_master_clients).
+    master_clients: int
+    #: Commits that were not acknowledged in time (Rpl_semi_sync_master_no_tx).
+    master_unacknowledged_commits: int
+    #: How long a commit waits for an acknowledgement (rpl_semi_sync_master_timeout), and where (AFTER_SYNC or
+    #: AFTER_COMMIT).
+    master_timeout_ms: int
+    master_wait_point: str
+    #: rpl_semi_sync_slave_enabled, and whether this replica acknowledges now (Rpl_semi_sync_slave_status).
+    replica_enabled: bool
+    replica_active: bool
+
+
 class MariadbPools:
     """One connection pool per (server, login), kept for the owner's life (a driver factory builds a driver per call;
     the pools make those drivers share connections). `aclose` closes them all."""
@@ -217,6 +238,31 @@ class MariadbDriver(ServerDriver):
             slave=canonical(v["slave_pos"]),
             current=canonical(v["current_pos"]),
             binlog_state=canonical_state(v["binlog_state"]),
+        )
+
+    async def semi_sync_state(self) -> SemiSyncState:
+        """Semi-sync settings and status, both roles, in two statements (a MariaDB-only read: the driver interface
+        has no semi-sync field yet)."""
+        v = (
+            await self.sql.query(
+                "SELECT @@rpl_semi_sync_master_enabled AS master_enabled, "
+                "@@rpl_semi_sync_master_timeout AS timeout_ms, @@rpl_semi_sync_master_wait_point AS wait_point, "
+                "@@rpl_semi_sync_slave_enabled AS replica_enabled"
+            )
+        )[0]
+        status = {
+            str(row["Variable_name"]).lower(): str(row["Value"])
+            for row in await self.sql.query("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync%'")
+        }
+        return SemiSyncState(
+            master_enabled=bool(int(v["master_enabled"])),
+            master_active=status.get("rpl_semi_sync_master_status", "OFF") == "ON",
+            master_clients=int(status.get("rpl_semi_sync_master_clients", 0)),
+            master_unacknowledged_commits=int(status.get("rpl_semi_sync_master_no_tx", 0)),
+            master_timeout_ms=int(v["timeout_ms"]),
+            master_wait_point=str(v["wait_point"]),
+            replica_enabled=bool(int(v["replica_enabled"])),
+            replica_active=status.get("rpl_semi_sync_slave_status", "OFF") == "ON",
         )
 
     async def version(self) -> str:
