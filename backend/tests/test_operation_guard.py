@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import update
 
 from ferry_control.core.db import session_scope
+from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.ferry import FerryDriver
 from ferry_control.models import OperationLock
 from ferry_control.services.orchestrator import actions
@@ -311,3 +312,29 @@ async def test_a_switchover_cancelled_after_the_promotion_is_rolled_forward(
         await until(followed, "every server to follow the new master")
         assert writable_master(ferryd.nodes) is new_master
         assert topology(ferryd.nodes)[ferryd.master.server_id][0] is True, "the old master stays read-only"
+
+
+async def test_an_undo_that_cannot_finish_says_so_and_the_operation_fails(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old master refuses to turn writable again: the operation ends failed (not undone), naming what is left."""
+    ferryd = ferryd_factory()
+    Gate(monkeypatch, raises=RuntimeError("injected in the catch-up"))
+    real = FerryDriver.set_read_only
+
+    async def refusing(self: FerryDriver, read_only: bool) -> bool:
+        if self.address == ferryd.master.admin and not read_only:
+            raise DriverError(self.address, "injected", "read-only off refused")
+        return await real(self, read_only)
+
+    monkeypatch.setattr(FerryDriver, "set_read_only", refusing)
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        operation_id = await start_switchover(live, cluster_id, ids["replica1"])
+        operation = await ended(live, cluster_id, operation_id)
+        assert operation["state"] == "failed", (operation["error"], operation["steps"])
+        assert operation["error"].startswith("internal error: RuntimeError: injected in the catch-up; undo incomplete:")
+        assert "read-only off refused" in operation["error"]
+        assert step(operation, "undo")["state"] == "failed"
+        assert operation["result"]["undo"]["complete"] is False
+        assert ferryd.master.status()["read_only"], "still read-only: the alert names it once the collector sees it"

@@ -83,8 +83,8 @@ class UndoOutcome:
 
     @property
     def message(self) -> str:
-        verb = self.kind if self.complete else f"{self.kind.split()[0]} incomplete"
-        return f"{self.reason}; {verb}: {self.summary}"
+        verb = self.kind if self.complete else {"undone": "undo", "rolled forward": "roll forward"}[self.kind]
+        return f"{self.reason}; {verb if self.complete else verb + ' incomplete'}: {self.summary}"
 
 
 @dataclass
