@@ -474,6 +474,12 @@ async def test_pools_give_the_drivers_of_one_server_and_login_one_pool(mariadb: 
         assert (await first.status()).server_id == 1 and (await other.status()).server_id == 2
         await first.aclose()  # a pooled driver leaves the pool to its owner
         assert (await second.status()).server_id == 1
+        # New credentials for the server: a new pool, the old one's connections closed.
+        users = mariadb.users
+        changed = driver(mariadb, 1, admin=MariadbCredentials(users.workload.name, users.workload.password)).config
+        third = pools.driver(mariadb.server(1).address, changed)
+        assert third.sql is not first.sql and not first.sql._idle
+        assert (await third.version()).startswith("10.11")
     finally:
         await pools.aclose()
 

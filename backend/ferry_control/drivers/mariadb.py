@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from ferry_control.drivers.base import (
+    BinlogTransaction,
     ChangeMaster,
     Checksums,
     ConnectionSettings,
@@ -173,6 +174,9 @@ class MariadbPools:
         settings = config.connection_settings(address)
         pool = self._pools.get((address, settings))
         if pool is None:
+            # A new login for the server (its credentials changed): the old login's pool goes.
+            for key in [k for k in self._pools if k[0] == address]:
+                self._pools.pop(key).retire()
             pool = self._pools[(address, settings)] = MariadbConnections(address, settings)
         return MariadbDriver(address, config, pool)
 
@@ -436,7 +440,7 @@ class MariadbDriver(ServerDriver):
         files = [str(f["Log_name"]) for f in await self.sql.query("SHOW BINARY LOGS")]
         end_file, end_offset = cursor_parts(before) if before is not None else (None, None)
         budget = [self.config.events_scan_max]
-        found: list = []
+        found: list[BinlogTransaction] = []
         for file in reversed(files):
             number = file_number(file)
             if end_file is not None and number > end_file:

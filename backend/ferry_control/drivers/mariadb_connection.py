@@ -61,6 +61,8 @@ class MariadbConnections:
         self._kills: set[asyncio.Task[None]] = set()
         #: Per-server memo of the `mariadb` driver's binlog scans (drivers built per call share it).
         self.binlog_scans: dict[str, Any] = {}
+        #: Set by `retire`: connections are closed when released instead of kept.
+        self._retired = False
 
     # -- connecting ----------------------------------------------------------------------------------------------
 
@@ -113,7 +115,7 @@ class MariadbConnections:
             raise
 
     def _release(self, conn: aiomysql.Connection, reusable: bool) -> None:
-        if reusable and not conn.closed:
+        if reusable and not conn.closed and not self._retired:
             self._idle.append((conn, time.monotonic()))
         else:
             conn.close()
@@ -187,11 +189,16 @@ class MariadbConnections:
         if self._kills:
             await asyncio.gather(*self._kills, return_exceptions=True)
 
-    async def aclose(self) -> None:
-        await self.kills_sent()
+    def retire(self) -> None:
+        """Closes the idle connections now and the others as they come back (the pool is no longer used)."""
+        self._retired = True
         idle, self._idle = self._idle, []
         for conn, _ in idle:
             conn.close()
+
+    async def aclose(self) -> None:
+        await self.kills_sent()
+        self.retire()
 
     def _error(self, e: pymysql.err.MySQLError) -> DriverError:
         errno = e.args[0] if e.args and isinstance(e.args[0], int) else 0
