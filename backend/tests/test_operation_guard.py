@@ -338,3 +338,45 @@ async def test_an_undo_that_cannot_finish_says_so_and_the_operation_fails(
         assert step(operation, "undo")["state"] == "failed"
         assert operation["result"]["undo"]["complete"] is False
         assert ferryd.master.status()["read_only"], "still read-only: the alert names it once the collector sees it"
+
+
+async def test_a_failover_stopped_while_leveling_removes_its_temporary_connection(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither replica is ahead in every domain, so the candidate is leveled from its peer through a temporary
+    connection; an unexpected exception while it waits there is undone: the temporary connection removed."""
+    ferryd = ferryd_factory()
+    old, first, second = ferryd.master, ferryd.replica1, ferryd.replica2
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    real = actions.wait_reached
+
+    async def failing_in_leveling(*args: Any, **kwargs: Any) -> actions.Reached:
+        if str(kwargs.get("connection") or "").startswith(actions.LEVEL_PREFIX):
+            raise RuntimeError("injected while leveling")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(actions, "wait_reached", failing_in_leveling)
+    async with live_app() as live:
+        cluster_id, _ = await register(live.client, ferryd)
+        for node in (first, second):
+            node.post("/v1/replication/main/stop", {})
+        position = ferryd.write(3, domains=(1, 2))
+        newest = dict(g.split("-", 1) for g in position.split(","))
+        first.post("/v1/replication/main/start", {"until": f"1-{newest['1']}"})
+        second.post("/v1/replication/main/start", {"until": f"2-{newest['2']}"})
+        await until(
+            lambda: all(n.status()["replication"][0]["sql_state"] == "until_reached" for n in (first, second)),
+            "both replicas at their UNTIL",
+        )
+        old.kill()
+        operation = await run_operation(live.app, live.client, cluster_id, "failover", {})
+        assert operation["state"] == "undone", (operation["error"], operation["steps"])
+        assert operation["error"].startswith("internal error: RuntimeError: injected while leveling; undone: ")
+        assert "temporary connection 'level_" in operation["error"], operation["error"]
+        names = [s["name"] for s in operation["steps"]]
+        assert "undo" in names, operation["steps"]
+        assert step(operation, "bring_level")["state"] == "failed" and step(operation, "undo")["state"] == "passed"
+        assert "promote_candidate" not in [s["name"] for s in operation["steps"]]
+        for node in (first, second):
+            assert [c["name"] for c in node.status()["replication"]] == ["main"], node.status()["replication"]

@@ -120,6 +120,42 @@ async def connection_names(driver: ServerDriver) -> list[str]:
     return [c.name for c in await driver.replica_connections()]
 
 
+#: Temporary connections a failover's leveling creates on its candidate (`level_<peer's server id>`).
+LEVEL_PREFIX = "level_"
+
+
+async def restore_connections(view: ServerView, running: Sequence[str], temp_prefix: str) -> str:
+    """Puts a server's replication back as it was before a leveling: its temporary connections (`temp_prefix…`)
+    removed, and the connections that were running started again. Returns what it did; raises OperationFailed
+    naming what it could not do."""
+    driver = view.require_driver()
+    done: list[str] = []
+    problems: list[str] = []
+    try:
+        current = {c.name: c for c in await driver.replica_connections()}
+    except DriverError as e:
+        raise OperationFailed(f"{view.info.label}: {e}") from e
+    for name in current:
+        if name.startswith(temp_prefix):
+            try:
+                await driver.remove_replication(name)
+                done.append(f"{view.info.label}: temporary connection {name!r} removed")
+            except DriverError as e:
+                problems.append(f"{view.info.label}: {e}")
+    for name in running:
+        connection = current.get(name)
+        if connection is None or connection.running:
+            continue
+        try:
+            await driver.start_replication(name)
+            done.append(f"{view.info.label}: connection {name!r} started again")
+        except DriverError as e:
+            problems.append(f"{view.info.label}: {e}")
+    if problems:
+        raise OperationFailed("; ".join(problems))
+    return "; ".join(done) or f"{view.info.label} replicates as before"
+
+
 async def level_with(
     target: ServerView, peer: ServerView, temp_connection: str, timeout_s: float
 ) -> dict[str, str] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from ferry_control.core.db import session_scope
@@ -17,10 +18,11 @@ from ferry_control.drivers.errors import DriverError
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.gtid import ahead_of_all, behind_total, gtid_text, join_all, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
-from ferry_control.services.orchestrator.switchover import follow_new_master
+from ferry_control.services.orchestrator.switchover import follow_new_master, roll_forward
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,12 @@ async def run_failover(ctx: OperationContext) -> None:
     if ctx.dry_run:
         return
     await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
+    others = [
+        link for link in links if link is not chosen and not link.replica.info.maintenance and link.replica.reachable
+    ]
+    await ctx.save()  # the plan in the database before the first move (what a reconcile after a crash reads)
+    running = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.running]
+    ctx.undo_with("undo", partial(actions.restore_connections, candidate, running, LEVEL_PREFIX))
     started = time.perf_counter()
     async with ctx.step("bring_level") as step:
         if level:
@@ -199,7 +207,7 @@ async def run_failover(ctx: OperationContext) -> None:
             for link in links:
                 if link is chosen or not link.replica.reachable:
                     continue
-                done = await actions.level_with(candidate, link.replica, f"level_{link.replica.info.id}",
+                done = await actions.level_with(candidate, link.replica, f"{LEVEL_PREFIX}{link.replica.info.id}",
                                                 settings.switchover_catch_up_timeout_s)  # fmt: skip
                 if done:
                     leveled.append(done)
@@ -209,6 +217,8 @@ async def run_failover(ctx: OperationContext) -> None:
         names = [c.name for c in await driver.replica_connections()]
         await actions.promote(driver, names)
         step.detail = f"{candidate.info.label} is the master and writable (removed connections: {', '.join(names)})"
+    followers = [(o.replica, o.connection.name) for o in others]
+    ctx.undo_with("roll_forward", partial(roll_forward, ctx, candidate, followers, None))
     ctx.result["promoted_after_s"] = round(time.perf_counter() - started, 6)
     new_position = position((await candidate.require_driver().positions()).current)
     async with ctx.step("fence_old_master") as step:
@@ -222,9 +232,6 @@ async def run_failover(ctx: OperationContext) -> None:
         ctx.result["possibly_lost"] = report
         step.detail = report
     await suspend_automatic_failover(ctx)
-    others = [
-        link for link in links if link is not chosen and not link.replica.info.maintenance and link.replica.reachable
-    ]
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
                             old_master=None)  # fmt: skip
 

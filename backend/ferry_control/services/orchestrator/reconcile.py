@@ -42,6 +42,7 @@ from ferry_control.repositories.drills import DrillRepository
 from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.event_bus import ClusterEvent, EventBus
+from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.runner import OperationRunner
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
@@ -53,8 +54,6 @@ ACTIVE = (OperationState.pending, OperationState.running)
 #: Bounds on the time between two looks for operations to reconcile (half the operation lease, within these).
 INTERVAL_S_MIN = 0.5
 INTERVAL_S_MAX = 30.0
-#: Connections a failover's leveling creates on its candidate (`level_<server id>`).
-LEVEL_PREFIX = "level_"
 
 
 def _now() -> datetime:

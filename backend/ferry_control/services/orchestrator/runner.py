@@ -239,16 +239,26 @@ class OperationContext:
         return f"internal error: {_describe(error)}"
 
     async def _compensate(self, registered: tuple[str, Compensation], reason: str) -> UndoOutcome:
+        """Runs the compensation; recorded as the step `name` (by the compensation itself, else here)."""
         name, compensation = registered
         kind = "rolled forward" if name == "roll_forward" else "undone"
+        first = len(self.steps)
+        started, clock = _now(), time.perf_counter()
         try:
-            summary = await compensation()
+            outcome = UndoOutcome(reason, await compensation(), True, kind)
         except OperationFailed as e:
-            return UndoOutcome(reason, e.message, False, kind)
+            outcome = UndoOutcome(reason, e.message, False, kind)
         except Exception as e:
             log.exception("the %s of operation %s failed", name, self.operation_id)
-            return UndoOutcome(reason, f"{name} failed: {_describe(e)}", False, kind)
-        return UndoOutcome(reason, summary, True, kind)
+            outcome = UndoOutcome(reason, f"{name} failed: {_describe(e)}", False, kind)
+        if not any(step["name"] == name for step in self.steps[first:]):
+            self.steps.append(
+                {"name": name, "state": "passed" if outcome.complete else "failed", "started_at": _iso(started),
+                 "finished_at": _iso(_now()), "duration_s": round(time.perf_counter() - clock, 6),
+                 "detail": outcome.summary}
+            )  # fmt: skip
+            self.changed()
+        return outcome
 
     def changed(self) -> None:
         """Steps or result changed: published at once, persisted by a writer task (short transactions of its own,
