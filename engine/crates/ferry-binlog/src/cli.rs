@@ -32,6 +32,21 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
 
+    /// Check every event of every file instead of printing them: names each damage's file, offset and the
+    /// GTIDs around it, and the `--truncate-at` offset that would cut it. Exit 0 when clean or when only the
+    /// last file's last write is torn (the node trims that itself), 1 for corruption.
+    #[arg(long, conflicts_with_all = ["start_position", "stop_position", "domains", "json", "truncate_at"])]
+    pub verify: bool,
+
+    /// Cut PATH (the index's last binlog file) at OFFSET, the end of a whole transaction before the damage
+    /// (`--verify` names it). Loses every transaction from OFFSET on; without `--i-know` only says which.
+    #[arg(long, value_name = "OFFSET", conflicts_with_all = ["start_position", "stop_position", "domains", "json"])]
+    pub truncate_at: Option<u64>,
+
+    /// Really cut with `--truncate-at` (see docs/operations.md, "A corrupt binlog", for what it loses).
+    #[arg(long, requires = "truncate_at")]
+    pub i_know: bool,
+
     /// A binlog file, or a directory holding `ferry-bin.index` (or a node's data directory, whose `binlog/` does).
     pub path: PathBuf,
 }
@@ -45,6 +60,15 @@ pub struct Options {
     /// `None` prints every domain.
     pub domains: Option<BTreeSet<DomainId>>,
     pub json: bool,
+    /// `--verify` or `--truncate-at`: repair instead of printing.
+    pub repair: Option<Repair>,
+}
+
+/// The repair path's two steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repair {
+    Verify,
+    TruncateAt { offset: u64, i_know: bool },
 }
 
 /// A flag's value that is not a GTID position.
@@ -69,7 +93,12 @@ impl Args {
         let start = self.start_position.as_deref().map(|t| parse("--start-position", t)).transpose()?;
         let stop = self.stop_position.as_deref().map(|t| parse("--stop-position", t)).transpose()?.unwrap_or_default();
         let domains = (!self.domains.is_empty()).then(|| self.domains.into_iter().collect());
-        Ok(Options { path: self.path, start, stop, domains, json: self.json })
+        let repair = match (self.verify, self.truncate_at) {
+            (true, _) => Some(Repair::Verify),
+            (false, Some(offset)) => Some(Repair::TruncateAt { offset, i_know: self.i_know }),
+            (false, None) => None,
+        };
+        Ok(Options { path: self.path, start, stop, domains, json: self.json, repair })
     }
 }
 

@@ -1,5 +1,8 @@
 //! `ferry-binlog`: prints the events of Ferry binlog files, like mysqlbinlog.
 //!
+//! Repair (docs/operations.md, "A corrupt binlog"): `--verify` checks every event and names each damage (file,
+//! offset, GTIDs around it, the offset to cut at); `--truncate-at OFFSET --i-know FILE` cuts the last file there.
+//!
 //! Exit codes: 0 when everything asked for was printed; 1 when the binlog cannot be read (a corrupt or torn
 //! event, after printing everything before it) or cannot serve `--start-position`; 2 for a bad command line,
 //! including GTID text that does not parse.
@@ -12,6 +15,7 @@ mod cli;
 mod dump;
 mod filter;
 mod format;
+mod repair;
 mod start;
 mod utc;
 
@@ -22,7 +26,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use ferry_core::binlog::{files_at, index_path};
 
-use crate::cli::{Args, Options};
+use crate::cli::{Args, Options, Repair};
 use crate::dump::{Dump, DumpError};
 use crate::filter::TxnFilter;
 
@@ -34,6 +38,9 @@ fn main() -> ExitCode {
         Ok(options) => options,
         Err(bad) => return fail(USAGE_FAILURE, &bad),
     };
+    if let Some(repair) = options.repair {
+        return run_repair(repair, &options.path);
+    }
     let dump = match plan(&options) {
         Ok(dump) => dump,
         Err(message) => return fail(BINLOG_FAILURE, &message),
@@ -48,6 +55,23 @@ fn main() -> ExitCode {
         Err(DumpError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(DumpError::Output(e)) => fail(BINLOG_FAILURE, &format!("writing the output: {e}")),
         Err(DumpError::Binlog(e)) => fail(BINLOG_FAILURE, &e),
+    }
+}
+
+/// `--verify` (exit 0 clean or torn last write, 1 corrupt) and `--truncate-at` (exit 0 cut, 2 without `--i-know`).
+fn run_repair(repair: Repair, path: &Path) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match repair {
+        Repair::Verify => match repair::verify(&binlog_path(path), &mut out) {
+            Ok(repair::Verdict::Clean) | Ok(repair::Verdict::TornTail) => ExitCode::SUCCESS,
+            Ok(repair::Verdict::Corrupt) => fail(BINLOG_FAILURE, &"the binlog is corrupt (see above)"),
+            Err(e) => fail(BINLOG_FAILURE, &e),
+        },
+        Repair::TruncateAt { offset, i_know } => match repair::truncate(path, offset, i_know, &mut out) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::from(USAGE_FAILURE),
+            Err(e) => fail(BINLOG_FAILURE, &e),
+        },
     }
 }
 

@@ -20,8 +20,10 @@ use crate::admission::Admitted;
 use crate::binlog::event::{
     encode_event, encode_rows_event, flags, rows_event_body_len, Event, GtidEvent, MAX_EVENT_BYTES,
 };
+use crate::binlog::hwm::Reservation;
 use crate::binlog::writer::{now_us, BinlogWriter};
 use crate::binlog::BinlogCoord;
+use crate::fault::StorageHealth;
 use crate::gtid::{DomainId, Gtid, SeqNo, ServerId};
 use crate::gtid_alloc::{AllocError, GtidAllocator, StrictModeViolation};
 use crate::row::RowChange;
@@ -198,25 +200,48 @@ pub struct CommitLog {
     pub store: Arc<Store>,
     /// Next group's commit id (stamped on each member's GTID event).
     next_commit_id: u64,
-    /// Set when a write or fsync failed: the node then refuses all further commits.
-    failed: Option<String>,
+    /// The node's storage health (shared with the store): set by the first failed write, fsync or flush, after
+    /// which every commit is refused and nothing more is acknowledged.
+    health: Arc<StorageHealth>,
     /// The coordinate the store is known durable through (the last checkpoint).
     pub durable_through: Option<BinlogCoord>,
+    /// Below durability `local`: the seq_nos reserved ahead in the high-water mark file (see [`crate::binlog::hwm`]).
+    reservation: Option<Reservation>,
 }
 
 impl CommitLog {
     pub fn new(binlog: BinlogWriter, store: Arc<Store>, durable_through: Option<BinlogCoord>) -> Self {
-        CommitLog { binlog, store, next_commit_id: 1, failed: None, durable_through }
+        let health = store.health().clone();
+        CommitLog { binlog, store, next_commit_id: 1, health, durable_through, reservation: None }
     }
 
-    pub fn failed(&self) -> Option<&str> {
-        self.failed.as_deref()
+    /// Reserves locally allocated seq_nos ahead in the high-water mark before they are written (durability below
+    /// `local`, where groups are acknowledged and streamed before their fsync).
+    pub fn with_reservation(mut self, reservation: Reservation) -> Self {
+        self.reservation = Some(reservation);
+        self
     }
 
-    fn fail(&mut self, why: String) -> CommitError {
-        tracing::error!("commit pipeline failed, refusing writes from now on: {why}");
-        self.failed = Some(why.clone());
-        CommitError::Failed(why)
+    /// Why the storage failed, once it did.
+    pub fn failed(&self) -> Option<String> {
+        self.health.failure()
+    }
+
+    /// Records a storage failure: from now on the node is read-only and acknowledges nothing.
+    pub fn fail(&mut self, why: String) -> CommitError {
+        CommitError::Failed(self.health.fail(why))
+    }
+
+    /// A clean stop: the high-water mark comes down to the seq_nos really used, so a clean restart leaves no gap.
+    pub fn settle_reservation(&mut self, used: std::collections::BTreeMap<DomainId, SeqNo>) -> Result<(), CommitError> {
+        if self.health.is_failed() {
+            return Ok(());
+        }
+        if let Some(r) = &mut self.reservation {
+            r.settle(used)
+                .map_err(|e| CommitError::Failed(self.health.fail(format!("seq_no high-water mark: {e}"))))?;
+        }
+        Ok(())
     }
 
     /// Before freezing the store for a checkpoint: with durability `none` the binlog is not fsynced per group,
@@ -593,7 +618,7 @@ impl GroupCommit {
     /// part is left to the members and the group's report is handed back in `pending` for after it.
     fn run_group(&self, log: &mut CommitLog, group: Vec<Member>, pending: &mut Option<GroupReport>) -> Outcomes {
         if let Some(why) = log.failed() {
-            let err = CommitError::Failed(why.to_string());
+            let err = CommitError::Failed(why);
             return group.into_iter().map(|m| Reply::new(m, Outcome::Done(Err(err.clone())))).collect();
         }
         let commit_id = log.next_commit_id;
@@ -637,6 +662,17 @@ impl GroupCommit {
         }
         if written.is_empty() {
             return outcomes;
+        }
+        if let Some(reservation) = &mut log.reservation {
+            let allocated = written
+                .iter()
+                .filter(|(m, _)| !m.txn.replicated() && m.txn.gtid_override.seq.is_none())
+                .map(|(_, e)| e.committed.gtid);
+            if let Err(e) = reservation.cover(allocated) {
+                let err = log.fail(format!("seq_no high-water mark: {e}"));
+                outcomes.extend(written.into_iter().map(|(m, _)| Reply::new(m, Outcome::Done(Err(err.clone())))));
+                return outcomes;
+            }
         }
         let fsyncs = self.config.durability.fsyncs();
         let durable = log.binlog.append(&buf).and_then(|_| if fsyncs { log.binlog.sync() } else { Ok(None) });

@@ -46,12 +46,20 @@ pub struct GtidAllocator {
     server_id: ServerId,
     /// Newest GTID seen per domain (allocated, explicitly given or replicated): the counter is its seq_no.
     newest: Mutex<HashMap<DomainId, Gtid>>,
+    /// Per domain, the seq_no high-water mark found at start-up: allocation goes above it (seq_nos someone may
+    /// have seen though the binlog lost them), while strict mode still compares with `newest` only.
+    floor: HashMap<DomainId, SeqNo>,
 }
 
 impl GtidAllocator {
     /// Starts the counters at the newest GTIDs the node has (binlog position joined with the replica position).
     pub fn new(server_id: ServerId, start: &GtidPosition) -> Self {
-        GtidAllocator { server_id, newest: Mutex::new(start.iter().map(|g| (g.domain, g)).collect()) }
+        Self::with_floor(server_id, start, HashMap::new())
+    }
+
+    /// Like [`GtidAllocator::new`], allocating above `floor` (the durable seq_no high-water mark) too.
+    pub fn with_floor(server_id: ServerId, start: &GtidPosition, floor: HashMap<DomainId, SeqNo>) -> Self {
+        GtidAllocator { server_id, newest: Mutex::new(start.iter().map(|g| (g.domain, g)).collect()), floor }
     }
 
     pub fn server_id(&self) -> ServerId {
@@ -62,7 +70,12 @@ impl GtidAllocator {
     /// is already at `u64::MAX`.
     pub fn allocate(&self, domain: DomainId) -> Result<Gtid, AllocError> {
         let mut newest = self.newest.lock();
-        let have = newest.get(&domain).copied();
+        let floor = self.floor.get(&domain).copied().unwrap_or(0);
+        let have = match newest.get(&domain).copied() {
+            Some(g) if g.seq >= floor => Some(g),
+            _ if floor > 0 => Some(Gtid::new(domain, self.server_id, floor)),
+            other => other,
+        };
         let seq = match have {
             None => 1,
             Some(have) => have.seq.checked_add(1).ok_or(AllocError::Exhausted { domain, have })?,

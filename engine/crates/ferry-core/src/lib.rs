@@ -12,6 +12,7 @@
 //! - [`admission`]: the gate of client writes — read-only, and the exact count of client commits in flight.
 //! - [`locks`]: per-row locks taken in sorted order, so conflicting transactions serialise without deadlock.
 //! - [`commit`]: group commit — leader/follower queue, one fsync per group, commit order kept.
+//! - [`fault`]: fail-stop storage health, and the failpoints (tests only) that inject I/O errors.
 //! - [`node`]: a node's whole write path and recovery, tying the above together.
 //! - [`protocol`]: the framed, versioned binary protocol clients and nodes speak.
 //! - [`limits`]: the named limits on what a client can make a node hold.
@@ -20,6 +21,7 @@ pub mod admission;
 pub mod binlog;
 pub mod codec;
 pub mod commit;
+pub mod fault;
 pub mod gtid;
 pub mod gtid_alloc;
 pub mod limits;

@@ -14,11 +14,12 @@ use crate::admission::{Admitted, Undrained, WriteGate};
 use crate::binlog::event::{flags, rows_event_body_len, GtidEvent};
 use crate::binlog::reader::{FileReader, Item, TransactionReader};
 use crate::binlog::writer::{BinlogFileInfo, BinlogWriter, TailRecovery};
-use crate::binlog::{file_name, file_seq, BinlogCoord, BinlogError, MAGIC};
+use crate::binlog::{file_name, file_seq, hwm, BinlogCoord, BinlogError, MAGIC};
 use crate::commit::{
     AwaitingReplicas, CommitConfig, CommitError, CommitLog, CommitMode, Committed, Durability, GroupCommit,
     GroupReport, GtidOverride, PreparedTxn,
 };
+use crate::fault::StorageHealth;
 use crate::gtid::{DomainId, Gtid, GtidPosition, SeqNo, ServerId};
 use crate::gtid_alloc::{GtidAllocator, StrictModeViolation};
 use crate::limits::Limits;
@@ -142,7 +143,7 @@ impl From<CommitError> for TxnError {
             CommitError::Strict(v) => TxnError::Strict(v),
             CommitError::SeqNoExhausted { domain, have } => TxnError::SeqNoExhausted { domain, have },
             CommitError::EventTooLarge { bytes, limit } => TxnError::EventTooLarge { bytes, limit },
-            CommitError::Failed(why) => TxnError::NodeFailed(format!("node cannot commit: {why}")),
+            CommitError::Failed(why) => storage_failed(&why),
         }
     }
 }
@@ -238,7 +239,13 @@ pub struct NodeStatus {
     pub commit_mode: CommitMode,
     pub durability: Durability,
     pub counters: CounterSnapshot,
+    /// Set by the first failed binlog write or fsync, store flush, relay or replica-state write: the node is then
+    /// read-only and acknowledges nothing until it is restarted (fail-stop).
     pub failed: Option<String>,
+    /// True with durability `none` / `network`: events are sent to replicas before they are fsynced here, so
+    /// after a crash of this node a replica may hold transactions this node's binlog lost (their seq_nos are
+    /// never handed out again: see the seq_no high-water mark).
+    pub replicas_may_be_ahead: bool,
     /// Client transactions admitted past the read-only check whose commits have not been answered yet.
     pub commits_in_flight: u64,
     /// Present with durability `network` / `local+network`.
@@ -281,6 +288,8 @@ pub struct Node {
     recent: Arc<Mutex<VecDeque<EventSummary>>>,
     recovery: RecoveryReport,
     stopping: AtomicBool,
+    /// Storage health, shared by the binlog side and the store: once failed, the node is read-only for good.
+    health: Arc<StorageHealth>,
 }
 
 impl Node {
@@ -290,7 +299,8 @@ impl Node {
         config.check()?;
         std::fs::create_dir_all(&config.data_dir).map_err(|e| BinlogError::io(&config.data_dir, e))?;
         let binlog_dir = config.data_dir.join("binlog");
-        let store = Arc::new(Store::open(&config.data_dir.join("store.redb"))?);
+        let health = Arc::new(StorageHealth::new());
+        let store = Arc::new(Store::open_with_health(&config.data_dir.join("store.redb"), health.clone())?);
         let applied = store.applied_through()?;
         let (binlog, tail) =
             BinlogWriter::open_keeping(&binlog_dir, config.server_id, config.binlog_file_bytes_max, applied)?;
@@ -304,7 +314,11 @@ impl Node {
         }
         let recent = Arc::new(Mutex::new(VecDeque::with_capacity(RECENT_EVENTS_MAX)));
         let replayed = replay(&binlog, &store, applied, &recent)?;
+        let marks = hwm::read(&binlog_dir)?;
         let mut log = CommitLog::new(binlog, store.clone(), applied);
+        if !config.commit.durability.fsyncs() {
+            log = log.with_reservation(hwm::Reservation::new(&binlog_dir, marks.clone()));
+        }
         if replayed > 0 || applied.is_none() {
             log.checkpoint(config.commit.durability)?;
         }
@@ -313,7 +327,11 @@ impl Node {
         }
         let position = log.binlog.state().position().clone();
         let slave_pos = Arc::new(Mutex::new(store.replica_position()?));
-        let alloc = Arc::new(GtidAllocator::new(config.server_id, &position.join(&slave_pos.lock())));
+        let alloc = Arc::new(GtidAllocator::with_floor(
+            config.server_id,
+            &position.join(&slave_pos.lock()),
+            marks.into_iter().collect(),
+        ));
         let counters = Arc::new(CommitCounters::default());
         let watch = Arc::new(PositionWatch {
             end: Mutex::new(log.binlog.coord()),
@@ -386,6 +404,7 @@ impl Node {
             recent,
             recovery,
             stopping: AtomicBool::new(false),
+            health,
         }))
     }
 
@@ -407,8 +426,19 @@ impl Node {
         self.writes.set_read_only(on)
     }
 
+    /// Read-only by the operator's choice, or for good after a storage failure.
     pub fn is_read_only(&self) -> bool {
-        self.writes.is_read_only()
+        self.writes.is_read_only() || self.health.is_failed()
+    }
+
+    /// Why the storage failed (a write, fsync or flush), once it did: the node then acknowledges nothing more.
+    pub fn storage_failure(&self) -> Option<String> {
+        self.health.failure()
+    }
+
+    /// Records a storage failure found outside the commit path (a relay log write): fail-stop as for the binlog.
+    pub fn fail_storage(&self, why: impl Into<String>) -> String {
+        self.health.fail(why)
     }
 
     /// Client transactions admitted past the read-only check and not answered yet.
@@ -545,6 +575,9 @@ impl Node {
     /// has its answer.
     fn admit(&self, req: &TxnRequest, privileged: bool) -> Result<Admitted, TxnError> {
         self.validate(req, privileged)?;
+        if let Some(why) = self.health.failure() {
+            return Err(storage_failed(&why));
+        }
         self.writes.admit().ok_or(TxnError::ReadOnly)
     }
 
@@ -771,7 +804,7 @@ impl Node {
                 log.binlog.files(),
                 log.binlog.coord(),
                 log.durable_through,
-                log.failed().map(String::from),
+                log.failed(),
             )
         });
         NodeStatus {
@@ -789,6 +822,7 @@ impl Node {
             durability: self.config.commit.durability,
             counters: self.counters.snapshot(),
             failed,
+            replicas_may_be_ahead: !self.config.commit.durability.fsyncs(),
             commits_in_flight: self.commits_in_flight(),
             semi_sync: self.semi_sync.as_ref().map(|s| s.status()),
             event_bytes_max: self.config.limits.event_bytes_max,
@@ -871,6 +905,9 @@ impl Node {
                 let mut last = (Instant::now(), node.counters.snapshot().commits);
                 while !node.stopping.load(Ordering::SeqCst) {
                     std::thread::park_timeout(CHECKPOINT_POLL.min(interval));
+                    if node.health.is_failed() {
+                        continue;
+                    }
                     let commits = node.counters.snapshot().commits;
                     let due = last.0.elapsed() >= interval && commits != last.1;
                     if due || node.store.unflushed_rows() > UNFLUSHED_ROWS_MAX {
@@ -884,13 +921,32 @@ impl Node {
             .expect("spawn checkpointer")
     }
 
-    /// Stops background work and makes the store durable (a clean shutdown needs no replay).
+    /// Stops background work and makes the store durable (a clean shutdown needs no replay); brings the seq_no
+    /// high-water mark down to what was used, so a clean restart leaves no gap.
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
+        if self.health.is_failed() {
+            tracing::error!("storage failed earlier: no final checkpoint; the restart replays the binlog");
+            return;
+        }
         if let Err(e) = self.checkpoint() {
             tracing::error!("final checkpoint failed: {e}");
         }
+        let settled = self.commit.with_log(|log| {
+            let used = log.binlog.state().position().iter().map(|g| (g.domain, g.seq)).collect();
+            log.settle_reservation(used)
+        });
+        if let Err(e) = settled {
+            tracing::error!("{e}");
+        }
     }
+}
+
+/// The refusal of a client transaction after a storage failure (protocol error `NODE_FAILED`).
+fn storage_failed(why: &str) -> TxnError {
+    TxnError::NodeFailed(format!(
+        "storage failed, the node is read-only and acknowledges nothing until it is restarted: {why}"
+    ))
 }
 
 /// gtid_current_pos by MariaDB's rule: per domain, the gtid_binlog_pos GTID when its server_id is this server's

@@ -6,11 +6,11 @@
 //! writer rotates them at a size, the reader follows them and deletes the ones it has finished.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::binlog::reader::{FileReader, Item, Transaction, TransactionReader};
 use crate::binlog::{BinlogCoord, BinlogError, MAGIC};
+use crate::fault::{self, sites};
 
 /// Default size at which relay files rotate.
 pub const RELAY_FILE_BYTES_MAX: u64 = 16 << 20;
@@ -43,7 +43,7 @@ impl RelayWriter {
         let path = dir.join(relay_file_name(seq));
         let mut file =
             OpenOptions::new().create_new(true).write(true).open(&path).map_err(|e| BinlogError::io(&path, e))?;
-        file.write_all(MAGIC).map_err(|e| BinlogError::io(&path, e))?;
+        fault::write_all(&mut file, MAGIC, sites::RELAY_WRITE).map_err(|e| BinlogError::io(&path, e))?;
         Ok((file, MAGIC.len() as u64))
     }
 
@@ -56,7 +56,7 @@ impl RelayWriter {
             self.offset = offset;
         }
         let path = self.dir.join(relay_file_name(self.file_seq));
-        self.file.write_all(events).map_err(|e| BinlogError::io(path, e))?;
+        fault::write_all(&mut self.file, events, sites::RELAY_WRITE).map_err(|e| BinlogError::io(path, e))?;
         self.offset += events.len() as u64;
         Ok(self.end())
     }

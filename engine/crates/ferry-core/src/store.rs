@@ -15,6 +15,7 @@ use redb::{Database, Durability, ReadTransaction, ReadableDatabase, ReadableTabl
 use serde::Serialize;
 
 use crate::binlog::BinlogCoord;
+use crate::fault::{self, sites, StorageHealth};
 use crate::gtid::{Gtid, GtidPosition};
 use crate::row::{row_bytes, row_from_bytes, Row, RowChange};
 
@@ -32,6 +33,12 @@ pub enum StoreError {
     Redb(#[from] redb::Error),
     #[error("store holds an undecodable row in table {table:?} key {key:?}: {reason}")]
     BadRow { table: String, key: String, reason: String },
+    /// An injected I/O fault (failpoint tests).
+    #[error("store: {0}")]
+    Io(#[from] std::io::Error),
+    /// A write or flush failed earlier: the store takes no more writes until the node restarts.
+    #[error("storage failed: {0}")]
+    Failed(String),
 }
 
 fn redb_err<E: Into<redb::Error>>(e: E) -> StoreError {
@@ -105,6 +112,8 @@ pub struct Store {
     flush_lock: Mutex<()>,
     /// Next sub_id of the replica-state table (increasing over the store's life).
     next_sub_id: std::sync::atomic::AtomicU64,
+    /// Set by the first failed flush (the node's, shared with the binlog side): no flush is tried after it.
+    health: Arc<StorageHealth>,
 }
 
 fn user_table(name: &str) -> TableDefinition<'_, &'static str, &'static [u8]> {
@@ -131,8 +140,17 @@ impl Flush<'_> {
     }
 
     /// Writes the frozen changes to redb (durably or not) with their coordinate; returns a read snapshot of
-    /// exactly that state.
+    /// exactly that state. A failure is fail-stop: the store's health is set and every later flush is refused
+    /// (the frozen changes stay readable in memory; the binlog still has them for the restart's replay).
     pub fn write(self, durable: bool) -> Result<(Option<BinlogCoord>, ReadTransaction), StoreError> {
+        let health = self.store.health.clone();
+        if let Some(why) = health.failure() {
+            return Err(StoreError::Failed(why));
+        }
+        self.write_to_redb(durable).map_err(|e| StoreError::Failed(health.fail(format!("store flush: {e}"))))
+    }
+
+    fn write_to_redb(self, durable: bool) -> Result<(Option<BinlogCoord>, ReadTransaction), StoreError> {
         let db = &self.store.db;
         let mut txn = db.begin_write().map_err(redb_err)?;
         txn.set_durability(if durable { Durability::Immediate } else { Durability::None }).map_err(redb_err)?;
@@ -169,6 +187,8 @@ impl Flush<'_> {
                 meta.insert(APPLIED_THROUGH, coord.as_slice()).map_err(redb_err)?;
             }
         }
+        // An injected fault aborts the transaction, as a failed fsync of redb's commit would leave it.
+        fault::check(sites::STORE_FLUSH)?;
         txn.commit().map_err(redb_err)?;
         let snapshot = db.begin_read().map_err(redb_err)?;
         let through = read_coord(&snapshot)?;
@@ -179,6 +199,11 @@ impl Flush<'_> {
 
 impl Store {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_with_health(path, Arc::new(StorageHealth::new()))
+    }
+
+    /// Opens the store sharing the node's storage health (a failed flush fails the node).
+    pub fn open_with_health(path: &Path, health: Arc<StorageHealth>) -> Result<Self, StoreError> {
         let db = Database::create(path).map_err(redb_err)?;
         let txn = db.begin_write().map_err(redb_err)?;
         txn.open_table(META).map_err(redb_err)?;
@@ -198,6 +223,7 @@ impl Store {
             layers: RwLock::new(Layers::default()),
             flush_lock: Mutex::new(()),
             next_sub_id: std::sync::atomic::AtomicU64::new(last_sub_id + 1),
+            health,
         })
     }
 
@@ -227,6 +253,11 @@ impl Store {
     pub fn set_replica_position(&self, position: &GtidPosition) -> Result<(), StoreError> {
         self.flush(false)?;
         let _one_at_a_time = self.flush_lock.lock();
+        self.write_replica_position(position)
+            .map_err(|e| StoreError::Failed(self.health.fail(format!("replica state write: {e}"))))
+    }
+
+    fn write_replica_position(&self, position: &GtidPosition) -> Result<(), StoreError> {
         let txn = self.db.begin_write().map_err(redb_err)?;
         {
             let mut state = txn.open_table(REPLICA_STATE).map_err(redb_err)?;
@@ -236,7 +267,13 @@ impl Store {
                 state.insert((g.domain, sub_id), (g.server, g.seq)).map_err(redb_err)?;
             }
         }
+        fault::check(sites::REPLICA_STATE)?;
         txn.commit().map_err(redb_err)
+    }
+
+    /// The storage health this store shares with its node.
+    pub fn health(&self) -> &Arc<StorageHealth> {
+        &self.health
     }
 
     /// The binlog coordinate the store's content corresponds to (None for a new store).
@@ -327,6 +364,10 @@ impl Store {
     /// something else (e.g. under the binlog lock); do the [`Flush::write`] after letting go of that lock.
     pub fn begin_flush(&self) -> Flush<'_> {
         let guard = self.flush_lock.lock();
+        if self.health.is_failed() {
+            // A failed flush's frozen layer stays where reads find it; this flush will be refused.
+            return Flush { store: self, _one_at_a_time: guard, frozen: Arc::new(MemTable::default()) };
+        }
         let mut layers = self.layers.write();
         let frozen = Arc::new(std::mem::take(&mut layers.active));
         layers.flushing = Some(frozen.clone());

@@ -66,6 +66,7 @@ pub fn binlog_error(py: Python<'_>, e: BinlogError) -> PyErr {
             None => PyOSError::new_err(message),
         },
         BinlogError::Corrupt { file, offset, reason } => corrupt(py, message, &file, offset, reason.to_string()),
+        BinlogError::CorruptBeforeTail { file, offset, reason, .. } => corrupt(py, message, &file, offset, reason),
         BinlogError::NotABinlog { file } => corrupt(py, message, &file, 0, "bad magic bytes".into()),
         BinlogError::OutOfPlace { file, offset, found, expected } => {
             corrupt(py, message, &file, offset, format!("unexpected {found} event: {expected}"))

@@ -25,6 +25,7 @@ pub struct Metrics {
     group_size: Histogram,
     fsync_seconds: Histogram,
     read_only: Gauge,
+    storage_failed: Gauge,
     commits_in_flight: Gauge,
     binlog_files: Gauge,
     event_bytes_max: Gauge,
@@ -51,6 +52,7 @@ impl Metrics {
         let group_size = Histogram::new(exponential_buckets(1.0, 2.0, 10));
         let fsync_seconds = Histogram::new(exponential_buckets(0.000_025, 2.0, 14));
         let read_only = Gauge::default();
+        let storage_failed = Gauge::default();
         let commits_in_flight = Gauge::default();
         let binlog_files = Gauge::default();
         let event_bytes_max = Gauge::default();
@@ -72,6 +74,12 @@ impl Metrics {
         registry.register("commit_group_size", "Transactions per commit group", group_size.clone());
         registry.register("binlog_fsync_seconds", "Latency of one group's binlog fsync", fsync_seconds.clone());
         registry.register("read_only", "1 when the node refuses client writes", read_only.clone());
+        registry.register(
+            "storage_failed",
+            "1 after a failed binlog write or fsync, store flush, relay or replica-state write: the node is \
+             read-only and acknowledges nothing until restarted (the error is the status's `failed`)",
+            storage_failed.clone(),
+        );
         registry.register(
             "commits_in_flight",
             "Client transactions admitted past the read-only check and not answered yet",
@@ -135,6 +143,7 @@ impl Metrics {
             group_size,
             fsync_seconds,
             read_only,
+            storage_failed,
             commits_in_flight,
             binlog_files,
             event_bytes_max,
@@ -174,6 +183,7 @@ impl Metrics {
             }
         }
         self.read_only.set(i64::from(status.read_only));
+        self.storage_failed.set(i64::from(status.failed.is_some()));
         self.commits_in_flight.set(status.commits_in_flight as i64);
         self.binlog_files.set(status.binlog_files.len() as i64);
         self.event_bytes_max.set(status.event_bytes_max as i64);

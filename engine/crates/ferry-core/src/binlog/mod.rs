@@ -3,12 +3,14 @@
 //! - [`event`]: event kinds and their framing (length, type, body, CRC32C).
 //! - [`reader`]: reads events and whole transactions from one file or across the index, checking every checksum.
 //! - [`writer`]: appends groups of events, fsyncs, rotates, purges, and recovers a torn tail at open.
+//! - [`hwm`]: the durable seq_no high-water mark per domain, so a seq_no is never handed out twice.
 //! - [`seek`]: where to start streaming for a replica's GTID position, with every error case named.
 //!
 //! A file is `MAGIC` followed by events: a format description, a GTID list (the full binlog state when the file
 //! was opened), transactions (`Gtid`, `Rows`, `Commit`), checkpoints, and a final `Rotate` when it was closed.
 
 pub mod event;
+pub mod hwm;
 pub mod reader;
 pub mod seek;
 pub mod stream;
@@ -64,6 +66,13 @@ pub enum BinlogError {
     OutOfPlace { file: String, offset: u64, found: &'static str, expected: &'static str },
     #[error("binlog file {file} is listed in the index but {problem}")]
     Missing { file: String, problem: String },
+    /// Damage before the binlog's last write: not a torn tail, so nothing is cut; the node does not start.
+    #[error(
+        "binlog {file} is corrupt at offset {offset} ({reason}), before its last write: this is not a torn tail \
+         and nothing was cut; transactions around it: {gtid_range}; locate the damage with `ferry-binlog --verify \
+         DIR` and see docs/operations.md (\"A corrupt binlog\") before cutting with `--truncate-at`"
+    )]
+    CorruptBeforeTail { file: String, offset: u64, reason: String, gtid_range: String },
     #[error("{0}")]
     Invalid(String),
 }
@@ -86,13 +95,14 @@ pub fn read_index(dir: &Path) -> Result<Vec<String>, BinlogError> {
 
 /// Replaces the index atomically (temporary file, fsync, rename, fsync of the directory).
 pub fn write_index(dir: &Path, files: &[String]) -> Result<(), BinlogError> {
-    use std::io::Write;
     let path = index_path(dir);
     let tmp = path.with_extension("index.tmp");
     let mut text = files.join("\n");
     text.push('\n');
     let mut f = std::fs::File::create(&tmp).map_err(|e| BinlogError::io(&tmp, e))?;
-    f.write_all(text.as_bytes()).and_then(|_| f.sync_all()).map_err(|e| BinlogError::io(&tmp, e))?;
+    crate::fault::write_all(&mut f, text.as_bytes(), crate::fault::sites::BINLOG_INDEX)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| BinlogError::io(&tmp, e))?;
     std::fs::rename(&tmp, &path).map_err(|e| BinlogError::io(&path, e))?;
     sync_dir(dir)
 }

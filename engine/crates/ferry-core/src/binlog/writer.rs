@@ -2,13 +2,13 @@
 //! tail recovery done when a binlog directory is opened after a crash.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::binlog::event::{encode_event, Checkpoint, Event, FormatDescription, BINLOG_FORMAT_VERSION};
+use crate::binlog::event::{decode_event, encode_event, Checkpoint, Event, FormatDescription, BINLOG_FORMAT_VERSION};
 use crate::binlog::reader::{read_gtid_list, FileReader, Item, TransactionReader};
 use crate::binlog::{file_name, file_seq, read_index, sync_dir, write_index, BinlogCoord, BinlogError, MAGIC};
+use crate::fault::{self, sites};
 use crate::gtid::{BinlogState, Gtid, ServerId};
 
 /// Microseconds since the Unix epoch.
@@ -27,6 +27,9 @@ pub struct TailRecovery {
     pub reason: Option<String>,
     /// GTID of the incomplete transaction that was cut, when its GTID event was readable.
     pub incomplete_gtid: Option<Gtid>,
+    /// Every readable GTID in the bytes that were cut: the seq_no high-water mark is raised to them before the
+    /// cut, so they are never handed out again.
+    pub cut_gtids: Vec<Gtid>,
     /// Files found on disk after the index's last one (a rotation cut short) and removed.
     pub orphans_removed: Vec<String>,
 }
@@ -97,6 +100,10 @@ impl BinlogWriter {
         let file = OpenOptions::new().write(true).open(&path).map_err(|e| BinlogError::io(&path, e))?;
         let len = file.metadata().map_err(|e| BinlogError::io(&path, e))?.len();
         if good_end < len {
+            // Whatever a client or a replica may have seen of the cut transactions, their seq_nos stay used.
+            // Only this server's own seq_nos: a replicated transaction is fetched again from its master, whose GTID
+            // strict mode must then accept.
+            super::hwm::raise(dir, recovery.cut_gtids.iter().copied().filter(|g| g.server == server_id))?;
             recovery.bytes_cut = len - good_end;
             recovery.truncated_at = Some(BinlogCoord { file_seq: seq, offset: good_end });
             file.set_len(good_end).and_then(|_| file.sync_all()).map_err(|e| BinlogError::io(&path, e))?;
@@ -104,7 +111,9 @@ impl BinlogWriter {
                 file = %last, offset = good_end, bytes_cut = recovery.bytes_cut,
                 incomplete_gtid = ?recovery.incomplete_gtid.map(|g| g.to_string()),
                 reason = recovery.reason.as_deref().unwrap_or(""),
-                "binlog tail was torn or corrupt: truncated to the last whole transaction"
+                cut_gtids = ?recovery.cut_gtids.iter().map(|g| g.to_string()).collect::<Vec<_>>(),
+                "binlog tail was torn (an incomplete or unchecksummed last write): truncated to the last whole \
+                 transaction"
             );
         }
         let mut writer = BinlogWriter {
@@ -171,7 +180,9 @@ impl BinlogWriter {
         );
         encode_event(&Event::GtidList { gtids: self.state.gtids() }, &mut buf);
         let path = self.dir.join(&name);
-        self.file.write_all(&buf).and_then(|_| self.file.sync_all()).map_err(|e| BinlogError::io(&path, e))?;
+        fault::write_all(&mut self.file, &buf, sites::BINLOG_HEADER)
+            .and_then(|_| self.file.sync_all())
+            .map_err(|e| BinlogError::io(&path, e))?;
         self.offset = buf.len() as u64;
         self.synced_offset = self.offset;
         self.files.push(name);
@@ -186,7 +197,7 @@ impl BinlogWriter {
     /// Appends already-encoded events (a whole commit group) with one write.
     pub fn append(&mut self, bytes: &[u8]) -> Result<(), BinlogError> {
         let path = self.current_path();
-        self.file.write_all(bytes).map_err(|e| BinlogError::io(path, e))?;
+        fault::write_all(&mut self.file, bytes, sites::BINLOG_WRITE).map_err(|e| BinlogError::io(path, e))?;
         self.offset += bytes.len() as u64;
         Ok(())
     }
@@ -202,7 +213,9 @@ impl BinlogWriter {
             return Ok(None);
         }
         let started = Instant::now();
-        self.file.sync_data().map_err(|e| BinlogError::io(self.current_path(), e))?;
+        fault::check(sites::BINLOG_FSYNC)
+            .and_then(|_| self.file.sync_data())
+            .map_err(|e| BinlogError::io(self.current_path(), e))?;
         self.synced_offset = self.offset;
         Ok(Some(started.elapsed()))
     }
@@ -323,10 +336,12 @@ fn scan_tail(
     let mut items = TransactionReader::new(FileReader::open(path)?);
     let mut good_end = items.offset();
     let mut rotated_to = None;
+    let mut last_whole = None;
     for item in items.by_ref() {
         match item {
             Ok(Item::Transaction(txn)) => {
                 state.record(txn.gtid());
+                last_whole = Some(txn.gtid());
                 good_end = txn.end_offset;
             }
             Ok(Item::Other(ev)) => {
@@ -336,14 +351,153 @@ fn scan_tail(
                 good_end = ev.offset + ev.len;
             }
             Err(e) => {
+                tracing::debug!(file = ?path, seq, "tail scan stopped: {e}");
+                let damage = analyze_damage(path, good_end, last_whole, &e)?;
+                if !damage.torn_tail {
+                    return Err(damage.into_error());
+                }
+                recovery.cut_gtids = damage.gtids_after;
                 recovery.reason = Some(e.to_string());
                 recovery.incomplete_gtid = incomplete_gtid_at(path, good_end);
-                tracing::debug!(file = ?path, seq, "tail scan stopped: {e}");
                 break;
             }
         }
     }
     Ok((state, good_end, rotated_to))
+}
+
+/// Damage found in a binlog file by [`inspect_file`]: where, what is around it, and whether it can be a torn
+/// last write.
+#[derive(Debug, Clone)]
+pub struct Damage {
+    /// The file's name.
+    pub file: String,
+    /// The file's size.
+    pub file_bytes: u64,
+    /// End of the last whole transaction (or other item) before the damage: where a cut would go.
+    pub whole_end: u64,
+    /// Offset of the first event that does not read whole.
+    pub offset: u64,
+    /// Why it does not read (checksum mismatch, truncated, out of place).
+    pub reason: String,
+    /// The last whole transaction before the damage.
+    pub last_whole: Option<Gtid>,
+    /// Every GTID still readable from `whole_end` to the end of the file (the incomplete transaction's, then
+    /// those found past the damage).
+    pub gtids_after: Vec<Gtid>,
+    /// The first GTID readable past the damage itself.
+    pub first_after: Option<Gtid>,
+    /// Whether everything from `whole_end` on can be one commit group's append cut short (a torn last write):
+    /// only events of one commit id follow, and no checkpoint or rotate event (each a later write).
+    pub torn_tail: bool,
+}
+
+impl Damage {
+    /// The GTIDs around the damage, as errors and the repair tool say them.
+    pub fn gtid_range(&self) -> String {
+        let before = self.last_whole.map_or("none in this file".into(), |g| g.to_string());
+        let after = self.first_after.map_or("none readable".into(), |g| g.to_string());
+        format!("last whole transaction before it {before}, first readable after it {after}")
+    }
+
+    fn into_error(self) -> BinlogError {
+        let gtid_range = self.gtid_range();
+        BinlogError::CorruptBeforeTail { file: self.file, offset: self.offset, reason: self.reason, gtid_range }
+    }
+}
+
+/// Reads a whole binlog file, checking every event; returns the first damage, or None when it reads cleanly.
+pub fn inspect_file(path: &Path) -> Result<Option<Damage>, BinlogError> {
+    let mut items = TransactionReader::new(FileReader::open(path)?);
+    let mut good_end = items.offset();
+    let mut last_whole = None;
+    for item in items.by_ref() {
+        match item {
+            Ok(Item::Transaction(txn)) => {
+                last_whole = Some(txn.gtid());
+                good_end = txn.end_offset;
+            }
+            Ok(Item::Other(ev)) => good_end = ev.offset + ev.len,
+            Err(e) => return analyze_damage(path, good_end, last_whole, &e).map(Some),
+        }
+    }
+    Ok(None)
+}
+
+/// Looks at the unreadable bytes from `from` (the end of the last whole item) to the end of the file: where the
+/// first damaged event is, what is still readable after it, and whether it can all be a torn last write (see
+/// [`Damage::torn_tail`]). Anything else after the damage means acknowledged data lies beyond it: corruption.
+fn analyze_damage(
+    path: &Path,
+    from: u64,
+    last_whole: Option<Gtid>,
+    first_error: &BinlogError,
+) -> Result<Damage, BinlogError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|mut f| f.seek(SeekFrom::Start(from)).and_then(|_| f.read_to_end(&mut bytes)))
+        .map_err(|e| BinlogError::io(path, e))?;
+    /// What the readable events past the last whole transaction show.
+    #[derive(Default)]
+    struct Seen {
+        gtids: Vec<Gtid>,
+        commit_ids: std::collections::BTreeSet<u64>,
+        /// A checkpoint, rotate or header event: written by a later write than a commit group's.
+        later_write: bool,
+    }
+    impl Seen {
+        fn note(&mut self, event: &Event) {
+            match event {
+                Event::Gtid(g) => {
+                    self.gtids.push(g.gtid);
+                    self.commit_ids.insert(g.commit_id);
+                }
+                Event::Rows { .. } | Event::Commit { .. } => {}
+                _ => self.later_write = true,
+            }
+        }
+        fn one_write(&self) -> bool {
+            !self.later_write && self.commit_ids.len() <= 1
+        }
+    }
+    let mut seen = Seen::default();
+    // The readable events of the incomplete transaction, up to the first damaged one.
+    let mut at = 0;
+    while let Ok((event, len)) = decode_event(&bytes[at..]) {
+        seen.note(&event);
+        at += len;
+    }
+    let damage = at;
+    let before_damage = seen.gtids.len();
+    // Past the damage: any event that still reads whole (its checksum makes a false match negligible), to the
+    // end, so that what a cut would lose can be named.
+    let mut i = damage + 1;
+    while i < bytes.len() {
+        match decode_event(&bytes[i..]) {
+            Ok((event, len)) => {
+                seen.note(&event);
+                i += len;
+            }
+            Err(_) => i += 1,
+        }
+    }
+    let file = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let reason = match first_error {
+        BinlogError::Corrupt { reason, .. } => reason.to_string(),
+        other => other.to_string(),
+    };
+    Ok(Damage {
+        file,
+        file_bytes: from + bytes.len() as u64,
+        whole_end: from,
+        offset: from + damage as u64,
+        reason,
+        last_whole,
+        first_after: seen.gtids.get(before_damage).copied(),
+        torn_tail: seen.one_write(),
+        gtids_after: seen.gtids,
+    })
 }
 
 /// The GTID of the event at `offset`, when one can still be read there.
@@ -434,6 +588,92 @@ mod tests {
         assert_eq!(rec.truncated_at.unwrap().offset, whole);
         assert!(rec.reason.unwrap().contains("checksum mismatch"));
         assert_eq!(w.state().position().to_string(), "0-1-2");
+    }
+
+    /// One transaction per commit group, as group commit writes them under light load.
+    fn write_groups(w: &mut BinlogWriter, seqs: std::ops::RangeInclusive<u64>) {
+        for seq in seqs {
+            let g = Gtid::new(0, 1, seq);
+            let mut buf = Vec::new();
+            encode_event(&Event::Gtid(GtidEvent { gtid: g, commit_id: seq, flags: 0, commit_ts_us: 0 }), &mut buf);
+            encode_event(&Event::Rows { changes: vec![] }, &mut buf);
+            encode_event(&Event::Commit { changes: 0 }, &mut buf);
+            w.append(&buf).unwrap();
+            w.record(g);
+            w.sync().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_flipped_byte_before_the_last_write_is_refused_with_file_offset_and_gtids_and_nothing_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, _) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        write_groups(&mut w, 1..=4);
+        let damaged = w.coord().offset;
+        write_groups(&mut w, 5..=9);
+        drop(w);
+        let path = dir.path().join(file_name(1));
+        let mut bytes = std::fs::read(&path).unwrap();
+        let len = bytes.len() as u64;
+        bytes[damaged as usize + 12] ^= 0x10;
+        std::fs::write(&path, &bytes).unwrap();
+        let err = BinlogWriter::open(dir.path(), 1, 1 << 20).err().expect("refused");
+        let BinlogError::CorruptBeforeTail { ref file, offset, ref gtid_range, .. } = err else { panic!("{err}") };
+        assert_eq!((file.as_str(), offset), (file_name(1).as_str(), damaged));
+        assert!(gtid_range.contains("0-1-4") && gtid_range.contains("0-1-6"), "{gtid_range}");
+        let text = err.to_string();
+        assert!(text.contains("not a torn tail") && text.contains("ferry-binlog --verify"), "{text}");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), len, "nothing was cut");
+        assert!(!super::super::hwm::hwm_path(dir.path()).exists(), "nothing recorded either");
+    }
+
+    #[test]
+    fn a_checkpoint_after_the_damage_makes_it_corruption_even_in_the_last_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, _) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        write_groups(&mut w, 1..=2);
+        let damaged = w.coord().offset;
+        write_groups(&mut w, 3..=3);
+        w.write_checkpoint(BinlogCoord { file_seq: 1, offset: damaged }).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let path = dir.path().join(file_name(1));
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[damaged as usize + 6] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let err = BinlogWriter::open(dir.path(), 1, 1 << 20).err().expect("refused");
+        assert!(matches!(err, BinlogError::CorruptBeforeTail { offset, .. } if offset == damaged), "{err}");
+    }
+
+    #[test]
+    fn a_torn_last_group_is_cut_and_its_own_seq_nos_are_kept_in_the_high_water_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, _) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        write_groups(&mut w, 1..=3);
+        let whole = w.coord().offset;
+        // The last group (two transactions, one commit id) reached the disk with a hole of zeros in its first
+        // transaction: later blocks of the same write made it, earlier ones did not.
+        let mut group = Vec::new();
+        let mut hole = 0..0;
+        for (seq, server) in [(4, 1), (5, 2)] {
+            let gtid = Gtid::new(0, server, seq);
+            let header =
+                encode_event(&Event::Gtid(GtidEvent { gtid, commit_id: 99, flags: 0, commit_ts_us: 0 }), &mut group);
+            encode_event(&Event::Rows { changes: vec![] }, &mut group);
+            encode_event(&Event::Commit { changes: 0 }, &mut group);
+            if hole.is_empty() {
+                hole = header + 2..group.len() - 3;
+            }
+        }
+        group[hole].fill(0);
+        w.append(&group).unwrap();
+        drop(w);
+        let (w, rec) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        assert_eq!(rec.truncated_at, Some(BinlogCoord { file_seq: 1, offset: whole }));
+        assert_eq!(rec.cut_gtids, vec![Gtid::new(0, 1, 4), Gtid::new(0, 2, 5)]);
+        assert_eq!(w.state().position().to_string(), "0-1-3");
+        // Only this server's own seq_no: the other server's transaction is fetched again from its master.
+        assert_eq!(super::super::hwm::read(dir.path()).unwrap(), std::collections::BTreeMap::from([(0, 4)]));
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub struct IoSide {
     pub relay: RelayWriter,
     /// Where the next session starts: the start position, advanced by every transaction received.
     pub position: GtidPosition,
+    /// A failed relay log write is a storage failure of the node (fail-stop), not only of this connection.
+    pub node: Arc<ferry_core::node::Node>,
 }
 
 enum Failure {
@@ -144,10 +146,10 @@ impl IoSide {
     fn receive(&mut self, events: &[u8]) -> Result<(), Failure> {
         let header = check_transaction(events)
             .map_err(|why| Failure::Retry(format!("bad transaction from the master: {why}")))?;
-        let end = self
-            .relay
-            .append(events)
-            .map_err(|e| Failure::Fatal { code: "RELAY_WRITE".into(), message: e.to_string() })?;
+        let end = self.relay.append(events).map_err(|e| {
+            let why = self.node.fail_storage(format!("relay log write: {e}"));
+            Failure::Fatal { code: "RELAY_WRITE".into(), message: format!("{e} (storage failed: {why})") }
+        })?;
         self.position.set(header.gtid);
         self.shared.status.lock().received(header.gtid);
         self.shared.relay_written(end);

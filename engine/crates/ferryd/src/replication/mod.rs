@@ -300,6 +300,7 @@ impl Replication {
             advertised: self.advertised.clone(),
             relay,
             position: start.clone(),
+            node: self.node.clone(),
         };
         let sql = applier::SqlSide {
             shared: shared.clone(),
