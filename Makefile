@@ -26,13 +26,14 @@ lint-engine:
 	@scripts/ensure-rust.sh
 	cd engine && cargo fmt --all --check
 	cd engine && cargo clippy --workspace --all-targets --locked -- -D warnings
-	cd engine && cargo clippy -p ferry-core --all-targets --features failpoints --locked -- -D warnings
+	cd engine && cargo clippy -p ferry-core -p ferryd --all-targets --features failpoints --locked -- -D warnings
 
 test-engine:
 	@scripts/ensure-rust.sh
 	cd engine && cargo test --workspace --locked
 	# The fail-stop tests: I/O errors injected at every write and fsync site (failpoints are built only here).
 	cd engine && cargo test -p ferry-core --features failpoints --locked --test storage_failures
+	cd engine && cargo test -p ferryd --features failpoints --locked --test storage_failed
 
 # ferry_engine built by maturin into .venv (the backend imports it too).
 python-module:

@@ -279,8 +279,11 @@ impl Replication {
             }
         }
         let relay_dir = self.relay_root.join(name);
-        let relay =
-            RelayWriter::create(&relay_dir, RELAY_FILE_BYTES_MAX).map_err(|e| CommandError::Failed(e.to_string()))?;
+        let relay = RelayWriter::create(&relay_dir, RELAY_FILE_BYTES_MAX).map_err(|e| {
+            // A relay log that cannot be written is a storage failure of the node (fail-stop).
+            let why = self.node.fail_storage(format!("relay log write: {e}"));
+            CommandError::Failed(format!("{e} (storage failed: {why})"))
+        })?;
         let reader = RelayReader::open(&relay_dir).map_err(|e| CommandError::Failed(e.to_string()))?;
         let start = match conn.config.use_gtid {
             UseGtid::SlavePos => self.node.slave_position(),
