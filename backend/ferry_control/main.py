@@ -18,11 +18,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from ferry_control.api import router as api_router
 from ferry_control.api.audit_middleware import AuditMiddleware
+from ferry_control.api.deps import MetricsReader
 from ferry_control.core.config import Settings, get_settings
 from ferry_control.core.db import create_engine, create_sessionmaker
 from ferry_control.core.errors import install_error_handlers
 from ferry_control.core.instance import new_instance_id
 from ferry_control.core.metrics import Metrics, RequestMetricsMiddleware
+from ferry_control.core.rate_limit import RateLimiter
+from ferry_control.core.secrets import SecretBox
 from ferry_control.dashboard import dashboard_dir, mount_dashboard
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.services.collector import Collector
@@ -39,7 +42,8 @@ DESCRIPTION = """Ferry's control plane: clusters of ferryd nodes (MariaDB-style 
 per-domain positions and lag, stream interleavings, and the operations that move the master role: switchover,
 failover (automatic when enabled per cluster), repoint, read-only, start/stop replication, bring level, and drills.
 
-Every endpoint but `/api/v1/health` needs `Authorization: Bearer <API token>`. Viewers read; operators also change
+Every endpoint but `/api/v1/health` needs `Authorization: Bearer <API token>` (so does `/metrics`, which also
+accepts the `metrics_token` setting's token). Viewers read; operators also change
 clusters and servers; admins also manage tokens. Errors always have the body `{"error": {"code", "message"}}`."""
 
 
@@ -53,7 +57,8 @@ def create_app(
         sessionmaker = create_sessionmaker(engine)
     instance_id = new_instance_id()
     metrics = Metrics()
-    drivers = DriverFactory(settings)
+    secrets = SecretBox.from_settings(settings)
+    drivers = DriverFactory(settings, secrets=secrets)
     bus = EventBus(settings.events_queue_max)
     # SQLite: one instance by nature, nothing to relay.
     relay = None if settings.is_sqlite else EventRelay(settings.database_url, bus, instance_id, metrics)
@@ -70,6 +75,7 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if relay is not None:
             relay.start()
+        await reconciler.run_at_start()
         reconciler.start()
         if settings.collector_enabled:
             collector.start()
@@ -112,6 +118,8 @@ def create_app(
     app.state.instance_id = instance_id
     app.state.sessionmaker = sessionmaker
     app.state.metrics = metrics
+    app.state.secrets = secrets
+    app.state.rate_limiter = RateLimiter(settings.expensive_reads_per_min)
     app.state.drivers = drivers
     app.state.bus = bus
     app.state.relay = relay
@@ -124,7 +132,7 @@ def create_app(
     app.include_router(api_router)
 
     @app.get("/metrics", include_in_schema=False)
-    async def prometheus_metrics(request: Request) -> Response:
+    async def prometheus_metrics(request: Request, _: MetricsReader) -> Response:
         await export_stored_state(request.app.state.sessionmaker, request.app.state.metrics)
         return Response(request.app.state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 

@@ -40,6 +40,14 @@ from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster
 from tests.mariadb_cluster import MariadbCluster
 
 TOKEN_PEPPER = "backend-tests-pepper-0123456789"
+#: The key the test apps encrypt stored secrets with (Fernet, fixed so a failure can be reproduced).
+SECRET_KEY = "BkgHSHV5qOCB1YrnW48gb2PwrdEuR8GMpPPpqtX34GE="
+#: The webhook receivers of the tests listen on loopback, which the webhook policy refuses unless allow-listed.
+LOOPBACK_WEBHOOKS = ["127.0.0.0/8"]
+
+# Settings() built bare in a test (no environment given) are a developer's, not production's: the default
+# environment is production, which needs real secrets.
+os.environ.setdefault("FERRY_ENVIRONMENT", "development")
 
 
 def server_url() -> str:
@@ -125,6 +133,8 @@ def settings(database_url: str) -> Settings:
         environment="test",
         database_url=database_url,
         token_pepper=TOKEN_PEPPER,
+        secret_keys=SECRET_KEY,
+        webhook_allowed_hosts=LOOPBACK_WEBHOOKS,
         node_token=NODE_TOKEN,
         collector_enabled=False,
         drill_scheduler_enabled=False,
@@ -233,6 +243,7 @@ def live_app(live_database_url: str) -> LiveFactory:
     async def make(**overrides: Any) -> AsyncIterator[Live]:
         fields: dict[str, Any] = {
             "environment": "test", "database_url": live_database_url, "token_pepper": TOKEN_PEPPER,
+            "secret_keys": SECRET_KEY, "webhook_allowed_hosts": LOOPBACK_WEBHOOKS,
             "node_token": NODE_TOKEN, "collector_enabled": False, "drill_scheduler_enabled": False,
             "poll_timeout_s": 5.0, "unreachable_after_failures": 2, "node_read_retries_max": 0,
             "switchover_catch_up_timeout_s": 10.0, "verify_timeout_s": 30.0,

@@ -8,6 +8,7 @@ import pytest
 
 from ferry_control.core.config import Settings
 from ferry_control.drivers.base import ChangeMaster, IoState
+from ferry_control.drivers.credentials import ServerCredentials
 from ferry_control.drivers.errors import (
     DriverError,
     ServerBadRequest,
@@ -114,15 +115,12 @@ async def test_a_wrong_token_is_unauthorized_and_a_missing_one_is_refused_before
         await none.aclose()
 
 
-async def test_a_cluster_token_file_overrides_the_setting(tmp_path, ferryd: FerrydCluster, database_url: str) -> None:  # type: ignore[no-untyped-def]
-    token_file = tmp_path / "token"
-    token_file.write_text(NODE_TOKEN + "\n")
+async def test_a_clusters_own_token_overrides_the_setting(ferryd: FerrydCluster, database_url: str) -> None:
     factory = DriverFactory(Settings(database_url=database_url, node_token="y" * 20))
     try:
-        assert (
-            await factory.for_address(ServerKind.ferry, ferryd.replica1.admin, str(token_file)).set_read_only(False)
-            is False
-        )
+        credentials = ServerCredentials(node_token=NODE_TOKEN)
+        driver = factory.for_address(ServerKind.ferry, ferryd.replica1.admin, credentials)
+        assert await driver.set_read_only(False) is False
     finally:
         await factory.aclose()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Path, Response, status
 
-from ferry_control.api.deps import CurrentToken, OperatorToken, SessionDep
+from ferry_control.api.deps import CurrentToken, OperatorToken, SecretsDep, SessionDep, SettingsDep
 from ferry_control.schemas.cluster import ClusterCreate, ClusterRead, ClusterUpdate
 from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.schemas.overview import ClusterOverview
@@ -17,8 +17,11 @@ ClusterId = Path(description="The cluster's id.", ge=1, le=ID_MAX, examples=[1])
 
 
 @router.get("", response_model=list[ClusterRead], summary="List clusters")
-async def list_clusters(session: SessionDep, _: CurrentToken) -> list[ClusterRead]:
-    return [ClusterRead.model_validate(c) for c in await ClusterService(session).list()]
+async def list_clusters(
+    session: SessionDep, settings: SettingsDep, secrets: SecretsDep, principal: CurrentToken
+) -> list[ClusterRead]:
+    service = ClusterService(session, settings, secrets)
+    return [service.present(c, principal.role) for c in await service.list()]
 
 
 @router.post(
@@ -28,8 +31,11 @@ async def list_clusters(session: SessionDep, _: CurrentToken) -> list[ClusterRea
     summary="Create a cluster",
     responses=error_responses(403, 409),
 )
-async def create_cluster(data: ClusterCreate, session: SessionDep, _: OperatorToken) -> ClusterRead:
-    return ClusterRead.model_validate(await ClusterService(session).create(data))
+async def create_cluster(
+    data: ClusterCreate, session: SessionDep, settings: SettingsDep, secrets: SecretsDep, principal: OperatorToken
+) -> ClusterRead:
+    service = ClusterService(session, settings, secrets)
+    return service.present(await service.create(data), principal.role)
 
 
 @router.get(
@@ -37,23 +43,38 @@ async def create_cluster(data: ClusterCreate, session: SessionDep, _: OperatorTo
     response_model=list[ClusterOverview],
     summary="Every cluster with its health, masters, replicas, worst lag and last drill",
 )
-async def clusters_overview(session: SessionDep, _: CurrentToken) -> list[ClusterOverview]:
+async def clusters_overview(
+    session: SessionDep, settings: SettingsDep, secrets: SecretsDep, principal: CurrentToken
+) -> list[ClusterOverview]:
     # Declared before /{cluster_id}: "overview" is not an id.
-    return await OverviewService(session).overview()
+    return await OverviewService(session, settings, secrets).overview(principal.role)
 
 
 @router.get("/{cluster_id}", response_model=ClusterRead, summary="Get a cluster", responses=error_responses(404))
-async def get_cluster(session: SessionDep, _: CurrentToken, cluster_id: int = ClusterId) -> ClusterRead:
-    return ClusterRead.model_validate(await ClusterService(session).get(cluster_id))
+async def get_cluster(
+    session: SessionDep,
+    settings: SettingsDep,
+    secrets: SecretsDep,
+    principal: CurrentToken,
+    cluster_id: int = ClusterId,
+) -> ClusterRead:
+    service = ClusterService(session, settings, secrets)
+    return service.present(await service.get(cluster_id), principal.role)
 
 
 @router.patch(
     "/{cluster_id}", response_model=ClusterRead, summary="Update a cluster", responses=error_responses(403, 404, 409)
 )
 async def update_cluster(
-    data: ClusterUpdate, session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId
+    data: ClusterUpdate,
+    session: SessionDep,
+    settings: SettingsDep,
+    secrets: SecretsDep,
+    principal: OperatorToken,
+    cluster_id: int = ClusterId,
 ) -> ClusterRead:
-    return ClusterRead.model_validate(await ClusterService(session).update(cluster_id, data))
+    service = ClusterService(session, settings, secrets)
+    return service.present(await service.update(cluster_id, data), principal.role)
 
 
 @router.post(
@@ -62,16 +83,23 @@ async def update_cluster(
     summary="Acknowledge the last failover: automatic failover may run again after the cool-down",
     responses=error_responses(403, 404, 409),
 )
-async def acknowledge_failover(session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId) -> ClusterRead:
-    return ClusterRead.model_validate(await ClusterService(session).acknowledge_failover(cluster_id))
+async def acknowledge_failover(
+    session: SessionDep,
+    settings: SettingsDep,
+    secrets: SecretsDep,
+    principal: OperatorToken,
+    cluster_id: int = ClusterId,
+) -> ClusterRead:
+    service = ClusterService(session, settings, secrets)
+    return service.present(await service.acknowledge_failover(cluster_id), principal.role)
 
 
 @router.delete(
     "/{cluster_id}",
     status_code=status.HTTP_204_NO_CONTENT,
     response_class=Response,
-    summary="Delete a cluster and everything recorded about it",
-    responses=error_responses(403, 404),
+    summary="Delete a cluster and everything recorded about it (409 `operation_running` while an operation runs)",
+    responses=error_responses(403, 404, 409),
 )
 async def delete_cluster(session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId) -> Response:
     await ClusterService(session).delete(cluster_id)

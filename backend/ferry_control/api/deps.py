@@ -3,6 +3,7 @@ sent, rolls back on error), the app's shared services, and the caller's token wi
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -12,7 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
-from ferry_control.core.errors import Forbidden
+from ferry_control.core.errors import Forbidden, TooManyRequests, Unauthorized
+from ferry_control.core.rate_limit import RateLimiter
+from ferry_control.core.secrets import SecretBox
 from ferry_control.core.security import Role
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.services.event_bus import EventBus
@@ -45,10 +48,15 @@ def get_runner(request: Request) -> OperationRunner:
     return request.app.state.runner
 
 
+def get_secrets(request: Request) -> SecretBox | None:
+    return request.app.state.secrets
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 RunnerDep = Annotated[OperationRunner, Depends(get_runner)]
 DriversDep = Annotated[DriverFactory, Depends(get_drivers)]
 BusDep = Annotated[EventBus, Depends(get_bus)]
+SecretsDep = Annotated[SecretBox | None, Depends(get_secrets)]
 
 bearer = HTTPBearer(auto_error=False, description="An API token: `Authorization: Bearer ferry_…`")
 
@@ -73,6 +81,37 @@ def require_role(role: Role):  # type: ignore[no-untyped-def]
     return check
 
 
+async def expensive_read(request: Request, principal: Annotated[Principal, Depends(current_token)]) -> Principal:
+    """Any role, within the per-token rate limit of reads fanned out over a cluster's servers."""
+    limiter: RateLimiter = request.app.state.rate_limiter
+    wait_s = limiter.take(principal.token_id)
+    if wait_s > 0:
+        raise TooManyRequests(
+            f"token {principal.name!r} made too many expensive reads (interleavings, binlog events); "
+            f"retry in {wait_s:.1f} s",
+            wait_s,
+        )
+    return principal
+
+
+async def metrics_reader(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> None:
+    """/metrics: the metrics_token setting's token, or any valid API token."""
+    token = credentials.credentials if credentials else None
+    expected = settings.metrics_token.get_secret_value() if settings.metrics_token is not None else None
+    if token and expected and hmac.compare_digest(token.encode(), expected.encode()):
+        return
+    if not token:
+        raise Unauthorized("/metrics needs 'Authorization: Bearer <metrics token or API token>'")
+    await TokenService(session, settings).authenticate(token)
+
+
 CurrentToken = Annotated[Principal, Depends(current_token)]
+ExpensiveReadToken = Annotated[Principal, Depends(expensive_read)]
+MetricsReader = Annotated[None, Depends(metrics_reader)]
 OperatorToken = Annotated[Principal, Depends(require_role(Role.operator))]
 AdminToken = Annotated[Principal, Depends(require_role(Role.admin))]

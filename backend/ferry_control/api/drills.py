@@ -23,8 +23,10 @@ ScheduleId = Path(ge=1, le=ID_MAX, description="The drill schedule's id.", examp
 
 
 @router.get("/schedules", response_model=list[DrillScheduleRead], summary="List drill schedules")
-async def list_schedules(session: SessionDep, _: CurrentToken, cluster_id: int = ClusterId) -> list[DrillScheduleRead]:
-    return [read_schedule(s) for s in await DrillService(session).schedules(cluster_id)]
+async def list_schedules(
+    session: SessionDep, principal: CurrentToken, cluster_id: int = ClusterId
+) -> list[DrillScheduleRead]:
+    return [read_schedule(s, role=principal.role) for s in await DrillService(session).schedules(cluster_id)]
 
 
 @router.post(
@@ -35,16 +37,16 @@ async def list_schedules(session: SessionDep, _: CurrentToken, cluster_id: int =
     responses=error_responses(400, 403, 409),
 )
 async def create_schedule(
-    data: DrillScheduleCreate, session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId
+    data: DrillScheduleCreate, session: SessionDep, settings: SettingsDep, _: OperatorToken, cluster_id: int = ClusterId
 ) -> DrillScheduleRead:
-    return read_schedule(await DrillService(session).create_schedule(cluster_id, data))
+    return read_schedule(await DrillService(session, settings).create_schedule(cluster_id, data))
 
 
 @router.get("/schedules/{schedule_id}", response_model=DrillScheduleRead, summary="Get a drill schedule")
 async def get_schedule(
-    session: SessionDep, _: CurrentToken, cluster_id: int = ClusterId, schedule_id: int = ScheduleId
+    session: SessionDep, principal: CurrentToken, cluster_id: int = ClusterId, schedule_id: int = ScheduleId
 ) -> DrillScheduleRead:
-    return read_schedule(await DrillService(session).schedule(cluster_id, schedule_id))
+    return read_schedule(await DrillService(session).schedule(cluster_id, schedule_id), role=principal.role)
 
 
 @router.patch(
@@ -56,11 +58,12 @@ async def get_schedule(
 async def update_schedule(
     data: DrillScheduleUpdate,
     session: SessionDep,
+    settings: SettingsDep,
     _: OperatorToken,
     cluster_id: int = ClusterId,
     schedule_id: int = ScheduleId,
 ) -> DrillScheduleRead:
-    return read_schedule(await DrillService(session).update_schedule(cluster_id, schedule_id, data))
+    return read_schedule(await DrillService(session, settings).update_schedule(cluster_id, schedule_id, data))
 
 
 @router.delete(

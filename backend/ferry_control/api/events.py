@@ -1,19 +1,24 @@
 """GET /clusters/{id}/events: the cluster's changes as server-sent events (see EVENTS_DESCRIPTION).
 
-The stream opens with a `subscribed` event, so a client knows from when on it will see changes."""
+The stream opens with a `subscribed` event, so a client knows from when on it will see changes. The caller's token
+is checked again every poll interval while the stream runs: once it is revoked or expired, the stream sends
+`token_invalid` and ends."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ferry_control.api.deps import BusDep, CurrentToken, SessionDep, SettingsDep
+from ferry_control.core.db import session_scope
 from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.services.clusters import ClusterService
 from ferry_control.services.event_bus import EventBus
+from ferry_control.services.tokens import TokenService
 
 router = APIRouter(tags=["events"], responses=error_responses(401, 404, 422))
 
@@ -26,15 +31,33 @@ its data a JSON object with `cluster_id`, `at` and the fields below). The stream
 - `operation` — an operation's state or one of its steps changed (`operation_id`, `type`, `state`, `steps`)
 - `drill` — a drill run changed state (`drill_run_id`, `operation_id`, `state`: running, passed, failed)
 - `failover_not_confirmed` — the master looked lost to the control plane only (`server_id`, `detail`)
+- `token_invalid` — the caller's token was revoked or expired; the stream ends (checked every poll interval)
 
 The browser's EventSource cannot send the bearer token: read it with fetch and a streaming body."""
 
 
-async def _stream(bus: EventBus, cluster_id: int) -> AsyncIterator[ServerSentEvent]:
+async def _stream(
+    bus: EventBus, cluster_id: int, token_valid: Callable[[], Awaitable[bool]], check_s: float
+) -> AsyncIterator[ServerSentEvent]:
+    loop = asyncio.get_running_loop()
     async with bus.subscribe(cluster_id) as subscription:
         yield ServerSentEvent(event="subscribed", data=json.dumps({"cluster_id": cluster_id}))
+        next_check = loop.time() + check_s
         while True:
-            event = await subscription.next()
+            try:
+                event = await asyncio.wait_for(subscription.next(), max(0.0, next_check - loop.time()))
+            except TimeoutError:
+                event = None
+            if loop.time() >= next_check:
+                if not await token_valid():
+                    yield ServerSentEvent(
+                        event="token_invalid",
+                        data=json.dumps({"cluster_id": cluster_id, "message": "the token was revoked or expired"}),
+                    )
+                    return
+                next_check = loop.time() + check_s
+            if event is None:
+                continue
             payload = {"cluster_id": event.cluster_id, "at": event.at.isoformat(), **event.data}
             yield ServerSentEvent(event=event.type, data=json.dumps(payload))
 
@@ -47,11 +70,20 @@ async def _stream(bus: EventBus, cluster_id: int) -> AsyncIterator[ServerSentEve
     responses={200: {"content": {"text/event-stream": {}}, "description": "An endless event stream."}},
 )
 async def cluster_events(
+    request: Request,
     session: SessionDep,
     bus: BusDep,
     settings: SettingsDep,
-    _: CurrentToken,
+    principal: CurrentToken,
     cluster_id: int = Path(ge=1, le=ID_MAX, description="The cluster's id."),
 ) -> EventSourceResponse:
     await ClusterService(session).get(cluster_id)
-    return EventSourceResponse(_stream(bus, cluster_id), ping=settings.events_ping_s)
+    sessionmaker = request.app.state.sessionmaker
+
+    async def token_valid() -> bool:
+        async with session_scope(sessionmaker) as check:
+            return await TokenService(check, settings).still_valid(principal.token_id)
+
+    return EventSourceResponse(
+        _stream(bus, cluster_id, token_valid, settings.poll_interval_s), ping=settings.events_ping_s
+    )

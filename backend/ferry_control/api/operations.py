@@ -13,6 +13,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Path, Query, Response, status
 
 from ferry_control.api.deps import CurrentToken, OperatorToken, RunnerDep, SessionDep, SettingsDep
+from ferry_control.core.security import Role
+from ferry_control.schemas.cluster import REDACTED
 from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.schemas.operation import (
     BringLevelRequest,
@@ -49,22 +51,31 @@ START_RESPONSES: dict[int | str, dict[str, Any]] = {
 @router.get("", response_model=list[OperationRead], summary="List operations, newest first")
 async def list_operations(
     session: SessionDep,
-    _: CurrentToken,
+    principal: CurrentToken,
     cluster_id: int = Path(ge=1, le=ID_MAX),
     limit: int = Query(50, ge=1, le=500),
     before_id: int | None = Query(None, ge=1, le=ID_MAX, description="Page back: operations with a smaller id."),
 ) -> list[OperationRead]:
-    return [OperationRead.model_validate(o) for o in await OperationService(session).list(cluster_id, limit, before_id)]
+    operations = await OperationService(session).list(cluster_id, limit, before_id)
+    return [_for_role(OperationRead.model_validate(o), principal.role) for o in operations]
 
 
 @router.get("/{operation_id}", response_model=OperationRead, summary="Get an operation and its steps")
 async def get_operation(
     session: SessionDep,
-    _: CurrentToken,
+    principal: CurrentToken,
     cluster_id: int = Path(ge=1, le=ID_MAX),
     operation_id: int = Path(ge=1, le=ID_MAX),
 ) -> OperationRead:
-    return OperationRead.model_validate(await OperationService(session).get(cluster_id, operation_id))
+    operation = await OperationService(session).get(cluster_id, operation_id)
+    return _for_role(OperationRead.model_validate(operation), principal.role)
+
+
+def _for_role(read: OperationRead, role: Role) -> OperationRead:
+    """A viewer does not see a drill's webhook URL among the parameters."""
+    if read.params.get("webhook_url") and not role.allows(Role.operator):
+        read.params = {**read.params, "webhook_url": REDACTED}
+    return read
 
 
 def _operation_route(

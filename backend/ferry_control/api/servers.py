@@ -81,8 +81,8 @@ async def unfence_server(
     "/{server_id}",
     status_code=status.HTTP_204_NO_CONTENT,
     response_class=Response,
-    summary="Remove a server (and its samples and links)",
-    responses=error_responses(403),
+    summary="Remove a server (and its samples and links); 409 `operation_running` while an operation runs",
+    responses=error_responses(403, 409),
 )
 async def delete_server(
     session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId, server_id: int = ServerId

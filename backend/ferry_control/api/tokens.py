@@ -25,7 +25,7 @@ async def list_tokens(session: SessionDep, settings: SettingsDep, _: AdminToken)
     responses=error_responses(409),
 )
 async def create_token(data: TokenCreate, session: SessionDep, settings: SettingsDep, _: AdminToken) -> TokenCreated:
-    row, token = await TokenService(session, settings).create(data.name, data.role)
+    row, token = await TokenService(session, settings).create(data.name, data.role, data.expires_at)
     return TokenCreated(**TokenRead.model_validate(row).model_dump(), token=token)
 
 

@@ -1,10 +1,13 @@
 """The one Settings class: every tunable of the control plane, read from the environment (prefix `FERRY_`).
 
-Units are last in the names (`_s` seconds). Outside development, placeholder secrets are refused at start-up.
+Units are last in the names (`_s` seconds). The default environment is `production`: placeholder secrets are
+refused at start-up, and so is a missing key for the secrets stored in the database; development conveniences (a
+generated key file) need `FERRY_ENVIRONMENT=development` and their own setting.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -37,7 +40,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FERRY_", env_file=None, extra="ignore")
 
     environment: Literal["development", "test", "production"] = Field(
-        "development", description="Placeholder secrets are refused unless this is `development`."
+        "production",
+        description="Placeholder secrets are refused unless this is `development`; a generated secret key file "
+        "(dev_secret_key_file) is refused in `production`.",
     )
     database_url: str = Field(
         f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}",
@@ -52,6 +57,27 @@ class Settings(BaseSettings):
     )
     node_token: SecretStr | None = Field(None, description="The ferryd nodes' admin token (mutating calls).")
     node_token_file: Path | None = Field(None, description="A file holding the nodes' admin token.")
+    node_tls_ca_file: Path | None = Field(
+        None,
+        description="A CA certificate file (PEM): when set, the ferry driver speaks https to the nodes' admin API "
+        "and verifies their certificates against it. Unset: plain http (the cluster API says plaintext_transport).",
+    )
+    secret_keys: SecretStr | None = Field(
+        None,
+        description="Fernet keys (comma-separated, url-safe base64 of 32 bytes) for the secrets stored in the "
+        "database (cluster node tokens, database credentials). The first encrypts; every one decrypts, so a new "
+        "key goes first and an old one stays listed until `ferry_control.cli rotate-secrets` has re-encrypted "
+        "everything (docs/security.md). Required in production.",
+    )
+    dev_secret_key_file: Path | None = Field(
+        None,
+        description="Development and tests only, and only when FERRY_SECRET_KEYS is unset: a key file generated "
+        "on first use and read afterwards. Refused in production.",
+    )
+    metrics_token: SecretStr | None = Field(
+        None,
+        description="A bearer token that may read /metrics (for Prometheus), besides any valid API token.",
+    )
 
     collector_enabled: bool = Field(True, description="Run the collector in the app's lifespan.")
     poll_interval_s: float = Field(1.0, gt=0, description="Time between the starts of two collector cycles.")
@@ -79,7 +105,15 @@ class Settings(BaseSettings):
     retention_interval_s: float = Field(300.0, gt=0, description="How often the collector runs the retention job.")
 
     discovery_servers_max: int = Field(100, ge=1, description="Most servers one discovery may visit.")
-    interleavings_events_max: int = Field(1000, ge=1, le=1000, description="Most events asked of each server.")
+    interleavings_events_max: int = Field(
+        1000, ge=1, le=1000, description="Most events one interleavings request may ask of each server (then 422)."
+    )
+    expensive_reads_per_min: int = Field(
+        60,
+        ge=1,
+        description="Per API token: interleavings (binlog event reads fanned out over a cluster) allowed per "
+        "minute, as a token bucket of this size refilled evenly; beyond, 429 with Retry-After.",
+    )
     events_queue_max: int = Field(1000, ge=1, description="Events buffered per SSE subscriber before dropping.")
     events_ping_s: float = Field(15.0, gt=0, description="SSE keep-alive comment interval.")
     token_last_used_resolution_s: int = Field(60, ge=0, description="How stale `last_used_at` may get (saves writes).")
@@ -129,6 +163,14 @@ class Settings(BaseSettings):
         30.0, gt=0, description="How long every server may take to replicate from the new master and converge."
     )
     webhook_timeout_s: float = Field(5.0, gt=0, description="Per webhook call.")
+    webhook_allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Webhook targets allowed although they are loopback, link-local, private, unspecified or the "
+        "metadata address (refused by default): host names (exact) and IP networks in CIDR notation.",
+    )
+    webhook_response_bytes_max: int = Field(
+        4096, ge=0, description="Most bytes of a webhook's answer read (then the connection is closed); none stored."
+    )
     pre_operation_webhooks: list[str] = Field(
         default_factory=list, description="URLs POSTed before an operation changes anything; a failure aborts it."
     )
@@ -175,6 +217,16 @@ class Settings(BaseSettings):
                     f"FERRY_TOKEN_PEPPER is a placeholder or shorter than 16 characters; set a real secret "
                     f"when FERRY_ENVIRONMENT={self.environment}"
                 )
+        if self.environment == "production":
+            if self.secret_keys is None:
+                raise ValueError(
+                    "FERRY_SECRET_KEYS is not set: the secrets stored in the database need a key in production "
+                    "(generate one with `python -m ferry_control.cli generate-secret-key`)"
+                )
+            if self.dev_secret_key_file is not None:
+                raise ValueError("FERRY_DEV_SECRET_KEY_FILE is for development and tests; set FERRY_SECRET_KEYS")
+        if self.metrics_token is not None and len(self.metrics_token) < NODE_TOKEN_CHARS_MIN:
+            raise ValueError(f"FERRY_METRICS_TOKEN must have at least {NODE_TOKEN_CHARS_MIN} characters")
         if self.node_token is not None:
             token = self.node_token.get_secret_value()
             if len(token) < NODE_TOKEN_CHARS_MIN:
@@ -192,9 +244,25 @@ class Settings(BaseSettings):
             )
         return self
 
+    @field_validator("webhook_allowed_hosts")
+    @classmethod
+    def _allowed_hosts(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            if not entry or any(c.isspace() for c in entry) or "/" in entry and not _is_network(entry):
+                raise ValueError(f"webhook_allowed_hosts: {entry!r} is neither a host name nor a CIDR network")
+        return [e.lower() for e in entries]
+
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+
+def _is_network(entry: str) -> bool:
+    try:
+        ipaddress.ip_network(entry, strict=False)
+    except ValueError:
+        return False
+    return True
 
 
 @lru_cache

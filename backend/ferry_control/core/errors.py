@@ -52,6 +52,26 @@ class Forbidden(AppError):
     code = "forbidden"
 
 
+class Unprocessable(AppError):
+    """Well-formed but refused: a value the settings do not allow (a webhook target, a read beyond its cap)."""
+
+    status_code = 422
+    code = "validation_error"
+
+
+class TooManyRequests(AppError):
+    status_code = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after_s: float):
+        super().__init__(message, headers={"Retry-After": str(max(1, int(retry_after_s + 0.999)))})
+
+
+class ServiceUnavailable(AppError):
+    status_code = 503
+    code = "unavailable"
+
+
 class UpstreamError(AppError):
     """A server the request needed failed or could not be reached."""
 

@@ -1,5 +1,6 @@
-"""Builds the driver for a registered server: the kind picks the implementation, the settings give timeouts and
-retries, and the node admin token comes from the cluster's token file, else the FERRY_NODE_TOKEN(_FILE) setting.
+"""Builds the driver for a registered server: the kind picks the implementation, the settings give timeouts,
+retries and TLS, and the credentials are those of the server's own cluster (decrypted here, from the cluster's
+stored secrets): its node token, else the fleet's FERRY_NODE_TOKEN(_FILE) setting for ferry nodes.
 
 Every server address gets its own small httpx client (connection pool), kept for the factory's life: one pool
 shared by a hundred servers spent most of the collector's CPU matching each request against every pooled
@@ -7,12 +8,15 @@ connection (httpcore scans them all), while per-address pools hold a connection 
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 
 import httpx
 
 from ferry_control.core.config import Settings
+from ferry_control.core.secrets import SecretBox, SecretsUnavailable
 from ferry_control.drivers.base import ServerDriver
+from ferry_control.drivers.credentials import NO_CREDENTIALS, ServerCredentials
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.ferry import FerryDriver, FerryDriverConfig
 from ferry_control.models import Cluster, Server, ServerKind
@@ -22,8 +26,14 @@ CONNECTIONS_PER_SERVER_MAX = 4
 
 
 class DriverFactory:
-    def __init__(self, settings: Settings, client: httpx.AsyncClient | None = None):
+    def __init__(self, settings: Settings, client: httpx.AsyncClient | None = None, secrets: SecretBox | None = None):
         self._settings = settings
+        #: Opens the clusters' stored credentials (None: no key configured, so no cluster has any).
+        self._secrets = secrets
+        #: https with this CA when the settings name one, else plain http.
+        self._tls: ssl.SSLContext | None = (
+            ssl.create_default_context(cafile=str(settings.node_tls_ca_file)) if settings.node_tls_ca_file else None
+        )
         #: When given, one client for every address (tests); else one per address.
         self._shared = client
         self._clients: dict[str, httpx.AsyncClient] = {}
@@ -32,22 +42,46 @@ class DriverFactory:
             read_timeout_s=settings.node_read_timeout_s,
             read_retries_max=settings.node_read_retries_max,
             retry_backoff_s=settings.node_retry_backoff_s,
+            scheme="https" if self._tls is not None else "http",
         )
 
-    def node_token(self, cluster_token_file: str | None) -> str | None:
-        """The cluster's token file, else the settings' token, else the settings' token file."""
-        if cluster_token_file:
-            return _read_token(Path(cluster_token_file))
+    @property
+    def plaintext_transport(self) -> bool:
+        """Whether the ferry nodes' admin API is spoken to in clear text (no node_tls_ca_file)."""
+        return self._tls is None
+
+    def credentials_for(self, cluster: Cluster | None) -> ServerCredentials:
+        """The cluster's decrypted credentials (none stored, or no cluster: empty)."""
+        if cluster is None or not cluster.credentials_ciphertext:
+            return NO_CREDENTIALS
+        if self._secrets is None:
+            raise DriverError(
+                cluster.name, "secrets_unavailable", "the cluster has stored credentials but no secret key is set"
+            )
+        try:
+            return ServerCredentials.of(self._secrets.decrypt(cluster.credentials_ciphertext))
+        except SecretsUnavailable as e:
+            raise DriverError(cluster.name, "secrets_unavailable", str(e)) from e
+
+    def node_token(self, credentials: ServerCredentials) -> str | None:
+        """The cluster's own node token, else the settings' token, else the settings' token file."""
+        if credentials.node_token:
+            return credentials.node_token
         if self._settings.node_token is not None:
             return self._settings.node_token.get_secret_value()
         if self._settings.node_token_file is not None:
             return _read_token(self._settings.node_token_file)
         return None
 
-    def for_address(self, kind: ServerKind, admin_address: str, cluster_token_file: str | None = None) -> ServerDriver:
+    def for_address(
+        self, kind: ServerKind, admin_address: str, credentials: ServerCredentials | None = None
+    ) -> ServerDriver:
+        """A driver for the server at `admin_address`, holding the credentials of that server's cluster only
+        (None: a server of no cluster yet, e.g. bootstrap — the fleet's node token only)."""
+        credentials = credentials or NO_CREDENTIALS
         if kind == ServerKind.ferry:
             return FerryDriver(
-                self._client(admin_address), admin_address, lambda: self.node_token(cluster_token_file),
+                self._client(admin_address), admin_address, lambda: self.node_token(credentials),
                 self._ferry_config,
             )  # fmt: skip
         raise DriverError(admin_address, "unsupported_kind", f"no driver for servers of kind {kind.value!r} yet")
@@ -56,14 +90,18 @@ class DriverFactory:
         """The server must have an admin address."""
         if server.admin_address is None:
             raise DriverError(server.host, "no_admin_address", f"server {server.name!r} has no admin port recorded")
-        return self.for_address(server.kind, server.admin_address, cluster.node_token_file if cluster else None)
+        return self.for_address(server.kind, server.admin_address, self.credentials_for(cluster))
 
     def _client(self, address: str) -> httpx.AsyncClient:
         if self._shared is not None:
             return self._shared
         client = self._clients.get(address)
         if client is None or client.is_closed:
-            client = httpx.AsyncClient(limits=httpx.Limits(max_connections=CONNECTIONS_PER_SERVER_MAX))
+            client = httpx.AsyncClient(
+                limits=httpx.Limits(max_connections=CONNECTIONS_PER_SERVER_MAX),
+                verify=self._tls if self._tls is not None else True,
+                follow_redirects=False,
+            )
             self._clients[address] = client
         return client
 

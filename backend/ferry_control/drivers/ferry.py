@@ -48,6 +48,8 @@ class FerryDriverConfig:
     read_timeout_s: float
     read_retries_max: int
     retry_backoff_s: float
+    #: "https" when the factory has a CA to verify the nodes against (node_tls_ca_file), else "http".
+    scheme: str = "http"
 
 
 class FerryDriver(ServerDriver):
@@ -74,7 +76,7 @@ class FerryDriver(ServerDriver):
     # -- transport -------------------------------------------------------------------------------------------
 
     def _url(self, path: str) -> str:
-        return f"http://{self.address}{path}"
+        return f"{self._config.scheme}://{self.address}{path}"
 
     async def _send(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
                     extra_timeout_s: float = 0.0, authorized: bool = False) -> Any:  # fmt: skip
@@ -86,7 +88,7 @@ class FerryDriver(ServerDriver):
                     self.address,
                     "no_node_token",
                     "no admin token for the nodes: set FERRY_NODE_TOKEN, FERRY_NODE_TOKEN_FILE or the cluster's "
-                    "node_token_file",
+                    "node_token",
                 )
             headers["Authorization"] = f"Bearer {token}"
         timeout = self._timeout

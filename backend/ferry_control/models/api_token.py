@@ -24,3 +24,5 @@ class ApiToken(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column(default=None)
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: After this the token is refused (401). None: it does not expire.
+    expires_at: Mapped[datetime | None] = mapped_column(default=None)

@@ -22,8 +22,9 @@ class Cluster(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     #: Discovery: a discovered master's admin port is its protocol port plus this (None: unknown, recorded as such).
     admin_port_offset: Mapped[int | None] = mapped_column(default=None)
-    #: A file holding this cluster's node admin token, overriding the FERRY_NODE_TOKEN(_FILE) setting.
-    node_token_file: Mapped[str | None] = mapped_column(String(1000), default=None)
+    #: The cluster's secrets (node token, database credentials) as one Fernet token of their JSON (core/secrets.py);
+    #: never returned by the API. None: the cluster has none (ferry nodes use the FERRY_NODE_TOKEN setting).
+    credentials_ciphertext: Mapped[str | None] = mapped_column(Text, default=None)
     #: Automatic failover when the master is lost (off by default).
     auto_failover: Mapped[bool] = mapped_column(default=False)
     #: Set by a failover; automatic failover stays off until an operator acknowledges (clears it).

@@ -86,7 +86,9 @@ class Server(Base):
 
     @property
     def admin_address(self) -> str | None:
-        return None if self.admin_port is None else f"{self.host}:{self.admin_port}"
+        if self.admin_port is None:
+            return None
+        return f"[{self.host}]:{self.admin_port}" if ":" in self.host else f"{self.host}:{self.admin_port}"
 
     @property
     def protocol_address(self) -> str | None:

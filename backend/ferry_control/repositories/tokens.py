@@ -20,6 +20,10 @@ class TokenRepository:
     async def get(self, token_id: int) -> ApiToken | None:
         return await self.session.get(ApiToken, token_id)
 
+    async def get_fresh(self, token_id: int) -> ApiToken | None:
+        """The row as the database has it now (not the session's cached copy)."""
+        return await self.session.get(ApiToken, token_id, populate_existing=True)
+
     async def get_by_name(self, name: str) -> ApiToken | None:
         return await self.session.scalar(select(ApiToken).where(ApiToken.name == name))
 

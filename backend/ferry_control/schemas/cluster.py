@@ -1,19 +1,47 @@
-"""Cluster shapes."""
+"""Cluster shapes. A cluster's secrets (node token, database credentials) are write-only: they are accepted on
+create and update, stored encrypted, and read back only as `…_set` flags."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
+
+from ferry_control.core.outbound import check_webhook_syntax
 
 WebhookUrl = Annotated[
-    str, Field(pattern=r"^https?://[^\s]+$", max_length=1000, examples=["https://hooks.example/ferry"])
+    str,
+    Field(pattern=r"^https?://[^\s]+$", max_length=1000, examples=["https://hooks.example/ferry"]),
+    AfterValidator(check_webhook_syntax),
 ]
 WEBHOOKS_MAX = 10
+#: What a viewer sees instead of a webhook URL (URLs often carry a secret in their path or query).
+REDACTED = "[redacted]"
+
+_Secret = Annotated[SecretStr, Field(min_length=1, max_length=200)]
 
 
-class ClusterCreate(BaseModel):
+class ClusterSecrets(BaseModel):
+    """Write-only secrets of a cluster, sent only to that cluster's servers. In an update, a field left out is
+    kept, `null` removes it."""
+
+    node_token: _Secret | None = Field(
+        None,
+        description="The admin token of this cluster's ferryd nodes (16+ characters); overrides FERRY_NODE_TOKEN.",
+    )
+    db_user: _Secret | None = Field(None, description="MariaDB servers: the control plane's login.")
+    db_password: _Secret | None = Field(None, description="MariaDB servers: its password.")
+    replication_user: _Secret | None = Field(None, description="MariaDB servers: the login replicas connect with.")
+    replication_password: _Secret | None = Field(None, description="MariaDB servers: its password.")
+    tls_ca: Annotated[SecretStr, Field(min_length=1, max_length=20000)] | None = Field(
+        None,
+        description="MariaDB servers: the CA certificate (PEM text, not a path) their certificates are verified "
+        "against; unset: the servers are spoken to in clear text.",
+    )
+
+
+class ClusterCreate(ClusterSecrets):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={"examples": [{"name": "orders", "description": "orders service", "admin_port_offset": 100}]},
@@ -27,9 +55,6 @@ class ClusterCreate(BaseModel):
         le=65535,
         description="Discovery: a discovered master's admin port is its protocol port plus this. Unset: unknown.",
     )
-    node_token_file: str | None = Field(
-        None, max_length=1000, description="A file with this cluster's node admin token (overrides the setting)."
-    )
     auto_failover: bool = Field(False, description="Fail over automatically when the master is lost (confirmed).")
     pre_operation_webhooks: list[WebhookUrl] = Field(
         default_factory=list,
@@ -41,13 +66,12 @@ class ClusterCreate(BaseModel):
     )
 
 
-class ClusterUpdate(BaseModel):
+class ClusterUpdate(ClusterSecrets):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"description": "moved to rack 4"}]})
 
     name: str | None = Field(None, min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str | None = Field(None, max_length=2000)
     admin_port_offset: int | None = Field(None, ge=-65535, le=65535)
-    node_token_file: str | None = Field(None, max_length=1000)
     auto_failover: bool | None = None
     pre_operation_webhooks: list[WebhookUrl] | None = Field(None, max_length=WEBHOOKS_MAX)
     post_operation_webhooks: list[WebhookUrl] | None = Field(None, max_length=WEBHOOKS_MAX)
@@ -63,7 +87,13 @@ class ClusterRead(BaseModel):
                     "name": "orders",
                     "description": "orders service",
                     "admin_port_offset": 100,
-                    "node_token_file": None,
+                    "node_token_set": False,
+                    "db_user_set": False,
+                    "db_password_set": False,
+                    "replication_user_set": False,
+                    "replication_password_set": False,
+                    "tls_ca_set": False,
+                    "plaintext_transport": True,
                     "auto_failover": False,
                     "failover_suspended_at": None,
                     "last_failover_at": None,
@@ -81,14 +111,24 @@ class ClusterRead(BaseModel):
     name: str
     description: str
     admin_port_offset: int | None
-    node_token_file: str | None
+    node_token_set: bool = Field(False, description="The cluster has its own node token (never shown).")
+    db_user_set: bool = False
+    db_password_set: bool = False
+    replication_user_set: bool = False
+    replication_password_set: bool = False
+    tls_ca_set: bool = False
+    plaintext_transport: bool = Field(
+        True,
+        description="The control plane speaks to this cluster's servers in clear text (no TLS to the nodes is "
+        "configured, or MariaDB credentials without a CA): tokens and credentials cross the network readable.",
+    )
     auto_failover: bool
     failover_suspended_at: datetime | None = Field(
         description="Set by a failover: automatic failover stays off until an operator acknowledges."
     )
     last_failover_at: datetime | None
     last_failover_operation_id: int | None
-    pre_operation_webhooks: list[str]
-    post_operation_webhooks: list[str]
+    pre_operation_webhooks: list[str] = Field(description=f"Shown to viewers as {REDACTED!r} each.")
+    post_operation_webhooks: list[str] = Field(description=f"Shown to viewers as {REDACTED!r} each.")
     created_at: datetime
     updated_at: datetime

@@ -58,6 +58,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: "An id in the path does not exist",
         409: "Conflicts with the current state",
         422: "Validation error (the body, query or path is malformed)",
+        429: "Too many requests from this token (see Retry-After)",
         502: "A server could not be reached or failed",
     }
     return {s: {"model": ErrorBody, "description": descriptions.get(s, "Error")} for s in statuses}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ferry_control.models import ServerKind
-from ferry_control.schemas.server import ServerRead
+from ferry_control.schemas.server import Host, ServerRead
 
 
 class DiscoveryRequest(BaseModel):
@@ -15,7 +15,7 @@ class DiscoveryRequest(BaseModel):
     )
 
     kind: ServerKind = ServerKind.ferry
-    host: str = Field(min_length=1, max_length=255)
+    host: Host
     protocol_port: int = Field(ge=1, le=65535)
     admin_port: int = Field(ge=1, le=65535)
     name: str | None = Field(None, min_length=1, max_length=100)

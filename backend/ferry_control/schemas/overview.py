@@ -52,7 +52,9 @@ class ClusterOverview(ClusterSummary, ClusterRead):
             "examples": [
                 {
                     "id": 1, "name": "orders", "description": "orders service", "admin_port_offset": 100,
-                    "node_token_file": None, "auto_failover": True, "failover_suspended_at": None,
+                    "node_token_set": True, "db_user_set": False, "db_password_set": False,
+                    "replication_user_set": False, "replication_password_set": False, "tls_ca_set": False,
+                    "plaintext_transport": False, "auto_failover": True, "failover_suspended_at": None,
                     "last_failover_at": None, "last_failover_operation_id": None, "pre_operation_webhooks": [],
                     "post_operation_webhooks": [], "created_at": "2026-11-21T13:00:00Z",
                     "updated_at": "2026-11-21T13:00:00Z",

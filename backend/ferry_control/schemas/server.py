@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from ferry_control.core.outbound import check_host
 from ferry_control.models import HealthState, ServerKind, ServerOrigin
 
 Port = int
+#: A host name or an IP literal: no scheme, port, path or spaces (an IPv6 literal is kept without brackets).
+Host = Annotated[
+    str,
+    Field(min_length=1, max_length=255, examples=["db1.example.internal", "10.0.0.5"]),
+    AfterValidator(check_host),
+]
 
 
 class ServerCreate(BaseModel):
@@ -21,7 +29,7 @@ class ServerCreate(BaseModel):
 
     name: str | None = Field(None, min_length=1, max_length=100, description="Defaults to host:protocol_port.")
     kind: ServerKind = ServerKind.ferry
-    host: str = Field(min_length=1, max_length=255)
+    host: Host
     protocol_port: int | None = Field(
         None, ge=1, le=65535, description="Where clients and replicas connect; how replicas name their master."
     )
@@ -34,7 +42,7 @@ class ServerUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"maintenance": True}]})
 
     name: str | None = Field(None, min_length=1, max_length=100)
-    host: str | None = Field(None, min_length=1, max_length=255)
+    host: Host | None = None
     protocol_port: int | None = Field(None, ge=1, le=65535)
     admin_port: int | None = Field(None, ge=1, le=65535)
     labels: dict[str, str] | None = None

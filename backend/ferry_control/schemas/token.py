@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from ferry_control.core.security import Capability, Role
 
@@ -14,6 +14,9 @@ class TokenCreate(BaseModel):
 
     name: str = Field(min_length=1, max_length=100)
     role: Role
+    expires_at: AwareDatetime | None = Field(
+        None, description="When the token stops working (401 afterwards); unset: it does not expire."
+    )
 
 
 class TokenRead(BaseModel):
@@ -24,8 +27,11 @@ class TokenRead(BaseModel):
     role: Role
     display_prefix: str = Field(description="The token's first characters, to tell tokens apart.")
     created_at: datetime
-    last_used_at: datetime | None
+    last_used_at: datetime | None = Field(
+        description="When the token last authenticated (updated at most once per token_last_used_resolution_s)."
+    )
     revoked_at: datetime | None
+    expires_at: datetime | None
 
 
 class TokenCreated(TokenRead):
@@ -34,7 +40,7 @@ class TokenCreated(TokenRead):
             "examples": [
                 {"id": 2, "name": "ci", "role": "operator", "display_prefix": "ferry_Ab3dE9",
                  "created_at": "2026-11-21T13:00:00Z", "last_used_at": None, "revoked_at": None,
-                 "token": "ferry_Ab3dE9…"}
+                 "expires_at": None, "token": "ferry_Ab3dE9…"}
             ]
         }
     )  # fmt: skip

@@ -1,20 +1,39 @@
-"""Clusters: create, read, update, delete."""
+"""Clusters: create, read, update, delete; their write-only secrets (stored encrypted); and how a cluster is shown
+to a caller (secrets as `…_set` flags, webhook URLs hidden from viewers)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
 
+from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ferry_control.core.errors import Conflict, NotFound
-from ferry_control.models import Cluster
+from ferry_control.core.config import Settings
+from ferry_control.core.errors import Conflict, NotFound, Unprocessable
+from ferry_control.core.outbound import WebhookPolicy
+from ferry_control.core.secrets import SecretBox, SecretsUnavailable
+from ferry_control.core.security import Role
+from ferry_control.drivers.credentials import SECRET_FIELDS
+from ferry_control.models import Cluster, OperationState
 from ferry_control.repositories.clusters import ClusterRepository
-from ferry_control.schemas.cluster import ClusterCreate, ClusterUpdate
+from ferry_control.repositories.operations import OperationRepository
+from ferry_control.schemas.cluster import REDACTED, ClusterCreate, ClusterRead, ClusterUpdate
+
+#: Operation states that hold a cluster (deleting it or its servers meanwhile is refused).
+BUSY_STATES = (OperationState.pending, OperationState.running)
+#: ferryd refuses admin tokens shorter than this.
+NODE_TOKEN_CHARS_MIN = 16
 
 
 class ClusterService:
-    def __init__(self, session: AsyncSession):
+    def __init__(self, session: AsyncSession, settings: Settings | None = None, secrets: SecretBox | None = None):
         self.clusters = ClusterRepository(session)
+        self.operations = OperationRepository(session)
+        #: Needed by create and update (webhook policy, secrets), not by reads.
+        self.settings = settings
+        self.secrets = secrets
 
     async def list(self) -> Sequence[Cluster]:
         return await self.clusters.list()
@@ -27,11 +46,15 @@ class ClusterService:
 
     async def create(self, data: ClusterCreate) -> Cluster:
         await self._name_free(data.name)
-        return await self.clusters.add(Cluster(**data.model_dump()))
+        fields = data.model_dump(exclude=set(SECRET_FIELDS))
+        self._check_webhooks(fields)
+        cluster = Cluster(**fields)
+        self._store_secrets(cluster, _secret_changes(data))
+        return await self.clusters.add(cluster)
 
     async def update(self, cluster_id: int, data: ClusterUpdate) -> Cluster:
         cluster = await self.get(cluster_id)
-        changes = data.model_dump(exclude_unset=True)
+        changes = data.model_dump(exclude_unset=True, exclude=set(SECRET_FIELDS))
         for required in ("auto_failover", "pre_operation_webhooks", "post_operation_webhooks"):
             if required in changes and changes[required] is None:
                 raise Conflict(f"a cluster's {required} cannot be removed; set it instead", code="field_required")
@@ -39,6 +62,10 @@ class ClusterService:
             if changes["name"] is None:
                 raise Conflict("a cluster's name cannot be removed", code="cluster_name_required")
             await self._name_free(changes["name"])
+        self._check_webhooks(changes)
+        secret_changes = _secret_changes(data)
+        if secret_changes:
+            self._store_secrets(cluster, secret_changes)
         for key, value in changes.items():
             setattr(cluster, key, value)
         await self.clusters.flush()
@@ -57,9 +84,98 @@ class ClusterService:
         return cluster
 
     async def delete(self, cluster_id: int) -> None:
-        await self.clusters.delete(await self.get(cluster_id))
+        cluster = await self.get(cluster_id)
+        await self.refuse_while_busy(cluster_id, f"cluster {cluster_id} cannot be deleted")
+        await self.clusters.delete(cluster)
+
+    async def refuse_while_busy(self, cluster_id: int, what: str) -> None:
+        """409 `operation_running` while an operation holds the cluster. Takes the cluster's operation lock row for
+        the rest of the transaction, so no operation can start until the caller's change is committed."""
+        lock = await self.clusters.lock_for_operation(cluster_id)
+        if lock is None or lock.operation_id is None:
+            return
+        holder = await self.operations.get_any(lock.operation_id)
+        alive = lock.lease_expires_at is not None and lock.lease_expires_at > datetime.now(UTC)
+        if holder is not None and holder.state in BUSY_STATES and alive:
+            raise Conflict(
+                f"{what} while operation {holder.id} ({holder.type}) is {holder.state.value} on it; "
+                "wait for it to end or cancel it",
+                code="operation_running",
+                details={"operation_id": holder.id, "type": holder.type, "state": holder.state.value},
+            )
+
+    def present(self, cluster: Cluster, role: Role) -> ClusterRead:
+        """The cluster as `role` may see it: secrets only as `…_set`, webhook URLs hidden from viewers."""
+        read = ClusterRead.model_validate(cluster)
+        stored = self._stored_secrets(cluster, strict=False)
+        for name in SECRET_FIELDS:
+            setattr(read, f"{name}_set", stored.get(name) is not None)
+        node_tls = self.settings is not None and self.settings.node_tls_ca_file is not None
+        mariadb_plain = stored.get("db_user") is not None and stored.get("tls_ca") is None
+        read.plaintext_transport = not node_tls or mariadb_plain
+        if not role.allows(Role.operator):
+            read.pre_operation_webhooks = [REDACTED for _ in read.pre_operation_webhooks]
+            read.post_operation_webhooks = [REDACTED for _ in read.post_operation_webhooks]
+        return read
+
+    def _check_webhooks(self, fields: dict[str, Any]) -> None:
+        policy = WebhookPolicy.of(self.settings.webhook_allowed_hosts if self.settings else ())
+        for key in ("pre_operation_webhooks", "post_operation_webhooks"):
+            for index, url in enumerate(fields.get(key) or []):
+                check_webhook(policy, url, f"{key}.{index}")
+
+    def _stored_secrets(self, cluster: Cluster, *, strict: bool = True) -> dict[str, Any]:
+        if not cluster.credentials_ciphertext:
+            return {}
+        if self.secrets is None:
+            if strict:
+                raise Conflict("no secret key is configured (FERRY_SECRET_KEYS)", code="secrets_unavailable")
+            return dict.fromkeys(SECRET_FIELDS, "?")
+        try:
+            return self.secrets.decrypt(cluster.credentials_ciphertext)
+        except SecretsUnavailable as e:
+            if strict:
+                raise Conflict(str(e), code="secrets_unavailable") from e
+            return dict.fromkeys(SECRET_FIELDS, "?")
+
+    def _store_secrets(self, cluster: Cluster, changes: dict[str, str | None]) -> None:
+        if not changes:
+            return
+        token = changes.get("node_token")
+        if token is not None and len(token) < NODE_TOKEN_CHARS_MIN:
+            raise Unprocessable(
+                f"node_token: ferryd needs at least {NODE_TOKEN_CHARS_MIN} characters", code="validation_error"
+            )
+        values = {**self._stored_secrets(cluster), **changes}
+        values = {k: v for k, v in values.items() if v is not None}
+        if not values:
+            cluster.credentials_ciphertext = None
+            return
+        if self.secrets is None:
+            raise Conflict(
+                "cannot store the cluster's secrets: no secret key is configured (set FERRY_SECRET_KEYS)",
+                code="secrets_unavailable",
+            )
+        cluster.credentials_ciphertext = self.secrets.encrypt(values)
 
     async def _name_free(self, name: str) -> None:
         existing = await self.clusters.get_by_name(name)
         if existing is not None:
             raise Conflict(f"a cluster named {name!r} exists already (id {existing.id})", code="cluster_name_taken")
+
+
+def check_webhook(policy: WebhookPolicy, url: str, where: str) -> None:
+    """422 when the policy refuses the URL's target outright (checked again, after DNS, at each call)."""
+    refusal = policy.refusal_at_registration(url)
+    if refusal is not None:
+        raise Unprocessable(f"{where}: webhook refused: {refusal}", code="webhook_refused")
+
+
+def _secret_changes(data: ClusterCreate | ClusterUpdate) -> dict[str, str | None]:
+    """The secrets the request sets (their values) or removes (None)."""
+    changes: dict[str, str | None] = {}
+    for name in SECRET_FIELDS:
+        if name in data.model_fields_set:
+            value = getattr(data, name)
+            changes[name] = value.get_secret_value() if isinstance(value, SecretStr) else None
+    return changes

@@ -39,7 +39,9 @@ from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.core.instance import new_instance_id
 from ferry_control.core.metrics import Metrics
+from ferry_control.core.outbound import check_host
 from ferry_control.drivers.base import ReplicaConnection, ServerStatus
+from ferry_control.drivers.credentials import ServerCredentials
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import (
@@ -69,7 +71,9 @@ class PollTarget:
     cluster_id: int
     kind: ServerKind
     admin_address: str
-    cluster_token_file: str | None
+    #: The credentials of the server's own cluster (decrypted), or why they could not be opened.
+    credentials: ServerCredentials | None
+    credentials_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,11 +101,14 @@ def parse_position(text: str | None) -> ferry_engine.GtidPosition:
 
 
 def split_address(address: str) -> tuple[str, int] | None:
-    """`host:port` → (host, port); None when it is not one."""
+    """`host:port` → (host, port); None when it is not one (a valid host name or IP literal, a port in range)."""
     host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
+    if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
         return None
-    return host.strip("[]"), int(port)
+    try:
+        return check_host(host), int(port)
+    except ValueError:
+        return None
 
 
 def lag_against_master(
@@ -269,8 +276,15 @@ class Collector:
     async def _targets(self) -> list[PollTarget]:
         async with session_scope(self._sessionmaker) as session:
             servers = await ServerRepository(session).list_all_with_cluster()
+            credentials: dict[int, tuple[ServerCredentials | None, str | None]] = {}
+            for s in servers:
+                if s.cluster_id not in credentials:
+                    try:
+                        credentials[s.cluster_id] = (self._drivers.credentials_for(s.cluster), None)
+                    except DriverError as e:
+                        credentials[s.cluster_id] = (None, str(e))
             return [
-                PollTarget(s.id, s.cluster_id, s.kind, s.admin_address, s.cluster.node_token_file)
+                PollTarget(s.id, s.cluster_id, s.kind, s.admin_address, *credentials[s.cluster_id])
                 for s in servers
                 if s.admin_address is not None
             ]
@@ -281,7 +295,9 @@ class Collector:
         async def poll(target: PollTarget) -> PollOutcome:
             async with semaphore:
                 try:
-                    driver = self._drivers.for_address(target.kind, target.admin_address, target.cluster_token_file)
+                    if target.credentials_error is not None:
+                        raise DriverError(target.admin_address, "secrets_unavailable", target.credentials_error)
+                    driver = self._drivers.for_address(target.kind, target.admin_address, target.credentials)
                     status = await asyncio.wait_for(driver.status(), self._settings.poll_timeout_s)
                     self._metrics.collector_polls.labels("ok").inc()
                     return PollOutcome(target, status, None, datetime.now(UTC))

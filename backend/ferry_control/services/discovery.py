@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
+from ferry_control.core.outbound import check_host
 from ferry_control.drivers.base import ConnectedReplica
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
@@ -110,6 +111,11 @@ class DiscoveryService:
             replica = await self.servers.find_by_reported_server_id(cluster_id, replica_server_id)
             if replica is not None:
                 result.saw(replica)
+                continue
+            try:
+                host = check_host(host)
+            except ValueError as e:
+                result.notes.append((None, f"replica with server_id {replica_server_id} not registered: {e}"))
                 continue
             replica = await self.servers.add(
                 Server(

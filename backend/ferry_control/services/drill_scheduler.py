@@ -90,5 +90,5 @@ class DrillScheduler:
             urls = [*self._settings.drill_failure_webhooks, *([url] if url else [])]
             payload = {"event": "drill_failed", "drill_run_id": run_id, "cluster_id": cluster_id,
                        "reasons": [f"not run: {reason}"]}  # fmt: skip
-            await call_webhooks(urls, payload, self._settings.webhook_timeout_s)
+            await call_webhooks(urls, payload, self._settings)
         return created

@@ -15,11 +15,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
 from ferry_control.core.errors import AppError, Conflict, NotFound
+from ferry_control.core.outbound import WebhookPolicy
+from ferry_control.core.security import Role
 from ferry_control.models import DrillRun, DrillSchedule
 from ferry_control.repositories.drills import DrillRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.cluster import REDACTED
 from ferry_control.schemas.drill import DrillRunCreate, DrillScheduleCreate, DrillScheduleRead, DrillScheduleUpdate
-from ferry_control.services.clusters import ClusterService
+from ferry_control.services.clusters import ClusterService, check_webhook
 from ferry_control.services.operations import OperationService
 from ferry_control.services.orchestrator.runner import OperationRunner
 
@@ -45,10 +48,15 @@ def next_runs(cron: str, timezone: str, after: datetime, count: int) -> list[dat
         raise AppError(f"cron expression {cron!r} is invalid: {e}", code="bad_cron") from None
 
 
-def read_schedule(schedule: DrillSchedule, now: datetime | None = None) -> DrillScheduleRead:
+def read_schedule(
+    schedule: DrillSchedule, now: datetime | None = None, role: Role = Role.operator
+) -> DrillScheduleRead:
+    """The schedule with its next runs; a viewer does not see the webhook URL (it often holds a secret)."""
     upcoming = next_runs(schedule.cron, schedule.timezone, now or datetime.now(UTC), NEXT_RUNS_SHOWN)
     read = DrillScheduleRead.model_validate(schedule)
     read.next_runs = upcoming if schedule.enabled else []
+    if read.webhook_url is not None and not role.allows(Role.operator):
+        read.webhook_url = REDACTED
     return read
 
 
@@ -62,8 +70,10 @@ def plan_of(schedule: DrillSchedule) -> dict[str, Any]:
 
 
 class DrillService:
-    def __init__(self, session: AsyncSession):
+    def __init__(self, session: AsyncSession, settings: Settings | None = None):
         self.session = session
+        #: The webhook policy's allow-list, for schedules created or changed.
+        self.settings = settings
         self.clusters = ClusterService(session)
         self.drills = DrillRepository(session)
         self.servers = ServerRepository(session)
@@ -88,6 +98,7 @@ class DrillService:
         if await self.drills.schedule_by_name(cluster_id, data.name) is not None:
             raise Conflict(f"cluster {cluster_id} has a drill schedule named {data.name!r}", code="drill_name_taken")
         await self._candidate_exists(cluster_id, data.candidate_server_id)
+        self._check_webhook(data.webhook_url)
         schedule = DrillSchedule(cluster_id=cluster_id, **data.model_dump())
         self._reschedule(schedule, datetime.now(UTC))
         await self.drills.add(schedule)
@@ -99,6 +110,7 @@ class DrillService:
         for required in ("cron", "timezone", "enabled", "candidate_strategy", "switch_back"):
             if required in changes and changes[required] is None:
                 raise Conflict(f"a drill schedule's {required} cannot be removed", code="field_required")
+        self._check_webhook(changes.get("webhook_url"))
         for key, value in changes.items():
             setattr(schedule, key, value)
         if schedule.candidate_strategy == "fixed" and schedule.candidate_server_id is None:
@@ -107,6 +119,11 @@ class DrillService:
         self._reschedule(schedule, datetime.now(UTC))
         await self.drills.flush()
         return schedule
+
+    def _check_webhook(self, url: str | None) -> None:
+        if url is not None:
+            policy = WebhookPolicy.of(self.settings.webhook_allowed_hosts if self.settings else ())
+            check_webhook(policy, url, "webhook_url")
 
     async def delete_schedule(self, cluster_id: int, schedule_id: int) -> None:
         await self.drills.delete(await self.schedule(cluster_id, schedule_id))
@@ -145,6 +162,8 @@ class DrillService:
         else:
             plan = data.model_dump(exclude={"schedule_id"})
             await self._candidate_exists(cluster_id, plan["candidate_server_id"])
+            if plan.get("webhook_url"):
+                check_webhook(WebhookPolicy.of(settings.webhook_allowed_hosts), plan["webhook_url"], "webhook_url")
         return await self.start(runner, settings, cluster_id, plan, requester, schedule_id)
 
     async def start(

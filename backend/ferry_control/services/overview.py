@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ferry_control.core.config import Settings
+from ferry_control.core.secrets import SecretBox
+from ferry_control.core.security import Role
 from ferry_control.repositories.drills import DrillRepository
-from ferry_control.schemas.cluster import ClusterRead
 from ferry_control.schemas.overview import ClusterHealth, ClusterOverview, ClusterSummary, LastDrill, WorstLag
 from ferry_control.schemas.topology import TopologyGraph
 from ferry_control.services.clusters import ClusterService
@@ -66,19 +68,19 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
 
 
 class OverviewService:
-    def __init__(self, session: AsyncSession):
-        self.clusters = ClusterService(session)
+    def __init__(self, session: AsyncSession, settings: Settings | None = None, secrets: SecretBox | None = None):
+        self.clusters = ClusterService(session, settings, secrets)
         self.topology = TopologyService(session)
         self.drills = DrillRepository(session)
 
-    async def overview(self) -> list[ClusterOverview]:
+    async def overview(self, role: Role) -> list[ClusterOverview]:
         items = []
         for cluster in await self.clusters.list():
             summary = summarize(await self.topology.graph(cluster.id))
             runs = await self.drills.runs(cluster.id, limit=1)
             items.append(
                 ClusterOverview(
-                    **ClusterRead.model_validate(cluster).model_dump(),
+                    **self.clusters.present(cluster, role).model_dump(),
                     **summary.model_dump(),
                     last_drill=LastDrill.model_validate(runs[0]) if runs else None,
                 )

@@ -66,7 +66,9 @@ class ServerService:
         return server
 
     async def delete(self, cluster_id: int, server_id: int) -> None:
-        await self.servers.delete(await self.get(cluster_id, server_id))
+        server = await self.get(cluster_id, server_id)
+        await self.clusters.refuse_while_busy(cluster_id, f"server {server_id} cannot be removed")
+        await self.servers.delete(server)
 
     async def _check_free(
         self, cluster_id: int, name: str, host: str, port: int | None, ignore: int | None = None

@@ -82,7 +82,7 @@ async def _end(ctx: OperationContext, run_id: int, details: dict[str, Any], reas
     if urls:
         payload = {"event": "drill_failed", "drill_run_id": run_id, "cluster_id": ctx.cluster_id,
                    "operation_id": ctx.operation_id, "reasons": reasons, "details": details}  # fmt: skip
-        outcomes = await call_webhooks(urls, payload, ctx.settings.webhook_timeout_s)
+        outcomes = await call_webhooks(urls, payload, ctx.settings)
         ctx.result["drill_webhooks"] = [o.as_dict() for o in outcomes]
 
 

@@ -78,7 +78,7 @@ class FailoverMonitor:
                 continue
             if server.admin_address is None:
                 continue
-            driver = self._drivers.for_address(server.kind, server.admin_address, cluster.node_token_file)
+            driver = self._drivers.for_server(server, cluster)
             try:
                 await driver.set_read_only(True)
             except DriverError as e:

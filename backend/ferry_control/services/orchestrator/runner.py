@@ -320,7 +320,7 @@ class OperationContext:
                 step.skipped = True
                 step.detail = "no pre-operation webhooks configured"
                 return
-            outcomes = await call_webhooks(urls, self.payload("pre", **extra), self.settings.webhook_timeout_s)
+            outcomes = await call_webhooks(urls, self.payload("pre", **extra), self.settings)
             step.detail = {"calls": [o.as_dict() for o in outcomes]}
             failed = [o for o in outcomes if not o.ok]
             if failed:
@@ -542,7 +542,7 @@ class OperationRunner:
             outcomes = await call_webhooks(
                 urls,
                 ctx.payload("post", state=state.value, error=error, result=ctx.result),
-                ctx.settings.webhook_timeout_s,
+                ctx.settings,
             )
             step.detail = {"calls": [o.as_dict() for o in outcomes]}
         failed = [o for o in outcomes if not o.ok]

@@ -127,11 +127,12 @@ class ClusterSnapshot:
         cls, cluster: Cluster, servers: Sequence[Server], drivers: DriverFactory, timeout_s: float
     ) -> ClusterSnapshot:
         infos = [ServerInfo.of(s) for s in servers]
+        credentials = drivers.credentials_for(cluster)
 
         async def poll(info: ServerInfo) -> ServerView:
             if info.admin_address is None:
                 return ServerView(info, None, None, "no admin address recorded")
-            driver = drivers.for_address(info.kind, info.admin_address, cluster.node_token_file)
+            driver = drivers.for_address(info.kind, info.admin_address, credentials)
             try:
                 status = await asyncio.wait_for(driver.status(), timeout_s)
             except DriverError as e:
