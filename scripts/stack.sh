@@ -77,8 +77,10 @@ start_nodes() {
   done
 }
 
-# The control plane's database and the nodes' admin token, for the CLI and the API.
+# The control plane's database and the nodes' admin token, for the CLI and the API. A local stack is a developer's:
+# the development environment, with a secret key generated into the state directory (docs/security.md).
 control_plane_env() {
+  export FERRY_ENVIRONMENT=development FERRY_DEV_SECRET_KEY_FILE="$run/secret.key"
   export FERRY_NODE_TOKEN_FILE="$token_file"
   export FERRY_DATABASE_URL=${FERRY_STACK_DATABASE_URL:-sqlite:///$run/control.sqlite3}
   unset DATABASE_URL FERRY_NODE_TOKEN

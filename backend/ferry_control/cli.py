@@ -2,6 +2,9 @@
 
 python -m ferry_control.cli migrate                                  upgrade the database to the newest schema
 python -m ferry_control.cli create-token --name admin --role admin   create an API token and print it (once)
+python -m ferry_control.cli generate-secret-key                      print a new key for FERRY_SECRET_KEYS
+python -m ferry_control.cli rotate-secrets                           re-encrypt every stored secret under the
+                                                                     first key of FERRY_SECRET_KEYS (docs/security.md)
 python -m ferry_control.cli bootstrap --cluster local \
     --node node1=127.0.0.1:7301,http://127.0.0.1:7401 --node node2=… --node node3=… [--wait-s 60]
         wait for the nodes' admin APIs, make nodes 2..N read-only replicas of node 1 when no node replicates yet,
@@ -33,6 +36,19 @@ async def _create_token(name: str, role: Role) -> str:
         await engine.dispose()
 
 
+async def _rotate_secrets() -> int:
+    from ferry_control.core.secrets import SecretBox
+    from ferry_control.services.clusters import ClusterService
+
+    settings = get_settings()
+    engine = create_engine(settings)
+    try:
+        async with session_scope(create_sessionmaker(engine)) as session:
+            return await ClusterService(session, settings, SecretBox.from_settings(settings)).rotate_secrets()
+    finally:
+        await engine.dispose()
+
+
 async def _bootstrap(args: argparse.Namespace) -> int:
     from ferry_control.bootstrap import bootstrap, parse_node
 
@@ -48,6 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     create = commands.add_parser("create-token", help="create an API token and print it; it is not shown again")
     create.add_argument("--name", required=True)
     create.add_argument("--role", required=True, choices=[r.value for r in Role])
+    commands.add_parser("generate-secret-key", help="print a new Fernet key for FERRY_SECRET_KEYS")
+    commands.add_parser(
+        "rotate-secrets",
+        help="re-encrypt every stored secret under the first key of FERRY_SECRET_KEYS (the others still decrypt)",
+    )
     boot = commands.add_parser(
         "bootstrap",
         help="wire fresh nodes into a replicated cluster (node 1 the master) and register it; safe to repeat",
@@ -71,8 +92,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "migrate":
         upgrade(get_settings().database_url)
         return 0
+    if args.command == "generate-secret-key":
+        from ferry_control.core.secrets import generate_key
+
+        print(generate_key())
+        return 0
     from ferry_control.bootstrap import BootstrapError
     from ferry_control.core.errors import AppError
+
+    if args.command == "rotate-secrets":
+        try:
+            rotated = asyncio.run(_rotate_secrets())
+        except AppError as e:
+            print(f"error: {e.message}", file=sys.stderr)
+            return 1
+        print(f"re-encrypted the secrets of {rotated} clusters under the first key", file=sys.stderr)
+        return 0
 
     if args.command == "bootstrap":
         if len(args.node) < 2:

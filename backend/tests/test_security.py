@@ -10,6 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,8 +20,10 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import select, update
+from sqlalchemy import create_engine as create_sync_engine
+from sqlalchemy import select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.pool import NullPool
 
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
@@ -27,7 +32,7 @@ from ferry_control.drivers.factory import DriverFactory
 from ferry_control.main import create_app
 from ferry_control.models import ApiToken, Cluster, ServerKind
 from ferry_control.services.orchestrator.hooks import call_webhooks
-from tests.conftest import SECRET_KEY, LiveFactory, Tokens
+from tests.conftest import SECRET_KEY, LiveFactory, Tokens, empty_database
 from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster
 from tests.helpers import WebhookReceiver, register, run_operation, serve
 
@@ -404,3 +409,33 @@ async def test_deleting_during_an_operation_is_a_conflict(
             await live.app.state.runner.wait(started.json()["id"])
         assert (await live.client.delete(f"/api/v1/clusters/{cluster_id}/servers/{ids['replica2']}")).status_code == 204
         assert (await live.client.delete(f"/api/v1/clusters/{cluster_id}")).status_code == 204
+
+
+def test_key_rotation_from_the_command_line(live_database_url: str) -> None:
+    def cli(*args: str, keys: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "DATABASE_URL": live_database_url, "FERRY_ENVIRONMENT": "development",
+               "FERRY_SECRET_KEYS": keys}  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "ferry_control.cli", *args], env=env, capture_output=True, text=True, timeout=120
+        )
+
+    new_key = cli("generate-secret-key", keys=SECRET_KEY).stdout.strip()
+    assert SecretBox([new_key]).decrypt(SecretBox([new_key]).encrypt({"k": "v"})) == {"k": "v"}
+    engine = create_sync_engine(live_database_url, poolclass=NullPool)
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                text("INSERT INTO clusters (name, description, auto_failover, pre_operation_webhooks, "
+                     "post_operation_webhooks, credentials_ciphertext, created_at, updated_at) "
+                     "VALUES ('rot', '', false, '[]', '[]', :c, now(), now())"),
+                {"c": SecretBox([SECRET_KEY]).encrypt(SECRETS)},
+            )  # fmt: skip
+        rotated = cli("rotate-secrets", keys=f"{new_key},{SECRET_KEY}")
+        assert rotated.returncode == 0 and "secrets of 1 clusters" in rotated.stderr, rotated.stderr
+        with engine.connect() as connection:
+            stored = connection.execute(text("SELECT credentials_ciphertext FROM clusters WHERE name = 'rot'")).scalar()
+        assert SecretBox([new_key]).decrypt(stored) == SECRETS
+        assert cli("rotate-secrets", keys=generate_key()).returncode == 1  # a key that opens nothing: refused
+    finally:
+        engine.dispose()
+        empty_database(live_database_url)

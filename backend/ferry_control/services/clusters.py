@@ -104,6 +104,22 @@ class ClusterService:
                 details={"operation_id": holder.id, "type": holder.type, "state": holder.state.value},
             )
 
+    async def rotate_secrets(self) -> int:
+        """Re-encrypts every cluster's stored secrets under the first configured key; returns how many. Run after
+        putting a new key first in FERRY_SECRET_KEYS, before removing the old one."""
+        if self.secrets is None:
+            raise Conflict("no secret key is configured (FERRY_SECRET_KEYS)", code="secrets_unavailable")
+        rotated = 0
+        for cluster in await self.clusters.list():
+            if cluster.credentials_ciphertext:
+                try:
+                    cluster.credentials_ciphertext = self.secrets.rotate(cluster.credentials_ciphertext)
+                except SecretsUnavailable as e:
+                    raise Conflict(f"cluster {cluster.name!r}: {e}", code="secrets_unavailable") from e
+                rotated += 1
+        await self.clusters.flush()
+        return rotated
+
     def present(self, cluster: Cluster, role: Role) -> ClusterRead:
         """The cluster as `role` may see it: secrets only as `…_set`, webhook URLs hidden from viewers."""
         read = ClusterRead.model_validate(cluster)
