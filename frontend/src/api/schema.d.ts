@@ -68,7 +68,7 @@ export interface paths {
         get: operations["get_cluster_api_v1_clusters__cluster_id__get"];
         put?: never;
         post?: never;
-        /** Delete a cluster and everything recorded about it */
+        /** Delete a cluster and everything recorded about it (409 `operation_running` while an operation runs) */
         delete: operations["delete_cluster_api_v1_clusters__cluster_id__delete"];
         options?: never;
         head?: never;
@@ -122,7 +122,7 @@ export interface paths {
         get: operations["get_server_api_v1_clusters__cluster_id__servers__server_id__get"];
         put?: never;
         post?: never;
-        /** Remove a server (and its samples and links) */
+        /** Remove a server (and its samples and links); 409 `operation_running` while an operation runs */
         delete: operations["delete_server_api_v1_clusters__cluster_id__servers__server_id__delete"];
         options?: never;
         head?: never;
@@ -256,7 +256,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Stream interleavings */
+        /**
+         * Stream interleavings
+         * @description Reads every server's recent binlog events: `limit` is capped by the interleavings_events_max setting (422 beyond) and each token may ask expensive_reads_per_min times a minute (429 beyond).
+         */
         get: operations["get_interleavings_api_v1_clusters__cluster_id__interleavings_get"];
         put?: never;
         post?: never;
@@ -284,6 +287,7 @@ export interface paths {
          *     - `operation` — an operation's state or one of its steps changed (`operation_id`, `type`, `state`, `steps`)
          *     - `drill` — a drill run changed state (`drill_run_id`, `operation_id`, `state`: running, passed, failed)
          *     - `failover_not_confirmed` — the master looked lost to the control plane only (`server_id`, `detail`)
+         *     - `token_invalid` — the caller's token was revoked or expired; the stream ends (checked every poll interval)
          *
          *     The browser's EventSource cannot send the bearer token: read it with fetch and a streaming body.
          */
@@ -747,6 +751,36 @@ export interface components {
          *     }
          */
         ClusterCreate: {
+            /**
+             * Node Token
+             * @description The admin token of this cluster's ferryd nodes (16+ characters); overrides FERRY_NODE_TOKEN.
+             */
+            node_token?: string | null;
+            /**
+             * Db User
+             * @description MariaDB servers: the control plane's login.
+             */
+            db_user?: string | null;
+            /**
+             * Db Password
+             * @description MariaDB servers: its password.
+             */
+            db_password?: string | null;
+            /**
+             * Replication User
+             * @description MariaDB servers: the login replicas connect with.
+             */
+            replication_user?: string | null;
+            /**
+             * Replication Password
+             * @description MariaDB servers: its password.
+             */
+            replication_password?: string | null;
+            /**
+             * Tls Ca
+             * @description MariaDB servers: the CA certificate (PEM text, not a path) their certificates are verified against; unset: the servers are spoken to in clear text.
+             */
+            tls_ca?: string | null;
             /** Name */
             name: string;
             /**
@@ -759,11 +793,6 @@ export interface components {
              * @description Discovery: a discovered master's admin port is its protocol port plus this. Unset: unknown.
              */
             admin_port_offset?: number | null;
-            /**
-             * Node Token File
-             * @description A file with this cluster's node admin token (overrides the setting).
-             */
-            node_token_file?: string | null;
             /**
              * Auto Failover
              * @description Fail over automatically when the master is lost (confirmed).
@@ -788,6 +817,8 @@ export interface components {
          *       "admin_port_offset": 100,
          *       "auto_failover": true,
          *       "created_at": "2026-11-21T13:00:00Z",
+         *       "db_password_set": false,
+         *       "db_user_set": false,
          *       "description": "orders service",
          *       "health": "degraded",
          *       "id": 1,
@@ -801,13 +832,18 @@ export interface components {
          *         "node1"
          *       ],
          *       "name": "orders",
+         *       "node_token_set": true,
+         *       "plaintext_transport": false,
          *       "post_operation_webhooks": [],
          *       "pre_operation_webhooks": [],
          *       "problems": [
          *         "node3 unreachable"
          *       ],
          *       "replica_count": 2,
+         *       "replication_password_set": false,
+         *       "replication_user_set": false,
          *       "server_count": 3,
+         *       "tls_ca_set": false,
          *       "updated_at": "2026-11-21T13:00:00Z",
          *       "worst_lag": {
          *         "seconds": 0.2,
@@ -824,8 +860,43 @@ export interface components {
             description: string;
             /** Admin Port Offset */
             admin_port_offset: number | null;
-            /** Node Token File */
-            node_token_file: string | null;
+            /**
+             * Node Token Set
+             * @description The cluster has its own node token (never shown).
+             * @default false
+             */
+            node_token_set: boolean;
+            /**
+             * Db User Set
+             * @default false
+             */
+            db_user_set: boolean;
+            /**
+             * Db Password Set
+             * @default false
+             */
+            db_password_set: boolean;
+            /**
+             * Replication User Set
+             * @default false
+             */
+            replication_user_set: boolean;
+            /**
+             * Replication Password Set
+             * @default false
+             */
+            replication_password_set: boolean;
+            /**
+             * Tls Ca Set
+             * @default false
+             */
+            tls_ca_set: boolean;
+            /**
+             * Plaintext Transport
+             * @description The control plane speaks to this cluster's servers in clear text (no TLS to the nodes is configured, or MariaDB credentials without a CA): tokens and credentials cross the network readable.
+             * @default true
+             */
+            plaintext_transport: boolean;
             /** Auto Failover */
             auto_failover: boolean;
             /**
@@ -837,9 +908,15 @@ export interface components {
             last_failover_at: string | null;
             /** Last Failover Operation Id */
             last_failover_operation_id: number | null;
-            /** Pre Operation Webhooks */
+            /**
+             * Pre Operation Webhooks
+             * @description Shown to viewers as '[redacted]' each.
+             */
             pre_operation_webhooks: string[];
-            /** Post Operation Webhooks */
+            /**
+             * Post Operation Webhooks
+             * @description Shown to viewers as '[redacted]' each.
+             */
             post_operation_webhooks: string[];
             /**
              * Created At
@@ -890,11 +967,18 @@ export interface components {
          *       "admin_port_offset": 100,
          *       "auto_failover": false,
          *       "created_at": "2026-11-21T13:00:00Z",
+         *       "db_password_set": false,
+         *       "db_user_set": false,
          *       "description": "orders service",
          *       "id": 1,
          *       "name": "orders",
+         *       "node_token_set": false,
+         *       "plaintext_transport": true,
          *       "post_operation_webhooks": [],
          *       "pre_operation_webhooks": [],
+         *       "replication_password_set": false,
+         *       "replication_user_set": false,
+         *       "tls_ca_set": false,
          *       "updated_at": "2026-11-21T13:00:00Z"
          *     }
          */
@@ -907,8 +991,43 @@ export interface components {
             description: string;
             /** Admin Port Offset */
             admin_port_offset: number | null;
-            /** Node Token File */
-            node_token_file: string | null;
+            /**
+             * Node Token Set
+             * @description The cluster has its own node token (never shown).
+             * @default false
+             */
+            node_token_set: boolean;
+            /**
+             * Db User Set
+             * @default false
+             */
+            db_user_set: boolean;
+            /**
+             * Db Password Set
+             * @default false
+             */
+            db_password_set: boolean;
+            /**
+             * Replication User Set
+             * @default false
+             */
+            replication_user_set: boolean;
+            /**
+             * Replication Password Set
+             * @default false
+             */
+            replication_password_set: boolean;
+            /**
+             * Tls Ca Set
+             * @default false
+             */
+            tls_ca_set: boolean;
+            /**
+             * Plaintext Transport
+             * @description The control plane speaks to this cluster's servers in clear text (no TLS to the nodes is configured, or MariaDB credentials without a CA): tokens and credentials cross the network readable.
+             * @default true
+             */
+            plaintext_transport: boolean;
             /** Auto Failover */
             auto_failover: boolean;
             /**
@@ -920,9 +1039,15 @@ export interface components {
             last_failover_at: string | null;
             /** Last Failover Operation Id */
             last_failover_operation_id: number | null;
-            /** Pre Operation Webhooks */
+            /**
+             * Pre Operation Webhooks
+             * @description Shown to viewers as '[redacted]' each.
+             */
             pre_operation_webhooks: string[];
-            /** Post Operation Webhooks */
+            /**
+             * Post Operation Webhooks
+             * @description Shown to viewers as '[redacted]' each.
+             */
             post_operation_webhooks: string[];
             /**
              * Created At
@@ -942,14 +1067,42 @@ export interface components {
          *     }
          */
         ClusterUpdate: {
+            /**
+             * Node Token
+             * @description The admin token of this cluster's ferryd nodes (16+ characters); overrides FERRY_NODE_TOKEN.
+             */
+            node_token?: string | null;
+            /**
+             * Db User
+             * @description MariaDB servers: the control plane's login.
+             */
+            db_user?: string | null;
+            /**
+             * Db Password
+             * @description MariaDB servers: its password.
+             */
+            db_password?: string | null;
+            /**
+             * Replication User
+             * @description MariaDB servers: the login replicas connect with.
+             */
+            replication_user?: string | null;
+            /**
+             * Replication Password
+             * @description MariaDB servers: its password.
+             */
+            replication_password?: string | null;
+            /**
+             * Tls Ca
+             * @description MariaDB servers: the CA certificate (PEM text, not a path) their certificates are verified against; unset: the servers are spoken to in clear text.
+             */
+            tls_ca?: string | null;
             /** Name */
             name?: string | null;
             /** Description */
             description?: string | null;
             /** Admin Port Offset */
             admin_port_offset?: number | null;
-            /** Node Token File */
-            node_token_file?: string | null;
             /** Auto Failover */
             auto_failover?: boolean | null;
             /** Pre Operation Webhooks */
@@ -1004,7 +1157,11 @@ export interface components {
         DiscoveryRequest: {
             /** @default ferry */
             kind: components["schemas"]["ServerKind"];
-            /** Host */
+            /**
+             * Host
+             * @example db1.example.internal
+             * @example 10.0.0.5
+             */
             host: string;
             /** Protocol Port */
             protocol_port: number;
@@ -1887,7 +2044,11 @@ export interface components {
             name?: string | null;
             /** @default ferry */
             kind: components["schemas"]["ServerKind"];
-            /** Host */
+            /**
+             * Host
+             * @example db1.example.internal
+             * @example 10.0.0.5
+             */
             host: string;
             /**
              * Protocol Port
@@ -2199,6 +2360,11 @@ export interface components {
             /** Name */
             name: string;
             role: components["schemas"]["Role"];
+            /**
+             * Expires At
+             * @description When the token stops working (401 afterwards); unset: it does not expire.
+             */
+            expires_at?: string | null;
         };
         /**
          * TokenCreated
@@ -2227,10 +2393,15 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
-            /** Last Used At */
+            /**
+             * Last Used At
+             * @description When the token last authenticated (updated at most once per token_last_used_resolution_s).
+             */
             last_used_at: string | null;
             /** Revoked At */
             revoked_at: string | null;
+            /** Expires At */
+            expires_at: string | null;
             /**
              * Token
              * @description The bearer token. Shown only now; only its keyed hash is stored.
@@ -2254,10 +2425,15 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
-            /** Last Used At */
+            /**
+             * Last Used At
+             * @description When the token last authenticated (updated at most once per token_last_used_resolution_s).
+             */
             last_used_at: string | null;
             /** Revoked At */
             revoked_at: string | null;
+            /** Expires At */
+            expires_at: string | null;
         };
         /** TopologyEdge */
         TopologyEdge: {
@@ -2675,6 +2851,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Validation error (the body, query or path is malformed) */
             422: {
                 headers: {
@@ -3041,6 +3226,15 @@ export interface operations {
             };
             /** @description An id in the path does not exist */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3627,6 +3821,15 @@ export interface operations {
             };
             /** @description Validation error (the body, query or path is malformed) */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests from this token (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
