@@ -1,4 +1,5 @@
-"""Reconciling what a dead API instance left: at start-up and then every half lease, in every instance.
+"""Reconciling what a dead API instance left: at start-up (before the instance serves) and then every half lease,
+in every instance.
 
 An operation still `pending` or `running` whose cluster lock's lease has lapsed (or whose lock names another
 operation) was left by an instance that died (crash, SIGKILL, lost host). The reconciler takes the cluster's lock for
@@ -88,15 +89,23 @@ class Reconciler:
     def interval_s(self) -> float:
         return min(max(self._settings.operation_lease_s / 2, INTERVAL_S_MIN), INTERVAL_S_MAX)
 
+    async def run_at_start(self) -> None:
+        """The start-up pass, awaited before the instance serves and starts its other background tasks (a failure
+        is logged: the periodic passes try again)."""
+        try:
+            await self.run_once()
+        except Exception:
+            log.exception("reconciling interrupted operations at start-up failed")
+
     async def _run_forever(self) -> None:
         while True:
+            await asyncio.sleep(self.interval_s)
             try:
                 await self.run_once()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("reconciling interrupted operations failed")
-            await asyncio.sleep(self.interval_s)
 
     async def run_once(self) -> list[int]:
         """Reconciles every operation left active by a dead instance; returns their ids."""
@@ -341,7 +350,7 @@ class Reconciler:
             "cluster_id": facts["cluster_id"], "type": facts["type"], "params": facts["params"],
             "requester": facts["requester"], "state": OperationState.interrupted.value, "error": error,
         }  # fmt: skip
-        outcomes = await call_webhooks(urls, payload, self._settings.webhook_timeout_s)
+        outcomes = await call_webhooks(urls, payload, self._settings)
         for outcome in outcomes:
             if not outcome.ok:
                 log.warning("alert webhook %s failed: %s", outcome.url, outcome.error)
