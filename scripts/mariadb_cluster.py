@@ -216,6 +216,7 @@ class MariadbCluster:
             for server in self.servers:
                 shutil.copytree(template, server.datadir, symlinks=True)
             shutil.rmtree(template)
+            shutil.rmtree(self.root / "template.tmp", ignore_errors=True)
             for server in self.servers:
                 self._spawn(server)
             for server in self.servers:
@@ -233,7 +234,9 @@ class MariadbCluster:
             stop_pid(server.pid, server.datadir, self._procs.pop(server.number, None))
             server.pid = None
             shutil.rmtree(server.datadir, ignore_errors=True)
+            shutil.rmtree(f"{server.datadir}.tmp", ignore_errors=True)
         shutil.rmtree(self.root / "template", ignore_errors=True)
+        shutil.rmtree(self.root / "template.tmp", ignore_errors=True)
         shutil.rmtree(self.tls_dir, ignore_errors=True)
         (self.root / "cluster.json").unlink(missing_ok=True)
         if self._made_root:
@@ -267,7 +270,7 @@ class MariadbCluster:
         args = [
             find_program("mariadbd"), "--no-defaults", f"--datadir={d}", f"--socket={server.socket}",
             f"--port={server.port}", "--bind-address=127.0.0.1", f"--pid-file={d}/mariadbd.pid",
-            f"--log-error={server.error_log}", f"--server-id={server.server_id}",
+            f"--log-error={server.error_log}", f"--server-id={server.server_id}", f"--tmpdir={self._tmpdir(Path(d))}",
             f"--gtid-domain-id={server.domain_id}", f"--log-bin={d}/binlog",
             "--log-slave-updates", "--gtid-strict-mode=1", "--binlog-format=ROW", "--report-host=127.0.0.1",
             f"--report-port={server.port}", "--skip-name-resolve", "--innodb-buffer-pool-size=64M",
@@ -292,6 +295,14 @@ class MariadbCluster:
         if os.geteuid() == 0:
             args.append("--user=root")
         return args + list(self.extra_args)
+
+    @staticmethod
+    def _tmpdir(datadir: Path) -> Path:
+        """A temporary directory of the server's own, beside its datadir (the shared /tmp made concurrent
+        installs trip over each other's temporary tables)."""
+        tmp = datadir.parent / f"{datadir.name}.tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        return tmp
 
     @property
     def tls_dir(self) -> Path:
@@ -319,6 +330,7 @@ class MariadbCluster:
         args = [
             find_program("mariadb-install-db"), "--no-defaults", f"--datadir={datadir}",
             "--auth-root-authentication-method=normal", "--skip-test-db", "--innodb-log-file-size=16M",
+            f"--tmpdir={self._tmpdir(datadir)}",
             f"--user={'root' if os.geteuid() == 0 else _user_name()}",
         ]  # fmt: skip
         result = subprocess.run(args, capture_output=True, text=True, timeout=START_WAIT_S)
@@ -573,6 +585,7 @@ def stop_dir(root: Path) -> None:
     for server in state["servers"]:
         stop_pid(server.get("pid"), server["datadir"])
         shutil.rmtree(server["datadir"], ignore_errors=True)
+        shutil.rmtree(f"{server['datadir']}.tmp", ignore_errors=True)
     shutil.rmtree(root / "tls", ignore_errors=True)
     path.unlink(missing_ok=True)
     if state.get("made_root"):

@@ -493,7 +493,9 @@ async def test_a_server_that_stops_answering_is_unreachable_within_the_client_bo
             started = time.monotonic()
             with pytest.raises(ServerUnreachable) as hung:
                 await replica.status()
-            assert hung.value.code == "timeout" and time.monotonic() - started < 5
+            waited_s = time.monotonic() - started
+            # The bound is 1 s on the server plus 1 s on the client; the slack is for a loaded machine.
+            assert hung.value.code == "timeout" and waited_s < 10, (hung.value, waited_s)
             with pytest.raises(ServerUnreachable):  # a new connection cannot get an answer either
                 await replica.status()
         finally:
