@@ -1,7 +1,8 @@
 """Command line of the control plane.
 
 python -m ferry_control.cli migrate                                  upgrade the database to the newest schema
-python -m ferry_control.cli create-token --name admin --role admin   create an API token and print it (once)
+python -m ferry_control.cli create-token --name admin --role admin [--expires-in-days 90]
+                                                                     create an API token and print it (once)
 python -m ferry_control.cli generate-secret-key                      print a new key for FERRY_SECRET_KEYS
 python -m ferry_control.cli rotate-secrets                           re-encrypt every stored secret under the
                                                                      first key of FERRY_SECRET_KEYS (docs/security.md)
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from datetime import UTC, datetime, timedelta
 
 from ferry_control.core.config import get_settings
 from ferry_control.core.db import create_engine, create_sessionmaker, session_scope
@@ -25,12 +27,13 @@ from ferry_control.core.security import Role
 from ferry_control.services.tokens import TokenService
 
 
-async def _create_token(name: str, role: Role) -> str:
+async def _create_token(name: str, role: Role, expires_in_days: float | None = None) -> str:
     settings = get_settings()
     engine = create_engine(settings)
+    expires_at = None if expires_in_days is None else datetime.now(UTC) + timedelta(days=expires_in_days)
     try:
         async with session_scope(create_sessionmaker(engine)) as session:
-            _, token = await TokenService(session, settings).create(name, role)
+            _, token = await TokenService(session, settings).create(name, role, expires_at)
         return token
     finally:
         await engine.dispose()
@@ -64,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     create = commands.add_parser("create-token", help="create an API token and print it; it is not shown again")
     create.add_argument("--name", required=True)
     create.add_argument("--role", required=True, choices=[r.value for r in Role])
+    create.add_argument("--expires-in-days", type=float, help="the token stops working after this many days")
     commands.add_parser("generate-secret-key", help="print a new Fernet key for FERRY_SECRET_KEYS")
     commands.add_parser(
         "rotate-secrets",
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         print(cluster_id)
         return 0
     try:
-        token = asyncio.run(_create_token(args.name, Role(args.role)))
+        token = asyncio.run(_create_token(args.name, Role(args.role), args.expires_in_days))
     except AppError as e:
         print(f"error: {e.message}", file=sys.stderr)
         return 1

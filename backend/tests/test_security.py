@@ -411,7 +411,7 @@ async def test_deleting_during_an_operation_is_a_conflict(
         assert (await live.client.delete(f"/api/v1/clusters/{cluster_id}")).status_code == 204
 
 
-def test_key_rotation_from_the_command_line(live_database_url: str) -> None:
+def test_key_rotation_and_expiring_tokens_from_the_command_line(live_database_url: str) -> None:
     def cli(*args: str, keys: str) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "DATABASE_URL": live_database_url, "FERRY_ENVIRONMENT": "development",
                "FERRY_SECRET_KEYS": keys}  # fmt: skip
@@ -436,6 +436,11 @@ def test_key_rotation_from_the_command_line(live_database_url: str) -> None:
             stored = connection.execute(text("SELECT credentials_ciphertext FROM clusters WHERE name = 'rot'")).scalar()
         assert SecretBox([new_key]).decrypt(stored) == SECRETS
         assert cli("rotate-secrets", keys=generate_key()).returncode == 1  # a key that opens nothing: refused
+        token = cli("create-token", "--name", "ci", "--role", "viewer", "--expires-in-days", "2", keys=SECRET_KEY)
+        assert token.returncode == 0 and token.stdout.startswith("ferry_"), token.stderr
+        with engine.connect() as connection:
+            expires_at = connection.execute(text("SELECT expires_at FROM api_tokens WHERE name = 'ci'")).scalar()
+        assert timedelta(days=1) < expires_at - datetime.now(UTC) <= timedelta(days=2)
     finally:
         engine.dispose()
         empty_database(live_database_url)
