@@ -17,8 +17,11 @@ import aiomysql
 import pymysql
 import pytest
 
+from ferry_control.core.config import Settings
 from ferry_control.drivers.base import ChangeMaster, ConnectionSettings, IoState, SqlState
+from ferry_control.drivers.credentials import ServerCredentials
 from ferry_control.drivers.errors import DriverError, ServerUnreachable
+from ferry_control.drivers.factory import DriverFactory
 from ferry_control.drivers.mariadb import MariadbCredentials, MariadbDriver, MariadbDriverConfig, MariadbPools
 from ferry_control.drivers.mariadb_errors import (
     AccessDenied,
@@ -28,6 +31,7 @@ from ferry_control.drivers.mariadb_errors import (
     StatementTimedOut,
 )
 from ferry_control.drivers.mariadb_sql import parse_position
+from ferry_control.models import ServerKind
 from tests.mariadb_cluster import MariadbCluster, cluster_module, driver, eventually, wait_until
 
 
@@ -558,3 +562,29 @@ async def test_semi_sync_state_of_a_master_and_its_acknowledging_replicas(
         assert (await master.semi_sync_state()).master_unacknowledged_commits == 0
         on_replica = await replica.semi_sync_state()
         assert on_replica.replica_enabled and on_replica.replica_active
+
+
+async def test_the_factory_builds_mariadb_drivers_from_the_clusters_credentials(mariadb: MariadbCluster) -> None:
+    users = mariadb.users
+    credentials = ServerCredentials(
+        db_user=users.admin.name, db_password=users.admin.password,
+        replication_user=users.replication.name, replication_password=users.replication.password,
+    )  # fmt: skip
+    factory = DriverFactory(Settings(environment="development"))
+    try:
+        master = factory.for_address(ServerKind.mariadb, mariadb.server(1).address, credentials)
+        assert master.kind == "mariadb" and (await master.status()).server_id == 1
+        again = factory.for_address(ServerKind.mariadb, mariadb.server(1).address, credentials)
+        assert isinstance(master, MariadbDriver) and isinstance(again, MariadbDriver) and again.sql is master.sql
+        # CHANGE MASTER carries the replication login: a replica re-created through the factory replicates.
+        replica = factory.for_address(ServerKind.mariadb, mariadb.server(3).address, credentials)
+        await replica.remove_replication("")
+        await replica.change_master("", ChangeMaster(master_address=mariadb.server(1).address))
+        await replica.start_replication("")
+        write(mariadb, 1, 1)
+        assert (await replica.wait_for_position(mariadb.value(1, "@@gtid_binlog_pos"), 10.0)).reached
+        with pytest.raises(DriverError) as no_login:
+            factory.for_address(ServerKind.mariadb, mariadb.server(1).address)
+        assert no_login.value.code == "no_db_credentials"
+    finally:
+        await factory.aclose()

@@ -19,6 +19,7 @@ from ferry_control.drivers.base import ServerDriver
 from ferry_control.drivers.credentials import NO_CREDENTIALS, ServerCredentials
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.ferry import FerryDriver, FerryDriverConfig
+from ferry_control.drivers.mariadb import MariadbDriverConfig, MariadbPools
 from ferry_control.models import Cluster, Server, ServerKind
 
 #: Connections kept per server address (a poll and an operation's calls may overlap).
@@ -37,6 +38,8 @@ class DriverFactory:
         #: When given, one client for every address (tests); else one per address.
         self._shared = client
         self._clients: dict[str, httpx.AsyncClient] = {}
+        #: One small connection pool per MariaDB server and login, kept for the factory's life.
+        self._mariadb_pools = MariadbPools()
         self._ferry_config = FerryDriverConfig(
             connect_timeout_s=settings.node_connect_timeout_s,
             read_timeout_s=settings.node_read_timeout_s,
@@ -84,6 +87,15 @@ class DriverFactory:
                 self._client(admin_address), admin_address, lambda: self.node_token(credentials),
                 self._ferry_config,
             )  # fmt: skip
+        if kind == ServerKind.mariadb:
+            # Ferry's login and the replication login come from the cluster's stored credentials only.
+            config = MariadbDriverConfig.of_login(
+                admin_address, user=credentials.db_user, password=credentials.db_password,
+                replication_user=credentials.replication_user, replication_password=credentials.replication_password,
+                tls_ca=credentials.tls_ca, connect_timeout_s=self._settings.node_connect_timeout_s,
+                statement_timeout_s=self._settings.node_read_timeout_s,
+            )  # fmt: skip
+            return self._mariadb_pools.driver(admin_address, config)
         raise DriverError(admin_address, "unsupported_kind", f"no driver for servers of kind {kind.value!r} yet")
 
     def for_server(self, server: Server, cluster: Cluster | None = None) -> ServerDriver:
@@ -111,6 +123,7 @@ class DriverFactory:
             await client.aclose()
         if self._shared is not None:
             await self._shared.aclose()
+        await self._mariadb_pools.aclose()
 
 
 def _read_token(path: Path) -> str:
