@@ -220,3 +220,73 @@ async def sse_events(stream: httpx.Response) -> AsyncIterator[tuple[str, dict]]:
         elif line == "" and data:
             yield name, json.loads(data)
             name, data = "message", ""
+
+
+async def test_a_server_answering_nonsense_is_the_only_one_in_error(
+    app: FastAPI, client: httpx.AsyncClient, ferryd: FerrydCluster
+) -> None:
+    """A server whose status has a malformed position is recorded as erroring with the reason; every other server
+    of the cluster is recorded as usual in the same cycle."""
+    cluster_id, ids = await register(client, ferryd)
+    caught_up = ferryd.converge()
+
+    async def liar(scope: dict, receive: object, send: object) -> None:  # a ferryd admin API that lies
+        assert scope["type"] == "http"
+        status = await asyncio.to_thread(ferryd.replica2.status)
+        status["gtid_binlog_pos"] = "1-3-x"
+        body = json.dumps(status).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": body})
+
+    async with serve(liar) as url:
+        admin_port = int(url.rsplit(":", 1)[1])
+        protocol_port, _ = free_port_pair()
+        response = await client.post(
+            f"/api/v1/clusters/{cluster_id}/servers",
+            json={"name": "liar", "host": "127.0.0.1", "protocol_port": protocol_port, "admin_port": admin_port},
+        )
+        assert response.status_code == 201, response.text
+        liar_id = response.json()["id"]
+        report = await app.state.collector.run_cycle()
+        assert (report.polled, report.failed) == (4, 1)
+
+    servers = {s["id"]: s for s in (await client.get(f"/api/v1/clusters/{cluster_id}/servers")).json()}
+    assert "invalid gtid_binlog_pos '1-3-x'" in servers[liar_id]["last_error"], servers[liar_id]
+    assert servers[liar_id]["gtid_binlog_pos"] is None, "nothing of a nonsense answer is stored"
+    for server_id in ids.values():
+        assert servers[server_id]["health"] == "healthy" and servers[server_id]["gtid_current_pos"] == caught_up
+    topology = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
+    assert {e["replica_server_id"] for e in topology["edges"]} == {ids["replica1"], ids["replica2"]}
+
+
+async def test_lag_in_seconds_is_measured_from_when_the_master_was_seen_past_the_replica(
+    app: FastAPI, client: httpx.AsyncClient, ferryd: FerrydCluster
+) -> None:
+    cluster_id, ids = await register(client, ferryd)
+    ferryd.converge()
+    collector = app.state.collector
+    await collector.run_cycle()
+
+    async def lag_of_replica2() -> dict:
+        topology = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
+        return next(e for e in topology["edges"] if e["replica_server_id"] == ids["replica2"])["lag"]["1"]
+
+    assert (await lag_of_replica2())["seconds"] == 0.0
+    async with replication_stopped(ferryd.replica2):
+        ferryd.write(2, domains=(1,))
+        await collector.run_cycle()  # the master is first seen past replica2 here
+        master = (await client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids['master']}")).json()
+        first_seen = datetime.fromisoformat(master["last_seen_at"])
+        await collector.run_cycle()
+        replica2 = (await client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids['replica2']}")).json()
+        lag = await lag_of_replica2()
+        assert lag["transactions"] == 2
+        assert lag["seconds"] == (datetime.fromisoformat(replica2["last_seen_at"]) - first_seen).total_seconds() > 0
+        assert "reported_seconds" in lag, "the server's own figure is kept beside it"
+    ferryd.converge()
+    await collector.run_cycle()
+    assert (await lag_of_replica2()) | {"reported_seconds": None} == {
+        "transactions": 0,
+        "seconds": 0.0,
+        "reported_seconds": None,
+    }

@@ -46,7 +46,7 @@ class Metrics:
         )
         self.collector_polls = Counter(
             "ferry_control_collector_polls",
-            "Server polls by outcome (ok, error).",
+            "Server polls by outcome (ok; error: no answer or refused; invalid: answered nonsense).",
             ["outcome"],
             registry=self.registry,
         )

@@ -12,7 +12,9 @@ class PositionCell(BaseModel):
     seq_no: int | None
     behind_transactions: int = Field(description="Transactions behind the most advanced server in this domain.")
     lag_seconds: float | None = Field(
-        None, description="The replica's reported lag in this domain (largest over its connections)."
+        None,
+        description="The replica's lag in seconds in this domain (largest over its connections; see "
+        "DomainLagRead.seconds).",
     )
 
 

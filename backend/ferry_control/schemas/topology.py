@@ -12,7 +12,16 @@ from ferry_control.models import HealthState, LinkSource
 
 class DomainLagRead(BaseModel):
     transactions: int = Field(description="seq_no difference against the master's binlog position.")
-    seconds: float = Field(description="As the replica reports it: now minus the last applied origin commit time.")
+    seconds: float = Field(
+        description="Seconds behind, on the control plane's clock: how long ago the collector first saw the master "
+        "past the replica's position in this domain (0 when it never was: caught up). Resolution: the poll "
+        "interval. When the master is not a polled server, the replica's own figure."
+    )
+    reported_seconds: float | None = Field(
+        None,
+        description="The server's own figure: ferryd's per-domain lag (now minus the last applied origin commit "
+        "time); MariaDB's Seconds_Behind_Master of the connection. None when the server gives none.",
+    )
 
 
 class TopologyNode(BaseModel):

@@ -30,7 +30,7 @@ from ferry_control.models import Cluster, Server, ServerOrigin
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.discovery import DiscoveryRequest
 from ferry_control.services.clusters import ClusterService
-from ferry_control.services.collector import split_address
+from ferry_control.services.collection.addresses import split_address
 
 #: Hosts a node may advertise when it listens on every interface: useless as an address to reach it.
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})

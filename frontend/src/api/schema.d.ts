@@ -1214,9 +1214,14 @@ export interface components {
             transactions: number;
             /**
              * Seconds
-             * @description As the replica reports it: now minus the last applied origin commit time.
+             * @description Seconds behind, on the control plane's clock: how long ago the collector first saw the master past the replica's position in this domain (0 when it never was: caught up). Resolution: the poll interval. When the master is not a polled server, the replica's own figure.
              */
             seconds: number;
+            /**
+             * Reported Seconds
+             * @description The server's own figure: ferryd's per-domain lag (now minus the last applied origin commit time); MariaDB's Seconds_Behind_Master of the connection. None when the server gives none.
+             */
+            reported_seconds?: number | null;
         };
         /**
          * DrillRunCreate
@@ -1805,7 +1810,7 @@ export interface components {
             behind_transactions: number;
             /**
              * Lag Seconds
-             * @description The replica's reported lag in this domain (largest over its connections).
+             * @description The replica's lag in seconds in this domain (largest over its connections; see DomainLagRead.seconds).
              */
             lag_seconds?: number | null;
         };

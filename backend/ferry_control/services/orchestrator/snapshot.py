@@ -15,7 +15,7 @@ from ferry_control.drivers.base import IoState, ReplicaConnection, ServerDriver,
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import Cluster, Server, ServerKind
-from ferry_control.services.collector import split_address
+from ferry_control.services.collection.addresses import split_address
 from ferry_control.services.orchestrator.gtid import position
 
 

@@ -1,0 +1,95 @@
+"""Polling: which servers to poll (every server with an admin address, with its own cluster's credentials), and one
+poll of each through its driver, at most `poll_concurrency_max` at once, each bounded by `poll_timeout_s`. An answer
+is checked before it is used (`validation`): a server that does not answer, or answers nonsense, gives an outcome
+with the reason and no status, and nothing it said reaches the other servers' records."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.core.config import Settings
+from ferry_control.core.metrics import Metrics
+from ferry_control.drivers.base import ServerStatus
+from ferry_control.drivers.credentials import ServerCredentials
+from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.factory import DriverFactory
+from ferry_control.models import ServerKind
+from ferry_control.repositories.servers import ServerRepository
+from ferry_control.services.collection.validation import InvalidStatus, validate_status
+
+
+@dataclass(frozen=True)
+class PollTarget:
+    server_id: int
+    cluster_id: int
+    kind: ServerKind
+    admin_address: str
+    #: The credentials of the server's own cluster (decrypted), or why they could not be opened.
+    credentials: ServerCredentials | None
+    credentials_error: str | None = None
+
+
+@dataclass(frozen=True)
+class PollOutcome:
+    target: PollTarget
+    #: None when the poll failed (`error` says why).
+    status: ServerStatus | None
+    error: str | None
+    at: datetime
+
+
+class Poller:
+    def __init__(self, drivers: DriverFactory, settings: Settings, metrics: Metrics):
+        self._drivers = drivers
+        self._settings = settings
+        self._metrics = metrics
+
+    async def targets(self, session: AsyncSession) -> list[PollTarget]:
+        servers = await ServerRepository(session).list_all_with_cluster()
+        credentials: dict[int, tuple[ServerCredentials | None, str | None]] = {}
+        for s in servers:
+            if s.cluster_id not in credentials:
+                try:
+                    credentials[s.cluster_id] = (self._drivers.credentials_for(s.cluster), None)
+                except DriverError as e:
+                    credentials[s.cluster_id] = (None, str(e))
+        return [
+            PollTarget(s.id, s.cluster_id, s.kind, s.admin_address, *credentials[s.cluster_id])
+            for s in servers
+            if s.admin_address is not None
+        ]
+
+    async def poll_all(self, targets: Sequence[PollTarget]) -> list[PollOutcome]:
+        semaphore = asyncio.Semaphore(self._settings.poll_concurrency_max)
+
+        async def poll(target: PollTarget) -> PollOutcome:
+            async with semaphore:
+                return await self.poll(target)
+
+        return list(await asyncio.gather(*(poll(t) for t in targets)))
+
+    async def poll(self, target: PollTarget) -> PollOutcome:
+        timeout_s = self._settings.poll_timeout_s
+        try:
+            if target.credentials_error is not None:
+                raise DriverError(target.admin_address, "secrets_unavailable", target.credentials_error)
+            driver = self._drivers.for_address(target.kind, target.admin_address, target.credentials)
+            status = await asyncio.wait_for(driver.status(), timeout_s)
+            validate_status(status)
+        except DriverError as e:
+            return self._failed(target, str(e), "error")
+        except TimeoutError:
+            return self._failed(target, f"no answer within {timeout_s} s", "error")
+        except InvalidStatus as e:
+            return self._failed(target, f"{target.admin_address}: {e}", "invalid")
+        self._metrics.collector_polls.labels("ok").inc()
+        return PollOutcome(target, status, None, datetime.now(UTC))
+
+    def _failed(self, target: PollTarget, error: str, result: str) -> PollOutcome:
+        self._metrics.collector_polls.labels(result).inc()
+        return PollOutcome(target, None, error, datetime.now(UTC))

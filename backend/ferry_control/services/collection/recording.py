@@ -1,0 +1,352 @@
+"""Recording one cycle's outcomes, per cluster, in the caller's transaction: per server its reachability and health
+(unreachable after `unreachable_after_failures` failed polls in a row; the last successful observation — positions,
+read-only flag, time — kept through any number of failed ones), change-only position samples per domain; the
+replication links (from each replica's own connections, and — for replicas whose admin address is unknown — from the
+master's list of streaming replicas) with lag per domain and change-only lag samples. Each cluster is recorded in a
+savepoint of its own: a failure while recording one cluster rolls back that cluster's part only, is logged, and
+the others are recorded. Returns the events to publish once the transaction commits.
+
+Lag per domain: `transactions`, the seq_no difference between the master's gtid_binlog_pos (this cycle's poll, else
+the last stored) and the replica's gtid_current_pos; `seconds`, the age of the collector's first sighting of the
+master past the replica's position (`timeline.MasterTimelines`: the same for every kind of server, resolution = the
+poll interval), else — the master not polled — what the replica reports; `reported_seconds`, the replica's own
+figure per domain where it gives one. A connection's `Seconds_Behind_Master` (the server's own, per connection) is
+kept on the link as `seconds_behind_master`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.core.config import Settings
+from ferry_control.drivers.base import ReplicaConnection
+from ferry_control.models import (
+    HealthEvent,
+    HealthState,
+    LagSample,
+    LinkSource,
+    PositionSample,
+    ReplicationLink,
+    Server,
+)
+from ferry_control.repositories.links import LinkRepository
+from ferry_control.repositories.samples import SampleRepository
+from ferry_control.repositories.servers import ServerRepository
+from ferry_control.services.collection.addresses import parse_position, split_address
+from ferry_control.services.collection.polling import PollOutcome
+from ferry_control.services.collection.timeline import ENTRIES_MAX, MasterTimelines
+from ferry_control.services.event_bus import ClusterEvent
+
+log = logging.getLogger(__name__)
+
+#: How far back a master's timeline is filled from the stored position samples when this instance first sees it.
+TIMELINE_SEED_S = 3600
+
+
+def lag_against_master(
+    replica_position: Any,
+    master: Server | None,
+    master_binlog: Any,
+    connection: ReplicaConnection,
+    timelines: MasterTimelines,
+    at: datetime,
+) -> dict[str, dict[str, Any]]:
+    """Per domain: transactions behind and seconds behind (see the module's doc), and the replica's own figure."""
+    lag: dict[str, dict[str, Any]] = {}
+    if master is not None and master_binlog is not None:
+        behind = master_binlog.difference(replica_position)
+        for domain in master_binlog.domains():
+            reported = connection.lag.get(domain)
+            mine = replica_position.get(domain)
+            observed = timelines.lag_seconds(master.id, domain, mine.seq if mine is not None else 0, at)
+            reported_seconds = float(reported.seconds) if reported else None
+            lag[str(domain)] = {
+                "transactions": int(behind.get(domain, 0)),
+                "seconds": observed if observed is not None else (reported_seconds or 0.0),
+                "reported_seconds": reported_seconds,
+            }
+    else:
+        for domain, reported in connection.lag.items():
+            lag[str(domain)] = {
+                "transactions": reported.transactions,
+                "seconds": float(reported.seconds),
+                "reported_seconds": float(reported.seconds),
+            }
+    return lag
+
+
+class Recorder:
+    def __init__(self, settings: Settings, timelines: MasterTimelines | None = None):
+        self._settings = settings
+        #: When each master was first seen past each position (kept across cycles).
+        self.timelines = timelines or MasterTimelines()
+        self._seeded: set[int] = set()
+
+    async def record(self, session: AsyncSession, outcomes: Sequence[PollOutcome]) -> list[ClusterEvent]:
+        events: list[ClusterEvent] = []
+        by_cluster: dict[int, list[PollOutcome]] = {}
+        for outcome in outcomes:
+            by_cluster.setdefault(outcome.target.cluster_id, []).append(outcome)
+        for cluster_id, cluster_outcomes in by_cluster.items():
+            try:
+                async with session.begin_nested():
+                    events += await self._record_cluster(session, cluster_id, cluster_outcomes)
+            except Exception:
+                log.exception("recording cluster %s's poll failed: its part of this cycle is not stored", cluster_id)
+        return events
+
+    async def _record_cluster(
+        self, session: AsyncSession, cluster_id: int, cluster_outcomes: Sequence[PollOutcome]
+    ) -> list[ClusterEvent]:
+        servers_repo = ServerRepository(session)
+        links_repo = LinkRepository(session)
+        samples = SampleRepository(session)
+        events: list[ClusterEvent] = []
+        servers = {s.id: s for s in await servers_repo.list_for_cluster(cluster_id)}
+        polled = {o.target.server_id: o for o in cluster_outcomes if o.target.server_id in servers}
+        await self._seed_timelines(cluster_id, polled, samples)
+        for server_id, outcome in polled.items():
+            events += self._record_server(servers[server_id], outcome, servers_repo, samples)
+        await servers_repo.flush()
+        links = list(await links_repo.list_for_cluster(cluster_id))
+        events += await self._record_links(cluster_id, servers, polled, links, links_repo, samples)
+        return events
+
+    async def _seed_timelines(self, cluster_id: int, polled: dict[int, PollOutcome], samples: SampleRepository) -> None:
+        """A server this instance has not seen yet: its timeline starts from its stored position samples, so lag
+        in seconds is right from the first cycle after a start or a change of collector leader."""
+        for server_id, outcome in polled.items():
+            if server_id in self._seeded or outcome.status is None:
+                continue
+            self._seeded.add(server_id)
+            history = await samples.position_history(
+                cluster_id, outcome.at - timedelta(seconds=TIMELINE_SEED_S), outcome.at, ENTRIES_MAX,
+                server_id=server_id,
+            )  # fmt: skip
+            for sample in history:
+                self.timelines.observe(server_id, [(sample.domain_id, sample.seq_no)], sample.sampled_at)
+
+    def _record_server(
+        self, server: Server, outcome: PollOutcome, repo: ServerRepository, samples: SampleRepository
+    ) -> list[ClusterEvent]:
+        """Reachability and health; on a successful poll, the observation (positions, read-only, time) and a
+        position sample per domain that moved; on a failed one, the observation is kept as it was."""
+        events: list[ClusterEvent] = []
+        cluster_id = server.cluster_id
+        previous_health = server.health
+        status = outcome.status
+        if status is None:
+            server.consecutive_failures += 1
+            server.last_error = outcome.error
+            if server.consecutive_failures >= self._settings.unreachable_after_failures:
+                server.health = HealthState.unreachable
+        else:
+            server.consecutive_failures = 0
+            server.last_error = status.failure
+            server.last_seen_at = outcome.at
+            server.health = HealthState.failing if status.failure else HealthState.healthy
+            server.reported_server_id = status.server_id
+            if server.read_only is not None and server.read_only != status.read_only:
+                events.append(
+                    ClusterEvent(cluster_id, "read_only", {"server_id": server.id, "read_only": status.read_only})
+                )
+            server.read_only = status.read_only
+            old = parse_position(server.gtid_current_pos)
+            new = parse_position(status.positions.current)
+            for gtid in new:
+                if old.get(gtid.domain) != gtid:
+                    samples.add_position(
+                        PositionSample(
+                            server_id=server.id,
+                            domain_id=gtid.domain,
+                            gtid=f"{gtid.domain}-{gtid.server}-{gtid.seq}",
+                            seq_no=gtid.seq,
+                            sampled_at=outcome.at,
+                        )
+                    )
+                    events.append(
+                        ClusterEvent(
+                            cluster_id,
+                            "position",
+                            {
+                                "server_id": server.id,
+                                "domain": gtid.domain,
+                                "gtid": f"{gtid.domain}-{gtid.server}-{gtid.seq}",
+                                "seq_no": gtid.seq,
+                            },
+                        )
+                    )
+            server.gtid_binlog_pos = status.positions.binlog
+            self.timelines.observe(server.id, [(g.domain, g.seq) for g in parse_position(server.gtid_binlog_pos)],
+                                   outcome.at)  # fmt: skip
+            server.gtid_slave_pos = status.positions.slave
+            server.gtid_current_pos = str(new)
+        if server.health != previous_health:
+            repo.add_health_event(
+                HealthEvent(server_id=server.id, state=server.health, detail=server.last_error, at=outcome.at)
+            )
+            events.append(
+                ClusterEvent(
+                    cluster_id,
+                    "health",
+                    {
+                        "server_id": server.id,
+                        "state": server.health.value,
+                        "previous": previous_health.value,
+                        "detail": server.last_error,
+                    },
+                )
+            )
+        return events
+
+    async def _record_links(
+        self,
+        cluster_id: int,
+        servers: dict[int, Server],
+        polled: dict[int, PollOutcome],
+        links: list[ReplicationLink],
+        repo: LinkRepository,
+        samples: SampleRepository,
+    ) -> list[ClusterEvent]:
+        events: list[ClusterEvent] = []
+        by_protocol_address = {(s.host, s.protocol_port): s for s in servers.values() if s.protocol_port is not None}
+        by_reported_id = {s.reported_server_id: s for s in servers.values() if s.reported_server_id is not None}
+
+        # Links as each polled replica reports them.
+        for server_id, outcome in polled.items():
+            if outcome.status is None:
+                continue
+            replica = servers[server_id]
+            replica_position = parse_position(replica.gtid_current_pos)
+            existing = {
+                link.name: link
+                for link in links
+                if link.replica_server_id == server_id and link.source == LinkSource.replica
+            }
+            for connection in outcome.status.connections:
+                address = split_address(connection.master_address)
+                master = by_protocol_address.get(address) if address else None
+                master_binlog = (
+                    parse_position(master.gtid_binlog_pos) if master and master.gtid_binlog_pos is not None else None
+                )
+                lag = lag_against_master(
+                    replica_position, master, master_binlog, connection, self.timelines, outcome.at
+                )
+                link = existing.pop(connection.name, None)
+                if link is None:
+                    link = await repo.add(
+                        ReplicationLink(
+                            cluster_id=cluster_id,
+                            replica_server_id=server_id,
+                            name=connection.name,
+                            source=LinkSource.replica,
+                            lag={},
+                        )
+                    )
+                    links.append(link)
+                events += self._update_link(link, connection, master, lag, outcome.at, samples)
+            for gone in existing.values():
+                links.remove(gone)
+                await repo.delete(gone)
+                events.append(
+                    ClusterEvent(cluster_id, "link", {"link_id": gone.id, "replica_server_id": server_id,
+                                                      "connection": gone.name, "removed": True})
+                )  # fmt: skip
+
+        # Streams a polled master reports, for replicas the collector cannot poll itself.
+        for server_id, outcome in polled.items():
+            if outcome.status is None:
+                continue
+            existing = {
+                link.replica_server_id: link
+                for link in links
+                if link.master_server_id == server_id and link.source == LinkSource.master
+            }
+            for streaming in outcome.status.replicas:
+                replica = by_reported_id.get(streaming.server_id)
+                if replica is None or replica.admin_port is not None:
+                    continue
+                link = existing.pop(replica.id, None)
+                if link is None:
+                    master = servers[server_id]
+                    link = await repo.add(
+                        ReplicationLink(
+                            cluster_id=cluster_id,
+                            replica_server_id=replica.id,
+                            name=None,
+                            source=LinkSource.master,
+                            master_server_id=server_id,
+                            master_address=master.protocol_address,
+                            running=True,
+                            lag={},
+                        )
+                    )
+                    links.append(link)
+                    events.append(
+                        ClusterEvent(cluster_id, "link", {"link_id": link.id, "replica_server_id": replica.id,
+                                                          "master_server_id": server_id, "connection": None})
+                    )  # fmt: skip
+            for gone in existing.values():
+                links.remove(gone)
+                await repo.delete(gone)
+        return events
+
+    def _update_link(
+        self,
+        link: ReplicationLink,
+        connection: ReplicaConnection,
+        master: Server | None,
+        lag: dict[str, dict[str, Any]],
+        at: datetime,
+        samples: SampleRepository,
+    ) -> list[ClusterEvent]:
+        error = connection.last_error
+        before = (link.master_server_id, link.running, link.io_state, link.sql_state, link.last_error_code)
+        link.master_address = connection.master_address
+        link.master_server_id = master.id if master else None
+        link.running = connection.running
+        link.io_state = connection.io_state.value
+        link.sql_state = connection.sql_state.value
+        link.received_position = connection.received_position
+        link.applied_position = connection.applied_position
+        link.last_error_side = error.side if error else None
+        link.last_error_code = error.code if error else None
+        link.last_error_message = error.message if error else None
+        previous_lag = link.lag or {}
+        for domain, value in lag.items():
+            if previous_lag.get(domain) != value:
+                samples.add_lag(
+                    LagSample(
+                        link_id=link.id,
+                        domain_id=int(domain),
+                        transactions=value["transactions"],
+                        seconds=value["seconds"],
+                        sampled_at=at,
+                    )
+                )
+        lag_changed = previous_lag != lag
+        link.lag = lag
+        after = (link.master_server_id, link.running, link.io_state, link.sql_state, link.last_error_code)
+        if before == after and not lag_changed:
+            return []
+        return [
+            ClusterEvent(
+                link.cluster_id,
+                "link",
+                {
+                    "link_id": link.id,
+                    "replica_server_id": link.replica_server_id,
+                    "master_server_id": link.master_server_id,
+                    "connection": link.name,
+                    "running": link.running,
+                    "io_state": link.io_state,
+                    "sql_state": link.sql_state,
+                    "lag": lag,
+                    "last_error_code": link.last_error_code,
+                },
+            )
+        ]
