@@ -11,7 +11,7 @@ describe("ClustersPage", () => {
   it("renders each cluster's summary from the one overview request", async () => {
     const degraded = {
       ...CLUSTER_OVERVIEW, id: 2, name: "prod-us", health: "degraded" as const, problems: ["c unreachable", "b: purged"],
-      auto_failover: true, last_drill: null,
+      auto_failover: true, last_drill: null, plaintext_transport: false,
     };
     const { requests } = mockApi({ "GET /api/v1/clusters/overview": () => ({ body: [CLUSTER_OVERVIEW, degraded] }) });
     renderSignedIn(<ClustersPage />, { role: "viewer" });
@@ -28,6 +28,10 @@ describe("ClustersPage", () => {
     expect(otherCells[0]).toMatch(/degraded.*c unreachable; b: purged/);
     expect(otherCells[4]).toBe("never");
     expect(otherCells[5]).toBe("on");
+
+    // Only the cluster spoken to in clear text carries the warning.
+    expect(within(row).getByRole("rowheader").textContent).toMatch(/clear text/);
+    expect(within(other).getByRole("rowheader").textContent).not.toMatch(/clear text/);
 
     expect(requests.map((r) => `${r.method} ${r.path}`).filter((r) => r.includes("/clusters"))).toEqual([
       "GET /api/v1/clusters/overview",

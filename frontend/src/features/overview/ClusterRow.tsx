@@ -1,5 +1,6 @@
 // One cluster in the overview table, as GET /api/v1/clusters/overview summarizes it: health (and why not
-// healthy), master, replicas, worst lag, its last drill's outcome and automatic failover.
+// healthy), master, replicas, worst lag, its last drill's outcome and automatic failover; a warning when the control
+// plane talks to the cluster's servers in clear text.
 import { Link } from "react-router-dom";
 import type { Schemas } from "../../api/client";
 import { Badge, LagBadge, type Tone } from "../../components/StatusBadge";
@@ -22,6 +23,17 @@ export function ClusterRow({ cluster }: { cluster: ClusterOverview }) {
       <th scope="row">
         <Link to={`/clusters/${cluster.id}/topology`}>{cluster.name}</Link>
         {cluster.description ? <div className="muted small">{cluster.description}</div> : null}
+        {cluster.plaintext_transport ? (
+          <div>
+            <Badge
+              tone="warn"
+              symbol="⚠"
+              title="The control plane speaks to these servers without TLS: tokens and credentials cross the network readable (docs/security.md)"
+            >
+              clear text
+            </Badge>
+          </div>
+        ) : null}
       </th>
       <td>
         <Badge {...HEALTH[cluster.health]}>{cluster.health}</Badge>
