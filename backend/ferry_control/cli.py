@@ -11,14 +11,21 @@ python -m ferry_control.cli bootstrap --cluster local \
         wait for the nodes' admin APIs, make nodes 2..N read-only replicas of node 1 when no node replicates yet,
         and register the cluster and its servers when no cluster of that name exists; prints what it does on
         stderr and the cluster's id on stdout (ferry_control/bootstrap.py)
+FERRY_DB_PASSWORD=… FERRY_REPLICATION_PASSWORD=… python -m ferry_control.cli register --cluster demo \
+    --seed 127.0.0.1:3306 --db-user ferry --replication-user ferry_repl [--kind mariadb] [--tls-ca-file ca.pem]
+        wait for the seed server, register the cluster with its logins (stored encrypted; an existing cluster of
+        that name gets these logins) and discover its servers from the seed; prints what it does on stderr and the
+        cluster's id on stdout (ferry_control/registration.py). Passwords come from the environment only.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from ferry_control.core.config import get_settings
 from ferry_control.core.db import create_engine, create_sessionmaker, session_scope
@@ -60,6 +67,28 @@ async def _bootstrap(args: argparse.Namespace) -> int:
     return await bootstrap(get_settings(), args.cluster, args.description, nodes, args.wait_s, say)
 
 
+async def _register(args: argparse.Namespace) -> int:
+    from ferry_control.models import ServerKind
+    from ferry_control.registration import Logins, RegistrationError, parse_seed, register
+
+    db_password = os.environ.get("FERRY_DB_PASSWORD")
+    if not db_password:
+        raise RegistrationError("FERRY_DB_PASSWORD is not set: the database login's password comes from there")
+    replication_password = os.environ.get("FERRY_REPLICATION_PASSWORD") or None
+    if args.replication_user and not replication_password:
+        raise RegistrationError("--replication-user needs FERRY_REPLICATION_PASSWORD")
+    try:
+        tls_ca = Path(args.tls_ca_file).read_text() if args.tls_ca_file else None
+    except OSError as e:
+        raise RegistrationError(f"--tls-ca-file: {e}") from e
+    logins = Logins(args.db_user, db_password, args.replication_user, replication_password, tls_ca)
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    return await register(
+        get_settings(), cluster=args.cluster, description=args.description, kind=ServerKind(args.kind),
+        seed=parse_seed(args.seed), logins=logins, wait_s=args.wait_s, say=say,
+    )  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ferry_control.cli", description="Ferry control plane")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -91,6 +120,24 @@ def main(argv: list[str] | None = None) -> int:
         help="a node: its server name, protocol address and admin API URL; repeat in order, the first is the master",
     )
     boot.add_argument("--wait-s", type=float, default=60.0, help="how long the nodes may take to answer (60)")
+    reg = commands.add_parser(
+        "register",
+        help="register a cluster of database servers with its logins and discover it from one seed; safe to repeat",
+        description="Waits until the seed answers with the given logins; registers the cluster with them (stored "
+        "encrypted; an existing cluster of that name gets these logins); discovers its servers from the seed. "
+        "Passwords are read from FERRY_DB_PASSWORD and FERRY_REPLICATION_PASSWORD, never from the command line. "
+        "Needs FERRY_SECRET_KEYS (or the development key) and the database, migrated.",
+    )
+    reg.add_argument("--cluster", required=True, help="the cluster's name in the control plane")
+    reg.add_argument("--description", default="", help="the cluster's description when it is registered")
+    reg.add_argument("--kind", default="mariadb", choices=["mariadb", "ferry"], help="the servers' kind (mariadb)")
+    reg.add_argument("--seed", required=True, metavar="HOST:PORT", help="one server of the cluster (its SQL port)")
+    reg.add_argument("--db-user", required=True, help="the control plane's login (password: FERRY_DB_PASSWORD)")
+    reg.add_argument(
+        "--replication-user", help="the login replicas connect with (password: FERRY_REPLICATION_PASSWORD)"
+    )
+    reg.add_argument("--tls-ca-file", help="a PEM CA the servers' certificates are verified against (else no TLS)")
+    reg.add_argument("--wait-s", type=float, default=60.0, help="how long the seed may take to answer (60)")
     args = parser.parse_args(argv)
 
     if args.command == "migrate":
@@ -103,6 +150,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from ferry_control.bootstrap import BootstrapError
     from ferry_control.core.errors import AppError
+    from ferry_control.registration import RegistrationError
+
+    if args.command == "register":
+        try:
+            cluster_id = asyncio.run(_register(args))
+        except RegistrationError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        except AppError as e:
+            print(f"error: {e.message}", file=sys.stderr)
+            return 1
+        print(cluster_id)
+        return 0
 
     if args.command == "rotate-secrets":
         try:

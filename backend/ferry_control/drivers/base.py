@@ -132,6 +132,8 @@ class ConnectedReplica:
     sent_position: str
     #: The replica's own protocol and admin addresses as it advertises them (None when it does not).
     listen_address: str | None = None
+    #: The server software's version as it reports it (MariaDB: @@version; None when it does not say).
+    version: str | None = None
     admin_address: str | None = None
 
 

@@ -149,6 +149,7 @@ class FerryDriver(ServerDriver):
                 default_domain=int(body.get("default_domain", 0)),
                 binlog_files=tuple(f["name"] for f in body.get("binlog_files") or ()),
                 listen_address=body.get("listen"),
+                version=_version(body),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise ServerProtocolError(self.address, "bad_status", f"/v1/status lacks or mistypes {e}") from e
@@ -263,6 +264,13 @@ class FerryDriver(ServerDriver):
             extra_timeout_s=timeout_s,
         )
         return WaitResult(reached=bool(body["reached"]), position=body["position"])
+
+
+def _version(body: dict[str, Any]) -> str | None:
+    """ferryd's version where the node reports one, else the admin API version it speaks."""
+    if body.get("version"):
+        return f"ferryd {body['version']}"
+    return f"ferryd (admin API v{body['api_version']})" if body.get("api_version") is not None else None
 
 
 def _connection(c: dict[str, Any]) -> ReplicaConnection:

@@ -233,6 +233,7 @@ class MariadbDriver(ServerDriver):
             default_domain=int(v["domain_id"]),
             binlog_files=tuple(str(f["Log_name"]) for f in files),
             listen_address=join_address(report_host, int(v["report_port"] or v["port"])) if report_host else None,
+            version=str(v["version"]),
         )
 
     async def positions(self) -> Positions:

@@ -75,6 +75,8 @@ class Server(Base):
     # What the last successful poll reported.
     reported_server_id: Mapped[int | None] = mapped_column(default=None, index=True)
     read_only: Mapped[bool | None] = mapped_column(default=None)
+    #: The server software's version as it reports it (MariaDB: @@version).
+    version: Mapped[str | None] = mapped_column(String(200), default=None)
     gtid_binlog_pos: Mapped[str | None] = mapped_column(Text, default=None)
     gtid_slave_pos: Mapped[str | None] = mapped_column(Text, default=None)
     gtid_current_pos: Mapped[str | None] = mapped_column(Text, default=None)

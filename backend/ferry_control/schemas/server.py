@@ -80,6 +80,7 @@ class ServerRead(BaseModel):
                     "last_error": None,
                     "reported_server_id": 1,
                     "read_only": False,
+                    "version": "ferryd (admin API v1)",
                     "gtid_binlog_pos": "1-1-45,2-1-20",
                     "gtid_slave_pos": "",
                     "gtid_current_pos": "1-1-45,2-1-20",
@@ -112,6 +113,9 @@ class ServerRead(BaseModel):
     last_error: str | None
     reported_server_id: int | None
     read_only: bool | None
+    version: str | None = Field(
+        None, description="The server software's version as the last poll read it (MariaDB: @@version)."
+    )
     gtid_binlog_pos: str | None
     gtid_slave_pos: str | None
     gtid_current_pos: str | None

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ferry_control.models import HealthState, LinkSource
+from ferry_control.models import HealthState, LinkSource, ServerKind
 
 
 class DomainLagRead(BaseModel):
@@ -27,6 +27,8 @@ class DomainLagRead(BaseModel):
 class TopologyNode(BaseModel):
     server_id: int = Field(description="The registered server's id (not the node's own server_id).")
     name: str
+    kind: ServerKind = Field(ServerKind.ferry, description="Which driver speaks to the server.")
+    version: str | None = Field(None, description="The server software's version as the last poll read it.")
     host: str
     protocol_port: int | None
     admin_port: int | None
@@ -76,10 +78,12 @@ class TopologyGraph(BaseModel):
                 {
                     "cluster_id": 1,
                     "nodes": [
-                        {"server_id": 1, "name": "node1", "host": "127.0.0.1", "protocol_port": 7301,
+                        {"server_id": 1, "name": "node1", "kind": "ferry", "version": "ferryd (admin API v1)",
+                         "host": "127.0.0.1", "protocol_port": 7301,
                          "admin_port": 7401, "reported_server_id": 1, "health": "healthy", "maintenance": False,
                          "read_only": False, "role": "master", "gtid_current_pos": "1-1-45"},
-                        {"server_id": 2, "name": "node2", "host": "127.0.0.1", "protocol_port": 7302,
+                        {"server_id": 2, "name": "node2", "kind": "ferry", "version": "ferryd (admin API v1)",
+                         "host": "127.0.0.1", "protocol_port": 7302,
                          "admin_port": 7402, "reported_server_id": 2, "health": "healthy", "maintenance": False,
                          "read_only": True, "role": "replica", "gtid_current_pos": "1-1-44"},
                     ],

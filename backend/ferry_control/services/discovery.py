@@ -26,7 +26,7 @@ from ferry_control.core.outbound import check_host
 from ferry_control.drivers.base import ConnectedReplica
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
-from ferry_control.models import Cluster, Server, ServerOrigin
+from ferry_control.models import Cluster, Server, ServerKind, ServerOrigin
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.discovery import DiscoveryRequest
 from ferry_control.services.clusters import ClusterService
@@ -96,7 +96,7 @@ class DiscoveryService:
                 continue
             server.reported_server_id = status.server_id
             for connection in status.connections:
-                master = await self._master(cluster, connection.master_address, result)
+                master = await self._master(cluster, server.kind, connection.master_address, result)
                 if master is not None:
                     queue.append(master)
             for replica in status.replicas:
@@ -173,7 +173,8 @@ class DiscoveryService:
         result.added.append(added)
         return added
 
-    async def _master(self, cluster: Cluster, address: str, result: Discovery) -> Server | None:
+    async def _master(self, cluster: Cluster, kind: ServerKind, address: str, result: Discovery) -> Server | None:
+        """The master a replica names (matched by protocol address, else registered with the replica's kind)."""
         parsed = split_address(address)
         if parsed is None:
             result.notes.append((None, f"master address {address!r} is not host:port"))
@@ -190,6 +191,7 @@ class DiscoveryService:
             Server(
                 cluster_id=cluster.id,
                 name=await self._free_name(cluster.id, f"{host}:{port}"),
+                kind=kind,
                 host=host,
                 protocol_port=port,
                 admin_port=admin_port,

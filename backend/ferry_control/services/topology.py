@@ -33,6 +33,8 @@ class TopologyService:
             TopologyNode(
                 server_id=s.id,
                 name=s.name,
+                kind=s.kind,
+                version=s.version,
                 host=s.host,
                 protocol_port=s.protocol_port,
                 admin_port=s.admin_port,

@@ -155,6 +155,8 @@ class Recorder:
                     ClusterEvent(cluster_id, "read_only", {"server_id": server.id, "read_only": status.read_only})
                 )
             server.read_only = status.read_only
+            if status.version is not None:
+                server.version = status.version[:200]
             old = parse_position(server.gtid_current_pos)
             new = parse_position(status.positions.current)
             for gtid in new:
