@@ -588,3 +588,36 @@ async def test_the_factory_builds_mariadb_drivers_from_the_clusters_credentials(
         assert no_login.value.code == "no_db_credentials"
     finally:
         await factory.aclose()
+
+
+async def test_replication_errors_1236_and_1950_show_in_status_with_the_servers_code(mariadb: MariadbCluster) -> None:
+    write(mariadb, 1, 2)
+    mariadb.wait_converged()
+    async with drivers(mariadb) as (_, replica2, replica3):
+        # 1236: asked for a position the master's binlog does not have.
+        await replica2.stop_replication("")
+        await replica2.change_master("", ChangeMaster(master_address=mariadb.server(1).address, position="0-1-999"))
+        await replica2.start_replication("")
+
+        async def io_error() -> object:
+            (c,) = (await replica2.status()).connections
+            return c.last_error if c.last_error is not None and c.last_error.side == "io" else None
+
+        error = await eventually("the IO thread stopped by the master's 1236", io_error)
+        assert error.code == "1236" and "binlog" in error.message.lower()
+        (c,) = (await replica2.status()).connections
+        assert c.io_state == IoState.error and not c.running
+
+        # 1950: an errant local transaction on the replica (a SUPER user's write despite read_only), then the
+        # master's next GTID in that domain is out of order for gtid_strict_mode.
+        mariadb.sql(3, "INSERT INTO app.t (v) VALUES ('errant');")
+        write(mariadb, 1, 1)
+
+        async def sql_error() -> object:
+            (c,) = (await replica3.status()).connections
+            return c.last_error if c.last_error is not None and c.last_error.side == "sql" else None
+
+        error = await eventually("the SQL thread stopped by gtid_strict_mode's 1950", sql_error)
+        assert error.code == "1950" and "out-of-order" in error.message
+        # The errant GTID is there per (domain, server_id) in gtid_binlog_state.
+        assert "0-3-" in (await replica3.positions()).binlog_state
