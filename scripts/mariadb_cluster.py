@@ -5,6 +5,7 @@ SQL goes through the `mariadb` command-line client over each server's unix socke
     scripts/mariadb_cluster.py start --dir D --servers N [--shape star|seed000] [--base-port P] [--durable]
                                      [--semi-sync] [--tls]
     scripts/mariadb_cluster.py stop --dir D
+    scripts/mariadb_cluster.py running --dir D     exit 0 when every server of D/cluster.json runs, else 1
 
 `start` initialises one datadir with `mariadb-install-db`, copies it for every server, starts each `mariadbd
 --no-defaults` (own datadir, port, server_id, gtid_domain_id, binlog with log_slave_updates, gtid_strict_mode, ROW
@@ -592,6 +593,15 @@ def stop_dir(root: Path) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def running_dir(root: Path) -> bool:
+    """Whether root/cluster.json describes a cluster whose every mariadbd still runs (by pid and datadir)."""
+    path = Path(root).resolve() / "cluster.json"
+    if not path.exists():
+        return False
+    servers = json.loads(path.read_text())["servers"]
+    return all(s.get("pid") and _is_ours(s["pid"], s["datadir"]) and not _zombie(s["pid"]) for s in servers)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -605,7 +615,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     start.add_argument("--tls", action="store_true", help="TLS with a CA made for the cluster (DIR/tls/ca.pem)")
     stop = commands.add_parser("stop", help="stop the cluster in DIR and remove its directories")
     stop.add_argument("--dir", required=True, type=Path)
+    running = commands.add_parser("running", help="exit 0 when every server of the cluster in DIR runs, else 1")
+    running.add_argument("--dir", required=True, type=Path)
     args = parser.parse_args(argv)
+    if args.command == "running":
+        return 0 if running_dir(args.dir) else 1
     if args.command == "start":
         if (args.dir / "cluster.json").exists():
             parser.error(f"{args.dir} already holds a cluster (stop it first)")

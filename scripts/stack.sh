@@ -5,21 +5,41 @@
 # domains to whichever node is the master), and the control plane API (uvicorn) serving the built dashboard.
 # `make up` and the end-to-end suite both start their stack with this.
 #
+# With FERRY_STACK=mariadb it starts MariaDB instead of ferryd: a three-server cluster on loopback
+# (scripts/mariadb_cluster.py, shape star: server 1 the master, 2 and 3 read-only replicas) written to by
+# scripts/mariadb_load.py in domains 1-3 at a varying rate, registered with its logins and discovered from its
+# master by `cli register` as the cluster "mariadb". FERRY_MARIADB_SEED000=1 (the default with FERRY_STACK=mariadb,
+# and possible beside the ferryd stack too: the end-to-end suite does that) adds the seed-000 shape as the cluster
+# "seed000": masters 1 and 2 writing in domains 1 and 2, server 3 a multi-source replica of both (connections m1,
+# m2), servers 4 and 5 replicas of server 3; discovered from server 3. MariaDB's data is disposable: `stop` stops
+# each mariadbd by pid and removes its directories.
+#
 #   scripts/stack.sh start   start what is not running; write $FERRY_RUN_DIR/stack.json (API URL, an admin
-#                            API token, the cluster's id, the node addresses, the node admin token)
-#   scripts/stack.sh stop    stop the API and the workload, then the nodes, each with SIGTERM
+#                            API token, the cluster's id, the node addresses, the node admin token, and the
+#                            MariaDB clusters: name, id, directory with its cluster.json)
+#   scripts/stack.sh stop    stop the API and the workloads, then the nodes and MariaDB servers, each with SIGTERM
 #
 # Environment (defaults are what `make up` uses):
+#   FERRY_STACK            ferryd or mariadb                                       (ferryd)
+#   FERRY_MARIADB_SEED000  1: also the seed-000 MariaDB cluster                    (1 with mariadb, else 0)
 #   FERRY_RUN_DIR          state: data, logs, pids, tokens                       (.run)
 #   FERRY_PORT_BASE        node N listens on BASE+N, its admin API on BASE+100+N  (7300)
+#   FERRY_MARIADB_PORT_BASE  star server N on BASE+10+N, seed-000 server N on BASE+20+N   (3300)
 #   FERRY_API_PORT         the API's port                                         (8000)
 #   FERRY_BIN_DIR          where ferryd and ferry-bench are                       (engine/target/release)
-#   FERRY_STACK_DATABASE_URL  the API's database                    (unset: embedded SQLite in FERRY_RUN_DIR)
+#   FERRY_STACK_DATABASE_URL  the API's database     (unset: embedded SQLite in FERRY_RUN_DIR, one file per stack)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 run=$(realpath -m "${FERRY_RUN_DIR:-$root/.run}")
 base=${FERRY_PORT_BASE:-7300}
+stack_kind=${FERRY_STACK:-ferryd}
+case "$stack_kind" in
+  ferryd) seed000=${FERRY_MARIADB_SEED000:-0} ;;
+  mariadb) seed000=${FERRY_MARIADB_SEED000:-1} ;;
+  *) echo "FERRY_STACK must be ferryd or mariadb, not $stack_kind" >&2; exit 2 ;;
+esac
+mariadb_base=${FERRY_MARIADB_PORT_BASE:-3300}
 api_port=${FERRY_API_PORT:-8000}
 bin=$(realpath -m "${FERRY_BIN_DIR:-$root/engine/target/release}")
 api="http://127.0.0.1:$api_port"
@@ -42,10 +62,21 @@ stop_one() { # stop_one PIDFILE NAME
   rm -f "$pidfile"
 }
 
+# Whatever a start left, whichever FERRY_STACK it had.
 stop() {
   stop_one "$run/api.pid" "control plane API"
   stop_one "$run/workload.pid" "demo workload"
+  local name
+  for name in mariadb seed000; do
+    stop_one "$run/load-$name.pid" "load writer of $name"
+  done
   for i in 1 2 3; do stop_one "$run/node$i/pid" "node $i"; done
+  for name in mariadb seed000; do
+    if [ -f "$run/$name/cluster.json" ]; then
+      .venv/bin/python scripts/mariadb_cluster.py stop --dir "$run/$name"
+      echo "stopped MariaDB cluster $name"
+    fi
+  done
 }
 
 start_nodes() {
@@ -82,7 +113,9 @@ start_nodes() {
 control_plane_env() {
   export FERRY_ENVIRONMENT=development FERRY_DEV_SECRET_KEY_FILE="$run/secret.key"
   export FERRY_NODE_TOKEN_FILE="$token_file"
-  export FERRY_DATABASE_URL=${FERRY_STACK_DATABASE_URL:-sqlite:///$run/control.sqlite3}
+  local file=control.sqlite3
+  [ "$stack_kind" = mariadb ] && file=control-mariadb.sqlite3
+  export FERRY_DATABASE_URL=${FERRY_STACK_DATABASE_URL:-sqlite:///$run/$file}
   unset DATABASE_URL FERRY_NODE_TOKEN
 }
 cli() { (cd backend && ../.venv/bin/python -m ferry_control.cli "$@"); }
@@ -91,10 +124,7 @@ cli() { (cd backend && ../.venv/bin/python -m ferry_control.cli "$@"); }
 # the replicas read-only (only replication writes to them, so no client can give them errant transactions), while
 # a topology changed since (a switchover) is kept; the three are registered as cluster "local" unless it exists.
 bootstrap() {
-  if ! alive "$run/api.pid"; then
-    cli migrate > "$run/api.log" 2>&1 \
-      || { echo "migrating the control plane database failed; see $run/api.log" >&2; exit 1; }
-  fi
+  migrate
   local nodes=() i
   for i in 1 2 3; do
     nodes+=(--node "node$i=127.0.0.1:$(protocol_port "$i"),http://127.0.0.1:$(admin_port "$i")")
@@ -135,40 +165,128 @@ start_api() {
   exit 1
 }
 
+migrate() {
+  if ! alive "$run/api.pid"; then
+    cli migrate > "$run/api.log" 2>&1 \
+      || { echo "migrating the control plane database failed; see $run/api.log" >&2; exit 1; }
+  fi
+}
+
+# A MariaDB cluster NAME of SHAPE with N servers from port P (server K on P+K-1) in $run/NAME, unless it runs;
+# one left by a start whose servers are gone is cleaned up and started afresh (its data is disposable).
+start_mariadb() { # start_mariadb NAME SHAPE N P
+  local name=$1 shape=$2 servers=$3 port=$4 dir="$run/$1"
+  if [ -f "$dir/cluster.json" ]; then
+    if .venv/bin/python scripts/mariadb_cluster.py running --dir "$dir"; then
+      echo "MariaDB cluster $name already running"
+      return 0
+    fi
+    .venv/bin/python scripts/mariadb_cluster.py stop --dir "$dir"
+  fi
+  echo "starting MariaDB cluster $name ($shape, $servers servers from port $port)…"
+  .venv/bin/python scripts/mariadb_cluster.py start --dir "$dir" --servers "$servers" --shape "$shape" \
+    --base-port "$port" > "$run/$name.log" 2>&1 \
+    || { echo "starting MariaDB cluster $name failed; see $run/$name.log" >&2; tail -n 20 "$run/$name.log" >&2; exit 1; }
+}
+
+# The load writer of cluster NAME (more arguments go to scripts/mariadb_load.py).
+start_load() { # start_load NAME [ARGS…]
+  local name=$1
+  shift
+  alive "$run/load-$name.pid" && return 0
+  nohup .venv/bin/python scripts/mariadb_load.py --cluster-json "$run/$name/cluster.json" "$@" \
+    > "$run/load-$name.log" 2>&1 < /dev/null &
+  echo $! > "$run/load-$name.pid"
+}
+
+# `cli register`: cluster NAME with the logins of $run/NAME/cluster.json, discovered from its server SEED; sets
+# the variable named by OUT to its id.
+register_mariadb() { # register_mariadb NAME SEED OUT
+  local name=$1 seed=$2 out=$3 id
+  id=$(
+    # The logins from cluster.json into this subshell's environment (passwords never on a command line).
+    eval "$(.venv/bin/python - "$run/$name/cluster.json" "$seed" <<'PY'
+import json, shlex, sys
+c = json.load(open(sys.argv[1]))
+u = c["users"]
+for var, value in (("FERRY_DB_PASSWORD", u["admin"]["password"]), ("FERRY_REPLICATION_PASSWORD", u["replication"]["password"]),
+                   ("db_user", u["admin"]["user"]), ("replication_user", u["replication"]["user"]),
+                   ("seed_address", c["servers"][int(sys.argv[2]) - 1]["address"]), ("shape", c["shape"])):
+    print(f"{var}={shlex.quote(value)}")
+print("export FERRY_DB_PASSWORD FERRY_REPLICATION_PASSWORD")
+PY
+)"
+    cli register --cluster "$name" --seed "$seed_address" --db-user "$db_user" \
+      --replication-user "$replication_user" --description "MariaDB demo ($shape)" --wait-s 60
+  ) || { echo "registering MariaDB cluster $name failed (see above)" >&2; exit 1; }
+  printf -v "$out" '%s' "$id"
+}
+
+start_mariadb_clusters() {
+  mariadb_ids=()
+  if [ "$stack_kind" = mariadb ]; then
+    start_mariadb mariadb star 3 $((mariadb_base + 11))
+    start_load mariadb --domains 1,2,3 --rate-min 5 --rate-max 40 --period-s 60
+    register_mariadb mariadb 1 cluster_id
+    mariadb_ids+=("mariadb=$cluster_id")
+  fi
+  if [ "$seed000" = 1 ]; then
+    local seed_id
+    start_mariadb seed000 seed000 5 $((mariadb_base + 21))
+    start_load seed000 --rate-min 4 --rate-max 30 --period-s 45
+    register_mariadb seed000 3 seed_id
+    mariadb_ids+=("seed000=$seed_id")
+  fi
+}
+
 create_api_token() {
   api_token=$(cli create-token --name "admin-$(date +%Y%m%d-%H%M%S)-$$" --role admin)
 }
 
 write_stack_json() {
-  API="$api" API_TOKEN="$api_token" CLUSTER_ID="$cluster_id" NODE_TOKEN="$(cat "$token_file")" BASE="$base" \
-    python3 -c '
+  local name=local nodes=1
+  [ "$stack_kind" = mariadb ] && { name=mariadb; nodes=0; }
+  API="$api" API_TOKEN="$api_token" CLUSTER_ID="$cluster_id" CLUSTER_NAME="$name" NODES="$nodes" \
+    NODE_TOKEN="$(cat "$token_file")" BASE="$base" RUN="$run" MARIADB="${mariadb_ids[*]}" python3 -c '
 import json, os
 base = int(os.environ["BASE"])
 print(json.dumps({
     "api": os.environ["API"],
     "admin_token": os.environ["API_TOKEN"],
     "cluster_id": int(os.environ["CLUSTER_ID"]),
-    "cluster_name": "local",
+    "cluster_name": os.environ["CLUSTER_NAME"],
     "node_token": os.environ["NODE_TOKEN"],
     "nodes": [{"name": f"node{i}", "protocol": f"127.0.0.1:{base + i}", "admin": f"http://127.0.0.1:{base + 100 + i}"}
-              for i in (1, 2, 3)],
+              for i in (1, 2, 3)] if os.environ["NODES"] == "1" else [],
+    "mariadb_clusters": [
+        {"name": name, "id": int(id_), "dir": os.path.join(os.environ["RUN"], name),
+         "cluster_json": os.path.join(os.environ["RUN"], name, "cluster.json")}
+        for name, id_ in (item.split("=") for item in os.environ["MARIADB"].split())
+    ],
 }, indent=2))' > "$run/stack.json"
   chmod 600 "$run/stack.json"
 }
 
 start() {
-  for exe in ferryd ferry-bench; do
-    [ -x "$bin/$exe" ] || { echo "$bin/$exe is missing: build the engine first (make up does)" >&2; exit 1; }
-  done
+  if [ "$stack_kind" = ferryd ]; then
+    for exe in ferryd ferry-bench; do
+      [ -x "$bin/$exe" ] || { echo "$bin/$exe is missing: build the engine first (make up does)" >&2; exit 1; }
+    done
+  fi
   mkdir -p "$run"
   if [ ! -s "$token_file" ]; then
     python3 -c 'import secrets; print(secrets.token_urlsafe(32))' > "$token_file"
     chmod 600 "$token_file"
   fi
   control_plane_env
-  start_nodes
-  bootstrap
-  start_workload
+  if [ "$stack_kind" = ferryd ]; then
+    start_nodes
+    bootstrap
+    start_workload
+  else
+    migrate
+  fi
+  start_mariadb_clusters
   start_api
   create_api_token
   write_stack_json

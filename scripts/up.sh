@@ -4,13 +4,24 @@
 # master, nodes 2 and 3 replicating from it), the demo workload, and the API on an embedded SQLite
 # (.run/control.sqlite3) serving the dashboard, the nodes registered as cluster "local". Prints the URL and a
 # fresh admin token. State lives in .run/; `make down` stops it all. FERRY_API_PORT (default 8000) moves the API.
+#
+# FERRY_STACK=mariadb: MariaDB instead of ferryd (Debian's mariadb-server, installed when absent by
+# scripts/ensure-mariadb.sh): the three-server cluster "mariadb" (server 1 the master, 2 and 3 read-only replicas,
+# SQL ports 3311-3313) and the seed-000 cluster "seed000" (ports 3321-3325; FERRY_MARIADB_SEED000=0 leaves it out),
+# each with a load writer at a varying rate, registered with their logins and discovered (scripts/stack.sh). The
+# control plane's database is then .run/control-mariadb.sqlite3, so the two stacks' clusters stay apart.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+stack_kind=${FERRY_STACK:-ferryd}
 
-scripts/ensure-rust.sh
-echo "building the engine (release)…"
-cargo build --release --locked --manifest-path engine/Cargo.toml -p ferryd -p ferry-bench
+if [ "$stack_kind" = mariadb ]; then
+  scripts/ensure-mariadb.sh > /dev/null
+else
+  scripts/ensure-rust.sh
+  echo "building the engine (release)…"
+  cargo build --release --locked --manifest-path engine/Cargo.toml -p ferryd -p ferry-bench
+fi
 
 # The dashboard (the API serves frontend/dist from its own origin).
 scripts/ensure-dashboard.sh
@@ -29,6 +40,31 @@ import json, shlex
 s = json.load(open(".run/stack.json"))
 for key in ("api", "admin_token", "cluster_id", "node_token"):
     print(f"{key}={shlex.quote(str(s[key]))}")')"
+
+if [ "$stack_kind" = mariadb ]; then
+  clusters=$(python3 - <<'PY'
+import json
+s = json.load(open(".run/stack.json"))
+for c in s["mariadb_clusters"]:
+    state = json.load(open(c["cluster_json"]))
+    servers = ", ".join(f"s{x['number']} {x['address']}" for x in state["servers"])
+    print(f"  cluster {c['name']!r} (id {c['id']}, {state['shape']}): {servers}")
+    print(f"    logins and sockets: {c['cluster_json']}   load writer log: .run/load-{c['name']}.log")
+PY
+)
+  cat <<EOT
+
+Ferry is up, managing MariaDB.
+$clusters
+  e.g. mariadb --socket=.run/mariadb/s1/mariadbd.sock -u root -e 'SELECT @@gtid_binlog_pos'
+  dashboard          $api/   (sign in with the API admin token below)
+  control plane API  $api/docs   (log: .run/api.log)
+  API admin token    $admin_token
+    e.g. curl -H "Authorization: Bearer $admin_token" $api/api/v1/clusters/$cluster_id/topology
+  logs and data: .run/   stop everything: make down
+EOT
+  exit 0
+fi
 
 cat <<EOT
 
