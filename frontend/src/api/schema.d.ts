@@ -2132,7 +2132,8 @@ export interface components {
          *       "protocol_port": 7301,
          *       "read_only": false,
          *       "reported_server_id": 1,
-         *       "updated_at": "2026-11-21T13:00:01Z"
+         *       "updated_at": "2026-11-21T13:00:01Z",
+         *       "version": "ferryd (admin API v1)"
          *     }
          */
         ServerRead: {
@@ -2179,6 +2180,11 @@ export interface components {
             reported_server_id: number | null;
             /** Read Only */
             read_only: boolean | null;
+            /**
+             * Version
+             * @description The server software's version as the last poll read it (MariaDB: @@version).
+             */
+            version?: string | null;
             /** Gtid Binlog Pos */
             gtid_binlog_pos: string | null;
             /** Gtid Slave Pos */
@@ -2514,26 +2520,30 @@ export interface components {
          *           "gtid_current_pos": "1-1-45",
          *           "health": "healthy",
          *           "host": "127.0.0.1",
+         *           "kind": "ferry",
          *           "maintenance": false,
          *           "name": "node1",
          *           "protocol_port": 7301,
          *           "read_only": false,
          *           "reported_server_id": 1,
          *           "role": "master",
-         *           "server_id": 1
+         *           "server_id": 1,
+         *           "version": "ferryd (admin API v1)"
          *         },
          *         {
          *           "admin_port": 7402,
          *           "gtid_current_pos": "1-1-44",
          *           "health": "healthy",
          *           "host": "127.0.0.1",
+         *           "kind": "ferry",
          *           "maintenance": false,
          *           "name": "node2",
          *           "protocol_port": 7302,
          *           "read_only": true,
          *           "reported_server_id": 2,
          *           "role": "replica",
-         *           "server_id": 2
+         *           "server_id": 2,
+         *           "version": "ferryd (admin API v1)"
          *         }
          *       ]
          *     }
@@ -2560,6 +2570,13 @@ export interface components {
             server_id: number;
             /** Name */
             name: string;
+            /** @default ferry */
+            kind: components["schemas"]["ServerKind"];
+            /**
+             * Version
+             * @description The server software's version as the last poll read it.
+             */
+            version?: string | null;
             /** Host */
             host: string;
             /** Protocol Port */

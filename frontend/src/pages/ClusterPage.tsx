@@ -10,6 +10,7 @@ import { LagView } from "../features/lag/LagView";
 import { OperationsView } from "../features/operations/OperationsView";
 import { PositionsView } from "../features/positions/PositionsView";
 import { TopologyView } from "../features/topology/TopologyView";
+import { TransportWarning } from "../features/topology/TransportWarning";
 import { LiveContext, type LiveMode } from "../live/LiveContext";
 import { useClusterEvents } from "../live/useClusterEvents";
 
@@ -72,6 +73,7 @@ export function ClusterPage() {
                 {LIVE_TEXT[mode]}
               </span>
             </div>
+            <TransportWarning cluster={cluster.data} />
             <nav aria-label="Cluster views" className="tabs">
               {TABS.map((t) => (
                 <NavLink key={t.id} to={{ pathname: `/clusters/${clusterId}/${t.id}`, search: location.search }}>

@@ -1,8 +1,11 @@
 // The clusters overview: one row per cluster with health, master, replica count, worst lag, the last drill's
-// outcome and automatic failover, from one request (GET /api/v1/clusters/overview).
+// outcome and automatic failover, from one request (GET /api/v1/clusters/overview); for operators, registering a
+// cluster from one seed server.
 import { useClustersOverview } from "../api/queries";
+import { RequireRole } from "../auth/RequireRole";
 import { QueryState } from "../components/QueryState";
 import { ClusterRow } from "../features/overview/ClusterRow";
+import { RegisterClusterForm } from "../features/registration/RegisterClusterForm";
 
 export function ClustersPage() {
   const clusters = useClustersOverview();
@@ -11,7 +14,7 @@ export function ClustersPage() {
       <h1 id="clusters-heading">Clusters</h1>
       <QueryState isPending={clusters.isPending} error={clusters.error} what="clusters">
         {clusters.data && clusters.data.length === 0 ? (
-          <p>No clusters yet. Register one through the API (POST /api/v1/clusters, then its discovery).</p>
+          <p>No clusters yet. Register one from one of its servers below, or through the API (POST /api/v1/clusters, then its discovery).</p>
         ) : (
           <table className="data">
             <thead>
@@ -31,6 +34,12 @@ export function ClustersPage() {
           </table>
         )}
       </QueryState>
+      <RequireRole role="operator">
+        <details>
+          <summary>Register a cluster</summary>
+          <RegisterClusterForm />
+        </details>
+      </RequireRole>
     </section>
   );
 }

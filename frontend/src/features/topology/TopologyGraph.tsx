@@ -33,6 +33,7 @@ function NodeBox({ placed, fenced }: { placed: PlacedNode; fenced: boolean }) {
     fenced ? "FENCED" : null,
   ].filter(Boolean);
   const description = `${node.name}: ${node.role}, ${node.health}, ${flags.join(", ")}`;
+  const software = `${node.kind === "mariadb" ? "MariaDB" : "ferryd"}${node.version ? ` ${node.version}` : ""}`;
   return (
     <g
       className={`topo-node tone-${healthTone(node.health)}${isMaster ? " topo-master" : ""}`}
@@ -41,7 +42,7 @@ function NodeBox({ placed, fenced }: { placed: PlacedNode; fenced: boolean }) {
       aria-label={description}
       data-server={node.name}
     >
-      <title>{description}</title>
+      <title>{`${description} (${software})`}</title>
       <rect width={NODE_W} height={NODE_H} rx={8} strokeWidth={isMaster ? 3 : 1.5} />
       <text x={12} y={22} className="topo-title">
         {isMaster ? "★ " : ""}

@@ -1,6 +1,7 @@
 // The Topology tab against a fake backend: every server drawn with the master marked; an unreachable server,
 // a read-only one, maintenance, a fenced one and an IO error are each said in words, not only in colour; the
-// cluster's alerts as a banner.
+// cluster's alerts as a banner; each server's kind and version; a MariaDB replica stopped by a duplicate key shows
+// the server's own error code and message.
 import { screen, within } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 import type { Schemas } from "../../api/client";
@@ -42,7 +43,8 @@ describe("TopologyView", () => {
 
     const connections = screen.getByRole("table", { name: "Replication connections" });
     expect(within(connections).getByText("IO error purged")).toBeTruthy();
-    expect(within(connections).getByText("purged: 1-1-5 was purged")).toBeTruthy();
+    const troubled = within(connections).getAllByRole("row").find((r) => r.textContent?.includes("IO error purged"));
+    expect(troubled?.lastElementChild?.textContent).toBe("purged: 1-1-5 was purged");
     const servers = screen.getByRole("table", { name: "Servers" });
     expect(within(servers).getByText("unreachable")).toBeTruthy();
     expect(within(servers).getByText("maintenance")).toBeTruthy();
@@ -74,5 +76,34 @@ describe("TopologyView", () => {
     renderSignedIn(<TopologyView clusterId={1} />, { role: "viewer" });
     await screen.findByRole("table", { name: "Servers" });
     expect(screen.queryByRole("alert", { name: "Cluster alerts" })).toBeNull();
+  });
+
+  it("shows each server's kind and version, and a MariaDB error with the server's code and message", async () => {
+    const message =
+      "Could not execute Write_rows_v1 event on table app.e2e_dup; Duplicate entry '1' for key 'PRIMARY', Error_code: 1062";
+    const mariadb: Schemas["TopologyGraph"] = {
+      ...TOPOLOGY,
+      nodes: TOPOLOGY.nodes.map((n) => ({ ...n, kind: "mariadb" as const, version: n.name === "c" ? null : "10.11.19-MariaDB-log" })),
+      edges: TOPOLOGY.edges.map((e) =>
+        e.replica_server_id === 3
+          ? { ...e, running: false, io_state: "connected", sql_state: "error", last_error_code: "1062", last_error_message: message }
+          : e,
+      ),
+    };
+    mockApi({
+      "GET /api/v1/clusters/1/topology": () => ({ body: mariadb }),
+      "GET /api/v1/clusters/1/servers": () => ({ body: [] }),
+    });
+    renderSignedIn(<TopologyView clusterId={1} />, { role: "viewer" });
+    const servers = await screen.findByRole("table", { name: "Servers" });
+    const kindCells = within(servers).getAllByRole("row").slice(1).map((row) => row.children[2]?.textContent);
+    expect(kindCells).toEqual(["MariaDB10.11.19-MariaDB-log", "MariaDB10.11.19-MariaDB-log", "MariaDBversion not read yet"]);
+
+    const graph = screen.getByRole("img", { name: /Topology graph/ });
+    expect(within(graph).getByText("SQL error 1062")).toBeTruthy();
+    const connections = screen.getByRole("table", { name: "Replication connections" });
+    const row = within(connections).getAllByRole("row").find((r) => r.textContent?.includes("SQL error 1062"));
+    expect(within(row!).getByRole("rowheader").textContent).toBe("c");
+    expect(row!.lastElementChild?.textContent).toBe(`1062: ${message}`);
   });
 });

@@ -1,5 +1,7 @@
-// The Topology tab: the cluster's alerts, the graph, then the same facts as tables (servers; connections with IO/SQL
-// state, lag per domain and the last error), which are also what keyboard and screen-reader users read.
+// The Topology tab: the cluster's alerts, the graph, then the same facts as tables (servers with their kind and
+// version; connections with IO/SQL state, lag per domain and the last error — the server's own code and message,
+// e.g. MariaDB's 1062), which are also what keyboard and screen-reader users read.
+import type { Schemas } from "../../api/client";
 import { useServers, useTopology } from "../../api/queries";
 import { QueryState } from "../../components/QueryState";
 import { Badge, HealthBadge } from "../../components/StatusBadge";
@@ -7,6 +9,8 @@ import { formatLag } from "../../lib/format";
 import { ClusterAlerts } from "./ClusterAlerts";
 import { connectionState } from "./connectionState";
 import { TopologyGraph } from "./TopologyGraph";
+
+const KIND_NAMES: Record<Schemas["ServerKind"], string> = { ferry: "ferryd", mariadb: "MariaDB" };
 
 export function TopologyView({ clusterId }: { clusterId: number }) {
   const topology = useTopology(clusterId);
@@ -28,6 +32,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
               <tr>
                 <th scope="col">Server</th>
                 <th scope="col">Role</th>
+                <th scope="col">Kind / version</th>
                 <th scope="col">Health</th>
                 <th scope="col">Read-only</th>
                 <th scope="col">Maintenance</th>
@@ -40,6 +45,10 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                 <tr key={node.server_id}>
                   <th scope="row">{node.name}</th>
                   <td>{node.role === "master" ? <strong>★ master</strong> : node.role}</td>
+                  <td>
+                    {KIND_NAMES[node.kind ?? "ferry"]}
+                    <div className="small mono">{node.version ?? "version not read yet"}</div>
+                  </td>
                   <td><HealthBadge health={node.health} /></td>
                   <td>{node.read_only == null ? "unknown" : node.read_only ? <Badge tone="info">read-only</Badge> : "writable"}</td>
                   <td>{node.maintenance ? <Badge tone="warn" symbol="⚑">maintenance</Badge> : "no"}</td>
@@ -80,7 +89,15 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                           <div key={domain}>domain {domain}: {formatLag(lag)}</div>
                         ))}
                       </td>
-                      <td>{edge.last_error_code ? `${edge.last_error_code}: ${edge.last_error_message ?? ""}` : "—"}</td>
+                      <td>
+                        {edge.last_error_code ? (
+                          <span className="error">
+                            <strong className="mono">{edge.last_error_code}</strong>: {edge.last_error_message ?? ""}
+                          </span>
+                        ) : (
+                          "—"
+                        )}
+                      </td>
                     </tr>
                   );
                 })}
