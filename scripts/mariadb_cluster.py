@@ -50,10 +50,12 @@ SHAPES = ("star", "seed000")
 FERRY_SCHEMA = "ferry"
 WORKLOAD_SCHEMA = "app"
 #: The least privilege Ferry's monitor/admin user needs on MariaDB 10.11: reading status, replicas, binlogs and
-#: processes; read-only on and off; replication changes; KILL of other users' sessions; FLUSH; CHECKSUM TABLE.
+#: processes; read-only on and off; replication changes; KILL of other users' sessions; FLUSH; CHECKSUM TABLE;
+#: BINLOG REPLAY to put a drill's canary write in each GTID domain (SET SESSION gtid_domain_id: SUPER is the only
+#: other privilege that allows it).
 ADMIN_GRANTS = (
     "BINLOG MONITOR, SLAVE MONITOR, REPLICATION MASTER ADMIN, PROCESS, READ_ONLY ADMIN, REPLICATION SLAVE ADMIN, "
-    "BINLOG ADMIN, CONNECTION ADMIN, RELOAD, SELECT"
+    "BINLOG ADMIN, CONNECTION ADMIN, RELOAD, SELECT, BINLOG REPLAY"
 )
 
 

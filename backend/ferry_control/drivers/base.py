@@ -132,8 +132,6 @@ class ConnectedReplica:
     sent_position: str
     #: The replica's own protocol and admin addresses as it advertises them (None when it does not).
     listen_address: str | None = None
-    #: The server software's version as it reports it (MariaDB: @@version; None when it does not say).
-    version: str | None = None
     admin_address: str | None = None
 
 
@@ -152,6 +150,8 @@ class ServerStatus:
     binlog_files: tuple[str, ...] = ()
     #: The server's own protocol address as it advertises it (None when it does not say).
     listen_address: str | None = None
+    #: The server software's version as it reports it (MariaDB: @@version; None when it does not say).
+    version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -226,6 +226,15 @@ class TableChecksum:
 
 
 @dataclass(frozen=True)
+class Check:
+    """One named preflight check and what it found (a switchover's or a driver's own)."""
+
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
 class Checksums:
     #: The GTID position the checksums correspond to.
     position: str
@@ -295,6 +304,22 @@ class ServerDriver(abc.ABC):
 
     @abc.abstractmethod
     async def checksums(self) -> Checksums: ...
+
+    async def replication_checks(self) -> list[Check]:
+        """The checks this server must pass to become a master that replicas follow, in the server's own terms
+        (MariaDB: log_bin, log_slave_updates, gtid_strict_mode, ROW binlog format, Ferry's privileges for the moves,
+        the replication login usable). Run on a switchover's or failover's candidate by its preflight. The default:
+        none beyond the generic ones (a ferryd node has no such settings to get wrong)."""
+        return []
+
+    @abc.abstractmethod
+    async def write_canary(self, domain: int, key: str, fields: Mapping[str, object]) -> str:
+        """Commits one canary row (`key` → `fields`) in GTID domain `domain` into the control plane's own canary
+        table on this server (a master) and returns its GTID. Used by drills to prove each domain replicates."""
+
+    @abc.abstractmethod
+    async def read_canaries(self, keys: list[str]) -> dict[str, dict[str, object] | None]:
+        """The canary rows written by `write_canary` as this server has them (None: not there)."""
 
     async def aclose(self) -> None:
         """Releases what the driver holds (connections); the default holds nothing of its own."""

@@ -46,6 +46,8 @@ class DriverFactory:
             read_retries_max=settings.node_read_retries_max,
             retry_backoff_s=settings.node_retry_backoff_s,
             scheme="https" if self._tls is not None else "http",
+            canary_table=settings.drill_canary_table,
+            protocol_timeout_s=settings.node_protocol_timeout_s,
         )
 
     @property
@@ -77,15 +79,20 @@ class DriverFactory:
         return None
 
     def for_address(
-        self, kind: ServerKind, admin_address: str, credentials: ServerCredentials | None = None
+        self,
+        kind: ServerKind,
+        admin_address: str,
+        credentials: ServerCredentials | None = None,
+        protocol_address: str | None = None,
     ) -> ServerDriver:
         """A driver for the server at `admin_address`, holding the credentials of that server's cluster only
-        (None: a server of no cluster yet, e.g. bootstrap — the fleet's node token only)."""
+        (None: a server of no cluster yet, e.g. bootstrap — the fleet's node token only). `protocol_address`, where
+        known, is where a ferry node serves its clients (its canary writes go there)."""
         credentials = credentials or NO_CREDENTIALS
         if kind == ServerKind.ferry:
             return FerryDriver(
                 self._client(admin_address), admin_address, lambda: self.node_token(credentials),
-                self._ferry_config,
+                self._ferry_config, protocol_address,
             )  # fmt: skip
         if kind == ServerKind.mariadb:
             # Ferry's login and the replication login come from the cluster's stored credentials only.
@@ -102,7 +109,9 @@ class DriverFactory:
         """The server must have an admin address."""
         if server.admin_address is None:
             raise DriverError(server.host, "no_admin_address", f"server {server.name!r} has no admin port recorded")
-        return self.for_address(server.kind, server.admin_address, self.credentials_for(cluster))
+        return self.for_address(
+            server.kind, server.admin_address, self.credentials_for(cluster), server.protocol_address
+        )
 
     def _client(self, address: str) -> httpx.AsyncClient:
         if self._shared is not None:

@@ -8,7 +8,7 @@ nodes' admin token as a bearer token. The node's error body `{"error": {"code", 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,7 @@ from ferry_control.drivers.errors import (
     ServerUnreachable,
     refusal_for_status,
 )
+from ferry_control.drivers.ferry_protocol import FerryProtocolClient, ProtocolError, Put
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,10 @@ class FerryDriverConfig:
     retry_backoff_s: float
     #: "https" when the factory has a CA to verify the nodes against (node_tls_ca_file), else "http".
     scheme: str = "http"
+    #: The table drills write their canary rows into (settings.drill_canary_table), and the bound on one request on
+    #: a node's binary protocol (canaries travel by the protocol, as any client's writes).
+    canary_table: str = "ferry_drill_canary"
+    protocol_timeout_s: float = 5.0
 
 
 class FerryDriver(ServerDriver):
@@ -65,9 +70,12 @@ class FerryDriver(ServerDriver):
         admin_address: str,
         token: Callable[[], str | None],
         config: FerryDriverConfig,
+        protocol_address: str | None = None,
     ):
         self._client = client
         self.address = admin_address
+        #: Where the node serves its binary protocol (canary writes and reads); None: as its status advertises it.
+        self.protocol_address = protocol_address
         #: Read when a mutating call needs it, so reads work without a token.
         self._token = token
         self._config = config
@@ -128,6 +136,36 @@ class FerryDriver(ServerDriver):
                     raise
                 attempt += 1
                 await asyncio.sleep(self._config.retry_backoff_s * attempt)
+
+    # -- canaries (the node's binary protocol) ----------------------------------------------------------------
+
+    async def _protocol(self) -> FerryProtocolClient:
+        address = self.protocol_address or (await self.status()).listen_address
+        if not address:
+            raise DriverError(self.address, "no_protocol_address", "the node's protocol address is not known")
+        try:
+            return await FerryProtocolClient.connect(address, self._config.protocol_timeout_s)
+        except ProtocolError as e:
+            raise ServerUnreachable(address, "unreachable", f"protocol connection failed: {e}") from e
+
+    async def write_canary(self, domain: int, key: str, fields: Mapping[str, object]) -> str:
+        try:
+            async with await self._protocol() as client:
+                committed = await client.transact([Put(self._config.canary_table, key, dict(fields))], domain=domain)
+        except ProtocolError as e:
+            raise DriverError(self.address, "canary_write_failed", str(e)) from e
+        return committed.gtid
+
+    async def read_canaries(self, keys: list[str]) -> dict[str, dict[str, object] | None]:
+        found: dict[str, dict[str, object] | None] = {}
+        try:
+            async with await self._protocol() as client:
+                for key in keys:
+                    row = await client.get(self._config.canary_table, key)
+                    found[key] = None if row is None else dict(row)
+        except ProtocolError as e:
+            raise DriverError(self.address, "canary_read_failed", str(e)) from e
+        return found
 
     # -- reads -----------------------------------------------------------------------------------------------
 

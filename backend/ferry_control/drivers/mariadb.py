@@ -10,12 +10,17 @@ and the rest (SET GLOBAL, CHANGE MASTER, START/STOP/RESET SLAVE, KILL, CHECKSUM 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+import pymysql
 
 from ferry_control.drivers.base import (
     BinlogTransaction,
     ChangeMaster,
+    Check,
     Checksums,
     ConnectionSettings,
     EventsPage,
@@ -27,7 +32,7 @@ from ferry_control.drivers.base import (
 )
 from ferry_control.drivers.errors import DriverError, ServerProtocolError
 from ferry_control.drivers.mariadb_connection import MariadbConnections, PoolSettings
-from ferry_control.drivers.mariadb_errors import MariadbError
+from ferry_control.drivers.mariadb_errors import MariadbError, error_for
 from ferry_control.drivers.mariadb_sql import (
     CHANGE_MASTER_FILTERS,
     FILTER_COLUMNS,
@@ -69,6 +74,15 @@ SERVER_THREAD_COMMANDS = frozenset(
 SERVER_THREAD_USERS = frozenset({"system user", "event_scheduler", "unauthenticated user"})
 #: Schemas that are the server's own, not user data (left out of checksums).
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
+#: Global privileges the switchover's and failover's moves need of Ferry's user on a server that becomes master
+#: (read positions and replicas, read-only off and on, CHANGE MASTER / START / STOP / RESET SLAVE, KILL sessions that
+#: bypass read-only, FLUSH NO_WRITE_TO_BINLOG). ALL PRIVILEGES covers them; SUPER does not cover them all on 10.11+.
+MOVE_PRIVILEGES = (
+    "BINLOG MONITOR", "SLAVE MONITOR", "READ_ONLY ADMIN", "REPLICATION SLAVE ADMIN", "CONNECTION ADMIN", "RELOAD",
+)  # fmt: skip
+#: Ferry's own schema and its canary table (drills write one row per domain; Ferry's user has INSERT, CREATE there).
+CANARY_SCHEMA = "ferry"
+CANARY_TABLE = "canaries"
 #: Events read per SHOW BINLOG EVENTS statement.
 EVENTS_PAGE_ROWS = 5000
 #: Binlog files whose scans are kept per server (the newest ones: recent events are read from the end).
@@ -397,6 +411,139 @@ class MariadbDriver(ServerDriver):
             killed += 1
         return killed
 
+    # -- preflight -----------------------------------------------------------------------------------------------
+
+    async def replication_checks(self) -> list[Check]:
+        """What this server needs to become a master others follow by GTID: log_bin, log_slave_updates (what it
+        replicated is in its binlog), gtid_strict_mode, binlog_format=ROW, Ferry's privileges for the moves
+        (MOVE_PRIVILEGES), and the replication login: the user exists here and logs in with the stored password
+        and holds REPLICATION SLAVE (replicas will connect to this server with it)."""
+        v = (
+            await self.sql.query(
+                "SELECT @@log_bin AS log_bin, @@log_slave_updates AS log_slave_updates, "
+                "@@gtid_strict_mode AS gtid_strict_mode, @@binlog_format AS binlog_format"
+            )
+        )[0]
+        checks = [
+            _flag_check("log_bin", v["log_bin"], "its binlog is what replicas read"),
+            _flag_check("log_slave_updates", v["log_slave_updates"], "what it replicated is in its binlog"),
+            _flag_check("gtid_strict_mode", v["gtid_strict_mode"], "out-of-order GTIDs are refused, not applied"),
+        ]
+        fmt = str(v["binlog_format"])
+        checks.append(Check("binlog_format", fmt == "ROW", f"binlog_format={fmt}" + ("" if fmt == "ROW" else
+                                                                                     " (ROW needed)")))  # fmt: skip
+        grants = [str(next(iter(r.values()))) for r in await self.sql.query("SHOW GRANTS FOR CURRENT_USER()")]
+        held = _global_privileges(grants)
+        missing = [p for p in MOVE_PRIVILEGES if "ALL PRIVILEGES" not in held and p not in held]
+        checks.append(
+            Check(
+                "ferry_privileges",
+                not missing,
+                f"{self.config.admin.user} holds {', '.join(MOVE_PRIVILEGES)}"
+                if not missing
+                else f"{self.config.admin.user} lacks {', '.join(missing)} (needed to move the master)",
+            )
+        )
+        checks += await self._replication_login_checks()
+        return checks
+
+    async def _replication_login_checks(self) -> list[Check]:
+        login = self.config.replication
+        if login is None:
+            return [Check("replication_user_present", False, "no replication user is stored for the cluster")]
+        present = int(
+            await self.sql.value("SELECT COUNT(*) FROM mysql.global_priv WHERE User = %s", (login.user,)) or 0
+        )
+        checks = [
+            Check(
+                "replication_user_present",
+                present > 0,
+                f"user {login.user!r} exists" if present else f"no user {login.user!r} on this server",
+            )
+        ]
+        settings = self.sql.settings
+        probe = MariadbConnections(
+            self.address,
+            PoolSettings(
+                host=settings.host, port=settings.port, user=login.user, password=login.password,
+                tls_ca_file=settings.tls_ca_file, tls_ca=settings.tls_ca,
+                connect_timeout_s=settings.connect_timeout_s, statement_timeout_s=settings.statement_timeout_s,
+                connections_max=1,
+            ),
+        )  # fmt: skip
+        try:
+            grants = [str(next(iter(r.values()))) for r in await probe.query("SHOW GRANTS FOR CURRENT_USER()")]
+        except DriverError as e:
+            checks.append(Check("replication_login", False, f"{login.user!r} cannot log in: {e.code}: {e.message}"))
+            return checks
+        finally:
+            await probe.aclose()
+        held = _global_privileges(grants)
+        ok = "REPLICATION SLAVE" in held or "ALL PRIVILEGES" in held
+        checks.append(
+            Check(
+                "replication_login",
+                ok,
+                f"{login.user!r} logs in and holds REPLICATION SLAVE"
+                if ok
+                else f"{login.user!r} logs in but lacks REPLICATION SLAVE",
+            )
+        )
+        return checks
+
+    # -- canaries ------------------------------------------------------------------------------------------------
+
+    async def write_canary(self, domain: int, key: str, fields: Mapping[str, object]) -> str:
+        """INSERT into ferry.canaries (created when missing) in GTID domain `domain` (SET SESSION gtid_domain_id:
+        Ferry's user needs BINLOG REPLAY for it) on one connection of its own, and the GTID it got (@@last_gtid)."""
+        table = f"{_ident(CANARY_SCHEMA)}.{_ident(CANARY_TABLE)}"
+        exists = await self.sql.value(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            (CANARY_SCHEMA, CANARY_TABLE),
+        )
+        conn = await self.sql.connect()
+        try:
+            async with asyncio.timeout(self.config.statement_timeout_s + 1.0):
+                async with conn.cursor() as cur:
+                    if not int(exists or 0):
+                        await cur.execute(
+                            f"CREATE TABLE IF NOT EXISTS {table} (name VARCHAR(191) NOT NULL PRIMARY KEY, "
+                            "body TEXT NOT NULL, written_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))"
+                        )
+                    await cur.execute("SET SESSION gtid_domain_id = %s", (int(domain),))
+                    await cur.execute(f"INSERT INTO {table} (name, body) VALUES (%s, %s)", (key, json.dumps(fields)))
+                    await cur.execute("SELECT @@last_gtid")
+                    row = await cur.fetchone()
+        except TimeoutError as e:
+            raise DriverError(self.address, "timeout", f"canary write of {key!r} did not finish") from e
+        except pymysql.err.MySQLError as e:  # mapped like every other statement's error
+            errno = e.args[0] if e.args and isinstance(e.args[0], int) else 2013
+            raise error_for(self.address, errno, str(e.args[1]) if len(e.args) > 1 else str(e)) from e
+        finally:
+            conn.close()
+        gtid = str(row[0]) if row else ""
+        if not gtid:
+            raise ServerProtocolError(self.address, "no_gtid", f"the canary {key!r} was written without a GTID")
+        return gtid
+
+    async def read_canaries(self, keys: list[str]) -> dict[str, dict[str, object] | None]:
+        found: dict[str, dict[str, object] | None] = dict.fromkeys(keys)
+        if not keys:
+            return found
+        try:
+            rows = await self.sql.query(
+                f"SELECT name, body FROM {_ident(CANARY_SCHEMA)}.{_ident(CANARY_TABLE)} "
+                f"WHERE name IN ({', '.join(['%s'] * len(keys))})",
+                tuple(keys),
+            )
+        except MariadbError as e:
+            if e.errno == 1146:  # no canary table yet: no canary
+                return found
+            raise
+        for row in rows:
+            found[str(row["name"])] = json.loads(row["body"])
+        return found
+
     # -- waits ---------------------------------------------------------------------------------------------------
 
     async def wait_for_position(self, position: str, timeout_s: float) -> WaitResult:
@@ -538,6 +685,21 @@ class MariadbDriver(ServerDriver):
             self.address, "position_moving",
             f"@@gtid_current_pos moved during each of {self.config.checksum_attempts} checksum attempts",
         )  # fmt: skip
+
+
+def _flag_check(name: str, value: object, why: str) -> Check:
+    on = str(value).upper() in ("1", "ON")
+    return Check(name, on, f"{name}={'ON' if on else 'OFF'}" + ("" if on else f" (must be ON: {why})"))
+
+
+def _global_privileges(grants: list[str]) -> set[str]:
+    """The privileges `GRANT … ON *.* TO …` lines give (upper case, as SHOW GRANTS spells them)."""
+    held: set[str] = set()
+    for grant in grants:
+        if not grant.startswith("GRANT ") or " ON *.* TO " not in grant:
+            continue
+        held |= {p.strip().upper() for p in grant[len("GRANT ") : grant.index(" ON *.* TO ")].split(",")}
+    return held
 
 
 def _grantee_user(grantee: str) -> str:

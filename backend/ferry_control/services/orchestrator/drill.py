@@ -1,7 +1,7 @@
 """A drill: prove the master can move, on a real cluster, and keep the evidence.
 
 Steps: the preflight of a switchover to the chosen candidate (fixed, or the next eligible replica in turn) → canary
-writes in every domain on the master (through the node protocol) → every server has them → pre-hooks → the
+writes in every domain on the master (through its driver) → every server has them → pre-hooks → the
 switchover's moves → verification: the canaries are on every server with their content, table checksums are equal
 at one position, no acknowledged GTID is missing and none is duplicated in any server's recent binlog → optionally
 the switch back. The run stores RTO (the write-unavailability window), catch-up time, pass/fail with reasons; a
@@ -17,7 +17,6 @@ from typing import Any
 
 from ferry_control.core.db import session_scope
 from ferry_control.drivers.errors import DriverError
-from ferry_control.drivers.ferry_protocol import FerryProtocolClient, ProtocolError, Put
 from ferry_control.repositories.drills import DrillRepository
 from ferry_control.services.event_bus import ClusterEvent
 from ferry_control.services.orchestrator import actions
@@ -25,7 +24,12 @@ from ferry_control.services.orchestrator.gtid import join_all, position
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
-from ferry_control.services.orchestrator.switchover import SwitchoverPlan, plan_switchover, switch_master
+from ferry_control.services.orchestrator.switchover import (
+    SwitchoverPlan,
+    add_server_checks,
+    plan_switchover,
+    switch_master,
+)
 
 #: Attempts at reading equal positions for the checksum comparison (each after waiting for convergence).
 CHECKSUM_ATTEMPTS = 5
@@ -51,7 +55,7 @@ async def run_drill(ctx: OperationContext) -> None:
         reasons = e.reasons
     except OperationFailed as e:
         reasons, undone = [e.message], e.undone
-    except (DriverError, ProtocolError) as e:
+    except DriverError as e:
         reasons = [str(e)]
     except asyncio.CancelledError:
         outcome = ctx.undo_outcome
@@ -126,7 +130,9 @@ async def _preflight(ctx: OperationContext, candidate_id: int | None) -> Switcho
         await snapshot.refresh(master.info.id, ctx.settings.poll_timeout_s)
     if candidate_id is None:
         candidate_id = await _choose(ctx, snapshot)
-    return plan_switchover(snapshot, {"candidate_server_id": candidate_id}, ctx.settings)
+    plan = plan_switchover(snapshot, {"candidate_server_id": candidate_id}, ctx.settings)
+    await add_server_checks(plan)
+    return plan
 
 
 async def _drill(ctx: OperationContext, run_id: int, details: dict[str, Any]) -> None:
@@ -190,39 +196,35 @@ async def _drill(ctx: OperationContext, run_id: int, details: dict[str, Any]) ->
 
 
 async def _write_canaries(ctx: OperationContext, master: ServerView, run_id: int) -> dict[int, str]:
-    """One canary row per domain the master has (and its default domain), each its own transaction."""
-    assert master.status is not None and master.info.protocol_address is not None
+    """One canary row per domain the master has (and its default domain), each its own transaction, written
+    through the master's driver."""
+    assert master.status is not None
     domains = sorted({*position(master.status.positions.binlog).domains(), master.status.default_domain})
+    driver = master.require_driver()
     canaries = {}
-    async with await FerryProtocolClient.connect(
-        master.info.protocol_address, ctx.settings.node_protocol_timeout_s
-    ) as client:
-        for domain in domains:
-            committed = await client.transact(
-                [Put(ctx.settings.drill_canary_table, f"run{run_id}_d{domain}",
-                     {"run": run_id, "domain": domain, "operation": ctx.operation_id})],
-                domain=domain,
-            )  # fmt: skip
-            canaries[domain] = committed.gtid
+    for domain in domains:
+        canaries[domain] = await driver.write_canary(
+            domain, canary_key(run_id, domain), {"run": run_id, "domain": domain, "operation": ctx.operation_id}
+        )
     return canaries
+
+
+def canary_key(run_id: int, domain: int) -> str:
+    return f"run{run_id}_d{domain}"
 
 
 async def _verify(
     ctx: OperationContext, servers: list[ServerView], canaries: dict[int, str], run_id: int, details: dict[str, Any]
 ) -> list[str]:
-    settings = ctx.settings
     reasons: list[str] = []
     async with ctx.step("verify_canaries") as step:
         missing = []
         for view in servers:
-            assert view.info.protocol_address is not None
-            async with await FerryProtocolClient.connect(
-                view.info.protocol_address, settings.node_protocol_timeout_s
-            ) as client:
-                for domain in canaries:
-                    row = await client.get(settings.drill_canary_table, f"run{run_id}_d{domain}")
-                    if row is None or row.get("run") != run_id or row.get("domain") != domain:
-                        missing.append(f"{view.info.label}: canary of domain {domain} is {row}")
+            rows = await view.require_driver().read_canaries([canary_key(run_id, d) for d in canaries])
+            for domain in canaries:
+                row = rows.get(canary_key(run_id, domain))
+                if row is None or row.get("run") != run_id or row.get("domain") != domain:
+                    missing.append(f"{view.info.label}: canary of domain {domain} is {row}")
         step.detail = {"servers": len(servers), "domains": sorted(canaries), "missing": missing}
         reasons += missing
     async with ctx.step("verify_checksums") as step:

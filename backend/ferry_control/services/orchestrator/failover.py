@@ -8,7 +8,7 @@ until an operator acknowledges."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -188,6 +188,16 @@ async def run_failover(ctx: OperationContext) -> None:
         }
     candidate = chosen.replica
     ctx.result["new_master_server_id"] = candidate.info.id
+    async with ctx.step("candidate_checks") as step:
+        checks = await candidate.require_driver().replication_checks()
+        step.detail = {"checks": [asdict(c) for c in checks]}
+        ctx.result["checks"] = step.detail["checks"]
+        failed = [c for c in checks if not c.passed]
+        if failed:
+            raise OperationFailed(
+                f"failover refused, nothing was changed: {candidate.info.label} cannot be the master: "
+                + "; ".join(f"{c.name}: {c.detail}" for c in failed)
+            )
     if ctx.dry_run:
         return
     await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)

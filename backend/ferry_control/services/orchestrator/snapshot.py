@@ -132,7 +132,7 @@ class ClusterSnapshot:
         async def poll(info: ServerInfo) -> ServerView:
             if info.admin_address is None:
                 return ServerView(info, None, None, "no admin address recorded")
-            driver = drivers.for_address(info.kind, info.admin_address, credentials)
+            driver = drivers.for_address(info.kind, info.admin_address, credentials, info.protocol_address)
             try:
                 status = await asyncio.wait_for(driver.status(), timeout_s)
             except DriverError as e:

@@ -11,18 +11,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ferry_control.core.config import Settings
+from ferry_control.drivers.base import Check
 from ferry_control.drivers.errors import DriverError, ServerConflict
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    passed: bool
-    detail: str
 
 
 @dataclass
@@ -126,6 +120,10 @@ def plan_switchover(snapshot: ClusterSnapshot, params: dict[str, Any], settings:
             master is not None and master.info.id == expected,
             f"the caller expects server {expected} as master; the master is {actual}",
         )
+    if master is None:
+        # Say why servers did not answer (e.g. a login refused): that is often why no master is found.
+        unanswered = [f"{v.info.label}: {v.error}" for v in snapshot.views if not v.reachable]
+        why += f"; not answering: {'; '.join(unanswered)}" if unanswered else ""
     if not plan.add("master_identified", master is not None, why):
         return plan
     assert master is not None
@@ -171,6 +169,20 @@ def plan_switchover(snapshot: ClusterSnapshot, params: dict[str, Any], settings:
     return plan
 
 
+async def add_server_checks(plan: SwitchoverPlan) -> None:
+    """The candidate's own checks, in its server's terms (`ServerDriver.replication_checks`: MariaDB's log_bin,
+    log_slave_updates, gtid_strict_mode, ROW format, privileges, replication login), added to the plan."""
+    if plan.candidate is None or plan.candidate.replica.driver is None or not plan.candidate.replica.reachable:
+        return
+    label = plan.candidate.replica.info.label
+    try:
+        checks = await plan.candidate.replica.driver.replication_checks()
+    except DriverError as e:
+        plan.add("candidate_settings", False, f"{label}: its settings could not be read: {e}")
+        return
+    plan.checks += [Check(c.name, c.passed, f"{label}: {c.detail}") for c in checks]
+
+
 def choose_best(links: list[Link], master: ServerView, settings: Settings) -> tuple[Link | None, str]:
     """The replica passing every candidate check that is ahead of all the others (else the least behind)."""
     passing = [link for link in links if all(c.passed for c in candidate_checks(link, master, settings))]
@@ -202,6 +214,7 @@ async def run_switchover(ctx: OperationContext) -> None:
         if master is not None:
             await snapshot.refresh(master.info.id, settings.poll_timeout_s)
         plan = plan_switchover(snapshot, ctx.params, settings)
+        await add_server_checks(plan)
         ctx.result["checks"] = [asdict(c) for c in plan.checks]
         failed = plan.failed()
         step.detail = {"checks": ctx.result["checks"]}
@@ -256,7 +269,9 @@ async def switch_master(ctx: OperationContext, master: ServerView, link: Link, o
     async with ctx.step("old_master_read_only") as step:
         window_started = time.perf_counter()
         await master_driver.set_read_only(True)
-        step.detail = f"{master.info.label} refuses writes"
+        # read_only does not stop every user (MariaDB: SUPER, READ ONLY ADMIN): their sessions are ended.
+        killed = await master_driver.kill_sessions_bypassing_read_only()
+        step.detail = f"{master.info.label} refuses writes; {killed} session(s) that could bypass read-only ended"
     async with ctx.step("wait_in_flight_commits") as step:
         target, step.detail = await commits_landed(master, settings)
     ctx.result["position"] = target

@@ -1,0 +1,343 @@
+"""The orchestrator on real MariaDB 10.11 servers, through the API and the `mariadb` driver as Ferry's
+least-privilege user: switchovers back and forth under load in two domains (nothing acknowledged lost, one writable
+master each time, everyone replicating from it by GTID, checksums equal, no errant GTID, each window stored);
+failover on SIGKILL of the master with semi-sync on, the restarted old master fenced; refusals that change nothing
+(errant GTID, no log_bin, replication user missing, wrong passwords), each a named failing check; undo when the
+candidate stops applying; a drill with canaries in every domain; a replica's duplicate-key error through the API."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+from tests.conftest import LiveFactory
+from tests.helpers import WebhookReceiver, check, finished, run_operation, serve, step
+from tests.mariadb_cluster import WAIT_S, MariadbCluster, driver, eventually
+from tests.mariadb_load import (
+    MariadbLoadWriter,
+    assert_one_master,
+    errant_everywhere,
+    load_rows,
+    register_mariadb,
+    shape,
+)
+
+#: Switchovers back and forth in the suite (backend/bench/mariadb_switchover.py runs 20 and reports the windows).
+SWITCHOVERS = int(os.environ.get("FERRY_MARIADB_SWITCHOVERS", "6"))
+POLL_INTERVAL_S = 0.2
+DETECTION_POLLS = 3
+
+
+async def checksums_equal(cluster: MariadbCluster) -> dict[str, Any]:
+    """Every server's table checksums, at one position (the cluster converged, no writes): equal."""
+    cluster.wait_converged()
+    drivers = [driver(cluster, s.number) for s in cluster.servers]
+    try:
+        sums = [await d.checksums() for d in drivers]
+    finally:
+        for d in drivers:
+            await d.aclose()
+    assert len({s.position for s in sums}) == 1, [s.position for s in sums]
+    assert all(dict(s.tables) == dict(sums[0].tables) for s in sums), [dict(s.tables) for s in sums]
+    return dict(sums[0].tables)
+
+
+def assert_nothing_acknowledged_lost(cluster: MariadbCluster, writer: MariadbLoadWriter) -> None:
+    ledger = writer.ledger
+    for server in cluster.servers:
+        rows = load_rows(cluster, server.number)
+        for key, acked in ledger.acked.items():
+            unknown = ledger.unknown.get(key, 0)
+            assert acked <= rows[key] <= acked + unknown, (server.number, key, rows[key], acked, unknown)
+
+
+async def test_switchovers_back_and_forth_under_load_lose_nothing(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    cluster = mariadb_factory(3)
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        writer = await MariadbLoadWriter(cluster, clients=4, domains=2).start()
+        windows = []
+        acked_before = 0
+        try:
+            for i in range(SWITCHOVERS):
+                new = 2 if i % 2 == 0 else 1
+                operation = await run_operation(
+                    live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids[new]}
+                )
+                assert operation["state"] == "succeeded", (i, operation["error"], operation["steps"])
+                assert {c["name"] for c in operation["result"]["checks"]} >= {
+                    "log_bin", "log_slave_updates", "gtid_strict_mode", "binlog_format", "ferry_privileges",
+                    "replication_user_present", "replication_login", "no_errant_gtids",
+                }  # fmt: skip
+                assert "position still for" in step(operation, "wait_in_flight_commits")["detail"]
+                windows.append(operation["result"]["unavailable_s"])
+                assert_one_master(cluster, new, i)
+
+                ledger = await writer.pause()
+                acked = sum(ledger.acked.values())
+                assert acked > acked_before, f"no write went through around switchover {i}"
+                acked_before = acked
+                await checksums_equal(cluster)
+                assert errant_everywhere(cluster, new) == {}, i
+                writer.resume()
+        finally:
+            ledger = await writer.stop()
+        stored = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
+
+    assert ledger.unknown == {}, "a switchover broke a client connection mid-statement"
+    assert ledger.master_changes >= SWITCHOVERS
+    cluster.wait_converged()
+    assert_nothing_acknowledged_lost(cluster, writer)
+    tables = await checksums_equal(cluster)
+    assert "app.load" in tables
+    binlog = cluster.value(1, "@@gtid_binlog_pos")
+    assert {int(g.split("-")[0]) for g in binlog.split(",")} >= {1, 2}, binlog
+    # Each window is stored with its operation.
+    assert sorted(o["result"]["unavailable_s"] for o in stored if o["type"] == "switchover") == sorted(windows)
+    assert len(windows) == SWITCHOVERS and all(w > 0 for w in windows), windows
+    print(f"MariaDB switchover unavailability: median {statistics.median(windows):.3f} s, max {max(windows):.3f} s")
+
+
+async def assert_refused(live: Any, cluster_id: int, cluster: MariadbCluster, candidate_id: int,
+                         failing: set[str]) -> dict[str, Any]:  # fmt: skip
+    """A switchover to the candidate fails its preflight on (at least) the named checks and changes nothing."""
+    before = shape(cluster)
+    operation = await run_operation(live.app, live.client, cluster_id, "switchover",
+                                    {"candidate_server_id": candidate_id})  # fmt: skip
+    assert operation["state"] == "failed", operation
+    assert "preflight failed, nothing was changed" in operation["error"], operation["error"]
+    failed = {c["name"] for c in operation["result"]["checks"] if not c["passed"]}
+    assert failing <= failed, (failing, operation["result"]["checks"])
+    assert [s["name"] for s in operation["steps"]] == ["preflight"]
+    assert shape(cluster) == before
+    return operation
+
+
+async def test_refusals_change_nothing(live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]) -> None:
+    cluster = mariadb_factory(3)
+    cluster.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY); INSERT INTO app.t VALUES (1), (2);")
+    cluster.wait_converged()
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+
+        # An errant GTID on server 2 (a write as root, which read_only does not stop) in domain 0 only.
+        cluster.sql(2, "INSERT INTO app.t VALUES (100);")
+        errant = await assert_refused(live, cluster_id, cluster, ids[2], {"no_errant_gtids"})
+        detail = check(errant, "no_errant_gtids")["detail"]
+        assert "domain 0: 0-2-" in detail and "written by the candidate itself" in detail, detail
+
+        # The replication user missing on the candidate (server 3 from here on).
+        repl = cluster.users.replication
+        cluster.sql(3, f"SET SESSION sql_log_bin = 0; DROP USER '{repl.name}'@'%';")
+        missing = await assert_refused(live, cluster_id, cluster, ids[3],
+                                       {"replication_user_present", "replication_login"})  # fmt: skip
+        assert "1045" in check(missing, "replication_login")["detail"]
+        cluster.sql(3, f"SET SESSION sql_log_bin = 0; CREATE USER '{repl.name}'@'%' IDENTIFIED BY '{repl.password}';"
+                       f" GRANT REPLICATION SLAVE ON *.* TO '{repl.name}'@'%';")  # fmt: skip
+
+        # The cluster's stored replication password is wrong: replicas could not follow the candidate.
+        patched = await live.client.patch(f"/api/v1/clusters/{cluster_id}", json={"replication_password": "wrong-pw"})
+        assert patched.status_code == 200, patched.text
+        wrong = await assert_refused(live, cluster_id, cluster, ids[3], {"replication_login"})
+        assert "Access denied" in check(wrong, "replication_login")["detail"]
+        assert check(wrong, "replication_user_present")["passed"]
+
+        # Ferry's own password wrong: no server answers it, and the checks say so with the server's 1045.
+        restored = {"replication_password": repl.password, "db_password": "wrong-pw"}
+        patched = await live.client.patch(f"/api/v1/clusters/{cluster_id}", json=restored)
+        assert patched.status_code == 200, patched.text
+        login = await assert_refused(live, cluster_id, cluster, ids[3], {"master_identified"})
+        assert "1045: Access denied" in check(login, "master_identified")["detail"], check(login, "master_identified")
+        patched = await live.client.patch(
+            f"/api/v1/clusters/{cluster_id}", json={"db_password": cluster.users.admin.password}
+        )
+        assert patched.status_code == 200, patched.text
+
+        # The candidate runs without a binlog: restarted with --skip-log-bin, replicating and read-only as before.
+        cluster.extra_args = ("--skip-log-bin",)
+        try:
+            cluster.restart(3)
+        finally:
+            cluster.extra_args = ()
+        cluster.sql(3, "SET GLOBAL read_only = 1; START SLAVE;")
+        cluster.wait_replicating(3)
+        no_binlog = await assert_refused(live, cluster_id, cluster, ids[3], {"log_bin"})
+        assert check(no_binlog, "log_bin")["detail"].endswith(
+            "log_bin=OFF (must be ON: its binlog is what replicas read)"
+        )
+
+        # Once the candidate is fit again, the same switchover passes every check.
+        cluster.restart(3)
+        cluster.sql(3, "SET GLOBAL read_only = 1; START SLAVE;")
+        cluster.wait_replicating(3)
+        cluster.wait_converged()
+
+        async def passes() -> bool:
+            # (the first statement on a connection pooled before the restart may find it closed)
+            dry = await run_operation(live.app, live.client, cluster_id, "switchover",
+                                      {"candidate_server_id": ids[3], "dry_run": True})  # fmt: skip
+            return dry["state"] == "succeeded"
+
+        await eventually("a dry run to server 3 passing every check once it is fit again", passes)
+
+
+async def test_undo_when_the_candidate_stops_applying(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    """The candidate's SQL thread is stopped (by the pre-operation webhook, so after the preflight) and the master
+    gets one more write: the candidate cannot reach the read-only master's position, the switchover gives up and
+    undoes — the old master writable again, every server as before."""
+    cluster = mariadb_factory(3)
+    cluster.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY); INSERT INTO app.t VALUES (1);")
+    cluster.wait_converged()
+    before = shape(cluster)
+
+    async def stop_candidate(_: Any) -> int:
+        await asyncio.to_thread(cluster.sql, 2, "STOP SLAVE SQL_THREAD;")
+        await asyncio.to_thread(cluster.sql, 1, "INSERT INTO app.t VALUES (2);")
+        return 200
+
+    receiver = WebhookReceiver(stop_candidate)
+    async with serve(receiver) as hook_url, live_app(switchover_catch_up_timeout_s=3.0) as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster, pre_operation_webhooks=[hook_url])
+        operation = await run_operation(live.app, live.client, cluster_id, "switchover",
+                                        {"candidate_server_id": ids[2]})  # fmt: skip
+    assert operation["state"] == "undone", operation
+    assert step(operation, "candidate_catch_up")["state"] == "failed"
+    assert step(operation, "undo")["state"] == "passed", step(operation, "undo")
+    assert "did not reach" in operation["error"], operation["error"]
+    assert "promote_candidate" not in [s["name"] for s in operation["steps"]]
+    # As before, but for the SQL thread the test stopped.
+    after = shape(cluster)
+    assert after[1] == before[1] and after[3] == before[3], (before, after)
+    assert after[2][0] == "1" and [c[:3] + c[4:] for c in after[2][1]] == [c[:3] + c[4:] for c in before[2][1]]
+    assert after[2][1][0][3] == "No"
+    cluster.sql(1, "INSERT INTO app.t VALUES (3);")  # the old master takes writes again
+    cluster.sql(2, "START SLAVE SQL_THREAD;")
+    cluster.wait_converged()
+
+
+async def test_failover_on_sigkill_under_load_with_semi_sync(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    cluster = mariadb_factory(3, semi_sync=True, durable=True)
+    async with live_app(
+        collector_enabled=True, poll_interval_s=POLL_INTERVAL_S, poll_timeout_s=1.0,
+        failover_detection_polls=DETECTION_POLLS, unreachable_after_failures=DETECTION_POLLS,
+    ) as live:  # fmt: skip
+        cluster_id, ids = await register_mariadb(live.client, cluster, auto_failover=True)
+        writer = await MariadbLoadWriter(cluster, clients=4, domains=2, rate=200.0).start()
+        try:
+            await eventually(
+                "writes in domains 1 and 2 on the master",
+                lambda: {g.split("-")[0] for g in cluster.value(1, "@@gtid_binlog_pos").split(",")} >= {"1", "2"},
+            )
+
+            async def observed() -> bool:
+                server = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids[1]}")).json()
+                return server["health"] == "healthy" and "2-" in (server["gtid_binlog_pos"] or "")
+
+            await eventually("the control plane observing the master writing", observed)
+            cluster.kill(1)
+
+            async def failover_id() -> int | None:
+                listed = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
+                return next((o["id"] for o in listed if o["type"] == "failover"), None)
+
+            operation_id = await eventually("an automatic failover", failover_id, WAIT_S * 2)
+            operation = await finished(live.app, live.client, cluster_id, operation_id)
+            assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+            new = [n for n, i in ids.items() if i == operation["result"]["new_master_server_id"]][0]
+            assert new in (2, 3)
+            ledger = await writer.pause()
+            assert sum(ledger.acked.values()) > 0
+        finally:
+            ledger = await writer.stop()
+        survivors = [s.number for s in cluster.servers if s.number != 1]
+        other = [n for n in survivors if n != new][0]
+        # The most advanced replica won: the other one had nothing it lacked when the failover chose.
+        chose = step(operation, "choose_candidate")["detail"]
+        assert "ahead of every other replica" in chose["why"] or step(operation, "bring_level")["state"] == "passed"
+        port = str(cluster.server(new).port)
+        assert [
+            (c["Master_Port"], c["Slave_IO_Running"], c["Slave_SQL_Running"], c["Using_Gtid"])
+            for c in cluster.replica_status(other)
+        ] == [(port, "Yes", "Yes", "Slave_Pos")]
+        assert cluster.value(other, "@@read_only") == "1"
+        assert cluster.value(new, "@@read_only") == "0"
+        await eventually("the survivors to converge", lambda: cluster.value(other, "@@gtid_current_pos")
+                         == cluster.value(new, "@@gtid_binlog_pos"))  # fmt: skip
+        for number in survivors:  # semi-sync: every acknowledged commit reached a replica before its answer
+            rows = load_rows(cluster, number)
+            for key, acked in ledger.acked.items():
+                assert rows[key] >= acked, (number, key, rows[key], acked)
+
+        # The old master comes back (read_only off by default, not replicating): fenced by the control plane.
+        cluster.restart(1)
+        await eventually("the fenced old master made read-only", lambda: cluster.value(1, "@@read_only") == "1")
+        server = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids[1]}")).json()
+        assert server["fenced"] is True
+        assert cluster.replica_status(1) == []  # not repointed until an operator acts
+
+
+async def test_a_drill_writes_canaries_in_every_domain_and_verifies(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    cluster = mariadb_factory(3)
+    for domain in (1, 2):
+        cluster.sql(1, f"SET SESSION gtid_domain_id = {domain}; CREATE TABLE app.t{domain} (id INT PRIMARY KEY);"
+                       f" INSERT INTO app.t{domain} VALUES (1);")  # fmt: skip
+    cluster.wait_converged()
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        response = await live.client.post(
+            f"/api/v1/clusters/{cluster_id}/drills/runs",
+            json={"candidate_strategy": "fixed", "candidate_server_id": ids[2], "switch_back": True},
+        )
+        assert response.status_code == 202, response.text
+        run_id = response.json()["id"]
+        operation = await finished(live.app, live.client, cluster_id, response.json()["operation_id"])
+        assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+        run = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/runs/{run_id}")).json()
+        assert (run["state"], run["passed"], run["reasons"]) == ("passed", True, [])
+        assert run["rto_s"] > 0 and run["details"]["switch_back"]["unavailable_s"] > 0
+        canaries = step(operation, "write_canaries")["detail"]
+        assert set(canaries) == {"0", "1", "2"}, canaries
+        assert all(g.startswith(f"{d}-1-") for d, g in canaries.items()), canaries
+        assert step(operation, "verify_canaries")["detail"]["missing"] == []
+        assert step(operation, "verify_checksums")["detail"]["problem"] is None
+    assert_one_master(cluster, 1)
+    rows = cluster.sql(3, "SELECT name FROM ferry.canaries ORDER BY name")
+    assert len(rows) == 3, rows
+
+
+async def test_a_replicas_duplicate_key_error_is_shown_through_the_api(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    cluster = mariadb_factory(3)
+    cluster.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY);")
+    cluster.wait_converged()
+    # Server 3 gets a row of its own (not binlogged), then the master writes the same key.
+    cluster.sql(3, "SET SESSION sql_log_bin = 0; INSERT INTO app.t VALUES (7);")
+    cluster.sql(1, "INSERT INTO app.t VALUES (7);")
+    async with live_app(collector_enabled=True, poll_interval_s=POLL_INTERVAL_S) as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+
+        async def broken_edge() -> dict[str, Any] | None:
+            graph = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
+            edges = [e for e in graph["edges"] if e.get("last_error_code")]
+            return edges[0] if edges else None
+
+        edge = await eventually("the topology to show server 3's replication error", broken_edge)
+    assert edge["last_error_code"] == "1062", edge
+    assert "Duplicate entry '7' for key 'PRIMARY'" in edge["last_error_message"], edge
+    server_error = cluster.replica_status(3)[0]["Last_SQL_Error"]
+    assert edge["last_error_message"] in server_error or server_error in edge["last_error_message"], (
+        edge,
+        server_error,
+    )
