@@ -1,5 +1,5 @@
 // The stack the specs drive (started by scripts/test-e2e.sh with scripts/stack.sh): its API URL, an admin API
-// token, the cluster and the nodes, read from the stack.json that $FERRY_E2E_STACK names.
+// token, the cluster and the nodes, and the MariaDB clusters, read from the stack.json that $FERRY_E2E_STACK names.
 import { readFileSync } from "node:fs";
 
 export interface StackNode {
@@ -10,6 +10,15 @@ export interface StackNode {
   admin: string;
 }
 
+/** A MariaDB cluster the stack started (scripts/mariadb_cluster.py) and registered. */
+export interface StackMariadbCluster {
+  name: string;
+  /** The cluster's id in the control plane. */
+  id: number;
+  /** Its cluster.json: servers (number, port, address, socket), links, users. */
+  cluster_json: string;
+}
+
 export interface Stack {
   api: string;
   admin_token: string;
@@ -17,6 +26,8 @@ export interface Stack {
   cluster_name: string;
   node_token: string;
   nodes: StackNode[];
+  /** With FERRY_MARIADB_SEED000=1 (the end-to-end suite): the seed-000 MariaDB cluster. */
+  mariadb_clusters?: StackMariadbCluster[];
 }
 
 export function readStack(): Stack {

@@ -4,6 +4,8 @@ server of a cluster started by scripts/mariadb_cluster.py (its cluster.json), so
 
     scripts/mariadb_load.py --cluster-json D/cluster.json [--domains 1,2,3] [--rate-min 5] [--rate-max 40]
                             [--period-s 60] [--log-every-s 30]
+    FERRY_LOAD_PASSWORD=… scripts/mariadb_load.py --servers HOST:PORT,… --user app [same options]
+                            (servers not started by mariadb_cluster.py, e.g. docker compose's `mariadb` profile)
 
 Which servers are written: those that answer `@@read_only = 0`, looked up again every `RETARGET_S` and after any
 error, so a switchover (the old master read-only, a replica promoted) moves the writes with it. Each transaction
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 import time
@@ -61,14 +64,16 @@ def rate_at(elapsed_s: float, rate_min: float, rate_max: float, period_s: float)
     return rate_min + (rate_max - rate_min) * (1 - math.cos(2 * math.pi * phase / period_s)) / 2
 
 
+def split_address(address: str) -> Target:
+    host, _, port = address.strip().rpartition(":")
+    return Target(address=address.strip(), host=host.strip("[]"), port=int(port))
+
+
 class Writer:
-    def __init__(self, cluster: dict, domains: list[int]):
-        user = cluster["users"]["workload"]
-        self.user, self.password = user["user"], user["password"]
+    def __init__(self, user: str, password: str, addresses: list[str], domains: list[int]):
+        self.user, self.password = user, password
         self.domains = domains
-        self.targets = [
-            Target(address=s["address"], host="127.0.0.1", port=int(s["port"])) for s in cluster["servers"]
-        ]
+        self.targets = [split_address(a) for a in addresses]
         self.writable: list[Target] = []
         self.retargeted_at = 0.0
         self.committed = 0
@@ -138,7 +143,10 @@ class Writer:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cluster-json", required=True, type=Path)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--cluster-json", type=Path, help="a cluster.json of scripts/mariadb_cluster.py")
+    source.add_argument("--servers", help="HOST:PORT,… (with --user; password: FERRY_LOAD_PASSWORD)")
+    parser.add_argument("--user", help="with --servers: the login that writes (to the app schema)")
     parser.add_argument("--domains", default="", help="comma-separated GTID domains (default: each server's own)")
     parser.add_argument("--rate-min", type=float, default=5.0)
     parser.add_argument("--rate-max", type=float, default=40.0)
@@ -148,7 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.rate_min <= args.rate_max or args.period_s <= BURST_S:
         parser.error("need 0 < --rate-min <= --rate-max and --period-s > 5")
     domains = [int(d) for d in args.domains.split(",") if d.strip()]
-    writer = Writer(json.loads(args.cluster_json.read_text()), domains)
+    if args.cluster_json:
+        cluster = json.loads(args.cluster_json.read_text())
+        login = cluster["users"]["workload"]
+        writer = Writer(login["user"], login["password"], [s["address"] for s in cluster["servers"]], domains)
+    else:
+        if not args.user or not os.environ.get("FERRY_LOAD_PASSWORD"):
+            parser.error("--servers needs --user and FERRY_LOAD_PASSWORD")
+        writer = Writer(args.user, os.environ["FERRY_LOAD_PASSWORD"], args.servers.split(","), domains)
 
     stopping = False
 

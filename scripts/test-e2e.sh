@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The end-to-end suite (e2e/): Playwright in Debian's Chromium (installed from Debian's packages when absent)
-# against a real stack started by scripts/stack.sh — three ferryd nodes, the demo workload, the API on a
-# throwaway PostgreSQL (scripts/ensure-postgres.sh) serving the built dashboard — all stopped afterwards.
+# against a real stack started by scripts/stack.sh — three ferryd nodes, the demo workload, the seed-000 MariaDB
+# cluster with its load writer (Debian's mariadb-server, installed by scripts/ensure-mariadb.sh when absent), the API
+# on a throwaway PostgreSQL (scripts/ensure-postgres.sh) serving the built dashboard — all stopped afterwards.
 # Arguments go to `playwright test` (e.g. a spec file). FERRY_E2E_SCREENSHOTS=1 writes docs/screenshots/*.png.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,6 +16,7 @@ fi
 export FERRY_E2E_CHROMIUM=$chromium
 
 scripts/ensure-dashboard.sh
+scripts/ensure-mariadb.sh > /dev/null
 (
   cd e2e
   want=$(sha256sum package-lock.json | cut -d' ' -f1)
@@ -31,13 +33,17 @@ export FERRY_RUN_DIR="$work/stack"
 export FERRY_BIN_DIR=${FERRY_BIN_DIR:-$root/engine/target/debug}
 export FERRY_PORT_BASE=${FERRY_E2E_PORT_BASE:-27300}
 export FERRY_API_PORT=${FERRY_E2E_API_PORT:-28000}
+# The seed-000 MariaDB cluster beside the ferryd nodes, on ports 23321-23325 (specs/mariadb.spec.ts).
+export FERRY_STACK=ferryd FERRY_MARIADB_SEED000=1
+export FERRY_MARIADB_PORT_BASE=${FERRY_E2E_MARIADB_PORT_BASE:-23300}
 cleanup() {
   local status=$?
   scripts/stack.sh stop > /dev/null || true
   scripts/ensure-postgres.sh stop "$work/pg" || true
   if [ "$status" != 0 ]; then
     echo "the end-to-end run failed; the stack's logs:" >&2
-    for log in "$FERRY_RUN_DIR"/api.log "$FERRY_RUN_DIR"/workload.log "$FERRY_RUN_DIR"/node*/ferryd.log; do
+    for log in "$FERRY_RUN_DIR"/api.log "$FERRY_RUN_DIR"/workload.log "$FERRY_RUN_DIR"/node*/ferryd.log \
+      "$FERRY_RUN_DIR"/seed000.log "$FERRY_RUN_DIR"/load-seed000.log "$FERRY_RUN_DIR"/seed000/s*/error.log; do
       [ -f "$log" ] && { echo "--- $log (last 40 lines)" >&2; tail -n 40 "$log" >&2; }
     done
   fi

@@ -1,0 +1,117 @@
+// The seed-000 shape on real MariaDB 10.11 (started and registered by scripts/test-e2e.sh, written to by its load
+// writer): masters 1 and 2 in domains 1 and 2, server 3 a multi-source replica of both, servers 4 and 5 below it.
+// The multi-source replica's positions show both domains; its binlog interleaves them while each master's holds
+// its own domain only, and the interleavings view shows that (the replica's lane alternates between the domains,
+// each master's lane is one domain, its transactions on 4 of the 5 servers at most). A replica stopped by a real duplicate-key error
+// shows the server's code (1062) and message in the topology.
+import { mariadbCluster } from "../mariadb";
+import { expect, test } from "../fixtures";
+
+const domainsOf = (labels: string[]) => [...new Set(labels.map((l) => /domain (\d+)/.exec(l)?.[1]).filter(Boolean))].sort();
+
+test("the multi-source replica holds both domains, and its lane interleaves them unlike each master's", async ({ page, signIn, stack }) => {
+  const seed = mariadbCluster(stack, "seed000");
+  const [m1, m2, multi] = [seed.server(1).address, seed.server(2).address, seed.server(3).address];
+  await signIn("viewer");
+
+  // Each server's kind and version, as the collector read them.
+  await page.goto(`/clusters/${seed.id}/topology`);
+  await expect(page.getByRole("heading", { level: 1, name: "seed000" })).toBeVisible();
+  const servers = page.getByRole("table", { name: "Servers" });
+  const serverRow = servers.getByRole("row").filter({ has: page.getByRole("rowheader", { name: multi, exact: true }) });
+  await expect(serverRow).toContainText(/MariaDB\s*10\.11\.\d+-MariaDB/);
+  // Both of the replica's connections, one to each master.
+  const connections = page.getByRole("table", { name: "Replication connections" });
+  for (const [name, master] of [["m1", m1], ["m2", m2]]) {
+    const row = connections.getByRole("row").filter({ has: page.getByRole("rowheader", { name: multi, exact: true }) }).filter({ hasText: master });
+    await expect(row).toContainText(name);
+    await expect(row).toContainText("replicating");
+  }
+
+  // Positions: the multi-source replica has a GTID in domain 1 (from master 1) and in domain 2 (from master 2).
+  await page.getByRole("link", { name: "Positions" }).click();
+  const matrix = page.getByRole("table", { name: "Positions: servers by domains" });
+  await expect
+    .poll(() => matrix.getByRole("columnheader").allTextContents())
+    .toEqual(expect.arrayContaining(["Domain 1", "Domain 2"]));
+  const headers = await matrix.getByRole("columnheader").allTextContents();
+  // A row is its server's name (a row header), then a cell per column after the first.
+  const cell = (name: string, domain: number) =>
+    matrix.getByRole("row").filter({ has: page.getByRole("rowheader", { name, exact: true }) }).getByRole("cell").nth(headers.indexOf(`Domain ${domain}`) - 1);
+  await expect(cell(multi, 1)).toContainText(/^1-1-\d+/);
+  await expect(cell(multi, 2)).toContainText(/^2-2-\d+/);
+  // Each master has its own domain only.
+  await expect(cell(m1, 2)).toHaveText("none");
+  await expect(cell(m2, 1)).toHaveText("none");
+
+  // Interleavings: the replica's lane holds blocks of both domains, each master's of its own domain only, so the
+  // order of transactions differs.
+  await page.getByRole("link", { name: "Stream interleavings" }).click();
+  const lane = (name: string) => page.getByRole("group", { name: `Binlog of ${name}` });
+  const labels = (name: string) => lane(name).locator("li.block").evaluateAll((blocks) => blocks.map((b) => b.getAttribute("aria-label") ?? ""));
+  await expect(page.getByRole("group", { name: /^Binlog of / })).toHaveCount(5);
+  await expect.poll(async () => domainsOf(await labels(multi)), { message: "the multi-source lane shows both domains" }).toEqual(["1", "2"]);
+  await expect.poll(async () => domainsOf(await labels(m1))).toEqual(["1"]);
+  await expect.poll(async () => domainsOf(await labels(m2))).toEqual(["2"]);
+
+  // Frozen: the replica's lane switches between the two domains again and again (the two masters' streams merged
+  // as they arrived), while each master's lane is one domain; so the sequences differ, each keeping its domains in
+  // order, and no master's transaction is on every server (never on the other master); those the replicas' windows
+  // hold too are on 4 of 5.
+  await page.getByRole("button", { name: "Pause" }).click();
+  const domainRuns = (labels: string[]) =>
+    labels.map((l) => /domain (\d+)/.exec(l)?.[1]).filter((d, i, all) => i === 0 || d !== all[i - 1]).length;
+  expect(domainRuns(await labels(multi))).toBeGreaterThan(2);
+  const gtids = (name: string) => lane(name).locator("li.block").evaluateAll((blocks) => blocks.map((b) => b.getAttribute("data-gtid")));
+  const multiGtids = await gtids(multi);
+  for (const master of [m1, m2]) {
+    expect(multiGtids).not.toEqual(await gtids(master));
+    const masterLabels = await labels(master);
+    expect(masterLabels.some((l) => l.endsWith(", on 4 of 5 servers"))).toBe(true);
+    expect(masterLabels.every((l) => / of 5 servers$/.test(l))).toBe(true); // none is on all five
+  }
+  for (const name of [multi, m1, m2]) {
+    await expect(lane(name)).toContainText("✓ each domain in order");
+  }
+});
+
+test("a replica stopped by a duplicate key shows MariaDB's error code and message", async ({ page, signIn, stack, api }) => {
+  const seed = mariadbCluster(stack, "seed000");
+  const leaf = seed.server(5).address;
+  const table = `app.e2e_dup_${Date.now()}`;
+  seed.sql(1, `CREATE TABLE ${table} (id INT PRIMARY KEY, note VARCHAR(64) NOT NULL)`);
+  const [schema, name] = table.split(".");
+  await expect
+    .poll(() => seed.sql(5, `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='${schema}' AND table_name='${name}'`)[0]?.[0], {
+      message: "the table reached server 5",
+    })
+    .toBe("1");
+  // A row only server 5 has (not binlogged), then the same key written on master 1: server 5's SQL thread stops.
+  seed.sql(5, `SET SESSION sql_log_bin = 0; INSERT INTO ${table} VALUES (1, 'only on server 5')`);
+  seed.sql(1, `INSERT INTO ${table} VALUES (1, 'from master 1')`);
+  try {
+    await signIn("viewer");
+    await page.goto(`/clusters/${seed.id}/topology`);
+    const connections = page.getByRole("table", { name: "Replication connections" });
+    const row = connections.getByRole("row").filter({ has: page.getByRole("rowheader", { name: leaf, exact: true }) });
+    await expect(row).toContainText("SQL error 1062");
+    await expect(row.getByRole("cell").last()).toContainText(/^1062: .*Duplicate entry '1' for key 'PRIMARY'/);
+    await expect(page.getByRole("img", { name: /Topology graph/ })).toContainText("SQL error 1062");
+
+    // The API says the same, with the server's own message.
+    const topology = (await (await api.get(`/api/v1/clusters/${seed.id}/topology`)).json()) as {
+      nodes: { server_id: number; name: string }[];
+      edges: { replica_server_id: number; last_error_code: string | null; last_error_message: string | null }[];
+    };
+    const leafId = topology.nodes.find((n) => n.name === leaf)!.server_id;
+    const edge = topology.edges.find((e) => e.replica_server_id === leafId)!;
+    expect(edge.last_error_code).toBe("1062");
+    expect(edge.last_error_message).toContain(`Duplicate entry '1' for key 'PRIMARY'`);
+  } finally {
+    // Undo the conflict and restart the SQL thread, so the cluster replicates again for what follows.
+    seed.sql(5, `SET SESSION sql_log_bin = 0; DELETE FROM ${table} WHERE id = 1; START SLAVE`);
+  }
+  await expect
+    .poll(() => seed.sql(5, `SELECT note FROM ${table} WHERE id = 1`)[0]?.[0], { message: "server 5 replicates again" })
+    .toBe("from master 1");
+});
