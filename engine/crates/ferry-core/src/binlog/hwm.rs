@@ -24,7 +24,7 @@ use crate::gtid::{DomainId, Gtid, SeqNo};
 pub const HWM_FILE: &str = "seq-no.hwm";
 /// How far ahead of the seq_nos in use the leader reserves, below durability `local` (one mark write per this
 /// many transactions of a domain).
-pub const SEQ_NO_RESERVE: SeqNo = 10_000;
+pub const SEQ_NO_RESERVE: SeqNo = 1_000_000;
 
 pub fn hwm_path(dir: &Path) -> PathBuf {
     dir.join(HWM_FILE)
@@ -93,16 +93,16 @@ impl Reservation {
 
     /// Makes sure the file covers `gtids` before they are written; raises it [`SEQ_NO_RESERVE`] ahead when not.
     pub fn cover(&mut self, gtids: impl IntoIterator<Item = Gtid>) -> Result<(), BinlogError> {
-        let mut next = self.reserved.clone();
-        let mut moved = false;
+        // The common case (every seq_no inside the reservation) allocates nothing.
+        let mut next: Option<BTreeMap<DomainId, SeqNo>> = None;
         for g in gtids {
-            let mark = next.entry(g.domain).or_insert(0);
-            if g.seq > *mark {
-                *mark = g.seq.saturating_add(SEQ_NO_RESERVE);
-                moved = true;
+            let mark = next.as_ref().unwrap_or(&self.reserved).get(&g.domain).copied().unwrap_or(0);
+            if g.seq > mark {
+                next.get_or_insert_with(|| self.reserved.clone())
+                    .insert(g.domain, g.seq.saturating_add(SEQ_NO_RESERVE));
             }
         }
-        if moved {
+        if let Some(next) = next {
             write(&self.dir, &next)?;
             self.reserved = next;
         }
