@@ -22,6 +22,7 @@
 # Environment (defaults are what `make up` uses):
 #   FERRY_STACK            ferryd or mariadb                                       (ferryd)
 #   FERRY_MARIADB_SEED000  1: also the seed-000 MariaDB cluster                    (1 with mariadb, else 0)
+#   FERRY_MARIADB_DELAY_S  seed-000's server 4 a delayed replica by this much, so lag shows   (30 with mariadb, else 0)
 #   FERRY_RUN_DIR          state: data, logs, pids, tokens                       (.run)
 #   FERRY_PORT_BASE        node N listens on BASE+N, its admin API on BASE+100+N  (7300)
 #   FERRY_MARIADB_PORT_BASE  star server N on BASE+10+N, seed-000 server N on BASE+20+N   (3300)
@@ -35,8 +36,8 @@ run=$(realpath -m "${FERRY_RUN_DIR:-$root/.run}")
 base=${FERRY_PORT_BASE:-7300}
 stack_kind=${FERRY_STACK:-ferryd}
 case "$stack_kind" in
-  ferryd) seed000=${FERRY_MARIADB_SEED000:-0} ;;
-  mariadb) seed000=${FERRY_MARIADB_SEED000:-1} ;;
+  ferryd) seed000=${FERRY_MARIADB_SEED000:-0} delay_s=${FERRY_MARIADB_DELAY_S:-0} ;;
+  mariadb) seed000=${FERRY_MARIADB_SEED000:-1} delay_s=${FERRY_MARIADB_DELAY_S:-30} ;;
   *) echo "FERRY_STACK must be ferryd or mariadb, not $stack_kind" >&2; exit 2 ;;
 esac
 mariadb_base=${FERRY_MARIADB_PORT_BASE:-3300}
@@ -222,6 +223,16 @@ PY
   printf -v "$out" '%s' "$id"
 }
 
+# Server K of cluster NAME applies what it receives SECONDS late (MASTER_DELAY on its default connection).
+delay_replica() { # delay_replica NAME K SECONDS
+  local socket
+  socket=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["servers"][int(sys.argv[2]) - 1]["socket"])' \
+    "$run/$1/cluster.json" "$2")
+  mariadb --no-defaults --socket="$socket" --user=root \
+    -e "STOP SLAVE ''; CHANGE MASTER '' TO MASTER_DELAY = $3; START SLAVE ''" \
+    || { echo "making server $2 of $1 a delayed replica failed" >&2; exit 1; }
+}
+
 start_mariadb_clusters() {
   mariadb_ids=()
   if [ "$stack_kind" = mariadb ]; then
@@ -234,6 +245,9 @@ start_mariadb_clusters() {
     local seed_id
     start_mariadb seed000 seed000 5 $((mariadb_base + 21))
     start_load seed000 --rate-min 4 --rate-max 30 --period-s 45
+    if [ "$delay_s" -gt 0 ]; then
+      delay_replica seed000 4 "$delay_s"
+    fi
     register_mariadb seed000 3 seed_id
     mariadb_ids+=("seed000=$seed_id")
   fi

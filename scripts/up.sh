@@ -7,8 +7,9 @@
 #
 # FERRY_STACK=mariadb: MariaDB instead of ferryd (Debian's mariadb-server, installed when absent by
 # scripts/ensure-mariadb.sh): the three-server cluster "mariadb" (server 1 the master, 2 and 3 read-only replicas,
-# SQL ports 3311-3313) and the seed-000 cluster "seed000" (ports 3321-3325; FERRY_MARIADB_SEED000=0 leaves it out),
-# each with a load writer at a varying rate, registered with their logins and discovered (scripts/stack.sh). The
+# SQL ports 3311-3313) and the seed-000 cluster "seed000" (ports 3321-3325; FERRY_MARIADB_SEED000=0 leaves it out;
+# its server 4 a replica delayed by FERRY_MARIADB_DELAY_S, 30 s, so lag shows), each with a load writer at a varying
+# rate, registered with their logins and discovered (scripts/stack.sh). The
 # control plane's database is then .run/control-mariadb.sqlite3, so the two stacks' clusters stay apart.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
