@@ -290,3 +290,28 @@ async def test_lag_in_seconds_is_measured_from_when_the_master_was_seen_past_the
         "seconds": 0.0,
         "reported_seconds": None,
     }
+
+
+async def test_recent_cycles_show_each_cycles_duration_and_failed_polls(
+    app: FastAPI, client: httpx.AsyncClient, anonymous: httpx.AsyncClient, ferryd: FerrydCluster
+) -> None:
+    await register(client, ferryd)
+    await app.state.collector.run_cycle()
+    silent_port, silent_admin = free_port_pair()
+    cluster_id = (await client.get("/api/v1/clusters")).json()[0]["id"]
+    await client.post(
+        f"/api/v1/clusters/{cluster_id}/servers",
+        json={"name": "silent", "host": "127.0.0.1", "protocol_port": silent_port, "admin_port": silent_admin},
+    )
+    await app.state.collector.run_cycle()
+
+    answer = await client.get("/api/v1/collector/cycles")
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["instance_id"] == app.state.collector.lease.instance_id
+    assert [(c["polled"], c["failed"]) for c in body["cycles"]] == [(3, 0), (4, 1)]
+    assert all(c["duration_s"] > 0 for c in body["cycles"])
+    assert body["cycles"][0]["finished_at"] <= body["cycles"][1]["finished_at"]
+    newest = (await client.get("/api/v1/collector/cycles", params={"limit": 1})).json()["cycles"]
+    assert [(c["polled"], c["failed"]) for c in newest] == [(4, 1)]
+    assert (await anonymous.get("/api/v1/collector/cycles")).status_code == 401

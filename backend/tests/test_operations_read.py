@@ -45,3 +45,27 @@ async def test_operations_are_listed_newest_first_and_read_with_their_steps(
         [step],
         "key-0",
     )
+
+
+async def test_operations_are_filtered_by_type_and_dry_run(client: httpx.AsyncClient, session: AsyncSession) -> None:
+    cluster = (await client.post("/api/v1/clusters", json={"name": "ops-filtered"})).json()
+    repository = OperationRepository(session)
+    made = {
+        name: await repository.add(
+            Operation(cluster_id=cluster["id"], type=type_, requester="alice", state=OperationState.succeeded,
+                      dry_run=dry_run, steps=[], params={}, finished_at=datetime.now(UTC))
+        )
+        for name, type_, dry_run in [
+            ("switchover", "switchover", False), ("preview", "switchover", True), ("repoint", "repoint", False),
+            ("failover", "failover", False), ("drill", "drill", False),
+        ]
+    }  # fmt: skip
+    await session.commit()
+    url = f"/api/v1/clusters/{cluster['id']}/operations"
+
+    both = await client.get(url, params=[("type", "switchover"), ("type", "failover"), ("dry_run", "false")])
+    assert [o["id"] for o in both.json()] == [made["failover"].id, made["switchover"].id]
+    previews = await client.get(url, params={"dry_run": "true"})
+    assert [o["id"] for o in previews.json()] == [made["preview"].id]
+    assert len((await client.get(url)).json()) == 5
+    assert (await client.get(url, params={"type": "no_such_type"})).status_code == 422

@@ -8,7 +8,7 @@ route's name (so the operationId and the audit action) and what the runner start
 `from __future__ import annotations`: the routes' parameter annotations are evaluated when they are made, so the
 factory's request model (a variable) is the real class FastAPI reads the body with."""
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Path, Query, Response, status
 
@@ -42,6 +42,9 @@ IdempotencyKey = Annotated[
         description="Retrying with the same key gives back the same operation instead of starting another.",
     ),
 ]
+OperationTypeName = Literal[
+    "switchover", "failover", "repoint", "read_only", "start_replication", "stop_replication", "bring_level", "drill"
+]
 START_RESPONSES: dict[int | str, dict[str, Any]] = {
     **error_responses(403, 409),
     202: {"description": "Accepted: the operation runs in the background; poll it or follow the events stream."},
@@ -55,8 +58,12 @@ async def list_operations(
     cluster_id: int = Path(ge=1, le=ID_MAX),
     limit: int = Query(50, ge=1, le=500),
     before_id: int | None = Query(None, ge=1, le=ID_MAX, description="Page back: operations with a smaller id."),
+    type_: list[OperationTypeName] | None = Query(
+        None, alias="type", max_length=8, description="Only operations of these types (repeat the parameter)."
+    ),
+    dry_run: bool | None = Query(None, description="Only dry runs (true) or only real operations (false)."),
 ) -> list[OperationRead]:
-    operations = await OperationService(session).list(cluster_id, limit, before_id)
+    operations = await OperationService(session).list(cluster_id, limit, before_id, types=type_, dry_run=dry_run)
     return [_for_role(OperationRead.model_validate(o), principal.role) for o in operations]
 
 

@@ -14,10 +14,23 @@ class OperationRepository:
     def __init__(self, session: AsyncSession):
         self.session = session
 
-    async def list_for_cluster(self, cluster_id: int, limit: int, before_id: int | None = None) -> Sequence[Operation]:
+    async def list_for_cluster(
+        self,
+        cluster_id: int,
+        limit: int,
+        before_id: int | None = None,
+        *,
+        types: Sequence[str] | None = None,
+        dry_run: bool | None = None,
+    ) -> Sequence[Operation]:
+        """Newest first; `types` and `dry_run`, when given, keep only those operations."""
         statement = select(Operation).where(Operation.cluster_id == cluster_id)
         if before_id is not None:
             statement = statement.where(Operation.id < before_id)
+        if types:
+            statement = statement.where(Operation.type.in_(list(types)))
+        if dry_run is not None:
+            statement = statement.where(Operation.dry_run.is_(dry_run))
         return (await self.session.scalars(statement.order_by(Operation.id.desc()).limit(limit))).all()
 
     async def get(self, cluster_id: int, operation_id: int) -> Operation | None:

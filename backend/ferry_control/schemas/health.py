@@ -39,3 +39,29 @@ class ServiceHealth(BaseModel):
     status: str
     database: str
     collector: CollectorHealth
+
+
+class CollectorCycle(BaseModel):
+    finished_at: datetime
+    duration_s: float = Field(description="How long the cycle took: every server polled and the results recorded.")
+    polled: int = Field(description="Servers polled in the cycle.")
+    failed: int = Field(description="Polls that got no answer or a bad one (recorded as that server's error).")
+
+
+class CollectorCycles(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"instance_id": "api-1-4242-9f3c01ab", "role": "leader", "poll_interval_s": 1.0,
+                 "cycles": [{"finished_at": "2026-11-21T13:00:01Z", "duration_s": 0.012, "polled": 3, "failed": 0}]}
+            ]
+        }
+    )  # fmt: skip
+
+    instance_id: str = Field(description="The API instance that ran these cycles (each instance keeps its own).")
+    role: Literal["leader", "standby"] | None
+    poll_interval_s: float
+    cycles: list[CollectorCycle] = Field(
+        description="This instance's newest cycles, oldest first, kept in memory (the last 900): empty on a standby "
+        "or after a restart."
+    )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,6 +40,9 @@ from ferry_control.services.retention import RetentionReport, apply_retention
 
 log = logging.getLogger(__name__)
 
+#: Cycles kept for `recent_cycles` (the dashboard's collector health plot): 15 minutes at the default 1 s interval.
+RECENT_CYCLES_MAX = 900
+
 
 class LeaseLost(Exception):
     """Another instance took the collector's lease while this one was in a cycle: the cycle records nothing."""
@@ -50,6 +54,16 @@ class CycleReport:
     failed: int = 0
     duration_s: float = 0.0
     events: list[ClusterEvent] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CycleStat:
+    """One finished cycle as the collector health plot shows it."""
+
+    finished_at: datetime
+    duration_s: float
+    polled: int
+    failed: int
 
 
 class Collector:
@@ -75,6 +89,8 @@ class Collector:
         self.last_cycle_s: float | None = None
         #: Cycles completed since start (tests wait on it rather than on time).
         self.cycles = 0
+        #: The newest cycles of this instance, oldest first (bounded: RECENT_CYCLES_MAX).
+        self.recent_cycles: deque[CycleStat] = deque(maxlen=RECENT_CYCLES_MAX)
         self.last_retention: RetentionReport | None = None
         #: Run after every cycle of `run_forever` (the failover monitor); their failures are logged, not raised.
         self.after_cycle: list[Callable[[], Awaitable[object]]] = []
@@ -192,5 +208,6 @@ class Collector:
             self._metrics.collector_cycle_seconds.observe(report.duration_s)
             self.last_cycle_at = datetime.now(UTC)
             self.last_cycle_s = report.duration_s
+            self.recent_cycles.append(CycleStat(self.last_cycle_at, report.duration_s, report.polled, report.failed))
             self.cycles += 1
             return report

@@ -37,9 +37,17 @@ class OperationService:
         self.servers = ServerRepository(session)
         self.operations = OperationRepository(session)
 
-    async def list(self, cluster_id: int, limit: int, before_id: int | None = None) -> Sequence[Operation]:
+    async def list(
+        self,
+        cluster_id: int,
+        limit: int,
+        before_id: int | None = None,
+        *,
+        types: Sequence[str] | None = None,
+        dry_run: bool | None = None,
+    ) -> Sequence[Operation]:
         await self.clusters.get(cluster_id)
-        return await self.operations.list_for_cluster(cluster_id, limit, before_id)
+        return await self.operations.list_for_cluster(cluster_id, limit, before_id, types=types, dry_run=dry_run)
 
     async def get(self, cluster_id: int, operation_id: int) -> Operation:
         await self.clusters.get(cluster_id)

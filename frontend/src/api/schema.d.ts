@@ -22,6 +22,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/collector/cycles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The collector's recent cycles */
+        get: operations["get_collector_cycles_api_v1_collector_cycles_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/clusters": {
         parameters: {
             query?: never;
@@ -1109,6 +1126,61 @@ export interface components {
             pre_operation_webhooks?: string[] | null;
             /** Post Operation Webhooks */
             post_operation_webhooks?: string[] | null;
+        };
+        /** CollectorCycle */
+        CollectorCycle: {
+            /**
+             * Finished At
+             * Format: date-time
+             */
+            finished_at: string;
+            /**
+             * Duration S
+             * @description How long the cycle took: every server polled and the results recorded.
+             */
+            duration_s: number;
+            /**
+             * Polled
+             * @description Servers polled in the cycle.
+             */
+            polled: number;
+            /**
+             * Failed
+             * @description Polls that got no answer or a bad one (recorded as that server's error).
+             */
+            failed: number;
+        };
+        /**
+         * CollectorCycles
+         * @example {
+         *       "cycles": [
+         *         {
+         *           "duration_s": 0.012,
+         *           "failed": 0,
+         *           "finished_at": "2026-11-21T13:00:01Z",
+         *           "polled": 3
+         *         }
+         *       ],
+         *       "instance_id": "api-1-4242-9f3c01ab",
+         *       "poll_interval_s": 1,
+         *       "role": "leader"
+         *     }
+         */
+        CollectorCycles: {
+            /**
+             * Instance Id
+             * @description The API instance that ran these cycles (each instance keeps its own).
+             */
+            instance_id: string;
+            /** Role */
+            role: ("leader" | "standby") | null;
+            /** Poll Interval S */
+            poll_interval_s: number;
+            /**
+             * Cycles
+             * @description This instance's newest cycles, oldest first, kept in memory (the last 900): empty on a standby or after a restart.
+             */
+            cycles: components["schemas"]["CollectorCycle"][];
         };
         /** CollectorHealth */
         CollectorHealth: {
@@ -2641,6 +2713,47 @@ export interface operations {
             };
         };
     };
+    get_collector_cycles_api_v1_collector_cycles_get: {
+        parameters: {
+            query?: {
+                /** @description At most this many, the newest. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectorCycles"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list_clusters_api_v1_clusters_get: {
         parameters: {
             query?: never;
@@ -3917,6 +4030,10 @@ export interface operations {
                 limit?: number;
                 /** @description Page back: operations with a smaller id. */
                 before_id?: number | null;
+                /** @description Only operations of these types (repeat the parameter). */
+                type?: ("switchover" | "failover" | "repoint" | "read_only" | "start_replication" | "stop_replication" | "bring_level" | "drill")[] | null;
+                /** @description Only dry runs (true) or only real operations (false). */
+                dry_run?: boolean | null;
             };
             header?: never;
             path: {
