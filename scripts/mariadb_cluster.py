@@ -284,9 +284,14 @@ class MariadbCluster:
         if not self.durable:
             args += ["--innodb-doublewrite=0"]
         if self.semi_sync:
+            # Both roles on every server, so whichever is promoted keeps the guarantee. wait_no_slave=OFF: a server
+            # with no semi-sync replica connected does not wait — else every replica's SQL thread (its applied
+            # transactions are binlogged, log_slave_updates) waited the whole timeout for an acknowledgement from
+            # replicas it does not have ("Waiting for semi-sync ACK from slave"), and fell far behind.
             args += [
                 "--rpl-semi-sync-master-enabled=1", "--rpl-semi-sync-slave-enabled=1",
                 "--rpl-semi-sync-master-timeout=10000", "--rpl-semi-sync-master-wait-point=AFTER_SYNC",
+                "--rpl-semi-sync-master-wait-no-slave=OFF",
             ]  # fmt: skip
         if self.tls:
             tls = self.tls_dir

@@ -25,8 +25,8 @@ from tests.mariadb_load import (
     shape,
 )
 
-#: Switchovers back and forth in the suite (backend/bench/mariadb_switchover.py runs 20 and reports the windows).
-SWITCHOVERS = int(os.environ.get("FERRY_MARIADB_SWITCHOVERS", "6"))
+#: Switchovers back and forth (backend/bench/mariadb_operations.py switchover runs 20 too and reports the windows).
+SWITCHOVERS = int(os.environ.get("FERRY_MARIADB_SWITCHOVERS", "20"))
 POLL_INTERVAL_S = 0.2
 DETECTION_POLLS = 3
 
@@ -243,6 +243,11 @@ async def test_failover_on_sigkill_under_load_with_semi_sync(
                 return server["health"] == "healthy" and "2-" in (server["gtid_binlog_pos"] or "")
 
             await eventually("the control plane observing the master writing", observed)
+            master = driver(cluster, 1)
+            semi_sync = await master.semi_sync_state()
+            await master.aclose()
+            assert semi_sync.master_active and semi_sync.master_clients == 2, semi_sync
+            assert semi_sync.master_unacknowledged_commits == 0, semi_sync  # no fallback to asynchronous
             cluster.kill(1)
 
             async def failover_id() -> int | None:
