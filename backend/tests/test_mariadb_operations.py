@@ -1,7 +1,8 @@
 """The orchestrator on real MariaDB 10.11 servers, through the API and the `mariadb` driver as Ferry's
 least-privilege user: switchovers back and forth under load in two domains (nothing acknowledged lost, one writable
 master each time, everyone replicating from it by GTID, checksums equal, no errant GTID, each window stored);
-failover on SIGKILL of the master with semi-sync on, the restarted old master fenced; refusals that change nothing
+failover on SIGKILL of the master with semi-sync on, the restarted old master fenced; a manual failover that levels
+the chosen replica from its peer by START SLAVE UNTIL; refusals that change nothing
 (errant GTID, no log_bin, replication user missing, wrong passwords), each a named failing check; undo when the
 candidate stops applying; a drill with canaries in every domain; a replica's duplicate-key error through the API."""
 
@@ -346,3 +347,44 @@ async def test_a_replicas_duplicate_key_error_is_shown_through_the_api(
         edge,
         server_error,
     )
+
+
+async def test_manual_failover_levels_the_chosen_replica_from_its_peer(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    """Server 2 has the newest of domain 1, server 3 the newest of domain 2 (each applied the master's binlog UNTIL
+    its domain only): neither is ahead in every domain, so the chosen one first gets the other's domain by START
+    SLAVE UNTIL from its peer, then is promoted; the other follows it and both end with every transaction."""
+    cluster = mariadb_factory(3)
+    cluster.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY);")
+    start = cluster.wait_converged()
+    for n in (2, 3):
+        cluster.sql(n, "STOP SLAVE;")
+    cluster.sql(1, "SET SESSION gtid_domain_id = 1; INSERT INTO app.t VALUES (1), (2); INSERT INTO app.t VALUES (3);")
+    cluster.sql(1, "SET SESSION gtid_domain_id = 2; INSERT INTO app.t VALUES (4); INSERT INTO app.t VALUES (5);")
+    everything = cluster.value(1, "@@gtid_binlog_pos")
+    newest = {g.split("-")[0]: g for g in everything.split(",")}
+    cluster.sql(2, f"START SLAVE UNTIL master_gtid_pos = '{start},{newest['1']}';")
+    cluster.sql(3, f"START SLAVE UNTIL master_gtid_pos = '{start},{newest['2']}';")
+    for n, domain in ((2, "1"), (3, "2")):
+        await eventually(f"server {n} at its UNTIL in domain {domain}",
+                         lambda n=n, d=domain: newest[d] in cluster.value(n, "@@gtid_slave_pos"))  # fmt: skip
+    assert "2-1-" not in cluster.value(2, "@@gtid_current_pos"), cluster.value(2, "@@gtid_current_pos")
+    assert "1-1-" not in cluster.value(3, "@@gtid_current_pos"), cluster.value(3, "@@gtid_current_pos")
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        cluster.kill(1)
+        operation = await run_operation(live.app, live.client, cluster_id, "failover", {})
+    assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+    assert "no replica is ahead in every domain" in step(operation, "choose_candidate")["detail"]["why"]
+    assert step(operation, "bring_level")["state"] == "passed", step(operation, "bring_level")
+    new = [n for n, i in ids.items() if i == operation["result"]["new_master_server_id"]][0]
+    other = 5 - new
+    assert cluster.value(new, "@@read_only") == "0" and cluster.replica_status(new) == []
+    want = sorted(everything.split(","))
+    assert sorted(cluster.value(new, "@@gtid_current_pos").split(",")) == want
+    await eventually("the other survivor to have every transaction",
+                     lambda: sorted(cluster.value(other, "@@gtid_current_pos").split(",")) == want)  # fmt: skip
+    assert [c["Master_Port"] for c in cluster.replica_status(other)] == [str(cluster.server(new).port)]
+    rows = {n: cluster.sql(n, "SELECT id FROM app.t ORDER BY id") for n in (new, other)}
+    assert rows[new] == rows[other] == [[str(i)] for i in range(1, 6)], rows
