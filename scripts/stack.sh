@@ -12,7 +12,7 @@
 # and possible beside the ferryd stack too: the end-to-end suite does that) adds the seed-000 shape as the cluster
 # "seed000": masters 1 and 2 writing in domains 1 and 2, server 3 a multi-source replica of both (connections m1,
 # m2), servers 4 and 5 replicas of server 3; discovered from server 3. MariaDB's data is disposable: `stop` stops
-# each mariadbd by pid and removes its directories.
+# each mariadbd by pid and removes its directories (and the MariaDB stack's control plane database).
 #
 #   scripts/stack.sh start   start what is not running; write $FERRY_RUN_DIR/stack.json (API URL, an admin
 #                            API token, the cluster's id, the node addresses, the node admin token, and the
@@ -78,6 +78,9 @@ stop() {
       echo "stopped MariaDB cluster $name"
     fi
   done
+  # The MariaDB stack's own control plane database describes servers whose data just went: it goes too, so the
+  # next start does not compare new GTIDs with the old servers' positions.
+  rm -f "$run/control-mariadb.sqlite3"
 }
 
 start_nodes() {
