@@ -3,7 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { usePollInterval } from "../live/LiveContext";
 import { api, unwrap } from "./client";
-import { LAG_RANGE_MS, queryKeys, type LagRange } from "./queryKeys";
+import { LAG_RANGE_MS, queryKeys, type TimeWindow } from "./queryKeys";
 
 /** Every cluster with its summary (health, masters, replicas, worst lag) and last drill, in one request. */
 export function useClustersOverview() {
@@ -52,13 +52,14 @@ export function usePositions(clusterId: number) {
   });
 }
 
-/** Lag samples over the last `range`; `live` refetches every 2 s so the window slides. */
-export function useLagHistory(clusterId: number, range: LagRange, domain: number | null, live: boolean) {
+/** Lag samples over a window: the last `range` (`live` refetches every 2 s so it slides) or fixed instants. */
+export function useLagHistory(clusterId: number, window: TimeWindow, domain: number | null, live: boolean) {
+  const fixed = !("range" in window);
   return useQuery({
-    queryKey: queryKeys.lagHistory(clusterId, { range, domain }),
+    queryKey: queryKeys.lagHistory(clusterId, { window, domain }),
     queryFn: () => {
-      const until = new Date();
-      const since = new Date(until.getTime() - LAG_RANGE_MS[range]);
+      const until = "range" in window ? new Date() : new Date(window.untilMs);
+      const since = "range" in window ? new Date(until.getTime() - LAG_RANGE_MS[window.range]) : new Date(window.sinceMs);
       return unwrap(
         api.GET("/api/v1/clusters/{cluster_id}/lag/history", {
           params: {
@@ -68,7 +69,7 @@ export function useLagHistory(clusterId: number, range: LagRange, domain: number
         }),
       );
     },
-    refetchInterval: live ? 2000 : false,
+    refetchInterval: live && !fixed ? 2000 : false,
     placeholderData: (previous) => previous,
   });
 }

@@ -1,8 +1,11 @@
-// One Recharts line chart of lag over time (seconds or transactions), one step line per replica and domain.
+// One Recharts line chart of lag over time (seconds or transactions), one step line per replica and domain;
+// dragging across it zooms to the instants dragged over (`onZoom`).
 import { CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import { timeTicks } from "../../components/timeAxis";
 import { formatLagSeconds, formatLagTransactions } from "../../lib/format";
 import { seriesColor } from "../interleavings/domainColors";
 import type { LagSeries } from "./lagSeries";
+import { useDragZoom } from "./useDragZoom";
 
 interface LagChartProps {
   title: string;
@@ -10,9 +13,8 @@ interface LagChartProps {
   series: LagSeries[];
   sinceMs: number;
   untilMs: number;
+  onZoom?: (sinceMs: number, untilMs: number) => void;
 }
-
-const TICKS = 6;
 
 function timeLabel(t: number, spanMs: number): string {
   const date = new Date(t);
@@ -21,21 +23,18 @@ function timeLabel(t: number, spanMs: number): string {
     : date.toLocaleTimeString(undefined, { hour12: false });
 }
 
-/** Evenly spaced time ticks over the whole range (Recharts would place them at data points only). */
-export function timeTicks(sinceMs: number, untilMs: number, count = TICKS): number[] {
-  const step = (untilMs - sinceMs) / (count - 1);
-  return Array.from({ length: count }, (_, i) => Math.round(sinceMs + i * step));
-}
-
-export function LagChart({ title, metric, series, sinceMs, untilMs }: LagChartProps) {
+export function LagChart({ title, metric, series, sinceMs, untilMs, onZoom }: LagChartProps) {
   const format = metric === "seconds" ? formatLagSeconds : formatLagTransactions;
   const points = series.reduce((n, s) => n + s.points.length, 0);
+  const zoom = useDragZoom(sinceMs, untilMs, onZoom ?? (() => undefined));
   return (
     <figure className="chart" aria-label={title} data-points={points}>
       <figcaption>
-        <strong>{title}</strong> <span className="small muted">({points} points)</span>
+        <strong>{title}</strong> <span className="small muted">({points} points{onZoom ? "; drag across to zoom in" : ""})</span>
       </figcaption>
-      <ResponsiveContainer width="100%" height={260}>
+      <div className="zoomable" ref={zoom.ref} {...(onZoom ? zoom.handlers : {})} data-testid={`${metric}-zoom`}>
+      {zoom.band ? <div className="zoom-band" style={{ left: zoom.band.left, width: zoom.band.width }} aria-hidden="true" /> : null}
+      <ResponsiveContainer width="100%" height={260} initialDimension={{ width: 800, height: 260 }}>
         <LineChart margin={{ top: 8, right: 24, bottom: 8, left: 8 }}>
           <CartesianGrid strokeDasharray="3 3" />
           <XAxis
@@ -65,6 +64,7 @@ export function LagChart({ title, metric, series, sinceMs, untilMs }: LagChartPr
           ))}
         </LineChart>
       </ResponsiveContainer>
+      </div>
     </figure>
   );
 }

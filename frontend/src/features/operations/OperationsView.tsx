@@ -1,5 +1,6 @@
 // The Operations tab: for operators, the guarded actions (switchover first) and the server flags (maintenance,
-// fences, failover acknowledgement); for everyone, the history. A
+// fences, failover acknowledgement); for everyone, the history (the write-unavailability window of each switchover
+// and failover over time, then the table). A
 // viewer sees no control that changes state, only a line saying why.
 import { useTopology } from "../../api/queries";
 import { useAuth } from "../../auth/AuthProvider";
@@ -11,6 +12,7 @@ import { RepointForm, StartStopReplication } from "./ReplicationActions";
 import { BringLevelForm, ReadOnlyForm } from "./ServerActions";
 import { FailoverSuspension, ServerFlags } from "./ServerFlags";
 import { SwitchoverForm } from "./SwitchoverForm";
+import { UnavailabilityHistory } from "./UnavailabilityChart";
 
 export function OperationsView({ clusterId, clusterName }: { clusterId: number; clusterName: string }) {
   const topology = useTopology(clusterId);
@@ -47,6 +49,7 @@ export function OperationsView({ clusterId, clusterName }: { clusterId: number; 
       </RequireRole>
       <section aria-labelledby="history-heading">
         <h2 id="history-heading">History</h2>
+        <UnavailabilityHistory clusterId={clusterId} />
         <OperationHistory clusterId={clusterId} serverName={serverName} />
       </section>
     </>

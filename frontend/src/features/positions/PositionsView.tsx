@@ -1,22 +1,25 @@
 // The Positions tab: servers × domains, each cell the server's GTID in that domain with how far it is behind the
-// most advanced server and its reported lag; a column says which servers could be master now (ahead of all).
+// most advanced server (the cell's colour by transactions behind, the most advanced starred) and its reported lag;
+// a column says which servers could be master now (ahead of all).
 import type { Schemas } from "../../api/client";
 import { usePositions } from "../../api/queries";
 import { QueryState } from "../../components/QueryState";
 import { Badge, HealthBadge } from "../../components/StatusBadge";
 import { formatLagSeconds, formatLagTransactions } from "../../lib/format";
+import { BEHIND_LEVELS, behindLevel } from "./behindScale";
 
 function Cell({ cell }: { cell: Schemas["PositionCell"] | undefined }) {
   if (!cell || cell.gtid == null) return <td className="muted">none</td>;
   const behind = cell.behind_transactions;
+  const level = behindLevel(behind);
   return (
-    <td className={behind > 0 ? "cell-behind" : "cell-level"}>
+    <td className={`${behind > 0 ? "cell-behind" : "cell-level"} behind-${level}`} data-behind={behind}>
       <div className="mono">{cell.gtid}</div>
       <div className="small">
         {behind > 0 ? (
           <Badge tone="warn" symbol="▼">{`behind ${formatLagTransactions(behind)}`}</Badge>
         ) : (
-          <Badge tone="ok" symbol="=">most advanced</Badge>
+          <Badge tone="ok" symbol="★">most advanced</Badge>
         )}
         {cell.lag_seconds != null ? <span> · lag {formatLagSeconds(cell.lag_seconds)}</span> : null}
       </div>
@@ -34,6 +37,15 @@ export function PositionsView({ clusterId }: { clusterId: number }) {
         <>
           <p>
             Most advanced (per-domain maximum of every server): <span className="mono">{data.most_advanced || "—"}</span>
+          </p>
+          <p className="small behind-legend" aria-label="Cell colours">
+            <span className="legend-cell behind-ahead">★ most advanced in the domain</span>
+            {BEHIND_LEVELS.map(({ level, label }) => (
+              <span key={level} className={`legend-cell behind-${level}`}>
+                {label}
+              </span>
+            ))}
+            <span className="muted"> transactions behind</span>
           </p>
           <div className="scroll-x">
             <table className="data positions" aria-label="Positions: servers by domains">

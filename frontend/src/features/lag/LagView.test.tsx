@@ -1,0 +1,109 @@
+// The lag view against a fake backend: the range picker (15 min by default, 6 h, a custom range) and a zoom by
+// dragging across a chart each change the URL and the exact window asked for.
+import { fireEvent, screen, waitFor } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { useLocation } from "react-router-dom";
+import { describe, expect, it, vi } from "vitest";
+import type { Schemas } from "../../api/client";
+import { TOPOLOGY } from "../../test/fixtures";
+import { mockApi, type RecordedRequest } from "../../test/mockApi";
+import { renderSignedIn } from "../../test/render";
+import { LagView } from "./LagView";
+
+const SERVERS = TOPOLOGY.nodes.map((n) => ({ id: n.server_id, name: n.name }));
+
+function history(request: RecordedRequest): Schemas["LagHistory"] {
+  return {
+    cluster_id: 1,
+    since: request.query.get("since")!,
+    until: request.query.get("until")!,
+    truncated: false,
+    at_start: [],
+    samples: [
+      { link_id: 10, replica_server_id: 2, master_server_id: 1, connection: "main", domain_id: 1, transactions: 4, seconds: 1.5, sampled_at: request.query.get("since")! },
+    ],
+  } as Schemas["LagHistory"];
+}
+
+function Search() {
+  return <output data-testid="search">{decodeURIComponent(useLocation().search)}</output>;
+}
+
+const span = (r: RecordedRequest) => Date.parse(r.query.get("until")!) - Date.parse(r.query.get("since")!);
+
+function setup(url: string) {
+  const api = mockApi({
+    "GET /api/v1/clusters/1/lag/history": (request) => ({ body: history(request) }),
+    "GET /api/v1/clusters/1/servers": () => ({ body: SERVERS }),
+    "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+  });
+  renderSignedIn(
+    <>
+      <LagView clusterId={1} />
+      <Search />
+    </>,
+    { role: "viewer", url },
+  );
+  const lagRequests = () => api.requests.filter((r) => r.path.endsWith("/lag/history"));
+  return { lagRequests };
+}
+
+describe("LagView", () => {
+  it("asks for the last 15 minutes, then for the range picked, kept in the URL", async () => {
+    const { lagRequests } = setup("/clusters/1/lag");
+    const figure = await screen.findByRole("figure", { name: "Lag in transactions" });
+    await waitFor(() => expect(Number(figure.getAttribute("data-points"))).toBeGreaterThan(0));
+    expect(span(lagRequests()[0]!)).toBe(15 * 60_000);
+    expect(lagRequests()[0]!.query.get("limit")).toBe("10000");
+    expect(screen.getByRole("radio", { name: "15 min" })).toHaveProperty("checked", true);
+
+    await userEvent.setup().click(screen.getByRole("radio", { name: "6 hours" }));
+    expect(screen.getByTestId("search").textContent).toBe("?range=6h");
+    await waitFor(() => expect(span(lagRequests().at(-1)!)).toBe(6 * 3_600_000));
+  });
+
+  it("asks for exactly the custom range typed", async () => {
+    const { lagRequests } = setup("/clusters/1/lag?range=1h");
+    await screen.findByRole("figure", { name: "Lag in seconds" });
+    expect(span(lagRequests()[0]!)).toBe(3_600_000);
+    const user = userEvent.setup();
+    await user.click(screen.getByRole("radio", { name: "custom" }));
+    const form = screen.getByRole("form", { name: "Custom range" });
+    fireEvent.change(screen.getByLabelText("From"), { target: { value: "2025-01-01T10:00:00" } });
+    fireEvent.change(screen.getByLabelText("To"), { target: { value: "2025-01-01T09:00:00" } });
+    expect(form.textContent).toContain("the start must be before the end");
+    expect(screen.getByRole("button", { name: "Show" })).toHaveProperty("disabled", true);
+    fireEvent.change(screen.getByLabelText("To"), { target: { value: "2025-01-01T12:30:00" } });
+    await user.click(screen.getByRole("button", { name: "Show" }));
+
+    const from = new Date("2025-01-01T10:00:00").toISOString();
+    const to = new Date("2025-01-01T12:30:00").toISOString();
+    expect(screen.getByTestId("search").textContent).toBe(`?range=custom&from=${from}&to=${to}`);
+    await waitFor(() => expect(lagRequests().at(-1)!.query.get("since")).toBe(from));
+    expect(lagRequests().at(-1)!.query.get("until")).toBe(to);
+    expect(screen.getByText("a fixed range: not live")).toBeTruthy();
+  });
+
+  it("zooms into the instants dragged across", async () => {
+    vi.spyOn(Element.prototype, "getBoundingClientRect").mockReturnValue({
+      left: 0, width: 800, top: 0, height: 260, right: 800, bottom: 260, x: 0, y: 0, toJSON: () => ({}),
+    } as DOMRect);
+    const { lagRequests } = setup("/clusters/1/lag?range=custom&from=2025-01-01T00:00:00.000Z&to=2025-01-01T01:00:00.000Z");
+    await screen.findByRole("figure", { name: "Lag in seconds" });
+    expect(lagRequests()[0]!.query.get("since")).toBe("2025-01-01T00:00:00.000Z");
+
+    const plot = screen.getByTestId("seconds-zoom");
+    fireEvent.mouseDown(plot, { button: 0, clientX: 200 });
+    fireEvent.mouseMove(plot, { clientX: 600 });
+    expect(plot.querySelector(".zoom-band")).not.toBeNull();
+    fireEvent.mouseUp(plot, { clientX: 600 });
+
+    expect(screen.getByTestId("search").textContent).toBe("?range=custom&from=2025-01-01T00:15:00.000Z&to=2025-01-01T00:45:00.000Z");
+    await waitFor(() => expect(lagRequests().at(-1)!.query.get("since")).toBe("2025-01-01T00:15:00.000Z"));
+    expect(lagRequests().at(-1)!.query.get("until")).toBe("2025-01-01T00:45:00.000Z");
+    // A click (no drag) zooms nothing.
+    fireEvent.mouseDown(plot, { button: 0, clientX: 300 });
+    fireEvent.mouseUp(plot, { clientX: 302 });
+    expect(screen.getByTestId("search").textContent).toContain("from=2025-01-01T00:15:00.000Z");
+  });
+});

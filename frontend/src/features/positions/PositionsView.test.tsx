@@ -1,0 +1,46 @@
+// The position matrix against a fake backend: each cell coloured by how far its server is behind in that domain,
+// the most advanced starred, a legend naming the colours.
+import { screen, within } from "@testing-library/react";
+import { describe, expect, it } from "vitest";
+import type { Schemas } from "../../api/client";
+import { mockApi } from "../../test/mockApi";
+import { renderSignedIn } from "../../test/render";
+import { PositionsView } from "./PositionsView";
+
+const cell = (gtid: string, behind: number): Schemas["PositionCell"] => ({
+  gtid, seq_no: Number(gtid.split("-")[2]), behind_transactions: behind, lag_seconds: null,
+});
+const row = (id: number, name: string, cells: Record<string, Schemas["PositionCell"]>): Schemas["PositionRow"] => ({
+  server_id: id, name, health: "healthy", gtid_current_pos: null, gtid_binlog_pos: null, cells, ahead_of_all: id === 1,
+});
+
+const MATRIX: Schemas["PositionMatrix"] = {
+  cluster_id: 1,
+  domains: [1, 2],
+  most_advanced: "1-1-1500,2-2-40",
+  could_be_master: [1],
+  rows: [
+    row(1, "a", { "1": cell("1-1-1500", 0), "2": cell("2-2-35", 5) }),
+    row(2, "b", { "1": cell("1-1-1450", 50), "2": cell("2-2-40", 0) }),
+    row(3, "c", { "1": cell("1-1-200", 1300), "2": cell("2-2-40", 0) }),
+  ],
+};
+
+describe("PositionsView", () => {
+  it("colours each cell by transactions behind and stars the most advanced per domain", async () => {
+    const { requests } = mockApi({ "GET /api/v1/clusters/1/positions": () => ({ body: MATRIX }) });
+    renderSignedIn(<PositionsView clusterId={1} />, { role: "viewer" });
+    const table = await screen.findByRole("table", { name: "Positions: servers by domains" });
+    const cells = (name: string) =>
+      within(within(table).getByRole("row", { name: new RegExp(`^${name} `) }))
+        .getAllByRole("cell")
+        .filter((td) => td.hasAttribute("data-behind"));
+    expect(cells("a").map((td) => td.className)).toEqual(["cell-level behind-ahead", "cell-behind behind-b1"]);
+    expect(cells("b").map((td) => td.className)).toEqual(["cell-behind behind-b10", "cell-level behind-ahead"]);
+    expect(cells("c").map((td) => td.className)).toEqual(["cell-behind behind-b1000", "cell-level behind-ahead"]);
+    expect(cells("c")[0]!.textContent).toBe("1-1-200▼ behind 1,300 txn");
+    expect(cells("a")[0]!.textContent).toBe("1-1-1500★ most advanced");
+    expect(screen.getByLabelText("Cell colours").textContent).toContain("★ most advanced in the domain");
+    expect(requests.map((r) => r.path)).toEqual(["/api/v1/clusters/1/positions"]);
+  });
+});
