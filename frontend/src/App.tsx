@@ -7,6 +7,7 @@ import { ApiError } from "./api/client";
 import { AuthProvider, useAuth } from "./auth/AuthProvider";
 import { Layout } from "./components/Layout";
 import { ClusterPage } from "./pages/ClusterPage";
+import { CollectorPage } from "./pages/CollectorPage";
 import { ClustersPage } from "./pages/ClustersPage";
 import { SignInPage } from "./pages/SignInPage";
 
@@ -29,6 +30,7 @@ function Routed() {
     <Layout>
       <Routes>
         <Route path="/" element={<ClustersPage />} />
+        <Route path="/collector" element={<CollectorPage />} />
         <Route path="/clusters/:clusterId" element={<ClusterPage />} />
         <Route path="/clusters/:clusterId/:tab" element={<ClusterPage />} />
         <Route path="*" element={<Navigate to="/" replace />} />

@@ -1,4 +1,5 @@
-// The page frame: a skip link, the header (home link, the token's name and role, sign out) and the main region.
+// The page frame: a skip link, the header (home link, collector health, the token's name and role, sign out) and the
+// main region.
 import type { ReactNode } from "react";
 import { Link } from "react-router-dom";
 import { useAuth } from "../auth/AuthProvider";
@@ -15,6 +16,7 @@ export function Layout({ children }: { children: ReactNode }) {
           Ferry
         </Link>
         <span className="muted">replication control plane</span>
+        <Link to="/collector">Collector health</Link>
         <span className="spacer" />
         <span className="role" aria-label={`Signed in as ${role ?? "unknown"}`}>
           {name ? <span className="muted">{name} · </span> : null}
