@@ -17,6 +17,8 @@ export interface MariadbCluster {
   id: number;
   name: string;
   servers: MariadbServer[];
+  /** The logins mariadb_cluster.py created: Ferry's (admin), the replicas' (replication), the load writer's. */
+  users: Record<"admin" | "replication" | "workload", { user: string; password: string }>;
   server: (number: number) => MariadbServer;
   /** Runs `statements` as root on server `number`; returns the rows (tab-separated cells). */
   sql: (number: number, statements: string) => string[][];
@@ -25,7 +27,7 @@ export interface MariadbCluster {
 export function mariadbCluster(stack: Stack, name: string): MariadbCluster {
   const entry = stack.mariadb_clusters?.find((c) => c.name === name);
   if (!entry) throw new Error(`the stack has no MariaDB cluster ${name} (scripts/test-e2e.sh starts seed000)`);
-  const state = JSON.parse(readFileSync(entry.cluster_json, "utf8")) as { servers: MariadbServer[] };
+  const state = JSON.parse(readFileSync(entry.cluster_json, "utf8")) as Pick<MariadbCluster, "servers" | "users">;
   const server = (number: number) => {
     const found = state.servers.find((s) => s.number === number);
     if (!found) throw new Error(`${name} has no server ${number}`);
@@ -40,5 +42,5 @@ export function mariadbCluster(stack: Stack, name: string): MariadbCluster {
       .split("\n")
       .filter((line) => line !== "")
       .map((line) => line.split("\t"));
-  return { id: entry.id, name, servers: state.servers, server, sql };
+  return { id: entry.id, name, servers: state.servers, users: state.users, server, sql };
 }

@@ -3,7 +3,8 @@
 // The multi-source replica's positions show both domains; its binlog interleaves them while each master's holds
 // its own domain only, and the interleavings view shows that (the replica's lane alternates between the domains,
 // each master's lane is one domain, its transactions on 4 of the 5 servers at most). A replica stopped by a real duplicate-key error
-// shows the server's code (1062) and message in the topology.
+// shows the server's code (1062) and message in the topology. An operator registers the same servers as another
+// cluster through the credentials form, and discovery from the seed finds all five.
 import { mariadbCluster } from "../mariadb";
 import { expect, test } from "../fixtures";
 
@@ -114,4 +115,43 @@ test("a replica stopped by a duplicate key shows MariaDB's error code and messag
   await expect
     .poll(() => seed.sql(5, `SELECT note FROM ${table} WHERE id = 1`)[0]?.[0], { message: "server 5 replicates again" })
     .toBe("from master 1");
+});
+
+test("an operator registers a cluster from one seed server with the credentials form", async ({ page, signIn, stack, api }) => {
+  const seed = mariadbCluster(stack, "seed000");
+  const name = `form-${Date.now()}`;
+  const { admin, replication } = seed.users;
+  await signIn("operator");
+  await page.getByText("Register a cluster").click();
+  const form = page.getByRole("form", { name: "Register a cluster" });
+  await form.getByLabel("Cluster name").fill(name);
+  await expect(form.getByLabel("Kind")).toHaveValue("mariadb");
+  await form.getByLabel("Host").fill("127.0.0.1");
+  await form.getByLabel("SQL port").fill(String(seed.server(3).port));
+  await form.getByLabel("Database user").fill(admin.user);
+  await form.getByLabel("Database password").fill(admin.password);
+  await form.getByLabel("Replication user").fill(replication.user);
+  await form.getByLabel("Replication password").fill(replication.password);
+  await form.getByRole("button", { name: "Register and discover" }).click();
+
+  const outcome = form.getByRole("status", { name: "Registration outcome" });
+  await expect(outcome).toContainText(`Registered ${name} with 5 servers`);
+  await expect(outcome.getByRole("list", { name: "Stored logins" })).toContainText("database password: stored");
+  // Write-only: the passwords are gone from the form and from the page.
+  await expect(form.getByLabel("Database password")).toHaveValue("");
+  await expect(form.getByLabel("Replication password")).toHaveValue("");
+  expect(await page.content()).not.toContain(admin.password);
+
+  const id = Number(/\/clusters\/(\d+)\//.exec((await outcome.getByRole("link", { name }).getAttribute("href"))!)![1]);
+  try {
+    await outcome.getByRole("link", { name }).click();
+    await expect(page.getByRole("heading", { level: 1, name })).toBeVisible();
+    await expect(page.getByRole("alert", { name: "Clear-text transport" })).toBeVisible();
+    const servers = page.getByRole("table", { name: "Servers" });
+    await expect(servers.getByRole("row")).toHaveCount(6);
+    await expect(servers.getByRole("row").filter({ hasText: "★ master" })).toHaveCount(2);
+    await expect(servers).not.toContainText("version not read yet");
+  } finally {
+    expect((await api.delete(`/api/v1/clusters/${id}`)).status()).toBe(204);
+  }
 });
