@@ -54,3 +54,23 @@ export function useUrlIntList(name: string): [number[], (values: number[]) => vo
   );
   return [value, setValue];
 }
+
+/** A free string parameter (validated by the caller); empty or null removes it. */
+export function useUrlString(name: string): [string | null, (value: string | null) => void] {
+  const [params, setParams] = useSearchParams();
+  const value = params.get(name);
+  const setValue = useCallback(
+    (next: string | null) =>
+      setParams(
+        (current) => {
+          const updated = new URLSearchParams(current);
+          if (next) updated.set(name, next);
+          else updated.delete(name);
+          return updated;
+        },
+        { replace: true },
+      ),
+    [name, setParams],
+  );
+  return [value, setValue];
+}

@@ -1,13 +1,16 @@
-// The Stream interleavings tab: each server's recent binlog as a lane; a domain filter and live/paused kept in
-// the URL (?domains=1,2&live=paused&last=50); what is shown freezes while paused.
-import { useEffect, useState } from "react";
+// The Stream interleavings tab: each server's recent binlog as a lane, the master's commit groups outlined; a
+// domain filter, live/paused and a picked GTID kept in the URL (?domains=1,2&live=paused&last=50&gtid=1-1-42);
+// what is shown freezes while paused.
+import { useEffect, useMemo, useState } from "react";
 import type { Schemas } from "../../api/client";
-import { useInterleavings } from "../../api/queries";
+import { useInterleavings, useTopology } from "../../api/queries";
 import { LiveToggle, useLiveChoice } from "../../components/LiveToggle";
 import { QueryState } from "../../components/QueryState";
-import { useUrlChoice, useUrlIntList } from "../../lib/useUrlState";
+import { useUrlChoice, useUrlIntList, useUrlString } from "../../lib/useUrlState";
 import { alignLanes } from "./align";
+import { GTID_PATTERN, commitGroupMarks } from "./commitGroups";
 import { domainColor } from "./domainColors";
+import { GtidPicker } from "./GtidPicker";
 import { Lanes } from "./Lanes";
 
 const LIMITS = ["20", "50", "100", "200"] as const;
@@ -17,6 +20,9 @@ export function InterleavingsView({ clusterId }: { clusterId: number }) {
   const [live, setLive] = useLiveChoice();
   const [limit, setLimit] = useUrlChoice("last", LIMITS, "50");
   const query = useInterleavings(clusterId, Number(limit), null, live);
+  const topology = useTopology(clusterId);
+  const [gtidParam, setPicked] = useUrlString("gtid");
+  const picked = gtidParam && GTID_PATTERN.test(gtidParam) ? gtidParam : null;
   const [frozen, setFrozen] = useState<Schemas["Interleavings"] | null>(null);
   const [highlighted, setHighlighted] = useState<string | null>(null);
 
@@ -27,6 +33,12 @@ export function InterleavingsView({ clusterId }: { clusterId: number }) {
 
   const shown = live ? query.data : (frozen ?? query.data);
   const alignment = alignLanes(shown?.servers ?? [], domains);
+  const masters = useMemo(
+    () => topology.data?.nodes.filter((n) => n.role === "master").map((n) => n.server_id) ?? [],
+    [topology.data],
+  );
+  const groups = commitGroupMarks(alignment.lanes, masters);
+  const groupCount = new Set([...groups.values()].flat().flatMap((mark) => (mark ? [mark.id] : []))).size;
   const toggle = (domain: number) =>
     setDomains(domains.includes(domain) ? domains.filter((d) => d !== domain) : [...domains, domain]);
 
@@ -55,6 +67,7 @@ export function InterleavingsView({ clusterId }: { clusterId: number }) {
           </select>
         </label>
         <LiveToggle live={live} onChange={setLive} />
+        <GtidPicker picked={picked} onPick={setPicked} />
       </div>
       {alignment.lanes.length > 1 ? (
         <p className="small">
@@ -63,7 +76,19 @@ export function InterleavingsView({ clusterId }: { clusterId: number }) {
             : "Every server shows the shared transactions in the same order."}
         </p>
       ) : null}
-      <Lanes alignment={alignment} highlighted={highlighted} onHighlight={setHighlighted} />
+      <p className="small">
+        {groupCount > 0
+          ? `Outlined together: transactions the master committed in one group (${groupCount} groups shown).`
+          : "No transactions committed in one group among those shown."}
+      </p>
+      <Lanes
+        alignment={alignment}
+        highlighted={highlighted}
+        onHighlight={setHighlighted}
+        groups={groups}
+        picked={picked}
+        onPick={setPicked}
+      />
     </QueryState>
   );
 }

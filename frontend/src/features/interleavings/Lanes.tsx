@@ -1,14 +1,20 @@
 // The lanes of the interleavings view: one row per server, one block per transaction (coloured by domain and
-// labelled `domain-seq`); hovering or focusing a block highlights the same GTID in every lane. Each lane is one
-// Tab stop; the arrow keys, Home and End move along it.
-import type { KeyboardEvent } from "react";
+// labelled `domain-seq`); hovering or focusing a block highlights the same GTID in every lane; clicking one (or
+// Enter) picks it, and every lane says where the picked GTID sits or that it is not there. Transactions the master
+// committed in one group are outlined together. Each lane is one Tab stop; the arrow keys, Home and End move along it.
+import { useEffect, useRef, type KeyboardEvent } from "react";
 import type { Alignment, Lane } from "./align";
+import { pickedPlace, type GroupMark } from "./commitGroups";
 import { domainColor } from "./domainColors";
 
 interface LanesProps {
   alignment: Alignment;
   highlighted: string | null;
   onHighlight: (gtid: string | null) => void;
+  /** Per lane (server id), each block's commit group mark. */
+  groups?: Map<number, (GroupMark | null)[]>;
+  picked?: string | null;
+  onPick?: (gtid: string) => void;
 }
 
 const MOVES: Record<string, (index: number, last: number) => number> = {
@@ -27,7 +33,10 @@ function moveFocus(event: KeyboardEvent<HTMLLIElement>) {
   (items[move(index, items.length - 1)] as HTMLElement | undefined)?.focus();
 }
 
-function LaneRow({ lane, firstName, highlighted, onHighlight, laneCount }: { lane: Lane; firstName: string } & Omit<LanesProps, "alignment"> & { laneCount: number }) {
+type LaneRowProps = { lane: Lane; firstName: string; laneCount: number; marks: (GroupMark | null)[] } & Omit<LanesProps, "alignment" | "groups">;
+
+function LaneRow({ lane, firstName, highlighted, onHighlight, laneCount, marks, picked, onPick }: LaneRowProps) {
+  const place = picked ? pickedPlace(lane, picked) : null;
   return (
     <div className="lane" role="group" aria-label={`Binlog of ${lane.name}`} data-lane={lane.name}>
       <div className="lane-head">
@@ -43,22 +52,32 @@ function LaneRow({ lane, firstName, highlighted, onHighlight, laneCount }: { lan
               )}
             </>
           )}
+          {place ? (
+            <div className={place.found ? "picked-place" : "picked-place muted"} data-testid="picked-place">
+              {picked}: {place.text}
+            </div>
+          ) : null}
         </div>
       </div>
       <ol className="lane-blocks">
         {lane.blocks.map((block) => {
           const isHighlighted = block.gtid === highlighted;
           const tabStop = highlighted && lane.blocks.some((b) => b.gtid === highlighted) ? isHighlighted : block.index === 0;
+          const isPicked = block.gtid === picked;
+          const mark = marks[block.index] ?? null;
           return (
             <li
               key={block.gtid}
               tabIndex={tabStop ? 0 : -1}
-              onKeyDown={moveFocus}
-              className={`block${isHighlighted ? " block-highlighted" : ""}${block.sharedBy < laneCount ? " block-partial" : ""}`}
+              onKeyDown={(event) => (event.key === "Enter" ? onPick?.(block.gtid) : moveFocus(event))}
+              onClick={() => onPick?.(block.gtid)}
+              className={`block${isHighlighted ? " block-highlighted" : ""}${isPicked ? " block-picked" : ""}${block.sharedBy < laneCount ? " block-partial" : ""}${mark ? ` group group-${mark.place}` : ""}`}
               style={{ backgroundColor: domainColor(block.domain) }}
               data-gtid={block.gtid}
               data-highlighted={isHighlighted ? "true" : undefined}
-              aria-label={`GTID ${block.gtid}, domain ${block.domain}, seq ${block.seqNo}, position ${block.index + 1}${block.sharedBy < laneCount ? `, on ${block.sharedBy} of ${laneCount} servers` : ""}`}
+              data-picked={isPicked ? "true" : undefined}
+              data-group={mark?.id}
+              aria-label={`GTID ${block.gtid}, domain ${block.domain}, seq ${block.seqNo}, position ${block.index + 1}${block.sharedBy < laneCount ? `, on ${block.sharedBy} of ${laneCount} servers` : ""}${mark ? `, committed by the master in one group of ${mark.size}` : ""}`}
               aria-current={isHighlighted ? "true" : undefined}
               onMouseEnter={() => onHighlight(block.gtid)}
               onMouseLeave={() => onHighlight(null)}
@@ -74,9 +93,16 @@ function LaneRow({ lane, firstName, highlighted, onHighlight, laneCount }: { lan
   );
 }
 
-export function Lanes({ alignment, highlighted, onHighlight }: LanesProps) {
+export function Lanes({ alignment, highlighted, onHighlight, groups, picked = null, onPick }: LanesProps) {
   const first = alignment.lanes[0]?.name ?? "";
   const where = highlighted ? alignment.positions.get(highlighted) : undefined;
+  const region = useRef<HTMLDivElement>(null);
+  const pickedShown = picked != null && alignment.positions.has(picked);
+  useEffect(() => {
+    // The lanes scroll together: bring the picked transaction into view.
+    if (!picked) return;
+    region.current?.querySelector(`[data-picked="true"]`)?.scrollIntoView?.({ block: "nearest", inline: "center" });
+  }, [picked, pickedShown]);
   return (
     <>
       <p className="small" aria-live="polite">
@@ -87,7 +113,7 @@ export function Lanes({ alignment, highlighted, onHighlight }: LanesProps) {
               .join(", ")
           : "Oldest on the left. Hover a transaction, or Tab to a lane and move with the arrow keys, to see it in every lane."}
       </p>
-      <div className="lanes">
+      <div className="lanes" ref={region}>
         {alignment.lanes.map((lane) => (
           <LaneRow
             key={lane.serverId}
@@ -96,6 +122,9 @@ export function Lanes({ alignment, highlighted, onHighlight }: LanesProps) {
             highlighted={highlighted}
             onHighlight={onHighlight}
             laneCount={alignment.lanes.length}
+            marks={groups?.get(lane.serverId) ?? []}
+            picked={picked}
+            onPick={onPick}
           />
         ))}
       </div>
