@@ -253,6 +253,11 @@ pub struct NodeStatus {
     /// Largest row event a client transaction may produce (`--event-bytes-max`); refusals are counted in
     /// `counters.refused_event_too_large`.
     pub event_bytes_max: usize,
+    /// The memory and space bounds of replication (`--dump-buffer-bytes-max`, `--read-ahead-bytes-max`,
+    /// `--relay-log-space-bytes-max`); what each holds now is in `replicas` and `replication`.
+    pub dump_buffer_bytes_max: u64,
+    pub read_ahead_bytes_max: u64,
+    pub relay_log_space_bytes_max: u64,
 }
 
 /// What start-up recovery did, for the log and for tests.
@@ -826,6 +831,9 @@ impl Node {
             commits_in_flight: self.commits_in_flight(),
             semi_sync: self.semi_sync.as_ref().map(|s| s.status()),
             event_bytes_max: self.config.limits.event_bytes_max,
+            dump_buffer_bytes_max: self.config.limits.dump_buffer_bytes_max,
+            read_ahead_bytes_max: self.config.limits.read_ahead_bytes_max,
+            relay_log_space_bytes_max: self.config.limits.relay_log_space_bytes_max,
         }
     }
 

@@ -7,6 +7,8 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::binlog::reader::{FileReader, Item, Transaction, TransactionReader};
 use crate::binlog::{BinlogCoord, BinlogError, MAGIC};
@@ -14,6 +16,32 @@ use crate::fault::{self, sites};
 
 /// Default size at which relay files rotate.
 pub const RELAY_FILE_BYTES_MAX: u64 = 16 << 20;
+
+/// The size at which relay files rotate under a relay log space bound: a quarter of it (at most
+/// [`RELAY_FILE_BYTES_MAX`]), so that the SQL side frees space in steps well below the bound.
+pub fn relay_file_bytes_for(space_bytes_max: u64) -> u64 {
+    (space_bytes_max / 4).clamp(MAGIC.len() as u64 + 1, RELAY_FILE_BYTES_MAX)
+}
+
+/// Bytes a relay log's files take on disk: raised by the writer as it appends, lowered by the reader as it
+/// deletes the files it has finished. Shared by the two sides of a connection.
+#[derive(Debug, Default)]
+pub struct RelaySpace(AtomicU64);
+
+impl RelaySpace {
+    pub fn bytes(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    fn add(&self, bytes: u64) {
+        self.0.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    fn sub(&self, bytes: u64) {
+        // Saturating: never below zero, whatever the file sizes said.
+        let _ = self.0.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some(v.saturating_sub(bytes)));
+    }
+}
 
 pub fn relay_file_name(seq: u64) -> String {
     format!("relay.{seq:06}")
@@ -26,6 +54,7 @@ pub struct RelayWriter {
     file_seq: u64,
     offset: u64,
     file_bytes_max: u64,
+    space: Arc<RelaySpace>,
 }
 
 impl RelayWriter {
@@ -36,7 +65,34 @@ impl RelayWriter {
         }
         std::fs::create_dir_all(dir).map_err(|e| BinlogError::io(dir, e))?;
         let (file, offset) = Self::new_file(dir, 1)?;
-        Ok(RelayWriter { dir: dir.to_path_buf(), file, file_seq: 1, offset, file_bytes_max })
+        let space = Arc::new(RelaySpace::default());
+        space.add(offset);
+        Ok(RelayWriter { dir: dir.to_path_buf(), file, file_seq: 1, offset, file_bytes_max, space })
+    }
+
+    /// A reader of this relay log from its start, sharing its space count.
+    pub fn reader(&self) -> Result<RelayReader, BinlogError> {
+        RelayReader::open_with(&self.dir, self.space.clone())
+    }
+
+    /// Bytes the relay log's files take on disk now.
+    pub fn space_bytes(&self) -> u64 {
+        self.space.bytes()
+    }
+
+    /// Whether appending `len` bytes keeps the relay log's files within `space_bytes_max`, with room left for
+    /// one more file header (so that [`RelayWriter::rotate`] never passes it either). A relay log that holds
+    /// no transaction takes any one, however large, so that one larger than the bound is still received.
+    pub fn fits(&self, len: u64, space_bytes_max: u64) -> bool {
+        let header = MAGIC.len() as u64;
+        let space = self.space.bytes();
+        let rotation = if self.offset >= self.file_bytes_max { header } else { 0 };
+        space + len + rotation + header <= space_bytes_max || space <= header
+    }
+
+    /// What the relay log's files take on disk, as the reader lowers it too.
+    pub fn space(&self) -> Arc<RelaySpace> {
+        self.space.clone()
     }
 
     fn new_file(dir: &Path, seq: u64) -> Result<(File, u64), BinlogError> {
@@ -50,15 +106,31 @@ impl RelayWriter {
     /// Appends one transaction's events; returns the coordinate the relay log now ends at.
     pub fn append(&mut self, events: &[u8]) -> Result<BinlogCoord, BinlogError> {
         if self.offset >= self.file_bytes_max {
-            self.file_seq += 1;
-            let (file, offset) = Self::new_file(&self.dir, self.file_seq)?;
-            self.file = file;
-            self.offset = offset;
+            self.next_file()?;
         }
         let path = self.dir.join(relay_file_name(self.file_seq));
         fault::write_all(&mut self.file, events, sites::RELAY_WRITE).map_err(|e| BinlogError::io(path, e))?;
         self.offset += events.len() as u64;
+        self.space.add(events.len() as u64);
         Ok(self.end())
+    }
+
+    /// Starts a new file unless the current one holds no transaction yet, so that the reader can delete the
+    /// current one once it has read it (the IO side does this when it waits for relay space). Returns the end.
+    pub fn rotate(&mut self) -> Result<BinlogCoord, BinlogError> {
+        if self.offset > MAGIC.len() as u64 {
+            self.next_file()?;
+        }
+        Ok(self.end())
+    }
+
+    fn next_file(&mut self) -> Result<(), BinlogError> {
+        let (file, offset) = Self::new_file(&self.dir, self.file_seq + 1)?;
+        self.file_seq += 1;
+        self.file = file;
+        self.offset = offset;
+        self.space.add(offset);
+        Ok(())
     }
 
     pub fn end(&self) -> BinlogCoord {
@@ -71,12 +143,18 @@ pub struct RelayReader {
     dir: PathBuf,
     file_seq: u64,
     reader: TransactionReader,
+    space: Arc<RelaySpace>,
 }
 
 impl RelayReader {
+    /// A reader of the relay log in `dir` (one that keeps its own space count: see [`RelayWriter::reader`]).
     pub fn open(dir: &Path) -> Result<Self, BinlogError> {
+        Self::open_with(dir, Arc::new(RelaySpace::default()))
+    }
+
+    fn open_with(dir: &Path, space: Arc<RelaySpace>) -> Result<Self, BinlogError> {
         let reader = TransactionReader::new(FileReader::open(&dir.join(relay_file_name(1)))?);
-        Ok(RelayReader { dir: dir.to_path_buf(), file_seq: 1, reader })
+        Ok(RelayReader { dir: dir.to_path_buf(), file_seq: 1, reader, space })
     }
 
     /// The next transaction ending at or before `written` (what the writer has finished), or None for now.
@@ -93,10 +171,13 @@ impl RelayReader {
                 Some(Err(e)) => return Err(e),
                 None if self.file_seq < written.file_seq => {
                     let done = self.dir.join(relay_file_name(self.file_seq));
-                    self.file_seq += 1;
-                    let next = self.dir.join(relay_file_name(self.file_seq));
+                    // A finished file was read to its end: its size is where the reader stands.
+                    let done_bytes = self.reader.offset();
+                    let next = self.dir.join(relay_file_name(self.file_seq + 1));
                     self.reader = TransactionReader::new(FileReader::open(&next)?);
+                    self.file_seq += 1;
                     std::fs::remove_file(&done).map_err(|e| BinlogError::io(done, e))?;
+                    self.space.sub(done_bytes);
                 }
                 None => return Ok(None),
             }
@@ -148,6 +229,74 @@ mod tests {
         let w = RelayWriter::create(&relay, 200).unwrap();
         assert_eq!(w.end().file_seq, 1);
         assert_eq!(std::fs::read_dir(&relay).unwrap().count(), 1);
+    }
+
+    fn disk_bytes(dir: &Path) -> u64 {
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum()
+    }
+
+    #[test]
+    fn the_space_count_is_the_files_on_disk_and_a_rotation_lets_the_reader_free_what_it_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let relay = dir.path().join("relay");
+        let mut w = RelayWriter::create(&relay, 1 << 20).unwrap();
+        let mut r = w.reader().unwrap();
+        let space = w.space();
+        assert_eq!(space.bytes(), MAGIC.len() as u64);
+        let mut written = w.end();
+        for seq in 1..=5 {
+            written = w.append(&txn(seq)).unwrap();
+            assert_eq!(space.bytes(), disk_bytes(&relay));
+        }
+        while r.next(written).unwrap().is_some() {}
+        assert!(space.bytes() > MAGIC.len() as u64, "the file being written is kept");
+        assert_eq!(space.bytes(), disk_bytes(&relay));
+        let written = w.rotate().unwrap();
+        assert_eq!(written.file_seq, 2);
+        assert_eq!(w.rotate().unwrap(), written, "a file without transactions is not rotated");
+        assert_eq!(r.next(written).unwrap(), None);
+        assert_eq!(space.bytes(), MAGIC.len() as u64, "the finished file is deleted and no longer counted");
+        assert_eq!(disk_bytes(&relay), MAGIC.len() as u64);
+        // Rotations at the file size are counted the same way.
+        let mut w = RelayWriter::create(&relay, 200).unwrap();
+        let mut r = w.reader().unwrap();
+        let space = w.space();
+        let mut written = w.end();
+        for seq in 1..=20 {
+            written = w.append(&txn(seq)).unwrap();
+            assert_eq!(space.bytes(), disk_bytes(&relay));
+        }
+        while r.next(written).unwrap().is_some() {
+            assert_eq!(space.bytes(), disk_bytes(&relay));
+        }
+        assert_eq!(space.bytes(), disk_bytes(&relay));
+    }
+
+    #[test]
+    fn a_transaction_fits_only_with_room_for_a_file_header_unless_the_relay_log_holds_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = RelayWriter::create(&dir.path().join("relay"), 1 << 20).unwrap();
+        let len = txn(1).len() as u64;
+        let header = MAGIC.len() as u64;
+        // Empty: anything fits, even over the bound.
+        assert!(w.fits(10 * len, len));
+        w.append(&txn(1)).unwrap();
+        let space = header + len;
+        assert!(w.fits(len, space + len + header));
+        assert!(!w.fits(len, space + len + header - 1));
+        let mut r = w.reader().unwrap();
+        let end = w.rotate().unwrap();
+        while r.next(end).unwrap().is_some() {}
+        assert_eq!(r.next(end).unwrap(), None);
+        assert_eq!(w.space_bytes(), header);
+        assert!(w.fits(10 * len, len), "read and deleted: empty again");
+    }
+
+    #[test]
+    fn relay_files_are_a_quarter_of_the_space_bound_at_most_the_default_size() {
+        assert_eq!(relay_file_bytes_for(1 << 30), RELAY_FILE_BYTES_MAX);
+        assert_eq!(relay_file_bytes_for(64 << 10), 16 << 10);
+        assert_eq!(relay_file_bytes_for(0), MAGIC.len() as u64 + 1);
     }
 
     #[test]

@@ -372,6 +372,6 @@ async fn replicas(State(s): State<AppState>) -> Json<serde_json::Value> {
 }
 
 async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    let text = s.metrics.render(&s.node, &s.replication.status());
+    let text = s.metrics.render(&s.node, &s.replication.status(), &s.replicas);
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text)
 }

@@ -78,6 +78,19 @@ pub struct Args {
     /// a larger transaction is refused with EVENT_TOO_LARGE before it joins the commit queue.
     #[arg(long, default_value_t = Limits::default().event_bytes_max)]
     pub event_bytes_max: usize,
+    /// Bytes of binlog the master holds in memory for one replica's stream: reading ahead stops when the bytes
+    /// read and not yet sent reach it, and resumes as the replica drains (never split: a transaction larger than
+    /// it is sent alone).
+    #[arg(long, default_value_t = Limits::default().dump_buffer_bytes_max)]
+    pub dump_buffer_bytes_max: u64,
+    /// Bytes of relay log a replication connection's SQL side reads ahead of what it has applied.
+    #[arg(long, default_value_t = Limits::default().read_ahead_bytes_max)]
+    pub read_ahead_bytes_max: u64,
+    /// Space the relay log files of one replication connection may take (MariaDB's relay_log_space_limit): at it
+    /// the IO side stops receiving (the connection's `waiting_for_relay_space`) until the SQL side has applied
+    /// and purged relay files.
+    #[arg(long, default_value_t = Limits::default().relay_log_space_bytes_max)]
+    pub relay_log_space_bytes_max: u64,
 }
 
 impl Args {
@@ -108,6 +121,9 @@ impl Args {
             txn_bytes_max: self.max_txn_bytes,
             txn_ops_max: self.max_txn_ops,
             event_bytes_max: self.event_bytes_max,
+            dump_buffer_bytes_max: self.dump_buffer_bytes_max,
+            read_ahead_bytes_max: self.read_ahead_bytes_max,
+            relay_log_space_bytes_max: self.relay_log_space_bytes_max,
             ..Limits::default()
         };
         config.check().map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -17,7 +17,8 @@ use tokio::sync::watch;
 
 use crate::replicas::{ReplicaInfo, ReplicaRegistry};
 
-/// Most transactions read from disk per batch before they are sent.
+/// Most transactions read from disk per batch before they are sent (the batch's bytes are bounded by
+/// `--dump-buffer-bytes-max`).
 const BATCH_TXNS_MAX: usize = 512;
 /// Shortest and longest heartbeat interval a replica may ask for.
 const HEARTBEAT_MS_MIN: u32 = 50;
@@ -95,6 +96,8 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
         sent_offset: 0,
         connected_at_us: ferry_core::binlog::writer::now_us(),
         transactions_sent: 0,
+        buffered_bytes: 0,
+        buffered_bytes_peak: 0,
     };
     let registration = registry.register(info, position);
     let wants_acks = node.config().commit.durability.waits_for_replicas();
@@ -118,6 +121,9 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
         })
     };
     let _stop_acks = AbortOnDrop(acks);
+    // What this stream may hold in memory: a batch is read only once the previous one is in the socket, and
+    // reading stops when the batch reaches the bound (a transaction is never split).
+    let buffer_bytes_max = node.config().limits.dump_buffer_bytes_max;
     loop {
         if *stop.borrow() {
             writer.write_all(&send(Response::error(ErrorCode::ShuttingDown, "the master is shutting down"))).await?;
@@ -126,12 +132,16 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
         let end = node.binlog_end();
         let (back, batch) = tokio::task::spawn_blocking(move || {
             let mut batch: Vec<StreamedTxn> = Vec::new();
+            let mut bytes = 0u64;
             let result = loop {
-                if batch.len() >= BATCH_TXNS_MAX {
+                if batch.len() >= BATCH_TXNS_MAX || bytes >= buffer_bytes_max {
                     break Ok(());
                 }
                 match stream.next(end) {
-                    Ok(Some(txn)) => batch.push(txn),
+                    Ok(Some(txn)) => {
+                        bytes += txn.raw.len() as u64;
+                        batch.push(txn);
+                    }
                     Ok(None) => break Ok(()),
                     Err(e) => break Err(e),
                 }
@@ -167,13 +177,14 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
             continue;
         }
         let last = batch.len() - 1;
+        registration.buffered(batch.iter().map(|t| t.raw.len() as u64).sum());
         for (i, txn) in batch.into_iter().enumerate() {
             let file = file_name(txn.end.file_seq);
-            registration.sent(txn.header.gtid, &file, txn.end.offset);
+            let (gtid, end_offset, bytes) = (txn.header.gtid, txn.end.offset, txn.raw.len() as u64);
             let ack = wants_acks && i == last;
-            writer
-                .write_all(&send(Response::ReplTxn { file, end_offset: txn.end.offset, events: txn.raw, ack }))
-                .await?;
+            let frame = send(Response::ReplTxn { file: file.clone(), end_offset, events: txn.raw, ack });
+            writer.write_all(&frame).await?;
+            registration.sent(gtid, &file, end_offset, bytes);
         }
         writer.flush().await?;
     }

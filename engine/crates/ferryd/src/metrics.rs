@@ -1,11 +1,13 @@
 //! Prometheus metrics of a node: commit pipeline counters and histograms (fed by every committed group) and
-//! gauges sampled at scrape time (read-only flag, commits in flight, binlog files, position per domain).
+//! gauges sampled at scrape time (read-only flag, commits in flight, binlog files, position per domain, and each
+//! memory or space bound of replication with what it holds now and at most).
 
 use std::sync::Mutex;
 
 use ferry_core::commit::GroupReport;
 use ferry_core::node::{CommitObserver, Node};
 
+use crate::replicas::ReplicaRegistry;
 use crate::replication::ConnectionView;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -40,6 +42,16 @@ pub struct Metrics {
     replication_applied: Family<DomainLabels, Gauge>,
     replication_conflicts: Family<DomainLabels, Gauge>,
     replication_error: Family<DomainLabels, Gauge>,
+    dump_buffer_bytes_max: Gauge,
+    dump_buffer_bytes: Gauge,
+    dump_buffer_bytes_peak: Gauge,
+    read_ahead_bytes_max: Gauge,
+    relay_log_space_bytes_max: Gauge,
+    replication_read_ahead_bytes: Family<DomainLabels, Gauge>,
+    replication_read_ahead_bytes_peak: Family<DomainLabels, Gauge>,
+    replication_relay_log_space_bytes: Family<DomainLabels, Gauge>,
+    replication_relay_log_space_bytes_peak: Family<DomainLabels, Gauge>,
+    replication_waiting_for_relay_space: Family<DomainLabels, Gauge>,
 }
 
 impl Metrics {
@@ -67,6 +79,16 @@ impl Metrics {
         let replication_applied = Family::<DomainLabels, Gauge>::default();
         let replication_conflicts = Family::<DomainLabels, Gauge>::default();
         let replication_error = Family::<DomainLabels, Gauge>::default();
+        let dump_buffer_bytes_max = Gauge::default();
+        let dump_buffer_bytes = Gauge::default();
+        let dump_buffer_bytes_peak = Gauge::default();
+        let read_ahead_bytes_max = Gauge::default();
+        let relay_log_space_bytes_max = Gauge::default();
+        let replication_read_ahead_bytes = Family::<DomainLabels, Gauge>::default();
+        let replication_read_ahead_bytes_peak = Family::<DomainLabels, Gauge>::default();
+        let replication_relay_log_space_bytes = Family::<DomainLabels, Gauge>::default();
+        let replication_relay_log_space_bytes_peak = Family::<DomainLabels, Gauge>::default();
+        let replication_waiting_for_relay_space = Family::<DomainLabels, Gauge>::default();
         registry.register("commits", "Transactions committed", commits.clone());
         registry.register("commit_groups", "Commit groups written (one binlog write each)", groups.clone());
         registry.register("binlog_fsyncs", "fsyncs of the binlog by group commit", fsyncs.clone());
@@ -134,6 +156,56 @@ impl Metrics {
             replication_conflicts.clone(),
         );
         registry.register("replication_error", "1 when a connection stopped on an error", replication_error.clone());
+        registry.register(
+            "dump_buffer_bytes_max",
+            "Bytes of binlog a replica's stream may hold in memory (--dump-buffer-bytes-max)",
+            dump_buffer_bytes_max.clone(),
+        );
+        registry.register(
+            "dump_buffer_bytes",
+            "Bytes of binlog read for the connected replicas and not yet written to their sockets, all together",
+            dump_buffer_bytes.clone(),
+        );
+        registry.register(
+            "dump_buffer_bytes_peak",
+            "The most bytes one replica's stream held at once since the node started",
+            dump_buffer_bytes_peak.clone(),
+        );
+        registry.register(
+            "read_ahead_bytes_max",
+            "Bytes of relay log a connection's SQL side may read ahead of what it applied (--read-ahead-bytes-max)",
+            read_ahead_bytes_max.clone(),
+        );
+        registry.register(
+            "relay_log_space_bytes_max",
+            "Space a connection's relay log files may take (--relay-log-space-bytes-max)",
+            relay_log_space_bytes_max.clone(),
+        );
+        registry.register(
+            "replication_read_ahead_bytes",
+            "Bytes a connection's SQL side has read ahead of what it applied",
+            replication_read_ahead_bytes.clone(),
+        );
+        registry.register(
+            "replication_read_ahead_bytes_peak",
+            "The most bytes a connection's SQL side held read ahead at once since it started",
+            replication_read_ahead_bytes_peak.clone(),
+        );
+        registry.register(
+            "replication_relay_log_space_bytes",
+            "Bytes a connection's relay log files take on disk",
+            replication_relay_log_space_bytes.clone(),
+        );
+        registry.register(
+            "replication_relay_log_space_bytes_peak",
+            "The most bytes a connection's relay log files took at once since it started",
+            replication_relay_log_space_bytes_peak.clone(),
+        );
+        registry.register(
+            "replication_waiting_for_relay_space",
+            "1 while a connection's IO side waits for the SQL side to free relay log space",
+            replication_waiting_for_relay_space.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             commits,
@@ -158,11 +230,21 @@ impl Metrics {
             replication_applied,
             replication_conflicts,
             replication_error,
+            dump_buffer_bytes_max,
+            dump_buffer_bytes,
+            dump_buffer_bytes_peak,
+            read_ahead_bytes_max,
+            relay_log_space_bytes_max,
+            replication_read_ahead_bytes,
+            replication_read_ahead_bytes_peak,
+            replication_relay_log_space_bytes,
+            replication_relay_log_space_bytes_peak,
+            replication_waiting_for_relay_space,
         }
     }
 
     /// Samples the node's gauges and renders everything in the Prometheus text format.
-    pub fn render(&self, node: &Node, connections: &[ConnectionView]) -> String {
+    pub fn render(&self, node: &Node, connections: &[ConnectionView], replicas: &ReplicaRegistry) -> String {
         let status = node.status();
         if let Some(semi) = &status.semi_sync {
             self.semi_sync_on.set(i64::from(semi.state == "on"));
@@ -175,6 +257,12 @@ impl Metrics {
             self.replication_applied.get_or_create(&conn).set(c.transactions_applied as i64);
             self.replication_conflicts.get_or_create(&conn).set(c.conflicts as i64);
             self.replication_error.get_or_create(&conn).set(i64::from(c.last_error.is_some()));
+            self.replication_read_ahead_bytes.get_or_create(&conn).set(c.read_ahead_bytes as i64);
+            self.replication_read_ahead_bytes_peak.get_or_create(&conn).set(c.read_ahead_bytes_peak as i64);
+            self.replication_relay_log_space_bytes.get_or_create(&conn).set(c.relay_log_space_bytes as i64);
+            self.replication_relay_log_space_bytes_peak.get_or_create(&conn).set(c.relay_log_space_bytes_peak as i64);
+            let waiting = i64::from(c.waiting_for_relay_space);
+            self.replication_waiting_for_relay_space.get_or_create(&conn).set(waiting);
             for (domain, lag) in &c.lag {
                 let labels =
                     vec![("connection".to_string(), c.name.clone()), ("domain".to_string(), domain.to_string())];
@@ -188,6 +276,11 @@ impl Metrics {
         self.binlog_files.set(status.binlog_files.len() as i64);
         self.event_bytes_max.set(status.event_bytes_max as i64);
         self.refused_event_too_large.set(status.counters.refused_event_too_large as i64);
+        self.dump_buffer_bytes_max.set(status.dump_buffer_bytes_max as i64);
+        self.dump_buffer_bytes.set(replicas.buffered_bytes() as i64);
+        self.dump_buffer_bytes_peak.set(replicas.buffered_bytes_peak() as i64);
+        self.read_ahead_bytes_max.set(status.read_ahead_bytes_max as i64);
+        self.relay_log_space_bytes_max.set(status.relay_log_space_bytes_max as i64);
         for gtid in node.position().iter() {
             self.binlog_seq.get_or_create(&vec![("domain".to_string(), gtid.domain.to_string())]).set(gtid.seq as i64);
         }

@@ -26,12 +26,18 @@ pub struct ReplicaInfo {
     pub sent_offset: u64,
     pub connected_at_us: u64,
     pub transactions_sent: u64,
+    /// Bytes of binlog read for this replica and not yet written to its socket (at most about
+    /// `--dump-buffer-bytes-max`), and the most it held at once.
+    pub buffered_bytes: u64,
+    pub buffered_bytes_peak: u64,
 }
 
 #[derive(Default)]
 pub struct ReplicaRegistry {
     next_id: AtomicU64,
     replicas: Mutex<BTreeMap<u64, (ReplicaInfo, GtidPosition)>>,
+    /// The most bytes any one replica's stream held at once since the node started.
+    buffered_bytes_peak: AtomicU64,
 }
 
 /// Keeps a replica listed while its dump stream lives.
@@ -50,6 +56,16 @@ impl ReplicaRegistry {
     pub fn list(&self) -> Vec<ReplicaInfo> {
         self.replicas.lock().values().map(|(info, _)| info.clone()).collect()
     }
+
+    /// Bytes the connected replicas' streams hold now, all together.
+    pub fn buffered_bytes(&self) -> u64 {
+        self.replicas.lock().values().map(|(info, _)| info.buffered_bytes).sum()
+    }
+
+    /// The most bytes one replica's stream held at once since the node started.
+    pub fn buffered_bytes_peak(&self) -> u64 {
+        self.buffered_bytes_peak.load(Ordering::Relaxed)
+    }
 }
 
 impl Registration<'_> {
@@ -58,14 +74,24 @@ impl Registration<'_> {
         self.id
     }
 
-    /// Records a transaction sent.
-    pub fn sent(&self, gtid: Gtid, file: &str, offset: u64) {
+    /// A batch of `bytes` was read for the replica (what it held before is sent).
+    pub fn buffered(&self, bytes: u64) {
+        if let Some((info, _)) = self.registry.replicas.lock().get_mut(&self.id) {
+            info.buffered_bytes = bytes;
+            info.buffered_bytes_peak = info.buffered_bytes_peak.max(bytes);
+        }
+        self.registry.buffered_bytes_peak.fetch_max(bytes, Ordering::Relaxed);
+    }
+
+    /// Records a transaction of `bytes` sent (written to the socket: no longer buffered).
+    pub fn sent(&self, gtid: Gtid, file: &str, offset: u64, bytes: u64) {
         if let Some((info, pos)) = self.registry.replicas.lock().get_mut(&self.id) {
             pos.set(gtid);
             info.sent_position = pos.to_string();
             info.sent_file = file.to_string();
             info.sent_offset = offset;
             info.transactions_sent += 1;
+            info.buffered_bytes = info.buffered_bytes.saturating_sub(bytes);
         }
     }
 }

@@ -36,7 +36,7 @@ use super::until::Until;
 
 /// How long the SQL side sleeps at most between looks at the stop flag.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
-/// Most transactions read ahead of what is applied.
+/// Most transactions read ahead of what is applied (their bytes are bounded by `--read-ahead-bytes-max`).
 const READ_AHEAD_TXNS_MAX: usize = 10_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -89,6 +89,13 @@ pub struct SqlSide {
     /// unlisted domains are not applied at all.
     pub until: Option<Until>,
     pub parallel: ParallelConfig,
+    /// `--read-ahead-bytes-max`: reading from the relay log stops when what is read and not applied reaches it.
+    pub read_ahead_bytes_max: u64,
+}
+
+/// The relay-log bytes of a transaction read ahead: what the read-ahead bound counts.
+fn relay_bytes(txn: &Transaction) -> u64 {
+    txn.end_offset.saturating_sub(txn.offset)
 }
 
 /// Transactions read from the relay log and not yet applied, per domain in relay order (each with its place
@@ -97,6 +104,8 @@ pub struct SqlSide {
 struct ReadAhead {
     by_domain: BTreeMap<DomainId, VecDeque<(u64, Transaction)>>,
     len: usize,
+    /// Their relay-log bytes.
+    bytes: u64,
     /// Places handed out so far.
     read: u64,
     /// Rotates which domain a batch starts with.
@@ -163,23 +172,34 @@ impl SqlSide {
     /// Reads what the relay log holds (up to the read-ahead bound) into the domains' queues; a read error stops
     /// the reading and waits in `ahead.error` until what came before it is applied.
     fn read_ahead(&mut self, ahead: &mut ReadAhead) {
-        while ahead.len < READ_AHEAD_TXNS_MAX && ahead.error.is_none() {
-            let Some(written) = self.shared.relay_end() else { return };
+        let before = ahead.bytes;
+        while ahead.len < READ_AHEAD_TXNS_MAX && ahead.bytes < self.read_ahead_bytes_max && ahead.error.is_none() {
+            let Some(written) = self.shared.relay_end() else { break };
             let txn = match self.relay.next(written) {
                 Ok(Some(txn)) => txn,
-                Ok(None) => return,
+                Ok(None) => break,
                 Err(e) => {
                     ahead.error = Some(e);
-                    return;
+                    break;
                 }
             };
             if !self.wanted(&txn) {
                 continue;
             }
             ahead.read += 1;
+            ahead.bytes += relay_bytes(&txn);
             ahead.by_domain.entry(txn.gtid().domain).or_default().push_back((ahead.read, txn));
             ahead.len += 1;
         }
+        if ahead.bytes != before {
+            self.note_read_ahead(ahead.bytes);
+        }
+    }
+
+    fn note_read_ahead(&self, bytes: u64) {
+        let mut status = self.shared.status.lock();
+        status.read_ahead_bytes = bytes;
+        status.read_ahead_bytes_peak = status.read_ahead_bytes_peak.max(bytes);
     }
 
     /// The next batch: domains in turn, each within its limit, every member checked (GTID, duplicates, before
@@ -212,8 +232,9 @@ impl SqlSide {
                 let gtid = txn.gtid();
                 let have = last.map(|(g, _)| g).or_else(|| position.get(domain));
                 if self.ignore_duplicates && have.is_some_and(|h| h.seq >= gtid.seq) {
-                    queue.pop_front();
+                    let (_, skipped) = queue.pop_front().expect("front exists");
                     ahead.len -= 1;
+                    ahead.bytes -= relay_bytes(&skipped);
                     self.shared.status.lock().duplicates_skipped += 1;
                     continue;
                 }
@@ -253,6 +274,7 @@ impl SqlSide {
                 }
                 let (_, txn) = queue.pop_front().expect("front exists");
                 ahead.len -= 1;
+                ahead.bytes -= relay_bytes(&txn);
                 for c in &txn.changes {
                     pending_rows.insert((c.table.clone(), c.key.clone()), c.after.clone());
                 }
@@ -262,6 +284,7 @@ impl SqlSide {
             }
         }
         ahead.by_domain.retain(|_, q| !q.is_empty());
+        self.note_read_ahead(ahead.bytes);
         if batch.is_empty() && self.delay_s > 0 {
             self.set_state(SqlState::Delaying);
             std::thread::sleep(IDLE_WAIT);

@@ -22,6 +22,8 @@ const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// A master silent for this many heartbeat intervals is taken for gone.
 const HEARTBEATS_MISSED_MAX: u32 = 3;
+/// How often the IO side looks whether the SQL side freed relay space while it waits for it.
+const RELAY_SPACE_POLL: Duration = Duration::from_millis(10);
 
 pub struct IoSide {
     pub shared: Arc<Shared>,
@@ -32,6 +34,8 @@ pub struct IoSide {
     /// This node's addresses, told to the master for topology discovery.
     pub advertised: crate::Advertised,
     pub relay: RelayWriter,
+    /// `--relay-log-space-bytes-max`: at it, receiving waits for the SQL side to purge relay files.
+    pub relay_space_bytes_max: u64,
     /// Where the next session starts: the start position, advanced by every transaction received.
     pub position: GtidPosition,
     /// A failed relay log write is a storage failure of the node (fail-stop), not only of this connection.
@@ -64,7 +68,11 @@ impl IoSide {
             if self.shared.stopping() {
                 break;
             }
-            self.shared.status.lock().io_state = IoState::Connecting;
+            {
+                let mut status = self.shared.status.lock();
+                status.io_state = IoState::Connecting;
+                status.waiting_for_relay_space = false;
+            }
             let outcome = tokio::select! {
                 r = self.session() => r,
                 _ = stop.changed() => Ok(()),
@@ -121,6 +129,8 @@ impl IoSide {
                 .map_err(|_| Failure::Retry(format!("no heartbeat from the master for {silence:?}")))??;
             match response {
                 Response::ReplTxn { events, ack, file, end_offset } => {
+                    // At the space bound nothing more is read: the master's stream waits in the socket.
+                    self.wait_for_relay_space(events.len() as u64).await?;
                     self.receive(&events)?;
                     if ack {
                         client.send_raw(&Request::Ack { file, offset: end_offset }.encode(0)).await?;
@@ -141,17 +151,41 @@ impl IoSide {
         }
     }
 
+    /// Waits until a transaction of `len` bytes fits under `relay_space_bytes_max`. The file being written is
+    /// closed first (a new one started), so that the SQL side can delete it once it has read it.
+    async fn wait_for_relay_space(&mut self, len: u64) -> Result<(), Failure> {
+        if self.relay.fits(len, self.relay_space_bytes_max) {
+            return Ok(());
+        }
+        let end = self.relay.rotate().map_err(|e| self.relay_failed(e))?;
+        self.shared.relay_written(end);
+        self.shared.status.lock().waiting_for_relay_space = true;
+        tracing::debug!(connection = %self.shared.name, bytes = self.relay.space_bytes(), "waiting for relay log space");
+        while !self.relay.fits(len, self.relay_space_bytes_max) {
+            tokio::time::sleep(RELAY_SPACE_POLL).await;
+        }
+        self.shared.status.lock().waiting_for_relay_space = false;
+        Ok(())
+    }
+
+    /// A failed relay log write is a storage failure of the node (fail-stop).
+    fn relay_failed(&self, e: ferry_core::binlog::BinlogError) -> Failure {
+        let why = self.node.fail_storage(format!("relay log write: {e}"));
+        Failure::Fatal { code: "RELAY_WRITE".into(), message: format!("{e} (storage failed: {why})") }
+    }
+
     /// Checks a received transaction (every checksum, GTID first, commit last with the right row count) and
     /// appends it to the relay log.
     fn receive(&mut self, events: &[u8]) -> Result<(), Failure> {
         let header = check_transaction(events)
             .map_err(|why| Failure::Retry(format!("bad transaction from the master: {why}")))?;
-        let end = self.relay.append(events).map_err(|e| {
-            let why = self.node.fail_storage(format!("relay log write: {e}"));
-            Failure::Fatal { code: "RELAY_WRITE".into(), message: format!("{e} (storage failed: {why})") }
-        })?;
+        let end = self.relay.append(events).map_err(|e| self.relay_failed(e))?;
         self.position.set(header.gtid);
-        self.shared.status.lock().received(header.gtid);
+        {
+            let mut status = self.shared.status.lock();
+            status.received(header.gtid);
+            status.relay_log_space_bytes_peak = status.relay_log_space_bytes_peak.max(self.relay.space_bytes());
+        }
         self.shared.relay_written(end);
         Ok(())
     }

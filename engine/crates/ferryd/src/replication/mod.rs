@@ -25,7 +25,7 @@ use ferry_core::binlog::writer::now_us;
 use ferry_core::gtid::GtidPosition;
 use ferry_core::node::Node;
 use ferry_core::protocol::{Request, Response};
-use ferry_core::relay::{RelayReader, RelayWriter, RELAY_FILE_BYTES_MAX};
+use ferry_core::relay::{relay_file_bytes_for, RelayWriter};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
@@ -108,6 +108,16 @@ pub struct ConnectionView {
     pub ignore_duplicates: bool,
     pub until: Option<String>,
     pub last_error: Option<ReplError>,
+    /// True while the IO side waits for the SQL side to free relay log space (`io_state` stays `connected`).
+    pub waiting_for_relay_space: bool,
+    /// What the relay log's files take on disk now (bounded by `--relay-log-space-bytes-max`), and the most
+    /// at once since the connection started.
+    pub relay_log_space_bytes: u64,
+    pub relay_log_space_bytes_peak: u64,
+    /// Bytes the SQL side has read ahead of what it applied (bounded by `--read-ahead-bytes-max`), and the most
+    /// at once since the connection started.
+    pub read_ahead_bytes: u64,
+    pub read_ahead_bytes_peak: u64,
 }
 
 struct Running {
@@ -279,12 +289,14 @@ impl Replication {
             }
         }
         let relay_dir = self.relay_root.join(name);
-        let relay = RelayWriter::create(&relay_dir, RELAY_FILE_BYTES_MAX).map_err(|e| {
+        let limits = self.node.config().limits;
+        let relay_file_bytes = relay_file_bytes_for(limits.relay_log_space_bytes_max);
+        let relay = RelayWriter::create(&relay_dir, relay_file_bytes).map_err(|e| {
             // A relay log that cannot be written is a storage failure of the node (fail-stop).
             let why = self.node.fail_storage(format!("relay log write: {e}"));
             CommandError::Failed(format!("{e} (storage failed: {why})"))
         })?;
-        let reader = RelayReader::open(&relay_dir).map_err(|e| CommandError::Failed(e.to_string()))?;
+        let reader = relay.reader().map_err(|e| CommandError::Failed(e.to_string()))?;
         let start = match conn.config.use_gtid {
             UseGtid::SlavePos => self.node.slave_position(),
             UseGtid::CurrentPos => self.node.current_position(),
@@ -292,7 +304,9 @@ impl Replication {
         let mut status = ConnectionStatus { until: until.clone(), ..ConnectionStatus::default() };
         let previous = conn.shared.status.lock().clone();
         status.reconnects = previous.reconnects;
-        let shared = Arc::new(Shared::new(name, status, self.me.clone()));
+        let mut shared = Shared::new(name, status, self.me.clone());
+        shared.relay_space = relay.space();
+        let shared = Arc::new(shared);
         shared.set_sql_paused(sql_paused);
         let io = io::IoSide {
             shared: shared.clone(),
@@ -302,6 +316,7 @@ impl Replication {
             token: self.token.clone(),
             advertised: self.advertised.clone(),
             relay,
+            relay_space_bytes_max: limits.relay_log_space_bytes_max,
             position: start.clone(),
             node: self.node.clone(),
         };
@@ -313,6 +328,7 @@ impl Replication {
             delay_s: conn.config.delay_s,
             until: until.map(until::Until::new),
             parallel: conn.config.parallel,
+            read_ahead_bytes_max: limits.read_ahead_bytes_max,
         };
         let io = tokio::spawn(io.run());
         let sql = std::thread::Builder::new()
@@ -424,6 +440,11 @@ impl Replication {
                     ignore_duplicates: c.config.ignore_duplicates,
                     until: s.until.as_ref().map(|u| u.to_string()),
                     last_error: s.last_error.clone(),
+                    waiting_for_relay_space: s.waiting_for_relay_space && running,
+                    relay_log_space_bytes: c.shared.relay_space.bytes(),
+                    relay_log_space_bytes_peak: s.relay_log_space_bytes_peak,
+                    read_ahead_bytes: s.read_ahead_bytes,
+                    read_ahead_bytes_peak: s.read_ahead_bytes_peak,
                 }
             })
             .collect()

@@ -1,11 +1,12 @@
 //! What a connection's IO side, SQL side and manager share: the status, the relay log's written end (with a
 //! condition the SQL side waits on), and the stop signal.
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use ferry_core::binlog::writer::now_us;
 use ferry_core::binlog::BinlogCoord;
+use ferry_core::relay::RelaySpace;
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::watch;
 
@@ -15,6 +16,8 @@ use super::Replication;
 pub struct Shared {
     pub name: String,
     pub status: Mutex<ConnectionStatus>,
+    /// What the relay log's files take on disk (raised by the IO side, lowered by the SQL side's purges).
+    pub relay_space: Arc<RelaySpace>,
     /// Where the relay log's last complete transaction ends (None before the first one).
     relay_end: Mutex<Option<BinlogCoord>>,
     relay_grew: Condvar,
@@ -30,6 +33,7 @@ impl Shared {
         Shared {
             name: name.to_string(),
             status: Mutex::new(status),
+            relay_space: Arc::new(RelaySpace::default()),
             relay_end: Mutex::new(None),
             relay_grew: Condvar::new(),
             stop: watch::channel(false).0,

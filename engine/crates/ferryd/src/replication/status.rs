@@ -74,6 +74,15 @@ pub struct ConnectionStatus {
     pub reconnects: u64,
     pub last_error: Option<ReplError>,
     pub until: Option<GtidPosition>,
+    /// Connected, with the relay log at `--relay-log-space-bytes-max`: receiving waits until the SQL side has
+    /// applied and purged relay files (MariaDB's IO state "Waiting for the slave SQL thread to free enough relay
+    /// log space"). A flag beside `io_state`, which stays `connected`.
+    pub waiting_for_relay_space: bool,
+    /// The most the relay log's files took on disk at once since the connection started.
+    pub relay_log_space_bytes_peak: u64,
+    /// Bytes the SQL side has read ahead of what it applied (relay-log bytes), and the most at once.
+    pub read_ahead_bytes: u64,
+    pub read_ahead_bytes_peak: u64,
 }
 
 impl Default for ConnectionStatus {
@@ -94,6 +103,10 @@ impl Default for ConnectionStatus {
             reconnects: 0,
             last_error: None,
             until: None,
+            waiting_for_relay_space: false,
+            relay_log_space_bytes_peak: 0,
+            read_ahead_bytes: 0,
+            read_ahead_bytes_peak: 0,
         }
     }
 }
