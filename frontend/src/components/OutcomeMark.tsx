@@ -24,7 +24,7 @@ export function OutcomeMark({ cx, cy, payload }: MarkProps) {
   const outcome = outcomeOf(payload.state);
   const color = OUTCOME_COLOR[outcome];
   return (
-    <g className={`outcome-mark outcome-${outcome}`} data-state={payload.state}>
+    <g className={`outcome-mark outcome-${outcome}`} data-state={payload.state} role="img" aria-label={payload.title}>
       <title>{payload.title}</title>
       {outcome === "other" ? (
         <path d={`M${cx},${cy - R} L${cx + R},${cy} L${cx},${cy + R} L${cx - R},${cy} Z`} fill={color} />
