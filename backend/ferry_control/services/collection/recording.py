@@ -145,7 +145,9 @@ class Recorder:
             if server.consecutive_failures >= self._settings.unreachable_after_failures:
                 server.health = HealthState.unreachable
         else:
-            server.consecutive_failures = 0
+            # A server that answers but reports itself failed (it cannot write or sync) fails the check all the
+            # same: the failover monitor counts it like a poll without an answer.
+            server.consecutive_failures = server.consecutive_failures + 1 if status.failure else 0
             server.last_error = status.failure
             server.last_seen_at = outcome.at
             server.health = HealthState.failing if status.failure else HealthState.healthy

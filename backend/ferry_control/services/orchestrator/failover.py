@@ -1,12 +1,14 @@
-"""Failover: the master is lost. Confirm it (it does not answer, no replica is still connected to it — and, when
-automatic, at least one replica says it lost it too), let every replica apply what it received, choose the most
-advanced replica (ahead of the others in every domain; where none is, the least behind is leveled from its peers by
-START … UNTIL), pre-hooks, promote it, repoint the others, fence the old master (read-only whenever it answers
-again, never repointed automatically), report the GTIDs that may be lost, verify, and suspend automatic failover
-until an operator acknowledges."""
+"""Failover: the master is lost. Confirm it (it answers but reports itself failed; or it does not answer, no replica
+is still connected to it — and, when automatic, at least one replica says it lost it too), let every replica apply
+what it received, choose the most advanced replica (ahead of the others in every domain; where none is, the least
+behind is leveled from its peers by START … UNTIL), pre-hooks, fence the old master first if it answers at all
+(read-only, sessions bypassing it ended), promote the candidate, repoint the others, fence the old master for good
+(read-only whenever it answers again, never repointed automatically), report the GTIDs that may be lost, verify,
+and suspend automatic failover until an operator acknowledges."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -43,6 +45,10 @@ def confirm_master_lost(snapshot: ClusterSnapshot, *, need_witness: bool) -> Mas
     if master.healthy:
         return MasterLoss(master, False, f"{master.info.label} answers and reports no failure: use a switchover")
     links = snapshot.replicas_of(master.info.id)
+    if master.status is not None and master.status.failure:
+        # It answers and says it cannot work (a failed write or sync: it refuses commits): its own word confirms
+        # the loss, whether or not its replicas are still connected to it.
+        return MasterLoss(master, True, f"{master.info.label} answers but reports a failure: {master.status.failure}")
     connected = [link.replica.info.label for link in links if link.replicating]
     if connected:
         return MasterLoss(
@@ -208,6 +214,8 @@ async def run_failover(ctx: OperationContext) -> None:
     running = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.running]
     ctx.undo_with("undo", partial(actions.restore_connections, candidate, running, LEVEL_PREFIX))
     started = time.perf_counter()
+    async with ctx.step("fence_old_master_first") as step:
+        step.detail = await fence_first(master, settings.poll_timeout_s)
     async with ctx.step("bring_level") as step:
         if level:
             step.skipped = True
@@ -244,6 +252,25 @@ async def run_failover(ctx: OperationContext) -> None:
     await suspend_automatic_failover(ctx)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
                             old_master=None)  # fmt: skip
+
+
+async def fence_first(master: ServerView, timeout_s: float) -> str:
+    """Before anything is promoted: an old master that answers at all is made read-only and the sessions that
+    bypass read-only are ended, so it takes no more writes once another server is writable. One that does not
+    answer is fenced after the promotion and whenever it answers again."""
+    if master.driver is None:
+        return f"{master.info.label} has no admin address: fenced when it is known and answers"
+    try:
+        async with asyncio.timeout(timeout_s):
+            read_only = await master.driver.set_read_only(True)
+            ended = await master.driver.kill_sessions_bypassing_read_only()
+    except (DriverError, TimeoutError) as e:
+        reason = str(e) if isinstance(e, DriverError) else f"no answer within {timeout_s} s"
+        return f"{master.info.label} does not answer ({reason}): fenced after the promotion, and when it answers"
+    return (
+        f"{master.info.label} made read-only before the promotion (read_only={read_only}; sessions bypassing it "
+        f"ended: {ended})"
+    )
 
 
 async def fence(ctx: OperationContext, master: ServerView, reason: str) -> None:
