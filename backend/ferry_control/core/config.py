@@ -203,6 +203,18 @@ class Settings(BaseSettings):
         5000, ge=100, description="Most recent binlog events per server scanned for duplicated GTIDs."
     )
     node_protocol_timeout_s: float = Field(5.0, gt=0, description="Per request on a node's binary protocol.")
+    drill_canary_interval_ms: int = Field(
+        40, ge=5, le=10_000, description="The drill's live canary writer: one write per domain this often."
+    )
+    drill_canaries_per_domain_max: int = Field(
+        2000, ge=1, le=100_000, description="Bound on the live canary writes of one drill, per domain."
+    )
+    drill_canary_lead_s: float = Field(
+        0.5, ge=0, le=60, description="How long the live canary writer runs before the switch (and after each)."
+    )
+    drill_canary_verify_timeout_s: float = Field(
+        30.0, gt=0, description="How long each server may take to reach the acknowledged canaries' GTIDs."
+    )
 
     @field_validator("database_url")
     @classmethod

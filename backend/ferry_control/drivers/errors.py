@@ -17,6 +17,10 @@ class ServerUnreachable(DriverError):
     """No answer: connection refused, reset or timed out."""
 
 
+class WriteOutcomeUnknown(ServerUnreachable):
+    """A write was sent and its answer was lost (the connection broke or timed out): it may have committed or not."""
+
+
 class ServerProtocolError(DriverError):
     """The server answered something that is not what its API promises."""
 

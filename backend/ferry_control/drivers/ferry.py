@@ -38,9 +38,16 @@ from ferry_control.drivers.errors import (
     ServerFailed,
     ServerProtocolError,
     ServerUnreachable,
+    WriteOutcomeUnknown,
     refusal_for_status,
 )
-from ferry_control.drivers.ferry_protocol import FerryProtocolClient, ProtocolError, Put
+from ferry_control.drivers.ferry_protocol import (
+    FerryProtocolClient,
+    ProtocolConnectionError,
+    ProtocolError,
+    ProtocolRefused,
+    Put,
+)
 
 
 @dataclass(frozen=True)
@@ -149,9 +156,16 @@ class FerryDriver(ServerDriver):
             raise ServerUnreachable(address, "unreachable", f"protocol connection failed: {e}") from e
 
     async def write_canary(self, domain: int, key: str, fields: Mapping[str, object]) -> str:
+        """A refusal (READ_ONLY on a read-only node, …) is a `ServerRefused` with the node's error name (409 for
+        READ_ONLY): nothing was written. A connection that broke with the transaction sent is `WriteOutcomeUnknown`."""
         try:
             async with await self._protocol() as client:
                 committed = await client.transact([Put(self._config.canary_table, key, dict(fields))], domain=domain)
+        except ProtocolRefused as e:
+            status = 409 if e.name == "READ_ONLY" else 400
+            raise refusal_for_status(status)(self.address, status, e.name, e.message) from e
+        except ProtocolConnectionError as e:
+            raise WriteOutcomeUnknown(self.address, "canary_write_unknown", str(e)) from e
         except ProtocolError as e:
             raise DriverError(self.address, "canary_write_failed", str(e)) from e
         return committed.gtid

@@ -51,3 +51,9 @@ class DrillRun(Base):
     details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
+
+    @property
+    def canary_writer(self) -> dict[str, Any] | None:
+        """The live canary writer's report (kept in `details`), shown on its own in the API."""
+        report = (self.details or {}).get("canary_writer")
+        return report if isinstance(report, dict) else None

@@ -104,6 +104,68 @@ class DrillRunCreate(DrillPlan):
     )
 
 
+class CanaryCounts(BaseModel):
+    """The live canary writer's attempts in one phase, by how they ended."""
+
+    acknowledged: int = Field(description="The server answered with the canary's GTID: it must be on every server.")
+    refused: int = Field(description="The server said no (read-only, in the switch) or was not reached: not written.")
+    unknown: int = Field(description="Sent, and the answer lost: it may have committed or not (never counted lost).")
+
+
+class CanaryPhases(BaseModel):
+    before: CanaryCounts = Field(description="Before the switch began.")
+    during: CanaryCounts = Field(description="While a switch (or the switch back) ran.")
+    after: CanaryCounts = Field(description="After it, until the writer stopped.")
+
+
+class WriterWindow(BaseModel):
+    switch: Literal["switch", "switch_back"]
+    old_master_server_id: int
+    new_master_server_id: int
+    window_s: float | None = Field(
+        description="The writer's last acknowledged write on the old master → its first on the new one (None: the "
+        "switch did not complete, or no write got through)."
+    )
+
+
+class CanaryWriterReport(BaseModel):
+    """What the drill's live canary writer saw: a write per domain every `interval_ms` to whichever server was the
+    writable master, before, during and after the switch; then every acknowledged canary read back on every
+    server."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "interval_ms": 40, "domains": [0, 1, 2], "per_domain_max": 2000, "capped": False,
+                    "phases": {"before": {"acknowledged": 36, "refused": 0, "unknown": 0},
+                               "during": {"acknowledged": 4, "refused": 3, "unknown": 0},
+                               "after": {"acknowledged": 40, "refused": 0, "unknown": 0}},
+                    "window_s": 0.061, "acknowledged": 80, "verified": True, "lost": 0, "duplicated": 0,
+                    "windows": [{"switch": "switch", "old_master_server_id": 1, "new_master_server_id": 2,
+                                 "window_s": 0.061}],
+                    "lost_canaries": [], "duplicated_gtids": [], "behind": [],
+                }
+            ]
+        }
+    )  # fmt: skip
+
+    interval_ms: int
+    domains: list[int]
+    per_domain_max: int = Field(description="Bound on the writes per domain.")
+    capped: bool = Field(description="A domain stopped writing at the bound.")
+    phases: CanaryPhases
+    window_s: float | None = Field(description="The write-unavailability window the writer saw across the switch.")
+    windows: list[WriterWindow] = Field(description="One per switch (and switch back).")
+    acknowledged: int
+    verified: bool = Field(description="Every acknowledged canary was looked for on every server.")
+    lost: int = Field(description="Acknowledged canaries missing (or different) on a server: the drill fails.")
+    duplicated: int = Field(description="GTIDs acknowledged for more than one canary: the drill fails.")
+    lost_canaries: list[str] = Field(description="The first lost ones: `server: key (gtid, phase) is …`.")
+    duplicated_gtids: list[str]
+    behind: list[str] = Field(description="Servers that did not reach the acknowledged GTIDs in time.")
+
+
 class DrillRunRead(BaseModel):
     model_config = ConfigDict(
         from_attributes=True,
@@ -133,6 +195,9 @@ class DrillRunRead(BaseModel):
         description="Write unavailability of the switchover (old master read-only → new writable)."
     )
     catch_up_s: float | None = Field(description="How long the candidate took to reach the old master's position.")
+    canary_writer: CanaryWriterReport | None = Field(
+        None, description="The live canary writer's counts per phase, its window and what was lost (None: not run)."
+    )
     details: dict[str, Any]
     started_at: datetime
     finished_at: datetime | None

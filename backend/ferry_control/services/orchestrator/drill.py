@@ -1,11 +1,15 @@
 """A drill: prove the master can move, on a real cluster, and keep the evidence.
 
 Steps: the preflight of a switchover to the chosen candidate (fixed, or the next eligible replica in turn) → canary
-writes in every domain on the master (through its driver) → every server has them → pre-hooks → the
-switchover's moves → verification: the canaries are on every server with their content, table checksums are equal
-at one position, no acknowledged GTID is missing and none is duplicated in any server's recent binlog → optionally
-the switch back. The run stores RTO (the write-unavailability window), catch-up time, pass/fail with reasons; a
-failed run is loud: its webhooks are called and `ferry_control_drill_runs_total{outcome="failed"}` counts it."""
+writes in every domain on the master (through its driver) → every server has them → the live canary writer starts
+(canary_writer.py: a write per domain every `drill_canary_interval_ms` to whichever server is the writable master)
+→ pre-hooks → the switchover's moves, the writer still writing → verification (the writer paused): the canaries are
+on every server with their content, table checksums are equal at one position (when the cluster is still enough to
+have one), no acknowledged GTID is missing and none is duplicated in any server's recent binlog → optionally the
+switch back → the writer stops and every canary it was told had committed is read back on every server (one lost
+fails the drill, naming it). The run stores RTO (the write-unavailability window of the switchover), the window the
+writer saw, its counts per phase, catch-up time, pass/fail with reasons; a failed run is loud: its webhooks are
+called and `ferry_control_drill_runs_total{outcome="failed"}` counts it."""
 
 from __future__ import annotations
 
@@ -20,10 +24,11 @@ from ferry_control.drivers.errors import DriverError
 from ferry_control.repositories.drills import DrillRepository
 from ferry_control.services.event_bus import ClusterEvent
 from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator.canary_writer import CanaryWriter, WriterServer, report, verify_ledger
 from ferry_control.services.orchestrator.gtid import join_all, position
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
-from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
+from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 from ferry_control.services.orchestrator.switchover import (
     SwitchoverPlan,
     add_server_checks,
@@ -171,17 +176,54 @@ async def _drill(ctx: OperationContext, run_id: int, details: dict[str, Any]) ->
         if problems:
             raise DrillFailed(problems)
 
+    writer = CanaryWriter(
+        [WriterServer(v.info.id, v.info.label, v.require_driver()) for v in servers], sorted(canaries),
+        run_id=run_id, operation_id=ctx.operation_id, interval_s=settings.drill_canary_interval_ms / 1000,
+        per_domain_max=settings.drill_canaries_per_domain_max,
+    )  # fmt: skip
+    try:
+        await _live_drill(ctx, run_id, details, writer, master, candidate, servers, canaries)
+    finally:
+        await writer.stop()
+        details.setdefault("canary_writer", report(writer, None))
+
+
+async def _live_drill(
+    ctx: OperationContext,
+    run_id: int,
+    details: dict[str, Any],
+    writer: CanaryWriter,
+    master: ServerView,
+    candidate: ServerView,
+    servers: list[ServerView],
+    canaries: dict[int, str],
+) -> None:
+    """The switch (and back) with the live canary writer running, and the verifications."""
+    settings = ctx.settings
+    async with ctx.step("canary_writer_start") as step:
+        writer.start()
+        await asyncio.sleep(settings.drill_canary_lead_s)
+        missing = await writer.wait_acknowledged(0.0, settings.drill_canary_verify_timeout_s)
+        step.detail = {"interval_ms": settings.drill_canary_interval_ms, "phases": writer.ledger.counts()}
+        if missing:
+            raise DrillFailed([f"the live canary writer got no write acknowledged in domains {missing} before the "
+                               f"switch: {_refusals(writer)}"])  # fmt: skip
+
     # The switchover itself, from a fresh preflight (the canaries moved the positions).
     plan = await _preflight(ctx, candidate.info.id)
     if not plan.passed:
         raise DrillFailed([f"preflight {c.name}: {c.detail}" for c in plan.failed()])
     await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
     assert plan.master is not None and plan.candidate is not None
-    await switch_master(ctx, plan.master, plan.candidate, plan.others)
+    await _switch(ctx, writer, "switch", plan.master, plan.candidate, plan.others)
     ctx.result["switchover"] = {k: ctx.result.get(k) for k in ("unavailable_s", "catch_up_s", "position")}
     details["switchover"] = ctx.result["switchover"]
 
-    reasons = await _verify(ctx, servers, canaries, run_id, details)
+    await writer.pause()  # the checksums need the servers at one position
+    try:
+        reasons = await _verify(ctx, servers, canaries, run_id, details)
+    finally:
+        writer.resume()
     if ctx.params.get("switch_back"):
         async with ctx.step("switch_back_preflight") as step:
             back = await _preflight(ctx, master.info.id)
@@ -189,10 +231,53 @@ async def _drill(ctx: OperationContext, run_id: int, details: dict[str, Any]) ->
             if not back.passed:
                 raise DrillFailed(reasons + [f"switch back: {c.name}: {c.detail}" for c in back.failed()])
         assert back.master is not None and back.candidate is not None
-        await switch_master(ctx, back.master, back.candidate, back.others)
+        await _switch(ctx, writer, "switch_back", back.master, back.candidate, back.others)
         details["switch_back"] = {k: ctx.result.get(k) for k in ("unavailable_s", "catch_up_s", "position")}
+    reasons += await _verify_writer(ctx, writer, servers, details)
     if reasons:
         raise DrillFailed(reasons)
+
+
+async def _switch(
+    ctx: OperationContext, writer: CanaryWriter, name: str, master: ServerView, link: Link, others: list[Link]
+) -> None:
+    """The switchover's moves with the writer told when they run; then the writer writes on for the lead time and
+    until each domain has a write acknowledged by the new master (bounded)."""
+    mark = writer.switch_started(name, master.info.id, link.replica.info.id)
+    succeeded = False
+    try:
+        await switch_master(ctx, master, link, others)
+        succeeded = True
+    finally:
+        writer.switch_ended(mark, succeeded)
+    async with ctx.step(f"canary_writer_after_{name}") as step:
+        await asyncio.sleep(ctx.settings.drill_canary_lead_s)
+        missing = await writer.wait_acknowledged(
+            mark.started_s, ctx.settings.drill_canary_verify_timeout_s, server_id=link.replica.info.id
+        )
+        step.detail = {"phases": writer.ledger.counts(), "window": writer.ledger.window(mark)}
+        if missing:
+            raise DrillFailed([f"the live canary writer got no write acknowledged by the new master "
+                               f"{link.replica.info.label} in domains {missing}: {_refusals(writer)}"])  # fmt: skip
+
+
+def _refusals(writer: CanaryWriter) -> str:
+    """The last few refused or unknown writes, for a reason."""
+    failed = [a for a in writer.ledger.attempts if a.outcome != "acknowledged"][-3:]
+    return "; ".join(f"{a.key} {a.outcome} ({a.error}) by server {a.server_id}" for a in failed) or "no answer"
+
+
+async def _verify_writer(
+    ctx: OperationContext, writer: CanaryWriter, servers: list[ServerView], details: dict[str, Any]
+) -> list[str]:
+    """Stops the live writer and reads every canary it was told had committed back on every server."""
+    async with ctx.step("verify_live_canaries") as step:
+        await writer.stop()
+        acknowledged = writer.ledger.acknowledged()
+        verification = await verify_ledger(writer.servers, acknowledged, ctx.settings.drill_canary_verify_timeout_s)
+        details["canary_writer"] = report(writer, verification)
+        step.detail = details["canary_writer"]
+    return verification.reasons()
 
 
 async def _write_canaries(ctx: OperationContext, master: ServerView, run_id: int) -> dict[int, str]:
@@ -241,6 +326,13 @@ async def _verify(
 
 
 async def _compare_checksums(servers: list[ServerView]) -> dict[str, Any]:
+    """Table checksums of every server at one position: read on each, and where the positions differ, each server
+    waits to reach the most advanced and they are read again (`CHECKSUM_ATTEMPTS` times). A cluster that kept
+    taking writes throughout (its most advanced position moved at every attempt: client load) never stands at one
+    position: the comparison is then not made (`compared` false, said why), and the canaries and GTIDs carry the
+    proof; one that stood still at different positions is a problem."""
+    moved = 0
+    last_target = None
     for attempt in range(1, CHECKSUM_ATTEMPTS + 1):
         sums = [await view.require_driver().checksums() for view in servers]
         positions = {s.position for s in sums}
@@ -249,11 +341,20 @@ async def _compare_checksums(servers: list[ServerView]) -> dict[str, Any]:
             first = next(iter(tables.values()))
             differing = [label for label, t in tables.items() if t != first]
             problem = f"table checksums differ at {positions.pop()} on {', '.join(differing)}" if differing else None
-            return {"attempts": attempt, "position": sums[0].position, "tables": len(first), "problem": problem}
+            return {"attempts": attempt, "position": sums[0].position, "tables": len(first), "problem": problem,
+                    "compared": True}  # fmt: skip
         target = join_all(position(p) for p in positions)
+        if last_target is not None and target != last_target:
+            moved += 1
+        last_target = target
         for view in servers:
             await actions.wait_reached(view.require_driver(), str(target), 5.0)
-    return {"problem": f"checksums not comparable: positions kept moving over {CHECKSUM_ATTEMPTS} attempts"}
+    if moved == CHECKSUM_ATTEMPTS - 1:
+        return {"attempts": CHECKSUM_ATTEMPTS, "compared": False, "problem": None,
+                "note": f"not compared: the cluster kept taking writes over {CHECKSUM_ATTEMPTS} attempts (the "
+                        "servers never stood at one position)"}  # fmt: skip
+    return {"problem": f"checksums not comparable: positions kept moving over {CHECKSUM_ATTEMPTS} attempts",
+            "compared": False}  # fmt: skip
 
 
 async def _gtid_problems(ctx: OperationContext, servers: list[ServerView], canaries: dict[int, str]) -> list[str]:
