@@ -730,6 +730,141 @@ export interface components {
             timeout_s?: number | null;
         };
         /**
+         * CanaryCounts
+         * @description The live canary writer's attempts in one phase, by how they ended.
+         */
+        CanaryCounts: {
+            /**
+             * Acknowledged
+             * @description The server answered with the canary's GTID: it must be on every server.
+             */
+            acknowledged: number;
+            /**
+             * Refused
+             * @description The server said no (read-only, in the switch) or was not reached: not written.
+             */
+            refused: number;
+            /**
+             * Unknown
+             * @description Sent, and the answer lost: it may have committed or not (never counted lost).
+             */
+            unknown: number;
+        };
+        /** CanaryPhases */
+        CanaryPhases: {
+            /** @description Before the switch began. */
+            before: components["schemas"]["CanaryCounts"];
+            /** @description While a switch (or the switch back) ran. */
+            during: components["schemas"]["CanaryCounts"];
+            /** @description After it, until the writer stopped. */
+            after: components["schemas"]["CanaryCounts"];
+        };
+        /**
+         * CanaryWriterReport
+         * @description What the drill's live canary writer saw: a write per domain every `interval_ms` to whichever server was the
+         *     writable master, before, during and after the switch; then every acknowledged canary read back on every
+         *     server.
+         * @example {
+         *       "acknowledged": 80,
+         *       "behind": [],
+         *       "capped": false,
+         *       "domains": [
+         *         0,
+         *         1,
+         *         2
+         *       ],
+         *       "duplicated": 0,
+         *       "duplicated_gtids": [],
+         *       "interval_ms": 40,
+         *       "lost": 0,
+         *       "lost_canaries": [],
+         *       "per_domain_max": 2000,
+         *       "phases": {
+         *         "after": {
+         *           "acknowledged": 40,
+         *           "refused": 0,
+         *           "unknown": 0
+         *         },
+         *         "before": {
+         *           "acknowledged": 36,
+         *           "refused": 0,
+         *           "unknown": 0
+         *         },
+         *         "during": {
+         *           "acknowledged": 4,
+         *           "refused": 3,
+         *           "unknown": 0
+         *         }
+         *       },
+         *       "verified": true,
+         *       "window_s": 0.061,
+         *       "windows": [
+         *         {
+         *           "new_master_server_id": 2,
+         *           "old_master_server_id": 1,
+         *           "switch": "switch",
+         *           "window_s": 0.061
+         *         }
+         *       ]
+         *     }
+         */
+        CanaryWriterReport: {
+            /** Interval Ms */
+            interval_ms: number;
+            /** Domains */
+            domains: number[];
+            /**
+             * Per Domain Max
+             * @description Bound on the writes per domain.
+             */
+            per_domain_max: number;
+            /**
+             * Capped
+             * @description A domain stopped writing at the bound.
+             */
+            capped: boolean;
+            phases: components["schemas"]["CanaryPhases"];
+            /**
+             * Window S
+             * @description The write-unavailability window the writer saw across the switch.
+             */
+            window_s: number | null;
+            /**
+             * Windows
+             * @description One per switch (and switch back).
+             */
+            windows: components["schemas"]["WriterWindow"][];
+            /** Acknowledged */
+            acknowledged: number;
+            /**
+             * Verified
+             * @description Every acknowledged canary was looked for on every server.
+             */
+            verified: boolean;
+            /**
+             * Lost
+             * @description Acknowledged canaries missing (or different) on a server: the drill fails.
+             */
+            lost: number;
+            /**
+             * Duplicated
+             * @description GTIDs acknowledged for more than one canary: the drill fails.
+             */
+            duplicated: number;
+            /**
+             * Lost Canaries
+             * @description The first lost ones: `server: key (gtid, phase) is …`.
+             */
+            lost_canaries: string[];
+            /** Duplicated Gtids */
+            duplicated_gtids: string[];
+            /**
+             * Behind
+             * @description Servers that did not reach the acknowledged GTIDs in time.
+             */
+            behind: string[];
+        };
+        /**
          * Capability
          * @description A named permission, for clients that show or hide controls without knowing how roles rank.
          * @enum {string}
@@ -1387,6 +1522,8 @@ export interface components {
              * @description How long the candidate took to reach the old master's position.
              */
             catch_up_s: number | null;
+            /** @description The live canary writer's counts per phase, its window and what was lost (None: not run). */
+            canary_writer?: components["schemas"]["CanaryWriterReport"] | null;
             /** Details */
             details: {
                 [key: string]: unknown;
@@ -2683,6 +2820,23 @@ export interface components {
              * @description The largest lag in transactions (taken apart from the seconds).
              */
             transactions: number;
+        };
+        /** WriterWindow */
+        WriterWindow: {
+            /**
+             * Switch
+             * @enum {string}
+             */
+            switch: "switch" | "switch_back";
+            /** Old Master Server Id */
+            old_master_server_id: number;
+            /** New Master Server Id */
+            new_master_server_id: number;
+            /**
+             * Window S
+             * @description The writer's last acknowledged write on the old master → its first on the new one (None: the switch did not complete, or no write got through).
+             */
+            window_s: number | null;
         };
     };
     responses: never;
