@@ -77,6 +77,8 @@ async def test_a_drill_under_load_reports_its_window_and_finds_every_acknowledge
             for key, acked in load["acked"].items():
                 row = await connection.get(LOAD_TABLE, key)
                 assert row is not None and row[LOAD_FIELD] >= acked, (node.server_id, key, row, acked)
+    print(f"drill under load: writer windows {[w['window_s'] for w in report['windows']]} s (switchover "
+          f"{run['rto_s']} s), phases {phases}")  # fmt: skip
 
 
 async def test_a_canary_lost_on_one_replica_fails_the_drill_naming_it(

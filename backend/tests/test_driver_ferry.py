@@ -16,6 +16,7 @@ from ferry_control.drivers.errors import (
     ServerNotFound,
     ServerUnauthorized,
     ServerUnreachable,
+    WriteOutcomeUnknown,
 )
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import ServerKind
@@ -93,6 +94,22 @@ async def test_refusals_carry_the_nodes_code_and_message(drivers: DriverFactory,
     with pytest.raises(ServerBadRequest) as bad:
         await replica.start_replication("main", until="1-x-3")
     assert bad.value.code == "bad_request" and "column" in bad.value.message
+
+
+async def test_a_canary_write_on_a_read_only_node_is_refused_and_one_on_a_writable_node_acknowledged(
+    drivers: DriverFactory, ferryd: FerrydCluster
+) -> None:
+    """What a drill's live canary writer tells apart: READ_ONLY is a refusal (nothing written), not a lost answer."""
+    ferryd.replica1.post("/v1/read-only", {"read_only": True})
+    replica = drivers.for_address(ServerKind.ferry, ferryd.replica1.admin)
+    with pytest.raises(ServerConflict) as refused:
+        await replica.write_canary(1, "refused", {"n": 1})
+    assert (refused.value.status, refused.value.code) == (409, "READ_ONLY")
+    assert not isinstance(refused.value, WriteOutcomeUnknown)
+    master = drivers.for_address(ServerKind.ferry, ferryd.master.admin)
+    gtid = await master.write_canary(1, "acknowledged", {"n": 2})
+    ferryd.replica1.wait_for(gtid)
+    assert await replica.read_canaries(["refused", "acknowledged"]) == {"refused": None, "acknowledged": {"n": 2}}
 
 
 async def test_a_wrong_token_is_unauthorized_and_a_missing_one_is_refused_before_sending(
