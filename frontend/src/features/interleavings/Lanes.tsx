@@ -48,7 +48,11 @@ function LaneRow({ lane, firstName, highlighted, onHighlight, laneCount, marks, 
             <>
               <span>{lane.domainOrderKept ? "✓ each domain in order" : "✕ a domain is out of order"}</span>
               {lane.sameInterleavingAsFirst === null ? null : (
-                <div>{lane.sameInterleavingAsFirst ? `= same interleaving as ${firstName}` : `≠ interleaving differs from ${firstName}`}</div>
+                <div title={lane.interleavingNote ?? undefined}>
+                  {lane.sameInterleavingAsFirst
+                    ? `= same interleaving as ${firstName}`
+                    : `≠ interleaving differs from ${firstName}: ${lane.interleavingNote ?? "in order"}`}
+                </div>
               )}
             </>
           )}

@@ -2,7 +2,7 @@
 // differing interleavings (the figure of seed 000: each domain's order kept, the interleaving differs).
 import { describe, expect, it } from "vitest";
 import type { Schemas } from "../../api/client";
-import { alignLanes, keepsDomainOrder, sameSharedOrder } from "./align";
+import { alignLanes, compareInterleaving, keepsDomainOrder, sameSharedOrder } from "./align";
 
 type ServerEvents = Schemas["ServerEvents"];
 
@@ -56,6 +56,24 @@ describe("alignLanes", () => {
     expect(alignment.lanes.every((lane) => lane.domainOrderKept)).toBe(true);
     expect(alignment.lanes.map((lane) => lane.sameInterleavingAsFirst)).toEqual([null, false, true]);
     expect(alignment.interleavingsDiffer).toBe(true);
+  });
+
+  it("tells a multi-source replica's lane from its master's, though the master's transactions keep their order", () => {
+    const masterOfDomain1 = server(1, "m1", ["1-1", "1-2", "1-3"]);
+    const multiSource = server(3, "ms", ["1-1", "2-1", "1-2", "2-2", "1-3"]);
+    const alignment = alignLanes([masterOfDomain1, multiSource]);
+    expect(alignment.lanes[1]!.sameInterleavingAsFirst).toBe(false);
+    expect(alignment.lanes[1]!.interleavingNote).toBe(
+      "interleaves transactions the first lane does not hold (domain 2)",
+    );
+    expect(alignment.interleavingsDiffer).toBe(true);
+    expect(compareInterleaving(multiSource.transactions.slice().reverse(), masterOfDomain1.transactions.slice().reverse()))
+      .toEqual({ same: false, note: "lacks transactions the first lane interleaves (domain 2)" });
+  });
+
+  it("does not count a shorter recent window as a different interleaving", () => {
+    const alignment = alignLanes([master, sameOrder]);
+    expect(alignment.lanes[1]).toMatchObject({ sameInterleavingAsFirst: true, interleavingNote: null });
   });
 
   it("filters domains but offers every domain seen", () => {

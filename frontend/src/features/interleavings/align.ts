@@ -27,8 +27,11 @@ export interface Lane {
   blocks: LaneBlock[];
   /** Within every domain, seq_no increases along the lane (the order each domain must keep). */
   domainOrderKept: boolean;
-  /** The order of the GTIDs this lane shares with the first lane, compared with the first lane's; null for it. */
+  /** Whether this lane interleaves the transactions as the first lane does over the stretch both show (see
+   * `compareInterleaving`); null for the first lane. */
   sameInterleavingAsFirst: boolean | null;
+  /** Why it differs, in words; null when it does not. */
+  interleavingNote: string | null;
 }
 
 export interface Alignment {
@@ -84,6 +87,7 @@ export function alignLanes(servers: readonly ServerEvents[], domains?: readonly 
       blocks,
       domainOrderKept: keepsDomainOrder(blocks),
       sameInterleavingAsFirst: null,
+      interleavingNote: null,
     };
   });
 
@@ -91,8 +95,10 @@ export function alignLanes(servers: readonly ServerEvents[], domains?: readonly 
   let interleavingsDiffer = false;
   if (first) {
     for (const lane of lanes.slice(1)) {
-      lane.sameInterleavingAsFirst = sameSharedOrder(first.blocks, lane.blocks);
-      if (!lane.sameInterleavingAsFirst) interleavingsDiffer = true;
+      const comparison = compareInterleaving(first.blocks, lane.blocks);
+      lane.sameInterleavingAsFirst = comparison.same;
+      lane.interleavingNote = comparison.note;
+      if (!comparison.same) interleavingsDiffer = true;
     }
   }
   return { lanes, domains: [...allDomains].sort((a, b) => a - b), positions, interleavingsDiffer };
@@ -116,4 +122,32 @@ export function sameSharedOrder(a: readonly Pick<LaneBlock, "gtid">[], b: readon
   const sharedA = a.filter((block) => inB.has(block.gtid)).map((block) => block.gtid);
   const sharedB = b.filter((block) => inA.has(block.gtid)).map((block) => block.gtid);
   return sharedA.length === sharedB.length && sharedA.every((gtid, i) => gtid === sharedB[i]);
+}
+
+type Block = Pick<LaneBlock, "gtid" | "domain">;
+
+/** Domains of the blocks between the first and the last block the other lane also holds that it does not hold. */
+function unsharedInside(blocks: readonly Block[], other: ReadonlySet<string>): number[] {
+  const first = blocks.findIndex((block) => other.has(block.gtid));
+  if (first < 0) return [];
+  let last = blocks.length - 1;
+  while (!other.has(blocks[last]!.gtid)) last -= 1;
+  const domains = new Set<number>();
+  for (const block of blocks.slice(first, last + 1)) if (!other.has(block.gtid)) domains.add(block.domain);
+  return [...domains].sort((a, b) => a - b);
+}
+
+/** Lane `b` interleaves like lane `a` when, over the stretch both lanes show (from the first to the last GTID they
+ * share), they hold the same transactions in the same order. A lane that holds transactions the other does not
+ * in that stretch (a multi-source replica beside one of its masters, a filtered replica) interleaves differently
+ * even where the GTIDs they share keep their order; outside the stretch, a shorter recent window is no difference.
+ */
+export function compareInterleaving(a: readonly Block[], b: readonly Block[]): { same: boolean; note: string | null } {
+  if (!sameSharedOrder(a, b)) return { same: false, note: "orders the transactions both hold differently" };
+  const onlyB = unsharedInside(b, new Set(a.map((block) => block.gtid)));
+  const onlyA = unsharedInside(a, new Set(b.map((block) => block.gtid)));
+  const notes = [];
+  if (onlyB.length > 0) notes.push(`interleaves transactions the first lane does not hold (domain ${onlyB.join(", ")})`);
+  if (onlyA.length > 0) notes.push(`lacks transactions the first lane interleaves (domain ${onlyA.join(", ")})`);
+  return notes.length > 0 ? { same: false, note: notes.join("; ") } : { same: true, note: null };
 }

@@ -10,6 +10,7 @@ const block = (gtid: string, index: number, commitId: number | null): LaneBlock 
 const lane = (serverId: number, blocks: [string, number | null][]): Lane => ({
   serverId, name: `s${serverId}`, error: null, blocks: blocks.map(([g, c], i) => block(g, i, c)), domainOrderKept: true,
   sameInterleavingAsFirst: null,
+  interleavingNote: null,
 });
 
 describe("commitGroupMarks", () => {
