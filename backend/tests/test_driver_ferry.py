@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from ferry_control.core.config import Settings
-from ferry_control.drivers.base import ChangeMaster, IoState
+from ferry_control.drivers.base import ChangeMaster, IoState, SqlState
 from ferry_control.drivers.credentials import ServerCredentials
 from ferry_control.drivers.errors import (
     DriverError,
@@ -165,3 +165,20 @@ async def test_no_answer_is_unreachable_after_bounded_read_retries(database_url:
         assert calls == 1, "changes are never retried"
     finally:
         await factory.aclose()
+
+
+async def test_a_connection_paused_by_the_operator_reads_as_paused(
+    drivers: DriverFactory, ferryd: FerrydCluster
+) -> None:
+    """ferryd's `sql_paused` start (the receiving side goes on, nothing is applied) is a state the driver knows, not
+    an answer it cannot read."""
+    replica = drivers.for_address(ServerKind.ferry, ferryd.replica2.admin)
+    await replica.stop_replication("main")
+    ferryd.replica2.post("/v1/replication/main/start", {"sql_paused": True})
+    try:
+        (connection,) = await replica.replica_connections()
+        assert (connection.io_state, connection.sql_state) == (IoState.connected, SqlState.paused)
+        assert (await replica.status()).connections[0].sql_state == SqlState.paused
+    finally:
+        await replica.stop_replication("main")
+        await replica.start_replication("main")

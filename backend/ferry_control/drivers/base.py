@@ -35,6 +35,8 @@ class SqlState(enum.StrEnum):
     applying = "applying"
     delaying = "delaying"
     until_reached = "until_reached"
+    #: Held by the operator (ferryd: started with `sql_paused`): the receiving side goes on, nothing is applied.
+    paused = "paused"
     error = "error"
 
 
