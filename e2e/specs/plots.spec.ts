@@ -102,6 +102,7 @@ test("the history plots draw a real switchover and a real drill; lag zooms; a pi
   // Positions: every domain has a most advanced server, starred, and the cells carry how far behind they are.
   await page.getByRole("link", { name: "Positions" }).click();
   const matrix = page.getByRole("table", { name: "Positions: servers by domains" });
+  await expect(matrix.getByRole("columnheader", { name: /^Domain \d+$/ }).first()).toBeVisible();
   const domainCount = await matrix.getByRole("columnheader", { name: /^Domain \d+$/ }).count();
   expect(domainCount).toBeGreaterThan(0);
   await expect.poll(() => matrix.locator("td.behind-ahead").count()).toBeGreaterThanOrEqual(domainCount);

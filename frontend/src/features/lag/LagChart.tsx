@@ -33,37 +33,37 @@ export function LagChart({ title, metric, series, sinceMs, untilMs, onZoom }: La
         <strong>{title}</strong> <span className="small muted">({points} points{onZoom ? "; drag across to zoom in" : ""})</span>
       </figcaption>
       <div className="zoomable" ref={zoom.ref} {...(onZoom ? zoom.handlers : {})} data-testid={`${metric}-zoom`}>
-      {zoom.band ? <div className="zoom-band" style={{ left: zoom.band.left, width: zoom.band.width }} aria-hidden="true" /> : null}
-      <ResponsiveContainer width="100%" height={260} initialDimension={{ width: 800, height: 260 }}>
-        <LineChart margin={{ top: 8, right: 24, bottom: 8, left: 8 }}>
-          <CartesianGrid strokeDasharray="3 3" />
-          <XAxis
-            dataKey="t"
-            type="number"
-            scale="time"
-            domain={[sinceMs, untilMs]}
-            ticks={timeTicks(sinceMs, untilMs)}
-            tickFormatter={(t: number) => timeLabel(t, untilMs - sinceMs)}
-            allowDuplicatedCategory={false}
-          />
-          <YAxis dataKey={metric} tickFormatter={(v: number) => format(v)} width={90} allowDecimals={metric === "seconds"} />
-          <Tooltip labelFormatter={(t) => timeLabel(Number(t), 0)} formatter={(v) => format(Number(v))} />
-          <Legend />
-          {series.map((s, i) => (
-            <Line
-              key={s.key}
-              data={s.points}
-              dataKey={metric}
-              name={s.label}
-              type="stepAfter"
-              stroke={seriesColor(i)}
-              strokeDasharray={i >= 8 ? "4 2" : undefined}
-              dot={false}
-              isAnimationActive={false}
+        {zoom.band ? <div className="zoom-band" style={{ left: zoom.band.left, width: zoom.band.width }} aria-hidden="true" /> : null}
+        <ResponsiveContainer width="100%" height={260} initialDimension={{ width: 800, height: 260 }}>
+          <LineChart margin={{ top: 8, right: 24, bottom: 8, left: 8 }}>
+            <CartesianGrid strokeDasharray="3 3" />
+            <XAxis
+              dataKey="t"
+              type="number"
+              scale="time"
+              domain={[sinceMs, untilMs]}
+              ticks={timeTicks(sinceMs, untilMs)}
+              tickFormatter={(t: number) => timeLabel(t, untilMs - sinceMs)}
+              allowDuplicatedCategory={false}
             />
-          ))}
-        </LineChart>
-      </ResponsiveContainer>
+            <YAxis dataKey={metric} tickFormatter={(v: number) => format(v)} width={90} allowDecimals={metric === "seconds"} />
+            <Tooltip labelFormatter={(t) => timeLabel(Number(t), 0)} formatter={(v) => format(Number(v))} />
+            <Legend />
+            {series.map((s, i) => (
+              <Line
+                key={s.key}
+                data={s.points}
+                dataKey={metric}
+                name={s.label}
+                type="stepAfter"
+                stroke={seriesColor(i)}
+                strokeDasharray={i >= 8 ? "4 2" : undefined}
+                dot={false}
+                isAnimationActive={false}
+              />
+            ))}
+          </LineChart>
+        </ResponsiveContainer>
       </div>
     </figure>
   );
