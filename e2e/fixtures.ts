@@ -1,7 +1,7 @@
 // What every spec stands on: the stack, one API token per role (created once through the API with the stack's
 // admin token), `signIn` through the real sign-in form, a request context for the API, and `picture` for the
 // README's pictures (written to docs/screenshots/ when FERRY_E2E_SCREENSHOTS is set).
-import { test as base, expect, request, type APIRequestContext, type Page } from "@playwright/test";
+import { test as base, expect, request, type APIRequestContext, type Locator, type Page } from "@playwright/test";
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,7 +17,8 @@ interface WorkerFixtures {
 
 interface TestFixtures {
   signIn: (role: Role) => Promise<void>;
-  picture: (name: string) => Promise<void>;
+  /** The page's viewport, or `of` scrolled into view and clipped to it, as docs/screenshots/NAME.png. */
+  picture: (name: string, of?: Locator) => Promise<void>;
 }
 
 const SCREENSHOT_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "docs", "screenshots");
@@ -56,10 +57,12 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
     });
   },
   picture: async ({ page }, use) => {
-    await use(async (name: string) => {
+    await use(async (name: string, of?: Locator) => {
       if (!process.env.FERRY_E2E_SCREENSHOTS) return;
       mkdirSync(SCREENSHOT_DIR, { recursive: true });
-      await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: false });
+      const path = join(SCREENSHOT_DIR, `${name}.png`);
+      if (of) await of.screenshot({ path });
+      else await page.screenshot({ path, fullPage: false });
     });
   },
 });

@@ -21,8 +21,9 @@
 #
 # Environment (defaults are what `make up` uses):
 #   FERRY_STACK            ferryd or mariadb                                       (ferryd)
-#   FERRY_MARIADB_SEED000  1: also the seed-000 MariaDB cluster                    (1 with mariadb, else 0)
-#   FERRY_MARIADB_DELAY_S  seed-000's server 4 a delayed replica by this much, so lag shows   (30 with mariadb, else 0)
+#   FERRY_MARIADB_SEED000  1: also the seed-000 MariaDB cluster     (1 with mariadb, else 0; scripts/up.sh makes it 1)
+#   FERRY_MARIADB_DELAY_S  seed-000's server 4 a delayed replica by this much, so lag shows
+#                          (30 with mariadb, else 0; scripts/up.sh and the end-to-end suite make it 30)
 #   FERRY_RUN_DIR          state: data, logs, pids, tokens                       (.run)
 #   FERRY_PORT_BASE        node N listens on BASE+N, its admin API on BASE+100+N  (7300)
 #   FERRY_MARIADB_PORT_BASE  star server N on BASE+10+N, seed-000 server N on BASE+20+N   (3300)
@@ -187,10 +188,37 @@ start_mariadb() { # start_mariadb NAME SHAPE N P
     fi
     .venv/bin/python scripts/mariadb_cluster.py stop --dir "$dir"
   fi
+  forget_cluster "$name"
   echo "starting MariaDB cluster $name ($shape, $servers servers from port $port)…"
   .venv/bin/python scripts/mariadb_cluster.py start --dir "$dir" --servers "$servers" --shape "$shape" \
     --base-port "$port" > "$run/$name.log" 2>&1 \
     || { echo "starting MariaDB cluster $name failed; see $run/$name.log" >&2; tail -n 20 "$run/$name.log" >&2; exit 1; }
+}
+
+# A MariaDB cluster started afresh has new data: a cluster of that name the control plane's database still holds
+# (the ferryd stack's database outlives `stop`) describes the servers that went, so it goes too before registering.
+forget_cluster() { # forget_cluster NAME
+  (cd backend && ../.venv/bin/python - "$1" <<'PY'
+import asyncio, sys
+from ferry_control.core.config import get_settings
+from ferry_control.core.db import create_engine, create_sessionmaker, session_scope
+from ferry_control.repositories.clusters import ClusterRepository
+
+async def forget(name: str) -> None:
+    engine = create_engine(get_settings())
+    try:
+        async with session_scope(create_sessionmaker(engine)) as session:
+            repository = ClusterRepository(session)
+            cluster = await repository.get_by_name(name)
+            if cluster is not None:
+                await repository.delete(cluster)
+                print(f"forgot the previous cluster {name} (id {cluster.id}): its servers' data is gone", file=sys.stderr)
+    finally:
+        await engine.dispose()
+
+asyncio.run(forget(sys.argv[1]))
+PY
+  ) || { echo "removing the previous cluster $1 from the control plane's database failed" >&2; exit 1; }
 }
 
 # The load writer of cluster NAME (more arguments go to scripts/mariadb_load.py).

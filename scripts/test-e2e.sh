@@ -33,8 +33,9 @@ export FERRY_RUN_DIR="$work/stack"
 export FERRY_BIN_DIR=${FERRY_BIN_DIR:-$root/engine/target/debug}
 export FERRY_PORT_BASE=${FERRY_E2E_PORT_BASE:-27300}
 export FERRY_API_PORT=${FERRY_E2E_API_PORT:-28000}
-# The seed-000 MariaDB cluster beside the ferryd nodes, on ports 23321-23325 (specs/mariadb.spec.ts).
-export FERRY_STACK=ferryd FERRY_MARIADB_SEED000=1
+# The seed-000 MariaDB cluster beside the ferryd nodes, on ports 23321-23325, as `make up` starts it: server 4 a
+# replica delayed by FERRY_MARIADB_DELAY_S, 30 s (specs/mariadb.spec.ts, specs/demo.spec.ts).
+export FERRY_STACK=ferryd FERRY_MARIADB_SEED000=1 FERRY_MARIADB_DELAY_S=${FERRY_MARIADB_DELAY_S:-30}
 export FERRY_MARIADB_PORT_BASE=${FERRY_E2E_MARIADB_PORT_BASE:-23300}
 cleanup() {
   local status=$?

@@ -5,6 +5,12 @@
 # (.run/control.sqlite3) serving the dashboard, the nodes registered as cluster "local". Prints the URL and a
 # fresh admin token. State lives in .run/; `make down` stops it all. FERRY_API_PORT (default 8000) moves the API.
 #
+# Beside the ferryd nodes, the seed-000 shape on real MariaDB 10.11 as the cluster "seed000" (Debian's mariadb-server,
+# installed when absent by scripts/ensure-mariadb.sh; SQL ports 3321-3325): masters 1 and 2 writing in domains 1 and
+# 2, server 3 a multi-source replica of both, servers 4 and 5 replicas of it, server 4 delayed by
+# FERRY_MARIADB_DELAY_S (30 s) so lag in seconds shows, with a load writer at a varying rate; registered with its
+# logins and discovered from server 3. FERRY_MARIADB_SEED000=0 leaves it out (and MariaDB is then not needed).
+#
 # FERRY_STACK=mariadb: MariaDB instead of ferryd (Debian's mariadb-server, installed when absent by
 # scripts/ensure-mariadb.sh): the three-server cluster "mariadb" (server 1 the master, 2 and 3 read-only replicas,
 # SQL ports 3311-3313) and the seed-000 cluster "seed000" (ports 3321-3325; FERRY_MARIADB_SEED000=0 leaves it out;
@@ -16,9 +22,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 stack_kind=${FERRY_STACK:-ferryd}
 
-if [ "$stack_kind" = mariadb ]; then
+if [ "$stack_kind" = ferryd ]; then
+  export FERRY_MARIADB_SEED000=${FERRY_MARIADB_SEED000:-1} FERRY_MARIADB_DELAY_S=${FERRY_MARIADB_DELAY_S:-30}
+fi
+if [ "$stack_kind" = mariadb ] || [ "${FERRY_MARIADB_SEED000:-}" = 1 ]; then
   scripts/ensure-mariadb.sh > /dev/null
-else
+fi
+if [ "$stack_kind" != mariadb ]; then
   scripts/ensure-rust.sh
   echo "building the engine (release)…"
   cargo build --release --locked --manifest-path engine/Cargo.toml -p ferryd -p ferry-bench
@@ -81,5 +91,16 @@ Ferry is up.
   API admin token    $admin_token
     e.g. curl -H "Authorization: Bearer $admin_token" $api/api/v1/clusters/$cluster_id/topology
   inspect a binlog: engine/target/release/ferry-binlog .run/node1/data/binlog
-  logs and data: .run/   stop everything: make down
 EOT
+python3 - <<'PY'
+import json
+s = json.load(open(".run/stack.json"))
+for c in s["mariadb_clusters"]:
+    state = json.load(open(c["cluster_json"]))
+    servers = ", ".join(f"s{x['number']} {x['address']}" for x in state["servers"])
+    print(f"  cluster {c['name']!r} (id {c['id']}, MariaDB, {state['shape']}): {servers}")
+    print("    masters s1 and s2 (domains 1 and 2), s3 a multi-source replica of both, s4 (delayed) and s5 below s3")
+    print(f"    dashboard {s['api']}/clusters/{c['id']}/interleavings   lag: {s['api']}/clusters/{c['id']}/lag")
+    print(f"    logins and sockets: {c['cluster_json']}   load writer log: .run/load-{c['name']}.log")
+PY
+echo "  logs and data: .run/   stop everything: make down"
