@@ -66,8 +66,9 @@ export function InterleavingsView({ clusterId }: { clusterId: number }) {
             ))}
           </select>
         </label>
-        <LiveToggle live={live} onChange={setLive} />
         <GtidPicker picked={picked} onPick={setPicked} />
+        {/* Last in the toolbar: Tab goes from the live toggle straight to the lanes. */}
+        <LiveToggle live={live} onChange={setLive} />
       </div>
       {alignment.lanes.length > 1 ? (
         <p className="small">
