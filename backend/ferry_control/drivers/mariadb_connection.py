@@ -9,6 +9,7 @@ Errors come out as typed driver errors (drivers/mariadb_errors.py) with the serv
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 import time
 from dataclasses import dataclass
@@ -19,6 +20,19 @@ import pymysql
 
 from ferry_control.drivers.errors import DriverError, ServerUnreachable
 from ferry_control.drivers.mariadb_errors import error_for
+
+log = logging.getLogger(__name__)
+
+
+class _Cursor(aiomysql.DictCursor):  # type: ignore[misc]
+    """Rows as dicts; the server's notes on a statement that succeeded (e.g. "Slave already has been stopped" for
+    a STOP SLAVE that had nothing to stop) go to the debug log instead of becoming Python warnings, and cost no
+    extra SHOW WARNINGS round trip."""
+
+    async def _show_warnings(self, conn: Any) -> None:
+        count = self._result.warning_count if self._result is not None else 0
+        log.debug("%s: %d note(s) from the server", _short(str(self._last_executed or "")), count)
+
 
 #: How much longer the client waits than the server-side bound, so the server's own error (1969) usually wins.
 CLIENT_MARGIN_S = 1.0
@@ -134,7 +148,7 @@ class MariadbConnections:
         try:
             try:
                 async with asyncio.timeout(bound + CLIENT_MARGIN_S):
-                    async with conn.cursor(aiomysql.DictCursor) as cursor:
+                    async with conn.cursor(_Cursor) as cursor:
                         await cursor.execute(statement, args)
                         rows = await cursor.fetchall()
             except TimeoutError as e:
