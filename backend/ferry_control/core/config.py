@@ -212,6 +212,12 @@ class Settings(BaseSettings):
     drill_canary_lead_s: float = Field(
         0.5, ge=0, le=60, description="How long the live canary writer runs before the switch (and after each)."
     )
+    drill_checksum_wait_s: float = Field(
+        5.0,
+        gt=0,
+        description="Drill checksums: how long each server may take to reach the others' position, per "
+        "attempt (positions that differ are waited on this long before they are read again).",
+    )
     drill_canary_verify_timeout_s: float = Field(
         30.0, gt=0, description="How long each server may take to reach the acknowledged canaries' GTIDs."
     )

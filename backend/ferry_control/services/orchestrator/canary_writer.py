@@ -34,6 +34,8 @@ PHASES: tuple[Phase, ...] = ("before", "during", "after")
 OUTCOMES: tuple[Outcome, ...] = ("acknowledged", "refused", "unknown")
 #: Lost and duplicated canaries named in a report (the counts are exact).
 NAMED_MAX = 20
+#: Acknowledged canaries kept in the verification step's record (key, GTID, server, phase, time), at most.
+RECORDED_MAX = 10_000
 
 
 @dataclass(frozen=True)
@@ -342,3 +344,11 @@ def report(writer: CanaryWriter, verification: LedgerVerification | None) -> dic
         "duplicated_gtids": verification.duplicated[:NAMED_MAX] if verification else [],
         "behind": verification.behind if verification else [],
     }
+
+
+def ledger_record(acknowledged: Sequence[Attempt]) -> dict[str, Any]:
+    """The acknowledged canaries as evidence, compactly: `[key, gtid, server_id, phase, at_s]` each (the first
+    `RECORDED_MAX`)."""
+    rows = [[a.key, a.gtid, a.server_id, a.phase, round(a.at_s, 4)] for a in acknowledged[:RECORDED_MAX]]
+    return {"fields": ["key", "gtid", "server_id", "phase", "at_s"], "acknowledged": rows,
+            "truncated": len(acknowledged) > RECORDED_MAX}  # fmt: skip

@@ -24,7 +24,13 @@ from ferry_control.drivers.errors import DriverError
 from ferry_control.repositories.drills import DrillRepository
 from ferry_control.services.event_bus import ClusterEvent
 from ferry_control.services.orchestrator import actions
-from ferry_control.services.orchestrator.canary_writer import CanaryWriter, WriterServer, report, verify_ledger
+from ferry_control.services.orchestrator.canary_writer import (
+    CanaryWriter,
+    WriterServer,
+    ledger_record,
+    report,
+    verify_ledger,
+)
 from ferry_control.services.orchestrator.gtid import join_all, position
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
@@ -256,7 +262,9 @@ async def _switch(
             mark.started_s, ctx.settings.drill_canary_verify_timeout_s, server_id=link.replica.info.id
         )
         step.detail = {"phases": writer.ledger.counts(), "window": writer.ledger.window(mark)}
-        if missing:
+        if missing and writer.ledger.capped:
+            step.detail["note"] = f"the writer reached its bound ({writer.per_domain_max} writes per domain)"
+        elif missing:
             raise DrillFailed([f"the live canary writer got no write acknowledged by the new master "
                                f"{link.replica.info.label} in domains {missing}: {_refusals(writer)}"])  # fmt: skip
 
@@ -276,7 +284,7 @@ async def _verify_writer(
         acknowledged = writer.ledger.acknowledged()
         verification = await verify_ledger(writer.servers, acknowledged, ctx.settings.drill_canary_verify_timeout_s)
         details["canary_writer"] = report(writer, verification)
-        step.detail = details["canary_writer"]
+        step.detail = {**details["canary_writer"], "ledger": ledger_record(acknowledged)}
     return verification.reasons()
 
 
@@ -313,7 +321,7 @@ async def _verify(
         step.detail = {"servers": len(servers), "domains": sorted(canaries), "missing": missing}
         reasons += missing
     async with ctx.step("verify_checksums") as step:
-        outcome = await _compare_checksums(servers)
+        outcome = await _compare_checksums(servers, ctx.settings.drill_checksum_wait_s)
         step.detail = outcome
         if outcome.get("problem"):
             reasons.append(outcome["problem"])
@@ -325,7 +333,7 @@ async def _verify(
     return reasons
 
 
-async def _compare_checksums(servers: list[ServerView]) -> dict[str, Any]:
+async def _compare_checksums(servers: list[ServerView], wait_s: float) -> dict[str, Any]:
     """Table checksums of every server at one position: read on each, and where the positions differ, each server
     waits to reach the most advanced and they are read again (`CHECKSUM_ATTEMPTS` times). A cluster that kept
     taking writes throughout (its most advanced position moved at every attempt: client load) never stands at one
@@ -348,7 +356,7 @@ async def _compare_checksums(servers: list[ServerView]) -> dict[str, Any]:
             moved += 1
         last_target = target
         for view in servers:
-            await actions.wait_reached(view.require_driver(), str(target), 5.0)
+            await actions.wait_reached(view.require_driver(), str(target), wait_s)
     if moved == CHECKSUM_ATTEMPTS - 1:
         return {"attempts": CHECKSUM_ATTEMPTS, "compared": False, "problem": None,
                 "note": f"not compared: the cluster kept taking writes over {CHECKSUM_ATTEMPTS} attempts (the "
