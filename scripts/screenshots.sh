@@ -23,5 +23,9 @@ if [ "$(cat node_modules/.package-lock.sha 2>/dev/null)" != "$want" ]; then
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
   echo "$want" > node_modules/.package-lock.sha
 fi
-FERRY_E2E_CHROMIUM=$chromium FERRY_E2E_STACK=$stack_json FERRY_E2E_SCREENSHOTS=1 npx playwright test specs/guide.spec.ts "$@"
+# Its own output directory: an end-to-end run at the same time uses e2e/test-results.
+results=$(mktemp -d /tmp/ferry-screenshots.XXXXXX)
+trap 'status=$?; if [ "$status" = 0 ]; then rm -rf "$results"; else echo "traces and screenshots of the failure: $results" >&2; fi' EXIT
+FERRY_E2E_CHROMIUM=$chromium FERRY_E2E_STACK=$stack_json FERRY_E2E_SCREENSHOTS=1 \
+  npx playwright test --output "$results" specs/guide.spec.ts "$@"
 echo "pictures written: $(cd "$root" && ls docs/screenshots/guide-*.png | tr '\n' ' ')"
