@@ -1,6 +1,6 @@
 // The collector health page against a fake backend: the exact request, each cycle a point, the duration and the
 // failed polls summed up in words.
-import { screen } from "@testing-library/react";
+import { screen, waitFor } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 import { mockApi } from "../test/mockApi";
 import { renderSignedIn } from "../test/render";
@@ -24,7 +24,8 @@ describe("CollectorPage", () => {
     const figure = await screen.findByRole("figure", { name: "Collector cycles" });
     expect(figure.getAttribute("data-points")).toBe("3");
     expect(figure.textContent).toContain("3 cycles: median 20.0 ms, longest 30.0 ms; 2 failed polls in 1 cycles; every 1 s");
-    expect(figure.querySelectorAll(".recharts-bar-rectangle").length).toBeGreaterThan(0);
+    // Recharts draws its shapes once its layout is measured: wait for them.
+    await waitFor(() => expect(figure.querySelectorAll(".recharts-bar-rectangle").length).toBeGreaterThan(0));
     expect(screen.getByText(/leader; its last 3 cycles/)).toBeTruthy();
     expect(requests.map((r) => `${r.path}?${r.query}`)).toEqual(["/api/v1/collector/cycles?limit=900"]);
   });

@@ -1,5 +1,5 @@
 // The drill history chart: one point per finished run with its pass/fail mark, RTO and catch-up in words.
-import { render, screen } from "@testing-library/react";
+import { render, screen, waitFor } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 import type { DrillRun } from "../../api/drills";
 import { RtoChart } from "./RtoChart";
@@ -11,7 +11,7 @@ const run = (over: Partial<DrillRun>): DrillRun =>
   }) as DrillRun;
 
 describe("RtoChart", () => {
-  it("marks each finished drill passed or failed", () => {
+  it("marks each finished drill passed or failed", async () => {
     render(
       <RtoChart
         runs={[
@@ -24,6 +24,7 @@ describe("RtoChart", () => {
     const figure = screen.getByRole("figure", { name: "RTO over time" });
     expect(figure.getAttribute("data-points")).toBe("2");
     expect(figure.textContent).toContain("2 drills: 1 passed, 1 failed");
+    await waitFor(() => expect(figure.querySelectorAll(".outcome-mark")).toHaveLength(2));
     const marks = [...figure.querySelectorAll(".outcome-mark")];
     expect(marks.map((m) => m.getAttribute("data-state"))).toEqual(["passed", "failed"]);
     expect(marks[0]!.querySelector("title")!.textContent).toMatch(/^drill #1 passed at .*: RTO 200\.0 ms, catch-up 50\.0 ms$/);

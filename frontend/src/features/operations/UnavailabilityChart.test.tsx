@@ -1,6 +1,6 @@
 // The switchover and failover history chart against a fake backend: the request asks for real switchovers and
 // failovers only, each one is a point marked by its outcome, and the caption counts them.
-import { screen } from "@testing-library/react";
+import { screen, waitFor } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 import { mockApi } from "../../test/mockApi";
 import { operation } from "../../test/fixtures";
@@ -25,6 +25,7 @@ describe("UnavailabilityHistory", () => {
     expect(requests[0]!.query.getAll("type")).toEqual(["switchover", "failover"]);
     expect(requests[0]!.query.get("dry_run")).toBe("false");
     expect(requests[0]!.query.get("limit")).toBe("200");
+    await waitFor(() => expect(figure.querySelectorAll(".outcome-mark")).toHaveLength(3));
     const marks = [...figure.querySelectorAll(".outcome-mark")].map((m) => [m.getAttribute("data-state"), m.querySelector("title")?.textContent]);
     expect(marks).toHaveLength(3);
     expect(marks.map(([state]) => state).sort()).toEqual(["failed", "succeeded", "succeeded"]);
