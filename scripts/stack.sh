@@ -77,6 +77,12 @@ stop() {
     if [ -f "$run/$name/cluster.json" ]; then
       .venv/bin/python scripts/mariadb_cluster.py stop --dir "$run/$name"
       echo "stopped MariaDB cluster $name"
+      # Its data went with it: the ferryd stack's database (which outlives `stop`) forgets it too, so the dashboard
+      # does not show a cluster of servers that are gone (the next start registers it afresh).
+      if [ -z "${FERRY_STACK_DATABASE_URL:-}" ] && [ -f "$run/control.sqlite3" ]; then
+        (export FERRY_DATABASE_URL="sqlite:///$run/control.sqlite3" FERRY_ENVIRONMENT=development \
+           FERRY_DEV_SECRET_KEY_FILE="$run/secret.key"; forget_cluster "$name") || true
+      fi
     fi
   done
   # The MariaDB stack's own control plane database describes servers whose data just went: it goes too, so the
