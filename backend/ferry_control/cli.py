@@ -24,8 +24,10 @@ import argparse
 import asyncio
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from ferry_control.core.config import get_settings
 from ferry_control.core.db import create_engine, create_sessionmaker, session_scope
@@ -148,50 +150,34 @@ def main(argv: list[str] | None = None) -> int:
 
         print(generate_key())
         return 0
+    if args.command == "bootstrap" and len(args.node) < 2:
+        parser.error("bootstrap needs at least two --node (the first is the master)")
+    commands_run: dict[str, tuple[Callable[[], Awaitable[object]], Callable[[Any], str]]] = {
+        "register": (lambda: _register(args), str),
+        "bootstrap": (lambda: _bootstrap(args), str),
+        "rotate-secrets": (_rotate_secrets, lambda n: f"re-encrypted the secrets of {n} clusters under the first key"),
+        "create-token": (lambda: _create_token(args.name, Role(args.role), args.expires_in_days), str),
+    }
+    run, say = commands_run[args.command]
+    return _run(run, say, to_stderr=args.command == "rotate-secrets")
+
+
+def _run(run: Callable[[], Awaitable[object]], say: Callable[[Any], str], *, to_stderr: bool = False) -> int:
+    """Runs one command; prints what it returns, or `error: <why>` on stderr with exit code 1 when the command
+    refused (a bootstrap or registration error, or the control plane's own error), never a stack trace."""
     from ferry_control.bootstrap import BootstrapError
     from ferry_control.core.errors import AppError
     from ferry_control.registration import RegistrationError
 
-    if args.command == "register":
-        try:
-            cluster_id = asyncio.run(_register(args))
-        except RegistrationError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        except AppError as e:
-            print(f"error: {e.message}", file=sys.stderr)
-            return 1
-        print(cluster_id)
-        return 0
-
-    if args.command == "rotate-secrets":
-        try:
-            rotated = asyncio.run(_rotate_secrets())
-        except AppError as e:
-            print(f"error: {e.message}", file=sys.stderr)
-            return 1
-        print(f"re-encrypted the secrets of {rotated} clusters under the first key", file=sys.stderr)
-        return 0
-
-    if args.command == "bootstrap":
-        if len(args.node) < 2:
-            parser.error("bootstrap needs at least two --node (the first is the master)")
-        try:
-            cluster_id = asyncio.run(_bootstrap(args))
-        except BootstrapError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        except AppError as e:
-            print(f"error: {e.message}", file=sys.stderr)
-            return 1
-        print(cluster_id)
-        return 0
     try:
-        token = asyncio.run(_create_token(args.name, Role(args.role), args.expires_in_days))
+        result = asyncio.run(run())
+    except (BootstrapError, RegistrationError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except AppError as e:
         print(f"error: {e.message}", file=sys.stderr)
         return 1
-    print(token)
+    print(say(result), file=sys.stderr if to_stderr else sys.stdout)
     return 0
 
 
