@@ -215,8 +215,8 @@ class Settings(BaseSettings):
     drill_checksum_wait_s: float = Field(
         5.0,
         gt=0,
-        description="Drill checksums: how long each server may take to reach the others' position, per "
-        "attempt (positions that differ are waited on this long before they are read again).",
+        description="Drill checksums: how long the servers may take, all together, to reach the most advanced "
+        "one's position per attempt (positions that differ are waited on at most this long, then read again).",
     )
     drill_canary_verify_timeout_s: float = Field(
         30.0, gt=0, description="How long each server may take to reach the acknowledged canaries' GTIDs."

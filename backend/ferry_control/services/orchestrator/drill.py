@@ -355,8 +355,9 @@ async def _compare_checksums(servers: list[ServerView], wait_s: float) -> dict[s
         if last_target is not None and target != last_target:
             moved += 1
         last_target = target
+        deadline = time.monotonic() + wait_s  # one bound for all the servers' waits of an attempt
         for view in servers:
-            await actions.wait_reached(view.require_driver(), str(target), wait_s)
+            await actions.wait_reached(view.require_driver(), str(target), max(0.0, deadline - time.monotonic()))
     if moved == CHECKSUM_ATTEMPTS - 1:
         return {"attempts": CHECKSUM_ATTEMPTS, "compared": False, "problem": None,
                 "note": f"not compared: the cluster kept taking writes over {CHECKSUM_ATTEMPTS} attempts (the "
