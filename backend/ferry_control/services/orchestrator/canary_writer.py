@@ -34,6 +34,8 @@ PHASES: tuple[Phase, ...] = ("before", "during", "after")
 OUTCOMES: tuple[Outcome, ...] = ("acknowledged", "refused", "unknown")
 #: Lost and duplicated canaries named in a report (the counts are exact).
 NAMED_MAX = 20
+#: How long stop() waits for the writes in flight to be answered (each is bounded by its driver's own timeouts).
+STOP_WAIT_S = 30.0
 #: Acknowledged canaries kept in the verification step's record (key, GTID, server, phase, time), at most.
 RECORDED_MAX = 10_000
 
@@ -154,6 +156,8 @@ class CanaryWriter:
         self._finding = asyncio.Lock()
         #: Set while the writer may write; cleared by pause().
         self._running = asyncio.Event()
+        #: Set by stop(): each domain ends after the write it has in flight (so every write sent is in the ledger).
+        self._stopping = asyncio.Event()
         #: Writes sent and not yet answered.
         self._in_flight = 0
         self._idle = asyncio.Condition()
@@ -170,9 +174,17 @@ class CanaryWriter:
         self._tasks = [asyncio.create_task(self._write_domain(d), name=f"canary-writer-d{d}") for d in self.domains]
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        """Ends every domain's task once its write in flight has its answer (bounded: `STOP_WAIT_S`, then they are
+        cancelled and a write cut short is not in the ledger — never counted acknowledged)."""
+        self._stopping.set()
+        self._running.set()
+        try:
+            async with asyncio.timeout(STOP_WAIT_S):
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+        except TimeoutError:
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
     async def pause(self) -> None:
@@ -237,9 +249,16 @@ class CanaryWriter:
     async def _write_domain(self, domain: int) -> None:
         for n in range(self.per_domain_max):
             await self._running.wait()
+            if self._stopping.is_set():
+                return
             began = self._clock()
             await self._write_one(domain, n)
-            await asyncio.sleep(max(0.0, self.interval_s - (self._clock() - began)))
+            try:
+                async with asyncio.timeout(max(0.0, self.interval_s - (self._clock() - began))):
+                    await self._stopping.wait()
+                return
+            except TimeoutError:
+                pass
         self.ledger.capped = True
 
     async def _write_one(self, domain: int, n: int) -> None:
