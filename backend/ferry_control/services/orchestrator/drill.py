@@ -221,24 +221,28 @@ async def _live_drill(
         raise DrillFailed([f"preflight {c.name}: {c.detail}" for c in plan.failed()])
     await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
     assert plan.master is not None and plan.candidate is not None
-    await _switch(ctx, writer, "switch", plan.master, plan.candidate, plan.others)
+    writer_reasons = await _switch(ctx, writer, "switch", plan.master, plan.candidate, plan.others)
     ctx.result["switchover"] = {k: ctx.result.get(k) for k in ("unavailable_s", "catch_up_s", "position")}
     details["switchover"] = ctx.result["switchover"]
 
     await writer.pause()  # the checksums need the servers at one position
     try:
-        reasons = await _verify(ctx, servers, canaries, run_id, details)
+        reasons = writer_reasons + await _verify(ctx, servers, canaries, run_id, details)
     finally:
         writer.resume()
     if ctx.params.get("switch_back"):
-        async with ctx.step("switch_back_preflight") as step:
-            back = await _preflight(ctx, master.info.id)
-            step.detail = {"checks": [asdict(c) for c in back.checks]}
-            if not back.passed:
-                raise DrillFailed(reasons + [f"switch back: {c.name}: {c.detail}" for c in back.failed()])
-        assert back.master is not None and back.candidate is not None
-        await _switch(ctx, writer, "switch_back", back.master, back.candidate, back.others)
-        details["switch_back"] = {k: ctx.result.get(k) for k in ("unavailable_s", "catch_up_s", "position")}
+        try:
+            async with ctx.step("switch_back_preflight") as step:
+                back = await _preflight(ctx, master.info.id)
+                step.detail = {"checks": [asdict(c) for c in back.checks]}
+                if not back.passed:
+                    raise DrillFailed([f"switch back: {c.name}: {c.detail}" for c in back.failed()])
+        except DrillFailed as e:  # not switched back; the canaries written so far are still verified
+            reasons += e.reasons
+        else:
+            assert back.master is not None and back.candidate is not None
+            reasons += await _switch(ctx, writer, "switch_back", back.master, back.candidate, back.others)
+            details["switch_back"] = {k: ctx.result.get(k) for k in ("unavailable_s", "catch_up_s", "position")}
     reasons += await _verify_writer(ctx, writer, servers, details)
     if reasons:
         raise DrillFailed(reasons)
@@ -246,9 +250,10 @@ async def _live_drill(
 
 async def _switch(
     ctx: OperationContext, writer: CanaryWriter, name: str, master: ServerView, link: Link, others: list[Link]
-) -> None:
+) -> list[str]:
     """The switchover's moves with the writer told when they run; then the writer writes on for the lead time and
-    until each domain has a write acknowledged by the new master (bounded)."""
+    until each domain has a write acknowledged by the new master (bounded). Returns the reasons to fail (a domain
+    whose writes the new master never acknowledged); the drill goes on to verify what was acknowledged."""
     mark = writer.switch_started(name, master.info.id, link.replica.info.id)
     succeeded = False
     try:
@@ -265,8 +270,10 @@ async def _switch(
         if missing and writer.ledger.capped:
             step.detail["note"] = f"the writer reached its bound ({writer.per_domain_max} writes per domain)"
         elif missing:
-            raise DrillFailed([f"the live canary writer got no write acknowledged by the new master "
-                               f"{link.replica.info.label} in domains {missing}: {_refusals(writer)}"])  # fmt: skip
+            step.detail["missing_domains"] = missing
+            return [f"the live canary writer got no write acknowledged by the new master {link.replica.info.label} "
+                    f"in domains {missing}: {_refusals(writer)}"]  # fmt: skip
+    return []
 
 
 def _refusals(writer: CanaryWriter) -> str:
