@@ -3,6 +3,8 @@ error carrying the node's code and message."""
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 
@@ -110,6 +112,34 @@ async def test_a_canary_write_on_a_read_only_node_is_refused_and_one_on_a_writab
     gtid = await master.write_canary(1, "acknowledged", {"n": 2})
     ferryd.replica1.wait_for(gtid)
     assert await replica.read_canaries(["refused", "acknowledged"]) == {"refused": None, "acknowledged": {"n": 2}}
+
+
+async def test_a_canary_write_whose_answer_is_lost_is_unknown_and_may_have_committed(
+    drivers: DriverFactory, ferryd: FerrydCluster
+) -> None:
+    """Between the driver and the node, a relay that passes the request on and drops the node's answer (closing
+    the client's connection): the write committed, and the driver says it cannot tell (`WriteOutcomeUnknown`)."""
+    host, port = ferryd.master.listen.rsplit(":", 1)
+
+    async def relay(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        node_reader, node_writer = await asyncio.open_connection(host, int(port))
+        try:
+            node_writer.write(await client_reader.read(65536))  # the Transact frame
+            await node_writer.drain()
+            await node_reader.read(1)  # the node answered: the answer goes no further
+        finally:
+            node_writer.close()
+            client_writer.close()
+
+    server = await asyncio.start_server(relay, "127.0.0.1", 0)
+    relay_address = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    async with server:
+        driver = drivers.for_address(ServerKind.ferry, ferryd.master.admin, protocol_address=relay_address)
+        with pytest.raises(WriteOutcomeUnknown) as unknown:
+            await driver.write_canary(1, "answer-lost", {"n": 3})
+    assert unknown.value.code == "canary_write_unknown"
+    master = drivers.for_address(ServerKind.ferry, ferryd.master.admin)
+    assert await master.read_canaries(["answer-lost"]) == {"answer-lost": {"n": 3}}
 
 
 async def test_a_wrong_token_is_unauthorized_and_a_missing_one_is_refused_before_sending(
