@@ -22,7 +22,7 @@ from ferry_control.drivers.errors import (
 )
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import ServerKind
-from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster, free_port_pair
+from tests.ferryd_cluster import NODE_TOKEN, WAIT_S, FerrydCluster, free_port_pair
 
 
 @pytest.fixture
@@ -206,8 +206,10 @@ async def test_a_connection_paused_by_the_operator_reads_as_paused(
     await replica.stop_replication("main")
     ferryd.replica2.post("/v1/replication/main/start", {"sql_paused": True})
     try:
-        (connection,) = await replica.replica_connections()
-        assert (connection.io_state, connection.sql_state) == (IoState.connected, SqlState.paused)
+        async with asyncio.timeout(WAIT_S):  # the receiving side connects on its own time
+            while (connection := (await replica.replica_connections())[0]).io_state != IoState.connected:
+                await asyncio.sleep(0.05)
+        assert connection.sql_state == SqlState.paused
         assert (await replica.status()).connections[0].sql_state == SqlState.paused
     finally:
         await replica.stop_replication("main")
