@@ -214,3 +214,48 @@ async def test_a_master_that_answers_but_reports_a_failure_is_made_read_only_bef
             lambda: [(c["name"], c["master"]) for c in other.status()["replication"]] == [("main", new.listen)],
             "the other replica following the new master",
         )
+
+
+async def test_a_master_that_answers_but_cannot_commit_is_failed_over_when_write_probes_are_on(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    """A master stuck in a semi-sync wait no replica will end (its replicas stopped receiving; a ten-minute
+    timeout) answers every status call and reports nothing wrong, but commits nothing: the collector's probe write
+    times out, the master reports that failure, and it is failed over — read-only before the promotion."""
+    semi_sync = ("--durability", "local+network", "--semi-sync-replicas", "1", "--semi-sync-timeout-ms", "600000")
+    ferryd = ferryd_factory(semi_sync, read_only_replicas=True)
+    position = ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    old, replicas = ferryd.master, [ferryd.replica1, ferryd.replica2]
+    async with live_app(
+        master_write_probe=True, master_write_probe_timeout_s=POLL_TIMEOUT_S,
+        failover_detection_polls=DETECTION_POLLS, unreachable_after_failures=DETECTION_POLLS,
+    ) as live:  # fmt: skip
+        ids = await register_cluster(live.client, ferryd, {"protocol_port": old.protocol_port,
+                                                           "admin_port": old.admin_port})  # fmt: skip
+        collector, monitor = live.app.state.collector, live.app.state.monitor
+        assert (await collector.run_cycle()).failed == 0  # the links: who is the master
+        assert (await collector.run_cycle()).failed == 0, "a master that commits passes its probe"
+        path = f"/api/v1/clusters/{ids['cluster']}/servers/{ids['master']}"
+        assert (await live.client.get(path)).json()["health"] == "healthy"
+
+        for replica in replicas:  # nobody acknowledges the master's commits any more: they wait
+            await asyncio.to_thread(replica.post, "/v1/replication/main/stop", {})
+        for _ in range(DETECTION_POLLS):
+            await collector.run_cycle()
+        server = (await live.client.get(path)).json()
+        assert server["health"] == "failing", server
+        assert server["last_error"].startswith("write probe: a probe write did not commit within"), server
+        assert old.status()["failed"] is None, "the master itself reports nothing wrong"
+
+        started = await monitor.check()
+        assert len(started) == 1
+        operation = await finished(live.app, live.client, ids["cluster"], started[0])
+        assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+        assert "reports a failure: write probe" in step(operation, "confirm_master_lost")["detail"]
+        assert "made read-only before the promotion" in step(operation, "fence_old_master_first")["detail"]
+        assert old.status()["read_only"] is True
+        new = writable_master(replicas)
+        # Everything the clients wrote, and the probes that committed (domain 0, the default domain): replicated
+        # like any other transaction.
+        assert set(position.split(",")) <= set(new.status()["gtid_current_pos"].split(","))

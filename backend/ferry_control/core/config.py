@@ -182,6 +182,16 @@ class Settings(BaseSettings):
     failover_detection_polls: int = Field(
         3, ge=1, description="Failed collector polls of the master in a row before failover is considered."
     )
+    master_write_probe: bool = Field(
+        False,
+        description="Opt-in: at every poll the collector commits one probe row (the drivers' canary table, the "
+        "server's default domain) on each writable master; one that does not commit within "
+        "master_write_probe_timeout_s reports a failure, which the failover monitor counts like a missed poll. "
+        "Each probe is a transaction of its own on the master, replicated like any other.",
+    )
+    master_write_probe_timeout_s: float = Field(
+        2.0, gt=0, description="How long a master's probe write may take before the master counts as failed."
+    )
     failover_relay_drain_timeout_s: float = Field(
         30.0, gt=0, description="How long replicas may take to apply what they received before a candidate is chosen."
     )

@@ -9,10 +9,17 @@ Positions are canonical GTID position text (`0-1-100,1-2-50`, sorted by domain, 
 from __future__ import annotations
 
 import abc
+import asyncio
 import enum
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
+
+from ferry_control.drivers.errors import DriverError, ServerRefused
+
+#: The canary-table key of the collector's probe writes on masters (`ServerDriver.write_probe`).
+WRITE_PROBE_KEY = "ferry-write-probe"
 
 
 class IoState(enum.StrEnum):
@@ -318,6 +325,22 @@ class ServerDriver(abc.ABC):
     async def write_canary(self, domain: int, key: str, fields: Mapping[str, object]) -> str:
         """Commits one canary row (`key` → `fields`) in GTID domain `domain` into the control plane's own canary
         table on this server (a master) and returns its GTID. Used by drills to prove each domain replicates."""
+
+    async def write_probe(self, domain: int, timeout_s: float) -> str | None:
+        """Commits one probe row (`WRITE_PROBE_KEY` in the canary table) in `domain` within `timeout_s`: None when it
+        committed, or when the server refused it (read-only is a deliberate state, not a failure); else why the
+        master cannot commit — no commit in time (stuck: a full disk, a semi-sync wait with no replica), or the
+        write failed."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self.write_canary(domain, WRITE_PROBE_KEY, {"at_us": time.time_ns() // 1000})
+        except TimeoutError:
+            return f"a probe write did not commit within {timeout_s} s"
+        except ServerRefused:
+            return None
+        except DriverError as e:
+            return f"a probe write failed: {e}"
+        return None
 
     @abc.abstractmethod
     async def read_canaries(self, keys: list[str]) -> dict[str, dict[str, object] | None]:

@@ -14,6 +14,9 @@ class LinkRepository:
     def __init__(self, session: AsyncSession):
         self.session = session
 
+    async def list_all(self) -> Sequence[ReplicationLink]:
+        return (await self.session.scalars(select(ReplicationLink))).all()
+
     async def list_for_cluster(self, cluster_id: int) -> Sequence[ReplicationLink]:
         statement = select(ReplicationLink).where(ReplicationLink.cluster_id == cluster_id).order_by(ReplicationLink.id)
         return (await self.session.scalars(statement)).all()

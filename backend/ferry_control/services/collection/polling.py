@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
 from ferry_control.core.metrics import Metrics
-from ferry_control.drivers.base import ServerStatus
+from ferry_control.drivers.base import ServerDriver, ServerStatus
 from ferry_control.drivers.credentials import ServerCredentials
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
-from ferry_control.models import ServerKind
+from ferry_control.models import LinkSource, ServerKind
+from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.collection.validation import InvalidStatus, validate_status
 
@@ -32,6 +33,9 @@ class PollTarget:
     #: The credentials of the server's own cluster (decrypted), or why they could not be opened.
     credentials: ServerCredentials | None
     credentials_error: str | None = None
+    protocol_address: str | None = None
+    #: Others replicate from it and it from none (by the stored links): the master a write probe is for.
+    is_master: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,11 +62,16 @@ class Poller:
                     credentials[s.cluster_id] = (self._drivers.credentials_for(s.cluster), None)
                 except DriverError as e:
                     credentials[s.cluster_id] = (None, str(e))
+        links = [link for link in await LinkRepository(session).list_all() if link.source == LinkSource.replica]
+        masters = {link.master_server_id for link in links} - {link.replica_server_id for link in links}
         return [
-            PollTarget(s.id, s.cluster_id, s.kind, s.admin_address, *credentials[s.cluster_id])
+            PollTarget(
+                s.id, s.cluster_id, s.kind, s.admin_address, *credentials[s.cluster_id],
+                protocol_address=s.protocol_address, is_master=s.id in masters,
+            )
             for s in servers
             if s.admin_address is not None
-        ]
+        ]  # fmt: skip
 
     async def poll_all(self, targets: Sequence[PollTarget]) -> list[PollOutcome]:
         semaphore = asyncio.Semaphore(self._settings.poll_concurrency_max)
@@ -78,9 +87,12 @@ class Poller:
         try:
             if target.credentials_error is not None:
                 raise DriverError(target.admin_address, "secrets_unavailable", target.credentials_error)
-            driver = self._drivers.for_address(target.kind, target.admin_address, target.credentials)
+            driver = self._drivers.for_address(
+                target.kind, target.admin_address, target.credentials, target.protocol_address
+            )
             status = await asyncio.wait_for(driver.status(), timeout_s)
             validate_status(status)
+            status = await self._probe(target, driver, status)
         except DriverError as e:
             return self._failed(target, str(e), "error")
         except TimeoutError:
@@ -89,6 +101,15 @@ class Poller:
             return self._failed(target, f"{target.admin_address}: {e}", "invalid")
         self._metrics.collector_polls.labels("ok").inc()
         return PollOutcome(target, status, None, datetime.now(UTC))
+
+    async def _probe(self, target: PollTarget, driver: ServerDriver, status: ServerStatus) -> ServerStatus:
+        """With `master_write_probe` on, a writable master that reports no failure must also commit a probe write
+        in time; when it cannot, its status reports the failure (the failover monitor counts it)."""
+        if not (self._settings.master_write_probe and target.is_master) or status.read_only or status.failure:
+            return status
+        reason = await driver.write_probe(status.default_domain, self._settings.master_write_probe_timeout_s)
+        self._metrics.collector_polls.labels("probe_failed" if reason else "probe_ok").inc()
+        return status if reason is None else replace(status, failure=f"write probe: {reason}")
 
     def _failed(self, target: PollTarget, error: str, result: str) -> PollOutcome:
         self._metrics.collector_polls.labels(result).inc()

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
+from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.drivers.errors import DriverError
 from ferry_control.repositories.clusters import ClusterRepository
@@ -69,6 +70,21 @@ def confirm_master_lost(snapshot: ClusterSnapshot, *, need_witness: bool) -> Mas
         + (", ".join(witnesses) if witnesses else "no running replica (operator's decision)"),
         witnesses,
     )
+
+
+async def probe_master(snapshot: ClusterSnapshot, settings: Settings) -> None:
+    """With `master_write_probe` on, a master that answers and reports no failure must also commit a probe write in
+    time (as the collector checks at every poll); one that cannot has that failure set on its view, so
+    `confirm_master_lost` sees a master that cannot work, confirmed live."""
+    master, _ = snapshot.master()
+    if not settings.master_write_probe or master is None or not master.healthy or master.driver is None:
+        return
+    assert master.status is not None
+    if master.status.read_only:
+        return
+    reason = await master.driver.write_probe(master.status.default_domain, settings.master_write_probe_timeout_s)
+    if reason is not None:
+        master.status = replace(master.status, failure=f"write probe: {reason}")
 
 
 def choose_candidate(links: list[Link], wanted: int | None) -> tuple[Link, bool, str]:
@@ -156,6 +172,7 @@ async def run_failover(ctx: OperationContext) -> None:
     automatic = bool(ctx.params.get("automatic"))
     async with ctx.step("confirm_master_lost") as step:
         snapshot = await ctx.snapshot()
+        await probe_master(snapshot, settings)
         loss = confirm_master_lost(snapshot, need_witness=automatic)
         step.detail = loss.detail
         if not loss.confirmed:

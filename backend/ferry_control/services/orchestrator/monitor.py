@@ -27,7 +27,7 @@ from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.operations import OperationService
-from ferry_control.services.orchestrator.failover import confirm_master_lost
+from ferry_control.services.orchestrator.failover import confirm_master_lost, probe_master
 from ferry_control.services.orchestrator.runner import OperationRunner
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
 
@@ -111,6 +111,7 @@ class FailoverMonitor:
 
     async def _consider_failover(self, cluster: Cluster, servers: list[Server], master: Server) -> int | None:
         snapshot = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.poll_timeout_s)
+        await probe_master(snapshot, self._settings)
         loss = confirm_master_lost(snapshot, need_witness=True)
         if not loss.confirmed or loss.master is None or loss.master.info.id != master.id:
             now = time.monotonic()
