@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,8 @@ from pathlib import Path
 BACKEND = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BACKEND))
 
+from bench.measure import cpu_s, quantile  # noqa: E402
+
 from ferry_control.core.config import Settings  # noqa: E402
 from ferry_control.core.db import session_scope  # noqa: E402
 from ferry_control.core.migrate import upgrade  # noqa: E402
@@ -36,16 +37,6 @@ from ferry_control.main import create_app  # noqa: E402
 from ferry_control.models import Cluster, Server  # noqa: E402
 from ferry_control.repositories.clusters import ClusterRepository  # noqa: E402
 from tests.ferryd_cluster import NODE_TOKEN, REPO_ROOT, FerrydNode  # noqa: E402
-
-
-def quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 async def main() -> None:

@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import statistics
 import sys
 import tempfile
@@ -40,6 +39,7 @@ BACKEND = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BACKEND))
 
 import httpx  # noqa: E402
+from bench.measure import WINDOW_STEPS, cpu_s, quantile  # noqa: E402
 from cryptography.fernet import Fernet  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 
@@ -51,19 +51,6 @@ from ferry_control.main import create_app  # noqa: E402
 from ferry_control.services.tokens import TokenService  # noqa: E402
 from tests.mariadb_cluster import MariadbCluster, driver  # noqa: E402
 from tests.mariadb_load import MariadbLoadWriter, load_rows, register_mariadb  # noqa: E402
-
-#: The steps inside the unavailability window.
-WINDOW_STEPS = ("old_master_read_only", "wait_in_flight_commits", "candidate_catch_up", "promote_candidate")
-
-
-def quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 @asynccontextmanager

@@ -27,6 +27,7 @@ BACKEND = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BACKEND))
 
 import httpx  # noqa: E402
+from bench.measure import WINDOW_STEPS, quantile  # noqa: E402
 
 from ferry_control.core.config import Settings  # noqa: E402
 from ferry_control.core.db import session_scope  # noqa: E402
@@ -36,14 +37,6 @@ from ferry_control.main import create_app  # noqa: E402
 from ferry_control.services.tokens import TokenService  # noqa: E402
 from tests.ferryd_cluster import NODE_TOKEN, REPO_ROOT, FerrydCluster  # noqa: E402
 from tests.helpers import LOAD_RATE, LoadWriter, register  # noqa: E402
-
-#: The steps inside the unavailability window.
-WINDOW_STEPS = ("old_master_read_only", "wait_in_flight_commits", "candidate_catch_up", "promote_candidate")
-
-
-def quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def main() -> None:
