@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 
-from tests.conftest import LiveFactory
+from tests.conftest import Live, LiveFactory
 from tests.fault_proxy import FaultProxy, Mode
 from tests.ferryd_cluster import FerrydCluster, FerrydNode
 from tests.helpers import WAIT_S, finished, serve, step, writable_master
@@ -62,11 +63,13 @@ async def register_cluster(client: httpx.AsyncClient, ferryd: FerrydCluster, mas
     return ids
 
 
-async def test_no_failover_while_the_replicas_see_the_master_whatever_the_control_planes_path_does(
-    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
-) -> None:
-    ferryd = ferryd_factory(read_only_replicas=True)
-    ferryd.write(2, domains=(1, 2))
+@asynccontextmanager
+async def behind_proxies(
+    live_app: LiveFactory, ferryd: FerrydCluster
+) -> AsyncIterator[tuple[FaultProxy, FaultProxy, Live, dict[str, int]]]:
+    """Fault proxies in front of the master's admin API (the control plane's path) and of its replication stream
+    (the replicas' path), the replicas replicating through the second, the cluster registered with the master at
+    the proxies' ports, and one collector cycle that sees everyone: (admin proxy, stream proxy, live app, ids)."""
     master = ferryd.master
     async with (
         FaultProxy("127.0.0.1", master.admin_port, delay_s=POLL_TIMEOUT_S * 3) as admin,
@@ -79,8 +82,18 @@ async def test_no_failover_while_the_replicas_see_the_master_whatever_the_contro
         for replica in (ferryd.replica1, ferryd.replica2):
             await asyncio.to_thread(through, replica, stream.address)
         ids = await register_cluster(live.client, ferryd, {"protocol_port": stream.port, "admin_port": admin.port})
+        assert (await live.app.state.collector.run_cycle()).failed == 0
+        yield admin, stream, live, ids
+
+
+async def test_no_failover_while_the_replicas_see_the_master_whatever_the_control_planes_path_does(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory(read_only_replicas=True)
+    ferryd.write(2, domains=(1, 2))
+    master = ferryd.master
+    async with behind_proxies(live_app, ferryd) as (admin, _, live, ids):
         collector, monitor, bus = live.app.state.collector, live.app.state.monitor, live.app.state.bus
-        assert (await collector.run_cycle()).failed == 0
 
         for mode in (Mode.cut, Mode.delay, Mode.blackhole):
             admin.set(mode)
@@ -106,19 +119,8 @@ async def test_failover_when_the_replicas_lose_the_master_too_and_the_old_master
     position = ferryd.write(3, domains=(1, 2))
     ferryd.converge()
     old = ferryd.master
-    async with (
-        FaultProxy("127.0.0.1", old.admin_port) as admin,
-        FaultProxy("127.0.0.1", old.protocol_port) as stream,
-        live_app(
-            failover_detection_polls=DETECTION_POLLS, unreachable_after_failures=DETECTION_POLLS,
-            poll_timeout_s=POLL_TIMEOUT_S,
-        ) as live,
-    ):  # fmt: skip
-        for replica in (ferryd.replica1, ferryd.replica2):
-            await asyncio.to_thread(through, replica, stream.address)
-        ids = await register_cluster(live.client, ferryd, {"protocol_port": stream.port, "admin_port": admin.port})
+    async with behind_proxies(live_app, ferryd) as (admin, stream, live, ids):
         collector, monitor = live.app.state.collector, live.app.state.monitor
-        assert (await collector.run_cycle()).failed == 0
 
         # A partition: the master, alive and writable, is cut off from the control plane and from its replicas.
         admin.set(Mode.blackhole)
