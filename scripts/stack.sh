@@ -24,6 +24,10 @@
 #   FERRY_MARIADB_SEED000  1: also the seed-000 MariaDB cluster     (1 with mariadb, else 0; scripts/up.sh makes it 1)
 #   FERRY_MARIADB_DELAY_S  seed-000's server 4 a delayed replica by this much, so lag shows
 #                          (30 with mariadb, else 0; scripts/up.sh and the end-to-end suite make it 30)
+#   FERRY_MARIADB_REPORT_LOCK_S  seed-000's server 5 applies in parallel and a demo "report" holds a read lock on
+#                          domain 1's table there this long of every 20 s, so that domain's lag climbs and drains
+#                          while domain 2 keeps applying (0: off; 8 with mariadb, else 0; scripts/up.sh and the
+#                          end-to-end suite make it 8)
 #   FERRY_RUN_DIR          state: data, logs, pids, tokens                       (.run)
 #   FERRY_PORT_BASE        node N listens on BASE+N, its admin API on BASE+100+N  (7300)
 #   FERRY_MARIADB_PORT_BASE  star server N on BASE+10+N, seed-000 server N on BASE+20+N   (3300)
@@ -37,8 +41,8 @@ run=$(realpath -m "${FERRY_RUN_DIR:-$root/.run}")
 base=${FERRY_PORT_BASE:-7300}
 stack_kind=${FERRY_STACK:-ferryd}
 case "$stack_kind" in
-  ferryd) seed000=${FERRY_MARIADB_SEED000:-0} delay_s=${FERRY_MARIADB_DELAY_S:-0} ;;
-  mariadb) seed000=${FERRY_MARIADB_SEED000:-1} delay_s=${FERRY_MARIADB_DELAY_S:-30} ;;
+  ferryd) seed000=${FERRY_MARIADB_SEED000:-0} delay_s=${FERRY_MARIADB_DELAY_S:-0} lock_s=${FERRY_MARIADB_REPORT_LOCK_S:-0} ;;
+  mariadb) seed000=${FERRY_MARIADB_SEED000:-1} delay_s=${FERRY_MARIADB_DELAY_S:-30} lock_s=${FERRY_MARIADB_REPORT_LOCK_S:-8} ;;
   *) echo "FERRY_STACK must be ferryd or mariadb, not $stack_kind" >&2; exit 2 ;;
 esac
 mariadb_base=${FERRY_MARIADB_PORT_BASE:-3300}
@@ -72,6 +76,7 @@ stop() {
   for name in mariadb seed000; do
     stop_one "$run/load-$name.pid" "load writer of $name"
   done
+  stop_one "$run/report-lock-seed000.pid" "report lock on seed000's server 5"
   for i in 1 2 3; do stop_one "$run/node$i/pid" "node $i"; done
   for name in mariadb seed000; do
     if [ -f "$run/$name/cluster.json" ]; then
@@ -270,6 +275,25 @@ delay_replica() { # delay_replica NAME K SECONDS
     || { echo "making server $2 of $1 a delayed replica failed" >&2; exit 1; }
 }
 
+# Server K of cluster NAME applies in parallel: WORKERS threads, at most half of them for one domain, so a domain
+# whose apply waits (a lock) leaves workers for the others (MariaDB's out-of-order parallel apply across domains).
+parallel_replica() { # parallel_replica NAME K WORKERS
+  local socket
+  socket=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["servers"][int(sys.argv[2]) - 1]["socket"])' \
+    "$run/$1/cluster.json" "$2")
+  mariadb --no-defaults --socket="$socket" --user=root -e "STOP SLAVE ''; SET GLOBAL slave_parallel_threads = $3;
+    SET GLOBAL slave_domain_parallel_threads = $(($3 / 2)); SET GLOBAL slave_parallel_mode = 'optimistic';
+    START SLAVE ''" || { echo "making server $2 of $1 a parallel-applying replica failed" >&2; exit 1; }
+}
+
+# A demo "report" on server K of cluster NAME: a read lock on domain 1's table for SECONDS of every 20 s.
+start_report_lock() { # start_report_lock NAME K SECONDS
+  alive "$run/report-lock-$1.pid" && return 0
+  nohup .venv/bin/python scripts/mariadb_report_lock.py --cluster-json "$run/$1/cluster.json" --server "$2" \
+    --domain 1 --hold-s "$3" --period-s 20 > "$run/report-lock-$1.log" 2>&1 < /dev/null &
+  echo $! > "$run/report-lock-$1.pid"
+}
+
 start_mariadb_clusters() {
   mariadb_ids=()
   if [ "$stack_kind" = mariadb ]; then
@@ -284,6 +308,10 @@ start_mariadb_clusters() {
     start_load seed000 --rate-min 4 --rate-max 30 --period-s 45
     if [ "$delay_s" -gt 0 ]; then
       delay_replica seed000 4 "$delay_s"
+    fi
+    if [ "$lock_s" != 0 ]; then
+      parallel_replica seed000 5 4
+      start_report_lock seed000 5 "$lock_s"
     fi
     register_mariadb seed000 3 seed_id
     mariadb_ids+=("seed000=$seed_id")

@@ -35,7 +35,8 @@ export FERRY_PORT_BASE=${FERRY_E2E_PORT_BASE:-27300}
 export FERRY_API_PORT=${FERRY_E2E_API_PORT:-28000}
 # The seed-000 MariaDB cluster beside the ferryd nodes, on ports 23321-23325, as `make up` starts it: server 4 a
 # replica delayed by FERRY_MARIADB_DELAY_S, 30 s (specs/mariadb.spec.ts, specs/demo.spec.ts).
-export FERRY_STACK=ferryd FERRY_MARIADB_SEED000=1 FERRY_MARIADB_DELAY_S=${FERRY_MARIADB_DELAY_S:-30}
+export FERRY_STACK=ferryd FERRY_MARIADB_SEED000=1 FERRY_MARIADB_DELAY_S=${FERRY_MARIADB_DELAY_S:-30} \
+  FERRY_MARIADB_REPORT_LOCK_S=${FERRY_MARIADB_REPORT_LOCK_S:-8}
 export FERRY_MARIADB_PORT_BASE=${FERRY_E2E_MARIADB_PORT_BASE:-23300}
 cleanup() {
   local status=$?
@@ -44,7 +45,7 @@ cleanup() {
   if [ "$status" != 0 ]; then
     echo "the end-to-end run failed; the stack's logs:" >&2
     for log in "$FERRY_RUN_DIR"/api.log "$FERRY_RUN_DIR"/workload.log "$FERRY_RUN_DIR"/node*/ferryd.log \
-      "$FERRY_RUN_DIR"/seed000.log "$FERRY_RUN_DIR"/load-seed000.log "$FERRY_RUN_DIR"/seed000/s*/error.log; do
+      "$FERRY_RUN_DIR"/seed000.log "$FERRY_RUN_DIR"/load-seed000.log "$FERRY_RUN_DIR"/report-lock-seed000.log "$FERRY_RUN_DIR"/seed000/s*/error.log; do
       [ -f "$log" ] && { echo "--- $log (last 40 lines)" >&2; tail -n 40 "$log" >&2; }
     done
   fi

@@ -8,7 +8,9 @@
 # Beside the ferryd nodes, the seed-000 shape on real MariaDB 10.11 as the cluster "seed000" (Debian's mariadb-server,
 # installed when absent by scripts/ensure-mariadb.sh; SQL ports 3321-3325): masters 1 and 2 writing in domains 1 and
 # 2, server 3 a multi-source replica of both, servers 4 and 5 replicas of it, server 4 delayed by
-# FERRY_MARIADB_DELAY_S (30 s) so lag in seconds shows, with a load writer at a varying rate; registered with its
+# FERRY_MARIADB_DELAY_S (30 s) so lag in seconds shows, server 5 applying in parallel while a demo "report" holds
+# domain 1's table there for FERRY_MARIADB_REPORT_LOCK_S (8 s) of every 20 s, so that domain's lag climbs and
+# drains while domain 2 keeps applying, with a load writer at a varying rate; registered with its
 # logins and discovered from server 3. FERRY_MARIADB_SEED000=0 leaves it out (and MariaDB is then not needed).
 #
 # FERRY_STACK=mariadb: MariaDB instead of ferryd (Debian's mariadb-server, installed when absent by
@@ -23,7 +25,8 @@ cd "$root"
 stack_kind=${FERRY_STACK:-ferryd}
 
 if [ "$stack_kind" = ferryd ]; then
-  export FERRY_MARIADB_SEED000=${FERRY_MARIADB_SEED000:-1} FERRY_MARIADB_DELAY_S=${FERRY_MARIADB_DELAY_S:-30}
+  export FERRY_MARIADB_SEED000=${FERRY_MARIADB_SEED000:-1} FERRY_MARIADB_DELAY_S=${FERRY_MARIADB_DELAY_S:-30} \
+    FERRY_MARIADB_REPORT_LOCK_S=${FERRY_MARIADB_REPORT_LOCK_S:-8}
 fi
 if [ "$stack_kind" = mariadb ] || [ "${FERRY_MARIADB_SEED000:-}" = 1 ]; then
   scripts/ensure-mariadb.sh > /dev/null
@@ -100,6 +103,7 @@ for c in s["mariadb_clusters"]:
     servers = ", ".join(f"s{x['number']} {x['address']}" for x in state["servers"])
     print(f"  cluster {c['name']!r} (id {c['id']}, MariaDB, {state['shape']}): {servers}")
     print("    masters s1 and s2 (domains 1 and 2), s3 a multi-source replica of both, s4 (delayed) and s5 below s3")
+    print("    s5 applies in parallel; a demo report locks domain 1's table there 8 s of every 20 s (.run/report-lock-seed000.log)")
     print(f"    dashboard {s['api']}/clusters/{c['id']}/interleavings   lag: {s['api']}/clusters/{c['id']}/lag")
     print(f"    logins and sockets: {c['cluster_json']}   load writer log: .run/load-{c['name']}.log")
 PY

@@ -2,7 +2,8 @@
 // (scripts/stack.sh; the end-to-end suite starts it as `make up` does, server 4 delayed by FERRY_MARIADB_DELAY_S).
 // The multi-source replica's lane interleaves domains 1 and 2 while each master's holds its own domain, and each
 // master's lane says that its interleaving differs from the replica's; the delayed replica's line in the lag chart
-// rises seconds above the chart's 0 s line (read against the seconds axis' own ticks) and moves while live.
+// rises seconds above the chart's 0 s line (read against the seconds axis' own ticks) and moves while live; the
+// parallel-applying replica's domain-1 line climbs by seconds too (a demo report holds that domain's table there).
 import type { Locator } from "@playwright/test";
 import { mariadbCluster } from "../mariadb";
 import { expect, test } from "../fixtures";
@@ -44,7 +45,7 @@ test("seed-000: the multi-source replica interleaves unlike each master, and the
   stack,
 }) => {
   const seed = mariadbCluster(stack, "seed000");
-  const [m1, m2, multi, delayed] = [1, 2, 3, 4].map((n) => seed.server(n).address);
+  const [m1, m2, multi, delayed, parallel] = [1, 2, 3, 4, 5].map((n) => seed.server(n).address);
   await signIn("viewer");
 
   // The clusters overview lists both clusters.
@@ -79,4 +80,10 @@ test("seed-000: the multi-source replica interleaves unlike each master, and the
     .getAttribute("stroke")}"]`);
   const before = await line.getAttribute("d");
   await expect.poll(() => line.getAttribute("d"), { message: "the delayed replica's line moves" }).not.toBe(before);
+
+  // The parallel replica: domain 1 waits for the report's lock (seconds), while domain 2 has its own line.
+  await expect(chart.getByText(`${parallel} · domain 2`)).toBeVisible();
+  await expect
+    .poll(() => peakSeconds(chart, `${parallel} · domain 1`), { message: "the parallel replica's domain-1 lag reaches seconds", timeout: 60_000 })
+    .toBeGreaterThan(2);
 });

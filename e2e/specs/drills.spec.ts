@@ -1,5 +1,6 @@
 // A drill run from the UI: rotation candidate, switch back, typed confirmation; it runs for real (canaries,
-// switchover, verification, switch back) and appears as passed in the history with its RTO.
+// switchover, verification, switch back) and appears as passed in the history with its RTO and what its live
+// canary writer saw.
 import { currentMasterName, expect, masterName, openClusterTab, test } from "../fixtures";
 
 test("a drill run from the UI passes and appears as passed in the history", async ({ page, signIn, stack, api, picture }) => {
@@ -24,6 +25,12 @@ test("a drill run from the UI passes and appears as passed in the history", asyn
   const row = history.getByRole("row").filter({ has: page.getByRole("cell", { name: runId, exact: true }) });
   await expect(row).toHaveAttribute("data-state", "passed");
   await expect(row).toContainText("passed");
+  // The live canary writer's report beside the RTO: its window, its writes, nothing lost; per phase when opened.
+  const writer = row.locator(".writer-report summary");
+  await expect(writer).toHaveText(/^window \d[\d.]* m?s · \d+ acknowledged, \d+ refused, \d+ unknown · none lost$/);
+  await writer.click();
+  const phases = row.getByRole("table", { name: `Canary writer of drill #${runId}` });
+  for (const phase of ["before", "during", "after"]) await expect(phases.getByRole("row", { name: new RegExp(phase) })).toBeVisible();
   await picture("drills");
 
   // Switched back: the master is the one it was before (the topology follows within a collector poll or two).

@@ -1,7 +1,9 @@
-// Drill runs, newest first: outcome (a failure said loudly, with reasons), RTO, catch-up, who or which schedule.
+// Drill runs, newest first: outcome (a failure said loudly, with reasons), RTO, catch-up, what the live canary
+// writer saw, who or which schedule.
 import type { DrillRun, DrillSchedule } from "../../api/drills";
 import { formatDuration, formatTime } from "../../lib/format";
 import { DrillOutcomeBadge } from "./DrillOutcome";
+import { WriterReport } from "./WriterReport";
 
 export function DrillHistory({ runs, schedules }: { runs: DrillRun[]; schedules: DrillSchedule[] }) {
   const names = new Map(schedules.map((s) => [s.id, s.name]));
@@ -16,6 +18,7 @@ export function DrillHistory({ runs, schedules }: { runs: DrillRun[]; schedules:
           <th scope="col">Outcome</th>
           <th scope="col">RTO</th>
           <th scope="col">Catch-up</th>
+          <th scope="col">Live writer</th>
           <th scope="col">Operation</th>
         </tr>
       </thead>
@@ -34,6 +37,9 @@ export function DrillHistory({ runs, schedules }: { runs: DrillRun[]; schedules:
             </td>
             <td>{formatDuration(run.rto_s)}</td>
             <td>{formatDuration(run.catch_up_s)}</td>
+            <td>
+              <WriterReport run={run} />
+            </td>
             <td>{run.operation_id != null ? `#${run.operation_id}` : "—"}</td>
           </tr>
         ))}

@@ -27,7 +27,7 @@ describe("RtoChart", () => {
     await waitFor(() => expect(figure.querySelectorAll(".outcome-mark")).toHaveLength(2));
     const marks = [...figure.querySelectorAll(".outcome-mark")];
     expect(marks.map((m) => m.getAttribute("data-state"))).toEqual(["passed", "failed"]);
-    expect(marks[0]!.querySelector("title")!.textContent).toMatch(/^drill #1 passed at .*: RTO 200\.0 ms, catch-up 50\.0 ms$/);
+    expect(marks[0]!.querySelector("title")!.textContent).toMatch(/^drill #1 passed at .*: RTO 200\.0 ms, writer window —, catch-up 50\.0 ms$/);
     expect(marks[1]!.classList.contains("outcome-failed")).toBe(true);
   });
 

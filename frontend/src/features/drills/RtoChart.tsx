@@ -1,5 +1,5 @@
-// Drill history as a chart: the RTO (writes unavailable during the drill's switchover) and the catch-up time of
-// each run over time, each run's point marked passed (green tick) or failed (red cross); a failed run that
+// Drill history as a chart: the RTO (writes unavailable during the drill's switchover), the window the live canary
+// writer saw (an application's view of the same outage) and the catch-up time of each run over time, each run's point marked passed (green tick) or failed (red cross); a failed run that
 // measured nothing is marked at zero.
 import { CartesianGrid, ComposedChart, Legend, Line, ResponsiveContainer, Scatter, Tooltip, XAxis, YAxis } from "recharts";
 import type { DrillRun } from "../../api/drills";
@@ -11,6 +11,8 @@ export interface DrillPoint {
   id: number;
   t: number;
   rto: number | null;
+  /** The live canary writer's write-unavailability window (null: not run or nothing got through). */
+  writer: number | null;
   catchUp: number | null;
   /** Where the pass/fail mark sits: the RTO, else zero. */
   mark: number;
@@ -25,10 +27,11 @@ export function drillPoints(runs: readonly DrillRun[]): DrillPoint[] {
       id: run.id,
       t: Date.parse(run.started_at),
       rto: run.rto_s,
+      writer: run.canary_writer?.window_s ?? null,
       catchUp: run.catch_up_s,
       mark: run.rto_s ?? 0,
       state: run.state,
-      title: `drill #${run.id} ${run.state} at ${formatTime(run.started_at)}: RTO ${formatDuration(run.rto_s)}, catch-up ${formatDuration(run.catch_up_s)}`,
+      title: `drill #${run.id} ${run.state} at ${formatTime(run.started_at)}: RTO ${formatDuration(run.rto_s)}, writer window ${formatDuration(run.canary_writer?.window_s)}, catch-up ${formatDuration(run.catch_up_s)}`,
     }))
     .sort((a, b) => a.t - b.t);
 }
@@ -65,6 +68,7 @@ export function RtoChart({ runs }: { runs: DrillRun[] }) {
           />
           <Legend />
           <Line dataKey="rto" name="RTO (writes unavailable)" stroke="#b91c1c" dot={false} connectNulls isAnimationActive={false} />
+          <Line dataKey="writer" name="live writer's window" stroke="#d97706" strokeDasharray="2 2" dot={false} connectNulls isAnimationActive={false} />
           <Line dataKey="catchUp" name="catch-up" stroke="#2563eb" strokeDasharray="4 2" connectNulls isAnimationActive={false} />
           <Scatter dataKey="mark" name="outcome (✓ passed, ✕ failed)" fill="#15803d" shape={<OutcomeMark />} isAnimationActive={false} />
         </ComposedChart>
