@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::admission::{Admitted, Undrained, WriteGate};
 use crate::binlog::event::{flags, rows_event_body_len, GtidEvent};
+use crate::binlog::listing::{list_events, EventRow, ListingError, ListingRequest};
 use crate::binlog::reader::{FileReader, Item, TransactionReader};
 use crate::binlog::writer::{BinlogFileInfo, BinlogWriter, TailRecovery};
 use crate::binlog::{file_name, file_seq, hwm, BinlogCoord, BinlogError, MAGIC};
@@ -873,6 +874,17 @@ impl Node {
             };
             Ok(log.binlog.purge_before(file, needed_from)?)
         })
+    }
+
+    /// SHOW BINLOG EVENTS IN `file`: its events as `request` says, bounded by what is completely written.
+    pub fn binlog_events_in(&self, file: &str, request: ListingRequest) -> Result<Vec<EventRow>, ListingError> {
+        let (listed, coord) =
+            self.commit.with_log(|log| (log.binlog.file_names().iter().any(|f| f == file), log.binlog.coord()));
+        let Some(seq) = file_seq(file).filter(|_| listed) else {
+            return Err(ListingError::NoSuchFile { file: file.to_string() });
+        };
+        let end = if seq == coord.file_seq { Some(coord.offset) } else { request.end };
+        list_events(&self.binlog_dir().join(file), ListingRequest { end, ..request })
     }
 
     pub fn binlog_dir(&self) -> PathBuf {

@@ -19,6 +19,8 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+mod binlog;
+
 use crate::auth::AdminToken;
 use crate::metrics::Metrics;
 use crate::replicas::ReplicaRegistry;
@@ -55,6 +57,7 @@ fn router(state: AppState) -> Router {
         .route("/v1/binlog/flush", post(flush_logs))
         .route("/v1/binlog/purge", post(purge_logs))
         .route("/v1/binlog/events", get(events))
+        .route("/v1/binlog/files/{file}/events", get(binlog::events_in_file))
         .route("/v1/checksums", get(checksums))
         .route("/v1/replicas", get(replicas))
         .route("/v1/replication", get(replication_status))

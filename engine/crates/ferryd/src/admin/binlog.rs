@@ -1,0 +1,51 @@
+//! The DBA's binlog controls of the admin API: SHOW BINLOG EVENTS by file and offset.
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use ferry_core::binlog::listing::{ListingError, ListingRequest};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{blocking, ApiError, AppState, EVENTS_PAGE_MAX};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileEventsQuery {
+    /// Byte offset of the first event (`FROM pos`); the file's first event when absent.
+    from: Option<u64>,
+    /// Events passed over first (`LIMIT skip, limit`).
+    skip: Option<usize>,
+    limit: Option<usize>,
+}
+
+impl From<ListingError> for ApiError {
+    fn from(e: ListingError) -> Self {
+        match e {
+            ListingError::NoSuchFile { .. } => ApiError::new(StatusCode::NOT_FOUND, "no_such_binlog", e.to_string()),
+            ListingError::NotABoundary { .. } | ListingError::PastEnd { .. } => {
+                ApiError::new(StatusCode::BAD_REQUEST, "bad_offset", e.to_string())
+            }
+            ListingError::Binlog(e) => ApiError::internal(e),
+        }
+    }
+}
+
+/// `GET /v1/binlog/files/{file}/events?from=&skip=&limit=`: SHOW BINLOG EVENTS IN 'file' FROM pos LIMIT skip, n.
+pub(super) async fn events_in_file(
+    State(s): State<AppState>,
+    Path(file): Path<String>,
+    query: Result<Query<FileEventsQuery>, QueryRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let limit = q.limit.unwrap_or(100);
+    if limit == 0 || limit > EVENTS_PAGE_MAX {
+        return Err(ApiError::bad_request(format!("limit must be between 1 and {EVENTS_PAGE_MAX}")));
+    }
+    let request = ListingRequest { from: q.from, skip: q.skip.unwrap_or(0), limit, end: None };
+    let name = file.clone();
+    let rows = blocking(move || s.node.binlog_events_in(&name, request)).await??;
+    let next_from = (rows.len() == limit).then(|| rows.last().map(|r| r.end_log_pos)).flatten();
+    Ok(Json(json!({"file": file, "events": rows, "next_from": next_from})))
+}
