@@ -629,6 +629,33 @@ impl Node {
         Ok(())
     }
 
+    /// Records replicated transactions passed over without being applied (the skip counter, domain filters) in
+    /// gtid_slave_pos, durably: as in MariaDB, a skipped transaction counts as replicated, so a restart does not
+    /// fetch it again. Nothing is logged in this node's binlog. A GTID not above gtid_slave_pos in its domain
+    /// leaves that domain as it is; each one raises its domain's seq_no counter.
+    pub fn skip_replicated(&self, gtids: &[Gtid]) -> Result<(), NodeError> {
+        let newer: Vec<Gtid> = {
+            let have = self.slave_pos.lock();
+            gtids.iter().copied().filter(|g| have.get(g.domain).is_none_or(|h| g.seq > h.seq)).collect()
+        };
+        if newer.is_empty() {
+            return Ok(());
+        }
+        self.store.add_replica_gtids(&newer)?;
+        let mut position = GtidPosition::new();
+        {
+            let mut have = self.slave_pos.lock();
+            for g in newer {
+                if have.get(g.domain).is_none_or(|h| g.seq > h.seq) {
+                    have.set(g);
+                }
+                position.set(g);
+            }
+        }
+        self.commit.claim_position(&position);
+        Ok(())
+    }
+
     /// A replicated GTID refused by strict mode; in this node's own domain, below what it wrote itself, it means
     /// two masters write one domain.
     fn strict_error(&self, v: StrictModeViolation, gtid: Gtid) -> TxnError {

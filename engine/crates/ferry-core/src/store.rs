@@ -257,6 +257,27 @@ impl Store {
             .map_err(|e| StoreError::Failed(self.health.fail(format!("replica state write: {e}"))))
     }
 
+    /// Records GTIDs replication passed over without applying (skip counter, domain filters) in the replica
+    /// state, durably, each as the newest row of its domain. The store is flushed first, so that replaying the
+    /// binlog after a crash cannot put an older applied GTID of the domain above them.
+    pub fn add_replica_gtids(&self, gtids: &[Gtid]) -> Result<(), StoreError> {
+        self.flush(false)?;
+        let _one_at_a_time = self.flush_lock.lock();
+        let write = || -> Result<(), StoreError> {
+            let txn = self.db.begin_write().map_err(redb_err)?;
+            {
+                let mut state = txn.open_table(REPLICA_STATE).map_err(redb_err)?;
+                for g in gtids {
+                    let sub_id = self.next_sub_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    state.insert((g.domain, sub_id), (g.server, g.seq)).map_err(redb_err)?;
+                }
+            }
+            fault::check(sites::REPLICA_STATE)?;
+            txn.commit().map_err(redb_err)
+        };
+        write().map_err(|e| StoreError::Failed(self.health.fail(format!("replica state write: {e}"))))
+    }
+
     fn write_replica_position(&self, position: &GtidPosition) -> Result<(), StoreError> {
         let txn = self.db.begin_write().map_err(redb_err)?;
         {

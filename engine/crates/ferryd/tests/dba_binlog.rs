@@ -34,7 +34,8 @@ fn show_binlog_events_lists_a_file_by_offset_and_pages_by_end_log_pos() {
     let types: Vec<&str> = rows.iter().map(|r| r["event_type"].as_str().unwrap()).collect();
     assert_eq!(types[..2], ["format_description", "gtid_list"]);
     assert_eq!(*types.last().unwrap(), "rotate", "the closed file ends with its rotate event");
-    let gtids: Vec<&str> = rows.iter().filter(|r| r["event_type"] == "gtid").map(|r| r["info"].as_str().unwrap()).collect();
+    let gtids: Vec<&str> =
+        rows.iter().filter(|r| r["event_type"] == "gtid").map(|r| r["info"].as_str().unwrap()).collect();
     assert_eq!(gtids.len(), 2);
     assert!(gtids[0].starts_with("BEGIN GTID 0-3-1 cid="), "{gtids:?}");
     assert_eq!(rows[0]["log_name"], "ferry-bin.000001");
@@ -80,7 +81,10 @@ fn show_binlog_events_refuses_a_bad_file_or_an_offset_inside_an_event() {
     assert_eq!(code, 400, "{body}");
     assert_eq!(body["error"]["code"], "bad_offset");
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("not at an event boundary") && message.contains(&gtid_event["pos"].to_string()), "{message}");
+    assert!(
+        message.contains("not at an event boundary") && message.contains(&gtid_event["pos"].to_string()),
+        "{message}"
+    );
 
     let (code, body) = events(&node, "ferry-bin.000001", "from=99999999");
     assert_eq!((code, body["error"]["code"].as_str()), (400, Some("bad_offset")), "{body}");

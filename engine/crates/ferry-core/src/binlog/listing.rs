@@ -133,10 +133,8 @@ pub fn info(event: &Event) -> String {
                     _ => tables.push((&c.table, 1)),
                 }
             }
-            let parts: Vec<String> = tables
-                .iter()
-                .map(|(t, n)| format!("table {t}: {n} row{}", if *n == 1 { "" } else { "s" }))
-                .collect();
+            let parts: Vec<String> =
+                tables.iter().map(|(t, n)| format!("table {t}: {n} row{}", if *n == 1 { "" } else { "s" })).collect();
             parts.join("; ")
         }
         Event::Commit { changes } => format!("COMMIT /* {changes} row changes */"),

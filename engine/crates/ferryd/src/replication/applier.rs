@@ -30,6 +30,7 @@ use ferry_core::relay::RelayReader;
 use ferry_core::row::Row;
 use serde::{Deserialize, Serialize};
 
+use super::filter::DomainFilter;
 use super::shared::Shared;
 use super::status::SqlState;
 use super::until::Until;
@@ -91,6 +92,10 @@ pub struct SqlSide {
     pub parallel: ParallelConfig,
     /// `--read-ahead-bytes-max`: reading from the relay log stops when what is read and not applied reaches it.
     pub read_ahead_bytes_max: u64,
+    /// DO_DOMAIN_IDS / IGNORE_DOMAIN_IDS: transactions of other domains are passed over.
+    pub filter: DomainFilter,
+    /// What is left of the skip counter: the next transactions read are passed over.
+    pub skip_remaining: u64,
 }
 
 /// The relay-log bytes of a transaction read ahead: what the read-ahead bound counts.
@@ -134,7 +139,10 @@ impl SqlSide {
                 std::thread::sleep(Duration::from_millis(5));
                 continue;
             }
-            self.read_ahead(&mut ahead);
+            if let Err(e) = self.read_ahead(&mut ahead) {
+                self.shared.fail("sql", "SKIP_FAILED", format!("recording passed-over transactions: {e}"));
+                return;
+            }
             if ahead.len == 0 {
                 if let Some(e) = ahead.error.take() {
                     self.shared.fail("sql", "RELAY_CORRUPT", e.to_string());
@@ -170,9 +178,13 @@ impl SqlSide {
     }
 
     /// Reads what the relay log holds (up to the read-ahead bound) into the domains' queues; a read error stops
-    /// the reading and waits in `ahead.error` until what came before it is applied.
-    fn read_ahead(&mut self, ahead: &mut ReadAhead) {
+    /// the reading and waits in `ahead.error` until what came before it is applied. Transactions the domain
+    /// filters or the skip counter pass over are not queued: their GTIDs go to gtid_slave_pos at once (nothing
+    /// of their domain is queued before them: a filtered domain has nothing queued, and the skip counter takes
+    /// the first transactions read).
+    fn read_ahead(&mut self, ahead: &mut ReadAhead) -> Result<(), ferry_core::node::NodeError> {
         let before = ahead.bytes;
+        let mut passed: Vec<(Gtid, u64, bool)> = Vec::new();
         while ahead.len < READ_AHEAD_TXNS_MAX && ahead.bytes < self.read_ahead_bytes_max && ahead.error.is_none() {
             let Some(written) = self.shared.relay_end() else { break };
             let txn = match self.relay.next(written) {
@@ -186,6 +198,16 @@ impl SqlSide {
             if !self.wanted(&txn) {
                 continue;
             }
+            let gtid = txn.gtid();
+            if !self.filter.admits(gtid.domain) {
+                passed.push((gtid, txn.header.commit_ts_us, true));
+                continue;
+            }
+            if self.skip_remaining > 0 {
+                self.skip_remaining -= 1;
+                passed.push((gtid, txn.header.commit_ts_us, false));
+                continue;
+            }
             ahead.read += 1;
             ahead.bytes += relay_bytes(&txn);
             ahead.by_domain.entry(txn.gtid().domain).or_default().push_back((ahead.read, txn));
@@ -194,6 +216,23 @@ impl SqlSide {
         if ahead.bytes != before {
             self.note_read_ahead(ahead.bytes);
         }
+        if passed.is_empty() {
+            return Ok(());
+        }
+        let gtids: Vec<Gtid> = passed.iter().map(|(g, _, _)| *g).collect();
+        self.node.skip_replicated(&gtids)?;
+        let mut status = self.shared.status.lock();
+        for (gtid, ts, filtered) in passed {
+            status.passed_over(gtid, ts);
+            if filtered {
+                status.transactions_filtered += 1;
+            } else {
+                status.transactions_skipped += 1;
+                tracing::info!(connection = %self.shared.name, %gtid, "skip counter: transaction passed over");
+            }
+        }
+        status.skip_counter = self.skip_remaining;
+        Ok(())
     }
 
     fn note_read_ahead(&self, bytes: u64) {

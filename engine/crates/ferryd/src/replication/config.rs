@@ -35,6 +35,12 @@ pub struct ConnectionConfig {
     /// Parallel apply: mode and workers.
     #[serde(default)]
     pub parallel: super::applier::ParallelConfig,
+    /// DO_DOMAIN_IDS / IGNORE_DOMAIN_IDS: the domains applied.
+    #[serde(default, flatten)]
+    pub filter: super::filter::DomainFilter,
+    /// sql_slave_skip_counter: transactions the SQL side passes over when the connection next starts.
+    #[serde(default)]
+    pub skip_counter: u64,
     /// Whether the connection is started (it starts again with the node).
     #[serde(default)]
     pub running: bool,

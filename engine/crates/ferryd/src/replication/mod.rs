@@ -1,6 +1,7 @@
 //! Replication connections of a node (multi-source: several named connections, one per master).
 //!
 //! - [`config`]: a connection's settings (CHANGE MASTER), persisted in `replication.json`.
+//! - [`filter`]: the domain filters (`DO_DOMAIN_IDS` / `IGNORE_DOMAIN_IDS`).
 //! - [`io`]: the IO side: the master's binlog into the relay log, reconnecting with backoff.
 //! - [`applier`]: the SQL side: the relay log applied through the node, UNTIL and delay.
 //! - [`shared`]: what the two sides and the manager share.
@@ -11,6 +12,7 @@
 
 pub mod applier;
 pub mod config;
+pub mod filter;
 pub mod io;
 pub mod shared;
 pub mod status;
@@ -74,6 +76,12 @@ pub struct ChangeMaster {
     /// The most workers one domain may use at once.
     #[serde(default = "one")]
     pub domain_workers_max: usize,
+    /// DO_DOMAIN_IDS: apply only these domains (the others are passed over, their GTIDs still recorded).
+    #[serde(default)]
+    pub do_domain_ids: Vec<u32>,
+    /// IGNORE_DOMAIN_IDS: pass these domains over. Not together with `do_domain_ids`.
+    #[serde(default)]
+    pub ignore_domain_ids: Vec<u32>,
 }
 
 fn one() -> usize {
@@ -106,6 +114,14 @@ pub struct ConnectionView {
     pub parallel: applier::ParallelConfig,
     pub delay_s: u64,
     pub ignore_duplicates: bool,
+    /// DO_DOMAIN_IDS / IGNORE_DOMAIN_IDS.
+    pub do_domain_ids: Vec<u32>,
+    pub ignore_domain_ids: Vec<u32>,
+    /// sql_slave_skip_counter: set and stopped, what the next start passes over; running, what is left of it.
+    pub skip_counter: u64,
+    /// Transactions passed over by the skip counter and by the domain filters since the connection started.
+    pub transactions_skipped: u64,
+    pub transactions_filtered: u64,
     pub until: Option<String>,
     pub last_error: Option<ReplError>,
     /// True while the IO side waits for the SQL side to free relay log space (`io_state` stays `connected`).
@@ -244,7 +260,12 @@ impl Replication {
                 req.workers, req.domain_workers_max
             )));
         }
+        let filter =
+            filter::DomainFilter::new(&req.do_domain_ids, &req.ignore_domain_ids).map_err(CommandError::Invalid)?;
+        let skip_counter = self.connections.lock().get(name).map_or(0, |c| c.config.skip_counter);
         let config = ConnectionConfig {
+            filter,
+            skip_counter,
             parallel: applier::ParallelConfig {
                 mode: req.parallel_mode,
                 workers: req.workers,
@@ -301,7 +322,8 @@ impl Replication {
             UseGtid::SlavePos => self.node.slave_position(),
             UseGtid::CurrentPos => self.node.current_position(),
         };
-        let mut status = ConnectionStatus { until: until.clone(), ..ConnectionStatus::default() };
+        let skip_counter = std::mem::take(&mut conn.config.skip_counter);
+        let mut status = ConnectionStatus { until: until.clone(), skip_counter, ..ConnectionStatus::default() };
         let previous = conn.shared.status.lock().clone();
         status.reconnects = previous.reconnects;
         let mut shared = Shared::new(name, status, self.me.clone());
@@ -329,6 +351,8 @@ impl Replication {
             until: until.map(until::Until::new),
             parallel: conn.config.parallel,
             read_ahead_bytes_max: limits.read_ahead_bytes_max,
+            filter: conn.config.filter.clone(),
+            skip_remaining: skip_counter,
         };
         let io = tokio::spawn(io.run());
         let sql = std::thread::Builder::new()
@@ -339,6 +363,34 @@ impl Replication {
         conn.shared = shared;
         conn.running = Some(Running { io, sql });
         conn.config.running = true;
+        self.save(&conns)
+    }
+
+    /// SET sql_slave_skip_counter for a stopped connection: its next start passes over that many transactions
+    /// (in the relay log's order), recording their GTIDs in gtid_slave_pos. As MariaDB (error 1966), refused when
+    /// the position the connection starts from has several domains: which transaction comes next is then not
+    /// defined; set gtid_slave_pos explicitly (CHANGE MASTER with a position) instead.
+    pub fn set_skip_counter(&self, name: &str, count: u64) -> Result<(), CommandError> {
+        let mut conns = self.connections.lock();
+        let conn =
+            conns.get_mut(name).ok_or_else(|| CommandError::NotFound(format!("no replication connection {name:?}")))?;
+        if conn.running.as_ref().is_some_and(|r| !r.io.is_finished() || !r.sql.is_finished()) {
+            return Err(CommandError::Conflict(format!(
+                "connection {name:?} is running: stop it before setting its skip counter"
+            )));
+        }
+        let start = match conn.config.use_gtid {
+            UseGtid::SlavePos => self.node.slave_position(),
+            UseGtid::CurrentPos => self.node.current_position(),
+        };
+        if count > 0 && start.iter().count() > 1 {
+            return Err(CommandError::Conflict(format!(
+                "connection {name:?} starts from {start}, which has several domains: the skip counter cannot say \
+                 which transaction comes next; set gtid_slave_pos past the transaction instead (change-master \
+                 with a position)"
+            )));
+        }
+        conn.config.skip_counter = count;
         self.save(&conns)
     }
 
@@ -438,6 +490,11 @@ impl Replication {
                     last_heartbeat_us: s.last_heartbeat_us,
                     delay_s: c.config.delay_s,
                     ignore_duplicates: c.config.ignore_duplicates,
+                    do_domain_ids: c.config.filter.do_domain_ids.iter().copied().collect(),
+                    ignore_domain_ids: c.config.filter.ignore_domain_ids.iter().copied().collect(),
+                    skip_counter: if running { s.skip_counter } else { c.config.skip_counter },
+                    transactions_skipped: s.transactions_skipped,
+                    transactions_filtered: s.transactions_filtered,
                     until: s.until.as_ref().map(|u| u.to_string()),
                     last_error: s.last_error.clone(),
                     waiting_for_relay_space: s.waiting_for_relay_space && running,

@@ -68,6 +68,11 @@ pub struct ConnectionStatus {
     pub transactions_received: u64,
     pub transactions_applied: u64,
     pub duplicates_skipped: u64,
+    /// Transactions passed over by the skip counter, and by the domain filters.
+    pub transactions_skipped: u64,
+    pub transactions_filtered: u64,
+    /// What is left of the skip counter the connection started with.
+    pub skip_counter: u64,
     /// Optimistic parallel apply: transactions that conflicted with an uncommitted predecessor, and retries.
     pub conflicts: u64,
     pub retries: u64,
@@ -98,6 +103,9 @@ impl Default for ConnectionStatus {
             transactions_received: 0,
             transactions_applied: 0,
             duplicates_skipped: 0,
+            transactions_skipped: 0,
+            transactions_filtered: 0,
+            skip_counter: 0,
             conflicts: 0,
             retries: 0,
             reconnects: 0,
@@ -122,6 +130,13 @@ impl ConnectionStatus {
         self.applied.advance(gtid);
         self.applied_commit_ts_us.insert(gtid.domain, commit_ts_us);
         self.transactions_applied += 1;
+    }
+
+    /// A transaction passed over (skip counter or domain filter): it counts as caught up for the position and
+    /// the lag, as its GTID is in gtid_slave_pos.
+    pub fn passed_over(&mut self, gtid: Gtid, commit_ts_us: u64) {
+        self.applied.advance(gtid);
+        self.applied_commit_ts_us.insert(gtid.domain, commit_ts_us);
     }
 
     /// Per domain the master has: how far behind the applied position is, in transactions (seq_no difference)

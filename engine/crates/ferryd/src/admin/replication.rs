@@ -1,0 +1,30 @@
+//! The DBA's replication controls of the admin API: the skip counter (sql_slave_skip_counter).
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{authorize, json_body, ApiError, AppState};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SkipCounterBody {
+    /// Transactions the connection's next start passes over (0 clears the counter).
+    count: u32,
+}
+
+/// `POST /v1/replication/{name}/skip-counter`: SET GLOBAL sql_slave_skip_counter for a stopped connection.
+pub(super) async fn set_skip_counter(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Result<Json<SkipCounterBody>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    authorize(&s, &headers)?;
+    let body = json_body(body)?;
+    s.replication.set_skip_counter(&name, u64::from(body.count))?;
+    Ok(Json(json!({"connection": name, "skip_counter": body.count})))
+}
