@@ -4,12 +4,14 @@ error carrying the node's code and message."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import pytest
 
 from ferry_control.core.config import Settings
-from ferry_control.drivers.base import ChangeMaster, IoState, SqlState
+from ferry_control.drivers.base import ChangeMaster, IoState, ReplicaConnection, SqlState
 from ferry_control.drivers.credentials import ServerCredentials
 from ferry_control.drivers.errors import (
     DriverError,
@@ -22,7 +24,8 @@ from ferry_control.drivers.errors import (
 )
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import ServerKind
-from tests.ferryd_cluster import NODE_TOKEN, WAIT_S, FerrydCluster, free_port_pair
+from tests.ferryd_cluster import NODE_TOKEN, WAIT_S, FerrydCluster, FerrydNode, free_port_pair
+from tests.mariadb_cluster import eventually
 
 
 @pytest.fixture
@@ -48,6 +51,42 @@ async def test_status_positions_connections_and_replicas(drivers: DriverFactory,
     )
     assert all(lag.transactions == 0 for lag in connection.lag.values())
     assert sorted(r.server_id for r in await master.connected_replicas()) == [2, 3]
+
+
+async def test_a_node_sending_before_its_binlog_is_durable_says_its_replicas_may_be_ahead(
+    drivers: DriverFactory, ferryd: FerrydCluster, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    # Durability local (the default): each commit group is fsynced before the dump threads send it.
+    assert (await drivers.for_address(ServerKind.ferry, ferryd.master.admin).status()).replicas_may_be_ahead is False
+    unsynced = ferryd_factory(master_args=("--durability", "none"))
+    assert (await drivers.for_address(ServerKind.ferry, unsynced.master.admin).status()).replicas_may_be_ahead is True
+
+
+async def test_a_connection_at_its_relay_space_limit_reads_as_waiting_for_relay_space(
+    drivers: DriverFactory, ferryd_factory: Callable[..., FerrydCluster], tmp_path: Path
+) -> None:
+    cluster = ferryd_factory()
+    # The smallest relay log space a node takes (4 KiB) and an applier that does not run: the relay log fills.
+    replica = FerrydNode(tmp_path / "bounded", 9, ("--read-only", "--relay-log-space-bytes-max", "4096"))
+    replica.start()
+    try:
+        replica.post("/v1/replication/m/change-master", {"master": cluster.master.listen})
+        replica.post("/v1/replication/m/start", {"sql_paused": True})
+        for i in range(200):
+            cluster.master.increment("relay_space", f"k{i}")
+        driver = drivers.for_address(ServerKind.ferry, replica.admin)
+
+        async def connection(waiting: bool) -> ReplicaConnection | None:
+            (c,) = (await driver.status()).connections
+            return c if c.waiting_for_relay_space is waiting else None
+
+        full = await eventually("the receiving side to wait for relay log space", lambda: connection(True))
+        assert full.io_state == IoState.connected and full.sql_state == SqlState.paused
+        replica.post("/v1/replication/m/resume-sql", {})
+        await eventually("the applier to free the space", lambda: connection(False))
+        replica.wait_for(cluster.master.status()["gtid_binlog_pos"])
+    finally:
+        replica.stop()
 
 
 async def test_events_checksums_and_wait(drivers: DriverFactory, ferryd: FerrydCluster) -> None:

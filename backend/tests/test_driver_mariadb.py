@@ -78,6 +78,8 @@ async def test_status_reads_positions_per_domain_connections_and_replicas(mariad
         assert {r.address for r in status.replicas} == {mariadb.server(2).address, mariadb.server(3).address}
         assert status.binlog_files and status.binlog_files[0].startswith("binlog.")
         assert status.listen_address == mariadb.server(1).address
+        # The test clusters run with sync_binlog=0: the binlog reaches replicas before it is durable.
+        assert status.replicas_may_be_ahead is True
 
         status = await replica.status()
         assert status.server_id == 2 and status.read_only is True
@@ -91,6 +93,13 @@ async def test_status_reads_positions_per_domain_connections_and_replicas(mariad
         assert set(connection.lag) == {0, 7} and all(lag.transactions == 0 for lag in connection.lag.values())
         assert connection.last_error is None
         assert status.replicas == ()
+
+
+async def test_sync_binlog_1_means_replicas_cannot_be_ahead(mariadb_factory: Callable[..., MariadbCluster]) -> None:
+    durable = mariadb_factory(servers=1, durable=True)
+    assert durable.value(1, "@@sync_binlog") == "1"
+    async with drivers(durable) as (only,):
+        assert (await only.status()).replicas_may_be_ahead is False
 
 
 async def test_read_only_on_and_off(mariadb: MariadbCluster) -> None:

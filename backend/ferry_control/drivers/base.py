@@ -99,6 +99,10 @@ class ReplicaConnection:
     last_error: ReplicationError | None
     until: str | None = None
     delay_s: int = 0
+    #: The receiving side is paused because the relay log reached its space limit (ferryd's
+    #: --relay-log-space-bytes-max, MariaDB's relay_log_space_limit) until the applying side frees space: the
+    #: connection is still connected, but receives nothing until then.
+    waiting_for_relay_space: bool = False
     #: The connection's own settings, as the server reports them, so a repoint can keep them (see
     #: `ConnectionSettings`); None where the server does not say.
     settings: ConnectionSettings | None = None
@@ -161,6 +165,10 @@ class ServerStatus:
     listen_address: str | None = None
     #: The server software's version as it reports it (MariaDB: @@version; None when it does not say).
     version: str | None = None
+    #: The server sends transactions to its replicas before they are durable in its own binlog (ferryd: durability
+    #: `none` / `network`; MariaDB: sync_binlog ≠ 1): after a crash of its machine, its replicas may hold
+    #: transactions its binlog lost. None when the server does not say.
+    replicas_may_be_ahead: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -202,6 +202,7 @@ class FerryDriver(ServerDriver):
                 binlog_files=tuple(f["name"] for f in body.get("binlog_files") or ()),
                 listen_address=body.get("listen"),
                 version=_version(body),
+                replicas_may_be_ahead=_optional_bool(body, "replicas_may_be_ahead"),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise ServerProtocolError(self.address, "bad_status", f"/v1/status lacks or mistypes {e}") from e
@@ -318,6 +319,14 @@ class FerryDriver(ServerDriver):
         return WaitResult(reached=bool(body["reached"]), position=body["position"])
 
 
+def _optional_bool(body: dict[str, Any], key: str) -> bool | None:
+    """A boolean the node may leave out (older nodes): None when absent; anything but a boolean is a protocol error."""
+    value = body.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"{key} is {value!r}, not a boolean")
+    return value
+
+
 def _version(body: dict[str, Any]) -> str | None:
     """ferryd's version where the node reports one, else the admin API version it speaks."""
     if body.get("version"):
@@ -347,6 +356,7 @@ def _connection(c: dict[str, Any]) -> ReplicaConnection:
         ),
         until=c.get("until"),
         delay_s=int(c.get("delay_s") or 0),
+        waiting_for_relay_space=c.get("waiting_for_relay_space") is True,
         settings=_connection_settings(c),
     )
 

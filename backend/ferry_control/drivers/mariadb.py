@@ -58,7 +58,7 @@ STATUS_VARIABLES = (
     "@@gtid_binlog_state AS binlog_state, @@report_host AS report_host, @@report_port AS report_port, "
     "@@port AS port, @@version AS version, @@gtid_ignore_duplicates AS ignore_duplicates, "
     "@@slave_parallel_threads AS parallel_threads, @@slave_domain_parallel_threads AS domain_parallel_threads, "
-    "@@rpl_semi_sync_slave_enabled AS semi_sync_replica"
+    "@@rpl_semi_sync_slave_enabled AS semi_sync_replica, @@sync_binlog AS sync_binlog"
 )
 #: The server-wide variables a connection's settings include (read before changing them).
 SERVER_SETTINGS = (
@@ -248,6 +248,8 @@ class MariadbDriver(ServerDriver):
             binlog_files=tuple(str(f["Log_name"]) for f in files),
             listen_address=join_address(report_host, int(v["report_port"] or v["port"])) if report_host else None,
             version=str(v["version"]),
+            # The binlog is sent to replicas as it is written; only sync_binlog=1 makes it durable first.
+            replicas_may_be_ahead=bool(int(v["log_bin"])) and int(v["sync_binlog"]) != 1,
         )
 
     async def positions(self) -> Positions:

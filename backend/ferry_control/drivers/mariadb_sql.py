@@ -226,6 +226,8 @@ def replica_connection(
         last_error=last_error(row),
         until=None,
         delay_s=_int(row.get("SQL_Delay")),
+        # Slave_IO_State "Waiting for the slave SQL thread to free enough relay log space".
+        waiting_for_relay_space="relay log space" in str(row.get("Slave_IO_State") or ""),
         settings=connection_settings(row, server or {}),
     )
 

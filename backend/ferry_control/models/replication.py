@@ -7,7 +7,7 @@ import enum
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Enum, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Enum, ForeignKey, Index, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ferry_control.models.base import Base, utcnow
@@ -42,6 +42,8 @@ class ReplicationLink(Base):
     running: Mapped[bool] = mapped_column(default=False)
     io_state: Mapped[str | None] = mapped_column(String(32), default=None)
     sql_state: Mapped[str | None] = mapped_column(String(32), default=None)
+    #: The receiving side waits for the applier to free relay log space (at the connection's space limit).
+    waiting_for_relay_space: Mapped[bool] = mapped_column(default=False, server_default=false())
     received_position: Mapped[str | None] = mapped_column(Text, default=None)
     applied_position: Mapped[str | None] = mapped_column(Text, default=None)
     #: Per domain (text key): {"transactions": n, "seconds": s}; transactions against the master's binlog position.

@@ -77,6 +77,9 @@ class Server(Base):
     read_only: Mapped[bool | None] = mapped_column(default=None)
     #: The server software's version as it reports it (MariaDB: @@version).
     version: Mapped[str | None] = mapped_column(String(200), default=None)
+    #: Sends transactions to replicas before they are durable here (ferryd durability none/network; MariaDB
+    #: sync_binlog != 1): after a crash of its machine its replicas may be ahead of it.
+    replicas_may_be_ahead: Mapped[bool | None] = mapped_column(default=None)
     gtid_binlog_pos: Mapped[str | None] = mapped_column(Text, default=None)
     gtid_slave_pos: Mapped[str | None] = mapped_column(Text, default=None)
     gtid_current_pos: Mapped[str | None] = mapped_column(Text, default=None)

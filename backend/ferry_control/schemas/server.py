@@ -19,6 +19,15 @@ Host = Annotated[
 ]
 
 
+#: The meaning of `replicas_may_be_ahead` (servers and topology nodes).
+REPLICAS_MAY_BE_AHEAD = (
+    "The server sends transactions to its replicas before they are durable in its own binlog (ferryd: durability "
+    "none or network; MariaDB: sync_binlog other than 1): after a crash of its machine its replicas may hold "
+    "transactions its binlog lost, so it must rejoin as a replica of whoever has them rather than serve as a master "
+    "again. None: not read yet."
+)
+
+
 class ServerCreate(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -116,6 +125,7 @@ class ServerRead(BaseModel):
     version: str | None = Field(
         None, description="The server software's version as the last poll read it (MariaDB: @@version)."
     )
+    replicas_may_be_ahead: bool | None = Field(None, description=REPLICAS_MAY_BE_AHEAD)
     gtid_binlog_pos: str | None
     gtid_slave_pos: str | None
     gtid_current_pos: str | None

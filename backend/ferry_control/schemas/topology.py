@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ferry_control.models import HealthState, LinkSource, ServerKind
+from ferry_control.schemas.server import REPLICAS_MAY_BE_AHEAD
 
 
 class DomainLagRead(BaseModel):
@@ -29,6 +30,7 @@ class TopologyNode(BaseModel):
     name: str
     kind: ServerKind = Field(ServerKind.ferry, description="Which driver speaks to the server.")
     version: str | None = Field(None, description="The server software's version as the last poll read it.")
+    replicas_may_be_ahead: bool | None = Field(None, description=REPLICAS_MAY_BE_AHEAD)
     host: str
     protocol_port: int | None
     admin_port: int | None
@@ -52,6 +54,12 @@ class TopologyEdge(BaseModel):
     running: bool
     io_state: str | None
     sql_state: str | None
+    waiting_for_relay_space: bool = Field(
+        False,
+        description="The receiving side waits for the applier to free relay log space (the connection's relay log "
+        "reached its space limit: ferryd --relay-log-space-bytes-max, MariaDB relay_log_space_limit); still "
+        "connected, receiving nothing until then.",
+    )
     lag: dict[int, DomainLagRead] = Field(description="Per domain.")
     last_error_code: str | None
     last_error_message: str | None

@@ -2394,6 +2394,11 @@ export interface components {
              * @description The server software's version as the last poll read it (MariaDB: @@version).
              */
             version?: string | null;
+            /**
+             * Replicas May Be Ahead
+             * @description The server sends transactions to its replicas before they are durable in its own binlog (ferryd: durability none or network; MariaDB: sync_binlog other than 1): after a crash of its machine its replicas may hold transactions its binlog lost, so it must rejoin as a replica of whoever has them rather than serve as a master again. None: not read yet.
+             */
+            replicas_may_be_ahead?: boolean | null;
             /** Gtid Binlog Pos */
             gtid_binlog_pos: string | null;
             /** Gtid Slave Pos */
@@ -2682,6 +2687,12 @@ export interface components {
             /** Sql State */
             sql_state: string | null;
             /**
+             * Waiting For Relay Space
+             * @description The receiving side waits for the applier to free relay log space (the connection's relay log reached its space limit: ferryd --relay-log-space-bytes-max, MariaDB relay_log_space_limit); still connected, receiving nothing until then.
+             * @default false
+             */
+            waiting_for_relay_space: boolean;
+            /**
              * Lag
              * @description Per domain.
              */
@@ -2786,6 +2797,11 @@ export interface components {
              * @description The server software's version as the last poll read it.
              */
             version?: string | null;
+            /**
+             * Replicas May Be Ahead
+             * @description The server sends transactions to its replicas before they are durable in its own binlog (ferryd: durability none or network; MariaDB: sync_binlog other than 1): after a crash of its machine its replicas may hold transactions its binlog lost, so it must rejoin as a replica of whoever has them rather than serve as a master again. None: not read yet.
+             */
+            replicas_may_be_ahead?: boolean | null;
             /** Host */
             host: string;
             /** Protocol Port */

@@ -24,7 +24,7 @@ const node = (id: number, name: string, role: Schemas["TopologyNode"]["role"]): 
 
 const edge = (linkId: number, replica: number): Schemas["TopologyEdge"] => ({
   link_id: linkId, source: "replica", connection: "main", master_server_id: 1, master_address: "127.0.0.1:7301",
-  replica_server_id: replica, running: true, io_state: "connected", sql_state: "applying",
+  replica_server_id: replica, running: true, io_state: "connected", sql_state: "applying", waiting_for_relay_space: false,
   lag: { "1": { seconds: 0.2, transactions: 3 } }, last_error_code: null, last_error_message: null,
   updated_at: "2025-01-01T00:00:00Z",
 });

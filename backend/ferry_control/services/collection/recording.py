@@ -159,6 +159,8 @@ class Recorder:
             server.read_only = status.read_only
             if status.version is not None:
                 server.version = status.version[:200]
+            if status.replicas_may_be_ahead is not None:
+                server.replicas_may_be_ahead = status.replicas_may_be_ahead
             old = parse_position(server.gtid_current_pos)
             new = parse_position(status.positions.current)
             for gtid in new:
@@ -309,12 +311,16 @@ class Recorder:
         samples: SampleRepository,
     ) -> list[ClusterEvent]:
         error = connection.last_error
-        before = (link.master_server_id, link.running, link.io_state, link.sql_state, link.last_error_code)
+        before = (
+            link.master_server_id, link.running, link.io_state, link.sql_state, link.last_error_code,
+            link.waiting_for_relay_space,
+        )  # fmt: skip
         link.master_address = connection.master_address
         link.master_server_id = master.id if master else None
         link.running = connection.running
         link.io_state = connection.io_state.value
         link.sql_state = connection.sql_state.value
+        link.waiting_for_relay_space = connection.waiting_for_relay_space
         link.received_position = connection.received_position
         link.applied_position = connection.applied_position
         link.last_error_side = error.side if error else None
@@ -334,7 +340,10 @@ class Recorder:
                 )
         lag_changed = previous_lag != lag
         link.lag = lag
-        after = (link.master_server_id, link.running, link.io_state, link.sql_state, link.last_error_code)
+        after = (
+            link.master_server_id, link.running, link.io_state, link.sql_state, link.last_error_code,
+            link.waiting_for_relay_space,
+        )  # fmt: skip
         if before == after and not lag_changed:
             return []
         return [
@@ -349,6 +358,7 @@ class Recorder:
                     "running": link.running,
                     "io_state": link.io_state,
                     "sql_state": link.sql_state,
+                    "waiting_for_relay_space": link.waiting_for_relay_space,
                     "lag": lag,
                     "last_error_code": link.last_error_code,
                 },

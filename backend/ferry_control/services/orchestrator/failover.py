@@ -156,7 +156,14 @@ def lost_report(
             "its replicas last heard of its binlog; transactions it committed after that and never sent are not "
             "known here"
         )
+    if old_master.info.replicas_may_be_ahead:
+        note += (
+            "; the old master sent transactions to its replicas before they were durable in its binlog, so if its "
+            "machine crashed, its binlog may lack transactions the new master has: it must rejoin as a replica of "
+            "the new master, never serve as a master again before that"
+        )
     return {
+        "old_master_replicas_may_be_ahead": old_master.info.replicas_may_be_ahead,
         "old_master_last_seen_position": last_seen,
         "old_master_last_seen_at": None if seen_at is None else seen_at.isoformat(),
         "old_master_last_seen_age_s": age_s,

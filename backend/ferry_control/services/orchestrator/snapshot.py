@@ -35,6 +35,8 @@ class ServerInfo:
     #: gtid_binlog_pos and when it was read. The lost-transactions report of a failover uses both.
     last_binlog_pos: str | None
     last_seen_at: datetime | None
+    #: As the collector last read it: the server sends to replicas before its binlog is durable.
+    replicas_may_be_ahead: bool | None = None
 
     @property
     def protocol_address(self) -> str | None:
@@ -57,6 +59,7 @@ class ServerInfo:
             fenced=server.fenced,
             last_binlog_pos=server.gtid_binlog_pos,
             last_seen_at=server.last_seen_at,
+            replicas_may_be_ahead=server.replicas_may_be_ahead,
         )
 
 

@@ -43,7 +43,7 @@ describe("lagSeries", () => {
       link_id: 7, source: "replica" as const, connection: "main", master_server_id: 1, master_address: null,
       replica_server_id: 2, running: true, io_state: "connected", sql_state: "applying",
       lag: { "3": { seconds: 0, transactions: 0 } }, last_error_code: null, last_error_message: null,
-      updated_at: "2025-01-01T00:00:00Z",
+      updated_at: "2025-01-01T00:00:00Z", waiting_for_relay_space: false,
     };
     const since = until - 60_000;
     const series = lagSeries([sample({ link_id: 7, domain_id: 1, transactions: 4 })], names, until, [

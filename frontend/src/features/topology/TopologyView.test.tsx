@@ -1,7 +1,7 @@
-// The Topology tab against a fake backend: every server drawn with the master marked; an unreachable server,
-// a read-only one, maintenance, a fenced one and an IO error are each said in words, not only in colour; the
-// cluster's alerts as a banner; each server's kind and version; a MariaDB replica stopped by a duplicate key shows
-// the server's own error code and message.
+// The Topology tab against a fake backend: every server drawn with the master marked; an unreachable server, a
+// read-only one, maintenance, a fenced one and an IO error are each said in words, not only in colour; the cluster's
+// alerts as a banner; each server's kind and version (and a master whose replicas may get ahead of its binlog); a
+// MariaDB replica stopped by a duplicate key shows the server's own error code and message.
 import { screen, within } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 import type { Schemas } from "../../api/client";
@@ -83,7 +83,10 @@ describe("TopologyView", () => {
       "Could not execute Write_rows_v1 event on table app.e2e_dup; Duplicate entry '1' for key 'PRIMARY', Error_code: 1062";
     const mariadb: Schemas["TopologyGraph"] = {
       ...TOPOLOGY,
-      nodes: TOPOLOGY.nodes.map((n) => ({ ...n, kind: "mariadb" as const, version: n.name === "c" ? null : "10.11.19-MariaDB-log" })),
+      // sync_binlog=0 everywhere: only the master, which has replicas, is flagged.
+      nodes: TOPOLOGY.nodes.map((n) => ({
+        ...n, kind: "mariadb" as const, version: n.name === "c" ? null : "10.11.19-MariaDB-log", replicas_may_be_ahead: true,
+      })),
       edges: TOPOLOGY.edges.map((e) =>
         e.replica_server_id === 3
           ? { ...e, running: false, io_state: "connected", sql_state: "error", last_error_code: "1062", last_error_message: message }
@@ -97,7 +100,10 @@ describe("TopologyView", () => {
     renderSignedIn(<TopologyView clusterId={1} />, { role: "viewer" });
     const servers = await screen.findByRole("table", { name: "Servers" });
     const kindCells = within(servers).getAllByRole("row").slice(1).map((row) => row.children[2]?.textContent);
-    expect(kindCells).toEqual(["MariaDB10.11.19-MariaDB-log", "MariaDB10.11.19-MariaDB-log", "MariaDBversion not read yet"]);
+    expect(kindCells).toEqual([
+      "MariaDB10.11.19-MariaDB-log⚠ replicas may be ahead", "MariaDB10.11.19-MariaDB-log", "MariaDBversion not read yet",
+    ]);
+    expect(within(servers).getByText("replicas may be ahead").closest(".badge")?.getAttribute("title")).toMatch(/sync_binlog ≠ 1/);
 
     const graph = screen.getByRole("img", { name: /Topology graph/ });
     expect(within(graph).getByText("SQL error 1062")).toBeTruthy();

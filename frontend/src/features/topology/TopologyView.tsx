@@ -1,6 +1,7 @@
 // The Topology tab: the cluster's alerts, the graph, then the same facts as tables (servers with their kind and
-// version; connections with IO/SQL state, lag per domain and the last error — the server's own code and message,
-// e.g. MariaDB's 1062), which are also what keyboard and screen-reader users read.
+// version, and a warning on a master whose replicas may get ahead of its binlog; connections with IO/SQL state, lag
+// per domain and the last error — the server's own code and message, e.g. MariaDB's 1062), which are also what
+// keyboard and screen-reader users read.
 import type { Schemas } from "../../api/client";
 import { useServers, useTopology } from "../../api/queries";
 import { QueryState } from "../../components/QueryState";
@@ -11,6 +12,10 @@ import { connectionState } from "./connectionState";
 import { TopologyGraph } from "./TopologyGraph";
 
 const KIND_NAMES: Record<Schemas["ServerKind"], string> = { ferry: "ferryd", mariadb: "MariaDB" };
+/** Why a master whose binlog reaches its replicas before it is durable gets a warning. */
+const UNSYNCED_BINLOG =
+  "Sends transactions to its replicas before its binlog is durable (ferryd durability none/network, MariaDB sync_binlog ≠ 1): " +
+  "after a crash of its machine its replicas may hold transactions it lost, so it must rejoin as their replica, not serve as master.";
 
 export function TopologyView({ clusterId }: { clusterId: number }) {
   const topology = useTopology(clusterId);
@@ -48,6 +53,11 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                   <td>
                     {KIND_NAMES[node.kind ?? "ferry"]}
                     <div className="small mono">{node.version ?? "version not read yet"}</div>
+                    {node.replicas_may_be_ahead && (node.role === "master" || node.role === "intermediate") ? (
+                      <Badge tone="warn" symbol="⚠" title={UNSYNCED_BINLOG}>
+                        replicas may be ahead
+                      </Badge>
+                    ) : null}
                   </td>
                   <td><HealthBadge health={node.health} /></td>
                   <td>{node.read_only == null ? "unknown" : node.read_only ? <Badge tone="info">read-only</Badge> : "writable"}</td>

@@ -13,6 +13,7 @@ const base: Schemas["TopologyEdge"] = {
   running: true,
   io_state: "connected",
   sql_state: "applying",
+  waiting_for_relay_space: false,
   lag: { "1": { seconds: 0.5, transactions: 3 } },
   last_error_code: null,
   last_error_message: null,
@@ -33,5 +34,12 @@ describe("connectionState", () => {
       text: "stopped",
     });
     expect(connectionState({ ...base, sql_state: "stopped" }).text).toBe("SQL stopped");
+  });
+  it("says when the receiving side waits for relay log space, and that a paused applier comes first", () => {
+    expect(connectionState({ ...base, waiting_for_relay_space: true })).toMatchObject({
+      tone: "warn",
+      text: "IO waiting for relay log space",
+    });
+    expect(connectionState({ ...base, waiting_for_relay_space: true, sql_state: "stopped" }).text).toBe("SQL stopped");
   });
 });

@@ -1,5 +1,6 @@
 // A replication connection's state in words and a tone (a pure function): IO and SQL errors, stopped sides,
-// reconnecting, delayed, or replicating; used by the graph's edges and the connections table.
+// reconnecting, waiting for relay log space, delayed, or replicating; used by the graph's edges and the
+// connections table.
 import type { Schemas } from "../../api/client";
 import type { Tone } from "../../components/StatusBadge";
 import { formatLag, worstLag } from "../../lib/format";
@@ -29,6 +30,7 @@ export function connectionState(edge: Edge): ConnectionState {
     return { tone: "warn", text: which, lag };
   }
   if (io === "reconnecting" || io === "connecting") return { tone: "warn", text: `IO ${io}`, lag };
+  if (edge.waiting_for_relay_space) return { tone: "warn", text: "IO waiting for relay log space", lag };
   if (sql === "delaying") return { tone: "info", text: "delayed replica", lag };
   if (sql === "until_reached") return { tone: "info", text: "stopped at UNTIL", lag };
   return { tone: "ok", text: "replicating", lag };
