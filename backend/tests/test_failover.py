@@ -16,6 +16,10 @@ from typing import Any
 import httpx
 
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
+from ferry_control.models import ServerKind
+from ferry_control.services.orchestrator.failover import lost_report
+from ferry_control.services.orchestrator.gtid import position
+from ferry_control.services.orchestrator.snapshot import ServerInfo, ServerView
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster, FerrydNode
 from tests.helpers import (
@@ -73,6 +77,29 @@ def until_reached_both(first: FerrydNode, second: FerrydNode) -> Callable[[], bo
     return lambda: all(n.status()["replication"][0]["sql_state"] == "until_reached" for n in (first, second))
 
 
+def test_the_lost_report_warns_when_the_old_master_sent_before_its_binlog_was_durable() -> None:
+    def old_master(replicas_may_be_ahead: bool | None) -> ServerView:
+        info = ServerInfo(
+            id=1, name="m", kind=ServerKind.ferry, host="127.0.0.1", protocol_port=7301, admin_address=None,
+            maintenance=False, fenced=False, last_binlog_pos="1-1-10", last_seen_at=datetime(2026, 1, 1, tzinfo=UTC),
+            replicas_may_be_ahead=replicas_may_be_ahead,
+        )  # fmt: skip
+        return ServerView(info=info, driver=None, status=None, error="does not answer")
+
+    now = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
+    unsynced = lost_report(old_master(True), position("1-1-8"), now=now)
+    assert unsynced["old_master_replicas_may_be_ahead"] is True
+    assert unsynced["domains"] == [
+        {"domain": 1, "old_master_last_seen": "1-1-10", "new_master": "1-1-8", "transactions_possibly_lost": 2}
+    ]
+    assert "before they were durable in its binlog" in unsynced["note"]
+    assert "never serve as a master again" in unsynced["note"]
+    for durable in (False, None):
+        report = lost_report(old_master(durable), position("1-1-8"), now=now)
+        assert report["old_master_replicas_may_be_ahead"] is durable
+        assert "before they were durable" not in report["note"]
+
+
 async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
 ) -> None:
@@ -125,6 +152,8 @@ async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
                 seen["last_seen_at"]
             )
             assert lost["old_master_last_seen_age_s"] > 0, lost
+            # Durability local+network: the old master's binlog was durable before its replicas got it.
+            assert lost["old_master_replicas_may_be_ahead"] is False and "before they were durable" not in lost["note"]
             summary = await writer.stop()
         finally:
             writer.kill()
