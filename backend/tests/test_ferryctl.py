@@ -183,8 +183,22 @@ async def test_switchover_refused_by_preflight_names_the_check(
             # Nothing to acknowledge: the API's conflict and its message.
             run = await ferryctl(tmp_path, "ack-failover", "orders", url=url, token=live.tokens.operator)
             assert run.code == ExitCode.error and "no failover to acknowledge" in run.err, run.err
+
+            # An errant GTID: a transaction written on replica2 itself (server_id 3), which the master never had.
+            errant = ferryd.replica2.increment("local_write", "k", domain=1)
+            assert errant.startswith("1-3-")
+            run = await ferryctl(
+                tmp_path, "switchover", "orders", "--to", "replica2", "--wait", url=url, token=live.tokens.operator
+            )
+            assert run.code == ExitCode.refused, (run.out, run.err)
+            assert f"check no_errant_gtids failed: domain 1: {errant}: " in run.err, run.err
+            own = "written by the candidate itself (server_id 3); the master's newest from that server in domain 1"
+            own += " is none"
+            assert own in run.err, run.err
+            assert writable_master(ferryd.nodes) is ferryd.master
         statuses = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
         assert [(o["type"], o["state"]) for o in statuses] == [
+            ("switchover", "failed"),
             ("failover", "failed"),
             ("switchover", "failed"),
             ("switchover", "failed"),
