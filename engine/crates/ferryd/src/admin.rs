@@ -68,6 +68,7 @@ fn router(state: AppState) -> Router {
         .route("/v1/replication/{name}/stop", post(stop_connection))
         .route("/v1/replication/{name}/resume-sql", post(resume_sql))
         .route("/v1/replication/{name}/skip-counter", post(replication::set_skip_counter))
+        .route("/v1/replication/{name}/reset", post(replication::reset))
         .route("/v1/wait-for-position", post(wait_for_position))
         .route("/metrics", get(metrics))
         .fallback(|| async {

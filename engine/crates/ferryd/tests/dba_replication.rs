@@ -190,3 +190,58 @@ fn domain_filters_apply_only_the_chosen_domains_and_still_advance_gtid_slave_pos
     assert!(has_row(&replica, "d3b") && !has_row(&replica, "d1c") && !has_row(&replica, "d3"));
     assert_eq!(connection(&replica, "m")["do_domain_ids"], json!([3]));
 }
+
+#[test]
+fn reset_slave_clears_a_stopped_connection_but_not_gtid_slave_pos_and_all_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = NodeProc::start(&dir.path().join("m"), 1, &[]);
+    let replica = NodeProc::start(&dir.path().join("r"), 2, &["--read-only"]);
+    write_keys(&master, 0, &["a1", "a2", "a3"]);
+    // A position the master's binlog does not have: the connection stops on an error, which RESET SLAVE clears.
+    let (code, body) = change_master(&replica, "m", json!({"master": master.listen, "position": "0-5-2"}));
+    assert_eq!(code, 200, "{body}");
+    start(&replica, "m");
+    let failed = wait_replication(&replica, "an IO error", |b| {
+        b["connections"][0]["last_error"]["code"].as_str().is_some_and(|c| c == "DIVERGED")
+    });
+    assert_eq!(failed["connections"][0]["io_state"], "error");
+
+    let (code, body) = change_master(&replica, "m", json!({"master": master.listen, "position": "0-1-2"}));
+    assert_eq!(code, 200, "{body}");
+    start(&replica, "m");
+    wait_slave_pos(&replica, "0-1-3");
+    let (code, body) = post(&replica, "/v1/replication/m/reset", json!({}));
+    assert_eq!((code, body["error"]["code"].as_str()), (409, Some("conflict")), "refused while running: {body}");
+    stop(&replica, "m");
+    let relay = replica.dir.join("data").join("relay").join("m");
+    assert!(relay.exists(), "the stopped connection kept its relay log");
+    let (code, _) = post(&replica, "/v1/replication/nope/reset", json!({}));
+    assert_eq!(code, 404);
+
+    let (code, body) = post(&replica, "/v1/replication/m/reset", json!({}));
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["gtid_slave_pos"], "0-1-3", "RESET SLAVE leaves gtid_slave_pos as it is");
+    assert!(!relay.exists(), "the relay log is gone");
+    let conn = connection(&replica, "m");
+    assert_eq!(conn["master"], master.listen.as_str(), "the settings are kept: {conn}");
+    assert_eq!(conn["received_position"], "", "{conn}");
+    assert_eq!(conn["applied_position"], "", "{conn}");
+    assert_eq!(conn["transactions_applied"], 0, "{conn}");
+    assert_eq!(conn["last_error"], Value::Null, "{conn}");
+    assert_eq!(slave_pos(&replica), "0-1-3");
+
+    // It starts again from gtid_slave_pos: nothing is applied twice.
+    start(&replica, "m");
+    write_keys(&master, 0, &["a4"]);
+    wait_slave_pos(&replica, "0-1-4");
+    assert_eq!(connection(&replica, "m")["transactions_applied"], 1);
+
+    stop(&replica, "m");
+    let (code, body) = post(&replica, "/v1/replication/m/reset", json!({"all": true}));
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["removed"], true);
+    assert_eq!(connection(&replica, "m"), Value::Null, "RESET SLAVE ALL removes the connection");
+    let saved = std::fs::read_to_string(replica.dir.join("data").join("replication.json")).unwrap();
+    assert!(!saved.contains(master.listen.as_str()), "and its saved settings: {saved}");
+    assert_eq!(slave_pos(&replica), "0-1-4", "gtid_slave_pos stays");
+}

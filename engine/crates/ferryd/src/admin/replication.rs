@@ -1,4 +1,4 @@
-//! The DBA's replication controls of the admin API: the skip counter (sql_slave_skip_counter).
+//! The DBA's replication controls of the admin API: the skip counter (sql_slave_skip_counter) and RESET SLAVE.
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
@@ -27,4 +27,30 @@ pub(super) async fn set_skip_counter(
     let body = json_body(body)?;
     s.replication.set_skip_counter(&name, u64::from(body.count))?;
     Ok(Json(json!({"connection": name, "skip_counter": body.count})))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ResetBody {
+    /// RESET SLAVE ALL: remove the connection's settings too.
+    #[serde(default)]
+    all: bool,
+}
+
+/// `POST /v1/replication/{name}/reset`: RESET SLAVE ['name'] [ALL] for a stopped connection.
+pub(super) async fn reset(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Option<Json<ResetBody>>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    authorize(&s, &headers)?;
+    let all = body.map(|Json(b)| b).unwrap_or_default().all;
+    s.replication.reset(&name, all)?;
+    Ok(Json(json!({
+        "connection": name,
+        "reset": true,
+        "removed": all,
+        "gtid_slave_pos": s.node.slave_position().to_string(),
+    })))
 }

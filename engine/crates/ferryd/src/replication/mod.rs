@@ -147,6 +147,13 @@ struct Connection {
     running: Option<Running>,
 }
 
+impl Connection {
+    /// Whether either side still runs (a connection stopped by an error or UNTIL keeps its finished handles).
+    fn is_running(&self) -> bool {
+        self.running.as_ref().is_some_and(|r| !r.io.is_finished() || !r.sql.is_finished())
+    }
+}
+
 pub struct Replication {
     node: Arc<Node>,
     token: Option<AdminToken>,
@@ -221,7 +228,7 @@ impl Replication {
                 req.master
             )));
         }
-        if self.connections.lock().get(name).is_some_and(|c| c.running.is_some()) {
+        if self.connections.lock().get(name).is_some_and(Connection::is_running) {
             return Err(CommandError::Conflict(format!("connection {name:?} is running: stop it first")));
         }
         let explicit = match (&req.position, &req.file, req.offset) {
@@ -238,7 +245,7 @@ impl Replication {
             (None, None, None) => None,
         };
         if let Some(position) = &explicit {
-            if self.connections.lock().values().any(|c| c.running.is_some()) {
+            if self.connections.lock().values().any(Connection::is_running) {
                 return Err(CommandError::Conflict(
                     "setting gtid_slave_pos needs every replication connection stopped".into(),
                 ));
@@ -374,7 +381,7 @@ impl Replication {
         let mut conns = self.connections.lock();
         let conn =
             conns.get_mut(name).ok_or_else(|| CommandError::NotFound(format!("no replication connection {name:?}")))?;
-        if conn.running.as_ref().is_some_and(|r| !r.io.is_finished() || !r.sql.is_finished()) {
+        if conn.is_running() {
             return Err(CommandError::Conflict(format!(
                 "connection {name:?} is running: stop it before setting its skip counter"
             )));
@@ -421,6 +428,34 @@ impl Replication {
             let _ = tokio::task::spawn_blocking(move || r.sql.join()).await;
         }
         Ok(())
+    }
+
+    /// RESET SLAVE ['name'] [ALL] of a stopped connection: deletes its relay log and clears what its last run
+    /// left (positions received and applied, counters, last error, a pending skip counter); with `all` the
+    /// connection itself goes too. gtid_slave_pos is left as it is, as in MariaDB (set it with change-master's
+    /// `position`).
+    pub fn reset(&self, name: &str, all: bool) -> Result<(), CommandError> {
+        let mut conns = self.connections.lock();
+        let conn =
+            conns.get_mut(name).ok_or_else(|| CommandError::NotFound(format!("no replication connection {name:?}")))?;
+        if conn.is_running() {
+            return Err(CommandError::Conflict(format!("connection {name:?} is running: stop it before resetting it")));
+        }
+        let relay_dir = self.relay_root.join(name);
+        match std::fs::remove_dir_all(&relay_dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(CommandError::Failed(format!("deleting the relay log {}: {e}", relay_dir.display()))),
+        }
+        if all {
+            conns.remove(name);
+        } else {
+            conn.running = None;
+            conn.config.skip_counter = 0;
+            conn.shared = Arc::new(Shared::new(name, ConnectionStatus::default(), self.me.clone()));
+        }
+        tracing::info!(connection = %name, all, "replication connection reset");
+        self.save(&conns)
     }
 
     /// Removes a (stopped or running) connection and its relay log.
