@@ -274,7 +274,25 @@ impl CommitLog {
 
     /// Checkpoints, then closes the current binlog file and opens the next.
     pub fn rotate(&mut self, durability: Durability) -> Result<(), CommitError> {
+        self.rotate_forgetting(durability, &[])
+    }
+
+    /// [`CommitLog::rotate`], the next file's GTID list leaving `domains` out (DELETE_DOMAIN_ID, checked by the
+    /// caller).
+    pub fn rotate_forgetting(
+        &mut self,
+        durability: Durability,
+        domains: &[crate::gtid::DomainId],
+    ) -> Result<(), CommitError> {
         self.checkpoint(durability)?;
+        // The domains' seq_nos stay used: the mark keeps them above what the binlog will show.
+        let gone: Vec<crate::gtid::Gtid> =
+            domains.iter().filter_map(|&d| self.binlog.state().position().get(d)).collect();
+        crate::binlog::hwm::raise(self.binlog.dir(), gone)
+            .map_err(|e| self.fail(format!("seq_no high-water mark: {e}")))?;
+        for &domain in domains {
+            self.binlog.forget_domain(domain);
+        }
         self.binlog.rotate().map_err(|e| self.fail(e.to_string()))
     }
 }

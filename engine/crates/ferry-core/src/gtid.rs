@@ -341,6 +341,17 @@ impl BinlogState {
     pub fn is_empty(&self) -> bool {
         self.by_pair.is_empty()
     }
+
+    /// The (domain, server) entries of one domain, sorted by server.
+    pub fn domain_entries(&self, domain: DomainId) -> Vec<Gtid> {
+        self.by_pair.range((domain, 0)..=(domain, ServerId::MAX)).map(|(&(d, s), &n)| Gtid::new(d, s, n)).collect()
+    }
+
+    /// Forgets a domain entirely (FLUSH BINARY LOGS DELETE_DOMAIN_ID).
+    pub fn remove_domain(&mut self, domain: DomainId) {
+        self.by_pair.retain(|&(d, _), _| d != domain);
+        self.newest.remove(domain);
+    }
 }
 
 impl fmt::Display for BinlogState {

@@ -11,9 +11,10 @@ use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 
 use crate::admission::{Admitted, Undrained, WriteGate};
+use crate::binlog::delete_domain::{check_deletion, DomainDeletion, DomainInBinlog};
 use crate::binlog::event::{flags, rows_event_body_len, GtidEvent};
 use crate::binlog::listing::{list_events, EventRow, ListingError, ListingRequest};
-use crate::binlog::reader::{FileReader, Item, TransactionReader};
+use crate::binlog::reader::{read_gtid_list, FileReader, Item, TransactionReader};
 use crate::binlog::writer::{BinlogFileInfo, BinlogWriter, TailRecovery};
 use crate::binlog::{file_name, file_seq, hwm, BinlogCoord, BinlogError, MAGIC};
 use crate::commit::{
@@ -21,7 +22,7 @@ use crate::commit::{
     GroupReport, GtidOverride, PreparedTxn,
 };
 use crate::fault::StorageHealth;
-use crate::gtid::{DomainId, Gtid, GtidPosition, SeqNo, ServerId};
+use crate::gtid::{BinlogState, DomainId, Gtid, GtidPosition, SeqNo, ServerId};
 use crate::gtid_alloc::{GtidAllocator, StrictModeViolation};
 use crate::limits::Limits;
 use crate::locks::RowLocks;
@@ -168,6 +169,15 @@ pub enum NodeError {
     /// A setting the node cannot honour; it does not start.
     #[error("invalid configuration: {0}")]
     Config(String),
+}
+
+/// Why FLUSH BINARY LOGS DELETE_DOMAIN_ID did nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteDomainError {
+    #[error(transparent)]
+    InBinlog(#[from] DomainInBinlog),
+    #[error(transparent)]
+    Node(#[from] NodeError),
 }
 
 /// One committed transaction, as the events API shows it.
@@ -884,6 +894,37 @@ impl Node {
         self.commit.with_log(|log| {
             log.rotate(durability)?;
             Ok(file_name(log.binlog.coord().file_seq))
+        })
+    }
+
+    /// FLUSH BINARY LOGS DELETE_DOMAIN_ID=(...): rotates, the new file's GTID list leaving out the domains no
+    /// binlog file still present holds (all or nothing: one that a file may hold refuses the whole call, and
+    /// nothing changes). The domains' seq_no counters stay, so their GTIDs are never handed out again. Returns
+    /// the new file's name and what was deleted.
+    pub fn flush_logs_deleting_domains(
+        &self,
+        domains: &[DomainId],
+    ) -> Result<(String, DomainDeletion), DeleteDomainError> {
+        let durability = self.config.commit.durability;
+        self.commit.with_log(|log| {
+            let oldest = log.binlog.file_names()[0].clone();
+            let began = read_gtid_list(&log.binlog.dir().join(&oldest)).map_err(NodeError::from)?;
+            let deletion = check_deletion(log.binlog.state(), &BinlogState::from_gtids(began), &oldest, domains)?;
+            let newest: Vec<Gtid> =
+                deletion.deleted.iter().filter_map(|&d| log.binlog.state().position().get(d)).collect();
+            log.rotate_forgetting(durability, &deletion.deleted).map_err(NodeError::from)?;
+            {
+                let mut position = self.watch.position.lock();
+                for g in newest {
+                    if position.get(g.domain) == Some(g) {
+                        position.remove(g.domain);
+                    }
+                }
+            }
+            if !deletion.deleted.is_empty() {
+                tracing::info!(deleted = ?deletion.deleted, "domains deleted from the binlog state");
+            }
+            Ok((file_name(log.binlog.coord().file_seq), deletion))
         })
     }
 

@@ -204,8 +204,16 @@ async fn set_read_only(
     }
 }
 
-async fn flush_logs(State(s): State<AppState>, headers: HeaderMap) -> Result<Json<serde_json::Value>, ApiError> {
+async fn flush_logs(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Option<Json<binlog::FlushBody>>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     authorize(&s, &headers)?;
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    if !body.delete_domain_ids.is_empty() {
+        return binlog::flush_deleting_domains(s, body.delete_domain_ids).await;
+    }
     let file = blocking(move || s.node.flush_logs()).await?.map_err(ApiError::internal)?;
     Ok(Json(json!({"file": file})))
 }

@@ -1,4 +1,5 @@
-//! The DBA's binlog controls on a real node: SHOW BINLOG EVENTS by file and offset.
+//! The DBA's binlog controls on a real node: SHOW BINLOG EVENTS by file and offset, FLUSH BINARY LOGS
+//! DELETE_DOMAIN_ID.
 
 mod common;
 
@@ -96,4 +97,54 @@ fn show_binlog_events_refuses_a_bad_file_or_an_offset_inside_an_event() {
     assert_eq!(code, 400);
     let (code, _) = events(&node, "ferry-bin.000001", "from=-1");
     assert_eq!(code, 400);
+}
+
+#[test]
+fn delete_domain_id_is_refused_while_a_file_holds_the_domain_and_done_once_it_is_purged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = NodeProc::start(dir.path(), 1, &[]);
+    write(&node, 0, 2);
+    write(&node, 1, 3);
+    let flush = |node: &NodeProc, domains: Value| {
+        node.post("/v1/binlog/flush", json!({"delete_domain_ids": domains}), Some(TOKEN))
+    };
+
+    // ferry-bin.000001 holds domain 1's transactions: refused, and nothing changes (no rotation either).
+    let (code, body) = flush(&node, json!([1]));
+    assert_eq!((code, body["error"]["code"].as_str()), (409, Some("domain_in_binlog")), "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("domain 1") && message.contains("ferry-bin.000001") && message.contains("purge"),
+        "{message}"
+    );
+    let s = node.status();
+    assert_eq!(s["gtid_binlog_state"], "0-1-2,1-1-3");
+    assert_eq!(s["binlog_files"].as_array().unwrap().len(), 1, "no rotation on a refusal");
+
+    // Rotate, then purge the file that holds domain 1: now nothing present holds it.
+    let (code, body) = node.post("/v1/binlog/flush", json!({}), Some(TOKEN));
+    assert_eq!(code, 200, "{body}");
+    write(&node, 0, 1);
+    let (code, body) = flush(&node, json!([1, 0]));
+    assert_eq!(code, 409, "domain 0 was written in the present files: all or nothing: {body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("domain 0"), "{body}");
+    let (code, body) = node.post("/v1/binlog/purge", json!({"before": "ferry-bin.000002"}), Some(TOKEN));
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = flush(&node, json!([1, 9]));
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["deleted_domain_ids"], json!([1]));
+    assert_eq!(body["not_present"], json!([9]), "an unknown domain is reported, as MariaDB warns");
+    assert_eq!(body["file"], "ferry-bin.000003");
+    let s = node.status();
+    assert_eq!(s["gtid_binlog_state"], "0-1-3");
+    assert_eq!(s["gtid_binlog_pos"], "0-1-3");
+    let (_, listing) = node.get("/v1/binlog/files/ferry-bin.000003/events");
+    assert_eq!(listing["events"][1]["info"], "[0-1-3]", "the new file's GTID list leaves the domain out");
+
+    // It stays deleted across a restart, and its seq_nos are never handed out again.
+    node.stop();
+    node.restart();
+    assert_eq!(node.status()["gtid_binlog_state"], "0-1-3");
+    write(&node, 1, 1);
+    assert_eq!(node.status()["gtid_binlog_pos"], "0-1-3,1-1-4");
 }

@@ -110,11 +110,13 @@ impl Reservation {
     }
 
     /// Brings the file down to exactly `used` (a clean stop: the next start leaves no gap). Safe at any time
-    /// with the binlog lock held: a later seq_no above it raises the file again before it is written.
+    /// with the binlog lock held: a later seq_no above it raises the file again before it is written. A domain
+    /// `used` does not have (the binlog no longer shows it: deleted from the binlog state, or all of it cut from
+    /// a torn tail) keeps its mark, for its seq_nos may have been seen.
     pub fn settle(&mut self, used: BTreeMap<DomainId, SeqNo>) -> Result<(), BinlogError> {
         let mut exact = self.reserved.clone();
         for (domain, mark) in exact.iter_mut() {
-            *mark = used.get(domain).copied().unwrap_or(0);
+            *mark = used.get(domain).copied().unwrap_or(*mark);
         }
         for (domain, seq) in used {
             exact.entry(domain).or_insert(seq);
@@ -153,6 +155,15 @@ mod tests {
         assert_eq!(read(dir.path()).unwrap(), BTreeMap::from([(0, 2)]));
         r.cover([Gtid::new(0, 1, 3)]).unwrap();
         assert_eq!(read(dir.path()).unwrap()[&0], 3 + SEQ_NO_RESERVE);
+    }
+
+    #[test]
+    fn settling_keeps_the_mark_of_a_domain_the_binlog_no_longer_shows() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Reservation::new(dir.path(), BTreeMap::new());
+        r.cover([Gtid::new(0, 1, 1), Gtid::new(4, 1, 7)]).unwrap();
+        r.settle(BTreeMap::from([(0, 1)])).unwrap();
+        assert_eq!(read(dir.path()).unwrap(), BTreeMap::from([(0, 1), (4, 7 + SEQ_NO_RESERVE)]));
     }
 
     #[test]

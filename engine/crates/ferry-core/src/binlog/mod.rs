@@ -4,12 +4,14 @@
 //! - [`reader`]: reads events and whole transactions from one file or across the index, checking every checksum.
 //! - [`writer`]: appends groups of events, fsyncs, rotates, purges, and recovers a torn tail at open.
 //! - [`hwm`]: the durable seq_no high-water mark per domain, so a seq_no is never handed out twice.
+//! - [`delete_domain`]: FLUSH BINARY LOGS DELETE_DOMAIN_ID — which domains may leave the binlog state.
 //! - [`listing`]: SHOW BINLOG EVENTS — one file's events from a byte offset, with MariaDB's columns.
 //! - [`seek`]: where to start streaming for a replica's GTID position, with every error case named.
 //!
 //! A file is `MAGIC` followed by events: a format description, a GTID list (the full binlog state when the file
 //! was opened), transactions (`Gtid`, `Rows`, `Commit`), checkpoints, and a final `Rotate` when it was closed.
 
+pub mod delete_domain;
 pub mod event;
 pub mod hwm;
 pub mod listing;

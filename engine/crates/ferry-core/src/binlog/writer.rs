@@ -234,6 +234,12 @@ impl BinlogWriter {
         self.offset >= self.max_file_bytes
     }
 
+    /// Forgets a domain: the next file's GTID list leaves it out (FLUSH BINARY LOGS DELETE_DOMAIN_ID; the caller
+    /// has checked that no file still present holds it, and rotates next).
+    pub fn forget_domain(&mut self, domain: crate::gtid::DomainId) {
+        self.state.remove_domain(domain);
+    }
+
     /// Closes the current file with a rotate event and opens the next one (its GTID list = current state).
     pub fn rotate(&mut self) -> Result<(), BinlogError> {
         let mut buf = Vec::new();

@@ -1,10 +1,12 @@
-//! The DBA's binlog controls of the admin API: SHOW BINLOG EVENTS by file and offset.
+//! The DBA's binlog controls of the admin API: SHOW BINLOG EVENTS by file and offset, FLUSH BINARY LOGS
+//! DELETE_DOMAIN_ID.
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use ferry_core::binlog::listing::{ListingError, ListingRequest};
+use ferry_core::node::DeleteDomainError;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -48,4 +50,38 @@ pub(super) async fn events_in_file(
     let rows = blocking(move || s.node.binlog_events_in(&name, request)).await??;
     let next_from = (rows.len() == limit).then(|| rows.last().map(|r| r.end_log_pos)).flatten();
     Ok(Json(json!({"file": file, "events": rows, "next_from": next_from})))
+}
+
+/// Most domains one DELETE_DOMAIN_ID call may name.
+const DELETE_DOMAIN_IDS_MAX: usize = 1024;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FlushBody {
+    /// FLUSH BINARY LOGS DELETE_DOMAIN_ID=(...): domains the new file's GTID list leaves out.
+    #[serde(default)]
+    pub(super) delete_domain_ids: Vec<u32>,
+}
+
+/// `POST /v1/binlog/flush {"delete_domain_ids": [...]}`.
+pub(super) async fn flush_deleting_domains(
+    s: AppState,
+    domains: Vec<u32>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    if domains.len() > DELETE_DOMAIN_IDS_MAX {
+        return Err(ApiError::bad_request(format!("delete_domain_ids lists at most {DELETE_DOMAIN_IDS_MAX} domains")));
+    }
+    let node = s.node.clone();
+    match blocking(move || node.flush_logs_deleting_domains(&domains)).await? {
+        Ok((file, deletion)) => Ok(Json(json!({
+            "file": file,
+            "deleted_domain_ids": deletion.deleted,
+            "not_present": deletion.not_present,
+            "gtid_binlog_state": s.node.binlog_state().to_string(),
+        }))),
+        Err(DeleteDomainError::InBinlog(e)) => {
+            Err(ApiError::new(StatusCode::CONFLICT, "domain_in_binlog", e.to_string()))
+        }
+        Err(DeleteDomainError::Node(e)) => Err(ApiError::internal(e)),
+    }
 }
