@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -24,6 +25,7 @@ from ferry_control.drivers.errors import (
 )
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import ServerKind
+from ferry_control.services.orchestrator.gtid import position
 from tests.ferryd_cluster import NODE_TOKEN, WAIT_S, FerrydCluster, FerrydNode, free_port_pair
 from tests.mariadb_cluster import eventually
 
@@ -87,6 +89,39 @@ async def test_a_connection_at_its_relay_space_limit_reads_as_waiting_for_relay_
         replica.wait_for(cluster.master.status()["gtid_binlog_pos"])
     finally:
         replica.stop()
+
+
+async def test_domain_filters_are_reported_and_taken_back_with_the_connections_settings(
+    drivers: DriverFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    cluster = ferryd_factory()
+    replica = drivers.for_address(ServerKind.ferry, cluster.replica1.admin)
+    await replica.stop_replication("main")
+    (before,) = await replica.replica_connections()
+    assert before.settings is not None and before.settings.filters == {}
+    master = cluster.master.listen
+    await replica.change_master(
+        "main", ChangeMaster(master, settings=replace(before.settings, filters={"ignore_domain_ids": "2, 5"}))
+    )
+    (after,) = await replica.replica_connections()
+    assert after.settings is not None and after.settings.filters == {"ignore_domain_ids": "2,5"}
+    # What a repoint does: the settings as reported, taken back whole — the filter stays.
+    await replica.change_master("main", ChangeMaster(master, settings=after.settings))
+    assert (await replica.replica_connections())[0].settings == after.settings
+    # A filter ferryd does not have is refused by name, before anything is sent.
+    with pytest.raises(DriverError, match="not by replicate_do_db"):
+        await replica.change_master(
+            "main", ChangeMaster(master, settings=replace(after.settings, filters={"replicate_do_db": "app"}))
+        )
+    assert (await replica.replica_connections())[0].settings == after.settings
+
+    await replica.start_replication("main")
+    written = cluster.write(2, domains=(1, 2))
+    cluster.replica1.wait_for(written)  # a filtered GTID still advances gtid_slave_pos
+    status = await replica.status()
+    logged = position(status.positions.binlog)
+    assert logged.get(2) is None, f"domain 2 was passed over, not applied nor logged: {logged}"
+    assert logged.get(1) is not None
 
 
 async def test_events_checksums_and_wait(drivers: DriverFactory, ferryd: FerrydCluster) -> None:

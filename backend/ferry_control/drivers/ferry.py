@@ -49,6 +49,10 @@ from ferry_control.drivers.ferry_protocol import (
     Put,
 )
 
+#: The replication filters a ferryd connection has (change-master's lists of domain ids), by their names in
+#: `ConnectionSettings.filters`, the same as MariaDB's.
+DOMAIN_FILTERS = ("do_domain_ids", "ignore_domain_ids")
+
 
 @dataclass(frozen=True)
 class FerryDriverConfig:
@@ -270,8 +274,21 @@ class FerryDriver(ServerDriver):
         for key in ("parallel_mode", "workers", "domain_workers_max"):
             if getattr(settings, key) is not None:
                 body[key] = getattr(settings, key)
-        if settings.filters:
-            raise DriverError(self.address, "filters_unsupported", "ferryd connections have no replication filters")
+        unknown = sorted(set(settings.filters) - set(DOMAIN_FILTERS))
+        if unknown:
+            raise DriverError(
+                self.address,
+                "filters_unsupported",
+                f"ferryd connections filter by domain only ({', '.join(DOMAIN_FILTERS)}), not by {', '.join(unknown)}",
+            )
+        for name in DOMAIN_FILTERS:
+            text = settings.filters.get(name, "").replace(" ", "")
+            try:
+                ids = [int(x) for x in text.split(",") if x]
+            except ValueError:
+                raise DriverError(self.address, "bad_filter", f"{name} must list domain ids, not {text!r}") from None
+            if ids:
+                body[name] = ids
         await self._send("POST", f"/v1/replication/{connection}/change-master", json=body, authorized=True)
 
     async def start_replication(self, connection: str, until: str | None = None) -> None:
@@ -362,11 +379,13 @@ def _connection(c: dict[str, Any]) -> ReplicaConnection:
 
 
 def _connection_settings(c: dict[str, Any]) -> ConnectionSettings:
-    """What ferryd reports of a connection's settings: delay, duplicates, parallel apply. It does not report the
-    heartbeat interval (a repoint gives the default, 1000 ms), and it has no per-connection semi-sync role (a
-    replica always acknowledges) and no filters."""
+    """What ferryd reports of a connection's settings: delay, duplicates, parallel apply, domain filters (as text,
+    "1,3", like MariaDB's). It does not report the heartbeat interval (a repoint gives the default, 1000 ms), and it
+    has no per-connection semi-sync role (a replica always acknowledges)."""
     parallel = c.get("parallel") or {}
+    filters = {name: ",".join(str(int(d)) for d in c.get(name) or ()) for name in DOMAIN_FILTERS}
     return ConnectionSettings(
+        filters={name: ids for name, ids in filters.items() if ids},
         delay_s=int(c.get("delay_s") or 0),
         ignore_duplicates=bool(c.get("ignore_duplicates", False)),
         parallel_mode=parallel.get("mode"),

@@ -663,6 +663,11 @@ impl Node {
             }
         }
         self.commit.claim_position(&position);
+        // Waits for a position see gtid_slave_pos too: wake them. Taking the watch's lock (after releasing
+        // slave_pos) orders this with a waiter that looked at slave_pos before it began to wait.
+        drop(self.watch.position.lock());
+        self.watch.moved.notify_all();
+        self.watch.moved_async.notify_waiters();
         Ok(())
     }
 
@@ -815,28 +820,39 @@ impl Node {
             // Registered before looking, so a move between the look and the wait is not missed.
             let mut moved = std::pin::pin!(self.watch.moved_async.notified());
             moved.as_mut().enable();
-            let pos = self.position();
+            let pos = self.waited_position(&self.position());
             if pos.is_ahead_of(target) {
                 return Ok(pos);
             }
             if tokio::time::timeout_at(deadline, moved).await.is_err() {
-                let pos = self.position();
+                let pos = self.waited_position(&self.position());
                 return if pos.is_ahead_of(target) { Ok(pos) } else { Err(pos) };
             }
         }
     }
 
     /// Blocks until the node's position is ahead of `target` or `timeout` passes; returns the position either way,
-    /// with `Ok` only when it was reached.
+    /// with `Ok` only when it was reached. The position waited on is [`Node::waited_position`]'s.
     pub fn wait_for_position(&self, target: &GtidPosition, timeout: Duration) -> Result<GtidPosition, GtidPosition> {
         let deadline = Instant::now() + timeout;
-        let mut pos = self.watch.position.lock();
-        while !pos.is_ahead_of(target) {
-            if self.watch.moved.wait_until(&mut pos, deadline).timed_out() && !pos.is_ahead_of(target) {
-                return Err(pos.clone());
+        let mut visible = self.watch.position.lock();
+        loop {
+            let pos = self.waited_position(&visible);
+            if pos.is_ahead_of(target) {
+                return Ok(pos);
+            }
+            if self.watch.moved.wait_until(&mut visible, deadline).timed_out() {
+                let pos = self.waited_position(&visible);
+                return if pos.is_ahead_of(target) { Ok(pos) } else { Err(pos) };
             }
         }
-        Ok(pos.clone())
+    }
+
+    /// What a wait for a position compares with: the visible position joined with gtid_slave_pos, so a replicated
+    /// transaction passed over without being applied (skip counter, domain filters) counts as reached — as for
+    /// MariaDB's MASTER_GTID_WAIT, which waits on gtid_slave_pos.
+    fn waited_position(&self, visible: &GtidPosition) -> GtidPosition {
+        visible.join(&self.slave_pos.lock())
     }
 
     pub fn status(&self) -> NodeStatus {

@@ -93,6 +93,42 @@ fn a_replica_streams_the_masters_binlog_keeping_gtids_and_order() {
     assert_eq!(replica.status()["admin"], replica.admin.as_str());
 }
 
+/// A wait for a position counts what a replica passed over: with domain 2 filtered out, the replica never logs
+/// nor applies domain 2, yet its gtid_slave_pos holds domain 2's GTIDs, and a wait for the master's position
+/// (what a switchover's catch-up waits for) returns reached — as MASTER_GTID_WAIT does on MariaDB.
+#[test]
+fn a_wait_for_a_position_is_reached_through_transactions_a_filter_passed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = NodeProc::start(&dir.path().join("m"), 1, &[]);
+    let replica = NodeProc::start(&dir.path().join("r"), 2, &["--read-only"]);
+    let (code, body) = change_master(&replica, "m", json!({"master": master.listen, "ignore_domain_ids": [2]}));
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = start(&replica, "m", json!({}));
+    assert_eq!(code, 200, "{body}");
+    // The waits begin before the writes: woken by what the filter passes over, not only by commits.
+    let target = "1-1-3,2-1-4";
+    let waiter = {
+        let replica_admin = replica.admin.clone();
+        std::thread::spawn(move || {
+            reqwest::blocking::Client::new()
+                .post(format!("http://{replica_admin}/v1/wait-for-position"))
+                .json(&json!({"position": target, "timeout_ms": 30_000}))
+                .send()
+                .and_then(|r| r.json::<Value>())
+                .unwrap()
+        })
+    };
+    write(&master, 1, 3);
+    write(&master, 2, 4);
+    let waited = waiter.join().unwrap();
+    assert_eq!(waited["reached"], true, "{waited}\n{}", replica.log());
+    assert_eq!(waited["position"], target);
+    converge(&replica, &master);
+    let s = replica.status();
+    assert_eq!(s["gtid_binlog_pos"], "1-1-3", "domain 2 is neither applied nor logged");
+    assert_eq!(s["gtid_slave_pos"], "1-1-3,2-1-4");
+}
+
 #[test]
 fn a_restarted_replica_resumes_from_its_crash_safe_position() {
     let dir = tempfile::tempdir().unwrap();
