@@ -31,6 +31,11 @@ describe("RtoChart", () => {
     expect(marks[1]!.classList.contains("outcome-failed")).toBe(true);
   });
 
+  it("counts one drill in the singular", () => {
+    render(<RtoChart runs={[run({ id: 1 })]} />);
+    expect(screen.getByRole("figure", { name: "RTO over time" }).textContent).toContain("1 drill: 1 passed");
+  });
+
   it("says when no drill has finished", () => {
     render(<RtoChart runs={[run({ state: "running" })]} />);
     expect(screen.getByText("No drill has finished yet.")).toBeTruthy();

@@ -45,7 +45,7 @@ export function RtoChart({ runs }: { runs: DrillRun[] }) {
       <figcaption>
         <strong>RTO and catch-up per drill</strong>{" "}
         <span className="small muted">
-          ({points.length} drills: {outcomeCounts(points.map((p) => p.state), "passed")})
+          ({points.length} {points.length === 1 ? "drill" : "drills"}: {outcomeCounts(points.map((p) => p.state), "passed")})
         </span>
       </figcaption>
       <ResponsiveContainer width="100%" height={240} initialDimension={{ width: 800, height: 240 }}>
