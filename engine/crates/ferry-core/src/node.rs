@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::admission::{Admitted, Undrained, WriteGate};
 use crate::binlog::delete_domain::{check_deletion, DomainDeletion, DomainInBinlog};
 use crate::binlog::event::{flags, rows_event_body_len, GtidEvent};
+use crate::binlog::expiry::{self, reader_of, ExpiryPlan, ExpiryPolicy, FileFacts, ReaderNeed};
 use crate::binlog::listing::{list_events, EventRow, ListingError, ListingRequest};
 use crate::binlog::reader::{read_gtid_list, FileReader, Item, TransactionReader};
 use crate::binlog::writer::{BinlogFileInfo, BinlogWriter, TailRecovery};
@@ -169,6 +170,15 @@ pub enum NodeError {
     /// A setting the node cannot honour; it does not start.
     #[error("invalid configuration: {0}")]
     Config(String),
+}
+
+/// Why PURGE BINARY LOGS did nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum PurgeError {
+    #[error("cannot purge {file}: the connected replica {replica} still reads it")]
+    InUse { file: String, replica: String },
+    #[error(transparent)]
+    Node(#[from] NodeError),
 }
 
 /// Why FLUSH BINARY LOGS DELETE_DOMAIN_ID did nothing.
@@ -946,17 +956,66 @@ impl Node {
 
     /// Deletes binlog files before `file` (PURGE BINARY LOGS TO); refuses to touch files recovery still needs.
     pub fn purge_logs_before(&self, file: &str) -> Result<Vec<String>, NodeError> {
+        self.purge_logs(file, &[]).map_err(|e| match e {
+            PurgeError::Node(e) => e,
+            in_use => NodeError::Binlog(BinlogError::Invalid(in_use.to_string())),
+        })
+    }
+
+    /// PURGE BINARY LOGS TO `file`, refusing (touching nothing) when a connected replica still reads a file it
+    /// would delete, or recovery still needs one.
+    pub fn purge_logs(&self, file: &str, readers: &[ReaderNeed]) -> Result<Vec<String>, PurgeError> {
         let durability = self.config.commit.durability;
         self.commit.with_log(|log| {
-            let current = log.binlog.coord().file_seq;
-            // Recovery replays from the checkpoint on. A rotation checkpoints before closing a file, so a
-            // checkpoint in an older, closed file covers all of its transactions: replay starts in the next one.
-            let needed_from = match log.checkpoint(durability)? {
-                Some(c) if c.file_seq < current => c.file_seq + 1,
-                Some(c) => c.file_seq,
-                None => 1,
-            };
-            Ok(log.binlog.purge_before(file, needed_from)?)
+            if let Some(at) = log.binlog.file_names().iter().position(|f| f == file) {
+                for name in &log.binlog.file_names()[..at] {
+                    let seq = file_seq(name).expect("index holds binlog names");
+                    if let Some(reader) = reader_of(seq, readers) {
+                        return Err(PurgeError::InUse { file: name.clone(), replica: reader.replica.clone() });
+                    }
+                }
+            }
+            let needed_from = recovery_needs_from(log, durability).map_err(NodeError::from)?;
+            Ok(log.binlog.purge_before(file, needed_from).map_err(NodeError::from)?)
+        })
+    }
+
+    /// Binlog expiry: deletes the oldest files `policy` says are due, never one recovery or a connected replica
+    /// still needs. Returns the plan carried out (what was purged, and which replica held files back).
+    pub fn expire_logs(&self, policy: ExpiryPolicy, readers: &[ReaderNeed]) -> Result<ExpiryPlan, NodeError> {
+        let durability = self.config.commit.durability;
+        self.commit.with_log(|log| {
+            let now = std::time::SystemTime::now();
+            let facts: Vec<FileFacts> = log
+                .binlog
+                .file_names()
+                .iter()
+                .map(|name| {
+                    let meta = std::fs::metadata(log.binlog.dir().join(name)).ok();
+                    let age = meta
+                        .as_ref()
+                        .and_then(|m| m.modified().ok())
+                        .and_then(|m| now.duration_since(m).ok())
+                        .map_or(0, |d| d.as_secs());
+                    FileFacts {
+                        name: name.clone(),
+                        seq: file_seq(name).expect("index holds binlog names"),
+                        bytes: meta.map_or(0, |m| m.len()),
+                        age_seconds: age,
+                    }
+                })
+                .collect();
+            // A checkpoint (to learn what recovery needs) only when something is due.
+            let first = expiry::plan(&facts, policy, u64::MAX, readers);
+            if first.purge.is_empty() {
+                return Ok(first);
+            }
+            let plan = expiry::plan(&facts, policy, recovery_needs_from(log, durability)?, readers);
+            if let Some(last) = plan.purge.last() {
+                let at = facts.iter().position(|f| &f.name == last).expect("planned from these files");
+                log.binlog.purge_before(&facts[at + 1].name, u64::MAX)?;
+            }
+            Ok(plan)
         })
     }
 
@@ -1044,6 +1103,18 @@ impl Node {
             tracing::error!("{e}");
         }
     }
+}
+
+/// The first binlog file crash recovery needs: it replays from the last checkpoint on (taken now). A rotation
+/// checkpoints before closing a file, so a checkpoint in an older, closed file covers all of its transactions:
+/// replay starts in the next one.
+fn recovery_needs_from(log: &mut CommitLog, durability: Durability) -> Result<u64, CommitError> {
+    let current = log.binlog.coord().file_seq;
+    Ok(match log.checkpoint(durability)? {
+        Some(c) if c.file_seq < current => c.file_seq + 1,
+        Some(c) => c.file_seq,
+        None => 1,
+    })
 }
 
 /// The refusal of a client transaction after a storage failure (protocol error `NODE_FAILED`).

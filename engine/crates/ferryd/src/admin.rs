@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ferry_core::admission::Undrained;
-use ferry_core::node::Node;
+use ferry_core::node::{Node, NodeError, PurgeError};
 use serde::Deserialize;
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -39,6 +39,7 @@ pub struct AppState {
     pub replicas: Arc<ReplicaRegistry>,
     pub replication: Arc<Replication>,
     pub advertised: crate::Advertised,
+    pub expiry: Arc<crate::expiry::Expiry>,
 }
 
 pub async fn serve(listener: TcpListener, state: AppState, mut stop: watch::Receiver<bool>) {
@@ -143,6 +144,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
     let mut body = serde_json::to_value(status).map_err(ApiError::internal)?;
     body["replication"] = serde_json::to_value(s.replication.status()).map_err(ApiError::internal)?;
     body["replicas"] = serde_json::to_value(s.replicas.list()).map_err(ApiError::internal)?;
+    body["binlog_expiry"] = serde_json::to_value(s.expiry.status()).map_err(ApiError::internal)?;
     body["listen"] = json!(s.advertised.listen);
     body["admin"] = json!(s.advertised.admin);
     body["api_version"] = json!(1);
@@ -231,13 +233,17 @@ async fn purge_logs(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     authorize(&s, &headers)?;
     let body = json_body(body)?;
-    let purged = blocking(move || s.node.purge_logs_before(&body.before)).await?;
+    let readers = s.replicas.readers();
+    let purged = blocking(move || s.node.purge_logs(&body.before, &readers)).await?;
     match purged {
         Ok(files) => Ok(Json(json!({"purged": files}))),
-        Err(ferry_core::node::NodeError::Binlog(ferry_core::binlog::BinlogError::Invalid(msg))) => {
+        Err(e @ PurgeError::InUse { .. }) => {
+            Err(ApiError::new(StatusCode::CONFLICT, "in_use_by_replica", e.to_string()))
+        }
+        Err(PurgeError::Node(NodeError::Binlog(ferry_core::binlog::BinlogError::Invalid(msg)))) => {
             Err(ApiError::bad_request(msg))
         }
-        Err(e) => Err(ApiError::internal(e)),
+        Err(PurgeError::Node(e)) => Err(ApiError::internal(e)),
     }
 }
 
@@ -386,6 +392,6 @@ async fn replicas(State(s): State<AppState>) -> Json<serde_json::Value> {
 }
 
 async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    let text = s.metrics.render(&s.node, &s.replication.status(), &s.replicas);
+    let text = s.metrics.render(&s.node, &s.replication.status(), &s.replicas, &s.expiry.status());
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text)
 }

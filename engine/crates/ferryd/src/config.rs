@@ -91,6 +91,24 @@ pub struct Args {
     /// and purged relay files.
     #[arg(long, default_value_t = Limits::default().relay_log_space_bytes_max)]
     pub relay_log_space_bytes_max: u64,
+    /// Binlog expiry by age (MariaDB's binlog_expire_logs_seconds): a closed binlog file whose last write is at
+    /// least this old is deleted, unless recovery or a connected replica still needs it. 0: never.
+    #[arg(long, default_value_t = 0)]
+    pub binlog_expire_logs_seconds: u64,
+    /// Binlog expiry by size (MariaDB's max_binlog_total_size): while the binlog files take more than this, the
+    /// oldest closed ones are deleted, unless recovery or a connected replica still needs them. 0: no limit.
+    #[arg(long, default_value_t = 0)]
+    pub binlog_total_bytes_max: u64,
+}
+
+impl Args {
+    /// The binlog expiry settings.
+    pub fn expiry_policy(&self) -> ferry_core::binlog::expiry::ExpiryPolicy {
+        ferry_core::binlog::expiry::ExpiryPolicy {
+            expire_logs_seconds: self.binlog_expire_logs_seconds,
+            total_bytes_max: self.binlog_total_bytes_max,
+        }
+    }
 }
 
 impl Args {

@@ -94,6 +94,7 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
         sent_position: position.to_string(),
         sent_file: String::new(),
         sent_offset: 0,
+        reading_file: file_name(stream.file_seq()),
         connected_at_us: ferry_core::binlog::writer::now_us(),
         transactions_sent: 0,
         buffered_bytes: 0,
@@ -151,6 +152,7 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
         .await
         .expect("dump read task");
         stream = back;
+        registration.reading(&file_name(stream.file_seq()));
         let batch = match batch {
             Ok(b) => b,
             Err(e) => {

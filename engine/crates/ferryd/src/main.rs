@@ -8,6 +8,7 @@ mod admin;
 mod auth;
 mod config;
 mod dump;
+mod expiry;
 mod metrics;
 mod replicas;
 mod replication;
@@ -88,6 +89,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let replication = replication::Replication::load(node.clone(), token.clone(), advertised.clone())
         .context("loading replication settings")?;
     let server = tokio::spawn(server::serve(listener, node.clone(), token.clone(), registry.clone(), stop_rx.clone()));
+    let expiry = Arc::new(expiry::Expiry::new(args.expiry_policy()));
+    let expirer = tokio::spawn(expiry::run(expiry.clone(), node.clone(), registry.clone(), stop_rx.clone()));
     let state = admin::AppState {
         node: node.clone(),
         token,
@@ -95,6 +98,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         replicas: registry,
         replication: replication.clone(),
         advertised,
+        expiry,
     };
     let admin = tokio::spawn(admin::serve(admin_listener, state, stop_rx));
 
@@ -104,6 +108,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     replication.shutdown().await;
     let _ = server.await;
     let _ = admin.await;
+    let _ = expirer.await;
     tokio::task::spawn_blocking(move || {
         node.stop();
         checkpointer.thread().unpark();

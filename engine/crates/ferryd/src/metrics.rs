@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use ferry_core::commit::GroupReport;
 use ferry_core::node::{CommitObserver, Node};
 
+use crate::expiry::ExpiryStatus;
 use crate::replicas::ReplicaRegistry;
 use crate::replication::ConnectionView;
 use prometheus_client::encoding::text::encode;
@@ -52,6 +53,8 @@ pub struct Metrics {
     replication_relay_log_space_bytes: Family<DomainLabels, Gauge>,
     replication_relay_log_space_bytes_peak: Family<DomainLabels, Gauge>,
     replication_waiting_for_relay_space: Family<DomainLabels, Gauge>,
+    binlog_expiry_held_back: Gauge,
+    binlog_files_expired: Gauge,
 }
 
 impl Metrics {
@@ -206,6 +209,18 @@ impl Metrics {
             "1 while a connection's IO side waits for the SQL side to free relay log space",
             replication_waiting_for_relay_space.clone(),
         );
+        let binlog_expiry_held_back = Gauge::default();
+        registry.register(
+            "binlog_expiry_held_back",
+            "1 while binlog expiry keeps a due file because a connected replica still reads it",
+            binlog_expiry_held_back.clone(),
+        );
+        let binlog_files_expired = Gauge::default();
+        registry.register(
+            "binlog_files_expired",
+            "Binlog files deleted by expiry since the node started",
+            binlog_files_expired.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             commits,
@@ -240,12 +255,22 @@ impl Metrics {
             replication_relay_log_space_bytes,
             replication_relay_log_space_bytes_peak,
             replication_waiting_for_relay_space,
+            binlog_expiry_held_back,
+            binlog_files_expired,
         }
     }
 
     /// Samples the node's gauges and renders everything in the Prometheus text format.
-    pub fn render(&self, node: &Node, connections: &[ConnectionView], replicas: &ReplicaRegistry) -> String {
+    pub fn render(
+        &self,
+        node: &Node,
+        connections: &[ConnectionView],
+        replicas: &ReplicaRegistry,
+        expiry: &ExpiryStatus,
+    ) -> String {
         let status = node.status();
+        self.binlog_expiry_held_back.set(i64::from(expiry.held_back.is_some()));
+        self.binlog_files_expired.set(expiry.files_expired as i64);
         if let Some(semi) = &status.semi_sync {
             self.semi_sync_on.set(i64::from(semi.state == "on"));
             self.semi_sync_timeouts.set(semi.timeouts as i64);

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use ferry_core::binlog::expiry::ReaderNeed;
+use ferry_core::binlog::file_seq;
 use ferry_core::gtid::{Gtid, GtidPosition};
 use parking_lot::Mutex;
 use serde::Serialize;
@@ -24,6 +26,8 @@ pub struct ReplicaInfo {
     /// Master binlog coordinate of the last transaction sent.
     pub sent_file: String,
     pub sent_offset: u64,
+    /// The binlog file its stream reads now: that file and every later one are kept from purges and expiry.
+    pub reading_file: String,
     pub connected_at_us: u64,
     pub transactions_sent: u64,
     /// Bytes of binlog read for this replica and not yet written to its socket (at most about
@@ -57,6 +61,20 @@ impl ReplicaRegistry {
         self.replicas.lock().values().map(|(info, _)| info.clone()).collect()
     }
 
+    /// The file each connected replica's stream reads now, for the purge guard.
+    pub fn readers(&self) -> Vec<ReaderNeed> {
+        self.replicas
+            .lock()
+            .values()
+            .filter_map(|(info, _)| {
+                Some(ReaderNeed {
+                    replica: format!("server_id {} at {}", info.server_id, info.address),
+                    file_seq: file_seq(&info.reading_file)?,
+                })
+            })
+            .collect()
+    }
+
     /// Bytes the connected replicas' streams hold now, all together.
     pub fn buffered_bytes(&self) -> u64 {
         self.replicas.lock().values().map(|(info, _)| info.buffered_bytes).sum()
@@ -81,6 +99,15 @@ impl Registration<'_> {
             info.buffered_bytes_peak = info.buffered_bytes_peak.max(bytes);
         }
         self.registry.buffered_bytes_peak.fetch_max(bytes, Ordering::Relaxed);
+    }
+
+    /// The stream moved on to another binlog file.
+    pub fn reading(&self, file: &str) {
+        if let Some((info, _)) = self.registry.replicas.lock().get_mut(&self.id) {
+            if info.reading_file != file {
+                info.reading_file = file.to_string();
+            }
+        }
     }
 
     /// Records a transaction of `bytes` sent (written to the socket: no longer buffered).

@@ -1,7 +1,9 @@
 //! The DBA's binlog controls on a real node: SHOW BINLOG EVENTS by file and offset, FLUSH BINARY LOGS
-//! DELETE_DOMAIN_ID.
+//! DELETE_DOMAIN_ID, binlog expiry and the purge guard that keeps what connected replicas read.
 
 mod common;
+
+use std::time::{Duration, Instant};
 
 use common::{rt, NodeProc, TOKEN};
 use ferry_client::Txn;
@@ -147,4 +149,107 @@ fn delete_domain_id_is_refused_while_a_file_holds_the_domain_and_done_once_it_is
     assert_eq!(node.status()["gtid_binlog_state"], "0-1-3");
     write(&node, 1, 1);
     assert_eq!(node.status()["gtid_binlog_pos"], "0-1-3,1-1-4");
+}
+
+fn file_names(node: &NodeProc) -> Vec<String> {
+    node.status()["binlog_files"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap().to_string()).collect()
+}
+
+/// Polls the node's status until `check` holds (bounded by 30 s).
+fn wait_status(node: &NodeProc, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = node.status();
+        if check(&s) {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "the node never got {what}: {s}\n{}", node.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Starts a replica of `master` and waits until it has applied the master's binlog: its stream then reads the
+/// master's current file, and stays in it until the master commits again (a rotation alone does not move it).
+fn caught_up_replica(dir: &std::path::Path, master: &NodeProc) -> NodeProc {
+    let replica = NodeProc::start(dir, 2, &["--read-only"]);
+    let (code, body) = replica.post("/v1/replication/m/change-master", json!({"master": master.listen}), Some(TOKEN));
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = replica.post("/v1/replication/m/start", json!({}), Some(TOKEN));
+    assert_eq!(code, 200, "{body}");
+    let target = master.status()["gtid_binlog_pos"].as_str().unwrap().to_string();
+    let (_, body) = replica.post("/v1/wait-for-position", json!({"position": target, "timeout_ms": 30_000}), None);
+    assert_eq!(body["reached"], true, "{body}");
+    wait_status(master, "a connected replica", |s| s["replicas"].as_array().is_some_and(|r| r.len() == 1));
+    replica
+}
+
+#[test]
+fn purge_refuses_files_a_connected_replica_still_reads_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = NodeProc::start(&dir.path().join("m"), 1, &[]);
+    write(&master, 0, 2);
+    let _replica = caught_up_replica(&dir.path().join("r"), &master);
+    for _ in 0..2 {
+        assert_eq!(master.post("/v1/binlog/flush", json!({}), Some(TOKEN)).0, 200);
+    }
+    assert_eq!(master.status()["replicas"][0]["reading_file"], "ferry-bin.000001");
+    let (code, body) = master.post("/v1/binlog/purge", json!({"before": "ferry-bin.000003"}), Some(TOKEN));
+    assert_eq!((code, body["error"]["code"].as_str()), (409, Some("in_use_by_replica")), "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("ferry-bin.000001") && message.contains("server_id 2"), "{message}");
+    assert_eq!(file_names(&master).len(), 3, "nothing was purged");
+
+    // Once the replica's stream has moved on, the same purge goes through.
+    write(&master, 0, 1);
+    wait_status(&master, "the replica reading the newest file", |s| {
+        s["replicas"][0]["reading_file"] == "ferry-bin.000003"
+    });
+    let (code, body) = master.post("/v1/binlog/purge", json!({"before": "ferry-bin.000003"}), Some(TOKEN));
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["purged"], json!(["ferry-bin.000001", "ferry-bin.000002"]));
+}
+
+#[test]
+fn expiry_by_size_never_removes_what_a_connected_replica_reads_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every closed file is over the total size: expiry wants all of them gone.
+    let master = NodeProc::start(&dir.path().join("m"), 1, &["--binlog-total-bytes-max", "1"]);
+    write(&master, 0, 1);
+    let _replica = caught_up_replica(&dir.path().join("r"), &master);
+    for _ in 0..2 {
+        assert_eq!(master.post("/v1/binlog/flush", json!({}), Some(TOKEN)).0, 200);
+    }
+    // ferry-bin.000001 is due, but the replica's stream still reads it: held back, and said so.
+    let s = wait_status(&master, "expiry held back", |s| !s["binlog_expiry"]["held_back"].is_null());
+    let held = &s["binlog_expiry"]["held_back"];
+    assert_eq!(held["file"], "ferry-bin.000001", "{s}");
+    assert!(held["replica"].as_str().unwrap().contains("server_id 2"), "{s}");
+    assert_eq!(s["binlog_expiry"]["total_bytes_max"], 1);
+    assert_eq!(s["binlog_expiry"]["files_expired"], 0);
+    assert_eq!(file_names(&master), ["ferry-bin.000001", "ferry-bin.000002", "ferry-bin.000003"]);
+    let metrics = master.get_text("/metrics");
+    assert!(metrics.contains("ferry_binlog_expiry_held_back 1"), "{metrics}");
+    assert!(master.log().contains("binlog expiry held back"), "a log line names the replica");
+
+    // The replica moves on: the files go, and nothing is held back any more.
+    write(&master, 0, 1);
+    let s = wait_status(&master, "the old files expired", |s| {
+        s["binlog_files"].as_array().unwrap().len() == 1 && s["binlog_expiry"]["held_back"].is_null()
+    });
+    assert_eq!(s["binlog_files"][0]["name"], "ferry-bin.000003");
+    assert_eq!(s["binlog_expiry"]["files_expired"], 2);
+    assert_eq!(s["binlog_expiry"]["last_expired"], json!(["ferry-bin.000001", "ferry-bin.000002"]));
+    assert!(master.get_text("/metrics").contains("ferry_binlog_expiry_held_back 0"));
+}
+
+#[test]
+fn expiry_by_age_removes_closed_files_once_they_are_old_enough() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = NodeProc::start(dir.path(), 1, &["--binlog-expire-logs-seconds", "1"]);
+    write(&master, 0, 1);
+    assert_eq!(master.post("/v1/binlog/flush", json!({}), Some(TOKEN)).0, 200);
+    assert_eq!(master.status()["binlog_expiry"]["expire_logs_seconds"], 1);
+    let s = wait_status(&master, "the closed file aged out", |s| s["binlog_expiry"]["files_expired"] == 1);
+    assert_eq!(file_names(&master), ["ferry-bin.000002"], "{s}");
+    assert_eq!(s["gtid_binlog_state"], "0-1-1", "the state is kept in the next file's GTID list");
 }

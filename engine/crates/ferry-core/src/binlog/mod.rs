@@ -5,6 +5,7 @@
 //! - [`writer`]: appends groups of events, fsyncs, rotates, purges, and recovers a torn tail at open.
 //! - [`hwm`]: the durable seq_no high-water mark per domain, so a seq_no is never handed out twice.
 //! - [`delete_domain`]: FLUSH BINARY LOGS DELETE_DOMAIN_ID — which domains may leave the binlog state.
+//! - [`expiry`]: binlog expiry by age and total size, and the guard that keeps files connected replicas read.
 //! - [`listing`]: SHOW BINLOG EVENTS — one file's events from a byte offset, with MariaDB's columns.
 //! - [`seek`]: where to start streaming for a replica's GTID position, with every error case named.
 //!
@@ -13,6 +14,7 @@
 
 pub mod delete_domain;
 pub mod event;
+pub mod expiry;
 pub mod hwm;
 pub mod listing;
 pub mod reader;
