@@ -2,7 +2,8 @@
 least-privilege user: switchovers back and forth under load in two domains (nothing acknowledged lost, one writable
 master each time, everyone replicating from it by GTID, checksums equal, no errant GTID, each window stored);
 failover on SIGKILL of the master with semi-sync on, the restarted old master fenced; a manual failover that levels
-the chosen replica from its peer by START SLAVE UNTIL; refusals that change nothing
+the chosen replica from its peer by START SLAVE UNTIL; semi-sync moved with the master role by a switchover;
+refusals that change nothing
 (errant GTID, no log_bin, replication user missing, wrong passwords), each a named failing check; undo when the
 candidate stops applying; a drill with canaries in every domain; a replica's duplicate-key error through the API."""
 
@@ -219,6 +220,47 @@ async def test_undo_when_the_candidate_stops_applying(
     cluster.sql(1, "INSERT INTO app.t VALUES (3);")  # the old master takes writes again
     cluster.sql(2, "START SLAVE SQL_THREAD;")
     cluster.wait_converged()
+
+
+async def test_a_switchover_moves_semi_sync_with_the_master_role(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    """Semi-sync as many deployments set it — the master side on the master only, the replica side on the
+    replicas — survives a switchover: the candidate takes the old master's master-side settings before it takes
+    writes, and the old master replicates with the candidate's connection settings, so it acknowledges too."""
+    cluster = mariadb_factory(3)
+    cluster.sql(1, "SET GLOBAL rpl_semi_sync_master_timeout = 10000; "
+                   "SET GLOBAL rpl_semi_sync_master_wait_point = 'AFTER_SYNC'; "
+                   "SET GLOBAL rpl_semi_sync_master_enabled = 1;")  # fmt: skip
+    for number in (2, 3):
+        cluster.sql(number, "STOP SLAVE; SET GLOBAL rpl_semi_sync_slave_enabled = 1; START SLAVE;")
+    cluster.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY); INSERT INTO app.t VALUES (1);")
+    cluster.wait_converged()
+    assert (
+        cluster.value(2, "@@rpl_semi_sync_master_enabled") == "0"
+        and cluster.value(1, "@@rpl_semi_sync_slave_enabled") == "0"
+    )
+
+    async def acknowledged_by_both(number: int) -> bool:
+        state = await (server := driver(cluster, number)).semi_sync_state()
+        await server.aclose()
+        return state.master_active and state.master_clients == 2 and state.master_unacknowledged_commits == 0
+
+    await eventually("both replicas acknowledging server 1", lambda: acknowledged_by_both(1))
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        operation = await run_operation(live.app, live.client, cluster_id, "switchover",
+                                        {"candidate_server_id": ids[2]})  # fmt: skip
+    assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+    promoted = step(operation, "promote_candidate")["detail"]
+    assert promoted.endswith("semi-sync master on (AFTER_SYNC, 10000 ms), as on server 1 (s1)"), promoted
+    assert cluster.value(2, "@@rpl_semi_sync_master_enabled") == "1"
+    assert cluster.value(2, "@@rpl_semi_sync_master_wait_point") == "AFTER_SYNC"
+    assert cluster.value(2, "@@rpl_semi_sync_master_timeout") == "10000"
+    # The old master took the candidate's replica side with its connection; the other replica kept its own.
+    assert cluster.value(1, "@@rpl_semi_sync_slave_enabled") == "1"
+    cluster.sql(2, "INSERT INTO app.t VALUES (2);")
+    await eventually("both replicas acknowledging the new master", lambda: acknowledged_by_both(2))
 
 
 async def test_failover_on_sigkill_under_load_with_semi_sync(

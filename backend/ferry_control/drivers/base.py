@@ -258,6 +258,18 @@ class Checksums:
     tables: Mapping[str, TableChecksum] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class MasterRole:
+    """What a server does as a master that its successor must do too, so that a switchover does not quietly weaken
+    the cluster (MariaDB: semi-sync on the master side — rpl_semi_sync_master_enabled, _timeout, _wait_point).
+    None: the server kind has no such runtime setting (ferryd's durability is a start-up flag of every node)."""
+
+    semi_sync: bool | None = None
+    semi_sync_timeout_ms: int | None = None
+    #: AFTER_SYNC (lossless: a commit is visible only once a replica has it) or AFTER_COMMIT.
+    semi_sync_wait_point: str | None = None
+
+
 class ServerDriver(abc.ABC):
     """How the control plane talks to one server. Every method may raise a `drivers.errors.DriverError`."""
 
@@ -293,6 +305,15 @@ class ServerDriver(abc.ABC):
     @abc.abstractmethod
     async def set_read_only(self, read_only: bool) -> bool:
         """Returns the read-only flag now in force."""
+
+    async def master_role(self) -> MasterRole:
+        """This server's master-side settings (see `MasterRole`); the default is for kinds that have none."""
+        return MasterRole()
+
+    async def take_master_role(self, role: MasterRole) -> MasterRole:
+        """Sets what `role` sets (its None fields are left alone); returns the role this server had before. The
+        default is for kinds that have no such setting: nothing to set."""
+        return MasterRole()
 
     async def kill_sessions_bypassing_read_only(self) -> int:
         """Ends the client sessions that can write despite read-only (MariaDB: users with SUPER or READ ONLY ADMIN),

@@ -24,6 +24,7 @@ from ferry_control.drivers.base import (
     Checksums,
     ConnectionSettings,
     EventsPage,
+    MasterRole,
     Positions,
     ServerDriver,
     ServerStatus,
@@ -72,6 +73,8 @@ SERVER_THREAD_COMMANDS = frozenset(
 )
 #: Users the server runs its own threads as.
 SERVER_THREAD_USERS = frozenset({"system user", "event_scheduler", "unauthenticated user"})
+#: rpl_semi_sync_master_wait_point's values.
+SEMI_SYNC_WAIT_POINTS = ("AFTER_SYNC", "AFTER_COMMIT")
 #: Schemas that are the server's own, not user data (left out of checksums).
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 #: Global privileges the switchover's and failover's moves need of Ferry's user on a server that becomes master
@@ -285,6 +288,28 @@ class MariadbDriver(ServerDriver):
             replica_enabled=bool(int(v["replica_enabled"])),
             replica_active=status.get("rpl_semi_sync_slave_status", "OFF") == "ON",
         )
+
+    async def master_role(self) -> MasterRole:
+        state = await self.semi_sync_state()
+        return MasterRole(
+            semi_sync=state.master_enabled,
+            semi_sync_timeout_ms=state.master_timeout_ms,
+            semi_sync_wait_point=state.master_wait_point,
+        )
+
+    async def take_master_role(self, role: MasterRole) -> MasterRole:
+        """SET GLOBAL rpl_semi_sync_master_* (REPLICATION MASTER ADMIN): the timeout and wait point first, so
+        commits never wait with the old ones once semi-sync is on."""
+        before = await self.master_role()
+        if role.semi_sync_timeout_ms is not None and role.semi_sync_timeout_ms != before.semi_sync_timeout_ms:
+            await self.sql.query("SET GLOBAL rpl_semi_sync_master_timeout = %s", (role.semi_sync_timeout_ms,))
+        if role.semi_sync_wait_point is not None and role.semi_sync_wait_point != before.semi_sync_wait_point:
+            if role.semi_sync_wait_point not in SEMI_SYNC_WAIT_POINTS:
+                raise DriverError(self.address, "bad_wait_point", f"no wait point {role.semi_sync_wait_point!r}")
+            await self.sql.query("SET GLOBAL rpl_semi_sync_master_wait_point = %s", (role.semi_sync_wait_point,))
+        if role.semi_sync is not None and role.semi_sync != before.semi_sync:
+            await self.sql.query("SET GLOBAL rpl_semi_sync_master_enabled = %s", (int(role.semi_sync),))
+        return before
 
     async def version(self) -> str:
         return str(await self.sql.value("SELECT @@version"))

@@ -7,11 +7,11 @@ write-unavailability window (read-only on → new master writable) and each step
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ferry_control.core.config import Settings
-from ferry_control.drivers.base import Check
+from ferry_control.drivers.base import Check, ConnectionSettings, MasterRole
 from ferry_control.drivers.errors import DriverError, ServerConflict
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, position
@@ -246,6 +246,11 @@ async def switch_master(ctx: OperationContext, master: ServerView, link: Link, o
     master_driver, candidate_driver = master.require_driver(), candidate.require_driver()
     master_was_read_only = bool(master.status and master.status.read_only)
     connection = link.connection.name
+    # Roles swap whole: the candidate takes the old master's master-side settings (semi-sync) before it takes
+    # writes, and the old master replicates with the candidate's connection settings (without its delay or filters).
+    role = await master_driver.master_role()
+    follower = link.connection.settings
+    old_master_settings = None if follower is None else replace(follower, delay_s=0, filters={})
     # What a reconcile after a crash needs, in the database before any server is changed.
     ctx.result["switch"] = {
         "old_master_server_id": master.info.id, "new_master_server_id": candidate.info.id,
@@ -255,9 +260,10 @@ async def switch_master(ctx: OperationContext, master: ServerView, link: Link, o
     }  # fmt: skip
     await ctx.save()
     removed = False
+    candidate_role: MasterRole | None = None  # the candidate's own, once it took the old master's
 
     async def put_back() -> str:
-        await undo(ctx, master, link, removed, master_was_read_only)
+        await undo(ctx, master, link, removed, master_was_read_only, candidate_role)
         return (
             f"{master.info.label} is "
             + ("read-only as before" if master_was_read_only else "writable again")
@@ -289,14 +295,24 @@ async def switch_master(ctx: OperationContext, master: ServerView, link: Link, o
         await candidate_driver.stop_replication(connection)
         removed = True  # from here the undo re-creates the connection (a remove cut short may have removed it)
         await candidate_driver.remove_replication(connection)
+        candidate_role = await candidate_driver.take_master_role(role)
         if await candidate_driver.set_read_only(False):
             raise OperationFailed(f"{candidate.info.label} still reports read_only after read-only off")
         unavailable = time.perf_counter() - window_started
-        step.detail = f"{candidate.info.label} is the master and writable"
+        step.detail = f"{candidate.info.label} is the master and writable" + role_taken(role, master.info.label)
     ctx.result["unavailable_s"] = round(unavailable, 6)
     ctx.runner.metrics.switchover_unavailable_seconds.labels(ctx.type).observe(unavailable)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
-                            old_master=master)  # fmt: skip
+                            old_master=master, old_master_settings=old_master_settings)  # fmt: skip
+
+
+def role_taken(role: MasterRole, old_master: str) -> str:
+    """The master-side settings a new master took, in words for its step (empty when the kind has none)."""
+    if role.semi_sync is None:
+        return ""
+    if not role.semi_sync:
+        return f"; semi-sync master off, as on {old_master}"
+    return f"; semi-sync master on ({role.semi_sync_wait_point}, {role.semi_sync_timeout_ms} ms), as on {old_master}"
 
 
 async def commits_landed(master: ServerView, settings: Settings) -> tuple[str, str]:
@@ -329,11 +345,17 @@ async def commits_landed(master: ServerView, settings: Settings) -> tuple[str, s
 
 
 async def undo(
-    ctx: OperationContext, master: ServerView, link: Link, removed: bool, master_was_read_only: bool
+    ctx: OperationContext,
+    master: ServerView,
+    link: Link,
+    removed: bool,
+    master_was_read_only: bool,
+    candidate_role: MasterRole | None = None,
 ) -> None:
     """Puts back what a switchover changed before the new master took writes: the candidate replicates from the old
-    master again (its connection re-created with the settings it had, when the promotion had begun) and the old
-    master's read-only flag is as it was. Raises OperationFailed when a part could not be done."""
+    master again (its connection re-created with the settings it had, when the promotion had begun; its own
+    master-side settings back, when it had taken the old master's) and the old master's read-only flag is as it
+    was. Raises OperationFailed when a part could not be done."""
     candidate, connection = link.replica, link.connection
     async with ctx.step("undo", fenced=False) as step:
         done: list[str] = []
@@ -348,6 +370,9 @@ async def undo(
                     settings=connection.settings,
                 )  # fmt: skip
                 done.append(f"{candidate.info.label} replicates from {master.info.label} again")
+                if candidate_role is not None:
+                    await driver.take_master_role(candidate_role)
+                    done.append(f"{candidate.info.label}'s master-side settings as they were")
             except DriverError as e:
                 problems.append(f"{candidate.info.label}: {e}")
         try:
@@ -367,16 +392,20 @@ async def follow_new_master(
     connections: list[str],
     *,
     old_master: ServerView | None,
+    old_master_settings: ConnectionSettings | None = None,
 ) -> None:
-    """Repoints the replicas (slave_pos), makes the old master (when given) replicate with current_pos, and
-    verifies that everyone replicates from the new master and converges."""
+    """Repoints the replicas (slave_pos), makes the old master (when given) replicate with current_pos — with
+    `old_master_settings` when given, else those of a connection of that name it has — and verifies that everyone
+    replicates from the new master and converges."""
     settings = ctx.settings
     address = new_master.info.protocol_address
     assert address is not None
     failures: list[str] = []
 
     async def complete() -> str:
-        return await roll_forward(ctx, new_master, list(zip(replicas, connections, strict=True)), old_master)
+        return await roll_forward(
+            ctx, new_master, list(zip(replicas, connections, strict=True)), old_master, old_master_settings
+        )
 
     ctx.undo_with("roll_forward", complete)
     async with ctx.step("repoint_replicas") as step:
@@ -397,7 +426,9 @@ async def follow_new_master(
             try:
                 driver = old_master.require_driver()
                 exists = name in await actions.connection_names(driver)
-                await actions.repoint(driver, name, address, "current_pos", stop_first=exists)
+                await actions.repoint(
+                    driver, name, address, "current_pos", stop_first=exists, settings=old_master_settings
+                )
                 followers.append(old_master)
                 step.detail = f"{old_master.info.label} replicates from {new_master.info.label} (current_pos)"
             except DriverError as e:
@@ -424,11 +455,12 @@ async def roll_forward(
     new_master: ServerView,
     replicas: list[tuple[ServerView, str]],
     old_master: ServerView | None,
+    old_master_settings: ConnectionSettings | None = None,
 ) -> str:
     """The compensation once the new master took writes: `complete_move`, recorded as the `roll_forward` step.
     Returns what it did; raises OperationFailed naming what it could not do."""
     async with ctx.step("roll_forward", fenced=False) as step:
-        done, problems = await complete_move(ctx.settings, new_master, replicas, old_master)
+        done, problems = await complete_move(ctx.settings, new_master, replicas, old_master, old_master_settings)
         step.detail = {"done": done, "problems": problems}
         if problems:
             raise OperationFailed("; ".join(problems))
@@ -440,11 +472,12 @@ async def complete_move(
     new_master: ServerView,
     replicas: list[tuple[ServerView, str]],
     old_master: ServerView | None,
+    old_master_settings: ConnectionSettings | None = None,
 ) -> tuple[list[str], list[str]]:
     """Completes a master move past its point of no return (the new master took writes): the new master writable,
     each given replica (and connection name) not yet replicating from it repointed (slave_pos, keeping its
-    connection's settings), and the old master, when given, read-only and replicating from it (current_pos).
-    Returns what was done and what could not be."""
+    connection's settings), and the old master, when given, read-only and replicating from it (current_pos, with
+    `old_master_settings` when given). Returns what was done and what could not be."""
     address = new_master.info.protocol_address
     assert address is not None
     done: list[str] = []
@@ -471,7 +504,10 @@ async def complete_move(
                 done.append(f"{view.info.label} already replicates from {new_master.info.label}")
                 continue
             use_gtid = "current_pos" if is_old else "slave_pos"
-            await actions.repoint(driver, name, address, use_gtid, stop_first=already is not None)
+            await actions.repoint(
+                driver, name, address, use_gtid, stop_first=already is not None,
+                settings=old_master_settings if is_old else None,
+            )  # fmt: skip
             done.append(f"{view.info.label} repointed to {new_master.info.label} ({use_gtid})")
         except DriverError as e:
             problems.append(f"{view.info.label}: {e}")
