@@ -232,6 +232,13 @@ impl CommitLog {
         CommitError::Failed(self.health.fail(why))
     }
 
+    /// RESET MASTER with `reuse_seq_nos`: the reservation starts from nothing (the mark file was emptied).
+    pub fn reset_reservation(&mut self) {
+        if let Some(r) = &mut self.reservation {
+            *r = Reservation::new(self.binlog.dir(), std::collections::BTreeMap::new());
+        }
+    }
+
     /// A clean stop: the high-water mark comes down to the seq_nos really used, so a clean restart leaves no gap.
     pub fn settle_reservation(&mut self, used: std::collections::BTreeMap<DomainId, SeqNo>) -> Result<(), CommitError> {
         if self.health.is_failed() {
@@ -432,6 +439,11 @@ impl GroupCommit {
         for gtid in position.iter() {
             let _ = self.alloc.claim(gtid, false);
         }
+    }
+
+    /// RESET MASTER with `reuse_seq_nos`: the seq_no counters start again from `start`.
+    pub fn reset_counters(&self, start: &crate::gtid::GtidPosition) {
+        self.alloc.reset(start);
     }
 
     /// Runs `f` with the binlog lock held (checkpoints, rotation, purge, status).

@@ -48,7 +48,7 @@ pub struct GtidAllocator {
     newest: Mutex<HashMap<DomainId, Gtid>>,
     /// Per domain, the seq_no high-water mark found at start-up: allocation goes above it (seq_nos someone may
     /// have seen though the binlog lost them), while strict mode still compares with `newest` only.
-    floor: HashMap<DomainId, SeqNo>,
+    floor: Mutex<HashMap<DomainId, SeqNo>>,
 }
 
 impl GtidAllocator {
@@ -59,7 +59,16 @@ impl GtidAllocator {
 
     /// Like [`GtidAllocator::new`], allocating above `floor` (the durable seq_no high-water mark) too.
     pub fn with_floor(server_id: ServerId, start: &GtidPosition, floor: HashMap<DomainId, SeqNo>) -> Self {
-        GtidAllocator { server_id, newest: Mutex::new(start.iter().map(|g| (g.domain, g)).collect()), floor }
+        let newest = Mutex::new(start.iter().map(|g| (g.domain, g)).collect());
+        GtidAllocator { server_id, newest, floor: Mutex::new(floor) }
+    }
+
+    /// RESET MASTER with `reuse_seq_nos`: the counters start again from `start` (gtid_slave_pos), the high-water
+    /// mark forgotten — seq_nos handed out before may be handed out again, by the DBA's explicit choice.
+    pub fn reset(&self, start: &GtidPosition) {
+        let mut newest = self.newest.lock();
+        *newest = start.iter().map(|g| (g.domain, g)).collect();
+        self.floor.lock().clear();
     }
 
     pub fn server_id(&self) -> ServerId {
@@ -70,7 +79,7 @@ impl GtidAllocator {
     /// is already at `u64::MAX`.
     pub fn allocate(&self, domain: DomainId) -> Result<Gtid, AllocError> {
         let mut newest = self.newest.lock();
-        let floor = self.floor.get(&domain).copied().unwrap_or(0);
+        let floor = self.floor.lock().get(&domain).copied().unwrap_or(0);
         let have = match newest.get(&domain).copied() {
             Some(g) if g.seq >= floor => Some(g),
             _ if floor > 0 => Some(Gtid::new(domain, self.server_id, floor)),

@@ -17,7 +17,7 @@ use crate::binlog::expiry::{self, reader_of, ExpiryPlan, ExpiryPolicy, FileFacts
 use crate::binlog::listing::{list_events, EventRow, ListingError, ListingRequest};
 use crate::binlog::reader::{read_gtid_list, FileReader, Item, TransactionReader};
 use crate::binlog::writer::{BinlogFileInfo, BinlogWriter, TailRecovery};
-use crate::binlog::{file_name, file_seq, hwm, BinlogCoord, BinlogError, MAGIC};
+use crate::binlog::{file_name, file_seq, hwm, reset, BinlogCoord, BinlogError, MAGIC};
 use crate::commit::{
     AwaitingReplicas, CommitConfig, CommitError, CommitLog, CommitMode, Committed, Durability, GroupCommit,
     GroupReport, GtidOverride, PreparedTxn,
@@ -327,6 +327,17 @@ impl Node {
         let binlog_dir = config.data_dir.join("binlog");
         let health = Arc::new(StorageHealth::new());
         let store = Arc::new(Store::open_with_health(&config.data_dir.join("store.redb"), health.clone())?);
+        if let Some(intent) = reset::read_intent(&binlog_dir)? {
+            tracing::warn!(first_file = %file_name(intent.first_seq), "completing a RESET MASTER a crash interrupted");
+            let through = BinlogWriter::start_fresh(
+                &binlog_dir,
+                config.server_id,
+                config.binlog_file_bytes_max,
+                intent.first_seq,
+            )?;
+            store.rebase(through)?;
+            reset::clear_intent(&binlog_dir)?;
+        }
         let applied = store.applied_through()?;
         let (binlog, tail) =
             BinlogWriter::open_keeping(&binlog_dir, config.server_id, config.binlog_file_bytes_max, applied)?;
@@ -923,6 +934,53 @@ impl Node {
         })
     }
 
+    /// RESET MASTER [TO first_seq]: deletes every binlog file and empties gtid_binlog_state; the binlog starts
+    /// again with file `first_seq`. The store (the data) is untouched and gtid_slave_pos stays. The seq_no
+    /// counters are kept unless `reuse_seq_nos` (MariaDB's behaviour, by the caller's explicit choice): kept, the
+    /// next GTIDs continue above the old ones, and the high-water mark keeps them so across restarts too. The
+    /// caller guards against replicas and client writes. Returns the files deleted.
+    pub fn reset_master(&self, first_seq: u64, reuse_seq_nos: bool) -> Result<Vec<String>, NodeError> {
+        let durability = self.config.commit.durability;
+        let removed = self.commit.with_log(|log| -> Result<Vec<String>, NodeError> {
+            log.checkpoint(durability)?;
+            let dir = log.binlog.dir().to_path_buf();
+            if reuse_seq_nos {
+                hwm::write(&dir, &BTreeMap::new())?;
+                log.reset_reservation();
+            } else {
+                hwm::raise(&dir, log.binlog.state().position().iter())?;
+            }
+            reset::write_intent(&dir, reset::ResetIntent { first_seq })?;
+            // From here a failure leaves the intent: the node stops acknowledging, and its restart completes the
+            // reset.
+            let done = log
+                .binlog
+                .reset(first_seq)
+                .map_err(NodeError::from)
+                .and_then(|removed| Ok((removed, self.store.rebase(log.binlog.coord())?)))
+                .and_then(|(removed, ())| Ok((removed, reset::clear_intent(&dir)?)));
+            let removed = match done {
+                Ok((removed, ())) => removed,
+                Err(e) => {
+                    let why = self.health.fail(format!("RESET MASTER: {e}"));
+                    return Err(NodeError::Recovery(why));
+                }
+            };
+            log.durable_through = Some(log.binlog.coord());
+            *self.watch.position.lock() = GtidPosition::new();
+            *self.watch.end.lock() = log.binlog.coord();
+            self.recent.lock().clear();
+            if reuse_seq_nos {
+                self.commit.reset_counters(&self.slave_position());
+            }
+            Ok(removed)
+        })?;
+        tracing::warn!(removed = ?removed, first_file = %file_name(first_seq), reuse_seq_nos, "RESET MASTER");
+        self.watch.moved.notify_all();
+        self.watch.moved_async.notify_waiters();
+        Ok(removed)
+    }
+
     /// FLUSH BINARY LOGS DELETE_DOMAIN_ID=(...): rotates, the new file's GTID list leaving out the domains no
     /// binlog file still present holds (all or nothing: one that a file may hold refuses the whole call, and
     /// nothing changes). The domains' seq_no counters stay, so their GTIDs are never handed out again. Returns
@@ -1360,6 +1418,52 @@ mod tests {
         assert_eq!(status.gtid_binlog_pos, "", "nothing was written and no seq_no was taken");
         assert_eq!(status.event_bytes_max, 4096);
         assert_eq!(node.execute(increment(0), false).unwrap().gtid, Gtid::new(0, 1, 1));
+    }
+
+    /// A RESET MASTER cut short by a crash (its intent written, the old files still there) is completed at the
+    /// next open: the old files go, the new first file starts, the data stays as it was (nothing replayed twice).
+    #[test]
+    fn an_interrupted_reset_master_is_completed_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Node::open(NodeConfig::new(1, dir.path()), None).unwrap();
+        for _ in 0..3 {
+            node.execute(increment(0), false).unwrap();
+        }
+        node.flush_logs().unwrap();
+        node.execute(increment(0), false).unwrap();
+        node.stop();
+        drop(node);
+        let binlog_dir = dir.path().join("binlog");
+        hwm::raise(&binlog_dir, [Gtid::new(0, 1, 4)]).unwrap();
+        reset::write_intent(&binlog_dir, reset::ResetIntent { first_seq: 3 }).unwrap();
+        let node = Node::open(NodeConfig::new(1, dir.path()), None).unwrap();
+        let status = node.status();
+        let files: Vec<&str> = status.binlog_files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(files, ["ferry-bin.000003"]);
+        assert_eq!(status.gtid_binlog_state, "");
+        assert_eq!(node.read_row("t", "k").unwrap().unwrap()["n"], Value::Int(4), "the data is kept, once");
+        assert_eq!(reset::read_intent(&binlog_dir).unwrap(), None);
+        assert_eq!(node.execute(increment(0), false).unwrap().gtid, Gtid::new(0, 1, 5), "no seq_no handed out twice");
+    }
+
+    #[test]
+    fn reset_master_keeps_seq_nos_unless_told_to_reuse_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Node::open(NodeConfig::new(1, dir.path()), None).unwrap();
+        node.execute(increment(0), false).unwrap();
+        node.execute(increment(0), false).unwrap();
+        assert_eq!(node.reset_master(1, false).unwrap(), ["ferry-bin.000001"]);
+        assert_eq!(node.status().gtid_binlog_pos, "");
+        assert_eq!(node.execute(increment(0), false).unwrap().gtid, Gtid::new(0, 1, 3));
+        node.reset_master(1, true).unwrap();
+        assert_eq!(node.execute(increment(0), false).unwrap().gtid, Gtid::new(0, 1, 1), "MariaDB's numbering");
+        assert_eq!(node.read_row("t", "k").unwrap().unwrap()["n"], Value::Int(4));
+        node.stop();
+        drop(node);
+        let node = Node::open(NodeConfig::new(1, dir.path()), None).unwrap();
+        assert_eq!(node.status().gtid_binlog_state, "0-1-1");
+        assert_eq!(node.read_row("t", "k").unwrap().unwrap()["n"], Value::Int(4), "nothing replayed twice");
+        assert_eq!(node.execute(increment(0), false).unwrap().gtid, Gtid::new(0, 1, 2));
     }
 
     #[test]

@@ -257,6 +257,25 @@ impl Store {
             .map_err(|e| StoreError::Failed(self.health.fail(format!("replica state write: {e}"))))
     }
 
+    /// RESET MASTER: the store's content stays as it is, its binlog coordinate moves (durably) onto the new
+    /// binlog's `through`. Everything applied is made durable first.
+    pub fn rebase(&self, through: BinlogCoord) -> Result<(), StoreError> {
+        self.flush(true)?;
+        let _one_at_a_time = self.flush_lock.lock();
+        self.layers.write().active.through = Some(through);
+        let write = || -> Result<(), StoreError> {
+            let txn = self.db.begin_write().map_err(redb_err)?;
+            {
+                let mut meta = txn.open_table(META).map_err(redb_err)?;
+                let coord = serde_json::to_vec(&through).expect("coordinates serialize");
+                meta.insert(APPLIED_THROUGH, coord.as_slice()).map_err(redb_err)?;
+            }
+            fault::check(sites::STORE_FLUSH)?;
+            txn.commit().map_err(redb_err)
+        };
+        write().map_err(|e| StoreError::Failed(self.health.fail(format!("store rebase: {e}"))))
+    }
+
     /// Records GTIDs replication passed over without applying (skip counter, domain filters) in the replica
     /// state, durably, each as the newest row of its domain. The store is flushed first, so that replaying the
     /// binlog after a crash cannot put an older applied GTID of the domain above them.

@@ -58,6 +58,7 @@ fn router(state: AppState) -> Router {
         .route("/v1/read-only", post(set_read_only))
         .route("/v1/binlog/flush", post(flush_logs))
         .route("/v1/binlog/purge", post(purge_logs))
+        .route("/v1/binlog/reset", post(binlog::reset_master))
         .route("/v1/binlog/events", get(events))
         .route("/v1/binlog/files/{file}/events", get(binlog::events_in_file))
         .route("/v1/checksums", get(checksums))

@@ -1,5 +1,5 @@
 //! The DBA's binlog controls on a real node: SHOW BINLOG EVENTS by file and offset, FLUSH BINARY LOGS
-//! DELETE_DOMAIN_ID, binlog expiry and the purge guard that keeps what connected replicas read.
+//! DELETE_DOMAIN_ID, binlog expiry and the purge guard that keeps what connected replicas read, RESET MASTER.
 
 mod common;
 
@@ -252,4 +252,69 @@ fn expiry_by_age_removes_closed_files_once_they_are_old_enough() {
     let s = wait_status(&master, "the closed file aged out", |s| s["binlog_expiry"]["files_expired"] == 1);
     assert_eq!(file_names(&master), ["ferry-bin.000002"], "{s}");
     assert_eq!(s["gtid_binlog_state"], "0-1-1", "the state is kept in the next file's GTID list");
+}
+
+fn read_n(node: &NodeProc, key: &str) -> Option<Value> {
+    let mut c = node.client();
+    rt().block_on(c.get("t", key)).unwrap().map(|row| serde_json::to_value(&row["n"]).unwrap())
+}
+
+#[test]
+fn reset_master_is_refused_with_replicas_or_writes_and_then_starts_the_binlog_again_keeping_seq_nos() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut master = NodeProc::start(&dir.path().join("m"), 1, &[]);
+    write(&master, 0, 3);
+    assert_eq!(master.post("/v1/binlog/flush", json!({}), Some(TOKEN)).0, 200);
+    write(&master, 0, 1);
+    let replica = caught_up_replica(&dir.path().join("r"), &master);
+    let reset = |node: &NodeProc, body: Value| node.post("/v1/binlog/reset", body, Some(TOKEN));
+
+    let (code, body) = reset(&master, json!({}));
+    assert_eq!((code, body["error"]["code"].as_str()), (409, Some("replicas_connected")), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("server_id 2"), "{body}");
+    assert_eq!(replica.post("/v1/replication/m/stop", json!({}), Some(TOKEN)).0, 200);
+    wait_status(&master, "no replica connected", |s| s["replicas"].as_array().is_some_and(|r| r.is_empty()));
+    let (code, body) = reset(&master, json!({}));
+    assert_eq!((code, body["error"]["code"].as_str()), (409, Some("writable")), "{body}");
+    assert_eq!(reset(&master, json!({"to": 0})).0, 400);
+    assert_eq!(master.post("/v1/binlog/reset", json!({}), None).0, 401);
+    let s = master.status();
+    assert_eq!(s["binlog_files"].as_array().unwrap().len(), 2, "refusals change nothing");
+    assert_eq!(s["gtid_binlog_state"], "0-1-4");
+
+    assert_eq!(master.post("/v1/read-only", json!({"read_only": true}), Some(TOKEN)).0, 200);
+    let (code, body) = reset(&master, json!({"to": 5}));
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["deleted"], json!(["ferry-bin.000001", "ferry-bin.000002"]));
+    assert_eq!(body["file"], "ferry-bin.000005");
+    assert_eq!(body["gtid_binlog_state"], "");
+    let s = master.status();
+    assert_eq!(file_names(&master), ["ferry-bin.000005"]);
+    assert_eq!((s["gtid_binlog_pos"].as_str(), s["gtid_current_pos"].as_str()), (Some(""), Some("")), "{s}");
+    assert_eq!(read_n(&master, "k0"), Some(json!(2)), "the data stays");
+    let (_, listing) = master.get("/v1/binlog/files/ferry-bin.000005/events");
+    assert_eq!(listing["events"][1]["info"], "[]", "the new first file's GTID list is empty");
+
+    // The seq_nos are kept: the next GTID continues above the old ones, also after a restart.
+    assert_eq!(master.post("/v1/read-only", json!({"read_only": false}), Some(TOKEN)).0, 200);
+    write(&master, 0, 1);
+    assert_eq!(master.status()["gtid_binlog_state"], "0-1-5");
+    master.stop();
+    master.restart();
+    assert_eq!(master.status()["gtid_binlog_state"], "0-1-5");
+    assert_eq!(read_n(&master, "k0"), Some(json!(3)), "nothing replayed twice");
+    write(&master, 0, 1);
+    assert_eq!(master.status()["gtid_binlog_pos"], "0-1-6");
+}
+
+#[test]
+fn reset_master_with_force_and_reuse_seq_nos_numbers_from_the_start_as_mariadb_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(dir.path(), 1, &[]);
+    write(&node, 0, 2);
+    let (code, body) = node.post("/v1/binlog/reset", json!({"force": true, "reuse_seq_nos": true}), Some(TOKEN));
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["reuse_seq_nos"], true);
+    write(&node, 0, 1);
+    assert_eq!(node.status()["gtid_binlog_pos"], "0-1-1", "GTIDs handed out again, by explicit choice");
 }

@@ -7,6 +7,7 @@
 //! - [`delete_domain`]: FLUSH BINARY LOGS DELETE_DOMAIN_ID — which domains may leave the binlog state.
 //! - [`expiry`]: binlog expiry by age and total size, and the guard that keeps files connected replicas read.
 //! - [`listing`]: SHOW BINLOG EVENTS — one file's events from a byte offset, with MariaDB's columns.
+//! - [`reset`]: RESET MASTER on disk — every file deleted, a new first file, crash-safe by an intent file.
 //! - [`seek`]: where to start streaming for a replica's GTID position, with every error case named.
 //!
 //! A file is `MAGIC` followed by events: a format description, a GTID list (the full binlog state when the file
@@ -18,6 +19,7 @@ pub mod expiry;
 pub mod hwm;
 pub mod listing;
 pub mod reader;
+pub mod reset;
 pub mod seek;
 pub mod stream;
 pub mod writer;

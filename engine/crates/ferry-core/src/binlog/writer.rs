@@ -135,8 +135,32 @@ impl BinlogWriter {
         Ok((writer, recovery))
     }
 
+    /// RESET MASTER: deletes every binlog file (the index first) and starts again with file `first_seq`, whose
+    /// GTID list is empty. Returns the names deleted.
+    pub fn reset(&mut self, first_seq: u64) -> Result<Vec<String>, BinlogError> {
+        let removed = super::reset::delete_all_files(&self.dir)?;
+        *self = Self::create_numbered(&self.dir, self.server_id, self.max_file_bytes, first_seq)?;
+        Ok(removed)
+    }
+
+    /// Completes a RESET MASTER a crash interrupted (see [`super::reset`]): every file deleted, file `first_seq`
+    /// started. Returns the new binlog's end.
+    pub fn start_fresh(
+        dir: &Path,
+        server_id: ServerId,
+        max_file_bytes: u64,
+        first_seq: u64,
+    ) -> Result<BinlogCoord, BinlogError> {
+        super::reset::delete_all_files(dir)?;
+        Ok(Self::create_numbered(dir, server_id, max_file_bytes, first_seq)?.coord())
+    }
+
     fn create_first(dir: &Path, server_id: ServerId, max_file_bytes: u64) -> Result<Self, BinlogError> {
-        let name = file_name(1);
+        Self::create_numbered(dir, server_id, max_file_bytes, 1)
+    }
+
+    fn create_numbered(dir: &Path, server_id: ServerId, max_file_bytes: u64, seq: u64) -> Result<Self, BinlogError> {
+        let name = file_name(seq);
         let path = dir.join(&name);
         let file = OpenOptions::new()
             .create(true)
@@ -150,7 +174,7 @@ impl BinlogWriter {
             max_file_bytes,
             files: vec![],
             file,
-            file_seq: 1,
+            file_seq: seq,
             offset: 0,
             synced_offset: 0,
             state: BinlogState::new(),

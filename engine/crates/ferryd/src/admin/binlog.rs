@@ -1,16 +1,16 @@
 //! The DBA's binlog controls of the admin API: SHOW BINLOG EVENTS by file and offset, FLUSH BINARY LOGS
-//! DELETE_DOMAIN_ID.
+//! DELETE_DOMAIN_ID, RESET MASTER.
 
-use axum::extract::rejection::QueryRejection;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use ferry_core::binlog::listing::{ListingError, ListingRequest};
 use ferry_core::node::DeleteDomainError;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{blocking, ApiError, AppState, EVENTS_PAGE_MAX};
+use super::{authorize, blocking, json_body, ApiError, AppState, EVENTS_PAGE_MAX};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -84,4 +84,69 @@ pub(super) async fn flush_deleting_domains(
         }
         Err(DeleteDomainError::Node(e)) => Err(ApiError::internal(e)),
     }
+}
+
+/// Highest first file number RESET MASTER TO accepts (MariaDB's limit).
+const RESET_TO_MAX: u64 = 2_147_483_647;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ResetBody {
+    /// RESET MASTER TO n: the new first file's number (1 when absent).
+    to: Option<u64>,
+    /// Go ahead although replicas are connected or the node is writable.
+    #[serde(default)]
+    force: bool,
+    /// Start the seq_no counters again from gtid_slave_pos (MariaDB's behaviour): GTIDs handed out before may
+    /// be handed out again.
+    #[serde(default)]
+    reuse_seq_nos: bool,
+}
+
+/// `POST /v1/binlog/reset`: RESET MASTER [TO n], guarded.
+pub(super) async fn reset_master(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Json<ResetBody>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    authorize(&s, &headers)?;
+    let body = json_body(body)?;
+    let first_seq = body.to.unwrap_or(1);
+    if first_seq == 0 || first_seq > RESET_TO_MAX {
+        return Err(ApiError::bad_request(format!("to must be between 1 and {RESET_TO_MAX}")));
+    }
+    if !body.force {
+        let replicas = s.replicas.list();
+        if let Some(r) = replicas.first() {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "replicas_connected",
+                format!(
+                    "{} replica(s) are connected (server_id {} at {} among them): RESET MASTER would delete the \
+                     binlog they stream from; stop them first, or pass force",
+                    replicas.len(),
+                    r.server_id,
+                    r.address
+                ),
+            ));
+        }
+        if !s.node.is_read_only() || s.node.commits_in_flight() > 0 {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "writable",
+                "the node takes client writes: make it read-only (and let its commits in flight finish) before \
+                 RESET MASTER, or pass force",
+            ));
+        }
+    }
+    let node = s.node.clone();
+    let removed =
+        blocking(move || node.reset_master(first_seq, body.reuse_seq_nos)).await?.map_err(ApiError::internal)?;
+    Ok(Json(json!({
+        "deleted": removed,
+        "file": ferry_core::binlog::file_name(first_seq),
+        "gtid_binlog_state": s.node.binlog_state().to_string(),
+        "gtid_slave_pos": s.node.slave_position().to_string(),
+        "reuse_seq_nos": body.reuse_seq_nos,
+    })))
 }
