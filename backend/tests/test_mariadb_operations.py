@@ -1,11 +1,11 @@
-"""The orchestrator on real MariaDB 10.11 servers, through the API and the `mariadb` driver as Ferry's
-least-privilege user: switchovers back and forth under load in two domains (nothing acknowledged lost, one writable
-master each time, everyone replicating from it by GTID, checksums equal, no errant GTID, each window stored);
-failover on SIGKILL of the master with semi-sync on, the restarted old master fenced; a manual failover that levels
-the chosen replica from its peer by START SLAVE UNTIL; semi-sync moved with the master role by a switchover;
-refusals that change nothing
-(errant GTID, no log_bin, replication user missing, wrong passwords), each a named failing check; undo when the
-candidate stops applying; a drill with canaries in every domain; a replica's duplicate-key error through the API."""
+"""The orchestrator on real MariaDB 10.11 servers, through the API and the `mariadb` driver as Ferry's least-privilege
+user: switchovers back and forth under load in two domains (nothing acknowledged lost, one writable master each
+time, everyone replicating from it by GTID, checksums equal, no errant GTID, each window stored); failover on
+SIGKILL of the master with semi-sync on, the restarted old master fenced; a manual failover that levels the chosen
+replica from its peer by START SLAVE UNTIL; semi-sync moved with the master role by a switchover and by a failover;
+refusals that change nothing (errant GTID, no log_bin, replication user missing, wrong passwords), each a named
+failing check; undo when the candidate stops applying; a drill with canaries in every domain; a replica's
+duplicate-key error through the API."""
 
 from __future__ import annotations
 
@@ -222,13 +222,9 @@ async def test_undo_when_the_candidate_stops_applying(
     cluster.wait_converged()
 
 
-async def test_a_switchover_moves_semi_sync_with_the_master_role(
-    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
-) -> None:
-    """Semi-sync as many deployments set it — the master side on the master only, the replica side on the
-    replicas — survives a switchover: the candidate takes the old master's master-side settings before it takes
-    writes, and the old master replicates with the candidate's connection settings, so it acknowledges too."""
-    cluster = mariadb_factory(3)
+def master_side_semi_sync(cluster: MariadbCluster) -> MariadbCluster:
+    """Semi-sync as many deployments set it: the master side (AFTER_SYNC, 10 s) on server 1 only, the replica side on
+    the replicas only; one table written and replicated."""
     cluster.sql(1, "SET GLOBAL rpl_semi_sync_master_timeout = 10000; "
                    "SET GLOBAL rpl_semi_sync_master_wait_point = 'AFTER_SYNC'; "
                    "SET GLOBAL rpl_semi_sync_master_enabled = 1;")  # fmt: skip
@@ -236,15 +232,32 @@ async def test_a_switchover_moves_semi_sync_with_the_master_role(
         cluster.sql(number, "STOP SLAVE; SET GLOBAL rpl_semi_sync_slave_enabled = 1; START SLAVE;")
     cluster.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY); INSERT INTO app.t VALUES (1);")
     cluster.wait_converged()
-    assert (
-        cluster.value(2, "@@rpl_semi_sync_master_enabled") == "0"
-        and cluster.value(1, "@@rpl_semi_sync_slave_enabled") == "0"
-    )
+    assert [cluster.value(n, "@@rpl_semi_sync_master_enabled") for n in (1, 2, 3)] == ["1", "0", "0"]
+    return cluster
+
+
+async def acknowledged_by(cluster: MariadbCluster, number: int, replicas: int) -> bool:
+    """Whether server `number` is a semi-sync master acknowledged by `replicas` replicas, with no commit that fell
+    back to asynchronous."""
+    server = driver(cluster, number)
+    try:
+        state = await server.semi_sync_state()
+    finally:
+        await server.aclose()
+    return state.master_active and state.master_clients == replicas and state.master_unacknowledged_commits == 0
+
+
+async def test_a_switchover_moves_semi_sync_with_the_master_role(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    """Semi-sync as many deployments set it — the master side on the master only, the replica side on the
+    replicas — survives a switchover: the candidate takes the old master's master-side settings before it takes
+    writes, and the old master replicates with the candidate's connection settings, so it acknowledges too."""
+    cluster = master_side_semi_sync(mariadb_factory(3))
+    assert cluster.value(1, "@@rpl_semi_sync_slave_enabled") == "0"
 
     async def acknowledged_by_both(number: int) -> bool:
-        state = await (server := driver(cluster, number)).semi_sync_state()
-        await server.aclose()
-        return state.master_active and state.master_clients == 2 and state.master_unacknowledged_commits == 0
+        return await acknowledged_by(cluster, number, 2)
 
     await eventually("both replicas acknowledging server 1", lambda: acknowledged_by_both(1))
     async with live_app() as live:
@@ -261,6 +274,33 @@ async def test_a_switchover_moves_semi_sync_with_the_master_role(
     assert cluster.value(1, "@@rpl_semi_sync_slave_enabled") == "1"
     cluster.sql(2, "INSERT INTO app.t VALUES (2);")
     await eventually("both replicas acknowledging the new master", lambda: acknowledged_by_both(2))
+
+
+async def test_a_failover_gives_the_new_master_the_semi_sync_the_old_one_had(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    """The master side of semi-sync on the master only: after a failover (the old master dead, so its settings are
+    what the collector last read), the new master is a semi-sync master too, acknowledged by the other survivor."""
+    cluster = master_side_semi_sync(mariadb_factory(3))
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        await live.app.state.collector.run_cycle()  # the master's settings, observed
+        cluster.kill(1)
+        operation = await run_operation(live.app, live.client, cluster_id, "failover", {})
+    assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+    promoted = step(operation, "promote_candidate")["detail"]
+    assert promoted.endswith("semi-sync master on (AFTER_SYNC, 10000 ms), as on server 1 (s1) when last seen"), promoted
+    new = [n for n, i in ids.items() if i == operation["result"]["new_master_server_id"]][0]
+    assert cluster.value(new, "@@rpl_semi_sync_master_enabled") == "1"
+    assert cluster.value(new, "@@rpl_semi_sync_master_wait_point") == "AFTER_SYNC"
+
+    def following() -> bool:
+        connections = cluster.replica_status(5 - new)
+        return len(connections) == 1 and connections[0]["Master_Port"] == str(cluster.server(new).port)
+
+    await eventually("the other survivor following the new master", following)
+    cluster.sql(new, "INSERT INTO app.t VALUES (2);")
+    await eventually("the other survivor acknowledging the new master", lambda: acknowledged_by(cluster, new, 1))
 
 
 async def test_failover_on_sigkill_under_load_with_semi_sync(

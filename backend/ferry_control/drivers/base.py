@@ -149,6 +149,18 @@ class ConnectedReplica:
 
 
 @dataclass(frozen=True)
+class MasterRole:
+    """What a server does as a master that its successor must do too, so that a switchover does not quietly weaken
+    the cluster (MariaDB: semi-sync on the master side — rpl_semi_sync_master_enabled, _timeout, _wait_point).
+    None: the server kind has no such runtime setting (ferryd's durability is a start-up flag of every node)."""
+
+    semi_sync: bool | None = None
+    semi_sync_timeout_ms: int | None = None
+    #: AFTER_SYNC (lossless: a commit is visible only once a replica has it) or AFTER_COMMIT.
+    semi_sync_wait_point: str | None = None
+
+
+@dataclass(frozen=True)
 class ServerStatus:
     """One poll's worth of what a server reports."""
 
@@ -169,6 +181,9 @@ class ServerStatus:
     #: `none` / `network`; MariaDB: sync_binlog ≠ 1): after a crash of its machine, its replicas may hold
     #: transactions its binlog lost. None when the server does not say.
     replicas_may_be_ahead: bool | None = None
+    #: Its master-side settings as this poll read them (see `MasterRole`; None: the kind has none), kept so a
+    #: failover can give them to the new master when the old one no longer answers.
+    master_role: MasterRole | None = None
 
 
 @dataclass(frozen=True)
@@ -256,18 +271,6 @@ class Checksums:
     #: The GTID position the checksums correspond to.
     position: str
     tables: Mapping[str, TableChecksum] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class MasterRole:
-    """What a server does as a master that its successor must do too, so that a switchover does not quietly weaken
-    the cluster (MariaDB: semi-sync on the master side — rpl_semi_sync_master_enabled, _timeout, _wait_point).
-    None: the server kind has no such runtime setting (ferryd's durability is a start-up flag of every node)."""
-
-    semi_sync: bool | None = None
-    semi_sync_timeout_ms: int | None = None
-    #: AFTER_SYNC (lossless: a commit is visible only once a replica has it) or AFTER_COMMIT.
-    semi_sync_wait_point: str | None = None
 
 
 class ServerDriver(abc.ABC):

@@ -59,7 +59,9 @@ STATUS_VARIABLES = (
     "@@gtid_binlog_state AS binlog_state, @@report_host AS report_host, @@report_port AS report_port, "
     "@@port AS port, @@version AS version, @@gtid_ignore_duplicates AS ignore_duplicates, "
     "@@slave_parallel_threads AS parallel_threads, @@slave_domain_parallel_threads AS domain_parallel_threads, "
-    "@@rpl_semi_sync_slave_enabled AS semi_sync_replica, @@sync_binlog AS sync_binlog"
+    "@@rpl_semi_sync_slave_enabled AS semi_sync_replica, @@sync_binlog AS sync_binlog, "
+    "@@rpl_semi_sync_master_enabled AS semi_sync_master, @@rpl_semi_sync_master_timeout AS semi_sync_timeout_ms, "
+    "@@rpl_semi_sync_master_wait_point AS semi_sync_wait_point"
 )
 #: The server-wide variables a connection's settings include (read before changing them).
 SERVER_SETTINGS = (
@@ -253,6 +255,11 @@ class MariadbDriver(ServerDriver):
             version=str(v["version"]),
             # The binlog is sent to replicas as it is written; only sync_binlog=1 makes it durable first.
             replicas_may_be_ahead=bool(int(v["log_bin"])) and int(v["sync_binlog"]) != 1,
+            master_role=MasterRole(
+                semi_sync=bool(int(v["semi_sync_master"])),
+                semi_sync_timeout_ms=int(v["semi_sync_timeout_ms"]),
+                semi_sync_wait_point=str(v["semi_sync_wait_point"]),
+            ),
         )
 
     async def positions(self) -> Positions:

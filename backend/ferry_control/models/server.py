@@ -80,6 +80,9 @@ class Server(Base):
     #: Sends transactions to replicas before they are durable here (ferryd durability none/network; MariaDB
     #: sync_binlog != 1): after a crash of its machine its replicas may be ahead of it.
     replicas_may_be_ahead: Mapped[bool | None] = mapped_column(default=None)
+    #: Its master-side settings as the last poll read them (`drivers.base.MasterRole` as a dict; None: none read),
+    #: what a failover gives the new master when this one no longer answers.
+    master_role: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     gtid_binlog_pos: Mapped[str | None] = mapped_column(Text, default=None)
     gtid_slave_pos: Mapped[str | None] = mapped_column(Text, default=None)
     gtid_current_pos: Mapped[str | None] = mapped_column(Text, default=None)

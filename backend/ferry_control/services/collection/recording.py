@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -161,6 +162,8 @@ class Recorder:
                 server.version = status.version[:200]
             if status.replicas_may_be_ahead is not None:
                 server.replicas_may_be_ahead = status.replicas_may_be_ahead
+            if status.master_role is not None and server.master_role != (role := asdict(status.master_role)):
+                server.master_role = role
             old = parse_position(server.gtid_current_pos)
             new = parse_position(status.positions.current)
             for gtid in new:

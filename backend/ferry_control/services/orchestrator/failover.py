@@ -25,7 +25,7 @@ from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.gtid import ahead_of_all, behind_total, gtid_text, join_all, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
-from ferry_control.services.orchestrator.switchover import follow_new_master, roll_forward
+from ferry_control.services.orchestrator.switchover import follow_new_master, role_taken, roll_forward
 
 
 @dataclass(frozen=True)
@@ -257,8 +257,14 @@ async def run_failover(ctx: OperationContext) -> None:
     async with ctx.step("promote_candidate") as step:
         driver = candidate.require_driver()
         names = [c.name for c in await driver.replica_connections()]
+        # The old master's master-side settings (semi-sync) as the collector last read them, before writes come.
+        role = master.info.master_role
+        if role is not None:
+            await driver.take_master_role(role)
         await actions.promote(driver, names)
-        step.detail = f"{candidate.info.label} is the master and writable (removed connections: {', '.join(names)})"
+        step.detail = f"{candidate.info.label} is the master and writable (removed connections: {', '.join(names)})" + (
+            "" if role is None else role_taken(role, f"{master.info.label} when last seen")
+        )
     followers = [(o.replica, o.connection.name) for o in others]
     ctx.undo_with("roll_forward", partial(roll_forward, ctx, candidate, followers, None))
     ctx.result["promoted_after_s"] = round(time.perf_counter() - started, 6)

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from ferry_engine import GtidPosition
 
-from ferry_control.drivers.base import IoState, ReplicaConnection, ServerDriver, ServerStatus, SqlState
+from ferry_control.drivers.base import IoState, MasterRole, ReplicaConnection, ServerDriver, ServerStatus, SqlState
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import Cluster, Server, ServerKind
@@ -37,6 +37,8 @@ class ServerInfo:
     last_seen_at: datetime | None
     #: As the collector last read it: the server sends to replicas before its binlog is durable.
     replicas_may_be_ahead: bool | None = None
+    #: As the collector last read it: its master-side settings (None: none read).
+    master_role: MasterRole | None = None
 
     @property
     def protocol_address(self) -> str | None:
@@ -60,6 +62,7 @@ class ServerInfo:
             last_binlog_pos=server.gtid_binlog_pos,
             last_seen_at=server.last_seen_at,
             replicas_may_be_ahead=server.replicas_may_be_ahead,
+            master_role=MasterRole(**server.master_role) if server.master_role else None,
         )
 
 
