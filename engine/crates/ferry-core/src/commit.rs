@@ -27,7 +27,7 @@ use crate::fault::StorageHealth;
 use crate::gtid::{DomainId, Gtid, SeqNo, ServerId};
 use crate::gtid_alloc::{AllocError, GtidAllocator, StrictModeViolation};
 use crate::row::RowChange;
-use crate::semisync::SemiSync;
+use crate::semisync::{SemiSync, WaitPoint};
 use crate::store::Store;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -207,12 +207,14 @@ pub struct CommitLog {
     pub durable_through: Option<BinlogCoord>,
     /// Below durability `local`: the seq_nos reserved ahead in the high-water mark file (see [`crate::binlog::hwm`]).
     reservation: Option<Reservation>,
+    /// Semi-sync `after_sync`: the next leader's turn to make its groups visible (turns are taken in binlog order).
+    next_turn: u64,
 }
 
 impl CommitLog {
     pub fn new(binlog: BinlogWriter, store: Arc<Store>, durable_through: Option<BinlogCoord>) -> Self {
         let health = store.health().clone();
-        CommitLog { binlog, store, next_commit_id: 1, health, durable_through, reservation: None }
+        CommitLog { binlog, store, next_commit_id: 1, health, durable_through, reservation: None, next_turn: 0 }
     }
 
     /// Reserves locally allocated seq_nos ahead in the high-water mark before they are written (durability below
@@ -403,6 +405,22 @@ pub struct GroupCommit {
     on_group: GroupHook,
     /// With network durability: where groups wait for replicas' confirmations.
     semi_sync: Option<Arc<SemiSync>>,
+    /// Told the binlog's new end once a group is written (and fsynced), before it is applied: with semi-sync
+    /// `after_sync` replicas must receive it before it is visible.
+    on_binlogged: Option<BinlogHook>,
+    /// Semi-sync `after_sync`: whose turn it is to make its groups visible (a leader waits for replicas after
+    /// letting go of the binlog lock; groups still become visible in binlog order).
+    visible_turn: Mutex<u64>,
+    turn_passed: Condvar,
+}
+
+type BinlogHook = Box<dyn Fn(BinlogCoord) + Send + Sync>;
+
+/// A group written to the binlog: the members refused on the way, and those written with the group's report.
+struct WrittenGroup {
+    refused: Outcomes,
+    written: Vec<(Member, CommittedTxn)>,
+    report: Option<GroupReport>,
 }
 
 impl GroupCommit {
@@ -416,7 +434,21 @@ impl GroupCommit {
             log: Mutex::new(log),
             on_group,
             semi_sync: None,
+            on_binlogged: None,
+            visible_turn: Mutex::new(0),
+            turn_passed: Condvar::new(),
         }
+    }
+
+    /// Tells `hook` the binlog's end once each group is written, before it is applied (what replicas may be sent).
+    pub fn with_binlogged_hook(mut self, hook: BinlogHook) -> Self {
+        self.on_binlogged = Some(hook);
+        self
+    }
+
+    /// Semi-sync with the `after_sync` wait point (naive scheduling is never combined with semi-sync).
+    fn waits_after_sync(&self) -> Option<&Arc<SemiSync>> {
+        self.semi_sync.as_ref().filter(|s| s.config().wait_point == WaitPoint::AfterSync)
     }
 
     /// Makes acknowledgements wait for replicas (durability `network` / `local+network`).
@@ -514,6 +546,10 @@ impl GroupCommit {
     /// hands them to another thread.
     #[must_use = "held replies must be sent with `AwaitingReplicas::wait_and_reply`"]
     pub fn lead(&self) -> Option<AwaitingReplicas> {
+        if let Some(semi_sync) = self.waits_after_sync() {
+            self.lead_after_sync(semi_sync);
+            return None;
+        }
         let mut log = self.log.lock();
         self.wait_for_members();
         let group = std::mem::take(&mut *self.queue.lock());
@@ -546,6 +582,47 @@ impl GroupCommit {
         let (held, now): (Vec<Reply>, Vec<Reply>) = outcomes.into_iter().partition(Reply::waits_for_replicas);
         now.into_iter().for_each(Reply::send);
         (!held.is_empty()).then(|| AwaitingReplicas { semi_sync: semi_sync.clone(), through, replies: held })
+    }
+
+    /// Semi-sync `after_sync`: the group is written and fsynced under the binlog lock and offered to replicas;
+    /// then, the lock let go (the next group goes on), the leader waits for the replicas' confirmations (when the
+    /// group has a client commit) and only then applies the group to the store — visible — in binlog order, and
+    /// answers every member. A reader of the master never sees a transaction no replica has, unless semi-sync
+    /// has fallen back to asynchronous. Blocking, also for replication's applier when its group holds a client
+    /// transaction (several masters).
+    fn lead_after_sync(&self, semi_sync: &SemiSync) {
+        let mut log = self.log.lock();
+        self.wait_for_members();
+        let group = std::mem::take(&mut *self.queue.lock());
+        let groups: Vec<WrittenGroup> = match self.config.mode {
+            CommitMode::PerTxnFsync => group.into_iter().map(|m| self.write_group(&mut log, vec![m])).collect(),
+            _ => vec![self.write_group(&mut log, group)],
+        };
+        let my_turn = log.next_turn;
+        log.next_turn += 1;
+        let through = log.binlog.coord();
+        if let Some(hook) = &self.on_binlogged {
+            hook(through);
+        }
+        self.rotate_if_needed(&mut log);
+        drop(log);
+        let clients = groups.iter().flat_map(|g| &g.written).any(|(m, _)| !m.txn.replicated());
+        if clients {
+            semi_sync.wait(through);
+        }
+        let mut outcomes: Outcomes = Vec::new();
+        {
+            let mut turn = self.visible_turn.lock();
+            while *turn != my_turn {
+                self.turn_passed.wait(&mut turn);
+            }
+            for group in groups {
+                outcomes.extend(self.show_group(group));
+            }
+            *turn += 1;
+            self.turn_passed.notify_all();
+        }
+        outcomes.into_iter().for_each(Reply::send);
     }
 
     fn rotate_if_needed(&self, log: &mut CommitLog) {
@@ -647,9 +724,55 @@ impl GroupCommit {
     /// the store apply in the same order. Returns what to tell each member. Under naive scheduling the store
     /// part is left to the members and the group's report is handed back in `pending` for after it.
     fn run_group(&self, log: &mut CommitLog, group: Vec<Member>, pending: &mut Option<GroupReport>) -> Outcomes {
+        let written = self.write_group(log, group);
+        let Some(report) = written.report else {
+            return written.refused;
+        };
+        let mut outcomes = written.refused;
+        if self.config.mode == CommitMode::NaiveScheduling {
+            outcomes.extend(written.written.into_iter().map(|(Member { txn, reply, admitted }, e)| {
+                // The turn chain is wired up by `hand_out_turns`.
+                let (_, my_turn) = oneshot::channel();
+                let replicated = txn.replicated();
+                let (end, committed) = (e.end, e.committed);
+                let turn = NaiveTurn { txn, end, committed, my_turn, next: None, group_done: None, admitted };
+                Reply { to: reply, outcome: Outcome::Binlogged(turn), replicated, admitted: None }
+            }));
+            *pending = Some(report);
+            return outcomes;
+        }
+        outcomes.extend(self.show_group(WrittenGroup {
+            refused: Vec::new(),
+            written: written.written,
+            report: Some(report),
+        }));
+        outcomes
+    }
+
+    /// Applies a written group to the store (it becomes visible), reports it, and makes its members' replies.
+    fn show_group(&self, group: WrittenGroup) -> Outcomes {
+        let WrittenGroup { mut refused, written, report } = group;
+        let Some(report) = report else {
+            return refused;
+        };
+        self.store.apply_group(
+            written.iter().map(|(m, e)| (m.txn.changes.as_slice(), m.txn.replicated().then_some(e.committed.gtid))),
+            report.through,
+        );
+        (self.on_group)(&report);
+        refused.extend(written.into_iter().map(|(m, e)| Reply::new(m, Outcome::Done(Ok(e.committed)))));
+        refused
+    }
+
+    /// Writes a group to the binlog (one write, at most one fsync): GTIDs assigned in queue order.
+    fn write_group(&self, log: &mut CommitLog, group: Vec<Member>) -> WrittenGroup {
+        let refused_all = |group: Vec<Member>, err: CommitError| WrittenGroup {
+            refused: group.into_iter().map(|m| Reply::new(m, Outcome::Done(Err(err.clone())))).collect(),
+            written: Vec::new(),
+            report: None,
+        };
         if let Some(why) = log.failed() {
-            let err = CommitError::Failed(why);
-            return group.into_iter().map(|m| Reply::new(m, Outcome::Done(Err(err.clone())))).collect();
+            return refused_all(group, CommitError::Failed(why));
         }
         let commit_id = log.next_commit_id;
         log.next_commit_id += 1;
@@ -691,7 +814,7 @@ impl GroupCommit {
             written.push((member, entry));
         }
         if written.is_empty() {
-            return outcomes;
+            return WrittenGroup { refused: outcomes, written, report: None };
         }
         if let Some(reservation) = &mut log.reservation {
             let allocated = written
@@ -701,7 +824,7 @@ impl GroupCommit {
             if let Err(e) = reservation.cover(allocated) {
                 let err = log.fail(format!("seq_no high-water mark: {e}"));
                 outcomes.extend(written.into_iter().map(|(m, _)| Reply::new(m, Outcome::Done(Err(err.clone())))));
-                return outcomes;
+                return WrittenGroup { refused: outcomes, written: Vec::new(), report: None };
             }
         }
         let fsyncs = self.config.durability.fsyncs();
@@ -711,7 +834,7 @@ impl GroupCommit {
             Err(e) => {
                 let err = log.fail(format!("binlog write: {e}"));
                 outcomes.extend(written.into_iter().map(|(m, _)| Reply::new(m, Outcome::Done(Err(err.clone())))));
-                return outcomes;
+                return WrittenGroup { refused: outcomes, written: Vec::new(), report: None };
             }
         };
         for (_, entry) in &written {
@@ -724,24 +847,6 @@ impl GroupCommit {
             fsync,
             bytes: buf.len() as u64,
         };
-        if self.config.mode == CommitMode::NaiveScheduling {
-            outcomes.extend(written.into_iter().map(|(Member { txn, reply, admitted }, e)| {
-                // The turn chain is wired up by `hand_out_turns`.
-                let (_, my_turn) = oneshot::channel();
-                let replicated = txn.replicated();
-                let (end, committed) = (e.end, e.committed);
-                let turn = NaiveTurn { txn, end, committed, my_turn, next: None, group_done: None, admitted };
-                Reply { to: reply, outcome: Outcome::Binlogged(turn), replicated, admitted: None }
-            }));
-            *pending = Some(report);
-            return outcomes;
-        }
-        log.store.apply_group(
-            written.iter().map(|(m, e)| (m.txn.changes.as_slice(), m.txn.replicated().then_some(e.committed.gtid))),
-            through,
-        );
-        (self.on_group)(&report);
-        outcomes.extend(written.into_iter().map(|(m, e)| Reply::new(m, Outcome::Done(Ok(e.committed)))));
-        outcomes
+        WrittenGroup { refused: outcomes, written, report: Some(report) }
     }
 }

@@ -28,7 +28,7 @@ use crate::gtid_alloc::{GtidAllocator, StrictModeViolation};
 use crate::limits::Limits;
 use crate::locks::RowLocks;
 use crate::row::{row_bytes, Row, RowChange, RowOp, Value};
-use crate::semisync::{SemiSync, SemiSyncConfig, SemiSyncStatus};
+use crate::semisync::{SemiSync, SemiSyncConfig, SemiSyncStatus, WaitPoint};
 use crate::store::{Store, StoreError, TableChecksum};
 
 /// Recent transactions kept in memory for the events API.
@@ -73,7 +73,11 @@ impl NodeConfig {
             checkpoint_interval: Duration::from_secs(1),
             log_before_images: true,
             limits: Limits::default(),
-            semi_sync: SemiSyncConfig { replicas_required: 1, timeout: Duration::from_secs(1) },
+            semi_sync: SemiSyncConfig {
+                replicas_required: 1,
+                timeout: Duration::from_secs(1),
+                wait_point: WaitPoint::AfterCommit,
+            },
         }
     }
 }
@@ -413,7 +417,11 @@ impl Node {
                         pos.set(t.committed.gtid);
                     }
                 }
-                *watch.end.lock() = report.through;
+                {
+                    // With semi-sync after_sync the end may already be past this group (told when written).
+                    let mut end = watch.end.lock();
+                    *end = (*end).max(report.through);
+                }
                 watch.moved.notify_all();
                 watch.moved_async.notify_waiters();
                 if let Some(observer) = &observer {
@@ -421,7 +429,19 @@ impl Node {
                 }
             })
         };
-        let mut commit = GroupCommit::new(config.commit.clone(), alloc, log, on_group);
+        let on_binlogged = {
+            let watch = watch.clone();
+            Box::new(move |through: BinlogCoord| {
+                {
+                    let mut end = watch.end.lock();
+                    *end = (*end).max(through);
+                }
+                // Dump streams wake on this; waits for a position look again and find nothing new.
+                watch.moved_async.notify_waiters();
+            })
+        };
+        let mut commit =
+            GroupCommit::new(config.commit.clone(), alloc, log, on_group).with_binlogged_hook(on_binlogged);
         let semi_sync =
             config.commit.durability.waits_for_replicas().then(|| Arc::new(SemiSync::new(config.semi_sync)));
         if let Some(semi_sync) = &semi_sync {

@@ -3,8 +3,11 @@
 //! their relay log). When no K replicas confirm within the timeout, the master falls back to asynchronous
 //! replication — and says so in its status and metrics — until K replicas have caught up again.
 //!
-//! Transactions are visible on the master before the replicas' confirmation (like MariaDB's AFTER_COMMIT wait
-//! point); what waits is the acknowledgement to the committing client. Only this node's own clients wait:
+//! Where a group waits ([`WaitPoint`], MariaDB's `rpl_semi_sync_master_wait_point`): `after_commit` (the default)
+//! waits once the group is visible on the master, so only the acknowledgement to the committing client waits;
+//! `after_sync` waits after the binlog write and fsync and before the group is applied to the store, so no client
+//! of the master sees a transaction that no replica has (lossless). The commit pipeline does the waiting
+//! (`crate::commit`); this module counts confirmations. Only this node's own clients wait:
 //! transactions applied by replication never do (every node of a cluster runs with semi-sync on, so that a
 //! promoted replica keeps the guarantee, and a replica must not stall its apply waiting for replicas it lacks).
 
@@ -16,6 +19,37 @@ use serde::Serialize;
 
 use crate::binlog::BinlogCoord;
 
+/// Where a commit group waits for its replicas' confirmations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitPoint {
+    /// After the group is committed (visible on the master): the client's acknowledgement waits.
+    #[default]
+    AfterCommit,
+    /// After the binlog write and fsync, before the group is visible on the master (lossless).
+    AfterSync,
+}
+
+impl WaitPoint {
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitPoint::AfterCommit => "after_commit",
+            WaitPoint::AfterSync => "after_sync",
+        }
+    }
+}
+
+impl std::str::FromStr for WaitPoint {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "after_commit" | "after-commit" => Ok(WaitPoint::AfterCommit),
+            "after_sync" | "after-sync" => Ok(WaitPoint::AfterSync),
+            other => Err(format!("semi-sync wait point {other:?}: use after_sync or after_commit")),
+        }
+    }
+}
+
 /// Semi-sync settings of a master.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SemiSyncConfig {
@@ -23,6 +57,8 @@ pub struct SemiSyncConfig {
     pub replicas_required: usize,
     /// How long a group waits for them before the master falls back to asynchronous replication.
     pub timeout: Duration,
+    /// Where a group waits: after it is committed, or after its binlog fsync and before it is visible.
+    pub wait_point: WaitPoint,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -30,6 +66,8 @@ pub struct SemiSyncStatus {
     /// `on` (waiting for confirmations) or `fallen_back` (asynchronous after a timeout).
     pub state: &'static str,
     pub replicas_required: usize,
+    /// `after_commit` or `after_sync`.
+    pub wait_point: WaitPoint,
     /// Replicas connected and confirming now.
     pub replicas_connected: usize,
     pub timeout_ms: u64,
@@ -143,6 +181,7 @@ impl SemiSync {
         SemiSyncStatus {
             state: if state.fallen_back { "fallen_back" } else { "on" },
             replicas_required: self.config.replicas_required,
+            wait_point: self.config.wait_point,
             replicas_connected: state.acked.len(),
             timeout_ms: self.config.timeout.as_millis() as u64,
             waits: state.waits,
@@ -163,7 +202,11 @@ mod tests {
 
     #[test]
     fn a_group_waits_for_k_confirmations() {
-        let s = Arc::new(SemiSync::new(SemiSyncConfig { replicas_required: 2, timeout: Duration::from_secs(10) }));
+        let s = Arc::new(SemiSync::new(SemiSyncConfig {
+            replicas_required: 2,
+            timeout: Duration::from_secs(10),
+            wait_point: WaitPoint::AfterCommit,
+        }));
         s.connect(1, at(0));
         s.connect(2, at(0));
         let waiter = {
@@ -180,7 +223,11 @@ mod tests {
 
     #[test]
     fn a_timeout_falls_back_to_asynchronous_until_replicas_catch_up() {
-        let s = SemiSync::new(SemiSyncConfig { replicas_required: 1, timeout: Duration::from_millis(30) });
+        let s = SemiSync::new(SemiSyncConfig {
+            replicas_required: 1,
+            timeout: Duration::from_millis(30),
+            wait_point: WaitPoint::AfterSync,
+        });
         assert_eq!(s.wait(at(10)), WaitOutcome::TimedOut);
         assert_eq!(s.status().state, "fallen_back");
         assert_eq!(s.wait(at(20)), WaitOutcome::Asynchronous, "no more waiting while fallen back");

@@ -39,6 +39,11 @@ pub struct Args {
     /// Semi-sync: how long a group waits for confirmations before the master falls back to asynchronous.
     #[arg(long, default_value_t = 1000)]
     pub semi_sync_timeout_ms: u64,
+    /// Semi-sync: where a group waits (MariaDB's rpl_semi_sync_master_wait_point): after_commit (visible on the
+    /// master, the client's acknowledgement waits) or after_sync (after the binlog fsync, before the group is
+    /// visible: lossless).
+    #[arg(long, default_value = "after_commit")]
+    pub semi_sync_wait_point: ferry_core::semisync::WaitPoint,
     /// File holding the bearer token for mutating admin calls and privileged connections.
     #[arg(long)]
     pub admin_token_file: Option<PathBuf>,
@@ -132,6 +137,7 @@ impl Args {
         config.semi_sync = ferry_core::semisync::SemiSyncConfig {
             replicas_required: self.semi_sync_replicas,
             timeout: Duration::from_millis(self.semi_sync_timeout_ms.max(1)),
+            wait_point: self.semi_sync_wait_point,
         };
         config.limits = Limits {
             connections_max: self.max_connections,

@@ -37,6 +37,7 @@ pub struct Metrics {
     semi_sync_on: Gauge,
     semi_sync_timeouts: Gauge,
     semi_sync_waits: Gauge,
+    semi_sync_after_sync: Gauge,
     replication_running: Family<DomainLabels, Gauge>,
     replication_lag_transactions: Family<DomainLabels, Gauge>,
     replication_lag_seconds: Family<DomainLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
@@ -136,6 +137,12 @@ impl Metrics {
             "semi_sync_waits",
             "Commit groups that waited for replicas' confirmations",
             semi_sync_waits.clone(),
+        );
+        let semi_sync_after_sync = Gauge::default();
+        registry.register(
+            "semi_sync_after_sync",
+            "1 when semi-sync waits at after_sync (before the group is visible), 0 at after_commit",
+            semi_sync_after_sync.clone(),
         );
         registry.register("replication_running", "1 while a replication connection runs", replication_running.clone());
         registry.register(
@@ -239,6 +246,7 @@ impl Metrics {
             semi_sync_on,
             semi_sync_timeouts,
             semi_sync_waits,
+            semi_sync_after_sync,
             replication_running,
             replication_lag_transactions,
             replication_lag_seconds,
@@ -275,6 +283,8 @@ impl Metrics {
             self.semi_sync_on.set(i64::from(semi.state == "on"));
             self.semi_sync_timeouts.set(semi.timeouts as i64);
             self.semi_sync_waits.set(semi.waits as i64);
+            let after_sync = semi.wait_point == ferry_core::semisync::WaitPoint::AfterSync;
+            self.semi_sync_after_sync.set(i64::from(after_sync));
         }
         for c in connections {
             let conn = vec![("connection".to_string(), c.name.clone())];

@@ -139,3 +139,53 @@ fn a_replica_with_semi_sync_on_applies_without_waiting_for_replicas_of_its_own()
     assert!(s["waits"].as_u64().unwrap() >= 1, "{s}");
     assert!(master.get_text("/metrics").lines().any(|l| l == "ferry_semi_sync_timeouts 0"));
 }
+
+/// The wait point (MariaDB's rpl_semi_sync_master_wait_point). Under `after_sync` a commit waiting for its
+/// replica's confirmation is written and fsynced but not visible to the master's readers (lossless: nobody sees
+/// what no replica has); under `after_commit` it is visible while its client still waits for the answer.
+#[test]
+fn after_sync_hides_a_commit_waiting_for_its_replica_and_after_commit_does_not() {
+    for (wait_point, visible_while_waiting) in [("after_sync", false), ("after_commit", true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let args =
+            ["--durability", "local+network", "--semi-sync-timeout-ms", "60000", "--semi-sync-wait-point", wait_point];
+        let master = NodeProc::start(&dir.path().join("m"), 1, &args);
+        assert_eq!(semi(&master)["wait_point"], wait_point);
+        let gauge = format!("ferry_semi_sync_after_sync {}", u8::from(wait_point == "after_sync"));
+        assert!(master.get_text("/metrics").contains(&gauge), "{gauge}");
+        // No replica yet: the commit waits (for up to a minute) for a confirmation.
+        let writer = {
+            let listen = master.listen.clone();
+            std::thread::spawn(move || {
+                rt().block_on(async {
+                    let mut c = ferry_client::Client::connect(&listen).await.unwrap();
+                    c.increment("t", "k", "n", 1).await.unwrap()
+                })
+            })
+        };
+        wait_until("the commit waiting for a replica", || semi(&master)["waits"] == 1);
+        let mut reader = master.client();
+        let seen = rt().block_on(reader.get("t", "k")).unwrap();
+        assert_eq!(seen.is_some(), visible_while_waiting, "{wait_point}: the waiting commit's row as a reader sees it");
+        assert!(!writer.is_finished(), "{wait_point}: the client is still waiting");
+        assert_eq!(master.status()["gtid_binlog_state"], "0-1-1", "{wait_point}: it is in the binlog either way");
+
+        // A replica connects and confirms: the client is answered, and the row is visible.
+        let replica = NodeProc::start(&dir.path().join("r"), 2, &[]);
+        replica.post("/v1/replication/m/change-master", json!({"master": master.listen}), Some(TOKEN));
+        replica.post("/v1/replication/m/start", json!({}), Some(TOKEN));
+        let commit = writer.join().unwrap();
+        assert_eq!(commit.gtid.to_string(), "0-1-1");
+        assert!(rt().block_on(reader.get("t", "k")).unwrap().is_some(), "{wait_point}: visible once confirmed");
+        let s = semi(&master);
+        assert_eq!((s["state"].as_str(), s["timeouts"].as_u64()), (Some("on"), Some(0)), "{wait_point}: {s}");
+        // Later commits go the same way, each confirmed before it is answered.
+        let mut c = master.client();
+        for _ in 0..5 {
+            rt().block_on(c.increment("t", "k", "n", 1)).unwrap();
+        }
+        assert_eq!(semi(&master)["timeouts"], 0);
+        let row = rt().block_on(reader.get("t", "k")).unwrap().unwrap();
+        assert_eq!(row["n"], ferry_core::row::Value::Int(6));
+    }
+}
