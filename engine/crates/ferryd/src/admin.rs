@@ -135,6 +135,14 @@ fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
     body.map(|Json(v)| v).map_err(|e| ApiError::bad_request(format!("invalid JSON body: {}", e.body_text())))
 }
 
+/// A body that may be left out (no JSON content type): its default then; a malformed one is a JSON 400.
+fn optional_json_body<T: Default>(body: Result<Option<Json<T>>, JsonRejection>) -> Result<T, ApiError> {
+    match body {
+        Ok(body) => Ok(body.map(|Json(v)| v).unwrap_or_default()),
+        Err(e) => Err(ApiError::bad_request(format!("invalid JSON body: {}", e.body_text()))),
+    }
+}
+
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(f).await.map_err(ApiError::internal)
 }
@@ -210,10 +218,10 @@ async fn set_read_only(
 async fn flush_logs(
     State(s): State<AppState>,
     headers: HeaderMap,
-    body: Option<Json<binlog::FlushBody>>,
+    body: Result<Option<Json<binlog::FlushBody>>, JsonRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     authorize(&s, &headers)?;
-    let body = body.map(|Json(b)| b).unwrap_or_default();
+    let body = optional_json_body(body)?;
     if !body.delete_domain_ids.is_empty() {
         return binlog::flush_deleting_domains(s, body.delete_domain_ids).await;
     }
@@ -320,10 +328,10 @@ async fn start_connection(
     State(s): State<AppState>,
     Path(name): Path<String>,
     headers: HeaderMap,
-    body: Option<Json<StartBody>>,
+    body: Result<Option<Json<StartBody>>, JsonRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     authorize(&s, &headers)?;
-    let body = body.map(|Json(b)| b).unwrap_or_default();
+    let body = optional_json_body(body)?;
     let until = match body.until {
         Some(text) => Some(text.parse().map_err(|e: ferry_core::GtidParseError| ApiError::bad_request(e.to_string()))?),
         None => None,

@@ -111,6 +111,8 @@ fn delete_domain_id_is_refused_while_a_file_holds_the_domain_and_done_once_it_is
         node.post("/v1/binlog/flush", json!({"delete_domain_ids": domains}), Some(TOKEN))
     };
 
+    let (code, body) = flush(&node, json!("1"));
+    assert_eq!((code, body["error"]["code"].as_str()), (400, Some("bad_request")), "a malformed list: {body}");
     // ferry-bin.000001 holds domain 1's transactions: refused, and nothing changes (no rotation either).
     let (code, body) = flush(&node, json!([1]));
     assert_eq!((code, body["error"]["code"].as_str()), (409, Some("domain_in_binlog")), "{body}");

@@ -217,6 +217,8 @@ fn reset_slave_clears_a_stopped_connection_but_not_gtid_slave_pos_and_all_remove
     assert!(relay.exists(), "the stopped connection kept its relay log");
     let (code, _) = post(&replica, "/v1/replication/nope/reset", json!({}));
     assert_eq!(code, 404);
+    let (code, body) = post(&replica, "/v1/replication/m/reset", json!({"all": "yes"}));
+    assert_eq!((code, body["error"]["code"].as_str()), (400, Some("bad_request")), "{body}");
 
     let (code, body) = post(&replica, "/v1/replication/m/reset", json!({}));
     assert_eq!(code, 200, "{body}");

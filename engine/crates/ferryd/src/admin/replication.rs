@@ -7,7 +7,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{authorize, json_body, ApiError, AppState};
+use super::{authorize, json_body, optional_json_body, ApiError, AppState};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,10 +42,10 @@ pub(super) async fn reset(
     State(s): State<AppState>,
     Path(name): Path<String>,
     headers: HeaderMap,
-    body: Option<Json<ResetBody>>,
+    body: Result<Option<Json<ResetBody>>, JsonRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     authorize(&s, &headers)?;
-    let all = body.map(|Json(b)| b).unwrap_or_default().all;
+    let all = optional_json_body(body)?.all;
     s.replication.reset(&name, all)?;
     Ok(Json(json!({
         "connection": name,
