@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from ferry_control.core.config import Settings
-from ferry_control.drivers.base import ChangeMaster, IoState, ReplicaConnection, SqlState
+from ferry_control.drivers.base import SEMI_SYNC_FALLEN_BACK, ChangeMaster, IoState, ReplicaConnection, SqlState
 from ferry_control.drivers.credentials import ServerCredentials
 from ferry_control.drivers.errors import (
     DriverError,
@@ -24,6 +24,7 @@ from ferry_control.drivers.errors import (
     WriteOutcomeUnknown,
 )
 from ferry_control.drivers.factory import DriverFactory
+from ferry_control.drivers.ferry import status_warnings
 from ferry_control.models import ServerKind
 from ferry_control.services.orchestrator.gtid import position
 from tests.ferryd_cluster import NODE_TOKEN, WAIT_S, FerrydCluster, FerrydNode, free_port_pair
@@ -122,6 +123,33 @@ async def test_domain_filters_are_reported_and_taken_back_with_the_connections_s
     logged = position(status.positions.binlog)
     assert logged.get(2) is None, f"domain 2 was passed over, not applied nor logged: {logged}"
     assert logged.get(1) is not None
+
+
+def test_status_warnings_name_a_fallen_back_semi_sync_and_binlog_expiry_held_back_or_failing() -> None:
+    assert status_warnings({"semi_sync": {"state": "on"}, "binlog_expiry": {"held_back": None}}) == ()
+    held = {"held_back": {"file": "binlog.000007", "replica": "server 3 at 127.0.0.1:7303"}, "last_error": "EIO"}
+    assert status_warnings({"semi_sync": {"state": "fallen_back"}, "binlog_expiry": held}) == (
+        SEMI_SYNC_FALLEN_BACK,
+        "binlog expiry keeps binlog.000007 (and what follows) for replica server 3 at 127.0.0.1:7303, which still "
+        "reads it: the binlog grows until that replica moves on",
+        "binlog expiry failed: EIO",
+    )
+
+
+async def test_a_network_durable_node_without_replicas_reports_semi_sync_fallen_back(
+    drivers: DriverFactory, tmp_path: Path
+) -> None:
+    node = FerrydNode(
+        tmp_path / "alone", 1, ("--durability", "network", "--semi-sync-replicas", "1", "--semi-sync-timeout-ms", "100")
+    )
+    node.start()
+    try:
+        driver = drivers.for_address(ServerKind.ferry, node.admin)
+        assert (await driver.status()).warnings == ()
+        node.increment()  # waits out the timeout: no replica acknowledges
+        assert (await driver.status()).warnings == (SEMI_SYNC_FALLEN_BACK,)
+    finally:
+        node.stop()
 
 
 async def test_events_checksums_and_wait(drivers: DriverFactory, ferryd: FerrydCluster) -> None:

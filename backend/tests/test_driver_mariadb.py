@@ -18,7 +18,7 @@ import pymysql
 import pytest
 
 from ferry_control.core.config import Settings
-from ferry_control.drivers.base import ChangeMaster, ConnectionSettings, IoState, SqlState
+from ferry_control.drivers.base import SEMI_SYNC_FALLEN_BACK, ChangeMaster, ConnectionSettings, IoState, SqlState
 from ferry_control.drivers.credentials import ServerCredentials
 from ferry_control.drivers.errors import DriverError, ServerUnreachable
 from ferry_control.drivers.factory import DriverFactory
@@ -32,7 +32,9 @@ from ferry_control.drivers.mariadb_errors import (
 )
 from ferry_control.drivers.mariadb_sql import parse_position
 from ferry_control.models import ServerKind
+from tests.conftest import LiveFactory
 from tests.mariadb_cluster import MariadbCluster, cluster_module, driver, eventually, wait_until
+from tests.mariadb_load import register_mariadb
 
 
 @asynccontextmanager
@@ -100,6 +102,32 @@ async def test_sync_binlog_1_means_replicas_cannot_be_ahead(mariadb_factory: Cal
     assert durable.value(1, "@@sync_binlog") == "1"
     async with drivers(durable) as (only,):
         assert (await only.status()).replicas_may_be_ahead is False
+
+
+async def test_semi_sync_fallen_back_on_a_writable_master_is_a_warning_and_through_the_api_a_problem(
+    mariadb: MariadbCluster, live_app: LiveFactory
+) -> None:
+    # Semi-sync master on, on the master and on a replica, with no replica acknowledging: one write on the master
+    # waits out the (short) timeout and falls back to asynchronous.
+    for number in (1, 2):
+        mariadb.sql(
+            number, "SET GLOBAL rpl_semi_sync_master_timeout = 100; SET GLOBAL rpl_semi_sync_master_enabled = 1;"
+        )
+    write(mariadb, 1, 1)
+    assert mariadb.value(1, "(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+                            "WHERE VARIABLE_NAME = 'RPL_SEMI_SYNC_MASTER_STATUS')") == "OFF"  # fmt: skip
+    async with drivers(mariadb) as (master, replica, _):
+        assert (await master.status()).warnings == (SEMI_SYNC_FALLEN_BACK,)
+        assert (await replica.status()).warnings == (), "a read-only replica has no commits to wait for"
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, mariadb)
+        await live.app.state.collector.run_cycle()
+        topology = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
+        warnings = {node["server_id"]: node["warnings"] for node in topology["nodes"]}
+        assert warnings == {ids[1]: [SEMI_SYNC_FALLEN_BACK], ids[2]: [], ids[3]: []}
+        overview = {c["id"]: c for c in (await live.client.get("/api/v1/clusters/overview")).json()}[cluster_id]
+        assert overview["health"] == "degraded"
+        assert any(p.endswith(f": {SEMI_SYNC_FALLEN_BACK}") for p in overview["problems"]), overview["problems"]
 
 
 async def test_read_only_on_and_off(mariadb: MariadbCluster) -> None:

@@ -148,6 +148,13 @@ class ConnectedReplica:
     admin_address: str | None = None
 
 
+#: The warning of a master whose semi-sync fell back to asynchronous (the same words for every kind).
+SEMI_SYNC_FALLEN_BACK = (
+    "semi-sync fell back to asynchronous: commits are acknowledged before any replica has them, until a replica "
+    "catches up and acknowledges again"
+)
+
+
 @dataclass(frozen=True)
 class MasterRole:
     """What a server does as a master that its successor must do too, so that a switchover does not quietly weaken
@@ -184,6 +191,9 @@ class ServerStatus:
     #: Its master-side settings as this poll read them (see `MasterRole`; None: the kind has none), kept so a
     #: failover can give them to the new master when the old one no longer answers.
     master_role: MasterRole | None = None
+    #: What the server reports that an operator should look at, in words (semi-sync fallen back to asynchronous;
+    #: ferryd: binlog expiry holding a file back for a replica, or failing).
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from ferry_control.drivers.base import (
+    SEMI_SYNC_FALLEN_BACK,
     BinlogTransaction,
     ChangeMaster,
     Checksums,
@@ -207,6 +208,7 @@ class FerryDriver(ServerDriver):
                 listen_address=body.get("listen"),
                 version=_version(body),
                 replicas_may_be_ahead=_optional_bool(body, "replicas_may_be_ahead"),
+                warnings=status_warnings(body),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise ServerProtocolError(self.address, "bad_status", f"/v1/status lacks or mistypes {e}") from e
@@ -342,6 +344,24 @@ def _optional_bool(body: dict[str, Any], key: str) -> bool | None:
     if value is not None and not isinstance(value, bool):
         raise TypeError(f"{key} is {value!r}, not a boolean")
     return value
+
+
+def status_warnings(body: dict[str, Any]) -> tuple[str, ...]:
+    """What a node's status says an operator should look at: semi-sync fallen back to asynchronous, binlog expiry
+    holding a file back for a replica or failing."""
+    found = []
+    semi_sync = body.get("semi_sync") or {}
+    if semi_sync.get("state") == "fallen_back":
+        found.append(SEMI_SYNC_FALLEN_BACK)
+    expiry = body.get("binlog_expiry") or {}
+    if held := expiry.get("held_back"):
+        found.append(
+            f"binlog expiry keeps {held['file']} (and what follows) for replica {held['replica']}, which still reads "
+            "it: the binlog grows until that replica moves on"
+        )
+    if expiry.get("last_error"):
+        found.append(f"binlog expiry failed: {expiry['last_error']}")
+    return tuple(found)
 
 
 def _version(body: dict[str, Any]) -> str | None:

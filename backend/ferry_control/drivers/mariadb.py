@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import pymysql
 
 from ferry_control.drivers.base import (
+    SEMI_SYNC_FALLEN_BACK,
     BinlogTransaction,
     ChangeMaster,
     Check,
@@ -61,7 +62,9 @@ STATUS_VARIABLES = (
     "@@slave_parallel_threads AS parallel_threads, @@slave_domain_parallel_threads AS domain_parallel_threads, "
     "@@rpl_semi_sync_slave_enabled AS semi_sync_replica, @@sync_binlog AS sync_binlog, "
     "@@rpl_semi_sync_master_enabled AS semi_sync_master, @@rpl_semi_sync_master_timeout AS semi_sync_timeout_ms, "
-    "@@rpl_semi_sync_master_wait_point AS semi_sync_wait_point"
+    "@@rpl_semi_sync_master_wait_point AS semi_sync_wait_point, "
+    "(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+    "WHERE VARIABLE_NAME = 'RPL_SEMI_SYNC_MASTER_STATUS') AS semi_sync_master_status"
 )
 #: The server-wide variables a connection's settings include (read before changing them).
 SERVER_SETTINGS = (
@@ -260,6 +263,12 @@ class MariadbDriver(ServerDriver):
                 semi_sync_timeout_ms=int(v["semi_sync_timeout_ms"]),
                 semi_sync_wait_point=str(v["semi_sync_wait_point"]),
             ),
+            # Semi-sync off while enabled, on a server clients write to (a replica has no commits to wait for).
+            warnings=(SEMI_SYNC_FALLEN_BACK,)
+            if int(v["semi_sync_master"])
+            and not int(v["read_only"])
+            and str(v["semi_sync_master_status"] or "").upper() == "OFF"
+            else (),
         )
 
     async def positions(self) -> Positions:

@@ -83,6 +83,8 @@ class Server(Base):
     #: Its master-side settings as the last poll read them (`drivers.base.MasterRole` as a dict; None: none read),
     #: what a failover gives the new master when this one no longer answers.
     master_role: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    #: What the last successful poll reported that an operator should look at, in words (see ServerStatus.warnings).
+    warnings: Mapped[list[str]] = mapped_column(JSON, default=list)
     gtid_binlog_pos: Mapped[str | None] = mapped_column(Text, default=None)
     gtid_slave_pos: Mapped[str | None] = mapped_column(Text, default=None)
     gtid_current_pos: Mapped[str | None] = mapped_column(Text, default=None)

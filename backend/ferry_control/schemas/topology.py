@@ -31,6 +31,12 @@ class TopologyNode(BaseModel):
     kind: ServerKind = Field(ServerKind.ferry, description="Which driver speaks to the server.")
     version: str | None = Field(None, description="The server software's version as the last poll read it.")
     replicas_may_be_ahead: bool | None = Field(None, description=REPLICAS_MAY_BE_AHEAD)
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What the server's last poll reported that an operator should look at, in words: semi-sync "
+        "fallen back to asynchronous on a writable server; ferryd: binlog expiry holding a file back for a replica "
+        "(naming both), or failing. Each is also one of the cluster's problems in the overview.",
+    )
     host: str
     protocol_port: int | None
     admin_port: int | None

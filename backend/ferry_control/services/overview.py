@@ -38,6 +38,7 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
     if len(masters) > 1:
         problems.append(f"{len(masters)} masters")
     problems += [alert.message for alert in graph.alerts]
+    problems += [f"{node.name}: {warning}" for node in nodes for warning in node.warnings]
     unreachable = sum(1 for node in nodes if node.health == "unreachable")
 
     health: ClusterHealth = "healthy"

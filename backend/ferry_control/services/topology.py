@@ -36,6 +36,7 @@ class TopologyService:
                 kind=s.kind,
                 version=s.version,
                 replicas_may_be_ahead=s.replicas_may_be_ahead,
+                warnings=list(s.warnings or []),
                 host=s.host,
                 protocol_port=s.protocol_port,
                 admin_port=s.admin_port,

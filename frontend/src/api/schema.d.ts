@@ -2802,6 +2802,11 @@ export interface components {
              * @description The server sends transactions to its replicas before they are durable in its own binlog (ferryd: durability none or network; MariaDB: sync_binlog other than 1): after a crash of its machine its replicas may hold transactions its binlog lost, so it must rejoin as a replica of whoever has them rather than serve as a master again. None: not read yet.
              */
             replicas_may_be_ahead?: boolean | null;
+            /**
+             * Warnings
+             * @description What the server's last poll reported that an operator should look at, in words: semi-sync fallen back to asynchronous on a writable server; ferryd: binlog expiry holding a file back for a replica (naming both), or failing. Each is also one of the cluster's problems in the overview.
+             */
+            warnings?: string[];
             /** Host */
             host: string;
             /** Protocol Port */

@@ -164,6 +164,8 @@ class Recorder:
                 server.replicas_may_be_ahead = status.replicas_may_be_ahead
             if status.master_role is not None and server.master_role != (role := asdict(status.master_role)):
                 server.master_role = role
+            if (server.warnings or []) != list(status.warnings):
+                server.warnings = list(status.warnings)
             old = parse_position(server.gtid_current_pos)
             new = parse_position(status.positions.current)
             for gtid in new:

@@ -86,6 +86,7 @@ describe("TopologyView", () => {
       // sync_binlog=0 everywhere: only the master, which has replicas, is flagged.
       nodes: TOPOLOGY.nodes.map((n) => ({
         ...n, kind: "mariadb" as const, version: n.name === "c" ? null : "10.11.19-MariaDB-log", replicas_may_be_ahead: true,
+        warnings: n.name === "b" ? ["semi-sync fell back to asynchronous"] : [],
       })),
       edges: TOPOLOGY.edges.map((e) =>
         e.replica_server_id === 3
@@ -101,7 +102,9 @@ describe("TopologyView", () => {
     const servers = await screen.findByRole("table", { name: "Servers" });
     const kindCells = within(servers).getAllByRole("row").slice(1).map((row) => row.children[2]?.textContent);
     expect(kindCells).toEqual([
-      "MariaDB10.11.19-MariaDB-log⚠ replicas may be ahead", "MariaDB10.11.19-MariaDB-log", "MariaDBversion not read yet",
+      "MariaDB10.11.19-MariaDB-log⚠ replicas may be ahead",
+      "MariaDB10.11.19-MariaDB-log⚠ semi-sync fell back to asynchronous",
+      "MariaDBversion not read yet",
     ]);
     expect(within(servers).getByText("replicas may be ahead").closest(".badge")?.getAttribute("title")).toMatch(/sync_binlog ≠ 1/);
 

@@ -1,7 +1,7 @@
 // The Topology tab: the cluster's alerts, the graph, then the same facts as tables (servers with their kind and
-// version, and a warning on a master whose replicas may get ahead of its binlog; connections with IO/SQL state, lag
-// per domain and the last error — the server's own code and message, e.g. MariaDB's 1062), which are also what
-// keyboard and screen-reader users read.
+// version, and warnings: a master whose replicas may get ahead of its binlog, what the server reports (semi-sync
+// fallen back, binlog expiry held back); connections with IO/SQL state, lag per domain and the last error — the
+// server's own code and message, e.g. MariaDB's 1062), which are also what keyboard and screen-reader users read.
 import type { Schemas } from "../../api/client";
 import { useServers, useTopology } from "../../api/queries";
 import { QueryState } from "../../components/QueryState";
@@ -58,6 +58,13 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                         replicas may be ahead
                       </Badge>
                     ) : null}
+                    {(node.warnings ?? []).map((warning) => (
+                      <div key={warning} className="small">
+                        <Badge tone="warn" symbol="⚠" title={warning}>
+                          {warning}
+                        </Badge>
+                      </div>
+                    ))}
                   </td>
                   <td><HealthBadge health={node.health} /></td>
                   <td>{node.read_only == null ? "unknown" : node.read_only ? <Badge tone="info">read-only</Badge> : "writable"}</td>
