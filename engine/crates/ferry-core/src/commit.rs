@@ -466,10 +466,11 @@ impl GroupCommit {
         self.alloc.check(gtid, self.config.strict_mode)
     }
 
-    /// Raises the seq_no counters to at least `position` (e.g. a new gtid_slave_pos).
+    /// Raises where seq_nos are handed out to above `position` (a new gtid_slave_pos, transactions passed over);
+    /// strict mode does not compare with it (see [`GtidAllocator::raise_floor`]).
     pub fn claim_position(&self, position: &crate::gtid::GtidPosition) {
         for gtid in position.iter() {
-            let _ = self.alloc.claim(gtid, false);
+            self.alloc.raise_floor(gtid);
         }
     }
 

@@ -94,6 +94,17 @@ impl GtidAllocator {
         Ok(gtid)
     }
 
+    /// Raises the allocation floor of `gtid`'s domain to its seq_no: for a position that reaches the node without
+    /// its transactions (gtid_slave_pos set by CHANGE MASTER, transactions passed over by the skip counter or a
+    /// domain filter). Seq_nos are then handed out above it, while strict mode keeps comparing what arrives with
+    /// what the node has — as MariaDB compares with its binlog, not with gtid_slave_pos — so a position set too
+    /// high and then lowered again does not refuse the transactions that follow it.
+    pub fn raise_floor(&self, gtid: Gtid) {
+        let mut floor = self.floor.lock();
+        let seq = floor.entry(gtid.domain).or_insert(0);
+        *seq = (*seq).max(gtid.seq);
+    }
+
     /// Accepts a GTID given from outside (privileged override or a replicated transaction).
     /// With `strict`, its seq_no must be above the domain's counter; otherwise the counter is only raised.
     pub fn claim(&self, gtid: Gtid, strict: bool) -> Result<(), StrictModeViolation> {
@@ -129,6 +140,16 @@ impl GtidAllocator {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_raised_floor_moves_allocation_but_not_the_strict_mode_check() {
+        let alloc = GtidAllocator::new(2, &"0-1-3".parse().unwrap());
+        alloc.raise_floor(Gtid::new(0, 1, 50)); // gtid_slave_pos set too high by CHANGE MASTER
+        alloc.claim(Gtid::new(0, 1, 4), true).expect("what follows the binlog is accepted");
+        assert_eq!(alloc.allocate(0).unwrap(), Gtid::new(0, 2, 51), "handed out above the floor");
+        alloc.raise_floor(Gtid::new(0, 1, 10)); // a lower floor changes nothing
+        assert_eq!(alloc.allocate(0).unwrap(), Gtid::new(0, 2, 52));
+    }
     use super::*;
 
     use proptest::prelude::*;

@@ -368,11 +368,14 @@ impl Node {
         }
         let position = log.binlog.state().position().clone();
         let slave_pos = Arc::new(Mutex::new(store.replica_position()?));
-        let alloc = Arc::new(GtidAllocator::with_floor(
-            config.server_id,
-            &position.join(&slave_pos.lock()),
-            marks.into_iter().collect(),
-        ));
+        // Strict mode compares with the binlog; gtid_slave_pos (which may hold transactions passed over, or a
+        // position set by CHANGE MASTER) only raises where seq_nos are handed out, like the high-water mark.
+        let mut floor: HashMap<DomainId, SeqNo> = marks.into_iter().collect();
+        for gtid in slave_pos.lock().iter() {
+            let seq = floor.entry(gtid.domain).or_insert(0);
+            *seq = (*seq).max(gtid.seq);
+        }
+        let alloc = Arc::new(GtidAllocator::with_floor(config.server_id, &position, floor));
         let counters = Arc::new(CommitCounters::default());
         let watch = Arc::new(PositionWatch {
             end: Mutex::new(log.binlog.coord()),
