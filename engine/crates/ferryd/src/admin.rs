@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -135,12 +136,13 @@ fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
     body.map(|Json(v)| v).map_err(|e| ApiError::bad_request(format!("invalid JSON body: {}", e.body_text())))
 }
 
-/// A body that may be left out (no JSON content type): its default then; a malformed one is a JSON 400.
-fn optional_json_body<T: Default>(body: Result<Option<Json<T>>, JsonRejection>) -> Result<T, ApiError> {
-    match body {
-        Ok(body) => Ok(body.map(|Json(v)| v).unwrap_or_default()),
-        Err(e) => Err(ApiError::bad_request(format!("invalid JSON body: {}", e.body_text()))),
+/// A body that may be left out: an empty one (whatever its content type — `curl -X POST`, a client that sends a
+/// form type with no body) is the default; anything else must be a JSON object of the right shape, else a JSON 400.
+fn optional_json_body<T: Default + serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
     }
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
@@ -218,10 +220,10 @@ async fn set_read_only(
 async fn flush_logs(
     State(s): State<AppState>,
     headers: HeaderMap,
-    body: Result<Option<Json<binlog::FlushBody>>, JsonRejection>,
+    body: Bytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     authorize(&s, &headers)?;
-    let body = optional_json_body(body)?;
+    let body: binlog::FlushBody = optional_json_body(&body)?;
     if !body.delete_domain_ids.is_empty() {
         return binlog::flush_deleting_domains(s, body.delete_domain_ids).await;
     }
@@ -328,10 +330,10 @@ async fn start_connection(
     State(s): State<AppState>,
     Path(name): Path<String>,
     headers: HeaderMap,
-    body: Result<Option<Json<StartBody>>, JsonRejection>,
+    body: Bytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     authorize(&s, &headers)?;
-    let body = optional_json_body(body)?;
+    let body: StartBody = optional_json_body(&body)?;
     let until = match body.until {
         Some(text) => Some(text.parse().map_err(|e: ferry_core::GtidParseError| ApiError::bad_request(e.to_string()))?),
         None => None,

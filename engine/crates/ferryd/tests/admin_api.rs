@@ -1,5 +1,5 @@
 //! The admin HTTP API of a real node: status, authentication of mutating calls, read-only, flush and purge,
-//! recent events, checksums and metrics.
+//! recent events, checksums and metrics, and optional bodies left out.
 
 mod common;
 
@@ -127,4 +127,33 @@ fn checksums_carry_their_position_and_metrics_count_commits() {
     assert!(metrics.contains("ferry_commit_group_size_bucket"), "{metrics}");
     assert!(metrics.contains("ferry_binlog_fsync_seconds_count"), "{metrics}");
     assert!(metrics.contains("ferry_gtid_binlog_seq{domain=\"0\"} 5"), "{metrics}");
+}
+
+/// An optional body may be left out whatever the content type says (`curl -X POST`, a client that sends a form
+/// type with an empty body); a body that is there must be JSON of the right shape, else a JSON 400.
+#[test]
+fn an_empty_optional_body_is_no_options_whatever_its_content_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(dir.path(), 1, &[]);
+    let flush = |content_type: Option<&str>, body: &'static str| {
+        let mut request = reqwest::blocking::Client::new()
+            .post(format!("http://{}/v1/binlog/flush", node.admin))
+            .bearer_auth(TOKEN)
+            .body(body);
+        if let Some(t) = content_type {
+            request = request.header("content-type", t);
+        }
+        let response = request.send().unwrap();
+        (response.status().as_u16(), response.json::<serde_json::Value>().unwrap())
+    };
+    for (content_type, body) in [(None, ""), (Some("application/x-www-form-urlencoded"), ""), (Some("text/plain"), " ")]
+    {
+        let (code, answer) = flush(content_type, body);
+        assert_eq!(code, 200, "{content_type:?} {body:?}: {answer}");
+        assert!(answer["file"].as_str().is_some_and(|f| f.starts_with("ferry-bin.")), "{answer}");
+    }
+    let (code, answer) = flush(Some("application/json"), "{not json");
+    assert_eq!((code, answer["error"]["code"].as_str()), (400, Some("bad_request")), "{answer}");
+    let (code, answer) = flush(None, r#"{"delete_domain_ids": "7"}"#);
+    assert_eq!((code, answer["error"]["code"].as_str()), (400, Some("bad_request")), "{answer}");
 }

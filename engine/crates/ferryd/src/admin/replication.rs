@@ -1,5 +1,6 @@
 //! The DBA's replication controls of the admin API: the skip counter (sql_slave_skip_counter) and RESET SLAVE.
 
+use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -42,10 +43,10 @@ pub(super) async fn reset(
     State(s): State<AppState>,
     Path(name): Path<String>,
     headers: HeaderMap,
-    body: Result<Option<Json<ResetBody>>, JsonRejection>,
+    body: Bytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     authorize(&s, &headers)?;
-    let all = optional_json_body(body)?.all;
+    let all = optional_json_body::<ResetBody>(&body)?.all;
     s.replication.reset(&name, all)?;
     Ok(Json(json!({
         "connection": name,
