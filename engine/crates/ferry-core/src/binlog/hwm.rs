@@ -15,10 +15,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::binlog::{sync_dir, BinlogError};
 use crate::fault::{self, sites};
 use crate::gtid::{DomainId, Gtid, SeqNo};
+use crate::vfs::{self, Fs};
 
 /// The mark's file name, in the binlog directory.
 pub const HWM_FILE: &str = "seq-no.hwm";
@@ -32,13 +34,18 @@ pub fn hwm_path(dir: &Path) -> PathBuf {
 
 /// Reads the mark (empty when there is none yet).
 pub fn read(dir: &Path) -> Result<BTreeMap<DomainId, SeqNo>, BinlogError> {
+    read_on(&*vfs::real(), dir)
+}
+
+/// [`read`] on the file layer `fs`.
+pub fn read_on(fs: &dyn Fs, dir: &Path) -> Result<BTreeMap<DomainId, SeqNo>, BinlogError> {
     let path = hwm_path(dir);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match fs.read(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
         Err(e) => return Err(BinlogError::io(path, e)),
     };
-    serde_json::from_str(&text).map_err(|e| {
+    serde_json::from_slice(&text).map_err(|e| {
         BinlogError::Invalid(format!(
             "{} is not a seq_no high-water mark ({e}); it is replaced atomically, so this is damage: restore it \
              or remove it only if no replica or client can have seen seq_nos past the binlog's end",
@@ -49,21 +56,35 @@ pub fn read(dir: &Path) -> Result<BTreeMap<DomainId, SeqNo>, BinlogError> {
 
 /// Replaces the mark durably.
 pub fn write(dir: &Path, marks: &BTreeMap<DomainId, SeqNo>) -> Result<(), BinlogError> {
+    write_on(&*vfs::real(), dir, marks)
+}
+
+/// [`write`] on the file layer `fs`.
+pub fn write_on(fs: &dyn Fs, dir: &Path, marks: &BTreeMap<DomainId, SeqNo>) -> Result<(), BinlogError> {
     let path = hwm_path(dir);
     let tmp = path.with_extension("hwm.tmp");
     let text = serde_json::to_vec(marks).expect("a map of integers serializes");
-    let mut f = std::fs::File::create(&tmp).map_err(|e| BinlogError::io(&tmp, e))?;
+    let mut f = fs.create(&tmp).map_err(|e| BinlogError::io(&tmp, e))?;
     fault::write_all(&mut f, &text, sites::SEQ_NO_HWM)
         .and_then(|_| fault::check(sites::SEQ_NO_HWM))
         .and_then(|_| f.sync_all())
         .map_err(|e| BinlogError::io(&tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| BinlogError::io(&path, e))?;
-    sync_dir(dir)
+    fs.rename(&tmp, &path).map_err(|e| BinlogError::io(&path, e))?;
+    sync_dir(fs, dir)
 }
 
 /// Raises the mark to cover `gtids` (read, merge, write when it moved). Returns the mark.
 pub fn raise(dir: &Path, gtids: impl IntoIterator<Item = Gtid>) -> Result<BTreeMap<DomainId, SeqNo>, BinlogError> {
-    let mut marks = read(dir)?;
+    raise_on(&*vfs::real(), dir, gtids)
+}
+
+/// [`raise`] on the file layer `fs`.
+pub fn raise_on(
+    fs: &dyn Fs,
+    dir: &Path,
+    gtids: impl IntoIterator<Item = Gtid>,
+) -> Result<BTreeMap<DomainId, SeqNo>, BinlogError> {
+    let mut marks = read_on(fs, dir)?;
     let mut moved = false;
     for g in gtids {
         let mark = marks.entry(g.domain).or_insert(0);
@@ -73,7 +94,7 @@ pub fn raise(dir: &Path, gtids: impl IntoIterator<Item = Gtid>) -> Result<BTreeM
         }
     }
     if moved {
-        write(dir, &marks)?;
+        write_on(fs, dir, &marks)?;
     }
     Ok(marks)
 }
@@ -81,6 +102,7 @@ pub fn raise(dir: &Path, gtids: impl IntoIterator<Item = Gtid>) -> Result<BTreeM
 /// The commit leader's reservation of seq_nos ahead of use (durability below `local`).
 #[derive(Debug)]
 pub struct Reservation {
+    fs: Arc<dyn Fs>,
     dir: PathBuf,
     /// What the file says now: no seq_no above it may be written before the file is raised.
     reserved: BTreeMap<DomainId, SeqNo>,
@@ -88,7 +110,12 @@ pub struct Reservation {
 
 impl Reservation {
     pub fn new(dir: &Path, reserved: BTreeMap<DomainId, SeqNo>) -> Self {
-        Reservation { dir: dir.to_path_buf(), reserved }
+        Self::new_on(vfs::real(), dir, reserved)
+    }
+
+    /// [`Reservation::new`] on the file layer `fs`.
+    pub fn new_on(fs: Arc<dyn Fs>, dir: &Path, reserved: BTreeMap<DomainId, SeqNo>) -> Self {
+        Reservation { fs, dir: dir.to_path_buf(), reserved }
     }
 
     /// Makes sure the file covers `gtids` before they are written; raises it [`SEQ_NO_RESERVE`] ahead when not.
@@ -103,7 +130,7 @@ impl Reservation {
             }
         }
         if let Some(next) = next {
-            write(&self.dir, &next)?;
+            write_on(&*self.fs, &self.dir, &next)?;
             self.reserved = next;
         }
         Ok(())
@@ -122,7 +149,7 @@ impl Reservation {
             exact.entry(domain).or_insert(seq);
         }
         if exact != self.reserved {
-            write(&self.dir, &exact)?;
+            write_on(&*self.fs, &self.dir, &exact)?;
             self.reserved = exact;
         }
         Ok(())

@@ -27,6 +27,7 @@ pub mod writer;
 use std::path::{Path, PathBuf};
 
 use crate::binlog::event::EventError;
+use crate::vfs::{self, Fs};
 
 /// The first bytes of every binlog file.
 pub const MAGIC: &[u8; 4] = b"\xfeFBL";
@@ -93,8 +94,16 @@ impl BinlogError {
 
 /// Reads the index: the binlog file names in order (empty when there is no index yet).
 pub fn read_index(dir: &Path) -> Result<Vec<String>, BinlogError> {
+    read_index_on(&*vfs::real(), dir)
+}
+
+/// [`read_index`] on the file layer `fs`.
+pub fn read_index_on(fs: &dyn Fs, dir: &Path) -> Result<Vec<String>, BinlogError> {
     let path = index_path(dir);
-    match std::fs::read_to_string(&path) {
+    let text = fs.read(&path).and_then(|bytes| {
+        String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    });
+    match text {
         Ok(text) => Ok(text.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(BinlogError::io(path, e)),
@@ -103,20 +112,26 @@ pub fn read_index(dir: &Path) -> Result<Vec<String>, BinlogError> {
 
 /// Replaces the index atomically (temporary file, fsync, rename, fsync of the directory).
 pub fn write_index(dir: &Path, files: &[String]) -> Result<(), BinlogError> {
+    write_index_on(&*vfs::real(), dir, files)
+}
+
+/// [`write_index`] on the file layer `fs`.
+pub fn write_index_on(fs: &dyn Fs, dir: &Path, files: &[String]) -> Result<(), BinlogError> {
     let path = index_path(dir);
     let tmp = path.with_extension("index.tmp");
     let mut text = files.join("\n");
     text.push('\n');
-    let mut f = std::fs::File::create(&tmp).map_err(|e| BinlogError::io(&tmp, e))?;
+    let mut f = fs.create(&tmp).map_err(|e| BinlogError::io(&tmp, e))?;
     crate::fault::write_all(&mut f, text.as_bytes(), crate::fault::sites::BINLOG_INDEX)
         .and_then(|_| f.sync_all())
         .map_err(|e| BinlogError::io(&tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| BinlogError::io(&path, e))?;
-    sync_dir(dir)
+    fs.rename(&tmp, &path).map_err(|e| BinlogError::io(&path, e))?;
+    sync_dir(fs, dir)
 }
 
-pub(crate) fn sync_dir(dir: &Path) -> Result<(), BinlogError> {
-    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| BinlogError::io(dir, e))
+/// fsyncs a directory, so that the files created, renamed or removed in it stay so after a crash.
+pub(crate) fn sync_dir(fs: &dyn Fs, dir: &Path) -> Result<(), BinlogError> {
+    fs.sync_dir(dir).map_err(|e| BinlogError::io(dir, e))
 }
 
 /// The binlog files to read for `path`: the index's files when it is a directory, else the one file.

@@ -3,7 +3,6 @@
 //! A reader stops cleanly at the end of what is written; an incomplete last event is reported as
 //! [`EventError::Truncated`] and the reader rewinds to it, so a reader following a live file can try again.
 
-use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -13,6 +12,7 @@ use crate::binlog::event::{decode_event, framed_len, Event, EventError, GtidEven
 use crate::binlog::{BinlogError, MAGIC};
 use crate::gtid::Gtid;
 use crate::row::RowChange;
+use crate::vfs::{self, Fs, FsFile};
 
 /// One event as read, with where it sits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -29,7 +29,7 @@ pub struct FileReader {
     path: PathBuf,
     /// File name (without directory) used in every error and event.
     name: String,
-    input: BufReader<File>,
+    input: BufReader<Box<dyn FsFile>>,
     /// Offset of the next event to read.
     offset: u64,
     /// Reused buffer for the current event's bytes.
@@ -39,7 +39,12 @@ pub struct FileReader {
 impl FileReader {
     /// Opens `path` and checks the magic bytes; reading starts at the first event.
     pub fn open(path: &Path) -> Result<Self, BinlogError> {
-        let file = File::open(path).map_err(|e| BinlogError::io(path, e))?;
+        Self::open_on(&*vfs::real(), path)
+    }
+
+    /// [`FileReader::open`] on the file layer `fs`.
+    pub fn open_on(fs: &dyn Fs, path: &Path) -> Result<Self, BinlogError> {
+        let file = fs.open_read(path).map_err(|e| BinlogError::io(path, e))?;
         let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
         let mut input = BufReader::with_capacity(256 << 10, file);
         let mut magic = [0u8; 4];
@@ -56,7 +61,12 @@ impl FileReader {
 
     /// Opens `path` positioned at `offset` (which must be an event boundary).
     pub fn open_at(path: &Path, offset: u64) -> Result<Self, BinlogError> {
-        let mut reader = FileReader::open(path)?;
+        Self::open_at_on(&*vfs::real(), path, offset)
+    }
+
+    /// [`FileReader::open_at`] on the file layer `fs`.
+    pub fn open_at_on(fs: &dyn Fs, path: &Path, offset: u64) -> Result<Self, BinlogError> {
+        let mut reader = FileReader::open_on(fs, path)?;
         reader.seek(offset)?;
         Ok(reader)
     }
@@ -252,7 +262,12 @@ impl Iterator for TransactionReader {
 
 /// Reads the GTID list of a file (its second event): the binlog state when the file was opened.
 pub fn read_gtid_list(path: &Path) -> Result<Vec<Gtid>, BinlogError> {
-    let mut reader = FileReader::open(path)?;
+    read_gtid_list_on(&*vfs::real(), path)
+}
+
+/// [`read_gtid_list`] on the file layer `fs`.
+pub fn read_gtid_list_on(fs: &dyn Fs, path: &Path) -> Result<Vec<Gtid>, BinlogError> {
+    let mut reader = FileReader::open_on(fs, path)?;
     let fd = reader.next_event().unwrap_or_else(|| {
         Err(BinlogError::Missing { file: reader.name().to_string(), problem: "has no format description".into() })
     })?;

@@ -3,11 +3,13 @@
 //! removed once the store has been moved onto the new binlog; a start-up that finds it completes the reset. The
 //! store was made durable before the intent was written, so the old files hold nothing it lacks.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::binlog::{file_seq, sync_dir, write_index, BinlogError};
+use crate::binlog::{file_seq, sync_dir, write_index_on, BinlogError};
+use crate::vfs::Fs;
 
 /// The intent file's name, in the binlog directory.
 pub const RESET_INTENT_FILE: &str = "reset-master.json";
@@ -24,21 +26,24 @@ fn intent_path(dir: &Path) -> PathBuf {
 }
 
 /// Records the intent durably (temporary file, fsync, rename, fsync of the directory).
-pub fn write_intent(dir: &Path, intent: ResetIntent) -> Result<(), BinlogError> {
+pub fn write_intent(fs: &dyn Fs, dir: &Path, intent: ResetIntent) -> Result<(), BinlogError> {
     let path = intent_path(dir);
     let tmp = path.with_extension("json.tmp");
     let text = serde_json::to_vec(&intent).expect("an intent serializes");
-    std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::File::open(&tmp)?.sync_all())
+    fs.create(&tmp)
+        .and_then(|mut f| {
+            f.write_all(&text)?;
+            f.sync_all()
+        })
         .map_err(|e| BinlogError::io(&tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| BinlogError::io(&path, e))?;
-    sync_dir(dir)
+    fs.rename(&tmp, &path).map_err(|e| BinlogError::io(&path, e))?;
+    sync_dir(fs, dir)
 }
 
 /// The reset a crash interrupted, if any.
-pub fn read_intent(dir: &Path) -> Result<Option<ResetIntent>, BinlogError> {
+pub fn read_intent(fs: &dyn Fs, dir: &Path) -> Result<Option<ResetIntent>, BinlogError> {
     let path = intent_path(dir);
-    match std::fs::read(&path) {
+    match fs.read(&path) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| BinlogError::Invalid(format!("{} is not a RESET MASTER intent: {e}", path.display()))),
@@ -48,10 +53,10 @@ pub fn read_intent(dir: &Path) -> Result<Option<ResetIntent>, BinlogError> {
 }
 
 /// The reset is complete: forgets the intent.
-pub fn clear_intent(dir: &Path) -> Result<(), BinlogError> {
+pub fn clear_intent(fs: &dyn Fs, dir: &Path) -> Result<(), BinlogError> {
     let path = intent_path(dir);
-    match std::fs::remove_file(&path) {
-        Ok(()) => sync_dir(dir),
+    match fs.remove_file(&path) {
+        Ok(()) => sync_dir(fs, dir),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(BinlogError::io(path, e)),
     }
@@ -59,36 +64,38 @@ pub fn clear_intent(dir: &Path) -> Result<(), BinlogError> {
 
 /// Empties the index, then deletes every binlog file of `dir` (idempotent: a repeat after a crash finds fewer).
 /// Returns the names deleted, in order.
-pub fn delete_all_files(dir: &Path) -> Result<Vec<String>, BinlogError> {
-    write_index(dir, &[])?;
-    let mut names: Vec<String> = std::fs::read_dir(dir)
+pub fn delete_all_files(fs: &dyn Fs, dir: &Path) -> Result<Vec<String>, BinlogError> {
+    write_index_on(fs, dir, &[])?;
+    let mut names: Vec<String> = fs
+        .list_dir(dir)
         .map_err(|e| BinlogError::io(dir, e))?
-        .filter_map(|entry| entry.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .into_iter()
         .filter(|name| file_seq(name).is_some())
         .collect();
     names.sort_by_key(|n| file_seq(n));
     for name in &names {
         let path = dir.join(name);
-        std::fs::remove_file(&path).map_err(|e| BinlogError::io(&path, e))?;
+        fs.remove_file(&path).map_err(|e| BinlogError::io(&path, e))?;
     }
-    sync_dir(dir)?;
+    sync_dir(fs, dir)?;
     Ok(names)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::binlog::{file_name, read_index};
+    use crate::binlog::{file_name, read_index, write_index};
+    use crate::vfs::RealFs;
 
     #[test]
     fn the_intent_round_trips_and_clears() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(read_intent(dir.path()).unwrap(), None);
-        write_intent(dir.path(), ResetIntent { first_seq: 7 }).unwrap();
-        assert_eq!(read_intent(dir.path()).unwrap(), Some(ResetIntent { first_seq: 7 }));
-        clear_intent(dir.path()).unwrap();
-        clear_intent(dir.path()).unwrap();
-        assert_eq!(read_intent(dir.path()).unwrap(), None);
+        assert_eq!(read_intent(&RealFs, dir.path()).unwrap(), None);
+        write_intent(&RealFs, dir.path(), ResetIntent { first_seq: 7 }).unwrap();
+        assert_eq!(read_intent(&RealFs, dir.path()).unwrap(), Some(ResetIntent { first_seq: 7 }));
+        clear_intent(&RealFs, dir.path()).unwrap();
+        clear_intent(&RealFs, dir.path()).unwrap();
+        assert_eq!(read_intent(&RealFs, dir.path()).unwrap(), None);
     }
 
     #[test]
@@ -99,9 +106,9 @@ mod tests {
         }
         std::fs::write(dir.path().join("seq-no.hwm"), b"{}").unwrap();
         write_index(dir.path(), &[file_name(3), file_name(4)]).unwrap();
-        assert_eq!(delete_all_files(dir.path()).unwrap(), [file_name(3), file_name(4)]);
+        assert_eq!(delete_all_files(&RealFs, dir.path()).unwrap(), [file_name(3), file_name(4)]);
         assert!(read_index(dir.path()).unwrap().is_empty());
         assert!(dir.path().join("seq-no.hwm").exists());
-        assert!(delete_all_files(dir.path()).unwrap().is_empty(), "a repeat finds nothing");
+        assert!(delete_all_files(&RealFs, dir.path()).unwrap().is_empty(), "a repeat finds nothing");
     }
 }

@@ -1,15 +1,16 @@
 //! Appending to the binlog: one write and (at most) one fsync per commit group, rotation, purge, and the
 //! tail recovery done when a binlog directory is opened after a crash.
 
-use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::binlog::event::{decode_event, encode_event, Checkpoint, Event, FormatDescription, BINLOG_FORMAT_VERSION};
-use crate::binlog::reader::{read_gtid_list, FileReader, Item, TransactionReader};
-use crate::binlog::{file_name, file_seq, read_index, sync_dir, write_index, BinlogCoord, BinlogError, MAGIC};
+use crate::binlog::reader::{read_gtid_list_on, FileReader, Item, TransactionReader};
+use crate::binlog::{file_name, file_seq, read_index_on, sync_dir, write_index_on, BinlogCoord, BinlogError, MAGIC};
 use crate::fault::{self, sites};
 use crate::gtid::{BinlogState, Gtid, ServerId};
+use crate::vfs::{self, Fs, FsFile};
 
 /// Microseconds since the Unix epoch.
 pub fn now_us() -> u64 {
@@ -43,13 +44,15 @@ pub struct BinlogFileInfo {
 
 /// Appends events to the current binlog file.
 pub struct BinlogWriter {
+    /// The file layer every file of this binlog is read and written through.
+    fs: Arc<dyn Fs>,
     dir: PathBuf,
     server_id: ServerId,
     /// Rotate once the current file reaches this size.
     max_file_bytes: u64,
     /// Files in index order; the last is being written.
     files: Vec<String>,
-    file: File,
+    file: Box<dyn FsFile>,
     /// Sequence number of the current file.
     file_seq: u64,
     /// End of what has been written to the current file.
@@ -75,20 +78,32 @@ impl BinlogWriter {
         max_file_bytes: u64,
         keep_through: Option<BinlogCoord>,
     ) -> Result<(Self, TailRecovery), BinlogError> {
-        std::fs::create_dir_all(dir).map_err(|e| BinlogError::io(dir, e))?;
-        let mut files = read_index(dir)?;
-        let mut recovery = TailRecovery { orphans_removed: remove_orphans(dir, &files)?, ..TailRecovery::default() };
+        Self::open_keeping_on(vfs::real(), dir, server_id, max_file_bytes, keep_through)
+    }
+
+    /// [`BinlogWriter::open_keeping`] on the file layer `fs`.
+    pub fn open_keeping_on(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        server_id: ServerId,
+        max_file_bytes: u64,
+        keep_through: Option<BinlogCoord>,
+    ) -> Result<(Self, TailRecovery), BinlogError> {
+        fs.create_dir_all(dir).map_err(|e| BinlogError::io(dir, e))?;
+        let mut files = read_index_on(&*fs, dir)?;
+        let mut recovery =
+            TailRecovery { orphans_removed: remove_orphans(&*fs, dir, &files)?, ..TailRecovery::default() };
         let Some(last) = files.last().cloned() else {
-            let writer = Self::create_first(dir, server_id, max_file_bytes)?;
+            let writer = Self::create_first(fs, dir, server_id, max_file_bytes)?;
             return Ok((writer, recovery));
         };
         let seq =
             file_seq(&last).ok_or_else(|| BinlogError::Invalid(format!("index names {last:?}, not a binlog file")))?;
         let path = dir.join(&last);
-        if !path.exists() {
+        if !fs.exists(&path) {
             return Err(BinlogError::Missing { file: last, problem: "does not exist".into() });
         }
-        let (state, good_end, rotated_to) = scan_tail(&path, &mut recovery, seq)?;
+        let (state, good_end, rotated_to) = scan_tail(&*fs, &path, &mut recovery, seq)?;
         let end = BinlogCoord { file_seq: seq, offset: good_end };
         if let Some(keep) = keep_through.filter(|k| *k > end) {
             return Err(BinlogError::Invalid(format!(
@@ -97,13 +112,13 @@ impl BinlogWriter {
                 recovery.reason.as_deref().unwrap_or("it ends early")
             )));
         }
-        let file = OpenOptions::new().write(true).open(&path).map_err(|e| BinlogError::io(&path, e))?;
-        let len = file.metadata().map_err(|e| BinlogError::io(&path, e))?.len();
+        let mut file = fs.open_write(&path).map_err(|e| BinlogError::io(&path, e))?;
+        let len = file.len().map_err(|e| BinlogError::io(&path, e))?;
         if good_end < len {
             // Whatever a client or a replica may have seen of the cut transactions, their seq_nos stay used.
             // Only this server's own seq_nos: a replicated transaction is fetched again from its master, whose GTID
             // strict mode must then accept.
-            super::hwm::raise(dir, recovery.cut_gtids.iter().copied().filter(|g| g.server == server_id))?;
+            super::hwm::raise_on(&*fs, dir, recovery.cut_gtids.iter().copied().filter(|g| g.server == server_id))?;
             recovery.bytes_cut = len - good_end;
             recovery.truncated_at = Some(BinlogCoord { file_seq: seq, offset: good_end });
             file.set_len(good_end).and_then(|_| file.sync_all()).map_err(|e| BinlogError::io(&path, e))?;
@@ -117,6 +132,7 @@ impl BinlogWriter {
             );
         }
         let mut writer = BinlogWriter {
+            fs,
             dir: dir.to_path_buf(),
             server_id,
             max_file_bytes,
@@ -138,37 +154,45 @@ impl BinlogWriter {
     /// RESET MASTER: deletes every binlog file (the index first) and starts again with file `first_seq`, whose
     /// GTID list is empty. Returns the names deleted.
     pub fn reset(&mut self, first_seq: u64) -> Result<Vec<String>, BinlogError> {
-        let removed = super::reset::delete_all_files(&self.dir)?;
-        *self = Self::create_numbered(&self.dir, self.server_id, self.max_file_bytes, first_seq)?;
+        let removed = super::reset::delete_all_files(&*self.fs, &self.dir)?;
+        *self = Self::create_numbered(self.fs.clone(), &self.dir, self.server_id, self.max_file_bytes, first_seq)?;
         Ok(removed)
     }
 
     /// Completes a RESET MASTER a crash interrupted (see [`super::reset`]): every file deleted, file `first_seq`
     /// started. Returns the new binlog's end.
     pub fn start_fresh(
+        fs: Arc<dyn Fs>,
         dir: &Path,
         server_id: ServerId,
         max_file_bytes: u64,
         first_seq: u64,
     ) -> Result<BinlogCoord, BinlogError> {
-        super::reset::delete_all_files(dir)?;
-        Ok(Self::create_numbered(dir, server_id, max_file_bytes, first_seq)?.coord())
+        super::reset::delete_all_files(&*fs, dir)?;
+        Ok(Self::create_numbered(fs, dir, server_id, max_file_bytes, first_seq)?.coord())
     }
 
-    fn create_first(dir: &Path, server_id: ServerId, max_file_bytes: u64) -> Result<Self, BinlogError> {
-        Self::create_numbered(dir, server_id, max_file_bytes, 1)
+    fn create_first(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        server_id: ServerId,
+        max_file_bytes: u64,
+    ) -> Result<Self, BinlogError> {
+        Self::create_numbered(fs, dir, server_id, max_file_bytes, 1)
     }
 
-    fn create_numbered(dir: &Path, server_id: ServerId, max_file_bytes: u64, seq: u64) -> Result<Self, BinlogError> {
+    fn create_numbered(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        server_id: ServerId,
+        max_file_bytes: u64,
+        seq: u64,
+    ) -> Result<Self, BinlogError> {
         let name = file_name(seq);
         let path = dir.join(&name);
-        let file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .open(&path)
-            .map_err(|e| BinlogError::io(&path, e))?;
+        let file = fs.create(&path).map_err(|e| BinlogError::io(&path, e))?;
         let mut writer = BinlogWriter {
+            fs,
             dir: dir.to_path_buf(),
             server_id,
             max_file_bytes,
@@ -210,8 +234,8 @@ impl BinlogWriter {
         self.offset = buf.len() as u64;
         self.synced_offset = self.offset;
         self.files.push(name);
-        write_index(&self.dir, &self.files)?;
-        sync_dir(&self.dir)
+        write_index_on(&*self.fs, &self.dir, &self.files)?;
+        sync_dir(&*self.fs, &self.dir)
     }
 
     fn current_path(&self) -> PathBuf {
@@ -277,12 +301,7 @@ impl BinlogWriter {
         self.file_seq += 1;
         let name = file_name(self.file_seq);
         let path = self.dir.join(&name);
-        self.file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .open(&path)
-            .map_err(|e| BinlogError::io(&path, e))?;
+        self.file = self.fs.create(&path).map_err(|e| BinlogError::io(&path, e))?;
         self.write_header(name)
     }
 
@@ -303,11 +322,12 @@ impl BinlogWriter {
             )));
         }
         let removed: Vec<String> = self.files.drain(..at).collect();
-        write_index(&self.dir, &self.files)?;
+        write_index_on(&*self.fs, &self.dir, &self.files)?;
         for name in &removed {
             let path = self.dir.join(name);
-            std::fs::remove_file(&path).map_err(|e| BinlogError::io(&path, e))?;
+            self.fs.remove_file(&path).map_err(|e| BinlogError::io(&path, e))?;
         }
+        sync_dir(&*self.fs, &self.dir)?;
         Ok(removed)
     }
 
@@ -323,6 +343,11 @@ impl BinlogWriter {
         &self.dir
     }
 
+    /// The file layer this binlog is on.
+    pub fn fs(&self) -> &Arc<dyn Fs> {
+        &self.fs
+    }
+
     pub fn file_names(&self) -> &[String] {
         &self.files
     }
@@ -332,21 +357,20 @@ impl BinlogWriter {
             .iter()
             .map(|name| BinlogFileInfo {
                 name: name.clone(),
-                size: std::fs::metadata(self.dir.join(name)).map_or(0, |m| m.len()),
+                size: self.fs.file_len(&self.dir.join(name)).unwrap_or(0),
             })
             .collect()
     }
 }
 
 /// Removes binlog files newer than the index's last: left by a rotation that crashed before updating the index.
-fn remove_orphans(dir: &Path, files: &[String]) -> Result<Vec<String>, BinlogError> {
+fn remove_orphans(fs: &dyn Fs, dir: &Path, files: &[String]) -> Result<Vec<String>, BinlogError> {
     let newest = files.last().and_then(|f| file_seq(f)).unwrap_or(0);
     let mut removed = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| BinlogError::io(dir, e))? {
-        let entry = entry.map_err(|e| BinlogError::io(dir, e))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
+    for name in fs.list_dir(dir).map_err(|e| BinlogError::io(dir, e))? {
         if file_seq(&name).is_some_and(|s| s > newest) {
-            std::fs::remove_file(entry.path()).map_err(|e| BinlogError::io(entry.path(), e))?;
+            let path = dir.join(&name);
+            fs.remove_file(&path).map_err(|e| BinlogError::io(&path, e))?;
             tracing::warn!(file = %name, "removed a binlog file that a rotation left out of the index");
             removed.push(name);
         }
@@ -357,13 +381,14 @@ fn remove_orphans(dir: &Path, files: &[String]) -> Result<Vec<String>, BinlogErr
 /// Reads the last file to its end: rebuilds the binlog state and finds the end of its last whole item.
 /// Returns (state, offset to keep, next file named by a closing rotate event).
 fn scan_tail(
+    fs: &dyn Fs,
     path: &Path,
     recovery: &mut TailRecovery,
     seq: u64,
 ) -> Result<(BinlogState, u64, Option<String>), BinlogError> {
-    let gtids = read_gtid_list(path)?;
+    let gtids = read_gtid_list_on(fs, path)?;
     let mut state = BinlogState::from_gtids(gtids);
-    let mut items = TransactionReader::new(FileReader::open(path)?);
+    let mut items = TransactionReader::new(FileReader::open_on(fs, path)?);
     let mut good_end = items.offset();
     let mut rotated_to = None;
     let mut last_whole = None;
@@ -382,13 +407,13 @@ fn scan_tail(
             }
             Err(e) => {
                 tracing::debug!(file = ?path, seq, "tail scan stopped: {e}");
-                let damage = analyze_damage(path, good_end, last_whole, &e)?;
+                let damage = analyze_damage(fs, path, good_end, last_whole, &e)?;
                 if !damage.torn_tail {
                     return Err(damage.into_error());
                 }
                 recovery.cut_gtids = damage.gtids_after;
                 recovery.reason = Some(e.to_string());
-                recovery.incomplete_gtid = incomplete_gtid_at(path, good_end);
+                recovery.incomplete_gtid = incomplete_gtid_at(fs, path, good_end);
                 break;
             }
         }
@@ -438,7 +463,8 @@ impl Damage {
 
 /// Reads a whole binlog file, checking every event; returns the first damage, or None when it reads cleanly.
 pub fn inspect_file(path: &Path) -> Result<Option<Damage>, BinlogError> {
-    let mut items = TransactionReader::new(FileReader::open(path)?);
+    let fs = vfs::real();
+    let mut items = TransactionReader::new(FileReader::open_on(&*fs, path)?);
     let mut good_end = items.offset();
     let mut last_whole = None;
     for item in items.by_ref() {
@@ -448,7 +474,7 @@ pub fn inspect_file(path: &Path) -> Result<Option<Damage>, BinlogError> {
                 good_end = txn.end_offset;
             }
             Ok(Item::Other(ev)) => good_end = ev.offset + ev.len,
-            Err(e) => return analyze_damage(path, good_end, last_whole, &e).map(Some),
+            Err(e) => return analyze_damage(&*fs, path, good_end, last_whole, &e).map(Some),
         }
     }
     Ok(None)
@@ -458,6 +484,7 @@ pub fn inspect_file(path: &Path) -> Result<Option<Damage>, BinlogError> {
 /// first damaged event is, what is still readable after it, and whether it can all be a torn last write (see
 /// [`Damage::torn_tail`]). Anything else after the damage means acknowledged data lies beyond it: corruption.
 fn analyze_damage(
+    fs: &dyn Fs,
     path: &Path,
     from: u64,
     last_whole: Option<Gtid>,
@@ -465,7 +492,7 @@ fn analyze_damage(
 ) -> Result<Damage, BinlogError> {
     use std::io::{Read, Seek, SeekFrom};
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
+    fs.open_read(path)
         .and_then(|mut f| f.seek(SeekFrom::Start(from)).and_then(|_| f.read_to_end(&mut bytes)))
         .map_err(|e| BinlogError::io(path, e))?;
     /// What the readable events past the last whole transaction show.
@@ -531,8 +558,8 @@ fn analyze_damage(
 }
 
 /// The GTID of the event at `offset`, when one can still be read there.
-fn incomplete_gtid_at(path: &Path, offset: u64) -> Option<Gtid> {
-    match FileReader::open_at(path, offset).ok()?.next_event()? {
+fn incomplete_gtid_at(fs: &dyn Fs, path: &Path, offset: u64) -> Option<Gtid> {
+    match FileReader::open_at_on(fs, path, offset).ok()?.next_event()? {
         Ok(ev) => match ev.event {
             Event::Gtid(g) => Some(g.gtid),
             _ => None,
