@@ -356,6 +356,7 @@ impl Node {
             config.server_id,
             config.binlog_file_bytes_max,
             applied,
+            !config.commit.durability.fsyncs(),
         )?;
         if let Some(applied) = applied {
             if applied > binlog.coord() {

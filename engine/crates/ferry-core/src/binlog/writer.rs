@@ -78,16 +78,20 @@ impl BinlogWriter {
         max_file_bytes: u64,
         keep_through: Option<BinlogCoord>,
     ) -> Result<(Self, TailRecovery), BinlogError> {
-        Self::open_keeping_on(vfs::real(), dir, server_id, max_file_bytes, keep_through)
+        Self::open_keeping_on(vfs::real(), dir, server_id, max_file_bytes, keep_through, false)
     }
 
-    /// [`BinlogWriter::open_keeping`] on the file layer `fs`.
+    /// [`BinlogWriter::open_keeping`] on the file layer `fs`. With `unsynced_tail` (the binlog is written
+    /// without an fsync per commit group: durability `none` or `network`), nothing past `keep_through` was
+    /// fsynced, and a power loss can leave any part of it on disk, in any order (the page cache writes pages
+    /// back as it likes): damage there is a crash's, and is cut like a torn tail, whatever follows it.
     pub fn open_keeping_on(
         fs: Arc<dyn Fs>,
         dir: &Path,
         server_id: ServerId,
         max_file_bytes: u64,
         keep_through: Option<BinlogCoord>,
+        unsynced_tail: bool,
     ) -> Result<(Self, TailRecovery), BinlogError> {
         fs.create_dir_all(dir).map_err(|e| BinlogError::io(dir, e))?;
         let mut files = read_index_on(&*fs, dir)?;
@@ -103,7 +107,7 @@ impl BinlogWriter {
         if !fs.exists(&path) {
             return Err(BinlogError::Missing { file: last, problem: "does not exist".into() });
         }
-        let (state, good_end, rotated_to) = scan_tail(&*fs, &path, &mut recovery, seq)?;
+        let (state, good_end, rotated_to) = scan_tail(&*fs, &path, &mut recovery, seq, unsynced_tail)?;
         let end = BinlogCoord { file_seq: seq, offset: good_end };
         if let Some(keep) = keep_through.filter(|k| *k > end) {
             return Err(BinlogError::Invalid(format!(
@@ -385,6 +389,7 @@ fn scan_tail(
     path: &Path,
     recovery: &mut TailRecovery,
     seq: u64,
+    unsynced_tail: bool,
 ) -> Result<(BinlogState, u64, Option<String>), BinlogError> {
     let gtids = read_gtid_list_on(fs, path)?;
     let mut state = BinlogState::from_gtids(gtids);
@@ -408,8 +413,16 @@ fn scan_tail(
             Err(e) => {
                 tracing::debug!(file = ?path, seq, "tail scan stopped: {e}");
                 let damage = analyze_damage(fs, path, good_end, last_whole, &e)?;
-                if !damage.torn_tail {
+                if !damage.torn_tail && !unsynced_tail {
                     return Err(damage.into_error());
+                }
+                if !damage.torn_tail {
+                    // The caller refuses the cut when it goes below what is known durable.
+                    tracing::warn!(
+                        file = ?path, offset = damage.offset,
+                        "binlog damage followed by more than one write, in a tail written without fsync (durability \
+                         none or network): a crash's page write-back order, cut from there"
+                    );
                 }
                 recovery.cut_gtids = damage.gtids_after;
                 recovery.reason = Some(e.to_string());
@@ -731,6 +744,34 @@ mod tests {
         assert_eq!(w.state().position().to_string(), "0-1-3");
         // Only this server's own seq_no: the other server's transaction is fetched again from its master.
         assert_eq!(super::super::hwm::read(dir.path()).unwrap(), std::collections::BTreeMap::from([(0, 4)]));
+    }
+
+    #[test]
+    fn in_a_tail_written_without_fsync_a_hole_before_later_groups_is_cut_as_a_crash_left_it() {
+        // Durability `none`: groups 4..=6 were written, never fsynced; the power loss kept the pages of 5 and 6,
+        // not group 4's (the page cache writes pages back in any order).
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, _) = BinlogWriter::open(dir.path(), 1, 1 << 20).unwrap();
+        write_groups(&mut w, 1..=3);
+        let durable = w.coord();
+        write_groups(&mut w, 4..=4);
+        let hole = w.coord().offset;
+        write_groups(&mut w, 5..=6);
+        drop(w);
+        let path = dir.path().join(file_name(1));
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[durable.offset as usize..hole as usize].fill(0);
+        std::fs::write(&path, &bytes).unwrap();
+        let err = BinlogWriter::open_keeping(dir.path(), 1, 1 << 20, Some(durable)).err().expect("fsynced tail");
+        assert!(matches!(err, BinlogError::CorruptBeforeTail { .. }), "{err}");
+        let open = |keep| BinlogWriter::open_keeping_on(vfs::real(), dir.path(), 1, 1 << 20, keep, true);
+        let past = BinlogCoord { offset: durable.offset + 1, ..durable };
+        assert!(open(Some(past)).is_err(), "never cut below what the store made durable");
+        let (w, rec) = open(Some(durable)).unwrap();
+        assert_eq!(rec.truncated_at, Some(durable));
+        assert_eq!(rec.cut_gtids, vec![Gtid::new(0, 1, 5), Gtid::new(0, 1, 6)]);
+        assert_eq!(w.state().position().to_string(), "0-1-3");
+        assert_eq!(super::super::hwm::read(dir.path()).unwrap(), std::collections::BTreeMap::from([(0, 6)]));
     }
 
     #[test]

@@ -76,18 +76,27 @@ fn seeds() -> Vec<u64> {
 #[test]
 fn power_loss_at_seeded_crash_points_loses_no_acknowledged_commit_and_reuses_no_gtid() {
     let started = std::time::Instant::now();
-    let mut crash_points = 0;
+    let mut crashes: BTreeMap<String, u64> = BTreeMap::new();
     for seed in seeds() {
-        let outcome = std::panic::catch_unwind(|| Run::new(seed).run());
-        match outcome {
-            Ok(points) => crash_points += points,
-            Err(panic) => {
-                eprintln!("power-loss simulation failed at seed {seed}: rerun it alone with FERRY_SIM_SEED={seed}");
-                std::panic::resume_unwind(panic);
-            }
+        let notes = std::cell::RefCell::new(Vec::new());
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Run::new(seed).run(&notes)));
+        let notes = notes.into_inner();
+        if let Err(panic) = outcome {
+            eprintln!(
+                "power-loss simulation failed at seed {seed} ({}): rerun it alone with FERRY_SIM_SEED={seed}",
+                notes.join("; ")
+            );
+            std::panic::resume_unwind(panic);
+        }
+        for note in notes.iter().filter_map(|n| n.strip_prefix("crash at ")) {
+            *crashes.entry(crash_kind(note)).or_default() += 1;
         }
     }
-    eprintln!("power-loss simulation: {crash_points} crash points in {:?}", started.elapsed());
+    let points: u64 = crashes.values().sum();
+    eprintln!("power-loss simulation: {points} crash points in {:?}: {crashes:?}", started.elapsed());
+    if std::env::var("FERRY_SIM_SEED").is_err() {
+        assert!(points >= seeds().len() as u64, "every seed crashed at least once");
+    }
 }
 
 fn config(disk: &SimFs, run: &Run) -> NodeConfig {
@@ -105,7 +114,8 @@ impl Run {
         let mut rng = SimRng::new(seed ^ 0x5eed_f00d);
         let durability = if rng.one_in(3) { Durability::None } else { Durability::Local };
         let mode = if rng.one_in(4) { CommitMode::PerTxnFsync } else { CommitMode::Group };
-        let file_bytes = 600 + rng.below(3000);
+        // Small files rotate often; larger ones hold unsynced tails of several pages.
+        let file_bytes = if rng.one_in(2) { 600 + rng.below(3000) } else { 4096 + rng.below(16384) };
         Run {
             seed,
             rng,
@@ -119,18 +129,20 @@ impl Run {
         }
     }
 
-    /// One seed: workload, crash, maybe a crash during recovery, restart and checks. Returns the crash points.
-    fn run(mut self) -> u64 {
+    /// One seed: workload, crash, maybe a crash during recovery, restart and checks. What happened (the
+    /// settings, each crash's operation) goes to `notes`, for the tally and for a failure's message.
+    fn run(mut self, notes: &std::cell::RefCell<Vec<String>>) {
         let seed = self.seed;
+        let note = |text: String| notes.borrow_mut().push(text);
+        note(format!("durability {:?}, commit mode {:?}, files of {} bytes", self.durability, self.mode, self.file_bytes));
         let disk = SimFs::new();
         let node = Node::open(config(&disk, &self), None).unwrap_or_else(|e| panic!("seed {seed}: first open: {e}"));
-        let steps = 10 + self.rng.below(50);
-        disk.crash_at(disk.ops() + 1 + self.rng.below(steps * 7), self.rng.next_u64());
-        self.workload(&node, &disk, steps);
+        let steps = 10 + self.rng.below(80);
+        disk.crash_at(disk.ops() + 1 + self.rng.below(steps * 6), self.rng.next_u64());
+        self.workload(node, &disk, steps);
         disk.crash_now(self.rng.next_u64());
-        drop(node);
+        note(format!("crash at {} (operation {})", disk.crash_note().expect("crashed"), disk.ops()));
         let mut image = disk.after_crash().expect("crashed");
-        let mut points = 1;
         if self.rng.one_in(3) {
             // The power goes again while the node recovers (or soon after).
             image.crash_at(image.ops() + 1 + self.rng.below(40), self.rng.next_u64());
@@ -139,26 +151,47 @@ impl Run {
                 Err(e) => assert!(image.crashed(), "seed {seed}: start-up refused a crashed disk's state: {e}"),
             }
             image.crash_now(self.rng.next_u64());
+            note(format!("crash at {} during recovery", image.crash_note().expect("crashed")));
             image = image.after_crash().expect("crashed");
-            points += 1;
         }
         let seen = gtids_in_any_file(&image);
         let node = Node::open(config(&image, &self), None)
             .unwrap_or_else(|e| panic!("seed {seed}: start-up refused a state a crash produced: {e}"));
         self.check_recovered(&node, &image);
         self.check_new_gtids(&node, &seen);
-        points
     }
 
-    /// Random commits, replicated batches, checkpoints, rotations, purges and store flushes until the power
-    /// goes (or the steps run out).
-    fn workload(&mut self, node: &Node, disk: &SimFs, steps: u64) {
+    /// Random commits, replicated batches, checkpoints, rotations, purges, store flushes and clean restarts
+    /// until the power goes (or the steps run out).
+    fn workload(&mut self, mut node: Arc<Node>, disk: &SimFs, steps: u64) {
+        let trace = std::env::var("FERRY_SIM_SEED").is_ok();
         for _ in 0..steps {
-            let ok = match self.rng.below(100) {
-                0..=59 => self.client_txn(node),
-                60..=71 => self.replicated_batch(node),
-                72..=81 => node.checkpoint().map(|_| self.durable_len = self.history.len()).is_ok(),
-                82..=87 => node.flush_logs().map(|_| self.durable_len = self.history.len()).is_ok(),
+            let step = self.rng.below(100);
+            if trace {
+                eprintln!("op {:>5} step {step:>2} ({} transactions)", disk.ops(), self.history.len());
+            }
+            let ok = match step {
+                0..=57 => self.client_txn(&node),
+                58..=69 => self.replicated_batch(&node),
+                70..=79 => node.checkpoint().map(|_| self.durable_len = self.history.len()).is_ok(),
+                80..=85 => node.flush_logs().map(|_| self.durable_len = self.history.len()).is_ok(),
+                86..=87 => {
+                    // A clean stop (final checkpoint, exact high-water mark) and a restart.
+                    node.stop();
+                    drop(node);
+                    if disk.crashed() {
+                        return;
+                    }
+                    self.durable_len = self.history.len();
+                    match Node::open(config(disk, self), None) {
+                        Ok(reopened) => node = reopened,
+                        Err(e) => {
+                            assert!(disk.crashed(), "seed {}: a clean restart failed: {e}", self.seed);
+                            return;
+                        }
+                    }
+                    true
+                }
                 88..=91 => {
                     let files = node.status().binlog_files;
                     let target = files[files.len().saturating_sub(2)].name.clone();
@@ -196,7 +229,7 @@ impl Run {
             let id = (table.clone(), key.clone());
             let (op, after) = match self.rng.below(10) {
                 0..=4 => {
-                    let text: String = (0..self.rng.below(60)).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+                    let text: String = (0..self.rng.below(200)).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
                     let row: Row = [
                         ("n".to_string(), Value::Int(self.rng.below(1000) as i64)),
                         ("s".to_string(), Value::Text(text)),
@@ -348,6 +381,22 @@ impl Run {
             self.ack(gtid, &[("t0".into(), "after".into(), Some(row))]);
         }
     }
+}
+
+/// A crash's operation as the tally counts it: its kind and which file (`write binlog`, `fsync store`…).
+fn crash_kind(note: &str) -> String {
+    let mut words = note.split_whitespace();
+    let kind = words.next().unwrap_or("?");
+    let path = words.next().unwrap_or("");
+    let what = match Path::new(path).file_name().map(|n| n.to_string_lossy().into_owned()) {
+        Some(name) if name.starts_with("ferry-bin.0") => "binlog",
+        Some(name) if name.starts_with("ferry-bin.index") => "index",
+        Some(name) if name.starts_with("seq-no.hwm") => "hwm",
+        Some(name) if name == "store.redb" => "store",
+        _ => "dir",
+    };
+    let during = if note.ends_with("during recovery") { " (recovery)" } else { "" };
+    format!("{kind} {what}{during}")
 }
 
 /// The rows of replicated transaction `seq`.

@@ -19,6 +19,8 @@ use crate::vfs::{parent_dir, Fs, FsFile};
 
 /// The unit a disk writes atomically.
 const SECTOR: u64 = 512;
+/// The unit the page cache writes back.
+const PAGE: u64 = 4096;
 
 /// A directory entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +72,9 @@ pub enum Loss {
     TornLast,
     /// A random prefix of the unsynced writes (in order), the next one torn or lost.
     Prefix,
+    /// Page write-back in any order: each page the unsynced writes touched has its new content or its old, on
+    /// its own; the size is the old or the new one.
+    Scattered,
 }
 
 /// A small deterministic generator (splitmix64): a seed replays a crash exactly.
@@ -118,6 +123,8 @@ struct State {
     crash_at: Option<(u64, u64)>,
     /// Set at the crash: the disk as it comes back.
     image: Option<Box<State>>,
+    /// Set at the crash: the operation it interrupted (kind and path).
+    crash_note: Option<String>,
 }
 
 fn power_lost() -> io::Error {
@@ -144,12 +151,13 @@ impl State {
         }
     }
 
-    /// Counts one I/O operation; the power goes when it is the armed one.
-    fn tick(&mut self) -> io::Result<()> {
+    /// Counts one I/O operation (`kind` on `path`); the power goes when it is the armed one.
+    fn tick(&mut self, kind: &'static str, path: &Path) -> io::Result<()> {
         self.alive()?;
         self.ops += 1;
         if let Some((at, seed)) = self.crash_at {
             if self.ops >= at {
+                self.crash_note = Some(format!("{kind} {}", path.display()));
                 self.image = Some(Box::new(self.survivors(seed)));
                 return Err(power_lost());
             }
@@ -190,7 +198,7 @@ impl State {
 
     fn create(&mut self, path: &Path) -> io::Result<u64> {
         self.parent_is_dir(path)?;
-        self.tick()?;
+        self.tick("create", path)?;
         match self.entries.get(path).copied() {
             Some(Entry::File(ino)) => {
                 self.pend(ino, Pending::SetLen(0));
@@ -221,10 +229,11 @@ impl State {
     /// The disk as a power loss now leaves it.
     fn survivors(&self, seed: u64) -> State {
         let mut rng = SimRng::new(seed);
-        let loss = match rng.below(3) {
+        let loss = match rng.below(4) {
             0 => Loss::Unsynced,
             1 => Loss::TornLast,
-            _ => Loss::Prefix,
+            2 => Loss::Prefix,
+            _ => Loss::Scattered,
         };
         let mut image = State::root();
         // An entry survives when its own and every ancestor's entry are durable.
@@ -243,11 +252,36 @@ impl State {
         image
     }
 
+    fn scattered(inode: &Inode, rng: &mut SimRng) -> Vec<u8> {
+        let (old, new) = (&inode.durable, &inode.current);
+        let len = if rng.one_in(2) { old.len() } else { new.len() };
+        let mut touched = std::collections::BTreeSet::new();
+        for op in &inode.pending {
+            let (from, to) = match op {
+                Pending::Write { offset, data } => (*offset, *offset + data.len() as u64),
+                Pending::SetLen(len) => (*len, (*len).max(old.len() as u64).max(new.len() as u64)),
+            };
+            touched.extend(from / PAGE..to.div_ceil(PAGE));
+        }
+        let mut bytes = old.clone();
+        bytes.resize(len, 0);
+        for page in touched {
+            let (from, to) = ((page * PAGE) as usize, (((page + 1) * PAGE) as usize).min(len));
+            if from < to && rng.one_in(2) {
+                for (at, byte) in bytes[from..to].iter_mut().enumerate() {
+                    *byte = new.get(from + at).copied().unwrap_or(0);
+                }
+            }
+        }
+        bytes
+    }
+
     fn surviving_bytes(inode: &Inode, loss: Loss, rng: &mut SimRng) -> Vec<u8> {
         let mut bytes = inode.durable.clone();
         let n = inode.pending.len() as u64;
         let kept = match loss {
             Loss::Unsynced => return bytes,
+            Loss::Scattered => return Self::scattered(inode, rng),
             Loss::TornLast => n.saturating_sub(1),
             Loss::Prefix => rng.below(n + 1),
         };
@@ -311,12 +345,17 @@ impl SimFs {
         if state.image.is_none() {
             let at = state.ops + 1;
             state.crash_at = Some((at, seed));
-            let _ = state.tick();
+            let _ = state.tick("idle", Path::new("/"));
         }
     }
 
     pub fn crashed(&self) -> bool {
         self.state.lock().image.is_some()
+    }
+
+    /// After a crash: the operation it interrupted, as `kind path` (`idle /` for [`SimFs::crash_now`]).
+    pub fn crash_note(&self) -> Option<String> {
+        self.state.lock().crash_note.clone()
     }
 
     /// After a crash: a new disk holding what survived it (None before any crash).
@@ -337,7 +376,7 @@ impl SimFs {
         let state = self.state.lock();
         state.alive()?;
         let ino = state.file(path)?;
-        Ok(Box::new(SimFile { state: self.state.clone(), ino, pos: 0, writable }))
+        Ok(Box::new(SimFile { state: self.state.clone(), ino, path: path.to_path_buf(), pos: 0, writable }))
     }
 }
 
@@ -352,14 +391,14 @@ impl Fs for SimFs {
 
     fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         let ino = self.state.lock().create(path)?;
-        Ok(Box::new(SimFile { state: self.state.clone(), ino, pos: 0, writable: true }))
+        Ok(Box::new(SimFile { state: self.state.clone(), ino, path: path.to_path_buf(), pos: 0, writable: true }))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut state = self.state.lock();
         state.file(from)?;
         state.parent_is_dir(to)?;
-        state.tick()?;
+        state.tick("rename", from)?;
         let entry = state.entries.remove(from).expect("checked above");
         state.entries.insert(to.to_path_buf(), entry);
         Ok(())
@@ -368,7 +407,7 @@ impl Fs for SimFs {
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         let mut state = self.state.lock();
         state.file(path)?;
-        state.tick()?;
+        state.tick("remove", path)?;
         state.entries.remove(path);
         Ok(())
     }
@@ -402,9 +441,9 @@ impl Fs for SimFs {
             dir.ancestors().take_while(|d| !state.entries.contains_key(*d)).map(Path::to_path_buf).collect();
         for created in missing.iter().rev() {
             state.parent_is_dir(created)?;
-            state.tick()?;
+            state.tick("mkdir", created)?;
             state.entries.insert(created.clone(), Entry::Dir);
-            state.tick()?;
+            state.tick("dir-sync", parent_dir(created))?;
             state.sync_dir(parent_dir(created));
         }
         Ok(())
@@ -416,7 +455,7 @@ impl Fs for SimFs {
             state.alive()?;
             return Err(not_found(dir));
         }
-        state.tick()?;
+        state.tick("dir-sync", dir)?;
         state.sync_dir(dir);
         Ok(())
     }
@@ -429,7 +468,7 @@ impl Fs for SimFs {
             Err(e) if e.kind() == io::ErrorKind::NotFound => state.create(path)?,
             Err(e) => return Err(e),
         };
-        Ok(Some(Box::new(SimBackend { state: self.state.clone(), ino })))
+        Ok(Some(Box::new(SimBackend { state: self.state.clone(), ino, path: path.to_path_buf() })))
     }
 }
 
@@ -437,6 +476,8 @@ impl Fs for SimFs {
 struct SimFile {
     state: Arc<Mutex<State>>,
     ino: u64,
+    /// The name it was opened by.
+    path: PathBuf,
     pos: u64,
     writable: bool,
 }
@@ -464,7 +505,7 @@ impl Write for SimFile {
         // The write is pending before the operation counts, so a crash at it can tear it.
         state.pend(self.ino, Pending::Write { offset: self.pos, data: buf.to_vec() });
         self.pos += buf.len() as u64;
-        state.tick()?;
+        state.tick("write", &self.path)?;
         Ok(buf.len())
     }
 
@@ -489,7 +530,7 @@ impl Seek for SimFile {
 impl FsFile for SimFile {
     fn sync_data(&mut self) -> io::Result<()> {
         let mut state = self.state.lock();
-        state.tick()?;
+        state.tick("fsync", &self.path)?;
         state.sync(self.ino);
         Ok(())
     }
@@ -502,7 +543,7 @@ impl FsFile for SimFile {
         let mut state = self.state.lock();
         state.alive()?;
         state.pend(self.ino, Pending::SetLen(len));
-        state.tick()
+        state.tick("truncate", &self.path)
     }
 
     fn len(&self) -> io::Result<u64> {
@@ -518,6 +559,7 @@ impl FsFile for SimFile {
 struct SimBackend {
     state: Arc<Mutex<State>>,
     ino: u64,
+    path: PathBuf,
 }
 
 impl redb::StorageBackend for SimBackend {
@@ -543,12 +585,12 @@ impl redb::StorageBackend for SimBackend {
         let mut state = self.state.lock();
         state.alive()?;
         state.pend(self.ino, Pending::SetLen(len));
-        state.tick()
+        state.tick("truncate", &self.path)
     }
 
     fn sync_data(&self) -> Result<(), io::Error> {
         let mut state = self.state.lock();
-        state.tick()?;
+        state.tick("fsync", &self.path)?;
         state.sync(self.ino);
         Ok(())
     }
@@ -557,7 +599,7 @@ impl redb::StorageBackend for SimBackend {
         let mut state = self.state.lock();
         state.alive()?;
         state.pend(self.ino, Pending::Write { offset, data: data.to_vec() });
-        state.tick()
+        state.tick("write", &self.path)
     }
 }
 
