@@ -690,7 +690,14 @@ impl Node {
 
     /// Sets gtid_slave_pos (CHANGE MASTER with an explicit position); replication must be stopped.
     pub fn set_slave_position(&self, position: &GtidPosition) -> Result<(), NodeError> {
-        self.store.set_replica_position(position)?;
+        // The replica state's commit is durable, and makes what the store holds durable with it: below
+        // durability `local`, the binlog must first be fsynced through it (under the binlog lock, so that no
+        // commit slips in between).
+        let durability = self.config.commit.durability;
+        self.commit.with_log(|log| -> Result<(), NodeError> {
+            log.sync_for_checkpoint(durability)?;
+            Ok(self.store.set_replica_position(position)?)
+        })?;
         *self.slave_pos.lock() = position.clone();
         self.commit.claim_position(position);
         Ok(())
@@ -1209,6 +1216,22 @@ fn recovery_needs_from(log: &mut CommitLog, durability: Durability) -> Result<u6
         Some(c) => c.file_seq,
         None => 1,
     })
+}
+
+impl Drop for Node {
+    /// The store's close makes its pending non-durable flushes durable. Below durability `local` those may
+    /// hold commits the binlog has not fsynced: fsync it first, or, when that cannot be done (the storage
+    /// failed), fence the store so that the close writes nothing and the restart replays them from the binlog.
+    fn drop(&mut self) {
+        let durability = self.config.commit.durability;
+        if durability.fsyncs() {
+            return;
+        }
+        let synced = !self.health.is_failed() && self.commit.with_log(|log| log.sync_for_checkpoint(durability)).is_ok();
+        if !synced {
+            self.store.fence();
+        }
+    }
 }
 
 /// The refusal of a client transaction after a storage failure (protocol error `NODE_FAILED`).

@@ -18,6 +18,7 @@ use crate::binlog::BinlogCoord;
 use crate::fault::{self, sites, StorageHealth};
 use crate::gtid::{Gtid, GtidPosition};
 use crate::row::{row_bytes, row_from_bytes, Row, RowChange};
+use crate::vfs::fence::{Fence, FencedBackend};
 use crate::vfs::{self, Fs};
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("sys.meta");
@@ -108,6 +109,8 @@ struct Layers {
 
 pub struct Store {
     db: Database,
+    /// Cuts the store's file off (see [`Store::fence`]).
+    fence: Fence,
     layers: RwLock<Layers>,
     /// One flush at a time.
     flush_lock: Mutex<()>,
@@ -212,12 +215,18 @@ impl Store {
     /// before anything is written to it.
     pub fn open_on(fs: &dyn Fs, path: &Path, health: Arc<StorageHealth>) -> Result<Self, StoreError> {
         let existed = fs.exists(path);
-        let db = match fs.store_backend(path)? {
-            Some(backend) => redb::Builder::new().create_with_backend(vfs::StoreBackend(backend)),
-            None => Database::create(path),
+        let backend: Box<dyn redb::StorageBackend> = match fs.store_backend(path)? {
+            Some(backend) => backend,
+            None => {
+                let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+                Box::new(redb::backends::FileBackend::new(file).map_err(redb_err)?)
+            }
+        };
+        let (backend, fence) = FencedBackend::new(backend);
+        let db = redb::Builder::new().create_with_backend(backend).map_err(redb_err)?;
+        if !existed {
+            fs.sync_dir(vfs::parent_dir(path))?;
         }
-        .map_err(redb_err)?;
-        let _ = existed; // FIXME
         let txn = db.begin_write().map_err(redb_err)?;
         txn.open_table(META).map_err(redb_err)?;
         txn.open_table(REPLICA_STATE).map_err(redb_err)?;
@@ -233,6 +242,7 @@ impl Store {
         };
         Ok(Store {
             db,
+            fence,
             layers: RwLock::new(Layers::default()),
             flush_lock: Mutex::new(()),
             next_sub_id: std::sync::atomic::AtomicU64::new(last_sub_id + 1),
@@ -322,6 +332,12 @@ impl Store {
         }
         fault::check(sites::REPLICA_STATE)?;
         txn.commit().map_err(redb_err)
+    }
+
+    /// Writes nothing more to the store's file, not even what closing it would (redb makes its pending
+    /// non-durable commits durable at close): for a node that cannot make its binlog durable through them.
+    pub fn fence(&self) {
+        self.fence.raise();
     }
 
     /// The storage health this store shares with its node.

@@ -9,6 +9,7 @@
 //! Replica streaming and the repair tool read binlog files through `std::fs` directly: they only read what the
 //! writer made durable, and they never run on a simulated disk.
 
+pub mod fence;
 #[cfg(test)]
 mod power_loss;
 #[cfg(any(test, feature = "sim"))]
@@ -175,35 +176,5 @@ pub fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
-    }
-}
-
-/// A boxed redb backend, itself a backend (redb takes one by value).
-#[derive(Debug)]
-pub struct StoreBackend(pub Box<dyn redb::StorageBackend>);
-
-impl redb::StorageBackend for StoreBackend {
-    fn len(&self) -> io::Result<u64> {
-        self.0.len()
-    }
-
-    fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
-        self.0.read(offset, out)
-    }
-
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.0.set_len(len)
-    }
-
-    fn sync_data(&self) -> io::Result<()> {
-        self.0.sync_data()
-    }
-
-    fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.0.write(offset, data)
-    }
-
-    fn close(&self) -> io::Result<()> {
-        self.0.close()
     }
 }

@@ -139,7 +139,11 @@ impl Run {
         let node = Node::open(config(&disk, &self), None).unwrap_or_else(|e| panic!("seed {seed}: first open: {e}"));
         let steps = 10 + self.rng.below(80);
         disk.crash_at(disk.ops() + 1 + self.rng.below(steps * 6), self.rng.next_u64());
-        self.workload(node, &disk, steps);
+        let node = self.workload(node, &disk, steps);
+        if self.rng.one_in(2) {
+            // The process ends without a clean stop before the power goes.
+            drop(node);
+        }
         disk.crash_now(self.rng.next_u64());
         note(format!("crash at {} (operation {})", disk.crash_note().expect("crashed"), disk.ops()));
         let mut image = disk.after_crash().expect("crashed");
@@ -163,7 +167,7 @@ impl Run {
 
     /// Random commits, replicated batches, checkpoints, rotations, purges, store flushes and clean restarts
     /// until the power goes (or the steps run out).
-    fn workload(&mut self, mut node: Arc<Node>, disk: &SimFs, steps: u64) {
+    fn workload(&mut self, mut node: Arc<Node>, disk: &SimFs, steps: u64) -> Option<Arc<Node>> {
         let trace = std::env::var("FERRY_SIM_SEED").is_ok();
         for _ in 0..steps {
             let step = self.rng.below(100);
@@ -180,14 +184,14 @@ impl Run {
                     node.stop();
                     drop(node);
                     if disk.crashed() {
-                        return;
+                        return None;
                     }
                     self.durable_len = self.history.len();
                     match Node::open(config(disk, self), None) {
                         Ok(reopened) => node = reopened,
                         Err(e) => {
                             assert!(disk.crashed(), "seed {}: a clean restart failed: {e}", self.seed);
-                            return;
+                            return None;
                         }
                     }
                     true
@@ -200,13 +204,15 @@ impl Run {
                         Err(e) => e.to_string().contains("still needed"),
                     }
                 }
+                92..=93 => node.set_slave_position(&node.slave_position()).is_ok(),
                 _ => node.checksums().is_ok(),
             };
             if !ok {
                 assert!(disk.crashed(), "seed {}: an operation failed with no crash", self.seed);
-                return;
+                break;
             }
         }
+        Some(node)
     }
 
     /// The state `history` leads to.
@@ -462,4 +468,76 @@ fn gtids_in_any_file(disk: &SimFs) -> BTreeMap<DomainId, SeqNo> {
         }
     }
     seen
+}
+
+/// Regression tests, one per bug the simulation found, each its case alone with only fsynced bytes surviving.
+mod found {
+    use super::*;
+    use crate::vfs::sim::Loss;
+
+    fn node_without_fsync(disk: &SimFs) -> Arc<Node> {
+        let mut config = NodeConfig::new(1, DATA_DIR);
+        config.fs = Arc::new(disk.clone());
+        config.commit.durability = Durability::None;
+        Node::open(config, None).unwrap()
+    }
+
+    fn put(node: &Node, key: &str) -> Gtid {
+        let row: Row = [("n".to_string(), Value::Int(1))].into();
+        let op = RowOp::Put { table: "t0".into(), key: key.into(), row };
+        node.execute(TxnRequest { ops: vec![op], ..Default::default() }, false).unwrap().gtid
+    }
+
+    fn keys(node: &Node) -> Vec<String> {
+        node.store().scan("t0").unwrap().into_iter().map(|(k, _)| k).collect()
+    }
+
+    /// After a power loss keeping only fsynced bytes: the node starts, and its store equals its binlog.
+    fn restart(disk: &SimFs) -> Arc<Node> {
+        disk.set_loss(Loss::Unsynced);
+        disk.crash_now(0);
+        let after = disk.after_crash().unwrap();
+        let node = node_without_fsync(&after);
+        let in_binlog: Vec<String> =
+            binlog_transactions(&after).into_iter().flat_map(|(_, c)| c.into_iter().map(|(_, k, _)| k)).collect();
+        assert_eq!(keys(&node), in_binlog);
+        node
+    }
+
+    #[test]
+    fn a_node_dropped_without_a_stop_fsyncs_its_binlog_before_its_store_closes() {
+        // Closing redb makes its non-durable flushes durable: with durability `none` those held commits the
+        // binlog had not fsynced, and the restart refused a store durable past the binlog's end.
+        let disk = SimFs::new();
+        let node = node_without_fsync(&disk);
+        put(&node, "a");
+        put(&node, "b");
+        node.checksums().unwrap();
+        drop(node);
+        assert_eq!(keys(&restart(&disk)), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_failed_node_dropped_without_a_stop_fences_its_store() {
+        let disk = SimFs::new();
+        let node = node_without_fsync(&disk);
+        put(&node, "a");
+        node.checksums().unwrap();
+        node.fail_storage("injected for the test");
+        drop(node);
+        assert!(keys(&restart(&disk)).is_empty(), "nothing was fsynced, nothing was made durable");
+    }
+
+    #[test]
+    fn change_master_fsyncs_the_binlog_before_the_replica_states_durable_commit() {
+        // The replica state's commit is durable and took the store's unflushed commits with it, past the
+        // binlog's fsynced end (durability `none`).
+        let disk = SimFs::new();
+        let node = node_without_fsync(&disk);
+        put(&node, "a");
+        node.set_slave_position(&"5-9-3".parse().unwrap()).unwrap();
+        let node = restart(&disk);
+        assert_eq!(keys(&node), ["a"]);
+        assert_eq!(node.slave_position().to_string(), "5-9-3");
+    }
 }

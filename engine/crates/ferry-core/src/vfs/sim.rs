@@ -121,6 +121,8 @@ struct State {
     ops: u64,
     /// The operation at which the power goes, and the crash's seed.
     crash_at: Option<(u64, u64)>,
+    /// What the crash loses, when not left to its seed.
+    loss: Option<Loss>,
     /// Set at the crash: the disk as it comes back.
     image: Option<Box<State>>,
     /// Set at the crash: the operation it interrupted (kind and path).
@@ -229,12 +231,13 @@ impl State {
     /// The disk as a power loss now leaves it.
     fn survivors(&self, seed: u64) -> State {
         let mut rng = SimRng::new(seed);
-        let loss = match rng.below(4) {
+        let drawn = match rng.below(4) {
             0 => Loss::Unsynced,
             1 => Loss::TornLast,
             2 => Loss::Prefix,
             _ => Loss::Scattered,
         };
+        let loss = self.loss.unwrap_or(drawn);
         let mut image = State::root();
         // An entry survives when its own and every ancestor's entry are durable.
         let reachable = |path: &Path| {
@@ -337,6 +340,11 @@ impl SimFs {
     /// prefix of the writes, the next one torn or lost), for each file on its own.
     pub fn crash_at(&self, op: u64, seed: u64) {
         self.state.lock().crash_at = Some((op, seed));
+    }
+
+    /// Makes every later crash lose `loss`, whatever its seed (for tests of one case).
+    pub fn set_loss(&self, loss: Loss) {
+        self.state.lock().loss = Some(loss);
     }
 
     /// Loses power now (as if at the next operation).
