@@ -1227,7 +1227,8 @@ impl Drop for Node {
         if durability.fsyncs() {
             return;
         }
-        let synced = !self.health.is_failed() && self.commit.with_log(|log| log.sync_for_checkpoint(durability)).is_ok();
+        let synced =
+            !self.health.is_failed() && self.commit.with_log(|log| log.sync_for_checkpoint(durability)).is_ok();
         if !synced {
             self.store.fence();
         }

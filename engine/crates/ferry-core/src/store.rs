@@ -218,7 +218,8 @@ impl Store {
         let backend: Box<dyn redb::StorageBackend> = match fs.store_backend(path)? {
             Some(backend) => backend,
             None => {
-                let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+                let file =
+                    std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
                 Box::new(redb::backends::FileBackend::new(file).map_err(redb_err)?)
             }
         };

@@ -134,7 +134,10 @@ impl Run {
     fn run(mut self, notes: &std::cell::RefCell<Vec<String>>) {
         let seed = self.seed;
         let note = |text: String| notes.borrow_mut().push(text);
-        note(format!("durability {:?}, commit mode {:?}, files of {} bytes", self.durability, self.mode, self.file_bytes));
+        note(format!(
+            "durability {:?}, commit mode {:?}, files of {} bytes",
+            self.durability, self.mode, self.file_bytes
+        ));
         let disk = SimFs::new();
         let node = Node::open(config(&disk, &self), None).unwrap_or_else(|e| panic!("seed {seed}: first open: {e}"));
         let steps = 10 + self.rng.below(80);
@@ -370,7 +373,7 @@ impl Run {
                 model.iter().filter(|((t, _), _)| t == table).map(|(k, v)| (k.clone(), v.clone())).collect();
             assert_eq!(stored, expected, "seed {seed}: table {table} differs from the binlog's history");
         }
-        let replicated = self.history.iter().filter_map(|t| t.gtid).filter(|g| g.domain == REPLICATED.0).last();
+        let replicated = self.history.iter().rev().filter_map(|t| t.gtid).find(|g| g.domain == REPLICATED.0);
         assert_eq!(node.slave_position().get(REPLICATED.0), replicated, "seed {seed}: gtid_slave_pos");
     }
 
