@@ -151,8 +151,14 @@ impl Run {
         note(format!("crash at {} (operation {})", disk.crash_note().expect("crashed"), disk.ops()));
         let mut image = disk.after_crash().expect("crashed");
         if self.rng.one_in(3) {
-            // The power goes again while the node recovers (or soon after).
-            image.crash_at(image.ops() + 1 + self.rng.below(40), self.rng.next_u64());
+            // The power goes again while the node recovers: at any of the operations a whole start-up does (as
+            // counted on a copy of the disk), or just after.
+            let probe = disk.after_crash().expect("crashed");
+            let recovery_ops = match Node::open(config(&probe, &self), None) {
+                Ok(_) => probe.ops(),
+                Err(e) => panic!("seed {seed}: start-up refused a state a crash produced: {e}"),
+            };
+            image.crash_at(1 + self.rng.below(recovery_ops + 2), self.rng.next_u64());
             match Node::open(config(&image, &self), None) {
                 Ok(node) => drop(node),
                 Err(e) => assert!(image.crashed(), "seed {seed}: start-up refused a crashed disk's state: {e}"),
