@@ -54,7 +54,6 @@ pub trait Fs: Debug + Send + Sync {
     /// The names of the entries of a directory.
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>>;
     fn exists(&self, path: &Path) -> bool;
-    fn is_dir(&self, path: &Path) -> bool;
     /// Creates a directory and its missing parents, each made durable in its parent.
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
     /// fsyncs a directory: the creations, renames and removals of its entries are durable when it returns.
@@ -132,10 +131,6 @@ impl Fs for RealFs {
 
     fn exists(&self, path: &Path) -> bool {
         path.exists()
-    }
-
-    fn is_dir(&self, path: &Path) -> bool {
-        path.is_dir()
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {

@@ -438,10 +438,6 @@ impl Fs for SimFs {
         self.state.lock().entries.contains_key(path)
     }
 
-    fn is_dir(&self, path: &Path) -> bool {
-        self.state.lock().entries.get(path) == Some(&Entry::Dir)
-    }
-
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         let mut state = self.state.lock();
         state.alive()?;
