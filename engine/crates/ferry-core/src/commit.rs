@@ -297,7 +297,7 @@ impl CommitLog {
         // The domains' seq_nos stay used: the mark keeps them above what the binlog will show.
         let gone: Vec<crate::gtid::Gtid> =
             domains.iter().filter_map(|&d| self.binlog.state().position().get(d)).collect();
-        crate::binlog::hwm::raise(self.binlog.dir(), gone)
+        crate::binlog::hwm::raise_on(&**self.binlog.fs(), self.binlog.dir(), gone)
             .map_err(|e| self.fail(format!("seq_no high-water mark: {e}")))?;
         for &domain in domains {
             self.binlog.forget_domain(domain);

@@ -15,7 +15,7 @@ use crate::binlog::delete_domain::{check_deletion, DomainDeletion, DomainInBinlo
 use crate::binlog::event::{flags, rows_event_body_len, GtidEvent};
 use crate::binlog::expiry::{self, reader_of, ExpiryPlan, ExpiryPolicy, FileFacts, ReaderNeed};
 use crate::binlog::listing::{list_events, EventRow, ListingError, ListingRequest};
-use crate::binlog::reader::{read_gtid_list, FileReader, Item, TransactionReader};
+use crate::binlog::reader::{read_gtid_list_on, FileReader, Item, TransactionReader};
 use crate::binlog::writer::{BinlogFileInfo, BinlogWriter, TailRecovery};
 use crate::binlog::{file_name, file_seq, hwm, reset, BinlogCoord, BinlogError, MAGIC};
 use crate::commit::{
@@ -715,7 +715,12 @@ impl Node {
         if newer.is_empty() {
             return Ok(());
         }
-        self.store.add_replica_gtids(&newer)?;
+        // As in set_slave_position: the replica state's durable commit must not carry the store past the binlog.
+        let durability = self.config.commit.durability;
+        self.commit.with_log(|log| -> Result<(), NodeError> {
+            log.sync_for_checkpoint(durability)?;
+            Ok(self.store.add_replica_gtids(&newer)?)
+        })?;
         let mut position = GtidPosition::new();
         {
             let mut have = self.slave_pos.lock();
@@ -1035,7 +1040,8 @@ impl Node {
         let durability = self.config.commit.durability;
         self.commit.with_log(|log| {
             let oldest = log.binlog.file_names()[0].clone();
-            let began = read_gtid_list(&log.binlog.dir().join(&oldest)).map_err(NodeError::from)?;
+            let began =
+                read_gtid_list_on(&**log.binlog.fs(), &log.binlog.dir().join(&oldest)).map_err(NodeError::from)?;
             let deletion = check_deletion(log.binlog.state(), &BinlogState::from_gtids(began), &oldest, domains)?;
             let newest: Vec<Gtid> =
                 deletion.deleted.iter().filter_map(|&d| log.binlog.state().position().get(d)).collect();
@@ -1092,16 +1098,13 @@ impl Node {
                 .file_names()
                 .iter()
                 .map(|name| {
-                    let meta = std::fs::metadata(log.binlog.dir().join(name)).ok();
-                    let age = meta
-                        .as_ref()
-                        .and_then(|m| m.modified().ok())
-                        .and_then(|m| now.duration_since(m).ok())
-                        .map_or(0, |d| d.as_secs());
+                    let (fs, path) = (log.binlog.fs(), log.binlog.dir().join(name));
+                    let age =
+                        fs.modified(&path).ok().and_then(|m| now.duration_since(m).ok()).map_or(0, |d| d.as_secs());
                     FileFacts {
                         name: name.clone(),
                         seq: file_seq(name).expect("index holds binlog names"),
-                        bytes: meta.map_or(0, |m| m.len()),
+                        bytes: fs.file_len(&path).unwrap_or(0),
                         age_seconds: age,
                     }
                 })

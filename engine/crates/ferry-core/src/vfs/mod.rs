@@ -74,6 +74,11 @@ pub trait Fs: Debug + Send + Sync {
     fn file_len(&self, path: &Path) -> io::Result<u64> {
         self.open_read(path)?.len()
     }
+
+    /// When a file was last modified (binlog expiry by age); unsupported unless the layer keeps the time.
+    fn modified(&self, _path: &Path) -> io::Result<std::time::SystemTime> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this file layer keeps no modification times"))
+    }
 }
 
 /// The real file system: every call goes straight to `std::fs`.
@@ -152,6 +157,10 @@ impl Fs for RealFs {
 
     fn file_len(&self, path: &Path) -> io::Result<u64> {
         Ok(std::fs::metadata(path)?.len())
+    }
+
+    fn modified(&self, path: &Path) -> io::Result<std::time::SystemTime> {
+        std::fs::metadata(path)?.modified()
     }
 }
 

@@ -34,6 +34,8 @@ const CLIENT_DOMAINS: [DomainId; 3] = [0, 1, 2];
 /// Domain and server of the replicated transactions (a master's, applied in batches).
 const REPLICATED: (DomainId, u32) = (7, 2);
 const TABLES: [&str; 3] = ["t0", "t1", "r"];
+/// Domain and server of the replicated transactions passed over (the skip counter).
+const SKIPPED: (DomainId, u32) = (9, 3);
 
 /// A row's change as the test checks it: table, key, after image.
 type Change = (String, String, Option<Row>);
@@ -62,6 +64,8 @@ struct Run {
     acked_max: BTreeMap<DomainId, SeqNo>,
     /// Every acknowledged GTID with its changes, over all restarts.
     acked_gtids: BTreeMap<Gtid, Vec<Change>>,
+    /// The replicated transactions passed over (the skip counter): the last one acknowledged, the last tried.
+    skipped: (SeqNo, SeqNo),
 }
 
 fn seeds() -> Vec<u64> {
@@ -126,6 +130,7 @@ impl Run {
             durable_len: 0,
             acked_max: BTreeMap::new(),
             acked_gtids: BTreeMap::new(),
+            skipped: (0, 0),
         }
     }
 
@@ -214,6 +219,7 @@ impl Run {
                     }
                 }
                 92..=93 => node.set_slave_position(&node.slave_position()).is_ok(),
+                94..=95 => self.skip(&node),
                 _ => node.checksums().is_ok(),
             };
             if !ok {
@@ -280,6 +286,18 @@ impl Run {
                 false
             }
         }
+    }
+
+    /// Passes over a replicated transaction in domain [`SKIPPED`] (recorded durably in gtid_slave_pos).
+    fn skip(&mut self, node: &Node) -> bool {
+        let (domain, server) = SKIPPED;
+        let seq = self.skipped.1 + 1;
+        self.skipped.1 = seq;
+        let ok = node.skip_replicated(&[Gtid::new(domain, server, seq)]).is_ok();
+        if ok {
+            self.skipped.0 = seq;
+        }
+        ok
     }
 
     fn ack(&mut self, gtid: Gtid, changes: &[Change]) {
@@ -381,6 +399,13 @@ impl Run {
         }
         let replicated = self.history.iter().rev().filter_map(|t| t.gtid).find(|g| g.domain == REPLICATED.0);
         assert_eq!(node.slave_position().get(REPLICATED.0), replicated, "seed {seed}: gtid_slave_pos");
+        let skipped = node.slave_position().get(SKIPPED.0).map_or(0, |g| g.seq);
+        assert!(
+            (self.skipped.0..=self.skipped.1).contains(&skipped),
+            "seed {seed}: gtid_slave_pos has {skipped} skipped in domain {}, acknowledged {:?}",
+            SKIPPED.0,
+            self.skipped
+        );
     }
 
     /// Check 3: new commits in every client domain get seq_nos above all acknowledged and all surviving ones.
@@ -548,5 +573,16 @@ mod found {
         let node = restart(&disk);
         assert_eq!(keys(&node), ["a"]);
         assert_eq!(node.slave_position().to_string(), "5-9-3");
+    }
+
+    #[test]
+    fn a_skipped_transaction_fsyncs_the_binlog_before_its_durable_commit() {
+        let disk = SimFs::new();
+        let node = node_without_fsync(&disk);
+        put(&node, "a");
+        node.skip_replicated(&[Gtid::new(5, 9, 4)]).unwrap();
+        let node = restart(&disk);
+        assert_eq!(keys(&node), ["a"]);
+        assert_eq!(node.slave_position().to_string(), "5-9-4");
     }
 }
