@@ -17,11 +17,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::binlog::event::{decode_event, Event, GtidEvent};
+use crate::binlog::expiry::ExpiryPolicy;
 use crate::binlog::reader::{FileReader, Item, TransactionReader};
 use crate::binlog::{read_index_on, MAGIC};
 use crate::commit::{CommitMode, Durability};
 use crate::gtid::{DomainId, Gtid, SeqNo};
-use crate::node::{Node, NodeConfig, TxnRequest};
+use crate::node::{DeleteDomainError, Node, NodeConfig, TxnRequest};
 use crate::row::{Row, RowChange, RowOp, Value};
 use crate::vfs::sim::{SimFs, SimRng};
 use crate::vfs::Fs;
@@ -29,8 +30,9 @@ use crate::vfs::Fs;
 /// Seeds of the default run (each one crash point, a third of them a second one during recovery).
 const SEEDS: u64 = 500;
 const DATA_DIR: &str = "/node";
-/// Domains of client transactions.
-const CLIENT_DOMAINS: [DomainId; 3] = [0, 1, 2];
+/// Domains of client transactions; the last one is written rarely and deleted from the binlog state
+/// (DELETE_DOMAIN_ID) once no file holds it.
+const CLIENT_DOMAINS: [DomainId; 4] = [0, 1, 2, 3];
 /// Domain and server of the replicated transactions (a master's, applied in batches).
 const REPLICATED: (DomainId, u32) = (7, 2);
 const TABLES: [&str; 3] = ["t0", "t1", "r"];
@@ -66,6 +68,9 @@ struct Run {
     acked_gtids: BTreeMap<Gtid, Vec<Change>>,
     /// The replicated transactions passed over (the skip counter): the last one acknowledged, the last tried.
     skipped: (SeqNo, SeqNo),
+    /// How many of `history` the last DELETE_DOMAIN_ID covered: the deleted domain's transactions among them
+    /// are in no binlog file nor in its state any more.
+    deleted_through: usize,
 }
 
 fn seeds() -> Vec<u64> {
@@ -131,6 +136,7 @@ impl Run {
             acked_max: BTreeMap::new(),
             acked_gtids: BTreeMap::new(),
             skipped: (0, 0),
+            deleted_through: 0,
         }
     }
 
@@ -220,6 +226,19 @@ impl Run {
                 }
                 92..=93 => node.set_slave_position(&node.slave_position()).is_ok(),
                 94..=95 => self.skip(&node),
+                96 => {
+                    let policy = ExpiryPolicy { expire_logs_seconds: 0, total_bytes_max: self.file_bytes * 2 };
+                    node.expire_logs(policy, &[]).is_ok()
+                }
+                97 => match node.flush_logs_deleting_domains(&[3]) {
+                    Ok(_) => {
+                        self.durable_len = self.history.len();
+                        self.deleted_through = self.history.len();
+                        true
+                    }
+                    Err(DeleteDomainError::InBinlog(_)) => true,
+                    Err(DeleteDomainError::Node(_)) => false,
+                },
                 _ => node.checksums().is_ok(),
             };
             if !ok {
@@ -240,7 +259,7 @@ impl Run {
     }
 
     fn client_txn(&mut self, node: &Node) -> bool {
-        let domain = CLIENT_DOMAINS[self.rng.below(3) as usize];
+        let domain = if self.rng.one_in(8) { 3 } else { CLIENT_DOMAINS[self.rng.below(3) as usize] };
         let mut rows = self.model();
         let mut ops = Vec::new();
         let mut changes = Vec::new();
@@ -360,10 +379,17 @@ impl Run {
             assert_eq!(&last.changes, changes, "seed {seed}: {gtid} is not the unanswered commit");
             last.gtid = Some(*gtid);
         }
+        let deleted = CLIENT_DOMAINS[3];
         let survived: Vec<bool> = self
             .history
             .iter()
-            .map(|t| t.gtid.is_some_and(|g| position.get(g.domain).is_some_and(|p| p.seq >= g.seq)))
+            .enumerate()
+            .map(|(i, t)| {
+                t.gtid.is_some_and(|g| {
+                    position.get(g.domain).is_some_and(|p| p.seq >= g.seq)
+                        || (g.domain == deleted && i < self.deleted_through)
+                })
+            })
             .collect();
         let kept = survived.iter().take_while(|s| **s).count();
         assert!(
