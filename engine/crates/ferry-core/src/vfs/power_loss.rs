@@ -140,8 +140,8 @@ impl Run {
         }
     }
 
-    /// One seed: workload, crash, maybe a crash during recovery, restart and checks. What happened (the
-    /// settings, each crash's operation) goes to `notes`, for the tally and for a failure's message.
+    /// One seed: one or two cycles of workload, crash, maybe a crash during recovery, restart and checks. What
+    /// happened (the settings, each crash's operation) goes to `notes`, for the tally and a failure's message.
     fn run(mut self, notes: &std::cell::RefCell<Vec<String>>) {
         let seed = self.seed;
         let note = |text: String| notes.borrow_mut().push(text);
@@ -149,40 +149,52 @@ impl Run {
             "durability {:?}, commit mode {:?}, files of {} bytes",
             self.durability, self.mode, self.file_bytes
         ));
-        let disk = SimFs::new();
-        let node = Node::open(config(&disk, &self), None).unwrap_or_else(|e| panic!("seed {seed}: first open: {e}"));
-        let steps = 10 + self.rng.below(80);
-        disk.crash_at(disk.ops() + 1 + self.rng.below(steps * 6), self.rng.next_u64());
-        let node = self.workload(node, &disk, steps);
-        if self.rng.one_in(2) {
-            // The process ends without a clean stop before the power goes.
-            drop(node);
-        }
-        disk.crash_now(self.rng.next_u64());
-        note(format!("crash at {} (operation {})", disk.crash_note().expect("crashed"), disk.ops()));
-        let mut image = disk.after_crash().expect("crashed");
-        if self.rng.one_in(3) {
-            // The power goes again while the node recovers: at any of the operations a whole start-up does (as
-            // counted on a copy of the disk), or just after.
-            let probe = disk.after_crash().expect("crashed");
-            let recovery_ops = match Node::open(config(&probe, &self), None) {
-                Ok(_) => probe.ops(),
-                Err(e) => panic!("seed {seed}: start-up refused a state a crash produced: {e}"),
-            };
-            image.crash_at(1 + self.rng.below(recovery_ops + 2), self.rng.next_u64());
-            match Node::open(config(&image, &self), None) {
-                Ok(node) => drop(node),
-                Err(e) => assert!(image.crashed(), "seed {seed}: start-up refused a crashed disk's state: {e}"),
+        let mut disk = SimFs::new();
+        let mut node =
+            Node::open(config(&disk, &self), None).unwrap_or_else(|e| panic!("seed {seed}: first open: {e}"));
+        let cycles = if self.rng.one_in(3) { 2 } else { 1 };
+        for _ in 0..cycles {
+            let steps = 10 + self.rng.below(80);
+            disk.crash_at(disk.ops() + 1 + self.rng.below(steps * 6), self.rng.next_u64());
+            let mut alive = self.workload(node, &disk, steps);
+            if self.rng.one_in(2) {
+                // The process ends without a clean stop before the power goes.
+                alive = None;
             }
-            image.crash_now(self.rng.next_u64());
-            note(format!("crash at {} during recovery", image.crash_note().expect("crashed")));
-            image = image.after_crash().expect("crashed");
+            disk.crash_now(self.rng.next_u64());
+            drop(alive);
+            note(format!("crash at {} (operation {})", disk.crash_note().expect("crashed"), disk.ops()));
+            let image = self.maybe_crash_in_recovery(&disk, &note);
+            let seen = gtids_in_any_file(&image);
+            node = Node::open(config(&image, &self), None)
+                .unwrap_or_else(|e| panic!("seed {seed}: start-up refused a state a crash produced: {e}"));
+            self.check_recovered(&node, &image);
+            self.check_new_gtids(&node, &seen);
+            disk = image;
         }
-        let seen = gtids_in_any_file(&image);
-        let node = Node::open(config(&image, &self), None)
-            .unwrap_or_else(|e| panic!("seed {seed}: start-up refused a state a crash produced: {e}"));
-        self.check_recovered(&node, &image);
-        self.check_new_gtids(&node, &seen);
+    }
+
+    /// The disk `crashed` left, or, a third of the time, what a second power loss during the recovery of that
+    /// disk leaves: at any of the operations a whole start-up does (counted on a copy), or just after.
+    fn maybe_crash_in_recovery(&mut self, crashed: &SimFs, note: &impl Fn(String)) -> SimFs {
+        let seed = self.seed;
+        let image = crashed.after_crash().expect("crashed");
+        if !self.rng.one_in(3) {
+            return image;
+        }
+        let probe = crashed.after_crash().expect("crashed");
+        let recovery_ops = match Node::open(config(&probe, self), None) {
+            Ok(_) => probe.ops(),
+            Err(e) => panic!("seed {seed}: start-up refused a state a crash produced: {e}"),
+        };
+        image.crash_at(1 + self.rng.below(recovery_ops + 2), self.rng.next_u64());
+        match Node::open(config(&image, self), None) {
+            Ok(node) => drop(node),
+            Err(e) => assert!(image.crashed(), "seed {seed}: start-up refused a crashed disk's state: {e}"),
+        }
+        image.crash_now(self.rng.next_u64());
+        note(format!("crash at {} during recovery", image.crash_note().expect("crashed")));
+        image.after_crash().expect("crashed")
     }
 
     /// Random commits, replicated batches, checkpoints, rotations, purges, store flushes and clean restarts
@@ -237,7 +249,11 @@ impl Run {
                         true
                     }
                     Err(DeleteDomainError::InBinlog(_)) => true,
-                    Err(DeleteDomainError::Node(_)) => false,
+                    Err(DeleteDomainError::Node(_)) => {
+                        // Cut short by the crash: the new file leaving the domain out may have made it.
+                        self.deleted_through = self.history.len();
+                        false
+                    }
                 },
                 _ => node.checksums().is_ok(),
             };
@@ -434,7 +450,8 @@ impl Run {
         );
     }
 
-    /// Check 3: new commits in every client domain get seq_nos above all acknowledged and all surviving ones.
+    /// Check 3: new commits in every client domain get seq_nos above all acknowledged and all surviving ones
+    /// (they join the history: a second cycle goes on from there).
     fn check_new_gtids(&mut self, node: &Node, seen: &BTreeMap<DomainId, SeqNo>) {
         let seed = self.seed;
         for domain in CLIENT_DOMAINS {
@@ -444,7 +461,9 @@ impl Run {
             let gtid = node.execute(request, false).unwrap_or_else(|e| panic!("seed {seed}: commit: {e}")).gtid;
             let floor = self.acked_max.get(&domain).max(seen.get(&domain)).copied().unwrap_or(0);
             assert!(gtid.seq > floor, "seed {seed}: {gtid} reuses a seq_no (acknowledged or on disk up to {floor})");
-            self.ack(gtid, &[("t0".into(), "after".into(), Some(row))]);
+            let changes = vec![("t0".to_string(), "after".to_string(), Some(row))];
+            self.ack(gtid, &changes);
+            self.history.push(Txn { gtid: Some(gtid), changes, acked: true });
         }
     }
 }
