@@ -59,7 +59,7 @@ pub fn write(dir: &Path, marks: &BTreeMap<DomainId, SeqNo>) -> Result<(), Binlog
     write_on(&*vfs::real(), dir, marks)
 }
 
-/// [`write`] on the file layer `fs`.
+/// [`write()`] on the file layer `fs`.
 pub fn write_on(fs: &dyn Fs, dir: &Path, marks: &BTreeMap<DomainId, SeqNo>) -> Result<(), BinlogError> {
     let path = hwm_path(dir);
     let tmp = path.with_extension("hwm.tmp");

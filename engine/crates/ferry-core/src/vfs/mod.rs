@@ -6,8 +6,13 @@
 //! is a simulated disk that keeps only what was fsynced when it "loses power", to test crash recovery against
 //! missing fsyncs, which a killed process on a real disk never shows (the page cache keeps every write).
 //!
-//! Replica streaming and the repair tool read binlog files through `std::fs` directly: they only read what the
-//! writer made durable, and they never run on a simulated disk.
+//! - [`fence`]: the store's redb backend, which a node whose storage failed cuts off before redb's close.
+//! - `sim` (tests, or the `sim` feature): the simulated disk.
+//! - `power_loss` (tests): the seeded power-loss simulation over a node on the simulated disk.
+//!
+//! Replica streaming, SHOW BINLOG EVENTS and the repair tool read binlog files through `std::fs` directly: they
+//! only read what the writer made durable, and they never run on a simulated disk. The relay log is scratch
+//! space discarded at every connection start, never fsynced, so it is not on the layer either.
 
 pub mod fence;
 #[cfg(test)]
