@@ -993,10 +993,10 @@ impl Node {
             log.checkpoint(durability)?;
             let dir = log.binlog.dir().to_path_buf();
             if reuse_seq_nos {
-                hwm::write(&dir, &BTreeMap::new())?;
+                hwm::write_on(&**log.binlog.fs(), &dir, &BTreeMap::new())?;
                 log.reset_reservation();
             } else {
-                hwm::raise(&dir, log.binlog.state().position().iter())?;
+                hwm::raise_on(&**log.binlog.fs(), &dir, log.binlog.state().position().iter())?;
             }
             reset::write_intent(&**log.binlog.fs(), &dir, reset::ResetIntent { first_seq })?;
             // From here a failure leaves the intent: the node stops acknowledging, and its restart completes the

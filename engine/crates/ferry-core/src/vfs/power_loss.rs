@@ -71,6 +71,10 @@ struct Run {
     /// How many of `history` the last DELETE_DOMAIN_ID covered: the deleted domain's transactions among them
     /// are in no binlog file nor in its state any more.
     deleted_through: usize,
+    /// How many of `history` the last RESET MASTER covered (they are in the store, in no binlog file).
+    reset_through: usize,
+    /// A RESET MASTER the crash cut short: how much of `history` it covers, and its new first file.
+    reset_attempt: Option<(usize, u64)>,
 }
 
 fn seeds() -> Vec<u64> {
@@ -137,6 +141,8 @@ impl Run {
             acked_gtids: BTreeMap::new(),
             skipped: (0, 0),
             deleted_through: 0,
+            reset_through: 0,
+            reset_attempt: None,
         }
     }
 
@@ -255,6 +261,7 @@ impl Run {
                         false
                     }
                 },
+                98 => self.reset_master(&node),
                 _ => node.checksums().is_ok(),
             };
             if !ok {
@@ -323,6 +330,19 @@ impl Run {
         }
     }
 
+    /// RESET MASTER (keeping the seq_no counters), to a first file numbered past the current one.
+    fn reset_master(&mut self, node: &Node) -> bool {
+        let first = node.binlog_end().file_seq + 10;
+        self.reset_attempt = Some((self.history.len(), first));
+        if node.reset_master(first, false).is_err() {
+            return false;
+        }
+        self.reset_attempt = None;
+        self.reset_through = self.history.len();
+        self.durable_len = self.history.len();
+        true
+    }
+
     /// Passes over a replicated transaction in domain [`SKIPPED`] (recorded durably in gtid_slave_pos).
     fn skip(&mut self, node: &Node) -> bool {
         let (domain, server) = SKIPPED;
@@ -349,7 +369,7 @@ impl Run {
     /// its GTID alone: one lost in a crash is fetched again, the same, from the master.
     fn replicated_batch(&mut self, node: &Node) -> bool {
         let (domain, server) = REPLICATED;
-        let next = node.binlog_position().get(domain).map_or(1, |g| g.seq + 1);
+        let next = node.slave_position().get(domain).map_or(1, |g| g.seq + 1);
         let count = 1 + self.rng.below(4);
         let batch: Vec<(GtidEvent, Vec<RowChange>, Vec<Change>)> = (next..next + count)
             .map(|seq| {
@@ -386,6 +406,13 @@ impl Run {
         let seed = self.seed;
         let in_binlog = binlog_transactions(disk);
         let position = node.binlog_position();
+        // A RESET MASTER cut short either made it (the restart completed it) or did not.
+        if let Some((covers, first)) = self.reset_attempt.take() {
+            let oldest = node.status().binlog_files[0].name.clone();
+            if crate::binlog::file_seq(&oldest).is_some_and(|seq| seq >= first) {
+                self.reset_through = covers;
+            }
+        }
         // A client transaction not answered before the crash may have reached the disk: it is then the binlog's
         // last, with a GTID nobody was told.
         let known: HashSet<Gtid> = self.history.iter().filter_map(|t| t.gtid).collect();
@@ -404,6 +431,7 @@ impl Run {
                 t.gtid.is_some_and(|g| {
                     position.get(g.domain).is_some_and(|p| p.seq >= g.seq)
                         || (g.domain == deleted && i < self.deleted_through)
+                        || i < self.reset_through
                 })
             })
             .collect();
@@ -478,6 +506,7 @@ fn crash_kind(note: &str) -> String {
         Some(name) if name.starts_with("ferry-bin.index") => "index",
         Some(name) if name.starts_with("seq-no.hwm") => "hwm",
         Some(name) if name == "store.redb" => "store",
+        Some(name) if name.starts_with("reset-master.json") => "reset intent",
         _ => "dir",
     };
     let during = if note.ends_with("during recovery") { " (recovery)" } else { "" };
