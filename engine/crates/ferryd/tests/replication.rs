@@ -287,9 +287,10 @@ fn a_corrupt_relay_event_stops_the_sql_side_naming_file_and_offset() {
     let master = NodeProc::start(&dir.path().join("m"), 1, &[]);
     let replica = NodeProc::start(&dir.path().join("r"), 2, &[]);
     write(&master, 0, 1);
-    // A delay keeps the SQL side waiting on the first transaction while the second sits unread in the relay log.
-    change_master(&replica, "m1", json!({"master": master.listen, "delay_s": 3}));
-    start(&replica, "m1", json!({}));
+    // The SQL side paused: both transactions sit unread in the relay log until it resumes, however slow the
+    // machine is.
+    change_master(&replica, "m1", json!({"master": master.listen}));
+    start(&replica, "m1", json!({"sql_paused": true}));
     wait_connection(&replica, "m1", "the first transaction received", |c| c["transactions_received"] == 1);
     let relay = replica.dir.join("data/relay/m1/relay.000001");
     let second = std::fs::metadata(&relay).unwrap().len();
@@ -298,6 +299,8 @@ fn a_corrupt_relay_event_stops_the_sql_side_naming_file_and_offset() {
     let mut bytes = std::fs::read(&relay).unwrap();
     bytes[second as usize + 9] ^= 0x55;
     std::fs::write(&relay, bytes).unwrap();
+    let (code, body) = replica.post("/v1/replication/m1/resume-sql", json!({}), Some(TOKEN));
+    assert_eq!(code, 200, "{body}");
     let c = wait_connection(&replica, "m1", "an SQL error", |c| c["sql_state"] == "error");
     assert_eq!(c["last_error"]["code"], "RELAY_CORRUPT");
     let msg = c["last_error"]["message"].as_str().unwrap();
