@@ -310,19 +310,21 @@ fn a_corrupt_relay_event_stops_the_sql_side_naming_file_and_offset() {
 
 #[test]
 fn a_delayed_replica_applies_each_transaction_only_after_its_delay() {
+    // Long enough that the held state is seen before the delay ends, however loaded the machine.
+    const DELAY_S: u64 = 10;
     let dir = tempfile::tempdir().unwrap();
     let master = NodeProc::start(&dir.path().join("m"), 1, &[]);
     let replica = NodeProc::start(&dir.path().join("r"), 2, &[]);
-    change_master(&replica, "m1", json!({"master": master.listen, "delay_s": 2}));
+    change_master(&replica, "m1", json!({"master": master.listen, "delay_s": DELAY_S}));
     start(&replica, "m1", json!({}));
     let mut c = master.client();
     let commit = rt().block_on(c.increment("t", "k", "n", 1)).unwrap();
     let c1 = wait_connection(&replica, "m1", "the transaction received", |c| c["transactions_received"] == 1);
-    assert_eq!(c1["delay_s"], 2);
+    assert_eq!(c1["delay_s"], DELAY_S);
     // Received, held back while its delay runs.
     let held = wait_connection(&replica, "m1", "the delay shown", |c| c["sql_state"] == "delaying");
     assert_eq!(held["transactions_applied"], 0);
     converge(&replica, &master);
     let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64;
-    assert!(now_us >= commit.commit_ts_us + 2_000_000, "applied before its delay was over");
+    assert!(now_us >= commit.commit_ts_us + DELAY_S * 1_000_000, "applied before its delay was over");
 }
