@@ -92,7 +92,7 @@ async def test_a_connection_at_its_relay_space_limit_reads_as_waiting_for_relay_
         replica.stop()
 
 
-async def test_domain_filters_are_reported_and_taken_back_with_the_connections_settings(
+async def test_domain_filters_and_heartbeat_are_reported_and_taken_back_with_the_connections_settings(
     drivers: DriverFactory, ferryd_factory: Callable[..., FerrydCluster]
 ) -> None:
     cluster = ferryd_factory()
@@ -102,10 +102,14 @@ async def test_domain_filters_are_reported_and_taken_back_with_the_connections_s
     assert before.settings is not None and before.settings.filters == {}
     master = cluster.master.listen
     await replica.change_master(
-        "main", ChangeMaster(master, settings=replace(before.settings, filters={"ignore_domain_ids": "2, 5"}))
+        "main",
+        ChangeMaster(
+            master, settings=replace(before.settings, filters={"ignore_domain_ids": "2, 5"}, heartbeat_ms=250)
+        ),
     )
     (after,) = await replica.replica_connections()
     assert after.settings is not None and after.settings.filters == {"ignore_domain_ids": "2,5"}
+    assert (before.settings.heartbeat_ms, after.settings.heartbeat_ms) == (1000, 250)
     # What a repoint does: the settings as reported, taken back whole — the filter stays.
     await replica.change_master("main", ChangeMaster(master, settings=after.settings))
     assert (await replica.replica_connections())[0].settings == after.settings

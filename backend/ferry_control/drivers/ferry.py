@@ -399,12 +399,13 @@ def _connection(c: dict[str, Any]) -> ReplicaConnection:
 
 
 def _connection_settings(c: dict[str, Any]) -> ConnectionSettings:
-    """What ferryd reports of a connection's settings: delay, duplicates, parallel apply, domain filters (as text,
-    "1,3", like MariaDB's). It does not report the heartbeat interval (a repoint gives the default, 1000 ms), and it
-    has no per-connection semi-sync role (a replica always acknowledges)."""
+    """What ferryd reports of a connection's settings: delay, duplicates, heartbeat interval, parallel apply, domain
+    filters (as text, "1,3", like MariaDB's). It has no per-connection semi-sync role (a replica always
+    acknowledges)."""
     parallel = c.get("parallel") or {}
     filters = {name: ",".join(str(int(d)) for d in c.get(name) or ()) for name in DOMAIN_FILTERS}
     return ConnectionSettings(
+        heartbeat_ms=None if c.get("heartbeat_ms") is None else int(c["heartbeat_ms"]),
         filters={name: ids for name, ids in filters.items() if ids},
         delay_s=int(c.get("delay_s") or 0),
         ignore_duplicates=bool(c.get("ignore_duplicates", False)),

@@ -82,6 +82,7 @@ fn a_replica_streams_the_masters_binlog_keeping_gtids_and_order() {
     assert_eq!(s["gtid_current_pos"], "1-1-45,2-1-20");
     let c = wait_connection(&replica, "m1", "caught up", |c| c["lag"]["1"]["transactions"] == 0);
     assert_eq!(c["io_state"], "connected");
+    assert_eq!(c["heartbeat_ms"], 1000, "the default heartbeat interval, reported so a repoint can keep it");
     assert_eq!(c["lag"]["2"]["seconds"], 0.0);
     assert_eq!(c["transactions_applied"], 65);
     let (_, replicas) = master.get("/v1/replicas");

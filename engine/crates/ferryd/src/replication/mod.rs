@@ -111,6 +111,8 @@ pub struct ConnectionView {
     pub retries: u64,
     pub reconnects: u64,
     pub last_heartbeat_us: Option<u64>,
+    /// How often an idle master sends a heartbeat on this connection (CHANGE MASTER's heartbeat_ms).
+    pub heartbeat_ms: u32,
     pub parallel: applier::ParallelConfig,
     pub delay_s: u64,
     pub ignore_duplicates: bool,
@@ -523,6 +525,7 @@ impl Replication {
                     reconnects: s.reconnects,
                     parallel: c.config.parallel,
                     last_heartbeat_us: s.last_heartbeat_us,
+                    heartbeat_ms: c.config.heartbeat_ms,
                     delay_s: c.config.delay_s,
                     ignore_duplicates: c.config.ignore_duplicates,
                     do_domain_ids: c.config.filter.do_domain_ids.iter().copied().collect(),
