@@ -5,7 +5,7 @@ SIGKILL of the master with semi-sync on, the restarted old master fenced; a manu
 replica from its peer by START SLAVE UNTIL; semi-sync moved with the master role by a switchover and by a failover;
 refusals that change nothing (errant GTID, no log_bin, replication user missing, wrong passwords), each a named
 failing check; undo when the candidate stops applying; a drill with canaries in every domain; a replica's
-duplicate-key error through the API."""
+duplicate-key error through the API, and an operator skipping it (the driver's skip by GTID and its refusals)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from ferry_control.drivers.errors import ServerConflict
+from ferry_control.drivers.mariadb_errors import ReplicationNotConfigured, ReplicationRunning
 from tests.conftest import LiveFactory
 from tests.helpers import WebhookReceiver, check, finished, run_operation, serve, step
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, driver, eventually
@@ -434,6 +438,80 @@ async def test_a_replicas_duplicate_key_error_is_shown_through_the_api(
         edge,
         server_error,
     )
+
+
+async def test_an_operator_skips_the_duplicate_key_that_stopped_a_replica_and_it_replicates_again(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    cluster = mariadb_factory(3)
+    cluster.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY);")
+    cluster.wait_converged()
+    cluster.sql(3, "SET SESSION sql_log_bin = 0; INSERT INTO app.t VALUES (7);")
+    cluster.sql(1, "INSERT INTO app.t VALUES (7);")
+    failing = cluster.value(1, "@@gtid_binlog_pos")
+    await eventually(
+        "server 3's SQL thread to stop on the duplicate key",
+        lambda: cluster.replica_status(3)[0]["Last_SQL_Errno"] == "1062" or None,
+    )
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        url = f"/api/v1/clusters/{cluster_id}/operations/skip-transactions"
+        running = await live.client.post(url, json={"server_id": ids[2]})
+        assert running.status_code == 409 and running.json()["error"]["code"] == "connection_running", running.text
+        operation = await run_operation(live.app, live.client, cluster_id, "skip-transactions", {"server_id": ids[3]})
+    assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+    result = operation["result"]
+    assert result["skipped_gtids"] == [failing] and result["replicating"] is True, result
+    assert result["stopped_by"]["code"] == "1062", result["stopped_by"]
+    # Named ahead from the master's binlog (the dry run's preview shows the same), then by the replica's relay log.
+    assert step(operation, "identify")["detail"]["skipped_gtids"] == [failing]
+    assert result["skipped_gtids_source"] == f"the relay log of server {ids[3]} (s3)"
+    assert f"{failing} was skipped on server {ids[3]} (s3)" in result["data_loss"]
+    status = cluster.replica_status(3)[0]
+    assert (status["Slave_SQL_Running"], status["Last_SQL_Errno"], status["Skip_Counter"]) == ("Yes", "0", "0")
+    assert cluster.replica_status(2)[0]["Last_SQL_Errno"] == "0", "the other replica was not touched"
+    cluster.sql(1, "INSERT INTO app.t VALUES (8);")
+    cluster.wait_converged()
+    assert cluster.sql(3, "SELECT id FROM app.t ORDER BY id;") == [["7"], ["8"]]
+
+
+async def test_the_mariadb_driver_skips_exactly_the_next_transactions_by_gtid_and_refuses_with_the_servers_codes(
+    mariadb_factory: Callable[..., MariadbCluster],
+) -> None:
+    cluster = mariadb_factory(2)
+    replica = driver(cluster, 2)
+    try:
+        with pytest.raises(ReplicationRunning) as running:
+            await replica.skip_transactions("", 1)
+        assert running.value.errno == 1198 and "run STOP SLAVE" in running.value.message, running.value
+        with pytest.raises(ReplicationNotConfigured) as unknown:
+            await replica.skip_transactions("nope", 1)
+        assert unknown.value.errno == 1617, unknown.value
+
+        # Its SQL thread stopped, two transactions received in two domains: skipping one passes over the first.
+        cluster.sql(2, "STOP SLAVE SQL_THREAD;")
+        before = cluster.value(2, "@@gtid_slave_pos")
+        cluster.sql(1, "SET SESSION gtid_domain_id = 1; CREATE TABLE app.d1 (id INT PRIMARY KEY);")
+        first = next(g for g in cluster.value(1, "@@gtid_binlog_pos").split(",") if g.startswith("1-"))
+        cluster.sql(1, "SET SESSION gtid_domain_id = 2; CREATE TABLE app.d2 (id INT PRIMARY KEY);")
+        master_pos = cluster.value(1, "@@gtid_binlog_pos")
+        await eventually(
+            "server 2 to receive both", lambda: set(master_pos.split(",")) <= set(
+                cluster.replica_status(2)[0]["Gtid_IO_Pos"].split(",")) or None,
+        )  # fmt: skip
+        with pytest.raises(ServerConflict) as short:
+            await replica.skip_transactions("", 3)
+        assert short.value.code == "not_received" and "received 2 transaction(s)" in short.value.message
+        assert cluster.value(2, "@@gtid_slave_pos") == before, "a refused skip changes nothing"
+
+        skipped = await replica.skip_transactions("", 1)
+        assert (skipped.gtids, skipped.pending) == ((first,), False)
+        await replica.start_replication("")
+        cluster.wait_converged()
+        tables = cluster.sql(2, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'app';")
+        assert sorted(t[0] for t in tables) == ["d2"], "domain 1's transaction was skipped, domain 2's applied"
+    finally:
+        await replica.aclose()
 
 
 async def test_manual_failover_levels_the_chosen_replica_from_its_peer(

@@ -8,11 +8,12 @@ route's name (so the operationId and the audit action) and what the runner start
 `from __future__ import annotations`: the routes' parameter annotations are evaluated when they are made, so the
 factory's request model (a variable) is the real class FastAPI reads the body with."""
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Path, Query, Response, status
 
-from ferry_control.api.deps import CurrentToken, OperatorToken, RunnerDep, SessionDep, SettingsDep
+from ferry_control.api.deps import CurrentToken, DriversDep, OperatorToken, RunnerDep, SessionDep, SettingsDep
 from ferry_control.core.security import Role
 from ferry_control.schemas.cluster import REDACTED
 from ferry_control.schemas.common import ID_MAX, error_responses
@@ -23,10 +24,12 @@ from ferry_control.schemas.operation import (
     OperationRequest,
     ReadOnlyRequest,
     RepointRequest,
+    SkipTransactionsRequest,
     StartReplicationRequest,
     StopReplicationRequest,
     SwitchoverRequest,
 )
+from ferry_control.services.operation_prechecks import precheck_skip_transactions
 from ferry_control.services.operations import OperationService
 
 router = APIRouter(
@@ -43,8 +46,18 @@ IdempotencyKey = Annotated[
     ),
 ]
 OperationTypeName = Literal[
-    "switchover", "failover", "repoint", "read_only", "start_replication", "stop_replication", "bring_level", "drill"
+    "switchover",
+    "failover",
+    "repoint",
+    "read_only",
+    "start_replication",
+    "stop_replication",
+    "bring_level",
+    "skip_transactions",
+    "drill",
 ]
+#: Checks a request against the live servers before the operation is accepted (a precise 4xx, nothing recorded).
+Precheck = Callable[..., Awaitable[None]]
 START_RESPONSES: dict[int | str, dict[str, Any]] = {
     **error_responses(403, 409),
     202: {"description": "Accepted: the operation runs in the background; poll it or follow the events stream."},
@@ -86,9 +99,14 @@ def _for_role(read: OperationRead, role: Role) -> OperationRead:
 
 
 def _operation_route(
-    type_: str, request_model: type[OperationRequest], summary: str, description: str | None = None
+    type_: str,
+    request_model: type[OperationRequest],
+    summary: str,
+    description: str | None = None,
+    precheck: Precheck | None = None,
 ) -> None:
-    """Registers `POST /{type-with-dashes}` starting an operation of `type_` with a body of `request_model`."""
+    """Registers `POST /{type-with-dashes}` starting an operation of `type_` with a body of `request_model`; a
+    `precheck(session, drivers, settings, cluster_id, params)` refuses it first where it can tell at once."""
 
     async def start(
         body: request_model,  # the concrete model: the schema of the request body
@@ -96,16 +114,20 @@ def _operation_route(
         session: SessionDep,
         runner: RunnerDep,
         settings: SettingsDep,
+        drivers: DriversDep,
         principal: OperatorToken,
         idempotency_key: IdempotencyKey = None,
         cluster_id: int = ClusterId,
     ) -> OperationRead:
+        params = body.model_dump(exclude={"dry_run"})
+        if precheck is not None:
+            await precheck(session, drivers, settings, cluster_id, params)
         operation, new = await OperationService(session).start(
             runner,
             settings,
             cluster_id=cluster_id,
             type_=type_,
-            params=body.model_dump(exclude={"dry_run"}),
+            params=params,
             dry_run=body.dry_run,
             requester=principal.name,
             idempotency_key=idempotency_key,
@@ -152,4 +174,16 @@ _operation_route(
     "bring_level",
     BringLevelRequest,
     summary="Bring a server level with another (START … UNTIL its position, then wait)",
+)
+_operation_route(
+    "skip_transactions",
+    SkipTransactionsRequest,
+    summary="Skip the transaction(s) that stopped a replica's connection, then start it again (loses them there)",
+    description="For a connection stopped by an SQL error (e.g. MariaDB's 1062 duplicate key) or stopped by hand: "
+    "names the GTIDs that will be skipped (the next ones after the replica's gtid_slave_pos in its master's binlog, "
+    "else the one the error names), sets the skip counter (sql_slave_skip_counter), starts the connection and "
+    "checks that it replicates again. The skipped transactions are not applied on that replica and never will be: "
+    "the result's `data_loss` says so. 404 `connection_not_found`, 409 `connection_running` (nothing changed); "
+    "`count` is 1 to 100.",
+    precheck=precheck_skip_transactions,
 )

@@ -106,6 +106,9 @@ class ReplicaConnection:
     #: The connection's own settings, as the server reports them, so a repoint can keep them (see
     #: `ConnectionSettings`); None where the server does not say.
     settings: ConnectionSettings | None = None
+    #: Transactions its next start will pass over (MariaDB: Skip_Counter, ferryd: skip_counter): what is pending while
+    #: it is stopped, what is left while it runs; see `ServerDriver.skip_transactions`.
+    skip_counter: int = 0
 
 
 @dataclass(frozen=True)
@@ -217,6 +220,18 @@ class ChangeMaster:
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """What `ServerDriver.skip_transactions` did."""
+
+    #: The skipped transactions' GTIDs, oldest first, where the server tells them before they are skipped (None:
+    #: it does not say).
+    gtids: tuple[str, ...] | None
+    #: True: the skip happens at the connection's next start (a counter, cleared by a skip of 0); False: it is
+    #: done already (gtid_slave_pos is past them).
+    pending: bool
+
+
+@dataclass(frozen=True)
 class WaitResult:
     reached: bool
     #: The server's position when the wait ended.
@@ -314,6 +329,19 @@ class ServerDriver(abc.ABC):
     @abc.abstractmethod
     async def remove_replication(self, connection: str) -> None:
         """Stop and forget the connection (RESET SLAVE ALL)."""
+
+    async def skip_transactions(self, connection: str, count: int) -> Skipped:
+        """Makes the stopped `connection` pass over the next `count` transactions it receives (whole transactions,
+        in the master's binlog order, as MariaDB's sql_slave_skip_counter; 0 clears what is pending). They are not
+        applied on this server, yet their GTIDs advance its gtid_slave_pos: their changes are lost here. Refusals
+        carry the server's own code and message: a `ServerConflict` while the connection runs (or, ferryd, when
+        the position it starts from has several domains), a `ServerNotFound` for no such connection. The default
+        is for kinds that cannot."""
+        raise DriverError(
+            getattr(self, "address", ""),
+            "skip_unsupported",
+            f"{self.kind} servers cannot skip replicated transactions",
+        )
 
     @abc.abstractmethod
     async def set_read_only(self, read_only: bool) -> bool:

@@ -29,6 +29,7 @@ from ferry_control.drivers.base import (
     ReplicationError,
     ServerDriver,
     ServerStatus,
+    Skipped,
     SqlState,
     TableChecksum,
     WaitResult,
@@ -300,6 +301,15 @@ class FerryDriver(ServerDriver):
     async def stop_replication(self, connection: str) -> None:
         await self._send("POST", f"/v1/replication/{connection}/stop", authorized=True)
 
+    async def skip_transactions(self, connection: str, count: int) -> Skipped:
+        """The node's skip counter: its next start passes over `count` transactions (which ones, the node does not
+        say). 409 `conflict` while it runs or when its start position has several domains; 404 for no such
+        connection."""
+        await self._send(
+            "POST", f"/v1/replication/{connection}/skip-counter", json={"count": int(count)}, authorized=True
+        )
+        return Skipped(gtids=None, pending=count > 0)
+
     async def remove_replication(self, connection: str) -> None:
         await self._send("DELETE", f"/v1/replication/{connection}", authorized=True)
 
@@ -395,6 +405,7 @@ def _connection(c: dict[str, Any]) -> ReplicaConnection:
         delay_s=int(c.get("delay_s") or 0),
         waiting_for_relay_space=c.get("waiting_for_relay_space") is True,
         settings=_connection_settings(c),
+        skip_counter=int(c.get("skip_counter") or 0),
     )
 
 

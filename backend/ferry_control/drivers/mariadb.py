@@ -29,16 +29,31 @@ from ferry_control.drivers.base import (
     Positions,
     ServerDriver,
     ServerStatus,
+    Skipped,
     TableChecksum,
     WaitResult,
 )
-from ferry_control.drivers.errors import DriverError, ServerProtocolError, ServerUnreachable, WriteOutcomeUnknown
+from ferry_control.drivers.errors import (
+    DriverError,
+    ServerConflict,
+    ServerProtocolError,
+    ServerUnreachable,
+    WriteOutcomeUnknown,
+)
 from ferry_control.drivers.mariadb_connection import MariadbConnections, PoolSettings
-from ferry_control.drivers.mariadb_errors import MariadbError, ReadOnly, error_for
+from ferry_control.drivers.mariadb_errors import (
+    MariadbError,
+    ReadOnly,
+    ReplicationNotConfigured,
+    ReplicationRunning,
+    error_for,
+)
 from ferry_control.drivers.mariadb_sql import (
     CHANGE_MASTER_FILTERS,
     FILTER_COLUMNS,
+    GTID_INFO,
     BinlogFileScan,
+    Gtid,
     canonical,
     canonical_state,
     connected_replica,
@@ -93,6 +108,8 @@ CANARY_SCHEMA = "ferry"
 CANARY_TABLE = "canaries"
 #: Events read per SHOW BINLOG EVENTS statement.
 EVENTS_PAGE_ROWS = 5000
+#: Relay log files read, at most, to find the transactions a stopped connection has yet to apply.
+RELAY_FILES_MAX = 8
 #: Binlog files whose scans are kept per server (the newest ones: recent events are read from the end).
 SCANNED_FILES_KEPT = 4
 
@@ -415,6 +432,84 @@ class MariadbDriver(ServerDriver):
 
     async def stop_replication(self, connection: str) -> None:
         await self.sql.query("STOP SLAVE %s", (connection,))
+
+    async def skip_transactions(self, connection: str, count: int) -> Skipped:
+        """Skips the next `count` transactions of the stopped `connection` the way MariaDB advises with GTID: their
+        GTIDs are read from the connection's relay log where its SQL thread stopped (SHOW RELAYLOG 'c' EVENTS — the
+        transaction that failed first), the connection is stopped (its IO thread too) and @@gtid_slave_pos is set
+        past them, so its next start fetches from the master what follows them. The same transactions as
+        `SET GLOBAL sql_slave_skip_counter = count` passes over for one domain, without its limits: that variable
+        needs SUPER (REPLICATION SLAVE ADMIN does not cover it on 10.11), and with parallel replication it is
+        refused when gtid_slave_pos has several domains (1966).
+
+        Refusals: 1198 `ReplicationRunning` while the SQL thread runs (the server's own words), or when another
+        connection runs (the server refuses gtid_slave_pos then; this connection's IO thread is started again);
+        1617 for no such connection; `not_received` when fewer than `count` transactions are in the relay log."""
+        rows = await self.sql.query("SHOW SLAVE %s STATUS", (connection,))
+        if not rows:
+            raise ReplicationNotConfigured(self.address, 1617, f"There is no master connection '{connection}'")
+        row = rows[0]
+        if str(row.get("Slave_SQL_Running")) == "Yes":
+            raise ReplicationRunning(
+                self.address, 1198,
+                f"This operation cannot be performed as you have a running slave '{connection}'; run STOP SLAVE "
+                f"'{connection}' first",
+            )  # fmt: skip
+        if count <= 0:
+            return Skipped(gtids=(), pending=False)
+        applied = parse_position(await self.sql.value("SELECT @@gtid_slave_pos"))
+        gtids = await self._relay_gtids(connection, row, applied, count)
+        if len(gtids) < count:
+            raise ServerConflict(
+                self.address, 409, "not_received",
+                f"connection '{connection}' has received {len(gtids)} transaction(s) it has not applied, not "
+                f"{count}: nothing was skipped",
+            )  # fmt: skip
+        receiving = str(row.get("Slave_IO_Running")) != "No"
+        if receiving:
+            await self.sql.query("STOP SLAVE %s", (connection,))
+        for gtid in gtids:
+            applied[gtid.domain] = gtid
+        try:
+            await self.sql.query("SET GLOBAL gtid_slave_pos = %s", (format_position(applied.values()),))
+        except ReplicationRunning:
+            if receiving:
+                await self.sql.query("START SLAVE %s IO_THREAD", (connection,))
+            raise
+        return Skipped(gtids=tuple(str(g) for g in gtids), pending=False)
+
+    async def _relay_gtids(
+        self, connection: str, row: Mapping[str, object], applied: Mapping[int, Gtid], count: int
+    ) -> list[Gtid]:
+        """The first `count` GTIDs the SQL thread has yet to apply, from its relay log position on (following the
+        relay log into its next files), leaving out any it already has."""
+        file, pos = str(row.get("Relay_Log_File") or ""), int(str(row.get("Relay_Log_Pos") or 4))
+        found: list[Gtid] = []
+        for _ in range(RELAY_FILES_MAX):
+            while True:
+                try:
+                    events = await self.sql.query(
+                        "SHOW RELAYLOG %s EVENTS IN %s FROM %s LIMIT %s", (connection, file, pos, EVENTS_PAGE_ROWS)
+                    )
+                except MariadbError as e:
+                    if e.errno == 1220:  # no such relay file: the end of what was received
+                        return found
+                    raise
+                for event in events:
+                    match = GTID_INFO.match(str(event.get("Info") or ""))
+                    if str(event.get("Event_type")) != "Gtid" or match is None:
+                        continue
+                    gtid = Gtid(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+                    have = applied.get(gtid.domain)
+                    if have is None or gtid.seq_no > have.seq_no:
+                        found.append(gtid)
+                        if len(found) == count:
+                            return found
+                if len(events) < EVENTS_PAGE_ROWS:
+                    break
+                pos = int(str(events[-1].get("End_log_pos") or pos))
+            file, pos = _next_file(file), 4
+        return found
 
     async def remove_replication(self, connection: str) -> None:
         rows = await self.sql.query("SHOW SLAVE %s STATUS", (connection,))
@@ -746,6 +841,12 @@ class MariadbDriver(ServerDriver):
             self.address, "position_moving",
             f"@@gtid_current_pos moved during each of {self.config.checksum_attempts} checksum attempts",
         )  # fmt: skip
+
+
+def _next_file(name: str) -> str:
+    """The relay (or binlog) file after `name`: `relay-bin.000007` → `relay-bin.000008`."""
+    stem, _, number = name.rpartition(".")
+    return f"{stem}.{int(number) + 1:0{len(number)}d}"
 
 
 def _flag_check(name: str, value: object, why: str) -> Check:

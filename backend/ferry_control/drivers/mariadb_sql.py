@@ -229,6 +229,7 @@ def replica_connection(
         # Slave_IO_State "Waiting for the slave SQL thread to free enough relay log space".
         waiting_for_relay_space="relay log space" in str(row.get("Slave_IO_State") or ""),
         settings=connection_settings(row, server or {}),
+        skip_counter=_int(row.get("Skip_Counter")),
     )
 
 

@@ -160,3 +160,20 @@ class BringLevelRequest(OperationRequest):
         if self.server_id == self.source_server_id:
             raise ValueError(f"server {self.server_id} is always level with itself")
         return self
+
+
+class SkipTransactionsRequest(OperationRequest):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"server_id": 3, "connection": "main", "count": 1}]}
+    )
+
+    server_id: int = ServerRef
+    connection: str | None = ConnectionName
+    count: int = Field(
+        1,
+        ge=1,
+        le=100,
+        description="How many transactions to skip, from the one that stopped the connection (sql_slave_skip_counter). "
+        "They are lost on that replica.",
+        examples=[1],
+    )

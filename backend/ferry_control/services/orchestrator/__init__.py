@@ -7,6 +7,7 @@
 - `switchover` preflight checks and the planned switchover with undo
 - `failover`   confirmation by the replicas, the most advanced candidate, fencing, the lost-GTID report
 - `simple`     read-only, start/stop replication, repoint, bring level
+- `skip`       skip the transaction(s) that stopped a replica, then start it again
 - `drill`      canaries, switchover, verification (canaries, checksums, GTIDs), switch back, figures
 - `monitor`    after each collector cycle: fencing and automatic failover detection
 - `hooks`      webhook calls
@@ -22,6 +23,7 @@ from ferry_control.services.orchestrator.simple import (
     run_start_replication,
     run_stop_replication,
 )
+from ferry_control.services.orchestrator.skip import run_skip_transactions
 from ferry_control.services.orchestrator.switchover import run_switchover
 
 
@@ -33,4 +35,5 @@ def register_executors(runner: OperationRunner) -> None:
     runner.register("start_replication", run_start_replication)
     runner.register("stop_replication", run_stop_replication)
     runner.register("bring_level", run_bring_level)
+    runner.register("skip_transactions", run_skip_transactions)
     runner.register("drill", run_drill)

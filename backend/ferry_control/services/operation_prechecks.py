@@ -1,0 +1,46 @@
+"""Checks a request to start an operation against the live server before it is accepted, where the refusal can be
+told at once and precisely (nothing is recorded, nothing changed): skipping transactions needs the named connection
+to exist (404 `connection_not_found`) and to be stopped (409 `connection_running`). The operation's own preflight
+checks again when it runs (the state may have changed in between)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ferry_control.core.config import Settings
+from ferry_control.core.errors import Conflict, NotFound
+from ferry_control.drivers.factory import DriverFactory
+from ferry_control.repositories.clusters import ClusterRepository
+from ferry_control.repositories.servers import ServerRepository
+from ferry_control.services.orchestrator.skip import find_connection, is_stopped, why_not_stopped
+
+
+async def precheck_skip_transactions(
+    session: AsyncSession, drivers: DriverFactory, settings: Settings, cluster_id: int, params: dict[str, Any]
+) -> None:
+    cluster = await ClusterRepository(session).get(cluster_id)
+    server = await ServerRepository(session).get(cluster_id, params["server_id"])
+    if cluster is None or server is None:
+        return  # the operation service answers 404 for those
+    connections = await drivers.for_server(server, cluster).replica_connections()  # unreachable: 502
+    label = f"server {server.id} ({server.name})"
+    name = params.get("connection")
+    if name is None:
+        name = connections[0].name if len(connections) == 1 else settings.replication_connection_name
+    connection = find_connection(connections, name)
+    if connection is None:
+        raise NotFound(
+            f"{label} has no replication connection {name!r} (it has: "
+            f"{', '.join(repr(c.name) for c in connections) or 'none'})",
+            code="connection_not_found",
+            details={"server_id": server.id, "connection": name},
+        )
+    if not is_stopped(connection):
+        raise Conflict(
+            why_not_stopped(label, connection),
+            code="connection_running",
+            details={"server_id": server.id, "connection": name, "io_state": connection.io_state.value,
+                     "sql_state": connection.sql_state.value},
+        )  # fmt: skip
