@@ -119,6 +119,18 @@ export function useBringLevel(clusterId: number) {
   );
 }
 
+export type SkipTransactionsBody = Schemas["SkipTransactionsRequest"];
+export function useSkipTransactions(clusterId: number) {
+  return useOperationMutation<SkipTransactionsBody>(clusterId, (id, { body, idempotencyKey }) =>
+    unwrap(
+      api.POST("/api/v1/clusters/{cluster_id}/operations/skip-transactions", {
+        params: { path: path(id), header: header(idempotencyKey) },
+        body,
+      }),
+    ),
+  );
+}
+
 /** POST …/servers/{id}/unfence: a former master a failover fenced may be made writable again. */
 export function useUnfence(clusterId: number) {
   const queryClient = useQueryClient();

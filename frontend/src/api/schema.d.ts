@@ -476,6 +476,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/clusters/{cluster_id}/operations/skip-transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Skip the transaction(s) that stopped a replica's connection, then start it again (loses them there)
+         * @description For a connection stopped by an SQL error (e.g. MariaDB's 1062 duplicate key) or stopped by hand: names the GTIDs that will be skipped (the next ones after the replica's gtid_slave_pos in its master's binlog, else the one the error names), sets the skip counter (sql_slave_skip_counter), starts the connection and checks that it replicates again. The skipped transactions are not applied on that replica and never will be: the result's `data_loss` says so. 404 `connection_not_found`, 409 `connection_running` (nothing changed); `count` is 1 to 100.
+         */
+        post: operations["skip_transactions_api_v1_clusters__cluster_id__operations_skip_transactions_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/clusters/{cluster_id}/drills/schedules": {
         parameters: {
             query?: never;
@@ -2491,6 +2511,41 @@ export interface components {
             collector: components["schemas"]["CollectorHealth"];
         };
         /**
+         * SkipTransactionsRequest
+         * @example {
+         *       "connection": "main",
+         *       "count": 1,
+         *       "server_id": 3
+         *     }
+         */
+        SkipTransactionsRequest: {
+            /**
+             * Dry Run
+             * @description Run the preflight only: nothing is changed; the checks are in the result.
+             * @default false
+             */
+            dry_run: boolean;
+            /**
+             * Server Id
+             * @description A registered server's id in this cluster.
+             * @example 2
+             */
+            server_id: number;
+            /**
+             * Connection
+             * @description The replica's connection name; default: its only connection, else the configured default name.
+             * @example main
+             */
+            connection?: string | null;
+            /**
+             * Count
+             * @description How many transactions to skip, from the one that stopped the connection (sql_slave_skip_counter). They are lost on that replica.
+             * @default 1
+             * @example 1
+             */
+            count: number;
+        };
+        /**
          * StartReplicationRequest
          * @example {
          *       "server_id": 3,
@@ -4206,7 +4261,7 @@ export interface operations {
                 /** @description Page back: operations with a smaller id. */
                 before_id?: number | null;
                 /** @description Only operations of these types (repeat the parameter). */
-                type?: ("switchover" | "failover" | "repoint" | "read_only" | "start_replication" | "stop_replication" | "bring_level" | "drill")[] | null;
+                type?: ("switchover" | "failover" | "repoint" | "read_only" | "start_replication" | "stop_replication" | "bring_level" | "skip_transactions" | "drill")[] | null;
                 /** @description Only dry runs (true) or only real operations (false). */
                 dry_run?: boolean | null;
             };
@@ -4772,6 +4827,81 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["BringLevelRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted: the operation runs in the background; poll it or follow the events stream. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skip_transactions_api_v1_clusters__cluster_id__operations_skip_transactions_post: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retrying with the same key gives back the same operation instead of starting another. */
+                "idempotency-key"?: string | null;
+            };
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SkipTransactionsRequest"];
             };
         };
         responses: {

@@ -31,6 +31,8 @@ export interface GuardedActionProps<Body> {
   runBody: (preview: Operation) => Body;
   start: (variables: StartVariables<Body>) => Promise<Operation>;
   serverName: (id: number) => string;
+  /** What an ended operation found or did, shown below its preview and below the run once it ended. */
+  outcome?: (operation: Operation) => ReactNode;
   children: ReactNode;
 }
 
@@ -91,6 +93,7 @@ export function GuardedAction<Body>(props: GuardedActionProps<Body>) {
         <div className="preview">
           <h4>Preflight</h4>
           <Checklist checks={preflightChecks(previewed)} />
+          {props.outcome ? props.outcome(previewed) : null}
           {previewPassed(previewed) ? null : (
             <p role="alert" className="error">
               ✕ The preflight failed{previewed.error ? `: ${previewed.error}` : ""}. Nothing was changed.
@@ -117,6 +120,7 @@ export function GuardedAction<Body>(props: GuardedActionProps<Body>) {
       ) : null}
       {error ? <ErrorMessage error={error} /> : null}
       {run.data ? <StepProgress operation={run.data} serverName={props.serverName} /> : null}
+      {run.data && hasEnded(run.data) && props.outcome ? props.outcome(run.data) : null}
       {runId !== null && hasEnded(run.data) ? (
         <button type="button" onClick={reset}>
           Start a new {title.toLowerCase()}

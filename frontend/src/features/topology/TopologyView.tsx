@@ -2,13 +2,16 @@
 // version, and warnings: a master whose replicas may get ahead of its binlog, what the server reports (semi-sync
 // fallen back, binlog expiry held back); connections with IO/SQL state, lag per domain and the last error — the
 // server's own code and message, e.g. MariaDB's 1062), which are also what keyboard and screen-reader users read.
+// A connection stopped by an SQL error offers operators "Skip and restart" (SkipTransactions); viewers see no control.
 import type { Schemas } from "../../api/client";
 import { useServers, useTopology } from "../../api/queries";
+import { RequireRole } from "../../auth/RequireRole";
 import { QueryState } from "../../components/QueryState";
 import { Badge, HealthBadge } from "../../components/StatusBadge";
 import { formatLag } from "../../lib/format";
 import { ClusterAlerts } from "./ClusterAlerts";
 import { connectionState } from "./connectionState";
+import { SkipTransactions, skippable } from "./SkipTransactions";
 import { TopologyGraph } from "./TopologyGraph";
 
 const KIND_NAMES: Record<Schemas["ServerKind"], string> = { ferry: "ferryd", mariadb: "MariaDB" };
@@ -114,6 +117,16 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                         ) : (
                           "—"
                         )}
+                        {skippable(edge) ? (
+                          <RequireRole role="operator">
+                            <SkipTransactions
+                              clusterId={clusterId}
+                              edge={edge}
+                              replicaName={names.get(edge.replica_server_id) ?? `server ${edge.replica_server_id}`}
+                              serverName={(id) => names.get(id) ?? `server ${id}`}
+                            />
+                          </RequireRole>
+                        ) : null}
                       </td>
                     </tr>
                   );
