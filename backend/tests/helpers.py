@@ -1,6 +1,6 @@
 """Helpers shared by the API-level tests: registering a ferryd cluster through the API, waiting for an operation,
-reading what the nodes say, driving the load writer process (`ferry-bench commit --ledger`), serving an ASGI app on
-a real port, and a local webhook receiver."""
+reading what the nodes say, stopping a replica on a strict-mode error, driving the load writer process
+(`ferry-bench commit --ledger`), serving an ASGI app on a real port, and a local webhook receiver."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from tests.ferryd_cluster import REPO_ROOT, FerrydCluster, FerrydNode, protocol
+from tests.mariadb_cluster import eventually
 
 #: Bound on every wait for a condition in these tests.
 WAIT_S = 60.0
@@ -86,6 +87,28 @@ def topology(nodes: list[FerrydNode]) -> dict[int, Any]:
             sorted((c["name"], c["master"], c["running"]) for c in status["replication"]),
         )
     return shape
+
+
+def connection(node: FerrydNode, name: str = "main") -> dict[str, Any]:
+    return next(c for c in node.status()["replication"] if c["name"] == name)
+
+
+async def stop_on_strict_mode(ferryd: FerrydCluster) -> str:
+    """Replica 1 commits a transaction of its own in domain 1; the master's next one in domain 1 is then not above
+    it, and strict mode stops replica 1's connection on it. Returns the master's transaction's GTID."""
+    ferryd.write(2, domains=(1,))
+    ferryd.converge()
+    ferryd.replica1.increment("d1", "replica-own", domain=1)
+    failing = ferryd.master.increment("d1", "skipped", domain=1)
+
+    async def stopped() -> dict[str, Any] | None:
+        error = connection(ferryd.replica1)["last_error"]
+        return error if error else None
+
+    error = await eventually("replica 1's connection to stop on strict mode", stopped)
+    assert (error["side"], error["code"]) == ("sql", "STRICT_MODE"), error
+    assert failing in error["message"], error
+    return failing
 
 
 def writable_master(nodes: list[FerrydNode]) -> FerrydNode:

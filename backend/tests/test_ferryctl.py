@@ -1,8 +1,9 @@
 """`ferryctl` as scripts run it: its own process (.venv/bin/ferryctl) talking over a real socket to the live app
 (served by uvicorn on a loopback port) and real ferryd nodes. `status` as JSON (a position per server and domain,
 lag per link and domain), a `switchover --wait` that succeeds and one its preflight refuses (exit 3, the failing
-check named), and the exit codes of a bad token, a role that is not enough, a missing cluster or operation, an API
-that is not there and bad usage — each with the API's message, never a traceback."""
+check named), `skip` of the transaction that stopped a replica (the GTID and the data lost said; a running
+connection refused), and the exit codes of a bad token, a role that is not enough, a missing cluster or operation,
+an API that is not there and bad usage — each with the API's message, never a traceback."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from ferry_control.ctl import config
 from ferry_control.ctl.errors import CtlError, ExitCode
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
-from tests.helpers import WAIT_S, register, serve, writable_master
+from tests.helpers import WAIT_S, connection, register, serve, stop_on_strict_mode, writable_master
 
 FERRYCTL = Path(sys.executable).with_name("ferryctl")
 
@@ -203,6 +204,37 @@ async def test_switchover_refused_by_preflight_names_the_check(
             ("switchover", "failed"),
             ("switchover", "failed"),
         ]
+
+
+async def test_skip_names_the_skipped_gtid_and_the_data_lost_and_refuses_a_running_connection(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], tmp_path: Path
+) -> None:
+    ferryd = ferryd_factory()
+    failing = await stop_on_strict_mode(ferryd)
+    async with live_app() as live:
+        await register(live.client, ferryd, name="orders")
+        async with serve(live.app) as url:
+            token = live.tokens.operator
+            running = await ferryctl(tmp_path, "skip", "orders", "replica2", "-o", "json", url=url, token=token)
+            assert running.code == ExitCode.error, (running.out, running.err)
+            assert running.json()["error"]["code"] == "connection_running" and "is running" in running.err
+            unknown = await ferryctl(tmp_path, "skip", "orders", "replica1", "other", url=url, token=token)
+            assert unknown.code == ExitCode.not_found and "no replication connection 'other'" in unknown.err
+            bad = await ferryctl(tmp_path, "skip", "orders", "replica1", "--count", "101", url=url, token=token)
+            assert bad.code == ExitCode.usage and "101 is not in the range 1<=x<=100" in bad.err, bad.err
+
+            run = await ferryctl(
+                tmp_path, "skip", "orders", "replica1", "main", "--count", "1", "--wait", url=url, token=token
+            )
+            assert run.code == ExitCode.ok, (run.out, run.err)
+            assert "skip_transactions" in run.out and failing in run.out, run.out
+            assert "never bring them back" in " ".join(run.out.split()), run.out
+            shown = await ferryctl(tmp_path, "operations", "list", "orders", "-o", "json", url=url, token=token)
+            [operation] = shown.json()
+            assert (operation["type"], operation["state"], operation["result"]["skipped_gtids"]) == (
+                "skip_transactions", "succeeded", [failing],
+            )  # fmt: skip
+    assert connection(ferryd.replica1)["running"] is True and connection(ferryd.replica2)["skip_counter"] == 0
 
 
 async def test_exit_codes_and_messages(live_app: LiveFactory, tmp_path: Path) -> None:

@@ -15,31 +15,8 @@ from ferry_control.drivers.errors import ServerConflict, ServerNotFound
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import ServerKind
 from tests.conftest import LiveFactory
-from tests.ferryd_cluster import FerrydCluster, FerrydNode
-from tests.helpers import register, run_operation, step
-from tests.mariadb_cluster import eventually
-
-
-def connection(node: FerrydNode, name: str = "main") -> dict[str, Any]:
-    return next(c for c in node.status()["replication"] if c["name"] == name)
-
-
-async def stop_on_strict_mode(ferryd: FerrydCluster) -> str:
-    """Replica 1 commits a transaction of its own in domain 1; the master's next one in domain 1 is then not above
-    it, and strict mode stops replica 1's connection on it. Returns the master's transaction's GTID."""
-    ferryd.write(2, domains=(1,))
-    ferryd.converge()
-    ferryd.replica1.increment("d1", "replica-own", domain=1)
-    failing = ferryd.master.increment("d1", "skipped", domain=1)
-
-    async def stopped() -> dict[str, Any] | None:
-        error = connection(ferryd.replica1)["last_error"]
-        return error if error else None
-
-    error = await eventually("replica 1's connection to stop on strict mode", stopped)
-    assert (error["side"], error["code"]) == ("sql", "STRICT_MODE"), error
-    assert failing in error["message"], error
-    return failing
+from tests.ferryd_cluster import FerrydCluster
+from tests.helpers import connection, register, run_operation, step, stop_on_strict_mode
 
 
 async def test_the_driver_sets_the_skip_counter_and_carries_the_nodes_refusals(

@@ -18,6 +18,7 @@ from ferry_control.ctl.commands.drills import drills
 from ferry_control.ctl.commands.moves import ack_failover, failover, switchover
 from ferry_control.ctl.commands.operations import operations
 from ferry_control.ctl.commands.servers import servers
+from ferry_control.ctl.commands.skip import skip
 from ferry_control.ctl.commands.status import status
 from ferry_control.ctl.commands.tokens import tokens
 from ferry_control.ctl.context import OUTPUT_FORMATS, App
@@ -84,7 +85,7 @@ def cli(
     ctx: click.Context, url: str | None, token: str | None, config_path: str | None, timeout_s: float | None,
     output: str,
 ) -> None:  # fmt: skip
-    """Ferry's command line: clusters, status, switchover, failover, drills and operations over the REST API.
+    """Ferry's command line: clusters, status, switchover, failover, skip, drills and operations over the REST API.
 
     Flags win over FERRY_URL / FERRY_TOKEN, which win over the config file. Clusters, servers, schedules and
     tokens are named by name or id. Every command takes --output json (also after the command's name).
@@ -92,7 +93,19 @@ def cli(
     ctx.obj = App(url, token, config_path, timeout_s, output)
 
 
-for command in (clusters, servers, discover, status, switchover, failover, ack_failover, drills, operations, tokens):
+for command in (
+    clusters,
+    servers,
+    discover,
+    status,
+    switchover,
+    failover,
+    ack_failover,
+    skip,
+    drills,
+    operations,
+    tokens,
+):
     cli.add_command(command)
 
 

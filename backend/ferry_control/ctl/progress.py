@@ -14,7 +14,7 @@ from ferry_control.ctl.output import Output, cell_text
 
 TERMINAL_STATES = {"succeeded", "failed", "undone", "interrupted"}
 #: Steps that only check and change nothing: an operation that failed in one was refused.
-CHECK_STEPS = {"preflight", "confirm_master_lost"}
+CHECK_STEPS = {"preflight", "confirm_master_lost", "identify"}
 #: Time between two reads of a running operation, in seconds.
 POLL_S = 0.2
 

@@ -69,7 +69,16 @@ def render_outcome(out: Output, op: dict[str, Any]) -> None:
     out.line(f"{op['type']} {op['id']}{' (dry run)' if op['dry_run'] else ''}: [{colour}]{op['state']}[/]")
     result = op.get("result") or {}
     if op["state"] == "succeeded" and result:
-        out.fields((k, v) for k, v in result.items() if k != "checks" and not isinstance(v, (dict, list)))
+        out.fields(
+            (k, ", ".join(v) if isinstance(v, list) else v)
+            for k, v in result.items()
+            if k != "checks" and (not isinstance(v, (dict, list)) or _texts(v))
+        )
+
+
+def _texts(value: object) -> bool:
+    """A list of strings (GTIDs, say): shown joined."""
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
 
 
 def render_operation(out: Output, op: dict[str, Any]) -> None:
