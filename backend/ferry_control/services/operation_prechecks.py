@@ -1,7 +1,7 @@
 """Checks a request to start an operation against the live server before it is accepted, where the refusal can be
 told at once and precisely (nothing is recorded, nothing changed): skipping transactions needs the named connection
-to exist (404 `connection_not_found`) and to be stopped (409 `connection_running`). The operation's own preflight
-checks again when it runs (the state may have changed in between)."""
+to exist (404 `connection_not_found`) and to be stopped (409 `connection_running`). A server that does not answer is
+left to the operation's own preflight, which checks everything again when it runs (the state may have changed)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
 from ferry_control.core.errors import Conflict, NotFound
+from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.servers import ServerRepository
@@ -24,7 +25,10 @@ async def precheck_skip_transactions(
     server = await ServerRepository(session).get(cluster_id, params["server_id"])
     if cluster is None or server is None:
         return  # the operation service answers 404 for those
-    connections = await drivers.for_server(server, cluster).replica_connections()  # unreachable: 502
+    try:
+        connections = await drivers.for_server(server, cluster).replica_connections()
+    except DriverError:
+        return  # not reachable now: the operation's preflight says so (a failed operation, not a 5xx here)
     label = f"server {server.id} ({server.name})"
     name = params.get("connection")
     if name is None:
