@@ -3,7 +3,8 @@
 // The multi-source replica's positions show both domains; its binlog interleaves them while each master's holds
 // its own domain only, and the interleavings view shows that (the replica's lane alternates between the domains,
 // each master's lane is one domain, its transactions on 4 of the 5 servers at most). A replica stopped by a real duplicate-key error
-// shows the server's code (1062) and message in the topology. An operator registers the same servers as another
+// shows the server's code (1062) and message in the topology, and an operator skips that insert through the UI
+// (its GTID named first, the loss said) and the replica replicates again. An operator registers the same servers as another
 // cluster through the credentials form, and discovery from the seed finds all five.
 import { mariadbCluster } from "../mariadb";
 import { expect, test } from "../fixtures";
@@ -77,7 +78,14 @@ test("the multi-source replica holds both domains, and its lane interleaves them
   }
 });
 
-test("a replica stopped by a duplicate key shows MariaDB's error code and message", async ({ page, signIn, stack, api }) => {
+/** Whether position `have` is at or past `gtid` in its domain (positions list one GTID per domain). */
+const covers = (have: string, gtid: string) => {
+  const [domain, , seq] = gtid.split("-");
+  const mine = have.split(",").find((g) => g.split("-")[0] === domain);
+  return mine !== undefined && Number(mine.split("-")[2]) >= Number(seq);
+};
+
+test("a replica stopped by a duplicate key shows MariaDB's error code and message, and an operator skips it", async ({ page, signIn, stack, api }) => {
   const seed = mariadbCluster(stack, "seed000");
   const leaf = seed.server(5).address;
   const table = `app.e2e_dup_${Date.now()}`;
@@ -90,9 +98,9 @@ test("a replica stopped by a duplicate key shows MariaDB's error code and messag
     .toBe("1");
   // A row only server 5 has (not binlogged), then the same key written on master 1: server 5's SQL thread stops.
   seed.sql(5, `SET SESSION sql_log_bin = 0; INSERT INTO ${table} VALUES (1, 'only on server 5')`);
-  seed.sql(1, `INSERT INTO ${table} VALUES (1, 'from master 1')`);
+  const failing = seed.sql(1, `INSERT INTO ${table} VALUES (1, 'from master 1'); SELECT @@last_gtid`)[0]![0]!;
   try {
-    await signIn("viewer");
+    await signIn("operator");
     await page.goto(`/clusters/${seed.id}/topology`);
     const connections = page.getByRole("table", { name: "Replication connections" });
     const row = connections.getByRole("row").filter({ has: page.getByRole("rowheader", { name: leaf, exact: true }) });
@@ -109,12 +117,38 @@ test("a replica stopped by a duplicate key shows MariaDB's error code and messag
     const edge = topology.edges.find((e) => e.replica_server_id === leafId)!;
     expect(edge.last_error_code).toBe("1062");
     expect(edge.last_error_message).toContain(`Duplicate entry '1' for key 'PRIMARY'`);
+
+    // The operator skips the failing insert: warned that it is lost there, shown its GTID first, then the outcome.
+    await row.getByRole("button", { name: "Skip and restart…" }).click();
+    const form = page.getByRole("group", { name: `Skip the failing transaction on ${leaf}` });
+    await expect(form.getByRole("note")).toContainText(`The skipped transaction will be lost on ${leaf}`);
+    await form.getByRole("button", { name: "Preview (dry run)" }).click();
+    await expect(form).toContainText(`Would skip: ${failing}`);
+    await form.getByLabel(/Type the cluster name/).fill(seed.name);
+    await form.getByRole("button", { name: "Skip 1 transaction and restart" }).click();
+    const outcome = form.getByLabel("Skip outcome");
+    await expect(outcome).toContainText(`Skipped: ${failing}`, { timeout: 30_000 });
+    await expect(outcome.getByRole("alert")).toContainText("never bring it back");
+    await expect(outcome).toContainText("✓ It replicates again.");
+    await expect(row).toContainText("replicating", { timeout: 30_000 });
+    await expect(row).not.toContainText("SQL error 1062");
+    // It replicates what follows the skipped insert.
+    seed.sql(1, `INSERT INTO ${table} VALUES (2, 'after the skip')`);
+    await expect
+      .poll(() => seed.sql(5, `SELECT note FROM ${table} WHERE id = 2`)[0]?.[0], { message: "server 5 replicates after the skip" })
+      .toBe("after the skip");
   } finally {
-    // Undo the conflict and restart the SQL thread, so the cluster replicates again for what follows.
-    seed.sql(5, `SET SESSION sql_log_bin = 0; DELETE FROM ${table} WHERE id = 1; START SLAVE`);
+    // Server 5 ends with the master's row and replicating, whatever happened above: past the failing insert (it was
+    // skipped), its own row is set as the master has it, without binlogging; else its row goes and START SLAVE
+    // applies the insert.
+    if (covers(seed.sql(5, "SELECT @@gtid_slave_pos")[0]![0]!, failing)) {
+      seed.sql(5, `SET SESSION sql_log_bin = 0; UPDATE ${table} SET note = 'from master 1' WHERE id = 1`);
+    } else {
+      seed.sql(5, `SET SESSION sql_log_bin = 0; DELETE FROM ${table} WHERE id = 1; START SLAVE`);
+    }
   }
   await expect
-    .poll(() => seed.sql(5, `SELECT note FROM ${table} WHERE id = 1`)[0]?.[0], { message: "server 5 replicates again" })
+    .poll(() => seed.sql(5, `SELECT note FROM ${table} WHERE id = 1`)[0]?.[0], { message: "server 5 holds the master's row again" })
     .toBe("from master 1");
 });
 

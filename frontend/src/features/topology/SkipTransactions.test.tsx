@@ -1,7 +1,7 @@
 // "Skip and restart" on a replica stopped by a duplicate key, against a fake backend: the data-loss warning before
 // anything runs, the dry run's exact request and the GTID it would skip, the typed cluster name that unlocks the
 // run, the run's exact request, and the outcome (what was skipped, the data lost, replicating again); a count out
-// of range sends nothing; a viewer sees the error but no control.
+// of range sends nothing; the outcome stays once the connection runs again; a viewer sees the error but no control.
 import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { describe, expect, it } from "vitest";
@@ -24,14 +24,18 @@ const LOSS = "0-1-2 was skipped on server 3 (c): not applied there, yet counted 
 
 function backend() {
   let runReads = 0;
+  let skipped = false;
   return mockApi({
     "GET /api/v1/clusters/1": () => ({ body: CLUSTER }),
-    "GET /api/v1/clusters/1/topology": () => ({ body: STOPPED }),
+    "GET /api/v1/clusters/1/topology": () => ({ body: skipped ? TOPOLOGY : STOPPED }),
     "GET /api/v1/clusters/1/servers": () => ({ body: [] }),
-    "POST /api/v1/clusters/1/operations/skip-transactions": (req) =>
-      (req.body as { dry_run: boolean }).dry_run
-        ? { status: 202, body: operation({ id: 1, type: "skip_transactions", dry_run: true }) }
-        : { status: 202, body: operation({ id: 2, type: "skip_transactions", dry_run: false, state: "running" }) },
+    "POST /api/v1/clusters/1/operations/skip-transactions": (req) => {
+      if ((req.body as { dry_run: boolean }).dry_run) {
+        return { status: 202, body: operation({ id: 1, type: "skip_transactions", dry_run: true }) };
+      }
+      skipped = true;
+      return { status: 202, body: operation({ id: 2, type: "skip_transactions", dry_run: false, state: "running" }) };
+    },
     "GET /api/v1/clusters/1/operations/1": () => ({
       body: operation({
         id: 1, type: "skip_transactions", state: "succeeded",
@@ -91,6 +95,10 @@ describe("skip the failing transaction", () => {
     expect(within(outcome).getByText(/\(from the relay log of server 3 \(c\)\)/)).toBeTruthy();
     expect(within(outcome).getByRole("alert").textContent).toBe(LOSS);
     expect(within(outcome).getByText("✓ It replicates again.")).toBeTruthy();
+
+    // The connection runs again (the next poll): its error goes, the outcome stays.
+    await waitFor(() => expect(within(table).queryByText(/Duplicate entry/)).toBeNull(), { timeout: 5000 });
+    expect(screen.getByLabelText("Skip outcome")).toBeTruthy();
   });
 
   it("sends nothing for a count beyond 100", async () => {

@@ -16,23 +16,29 @@ export function skippable(edge: Edge): boolean {
   return !edge.running && edge.sql_state === "error";
 }
 
-export function SkipTransactions({ clusterId, edge, replicaName, serverName }: {
+interface Props {
   clusterId: number;
   edge: Edge;
   replicaName: string;
   serverName: (id: number) => string;
-}) {
+}
+
+/** The button on a connection stopped by an SQL error; once pressed, the form stays (with its outcome) after the
+ * connection runs again. */
+export function SkipTransactions(props: Props) {
+  const [open, setOpen] = useState(false);
+  if (open) return <SkipForm {...props} />;
+  return skippable(props.edge) ? (
+    <button type="button" className="danger" onClick={() => setOpen(true)}>
+      Skip and restart…
+    </button>
+  ) : null;
+}
+
+function SkipForm({ clusterId, edge, replicaName, serverName }: Props) {
   const cluster = useCluster(clusterId);
   const mutation = useSkipTransactions(clusterId);
-  const [open, setOpen] = useState(false);
   const [count, setCount] = useState(1);
-  if (!open) {
-    return (
-      <button type="button" className="danger" onClick={() => setOpen(true)}>
-        Skip and restart…
-      </button>
-    );
-  }
   const valid = Number.isInteger(count) && count >= 1 && count <= COUNT_MAX;
   const plural = count === 1 ? "" : "s";
   const body = (dryRun: boolean): Schemas["SkipTransactionsRequest"] | null =>

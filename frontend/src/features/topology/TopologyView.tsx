@@ -11,7 +11,7 @@ import { Badge, HealthBadge } from "../../components/StatusBadge";
 import { formatLag } from "../../lib/format";
 import { ClusterAlerts } from "./ClusterAlerts";
 import { connectionState } from "./connectionState";
-import { SkipTransactions, skippable } from "./SkipTransactions";
+import { SkipTransactions } from "./SkipTransactions";
 import { TopologyGraph } from "./TopologyGraph";
 
 const KIND_NAMES: Record<Schemas["ServerKind"], string> = { ferry: "ferryd", mariadb: "MariaDB" };
@@ -117,16 +117,14 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                         ) : (
                           "—"
                         )}
-                        {skippable(edge) ? (
-                          <RequireRole role="operator">
-                            <SkipTransactions
-                              clusterId={clusterId}
-                              edge={edge}
-                              replicaName={names.get(edge.replica_server_id) ?? `server ${edge.replica_server_id}`}
-                              serverName={(id) => names.get(id) ?? `server ${id}`}
-                            />
-                          </RequireRole>
-                        ) : null}
+                        <RequireRole role="operator">
+                          <SkipTransactions
+                            clusterId={clusterId}
+                            edge={edge}
+                            replicaName={names.get(edge.replica_server_id) ?? `server ${edge.replica_server_id}`}
+                            serverName={(id) => names.get(id) ?? `server ${id}`}
+                          />
+                        </RequireRole>
                       </td>
                     </tr>
                   );
