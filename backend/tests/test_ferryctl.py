@@ -228,7 +228,7 @@ async def test_skip_names_the_skipped_gtid_and_the_data_lost_and_refuses_a_runni
             )
             assert run.code == ExitCode.ok, (run.out, run.err)
             assert "skip_transactions" in run.out and failing in run.out, run.out
-            assert "never bring them back" in " ".join(run.out.split()), run.out
+            assert "never bring it back" in " ".join(run.out.split()), run.out
             shown = await ferryctl(tmp_path, "operations", "list", "orders", "-o", "json", url=url, token=token)
             [operation] = shown.json()
             assert (operation["type"], operation["state"], operation["result"]["skipped_gtids"]) == (

@@ -83,7 +83,7 @@ async def test_skipping_the_failing_transaction_names_it_and_the_replica_replica
         assert result["stopped_by"]["code"] == "STRICT_MODE"
         assert result["replicating"] is True and result["connection"] == "main"
         assert f"{failing} was skipped on server {ids['replica1']} (replica1)" in result["data_loss"]
-        assert "never bring them back" in result["data_loss"]
+        assert "never bring it back" in result["data_loss"]
         assert step(operation, "identify")["detail"]["error_gtid"] == failing
 
         replicated = connection(ferryd.replica1)

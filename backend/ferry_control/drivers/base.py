@@ -229,6 +229,8 @@ class Skipped:
     #: True: the skip happens at the connection's next start (a counter, cleared by a skip of 0); False: it is
     #: done already (gtid_slave_pos is past them).
     pending: bool
+    #: Where the server read `gtids` (MariaDB: "the relay log"), in words.
+    source: str | None = None
 
 
 @dataclass(frozen=True)

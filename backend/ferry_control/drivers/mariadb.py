@@ -476,7 +476,7 @@ class MariadbDriver(ServerDriver):
             if receiving:
                 await self.sql.query("START SLAVE %s IO_THREAD", (connection,))
             raise
-        return Skipped(gtids=tuple(str(g) for g in gtids), pending=False)
+        return Skipped(gtids=tuple(str(g) for g in gtids), pending=False, source="the relay log")
 
     async def _relay_gtids(
         self, connection: str, row: Mapping[str, object], applied: Mapping[int, Gtid], count: int

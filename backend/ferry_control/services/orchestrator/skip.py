@@ -1,10 +1,10 @@
 """Skip the transaction(s) that stopped a replica, then start it again: the DBA's `STOP SLAVE 'c';
 SET @@default_master_connection = 'c'; SET GLOBAL sql_slave_skip_counter = N; START SLAVE 'c'` as an operation.
 
-Steps: `preflight` (the connection exists and is stopped — by an SQL error, or by hand — and has that many
-transactions waiting), `identify` (which GTIDs will be skipped: the next ones after the replica's gtid_slave_pos in
-its master's binlog, else the GTID the server's error names), `skip` (the driver's skip: ferryd's skip counter,
-used at the next start; MariaDB's gtid_slave_pos set past the GTIDs its relay log names, which then are the ones
+Steps: `preflight` (the connection exists and is stopped — by an SQL error, or by hand), `identify` (which GTIDs will
+be skipped: the next ones after the replica's gtid_slave_pos in its master's binlog, else the GTID the server's error
+names; refused when fewer are waiting), `skip` (the driver's skip: a counter used at the next start, undone by
+clearing it if the start fails; or gtid_slave_pos set past the GTIDs the server names, which are then the ones
 recorded), `start`, `verify` (bounded: the connection runs again without error, the counter is used up,
 gtid_slave_pos is past what was skipped).
 
@@ -131,10 +131,12 @@ async def _identify(view: ServerView, master: ServerView | None, connection: Rep
 
 def data_loss(label: str, gtids: list[str], count: int) -> str:
     what = ", ".join(gtids) if gtids else f"the next {count} transaction(s) its master sent"
+    one = len(gtids) == 1 or (not gtids and count == 1)
+    was, it = ("was", "it") if one else ("were", "them")
     return (
-        f"{what} {'was' if len(gtids) == 1 else 'were'} skipped on {label}: not applied there, yet counted as "
-        "applied (its gtid_slave_pos is past them), so replication will never bring them back. Its data differs "
-        "from its master's by what they changed until that is repaired by hand (or the replica is rebuilt)."
+        f"{what} {was} skipped on {label}: not applied there, yet counted as applied (its gtid_slave_pos is past "
+        f"{it}), so replication will never bring {it} back. Its data differs from its master's by what "
+        f"{'it' if one else 'they'} changed until that is repaired by hand (or the replica is rebuilt)."
     )
 
 
@@ -173,7 +175,8 @@ async def run_skip_transactions(ctx: OperationContext) -> None:
     async with ctx.step("skip") as step:
         skipped = await driver.skip_transactions(name, count)
         if skipped.gtids is not None:
-            found["skipped_gtids"], found["source"] = list(skipped.gtids), f"the relay log of {view.info.label}"
+            found["skipped_gtids"] = list(skipped.gtids)
+            found["source"] = f"{skipped.source or 'the server'} of {view.info.label}"
         gtids = found["skipped_gtids"]
         step.detail = {"gtids": gtids, "pending": skipped.pending}
     ctx.result.update(skipped_gtids=gtids, skipped_gtids_source=found["source"])
