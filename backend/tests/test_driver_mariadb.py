@@ -22,7 +22,13 @@ from ferry_control.drivers.base import SEMI_SYNC_FALLEN_BACK, ChangeMaster, Conn
 from ferry_control.drivers.credentials import ServerCredentials
 from ferry_control.drivers.errors import DriverError, ServerUnreachable
 from ferry_control.drivers.factory import DriverFactory
-from ferry_control.drivers.mariadb import MariadbCredentials, MariadbDriver, MariadbDriverConfig, MariadbPools
+from ferry_control.drivers.mariadb import (
+    MariadbCredentials,
+    MariadbDriver,
+    MariadbDriverConfig,
+    MariadbPools,
+    failing_event,
+)
 from ferry_control.drivers.mariadb_errors import (
     AccessDenied,
     PrivilegeMissing,
@@ -128,6 +134,15 @@ async def test_semi_sync_fallen_back_on_a_writable_master_is_a_warning_and_throu
         overview = {c["id"]: c for c in (await live.client.get("/api/v1/clusters/overview")).json()}[cluster_id]
         assert overview["health"] == "degraded"
         assert any(p.endswith(f": {SEMI_SYNC_FALLEN_BACK}") for p in overview["problems"]), overview["problems"]
+
+
+def test_the_failing_event_is_read_from_the_sql_error() -> None:
+    error = (
+        "Could not execute Write_rows_v1 event on table app.b; Duplicate entry '1' for key 'PRIMARY', Error_code: "
+        "1062; handler error HA_ERR_FOUND_DUPP_KEY; the event's master log binlog.000001, end_log_pos 1010"
+    )
+    assert failing_event(error) == ("binlog.000001", 1010)
+    assert failing_event("Error 'Table 'app.x' doesn't exist' on query. Default database: 'app'.") is None
 
 
 async def test_read_only_on_and_off(mariadb: MariadbCluster) -> None:

@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+import pymysql
 import pytest
 
 from ferry_control.drivers.errors import ServerConflict
@@ -512,6 +513,41 @@ async def test_the_mariadb_driver_skips_exactly_the_next_transactions_by_gtid_an
         assert sorted(t[0] for t in tables) == ["d2"], "domain 1's transaction was skipped, domain 2's applied"
     finally:
         await replica.aclose()
+
+
+async def test_on_a_parallel_replica_the_skip_names_the_transaction_that_failed_not_the_oldest_waiting(
+    mariadb_factory: Callable[..., MariadbCluster],
+) -> None:
+    """A parallel replica: domain 1's transaction waits on a lock a session holds on the replica while domain 2's,
+    later in the relay log, fails on a duplicate key. The skip passes over the one the error names (found by its
+    event's master position), never the oldest transaction not committed; domain 1 applies once the lock goes."""
+    cluster = mariadb_factory(2)
+    cluster.sql(2, "STOP SLAVE; SET GLOBAL slave_parallel_threads = 4; SET GLOBAL slave_domain_parallel_threads = 2; "
+                   "SET GLOBAL slave_parallel_mode = 'optimistic'; START SLAVE;")  # fmt: skip
+    cluster.sql(1, "SET SESSION gtid_domain_id = 1; CREATE TABLE app.a (id INT PRIMARY KEY); "
+                   "SET SESSION gtid_domain_id = 2; CREATE TABLE app.b (id INT PRIMARY KEY);")  # fmt: skip
+    cluster.wait_converged()
+    cluster.sql(2, "SET SESSION sql_log_bin = 0; INSERT INTO app.b VALUES (1);")
+    lock = pymysql.connect(unix_socket=cluster.server(2).socket, user="root", autocommit=True)
+    try:
+        with lock.cursor() as c:
+            c.execute("LOCK TABLES app.a READ")
+        cluster.sql(1, "SET SESSION gtid_domain_id = 1; INSERT INTO app.a VALUES (1);")
+        cluster.sql(1, "SET SESSION gtid_domain_id = 2; INSERT INTO app.b VALUES (1);")
+        failing = next(g for g in cluster.value(1, "@@gtid_binlog_pos").split(",") if g.startswith("2-"))
+        await eventually("the duplicate key error", lambda: cluster.replica_status(2)[0]["Last_SQL_Errno"] == "1062")
+    finally:
+        lock.close()  # domain 1 may now commit; the SQL thread stops
+    await eventually("the SQL thread stopped", lambda: cluster.replica_status(2)[0]["Slave_SQL_Running"] == "No")
+    replica = driver(cluster, 2)
+    try:
+        skipped = await replica.skip_transactions("", 1)
+        assert skipped.gtids == (failing,), (skipped, cluster.replica_status(2)[0])
+        await replica.start_replication("")
+    finally:
+        await replica.aclose()
+    cluster.wait_converged()
+    assert cluster.sql(2, "SELECT id FROM app.a") == [["1"]], "domain 1's transaction applied"
 
 
 async def test_manual_failover_levels_the_chosen_replica_from_its_peer(
