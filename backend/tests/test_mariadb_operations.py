@@ -550,6 +550,40 @@ async def test_on_a_parallel_replica_the_skip_names_the_transaction_that_failed_
     assert cluster.sql(2, "SELECT id FROM app.a") == [["1"]], "domain 1's transaction applied"
 
 
+async def test_a_skip_on_a_multi_source_replica_pauses_its_other_connection_for_the_moment_of_the_skip(
+    mariadb_factory: Callable[..., MariadbCluster],
+) -> None:
+    """Seed-000's server 3 replicates master 1 (connection m1, domain 1) and master 2 (m2, domain 2). m1 stops on a
+    duplicate key; MariaDB takes the new gtid_slave_pos only with every connection stopped, so m2 is stopped for
+    that moment and started again — and keeps replicating domain 2 from where it was."""
+    cluster = mariadb_factory(5, shape="seed000")
+    cluster.sql(1, "CREATE TABLE app.m1 (id INT PRIMARY KEY);")
+    cluster.sql(2, "CREATE TABLE app.m2 (id INT PRIMARY KEY);")
+    cluster.wait_converged()
+    cluster.sql(3, "SET SESSION sql_log_bin = 0; INSERT INTO app.m1 VALUES (1);")
+    cluster.sql(1, "INSERT INTO app.m1 VALUES (1);")
+    failing = cluster.value(1, "@@gtid_binlog_pos")
+
+    def m1_stopped() -> bool:
+        rows = {r["Connection_name"]: r for r in cluster.replica_status(3)}
+        return rows["m1"]["Slave_SQL_Running"] == "No" and rows["m1"]["Last_SQL_Errno"] == "1062"
+
+    await eventually("m1 stopped by the duplicate key", m1_stopped)
+    replica = driver(cluster, 3)
+    try:
+        skipped = await replica.skip_transactions("m1", 1)
+        assert (skipped.gtids, skipped.paused) == ((failing,), ("m2",)), skipped
+        rows = {r["Connection_name"]: r for r in cluster.replica_status(3)}
+        assert (rows["m2"]["Slave_IO_Running"], rows["m2"]["Slave_SQL_Running"]) != ("No", "No"), "m2 runs again"
+        await replica.start_replication("m1")
+    finally:
+        await replica.aclose()
+    cluster.sql(1, "INSERT INTO app.m1 VALUES (2);")
+    cluster.sql(2, "INSERT INTO app.m2 VALUES (1);")
+    cluster.wait_converged()
+    assert cluster.sql(3, "SELECT id FROM app.m2") == [["1"]], "domain 2 replicated through the pause"
+
+
 async def test_manual_failover_levels_the_chosen_replica_from_its_peer(
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
 ) -> None:

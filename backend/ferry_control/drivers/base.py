@@ -231,6 +231,9 @@ class Skipped:
     pending: bool
     #: Where the server read `gtids` (MariaDB: "the relay log"), in words.
     source: str | None = None
+    #: Other connections of the server stopped for the moment of the skip and started again (MariaDB: a new
+    #: gtid_slave_pos needs every connection stopped).
+    paused: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -443,9 +443,12 @@ class MariadbDriver(ServerDriver):
         needs SUPER (REPLICATION SLAVE ADMIN does not cover it on 10.11), and with parallel replication it is
         refused when gtid_slave_pos has several domains (1966).
 
-        Refusals: 1198 `ReplicationRunning` while the SQL thread runs (the server's own words), or when another
-        connection runs (the server refuses gtid_slave_pos then; this connection's IO thread is started again);
-        1617 for no such connection; `not_received` when fewer than `count` transactions are in the relay log."""
+        MariaDB takes a new @@gtid_slave_pos only with every connection stopped: on a multi-source replica the
+        other running connections are stopped for that moment and started again (`Skipped.paused` names them;
+        each restarts from gtid_slave_pos, which the skip changes only in the skipped transactions' domains).
+
+        Refusals: 1198 `ReplicationRunning` while the SQL thread runs (the server's own words); 1617 for no such
+        connection; `not_received` when fewer than `count` transactions are in the relay log."""
         rows = await self.sql.query("SHOW SLAVE %s STATUS", (connection,))
         if not rows:
             raise ReplicationNotConfigured(self.address, 1617, f"There is no master connection '{connection}'")
@@ -469,6 +472,14 @@ class MariadbDriver(ServerDriver):
         receiving = str(row.get("Slave_IO_Running")) != "No"
         if receiving:
             await self.sql.query("STOP SLAVE %s", (connection,))
+        others = [
+            str(r.get("Connection_name") or "")
+            for r in await self.sql.query("SHOW ALL SLAVES STATUS")
+            if str(r.get("Connection_name") or "") != connection
+            and (str(r.get("Slave_IO_Running")) != "No" or str(r.get("Slave_SQL_Running")) == "Yes")
+        ]
+        for name in others:
+            await self.sql.query("STOP SLAVE %s", (name,))
         for gtid in gtids:
             applied[gtid.domain] = gtid
         try:
@@ -477,7 +488,10 @@ class MariadbDriver(ServerDriver):
             if receiving:
                 await self.sql.query("START SLAVE %s IO_THREAD", (connection,))
             raise
-        return Skipped(gtids=tuple(str(g) for g in gtids), pending=False, source="the relay log")
+        finally:
+            for name in others:
+                await self.sql.query("START SLAVE %s", (name,))
+        return Skipped(gtids=tuple(str(g) for g in gtids), pending=False, source="the relay log", paused=tuple(others))
 
     async def _relay_gtids(
         self, connection: str, row: Mapping[str, object], applied: Mapping[int, Gtid], count: int

@@ -179,6 +179,8 @@ async def run_skip_transactions(ctx: OperationContext) -> None:
             found["source"] = f"{skipped.source or 'the server'} of {view.info.label}"
         gtids = found["skipped_gtids"]
         step.detail = {"gtids": gtids, "pending": skipped.pending}
+        if skipped.paused:  # the server's other connections, stopped for the moment of the skip and started again
+            step.detail["paused"] = list(skipped.paused)
     ctx.result.update(skipped_gtids=gtids, skipped_gtids_source=found["source"])
 
     async def clear_counter() -> str:
