@@ -414,15 +414,20 @@ async def test_a_drill_writes_canaries_in_every_domain_and_verifies(
     assert len(names) >= 3 + writer["acknowledged"], (len(names), writer["acknowledged"])
 
 
+def duplicate_key_on_server_3(cluster: MariadbCluster) -> MariadbCluster:
+    """Server 3 gets a row of its own (not binlogged), then the master writes the same key: server 3's SQL thread
+    stops on 1062."""
+    cluster.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY);")
+    cluster.wait_converged()
+    cluster.sql(3, "SET SESSION sql_log_bin = 0; INSERT INTO app.t VALUES (7);")
+    cluster.sql(1, "INSERT INTO app.t VALUES (7);")
+    return cluster
+
+
 async def test_a_replicas_duplicate_key_error_is_shown_through_the_api(
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
 ) -> None:
-    cluster = mariadb_factory(3)
-    cluster.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY);")
-    cluster.wait_converged()
-    # Server 3 gets a row of its own (not binlogged), then the master writes the same key.
-    cluster.sql(3, "SET SESSION sql_log_bin = 0; INSERT INTO app.t VALUES (7);")
-    cluster.sql(1, "INSERT INTO app.t VALUES (7);")
+    cluster = duplicate_key_on_server_3(mariadb_factory(3))
     async with live_app(collector_enabled=True, poll_interval_s=POLL_INTERVAL_S) as live:
         cluster_id, ids = await register_mariadb(live.client, cluster)
 
@@ -444,11 +449,7 @@ async def test_a_replicas_duplicate_key_error_is_shown_through_the_api(
 async def test_an_operator_skips_the_duplicate_key_that_stopped_a_replica_and_it_replicates_again(
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
 ) -> None:
-    cluster = mariadb_factory(3)
-    cluster.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY);")
-    cluster.wait_converged()
-    cluster.sql(3, "SET SESSION sql_log_bin = 0; INSERT INTO app.t VALUES (7);")
-    cluster.sql(1, "INSERT INTO app.t VALUES (7);")
+    cluster = duplicate_key_on_server_3(mariadb_factory(3))
     failing = cluster.value(1, "@@gtid_binlog_pos")
     await eventually(
         "server 3's SQL thread to stop on the duplicate key",
