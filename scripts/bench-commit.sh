@@ -3,7 +3,9 @@
 # 1, 8, 32 and 64 clients in each commit mode with durability `local`, and group commit with durability `none`
 # as the ceiling. Each run starts a fresh ferryd on an empty data directory. TRIALS (default 3) repeats the whole
 # matrix, interleaved so that a noisy moment of a shared machine hits every mode alike; the summary gives each
-# configuration's median. Prints one JSON object per run and, last, one JSON object with every figure.
+# configuration's median. Each run also gives the node's CPU time over it (utime + stime of the ferryd process from
+# /proc/<pid>/stat) as commits per CPU-second, and the 1-minute load average when it ended.
+# Prints one JSON object per run and, last, one JSON object with every figure.
 # Usage: scripts/bench-commit.sh [seconds-per-run] (default 8).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,10 +31,11 @@ for config in "group local" "per-txn-fsync local" "naive-scheduling local" "grou
     pid=$!
     for _ in $(seq 1 100); do [ -s "$work/ready" ] && break; sleep 0.05; done
     addr=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["listen"])' "$work/ready")
-    result=$("$bin/ferry-bench" commit --addr "$addr" --clients "$clients" --seconds "$seconds" | tail -n 1)
+    result=$("$bin/ferry-bench" commit --addr "$addr" --clients "$clients" --seconds "$seconds" --node-pid "$pid" | tail -n 1)
+    load=$(cut -d' ' -f1 /proc/loadavg)
     kill -TERM "$pid"; wait "$pid" || true
     rm -f "$work/ready"; rm -rf "$dir"
-    run=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(mode=sys.argv[2], durability=sys.argv[3], trial=int(sys.argv[4])); print(json.dumps(r))' "$result" "$mode" "$durability" "$trial")
+    run=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(mode=sys.argv[2], durability=sys.argv[3], trial=int(sys.argv[4]), load_avg_1m=float(sys.argv[5])); print(json.dumps(r))' "$result" "$mode" "$durability" "$trial" "$load")
     echo "$run"
     runs+=("$run")
   done
@@ -42,10 +45,13 @@ python3 - "$fsync" "${runs[@]}" <<'PY'
 import json, platform, os, statistics, sys
 fsync = json.loads(sys.argv[1])
 runs = [json.loads(r) for r in sys.argv[2:]]
-medians = {}
-for r in runs:
-    medians.setdefault(f"{r['mode']}/{r['durability']}/{r['clients']}", []).append(r["commits_per_s"])
-medians = {k: statistics.median(v) for k, v in medians.items()}
+def medians(figure):
+    by_config = {}
+    for r in runs:
+        if r.get(figure) is not None:
+            by_config.setdefault(f"{r['mode']}/{r['durability']}/{r['clients']}", []).append(r[figure])
+    return {k: statistics.median(v) for k, v in by_config.items()}
 print(json.dumps({"machine": {"cpus": os.cpu_count(), "kernel": platform.release()}, "fsync": fsync,
-                  "median_commits_per_s": medians, "runs": runs}))
+                  "median_commits_per_s": medians("commits_per_s"),
+                  "median_commits_per_node_cpu_s": medians("commits_per_node_cpu_s"), "runs": runs}))
 PY

@@ -2,7 +2,8 @@
 //! `--tables` tables of `--rows` rows, then `--txns` single-row increments spread over the tables from 64
 //! clients — one domain per table (variant `domains`) or everything in domain 0 (variant `one-domain`, where
 //! only the master's commit ids carry parallelism). For each mode and worker count a fresh replica (durability
-//! `local`) receives the whole binlog into its relay log first, then its apply alone is timed.
+//! `local`) receives the whole binlog into its relay log first, then its apply alone is timed, and the replica
+//! process's CPU time over it measured (`apply_per_replica_cpu_s`).
 //!
 //! `ferry-bench keepup`: the master under 64 committing clients for `--seconds` while a replica applies; the
 //! replica's lag is sampled every second.
@@ -16,6 +17,7 @@ use ferry_core::row::Value;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value as Json};
 
+use crate::cpu;
 use crate::nodes::{ferryd_path, BenchNode};
 
 #[derive(clap::Args)]
@@ -112,10 +114,12 @@ async fn time_apply(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let before = replica.get("/v1/status").await?["counters"].clone();
+    let cpu_before = cpu::process_cpu_s(replica.pid())?;
     let started = Instant::now();
     replica.post("/v1/replication/m/resume-sql", json!({})).await?;
     replica.wait_for(target, Duration::from_secs(300)).await?;
     let secs = started.elapsed().as_secs_f64();
+    let cpu_s = cpu::process_cpu_s(replica.pid())? - cpu_before;
     let after = replica.get("/v1/status").await?["counters"].clone();
     let delta = |k: &str| after[k].as_u64().unwrap_or(0).saturating_sub(before[k].as_u64().unwrap_or(0));
     let avg_group = delta("commits") as f64 / delta("groups").max(1) as f64;
@@ -125,6 +129,7 @@ async fn time_apply(
         "mode": mode, "workers": workers, "domain_workers_max": domain_max,
         "applied": applied, "seconds": (secs * 1000.0).round() / 1000.0,
         "apply_per_s": (applied as f64 / secs).round(),
+        "replica_cpu_s": (cpu_s * 100.0).round() / 100.0, "apply_per_replica_cpu_s": cpu::per_cpu_s(applied, cpu_s),
         "conflicts": conn["conflicts"], "retries": conn["retries"],
         "replica_avg_group_size": (avg_group * 100.0).round() / 100.0, "replica_fsyncs": delta("fsyncs"),
     }))

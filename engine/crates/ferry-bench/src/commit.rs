@@ -27,6 +27,7 @@ use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::cpu;
 use crate::follow::{self, Follower};
 use crate::ledger::{self, Ledger};
 
@@ -78,6 +79,10 @@ pub struct Args {
     /// Take `pause`, `resume` and `stop` commands, one per line.
     #[arg(long, value_enum)]
     control: Option<Control>,
+    /// The node's process id (on this machine): its CPU time over the run is reported (`node_cpu_s`,
+    /// `commits_per_node_cpu_s`), from `/proc/<pid>/stat`.
+    #[arg(long)]
+    node_pid: Option<u32>,
 }
 
 /// Whether clients may start transactions, and how many are in flight (what `pause` waits for).
@@ -290,6 +295,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
     let seconds = args.seconds.or(if args.control.is_some() { None } else { Some(RUN_SECONDS_DEFAULT) });
+    let node_pid = args.node_pid;
+    let cpu_before = (node_pid.map(cpu::process_cpu_s).transpose()?, cpu::own_cpu_s().ok());
     let started = Instant::now();
     let deadline = seconds.map(|s| started + Duration::from_secs_f64(s));
     let mut commands = args.control.map(|Control::Stdin| BufReader::new(tokio::io::stdin()).lines());
@@ -331,6 +338,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         ended??;
     }
     let elapsed = started.elapsed().as_secs_f64();
+    let cpu_after = (node_pid.map(cpu::process_cpu_s).transpose()?, cpu::own_cpu_s().ok());
     assert_eq!(shared.gate.borrow().in_flight, 0, "every client has ended, none with a transaction in flight");
     let node_figures = match (&mut node, before) {
         (Some(node), Some(before)) => Some(node.stats().await.map(|after| (before, after))),
@@ -352,7 +360,26 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         "clients": clients,
         "seconds": (elapsed * 100.0).round() / 100.0,
     });
+    let mut cpu_line = String::new();
+    if let (Some(before), Some(after)) = (cpu_before.0, cpu_after.0) {
+        let node_cpu_s = after - before;
+        figures["node_cpu_s"] = json!((node_cpu_s * 100.0).round() / 100.0);
+        figures["commits_per_node_cpu_s"] = json!(cpu::per_cpu_s(commits, node_cpu_s));
+        cpu_line += &format!(
+            "  node CPU {node_cpu_s:.2}s ({:.2} cores, {:.0} commits per CPU-second)",
+            node_cpu_s / elapsed,
+            cpu::per_cpu_s(commits, node_cpu_s).unwrap_or(0.0)
+        );
+    }
+    if let (Some(before), Some(after)) = (cpu_before.1, cpu_after.1) {
+        let bench_cpu_s = after - before;
+        figures["bench_cpu_s"] = json!((bench_cpu_s * 100.0).round() / 100.0);
+        cpu_line += &format!("  load generator CPU {bench_cpu_s:.2}s");
+    }
     report(format!("clients {clients}  elapsed {elapsed:.2}s  commits {commits}  errors {}", tally.errors));
+    if !cpu_line.is_empty() {
+        report(format!("CPU:{cpu_line}"));
+    }
     if let Some(e) = &tally.first_error {
         report(format!("first error: {e}"));
     }

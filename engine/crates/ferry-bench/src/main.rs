@@ -8,11 +8,13 @@
 //! - `apply`: parallel apply on a replica (seed 001's benchmark), self-contained (starts its own nodes).
 //! - `keepup`: a replica applying while the master is under load; its lag over time.
 //!
-//! Beside them: `follow` (how a client follows the master among a cluster's servers), `ledger` (the outcome of every
-//! attempt of `commit --ledger`), `nodes` (the ferryd processes a self-contained benchmark starts).
+//! Beside them: `cpu` (a process's CPU time, for figures per CPU-second), `follow` (how a client follows the
+//! master among a cluster's servers), `ledger` (the outcome of every attempt of `commit --ledger`), `nodes` (the
+//! ferryd processes a self-contained benchmark starts).
 
 mod apply;
 mod commit;
+mod cpu;
 mod demo;
 mod follow;
 mod fsync;

@@ -59,6 +59,11 @@ impl BenchNode {
         })
     }
 
+    /// The node's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
         Ok(self.http.get(format!("http://{}{path}", self.admin)).send().await?.json().await?)
     }
