@@ -90,8 +90,9 @@ fn read_only_waits_for_commits_in_flight_and_returns_where_writes_stopped() {
 #[test]
 fn a_commit_still_in_flight_makes_the_wait_time_out_and_read_only_off_ends_it() {
     let dir = tempfile::tempdir().unwrap();
-    // No replica confirms: a commit waits out the semi-sync timeout in flight.
-    let node = NodeProc::start(dir.path(), 1, &["--durability", "local+network", "--semi-sync-timeout-ms", "5000"]);
+    // No replica confirms: a commit waits out the semi-sync timeout in flight — long enough for the steps below
+    // however loaded the machine is (the last one waits for its end).
+    let node = NodeProc::start(dir.path(), 1, &["--durability", "local+network", "--semi-sync-timeout-ms", "15000"]);
     let listen = node.listen.clone();
     let stuck = rt().spawn(async move {
         let mut c = ferry_client::Client::connect(&listen).await.unwrap();
@@ -110,6 +111,8 @@ fn a_commit_still_in_flight_makes_the_wait_time_out_and_read_only_off_ends_it() 
     assert_eq!(node.status()["read_only"], true, "the node stays read-only");
 
     // A wait that read-only off interrupts says so.
+    let changes = |node: &NodeProc| node.log().matches("read-only changed through the admin API").count();
+    let changed_before = changes(&node);
     let waiting = std::thread::spawn({
         let admin = node.admin.clone();
         move || {
@@ -119,14 +122,19 @@ fn a_commit_still_in_flight_makes_the_wait_time_out_and_read_only_off_ends_it() 
             (resp.status().as_u16(), resp.json::<serde_json::Value>().unwrap())
         }
     });
-    std::thread::sleep(Duration::from_millis(200));
+    // The waiting call has set read-only (it logs that just before it waits): turning it off now interrupts it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while changes(&node) == changed_before {
+        assert!(std::time::Instant::now() < deadline, "the waiting read-only call never arrived:\n{}", node.log());
+        std::thread::sleep(Duration::from_millis(5));
+    }
     assert_eq!(node.post("/v1/read-only", json!({"read_only": false}), Some(TOKEN)).0, 200);
     let (code, body) = waiting.join().unwrap();
     assert_eq!((code, body["error"]["code"].as_str()), (409, Some("read_only_off")), "{body}");
 
     // Once the commit has its answer, the wait ends with the position that includes it.
     let (code, body) =
-        node.post("/v1/read-only", json!({"read_only": true, "wait_for_in_flight_ms": 10_000}), Some(TOKEN));
+        node.post("/v1/read-only", json!({"read_only": true, "wait_for_in_flight_ms": 30_000}), Some(TOKEN));
     assert_eq!(code, 200, "{body}");
     let commit = rt().block_on(stuck).unwrap().unwrap();
     assert_eq!(body["gtid_binlog_pos"], commit.gtid.to_string());
