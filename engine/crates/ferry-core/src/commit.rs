@@ -237,7 +237,7 @@ impl CommitLog {
     /// RESET MASTER with `reuse_seq_nos`: the reservation starts from nothing (the mark file was emptied).
     pub fn reset_reservation(&mut self) {
         if let Some(r) = &mut self.reservation {
-            *r = Reservation::new(self.binlog.dir(), std::collections::BTreeMap::new());
+            r.forget();
         }
     }
 
@@ -726,27 +726,19 @@ impl GroupCommit {
     /// part is left to the members and the group's report is handed back in `pending` for after it.
     fn run_group(&self, log: &mut CommitLog, group: Vec<Member>, pending: &mut Option<GroupReport>) -> Outcomes {
         let written = self.write_group(log, group);
-        let Some(report) = written.report else {
-            return written.refused;
-        };
-        let mut outcomes = written.refused;
-        if self.config.mode == CommitMode::NaiveScheduling {
-            outcomes.extend(written.written.into_iter().map(|(Member { txn, reply, admitted }, e)| {
-                // The turn chain is wired up by `hand_out_turns`.
-                let (_, my_turn) = oneshot::channel();
-                let replicated = txn.replicated();
-                let (end, committed) = (e.end, e.committed);
-                let turn = NaiveTurn { txn, end, committed, my_turn, next: None, group_done: None, admitted };
-                Reply { to: reply, outcome: Outcome::Binlogged(turn), replicated, admitted: None }
-            }));
-            *pending = Some(report);
-            return outcomes;
+        if self.config.mode != CommitMode::NaiveScheduling || written.report.is_none() {
+            return self.show_group(written);
         }
-        outcomes.extend(self.show_group(WrittenGroup {
-            refused: Vec::new(),
-            written: written.written,
-            report: Some(report),
+        let WrittenGroup { refused: mut outcomes, written, report } = written;
+        outcomes.extend(written.into_iter().map(|(Member { txn, reply, admitted }, e)| {
+            // The turn chain is wired up by `hand_out_turns`.
+            let (_, my_turn) = oneshot::channel();
+            let replicated = txn.replicated();
+            let (end, committed) = (e.end, e.committed);
+            let turn = NaiveTurn { txn, end, committed, my_turn, next: None, group_done: None, admitted };
+            Reply { to: reply, outcome: Outcome::Binlogged(turn), replicated, admitted: None }
         }));
+        *pending = report;
         outcomes
     }
 

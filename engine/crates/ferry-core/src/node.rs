@@ -307,6 +307,15 @@ struct PositionWatch {
     moved_async: tokio::sync::Notify,
 }
 
+impl PositionWatch {
+    /// Moves the binlog end forward to `through` (never back: with semi-sync after_sync a group's end is told
+    /// when it is written, before its commit report).
+    fn advance_end(&self, through: BinlogCoord) {
+        let mut end = self.end.lock();
+        *end = (*end).max(through);
+    }
+}
+
 pub struct Node {
     config: NodeConfig,
     /// Present with network durability.
@@ -381,14 +390,12 @@ impl Node {
         }
         let position = log.binlog.state().position().clone();
         let slave_pos = Arc::new(Mutex::new(store.replica_position()?));
+        let alloc = Arc::new(GtidAllocator::with_floor(config.server_id, &position, marks.into_iter().collect()));
         // Strict mode compares with the binlog; gtid_slave_pos (which may hold transactions passed over, or a
         // position set by CHANGE MASTER) only raises where seq_nos are handed out, like the high-water mark.
-        let mut floor: HashMap<DomainId, SeqNo> = marks.into_iter().collect();
         for gtid in slave_pos.lock().iter() {
-            let seq = floor.entry(gtid.domain).or_insert(0);
-            *seq = (*seq).max(gtid.seq);
+            alloc.raise_floor(gtid);
         }
-        let alloc = Arc::new(GtidAllocator::with_floor(config.server_id, &position, floor));
         let counters = Arc::new(CommitCounters::default());
         let watch = Arc::new(PositionWatch {
             end: Mutex::new(log.binlog.coord()),
@@ -433,11 +440,7 @@ impl Node {
                         pos.set(t.committed.gtid);
                     }
                 }
-                {
-                    // With semi-sync after_sync the end may already be past this group (told when written).
-                    let mut end = watch.end.lock();
-                    *end = (*end).max(report.through);
-                }
+                watch.advance_end(report.through);
                 watch.moved.notify_all();
                 watch.moved_async.notify_waiters();
                 if let Some(observer) = &observer {
@@ -448,10 +451,7 @@ impl Node {
         let on_binlogged = {
             let watch = watch.clone();
             Box::new(move |through: BinlogCoord| {
-                {
-                    let mut end = watch.end.lock();
-                    *end = (*end).max(through);
-                }
+                watch.advance_end(through);
                 // Dump streams wake on this; waits for a position look again and find nothing new.
                 watch.moved_async.notify_waiters();
             })
@@ -690,17 +690,21 @@ impl Node {
 
     /// Sets gtid_slave_pos (CHANGE MASTER with an explicit position); replication must be stopped.
     pub fn set_slave_position(&self, position: &GtidPosition) -> Result<(), NodeError> {
-        // The replica state's commit is durable, and makes what the store holds durable with it: below
-        // durability `local`, the binlog must first be fsynced through it (under the binlog lock, so that no
-        // commit slips in between).
-        let durability = self.config.commit.durability;
-        self.commit.with_log(|log| -> Result<(), NodeError> {
-            log.sync_for_checkpoint(durability)?;
-            Ok(self.store.set_replica_position(position)?)
-        })?;
+        self.commit_replica_state(|store| store.set_replica_position(position))?;
         *self.slave_pos.lock() = position.clone();
         self.commit.claim_position(position);
         Ok(())
+    }
+
+    /// Commits a change of the replica state, durably. That commit makes what the store holds durable with it:
+    /// below durability `local`, the binlog is fsynced through it first (under the binlog lock, so that no commit
+    /// slips in between), so the store is never durable past the binlog.
+    fn commit_replica_state(&self, change: impl FnOnce(&Store) -> Result<(), StoreError>) -> Result<(), NodeError> {
+        let durability = self.config.commit.durability;
+        self.commit.with_log(|log| -> Result<(), NodeError> {
+            log.sync_for_checkpoint(durability)?;
+            Ok(change(&self.store)?)
+        })
     }
 
     /// Records replicated transactions passed over without being applied (the skip counter, domain filters) in
@@ -715,12 +719,7 @@ impl Node {
         if newer.is_empty() {
             return Ok(());
         }
-        // As in set_slave_position: the replica state's durable commit must not carry the store past the binlog.
-        let durability = self.config.commit.durability;
-        self.commit.with_log(|log| -> Result<(), NodeError> {
-            log.sync_for_checkpoint(durability)?;
-            Ok(self.store.add_replica_gtids(&newer)?)
-        })?;
+        self.commit_replica_state(|store| store.add_replica_gtids(&newer))?;
         let mut position = GtidPosition::new();
         {
             let mut have = self.slave_pos.lock();

@@ -118,6 +118,11 @@ impl Reservation {
         Reservation { fs, dir: dir.to_path_buf(), reserved }
     }
 
+    /// Forgets what was reserved (the mark file was emptied: RESET MASTER with `reuse_seq_nos`).
+    pub fn forget(&mut self) {
+        self.reserved.clear();
+    }
+
     /// Makes sure the file covers `gtids` before they are written; raises it [`SEQ_NO_RESERVE`] ahead when not.
     pub fn cover(&mut self, gtids: impl IntoIterator<Item = Gtid>) -> Result<(), BinlogError> {
         // The common case (every seq_no inside the reservation) allocates nothing.
