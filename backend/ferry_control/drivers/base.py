@@ -135,6 +135,11 @@ class ConnectionSettings:
     #: `ignore_server_ids`, `replicate_do_db`, `replicate_ignore_table`, … with their values as text).
     filters: Mapping[str, str] = field(default_factory=dict)
 
+    def filter_ids(self, name: str) -> list[int]:
+        """A filter that lists ids (`do_domain_ids`, `ignore_domain_ids`, `ignore_server_ids`: "1, 3") as numbers;
+        ValueError when it holds anything else."""
+        return [int(x) for x in self.filters.get(name, "").replace(" ", "").split(",") if x]
+
 
 @dataclass(frozen=True)
 class ConnectedReplica:

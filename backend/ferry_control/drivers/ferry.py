@@ -285,10 +285,10 @@ class FerryDriver(ServerDriver):
                 f"ferryd connections filter by domain only ({', '.join(DOMAIN_FILTERS)}), not by {', '.join(unknown)}",
             )
         for name in DOMAIN_FILTERS:
-            text = settings.filters.get(name, "").replace(" ", "")
             try:
-                ids = [int(x) for x in text.split(",") if x]
+                ids = settings.filter_ids(name)
             except ValueError:
+                text = settings.filters.get(name, "").replace(" ", "")
                 raise DriverError(self.address, "bad_filter", f"{name} must list domain ids, not {text!r}") from None
             if ids:
                 body[name] = ids

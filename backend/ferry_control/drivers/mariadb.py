@@ -386,7 +386,7 @@ class MariadbDriver(ServerDriver):
             raise DriverError(self.address, "unknown_filter", f"no such MariaDB replication filter: {sorted(unknown)}")
         if change.settings is not None:
             for name in CHANGE_MASTER_FILTERS:
-                ids = [int(x) for x in settings.filters.get(name, "").replace(" ", "").split(",") if x]
+                ids = settings.filter_ids(name)
                 options.append(f"{name.upper()} = ({', '.join(str(i) for i in ids)})")
         if change.position is not None:
             await self.sql.query("SET GLOBAL gtid_slave_pos = %s", (canonical(change.position),))

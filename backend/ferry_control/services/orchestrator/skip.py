@@ -22,6 +22,7 @@ from typing import Any
 from ferry_control.drivers.base import IoState, ReplicaConnection, ServerDriver, SqlState
 from ferry_control.drivers.errors import DriverError
 from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator.gtid import from_gtids, parse_state, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.simple import _connection, _reachable
 from ferry_control.services.orchestrator.snapshot import ServerView
@@ -75,32 +76,24 @@ def error_gtid(connection: ReplicaConnection) -> str | None:
     return named.group(1) if named else None
 
 
-def _seq(text: str) -> dict[int, int]:
-    """Position text → seq_no per domain."""
-    out: dict[int, int] = {}
-    for part in text.split(","):
-        if part.strip():
-            domain, _, seq_no = part.strip().split("-")
-            out[int(domain)] = int(seq_no)
-    return out
-
-
 async def transactions_after(master: ServerDriver, applied: str, limit: int) -> list[str] | None:
     """The GTIDs of the first `limit` transactions of `master`'s binlog that a replica at `applied`
     (gtid_slave_pos) has not applied, oldest first — what its next start receives first. None when the binlog's
     recent history (EVENT_PAGES_MAX pages) does not reach back to `applied`."""
-    have = _seq(applied)
+    have = position(applied)
+    domains = {g.domain for g in have}
     newer: list[str] = []
     reached: set[int] = set()
     before = None
     for _ in range(EVENT_PAGES_MAX):
         page = await master.recent_events(EVENTS_PAGE, before=before)
         for tx in page.transactions:
-            if tx.domain in have and tx.seq_no <= have[tx.domain]:
+            mine = have.get(tx.domain)
+            if mine is not None and tx.seq_no <= mine.seq:
                 reached.add(tx.domain)
             else:
                 newer.append(tx.gtid)
-        if (have and reached >= set(have)) or page.next_before is None:
+        if (domains and reached >= domains) or page.next_before is None:
             return list(reversed(newer))[:limit]
         before = page.next_before
     return None
@@ -214,11 +207,11 @@ async def _wait_replicating(driver: ServerDriver, name: str, skipped: list[str])
     """Waits (bounded) until the connection runs, connected, without error, its counter used up and gtid_slave_pos
     past the skipped GTIDs; says what it found either way."""
     deadline = time.monotonic() + RUN_WAIT_S
-    want = _seq(",".join(skipped))
+    want = parse_state(",".join(skipped))
     while True:
         status = await driver.status()
         connection = find_connection(status.connections, name)
-        slave = _seq(status.positions.slave)
+        slave = position(status.positions.slave)
         problem = None
         if connection is None:
             problem = f"connection {name!r} disappeared"
@@ -229,7 +222,7 @@ async def _wait_replicating(driver: ServerDriver, name: str, skipped: list[str])
             problem = f"io {connection.io_state.value}, sql {connection.sql_state.value}"
         elif connection.skip_counter:
             problem = f"{connection.skip_counter} transaction(s) still to skip: they have not arrived yet"
-        elif any(slave.get(d, 0) < seq for d, seq in want.items()):
+        elif any(not slave.is_ahead_of(from_gtids([g])) for g in want):
             problem = f"gtid_slave_pos {status.positions.slave} is not yet past {', '.join(skipped)}"
         done = problem is None or (connection is not None and connection.last_error is not None)
         if done or time.monotonic() >= deadline:
