@@ -265,23 +265,24 @@ PY
   printf -v "$out" '%s' "$id"
 }
 
-# Server K of cluster NAME applies what it receives SECONDS late (MASTER_DELAY on its default connection).
-delay_replica() { # delay_replica NAME K SECONDS
+# SQL as root on server K of cluster NAME, over its unix socket (its cluster.json names it).
+server_sql() { # server_sql NAME K SQL
   local socket
   socket=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["servers"][int(sys.argv[2]) - 1]["socket"])' \
     "$run/$1/cluster.json" "$2")
-  mariadb --no-defaults --socket="$socket" --user=root \
-    -e "STOP SLAVE ''; CHANGE MASTER '' TO MASTER_DELAY = $3; START SLAVE ''" \
+  mariadb --no-defaults --socket="$socket" --user=root -e "$3"
+}
+
+# Server K of cluster NAME applies what it receives SECONDS late (MASTER_DELAY on its default connection).
+delay_replica() { # delay_replica NAME K SECONDS
+  server_sql "$1" "$2" "STOP SLAVE ''; CHANGE MASTER '' TO MASTER_DELAY = $3; START SLAVE ''" \
     || { echo "making server $2 of $1 a delayed replica failed" >&2; exit 1; }
 }
 
 # Server K of cluster NAME applies in parallel: WORKERS threads, at most half of them for one domain, so a domain
 # whose apply waits (a lock) leaves workers for the others (MariaDB's out-of-order parallel apply across domains).
 parallel_replica() { # parallel_replica NAME K WORKERS
-  local socket
-  socket=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["servers"][int(sys.argv[2]) - 1]["socket"])' \
-    "$run/$1/cluster.json" "$2")
-  mariadb --no-defaults --socket="$socket" --user=root -e "STOP SLAVE ''; SET GLOBAL slave_parallel_threads = $3;
+  server_sql "$1" "$2" "STOP SLAVE ''; SET GLOBAL slave_parallel_threads = $3;
     SET GLOBAL slave_domain_parallel_threads = $(($3 / 2)); SET GLOBAL slave_parallel_mode = 'optimistic';
     START SLAVE ''" || { echo "making server $2 of $1 a parallel-applying replica failed" >&2; exit 1; }
 }
