@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -50,6 +50,8 @@ from ferry_control.drivers.ferry_protocol import (
     ProtocolRefused,
     Put,
 )
+
+_T = TypeVar("_T")
 
 #: The replication filters a ferryd connection has (change-master's lists of domain ids), by their names in
 #: `ConnectionSettings.filters`, the same as MariaDB's.
@@ -192,35 +194,43 @@ class FerryDriver(ServerDriver):
     async def status(self) -> ServerStatus:
         body = await self._read("/v1/status")
         try:
+            if not isinstance(body, dict):
+                raise TypeError(f"the document is {_shown(body)}, not an object")
             return ServerStatus(
                 server_id=int(body["server_id"]),
-                read_only=bool(body["read_only"]),
+                read_only=_bool(body, "read_only"),
                 positions=Positions(
-                    binlog=body["gtid_binlog_pos"],
-                    slave=body.get("gtid_slave_pos", ""),
-                    current=body["gtid_current_pos"],
-                    binlog_state=body.get("gtid_binlog_state", ""),
+                    binlog=_text(body, "gtid_binlog_pos"),
+                    slave=_text(body, "gtid_slave_pos", ""),
+                    current=_text(body, "gtid_current_pos"),
+                    binlog_state=_text(body, "gtid_binlog_state", ""),
                 ),
-                connections=tuple(_connection(c) for c in body.get("replication") or ()),
-                replicas=tuple(_replica(r) for r in body.get("replicas") or ()),
-                failure=body.get("failed"),
+                connections=_items(body, "replication", _connection),
+                replicas=_items(body, "replicas", _replica),
+                failure=_optional_text(body, "failed"),
                 default_domain=int(body.get("default_domain", 0)),
-                binlog_files=tuple(f["name"] for f in body.get("binlog_files") or ()),
-                listen_address=body.get("listen"),
+                binlog_files=_items(body, "binlog_files", lambda f: _text(f, "name")),
+                listen_address=_optional_text(body, "listen"),
                 version=_version(body),
                 replicas_may_be_ahead=_optional_bool(body, "replicas_may_be_ahead"),
                 warnings=status_warnings(body),
             )
-        except (KeyError, TypeError, ValueError) as e:
-            raise ServerProtocolError(self.address, "bad_status", f"/v1/status lacks or mistypes {e}") from e
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ServerProtocolError(self.address, "bad_status", f"/v1/status: {_reason(e)}") from e
 
     async def replica_connections(self) -> tuple[ReplicaConnection, ...]:
         body = await self._read("/v1/replication")
-        return tuple(_connection(c) for c in body["connections"])
+        try:
+            return _items(body, "connections", _connection, required=True)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ServerProtocolError(self.address, "bad_replication", f"/v1/replication: {_reason(e)}") from e
 
     async def connected_replicas(self) -> tuple[ConnectedReplica, ...]:
         body = await self._read("/v1/replicas")
-        return tuple(_replica(r) for r in body["replicas"])
+        try:
+            return _items(body, "replicas", _replica, required=True)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ServerProtocolError(self.address, "bad_replicas", f"/v1/replicas: {_reason(e)}") from e
 
     async def recent_events(self, limit: int, domain: int | None = None, before: int | None = None) -> EventsPage:
         params: dict[str, Any] = {"limit": limit}
@@ -348,6 +358,70 @@ class FerryDriver(ServerDriver):
         return WaitResult(reached=bool(body["reached"]), position=body["position"])
 
 
+def _shown(value: Any) -> str:
+    """A value a node sent, as an error message quotes it (bounded: a hostile node may send megabytes)."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
+
+def _reason(e: BaseException) -> str:
+    """What was wrong with a node's document, in words: a KeyError names the missing field."""
+    if isinstance(e, KeyError):
+        return f"lacks {e.args[0]!r}" if e.args else "lacks a field"
+    return str(e)
+
+
+def _items(body: Any, key: str, parse: Callable[[Any], _T], *, required: bool = False) -> tuple[_T, ...]:
+    """A list of objects in a node's document, each parsed by `parse`; a malformed one is named by its place
+    (`replication[0]: …`), so an operator knows which field the node got wrong."""
+    if not isinstance(body, dict):
+        raise TypeError(f"the document is {_shown(body)}, not an object")
+    items = body[key] if required else body.get(key)
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise TypeError(f"{key} is {_shown(items)}, not a list")
+    parsed = []
+    for index, item in enumerate(items):
+        try:
+            if not isinstance(item, dict):
+                raise TypeError(f"is {_shown(item)}, not an object")
+            parsed.append(parse(item))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ValueError(f"{key}[{index}]: {_reason(e)}") from e
+    return tuple(parsed)
+
+
+def _text(body: dict[str, Any], key: str, default: str | None = None) -> str:
+    """A string field (`default` when absent and one is given; else it is required)."""
+    value = body.get(key, default) if default is not None else body[key]
+    if not isinstance(value, str):
+        raise TypeError(f"{key} is {_shown(value)}, not a string")
+    return value
+
+
+def _optional_text(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{key} is {_shown(value)}, not a string")
+    return value
+
+
+def _bool(body: dict[str, Any], key: str) -> bool:
+    value = body[key]
+    if not isinstance(value, bool):
+        raise TypeError(f"{key} is {_shown(value)}, not a boolean")
+    return value
+
+
+def _object(body: dict[str, Any], key: str) -> dict[str, Any]:
+    """An optional object field ({} when absent)."""
+    value = body.get(key) or {}
+    if not isinstance(value, dict):
+        raise TypeError(f"{key} is {_shown(value)}, not an object")
+    return value
+
+
 def _optional_bool(body: dict[str, Any], key: str) -> bool | None:
     """A boolean the node may leave out (older nodes): None when absent; anything but a boolean is a protocol error."""
     value = body.get(key)
@@ -360,17 +434,16 @@ def status_warnings(body: dict[str, Any]) -> tuple[str, ...]:
     """What a node's status says an operator should look at: semi-sync fallen back to asynchronous, binlog expiry
     holding a file back for a replica or failing."""
     found = []
-    semi_sync = body.get("semi_sync") or {}
-    if semi_sync.get("state") == "fallen_back":
+    if _object(body, "semi_sync").get("state") == "fallen_back":
         found.append(SEMI_SYNC_FALLEN_BACK)
-    expiry = body.get("binlog_expiry") or {}
-    if held := expiry.get("held_back"):
+    expiry = _object(body, "binlog_expiry")
+    if held := _object(expiry, "held_back"):
         found.append(
-            f"binlog expiry keeps {held['file']} (and what follows) for replica {held['replica']}, which still reads "
-            "it: the binlog grows until that replica moves on"
+            f"binlog expiry keeps {_text(held, 'file')} (and what follows) for replica {_text(held, 'replica')}, "
+            "which still reads it: the binlog grows until that replica moves on"
         )
-    if expiry.get("last_error"):
-        found.append(f"binlog expiry failed: {expiry['last_error']}")
+    if error := _optional_text(expiry, "last_error"):
+        found.append(f"binlog expiry failed: {error}")
     return tuple(found)
 
 
@@ -382,26 +455,27 @@ def _version(body: dict[str, Any]) -> str | None:
 
 
 def _connection(c: dict[str, Any]) -> ReplicaConnection:
-    error = c.get("last_error")
+    error = _object(c, "last_error")
+    lag = _object(c, "lag")
     return ReplicaConnection(
-        name=c["name"],
-        master_address=c["master"],
-        running=bool(c["running"]),
+        name=_text(c, "name"),
+        master_address=_text(c, "master"),
+        running=_bool(c, "running"),
         io_state=IoState(c["io_state"]),
         sql_state=SqlState(c["sql_state"]),
-        received_position=c.get("received_position", ""),
-        applied_position=c.get("applied_position", ""),
-        master_position=c.get("master_position", ""),
-        lag={
-            int(domain): DomainLag(transactions=int(v["transactions"]), seconds=float(v["seconds"]))
-            for domain, v in (c.get("lag") or {}).items()
-        },
+        received_position=_text(c, "received_position", ""),
+        applied_position=_text(c, "applied_position", ""),
+        master_position=_text(c, "master_position", ""),
+        lag={int(domain): _domain_lag(domain, v) for domain, v in lag.items()},
         last_error=None
         if not error
         else ReplicationError(
-            side=error["side"], code=error["code"], message=error["message"], at_us=error.get("at_us")
-        ),
-        until=c.get("until"),
+            side=_text(error, "side"),
+            code=_text(error, "code"),
+            message=_text(error, "message"),
+            at_us=None if error.get("at_us") is None else int(error["at_us"]),
+        ),  # fmt: skip
+        until=_optional_text(c, "until"),
         delay_s=int(c.get("delay_s") or 0),
         waiting_for_relay_space=c.get("waiting_for_relay_space") is True,
         settings=_connection_settings(c),
@@ -409,31 +483,37 @@ def _connection(c: dict[str, Any]) -> ReplicaConnection:
     )
 
 
+def _domain_lag(domain: str, value: Any) -> DomainLag:
+    if not isinstance(value, dict):
+        raise TypeError(f"lag of domain {_shown(domain)} is {_shown(value)}, not an object")
+    return DomainLag(transactions=int(value["transactions"]), seconds=float(value["seconds"]))
+
+
 def _connection_settings(c: dict[str, Any]) -> ConnectionSettings:
     """What ferryd reports of a connection's settings: delay, duplicates, heartbeat interval, parallel apply, domain
     filters (as text, "1,3", like MariaDB's). It has no per-connection semi-sync role (a replica always
     acknowledges)."""
-    parallel = c.get("parallel") or {}
+    parallel = _object(c, "parallel")
     filters = {name: ",".join(str(int(d)) for d in c.get(name) or ()) for name in DOMAIN_FILTERS}
     return ConnectionSettings(
         heartbeat_ms=None if c.get("heartbeat_ms") is None else int(c["heartbeat_ms"]),
         filters={name: ids for name, ids in filters.items() if ids},
         delay_s=int(c.get("delay_s") or 0),
         ignore_duplicates=bool(c.get("ignore_duplicates", False)),
-        parallel_mode=parallel.get("mode"),
+        parallel_mode=_optional_text(parallel, "mode"),
         workers=None if parallel.get("workers") is None else int(parallel["workers"]),
         domain_workers_max=None if parallel.get("domain_workers_max") is None else int(parallel["domain_workers_max"]),
     )
 
 
 def _replica(r: dict[str, Any]) -> ConnectedReplica:
-    address = r["address"]
+    address = _text(r, "address")
     host = address.rsplit(":", 1)[0].strip("[]")
     return ConnectedReplica(
         server_id=int(r["server_id"]),
         address=address,
         host=host,
-        sent_position=r.get("sent_position", ""),
-        listen_address=r.get("listen"),
-        admin_address=r.get("admin"),
+        sent_position=_text(r, "sent_position", ""),
+        listen_address=_optional_text(r, "listen"),
+        admin_address=_optional_text(r, "admin"),
     )

@@ -7,7 +7,7 @@ import enum
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import JSON, Enum, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Enum, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from ferry_control.models.base import Base, BigId, utcnow
@@ -73,7 +73,7 @@ class Server(Base):
     last_error: Mapped[str | None] = mapped_column(Text, default=None)
 
     # What the last successful poll reported.
-    reported_server_id: Mapped[int | None] = mapped_column(default=None, index=True)
+    reported_server_id: Mapped[int | None] = mapped_column(BigInteger, default=None, index=True)
     read_only: Mapped[bool | None] = mapped_column(default=None)
     #: The server software's version as it reports it (MariaDB: @@version).
     version: Mapped[str | None] = mapped_column(String(200), default=None)

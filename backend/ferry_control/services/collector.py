@@ -2,8 +2,8 @@
 (`collection.polling`: each answer checked, a bad one recorded as that server's error only), then, in one
 transaction, the record of every cluster (`collection.recording`: health, the last successful observation,
 position samples, links and lag per domain, each cluster in a savepoint of its own), then the events published
-on the bus (SSE) after the commit — then the `after_cycle` hooks (the failover monitor), and the retention job
-every `retention_interval_s`.
+on the bus (SSE) after the commit — then the `after_cycle` hooks (the failover monitor), which run after every
+cycle of a leader even when the cycle itself failed, and the retention job every `retention_interval_s`.
 
 Leadership: with several API instances on one database, one at a time collects. Before each cycle `run_forever`
 takes or renews the `collector` lease (`collector_lease_s`); only the holder polls, runs the hooks and retention,
@@ -135,14 +135,15 @@ class Collector:
             started = time.monotonic()
             try:
                 if await self._lead():
-                    await self.run_cycle(as_leader=True)
-                    for hook in self.after_cycle:
-                        try:
-                            await hook()
-                        except asyncio.CancelledError:
-                            raise
-                        except Exception:
-                            log.exception("a hook after the collector cycle failed")
+                    try:
+                        await self.run_cycle(as_leader=True)
+                    except LeaseLost:
+                        raise
+                    except Exception:
+                        # The hooks still run: the failover monitor and fencing read what is stored, and a cycle
+                        # that could not record must not also stop them.
+                        log.exception("collector cycle failed")
+                    await self._run_hooks()
                     if time.monotonic() >= next_retention:
                         await self.run_retention()
                         next_retention = time.monotonic() + self._settings.retention_interval_s
@@ -154,6 +155,16 @@ class Collector:
                 log.exception("collector cycle failed")
             elapsed = time.monotonic() - started
             await asyncio.sleep(max(self._settings.poll_interval_s - elapsed, 0.0))
+
+    async def _run_hooks(self) -> None:
+        """Every after-cycle hook, each on its own: one that fails is logged and the next still runs."""
+        for hook in self.after_cycle:
+            try:
+                await hook()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("a hook after the collector cycle failed")
 
     async def _lead(self) -> bool:
         """Takes or renews the lease; True when this instance is to collect now."""

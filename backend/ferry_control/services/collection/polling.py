@@ -1,11 +1,14 @@
 """Polling: which servers to poll (every server with an admin address, with its own cluster's credentials), and one
 poll of each through its driver, at most `poll_concurrency_max` at once, each bounded by `poll_timeout_s`. An answer
 is checked before it is used (`validation`): a server that does not answer, or answers nonsense, gives an outcome
-with the reason and no status, and nothing it said reaches the other servers' records."""
+with the reason and no status, and nothing it said reaches the other servers' records. Whatever one poll raises —
+a driver's typed error, a time-out, an invalid answer, or anything unforeseen a hostile answer provokes — becomes
+that server's outcome: no poll ever raises into the cycle."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -22,6 +25,11 @@ from ferry_control.models import LinkSource, ServerKind
 from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.collection.validation import InvalidStatus, validate_status
+
+log = logging.getLogger(__name__)
+
+#: The longest reason a failed poll records (a hostile server's answer may be quoted in it).
+ERROR_MAX = 2000
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,9 @@ class Poller:
                     credentials[s.cluster_id] = (self._drivers.credentials_for(s.cluster), None)
                 except DriverError as e:
                     credentials[s.cluster_id] = (None, str(e))
+                except Exception as e:  # a cluster whose stored secrets cannot be read stops only its own polls
+                    log.exception("the credentials of cluster %s could not be opened", s.cluster_id)
+                    credentials[s.cluster_id] = (None, f"its credentials could not be opened ({type(e).__name__})")
         links = [link for link in await LinkRepository(session).list_all() if link.source == LinkSource.replica]
         masters = {link.master_server_id for link in links} - {link.replica_server_id for link in links}
         return [
@@ -99,6 +110,11 @@ class Poller:
             return self._failed(target, f"no answer within {timeout_s} s", "error")
         except InvalidStatus as e:
             return self._failed(target, f"{target.admin_address}: {e}", "invalid")
+        except Exception as e:
+            # Nothing a server answers may stop the cycle: an error no check foresaw is this server's alone.
+            log.warning("polling %s failed unexpectedly", target.admin_address, exc_info=True)
+            return self._failed(target, f"{target.admin_address}: its answer could not be read: {type(e).__name__}: "
+                                        f"{e}", "invalid")  # fmt: skip
         self._metrics.collector_polls.labels("ok").inc()
         return PollOutcome(target, status, None, datetime.now(UTC))
 
@@ -113,4 +129,6 @@ class Poller:
 
     def _failed(self, target: PollTarget, error: str, result: str) -> PollOutcome:
         self._metrics.collector_polls.labels(result).inc()
+        if len(error) > ERROR_MAX:
+            error = f"{error[: ERROR_MAX - 3]}..."
         return PollOutcome(target, None, error, datetime.now(UTC))

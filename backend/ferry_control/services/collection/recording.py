@@ -2,9 +2,11 @@
 (unreachable after `unreachable_after_failures` failed polls in a row; the last successful observation — positions,
 read-only flag, time — kept through any number of failed ones), change-only position samples per domain; the
 replication links (from each replica's own connections, and — for replicas whose admin address is unknown — from the
-master's list of streaming replicas) with lag per domain and change-only lag samples. Each cluster is recorded in a
-savepoint of its own: a failure while recording one cluster rolls back that cluster's part only, is logged, and
-the others are recorded. Returns the events to publish once the transaction commits.
+master's list of streaming replicas) with lag per domain and change-only lag samples. Each server is recorded in a
+savepoint of its own (its observation, then its links): a failure while recording one server's answer rolls back
+that part only, is logged, and records that server as a failed poll naming why, so one server's answer can never
+undo another's record. Each cluster has its savepoint around those too. Returns the events to publish once the
+transaction commits.
 
 Lag per domain: `transactions`, the seq_no difference between the master's gtid_binlog_pos (this cycle's poll, else
 the last stored) and the replica's gtid_current_pos; `seconds`, the age of the collector's first sighting of the
@@ -110,11 +112,53 @@ class Recorder:
         servers = {s.id: s for s in await servers_repo.list_for_cluster(cluster_id)}
         polled = {o.target.server_id: o for o in cluster_outcomes if o.target.server_id in servers}
         await self._seed_timelines(cluster_id, polled, samples)
-        for server_id, outcome in polled.items():
-            events += self._record_server(servers[server_id], outcome, servers_repo, samples)
-        await servers_repo.flush()
+        for server_id, outcome in list(polled.items()):
+            server = servers[server_id]
+            try:
+                async with session.begin_nested():
+                    recorded = self._record_server(server, outcome, servers_repo, samples)
+                    await servers_repo.flush()
+                events += recorded
+            except Exception as e:
+                polled[server_id] = await self._unrecordable(session, servers, outcome, e, "its answer")
+                events += await self._record_failed(session, server, polled[server_id], servers_repo, samples)
         links = list(await links_repo.list_for_cluster(cluster_id))
-        events += await self._record_links(cluster_id, servers, polled, links, links_repo, samples)
+        for server_id, outcome in list(polled.items()):
+            if outcome.status is None:
+                continue
+            try:
+                async with session.begin_nested():
+                    recorded = await self._record_links(cluster_id, servers, server_id, outcome, links, links_repo,
+                                                        samples)  # fmt: skip
+                    await session.flush()
+                events += recorded
+            except Exception as e:
+                polled[server_id] = await self._unrecordable(session, servers, outcome, e, "its replication links")
+                links[:] = list(await links_repo.list_for_cluster(cluster_id))
+                events += await self._record_failed(session, servers[server_id], polled[server_id], servers_repo,
+                                                    samples)  # fmt: skip
+        return events
+
+    async def _unrecordable(
+        self, session: AsyncSession, servers: dict[int, Server], outcome: PollOutcome, error: Exception, what: str
+    ) -> PollOutcome:
+        """A server's answer that passed validation but could not be stored (a bound no check knew of, a database
+        refusal): logged, the rolled-back objects read again, and a failed outcome naming why in its place."""
+        address = outcome.target.admin_address
+        server_id = outcome.target.server_id
+        log.exception("recording %s of server %s (%s) failed: recorded as a failed poll", what, server_id, address)
+        for server in servers.values():
+            await session.refresh(server)
+        reason = f"{address}: {what} could not be recorded: {type(error).__name__}: {error}"
+        return PollOutcome(outcome.target, None, reason[:2000], outcome.at)
+
+    async def _record_failed(
+        self, session: AsyncSession, server: Server, outcome: PollOutcome, repo: ServerRepository,
+        samples: SampleRepository,
+    ) -> list[ClusterEvent]:  # fmt: skip
+        async with session.begin_nested():
+            events = self._record_server(server, outcome, repo, samples)
+            await repo.flush()
         return events
 
     async def _seed_timelines(self, cluster_id: int, polled: dict[int, PollOutcome], samples: SampleRepository) -> None:
@@ -218,92 +262,88 @@ class Recorder:
         self,
         cluster_id: int,
         servers: dict[int, Server],
-        polled: dict[int, PollOutcome],
+        server_id: int,
+        outcome: PollOutcome,
         links: list[ReplicationLink],
         repo: LinkRepository,
         samples: SampleRepository,
     ) -> list[ClusterEvent]:
+        """The links one polled server's answer tells of: its own connections as a replica, and — as a master — the
+        streams of replicas the collector cannot poll itself."""
+        assert outcome.status is not None
         events: list[ClusterEvent] = []
         by_protocol_address = {(s.host, s.protocol_port): s for s in servers.values() if s.protocol_port is not None}
         by_reported_id = {s.reported_server_id: s for s in servers.values() if s.reported_server_id is not None}
 
-        # Links as each polled replica reports them.
-        for server_id, outcome in polled.items():
-            if outcome.status is None:
-                continue
-            replica = servers[server_id]
-            replica_position = parse_position(replica.gtid_current_pos)
-            existing = {
-                link.name: link
-                for link in links
-                if link.replica_server_id == server_id and link.source == LinkSource.replica
-            }
-            for connection in outcome.status.connections:
-                address = split_address(connection.master_address)
-                master = by_protocol_address.get(address) if address else None
-                master_binlog = (
-                    parse_position(master.gtid_binlog_pos) if master and master.gtid_binlog_pos is not None else None
-                )
-                lag = lag_against_master(
-                    replica_position, master, master_binlog, connection, self.timelines, outcome.at
-                )
-                link = existing.pop(connection.name, None)
-                if link is None:
-                    link = await repo.add(
-                        ReplicationLink(
-                            cluster_id=cluster_id,
-                            replica_server_id=server_id,
-                            name=connection.name,
-                            source=LinkSource.replica,
-                            lag={},
-                        )
+        # Links as the replica reports them.
+        replica = servers[server_id]
+        replica_position = parse_position(replica.gtid_current_pos)
+        existing = {
+            link.name: link
+            for link in links
+            if link.replica_server_id == server_id and link.source == LinkSource.replica
+        }
+        for connection in outcome.status.connections:
+            address = split_address(connection.master_address)
+            master = by_protocol_address.get(address) if address else None
+            master_binlog = (
+                parse_position(master.gtid_binlog_pos) if master and master.gtid_binlog_pos is not None else None
+            )
+            lag = lag_against_master(replica_position, master, master_binlog, connection, self.timelines, outcome.at)
+            link = existing.pop(connection.name, None)
+            if link is None:
+                link = await repo.add(
+                    ReplicationLink(
+                        cluster_id=cluster_id,
+                        replica_server_id=server_id,
+                        name=connection.name,
+                        source=LinkSource.replica,
+                        lag={},
                     )
-                    links.append(link)
-                events += self._update_link(link, connection, master, lag, outcome.at, samples)
-            for gone in existing.values():
-                links.remove(gone)
-                await repo.delete(gone)
-                events.append(
-                    ClusterEvent(cluster_id, "link", {"link_id": gone.id, "replica_server_id": server_id,
-                                                      "connection": gone.name, "removed": True})
-                )  # fmt: skip
+                )
+                links.append(link)
+            events += self._update_link(link, connection, master, lag, outcome.at, samples)
+        for gone in existing.values():
+            links.remove(gone)
+            await repo.delete(gone)
+            events.append(
+                ClusterEvent(cluster_id, "link", {"link_id": gone.id, "replica_server_id": server_id,
+                                                  "connection": gone.name, "removed": True})
+            )  # fmt: skip
 
-        # Streams a polled master reports, for replicas the collector cannot poll itself.
-        for server_id, outcome in polled.items():
-            if outcome.status is None:
+        # Streams the master reports, for replicas the collector cannot poll itself.
+        streams = {
+            link.replica_server_id: link
+            for link in links
+            if link.master_server_id == server_id and link.source == LinkSource.master
+        }
+        for streaming in outcome.status.replicas:
+            streamer = by_reported_id.get(streaming.server_id)
+            if streamer is None or streamer.admin_port is not None:
                 continue
-            existing = {
-                link.replica_server_id: link
-                for link in links
-                if link.master_server_id == server_id and link.source == LinkSource.master
-            }
-            for streaming in outcome.status.replicas:
-                replica = by_reported_id.get(streaming.server_id)
-                if replica is None or replica.admin_port is not None:
-                    continue
-                link = existing.pop(replica.id, None)
-                if link is None:
-                    master = servers[server_id]
-                    link = await repo.add(
-                        ReplicationLink(
-                            cluster_id=cluster_id,
-                            replica_server_id=replica.id,
-                            name=None,
-                            source=LinkSource.master,
-                            master_server_id=server_id,
-                            master_address=master.protocol_address,
-                            running=True,
-                            lag={},
-                        )
+            link = streams.pop(streamer.id, None)
+            if link is None:
+                master = servers[server_id]
+                link = await repo.add(
+                    ReplicationLink(
+                        cluster_id=cluster_id,
+                        replica_server_id=streamer.id,
+                        name=None,
+                        source=LinkSource.master,
+                        master_server_id=server_id,
+                        master_address=master.protocol_address,
+                        running=True,
+                        lag={},
                     )
-                    links.append(link)
-                    events.append(
-                        ClusterEvent(cluster_id, "link", {"link_id": link.id, "replica_server_id": replica.id,
-                                                          "master_server_id": server_id, "connection": None})
-                    )  # fmt: skip
-            for gone in existing.values():
-                links.remove(gone)
-                await repo.delete(gone)
+                )
+                links.append(link)
+                events.append(
+                    ClusterEvent(cluster_id, "link", {"link_id": link.id, "replica_server_id": streamer.id,
+                                                      "master_server_id": server_id, "connection": None})
+                )  # fmt: skip
+        for gone in streams.values():
+            links.remove(gone)
+            await repo.delete(gone)
         return events
 
     def _update_link(
