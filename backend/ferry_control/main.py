@@ -34,6 +34,7 @@ from ferry_control.services.event_bus import EventBus
 from ferry_control.services.event_relay import EventRelay
 from ferry_control.services.metrics_export import export_stored_state
 from ferry_control.services.orchestrator import register_executors
+from ferry_control.services.orchestrator.follow_up import FollowUps
 from ferry_control.services.orchestrator.monitor import FailoverMonitor
 from ferry_control.services.orchestrator.reconcile import Reconciler
 from ferry_control.services.orchestrator.runner import OperationRunner
@@ -65,6 +66,7 @@ def create_app(
     collector = Collector(sessionmaker, drivers, bus, settings, metrics, instance_id)
     runner = OperationRunner(sessionmaker, drivers, bus, settings, metrics)
     register_executors(runner)
+    runner.on_finish.append(FollowUps(sessionmaker, runner, settings))
     monitor = FailoverMonitor(sessionmaker, drivers, runner, bus, settings)
     collector.after_cycle.append(monitor.check)
     scheduler = DrillScheduler(sessionmaker, runner, settings, metrics)

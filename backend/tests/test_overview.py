@@ -89,11 +89,11 @@ def test_a_lone_standalone_server_is_the_master() -> None:
     assert (summary.health, summary.masters, summary.replica_count, summary.worst_lag) == ("healthy", ["a"], 0, None)
 
 
-def test_maintenance_stopped_replication_unknown_replicas_and_several_masters_are_problems() -> None:
+def test_maintenance_stopped_replication_unknown_replicas_and_two_masters_of_one_domain_are_problems() -> None:
     nodes = [
         node(1, "a", "master", maintenance=True),
         node(2, "b", "intermediate"),
-        node(4, "d", "master"),
+        node(4, "d", "master", gtid_current_pos="1-4-104"),
     ]
     edges = [
         edge(10, 2, running=False),
@@ -102,8 +102,23 @@ def test_maintenance_stopped_replication_unknown_replicas_and_several_masters_ar
     ]
     summary = summarize(graph(nodes, edges))
     assert summary.health == "degraded"
-    assert summary.problems == ["a in maintenance", "b: replication stopped", "server 9: connect_failed", "2 masters"]
+    assert summary.problems == [
+        "a in maintenance", "b: replication stopped", "server 9: connect_failed", "2 masters write domain 1: a, d"
+    ]  # fmt: skip
     assert (summary.masters, summary.replica_count) == (["a", "d"], 1)
+
+
+def test_several_masters_each_the_origin_of_its_own_domains_are_a_shape_not_a_fault() -> None:
+    """Seed 000: masters 1 and 2 write domains 1 and 2, server 3 replicates from both, 4 and 5 from it."""
+    nodes = [
+        node(1, "s1", "master", gtid_current_pos="1-1-50"),
+        node(2, "s2", "master", gtid_current_pos="2-2-40"),
+        node(3, "s3", "intermediate", gtid_current_pos="1-1-50,2-2-40"),
+        node(4, "s4", "replica", gtid_current_pos="1-1-48,2-2-40"),
+    ]
+    edges = [edge(10, 3), edge(11, 3, master_server_id=2), edge(12, 4, master_server_id=3)]
+    summary = summarize(graph(nodes, edges))
+    assert (summary.health, summary.problems, summary.masters) == ("healthy", [], ["s1", "s2"])
 
 
 def test_the_worst_lag_takes_seconds_and_transactions_apart() -> None:

@@ -9,7 +9,7 @@ from ferry_control.models.lease import COLLECTOR_LEASE, ServiceLease
 from ferry_control.models.operation import Operation, OperationState
 from ferry_control.models.replication import LinkSource, ReplicationLink
 from ferry_control.models.samples import LagSample, PositionSample
-from ferry_control.models.server import HealthEvent, HealthState, Server, ServerKind, ServerOrigin
+from ferry_control.models.server import HealthEvent, HealthState, PromotionRule, Server, ServerKind, ServerOrigin
 
 __all__ = [
     "COLLECTOR_LEASE",
@@ -30,6 +30,7 @@ __all__ = [
     "ReplicationLink",
     "Server",
     "ServerKind",
+    "PromotionRule",
     "ServerOrigin",
     "ServiceLease",
 ]

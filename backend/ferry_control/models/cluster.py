@@ -32,6 +32,8 @@ class Cluster(Base):
     last_failover_at: Mapped[datetime | None] = mapped_column(default=None)
     last_failover_operation_id: Mapped[int | None] = mapped_column(default=None)
     #: Webhook URLs called before / after every operation on this cluster (besides the settings' ones).
+    #: Labels a promoted server must share with the server it replaces (e.g. ["dc"]: stay in the same data centre).
+    candidate_labels: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default="[]")
     pre_operation_webhooks: Mapped[list[Any]] = mapped_column(JSON, default=list)
     post_operation_webhooks: Mapped[list[Any]] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

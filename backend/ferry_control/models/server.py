@@ -33,6 +33,22 @@ class HealthState(enum.StrEnum):
     unreachable = "unreachable"
 
 
+class PromotionRule(enum.StrEnum):
+    """Whether a failover or switchover may make this server a master (orchestrator's promotion rules, Patroni's
+    failover_priority): `prefer` first, `neutral`, `prefer_not` only when no better one can (and then the role is
+    moved on to a better one in a second step), `must_not` never."""
+
+    prefer = "prefer"
+    neutral = "neutral"
+    prefer_not = "prefer_not"
+    must_not = "must_not"
+
+    @property
+    def rank(self) -> int:
+        """Lower is better."""
+        return list(PromotionRule).index(self)
+
+
 class ServerOrigin(enum.StrEnum):
     registered = "registered"
     discovered = "discovered"
@@ -61,6 +77,10 @@ class Server(Base):
     labels: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     #: Operator's flag: keep out of orchestration (still polled).
     maintenance: Mapped[bool] = mapped_column(default=False)
+    #: Whether operations may promote it (see PromotionRule).
+    promotion_rule: Mapped[PromotionRule] = mapped_column(
+        _enum(PromotionRule), default=PromotionRule.neutral, server_default=PromotionRule.neutral.value
+    )
     origin: Mapped[ServerOrigin] = mapped_column(_enum(ServerOrigin), default=ServerOrigin.registered)
     #: A master replaced by a failover: kept read-only whenever it answers, never repointed automatically.
     fenced: Mapped[bool] = mapped_column(default=False)

@@ -22,6 +22,16 @@ REDACTED = "[redacted]"
 _Secret = Annotated[SecretStr, Field(min_length=1, max_length=200)]
 
 
+#: A server label's name, as `candidate_labels` lists them.
+LabelName = Annotated[str, Field(min_length=1, max_length=100)]
+LABELS_MAX = 20
+#: The meaning of `candidate_labels`.
+CANDIDATE_LABELS = (
+    'Labels a promoted server must share with the server it replaces (e.g. ["dc"]: a failover or switchover stays '
+    "within the old master's data centre); a server without one of them is not a candidate."
+)
+
+
 class ClusterSecrets(BaseModel):
     """Write-only secrets of a cluster, sent only to that cluster's servers. In an update, a field left out is
     kept, `null` removes it."""
@@ -56,6 +66,9 @@ class ClusterCreate(ClusterSecrets):
         description="Discovery: a discovered master's admin port is its protocol port plus this. Unset: unknown.",
     )
     auto_failover: bool = Field(False, description="Fail over automatically when the master is lost (confirmed).")
+    candidate_labels: list[LabelName] = Field(
+        default_factory=list, max_length=LABELS_MAX, description=CANDIDATE_LABELS, examples=[["dc"]]
+    )
     pre_operation_webhooks: list[WebhookUrl] = Field(
         default_factory=list,
         max_length=WEBHOOKS_MAX,
@@ -73,6 +86,7 @@ class ClusterUpdate(ClusterSecrets):
     description: str | None = Field(None, max_length=2000)
     admin_port_offset: int | None = Field(None, ge=-65535, le=65535)
     auto_failover: bool | None = None
+    candidate_labels: list[LabelName] | None = Field(None, max_length=LABELS_MAX, description=CANDIDATE_LABELS)
     pre_operation_webhooks: list[WebhookUrl] | None = Field(None, max_length=WEBHOOKS_MAX)
     post_operation_webhooks: list[WebhookUrl] | None = Field(None, max_length=WEBHOOKS_MAX)
 
@@ -95,6 +109,7 @@ class ClusterRead(BaseModel):
                     "tls_ca_set": False,
                     "plaintext_transport": True,
                     "auto_failover": False,
+                    "candidate_labels": [],
                     "failover_suspended_at": None,
                     "last_failover_at": None,
                     "last_failover_operation_id": None,
@@ -128,6 +143,7 @@ class ClusterRead(BaseModel):
     )
     last_failover_at: datetime | None
     last_failover_operation_id: int | None
+    candidate_labels: list[str] = Field(default_factory=list, description=CANDIDATE_LABELS)
     pre_operation_webhooks: list[str] = Field(description=f"Shown to viewers as {REDACTED!r} each.")
     post_operation_webhooks: list[str] = Field(description=f"Shown to viewers as {REDACTED!r} each.")
     created_at: datetime

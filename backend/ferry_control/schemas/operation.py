@@ -98,6 +98,14 @@ class FailoverRequest(OperationRequest):
         le=ID_MAX,
         description="The new master; unset: the most advanced replica (leveled from its peers first).",
     )
+    source_server_id: int | None = Field(
+        None,
+        ge=1,
+        le=ID_MAX,
+        description="The master to replace, in a cluster of several (seed 000: two); unset: the only master, or of "
+        "several the only one lost. The candidate is one of its direct replicas; a multi-source candidate keeps its "
+        "connections to the other masters.",
+    )
 
 
 class RepointRequest(OperationRequest):

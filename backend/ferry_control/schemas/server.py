@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ferry_control.core.outbound import check_host
-from ferry_control.models import HealthState, ServerKind, ServerOrigin
+from ferry_control.models import HealthState, PromotionRule, ServerKind, ServerOrigin
 
 Port = int
 #: A host name or an IP literal: no scheme, port, path or spaces (an IPv6 literal is kept without brackets).
@@ -25,6 +25,14 @@ REPLICAS_MAY_BE_AHEAD = (
     "none or network; MariaDB: sync_binlog other than 1): after a crash of its machine its replicas may hold "
     "transactions its binlog lost, so it must rejoin as a replica of whoever has them rather than serve as a master "
     "again. None: not read yet."
+)
+
+
+#: The meaning of `promotion_rule`.
+PROMOTION_RULE = (
+    "Whether a failover or switchover may make this server a master: `prefer` first, `neutral`, `prefer_not` only "
+    "when no better server can take over (a failover then moves the role on to a better one in a second operation), "
+    "`must_not` never. A delayed replica is never promoted automatically, whatever its rule."
 )
 
 
@@ -45,6 +53,7 @@ class ServerCreate(BaseModel):
     admin_port: int | None = Field(None, ge=1, le=65535, description="The admin API; unset: not polled.")
     labels: dict[str, str] = Field(default_factory=dict, examples=[{"rack": "r4", "az": "b"}])
     maintenance: bool = False
+    promotion_rule: PromotionRule = Field(PromotionRule.neutral, description=PROMOTION_RULE)
 
 
 class ServerUpdate(BaseModel):
@@ -56,6 +65,7 @@ class ServerUpdate(BaseModel):
     admin_port: int | None = Field(None, ge=1, le=65535)
     labels: dict[str, str] | None = None
     maintenance: bool | None = None
+    promotion_rule: PromotionRule | None = Field(None, description=PROMOTION_RULE)
 
 
 class MaintenanceUpdate(BaseModel):
@@ -79,6 +89,7 @@ class ServerRead(BaseModel):
                     "admin_port": 7401,
                     "labels": {},
                     "maintenance": False,
+                    "promotion_rule": "neutral",
                     "origin": "registered",
                     "fenced": False,
                     "fenced_at": None,
@@ -109,6 +120,7 @@ class ServerRead(BaseModel):
     admin_port: int | None
     labels: dict[str, str]
     maintenance: bool
+    promotion_rule: PromotionRule = Field(PromotionRule.neutral, description=PROMOTION_RULE)
     origin: ServerOrigin
     fenced: bool = Field(description="Replaced by a failover: kept read-only, not repointed automatically.")
     fenced_at: datetime | None

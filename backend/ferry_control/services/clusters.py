@@ -55,7 +55,7 @@ class ClusterService:
     async def update(self, cluster_id: int, data: ClusterUpdate) -> Cluster:
         cluster = await self.get(cluster_id)
         changes = data.model_dump(exclude_unset=True, exclude=set(SECRET_FIELDS))
-        for required in ("auto_failover", "pre_operation_webhooks", "post_operation_webhooks"):
+        for required in ("auto_failover", "candidate_labels", "pre_operation_webhooks", "post_operation_webhooks"):
             if required in changes and changes[required] is None:
                 raise Conflict(f"a cluster's {required} cannot be removed; set it instead", code="field_required")
         if "name" in changes and changes["name"] != cluster.name:

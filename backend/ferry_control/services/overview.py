@@ -9,14 +9,31 @@ from ferry_control.core.secrets import SecretBox
 from ferry_control.core.security import Role
 from ferry_control.repositories.drills import DrillRepository
 from ferry_control.schemas.overview import ClusterHealth, ClusterOverview, ClusterSummary, LastDrill, WorstLag
-from ferry_control.schemas.topology import TopologyGraph
+from ferry_control.schemas.topology import TopologyGraph, TopologyNode
 from ferry_control.services.clusters import ClusterService
+from ferry_control.services.collection.addresses import parse_position
 from ferry_control.services.topology import TopologyService
+
+
+def shared_domains(masters: list[TopologyNode]) -> list[str]:
+    """Masters (roots) that originate transactions in the same domain — their GTIDs there carry their own server
+    ids — as problems in words: two origins of one domain diverge its history."""
+    origins: dict[int, list[str]] = {}
+    for node in masters:
+        for gtid in parse_position(node.gtid_current_pos or ""):
+            if gtid.server == node.reported_server_id:
+                origins.setdefault(gtid.domain, []).append(node.name)
+    return [
+        f"{len(names)} masters write domain {domain}: {', '.join(names)}"
+        for domain, names in sorted(origins.items())
+        if len(names) > 1
+    ]
 
 
 def summarize(graph: TopologyGraph) -> ClusterSummary:
     """Health of the whole, the master(s), how many replicas, the worst lag over every connection and domain, and
-    the problems in words: unhealthy or maintenance nodes, connection errors, stopped replication, several masters."""
+        the problems in words: unhealthy or maintenance nodes, connection errors, stopped replication, several masters
+    writing one domain. Several masters are a shape, not a fault (seed 000: each the origin of its own domain)."""
     nodes, edges = graph.nodes, graph.edges
     problems: list[str] = []
     for node in nodes:
@@ -35,8 +52,7 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
     standalone = [node.name for node in nodes if node.role == "standalone"]
     if not masters and len(standalone) == 1:
         masters.append(standalone[0])
-    if len(masters) > 1:
-        problems.append(f"{len(masters)} masters")
+    problems += shared_domains([node for node in nodes if node.role == "master"])
     problems += [alert.message for alert in graph.alerts]
     problems += [f"{node.name}: {warning}" for node in nodes for warning in node.warnings]
     unreachable = sum(1 for node in nodes if node.health == "unreachable")

@@ -38,7 +38,7 @@ class ServerService:
     async def update(self, cluster_id: int, server_id: int, data: ServerUpdate) -> Server:
         server = await self.get(cluster_id, server_id)
         changes = data.model_dump(exclude_unset=True)
-        for required in ("name", "host", "labels", "maintenance"):
+        for required in ("name", "host", "labels", "maintenance", "promotion_rule"):
             if required in changes and changes[required] is None:
                 raise Conflict(f"a server's {required} cannot be removed", code="field_required")
         name = changes.get("name", server.name)

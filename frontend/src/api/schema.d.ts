@@ -972,6 +972,14 @@ export interface components {
              */
             auto_failover: boolean;
             /**
+             * Candidate Labels
+             * @description Labels a promoted server must share with the server it replaces (e.g. ["dc"]: a failover or switchover stays within the old master's data centre); a server without one of them is not a candidate.
+             * @example [
+             *       "dc"
+             *     ]
+             */
+            candidate_labels?: string[];
+            /**
              * Pre Operation Webhooks
              * @description POSTed before an operation changes anything; a failure (not 2xx, no answer) aborts the operation.
              */
@@ -1081,6 +1089,11 @@ export interface components {
             /** Last Failover Operation Id */
             last_failover_operation_id: number | null;
             /**
+             * Candidate Labels
+             * @description Labels a promoted server must share with the server it replaces (e.g. ["dc"]: a failover or switchover stays within the old master's data centre); a server without one of them is not a candidate.
+             */
+            candidate_labels?: string[];
+            /**
              * Pre Operation Webhooks
              * @description Shown to viewers as '[redacted]' each.
              */
@@ -1138,6 +1151,7 @@ export interface components {
          * @example {
          *       "admin_port_offset": 100,
          *       "auto_failover": false,
+         *       "candidate_labels": [],
          *       "created_at": "2026-11-21T13:00:00Z",
          *       "db_password_set": false,
          *       "db_user_set": false,
@@ -1212,6 +1226,11 @@ export interface components {
             /** Last Failover Operation Id */
             last_failover_operation_id: number | null;
             /**
+             * Candidate Labels
+             * @description Labels a promoted server must share with the server it replaces (e.g. ["dc"]: a failover or switchover stays within the old master's data centre); a server without one of them is not a candidate.
+             */
+            candidate_labels?: string[];
+            /**
              * Pre Operation Webhooks
              * @description Shown to viewers as '[redacted]' each.
              */
@@ -1277,6 +1296,11 @@ export interface components {
             admin_port_offset?: number | null;
             /** Auto Failover */
             auto_failover?: boolean | null;
+            /**
+             * Candidate Labels
+             * @description Labels a promoted server must share with the server it replaces (e.g. ["dc"]: a failover or switchover stays within the old master's data centre); a server without one of them is not a candidate.
+             */
+            candidate_labels?: string[] | null;
             /** Pre Operation Webhooks */
             pre_operation_webhooks?: string[] | null;
             /** Post Operation Webhooks */
@@ -1741,6 +1765,11 @@ export interface components {
              * @description The new master; unset: the most advanced replica (leveled from its peers first).
              */
             candidate_server_id?: number | null;
+            /**
+             * Source Server Id
+             * @description The master to replace, in a cluster of several (seed 000: two); unset: the only master, or of several the only one lost. The candidate is one of its direct replicas; a multi-source candidate keeps its connections to the other masters.
+             */
+            source_server_id?: number | null;
         };
         /**
          * HealthState
@@ -2192,6 +2221,14 @@ export interface components {
             sampled_at: string;
         };
         /**
+         * PromotionRule
+         * @description Whether a failover or switchover may make this server a master (orchestrator's promotion rules, Patroni's
+         *     failover_priority): `prefer` first, `neutral`, `prefer_not` only when no better one can (and then the role is
+         *     moved on to a better one in a second step), `must_not` never.
+         * @enum {string}
+         */
+        PromotionRule: "prefer" | "neutral" | "prefer_not" | "must_not";
+        /**
          * ReadOnlyRequest
          * @example {
          *       "read_only": true,
@@ -2309,6 +2346,11 @@ export interface components {
              * @default false
              */
             maintenance: boolean;
+            /**
+             * @description Whether a failover or switchover may make this server a master: `prefer` first, `neutral`, `prefer_not` only when no better server can take over (a failover then moves the role on to a better one in a second operation), `must_not` never. A delayed replica is never promoted automatically, whatever its rule.
+             * @default neutral
+             */
+            promotion_rule: components["schemas"]["PromotionRule"];
         };
         /** ServerEvents */
         ServerEvents: {
@@ -2358,6 +2400,7 @@ export interface components {
          *       "maintenance": false,
          *       "name": "node1",
          *       "origin": "registered",
+         *       "promotion_rule": "neutral",
          *       "protocol_port": 7301,
          *       "read_only": false,
          *       "reported_server_id": 1,
@@ -2385,6 +2428,11 @@ export interface components {
             };
             /** Maintenance */
             maintenance: boolean;
+            /**
+             * @description Whether a failover or switchover may make this server a master: `prefer` first, `neutral`, `prefer_not` only when no better server can take over (a failover then moves the role on to a better one in a second operation), `must_not` never. A delayed replica is never promoted automatically, whatever its rule.
+             * @default neutral
+             */
+            promotion_rule: components["schemas"]["PromotionRule"];
             origin: components["schemas"]["ServerOrigin"];
             /**
              * Fenced
@@ -2486,6 +2534,8 @@ export interface components {
             } | null;
             /** Maintenance */
             maintenance?: boolean | null;
+            /** @description Whether a failover or switchover may make this server a master: `prefer` first, `neutral`, `prefer_not` only when no better server can take over (a failover then moves the role on to a better one in a second operation), `must_not` never. A delayed replica is never promoted automatically, whatever its rule. */
+            promotion_rule?: components["schemas"]["PromotionRule"] | null;
         };
         /**
          * ServiceHealth

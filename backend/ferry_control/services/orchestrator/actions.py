@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ferry_engine import GtidPosition
@@ -194,10 +194,16 @@ async def level_with(
 
 
 async def wait_replicating_from(
-    views: Sequence[ServerView], master_address: str, target: GtidPosition, timeout_s: float
+    views: Sequence[ServerView],
+    master_address: str,
+    target: GtidPosition,
+    timeout_s: float,
+    *,
+    received_only: Collection[int] = (),
 ) -> dict[int, str]:
     """Waits until each server has a running, connected connection to `master_address` without error and has
-    reached `target`; returns per server id what is still wrong (empty when all are fine)."""
+    reached `target` — received it, for the servers of `received_only` (delayed replicas: they apply it when their
+    delay has passed); returns per server id what is still wrong (empty when all are fine)."""
     deadline = time.monotonic() + timeout_s
     problems: dict[int, str] = {}
     pending = list(views)
@@ -220,6 +226,12 @@ async def wait_replicating_from(
                     )
                     problems[view.info.id] = f"not replicating from {master_address} ({states or 'no connection'})"
                     still.append(view)
+                    continue
+                if view.info.id in received_only:
+                    now = position(ok[0].received_position)
+                    if not now.is_ahead_of(target):
+                        problems[view.info.id] = f"received {now}, not yet {target} (delayed: applies it later)"
+                        still.append(view)
                     continue
                 now = position((await driver.positions()).binlog)
                 if not now.is_ahead_of(target):

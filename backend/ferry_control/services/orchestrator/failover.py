@@ -1,10 +1,15 @@
 """Failover: the master is lost. Confirm it (it answers but reports itself failed; or it does not answer, no replica
-is still connected to it — and, when automatic, at least one replica says it lost it too), let every replica apply
-what it received, choose the most advanced replica (ahead of the others in every domain; where none is, the least
-behind is leveled from its peers by START … UNTIL), pre-hooks, fence the old master first if it answers at all
+is still connected to it — and, when automatic, at least one replica says it lost it too), let every candidate
+apply what it received (the candidate rules of `candidates`: a delayed or `must_not` replica is never waited for
+nor promoted automatically), choose the most advanced candidate (ahead of the others in every domain, the better
+promotion rule first; where none is, the least behind is leveled from its peers by START … UNTIL — a more advanced
+non-candidate among them), pre-hooks, fence the old master first if it answers at all
 (read-only, sessions bypassing it ended), promote the candidate, repoint the others, fence the old master for good
 (read-only whenever it answers again, never repointed automatically), report the GTIDs that may be lost, verify,
-and suspend automatic failover until an operator acknowledges."""
+and suspend automatic failover until an operator acknowledges. A delayed replica is repointed with its delay and
+its position (it re-reads from the new master what it had not applied). When the promoted server is `prefer_not`
+and a better candidate exists, the result names it (`role_moves_to_server_id`) and a switchover to it follows once
+the failover has ended (`follow_up`)."""
 
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
+from ferry_control.services.orchestrator.candidates import better_successor, candidate_pool, delay_of, preference
 from ferry_control.services.orchestrator.gtid import ahead_of_all, behind_total, gtid_text, join_all, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
@@ -39,8 +45,9 @@ class MasterLoss:
     witnesses: tuple[str, ...] = ()
 
 
-def confirm_master_lost(snapshot: ClusterSnapshot, *, need_witness: bool) -> MasterLoss:
-    master, why = snapshot.master()
+def confirm_master_lost(snapshot: ClusterSnapshot, *, need_witness: bool, source_id: int | None = None) -> MasterLoss:
+    """Whether the master — of several, `source_id` or the only one lost (`ClusterSnapshot.lost_root`) — is lost."""
+    master, why = snapshot.lost_root(source_id)
     if master is None:
         return MasterLoss(None, False, why)
     if master.healthy:
@@ -72,11 +79,11 @@ def confirm_master_lost(snapshot: ClusterSnapshot, *, need_witness: bool) -> Mas
     )
 
 
-async def probe_master(snapshot: ClusterSnapshot, settings: Settings) -> None:
+async def probe_master(snapshot: ClusterSnapshot, settings: Settings, source_id: int | None = None) -> None:
     """With `master_write_probe` on, a master that answers and reports no failure must also commit a probe write in
     time (as the collector checks at every poll); one that cannot has that failure set on its view, so
     `confirm_master_lost` sees a master that cannot work, confirmed live."""
-    master, _ = snapshot.master()
+    master, _ = snapshot.lost_root(source_id)
     if not settings.master_write_probe or master is None or not master.healthy or master.driver is None:
         return
     assert master.status is not None
@@ -87,21 +94,12 @@ async def probe_master(snapshot: ClusterSnapshot, settings: Settings) -> None:
         master.status = replace(master.status, failure=f"write probe: {reason}")
 
 
-def choose_candidate(links: list[Link], wanted: int | None) -> tuple[Link, bool, str]:
-    """The replica to promote, whether it is ahead of every other already, and why."""
-    eligible = [
-        link for link in links
-        if link.replica.healthy and not link.replica.info.maintenance and not link.replica.info.fenced
-    ]  # fmt: skip
-    if wanted is not None:
-        chosen = next((link for link in eligible if link.replica.info.id == wanted), None)
-        if chosen is None:
-            raise OperationFailed(f"server {wanted} is not a healthy, eligible replica of the lost master")
-        pool = [chosen]
-    else:
-        pool = eligible
+def choose_candidate(pool: list[Link], links: list[Link]) -> tuple[Link, bool, str]:
+    """The replica of `pool` (the candidates, see `candidates.candidate_pool`) to promote, whether it is ahead of
+    every other replica of `links` already, and why. Ahead of the others first (the better promotion rule among
+    those), else the least behind (leveled from its peers), the better rule breaking ties."""
     if not pool:
-        raise OperationFailed("no healthy replica outside maintenance and not fenced can take over")
+        raise OperationFailed("no replica can take over: none is a candidate (see the reasons in the plan)")
     positions = {link.replica.info.id: link.replica.current for link in links if link.replica.reachable}
 
     def others(link: Link) -> list[Any]:
@@ -109,9 +107,9 @@ def choose_candidate(links: list[Link], wanted: int | None) -> tuple[Link, bool,
 
     ahead = [link for link in pool if ahead_of_all(link.replica.current, others(link))]
     if ahead:
-        best = min(ahead, key=lambda link: link.replica.info.id)
+        best = min(ahead, key=preference)
         return best, True, f"{best.replica.info.label} at {best.replica.current} is ahead of every other replica"
-    best = min(pool, key=lambda link: (behind_total(link.replica.current, others(link)), link.replica.info.id))
+    best = min(pool, key=lambda link: (behind_total(link.replica.current, others(link)), *preference(link)))
     return (
         best,
         False,
@@ -179,19 +177,30 @@ async def run_failover(ctx: OperationContext) -> None:
     automatic = bool(ctx.params.get("automatic"))
     async with ctx.step("confirm_master_lost") as step:
         snapshot = await ctx.snapshot()
-        await probe_master(snapshot, settings)
-        loss = confirm_master_lost(snapshot, need_witness=automatic)
+        source_id = ctx.params.get("source_server_id")
+        await probe_master(snapshot, settings, source_id)
+        loss = confirm_master_lost(snapshot, need_witness=automatic, source_id=source_id)
         step.detail = loss.detail
         if not loss.confirmed:
             raise OperationFailed(f"failover refused, nothing was changed: {loss.detail}")
     master = loss.master
     assert master is not None
     ctx.result.update(old_master_server_id=master.info.id, witnesses=list(loss.witnesses))
+    wanted = ctx.params.get("candidate_server_id")
+    pool = candidate_pool(snapshot.replicas_of(master.info.id), master, snapshot.candidate_labels, wanted)
+    if wanted is not None and not pool.eligible:
+        label = snapshot.view(wanted).info.label if wanted in snapshot.by_id else f"server {wanted}"
+        raise OperationFailed(
+            f"failover refused, nothing was changed: {label} cannot replace {master.info.label}: "
+            + pool.excluded.get(label, "it is not a replica of the lost master")
+        )
     async with ctx.step("drain_relay_logs") as step:
-        drained = {}
-        for link in snapshot.replicas_of(master.info.id):
+        # Only candidates are waited for: a delayed replica (or any other that will not be promoted) keeps its relay
+        # log and its delay, and is repointed with them.
+        drained: dict[str, str] = {}
+        for link in pool.eligible:
             # A stopped connection discards its relay log at the next start: only running ones have one to apply.
-            if not link.replica.healthy or not link.connection.running or not link.connection.received_position:
+            if not link.connection.running or not link.connection.received_position:
                 continue
             reached = await actions.wait_reached(
                 link.replica.require_driver(),
@@ -204,20 +213,31 @@ async def run_failover(ctx: OperationContext) -> None:
                     f"within {settings.failover_relay_drain_timeout_s} s: it is at {reached.position}"
                 )
             drained[link.replica.info.label] = reached.position
-        step.detail = drained
+        step.detail = {"drained": drained, "not_waited_for": pool.excluded}
     snapshot = await ctx.snapshot()
     links = snapshot.replicas_of(master.info.id)
     async with ctx.step("choose_candidate") as step:
-        chosen, level, why = choose_candidate(links, ctx.params.get("candidate_server_id"))
+        pool = candidate_pool(links, master, snapshot.candidate_labels, wanted)
+        chosen, level, why = choose_candidate(pool.eligible, links)
+        successor = None if wanted is not None else better_successor(chosen, pool.eligible)
+        if successor is not None:
+            why += (
+                f"; its promotion rule is prefer_not, so the role then moves on to {successor.replica.info.label} "
+                "(prefer) by a switchover once this failover has ended"
+            )
         step.detail = {
             "chosen": chosen.replica.info.label,
             "why": why,
             "positions": {
                 link.replica.info.label: str(link.replica.current) for link in links if link.replica.reachable
             },
+            "candidates": {link.replica.info.label: link.replica.info.promotion_rule.value for link in pool.eligible},
+            "not_candidates": pool.excluded,
         }
     candidate = chosen.replica
     ctx.result["new_master_server_id"] = candidate.info.id
+    if successor is not None:
+        ctx.result["role_moves_to_server_id"] = successor.replica.info.id
     async with ctx.step("candidate_checks") as step:
         checks = await candidate.require_driver().replication_checks()
         step.detail = {"checks": [asdict(c) for c in checks]}
@@ -256,15 +276,39 @@ async def run_failover(ctx: OperationContext) -> None:
             step.detail = leveled
     async with ctx.step("promote_candidate") as step:
         driver = candidate.require_driver()
-        names = [c.name for c in await driver.replica_connections()]
+        # Only its connections to the lost master go (and a leveling's temporary ones): a multi-source candidate
+        # keeps replicating the domains of the cluster's other masters.
+        assert candidate.status is not None
+        kept = [
+            c.name for c in candidate.status.connections
+            if (source := snapshot.master_of(c)) is not None and source.info.id != master.info.id
+        ]  # fmt: skip
+        names = [c.name for c in await driver.replica_connections() if c.name not in kept]
         # The old master's master-side settings (semi-sync) as the collector last read them, before writes come.
         role = master.info.master_role
         if role is not None:
             await driver.take_master_role(role)
         await actions.promote(driver, names)
+        restart = [n for n in kept if n in running]
+        if not level:  # the leveling stopped every connection: those that ran start again
+            await actions.restore_connections(candidate, restart, LEVEL_PREFIX)
+        else:
+            # Started afresh: on MariaDB 10.11 a semi-sync replica's other connections can misread the next event
+            # from their master once one connection was removed (seen: "Event from master declares a length that
+            # does not match the packet", IO error 1595); a new start negotiates semi-sync again.
+            for name in restart:
+                await driver.stop_replication(name)
+                await driver.start_replication(name)
         step.detail = f"{candidate.info.label} is the master and writable (removed connections: {', '.join(names)})" + (
             "" if role is None else role_taken(role, f"{master.info.label} when last seen")
         )
+        if kept:
+            kept_masters = [snapshot.master_of(c) for c in candidate.status.connections if c.name in kept]
+            sources = sorted({view.info.label for view in kept_masters if view is not None})
+            step.detail += (
+                f"; it keeps replicating from {', '.join(sources)} (connections {', '.join(map(repr, kept))}): "
+                f"writes to it must stay in the domains {master.info.label} wrote, the others' domains are theirs"
+            )
     followers = [(o.replica, o.connection.name) for o in others]
     ctx.undo_with("roll_forward", partial(roll_forward, ctx, candidate, followers, None))
     ctx.result["promoted_after_s"] = round(time.perf_counter() - started, 6)
@@ -281,7 +325,7 @@ async def run_failover(ctx: OperationContext) -> None:
         step.detail = report
     await suspend_automatic_failover(ctx)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
-                            old_master=None)  # fmt: skip
+                            old_master=None, delayed={o.replica.info.id for o in others if delay_of(o)})  # fmt: skip
 
 
 async def fence_first(master: ServerView, timeout_s: float) -> str:

@@ -3,8 +3,9 @@
 - **fencing**: a fenced server (a master replaced by a failover) that answers and is writable is made read-only at
   once; it is never repointed automatically;
 - **detection**: in a cluster with automatic failover on (and not suspended by an earlier failover, nor within the
-  cool-down after one), a master whose last `failover_detection_polls` polls failed is checked live with its
-  replicas; only when they confirm losing it too (and none still replicates from it) is a failover started — a
+  cool-down after one), each master (a cluster may have several, each the origin of its domains) whose last
+  `failover_detection_polls` polls failed is checked live with its replicas; only when they confirm losing it
+  too (and none still replicates from it) is a failover started — a
   control-plane-only blip is logged and published as `failover_not_confirmed`, never acted on.
 """
 
@@ -100,19 +101,18 @@ class FailoverMonitor:
         replica_links = [link for link in links if link.source == LinkSource.replica and link.master_server_id]
         replicating = {link.replica_server_id for link in replica_links}
         roots = {link.master_server_id for link in replica_links} - replicating
-        if len(roots) != 1:
-            return None
-        master = next((s for s in servers if s.id in roots), None)
-        if master is None or master.maintenance or master.fenced:
-            return None
-        if master.consecutive_failures < self._settings.failover_detection_polls:
-            return None
-        return master
+        # Every master is watched (seed 000 has two); one lost at a time is failed over, naming it.
+        lost = [
+            s for s in servers
+            if s.id in roots and not s.maintenance and not s.fenced
+            and s.consecutive_failures >= self._settings.failover_detection_polls
+        ]  # fmt: skip
+        return lost[0] if len(lost) == 1 else None
 
     async def _consider_failover(self, cluster: Cluster, servers: list[Server], master: Server) -> int | None:
         snapshot = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.poll_timeout_s)
-        await probe_master(snapshot, self._settings)
-        loss = confirm_master_lost(snapshot, need_witness=True)
+        await probe_master(snapshot, self._settings, master.id)
+        loss = confirm_master_lost(snapshot, need_witness=True, source_id=master.id)
         if not loss.confirmed or loss.master is None or loss.master.info.id != master.id:
             now = time.monotonic()
             if now - self._not_confirmed_logged.get(cluster.id, 0.0) >= self._settings.failover_not_confirmed_log_s:
@@ -130,7 +130,7 @@ class FailoverMonitor:
                     self._settings,
                     cluster_id=cluster.id,
                     type_="failover",
-                    params={"automatic": True, "candidate_server_id": None},
+                    params={"automatic": True, "candidate_server_id": None, "source_server_id": master.id},
                     dry_run=False,
                     requester=REQUESTER,
                 )

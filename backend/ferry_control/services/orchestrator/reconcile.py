@@ -288,7 +288,7 @@ class Reconciler:
             view = snapshot.by_id.get(server_id)
             if view is not None and not view.info.maintenance:
                 others.append((view, connection_name))
-        moved, failed = await complete_move(self._settings, new, others, old)
+        moved, failed = await complete_move(self._settings, new, others, old, None, switch.get("connection"))
         done.append(f"completed: {new.info.label} is the master; " + "; ".join(moved))
         problems.extend(failed)
 

@@ -5,8 +5,8 @@ and which server is the master."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from ferry_engine import GtidPosition
@@ -14,7 +14,7 @@ from ferry_engine import GtidPosition
 from ferry_control.drivers.base import IoState, MasterRole, ReplicaConnection, ServerDriver, ServerStatus, SqlState
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
-from ferry_control.models import Cluster, Server, ServerKind
+from ferry_control.models import Cluster, PromotionRule, Server, ServerKind
 from ferry_control.services.collection.addresses import split_address
 from ferry_control.services.orchestrator.gtid import position
 
@@ -39,6 +39,9 @@ class ServerInfo:
     replicas_may_be_ahead: bool | None = None
     #: As the collector last read it: its master-side settings (None: none read).
     master_role: MasterRole | None = None
+    #: Whether operations may promote it, and its labels (what `candidate_labels` compares).
+    promotion_rule: PromotionRule = PromotionRule.neutral
+    labels: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def protocol_address(self) -> str | None:
@@ -63,6 +66,8 @@ class ServerInfo:
             last_seen_at=server.last_seen_at,
             replicas_may_be_ahead=server.replicas_may_be_ahead,
             master_role=MasterRole(**server.master_role) if server.master_role else None,
+            promotion_rule=server.promotion_rule,
+            labels={str(k): str(v) for k, v in (server.labels or {}).items()},
         )
 
 
@@ -122,6 +127,8 @@ class ClusterSnapshot:
     def __init__(self, cluster: Cluster, views: Sequence[ServerView]):
         self.cluster_id = cluster.id
         self.cluster_name = cluster.name
+        #: Labels a promoted server must share with the one it replaces (the cluster's setting).
+        self.candidate_labels: list[str] = [str(label) for label in (cluster.candidate_labels or [])]
         self.views = list(views)
         self.by_id = {v.info.id: v for v in self.views}
         self._by_address = {
@@ -186,6 +193,34 @@ class ClusterSnapshot:
 
     def replicas_of(self, master_id: int) -> list[Link]:
         return [link for link in self.links() if link.master.info.id == master_id]
+
+    def roots(self) -> list[ServerView]:
+        """Servers others replicate from that replicate from no registered server themselves (each the origin of
+        its domains; seed 000 has two), by id."""
+        links = self.links()
+        replicating = {link.replica.info.id for link in links}
+        return [self.by_id[i] for i in sorted({link.master.info.id for link in links} - replicating)]
+
+    def lost_root(self, source_id: int | None = None) -> tuple[ServerView | None, str]:
+        """The root a failover replaces: `source_id` when given (it must be a root); else the only root; else,
+        of several roots, the only one that does not answer or reports a failure — with why when there is none."""
+        if source_id is not None:
+            view = self.by_id.get(source_id)
+            if view is None:
+                return None, f"server {source_id} is not a server of this cluster"
+            if source_id not in {root.info.id for root in self.roots()}:
+                return None, f"{view.info.label} is not a master (no server replicates from it, or it replicates)"
+            return view, f"{view.info.label} is the source named"
+        roots = self.roots()
+        if len(roots) <= 1:
+            return self.master()
+        lost = [r for r in roots if not r.healthy]
+        names = ", ".join(r.info.label for r in roots)
+        if len(lost) == 1:
+            return lost[0], f"{lost[0].info.label} is the master that is lost, of several ({names})"
+        if not lost:
+            return roots[0], f"every master answers ({names}): name the one to replace (source_server_id)"
+        return None, f"several masters are lost ({', '.join(r.info.label for r in lost)}): name one (source_server_id)"
 
     def master(self) -> tuple[ServerView | None, str]:
         """The server others replicate from that replicates from no registered server itself; with why when

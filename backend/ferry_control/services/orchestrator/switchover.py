@@ -7,13 +7,16 @@ write-unavailability window (read-only on → new master writable) and each step
 from __future__ import annotations
 
 import time
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ferry_control.core.config import Settings
 from ferry_control.drivers.base import Check, ConnectionSettings, MasterRole
 from ferry_control.drivers.errors import DriverError, ServerConflict
+from ferry_control.models import PromotionRule
 from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator.candidates import delay_of, label_mismatch
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
@@ -39,12 +42,18 @@ class SwitchoverPlan:
         return passed
 
 
-def candidate_checks(link: Link, master: ServerView, settings: Settings) -> list[Check]:
+def candidate_checks(
+    link: Link, master: ServerView, settings: Settings, required_labels: Sequence[str] = ()
+) -> list[Check]:
     """The checks on one replica as the new master (all of them, so a refusal names every reason)."""
     replica = link.replica
     info = replica.info
     checks = []
     problems = [w for w, on in (("in maintenance", info.maintenance), ("fenced", info.fenced)) if on]
+    if info.promotion_rule == PromotionRule.must_not:
+        problems.append("never to be promoted (promotion rule must_not)")
+    if (mismatch := label_mismatch(info, master.info, required_labels)) is not None:
+        problems.append(f"outside the master's labels: {mismatch}")
     checks.append(
         Check("candidate_eligible", not problems, f"{info.label} is " + (" and ".join(problems) or "eligible"))
     )
@@ -150,12 +159,12 @@ def plan_switchover(snapshot: ClusterSnapshot, params: dict[str, Any], settings:
         ):
             return plan
     else:
-        chosen, detail = choose_best(links, master, settings)
+        chosen, detail = choose_best(links, master, settings, snapshot.candidate_labels)
         if not plan.add("candidate_chosen", chosen is not None, detail):
             return plan
     assert chosen is not None
     plan.candidate = chosen
-    plan.checks += candidate_checks(chosen, master, settings)
+    plan.checks += candidate_checks(chosen, master, settings, snapshot.candidate_labels)
     plan.others = [link for link in links if link is not chosen and not link.replica.info.maintenance]
     unreachable = [link.replica.info.label for link in plan.others if not link.replica.reachable]
     skipped = [link.replica.info.label for link in links if link.replica.info.maintenance and link is not chosen]
@@ -183,27 +192,39 @@ async def add_server_checks(plan: SwitchoverPlan) -> None:
     plan.checks += [Check(c.name, c.passed, f"{label}: {c.detail}") for c in checks]
 
 
-def choose_best(links: list[Link], master: ServerView, settings: Settings) -> tuple[Link | None, str]:
-    """The replica passing every candidate check that is ahead of all the others (else the least behind)."""
-    passing = [link for link in links if all(c.passed for c in candidate_checks(link, master, settings))]
+def choose_best(
+    links: list[Link], master: ServerView, settings: Settings, required_labels: Sequence[str] = ()
+) -> tuple[Link | None, str]:
+    """The replica passing every candidate check, not delayed, with the best promotion rule; among equals the one
+    ahead of all the others (else the least behind)."""
+
+    def failed(link: Link) -> list[str]:
+        names = [c.name for c in candidate_checks(link, master, settings, required_labels) if not c.passed]
+        if delay := delay_of(link):
+            names.append(f"delayed by {delay} s (never chosen automatically)")
+        return names
+
+    passing = [link for link in links if not failed(link)]
     if not passing:
-        reasons = "; ".join(
-            f"{link.replica.info.label}: "
-            + ", ".join(c.name for c in candidate_checks(link, master, settings) if not c.passed)
-            for link in links
-        )
+        reasons = "; ".join(f"{link.replica.info.label}: " + ", ".join(failed(link)) for link in links)
         return None, f"no replica of {master.info.label} can take over ({reasons or 'it has no replicas'})"
     others = {link.replica.info.id: link.replica.current for link in links if link.replica.reachable}
-    ahead = [
-        link for link in passing
-        if ahead_of_all(link.replica.current, [p for i, p in others.items() if i != link.replica.info.id])
-    ]  # fmt: skip
-    pool = ahead or passing
+
+    def is_ahead(link: Link) -> bool:
+        return ahead_of_all(link.replica.current, [p for i, p in others.items() if i != link.replica.info.id])
+
     best = min(
-        pool, key=lambda link: (sum(master.binlog.difference(link.replica.current).values()), link.replica.info.id)
+        passing,
+        key=lambda link: (
+            link.replica.info.promotion_rule.rank,
+            not is_ahead(link),
+            sum(master.binlog.difference(link.replica.current).values()),
+            link.replica.info.id,
+        ),
     )
-    how = "ahead of every other replica" if ahead else "the least behind the master (the wait for P levels it)"
-    return best, f"{best.replica.info.label} chosen: {how}"
+    how = "ahead of every other replica" if is_ahead(best) else "the least behind the master (the wait for P levels it)"
+    rule = best.replica.info.promotion_rule.value
+    return best, f"{best.replica.info.label} chosen ({rule}): {how}"
 
 
 async def run_switchover(ctx: OperationContext) -> None:
@@ -303,7 +324,9 @@ async def switch_master(ctx: OperationContext, master: ServerView, link: Link, o
     ctx.result["unavailable_s"] = round(unavailable, 6)
     ctx.runner.metrics.switchover_unavailable_seconds.labels(ctx.type).observe(unavailable)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
-                            old_master=master, old_master_settings=old_master_settings)  # fmt: skip
+                            delayed={o.replica.info.id for o in others if delay_of(o)},
+                            old_master=master, old_master_settings=old_master_settings,
+                            old_master_connection=connection)  # fmt: skip
 
 
 def role_taken(role: MasterRole, old_master: str) -> str:
@@ -393,10 +416,15 @@ async def follow_new_master(
     *,
     old_master: ServerView | None,
     old_master_settings: ConnectionSettings | None = None,
+    delayed: Collection[int] = (),
+    old_master_connection: str | None = None,
 ) -> None:
     """Repoints the replicas (slave_pos), makes the old master (when given) replicate with current_pos — with
     `old_master_settings` when given, else those of a connection of that name it has — and verifies that everyone
-    replicates from the new master and converges."""
+    replicates from the new master and converges: received it, for the `delayed` replicas (server ids), whose delay
+    holds back what they apply. The old master replicates over `old_master_connection` — the name the cluster
+    already uses (the candidate's connection to it), so an adopted cluster keeps its convention (MariaDB's default
+    connection `''` stays the default) — else over `replication_connection_name`."""
     settings = ctx.settings
     address = new_master.info.protocol_address
     assert address is not None
@@ -404,8 +432,9 @@ async def follow_new_master(
 
     async def complete() -> str:
         return await roll_forward(
-            ctx, new_master, list(zip(replicas, connections, strict=True)), old_master, old_master_settings
-        )
+            ctx, new_master, list(zip(replicas, connections, strict=True)), old_master, old_master_settings,
+            old_master_connection,
+        )  # fmt: skip
 
     ctx.undo_with("roll_forward", complete)
     async with ctx.step("repoint_replicas") as step:
@@ -422,7 +451,7 @@ async def follow_new_master(
     followers = list(replicas)
     if old_master is not None:
         async with ctx.step("old_master_replicates") as step:
-            name = settings.replication_connection_name
+            name = settings.replication_connection_name if old_master_connection is None else old_master_connection
             try:
                 driver = old_master.require_driver()
                 exists = name in await actions.connection_names(driver)
@@ -430,14 +459,19 @@ async def follow_new_master(
                     driver, name, address, "current_pos", stop_first=exists, settings=old_master_settings
                 )
                 followers.append(old_master)
-                step.detail = f"{old_master.info.label} replicates from {new_master.info.label} (current_pos)"
+                step.detail = (
+                    f"{old_master.info.label} replicates from {new_master.info.label} (current_pos, connection "
+                    f"{name!r})"
+                )
             except DriverError as e:
                 failures.append(f"{old_master.info.label}: {e.code}: {e.message}")
                 step.detail = f"{old_master.info.label} could not be repointed: {e}"
     ctx.undo_with(None)  # every move is made; verifying changes nothing
     async with ctx.step("verify") as step:
         target = position((await new_master.require_driver().positions()).binlog)
-        problems = await actions.wait_replicating_from(followers, address, target, settings.verify_timeout_s)
+        problems = await actions.wait_replicating_from(
+            followers, address, target, settings.verify_timeout_s, received_only=delayed
+        )
         step.detail = {
             "target": str(target),
             "converged": [v.info.label for v in followers if v.info.id not in problems],
@@ -456,11 +490,14 @@ async def roll_forward(
     replicas: list[tuple[ServerView, str]],
     old_master: ServerView | None,
     old_master_settings: ConnectionSettings | None = None,
+    old_master_connection: str | None = None,
 ) -> str:
     """The compensation once the new master took writes: `complete_move`, recorded as the `roll_forward` step.
     Returns what it did; raises OperationFailed naming what it could not do."""
     async with ctx.step("roll_forward", fenced=False) as step:
-        done, problems = await complete_move(ctx.settings, new_master, replicas, old_master, old_master_settings)
+        done, problems = await complete_move(
+            ctx.settings, new_master, replicas, old_master, old_master_settings, old_master_connection
+        )
         step.detail = {"done": done, "problems": problems}
         if problems:
             raise OperationFailed("; ".join(problems))
@@ -473,6 +510,7 @@ async def complete_move(
     replicas: list[tuple[ServerView, str]],
     old_master: ServerView | None,
     old_master_settings: ConnectionSettings | None = None,
+    old_master_connection: str | None = None,
 ) -> tuple[list[str], list[str]]:
     """Completes a master move past its point of no return (the new master took writes): the new master writable,
     each given replica (and connection name) not yet replicating from it repointed (slave_pos, keeping its
@@ -491,7 +529,8 @@ async def complete_move(
         problems.append(f"{new_master.info.label}: {e}")
     followers = list(replicas)
     if old_master is not None:
-        followers.append((old_master, settings.replication_connection_name))
+        name = settings.replication_connection_name if old_master_connection is None else old_master_connection
+        followers.append((old_master, name))
     for view, name in followers:
         is_old = view is old_master
         try:

@@ -1,0 +1,101 @@
+"""Candidate rules: which replicas of a source may be promoted in its place, and in which order of preference.
+
+A replica is excluded when it does not answer or reports a failure, is in maintenance, is fenced, has the promotion
+rule `must_not`, lacks a label the cluster requires it to share with the source (`candidate_labels`, e.g. the
+source's data centre), or — unless the operator names it — replicates with a configured delay (a delayed replica is
+kept for disaster recovery: it is never promoted automatically and never holds an operation back). Among the
+others, `prefer` comes before `neutral`, `neutral` before `prefer_not`; a `prefer_not` server is promoted only when no
+better one can take over at once, and then `better_successor` names the one the role moves on to afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ferry_control.models import PromotionRule
+from ferry_control.services.orchestrator.snapshot import Link, ServerInfo, ServerView
+
+
+def delay_of(link: Link) -> int:
+    """The connection's configured delay in seconds (0: none)."""
+    settings = link.connection.settings
+    return max(link.connection.delay_s, settings.delay_s if settings is not None else 0)
+
+
+def label_mismatch(replica: ServerInfo, source: ServerInfo, required: Sequence[str]) -> str | None:
+    """Why `replica` does not share the required labels with `source` (None when it does)."""
+    for name in required:
+        wanted, has = source.labels.get(name), replica.labels.get(name)
+        if wanted is None:
+            continue  # the source has no such label: nothing to stay within
+        if has != wanted:
+            return f"its label {name}={has if has is not None else '(none)'} differs from the source's {name}={wanted}"
+    return None
+
+
+def exclusions(link: Link, source: ServerView, required_labels: Sequence[str], *, named: bool) -> list[str]:
+    """Every reason `link.replica` may not replace `source` (empty: it may). A delay excludes only an automatic
+    choice (`named`: the operator asked for this server)."""
+    replica = link.replica
+    info = replica.info
+    reasons = []
+    if not replica.healthy:
+        reasons.append(
+            "it does not answer" if replica.status is None else f"it reports a failure: {replica.status.failure}"
+        )
+    if info.maintenance:
+        reasons.append("it is in maintenance")
+    if info.fenced:
+        reasons.append("it is fenced")
+    if info.promotion_rule == PromotionRule.must_not:
+        reasons.append("its promotion rule is must_not")
+    if (mismatch := label_mismatch(info, source.info, required_labels)) is not None:
+        reasons.append(mismatch)
+    if not named and (delay := delay_of(link)):
+        reasons.append(f"it replicates with a delay of {delay} s (never promoted automatically)")
+    return reasons
+
+
+@dataclass(frozen=True)
+class CandidatePool:
+    """The replicas of a source that may replace it, and why each other one may not (by label)."""
+
+    eligible: list[Link]
+    excluded: dict[str, str]
+
+
+def candidate_pool(
+    links: Sequence[Link], source: ServerView, required_labels: Sequence[str], wanted: int | None = None
+) -> CandidatePool:
+    """With `wanted` (the operator's choice), the pool is that server alone when it may be promoted; a delay does
+    not exclude it then."""
+    eligible, excluded = [], {}
+    for link in links:
+        if wanted is not None and link.replica.info.id != wanted:
+            continue
+        reasons = exclusions(link, source, required_labels, named=wanted is not None)
+        if reasons:
+            excluded[link.replica.info.label] = "; ".join(reasons)
+        else:
+            eligible.append(link)
+    if wanted is None:
+        return CandidatePool(eligible, excluded)
+    # The others are not candidates, but say so: the dry run shows every replica.
+    for link in links:
+        if link.replica.info.id != wanted:
+            excluded.setdefault(link.replica.info.label, "not the requested candidate")
+    return CandidatePool(eligible, excluded)
+
+
+def preference(link: Link) -> tuple[int, int]:
+    """Sort key: the better promotion rule first, then the lower server id (stable choices)."""
+    return (link.replica.info.promotion_rule.rank, link.replica.info.id)
+
+
+def better_successor(chosen: Link, pool: Sequence[Link]) -> Link | None:
+    """When `chosen` is `prefer_not` and the pool has a server with a better rule, the best such one: the role
+    moves on to it once the operation that promoted `chosen` has ended."""
+    if chosen.replica.info.promotion_rule != PromotionRule.prefer_not:
+        return None
+    better = [link for link in pool if link.replica.info.promotion_rule.rank < PromotionRule.prefer_not.rank]
+    return min(better, key=preference) if better else None

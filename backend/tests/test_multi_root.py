@@ -1,0 +1,81 @@
+"""A cluster of several masters (seed 000 on real MariaDB 10.11: masters 1 and 2 writing domains 1 and 2, server 3 a
+multi-source replica of both over `m1` and `m2`, servers 4 and 5 below it) is a shape Ferry operates, not a fault:
+when master 1 is SIGKILLed, the failover monitor — watching every master — fails it over on its own: server 3
+becomes writable for domain 1 and keeps replicating domain 2 from master 2 over `m2`; servers 4 and 5 are untouched
+and receive server 3's new domain-1 writes; with semi-sync between masters and server 3, no acknowledged domain-1
+transaction is lost."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.conftest import LiveFactory
+from tests.helpers import finished, step
+from tests.mariadb_cluster import WAIT_S, MariadbCluster, eventually
+from tests.mariadb_load import register_mariadb
+
+POLL_INTERVAL_S = 0.2
+DETECTION_POLLS = 3
+
+
+def ports(cluster: MariadbCluster, number: int) -> dict[str, tuple[str, str, str]]:
+    """Server `number`'s connections: name → (master port, IO running, SQL running)."""
+    return {
+        c["Connection_name"]: (c["Master_Port"], c["Slave_IO_Running"], c["Slave_SQL_Running"])
+        for c in cluster.replica_status(number)
+    }
+
+
+async def test_a_lost_master_of_two_is_failed_over_by_the_monitor_and_the_hub_keeps_the_other(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    cluster = mariadb_factory(5, shape="seed000", semi_sync=True, durable=True)
+    for number in (1, 2):
+        cluster.sql(number, f"CREATE TABLE app.t{number} (id INT PRIMARY KEY);")
+    acknowledged = []
+    for row in range(1, 21):  # each answered only once server 3 acknowledged it (semi-sync)
+        cluster.sql(1, f"INSERT INTO app.t1 VALUES ({row});")
+        acknowledged.append(row)
+    cluster.sql(2, "INSERT INTO app.t2 VALUES (1);")
+    cluster.wait_converged()
+    async with live_app(
+        collector_enabled=True, poll_interval_s=POLL_INTERVAL_S, poll_timeout_s=1.0,
+        failover_detection_polls=DETECTION_POLLS, unreachable_after_failures=DETECTION_POLLS,
+    ) as live:  # fmt: skip
+        cluster_id, ids = await register_mariadb(live.client, cluster, auto_failover=True)
+
+        async def overview() -> dict | None:
+            listed = (await live.client.get("/api/v1/clusters/overview")).json()
+            found = next((c for c in listed if c["id"] == cluster_id), None)
+            return found if found and found["masters"] == ["s1", "s2"] else None
+
+        summary = await eventually("both masters in the overview", overview)
+        assert not any("masters" in problem for problem in summary["problems"]), summary["problems"]
+        cluster.kill(1)
+
+        async def failover_id() -> int | None:
+            listed = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
+            return next((o["id"] for o in listed if o["type"] == "failover"), None)
+
+        operation_id = await eventually("an automatic failover of master 1", failover_id, WAIT_S * 2)
+        operation = await finished(live.app, live.client, cluster_id, operation_id)
+    assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+    assert operation["params"]["source_server_id"] == ids[1]
+    assert operation["result"]["new_master_server_id"] == ids[3]
+    promoted = step(operation, "promote_candidate")["detail"]
+    assert f"keeps replicating from server {ids[2]} (s2) (connections 'm2')" in promoted, promoted
+
+    assert cluster.value(3, "@@read_only") == "0"
+    assert ports(cluster, 3) == {"m2": (str(cluster.server(2).port), "Yes", "Yes")}, "m2 kept, m1 gone"
+    for number in (4, 5):  # untouched
+        assert ports(cluster, number) == {"": (str(cluster.server(3).port), "Yes", "Yes")}, number
+    rows = cluster.sql(3, "SELECT id FROM app.t1 ORDER BY id")
+    assert [int(r[0]) for r in rows] == acknowledged, "every acknowledged domain-1 transaction is on server 3"
+
+    # Server 3 now writes domain 1; master 2 still writes domain 2 through it; both reach servers 4 and 5.
+    cluster.sql(3, "SET SESSION gtid_domain_id = 1; INSERT INTO app.t1 VALUES (100);")
+    cluster.sql(2, "INSERT INTO app.t2 VALUES (2);")
+    for number in (4, 5):
+        await eventually(f"server {number} with server 3's and master 2's new rows", lambda n=number: (
+            cluster.sql(n, "SELECT COUNT(*) FROM app.t1 WHERE id = 100") == [["1"]]
+            and cluster.sql(n, "SELECT COUNT(*) FROM app.t2") == [["2"]]))  # fmt: skip
