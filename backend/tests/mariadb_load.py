@@ -123,10 +123,21 @@ class MariadbLoadWriter:
     sends it looking for the one server with read_only off. Every attempt ends acknowledged (counted), refused
     (nothing written) or unknown (the connection broke with the statement in flight).
 
+    With `masters` (domain → server number: seed 000's two masters), each client writes to its domain's master
+    only, never looking elsewhere: a refusal there is counted as refused.
+
     `start()`, `pause()` (returns once no statement is in flight), `resume()`, `stop()` → the ledger."""
 
-    def __init__(self, cluster: MariadbCluster, clients: int = 4, domains: int = 2, rate: float = 400.0):
+    def __init__(
+        self,
+        cluster: MariadbCluster,
+        clients: int = 4,
+        domains: int = 2,
+        rate: float = 400.0,
+        masters: dict[int, int] | None = None,
+    ):
         self.cluster = cluster
+        self.masters = masters
         self.clients = clients
         self.domains = domains
         self.interval_s = clients / rate
@@ -145,14 +156,18 @@ class MariadbLoadWriter:
         return 1 + client % self.domains
 
     async def start(self) -> MariadbLoadWriter:
-        conn = await self._connect_master()
-        try:
-            async with conn.cursor() as cur:
-                await cur.execute(f"CREATE TABLE IF NOT EXISTS {LOAD_TABLE} (k VARCHAR(32) PRIMARY KEY, n BIGINT)")
-                for c in range(self.clients):
-                    await cur.execute(f"INSERT INTO {LOAD_TABLE} VALUES (%s, 0)", (self.key(c),))
-        finally:
-            conn.close()
+        for domain in range(1, self.domains + 1) if self.masters else (None,):
+            conn = await self._connect_master(domain)
+            try:
+                async with conn.cursor() as cur:
+                    if domain is not None:
+                        await cur.execute("SET SESSION gtid_domain_id = %s", (domain,))
+                    await cur.execute(f"CREATE TABLE IF NOT EXISTS {LOAD_TABLE} (k VARCHAR(32) PRIMARY KEY, n BIGINT)")
+                    for c in range(self.clients):
+                        if domain is None or self.domain(c) == domain:
+                            await cur.execute(f"INSERT INTO {LOAD_TABLE} VALUES (%s, 0)", (self.key(c),))
+            finally:
+                conn.close()
         self._running.set()
         self._tasks = [asyncio.create_task(self._client(c)) for c in range(self.clients)]
         return self
@@ -177,8 +192,11 @@ class MariadbLoadWriter:
             host="127.0.0.1", port=port, user=user.name, password=user.password, autocommit=True, connect_timeout=2
         )
 
-    async def _connect_master(self) -> aiomysql.Connection:
-        """A connection to the one server with read_only off (waiting, bounded, while there is none)."""
+    async def _connect_master(self, domain: int | None = None) -> aiomysql.Connection:
+        """A connection to the one server with read_only off (waiting, bounded, while there is none); with
+        `masters`, to the given domain's master."""
+        if self.masters and domain is not None:
+            return await self._connect(self.cluster.server(self.masters[domain]).port)
         deadline = time.monotonic() + 60.0
         while True:
             for server in self.cluster.servers:
@@ -211,7 +229,7 @@ class MariadbLoadWriter:
             self._in_flight += 1
             try:
                 if conn is None:
-                    conn = await self._connect_master()
+                    conn = await self._connect_master(domain)
                     async with conn.cursor() as cur:
                         await cur.execute("SET SESSION gtid_domain_id = %s", (domain,))
                 try:

@@ -45,7 +45,8 @@ from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.hooks import call_webhooks
-from ferry_control.services.orchestrator.runner import OperationRunner
+from ferry_control.services.orchestrator.hub_switchover import complete_hub_move, undo_hub_move
+from ferry_control.services.orchestrator.runner import OperationFailed, OperationRunner
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
 from ferry_control.services.orchestrator.switchover import complete_move
 
@@ -242,6 +243,9 @@ class Reconciler:
     async def _repair_switch(
         self, snapshot: ClusterSnapshot, facts: dict[str, Any], done: list[str], problems: list[str]
     ) -> None:
+        if facts["result"].get("hub_switch"):
+            await self._repair_hub_switch(snapshot, facts["result"]["hub_switch"], done, problems)
+            return
         switch = facts["result"].get("switch")
         if not switch:
             done.append("it stopped before changing any server: nothing to undo")
@@ -291,6 +295,32 @@ class Reconciler:
         moved, failed = await complete_move(self._settings, new, others, old, None, switch.get("connection"))
         done.append(f"completed: {new.info.label} is the master; " + "; ".join(moved))
         problems.extend(failed)
+
+    async def _repair_hub_switch(
+        self, snapshot: ClusterSnapshot, plan: dict[str, Any], done: list[str], problems: list[str]
+    ) -> None:
+        """An intermediate master's switchover (`hub_switchover`): completed when the candidate had begun to
+        replicate from the hub's masters (it may hold what the hub lacks), else undone."""
+        candidate = snapshot.by_id.get(plan["candidate_server_id"])
+        hub = snapshot.by_id.get(plan["hub_server_id"])
+        if candidate is None or hub is None:
+            problems.append("the hub or the candidate is no longer registered")
+            return
+        if candidate.status is None:
+            problems.append(f"{candidate.info.label} (the candidate) cannot be reached ({candidate.error}): whether "
+                            f"it took over is unknown, so {hub.info.label} is left as it is")  # fmt: skip
+            return
+        incoming = {c["name"] for c in plan["incoming"]}
+        taken = [c for c in candidate.status.connections if c.name in incoming and c.running]
+        if taken:
+            moved, failed = await complete_hub_move(snapshot, plan)
+            done.append(f"completed: {candidate.info.label} replicates from the hub's masters; " + "; ".join(moved))
+            problems.extend(failed)
+            return
+        try:
+            done.append("undone: " + await undo_hub_move(snapshot, plan))
+        except OperationFailed as e:
+            problems.append(e.message)
 
     async def _repair_failover(
         self, snapshot: ClusterSnapshot, facts: dict[str, Any], done: list[str], problems: list[str]

@@ -222,6 +222,28 @@ class ClusterSnapshot:
             return roots[0], f"every master answers ({names}): name the one to replace (source_server_id)"
         return None, f"several masters are lost ({', '.join(r.info.label for r in lost)}): name one (source_server_id)"
 
+    def source(self, source_id: int | None = None, candidate_id: int | None = None) -> tuple[ServerView | None, str]:
+        """The source an operation replaces: any server others replicate from — a root, or an intermediate master
+        with incoming connections of its own. `source_id` when given; else implied by the candidate when it
+        replicates from one registered server only; else the cluster's only master (`master`)."""
+        if source_id is not None:
+            view = self.by_id.get(source_id)
+            if view is None:
+                return None, f"server {source_id} is not a server of this cluster"
+            if not self.replicas_of(source_id):
+                return None, f"{view.info.label} is not a source: no registered server replicates from it"
+            return view, f"{view.info.label} is the source named"
+        if candidate_id is not None and candidate_id in self.by_id:
+            masters = {link.master.info.id for link in self.links_of(candidate_id)}
+            if len(masters) == 1:
+                view = self.by_id[masters.pop()]
+                return view, f"{view.info.label} is the source (the candidate's only master)"
+            if len(masters) > 1:
+                names = ", ".join(self.by_id[m].info.label for m in sorted(masters))
+                candidate = self.by_id[candidate_id].info.label
+                return None, f"{candidate} replicates from several sources ({names}): name the one it replaces"
+        return self.master()
+
     def master(self) -> tuple[ServerView | None, str]:
         """The server others replicate from that replicates from no registered server itself; with why when
         there is none or several."""

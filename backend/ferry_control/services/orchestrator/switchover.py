@@ -18,6 +18,7 @@ from ferry_control.models import PromotionRule
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.candidates import delay_of, label_mismatch
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, position
+from ferry_control.services.orchestrator.hub_switchover import hub_plan, switch_hub
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 
@@ -120,7 +121,7 @@ def candidate_checks(
 
 def plan_switchover(snapshot: ClusterSnapshot, params: dict[str, Any], settings: Settings) -> SwitchoverPlan:
     plan = SwitchoverPlan()
-    master, why = snapshot.master()
+    master, why = snapshot.source(params.get("source_server_id"), params.get("candidate_server_id"))
     expected = params.get("expected_master_server_id")
     if expected is not None:
         actual = master.info.label if master else "none"
@@ -231,7 +232,7 @@ async def run_switchover(ctx: OperationContext) -> None:
     settings = ctx.settings
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        master, _ = snapshot.master()
+        master, _ = snapshot.source(ctx.params.get("source_server_id"), ctx.params.get("candidate_server_id"))
         if master is not None:
             await snapshot.refresh(master.info.id, settings.poll_timeout_s)
         plan = plan_switchover(snapshot, ctx.params, settings)
@@ -252,10 +253,16 @@ async def run_switchover(ctx: OperationContext) -> None:
         new_master_server_id=candidate.info.id,
         candidate_chosen_by="caller" if ctx.params.get("candidate_server_id") else "orchestrator",
     )
+    hub = bool(snapshot.links_of(master.info.id))
+    if hub:
+        ctx.result["plan"] = hub_plan(snapshot, master, link, plan.others)
     if ctx.dry_run:
         return
     await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
-    await switch_master(ctx, master, link, plan.others)
+    if hub:
+        await switch_hub(ctx, snapshot, master, link, plan.others)
+    else:
+        await switch_master(ctx, master, link, plan.others)
 
 
 async def switch_master(ctx: OperationContext, master: ServerView, link: Link, others: list[Link]) -> None:

@@ -1,0 +1,319 @@
+"""Planned switchover of an intermediate master (a hub: a server with incoming connections of its own and replicas
+below it — seed 000's server 3, a multi-source replica of masters 1 and 2 with servers 4 and 5 below it).
+
+The masters above keep taking writes throughout; nothing is made read-only. The hub's incoming connections stop, so
+its position H stands still; the candidate (one of its replicas) applies up to H in every domain; it then takes over
+each of the hub's incoming connections under the same name, with the connection's settings (parallel apply, semi-sync
+replica side — not the hub's delay or filters, which stay with their server), starting from its own per-domain
+positions (slave_pos), so every master sends it what it lacks in that master's domains. The hub's other replicas
+and the hub itself then replicate from the candidate, over the connection name the cluster uses. Until the
+candidate's new connections start, any end but success undoes (the hub's connections run again, the candidate
+replicates from the hub as before); once one has started, the rest is completed instead. The plan is kept in the
+operation's result (`hub_switch`) before the first move, for a reconcile after a crash.
+
+Each moved server's replication gap — the time it had no running connection to a master — is measured and reported
+(`replication_gaps_s`)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, replace
+from functools import partial
+from typing import Any
+
+from ferry_control.drivers.base import ChangeMaster, ConnectionSettings, IoState
+from ferry_control.drivers.errors import DriverError
+from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator.candidates import delay_of
+from ferry_control.services.orchestrator.gtid import position
+from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
+from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
+
+
+def _settings(value: dict[str, Any] | None) -> ConnectionSettings | None:
+    return None if value is None else ConnectionSettings(**value)
+
+
+def hub_plan(snapshot: ClusterSnapshot, hub: ServerView, link: Link, others: list[Link]) -> dict[str, Any]:
+    """The switchover of `hub` to `link.replica`, per domain, before anything moves: every server's position per
+    domain now, and what each replicates from afterwards (the dry run shows it)."""
+    candidate = link.replica
+    involved = [hub, candidate, *(o.replica for o in others)]
+    incoming = snapshot.links_of(hub.info.id)
+    afterwards: dict[str, list[str]] = {
+        candidate.info.label: [f"{c.connection.name!r} from {c.master.info.label}" for c in incoming],
+        hub.info.label: [f"{link.connection.name!r} from {candidate.info.label}"],
+    }
+    for other in others:
+        afterwards[other.replica.info.label] = [f"{other.connection.name!r} from {candidate.info.label}"]
+    return {
+        "source": hub.info.label,
+        "candidate": candidate.info.label,
+        "positions": {
+            view.info.label: {str(g.domain): f"{g.domain}-{g.server}-{g.seq}" for g in view.current}
+            for view in involved
+            if view.reachable
+        },
+        "lenders": {
+            f"domain {g.domain}": f"{hub.info.label} up to {g.domain}-{g.server}-{g.seq}, then its master"
+            for g in (hub.current if hub.reachable else position(""))
+        },
+        "afterwards": afterwards,
+    }
+
+
+async def switch_hub(
+    ctx: OperationContext, snapshot: ClusterSnapshot, hub: ServerView, link: Link, others: list[Link]
+) -> None:
+    settings = ctx.settings
+    candidate = link.replica
+    hub_driver, candidate_driver = hub.require_driver(), candidate.require_driver()
+    incoming = snapshot.links_of(hub.info.id)
+    # What a reconcile after a crash needs, in the database before any server is changed.
+    plan = {
+        "hub_server_id": hub.info.id,
+        "candidate_server_id": candidate.info.id,
+        "candidate_connection": link.connection.name,
+        "candidate_settings": None if link.connection.settings is None else asdict(link.connection.settings),
+        "incoming": [
+            {
+                "name": c.connection.name,
+                "master_server_id": c.master.info.id,
+                "master_address": c.connection.master_address,
+                "running": c.connection.running,
+                # The connection's own settings move with it; the hub's delay and filters stay with the hub.
+                "settings": None
+                if c.connection.settings is None
+                else asdict(replace(c.connection.settings, delay_s=0, filters={})),
+            }
+            for c in incoming
+        ],
+        "others": [[o.replica.info.id, o.connection.name] for o in others],
+    }
+    ctx.result["hub_switch"] = plan
+    await ctx.save()
+    gaps: dict[str, float] = {}
+    stopped_at: dict[str, float] = {}
+    started = False
+
+    async def put_back() -> str:
+        return await undo_hub_move(snapshot, plan)
+
+    ctx.undo_with("undo", put_back)
+    async with ctx.step("hub_stops_receiving") as step:
+        for c in incoming:
+            await hub_driver.stop_replication(c.connection.name)
+        stopped_at[hub.info.label] = time.perf_counter()
+        target = (await hub_driver.positions()).current
+        step.detail = (
+            f"{hub.info.label} stopped {', '.join(repr(c.connection.name) for c in incoming)} at {target}; its "
+            "masters keep taking writes"
+        )
+    ctx.result["position"] = target
+    async with ctx.step("candidate_catch_up") as step:
+        caught = time.perf_counter()
+        reached = await actions.wait_reached(
+            candidate_driver, target, settings.switchover_catch_up_timeout_s, connection=link.connection.name
+        )
+        ctx.result["catch_up_s"] = round(time.perf_counter() - caught, 6)
+        if not reached.reached:
+            why = reached.broken or f"timed out after {settings.switchover_catch_up_timeout_s} s"
+            raise OperationFailed(f"{candidate.info.label} did not reach {target} (it is at {reached.position}): {why}")
+        step.detail = f"{candidate.info.label} reached {target} in every domain in {ctx.result['catch_up_s']:.3f} s"
+    async with ctx.step("candidate_takes_connections") as step:
+        await candidate_driver.stop_replication(link.connection.name)
+        stopped_at[candidate.info.label] = time.perf_counter()
+        # Every connection is made before any starts: server-wide settings (parallel workers) change only while
+        # every connection of the server is stopped.
+        for c in plan["incoming"]:
+            change = ChangeMaster(c["master_address"], use_gtid="slave_pos", settings=_settings(c["settings"]))
+            await candidate_driver.change_master(c["name"], change)
+        taken = []
+        for c in plan["incoming"]:
+            if not started:
+                started = True
+                # From here the candidate may apply what the hub never had: the move is completed, not undone.
+                ctx.undo_with("roll_forward", partial(roll_forward, ctx, snapshot, plan))
+            await candidate_driver.start_replication(c["name"])
+            taken.append(f"{c['name']!r} from {snapshot.view(c['master_server_id']).info.label}")
+        gaps[candidate.info.label] = round(time.perf_counter() - stopped_at[candidate.info.label], 6)
+        await candidate_driver.remove_replication(link.connection.name)
+        step.detail = f"{candidate.info.label} replicates {', '.join(taken)} from its own positions"
+    async with ctx.step("repoint_replicas") as step:
+        moved = []
+        for other in others:
+            began = time.perf_counter()
+            await actions.repoint(other.replica.require_driver(), other.connection.name,
+                                  _address(candidate), "slave_pos")  # fmt: skip
+            gaps[other.replica.info.label] = round(time.perf_counter() - began, 6)
+            moved.append(other.replica.info.label)
+        step.detail = {"repointed": moved}
+        step.skipped = not others
+    async with ctx.step("hub_replicates") as step:
+        await _hub_under_candidate(hub_driver, candidate, plan)
+        gaps[hub.info.label] = round(time.perf_counter() - stopped_at[hub.info.label], 6)
+        step.detail = f"{hub.info.label} replicates from {candidate.info.label} over {link.connection.name!r}"
+    ctx.result["replication_gaps_s"] = gaps
+    ctx.undo_with(None)  # every move is made; verifying changes nothing
+    async with ctx.step("verify") as step:
+        problems = await verify(ctx, snapshot, plan, [o.replica for o in others if not delay_of(o)],
+                                [o.replica for o in others if delay_of(o)])  # fmt: skip
+        step.detail = {"problems": problems}
+        if problems:
+            raise OperationFailed(
+                f"{candidate.info.label} took over from {hub.info.label}, but not everything replicates: "
+                + "; ".join(problems)
+            )
+
+
+def _address(view: ServerView) -> str:
+    address = view.info.protocol_address
+    if address is None:
+        raise OperationFailed(f"{view.info.label} has no protocol address to replicate from")
+    return address
+
+
+async def _hub_under_candidate(hub_driver: Any, candidate: ServerView, plan: dict[str, Any]) -> None:
+    """The hub's incoming connections removed; it replicates from the candidate over the candidate's old
+    connection name (the cluster's convention), with that connection's settings less its delay and filters."""
+    names = await actions.connection_names(hub_driver)
+    for c in plan["incoming"]:
+        if c["name"] in names:
+            await hub_driver.stop_replication(c["name"])
+            await hub_driver.remove_replication(c["name"])
+    follower = _settings(plan["candidate_settings"])
+    name = plan["candidate_connection"]
+    await actions.repoint(hub_driver, name, _address(candidate), "slave_pos", stop_first=name in names,
+                          settings=None if follower is None else replace(follower, delay_s=0, filters={}))  # fmt: skip
+
+
+async def verify(
+    ctx: OperationContext,
+    snapshot: ClusterSnapshot,
+    plan: dict[str, Any],
+    followers: list[ServerView],
+    delayed: list[ServerView],
+) -> list[str]:
+    """The candidate's connections to the hub's masters run; the hub and its former replicas replicate from the
+    candidate and reach what it had when the moves ended (received, for a delayed replica)."""
+    candidate = snapshot.view(plan["candidate_server_id"])
+    hub = snapshot.view(plan["hub_server_id"])
+    problems = []
+    driver = candidate.require_driver()
+    connections = {c.name: c for c in await driver.replica_connections()}
+    for c in plan["incoming"]:
+        found = connections.get(c["name"])
+        if found is None or not found.running or found.last_error is not None:
+            state = "missing" if found is None else f"io {found.io_state.value}, sql {found.sql_state.value}"
+            problems.append(f"{candidate.info.label}: connection {c['name']!r} does not run ({state})")
+        elif c["running"] and found.io_state not in (IoState.connected, IoState.connecting):
+            problems.append(f"{candidate.info.label}: connection {c['name']!r} is {found.io_state.value}")
+    target = position((await driver.positions()).binlog)
+    waited = await actions.wait_replicating_from(
+        [*followers, *delayed, hub],
+        _address(candidate),
+        target,
+        ctx.settings.verify_timeout_s,
+        received_only={v.info.id for v in delayed},
+    )
+    problems += [f"server {server_id}: {why}" for server_id, why in waited.items()]
+    return problems
+
+
+async def roll_forward(ctx: OperationContext, snapshot: ClusterSnapshot, plan: dict[str, Any]) -> str:
+    """The compensation once the candidate took over a connection: `complete_hub_move`, recorded as a step."""
+    async with ctx.step("roll_forward", fenced=False) as step:
+        done, problems = await complete_hub_move(snapshot, plan)
+        step.detail = {"done": done, "problems": problems}
+        if problems:
+            raise OperationFailed("; ".join(problems))
+    return "; ".join(done)
+
+
+async def complete_hub_move(snapshot: ClusterSnapshot, plan: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Every move of a hub switchover that is not made yet, each at most once: the candidate has and runs each of
+    the hub's incoming connections and no longer the one to the hub; the hub's other replicas and the hub replicate
+    from the candidate. Returns what was done and what could not be."""
+    candidate = snapshot.view(plan["candidate_server_id"])
+    hub = snapshot.view(plan["hub_server_id"])
+    address = _address(candidate)
+    done: list[str] = []
+    problems: list[str] = []
+    try:
+        driver = candidate.require_driver()
+        existing = {c.name: c for c in await driver.replica_connections()}
+        for c in plan["incoming"]:
+            if c["name"] not in existing:
+                await actions.repoint(driver, c["name"], c["master_address"], "slave_pos", stop_first=False,
+                                      settings=_settings(c["settings"]))  # fmt: skip
+                done.append(f"{candidate.info.label} took {c['name']!r}")
+            elif not existing[c["name"]].running:
+                await driver.start_replication(c["name"])
+                done.append(f"{candidate.info.label} started {c['name']!r}")
+        if plan["candidate_connection"] in existing and plan["candidate_connection"] not in {
+            c["name"] for c in plan["incoming"]
+        }:
+            await driver.stop_replication(plan["candidate_connection"])
+            await driver.remove_replication(plan["candidate_connection"])
+            done.append(f"{candidate.info.label} no longer replicates from {hub.info.label}")
+    except DriverError as e:
+        problems.append(f"{candidate.info.label}: {e}")
+        return done, problems
+    for server_id, name in plan["others"]:
+        view = snapshot.by_id.get(server_id)
+        if view is None or view.info.maintenance:
+            continue
+        try:
+            other = view.require_driver()
+            current = next((c for c in await other.replica_connections() if c.name == name), None)
+            if current is None or current.master_address != address:
+                await actions.repoint(other, name, address, "slave_pos", stop_first=current is not None)
+                done.append(f"{view.info.label} replicates from {candidate.info.label}")
+        except DriverError as e:
+            problems.append(f"{view.info.label}: {e}")
+    try:
+        hub_driver = hub.require_driver()
+        current = {c.name: c for c in await hub_driver.replica_connections()}
+        mine = current.get(plan["candidate_connection"])
+        if mine is None or mine.master_address != address or any(c["name"] in current for c in plan["incoming"]):
+            await _hub_under_candidate(hub_driver, candidate, plan)
+            done.append(f"{hub.info.label} replicates from {candidate.info.label}")
+    except DriverError as e:
+        problems.append(f"{hub.info.label}: {e}")
+    return done, problems
+
+
+async def undo_hub_move(snapshot: ClusterSnapshot, plan: dict[str, Any]) -> str:
+    """Before the candidate took over any connection: the candidate replicates from the hub as before (its
+    connection re-created with its settings if it was removed, any half-made new one removed), and the hub's
+    incoming connections that ran run again. Raises OperationFailed naming what it could not do."""
+    candidate = snapshot.view(plan["candidate_server_id"])
+    hub = snapshot.view(plan["hub_server_id"])
+    problems = []
+    try:
+        driver = candidate.require_driver()
+        existing = {c.name: c for c in await driver.replica_connections()}
+        for c in plan["incoming"]:
+            if c["name"] in existing and c["name"] != plan["candidate_connection"]:
+                await driver.stop_replication(c["name"])
+                await driver.remove_replication(c["name"])
+        name = plan["candidate_connection"]
+        mine = existing.get(name)
+        if mine is None:
+            await actions.repoint(driver, name, _address(hub), "slave_pos", stop_first=False,
+                                  settings=_settings(plan["candidate_settings"]))  # fmt: skip
+        elif not mine.running:
+            await driver.start_replication(name)
+    except DriverError as e:
+        problems.append(f"{candidate.info.label}: {e}")
+    try:
+        hub_driver = hub.require_driver()
+        current = {c.name: c for c in await hub_driver.replica_connections()}
+        for c in plan["incoming"]:
+            if c["running"] and c["name"] in current and not current[c["name"]].running:
+                await hub_driver.start_replication(c["name"])
+    except DriverError as e:
+        problems.append(f"{hub.info.label}: {e}")
+    if problems:
+        raise OperationFailed("; ".join(problems))
+    return f"{hub.info.label} receives from its masters again and {candidate.info.label} replicates from it as before"

@@ -1,0 +1,216 @@
+"""Planned switchover of an intermediate master on real MariaDB 10.11, seed 000's shape (masters 1 and 2 writing
+domains 1 and 2, server 3 a multi-source replica of both over `m1` and `m2`, servers 4 and 5 below it): server 3's
+role goes to server 5 and back, round after round, under load in both domains. Each time the new hub replicates
+`m1` from master 1 and `m2` from master 2 under the same names, the old hub and the other replica replicate from it
+over the default connection; the masters' writers never see a refusal; every acknowledged row is on every server of
+its domain; no server below the masters has a GTID of its own (nothing errant); each moved server's replication gap
+is reported. A dry run shows the plan per domain and changes nothing; a candidate that falls behind is undone; the
+API SIGKILLed after each move is reconciled (undone before the candidate took the hub's connections, else
+completed)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pymysql
+
+from tests.conftest import LiveFactory
+from tests.helpers import run_operation, step
+from tests.mariadb_cluster import WAIT_S, MariadbCluster, eventually
+from tests.mariadb_load import MariadbLoadWriter, load_rows, register_mariadb
+from tests.test_operation_faults import ApiProcess, app_settings, fault_database, operator_token
+from tests.test_operation_guard import until
+
+__all__ = ["fault_database"]  # a fixture, imported for this module's tests
+
+#: Round trips s3 → s5 → s3 (backend/bench/hub_switchover.py measures the same moves).
+ROUND_TRIPS = int(os.environ.get("FERRY_HUB_ROUND_TRIPS", "10"))
+#: Which servers hold each domain's rows: its master and everything below the hub.
+HOLDERS = {1: (1, 3, 4, 5), 2: (2, 3, 4, 5)}
+
+
+def connections(cluster: MariadbCluster, number: int) -> dict[str, tuple[str, str, str]]:
+    """Server `number`'s connections: name → (master's server number, IO running, SQL running)."""
+    by_port = {str(s.port): s.number for s in cluster.servers}
+    return {
+        c["Connection_name"]: (by_port.get(c["Master_Port"], c["Master_Port"]), c["Slave_IO_Running"],
+                               c["Slave_SQL_Running"])
+        for c in cluster.replica_status(number)
+    }  # fmt: skip
+
+
+def assert_hub(cluster: MariadbCluster, hub: int) -> None:
+    """`hub` replicates m1 from master 1 and m2 from master 2; the other two below-hub servers from it."""
+    assert connections(cluster, hub) == {"m1": (1, "Yes", "Yes"), "m2": (2, "Yes", "Yes")}, hub
+    for number in {3, 4, 5} - {hub}:
+        assert connections(cluster, number) == {"": (hub, "Yes", "Yes")}, (hub, number)
+
+
+def own_gtids(cluster: MariadbCluster, number: int) -> list[str]:
+    """GTIDs in server `number`'s binlog state that it originated itself in domain 1 or 2 (errant)."""
+    state = cluster.value(number, "@@gtid_binlog_state")
+    return [g for g in state.split(",") if g and g.split("-")[0] in ("1", "2") and g.split("-")[1] == str(number)]
+
+
+async def test_the_hub_moves_to_a_replica_and_back_under_load_in_both_domains(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    cluster = mariadb_factory(5, shape="seed000")
+    for number in (1, 2):
+        cluster.sql(number, f"CREATE TABLE app.t{number} (id INT PRIMARY KEY);")
+    cluster.wait_converged()
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        dry = await run_operation(live.app, live.client, cluster_id, "switchover",
+                                  {"candidate_server_id": ids[5], "dry_run": True})  # fmt: skip
+        assert dry["state"] == "succeeded", (dry["error"], dry["steps"])
+        plan = dry["result"]["plan"]
+        assert plan["source"] == f"server {ids[3]} (s3)" and plan["candidate"] == f"server {ids[5]} (s5)"
+        assert plan["afterwards"][f"server {ids[5]} (s5)"] == [f"'m1' from server {ids[1]} (s1)",
+                                                                f"'m2' from server {ids[2]} (s2)"]  # fmt: skip
+        assert plan["afterwards"][f"server {ids[3]} (s3)"] == [f"'' from server {ids[5]} (s5)"]
+        assert set(plan["positions"][f"server {ids[3]} (s3)"]) >= {"1", "2"}, plan["positions"]
+        assert_hub(cluster, 3)  # the dry run moved nothing
+
+        writer = await MariadbLoadWriter(cluster, clients=4, domains=2, rate=200.0, masters={1: 1, 2: 2}).start()
+        gaps: list[float] = []
+        try:
+            for _ in range(ROUND_TRIPS):
+                for new in (5, 3):
+                    operation = await run_operation(live.app, live.client, cluster_id, "switchover",
+                                                    {"candidate_server_id": ids[new]})  # fmt: skip
+                    assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+                    assert step(operation, "hub_stops_receiving")["state"] == "passed"
+                    assert_hub(cluster, new)
+                    reported = operation["result"]["replication_gaps_s"]
+                    assert set(reported) == {f"server {ids[n]} (s{n})" for n in (3, 4, 5)}, reported
+                    gaps += reported.values()
+        finally:
+            ledger = await writer.stop()
+    assert ledger.refused == 0 and not ledger.unknown, "the masters kept taking writes throughout"
+    assert sum(ledger.acked.values()) > 0
+    cluster.wait_converged()
+    for number in range(1, 6):
+        rows = load_rows(cluster, number)
+        for key, acked in ledger.acked.items():
+            domain = int(key[1])
+            if number in HOLDERS[domain]:
+                assert rows[key] == acked, (number, key, rows[key], acked)
+    for number in (3, 4, 5):
+        assert own_gtids(cluster, number) == [], f"server {number} has errant GTIDs"
+    assert load_rows(cluster, 3) == load_rows(cluster, 4) == load_rows(cluster, 5)
+    assert max(gaps) < 60, gaps  # bounded by the operation's own waits; figures in docs/benchmarks.md
+
+
+async def test_a_hub_switchover_whose_candidate_cannot_catch_up_is_undone(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    """A session on server 5 holds a lock on a table master 1 writes to, so server 5 cannot apply up to the hub's
+    position in time: the switchover is undone — the hub's connections run again and server 5 replicates from it
+    as before."""
+    cluster = mariadb_factory(5, shape="seed000")
+    cluster.sql(1, "CREATE TABLE app.behind (id INT PRIMARY KEY);")
+    cluster.wait_converged()
+    lock = pymysql.connect(unix_socket=cluster.server(5).socket, user="root", autocommit=True)
+    try:
+        with lock.cursor() as c:
+            c.execute("LOCK TABLES app.behind READ")
+        cluster.sql(1, "INSERT INTO app.behind VALUES (1);")
+        async with live_app(switchover_catch_up_timeout_s=2.0) as live:
+            cluster_id, ids = await register_mariadb(live.client, cluster)
+            operation = await run_operation(live.app, live.client, cluster_id, "switchover",
+                                            {"candidate_server_id": ids[5]})  # fmt: skip
+    finally:
+        lock.close()
+    assert operation["state"] == "undone", (operation["error"], operation["steps"])
+    assert "did not reach" in operation["error"]
+    assert connections(cluster, 3) == {"m1": (1, "Yes", "Yes"), "m2": (2, "Yes", "Yes")}
+    assert connections(cluster, 5) == {"": (3, "Yes", "Yes")}
+    cluster.wait_converged()
+    assert cluster.sql(5, "SELECT id FROM app.behind") == [["1"]]
+
+
+#: The hub switchover's moves, each a point the API is killed after; after these it is undone, after the others
+#: (the candidate had begun to replicate from the hub's masters) completed.
+HUB_STEPS = ["hub_stops_receiving", "candidate_catch_up", "candidate_takes_connections", "repoint_replicas",
+             "hub_replicates"]  # fmt: skip
+HUB_UNDONE_AFTER = {"hub_stops_receiving", "candidate_catch_up"}
+
+
+def hub_of(cluster: MariadbCluster) -> int | None:
+    """The server below the masters that replicates m1 and m2 with the other two under it, if there is one."""
+    for hub in (3, 4, 5):
+        try:
+            assert_hub(cluster, hub)
+        except AssertionError:
+            continue
+        return hub
+    return None
+
+
+async def test_killing_the_api_at_each_step_of_a_hub_switchover_leaves_one_hub(
+    fault_database: str, mariadb_factory: Callable[..., MariadbCluster], tmp_path: Path
+) -> None:
+    """The API SIGKILLed after each move in turn, then started again: its reconciler undoes the switchover (before
+    the candidate took the hub's connections) or completes it (after), and the seed-000 shape stands, with one
+    hub, under writes in both domains."""
+    cluster = mariadb_factory(5, shape="seed000")
+    settings = app_settings(fault_database)
+    headers = {"Authorization": f"Bearer {await operator_token(settings)}"}
+    api = ApiProcess(settings, tmp_path / "api.log")
+    writer = await MariadbLoadWriter(cluster, clients=2, domains=2, rate=100.0, masters={1: 1, 2: 2}).start()
+    try:
+        base = await api.start()
+        async with httpx.AsyncClient(base_url=base, headers=headers, timeout=WAIT_S) as client:
+            cluster_id, ids = await register_mariadb(client, cluster)
+        api.stop()
+        for point in HUB_STEPS:
+            hub = hub_of(cluster)
+            assert hub is not None, point
+            candidate = 5 if hub != 5 else 3
+            base = await api.start(operation_failpoint_pause_after_step=point)
+            async with httpx.AsyncClient(base_url=base, headers=headers, timeout=WAIT_S) as client:
+                response = await client.post(f"/api/v1/clusters/{cluster_id}/operations/switchover",
+                                             json={"candidate_server_id": ids[candidate]})  # fmt: skip
+                assert response.status_code == 202, response.text
+                url = f"/api/v1/clusters/{cluster_id}/operations/{response.json()['id']}"
+
+                async def paused_after_point() -> bool:
+                    operation = (await client.get(url)).json()  # noqa: B023
+                    assert operation["state"] in ("pending", "running"), (point, operation)  # noqa: B023
+                    steps = operation["steps"]
+                    return bool(steps) and steps[-1]["name"] == point and steps[-1]["state"] != "running"  # noqa: B023
+
+                await until(paused_after_point, f"the hub switchover to pause after {point}")
+            api.kill()
+            base = await api.start()
+            async with httpx.AsyncClient(base_url=base, headers=headers, timeout=WAIT_S) as client:
+
+                async def reconciled() -> dict[str, Any] | None:
+                    operation = (await client.get(url)).json()  # noqa: B023
+                    return operation if operation["state"] != "running" else None
+
+                operation = await until(reconciled, f"the hub switchover killed after {point} to be reconciled")
+            api.stop()
+            assert operation["state"] == "interrupted", (point, operation)
+            report = operation["result"]["reconciled"]
+            assert report["problems"] == [], (point, report)
+            said = "undone:" if point in HUB_UNDONE_AFTER else "completed:"
+            assert any(line.startswith(said) for line in report["done"]), (point, report)
+            expected = hub if point in HUB_UNDONE_AFTER else candidate
+            await eventually(f"server {expected} the hub after the reconcile of {point}",
+                             lambda e=expected: hub_of(cluster) == e)  # fmt: skip
+    finally:
+        ledger = await writer.stop()
+        api.stop()
+    assert ledger.refused == 0 and not ledger.unknown
+    cluster.wait_converged()
+    for number in range(1, 6):
+        rows = load_rows(cluster, number)
+        for key, acked in ledger.acked.items():
+            if number in HOLDERS[int(key[1])]:
+                assert rows[key] == acked, (number, key, rows[key], acked)
