@@ -18,10 +18,12 @@ from typing import Any
 import httpx
 import pymysql
 
+from ferry_control.ctl.errors import ExitCode
 from tests.conftest import LiveFactory
-from tests.helpers import run_operation, step
+from tests.helpers import run_operation, serve, step
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, eventually
 from tests.mariadb_load import MariadbLoadWriter, load_rows, register_mariadb
+from tests.test_ferryctl import ferryctl
 from tests.test_operation_faults import ApiProcess, app_settings, fault_database, operator_token
 from tests.test_operation_guard import until
 
@@ -214,3 +216,23 @@ async def test_killing_the_api_at_each_step_of_a_hub_switchover_leaves_one_hub(
         for key, acked in ledger.acked.items():
             if number in HOLDERS[int(key[1])]:
                 assert rows[key] == acked, (number, key, rows[key], acked)
+
+
+async def test_ferryctl_switches_an_intermediate_master_named_with_from(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster], tmp_path: Path
+) -> None:
+    """`ferryctl switchover seed000 --from s3 --to s5 --wait` moves the hub; `--from` naming a server nothing
+    replicates from is refused by the preflight, naming why."""
+    cluster = mariadb_factory(5, shape="seed000")
+    async with live_app() as live:
+        await register_mariadb(live.client, cluster, name="seed000")
+        async with serve(live.app) as url:
+            run = await ferryctl(tmp_path, "switchover", "seed000", "--from", "s4", "--to", "s5", "--wait",
+                                 url=url, token=live.tokens.operator)  # fmt: skip
+            assert run.code == ExitCode.refused, (run.out, run.err)
+            assert "is not a source: no registered server replicates from it" in run.err, run.err
+            run = await ferryctl(tmp_path, "switchover", "seed000", "--from", "s3", "--to", "s5", "--wait",
+                                 "-o", "json", url=url, token=live.tokens.operator)  # fmt: skip
+            assert run.code == 0, (run.out, run.err)
+            assert run.json()["state"] == "succeeded"
+    assert_hub(cluster, 5)

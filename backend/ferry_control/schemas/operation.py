@@ -87,6 +87,14 @@ class SwitchoverRequest(OperationRequest):
     expected_master_server_id: int | None = Field(
         None, ge=1, le=ID_MAX, description="Refuse (check `expected_master`) unless this server is the master now."
     )
+    source_server_id: int | None = Field(
+        None,
+        ge=1,
+        le=ID_MAX,
+        description="The source whose role moves: a master of several, or an intermediate master (one with "
+        "incoming connections: its candidate takes them over under the same names). Unset: the candidate's only "
+        "master, else the cluster's only master.",
+    )
 
 
 class FailoverRequest(OperationRequest):

@@ -35,8 +35,16 @@ IDEMPOTENCY = click.option(
 )
 
 
+FROM = click.option(
+    "--from", "source", metavar="SERVER",
+    help="The source to replace (name or id): a master of several, or an intermediate master; default: implied "
+    "by --to when it has one master, else the cluster's only master.",
+)  # fmt: skip
+
+
 @click.command("switchover")
 @click.argument("cluster")
+@FROM
 @click.option("--to", "to", metavar="SERVER", help="The new master (name or id); default: the best replica.")
 @click.option("--expect-master", metavar="SERVER", help="Refuse unless this server is the master now.")
 @click.option("--dry-run", is_flag=True, help="Run the preflight checks only; nothing is changed.")
@@ -45,18 +53,21 @@ IDEMPOTENCY = click.option(
 @output_option
 @pass_app
 def switchover(
-    app: App, cluster: str, to: str | None, expect_master: str | None, dry_run: bool, wait: bool,
-    wait_timeout_s: float | None, idempotency_key: str | None,
+    app: App, cluster: str, source: str | None, to: str | None, expect_master: str | None, dry_run: bool,
+    wait: bool, wait_timeout_s: float | None, idempotency_key: str | None,
 ) -> None:  # fmt: skip
-    """Planned switchover of CLUSTER's master role (operator).
+    """Planned switchover of a source's role in CLUSTER — its master, or an intermediate master (operator).
 
     \b
     ferryctl switchover orders --to db2 --dry-run --wait   # the preflight as a checklist
     ferryctl switchover orders --to db2 --wait             # steps live; exit 0 when it succeeded
+    ferryctl switchover seed000 --from s3 --to s5 --wait   # an intermediate master's role
     JSON: the operation (with --wait: as it ended; result.new_master_server_id).
     """
     found = app.client.cluster(cluster)
     body: dict[str, Any] = {"dry_run": dry_run}
+    if source is not None:
+        body["source_server_id"] = app.client.server(found, source)["id"]
     if to is not None:
         body["candidate_server_id"] = app.client.server(found, to)["id"]
     if expect_master is not None:
@@ -66,6 +77,7 @@ def switchover(
 
 @click.command("failover")
 @click.argument("cluster")
+@FROM
 @click.option("--to", "to", metavar="SERVER", help="The new master (name or id); default: the most advanced replica.")
 @click.option("--dry-run", is_flag=True, help="Check that the master is lost only; nothing is changed.")
 @wait_options
@@ -73,17 +85,20 @@ def switchover(
 @output_option
 @pass_app
 def failover(
-    app: App, cluster: str, to: str | None, dry_run: bool, wait: bool, wait_timeout_s: float | None,
-    idempotency_key: str | None,
+    app: App, cluster: str, source: str | None, to: str | None, dry_run: bool, wait: bool,
+    wait_timeout_s: float | None, idempotency_key: str | None,
 ) -> None:  # fmt: skip
     """Fail CLUSTER over to a replica after its master was lost (operator). Refused (exit 3) while the master
     answers.
 
     \b
     ferryctl failover orders --wait
+    ferryctl failover seed000 --from s1 --wait   # one master of several
     """
     found = app.client.cluster(cluster)
     body: dict[str, Any] = {"dry_run": dry_run}
+    if source is not None:
+        body["source_server_id"] = app.client.server(found, source)["id"]
     if to is not None:
         body["candidate_server_id"] = app.client.server(found, to)["id"]
     start(app, found, "failover", body, wait, wait_timeout_s, idempotency_key)

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ferry_control.models import PromotionRule
+from ferry_control.services.orchestrator.gtid import ahead_of_all, behind_total
+from ferry_control.services.orchestrator.runner import OperationFailed
 from ferry_control.services.orchestrator.snapshot import Link, ServerInfo, ServerView
 
 
@@ -99,3 +102,29 @@ def better_successor(chosen: Link, pool: Sequence[Link]) -> Link | None:
         return None
     better = [link for link in pool if link.replica.info.promotion_rule.rank < PromotionRule.prefer_not.rank]
     return min(better, key=preference) if better else None
+
+
+def choose_candidate(pool: list[Link], links: list[Link]) -> tuple[Link, bool, str]:
+    """The replica of `pool` (the candidates, see `candidates.candidate_pool`) to promote, whether it is ahead of
+    every other replica of `links` already, and why. Ahead of the others first (the better promotion rule among
+    those), else the least behind (leveled from its peers), the better rule breaking ties."""
+    if not pool:
+        raise OperationFailed("no replica can take over: none is a candidate (see the reasons in the plan)")
+    positions = {link.replica.info.id: link.replica.current for link in links if link.replica.reachable}
+
+    def others(link: Link) -> list[Any]:
+        return [p for i, p in positions.items() if i != link.replica.info.id]
+
+    ahead = [link for link in pool if ahead_of_all(link.replica.current, others(link))]
+    if ahead:
+        best = min(ahead, key=preference)
+        return best, True, f"{best.replica.info.label} at {best.replica.current} is ahead of every other replica"
+    best = min(pool, key=lambda link: (behind_total(link.replica.current, others(link)), *preference(link)))
+    return (
+        best,
+        False,
+        (
+            f"no replica is ahead in every domain; {best.replica.info.label} at {best.replica.current} is the least "
+            "behind and will be leveled from its peers"
+        ),
+    )

@@ -21,16 +21,15 @@ from functools import partial
 from typing import Any
 
 from ferry_control.core.config import Settings
-from ferry_control.core.db import session_scope
 from ferry_control.drivers.errors import DriverError
-from ferry_control.repositories.clusters import ClusterRepository
-from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
-from ferry_control.services.orchestrator.candidates import better_successor, candidate_pool, delay_of, preference
-from ferry_control.services.orchestrator.gtid import ahead_of_all, behind_total, gtid_text, join_all, position
+from ferry_control.services.orchestrator.candidates import better_successor, candidate_pool, choose_candidate, delay_of
+from ferry_control.services.orchestrator.fencing import fence, suspend_automatic_failover
+from ferry_control.services.orchestrator.gtid import gtid_text, join_all, position
+from ferry_control.services.orchestrator.hub_failover import fail_over_hub, stored_incoming
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
-from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
+from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
 from ferry_control.services.orchestrator.switchover import follow_new_master, role_taken, roll_forward
 
 
@@ -46,8 +45,9 @@ class MasterLoss:
 
 
 def confirm_master_lost(snapshot: ClusterSnapshot, *, need_witness: bool, source_id: int | None = None) -> MasterLoss:
-    """Whether the master — of several, `source_id` or the only one lost (`ClusterSnapshot.lost_root`) — is lost."""
-    master, why = snapshot.lost_root(source_id)
+    """Whether the master — `source_id` (a root, or an intermediate master), else the only master or of several the
+    only one lost (`ClusterSnapshot.lost_root`) — is lost."""
+    master, why = snapshot.lost_root() if source_id is None else snapshot.source(source_id)
     if master is None:
         return MasterLoss(None, False, why)
     if master.healthy:
@@ -83,7 +83,7 @@ async def probe_master(snapshot: ClusterSnapshot, settings: Settings, source_id:
     """With `master_write_probe` on, a master that answers and reports no failure must also commit a probe write in
     time (as the collector checks at every poll); one that cannot has that failure set on its view, so
     `confirm_master_lost` sees a master that cannot work, confirmed live."""
-    master, _ = snapshot.lost_root(source_id)
+    master, _ = snapshot.lost_root() if source_id is None else snapshot.source(source_id)
     if not settings.master_write_probe or master is None or not master.healthy or master.driver is None:
         return
     assert master.status is not None
@@ -92,32 +92,6 @@ async def probe_master(snapshot: ClusterSnapshot, settings: Settings, source_id:
     reason = await master.driver.write_probe(master.status.default_domain, settings.master_write_probe_timeout_s)
     if reason is not None:
         master.status = replace(master.status, failure=f"write probe: {reason}")
-
-
-def choose_candidate(pool: list[Link], links: list[Link]) -> tuple[Link, bool, str]:
-    """The replica of `pool` (the candidates, see `candidates.candidate_pool`) to promote, whether it is ahead of
-    every other replica of `links` already, and why. Ahead of the others first (the better promotion rule among
-    those), else the least behind (leveled from its peers), the better rule breaking ties."""
-    if not pool:
-        raise OperationFailed("no replica can take over: none is a candidate (see the reasons in the plan)")
-    positions = {link.replica.info.id: link.replica.current for link in links if link.replica.reachable}
-
-    def others(link: Link) -> list[Any]:
-        return [p for i, p in positions.items() if i != link.replica.info.id]
-
-    ahead = [link for link in pool if ahead_of_all(link.replica.current, others(link))]
-    if ahead:
-        best = min(ahead, key=preference)
-        return best, True, f"{best.replica.info.label} at {best.replica.current} is ahead of every other replica"
-    best = min(pool, key=lambda link: (behind_total(link.replica.current, others(link)), *preference(link)))
-    return (
-        best,
-        False,
-        (
-            f"no replica is ahead in every domain; {best.replica.info.label} at {best.replica.current} is the least "
-            "behind and will be leveled from its peers"
-        ),
-    )
 
 
 def lost_report(
@@ -194,6 +168,10 @@ async def run_failover(ctx: OperationContext) -> None:
             f"failover refused, nothing was changed: {label} cannot replace {master.info.label}: "
             + pool.excluded.get(label, "it is not a replica of the lost master")
         )
+    incoming = await stored_incoming(ctx, master.info.id)
+    if incoming:  # an intermediate master: its replicas are re-homed under one of them
+        await fail_over_hub(ctx, snapshot, master, incoming, pool)
+        return
     async with ctx.step("drain_relay_logs") as step:
         # Only candidates are waited for: a delayed replica (or any other that will not be promoted) keeps its relay
         # log and its delay, and is repointed with them.
@@ -345,25 +323,3 @@ async def fence_first(master: ServerView, timeout_s: float) -> str:
         f"{master.info.label} made read-only before the promotion (read_only={read_only}; sessions bypassing it "
         f"ended: {ended})"
     )
-
-
-async def fence(ctx: OperationContext, master: ServerView, reason: str) -> None:
-    async with session_scope(ctx.sessionmaker) as session:
-        server = await ServerRepository(session).get(ctx.cluster_id, master.info.id)
-        if server is not None:
-            server.fenced, server.fenced_at, server.fence_reason = True, datetime.now(UTC), reason
-    if master.driver is not None:
-        try:
-            await master.driver.set_read_only(True)
-        except DriverError:
-            pass  # it is down; the failover monitor makes it read-only when it answers again
-
-
-async def suspend_automatic_failover(ctx: OperationContext) -> None:
-    async with session_scope(ctx.sessionmaker) as session:
-        cluster = await ClusterRepository(session).get(ctx.cluster_id)
-        if cluster is not None:
-            now = datetime.now(UTC)
-            cluster.failover_suspended_at = now
-            cluster.last_failover_at = now
-            cluster.last_failover_operation_id = ctx.operation_id

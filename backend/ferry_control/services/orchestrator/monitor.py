@@ -3,7 +3,8 @@
 - **fencing**: a fenced server (a master replaced by a failover) that answers and is writable is made read-only at
   once; it is never repointed automatically;
 - **detection**: in a cluster with automatic failover on (and not suspended by an earlier failover, nor within the
-  cool-down after one), each master (a cluster may have several, each the origin of its domains) whose last
+  cool-down after one), each master (a cluster may have several, each the origin of its domains) and each
+  intermediate master whose last
   `failover_detection_polls` polls failed is checked live with its replicas; only when they confirm losing it
   too (and none still replicates from it) is a failover started — a
   control-plane-only blip is logged and published as `failover_not_confirmed`, never acted on.
@@ -100,13 +101,17 @@ class FailoverMonitor:
             return None
         replica_links = [link for link in links if link.source == LinkSource.replica and link.master_server_id]
         replicating = {link.replica_server_id for link in replica_links}
-        roots = {link.master_server_id for link in replica_links} - replicating
-        # Every master is watched (seed 000 has two); one lost at a time is failed over, naming it.
+        sources = {link.master_server_id for link in replica_links}
+        # Every source is watched — each master (seed 000 has two) and each intermediate master; one lost at a time
+        # is failed over, naming it, a master before an intermediate one (whose loss may follow from it).
         lost = [
             s for s in servers
-            if s.id in roots and not s.maintenance and not s.fenced
+            if s.id in sources and not s.maintenance and not s.fenced
             and s.consecutive_failures >= self._settings.failover_detection_polls
         ]  # fmt: skip
+        roots = [s for s in lost if s.id not in replicating]
+        if roots:
+            return roots[0] if len(roots) == 1 else None
         return lost[0] if len(lost) == 1 else None
 
     async def _consider_failover(self, cluster: Cluster, servers: list[Server], master: Server) -> int | None:

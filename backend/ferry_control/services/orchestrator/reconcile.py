@@ -45,6 +45,7 @@ from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.hooks import call_webhooks
+from ferry_control.services.orchestrator.hub_failover import complete_hub_failover
 from ferry_control.services.orchestrator.hub_switchover import complete_hub_move, undo_hub_move
 from ferry_control.services.orchestrator.runner import OperationFailed, OperationRunner
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
@@ -326,6 +327,11 @@ class Reconciler:
         self, snapshot: ClusterSnapshot, facts: dict[str, Any], done: list[str], problems: list[str]
     ) -> None:
         result = facts["result"]
+        if result.get("hub_failover"):
+            moved, failed = await complete_hub_failover(snapshot, result["hub_failover"])
+            done.append("completed: the lost hub's replicas are re-homed; " + "; ".join(moved))
+            problems.extend(failed)
+            return
         new = snapshot.by_id.get(result.get("new_master_server_id") or 0)
         old_id = result.get("old_master_server_id")
         if new is None:

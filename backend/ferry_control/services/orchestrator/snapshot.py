@@ -39,6 +39,8 @@ class ServerInfo:
     replicas_may_be_ahead: bool | None = None
     #: As the collector last read it: its master-side settings (None: none read).
     master_role: MasterRole | None = None
+    #: The server_id it reported at its last successful poll (how its masters list it among their replicas).
+    reported_server_id: int | None = None
     #: Whether operations may promote it, and its labels (what `candidate_labels` compares).
     promotion_rule: PromotionRule = PromotionRule.neutral
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -66,6 +68,7 @@ class ServerInfo:
             last_seen_at=server.last_seen_at,
             replicas_may_be_ahead=server.replicas_may_be_ahead,
             master_role=MasterRole(**server.master_role) if server.master_role else None,
+            reported_server_id=server.reported_server_id,
             promotion_rule=server.promotion_rule,
             labels={str(k): str(v) for k, v in (server.labels or {}).items()},
         )
