@@ -2678,6 +2678,11 @@ export interface components {
              * @description Refuse (check `expected_master`) unless this server is the master now.
              */
             expected_master_server_id?: number | null;
+            /**
+             * Source Server Id
+             * @description The source whose role moves: a master of several, or an intermediate master (one with incoming connections: its candidate takes them over under the same names). Unset: the candidate's only master, else the cluster's only master.
+             */
+            source_server_id?: number | null;
         };
         /**
          * TokenCreate

@@ -31,7 +31,7 @@ export function OperationsView({ clusterId, clusterName }: { clusterId: number; 
           <section aria-labelledby="ops-heading" className="operations">
             <h2 id="ops-heading">Start an operation</h2>
             <FailoverSuspension clusterId={clusterId} />
-            <SwitchoverForm {...props} />
+            <SwitchoverForm {...props} edges={topology.data?.edges ?? []} />
             <details>
               <summary>Failover, repoint, read-only, replication, bring level</summary>
               <FailoverForm {...props} />

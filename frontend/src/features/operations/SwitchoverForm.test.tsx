@@ -132,3 +132,53 @@ describe("switchover through the UI", () => {
     await waitFor(() => expect(within(form).getByRole("alert").textContent).toMatch(/operation 7 \(switchover\) is running.*409/));
   });
 });
+
+describe("switchover of an intermediate master (seed 000's shape)", () => {
+  const node = (id: number, role: "master" | "intermediate" | "replica") => ({
+    ...TOPOLOGY.nodes[0]!, server_id: id, name: `s${id}`, role, read_only: role !== "master",
+  });
+  const edge = (linkId: number, replica: number, master: number, connection: string) => ({
+    ...TOPOLOGY.edges[0]!, link_id: linkId, replica_server_id: replica, master_server_id: master, connection,
+  });
+  const SEED000 = {
+    cluster_id: 1,
+    nodes: [node(1, "master"), node(2, "master"), node(3, "intermediate"), node(4, "replica"), node(5, "replica")],
+    edges: [edge(10, 3, 1, "m1"), edge(11, 3, 2, "m2"), edge(12, 4, 3, ""), edge(13, 5, 3, "")],
+  };
+  const PLAN = {
+    source: "server 3 (s3)",
+    candidate: "server 5 (s5)",
+    positions: { "server 3 (s3)": { "1": "1-1-40", "2": "2-2-17" }, "server 5 (s5)": { "1": "1-1-38", "2": "2-2-17" } },
+    lenders: { "domain 1": "server 3 (s3) up to 1-1-40, then its master" },
+    afterwards: { "server 5 (s5)": ["'m1' from server 1 (s1)", "'m2' from server 2 (s2)"], "server 3 (s3)": ["'' from server 5 (s5)"] },
+  };
+
+  it("asks for the source, offers that source's replicas, and shows the plan per domain", async () => {
+    const { requests } = mockApi({
+      "GET /api/v1/clusters/1/topology": () => ({ body: SEED000 }),
+      "GET /api/v1/clusters/1/operations": () => ({ body: [] }),
+      "POST /api/v1/clusters/1/operations/switchover": () => ({ status: 202, body: operation({ id: 7 }) }),
+      "GET /api/v1/clusters/1/operations/7": () => ({
+        body: operation({ id: 7, state: "succeeded", result: { checks: CHECKS, old_master_server_id: 3, new_master_server_id: 5, plan: PLAN } }),
+      }),
+    });
+    const user = userEvent.setup();
+    renderSignedIn(<OperationsView clusterId={1} clusterName={CLUSTER.name} />, { role: "operator" });
+    const form = await screen.findByRole("group", { name: "Switchover" });
+    const preview = within(form).getByRole("button", { name: "Preview (dry run)" }) as HTMLButtonElement;
+    expect(preview.disabled).toBe(true);
+    await user.selectOptions(within(form).getByLabelText("Source"), "3");
+    const newMaster = within(form).getByLabelText(/New master/) as HTMLSelectElement;
+    expect([...newMaster.options].map((o) => o.textContent)).toEqual([
+      "Best replica (chosen by the orchestrator)", "s4 (healthy)", "s5 (healthy)",
+    ]);
+    await user.selectOptions(newMaster, "5");
+    await user.click(preview);
+    const dryRun = requests.find((r) => r.method === "POST")!;
+    expect(dryRun.body).toEqual({ dry_run: true, candidate_server_id: 5, source_server_id: 3, expected_master_server_id: 3 });
+    expect(await within(form).findByText("Plan: server 5 (s5) replaces server 3 (s3)")).toBeTruthy();
+    const table = within(form).getByRole("table", { name: "Positions per domain before the switchover" });
+    expect(within(table).getByText("1-1-38")).toBeTruthy();
+    expect(within(table).getByText("'m1' from server 1 (s1), 'm2' from server 2 (s2)")).toBeTruthy();
+  });
+});
