@@ -1,7 +1,10 @@
 """The one-server operations: read-only on/off, start and stop replication (optionally START … UNTIL), repoint a
 replica to another master, and bring a server level with another (START … UNTIL its position, then wait). Each runs
 a preflight (the servers answer, the connection exists, no replication loop, a fenced server is not made writable),
-then its moves, then checks the outcome."""
+then its moves, then checks the outcome. A repoint works in any shape: it refuses a move that would make a loop
+(directly or through other servers) or leave the server without a domain it receives today, and a new master
+behind the server in some domain is leveled from it first (START … UNTIL over a temporary connection) when it is
+read-only, else refused naming the domains and the GTIDs."""
 
 from __future__ import annotations
 
@@ -134,11 +137,48 @@ async def run_repoint(ctx: OperationContext) -> None:
                 f"{master.info.label} replicates from {view.info.label} (connection {loop[0].connection.name!r}): "
                 "repointing would make a replication loop"
             )
+        if view.info.id in upstream(snapshot, master.info.id):
+            raise OperationFailed(
+                f"{master.info.label} replicates from {view.info.label} through other servers: repointing would make "
+                "a replication loop"
+            )
         name = _connection(view, ctx.params.get("connection"), ctx.settings.replication_connection_name)
-        step.detail = f"{view.info.label} connection {name!r} → {master.info.label} ({use_gtid})"
+        if dropped := dropped_domains(snapshot, view, name, master):
+            raise OperationFailed(
+                f"{view.info.label} would no longer receive domain(s) {', '.join(map(str, dropped))}: "
+                f"{master.info.label} does not have them and no other connection of {view.info.label} brings them"
+            )
+        ahead = view.current.difference(master.current) if use_gtid == "slave_pos" else {}
+        level_first = False
+        if ahead:
+            gtids = ", ".join(f"{g.domain}-{g.server}-{g.seq}" for g in view.current if g.domain in ahead)
+            have = ", ".join(f"{g.domain}-{g.server}-{g.seq}" for g in master.current if g.domain in ahead) or "none"
+            domains = ", ".join(map(str, sorted(ahead)))
+            if master.status is None or not master.status.read_only:
+                raise OperationFailed(
+                    f"{master.info.label} is behind {view.info.label} in domain(s) {domains} "
+                    f"({view.info.label} has {gtids}; {master.info.label} has {have}) and takes writes, so it cannot "
+                    "be leveled from its new replica: bring it level first, or choose a server that has them"
+                )
+            level_first = True
+        step.detail = f"{view.info.label} connection {name!r} → {master.info.label} ({use_gtid})" + (
+            f"; {master.info.label} is first leveled from {view.info.label} in domain(s) "
+            f"{', '.join(map(str, sorted(ahead)))}"
+            if level_first
+            else ""
+        )
     if ctx.dry_run:
         return
     await ctx.pre_hooks()
+    if level_first:
+        async with ctx.step("level_new_master") as step:
+            assert master.status is not None
+            running = [c.name for c in master.status.connections if c.running]
+            try:
+                step.detail = await actions.level_with(master, view, f"{actions.LEVEL_PREFIX}{view.info.id}",
+                                                       ctx.settings.switchover_catch_up_timeout_s)  # fmt: skip
+            finally:  # what the new master replicated before goes on
+                await actions.restore_connections(master, running, actions.LEVEL_PREFIX)
     async with ctx.step("repoint") as step:
         assert view.status is not None
         exists = any(c.name == name for c in view.status.connections)
@@ -154,6 +194,33 @@ async def run_repoint(ctx: OperationContext) -> None:
                     server.fenced, server.fenced_at, server.fence_reason = False, None, None
             step.detail = f"{view.info.label} is a replica again; no longer fenced"
     ctx.result.update(server_id=view.info.id, master_server_id=master.info.id, connection=name)
+
+
+def upstream(snapshot: ClusterSnapshot, server_id: int) -> set[int]:
+    """Every server `server_id` replicates from, directly or through others."""
+    found: set[int] = set()
+    pending = [server_id]
+    while pending:
+        for link in snapshot.links_of(pending.pop()):
+            if link.master.info.id not in found:
+                found.add(link.master.info.id)
+                pending.append(link.master.info.id)
+    return found
+
+
+def dropped_domains(snapshot: ClusterSnapshot, view: ServerView, name: str, master: ServerView) -> list[int]:
+    """The domains `view` receives today over connection `name` only that `master` cannot send it: its old master
+    has them, the new one has none of them, and no other connection of `view` brings them."""
+    assert view.status is not None
+    old = next((c for c in view.status.connections if c.name == name), None)
+    old_master = snapshot.master_of(old) if old is not None else None
+    if old_master is None or old_master.status is None or master.status is None:
+        return []
+    others = set()
+    for link in snapshot.links_of(view.info.id):
+        if link.connection.name != name and link.master.status is not None:
+            others |= set(link.master.binlog.domains())
+    return sorted(set(old_master.binlog.domains()) - set(master.binlog.domains()) - others)
 
 
 async def run_bring_level(ctx: OperationContext) -> None:
