@@ -143,6 +143,6 @@ class FailoverMonitor:
         except Conflict as e:
             log.warning("cluster %s: master lost, but %s", cluster.name, e.message)
             return None
-        log.warning("cluster %s: master %s lost (%s); failover operation %s started",
+        log.warning("cluster %s: source %s lost (%s); failover operation %s started",
                     cluster.name, master.name, loss.detail, operation_id)  # fmt: skip
         return operation_id
