@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tests.conftest import LiveFactory
-from tests.helpers import finished, step
+from tests.helpers import finished, run_operation, step
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, eventually
 from tests.mariadb_load import register_mariadb
 
@@ -79,3 +79,38 @@ async def test_a_lost_master_of_two_is_failed_over_by_the_monitor_and_the_hub_ke
         await eventually(f"server {number} with server 3's and master 2's new rows", lambda n=number: (
             cluster.sql(n, "SELECT COUNT(*) FROM app.t1 WHERE id = 100") == [["1"]]
             and cluster.sql(n, "SELECT COUNT(*) FROM app.t2") == [["2"]]))  # fmt: skip
+
+
+async def test_a_planned_switchover_of_one_master_of_two_keeps_the_candidates_other_master(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    """`--from s1 --to s3`: server 3 becomes writable for domain 1 and keeps `m2` from master 2; master 1 replicates
+    from server 3 over `m1`, the name the cluster uses; servers 4 and 5 are untouched. Moving it back at once is
+    refused, naming why (server 3 takes writes and replicates), and changes nothing."""
+    cluster = mariadb_factory(5, shape="seed000")
+    for number in (1, 2):
+        cluster.sql(number, f"CREATE TABLE app.t{number} (id INT PRIMARY KEY);")
+    cluster.wait_converged()
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        operation = await run_operation(live.app, live.client, cluster_id, "switchover",
+                                        {"source_server_id": ids[1], "candidate_server_id": ids[3]})  # fmt: skip
+        assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+        assert "keeps replicating over 'm2'" in step(operation, "candidate_keeps_connections")["detail"]
+        assert cluster.value(3, "@@read_only") == "0" and cluster.value(1, "@@read_only") == "1"
+        assert ports(cluster, 3) == {"m2": (str(cluster.server(2).port), "Yes", "Yes")}
+        assert ports(cluster, 1) == {"m1": (str(cluster.server(3).port), "Yes", "Yes")}
+        for number in (4, 5):
+            assert ports(cluster, number) == {"": (str(cluster.server(3).port), "Yes", "Yes")}, number
+
+        back = await run_operation(live.app, live.client, cluster_id, "switchover",
+                                   {"source_server_id": ids[3], "candidate_server_id": ids[1]})  # fmt: skip
+        assert back["state"] == "failed"
+        assert "source_shape" in back["error"] and "takes writes and also replicates ('m2' from" in back["error"]
+        assert cluster.value(3, "@@read_only") == "0", "the refusal changed nothing"
+    cluster.sql(3, "SET SESSION gtid_domain_id = 1; INSERT INTO app.t1 VALUES (1);")
+    cluster.sql(2, "INSERT INTO app.t2 VALUES (1);")
+    for number in (1, 4, 5):
+        await eventually(f"server {number} with the new rows", lambda n=number: (
+            cluster.sql(n, "SELECT COUNT(*) FROM app.t1") == [["1"]]
+            and cluster.sql(n, "SELECT COUNT(*) FROM app.t2") == [["1"]]))  # fmt: skip

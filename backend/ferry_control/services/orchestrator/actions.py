@@ -95,6 +95,15 @@ async def promote(driver: ServerDriver, connections: Sequence[str]) -> None:
         raise DriverError("", "still_read_only", "the server still reports read_only after read-only off")
 
 
+async def restart_connections(driver: ServerDriver, names: Sequence[str]) -> None:
+    """Stops and starts each connection again. After a connection of a MariaDB 10.11 semi-sync replica was removed,
+    its other connections were seen misreading their master's next event ("Event from master declares a length
+    that does not match the packet", IO error 1595); a new start negotiates semi-sync again."""
+    for name in names:
+        await driver.stop_replication(name)
+        await driver.start_replication(name)
+
+
 async def repoint(
     driver: ServerDriver,
     connection: str,

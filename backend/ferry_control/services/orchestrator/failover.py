@@ -271,12 +271,7 @@ async def run_failover(ctx: OperationContext) -> None:
         if not level:  # the leveling stopped every connection: those that ran start again
             await actions.restore_connections(candidate, restart, LEVEL_PREFIX)
         else:
-            # Started afresh: on MariaDB 10.11 a semi-sync replica's other connections can misread the next event
-            # from their master once one connection was removed (seen: "Event from master declares a length that
-            # does not match the packet", IO error 1595); a new start negotiates semi-sync again.
-            for name in restart:
-                await driver.stop_replication(name)
-                await driver.start_replication(name)
+            await actions.restart_connections(driver, restart)
         step.detail = f"{candidate.info.label} is the master and writable (removed connections: {', '.join(names)})" + (
             "" if role is None else role_taken(role, f"{master.info.label} when last seen")
         )

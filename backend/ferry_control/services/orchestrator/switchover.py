@@ -7,7 +7,7 @@ write-unavailability window (read-only on → new master writable) and each step
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -17,7 +17,7 @@ from ferry_control.drivers.errors import DriverError, ServerConflict
 from ferry_control.models import PromotionRule
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.candidates import delay_of, label_mismatch
-from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, position
+from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, join_all, position
 from ferry_control.services.orchestrator.hub_switchover import hub_plan, switch_hub
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
@@ -44,9 +44,15 @@ class SwitchoverPlan:
 
 
 def candidate_checks(
-    link: Link, master: ServerView, settings: Settings, required_labels: Sequence[str] = ()
+    link: Link,
+    master: ServerView,
+    settings: Settings,
+    required_labels: Sequence[str] = (),
+    other_sources: Sequence[ServerView] = (),
 ) -> list[Check]:
-    """The checks on one replica as the new master (all of them, so a refusal names every reason)."""
+    """The checks on one replica as the new master (all of them, so a refusal names every reason). A multi-source
+    candidate's `other_sources` (its other masters) count as where its transactions came from: a GTID one of them
+    has is not errant."""
     replica = link.replica
     info = replica.info
     checks = []
@@ -85,12 +91,15 @@ def candidate_checks(
             "replicas could not follow it",
         )
     )
+    sources = [master, *other_sources]
     errant = errant_gtids(
         candidate_binlog_pos=replica.status.positions.binlog,
         candidate_binlog_state=replica.status.positions.binlog_state,
         candidate_server_id=replica.status.server_id,
-        master_binlog_pos=master.status.positions.binlog,
-        master_binlog_state=master.status.positions.binlog_state,
+        master_binlog_pos=str(join_all(position(v.status.positions.binlog) for v in sources if v.status)),
+        master_binlog_state=",".join(
+            v.status.positions.binlog_state for v in sources if v.status and v.status.positions.binlog_state
+        ),
     )
     checks.append(
         Check(
@@ -146,6 +155,17 @@ def plan_switchover(snapshot: ClusterSnapshot, params: dict[str, Any], settings:
         if master_ok
         else f"{master.info.label}: {master.error or (master.status and master.status.failure)}",
     )
+    incoming = snapshot.links_of(master.info.id)
+    if incoming and master.status is not None and not master.status.read_only:
+        names = ", ".join(f"{link.connection.name!r} from {link.master.info.label}" for link in incoming)
+        plan.add(
+            "source_shape",
+            False,
+            f"{master.info.label} takes writes and also replicates ({names}): moving both roles at once is not "
+            "supported; move its incoming connections first (repoint them to the candidate), or make it read-only "
+            "to move it as an intermediate master",
+        )
+        return plan
     links = snapshot.replicas_of(master.info.id)
     candidate_id = params.get("candidate_server_id")
     if candidate_id is not None:
@@ -160,12 +180,17 @@ def plan_switchover(snapshot: ClusterSnapshot, params: dict[str, Any], settings:
         ):
             return plan
     else:
-        chosen, detail = choose_best(links, master, settings, snapshot.candidate_labels)
+        others_of = {
+            link.replica.info.id: [o.master for o in snapshot.links_of(link.replica.info.id) if o.master is not master]
+            for link in links
+        }
+        chosen, detail = choose_best(links, master, settings, snapshot.candidate_labels, others_of)
         if not plan.add("candidate_chosen", chosen is not None, detail):
             return plan
     assert chosen is not None
     plan.candidate = chosen
-    plan.checks += candidate_checks(chosen, master, settings, snapshot.candidate_labels)
+    other_sources = [other.master for other in snapshot.links_of(chosen.replica.info.id) if other.master is not master]
+    plan.checks += candidate_checks(chosen, master, settings, snapshot.candidate_labels, other_sources)
     plan.others = [link for link in links if link is not chosen and not link.replica.info.maintenance]
     unreachable = [link.replica.info.label for link in plan.others if not link.replica.reachable]
     skipped = [link.replica.info.label for link in links if link.replica.info.maintenance and link is not chosen]
@@ -194,13 +219,18 @@ async def add_server_checks(plan: SwitchoverPlan) -> None:
 
 
 def choose_best(
-    links: list[Link], master: ServerView, settings: Settings, required_labels: Sequence[str] = ()
+    links: list[Link],
+    master: ServerView,
+    settings: Settings,
+    required_labels: Sequence[str] = (),
+    other_sources: Mapping[int, Sequence[ServerView]] | None = None,
 ) -> tuple[Link | None, str]:
     """The replica passing every candidate check, not delayed, with the best promotion rule; among equals the one
     ahead of all the others (else the least behind)."""
 
     def failed(link: Link) -> list[str]:
-        names = [c.name for c in candidate_checks(link, master, settings, required_labels) if not c.passed]
+        sources = (other_sources or {}).get(link.replica.info.id, ())
+        names = [c.name for c in candidate_checks(link, master, settings, required_labels, sources) if not c.passed]
         if delay := delay_of(link):
             names.append(f"delayed by {delay} s (never chosen automatically)")
         return names
@@ -328,6 +358,15 @@ async def switch_master(ctx: OperationContext, master: ServerView, link: Link, o
             raise OperationFailed(f"{candidate.info.label} still reports read_only after read-only off")
         unavailable = time.perf_counter() - window_started
         step.detail = f"{candidate.info.label} is the master and writable" + role_taken(role, master.info.label)
+    kept = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.name != connection
+            and c.running]  # fmt: skip
+    if kept:  # a multi-source candidate (one master of several replaced): it keeps the other masters' domains
+        async with ctx.step("candidate_keeps_connections") as step:
+            await actions.restart_connections(candidate_driver, kept)
+            step.detail = (
+                f"{candidate.info.label} keeps replicating over {', '.join(map(repr, kept))}: writes to it must stay "
+                f"in the domains {master.info.label} wrote, the others' domains are their masters'"
+            )
     ctx.result["unavailable_s"] = round(unavailable, 6)
     ctx.runner.metrics.switchover_unavailable_seconds.labels(ctx.type).observe(unavailable)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
