@@ -1,7 +1,7 @@
 """Benchmarks of the control plane on real MariaDB 10.11 servers (scripts/mariadb_cluster.py; Debian's mariadbd).
 
     .venv/bin/python backend/bench/mariadb_operations.py switchover [--switchovers 20] [--clients 4] [--rate 400]
-    .venv/bin/python backend/bench/mariadb_operations.py failover [--runs 3]
+    .venv/bin/python backend/bench/mariadb_operations.py failover [--runs 3] [--delayed-replica 3600]
     .venv/bin/python backend/bench/mariadb_operations.py collector [--servers 10] [--seconds 60]
 
 - `switchover`: three servers (server 1 the master), the control plane in-process on a throwaway SQLite database,
@@ -13,6 +13,7 @@
   with the default detection settings (poll_interval_s=1, failover_detection_polls=3), the load writer; SIGKILL of
   the master's mariadbd, then the time until a new master is writable (read_only off, no replication), measured by
   polling the survivors every 10 ms; each acknowledged commit checked on the new master. Repeated --runs times.
+  With --delayed-replica N, a fourth server replicates with MASTER_DELAY=N: a failover never waits for it.
 - `collector`: --servers servers (one master, the rest its replicas), a writer at 50 commits/s in 2 domains, the
   collector cycle (poll every server, store what changed, then the failover monitor) every second for --seconds:
   cycle p50/p99/max and this process's CPU (cores).
@@ -157,11 +158,13 @@ async def failover(args: argparse.Namespace) -> dict[str, Any]:
     for run in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="ferry-bench-mariadb-failover-") as tmp:
             cluster = MariadbCluster(
-                Path(tmp) / "db", 3, semi_sync=True, durable=True, die_with_parent=True,
-                extra_args=[f"--slave-parallel-threads={args.parallel_threads}"],
+                Path(tmp) / "db", 4 if args.delayed_replica else 3, semi_sync=True, durable=True,
+                die_with_parent=True, extra_args=[f"--slave-parallel-threads={args.parallel_threads}"],
             )  # fmt: skip
             cluster.start()
             try:
+                if args.delayed_replica:  # a disaster-recovery copy an hour behind: never waited for, never promoted
+                    cluster.sql(4, f"STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = {args.delayed_replica}; START SLAVE;")
                 version = cluster.value(1, "@@version")
                 # The default detection settings, with the collector on as deployed.
                 async with control_plane(tmp, collector_enabled=True) as (app, client):
@@ -221,6 +224,7 @@ async def failover(args: argparse.Namespace) -> dict[str, Any]:
             name: round(statistics.median(t[name] for t in step_times), 3) for name in step_times[0]
         },
         "replica_parallel_threads": args.parallel_threads,
+        "delayed_replica_s": args.delayed_replica,
         "lost_acknowledged": lost_total,
         "mariadb": version,
     }
@@ -283,6 +287,8 @@ def main() -> None:
     f = sub.add_parser("failover")
     f.add_argument("--runs", type=int, default=3)
     f.add_argument("--parallel-threads", type=int, default=4, help="the replicas' slave_parallel_threads")
+    f.add_argument("--delayed-replica", type=int, default=0, metavar="SECONDS",
+                   help="a fourth server replicating with this MASTER_DELAY (0: none)")  # fmt: skip
     c = sub.add_parser("collector")
     c.add_argument("--servers", type=int, default=10)
     c.add_argument("--seconds", type=float, default=60.0)

@@ -6,6 +6,8 @@ monitor, fencing) run after every cycle, even one that failed. The liars are fak
 
 from __future__ import annotations
 
+import os
+import resource
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
@@ -21,8 +23,16 @@ from ferry_control.services.collection.polling import PollOutcome, PollTarget
 from ferry_control.services.collection.recording import Recorder
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster, free_port_pair
-from tests.helpers import register, serve
-from tests.hostile_servers import Answer, FakeNode, connection, valid_status
+from tests.helpers import register
+from tests.hostile_servers import (
+    Answer,
+    FakeNode,
+    FakeSqlServer,
+    connection,
+    hostile_answers,
+    serving,
+    valid_status,
+)
 from tests.mariadb_cluster import eventually
 
 #: The status document of the report that found the bug: a connection that is a string, not an object.
@@ -83,7 +93,7 @@ async def liars(client: httpx.AsyncClient, answers: dict[str, Answer]) -> AsyncI
     ids = {}
     async with AsyncExitStack() as stack:
         for index, (name, answer) in enumerate(answers.items()):
-            url = await stack.enter_async_context(serve(FakeNode(answer)))
+            url = await stack.enter_async_context(serving(FakeNode(answer)))
             protocol_port, _ = free_port_pair()
             response = await client.post(
                 f"/api/v1/clusters/{cluster_id}/servers",
@@ -227,3 +237,80 @@ async def test_the_hooks_run_after_a_cycle_that_failed(live_app: LiveFactory) ->
             finally:
                 await collector.stop()
         assert collector.cycles == 0, "no cycle finished: each one failed to record"
+
+
+#: Cases of the seeded harness per run (FERRY_HOSTILE_CASES; the seed is FERRY_HOSTILE_SEED, default the date's).
+HOSTILE_CASES = int(os.environ.get("FERRY_HOSTILE_CASES", "200"))
+HOSTILE_SEED = int(os.environ.get("FERRY_HOSTILE_SEED", "20261126"))
+#: How much this process's peak memory may grow over the whole harness (huge answers of 5 and 20 MiB included;
+#: the driver reads at most node_answer_bytes_max of each).
+MEMORY_GROWTH_MAX_MIB = 128
+
+
+async def test_hostile_answers_never_stop_the_honest_cluster_and_each_names_what_was_wrong(
+    live_app: LiveFactory, ferryd: FerrydCluster
+) -> None:
+    """The seeded harness: one fake node answers each of HOSTILE_CASES hostile answers in turn (mutated documents,
+    truncated, not JSON, error statuses, huge, slow, never-ending) beside a real cluster. After every cycle the
+    honest cluster is recorded as it is, the liar is either recorded (an answer that happened to be valid) or
+    erroring with a reason in words, and memory stays bounded."""
+    node = FakeNode()
+    async with live_app(poll_timeout_s=0.5, node_read_timeout_s=0.5) as live:
+        client, collector = live.client, live.app.state.collector
+        honest_id, honest = await register(client, ferryd)
+        async with serving(node) as url:
+            response = await client.post("/api/v1/clusters", json={"name": "liars"})
+            liars_id = response.json()["id"]
+            protocol_port, _ = free_port_pair()
+            response = await client.post(f"/api/v1/clusters/{liars_id}/servers", json={
+                "name": "liar", "host": "127.0.0.1", "protocol_port": protocol_port,
+                "admin_port": int(url.rsplit(":", 1)[1])})  # fmt: skip
+            liar_id = response.json()["id"]
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            kinds: dict[str, int] = {}
+            for label, answer in hostile_answers(HOSTILE_SEED, HOSTILE_CASES):
+                node.answer = answer
+                caught_up = ferryd.master.status()["gtid_binlog_pos"]
+                report = await collector.run_cycle()
+                assert report.polled == 4, label
+                servers = {**await servers_of(client, honest_id), **await servers_of(client, liars_id)}
+                for server_id in honest.values():
+                    assert servers[server_id]["health"] == "healthy", (label, servers[server_id])
+                assert servers[honest["master"]]["gtid_binlog_pos"] == caught_up, label
+                liar = servers[liar_id]
+                if report.failed:
+                    assert liar["last_error"] and len(liar["last_error"]) <= 2000, (label, liar["last_error"])
+                kind = label.split(": ", 1)[1]
+                kinds[kind] = kinds.get(kind, 0) + 1
+            grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert set(kinds) >= {"mutated document", "truncated", "not JSON", "huge"}, kinds
+    assert grown_mib < MEMORY_GROWTH_MAX_MIB, f"peak memory grew by {grown_mib:.0f} MiB over the harness"
+
+
+async def test_a_hostile_sql_server_is_that_servers_error_alone(live_app: LiveFactory, ferryd: FerrydCluster) -> None:
+    """A MariaDB-kind server that answers garbage, a truncated or endless greeting, nothing, or closes at once:
+    each poll ends in that server's error, the real cluster beside it recorded as usual."""
+    async with live_app(poll_timeout_s=1.0) as live:
+        client, collector = live.client, live.app.state.collector
+        honest_id, honest = await register(client, ferryd)
+        response = await client.post("/api/v1/clusters", json={
+            "name": "sql-liars", "db_user": "ferry", "db_password": "not-a-real-password",
+            "replication_user": "repl", "replication_password": "not-a-real-password"})  # fmt: skip
+        assert response.status_code == 201, response.text
+        liars_id = response.json()["id"]
+        async with AsyncExitStack() as stack:
+            ids = {}
+            for mode in FakeSqlServer.MODES:
+                fake = await stack.enter_async_context(FakeSqlServer(mode))
+                response = await client.post(f"/api/v1/clusters/{liars_id}/servers", json={
+                    "name": mode, "kind": "mariadb", "host": "127.0.0.1", "protocol_port": fake.port,
+                    "admin_port": fake.port})  # fmt: skip
+                assert response.status_code == 201, response.text
+                ids[mode] = response.json()["id"]
+            report = await collector.run_cycle()
+        assert (report.polled, report.failed) == (3 + len(FakeSqlServer.MODES), len(FakeSqlServer.MODES))
+        servers = await servers_of(client, liars_id)
+        for mode, server_id in ids.items():
+            assert servers[server_id]["last_error"], (mode, servers[server_id])
+        recorded = await servers_of(client, honest_id)
+        assert all(recorded[i]["health"] == "healthy" for i in honest.values())

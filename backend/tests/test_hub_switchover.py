@@ -3,10 +3,10 @@ domains 1 and 2, server 3 a multi-source replica of both over `m1` and `m2`, ser
 role goes to server 5 and back, round after round, under load in both domains. Each time the new hub replicates
 `m1` from master 1 and `m2` from master 2 under the same names, the old hub and the other replica replicate from it
 over the default connection; the masters' writers never see a refusal; every acknowledged row is on every server of
-its domain; no server below the masters has a GTID of its own (nothing errant); each moved server's replication gap
-is reported. A dry run shows the plan per domain and changes nothing; a candidate that falls behind is undone; the
-API SIGKILLed after each move is reconciled (undone before the candidate took the hub's connections, else
-completed)."""
+its domain, and the servers below the masters have equal checksums; none has a GTID of its own (nothing errant);
+each moved server's replication gap is reported. A dry run shows the plan per domain and changes nothing; a
+candidate that falls behind is undone; the API SIGKILLed after each move is reconciled (undone before the candidate
+took the hub's connections, else completed)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import pymysql
 from ferry_control.ctl.errors import ExitCode
 from tests.conftest import LiveFactory
 from tests.helpers import run_operation, serve, step
-from tests.mariadb_cluster import WAIT_S, MariadbCluster, eventually
+from tests.mariadb_cluster import WAIT_S, MariadbCluster, driver, eventually
 from tests.mariadb_load import MariadbLoadWriter, load_rows, register_mariadb
 from tests.test_ferryctl import ferryctl
 from tests.test_operation_faults import ApiProcess, app_settings, fault_database, operator_token
@@ -105,6 +105,15 @@ async def test_the_hub_moves_to_a_replica_and_back_under_load_in_both_domains(
     for number in (3, 4, 5):
         assert own_gtids(cluster, number) == [], f"server {number} has errant GTIDs"
     assert load_rows(cluster, 3) == load_rows(cluster, 4) == load_rows(cluster, 5)
+    drivers = [driver(cluster, n) for n in (3, 4, 5)]
+    try:
+        sums = [await d.checksums() for d in drivers]
+    finally:
+        for d in drivers:
+            await d.aclose()
+    assert len({s.position for s in sums}) == 1 and all(dict(s.tables) == dict(sums[0].tables) for s in sums), [
+        (s.position, dict(s.tables)) for s in sums
+    ]  # the servers below the masters hold both domains: the same tables at the same position
     assert max(gaps) < 60, gaps  # bounded by the operation's own waits; figures in docs/benchmarks.md
 
 

@@ -185,8 +185,8 @@ async def test_server_hosts_are_a_name_or_an_ip_only(client: httpx.AsyncClient, 
     base = f"/api/v1/clusters/{cluster['id']}"
     refused = await client.post(f"{base}/servers", json={"host": host, "protocol_port": 7301})
     assert refused.status_code == 422, refused.text
-    discovery = await client.post(f"{base}/discover", json={"host": host, "protocol_port": 1, "admin_port": 2})
-    assert discovery.status_code in (404, 422) and discovery.status_code != 201
+    discovery = await client.post(f"{base}/discovery", json={"host": host, "protocol_port": 1, "admin_port": 2})
+    assert discovery.status_code == 422, discovery.text
 
 
 async def test_server_hosts_and_ports_accepted(client: httpx.AsyncClient) -> None:

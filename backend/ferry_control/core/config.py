@@ -96,6 +96,12 @@ class Settings(BaseSettings):
 
     node_connect_timeout_s: float = Field(1.0, gt=0)
     node_read_timeout_s: float = Field(5.0, gt=0, description="Per request to a node (waits add their own timeout).")
+    node_answer_bytes_max: int = Field(
+        4 * 1024 * 1024,
+        ge=1024,
+        description="The largest answer read from a node's admin API; a longer one is refused as the node's error "
+        "(a hostile or broken node cannot fill the control plane's memory).",
+    )
     node_read_retries_max: int = Field(2, ge=0, description="Retries of a failed read; mutating calls never retry.")
     node_retry_backoff_s: float = Field(0.05, ge=0)
 

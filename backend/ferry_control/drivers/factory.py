@@ -48,6 +48,7 @@ class DriverFactory:
             scheme="https" if self._tls is not None else "http",
             canary_table=settings.drill_canary_table,
             protocol_timeout_s=settings.node_protocol_timeout_s,
+            answer_bytes_max=settings.node_answer_bytes_max,
         )
 
     @property

@@ -8,6 +8,7 @@ nodes' admin token as a bearer token. The node's error body `{"error": {"code", 
 from __future__ import annotations
 
 import asyncio
+import json as json_module
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -70,6 +71,8 @@ class FerryDriverConfig:
     #: a node's binary protocol (canaries travel by the protocol, as any client's writes).
     canary_table: str = "ferry_drill_canary"
     protocol_timeout_s: float = 5.0
+    #: The largest answer read (settings.node_answer_bytes_max); a longer one is the node's protocol error.
+    answer_bytes_max: int = 4 * 1024 * 1024
 
 
 class FerryDriver(ServerDriver):
@@ -119,24 +122,42 @@ class FerryDriver(ServerDriver):
             timeout = httpx.Timeout(
                 self._config.read_timeout_s + extra_timeout_s, connect=self._config.connect_timeout_s
             )
+        limit = self._config.answer_bytes_max
         try:
-            response = await self._client.request(
+            request = self._client.build_request(
                 method, self._url(path), json=json, params=params, headers=headers, timeout=timeout
             )
+            response = await self._client.send(request, stream=True)
+            try:
+                declared = response.headers.get("content-length")
+                if declared is not None and declared.isdigit() and int(declared) > limit:
+                    too_large = f"{method} {path} declares {declared} bytes (at most {limit} are read)"
+                    raise ServerProtocolError(self.address, "answer_too_large", too_large)
+                chunks, size = [], 0
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if size > limit:
+                        raise ServerProtocolError(self.address, "answer_too_large",
+                                                  f"{method} {path} answered more than {limit} bytes")  # fmt: skip
+                    chunks.append(chunk)
+            finally:
+                await response.aclose()
         except httpx.TimeoutException as e:
             raise ServerUnreachable(self.address, "timeout", f"{method} {path} timed out ({type(e).__name__})") from e
         except httpx.TransportError as e:
             raise ServerUnreachable(self.address, "unreachable", f"{method} {path}: {e!r}") from e
+        content = b"".join(chunks)
         try:
-            body = response.json()
+            body = json_module.loads(content)
         except ValueError as e:
             raise ServerProtocolError(
                 self.address, "not_json", f"{method} {path} answered {response.status_code} without JSON"
             ) from e
         if response.status_code >= 400:
+            text = content[:2000].decode(errors="replace")
             error = body.get("error") if isinstance(body, dict) else None
             code = str(error.get("code", "unknown")) if isinstance(error, dict) else "unknown"
-            message = str(error.get("message", response.text)) if isinstance(error, dict) else response.text
+            message = str(error.get("message", text)) if isinstance(error, dict) else text
             raise refusal_for_status(response.status_code)(self.address, response.status_code, code, message)
         return body
 
