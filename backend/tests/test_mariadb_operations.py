@@ -585,6 +585,45 @@ async def test_a_skip_on_a_multi_source_replica_pauses_its_other_connection_for_
     assert cluster.sql(3, "SELECT id FROM app.m2") == [["1"]], "domain 2 replicated through the pause"
 
 
+async def test_a_skip_never_moves_a_busy_other_connections_domain_back(
+    mariadb_factory: Callable[..., MariadbCluster],
+) -> None:
+    """While m1 is skipped on server 3, master 2 keeps writing increments in domain 2 as fast as it can, so m2 applies
+    up to the moment it is paused: the skip writes back only domain 1, read after the pause, and not one of domain
+    2's increments is applied twice (server 3's counters equal master 2's) nor stops m2 on an error."""
+    cluster = mariadb_factory(5, shape="seed000")
+    cluster.sql(1, "CREATE TABLE app.m1 (id INT PRIMARY KEY);")
+    cluster.wait_converged()
+    cluster.sql(3, "SET SESSION sql_log_bin = 0; INSERT INTO app.m1 VALUES (1);")
+    cluster.sql(1, "INSERT INTO app.m1 VALUES (1);")
+
+    def m1_stopped() -> bool:
+        rows = {r["Connection_name"]: r for r in cluster.replica_status(3)}
+        return rows["m1"]["Slave_SQL_Running"] == "No" and rows["m1"]["Last_SQL_Errno"] == "1062"
+
+    await eventually("m1 stopped by the duplicate key", m1_stopped)
+    writer = await MariadbLoadWriter(cluster, clients=2, domains=2, rate=2000.0, masters={1: 1, 2: 2}).start()
+    replica = driver(cluster, 3)
+    try:
+        await eventually("domain 2's increments applied on server 3", lambda: any(
+            n > 5 for k, n in load_rows(cluster, 3).items() if k.startswith("d2")))  # fmt: skip
+        skipped = await replica.skip_transactions("m1", 1)
+        assert skipped.paused == ("m2",), skipped
+        await replica.start_replication("m1")
+        await eventually("more of domain 2 after the skip", lambda: sum(
+            n for k, n in load_rows(cluster, 3).items() if k.startswith("d2")) > 50)  # fmt: skip
+    finally:
+        await replica.aclose()
+        ledger = await writer.stop()
+    cluster.wait_converged()
+    rows = {r["Connection_name"]: r for r in cluster.replica_status(3)}
+    assert (rows["m2"]["Last_SQL_Errno"], rows["m2"]["Slave_SQL_Running"]) == ("0", "Yes"), rows["m2"]
+    on_master, on_hub = load_rows(cluster, 2), load_rows(cluster, 3)
+    for key, acked in ledger.acked.items():
+        if key.startswith("d2"):
+            assert on_hub[key] == on_master[key] == acked, (key, on_hub[key], on_master[key], acked)
+
+
 async def test_manual_failover_levels_the_chosen_replica_from_its_peer(
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
 ) -> None:

@@ -445,7 +445,8 @@ class MariadbDriver(ServerDriver):
 
         MariaDB takes a new @@gtid_slave_pos only with every connection stopped: on a multi-source replica the
         other running connections are stopped for that moment and started again (`Skipped.paused` names them;
-        each restarts from gtid_slave_pos, which the skip changes only in the skipped transactions' domains).
+        each restarts from gtid_slave_pos, which the skip changes only in the skipped transactions' domains, read
+        again once they are stopped, so a busy other connection's domain never moves back).
 
         Refusals: 1198 `ReplicationRunning` while the SQL thread runs (the server's own words); 1617 for no such
         connection; `not_received` when fewer than `count` transactions are in the relay log."""
@@ -480,10 +481,16 @@ class MariadbDriver(ServerDriver):
         ]
         for name in others:
             await self.sql.query("STOP SLAVE %s", (name,))
+        # Read again now that nothing applies: the other connections went on applying their domains until they
+        # stopped, and writing back the position read before would move their domains back (re-applied rows).
+        # Only the skipped transactions' domains change, and never backwards.
+        now = parse_position(await self.sql.value("SELECT @@gtid_slave_pos"))
         for gtid in gtids:
-            applied[gtid.domain] = gtid
+            have = now.get(gtid.domain)
+            if have is None or gtid.seq_no > have.seq_no:
+                now[gtid.domain] = gtid
         try:
-            await self.sql.query("SET GLOBAL gtid_slave_pos = %s", (format_position(applied.values()),))
+            await self.sql.query("SET GLOBAL gtid_slave_pos = %s", (format_position(now.values()),))
         except ReplicationRunning:
             if receiving:
                 await self.sql.query("START SLAVE %s IO_THREAD", (connection,))
