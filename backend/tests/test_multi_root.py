@@ -114,3 +114,28 @@ async def test_a_planned_switchover_of_one_master_of_two_keeps_the_candidates_ot
         await eventually(f"server {number} with the new rows", lambda n=number: (
             cluster.sql(n, "SELECT COUNT(*) FROM app.t1") == [["1"]]
             and cluster.sql(n, "SELECT COUNT(*) FROM app.t2") == [["1"]]))  # fmt: skip
+
+
+async def test_a_candidate_that_filters_out_a_domain_of_its_master_is_refused_naming_the_domain(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    """Server 3's `m1` ignores domain 5, which master 1 also writes: promoted in master 1's place, server 3 (and
+    everything below it) would lose domain 5. The switchover and the failover are refused naming the domain, and
+    nothing changes."""
+    cluster = mariadb_factory(5, shape="seed000")
+    cluster.sql(3, "STOP SLAVE 'm1'; CHANGE MASTER 'm1' TO IGNORE_DOMAIN_IDS = (5); START SLAVE 'm1';")
+    cluster.sql(1, "CREATE TABLE app.t1 (id INT PRIMARY KEY); SET SESSION gtid_domain_id = 5; "
+                   "INSERT INTO app.t1 VALUES (5);")  # fmt: skip
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        switchover = await run_operation(live.app, live.client, cluster_id, "switchover",
+                                         {"source_server_id": ids[1], "candidate_server_id": ids[3]})  # fmt: skip
+        assert switchover["state"] == "failed"
+        assert "filtering out domain(s) 5 of server" in switchover["error"], switchover["error"]
+        await live.app.state.collector.run_cycle()  # master 1's domains, as last seen before it is lost
+        cluster.kill(1)
+        failover = await run_operation(live.app, live.client, cluster_id, "failover", {"source_server_id": ids[1]})
+        assert failover["state"] == "failed"
+        assert f"server {ids[3]} (s3): it would lose domain(s) 5" in failover["error"], failover["error"]
+    assert cluster.value(3, "@@read_only") == "1"
+    assert set(ports(cluster, 3)) == {"m1", "m2"}, "nothing changed"

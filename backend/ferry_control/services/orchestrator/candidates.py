@@ -2,8 +2,9 @@
 
 A replica is excluded when it does not answer or reports a failure, is in maintenance, is fenced, has the promotion
 rule `must_not`, lacks a label the cluster requires it to share with the source (`candidate_labels`, e.g. the
-source's data centre), or — unless the operator names it — replicates with a configured delay (a delayed replica is
-kept for disaster recovery: it is never promoted automatically and never holds an operation back). Among the
+source's data centre), filters out a domain the source has (it would lose it, for everyone below it too), or —
+unless the operator names it — replicates with a configured delay (a delayed replica is kept for disaster
+recovery: it is never promoted automatically and never holds an operation back). Among the
 others, `prefer` comes before `neutral`, `neutral` before `prefer_not`; a `prefer_not` server is promoted only when no
 better one can take over at once, and then `better_successor` names the one the role moves on to afterwards."""
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ferry_control.models import PromotionRule
-from ferry_control.services.orchestrator.gtid import ahead_of_all, behind_total
+from ferry_control.services.orchestrator.gtid import ahead_of_all, behind_total, position
 from ferry_control.services.orchestrator.runner import OperationFailed
 from ferry_control.services.orchestrator.snapshot import Link, ServerInfo, ServerView
 
@@ -23,6 +24,23 @@ def delay_of(link: Link) -> int:
     """The connection's configured delay in seconds (0: none)."""
     settings = link.connection.settings
     return max(link.connection.delay_s, settings.delay_s if settings is not None else 0)
+
+
+def filtered_domains(link: Link, source: ServerView) -> list[int]:
+    """Domains of the source's binlog (a lost source's: as last seen) that the replica's connection to it filters
+    out (ignore_domain_ids, or a do_domain_ids list without them): promoted in the source's place, it would lose
+    them — and so would every server that follows it."""
+    settings = link.connection.settings
+    if settings is None:
+        return []
+    try:
+        ignored = set(settings.filter_ids("ignore_domain_ids"))
+        only = set(settings.filter_ids("do_domain_ids"))
+    except ValueError:
+        return []
+    # A lost source's domains as the collector last saw them.
+    domains = (source.binlog if source.status is not None else position(source.info.last_binlog_pos or "")).domains()
+    return sorted(d for d in domains if d in ignored or (only and d not in only))
 
 
 def label_mismatch(replica: ServerInfo, source: ServerInfo, required: Sequence[str]) -> str | None:
@@ -54,6 +72,8 @@ def exclusions(link: Link, source: ServerView, required_labels: Sequence[str], *
         reasons.append("its promotion rule is must_not")
     if (mismatch := label_mismatch(info, source.info, required_labels)) is not None:
         reasons.append(mismatch)
+    if lost := filtered_domains(link, source):
+        reasons.append(f"it would lose domain(s) {', '.join(map(str, lost))}: its connection filters them out")
     if not named and (delay := delay_of(link)):
         reasons.append(f"it replicates with a delay of {delay} s (never promoted automatically)")
     return reasons

@@ -168,6 +168,11 @@ async def run_failover(ctx: OperationContext) -> None:
             f"failover refused, nothing was changed: {label} cannot replace {master.info.label}: "
             + pool.excluded.get(label, "it is not a replica of the lost master")
         )
+    if not pool.eligible:
+        raise OperationFailed(
+            f"failover refused, nothing was changed: no replica of {master.info.label} can take over: "
+            + ("; ".join(f"{label}: {why}" for label, why in pool.excluded.items()) or "it has no replicas")
+        )
     incoming = await stored_incoming(ctx, master.info.id)
     if incoming:  # an intermediate master: its replicas are re-homed under one of them
         await fail_over_hub(ctx, snapshot, master, incoming, pool)

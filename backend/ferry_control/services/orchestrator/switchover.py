@@ -16,7 +16,7 @@ from ferry_control.drivers.base import Check, ConnectionSettings, MasterRole
 from ferry_control.drivers.errors import DriverError, ServerConflict
 from ferry_control.models import PromotionRule
 from ferry_control.services.orchestrator import actions
-from ferry_control.services.orchestrator.candidates import delay_of, label_mismatch
+from ferry_control.services.orchestrator.candidates import delay_of, filtered_domains, label_mismatch
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, join_all, position
 from ferry_control.services.orchestrator.hub_switchover import hub_plan, switch_hub
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
@@ -61,6 +61,11 @@ def candidate_checks(
         problems.append("never to be promoted (promotion rule must_not)")
     if (mismatch := label_mismatch(info, master.info, required_labels)) is not None:
         problems.append(f"outside the master's labels: {mismatch}")
+    if lost := filtered_domains(link, master):
+        problems.append(
+            f"filtering out domain(s) {', '.join(map(str, lost))} of {master.info.label} (it would lose them, and so "
+            "would every server that follows it): remove the filter first, or choose another candidate"
+        )
     checks.append(
         Check("candidate_eligible", not problems, f"{info.label} is " + (" and ".join(problems) or "eligible"))
     )
