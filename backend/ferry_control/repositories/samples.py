@@ -1,10 +1,12 @@
-"""Position and lag samples: change-only inserts, history by time range, and the retention job's downsampling
-and deletion (one statement each, with a dialect-specific time bucket)."""
+"""Position and lag samples: change-only inserts, history by time range (lag history downsampled per time bucket
+when a range holds more than a response may), and the retention job's downsampling and deletion (one statement
+each, with a dialect-specific time bucket)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import BigInteger, ColumnElement, Integer, Row, cast, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -66,6 +68,52 @@ class SampleRepository:
         if domain_id is not None:
             statement = statement.where(LagSample.domain_id == domain_id)
         statement = statement.order_by(LagSample.sampled_at, LagSample.id).limit(limit)
+        return (await self.session.execute(statement)).all()
+
+    def _lag_filter(
+        self, statement: Any, cluster_id: int, since: datetime, until: datetime, replica_server_id: int | None,
+        domain_id: int | None,
+    ) -> Any:  # fmt: skip
+        statement = statement.join(ReplicationLink, ReplicationLink.id == LagSample.link_id).where(
+            ReplicationLink.cluster_id == cluster_id, LagSample.sampled_at >= since, LagSample.sampled_at <= until
+        )
+        if replica_server_id is not None:
+            statement = statement.where(ReplicationLink.replica_server_id == replica_server_id)
+        if domain_id is not None:
+            statement = statement.where(LagSample.domain_id == domain_id)
+        return statement
+
+    async def lag_extent(
+        self, cluster_id: int, since: datetime, until: datetime, replica_server_id: int | None = None,
+        domain_id: int | None = None,
+    ) -> tuple[int, int]:  # fmt: skip
+        """How many lag samples the range holds, and in how many series (link and domain)."""
+        rows = self._lag_filter(select(func.count(LagSample.id)).select_from(LagSample), cluster_id, since, until,
+                                replica_server_id, domain_id)  # fmt: skip
+        series = self._lag_filter(select(LagSample.link_id, LagSample.domain_id).select_from(LagSample), cluster_id,
+                                  since, until, replica_server_id, domain_id).distinct().subquery()  # fmt: skip
+        count = await self.session.scalar(select(func.count()).select_from(series))
+        return int(await self.session.scalar(rows) or 0), int(count or 0)
+
+    async def lag_downsampled(
+        self, cluster_id: int, since: datetime, until: datetime, bucket_s: int, replica_server_id: int | None = None,
+        domain_id: int | None = None,
+    ) -> Sequence[Row[tuple[LagSample, ReplicationLink, float, float]]]:  # fmt: skip
+        """Per series and `bucket_s`-second bucket, its last sample (the highest id: samples are stored in time
+        order) with the bucket's lowest and highest seconds, as Grafana's downsampling keeps min, max and last."""
+        bucket = self._bucket(LagSample.sampled_at, bucket_s)
+        grouped = self._lag_filter(
+            select(LagSample.link_id, LagSample.domain_id, func.min(LagSample.seconds).label("lo"),
+                   func.max(LagSample.seconds).label("hi"), func.max(LagSample.id).label("last_id")).select_from(
+                LagSample),
+            cluster_id, since, until, replica_server_id, domain_id,
+        ).group_by(LagSample.link_id, LagSample.domain_id, bucket).subquery()  # fmt: skip
+        statement = (
+            select(LagSample, ReplicationLink, grouped.c.lo, grouped.c.hi)
+            .join(grouped, LagSample.id == grouped.c.last_id)
+            .join(ReplicationLink, ReplicationLink.id == LagSample.link_id)
+            .order_by(LagSample.sampled_at, LagSample.id)
+        )
         return (await self.session.execute(statement)).all()
 
     async def lag_before(

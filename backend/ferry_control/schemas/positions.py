@@ -110,6 +110,12 @@ class LagSampleRead(BaseModel):
     transactions: int
     seconds: float
     sampled_at: datetime
+    seconds_min: float | None = Field(
+        None, description="Downsampled (`bucket_s` set): the lowest seconds in the bucket this sample is the last of."
+    )
+    seconds_max: float | None = Field(
+        None, description="Downsampled (`bucket_s` set): the highest seconds in the bucket this sample is the last of."
+    )
 
 
 class LagHistory(BaseModel):
@@ -141,5 +147,10 @@ class LagHistory(BaseModel):
         description="Each link and domain's newest sample before `since`: its lag when the range begins (samples "
         "are recorded when lag changes, so a value holds until the next sample)."
     )
-    samples: list[LagSampleRead]
-    truncated: bool
+    samples: list[LagSampleRead] = Field(
+        description="Oldest first. When the range holds more samples than `limit`, one per series and `bucket_s` "
+        "bucket: the bucket's last sample, with its lowest and highest seconds (`seconds_min`, `seconds_max`); the "
+        "newest sample of every series is always among them."
+    )
+    truncated: bool = Field(description="Some samples of the range are not in the answer (never the newest).")
+    bucket_s: int | None = Field(None, description="The downsampling bucket in seconds; None: every sample.")

@@ -3,6 +3,7 @@ with ferry_engine's `is_ahead_of`), and position and lag history by time range."
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 
 import ferry_engine
@@ -153,13 +154,23 @@ class PositionService:
     ) -> LagHistory:
         await self.clusters.get(cluster_id)
         since, until = history_range(since, until)
-        rows = await self.samples.lag_history(cluster_id, since, until, limit + 1, replica_server_id, domain_id)
         before = await self.samples.lag_before(cluster_id, since, replica_server_id, domain_id)
-        return LagHistory(
-            cluster_id=cluster_id,
-            since=since,
-            until=until,
-            at_start=[lag_sample_read(sample, link) for sample, link in before],
-            samples=[lag_sample_read(sample, link) for sample, link in rows[:limit]],
-            truncated=len(rows) > limit,
-        )
+        at_start = [lag_sample_read(sample, link) for sample, link in before]
+        count, series = await self.samples.lag_extent(cluster_id, since, until, replica_server_id, domain_id)
+        if count <= limit:
+            rows = await self.samples.lag_history(cluster_id, since, until, limit, replica_server_id, domain_id)
+            samples = [lag_sample_read(sample, link) for sample, link in rows]
+            return LagHistory(cluster_id=cluster_id, since=since, until=until, at_start=at_start, samples=samples,
+                              truncated=False)  # fmt: skip
+        # More than a response may hold: one sample per series and bucket (its last, with the bucket's min and max),
+        # buckets as wide as needed for `limit` (a range's edges can add a bucket per series: the oldest go first).
+        buckets = max(limit // max(series, 1) - 1, 1)
+        bucket_s = max(math.ceil((until - since).total_seconds() / buckets), 1)
+        downsampled = await self.samples.lag_downsampled(cluster_id, since, until, bucket_s, replica_server_id,
+                                                         domain_id)  # fmt: skip
+        samples = [
+            lag_sample_read(sample, link).model_copy(update={"seconds_min": lo, "seconds_max": hi})
+            for sample, link, lo, hi in downsampled
+        ][-limit:]
+        return LagHistory(cluster_id=cluster_id, since=since, until=until, at_start=at_start, samples=samples,
+                          truncated=True, bucket_s=bucket_s)  # fmt: skip

@@ -1864,10 +1864,21 @@ export interface components {
              * @description Each link and domain's newest sample before `since`: its lag when the range begins (samples are recorded when lag changes, so a value holds until the next sample).
              */
             at_start: components["schemas"]["LagSampleRead"][];
-            /** Samples */
+            /**
+             * Samples
+             * @description Oldest first. When the range holds more samples than `limit`, one per series and `bucket_s` bucket: the bucket's last sample, with its lowest and highest seconds (`seconds_min`, `seconds_max`); the newest sample of every series is always among them.
+             */
             samples: components["schemas"]["LagSampleRead"][];
-            /** Truncated */
+            /**
+             * Truncated
+             * @description Some samples of the range are not in the answer (never the newest).
+             */
             truncated: boolean;
+            /**
+             * Bucket S
+             * @description The downsampling bucket in seconds; None: every sample.
+             */
+            bucket_s?: number | null;
         };
         /** LagSampleRead */
         LagSampleRead: {
@@ -1890,6 +1901,16 @@ export interface components {
              * Format: date-time
              */
             sampled_at: string;
+            /**
+             * Seconds Min
+             * @description Downsampled (`bucket_s` set): the lowest seconds in the bucket this sample is the last of.
+             */
+            seconds_min?: number | null;
+            /**
+             * Seconds Max
+             * @description Downsampled (`bucket_s` set): the highest seconds in the bucket this sample is the last of.
+             */
+            seconds_max?: number | null;
         };
         /** LastDrill */
         LastDrill: {

@@ -53,7 +53,11 @@ export function LagView({ clusterId }: { clusterId: number }) {
       </div>
       <QueryState isPending={history.isPending} error={history.error} what="lag history">
         {history.data?.truncated ? (
-          <p className="small">Only the first 10,000 samples of this range are drawn; narrow the range for all.</p>
+          <p className="small">
+            {history.data.bucket_s
+              ? `Downsampled: one point per ${history.data.bucket_s} s per series (its last value; the newest is always shown); narrow the range for every sample.`
+              : "Not every sample of this range is drawn; narrow the range for all."}
+          </p>
         ) : null}
         {shown.length === 0 ? (
           <p className="muted">No lag samples in this range (samples are recorded when lag changes).</p>

@@ -1,0 +1,70 @@
+"""The lag history a chart reads: a range with more samples than the response may hold is downsampled per series and
+time bucket (the bucket's last sample, with its lowest and highest seconds), so the newest sample is always in the
+answer and a short spike still shows as a bucket's maximum; a range that fits is answered sample by sample."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import httpx
+from fastapi import FastAPI
+from sqlalchemy import insert
+
+from ferry_control.core.db import session_scope
+from ferry_control.models import LagSample, LinkSource, ReplicationLink
+
+DAY_S = 24 * 3600
+#: What the dashboard's 24 h chart asks for (frontend/src/api/queries.ts).
+CHART_LIMIT = 10_000
+
+
+async def a_day_of_samples(app: FastAPI, client: httpx.AsyncClient, now: datetime) -> tuple[int, int]:
+    """A cluster with one link whose lag was sampled every second for a day (one 30 s spike at noon); returns the
+    cluster's and the link's ids."""
+    cluster_id = (await client.post("/api/v1/clusters", json={"name": "day"})).json()["id"]
+    ids = []
+    for number in (1, 2):
+        body = {"name": f"s{number}", "host": "127.0.0.1", "protocol_port": 7300 + number}
+        response = await client.post(f"/api/v1/clusters/{cluster_id}/servers", json=body)
+        ids.append(response.json()["id"])
+    async with session_scope(app.state.sessionmaker) as session:
+        link = ReplicationLink(cluster_id=cluster_id, replica_server_id=ids[1], master_server_id=ids[0], name="main",
+                               source=LinkSource.replica, lag={})  # fmt: skip
+        session.add(link)
+        await session.flush()
+        start = now - timedelta(seconds=DAY_S - 1)
+        rows = [
+            {"link_id": link.id, "domain_id": 1, "transactions": second % 7,
+             "seconds": 300.0 if DAY_S // 2 <= second < DAY_S // 2 + 30 else 0.1 + (second % 5) / 10,
+             "sampled_at": start + timedelta(seconds=second)}
+            for second in range(DAY_S)
+        ]  # fmt: skip
+        await session.execute(insert(LagSample), rows)
+        return cluster_id, link.id
+
+
+async def test_a_day_of_samples_read_for_the_24_hour_chart_ends_with_the_newest(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    cluster_id, link_id = await a_day_of_samples(app, client, now)
+    answer = await client.get(f"/api/v1/clusters/{cluster_id}/lag/history", params={
+        "since": (now - timedelta(hours=24)).isoformat(), "until": now.isoformat(), "limit": CHART_LIMIT})  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    history = answer.json()
+    samples = history["samples"]
+    assert history["truncated"] is True and history["bucket_s"] >= DAY_S // CHART_LIMIT, history["bucket_s"]
+    assert 0 < len(samples) <= CHART_LIMIT
+    newest = samples[-1]
+    assert datetime.fromisoformat(newest["sampled_at"]) == now, "the newest sample is in the answer"
+    assert newest["link_id"] == link_id and newest["transactions"] == (DAY_S - 1) % 7
+    assert [s["sampled_at"] for s in samples] == sorted(s["sampled_at"] for s in samples), "oldest first"
+    assert max(s["seconds_max"] for s in samples) == 300.0, "the noon spike shows as a bucket's maximum"
+    assert min(s["seconds_min"] for s in samples) == 0.1
+
+    # An hour of it fits: every sample, none downsampled.
+    hour = await client.get(f"/api/v1/clusters/{cluster_id}/lag/history", params={
+        "since": (now - timedelta(hours=1)).isoformat(), "until": now.isoformat(), "limit": CHART_LIMIT})  # fmt: skip
+    body = hour.json()
+    assert (body["truncated"], body["bucket_s"], len(body["samples"])) == (False, None, 3601)
+    assert body["samples"][-1]["seconds_max"] is None
