@@ -382,6 +382,33 @@ async def test_tokens_expire_and_record_their_last_use(
         assert expired.status_code == 401 and "expired" in expired.json()["error"]["message"]
 
 
+async def test_moving_a_server_that_receives_credentials_takes_an_admin(
+    client: httpx.AsyncClient, tokens: Tokens
+) -> None:
+    """An operator may rename or label a server, but not send its cluster's credentials somewhere else: a new host or
+    port of a ferryd node (it receives the nodes' token) or of a server of a cluster with stored secrets is 403 for
+    an operator, done for an admin; a server that receives nothing may move freely."""
+    base = "/api/v1/clusters"
+    with_secrets = (await client.post(base, json={"name": "sec", "db_user": "u", "db_password": "p"})).json()["id"]
+    plain = (await client.post(base, json={"name": "plain"})).json()["id"]
+    node = (await client.post(f"{base}/{plain}/servers", json={"host": "10.0.0.1", "protocol_port": 7301})).json()
+    maria = (await client.post(f"{base}/{with_secrets}/servers",
+                               json={"kind": "mariadb", "host": "10.0.0.2", "protocol_port": 3306})).json()  # fmt: skip
+    for cluster_id, server in ((plain, node), (with_secrets, maria)):
+        url = f"{base}/{cluster_id}/servers/{server['id']}"
+        refused = await client.patch(url, json={"host": "203.0.113.9"})
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["error"]["code"] == "address_change_needs_admin"
+        assert "sends its cluster's credentials to the new address" in refused.json()["error"]["message"]
+        assert (await client.get(url)).json()["host"] == server["host"], "nothing changed"
+        assert (await client.patch(url, json={"labels": {"rack": "r1"}})).status_code == 200
+        moved = await client.patch(url, json={"host": "10.0.0.9"}, headers=tokens.header("admin"))
+        assert moved.status_code == 200 and moved.json()["host"] == "10.0.0.9"
+    bare = (await client.post(f"{base}/{plain}/servers",
+                              json={"kind": "mariadb", "host": "10.0.0.3", "protocol_port": 3306})).json()  # fmt: skip
+    assert (await client.patch(f"{base}/{plain}/servers/{bare['id']}", json={"protocol_port": 3307})).status_code == 200
+
+
 async def test_deleting_during_an_operation_is_a_conflict(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
 ) -> None:
@@ -404,7 +431,9 @@ async def test_deleting_during_an_operation_is_a_conflict(
             await called.wait()  # the operation runs: its pre-operation hook is being called
         cluster = await live.client.delete(f"/api/v1/clusters/{cluster_id}")
         server = await live.client.delete(f"/api/v1/clusters/{cluster_id}/servers/{ids['replica2']}")
-        for refused in (cluster, server):
+        changed = await live.client.patch(f"/api/v1/clusters/{cluster_id}/servers/{ids['replica2']}",
+                                          json={"labels": {"rack": "r9"}})  # fmt: skip
+        for refused in (cluster, server, changed):
             assert refused.status_code == 409 and refused.json()["error"]["code"] == "operation_running"
             assert refused.json()["error"]["details"]["operation_id"] == started.json()["id"]
         release.set()

@@ -42,9 +42,15 @@ async def get_server(
 
 @router.patch("/{server_id}", response_model=ServerRead, summary="Update a server", responses=error_responses(403, 409))
 async def update_server(
-    data: ServerUpdate, session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId, server_id: int = ServerId
+    data: ServerUpdate,
+    session: SessionDep,
+    principal: OperatorToken,
+    cluster_id: int = ClusterId,
+    server_id: int = ServerId,
 ) -> ServerRead:
-    return ServerRead.model_validate(await ServerService(session).update(cluster_id, server_id, data))
+    """Refused while an operation runs on the cluster (409 `operation_running`); moving a server that receives
+    credentials to another address takes an admin's token (403 `address_change_needs_admin`)."""
+    return ServerRead.model_validate(await ServerService(session).update(cluster_id, server_id, data, principal.role))
 
 
 @router.put(

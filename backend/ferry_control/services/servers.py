@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ferry_control.core.errors import Conflict, NotFound
-from ferry_control.models import Server
+from ferry_control.core.errors import Conflict, Forbidden, NotFound
+from ferry_control.core.security import Role
+from ferry_control.models import Server, ServerKind
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.server import ServerCreate, ServerUpdate
 from ferry_control.services.clusters import ClusterService
@@ -35,9 +36,26 @@ class ServerService:
         await self._check_free(cluster_id, name, data.host, data.protocol_port)
         return await self.servers.add(Server(cluster_id=cluster_id, **{**data.model_dump(), "name": name}))
 
-    async def update(self, cluster_id: int, server_id: int, data: ServerUpdate) -> Server:
+    async def update(self, cluster_id: int, server_id: int, data: ServerUpdate, role: Role = Role.admin) -> Server:
+        """409 `operation_running` while an operation holds the cluster (it acts on what it read of the servers);
+        403 `address_change_needs_admin` when `role` is below admin and the change moves a server's address while
+        credentials go to it (its cluster's stored secrets, or the nodes' token for a ferryd node): the control
+        plane would send them to the new address."""
         server = await self.get(cluster_id, server_id)
         changes = data.model_dump(exclude_unset=True)
+        await self.clusters.refuse_while_busy(cluster_id, f"server {server_id} cannot be changed")
+        moved = [
+            k for k in ("host", "protocol_port", "admin_port") if k in changes and changes[k] != getattr(server, k)
+        ]
+        if moved and not role.allows(Role.admin):
+            cluster = await self.clusters.get(cluster_id)
+            if cluster.credentials_ciphertext or server.kind == ServerKind.ferry:
+                raise Forbidden(
+                    f"changing the {', '.join(moved)} of server {server_id} ({server.name}) sends its cluster's "
+                    "credentials to the new address: an admin's token is needed (or register the new address as "
+                    "a new server and remove this one)",
+                    code="address_change_needs_admin",
+                )
         for required in ("name", "host", "labels", "maintenance", "promotion_rule"):
             if required in changes and changes[required] is None:
                 raise Conflict(f"a server's {required} cannot be removed", code="field_required")
