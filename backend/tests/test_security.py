@@ -31,6 +31,7 @@ from ferry_control.core.secrets import SecretBox, generate_key
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.main import create_app
 from ferry_control.models import ApiToken, Cluster, ServerKind
+from ferry_control.services.audit import AuditService
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from tests.conftest import SECRET_KEY, LiveFactory, Tokens, empty_database
 from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster
@@ -476,3 +477,25 @@ def test_key_rotation_and_expiring_tokens_from_the_command_line(live_database_ur
     finally:
         engine.dispose()
         empty_database(live_database_url)
+
+
+async def test_every_change_is_audited_or_not_made(client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit row is written in the change's own transaction: a path longer than its column (a zero-padded id)
+    is cut, never refused, so the change and its row land together; and when the row cannot be written at all, the
+    change does not land either."""
+    cluster = (await client.post("/api/v1/clusters", json={"name": "audited"})).json()
+    padded = f"/api/v1/clusters/{str(cluster['id']).zfill(600)}"
+    changed = await client.patch(padded, json={"description": "moved to rack 4"})
+    assert changed.status_code == 200, changed.text
+    rows = (await client.get("/api/v1/audit", params={"limit": 5})).json()
+    row = next(r for r in rows if r["method"] == "PATCH")
+    assert len(row["path"]) == 500 and row["path"].endswith("…") and row["status_code"] == 200, row
+
+    async def unwritable(*_: Any, **__: Any) -> None:
+        raise RuntimeError("the audit log cannot be written")
+
+    monkeypatch.setattr(AuditService, "record", unwritable)
+    with pytest.raises(RuntimeError, match="cannot be written"):
+        await client.patch(f"/api/v1/clusters/{cluster['id']}", json={"description": "never"})
+    monkeypatch.undo()
+    assert (await client.get(f"/api/v1/clusters/{cluster['id']}")).json()["description"] == "moved to rack 4"

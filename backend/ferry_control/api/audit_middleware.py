@@ -1,11 +1,17 @@
-"""Writes an audit row for every state-changing call under /api/v1 (POST, PUT, PATCH, DELETE), whatever its
-outcome — including refusals before the handler ran (401, 403, 404, 422). The row is committed in its own
-transaction before the response starts, so whoever sees the answer can find its audit row."""
+"""An audit row for every state-changing call under /api/v1 (POST, PUT, PATCH, DELETE), whatever its outcome —
+including refusals before the handler ran (401, 403, 404, 422).
+
+A call whose handler returns writes its row in its own change's transaction (`audit_in_transaction`, run by the
+session dependency before it commits): the change is audited or not made — if the row cannot be written, the
+change rolls back with it. A call that did not get that far (refused, failed, or with no database session) is
+written here, in a transaction of its own, before the response starts, so whoever sees the answer can find its
+audit row. Every field is bounded to its column."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ferry_control.core.db import session_scope
@@ -21,11 +27,7 @@ class AuditMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] != "http"
-            or scope.get("method") not in MUTATING_METHODS
-            or not scope.get("path", "").startswith(AUDITED_PREFIX)
-        ):
+        if not audited(scope):
             await self.app(scope, receive, send)
             return
         started = False
@@ -45,27 +47,52 @@ class AuditMiddleware:
             raise
 
     async def _record(self, scope: Scope, status: int) -> None:
-        app = scope["app"]
-        state = scope.get("state") or {}
-        principal = state.get("principal")
-        route = scope.get("route")
-        path_params: dict[str, Any] = dict(scope.get("path_params") or {})
-        cluster_id = path_params.get("cluster_id")
-        details: dict[str, Any] = {"path_params": {k: str(v) for k, v in path_params.items()}}
-        headers = dict(scope.get("headers") or [])
-        if idempotency_key := headers.get(b"idempotency-key"):
-            details["idempotency_key"] = idempotency_key.decode(errors="replace")[:200]
-        async with session_scope(app.state.sessionmaker) as session:
-            await AuditService(session).record(
-                actor=principal.name if principal else None,
-                token_id=principal.token_id if principal else None,
-                action=getattr(route, "name", None) or "unmatched",
-                method=scope["method"],
-                path=scope["path"],
-                cluster_id=_int_or_none(cluster_id),
-                status_code=status,
-                details=details,
-            )
+        if (scope.get("state") or {}).get("audited"):
+            return  # written with the change itself
+        async with session_scope(scope["app"].state.sessionmaker) as session:
+            await _write(session, scope, status)
+
+
+def audited(scope: Scope) -> bool:
+    """Whether a call is one the audit log records."""
+    return (
+        scope["type"] == "http"
+        and scope.get("method") in MUTATING_METHODS
+        and scope.get("path", "").startswith(AUDITED_PREFIX)
+    )
+
+
+async def audit_in_transaction(session: AsyncSession, scope: Scope) -> None:
+    """The audit row of a call whose handler returned, in the transaction of its change (before it commits), with
+    the route's status; the middleware then writes none for it."""
+    state = scope.setdefault("state", {})
+    if not audited(scope) or state.get("audited"):
+        return
+    route = scope.get("route")
+    await _write(session, scope, getattr(route, "status_code", None) or 200)
+    state["audited"] = True
+
+
+async def _write(session: AsyncSession, scope: Scope, status: int) -> None:
+    state = scope.get("state") or {}
+    principal = state.get("principal")
+    route = scope.get("route")
+    path_params: dict[str, Any] = dict(scope.get("path_params") or {})
+    cluster_id = path_params.get("cluster_id")
+    details: dict[str, Any] = {"path_params": {k: str(v)[:200] for k, v in path_params.items()}}
+    headers = dict(scope.get("headers") or [])
+    if idempotency_key := headers.get(b"idempotency-key"):
+        details["idempotency_key"] = idempotency_key.decode(errors="replace")[:200]
+    await AuditService(session).record(
+        actor=principal.name if principal else None,
+        token_id=principal.token_id if principal else None,
+        action=getattr(route, "name", None) or "unmatched",
+        method=scope["method"],
+        path=scope["path"],
+        cluster_id=_int_or_none(cluster_id),
+        status_code=status,
+        details=details,
+    )
 
 
 def _int_or_none(value: Any) -> int | None:

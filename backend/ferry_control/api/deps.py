@@ -11,6 +11,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ferry_control.api.audit_middleware import audit_in_transaction
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.core.errors import Forbidden, TooManyRequests, Unauthorized
@@ -26,6 +27,8 @@ from ferry_control.services.tokens import Principal, TokenService
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
     async with session_scope(request.app.state.sessionmaker) as session:
         yield session
+        # The handler returned: a state-changing call's audit row joins its change's transaction.
+        await audit_in_transaction(session, request.scope)
 
 
 #: scope="function": the transaction commits (or rolls back) before the response goes out.

@@ -17,6 +17,10 @@ def outcome_for_status(status_code: int) -> str:
     return "succeeded" if status_code < 400 else "failed"
 
 
+#: The audit path column's length: a longer path (a zero-padded id, say) is cut, never refused.
+PATH_MAX = 500
+
+
 class AuditService:
     def __init__(self, session: AsyncSession):
         self.entries = AuditRepository(session)
@@ -35,11 +39,11 @@ class AuditService:
     ) -> AuditEntry:
         return await self.entries.add(
             AuditEntry(
-                actor=actor,
+                actor=None if actor is None else actor[:100],
                 token_id=token_id,
-                action=action,
-                method=method,
-                path=path,
+                action=action[:100],
+                method=method[:10],
+                path=path if len(path) <= PATH_MAX else f"{path[: PATH_MAX - 1]}…",
                 cluster_id=cluster_id,
                 outcome=outcome_for_status(status_code),
                 status_code=status_code,
