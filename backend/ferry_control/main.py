@@ -38,6 +38,7 @@ from ferry_control.services.orchestrator.follow_up import FollowUps
 from ferry_control.services.orchestrator.monitor import FailoverMonitor
 from ferry_control.services.orchestrator.reconcile import Reconciler
 from ferry_control.services.orchestrator.runner import OperationRunner
+from ferry_control.services.streams import StreamRegistry
 
 DESCRIPTION = """Ferry's control plane: clusters of ferryd nodes (MariaDB-style GTID replication), their topology,
 per-domain positions and lag, stream interleavings, and the operations that move the master role: switchover,
@@ -122,6 +123,9 @@ def create_app(
     app.state.metrics = metrics
     app.state.secrets = secrets
     app.state.rate_limiter = RateLimiter(settings.expensive_reads_per_min)
+    app.state.streams = StreamRegistry(
+        sessionmaker, settings.events_streams_per_token_max, settings.events_streams_max, settings.poll_interval_s
+    )
     app.state.drivers = drivers
     app.state.bus = bus
     app.state.relay = relay

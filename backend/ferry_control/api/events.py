@@ -1,8 +1,9 @@
 """GET /clusters/{id}/events: the cluster's changes as server-sent events (see EVENTS_DESCRIPTION).
 
 The stream opens with a `subscribed` event, so a client knows from when on it will see changes. The caller's token
-is checked again every poll interval while the stream runs: once it is revoked or expired, the stream sends
-`token_invalid` and ends."""
+is checked again every poll interval while the stream runs — for all of the process's streams in one read
+(`services/streams.py`): once it is revoked or expired, the stream sends `token_invalid` and ends. A token may hold
+`events_streams_per_token_max` streams, an instance serve `events_streams_max` (429 `too_many_streams` beyond)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,10 @@ from fastapi import APIRouter, Path, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ferry_control.api.deps import BusDep, CurrentToken, SessionDep, SettingsDep
-from ferry_control.core.db import session_scope
 from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.services.clusters import ClusterService
 from ferry_control.services.event_bus import EventBus
-from ferry_control.services.tokens import TokenService
+from ferry_control.services.streams import StreamRegistry
 
 router = APIRouter(tags=["events"], responses=error_responses(401, 404, 422))
 
@@ -78,12 +78,15 @@ async def cluster_events(
     cluster_id: int = Path(ge=1, le=ID_MAX, description="The cluster's id."),
 ) -> EventSourceResponse:
     await ClusterService(session).get(cluster_id)
-    sessionmaker = request.app.state.sessionmaker
+    streams: StreamRegistry = request.app.state.streams
+    streams.admit(principal.token_id, principal.name)  # 429 here, before the stream opens, past a cap
 
     async def token_valid() -> bool:
-        async with session_scope(sessionmaker) as check:
-            return await TokenService(check, settings).still_valid(principal.token_id)
+        return await streams.still_valid(principal.token_id)
 
-    return EventSourceResponse(
-        _stream(bus, cluster_id, token_valid, settings.poll_interval_s), ping=settings.events_ping_s
-    )
+    async def stream() -> AsyncIterator[ServerSentEvent]:
+        async with streams.held(principal.token_id):
+            async for event in _stream(bus, cluster_id, token_valid, settings.poll_interval_s):
+                yield event
+
+    return EventSourceResponse(stream(), ping=settings.events_ping_s)

@@ -122,6 +122,10 @@ class Settings(BaseSettings):
     )
     events_queue_max: int = Field(1000, ge=1, description="Events buffered per SSE subscriber before dropping.")
     events_ping_s: float = Field(15.0, gt=0, description="SSE keep-alive comment interval.")
+    events_streams_per_token_max: int = Field(
+        50, ge=1, description="Event streams one token may hold open on one API instance (429 beyond)."
+    )
+    events_streams_max: int = Field(5000, ge=1, description="Event streams one API instance serves (429 beyond).")
     token_last_used_resolution_s: int = Field(60, ge=0, description="How stale `last_used_at` may get (saves writes).")
 
     # -- operations (orchestrator) ----------------------------------------------------------------------------

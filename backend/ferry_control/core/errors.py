@@ -63,8 +63,10 @@ class TooManyRequests(AppError):
     status_code = 429
     code = "rate_limited"
 
-    def __init__(self, message: str, retry_after_s: float):
-        super().__init__(message, headers={"Retry-After": str(max(1, int(retry_after_s + 0.999)))})
+    def __init__(self, message: str, retry_after_s: float, *, code: str | None = None, details: Any = None):
+        super().__init__(
+            message, code=code, details=details, headers={"Retry-After": str(max(1, int(retry_after_s + 0.999)))}
+        )
 
 
 class ServiceUnavailable(AppError):

@@ -143,7 +143,11 @@ export interface paths {
         delete: operations["delete_server_api_v1_clusters__cluster_id__servers__server_id__delete"];
         options?: never;
         head?: never;
-        /** Update a server */
+        /**
+         * Update a server
+         * @description Refused while an operation runs on the cluster (409 `operation_running`); moving a server that receives
+         *     credentials to another address takes an admin's token (403 `address_change_needs_admin`).
+         */
         patch: operations["update_server_api_v1_clusters__cluster_id__servers__server_id__patch"];
         trace?: never;
     };

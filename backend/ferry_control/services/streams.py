@@ -1,0 +1,93 @@
+"""The open event streams of this process: how many each token holds and how many in all (each capped, so a client
+cannot hold the process's memory and sockets), and whether each stream's token still authenticates — read for
+every open stream's token in one query at most once per interval, however many streams are open, instead of one
+query per stream."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from ferry_control.core.db import session_scope
+from ferry_control.core.errors import TooManyRequests
+from ferry_control.models import ApiToken
+
+
+class StreamRegistry:
+    def __init__(
+        self, sessionmaker: async_sessionmaker[AsyncSession], per_token_max: int, total_max: int, check_s: float
+    ):
+        self._sessionmaker = sessionmaker
+        self.per_token_max = per_token_max
+        self.total_max = total_max
+        self._check_s = check_s
+        self._open: Counter[int] = Counter()
+        self._valid: set[int] = set()
+        self._checked_at = float("-inf")
+        self._lock = asyncio.Lock()
+        #: Validity reads done (each one query for every open stream's token).
+        self.checks = 0
+
+    @property
+    def open(self) -> int:
+        return sum(self._open.values())
+
+    def admit(self, token_id: int, token_name: str) -> None:
+        """429 `too_many_streams` when `token_id`, or this instance, holds as many streams as it may; called before a
+        stream opens (the count itself is taken by `held`, once the stream runs)."""
+        if self._open[token_id] >= self.per_token_max:
+            raise TooManyRequests(
+                f"token {token_name!r} has {self._open[token_id]} event streams open, the most one token may "
+                f"(events_streams_per_token_max); close one first",
+                self._check_s,
+                code="too_many_streams",
+                details={"open": self._open[token_id], "limit": self.per_token_max, "per": "token"},
+            )
+        if self.open >= self.total_max:
+            raise TooManyRequests(
+                f"this API instance has {self.open} event streams open, the most it serves "
+                "(events_streams_max); retry later or on another instance",
+                5.0,
+                code="too_many_streams",
+                details={"open": self.open, "limit": self.total_max, "per": "instance"},
+            )
+
+    @asynccontextmanager
+    async def held(self, token_id: int) -> AsyncIterator[None]:
+        """Counts one stream of `token_id` while it runs."""
+        self._open[token_id] += 1
+        self._valid.add(token_id)  # it authenticated as the stream opened
+        try:
+            yield
+        finally:
+            self._open[token_id] -= 1
+            if self._open[token_id] <= 0:
+                del self._open[token_id]
+
+    async def still_valid(self, token_id: int) -> bool:
+        """Whether the token still authenticates (not revoked, not expired), as read at most `check_s` ago for every
+        open stream's token at once."""
+        async with self._lock:
+            if time.monotonic() - self._checked_at >= self._check_s:
+                await self._refresh()
+        return token_id in self._valid
+
+    async def _refresh(self) -> None:
+        ids = list(self._open)
+        now = datetime.now(UTC)
+        async with session_scope(self._sessionmaker) as session:
+            rows = (await session.execute(
+                select(ApiToken.id, ApiToken.revoked_at, ApiToken.expires_at).where(ApiToken.id.in_(ids))
+            )).all() if ids else []  # fmt: skip
+        self._valid = {
+            row.id for row in rows if row.revoked_at is None and (row.expires_at is None or row.expires_at > now)
+        }
+        self._checked_at = time.monotonic()
+        self.checks += 1
