@@ -72,20 +72,22 @@ async def test_a_replica_delayed_by_an_hour_never_holds_a_failover_back(
     assert cluster.sql(4, "SELECT id FROM app.t ORDER BY id") == [["1"], ["2"], ["3"]]
 
 
-async def stop_at(cluster: MariadbCluster, number: int) -> None:
-    """Server `number` stops replicating (so it falls behind the next writes)."""
-    cluster.sql(number, "STOP SLAVE;")
+async def server_2_ahead(cluster: MariadbCluster, *values: int) -> str:
+    """Server 3 stops replicating, master 1 writes rows `values` into app.t, server 2 applies them: server 2 is the
+    most advanced replica. Returns master 1's position."""
+    cluster.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY);")
+    cluster.wait_converged()
+    cluster.sql(3, "STOP SLAVE;")
+    everything = write(cluster, *values)
+    await eventually("server 2 ahead", lambda: cluster.value(2, "@@gtid_current_pos") == everything)
+    return everything
 
 
 async def test_a_must_not_replica_is_never_promoted_even_the_most_advanced(
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
 ) -> None:
     cluster = mariadb_factory(3)
-    cluster.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY);")
-    cluster.wait_converged()
-    await stop_at(cluster, 3)
-    everything = write(cluster, 1, 2)
-    await eventually("server 2 ahead", lambda: cluster.value(2, "@@gtid_current_pos") == everything)
+    everything = await server_2_ahead(cluster, 1, 2)
     async with live_app() as live:
         cluster_id, ids = await register_mariadb(live.client, cluster)
         await set_rule(live.client, cluster_id, ids[2], promotion_rule="must_not")
@@ -108,11 +110,7 @@ async def test_a_prefer_not_replica_alone_ahead_is_promoted_then_the_role_moves_
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
 ) -> None:
     cluster = mariadb_factory(3)
-    cluster.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY);")
-    cluster.wait_converged()
-    await stop_at(cluster, 3)
-    everything = write(cluster, 1, 2)
-    await eventually("server 2 ahead", lambda: cluster.value(2, "@@gtid_current_pos") == everything)
+    everything = await server_2_ahead(cluster, 1, 2)
     async with live_app() as live:
         cluster_id, ids = await register_mariadb(live.client, cluster)
         await set_rule(live.client, cluster_id, ids[2], promotion_rule="prefer_not")
@@ -143,11 +141,7 @@ async def test_a_label_constraint_keeps_the_new_master_in_the_old_ones_dc(
     """Server 2 (another dc) is the most advanced; the cluster requires `dc` kept: server 3 is promoted, leveled
     from server 2. A dry run shows the plan: which server is out, and why."""
     cluster = mariadb_factory(3)
-    cluster.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY);")
-    cluster.wait_converged()
-    await stop_at(cluster, 3)
-    everything = write(cluster, 1)
-    await eventually("server 2 ahead", lambda: cluster.value(2, "@@gtid_current_pos") == everything)
+    everything = await server_2_ahead(cluster, 1)
     async with live_app() as live:
         cluster_id, ids = await register_mariadb(live.client, cluster, candidate_labels=["dc"])
         for number, dc in ((1, "a"), (2, "b"), (3, "a")):

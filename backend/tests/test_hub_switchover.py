@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pymysql
@@ -24,8 +23,7 @@ from tests.helpers import run_operation, serve, step
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, driver, eventually
 from tests.mariadb_load import MariadbLoadWriter, load_rows, register_mariadb
 from tests.test_ferryctl import ferryctl
-from tests.test_operation_faults import ApiProcess, app_settings, fault_database, operator_token
-from tests.test_operation_guard import until
+from tests.test_operation_faults import ApiProcess, app_settings, fault_database, killed_after, operator_token
 
 __all__ = ["fault_database"]  # a fixture, imported for this module's tests
 
@@ -183,29 +181,10 @@ async def test_killing_the_api_at_each_step_of_a_hub_switchover_leaves_one_hub(
             hub = hub_of(cluster)
             assert hub is not None, point
             candidate = 5 if hub != 5 else 3
-            base = await api.start(operation_failpoint_pause_after_step=point)
-            async with httpx.AsyncClient(base_url=base, headers=headers, timeout=WAIT_S) as client:
-                response = await client.post(f"/api/v1/clusters/{cluster_id}/operations/switchover",
-                                             json={"candidate_server_id": ids[candidate]})  # fmt: skip
-                assert response.status_code == 202, response.text
-                url = f"/api/v1/clusters/{cluster_id}/operations/{response.json()['id']}"
-
-                async def paused_after_point() -> bool:
-                    operation = (await client.get(url)).json()  # noqa: B023
-                    assert operation["state"] in ("pending", "running"), (point, operation)  # noqa: B023
-                    steps = operation["steps"]
-                    return bool(steps) and steps[-1]["name"] == point and steps[-1]["state"] != "running"  # noqa: B023
-
-                await until(paused_after_point, f"the hub switchover to pause after {point}")
-            api.kill()
-            base = await api.start()
-            async with httpx.AsyncClient(base_url=base, headers=headers, timeout=WAIT_S) as client:
-
-                async def reconciled() -> dict[str, Any] | None:
-                    operation = (await client.get(url)).json()  # noqa: B023
-                    return operation if operation["state"] != "running" else None
-
-                operation = await until(reconciled, f"the hub switchover killed after {point} to be reconciled")
+            operation, client = await killed_after(api, headers, point,
+                                                   f"/api/v1/clusters/{cluster_id}/operations/switchover",
+                                                   {"candidate_server_id": ids[candidate]})  # fmt: skip
+            await client.aclose()
             api.stop()
             assert operation["state"] == "interrupted", (point, operation)
             report = operation["result"]["reconciled"]

@@ -124,6 +124,36 @@ class ApiProcess:
                 self.process.wait(WAIT_S)
 
 
+async def killed_after(
+    api: ApiProcess, headers: dict[str, str], point: str, path: str, body: dict[str, Any]
+) -> tuple[dict[str, Any], httpx.AsyncClient]:
+    """Starts the API paused after step `point` of the operation POSTed to `path`, SIGKILLs it there, starts it again
+    and waits for its reconciler to end the operation; returns the operation as it ended and a client of the
+    running API (the caller closes it)."""
+    base = await api.start(operation_failpoint_pause_after_step=point)
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=WAIT_S) as client:
+        response = await client.post(path, json=body)
+        assert response.status_code == 202, response.text
+        url = f"{path.rsplit('/', 1)[0]}/{response.json()['id']}"
+
+        async def paused_after_point() -> bool:
+            operation = (await client.get(url)).json()
+            assert operation["state"] in ("pending", "running"), (point, operation)
+            steps = operation["steps"]
+            return bool(steps) and steps[-1]["name"] == point and steps[-1]["state"] != "running"
+
+        await until(paused_after_point, f"the operation to pause after {point}")
+    api.kill()
+    base = await api.start()
+    client = httpx.AsyncClient(base_url=base, headers=headers, timeout=WAIT_S)
+
+    async def reconciled() -> dict[str, Any] | None:
+        operation = (await client.get(url)).json()
+        return operation if operation["state"] != "running" else None
+
+    return await until(reconciled, f"the operation killed after {point} to be reconciled"), client
+
+
 @pytest.fixture
 def fault_database(admin_database_url: str) -> Iterator[str]:
     yield from migrated_database(admin_database_url, "ferry_fault")
@@ -186,32 +216,11 @@ async def test_killing_the_api_at_each_step_of_a_switchover_ends_with_one_master
             master = one_master_followed(nodes)
             assert master is not None, (point, shape(nodes))
             candidate = next(n for n in nodes if n is not master)
-            base = await api.start(operation_failpoint_pause_after_step=point)
-            async with httpx.AsyncClient(base_url=base, headers=headers, timeout=WAIT_S) as client:
-                response = await client.post(
-                    f"/api/v1/clusters/{cluster_id}/operations/switchover",
-                    json={"candidate_server_id": id_of[candidate.server_id]},
-                )
-                assert response.status_code == 202, response.text
-                url = f"/api/v1/clusters/{cluster_id}/operations/{response.json()['id']}"
-
-                async def paused_after_point() -> bool:
-                    operation = (await client.get(url)).json()  # noqa: B023
-                    assert operation["state"] in ("pending", "running"), (point, operation)  # noqa: B023
-                    steps = operation["steps"]
-                    return bool(steps) and steps[-1]["name"] == point and steps[-1]["state"] != "running"  # noqa: B023
-
-                await until(paused_after_point, f"the switchover to pause after {point}")
-            api.kill()
-
-            base = await api.start()
-            async with httpx.AsyncClient(base_url=base, headers=headers, timeout=WAIT_S) as client:
-
-                async def reconciled() -> dict[str, Any] | None:
-                    operation = (await client.get(url)).json()  # noqa: B023
-                    return operation if operation["state"] != "running" else None
-
-                operation = await until(reconciled, f"the switchover killed after {point} to be reconciled")
+            operation, client = await killed_after(
+                api, headers, point, f"/api/v1/clusters/{cluster_id}/operations/switchover",
+                {"candidate_server_id": id_of[candidate.server_id]},
+            )  # fmt: skip
+            try:
                 assert operation["state"] == "interrupted", (point, operation)
                 report = operation["result"]["reconciled"]
                 assert report["problems"] == [], (point, report)
@@ -226,6 +235,8 @@ async def test_killing_the_api_at_each_step_of_a_switchover_ends_with_one_master
                 topology = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
                 alerts = [a for a in topology["alerts"] if a["kind"] == "operation_interrupted"]
                 assert [a["operation_id"] for a in alerts] == [operation["id"]], topology["alerts"]
+            finally:
+                await client.aclose()
 
             paused = await writer.pause()
             assert paused["acked"] > acked_before, f"no write went through after the reconcile of {point}"

@@ -14,7 +14,7 @@ from ferry_engine import GtidPosition
 from ferry_control.drivers.base import ChangeMaster, ConnectionSettings, IoState, ServerDriver, SqlState
 from ferry_control.drivers.errors import DriverError
 from ferry_control.services.orchestrator.gtid import level_plan, position
-from ferry_control.services.orchestrator.runner import OperationFailed
+from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ServerView
 
 #: Longest single wait-for-position call; between calls the replication connection is looked at.
@@ -254,3 +254,18 @@ async def wait_replicating_from(
             break
         await asyncio.sleep(STATE_POLL_S)
     return problems
+
+
+async def candidate_catch_up(ctx: OperationContext, candidate: ServerView, target: str, connection: str) -> None:
+    """The `candidate_catch_up` step of a switchover: the candidate applies up to `target` over `connection`
+    within `switchover_catch_up_timeout_s` (its time kept as `catch_up_s`), else the operation fails naming where it
+    is and why (the connection broke, or the time ran out)."""
+    timeout_s = ctx.settings.switchover_catch_up_timeout_s
+    async with ctx.step("candidate_catch_up") as step:
+        caught = time.perf_counter()
+        reached = await wait_reached(candidate.require_driver(), target, timeout_s, connection=connection)
+        ctx.result["catch_up_s"] = round(time.perf_counter() - caught, 6)
+        if not reached.reached:
+            why = reached.broken or f"timed out after {timeout_s} s"
+            raise OperationFailed(f"{candidate.info.label} did not reach {target} (it is at {reached.position}): {why}")
+        step.detail = f"{candidate.info.label} reached {target} in {ctx.result['catch_up_s']:.3f} s"

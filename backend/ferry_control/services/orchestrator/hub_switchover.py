@@ -65,7 +65,6 @@ def hub_plan(snapshot: ClusterSnapshot, hub: ServerView, link: Link, others: lis
 async def switch_hub(
     ctx: OperationContext, snapshot: ClusterSnapshot, hub: ServerView, link: Link, others: list[Link]
 ) -> None:
-    settings = ctx.settings
     candidate = link.replica
     hub_driver, candidate_driver = hub.require_driver(), candidate.require_driver()
     incoming = snapshot.links_of(hub.info.id)
@@ -110,16 +109,7 @@ async def switch_hub(
             "masters keep taking writes"
         )
     ctx.result["position"] = target
-    async with ctx.step("candidate_catch_up") as step:
-        caught = time.perf_counter()
-        reached = await actions.wait_reached(
-            candidate_driver, target, settings.switchover_catch_up_timeout_s, connection=link.connection.name
-        )
-        ctx.result["catch_up_s"] = round(time.perf_counter() - caught, 6)
-        if not reached.reached:
-            why = reached.broken or f"timed out after {settings.switchover_catch_up_timeout_s} s"
-            raise OperationFailed(f"{candidate.info.label} did not reach {target} (it is at {reached.position}): {why}")
-        step.detail = f"{candidate.info.label} reached {target} in every domain in {ctx.result['catch_up_s']:.3f} s"
+    await actions.candidate_catch_up(ctx, candidate, target, link.connection.name)
     async with ctx.step("candidate_takes_connections") as step:
         await candidate_driver.stop_replication(link.connection.name)
         stopped_at[candidate.info.label] = time.perf_counter()

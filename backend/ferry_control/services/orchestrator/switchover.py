@@ -344,16 +344,7 @@ async def switch_master(ctx: OperationContext, master: ServerView, link: Link, o
     async with ctx.step("wait_in_flight_commits") as step:
         target, step.detail = await commits_landed(master, settings)
     ctx.result["position"] = target
-    async with ctx.step("candidate_catch_up") as step:
-        caught = time.perf_counter()
-        reached = await actions.wait_reached(
-            candidate_driver, target, settings.switchover_catch_up_timeout_s, connection=connection
-        )
-        ctx.result["catch_up_s"] = round(time.perf_counter() - caught, 6)
-        if not reached.reached:
-            why = reached.broken or f"timed out after {settings.switchover_catch_up_timeout_s} s"
-            raise OperationFailed(f"{candidate.info.label} did not reach {target} (it is at {reached.position}): {why}")
-        step.detail = f"{candidate.info.label} reached {target} in {ctx.result['catch_up_s']:.3f} s"
+    await actions.candidate_catch_up(ctx, candidate, target, connection)
     async with ctx.step("promote_candidate") as step:
         await candidate_driver.stop_replication(connection)
         removed = True  # from here the undo re-creates the connection (a remove cut short may have removed it)
