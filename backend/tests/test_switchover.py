@@ -317,3 +317,9 @@ async def test_one_operation_per_cluster_and_idempotency_keys(
         assert other.status_code == 409 and other.json()["error"]["code"] == "idempotency_key_reused"
         operations = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
         assert len(operations) == 2
+        # Keys are per token: another token's same key starts its own operation, never replays this one's.
+        async with live.client_as("admin") as admin:
+            theirs = await admin.post(url, json={"candidate_server_id": ids["replica2"], "dry_run": True},
+                                      headers=headers)  # fmt: skip
+        assert theirs.status_code == 202 and theirs.json()["id"] != once.json()["id"], theirs.text
+        assert "Idempotent-Replayed" not in theirs.headers

@@ -28,7 +28,7 @@ class OperationState(enum.StrEnum):
 class Operation(Base):
     __tablename__ = "operations"
     __table_args__ = (
-        UniqueConstraint("cluster_id", "idempotency_key"),
+        UniqueConstraint("cluster_id", "requester", "idempotency_key"),
         Index(None, "cluster_id", "created_at"),
     )
 

@@ -37,8 +37,11 @@ class OperationRepository:
         operation = await self.session.get(Operation, operation_id)
         return operation if operation is not None and operation.cluster_id == cluster_id else None
 
-    async def get_by_idempotency_key(self, cluster_id: int, key: str) -> Operation | None:
-        statement = select(Operation).where(Operation.cluster_id == cluster_id, Operation.idempotency_key == key)
+    async def get_by_idempotency_key(self, cluster_id: int, requester: str, key: str) -> Operation | None:
+        """The operation `requester` started with `key` (keys are per requester: another's never matches)."""
+        statement = select(Operation).where(
+            Operation.cluster_id == cluster_id, Operation.requester == requester, Operation.idempotency_key == key
+        )
         return await self.session.scalar(statement)
 
     async def get_any(self, operation_id: int) -> Operation | None:

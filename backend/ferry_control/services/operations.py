@@ -80,7 +80,7 @@ class OperationService:
         lock = await self.cluster_rows.lock_for_operation(cluster_id)
         assert lock is not None, f"cluster {cluster_id} has no operation lock row"
         if idempotency_key is not None:
-            earlier = await self.operations.get_by_idempotency_key(cluster_id, idempotency_key)
+            earlier = await self.operations.get_by_idempotency_key(cluster_id, requester, idempotency_key)
             if earlier is not None:
                 if (earlier.type, earlier.params, earlier.dry_run) != (type_, params, dry_run):
                     raise Conflict(
