@@ -323,6 +323,39 @@ async def test_recent_events_carry_gtids_commit_ids_tables_and_page_back(mariadb
         assert walked == gtids
 
 
+async def test_kill_sessions_bypassing_read_only_kills_users_whose_roles_bypass_it(mariadb: MariadbCluster) -> None:
+    """READ ONLY ADMIN through a default role, SUPER through a role nested in another: both users' sessions can
+    write despite read_only, so both are ended; a user with a harmless role keeps its session."""
+    mariadb.sql(1, "SET SESSION sql_log_bin = 0; "
+                   "CREATE ROLE bypass; GRANT READ_ONLY ADMIN ON *.* TO bypass; "
+                   "CREATE USER ro_admin@'%' IDENTIFIED BY 'pw1'; GRANT bypass TO ro_admin@'%'; "
+                   "SET DEFAULT ROLE bypass FOR ro_admin@'%'; "
+                   "CREATE ROLE inner_role; GRANT SUPER ON *.* TO inner_role; "
+                   "CREATE ROLE outer_role; GRANT inner_role TO outer_role; "
+                   "CREATE USER nested@'%' IDENTIFIED BY 'pw2'; GRANT outer_role TO nested@'%'; "
+                   "CREATE ROLE reader; GRANT SELECT ON app.* TO reader; "
+                   "CREATE USER harmless@'%' IDENTIFIED BY 'pw3'; GRANT reader TO harmless@'%';")  # fmt: skip
+    host, port = "127.0.0.1", mariadb.server(1).port
+    sessions = {
+        user: await aiomysql.connect(host=host, port=port, user=user, password=password, autocommit=True)
+        for user, password in (("ro_admin", "pw1"), ("nested", "pw2"), ("harmless", "pw3"))
+    }
+    try:
+        async with drivers(mariadb) as (master, _, _):
+            assert await master.set_read_only(True)
+            assert await master.kill_sessions_bypassing_read_only() == 2
+            for user in ("ro_admin", "nested"):
+                with pytest.raises(pymysql.err.OperationalError):
+                    async with sessions[user].cursor() as c:
+                        await c.execute("SELECT 1")
+            async with sessions["harmless"].cursor() as c:
+                await c.execute("SELECT 1")
+            await master.set_read_only(False)
+    finally:
+        for session in sessions.values():
+            session.close()
+
+
 async def test_checksums_are_equal_across_servers_after_convergence(mariadb: MariadbCluster) -> None:
     write(mariadb, 1, 20)
     write(mariadb, 1, 5, domain=3, table="u")

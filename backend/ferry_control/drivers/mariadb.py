@@ -226,6 +226,10 @@ class MariadbPools:
             await pool.aclose()
 
 
+#: A global grant that lets a session write despite read_only.
+BYPASSING_GRANT = re.compile(r"\bSUPER\b|\bREAD_ONLY ADMIN\b|\bALL PRIVILEGES\b")
+
+
 class MariadbDriver(ServerDriver):
     """One MariaDB server at `address` (`host:port`, its SQL port). `connections` lets a factory share one pool per
     server between the drivers it builds; without it the driver has a pool of its own (closed by `aclose`)."""
@@ -576,13 +580,16 @@ class MariadbDriver(ServerDriver):
 
     async def kill_sessions_bypassing_read_only(self) -> int:
         """Kills the client sessions of users whose privileges let them write despite read_only (SUPER or READ ONLY
-        ADMIN, granted directly), sparing replication and server threads and Ferry's own user. Returns how many
-        were killed. Users are matched by name (a grant to `u`@`h` covers every session of `u`)."""
+        ADMIN, granted directly or through a role, however nested: a user may SET ROLE at any time), sparing
+        replication and server threads and Ferry's own user. Returns how many were killed. Users are matched by
+        name (a grant to `u`@`h` covers every session of `u`)."""
         grantees = await self.sql.query(
             "SELECT DISTINCT GRANTEE FROM information_schema.USER_PRIVILEGES "
             "WHERE PRIVILEGE_TYPE IN ('SUPER', 'READ_ONLY ADMIN')"
         )
-        users = {_grantee_user(str(g["GRANTEE"])) for g in grantees} - {self.config.admin.user}
+        users = ({_grantee_user(str(g["GRANTEE"])) for g in grantees} | await self._users_with_bypassing_roles()) - {
+            self.config.admin.user
+        }
         if not users:
             return 0
         sessions = await self.sql.query(
@@ -601,6 +608,27 @@ class MariadbDriver(ServerDriver):
                 continue
             killed += 1
         return killed
+
+    async def _users_with_bypassing_roles(self) -> set[str]:
+        """Users granted, directly or through other roles, a role that holds SUPER or READ ONLY ADMIN globally (the
+        role grants in mysql.roles_mapping, each role's own grants by SHOW GRANTS)."""
+        mapping = [(str(r["User"]), str(r["Host"]), str(r["Role"]))
+                   for r in await self.sql.query("SELECT User, Host, Role FROM mysql.roles_mapping")]  # fmt: skip
+        roles = {role for _, _, role in mapping}
+        bypassing = set()
+        for role in roles:
+            grants = [str(next(iter(row.values()))) for row in await self.sql.query("SHOW GRANTS FOR %s", (role,))]
+            if any(" ON *.* " in g and BYPASSING_GRANT.search(g) for g in grants):
+                bypassing.add(role)
+        # A role granted a bypassing role bypasses too; then every user granted any of them.
+        changed = True
+        while changed:
+            changed = False
+            for grantee, host, role in mapping:
+                if host == "" and grantee in roles and role in bypassing and grantee not in bypassing:
+                    bypassing.add(grantee)
+                    changed = True
+        return {grantee for grantee, host, role in mapping if host != "" and role in bypassing}
 
     # -- preflight -----------------------------------------------------------------------------------------------
 
