@@ -209,9 +209,12 @@ async def test_killing_the_api_at_each_step_of_a_hub_switchover_leaves_one_hub(
 async def test_ferryctl_switches_an_intermediate_master_named_with_from(
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster], tmp_path: Path
 ) -> None:
-    """`ferryctl switchover seed000 --from s3 --to s5 --wait` moves the hub; `--from` naming a server nothing
-    replicates from is refused by the preflight, naming why."""
+    """`ferryctl switchover seed000 --from s3 --to s5 --wait` moves the hub, its dry run prints the plan per domain;
+    `--from` naming a server nothing replicates from is refused by the preflight, naming why."""
     cluster = mariadb_factory(5, shape="seed000")
+    for number in (1, 2):
+        cluster.sql(number, f"CREATE TABLE app.t{number} (id INT PRIMARY KEY);")
+    cluster.wait_converged()
     async with live_app() as live:
         await register_mariadb(live.client, cluster, name="seed000")
         async with serve(live.app) as url:
@@ -219,6 +222,12 @@ async def test_ferryctl_switches_an_intermediate_master_named_with_from(
                                  url=url, token=live.tokens.operator)  # fmt: skip
             assert run.code == ExitCode.refused, (run.out, run.err)
             assert "is not a source: no registered server replicates from it" in run.err, run.err
+            dry = await ferryctl(tmp_path, "switchover", "seed000", "--from", "s3", "--to", "s5", "--dry-run",
+                                 "--wait", url=url, token=live.tokens.operator)  # fmt: skip
+            assert dry.code == 0, (dry.out, dry.err)
+            assert "plan: server" in dry.out and "(s5) replaces server" in dry.out, dry.out
+            assert "'m1' from server" in dry.out and "'m2' from server" in dry.out and "domain 1" in dry.out
+            assert_hub(cluster, 3)  # the dry run moved nothing
             run = await ferryctl(tmp_path, "switchover", "seed000", "--from", "s3", "--to", "s5", "--wait",
                                  "-o", "json", url=url, token=live.tokens.operator)  # fmt: skip
             assert run.code == 0, (run.out, run.err)

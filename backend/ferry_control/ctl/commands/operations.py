@@ -74,6 +74,24 @@ def render_outcome(out: Output, op: dict[str, Any]) -> None:
             for k, v in result.items()
             if k != "checks" and (not isinstance(v, (dict, list)) or _texts(v))
         )
+    render_plan(out, result.get("plan"))
+
+
+def render_plan(out: Output, plan: Any) -> None:
+    """A switchover's plan per domain (its dry run's): each involved server's position in each domain and what it
+    replicates from afterwards, then who lends each domain up to which GTID."""
+    if not isinstance(plan, dict) or not isinstance(plan.get("positions"), dict):
+        return
+    positions: dict[str, dict[str, str]] = plan["positions"]
+    afterwards: dict[str, list[str]] = plan.get("afterwards") or {}
+    domains = sorted({d for cells in positions.values() for d in cells}, key=int)
+    out.table(
+        f"plan: {plan.get('candidate')} replaces {plan.get('source')}",
+        ("server", *(f"domain {d}" for d in domains), "replicates from afterwards"),
+        ([server, *(cells.get(d) for d in domains), ", ".join(afterwards.get(server) or []) or "nothing: a master"]
+         for server, cells in positions.items()),
+    )  # fmt: skip
+    out.fields((domain, lender) for domain, lender in (plan.get("lenders") or {}).items())
 
 
 def _texts(value: object) -> bool:
@@ -106,9 +124,10 @@ def render_operation(out: Output, op: dict[str, Any]) -> None:
             ("check", "passed", "detail"),
             ([c["name"], c["passed"], c.get("detail")] for c in result["checks"]),
         )
-    rest = {k: v for k, v in result.items() if k != "checks"}
+    rest = {k: v for k, v in result.items() if k not in ("checks", "plan")}
     if rest:
         out.fields(rest.items())
+    render_plan(out, result.get("plan"))
     if op["state"] not in TERMINAL_STATES:
         out.line(f"still {op['state']}: ferryctl operations follow {op['cluster_id']} {op['id']}")
     for check in failed_checks(op):

@@ -34,20 +34,23 @@ def _settings(value: dict[str, Any] | None) -> ConnectionSettings | None:
     return None if value is None else ConnectionSettings(**value)
 
 
-def hub_plan(snapshot: ClusterSnapshot, hub: ServerView, link: Link, others: list[Link]) -> dict[str, Any]:
-    """The switchover of `hub` to `link.replica`, per domain, before anything moves: every server's position per
-    domain now, and what each replicates from afterwards (the dry run shows it)."""
+def switch_plan(snapshot: ClusterSnapshot, source: ServerView, link: Link, others: list[Link]) -> dict[str, Any]:
+    """A switchover of `source` (a master, or an intermediate master) to `link.replica`, per domain, before anything
+    moves: every involved server's position per domain now, who lends each domain up to which GTID, and what each
+    server replicates from afterwards (the dry run shows it, seed 000's figure live)."""
     candidate = link.replica
-    involved = [hub, candidate, *(o.replica for o in others)]
-    incoming = snapshot.links_of(hub.info.id)
+    incoming = snapshot.links_of(source.info.id)
+    kept = [c for c in snapshot.links_of(candidate.info.id) if c.master.info.id != source.info.id]
+    involved = [source, candidate, *(o.replica for o in others)]
     afterwards: dict[str, list[str]] = {
-        candidate.info.label: [f"{c.connection.name!r} from {c.master.info.label}" for c in incoming],
-        hub.info.label: [f"{link.connection.name!r} from {candidate.info.label}"],
+        candidate.info.label: [f"{c.connection.name!r} from {c.master.info.label}" for c in [*incoming, *kept]],
+        source.info.label: [f"{link.connection.name!r} from {candidate.info.label}"],
     }
     for other in others:
         afterwards[other.replica.info.label] = [f"{other.connection.name!r} from {candidate.info.label}"]
+    then = "then its master" if incoming else f"then {candidate.info.label}'s own writes"
     return {
-        "source": hub.info.label,
+        "source": source.info.label,
         "candidate": candidate.info.label,
         "positions": {
             view.info.label: {str(g.domain): f"{g.domain}-{g.server}-{g.seq}" for g in view.current}
@@ -55,8 +58,8 @@ def hub_plan(snapshot: ClusterSnapshot, hub: ServerView, link: Link, others: lis
             if view.reachable
         },
         "lenders": {
-            f"domain {g.domain}": f"{hub.info.label} up to {g.domain}-{g.server}-{g.seq}, then its master"
-            for g in (hub.current if hub.reachable else position(""))
+            f"domain {g.domain}": f"{source.info.label} up to {g.domain}-{g.server}-{g.seq}, {then}"
+            for g in (source.current if source.reachable else position(""))
         },
         "afterwards": afterwards,
     }

@@ -18,7 +18,7 @@ from ferry_control.models import PromotionRule
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.candidates import delay_of, filtered_domains, label_mismatch
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, join_all, position
-from ferry_control.services.orchestrator.hub_switchover import hub_plan, switch_hub
+from ferry_control.services.orchestrator.hub_switchover import switch_hub, switch_plan
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 
@@ -289,8 +289,7 @@ async def run_switchover(ctx: OperationContext) -> None:
         candidate_chosen_by="caller" if ctx.params.get("candidate_server_id") else "orchestrator",
     )
     hub = bool(snapshot.links_of(master.info.id))
-    if hub:
-        ctx.result["plan"] = hub_plan(snapshot, master, link, plan.others)
+    ctx.result["plan"] = switch_plan(snapshot, master, link, plan.others)
     if ctx.dry_run:
         return
     await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
