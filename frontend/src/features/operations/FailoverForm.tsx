@@ -1,23 +1,32 @@
-// Failover from a lost master: candidate or the most advanced replica; preview, typed confirmation, run.
+// Failover from a lost source: on a cluster of several masters or with intermediate masters, which one (else the
+// only master); a candidate or the most advanced replica; preview (the candidates and why the others are not),
+// typed confirmation, run.
 import { useState } from "react";
 import type { Schemas } from "../../api/client";
 import { useFailover, type FailoverBody } from "../../api/mutations";
 import { GuardedAction } from "./GuardedAction";
 import { numberResult } from "./operationFacts";
-import { CandidatePicker } from "./ServerPicker";
+import { CandidatePicker, ServerPicker } from "./ServerPicker";
 
 interface Props {
   clusterId: number;
   clusterName: string;
   nodes: Schemas["TopologyNode"][];
+  edges?: Schemas["TopologyEdge"][];
   serverName: (id: number) => string;
 }
 
-export function FailoverForm({ clusterId, clusterName, nodes, serverName }: Props) {
+export function FailoverForm({ clusterId, clusterName, nodes, edges = [], serverName }: Props) {
   const mutation = useFailover(clusterId);
   const [candidate, setCandidate] = useState("best");
+  const [picked, setPicked] = useState<number | null>(null);
   const candidateId = candidate === "best" ? null : Number(candidate);
-  const others = nodes.filter((n) => n.role !== "master");
+  const sources = nodes.filter((n) => n.role === "master" || n.role === "intermediate");
+  const needsSource = sources.length > 1;
+  const below = new Set(edges.filter((e) => e.master_server_id === picked).map((e) => e.replica_server_id));
+  const others = needsSource && picked !== null ? nodes.filter((n) => below.has(n.server_id)) : nodes.filter((n) => n.role !== "master");
+  // Named only where there is a choice: a single master's failover sends what it always did.
+  const sourceField = needsSource && picked !== null ? { source_server_id: picked } : {};
   return (
     <GuardedAction<FailoverBody>
       clusterId={clusterId}
@@ -25,19 +34,32 @@ export function FailoverForm({ clusterId, clusterName, nodes, serverName }: Prop
       title="Failover"
       verb="Fail over"
       typedConfirmation
-      paramsKey={candidate}
-      previewBody={() => ({ dry_run: true, candidate_server_id: candidateId })}
+      paramsKey={`${candidate}/${picked ?? "none"}`}
+      previewBody={() => ({ dry_run: true, candidate_server_id: candidateId, ...sourceField })}
       runBody={(preview) => ({
         dry_run: false,
         candidate_server_id: candidateId ?? numberResult(preview, "new_master_server_id"),
+        ...sourceField,
       })}
       start={(variables) => mutation.mutateAsync(variables)}
       serverName={serverName}
     >
       <p className="small">
-        Only when the master is lost: the most advanced replica (levelled with its peers first) is promoted, the
-        others repointed, the old master fenced. The outcome says what may have been lost.
+        Only when a source is lost: the most advanced replica (levelled with its peers first) is promoted, the
+        others repointed, the old source fenced. A delayed or <code>must_not</code> replica is never chosen nor
+        waited for. The outcome says what may have been lost.
       </p>
+      {needsSource ? (
+        <ServerPicker
+          label="Lost source"
+          nodes={sources}
+          value={picked}
+          onChange={(id) => {
+            setPicked(id);
+            setCandidate("best");
+          }}
+        />
+      ) : null}
       <CandidatePicker bestLabel="Most advanced replica" candidates={others} value={candidate} onChange={setCandidate} />
     </GuardedAction>
   );

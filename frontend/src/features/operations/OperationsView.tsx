@@ -34,7 +34,7 @@ export function OperationsView({ clusterId, clusterName }: { clusterId: number; 
             <SwitchoverForm {...props} edges={topology.data?.edges ?? []} />
             <details>
               <summary>Failover, repoint, read-only, replication, bring level</summary>
-              <FailoverForm {...props} />
+              <FailoverForm {...props} edges={topology.data?.edges ?? []} />
               <RepointForm {...props} />
               <ReadOnlyForm {...props} />
               <StartStopReplication {...props} />

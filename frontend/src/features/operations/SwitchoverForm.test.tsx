@@ -181,4 +181,23 @@ describe("switchover of an intermediate master (seed 000's shape)", () => {
     expect(within(table).getByText("1-1-38")).toBeTruthy();
     expect(within(table).getByText("'m1' from server 1 (s1), 'm2' from server 2 (s2)")).toBeTruthy();
   });
+
+  it("has the failover form ask which source is lost and offer only that source's replicas", async () => {
+    const { requests } = mockApi({
+      "GET /api/v1/clusters/1/topology": () => ({ body: SEED000 }),
+      "GET /api/v1/clusters/1/operations": () => ({ body: [] }),
+      "POST /api/v1/clusters/1/operations/failover": () => ({ status: 202, body: operation({ id: 8, type: "failover" }) }),
+      "GET /api/v1/clusters/1/operations/8": () => ({ body: operation({ id: 8, type: "failover", state: "succeeded" }) }),
+    });
+    const user = userEvent.setup();
+    renderSignedIn(<OperationsView clusterId={1} clusterName={CLUSTER.name} />, { role: "operator" });
+    const form = await screen.findByRole("group", { name: "Failover" });
+    await user.selectOptions(within(form).getByLabelText("Lost source"), "1");
+    const newMaster = within(form).getByLabelText(/New master/) as HTMLSelectElement;
+    expect([...newMaster.options].map((o) => o.textContent)).toEqual(["Most advanced replica", "s3 (healthy)"]);
+    await user.click(within(form).getByRole("button", { name: "Preview (dry run)" }));
+    const dryRun = requests.find((r) => r.method === "POST")!;
+    expect(dryRun.path).toBe("/api/v1/clusters/1/operations/failover");
+    expect(dryRun.body).toEqual({ dry_run: true, candidate_server_id: null, source_server_id: 1 });
+  });
 });
