@@ -19,7 +19,7 @@ import pymysql
 
 from ferry_control.ctl.errors import ExitCode
 from tests.conftest import LiveFactory
-from tests.helpers import run_operation, serve, step
+from tests.helpers import finished, run_operation, serve, step
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, driver, eventually
 from tests.mariadb_load import MariadbLoadWriter, load_rows, register_mariadb
 from tests.test_ferryctl import ferryctl
@@ -233,3 +233,33 @@ async def test_ferryctl_switches_an_intermediate_master_named_with_from(
             assert run.code == 0, (run.out, run.err)
             assert run.json()["state"] == "succeeded"
     assert_hub(cluster, 5)
+
+
+async def test_a_drill_of_the_hub_moves_it_and_back_with_canaries_in_every_domain(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    """A drill naming the hub as its source: a canary on master 1 in domain 1 and on master 2 in domain 2, the hub's
+    role to server 5 and back, the canaries verified on every server below the masters each time, the run
+    passing with each move's replication gaps; the hub is server 3 again."""
+    cluster = mariadb_factory(5, shape="seed000")
+    for number in (1, 2):
+        cluster.sql(number, f"CREATE TABLE app.t{number} (id INT PRIMARY KEY); INSERT INTO app.t{number} VALUES (1);")
+    cluster.wait_converged()
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        response = await live.client.post(f"/api/v1/clusters/{cluster_id}/drills/runs", json={
+            "candidate_strategy": "fixed", "candidate_server_id": ids[5], "source_server_id": ids[3],
+            "switch_back": True})  # fmt: skip
+        assert response.status_code == 202, response.text
+        run_id = response.json()["id"]
+        operation = await finished(live.app, live.client, cluster_id, response.json()["operation_id"])
+        assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+        run = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/runs/{run_id}")).json()
+    assert (run["state"], run["passed"], run["reasons"]) == ("passed", True, [])
+    canaries = step(operation, "write_canaries")["detail"]
+    assert set(canaries) == {"1", "2"} and canaries["1"].startswith("1-1-") and canaries["2"].startswith("2-2-")
+    verified = [s for s in operation["steps"] if s["name"] == "verify_canaries"]
+    assert len(verified) == 2 and all(s["detail"]["missing"] == [] for s in verified), verified
+    assert set(run["details"]["switchover"]["replication_gaps_s"]) == {f"server {ids[n]} (s{n})" for n in (3, 4, 5)}
+    assert "replication_gaps_s" in run["details"]["switch_back"]
+    assert_hub(cluster, 3)

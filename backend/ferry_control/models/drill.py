@@ -26,6 +26,8 @@ class DrillSchedule(Base):
     candidate_strategy: Mapped[str] = mapped_column(String(16), default="rotation")
     candidate_server_id: Mapped[int | None] = mapped_column(ForeignKey("servers.id", ondelete="SET NULL"), default=None)
     switch_back: Mapped[bool] = mapped_column(default=False)
+    #: The source the drill moves (None: the cluster's only master).
+    source_server_id: Mapped[int | None] = mapped_column(ForeignKey("servers.id", ondelete="SET NULL"), default=None)
     webhook_url: Mapped[str | None] = mapped_column(String(1000), default=None)
     next_run_at: Mapped[datetime | None] = mapped_column(default=None)
     last_run_at: Mapped[datetime | None] = mapped_column(default=None)

@@ -11,6 +11,12 @@ from ferry_control.schemas.cluster import WebhookUrl
 from ferry_control.schemas.common import ID_MAX
 
 Strategy = Literal["fixed", "rotation"]
+#: The meaning of a drill's `source_server_id`.
+SOURCE = (
+    "The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); "
+    "an intermediate master (seed 000's hub) is drilled with canaries written on each of its masters in their "
+    "domains, its role moved to a replica (and back), the masters never stopping."
+)
 
 
 class DrillPlan(BaseModel):
@@ -25,6 +31,9 @@ class DrillPlan(BaseModel):
         None, ge=1, le=ID_MAX, description="The candidate for the `fixed` strategy."
     )
     switch_back: bool = Field(False, description="Switch back to the original master after verifying.")
+    source_server_id: int | None = Field(
+        None, ge=1, le=ID_MAX, description=SOURCE,
+    )  # fmt: skip
     webhook_url: WebhookUrl | None = Field(None, description="POSTed when a run fails (besides the settings' URLs).")
 
     @model_validator(mode="after")
@@ -57,6 +66,7 @@ class DrillScheduleUpdate(BaseModel):
     candidate_strategy: Strategy | None = None
     candidate_server_id: int | None = Field(None, ge=1, le=ID_MAX)
     switch_back: bool | None = None
+    source_server_id: int | None = Field(None, ge=1, le=ID_MAX, description=SOURCE)
     webhook_url: WebhookUrl | None = None
 
 
@@ -85,6 +95,7 @@ class DrillScheduleRead(BaseModel):
     candidate_strategy: Strategy
     candidate_server_id: int | None
     switch_back: bool
+    source_server_id: int | None = Field(None, description=SOURCE)
     webhook_url: str | None
     next_run_at: datetime | None = Field(description="When the scheduler runs it next (UTC); None when disabled.")
     next_runs: list[datetime] = Field(default_factory=list, description="The next few run times (UTC).")

@@ -65,6 +65,7 @@ def plan_of(schedule: DrillSchedule) -> dict[str, Any]:
         "candidate_strategy": schedule.candidate_strategy,
         "candidate_server_id": schedule.candidate_server_id,
         "switch_back": schedule.switch_back,
+        "source_server_id": schedule.source_server_id,
         "webhook_url": schedule.webhook_url,
     }
 
@@ -98,6 +99,7 @@ class DrillService:
         if await self.drills.schedule_by_name(cluster_id, data.name) is not None:
             raise Conflict(f"cluster {cluster_id} has a drill schedule named {data.name!r}", code="drill_name_taken")
         await self._candidate_exists(cluster_id, data.candidate_server_id)
+        await self._candidate_exists(cluster_id, data.source_server_id, "source_server_id")
         self._check_webhook(data.webhook_url)
         schedule = DrillSchedule(cluster_id=cluster_id, **data.model_dump())
         self._reschedule(schedule, datetime.now(UTC))
@@ -116,6 +118,7 @@ class DrillService:
         if schedule.candidate_strategy == "fixed" and schedule.candidate_server_id is None:
             raise AppError("candidate_strategy 'fixed' needs candidate_server_id", code="candidate_required")
         await self._candidate_exists(cluster_id, schedule.candidate_server_id)
+        await self._candidate_exists(cluster_id, schedule.source_server_id, "source_server_id")
         self._reschedule(schedule, datetime.now(UTC))
         await self.drills.flush()
         return schedule
@@ -132,10 +135,12 @@ class DrillService:
         upcoming = next_runs(schedule.cron, schedule.timezone, now, 1)
         schedule.next_run_at = upcoming[0] if schedule.enabled and upcoming else None
 
-    async def _candidate_exists(self, cluster_id: int, server_id: int | None) -> None:
+    async def _candidate_exists(
+        self, cluster_id: int, server_id: int | None, field: str = "candidate_server_id"
+    ) -> None:
         if server_id is not None and await self.servers.get(cluster_id, server_id) is None:
             raise NotFound(
-                f"candidate_server_id {server_id}: server {server_id} does not exist in cluster {cluster_id}",
+                f"{field} {server_id}: server {server_id} does not exist in cluster {cluster_id}",
                 code="server_not_found",
             )
 

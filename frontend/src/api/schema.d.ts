@@ -1506,6 +1506,11 @@ export interface components {
              */
             switch_back: boolean;
             /**
+             * Source Server Id
+             * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (seed 000's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
+             */
+            source_server_id?: number | null;
+            /**
              * Webhook Url
              * @description POSTed when a run fails (besides the settings' URLs).
              */
@@ -1613,6 +1618,11 @@ export interface components {
              */
             switch_back: boolean;
             /**
+             * Source Server Id
+             * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (seed 000's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
+             */
+            source_server_id?: number | null;
+            /**
              * Webhook Url
              * @description POSTed when a run fails (besides the settings' URLs).
              */
@@ -1678,6 +1688,11 @@ export interface components {
             candidate_server_id: number | null;
             /** Switch Back */
             switch_back: boolean;
+            /**
+             * Source Server Id
+             * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (seed 000's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
+             */
+            source_server_id?: number | null;
             /** Webhook Url */
             webhook_url: string | null;
             /**
@@ -1717,6 +1732,11 @@ export interface components {
             candidate_server_id?: number | null;
             /** Switch Back */
             switch_back?: boolean | null;
+            /**
+             * Source Server Id
+             * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (seed 000's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
+             */
+            source_server_id?: number | null;
             /** Webhook Url */
             webhook_url?: string | null;
         };

@@ -1,5 +1,6 @@
-// The fields of a drill plan (shared by schedules and run-now): which candidate (rotation or a fixed server),
-// whether to switch back, and a webhook for failures.
+// The fields of a drill plan (shared by schedules and run-now): which source's role it moves (asked only on a cluster
+// of several masters or with intermediate masters), which candidate (rotation or a fixed server), whether to switch
+// back, and a webhook for failures.
 import { useId } from "react";
 import type { Schemas } from "../../api/client";
 import { ServerPicker } from "../operations/ServerPicker";
@@ -9,9 +10,16 @@ export interface Plan {
   candidate_server_id: number | null;
   switch_back: boolean;
   webhook_url: string;
+  source_server_id: number | null;
 }
 
-export const EMPTY_PLAN: Plan = { candidate_strategy: "rotation", candidate_server_id: null, switch_back: true, webhook_url: "" };
+export const EMPTY_PLAN: Plan = {
+  candidate_strategy: "rotation",
+  candidate_server_id: null,
+  switch_back: true,
+  webhook_url: "",
+  source_server_id: null,
+};
 
 /** The plan as the API takes it (a fixed strategy needs a candidate: null when it has none). */
 export type PlanBody = Omit<Schemas["DrillRunCreate"], "schedule_id">;
@@ -23,13 +31,19 @@ export function planBody(plan: Plan): PlanBody | null {
     candidate_server_id: plan.candidate_strategy === "fixed" ? plan.candidate_server_id : null,
     switch_back: plan.switch_back,
     webhook_url: plan.webhook_url.trim() || null,
+    // Named only where there is a choice: a single master's plan sends what it always did.
+    ...(plan.source_server_id !== null ? { source_server_id: plan.source_server_id } : {}),
   };
 }
 
 export function PlanFields({ plan, onChange, nodes }: { plan: Plan; onChange: (plan: Plan) => void; nodes: Schemas["TopologyNode"][] }) {
   const id = useId();
+  const sources = nodes.filter((n) => n.role === "master" || n.role === "intermediate");
   return (
     <>
+      {sources.length > 1 ? (
+        <ServerPicker label="Source" nodes={sources} value={plan.source_server_id} onChange={(v) => onChange({ ...plan, source_server_id: v })} />
+      ) : null}
       <fieldset className="inline">
         <legend>Candidate</legend>
         <label>

@@ -26,6 +26,7 @@ export function ScheduleForm({ clusterId, nodes, schedule, onDone }: Props) {
   const [plan, setPlan] = useState<Plan>({
     candidate_strategy: schedule?.candidate_strategy ?? "rotation",
     candidate_server_id: schedule?.candidate_server_id ?? null,
+    source_server_id: schedule?.source_server_id ?? null,
     switch_back: schedule?.switch_back ?? true,
     webhook_url: schedule?.webhook_url ?? "",
   });
