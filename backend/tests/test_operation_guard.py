@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from ferry_control.core.db import session_scope
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.ferry import FerryDriver
 from ferry_control.models import OperationLock
-from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator import actions, switchover
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster, FerrydNode
 from tests.helpers import WAIT_S, register, run_operation, step, topology, writable_master
@@ -380,3 +381,40 @@ async def test_a_failover_stopped_while_leveling_removes_its_temporary_connectio
         assert "promote_candidate" not in [s["name"] for s in operation["steps"]]
         for node in (first, second):
             assert [c["name"] for c in node.status()["replication"]] == ["main"], node.status()["replication"]
+
+
+async def test_an_operation_whose_lock_a_reconcile_took_over_leaves_the_repair_to_it(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its lease lapsed and another instance's reconcile took the cluster for the same operation (a new fencing
+    token, as `Reconciler._reconcile` does): when the operation notices and stops, its own undo does not run — two
+    instances never repair the same servers from two snapshots — and its result says who repairs."""
+    ferryd = ferryd_factory()
+    gate = Gate(monkeypatch)
+    undos = []
+    real_undo = switchover.undo
+
+    async def counted_undo(*args: Any, **kwargs: Any) -> None:
+        undos.append(args)
+        await real_undo(*args, **kwargs)
+
+    monkeypatch.setattr(switchover, "undo", counted_undo)
+    async with live_app(operation_lease_s=1.5) as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        operation_id = await start_switchover(live, cluster_id, ids["replica1"])
+        await gate.reached()
+        async with session_scope(live.app.state.sessionmaker) as session:  # the other instance's take-over
+            await session.execute(
+                update(OperationLock).where(OperationLock.cluster_id == cluster_id).values(
+                    operation_id=operation_id, fencing_token=OperationLock.fencing_token + 1,
+                    lease_expires_at=datetime.now(UTC) + timedelta(seconds=600))
+            )  # fmt: skip
+        task = live.app.state.runner._tasks.get(operation_id)
+        assert task is not None
+        async with asyncio.timeout(WAIT_S):
+            await asyncio.wait([task])
+        operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
+    assert undos == [], "the undo ran although another holder had the cluster"
+    assert operation["state"] == "failed", operation
+    assert "not done by this instance" in operation["result"]["undo"]["done"], operation["result"]["undo"]
+    assert ferryd.master.status()["read_only"] is True, "the old master is left for the reconcile to repair"

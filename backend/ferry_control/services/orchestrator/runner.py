@@ -228,6 +228,39 @@ class OperationContext:
                 log.error("operation %s failed unexpectedly", self.operation_id, exc_info=e)
             raise OperationFailed(outcome.message, undone=outcome.complete and outcome.kind == "undone") from e
 
+    async def _claim(self) -> bool:
+        """Holds the cluster's lock for a compensation: renews the lease when this operation still holds it with
+        its fencing token, takes it again (a new token) when nobody holds it; False when another holder has it (a
+        reconcile that took the cluster, or another operation). A dry run holds none: True."""
+        if self.fencing_token is None:
+            return True
+        try:
+            async with session_scope(self.sessionmaker) as session:
+                lock = await ClusterRepository(session).lock_for_operation(self.cluster_id)
+                if lock is None:
+                    return False
+                if lock.operation_id is None:
+                    lock.operation_id, lock.fencing_token = self.operation_id, lock.fencing_token + 1
+                    lock.acquired_at = _now()
+                elif lock.operation_id != self.operation_id or lock.fencing_token != self.fencing_token:
+                    return False
+                lock.lease_expires_at = _now() + timedelta(seconds=self.settings.operation_lease_s)
+                self.fencing_token = lock.fencing_token
+                return True
+        except Exception:
+            # The database is unreachable: nobody can take the lock meanwhile either; compensate.
+            log.exception("operation %s could not renew its lease before compensating", self.operation_id)
+            return True
+
+    async def _keep_claim(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.operation_lease_s / 3)
+            async with session_scope(self.sessionmaker) as session:
+                until = _now() + timedelta(seconds=self.settings.operation_lease_s)
+                await ClusterRepository(session).renew_lease(
+                    self.cluster_id, self.operation_id, until, self.fencing_token
+                )
+
     def why(self, error: BaseException) -> str:
         """Why the operation stopped, in words."""
         if isinstance(error, asyncio.CancelledError):
@@ -239,18 +272,34 @@ class OperationContext:
         return f"internal error: {_describe(error)}"
 
     async def _compensate(self, registered: tuple[str, Compensation], reason: str) -> UndoOutcome:
-        """Runs the compensation; recorded as the step `name` (by the compensation itself, else here)."""
+        """Runs the compensation; recorded as the step `name` (by the compensation itself, else here). Only while
+        this operation still holds its cluster's lock with its fencing token: it renews the lease first (and keeps
+        renewing it meanwhile), so another instance's reconcile cannot take the cluster and repair the same
+        servers from its own snapshot at the same time; when the lock is another holder's already, nothing is
+        done here and the outcome says so (that holder's reconcile repairs)."""
         name, compensation = registered
         kind = "rolled forward" if name == "roll_forward" else "undone"
         first = len(self.steps)
         started, clock = _now(), time.perf_counter()
+        if not await self._claim():
+            outcome = UndoOutcome(
+                reason, f"{name} not done by this instance: the cluster's operation lock is another holder's now "
+                "(fencing token changed), whose reconcile repairs what this operation left", False, kind,
+            )  # fmt: skip
+            log.warning("operation %s: %s", self.operation_id, outcome.summary)
+            compensation = None
+        renewing = asyncio.create_task(self._keep_claim()) if compensation is not None else None
         try:
-            outcome = UndoOutcome(reason, await compensation(), True, kind)
+            if compensation is not None:
+                outcome = UndoOutcome(reason, await compensation(), True, kind)
         except OperationFailed as e:
             outcome = UndoOutcome(reason, e.message, False, kind)
         except Exception as e:
             log.exception("the %s of operation %s failed", name, self.operation_id)
             outcome = UndoOutcome(reason, f"{name} failed: {_describe(e)}", False, kind)
+        finally:
+            if renewing is not None:
+                renewing.cancel()
         if not any(step["name"] == name for step in self.steps[first:]):
             self.steps.append(
                 {"name": name, "state": "passed" if outcome.complete else "failed", "started_at": _iso(started),
