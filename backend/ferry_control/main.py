@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from ferry_control.api import router as api_router
 from ferry_control.api.audit_middleware import AuditMiddleware
+from ferry_control.api.body_limit import BodyLimitMiddleware
 from ferry_control.api.deps import MetricsReader
 from ferry_control.core.config import Settings, get_settings
 from ferry_control.core.db import create_engine, create_sessionmaker
@@ -97,11 +98,15 @@ def create_app(
             if engine is not None:
                 await engine.dispose()
 
+    docs = settings.api_docs
     app = FastAPI(
         title="Ferry control plane",
         version="0.1.0",
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url="/docs" if docs else None,
+        redoc_url="/redoc" if docs else None,
+        openapi_url="/openapi.json" if docs else None,
         openapi_tags=[
             {"name": "clusters"},
             {"name": "servers"},
@@ -145,4 +150,5 @@ def create_app(
     mount_dashboard(app, dashboard_dir())
     app.add_middleware(AuditMiddleware)
     app.add_middleware(RequestMetricsMiddleware, metrics=metrics)
+    app.add_middleware(BodyLimitMiddleware, limit=settings.request_body_bytes_max)  # outermost: before any parsing
     return app

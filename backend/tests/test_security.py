@@ -13,7 +13,7 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -499,3 +499,29 @@ async def test_every_change_is_audited_or_not_made(client: httpx.AsyncClient, mo
         await client.patch(f"/api/v1/clusters/{cluster['id']}", json={"description": "never"})
     monkeypatch.undo()
     assert (await client.get(f"/api/v1/clusters/{cluster['id']}")).json()["description"] == "moved to rack 4"
+
+
+async def test_request_bodies_are_capped_before_they_are_parsed(client: httpx.AsyncClient) -> None:
+    """A body over request_body_bytes_max (1 MiB by default) is refused with 413 naming the limit — declared
+    (Content-Length) or streamed without one — and nothing is created."""
+    huge = b'{"name": "big", "description": "' + b"x" * (2 * 1024 * 1024) + b'"}'
+    declared = await client.post("/api/v1/clusters", content=huge, headers={"Content-Type": "application/json"})
+    assert declared.status_code == 413, declared.text
+    assert declared.json()["error"]["code"] == "body_too_large" and "request_body_bytes_max" in declared.text
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for start in range(0, len(huge), 65536):
+            yield huge[start : start + 65536]
+
+    streamed = await client.post("/api/v1/clusters", content=chunks(), headers={"Content-Type": "application/json"})
+    assert streamed.status_code == 413, streamed.text
+    assert all(c["name"] != "big" for c in (await client.get("/api/v1/clusters")).json())
+
+
+async def test_the_api_documentation_can_be_turned_off(live_app: LiveFactory, anonymous: httpx.AsyncClient) -> None:
+    """Served without a token by default (the API's shape, no data); `api_docs` false serves none of it."""
+    assert (await anonymous.get("/openapi.json")).status_code == 200
+    async with live_app(api_docs=False) as live:
+        async with live.client_as("admin") as admin:
+            for path in ("/docs", "/redoc", "/openapi.json"):
+                assert (await admin.get(path)).status_code == 404, path

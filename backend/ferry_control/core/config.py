@@ -122,6 +122,14 @@ class Settings(BaseSettings):
     )
     events_queue_max: int = Field(1000, ge=1, description="Events buffered per SSE subscriber before dropping.")
     events_ping_s: float = Field(15.0, gt=0, description="SSE keep-alive comment interval.")
+    request_body_bytes_max: int = Field(
+        1024 * 1024, ge=1024, description="The largest request body read (413 `body_too_large` beyond, unparsed)."
+    )
+    api_docs: bool = Field(
+        True,
+        description="Serve the interactive API documentation (/docs, /redoc) and /openapi.json without a token: "
+        "they describe the API's shape and hold no data. False: not served.",
+    )
     events_streams_per_token_max: int = Field(
         50, ge=1, description="Event streams one token may hold open on one API instance (429 beyond)."
     )
