@@ -128,6 +128,7 @@ def create_app(
     app.state.metrics = metrics
     app.state.secrets = secrets
     app.state.rate_limiter = RateLimiter(settings.expensive_reads_per_min)
+    app.state.auth_failures = RateLimiter(settings.auth_failures_per_min)
     app.state.streams = StreamRegistry(
         sessionmaker, settings.events_streams_per_token_max, settings.events_streams_max, settings.poll_interval_s
     )

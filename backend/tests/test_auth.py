@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ferry_control.core.rate_limit import RateLimiter
 from ferry_control.core.security import hash_token
 from ferry_control.models import ApiToken, AuditEntry
 from tests.conftest import TOKEN_PEPPER, Tokens
@@ -36,6 +37,7 @@ def routes(app: FastAPI) -> list[tuple[str, str]]:
 
 
 async def test_every_route_but_health_needs_a_token(app: FastAPI, anonymous: httpx.AsyncClient) -> None:
+    app.state.auth_failures = RateLimiter(10_000)  # every route in a row, from one address: past the default limit
     checked = 0
     for method, path in routes(app):
         if path == "/api/v1/health":
@@ -165,3 +167,23 @@ def test_cli_create_token_prints_a_token_once_and_stores_its_hash(tmp_path: Path
     assert token not in (tmp_path / "cli.sqlite3").read_bytes().decode(errors="replace")
     again = run("create-token", "--name", "admin", "--role", "admin")
     assert again.returncode == 1 and "exists already" in again.stderr
+
+
+async def test_failed_authentications_from_one_address_are_limited(
+    app: FastAPI, anonymous: httpx.AsyncClient, client: httpx.AsyncClient, session: AsyncSession
+) -> None:
+    """Past `auth_failures_per_min` (30) failures a minute, an address's failing requests are refused with 429 (a
+    missing or malformed token before any database work) and write no audit rows; a valid token from the same
+    address — many users behind one proxy — is still served."""
+    limit = app.state.settings.auth_failures_per_min
+    statuses = [
+        (await anonymous.post("/api/v1/clusters", json={"name": f"c{i}"})).status_code for i in range(limit + 10)
+    ]
+    assert statuses[:limit] == [401] * limit and statuses[limit:] == [429] * 10, statuses
+    refused = await anonymous.get("/api/v1/clusters", headers={"Authorization": "Bearer not-a-token"})
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_failures"
+    assert "too many failed authentications from" in refused.json()["error"]["message"]
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert (await client.get("/api/v1/clusters")).status_code == 200, "a valid token is served all the same"
+    rows = (await session.scalars(select(AuditEntry).where(AuditEntry.status_code.in_((401, 429))))).all()
+    assert len(rows) == limit, "one audit row per failure up to the limit, none for the refusals past it"

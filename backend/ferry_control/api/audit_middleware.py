@@ -47,8 +47,11 @@ class AuditMiddleware:
             raise
 
     async def _record(self, scope: Scope, status: int) -> None:
-        if (scope.get("state") or {}).get("audited"):
+        state = scope.get("state") or {}
+        if state.get("audited"):
             return  # written with the change itself
+        if state.get("audit_skip"):
+            return  # refused before any work (a client past its failed-authentication limit): not one row each
         async with session_scope(scope["app"].state.sessionmaker) as session:
             await _write(session, scope, status)
 

@@ -70,7 +70,22 @@ async def current_token(
     settings: SettingsDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Principal:
-    principal = await TokenService(session, settings).authenticate(credentials.credentials if credentials else None)
+    failures: RateLimiter = request.app.state.auth_failures
+    client = request.client.host if request.client else "unknown"
+    try:
+        # A missing or malformed token fails before any database work; a well-formed one costs one lookup.
+        principal = await TokenService(session, settings).authenticate(credentials.credentials if credentials else None)
+    except Unauthorized:
+        if (wait_s := failures.wait_s(client)) > 0:
+            # Past the address's limit: refused, and not audited one by one (a flood cannot fill the audit log).
+            # A valid token from the same address (many users behind one proxy) is still served.
+            request.state.audit_skip = True
+            raise TooManyRequests(
+                f"too many failed authentications from {client}; retry in {wait_s:.0f} s", wait_s,
+                code="too_many_failures",
+            ) from None  # fmt: skip
+        failures.take(client)
+        raise
     request.state.principal = principal
     return principal
 

@@ -122,6 +122,12 @@ class Settings(BaseSettings):
     )
     events_queue_max: int = Field(1000, ge=1, description="Events buffered per SSE subscriber before dropping.")
     events_ping_s: float = Field(15.0, gt=0, description="SSE keep-alive comment interval.")
+    auth_failures_per_min: int = Field(
+        30,
+        ge=1,
+        description="Failed authentications one client address may make per minute; beyond, its requests "
+        "are refused (429 `too_many_failures`) before any work, and not audited one by one.",
+    )
     request_body_bytes_max: int = Field(
         1024 * 1024, ge=1024, description="The largest request body read (413 `body_too_large` beyond, unparsed)."
     )

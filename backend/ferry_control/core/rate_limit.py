@@ -1,12 +1,13 @@
-"""Per-token rate limit of the expensive reads (those fanned out to every server of a cluster): a token bucket of
-`per_min` calls per API token, refilled evenly over a minute, kept in this process (with several API instances each
-limits on its own, so a token gets at most instances x per_min). A dictionary and a lock: nothing to depend on."""
+"""Token buckets of `per_min` calls per key, refilled evenly over a minute, kept in this process (with several API
+instances each limits on its own, so a key gets at most instances x per_min): the expensive reads per API token
+(those fanned out to every server of a cluster), and failed authentications per client address. A dictionary and a
+lock: nothing to depend on."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 #: Buckets kept at most; full buckets are forgotten first when there are more (a full bucket is the default).
 BUCKETS_MAX = 10_000
@@ -17,10 +18,18 @@ class RateLimiter:
         self.capacity = float(per_min)
         self.refill_per_s = per_min / 60.0
         self._clock = clock
-        self._buckets: dict[int, tuple[float, float]] = {}  # key → (tokens, at)
+        self._buckets: dict[Hashable, tuple[float, float]] = {}  # key → (tokens, at)
         self._lock = threading.Lock()
 
-    def take(self, key: int) -> float:
+    def wait_s(self, key: Hashable) -> float:
+        """Without taking a call: 0.0 when `key` has one left, else the seconds until it has."""
+        with self._lock:
+            now = self._clock()
+            tokens, at = self._buckets.get(key, (self.capacity, now))
+            tokens = min(self.capacity, tokens + (now - at) * self.refill_per_s)
+            return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.refill_per_s
+
+    def take(self, key: Hashable) -> float:
         """Takes one call for `key`: 0.0 when allowed, else the seconds until one is allowed."""
         with self._lock:
             now = self._clock()
