@@ -19,7 +19,9 @@ configs=${CONFIGS:-"group:local per-txn-fsync:local naive-scheduling:local group
 cargo build --release --locked --manifest-path "$root/engine/Cargo.toml" -p ferryd -p ferry-bench >&2
 bin="$root/engine/target/release"
 work=$(mktemp -d "$root/.bench.XXXXXX")
-trap 'pkill -f "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
+# The node of the run under way, stopped by its pid if the script ends early.
+pid=""
+trap '[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null; [ -n "$pid" ] && wait "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 
 fsync=$("$bin/ferry-bench" fsync --dir "$work" --count 3000 | tail -n 1)
 echo "fsync $fsync" >&2
@@ -41,6 +43,7 @@ for config in $configs; do
     result=$("$bin/ferry-bench" commit --addr "$addr" --clients "$clients" --seconds "$seconds" --node-pid "$pid" | tail -n 1)
     load=$(cut -d' ' -f1 /proc/loadavg)
     kill -TERM "$pid"; wait "$pid" || true
+    pid=""
     rm -f "$work/ready"; rm -rf "$dir"
     run=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(mode=sys.argv[2], durability=sys.argv[3], trial=int(sys.argv[4]), load_avg_1m=float(sys.argv[5]), build=sys.argv[6]); print(json.dumps(r))' "$result" "$mode" "$durability" "$trial" "$load" "$name")
     echo "$run"
