@@ -308,3 +308,24 @@ def test_settings_come_from_flags_then_environment_then_file(tmp_path: Path) -> 
         with pytest.raises(CtlError) as refused:
             config.load(config_path=str(bad), environ={})
         assert refused.value.exit_code == ExitCode.usage and str(bad) in refused.value.message
+
+
+async def test_lists_say_when_they_are_empty_and_clusters_list_shows_health_masters_and_lag(
+    live_app: LiveFactory, ferryd: FerrydCluster, tmp_path: Path
+) -> None:
+    async with live_app() as live:
+        async with serve(live.app) as url:
+            token = live.tokens.viewer
+            run = await ferryctl(tmp_path, "clusters", "list", url=url, token=token)
+            assert run.code == 0 and "no clusters yet" in run.out, (run.out, run.err)
+            await register(live.client, ferryd, name="orders")
+            ferryd.converge()
+            await live.app.state.collector.run_cycle()
+            run = await ferryctl(tmp_path, "operations", "list", "orders", url=url, token=token)
+            assert run.code == 0 and "no operations on orders yet" in run.out, (run.out, run.err)
+            run = await ferryctl(tmp_path, "clusters", "list", url=url, token=token)
+            assert run.code == 0, run.err
+            line = next(line for line in run.out.splitlines() if "orders" in line)
+            assert "healthy" in line and "master" in line and " s / " in line, run.out
+            listed = (await ferryctl(tmp_path, "clusters", "list", "-o", "json", url=url, token=token)).json()
+            assert listed[0]["name"] == "orders" and listed[0]["health"] == "healthy" and listed[0]["masters"]

@@ -46,8 +46,15 @@ class Output:
             table.add_row(*(Text(cell_text(c)) for c in row))
         self.out.print(table)
 
-    def records(self, title: str | None, columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> None:
-        """A table of API objects, one column per named field."""
+    def records(
+        self, title: str | None, columns: Sequence[str], rows: Iterable[dict[str, Any]], empty: str | None = None
+    ) -> None:
+        """A table of API objects, one column per named field; `empty` (else "none") in its place when there are
+        none, never an empty table."""
+        rows = list(rows)
+        if not rows:
+            self.line(empty or (f"{title}: none" if title else "none"))
+            return
         self.table(title, columns, ([row.get(c) for c in columns] for row in rows))
 
     def fields(self, pairs: Iterable[tuple[str, Any]]) -> None:

@@ -10,7 +10,7 @@ from ferry_control.ctl.commands.servers import render_servers
 from ferry_control.ctl.context import App, output_option, pass_app
 from ferry_control.ctl.output import Output
 
-CLUSTER_COLUMNS = ("id", "name", "auto_failover", "failover_suspended_at", "description")
+CLUSTER_COLUMNS = ("id", "name", "health", "masters", "servers", "worst lag", "auto_failover", "problems")
 
 
 @click.group("clusters")
@@ -22,9 +22,22 @@ def clusters() -> None:
 @output_option
 @pass_app
 def list_clusters(app: App) -> None:
-    """List clusters (JSON: the API's cluster objects)."""
-    rows = app.client.get("/clusters")
-    app.out.document(rows, lambda rows: app.out.records(None, CLUSTER_COLUMNS, rows))
+    """List clusters with their health, masters, servers and worst lag (JSON: the API's cluster overview objects)."""
+    rows = app.client.get("/clusters/overview")
+    app.out.document(rows, lambda rows: app.out.records(
+        None, CLUSTER_COLUMNS, [_overview_row(r) for r in rows],
+        empty="no clusters yet: ferryctl clusters add NAME, then register its servers",
+    ))  # fmt: skip
+
+
+def _overview_row(cluster: dict[str, Any]) -> dict[str, Any]:
+    lag = cluster.get("worst_lag")
+    return {
+        **cluster,
+        "servers": cluster.get("server_count"),
+        "worst lag": None if not lag else f"{lag['seconds']:.1f} s / {lag['transactions']} trx",
+        "problems": "; ".join(cluster.get("problems") or []) or None,
+    }
 
 
 @clusters.command("add")

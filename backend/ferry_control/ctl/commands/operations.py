@@ -28,7 +28,9 @@ def list_operations(app: App, cluster: str, limit: int) -> None:
     """The newest operations of CLUSTER first (JSON: the API's operation objects)."""
     found = app.client.cluster(cluster)
     rows = app.client.get(f"/clusters/{found['id']}/operations", limit=limit)
-    app.out.document(rows, lambda rows: app.out.records(None, OPERATION_COLUMNS, rows))
+    app.out.document(rows, lambda rows: app.out.records(
+        None, OPERATION_COLUMNS, rows, empty=f"no operations on {found['name']} yet"
+    ))  # fmt: skip
 
 
 @operations.command("show")
