@@ -20,6 +20,7 @@ from ferry_control.api import router as api_router
 from ferry_control.api.audit_middleware import AuditMiddleware
 from ferry_control.api.body_limit import BodyLimitMiddleware
 from ferry_control.api.deps import MetricsReader
+from ferry_control.core.concurrency import ConcurrencyLimit
 from ferry_control.core.config import Settings, get_settings
 from ferry_control.core.db import create_engine, create_sessionmaker
 from ferry_control.core.errors import install_error_handlers
@@ -129,6 +130,7 @@ def create_app(
     app.state.secrets = secrets
     app.state.rate_limiter = RateLimiter(settings.expensive_reads_per_min)
     app.state.auth_failures = RateLimiter(settings.auth_failures_per_min)
+    app.state.heavy_reads = ConcurrencyLimit(settings.heavy_reads_per_token_max, settings.heavy_reads_max)
     app.state.streams = StreamRegistry(
         sessionmaker, settings.events_streams_per_token_max, settings.events_streams_max, settings.poll_interval_s
     )

@@ -6,6 +6,7 @@ monitor, fencing) run after every cycle, even one that failed. The liars are fak
 
 from __future__ import annotations
 
+import asyncio
 import os
 import resource
 from collections.abc import AsyncIterator
@@ -314,3 +315,31 @@ async def test_a_hostile_sql_server_is_that_servers_error_alone(live_app: LiveFa
             assert servers[server_id]["last_error"], (mode, servers[server_id])
         recorded = await servers_of(client, honest_id)
         assert all(recorded[i]["health"] == "healthy" for i in honest.values())
+
+
+async def test_a_slow_server_bounds_an_interleavings_read_and_concurrent_heavy_reads_are_capped(
+    live_app: LiveFactory,
+) -> None:
+    """A server that takes longer than heavy_read_timeout_s to answer its binlog read is that read's error alone;
+    while one such read is in progress, the same token's next one is refused with a 429 naming the bound
+    (heavy_reads_per_token_max), rather than queued."""
+    node = FakeNode(Answer.json({"events": [], "next_before": None}, delay_s=30.0))
+    async with live_app(heavy_read_timeout_s=1.0, heavy_reads_per_token_max=1) as live:
+        async with serving(node) as url:
+            cluster_id = (await live.client.post("/api/v1/clusters", json={"name": "slow"})).json()["id"]
+            protocol_port, _ = free_port_pair()
+            await live.client.post(f"/api/v1/clusters/{cluster_id}/servers", json={
+                "name": "slow", "host": "127.0.0.1", "protocol_port": protocol_port,
+                "admin_port": int(url.rsplit(":", 1)[1])})  # fmt: skip
+            path = f"/api/v1/clusters/{cluster_id}/interleavings"
+            first = asyncio.create_task(live.client.get(path))
+            await eventually("the first read to reach the slow server", lambda: node.requests > 0)
+            second = await live.client.get(path)
+            assert second.status_code == 429, second.text
+            error = second.json()["error"]
+            assert error["code"] == "too_many_concurrent_reads" and error["details"]["per"] == "token", error
+            answer = await first
+            assert answer.status_code == 200, answer.text
+            (server,) = answer.json()["servers"]
+            assert "no answer within 1.0 s (heavy_read_timeout_s)" in server["error"], server
+            assert (await live.client.get(path)).status_code == 200, "the bound is free again once it answered"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 
 from ferry_control.api.deps import DriversDep, ExpensiveReadToken, SessionDep, SettingsDep
 from ferry_control.core.errors import Unprocessable
@@ -18,14 +18,17 @@ router = APIRouter(tags=["interleavings"], responses=error_responses(401, 404, 4
     response_model=Interleavings,
     summary="Stream interleavings",
     description="Reads every server's recent binlog events: `limit` is capped by the interleavings_events_max "
-    "setting (422 beyond) and each token may ask expensive_reads_per_min times a minute (429 beyond).",
+    "setting (422 beyond); each token may ask expensive_reads_per_min times a minute, and have "
+    "heavy_reads_per_token_max in progress at once, an instance heavy_reads_max (429 beyond); each server's part is "
+    "bounded by heavy_read_timeout_s (then that server's error).",
     responses=error_responses(429),
 )
 async def get_interleavings(
+    request: Request,
     session: SessionDep,
     drivers: DriversDep,
     settings: SettingsDep,
-    _: ExpensiveReadToken,
+    principal: ExpensiveReadToken,
     cluster_id: int = Path(ge=1, le=ID_MAX, description="The cluster's id."),
     limit: int = Query(50, ge=1, le=1000, description="Recent transactions asked of each server."),
     domain: int | None = Query(None, ge=0, le=4294967295, description="Only this domain."),
@@ -35,4 +38,7 @@ async def get_interleavings(
             f"limit: at most {settings.interleavings_events_max} transactions per server (interleavings_events_max)",
             code="limit_too_large",
         )
-    return await InterleavingService(session, drivers).recent(cluster_id, limit, domain)
+    with request.app.state.heavy_reads.held(principal.token_id, "interleavings reads"):
+        return await InterleavingService(session, drivers, settings.heavy_read_timeout_s).recent(
+            cluster_id, limit, domain
+        )

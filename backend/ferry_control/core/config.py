@@ -114,6 +114,15 @@ class Settings(BaseSettings):
     interleavings_events_max: int = Field(
         1000, ge=1, le=1000, description="Most events one interleavings request may ask of each server (then 422)."
     )
+    heavy_reads_per_token_max: int = Field(
+        2, ge=1, description="Interleavings reads one token may have in progress at once (429 beyond)."
+    )
+    heavy_reads_max: int = Field(
+        8, ge=1, description="Interleavings reads one API instance runs at once, all tokens together (429 beyond)."
+    )
+    heavy_read_timeout_s: float = Field(
+        10.0, gt=0, description="The most one server's part of an interleavings read may take (then its error)."
+    )
     expensive_reads_per_min: int = Field(
         60,
         ge=1,

@@ -1,5 +1,6 @@
-"""Interleavings: every server's recent binlog transactions, fetched at once through the drivers, and the union
-of their GTIDs in one order so the streams can be laid side by side."""
+"""Interleavings: every server's recent binlog transactions, fetched at once through the drivers (no database
+connection held meanwhile; each server's part bounded in time), and the union of their GTIDs in one order so the
+streams can be laid side by side."""
 
 from __future__ import annotations
 
@@ -17,22 +18,31 @@ from ferry_control.services.clusters import ClusterService
 
 
 class InterleavingService:
-    def __init__(self, session: AsyncSession, drivers: DriverFactory):
+    def __init__(self, session: AsyncSession, drivers: DriverFactory, timeout_s: float = 10.0):
+        self.session = session
         self.clusters = ClusterService(session)
         self.servers = ServerRepository(session)
         self.drivers = drivers
+        self.timeout_s = timeout_s
 
     async def recent(self, cluster_id: int, limit: int, domain: int | None = None) -> Interleavings:
         cluster = await self.clusters.get(cluster_id)
         servers = list(await self.servers.list_for_cluster(cluster_id))
+        # Nothing more is read from the database: its connection goes back to the pool before the fan-out, so slow
+        # servers never hold one (the collector and operations need them).
+        await self.session.commit()
 
         async def fetch(server: Server) -> EventsPage | str:
             if server.admin_address is None:
                 return "admin address unknown"
             try:
-                return await self.drivers.for_server(server, cluster).recent_events(limit, domain)
+                return await asyncio.wait_for(
+                    self.drivers.for_server(server, cluster).recent_events(limit, domain), self.timeout_s
+                )
             except DriverError as e:
                 return str(e)
+            except TimeoutError:
+                return f"no answer within {self.timeout_s} s (heavy_read_timeout_s)"
 
         pages = await asyncio.gather(*(fetch(s) for s in servers))
         listed: list[ServerEvents] = []
