@@ -200,10 +200,11 @@ async def test_no_failover_when_only_the_control_plane_lost_the_master(
         cluster_id, ids = await register(live.client, ferryd, auto_failover=True)
         collector, monitor = live.app.state.collector, live.app.state.monitor
         await collector.run_cycle()
-        # The control plane loses the master (a wrong admin port), the replicas do not.
-        response = await live.client.patch(
-            f"/api/v1/clusters/{cluster_id}/servers/{ids['master']}", json={"admin_port": 1}
-        )
+        # The control plane loses the master (a wrong admin port: an admin's change), the replicas do not.
+        async with live.client_as("admin") as admin:
+            response = await admin.patch(
+                f"/api/v1/clusters/{cluster_id}/servers/{ids['master']}", json={"admin_port": 1}
+            )
         assert response.status_code == 200
         for _ in range(3):
             await collector.run_cycle()
