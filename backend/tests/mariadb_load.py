@@ -25,6 +25,15 @@ READ_ONLY_ERRNOS = frozenset({1290})
 LOST_ERRNOS = frozenset({2003, 2006, 2013, 2055, 1927, 1053})
 
 
+def seed000_tables(cluster: MariadbCluster, *, rows: bool = False) -> str:
+    """Table app.t1 on master 1 (domain 1) and app.t2 on master 2 (domain 2) — with a row each when `rows` — once
+    every server has them; returns the converged position."""
+    for number in (1, 2):
+        row = f" INSERT INTO app.t{number} VALUES (1);" if rows else ""
+        cluster.sql(number, f"CREATE TABLE app.t{number} (id INT PRIMARY KEY);{row}")
+    return cluster.wait_converged()
+
+
 async def register_mariadb(
     client: httpx.AsyncClient, cluster: MariadbCluster, name: str = "maria", **cluster_fields: Any
 ) -> tuple[int, dict[int, int]]:

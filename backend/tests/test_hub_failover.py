@@ -14,7 +14,7 @@ from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import finished, register, run_operation, step
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, eventually
-from tests.mariadb_load import MariadbLoadWriter, load_rows, register_mariadb
+from tests.mariadb_load import MariadbLoadWriter, load_rows, register_mariadb, seed000_tables
 from tests.test_hub_switchover import connections
 
 POLL_INTERVAL_S = 0.2
@@ -35,9 +35,7 @@ async def test_a_lost_hub_is_re_homed_by_the_monitor_each_replica_ahead_in_one_d
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
 ) -> None:
     cluster = mariadb_factory(5, shape="seed000")
-    for number in (1, 2):
-        cluster.sql(number, f"CREATE TABLE app.t{number} (id INT PRIMARY KEY);")
-    start = cluster.wait_converged()
+    start = seed000_tables(cluster)
     for number in (4, 5):
         cluster.sql(number, "STOP SLAVE;")
     # Server 4 gets domain 1's newest, server 5 domain 2's: neither is ahead in every domain.

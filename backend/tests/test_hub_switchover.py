@@ -21,7 +21,7 @@ from ferry_control.ctl.errors import ExitCode
 from tests.conftest import LiveFactory
 from tests.helpers import finished, run_operation, serve, step
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, driver, eventually
-from tests.mariadb_load import MariadbLoadWriter, load_rows, register_mariadb
+from tests.mariadb_load import MariadbLoadWriter, load_rows, register_mariadb, seed000_tables
 from tests.test_ferryctl import ferryctl
 from tests.test_operation_faults import ApiProcess, app_settings, fault_database, killed_after, operator_token
 
@@ -60,9 +60,7 @@ async def test_the_hub_moves_to_a_replica_and_back_under_load_in_both_domains(
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
 ) -> None:
     cluster = mariadb_factory(5, shape="seed000")
-    for number in (1, 2):
-        cluster.sql(number, f"CREATE TABLE app.t{number} (id INT PRIMARY KEY);")
-    cluster.wait_converged()
+    seed000_tables(cluster)
     async with live_app() as live:
         cluster_id, ids = await register_mariadb(live.client, cluster)
         dry = await run_operation(live.app, live.client, cluster_id, "switchover",
@@ -212,9 +210,7 @@ async def test_ferryctl_switches_an_intermediate_master_named_with_from(
     """`ferryctl switchover seed000 --from s3 --to s5 --wait` moves the hub, its dry run prints the plan per domain;
     `--from` naming a server nothing replicates from is refused by the preflight, naming why."""
     cluster = mariadb_factory(5, shape="seed000")
-    for number in (1, 2):
-        cluster.sql(number, f"CREATE TABLE app.t{number} (id INT PRIMARY KEY);")
-    cluster.wait_converged()
+    seed000_tables(cluster)
     async with live_app() as live:
         await register_mariadb(live.client, cluster, name="seed000")
         async with serve(live.app) as url:
@@ -242,9 +238,7 @@ async def test_a_drill_of_the_hub_moves_it_and_back_with_canaries_in_every_domai
     role to server 5 and back, the canaries verified on every server below the masters each time, the run
     passing with each move's replication gaps; the hub is server 3 again."""
     cluster = mariadb_factory(5, shape="seed000")
-    for number in (1, 2):
-        cluster.sql(number, f"CREATE TABLE app.t{number} (id INT PRIMARY KEY); INSERT INTO app.t{number} VALUES (1);")
-    cluster.wait_converged()
+    seed000_tables(cluster, rows=True)
     async with live_app() as live:
         cluster_id, ids = await register_mariadb(live.client, cluster)
         response = await live.client.post(f"/api/v1/clusters/{cluster_id}/drills/runs", json={

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from tests.conftest import LiveFactory
 from tests.helpers import finished, run_operation, step
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, eventually
-from tests.mariadb_load import register_mariadb
+from tests.mariadb_load import register_mariadb, seed000_tables
 
 POLL_INTERVAL_S = 0.2
 DETECTION_POLLS = 3
@@ -88,9 +88,7 @@ async def test_a_planned_switchover_of_one_master_of_two_keeps_the_candidates_ot
     from server 3 over `m1`, the name the cluster uses; servers 4 and 5 are untouched. Moving it back at once is
     refused, naming why (server 3 takes writes and replicates), and changes nothing."""
     cluster = mariadb_factory(5, shape="seed000")
-    for number in (1, 2):
-        cluster.sql(number, f"CREATE TABLE app.t{number} (id INT PRIMARY KEY);")
-    cluster.wait_converged()
+    seed000_tables(cluster)
     async with live_app() as live:
         cluster_id, ids = await register_mariadb(live.client, cluster)
         operation = await run_operation(live.app, live.client, cluster_id, "switchover",

@@ -6,7 +6,7 @@ import type { Schemas } from "../../api/client";
 import { useFailover, type FailoverBody } from "../../api/mutations";
 import { GuardedAction } from "./GuardedAction";
 import { numberResult } from "./operationFacts";
-import { CandidatePicker, ServerPicker } from "./ServerPicker";
+import { CandidatePicker, SourcePicker } from "./ServerPicker";
 
 interface Props {
   clusterId: number;
@@ -49,17 +49,15 @@ export function FailoverForm({ clusterId, clusterName, nodes, edges = [], server
         others repointed, the old source fenced. A delayed or <code>must_not</code> replica is never chosen nor
         waited for. The outcome says what may have been lost.
       </p>
-      {needsSource ? (
-        <ServerPicker
-          label="Lost source"
-          nodes={sources}
-          value={picked}
-          onChange={(id) => {
-            setPicked(id);
-            setCandidate("best");
-          }}
-        />
-      ) : null}
+      <SourcePicker
+        label="Lost source"
+        sources={sources}
+        value={picked}
+        onPick={(id) => {
+          setPicked(id);
+          setCandidate("best");
+        }}
+      />
       <CandidatePicker bestLabel="Most advanced replica" candidates={others} value={candidate} onChange={setCandidate} />
     </GuardedAction>
   );

@@ -1,5 +1,6 @@
-// Labelled selects of the cluster's servers: one server (every one-server operation form), or the new master of a
-// switchover or failover (a named server, or "best": the orchestrator's choice).
+// Labelled selects of the cluster's servers: one server (every one-server operation form), the source of a
+// switchover or failover on a cluster with several, or the new master (a named server, or "best": the
+// orchestrator's choice).
 import { useId } from "react";
 import type { Schemas } from "../../api/client";
 
@@ -59,4 +60,21 @@ export function CandidatePicker({
       </select>
     </label>
   );
+}
+
+/** The source whose role moves (a master or an intermediate master), shown only where there is a choice; picking
+ * one resets the candidate (`onPick`), whose list depends on it. */
+export function SourcePicker({
+  label,
+  sources,
+  value,
+  onPick,
+}: {
+  label: string;
+  sources: Schemas["TopologyNode"][];
+  value: number | null;
+  onPick: (id: number | null) => void;
+}) {
+  if (sources.length <= 1) return null;
+  return <ServerPicker label={label} nodes={sources} value={value} onChange={onPick} />;
 }

@@ -7,7 +7,7 @@ import type { Schemas } from "../../api/client";
 import { useSwitchover, type SwitchoverBody } from "../../api/mutations";
 import { GuardedAction } from "./GuardedAction";
 import { numberResult } from "./operationFacts";
-import { CandidatePicker, ServerPicker } from "./ServerPicker";
+import { CandidatePicker, SourcePicker } from "./ServerPicker";
 import { SwitchPlan } from "./SwitchPlan";
 
 type Node = Schemas["TopologyNode"];
@@ -79,17 +79,15 @@ export function SwitchoverForm({ clusterId, clusterName, nodes, edges = [], serv
           candidate catches up to its position, is promoted, and every other server follows it.
         </p>
       )}
-      {needsSource ? (
-        <ServerPicker
-          label="Source"
-          nodes={sources}
-          value={picked}
-          onChange={(id) => {
-            setPicked(id);
-            setCandidate("best");
-          }}
-        />
-      ) : null}
+      <SourcePicker
+        label="Source"
+        sources={sources}
+        value={picked}
+        onPick={(id) => {
+          setPicked(id);
+          setCandidate("best");
+        }}
+      />
       <CandidatePicker bestLabel="Best replica (chosen by the orchestrator)" candidates={replicas} value={candidate} onChange={setCandidate} />
     </GuardedAction>
   );
