@@ -279,7 +279,7 @@ export interface paths {
         };
         /**
          * Stream interleavings
-         * @description Reads every server's recent binlog events: `limit` is capped by the interleavings_events_max setting (422 beyond) and each token may ask expensive_reads_per_min times a minute (429 beyond).
+         * @description Reads every server's recent binlog events: `limit` is capped by the interleavings_events_max setting (422 beyond); each token may ask expensive_reads_per_min times a minute, and have heavy_reads_per_token_max in progress at once, an instance heavy_reads_max (429 beyond); each server's part is bounded by heavy_read_timeout_s (then that server's error).
          */
         get: operations["get_interleavings_api_v1_clusters__cluster_id__interleavings_get"];
         put?: never;
