@@ -125,6 +125,21 @@ async def repoint(
     await driver.start_replication(connection)
 
 
+async def ensure_connection(
+    driver: ServerDriver, connection: str, master_address: str, settings: ConnectionSettings | None = None
+) -> str | None:
+    """Makes `connection` replicate from `master_address` (slave_pos) and run, each at most once: created (with
+    `settings`) when missing or pointed elsewhere, started when stopped. Returns what it did, None when nothing."""
+    found = next((c for c in await driver.replica_connections() if c.name == connection), None)
+    if found is None or found.master_address != master_address:
+        await repoint(driver, connection, master_address, "slave_pos", stop_first=found is not None, settings=settings)
+        return f"replicates {connection!r} from {master_address}"
+    if not found.running:
+        await driver.start_replication(connection)
+        return f"started {connection!r}"
+    return None
+
+
 async def connection_names(driver: ServerDriver) -> list[str]:
     return [c.name for c in await driver.replica_connections()]
 

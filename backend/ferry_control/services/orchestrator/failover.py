@@ -47,7 +47,7 @@ class MasterLoss:
 def confirm_master_lost(snapshot: ClusterSnapshot, *, need_witness: bool, source_id: int | None = None) -> MasterLoss:
     """Whether the master — `source_id` (a root, or an intermediate master), else the only master or of several the
     only one lost (`ClusterSnapshot.lost_root`) — is lost."""
-    master, why = snapshot.lost_root() if source_id is None else snapshot.source(source_id)
+    master, why = snapshot.lost_root(source_id)
     if master is None:
         return MasterLoss(None, False, why)
     if master.healthy:
@@ -83,7 +83,7 @@ async def probe_master(snapshot: ClusterSnapshot, settings: Settings, source_id:
     """With `master_write_probe` on, a master that answers and reports no failure must also commit a probe write in
     time (as the collector checks at every poll); one that cannot has that failure set on its view, so
     `confirm_master_lost` sees a master that cannot work, confirmed live."""
-    master, _ = snapshot.lost_root() if source_id is None else snapshot.source(source_id)
+    master, _ = snapshot.lost_root(source_id)
     if not settings.master_write_probe or master is None or not master.healthy or master.driver is None:
         return
     assert master.status is not None

@@ -227,14 +227,8 @@ async def complete_hub_failover(snapshot: ClusterSnapshot, plan: dict[str, Any])
             await driver.stop_replication(old.name)
             await driver.remove_replication(old.name)
         for connection in incoming:
-            found = existing.get(connection.name)
-            if found is None or found.master_address != connection.master_address:
-                await actions.repoint(driver, connection.name, connection.master_address, "slave_pos",
-                                      stop_first=found is not None)  # fmt: skip
-                done.append(f"{new_hub.info.label} replicates {connection.name!r} from its master")
-            elif not found.running:
-                await driver.start_replication(connection.name)
-                done.append(f"{new_hub.info.label} started {connection.name!r}")
+            if did := await actions.ensure_connection(driver, connection.name, connection.master_address):
+                done.append(f"{new_hub.info.label} {did}")
     except DriverError as e:
         return done, [f"{new_hub.info.label}: {e}"]
     address = new_hub.info.protocol_address

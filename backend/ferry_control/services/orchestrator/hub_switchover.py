@@ -236,13 +236,8 @@ async def complete_hub_move(snapshot: ClusterSnapshot, plan: dict[str, Any]) -> 
         driver = candidate.require_driver()
         existing = {c.name: c for c in await driver.replica_connections()}
         for c in plan["incoming"]:
-            if c["name"] not in existing:
-                await actions.repoint(driver, c["name"], c["master_address"], "slave_pos", stop_first=False,
-                                      settings=_settings(c["settings"]))  # fmt: skip
-                done.append(f"{candidate.info.label} took {c['name']!r}")
-            elif not existing[c["name"]].running:
-                await driver.start_replication(c["name"])
-                done.append(f"{candidate.info.label} started {c['name']!r}")
+            if did := await actions.ensure_connection(driver, c["name"], c["master_address"], _settings(c["settings"])):
+                done.append(f"{candidate.info.label} {did}")
         if plan["candidate_connection"] in existing and plan["candidate_connection"] not in {
             c["name"] for c in plan["incoming"]
         }:

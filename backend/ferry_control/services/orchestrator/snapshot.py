@@ -205,15 +205,11 @@ class ClusterSnapshot:
         return [self.by_id[i] for i in sorted({link.master.info.id for link in links} - replicating)]
 
     def lost_root(self, source_id: int | None = None) -> tuple[ServerView | None, str]:
-        """The root a failover replaces: `source_id` when given (it must be a root); else the only root; else,
-        of several roots, the only one that does not answer or reports a failure — with why when there is none."""
+        """The source a failover replaces: `source_id` when given (`source`: a root or an intermediate master);
+        else the only root; else, of several roots, the only one that does not answer or reports a failure — with
+        why when there is none."""
         if source_id is not None:
-            view = self.by_id.get(source_id)
-            if view is None:
-                return None, f"server {source_id} is not a server of this cluster"
-            if source_id not in {root.info.id for root in self.roots()}:
-                return None, f"{view.info.label} is not a master (no server replicates from it, or it replicates)"
-            return view, f"{view.info.label} is the source named"
+            return self.source(source_id)
         roots = self.roots()
         if len(roots) <= 1:
             return self.master()
@@ -250,16 +246,13 @@ class ClusterSnapshot:
     def master(self) -> tuple[ServerView | None, str]:
         """The server others replicate from that replicates from no registered server itself; with why when
         there is none or several."""
-        links = self.links()
-        replicating = {link.replica.info.id for link in links}
-        pointed = {link.master.info.id for link in links}
-        roots = sorted(pointed - replicating)
+        roots = self.roots()
         if len(roots) == 1:
-            return self.by_id[roots[0]], f"{self.by_id[roots[0]].info.label} is the master"
+            return roots[0], f"{roots[0].info.label} is the master"
         if not roots:
             reachable = [v for v in self.views if v.reachable]
             if len(self.views) == 1 and reachable:
                 return reachable[0], f"{reachable[0].info.label} is the only server"
             return None, "no server is replicated from by the others without replicating itself"
-        names = ", ".join(self.by_id[r].info.label for r in roots)
+        names = ", ".join(r.info.label for r in roots)
         return None, f"several servers are masters of others: {names}"
