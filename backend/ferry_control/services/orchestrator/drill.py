@@ -177,22 +177,7 @@ async def _drill(ctx: OperationContext, run_id: int, details: dict[str, Any]) ->
         details["canaries"] = {str(d): g for d, g in canaries.items()}
         step.detail = details["canaries"]
     canary_position = str(position(",".join(canaries.values())))
-    async with ctx.step("canaries_replicated") as step:
-        problems = []
-        for view in servers[1:]:
-            names = [c.name for c in view.status.connections] if view.status else []
-            reached = await actions.wait_reached(
-                view.require_driver(), canary_position, settings.switchover_catch_up_timeout_s,
-                connection=names[0] if len(names) == 1 else None,
-            )  # fmt: skip
-            if not reached.reached:
-                problems.append(
-                    f"{view.info.label} did not receive the canaries ({canary_position}; it is at {reached.position})"
-                    + (f": {reached.broken}" if reached.broken else "")
-                )
-        step.detail = {"position": canary_position, "problems": problems}
-        if problems:
-            raise DrillFailed(problems)
+    await _canaries_replicated(ctx, servers[1:], canary_position)
 
     writer = CanaryWriter(
         [WriterServer(v.info.id, v.info.label, v.require_driver()) for v in servers], sorted(canaries),
@@ -348,17 +333,7 @@ async def _hub_drill(
         details["canaries"] = {str(d): g for d, g in canaries.items()}
         step.detail = details["canaries"]
     canary_position = str(position(",".join(canaries.values())))
-    async with ctx.step("canaries_replicated") as step:
-        problems = []
-        for view in below:
-            reached = await actions.wait_reached(view.require_driver(), canary_position,
-                                                 ctx.settings.switchover_catch_up_timeout_s)  # fmt: skip
-            if not reached.reached:
-                problems.append(f"{view.info.label} did not receive the canaries ({canary_position}; it is at "
-                                f"{reached.position})")  # fmt: skip
-        step.detail = {"position": canary_position, "problems": problems}
-        if problems:
-            raise DrillFailed(problems)
+    await _canaries_replicated(ctx, below, canary_position)
     await ctx.pre_hooks(old_master_server_id=hub.info.id, new_master_server_id=link.replica.info.id)
     await switch_hub(ctx, snapshot, hub, link, plan.others)
     ctx.result["switchover"] = {"unavailable_s": None, "catch_up_s": ctx.result.get("catch_up_s"),
@@ -378,6 +353,27 @@ async def _hub_drill(
         reasons += await _verify(ctx, below, canaries, run_id, details)
     if reasons:
         raise DrillFailed(reasons)
+
+
+async def _canaries_replicated(ctx: OperationContext, servers: list[ServerView], canary_position: str) -> None:
+    """The `canaries_replicated` step: each server reaches the canaries' position (bounded; a server with one
+    connection gives up as soon as it breaks), else the drill fails naming each server that did not."""
+    async with ctx.step("canaries_replicated") as step:
+        problems = []
+        for view in servers:
+            names = [c.name for c in view.status.connections] if view.status else []
+            reached = await actions.wait_reached(
+                view.require_driver(), canary_position, ctx.settings.switchover_catch_up_timeout_s,
+                connection=names[0] if len(names) == 1 else None,
+            )  # fmt: skip
+            if not reached.reached:
+                problems.append(
+                    f"{view.info.label} did not receive the canaries ({canary_position}; it is at {reached.position})"
+                    + (f": {reached.broken}" if reached.broken else "")
+                )
+        step.detail = {"position": canary_position, "problems": problems}
+        if problems:
+            raise DrillFailed(problems)
 
 
 def canary_key(run_id: int, domain: int) -> str:
