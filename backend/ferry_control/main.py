@@ -14,11 +14,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, Response
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from ferry_control.api import router as api_router
 from ferry_control.api.audit_middleware import AuditMiddleware
 from ferry_control.api.body_limit import BodyLimitMiddleware
+from ferry_control.api.denials import DenialTally
 from ferry_control.api.deps import MetricsReader
 from ferry_control.core.concurrency import ConcurrencyLimit
 from ferry_control.core.config import Settings, get_settings
@@ -55,10 +56,17 @@ def create_app(
     settings: Settings | None = None, *, sessionmaker: async_sessionmaker[AsyncSession] | None = None
 ) -> FastAPI:
     settings = settings or get_settings()
-    engine = None
+    engines: list[AsyncEngine] = []
     if sessionmaker is None:
-        engine = create_engine(settings)
-        sessionmaker = create_sessionmaker(engine)
+        engines.append(create_engine(settings))
+        sessionmaker = create_sessionmaker(engines[0])
+        background = sessionmaker
+        if not settings.is_sqlite:
+            # Work that must never wait behind requests (a room of dashboards) gets connections of its own.
+            engines.append(create_engine(settings, background=True))
+            background = create_sessionmaker(engines[1])
+    else:
+        background = sessionmaker
     instance_id = new_instance_id()
     metrics = Metrics()
     secrets = SecretBox.from_settings(settings)
@@ -66,18 +74,21 @@ def create_app(
     bus = EventBus(settings.events_queue_max)
     # SQLite: one instance by nature, nothing to relay.
     relay = None if settings.is_sqlite else EventRelay(settings.database_url, bus, instance_id, metrics)
-    collector = Collector(sessionmaker, drivers, bus, settings, metrics, instance_id)
-    runner = OperationRunner(sessionmaker, drivers, bus, settings, metrics)
+    collector = Collector(background, drivers, bus, settings, metrics, instance_id)
+    runner = OperationRunner(background, drivers, bus, settings, metrics)
     register_executors(runner)
-    runner.on_finish.append(FollowUps(sessionmaker, runner, settings))
-    monitor = FailoverMonitor(sessionmaker, drivers, runner, bus, settings)
+    runner.on_finish.append(FollowUps(background, runner, settings))
+    monitor = FailoverMonitor(background, drivers, runner, bus, settings)
     collector.after_cycle.append(monitor.check)
-    scheduler = DrillScheduler(sessionmaker, runner, settings, metrics)
+    scheduler = DrillScheduler(background, runner, settings, metrics)
     # Operations and drill runs left running by a dead instance: examined, finished or undone, marked interrupted.
-    reconciler = Reconciler(sessionmaker, drivers, bus, settings, runner)
+    reconciler = Reconciler(background, drivers, bus, settings, runner)
+
+    denials = DenialTally(sessionmaker)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        denials.start()
         if relay is not None:
             relay.start()
         await reconciler.run_at_start()
@@ -96,7 +107,8 @@ def create_app(
             if relay is not None:
                 await relay.stop()  # after the operations, so their last events reach the other instances
             await drivers.aclose()
-            if engine is not None:
+            await denials.stop()
+            for engine in engines:
                 await engine.dispose()
 
     docs = settings.api_docs
@@ -130,6 +142,7 @@ def create_app(
     app.state.secrets = secrets
     app.state.rate_limiter = RateLimiter(settings.expensive_reads_per_min)
     app.state.auth_failures = RateLimiter(settings.auth_failures_per_min)
+    app.state.denials = denials
     app.state.heavy_reads = ConcurrencyLimit(settings.heavy_reads_per_token_max, settings.heavy_reads_max)
     app.state.streams = StreamRegistry(
         sessionmaker, settings.events_streams_per_token_max, settings.events_streams_max, settings.poll_interval_s

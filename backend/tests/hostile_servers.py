@@ -204,12 +204,39 @@ def hostile_answers(seed: int, count: int) -> Iterator[tuple[str, Answer]]:
             yield f"{index}: never ends", Answer(body=json.dumps(valid_status()).encode(), never_ends=True)
 
 
+def _packet(sequence: int, payload: bytes) -> bytes:
+    return struct.pack("<I", len(payload))[:3] + bytes([sequence]) + payload
+
+
+def greeting(plugin: str, *, tls: bool = False) -> bytes:
+    """A MariaDB-like protocol-10 greeting announcing `plugin` as the authentication method (TLS offered or not)."""
+    capabilities = 0x1 | 0x200 | 0x8000 | 0x80000 | (0x800 if tls else 0)  # long password, 4.1, secure, plugin auth
+    payload = (
+        b"\x0a5.5.5-10.11.6-MariaDB-fake\x00"
+        + struct.pack("<I", 7)
+        + b"abcdefgh\x00"
+        + struct.pack("<H", capabilities & 0xFFFF)
+        + b"\x2d"
+        + struct.pack("<H", 2)
+        + struct.pack("<H", capabilities >> 16)
+        + bytes([21])
+        + b"\x00" * 10
+        + b"ijklmnopqrst\x00"
+        + plugin.encode()
+        + b"\x00"
+    )
+    return _packet(0, payload)
+
+
 class FakeSqlServer:
     """A TCP server on loopback that a MySQL client connects to and that answers `mode`: `garbage` (random bytes,
     then close), `silent` (accepts, never speaks), `truncated` (a greeting packet's header promising more than it
-    sends, then close), `endless` (a header promising 16 MiB, then a trickle), `close` (closes at once)."""
+    sends, then close), `endless` (a header promising 16 MiB, then a trickle), `close` (closes at once),
+    `clear_text` (a greeting asking for mysql_clear_password), `switch_to_clear` (a greeting asking for the native
+    scramble, then an authentication switch to mysql_clear_password), `no_tls` (a native greeting without TLS
+    offered). What clients sent is kept in `received`."""
 
-    MODES = ("garbage", "silent", "truncated", "endless", "close")
+    MODES = ("garbage", "silent", "truncated", "endless", "close", "clear_text", "switch_to_clear", "no_tls")
 
     def __init__(self, mode: str, seed: int = 0):
         assert mode in self.MODES, mode
@@ -218,6 +245,7 @@ class FakeSqlServer:
         self.server: asyncio.Server | None = None
         self.port = 0
         self._writers: set[asyncio.StreamWriter] = set()
+        self.received = bytearray()
 
     async def __aenter__(self) -> FakeSqlServer:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -246,9 +274,24 @@ class FakeSqlServer:
                     await asyncio.sleep(0.01)
             elif self.mode == "silent":
                 await reader.read()  # until the client gives up
+            elif self.mode in ("clear_text", "switch_to_clear", "no_tls"):
+                plugin = "mysql_clear_password" if self.mode == "clear_text" else "mysql_native_password"
+                writer.write(greeting(plugin))
+                await writer.drain()
+                await self._receive_packet(reader)
+                if self.mode != "no_tls":  # what a server does when the client answered with another method
+                    writer.write(_packet(2, b"\xfemysql_clear_password\x00"))
+                    await writer.drain()
+                    await self._receive_packet(reader)
             await writer.drain()
         except (ConnectionError, asyncio.CancelledError):
+            pass
+        except asyncio.IncompleteReadError:
             pass
         finally:
             self._writers.discard(writer)
             writer.close()
+
+    async def _receive_packet(self, reader: asyncio.StreamReader) -> None:
+        header = await reader.readexactly(4)
+        self.received += header + await reader.readexactly(int.from_bytes(header[:3], "little"))

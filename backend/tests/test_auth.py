@@ -173,8 +173,9 @@ async def test_failed_authentications_from_one_address_are_limited(
     app: FastAPI, anonymous: httpx.AsyncClient, client: httpx.AsyncClient, session: AsyncSession
 ) -> None:
     """Past `auth_failures_per_min` (30) failures a minute, an address's failing requests are refused with 429 (a
-    missing or malformed token before any database work) and write no audit rows; a valid token from the same
-    address — many users behind one proxy — is still served."""
+    missing or malformed token before any database work) and write no audit row each but one for the address and
+    interval, with their count; a valid token from the same address — many users behind one proxy — is still
+    served."""
     limit = app.state.settings.auth_failures_per_min
     statuses = [
         (await anonymous.post("/api/v1/clusters", json={"name": f"c{i}"})).status_code for i in range(limit + 10)
@@ -187,3 +188,9 @@ async def test_failed_authentications_from_one_address_are_limited(
     assert (await client.get("/api/v1/clusters")).status_code == 200, "a valid token is served all the same"
     rows = (await session.scalars(select(AuditEntry).where(AuditEntry.status_code.in_((401, 429))))).all()
     assert len(rows) == limit, "one audit row per failure up to the limit, none for the refusals past it"
+    assert await app.state.denials.flush() == 1
+    summary = (
+        await session.scalars(select(AuditEntry).where(AuditEntry.action == "requests_refused_past_limit"))
+    ).one()
+    assert summary.details["refused"] == 10 and summary.details["client"] == "127.0.0.1", summary.details
+    assert summary.status_code == 429 and summary.outcome == "denied"

@@ -39,7 +39,7 @@ from ferry_control.drivers.mariadb_errors import (
 from ferry_control.drivers.mariadb_sql import parse_position
 from ferry_control.models import ServerKind
 from tests.conftest import LiveFactory
-from tests.mariadb_cluster import MariadbCluster, cluster_module, driver, eventually, wait_until
+from tests.mariadb_cluster import WAIT_S, MariadbCluster, cluster_module, driver, eventually, wait_until
 from tests.mariadb_load import register_mariadb
 
 
@@ -323,6 +323,29 @@ async def test_recent_events_carry_gtids_commit_ids_tables_and_page_back(mariadb
         assert walked == gtids
 
 
+async def test_binlog_scans_kept_between_reads_stay_bounded_when_a_read_hits_its_scan_bound(
+    mariadb: MariadbCluster,
+) -> None:
+    """A read for a domain the binlog lacks scans back until events_scan_max and fails naming the bound; what it
+    read is trimmed all the same, to the newest files and at most events_kept_max transactions (the newest file's
+    always kept), so repeated reads cannot pull whole binlogs into the control plane's memory."""
+    for _ in range(6):
+        write(mariadb, 1, 4)
+        mariadb.sql(1, "FLUSH NO_WRITE_TO_BINLOG BINARY LOGS")
+    write(mariadb, 1, 4)
+    async with drivers(mariadb, events_scan_max=60, events_kept_max=6) as (master, *_):
+        for _ in range(3):
+            with pytest.raises(DriverError) as bounded:
+                await master.recent_events(10, domain=77)
+            assert bounded.value.code == "events_scan_limit" and "60 binlog events" in bounded.value.message
+            kept = master.sql.binlog_scans
+            newest = max(kept, key=lambda f: int(f.rsplit(".", 1)[1]))
+            assert len(kept) <= 4
+            assert sum(len(scan.transactions) for file, scan in kept.items() if file != newest) <= 6
+        page = await master.recent_events(3)
+        assert len(page.transactions) == 3, "reads of what exists still work from the kept scans"
+
+
 async def test_kill_sessions_bypassing_read_only_kills_users_whose_roles_bypass_it(mariadb: MariadbCluster) -> None:
     """READ ONLY ADMIN through a default role, SUPER through a role nested in another: both users' sessions can
     write despite read_only, so both are ended; a user with a harmless role keeps its session."""
@@ -571,6 +594,31 @@ async def test_pools_give_the_drivers_of_one_server_and_login_one_pool(mariadb: 
         assert (await third.version()).startswith("10.11")
     finally:
         await pools.aclose()
+
+
+async def test_long_reads_for_viewers_never_take_the_connections_kept_for_operations(mariadb: MariadbCluster) -> None:
+    """Of a pool of 3, a long read (a binlog scan for the interleavings view) holds at most one connection: a
+    second waits for it before taking any, and the collector's and an operation's statements run meanwhile."""
+    async with drivers(mariadb, connections_max=3) as (master, *_):
+        pool = master.sql
+        holding = asyncio.Event()
+
+        async def long_read() -> None:
+            async with pool.heavy_read():
+                holding.set()
+                await pool.query("SELECT SLEEP(120)", timeout_s=120)
+
+        first = asyncio.create_task(long_read())
+        await asyncio.wait_for(holding.wait(), WAIT_S)
+        second = asyncio.create_task(master.recent_events(5))
+        await eventually("the second long read to wait for the first", lambda: pool._heavy._waiters)
+        statuses = await asyncio.wait_for(asyncio.gather(master.status(), master.status()), WAIT_S)
+        assert [s.server_id for s in statuses] == [1, 1]
+        assert not second.done(), "the second long read waits for the first"
+        first.cancel()
+        assert (await asyncio.wait_for(second, WAIT_S)).transactions is not None
+        with pytest.raises(asyncio.CancelledError):
+            await first
 
 
 async def test_a_server_that_stops_answering_is_unreachable_within_the_client_bound(mariadb: MariadbCluster) -> None:

@@ -14,11 +14,15 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import certifi
 import httpx
+import pytest
 from fastapi import FastAPI
 
 from ferry_control.core.db import session_scope
 from ferry_control.drivers.base import IoState, Positions, ReplicaConnection, ServerStatus, SqlState
+from ferry_control.drivers.errors import ServerProtocolError
+from ferry_control.drivers.mariadb_connection import MariadbConnections, PoolSettings
 from ferry_control.models import ServerKind
 from ferry_control.services.collection.polling import PollOutcome, PollTarget
 from ferry_control.services.collection.recording import Recorder
@@ -343,3 +347,39 @@ async def test_a_slow_server_bounds_an_interleavings_read_and_concurrent_heavy_r
             (server,) = answer.json()["servers"]
             assert "no answer within 1.0 s (heavy_read_timeout_s)" in server["error"], server
             assert (await live.client.get(path)).status_code == 200, "the bound is free again once it answered"
+
+
+def _pool_settings(port: int, *, tls_ca_file: str | None = None) -> PoolSettings:
+    return PoolSettings(
+        host="127.0.0.1", port=port, user="ferry", password=PASSWORD, tls_ca_file=tls_ca_file, tls_ca=None,
+        connect_timeout_s=5.0, statement_timeout_s=5.0, connections_max=1,
+    )  # fmt: skip
+
+
+#: A password that must never be seen by a server that asks for it in clear.
+PASSWORD = "never-in-clear-5b1e"
+
+
+@pytest.mark.parametrize("mode", ["clear_text", "switch_to_clear"])
+async def test_a_server_asking_for_the_password_in_clear_without_tls_gets_only_a_scramble(mode: str) -> None:
+    """Announced in the greeting or asked for by an authentication switch, mysql_clear_password without TLS is
+    refused with a message naming it, and the password is nowhere in what the server received."""
+    async with FakeSqlServer(mode) as fake:
+        pool = MariadbConnections(f"127.0.0.1:{fake.port}", _pool_settings(fake.port))
+        with pytest.raises(ServerProtocolError) as refused:
+            await pool.connect()
+        await eventually("the fake server to have read the client's answer", lambda: len(fake.received) > 4)
+    assert refused.value.code == "insecure_authentication"
+    assert "'mysql_clear_password' authentication without TLS" in refused.value.message
+    assert PASSWORD.encode() not in fake.received
+    assert b"mysql_native_password" in fake.received, "the client answered with the scramble's method"
+
+
+async def test_a_configured_ca_is_not_dropped_by_a_server_that_offers_no_tls() -> None:
+    async with FakeSqlServer("no_tls") as fake:
+        pool = MariadbConnections(f"127.0.0.1:{fake.port}", _pool_settings(fake.port, tls_ca_file=certifi.where()))
+        with pytest.raises(ServerProtocolError) as refused:
+            await pool.connect()
+    assert refused.value.code == "insecure_authentication"
+    assert "does not offer TLS" in refused.value.message
+    assert fake.received == b"", "not even the user name was sent"

@@ -51,7 +51,10 @@ class AuditMiddleware:
         if state.get("audited"):
             return  # written with the change itself
         if state.get("audit_skip"):
-            return  # refused before any work (a client past its failed-authentication limit): not one row each
+            # Refused before any work (a client past its failed-authentication limit): counted, one row a minute.
+            client = scope.get("client")
+            scope["app"].state.denials.add(client[0] if client else "unknown", scope.get("path", ""))
+            return
         async with session_scope(scope["app"].state.sessionmaker) as session:
             await _write(session, scope, status)
 

@@ -50,6 +50,18 @@ class Settings(BaseSettings):
         description="postgresql+psycopg://… for PostgreSQL; an embedded SQLite file when unset.",
     )
     database_echo: bool = False
+    database_pool_size: int = Field(
+        10, ge=1, le=1000,
+        description="PostgreSQL connections kept for requests (API reads and changes, event streams).",
+    )  # fmt: skip
+    database_pool_overflow: int = Field(
+        10, ge=0, le=1000, description="Further request connections opened under load and closed after."
+    )
+    database_background_pool_size: int = Field(
+        5, ge=1, le=1000,
+        description="PostgreSQL connections of their own (plus database_pool_overflow) for the collector, operations, "
+        "the failover monitor and drill scheduling, which requests therefore never hold up. SQLite: one pool.",
+    )  # fmt: skip
 
     token_pepper: SecretStr = Field(
         SecretStr("development-pepper"),

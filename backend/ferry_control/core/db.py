@@ -20,8 +20,10 @@ from ferry_control.core.config import Settings
 SQLITE_BUSY_TIMEOUT_S = 30
 
 
-def create_engine(settings: Settings) -> AsyncEngine:
-    """An async engine for the settings' URL; SQLite gets its directory, foreign keys and a busy timeout."""
+def create_engine(settings: Settings, *, background: bool = False) -> AsyncEngine:
+    """An async engine for the settings' URL; SQLite gets its directory, foreign keys and a busy timeout. On
+    PostgreSQL its pool is the requests' (database_pool_size) or, with `background`, the one reserved for the
+    collector, operations and the monitor (database_background_pool_size)."""
     url = make_url(settings.database_url)
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
@@ -35,7 +37,11 @@ def create_engine(settings: Settings) -> AsyncEngine:
             cursor.close()
 
         return engine
-    return create_async_engine(url, echo=settings.database_echo, pool_pre_ping=True)
+    size = settings.database_background_pool_size if background else settings.database_pool_size
+    return create_async_engine(
+        url, echo=settings.database_echo, pool_pre_ping=True, pool_size=size,
+        max_overflow=settings.database_pool_overflow,
+    )  # fmt: skip
 
 
 def create_sessionmaker(bind: AsyncEngine) -> async_sessionmaker[AsyncSession]:

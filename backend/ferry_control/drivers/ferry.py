@@ -1,8 +1,8 @@
 """The `ferry` driver: speaks a ferryd node's admin HTTP API (docs/node-api.md) with httpx.
 
-Reads are retried (a bounded number of times, on no answer or a 5xx); mutating calls are sent once, with the
-nodes' admin token as a bearer token. The node's error body `{"error": {"code", "message"}}` becomes a typed
-`ServerRefused` carrying both.
+Every call carries the nodes' admin token as a bearer token (ferryd serves nothing but liveness without it); reads
+are retried (a bounded number of times, on no answer or a 5xx), mutating calls are sent once. The node's error body
+`{"error": {"code", "message"}}` becomes a typed `ServerRefused` carrying both.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class FerryDriver(ServerDriver):
         self.address = admin_address
         #: Where the node serves its binary protocol (canary writes and reads); None: as its status advertises it.
         self.protocol_address = protocol_address
-        #: Read when a mutating call needs it, so reads work without a token.
+        #: Read for every call: ferryd answers nothing but liveness without its admin token.
         self._token = token
         self._config = config
         self._timeout = httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s)
@@ -105,18 +105,15 @@ class FerryDriver(ServerDriver):
         return f"{self._config.scheme}://{self.address}{path}"
 
     async def _send(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
-                    extra_timeout_s: float = 0.0, authorized: bool = False) -> Any:  # fmt: skip
-        headers = {}
-        if authorized:
-            token = self._token()
-            if not token:
-                raise DriverError(
-                    self.address,
-                    "no_node_token",
-                    "no admin token for the nodes: set FERRY_NODE_TOKEN, FERRY_NODE_TOKEN_FILE or the cluster's "
-                    "node_token",
-                )
-            headers["Authorization"] = f"Bearer {token}"
+                    extra_timeout_s: float = 0.0) -> Any:  # fmt: skip
+        token = self._token()
+        if not token:
+            raise DriverError(
+                self.address,
+                "no_node_token",
+                "no admin token for the nodes: set FERRY_NODE_TOKEN, FERRY_NODE_TOKEN_FILE or the cluster's node_token",
+            )
+        headers = {"Authorization": f"Bearer {token}"}
         timeout = self._timeout
         if extra_timeout_s:
             timeout = httpx.Timeout(
@@ -323,29 +320,27 @@ class FerryDriver(ServerDriver):
                 raise DriverError(self.address, "bad_filter", f"{name} must list domain ids, not {text!r}") from None
             if ids:
                 body[name] = ids
-        await self._send("POST", f"/v1/replication/{connection}/change-master", json=body, authorized=True)
+        await self._send("POST", f"/v1/replication/{connection}/change-master", json=body)
 
     async def start_replication(self, connection: str, until: str | None = None) -> None:
         body = {} if until is None else {"until": until}
-        await self._send("POST", f"/v1/replication/{connection}/start", json=body, authorized=True)
+        await self._send("POST", f"/v1/replication/{connection}/start", json=body)
 
     async def stop_replication(self, connection: str) -> None:
-        await self._send("POST", f"/v1/replication/{connection}/stop", authorized=True)
+        await self._send("POST", f"/v1/replication/{connection}/stop")
 
     async def skip_transactions(self, connection: str, count: int) -> Skipped:
         """The node's skip counter: its next start passes over `count` transactions (which ones, the node does not
         say). 409 `conflict` while it runs or when its start position has several domains; 404 for no such
         connection."""
-        await self._send(
-            "POST", f"/v1/replication/{connection}/skip-counter", json={"count": int(count)}, authorized=True
-        )
+        await self._send("POST", f"/v1/replication/{connection}/skip-counter", json={"count": int(count)})
         return Skipped(gtids=None, pending=count > 0)
 
     async def remove_replication(self, connection: str) -> None:
-        await self._send("DELETE", f"/v1/replication/{connection}", authorized=True)
+        await self._send("DELETE", f"/v1/replication/{connection}")
 
     async def set_read_only(self, read_only: bool) -> bool:
-        body = await self._send("POST", "/v1/read-only", json={"read_only": read_only}, authorized=True)
+        body = await self._send("POST", "/v1/read-only", json={"read_only": read_only})
         return bool(body["read_only"])
 
     async def wait_commits_landed(self, timeout_s: float) -> WritesStopped:
@@ -355,7 +350,6 @@ class FerryDriver(ServerDriver):
             "/v1/read-only",
             json={"read_only": True, "wait_for_in_flight_ms": int(timeout_s * 1000)},
             extra_timeout_s=timeout_s,
-            authorized=True,
         )
         try:
             return WritesStopped(

@@ -143,6 +143,8 @@ class MariadbDriverConfig:
     position_poll_max_s: float = 0.1
     #: Bound on the binlog events one recent_events call reads (scans are kept, so a later call goes on from there).
     events_scan_max: int = 500_000
+    #: Bound on the transactions kept of a server's binlog scans between calls (the newest files' are kept first).
+    events_kept_max: int = 200_000
     #: How many times checksums are taken before giving up on a position that keeps moving.
     checksum_attempts: int = 5
 
@@ -832,26 +834,32 @@ class MariadbDriver(ServerDriver):
         the newest files back. Scans of each file are kept for the server, so later calls read only what is new."""
         if limit <= 0:
             return EventsPage((), None)
+        async with self.sql.heavy_read():
+            return await self._recent_events(limit, domain, before)
+
+    async def _recent_events(self, limit: int, domain: int | None, before: int | None) -> EventsPage:
         files = [str(f["Log_name"]) for f in await self.sql.query("SHOW BINARY LOGS")]
         end_file, end_offset = cursor_parts(before) if before is not None else (None, None)
         budget = [self.config.events_scan_max]
         found: list[BinlogTransaction] = []
-        for file in reversed(files):
-            number = file_number(file)
-            if end_file is not None and number > end_file:
-                continue
-            scan = await self._scan(file, budget)
-            for tx in reversed(scan.transactions):
-                if end_file is not None and number == end_file and (tx.offset or 0) >= (end_offset or 0):
+        try:
+            for file in reversed(files):
+                number = file_number(file)
+                if end_file is not None and number > end_file:
                     continue
-                if domain is not None and tx.domain != domain:
-                    continue
-                found.append(tx)
+                scan = await self._scan(file, budget)
+                for tx in reversed(scan.transactions):
+                    if end_file is not None and number == end_file and (tx.offset or 0) >= (end_offset or 0):
+                        continue
+                    if domain is not None and tx.domain != domain:
+                        continue
+                    found.append(tx)
+                    if len(found) == limit:
+                        break
                 if len(found) == limit:
                     break
-            if len(found) == limit:
-                break
-        self._forget_old_scans(files)
+        finally:  # also when a scan stopped at its bound or failed: what is kept stays bounded
+            self._forget_old_scans(files)
         next_before = None
         if len(found) == limit:
             oldest = found[-1]
@@ -894,10 +902,14 @@ class MariadbDriver(ServerDriver):
         return scan
 
     def _forget_old_scans(self, files: list[str]) -> None:
-        keep = set(files[-SCANNED_FILES_KEPT:])
-        for file in list(self.sql.binlog_scans):
-            if file not in keep:
-                del self.sql.binlog_scans[file]
+        """Keeps the scans of the newest SCANNED_FILES_KEPT files, and of those only as many, newest first, as hold
+        at most events_kept_max transactions together (the newest file's always)."""
+        scans: dict[str, BinlogFileScan] = self.sql.binlog_scans
+        kept = 0
+        for rank, file in enumerate(sorted(scans, key=file_number, reverse=True)):
+            kept += len(scans[file].transactions)
+            if file not in files or rank >= SCANNED_FILES_KEPT or (rank > 0 and kept > self.config.events_kept_max):
+                del scans[file]
 
     # -- checksums -----------------------------------------------------------------------------------------------
 

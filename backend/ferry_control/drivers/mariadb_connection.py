@@ -4,6 +4,11 @@ bound) and on the client (a slightly longer asyncio timeout), and `KILL QUERY <c
 connection when the caller gives up (cancellation or the client-side timeout), so nothing keeps running on the server
 on behalf of a caller that has gone. A connection whose statement was abandoned is closed, never reused.
 
+The password goes only where the server cannot read it: without TLS the client answers with mysql_native_password's
+scramble whatever the server asks for (a server announcing or switching to mysql_clear_password, sha256_password or
+caching_sha2_password's full authentication — each of which hands the password, or a key of the server's choosing,
+to whoever answers — is refused), and a configured CA is never silently dropped by a server that does not offer TLS.
+
 Errors come out as typed driver errors (drivers/mariadb_errors.py) with the server's errno and message."""
 
 from __future__ import annotations
@@ -12,16 +17,48 @@ import asyncio
 import logging
 import ssl
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import aiomysql
 import pymysql
+from pymysql.constants import CLIENT
 
-from ferry_control.drivers.errors import DriverError, ServerUnreachable
+from ferry_control.drivers.errors import DriverError, ServerProtocolError, ServerUnreachable
 from ferry_control.drivers.mariadb_errors import error_for
 
 log = logging.getLogger(__name__)
+
+
+#: The one authentication method answered without TLS: a scramble of the password, never the password itself.
+NATIVE_PASSWORD = "mysql_native_password"
+
+
+class InsecureAuthentication(pymysql.err.OperationalError):  # type: ignore[misc]
+    """The server asked for something that would expose the password: refused before anything is sent."""
+
+
+class _Connection(aiomysql.Connection):  # type: ignore[misc]
+    """aiomysql's connection, refusing what would put the password within a server's (or a listener's) reach."""
+
+    async def _request_authentication(self) -> None:
+        if self._ssl_context is not None and not self.server_capabilities & CLIENT.SSL:
+            raise InsecureAuthentication(
+                2026, "a CA is configured for this server but it does not offer TLS: the login was not sent"
+            )
+        await super()._request_authentication()
+
+    async def _process_auth(self, plugin_name: bytes, auth_packet: Any) -> Any:
+        if not self._secure and plugin_name != NATIVE_PASSWORD.encode():
+            name = plugin_name.decode("ascii", "replace")
+            raise InsecureAuthentication(
+                2059,
+                f"the server asked for {name!r} authentication without TLS, which would expose the password: "
+                f"refused (configure a CA for the cluster to allow it over TLS)",
+            )
+        return await super()._process_auth(plugin_name, auth_packet)
 
 
 class _Cursor(aiomysql.DictCursor):  # type: ignore[misc]
@@ -38,6 +75,9 @@ class _Cursor(aiomysql.DictCursor):  # type: ignore[misc]
 CLIENT_MARGIN_S = 1.0
 #: A pooled connection idle longer than this is pinged before use (the server may have closed it).
 IDLE_PING_AFTER_S = 30.0
+#: Connections of a server's pool that long reads for viewers (binlog scans) never take: the collector's polls and
+#: an operation's statements always find one.
+RESERVED_FOR_OPERATIONS = 2
 #: Bound on the KILL QUERY sent for an abandoned statement (connect + statement).
 KILL_TIMEOUT_S = 5.0
 
@@ -71,6 +111,8 @@ class MariadbConnections:
         self.settings = settings
         self._idle: list[tuple[aiomysql.Connection, float]] = []
         self._slots = asyncio.Semaphore(settings.connections_max)
+        #: Taken around a long read (`heavy_read`) before any connection.
+        self._heavy = asyncio.Semaphore(max(1, settings.connections_max - RESERVED_FOR_OPERATIONS))
         #: KILL QUERY tasks still running (kept referenced until they end).
         self._kills: set[asyncio.Task[None]] = set()
         #: Per-server memo of the `mariadb` driver's binlog scans (drivers built per call share it).
@@ -88,12 +130,18 @@ class MariadbConnections:
         try:
             # aiomysql bounds the TCP connect only; the greeting, login and init command get the same bound here.
             async with asyncio.timeout(s.connect_timeout_s + CLIENT_MARGIN_S):
-                return await aiomysql.connect(
+                conn = _Connection(
                     host=s.host, port=s.port, user=s.user, password=s.password, autocommit=True,
                     connect_timeout=s.connect_timeout_s, ssl=context, charset="utf8mb4",
                     init_command=f"SET SESSION max_statement_time = {s.statement_timeout_s:.3f}",
                     program_name="ferry-control",
+                    # Over TLS the server's own method; without it, only the scramble.
+                    auth_plugin=None if context is not None else NATIVE_PASSWORD,
                 )  # fmt: skip
+                await conn._connect()
+                return conn
+        except InsecureAuthentication as e:
+            raise ServerProtocolError(self.address, "insecure_authentication", str(e.args[1])) from e
         except pymysql.err.MySQLError as e:
             cause = e.__cause__ or e.__context__
             if isinstance(cause, ssl.SSLError):  # aiomysql reports a failed TLS handshake as 2003
@@ -137,6 +185,13 @@ class MariadbConnections:
         self._slots.release()
 
     # -- statements ----------------------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def heavy_read(self) -> AsyncIterator[None]:
+        """Around a read that may run long (a binlog scan): at most connections_max - RESERVED_FOR_OPERATIONS of
+        them (at least one) at a time per server, waiting before taking a connection, so they never fill the pool."""
+        async with self._heavy:
+            yield
 
     async def query(self, statement: str, args: Any = None, *, timeout_s: float | None = None) -> list[dict[str, Any]]:
         """Runs one statement and returns its rows (column name → value). With `timeout_s`, the statement gets that

@@ -36,6 +36,7 @@ class AuditService:
         cluster_id: int | None,
         status_code: int,
         details: dict[str, Any],
+        outcome: str | None = None,
     ) -> AuditEntry:
         return await self.entries.add(
             AuditEntry(
@@ -45,7 +46,7 @@ class AuditService:
                 method=method[:10],
                 path=path if len(path) <= PATH_MAX else f"{path[: PATH_MAX - 1]}…",
                 cluster_id=cluster_id,
-                outcome=outcome_for_status(status_code),
+                outcome=outcome or outcome_for_status(status_code),
                 status_code=status_code,
                 details=details,
             )
