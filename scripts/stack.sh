@@ -2,7 +2,9 @@
 # Starts or stops one Ferry stack without Docker, from binaries already built: three ferryd nodes on loopback,
 # wired and registered by `cli bootstrap` (node 1 the master, nodes 2 and 3 read-only replicas of it, the three
 # the cluster "local" in the control plane's database, migrated first), the demo workload (it writes in three
-# domains to whichever node is the master), and the control plane API (uvicorn) serving the built dashboard.
+# domains to whichever node is the master), and the control plane: its web process (uvicorn, FERRY_ROLE=web) serving
+# the API and the built dashboard, and its worker (`python -m ferry_control worker`: collection, operations, the
+# failover monitor, drills), so no number of open dashboards delays an operation.
 # `make up` and the end-to-end suite both start their stack with this.
 #
 # With FERRY_STACK=mariadb it starts MariaDB instead of ferryd: a three-server cluster on loopback
@@ -71,6 +73,7 @@ stop_one() { # stop_one PIDFILE NAME
 # Whatever a start left, whichever FERRY_STACK it had.
 stop() {
   stop_one "$run/api.pid" "control plane API"
+  stop_one "$run/worker.pid" "control plane worker"
   stop_one "$run/workload.pid" "demo workload"
   local name
   for name in mariadb seed000; do
@@ -164,8 +167,8 @@ start_api() {
       exit 1
     fi
     # exec: the recorded pid is uvicorn itself, and nothing keeps this script's output open.
-    (cd backend && exec nohup ../.venv/bin/uvicorn --factory ferry_control.main:create_app --host 127.0.0.1 \
-      --port "$api_port") >> "$run/api.log" 2>&1 < /dev/null &
+    (cd backend && FERRY_ROLE=web exec nohup ../.venv/bin/uvicorn --factory ferry_control.main:create_app \
+      --host 127.0.0.1 --port "$api_port") >> "$run/api.log" 2>&1 < /dev/null &
     echo $! > "$run/api.pid"
   fi
   for _ in $(seq 1 300); do
@@ -178,6 +181,25 @@ start_api() {
     sleep 0.1
   done
   echo "the API did not answer on $api within 30 s; see $run/api.log" >&2
+  exit 1
+}
+
+# The worker: started unless running, then awaited until it prints "worker ready" (at most 30 s).
+start_worker() {
+  alive "$run/worker.pid" && return 0
+  (cd backend && exec nohup ../.venv/bin/python -m ferry_control worker) > "$run/worker.out" 2>> "$run/worker.log" \
+    < /dev/null &
+  echo $! > "$run/worker.pid"
+  for _ in $(seq 1 300); do
+    if ! alive "$run/worker.pid"; then
+      echo "the worker failed to start; last lines of $run/worker.log:" >&2
+      tail -n 20 "$run/worker.log" >&2
+      exit 1
+    fi
+    grep -q '^worker ready' "$run/worker.out" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "the worker did not get ready within 30 s; see $run/worker.log" >&2
   exit 1
 }
 
@@ -367,6 +389,7 @@ start() {
     migrate
   fi
   start_mariadb_clusters
+  start_worker
   start_api
   create_api_token
   write_stack_json

@@ -44,7 +44,7 @@ cleanup() {
   scripts/ensure-postgres.sh stop "$work/pg" || true
   if [ "$status" != 0 ]; then
     echo "the end-to-end run failed; the stack's logs:" >&2
-    for log in "$FERRY_RUN_DIR"/api.log "$FERRY_RUN_DIR"/workload.log "$FERRY_RUN_DIR"/node*/ferryd.log \
+    for log in "$FERRY_RUN_DIR"/api.log "$FERRY_RUN_DIR"/worker.log "$FERRY_RUN_DIR"/workload.log "$FERRY_RUN_DIR"/node*/ferryd.log \
       "$FERRY_RUN_DIR"/seed000.log "$FERRY_RUN_DIR"/load-seed000.log "$FERRY_RUN_DIR"/report-lock-seed000.log "$FERRY_RUN_DIR"/seed000/s*/error.log; do
       [ -f "$log" ] && { echo "--- $log (last 40 lines)" >&2; tail -n 40 "$log" >&2; }
     done

@@ -72,7 +72,7 @@ Ferry is up, managing MariaDB.
 $clusters
   e.g. mariadb --socket=.run/mariadb/s1/mariadbd.sock -u root -e 'SELECT @@gtid_binlog_pos'
   dashboard          $api/   (sign in with the API admin token below)
-  control plane API  $api/docs   (log: .run/api.log)
+  control plane API  $api/docs   (logs: .run/api.log, its worker .run/worker.log)
   API admin token    $admin_token
     e.g. curl -H "Authorization: Bearer $admin_token" $api/api/v1/clusters/$cluster_id/topology
   logs and data: .run/   stop everything: make down
@@ -88,9 +88,9 @@ Ferry is up.
   node 3  protocol 127.0.0.1:7303  admin http://127.0.0.1:7403/v1/status
   demo workload: 20 transactions/s in domains 1-3, written to whichever node is the master
   metrics http://127.0.0.1:740N/metrics   recent transactions http://127.0.0.1:740N/v1/binlog/events
-  node admin token (for mutating node admin calls): $node_token
+  node admin token (every node admin call but /v1/health): $node_token
   dashboard          $api/   (sign in with the API admin token below)
-  control plane API  $api/docs   (cluster "local" is id $cluster_id; log: .run/api.log)
+  control plane API  $api/docs   (cluster "local" is id $cluster_id; logs: .run/api.log, its worker .run/worker.log)
   API admin token    $admin_token
     e.g. curl -H "Authorization: Bearer $admin_token" $api/api/v1/clusters/$cluster_id/topology
   inspect a binlog: engine/target/release/ferry-binlog .run/node1/data/binlog

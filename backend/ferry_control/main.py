@@ -25,22 +25,11 @@ from ferry_control.core.concurrency import ConcurrencyLimit
 from ferry_control.core.config import Settings, get_settings
 from ferry_control.core.db import create_engine, create_sessionmaker
 from ferry_control.core.errors import install_error_handlers
-from ferry_control.core.instance import new_instance_id
-from ferry_control.core.metrics import Metrics, RequestMetricsMiddleware
+from ferry_control.core.metrics import RequestMetricsMiddleware
 from ferry_control.core.rate_limit import RateLimiter
-from ferry_control.core.secrets import SecretBox
 from ferry_control.dashboard import dashboard_dir, mount_dashboard
-from ferry_control.drivers.factory import DriverFactory
-from ferry_control.services.collector import Collector
-from ferry_control.services.drill_scheduler import DrillScheduler
-from ferry_control.services.event_bus import EventBus
-from ferry_control.services.event_relay import EventRelay
+from ferry_control.plane import ControlPlane
 from ferry_control.services.metrics_export import export_stored_state
-from ferry_control.services.orchestrator import register_executors
-from ferry_control.services.orchestrator.follow_up import FollowUps
-from ferry_control.services.orchestrator.monitor import FailoverMonitor
-from ferry_control.services.orchestrator.reconcile import Reconciler
-from ferry_control.services.orchestrator.runner import OperationRunner
 from ferry_control.services.streams import StreamRegistry
 
 DESCRIPTION = """Ferry's control plane: clusters of ferryd nodes (MariaDB-style GTID replication), their topology,
@@ -67,46 +56,18 @@ def create_app(
             background = create_sessionmaker(engines[1])
     else:
         background = sessionmaker
-    instance_id = new_instance_id()
-    metrics = Metrics()
-    secrets = SecretBox.from_settings(settings)
-    drivers = DriverFactory(settings, secrets=secrets)
-    bus = EventBus(settings.events_queue_max)
-    # SQLite: one instance by nature, nothing to relay.
-    relay = None if settings.is_sqlite else EventRelay(settings.database_url, bus, instance_id, metrics)
-    collector = Collector(background, drivers, bus, settings, metrics, instance_id)
-    runner = OperationRunner(background, drivers, bus, settings, metrics)
-    register_executors(runner)
-    runner.on_finish.append(FollowUps(background, runner, settings))
-    monitor = FailoverMonitor(background, drivers, runner, bus, settings)
-    collector.after_cycle.append(monitor.check)
-    scheduler = DrillScheduler(background, runner, settings, metrics)
-    # Operations and drill runs left running by a dead instance: examined, finished or undone, marked interrupted.
-    reconciler = Reconciler(background, drivers, bus, settings, runner)
-
+    plane = ControlPlane(settings, sessionmaker, background)
+    metrics = plane.metrics
     denials = DenialTally(sessionmaker)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         denials.start()
-        if relay is not None:
-            relay.start()
-        await reconciler.run_at_start()
-        reconciler.start()
-        if settings.collector_enabled:
-            collector.start()
-        if settings.drill_scheduler_enabled:
-            scheduler.start()
+        await plane.start()
         try:
             yield
         finally:
-            await scheduler.stop()
-            await reconciler.stop()
-            await collector.stop()
-            await runner.shutdown()
-            if relay is not None:
-                await relay.stop()  # after the operations, so their last events reach the other instances
-            await drivers.aclose()
+            await plane.stop()
             await denials.stop()
             for engine in engines:
                 await engine.dispose()
@@ -136,10 +97,11 @@ def create_app(
         ],
     )
     app.state.settings = settings
-    app.state.instance_id = instance_id
+    app.state.plane = plane
+    app.state.instance_id = plane.instance_id
     app.state.sessionmaker = sessionmaker
     app.state.metrics = metrics
-    app.state.secrets = secrets
+    app.state.secrets = plane.secrets
     app.state.rate_limiter = RateLimiter(settings.expensive_reads_per_min)
     app.state.auth_failures = RateLimiter(settings.auth_failures_per_min)
     app.state.denials = denials
@@ -147,14 +109,14 @@ def create_app(
     app.state.streams = StreamRegistry(
         sessionmaker, settings.events_streams_per_token_max, settings.events_streams_max, settings.poll_interval_s
     )
-    app.state.drivers = drivers
-    app.state.bus = bus
-    app.state.relay = relay
-    app.state.collector = collector
-    app.state.runner = runner
-    app.state.monitor = monitor
-    app.state.scheduler = scheduler
-    app.state.reconciler = reconciler
+    app.state.drivers = plane.drivers
+    app.state.bus = plane.bus
+    app.state.relay = plane.relay
+    app.state.collector = plane.collector
+    app.state.runner = plane.runner
+    app.state.monitor = plane.monitor
+    app.state.scheduler = plane.scheduler
+    app.state.reconciler = plane.reconciler
     install_error_handlers(app)
     app.include_router(api_router)
 

@@ -121,7 +121,9 @@ class FerrydNode:
     # -- admin API ---------------------------------------------------------------------------------------
 
     def get(self, path: str) -> Any:
-        response = httpx.get(f"http://{self.admin}{path}", timeout=WAIT_S)
+        response = httpx.get(
+            f"http://{self.admin}{path}", headers={"Authorization": f"Bearer {NODE_TOKEN}"}, timeout=WAIT_S
+        )
         response.raise_for_status()
         return response.json()
 

@@ -50,6 +50,16 @@ class Settings(BaseSettings):
         description="postgresql+psycopg://… for PostgreSQL; an embedded SQLite file when unset.",
     )
     database_echo: bool = False
+    role: Literal["all", "web", "worker"] = Field(
+        "all",
+        description="What this process does: `all` (requests and the background work), `web` (requests and event "
+        "streams only; operations run in a worker) or `worker` (`python -m ferry_control worker`: collection, "
+        "operations, failover monitoring, drills — no requests).",
+    )
+    operation_pickup_interval_s: float = Field(
+        1.0, gt=0, le=60,
+        description="How often a worker looks for operations web processes accepted whose announcement it missed.",
+    )  # fmt: skip
     database_pool_size: int = Field(
         10, ge=1, le=1000,
         description="PostgreSQL connections kept for requests (API reads and changes, event streams).",

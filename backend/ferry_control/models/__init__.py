@@ -4,6 +4,7 @@ from ferry_control.models.api_token import ApiToken
 from ferry_control.models.audit import AuditEntry
 from ferry_control.models.base import Base
 from ferry_control.models.cluster import Cluster, OperationLock
+from ferry_control.models.coordination import CollectorCycleRow, RelayedEvent
 from ferry_control.models.drill import DrillRun, DrillSchedule
 from ferry_control.models.lease import COLLECTOR_LEASE, ServiceLease
 from ferry_control.models.operation import Operation, OperationState
@@ -17,6 +18,7 @@ __all__ = [
     "AuditEntry",
     "Base",
     "Cluster",
+    "CollectorCycleRow",
     "DrillRun",
     "DrillSchedule",
     "HealthEvent",
@@ -27,6 +29,7 @@ __all__ = [
     "OperationLock",
     "OperationState",
     "PositionSample",
+    "RelayedEvent",
     "ReplicationLink",
     "Server",
     "ServerKind",

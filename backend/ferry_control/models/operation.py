@@ -30,6 +30,7 @@ class Operation(Base):
     __table_args__ = (
         UniqueConstraint("cluster_id", "requester", "idempotency_key"),
         Index(None, "cluster_id", "created_at"),
+        Index(None, "state"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

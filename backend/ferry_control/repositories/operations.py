@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ferry_control.models import Operation
+from ferry_control.models import Operation, OperationState
 
 
 class OperationRepository:
@@ -48,6 +49,24 @@ class OperationRepository:
         """By id alone, read fresh from the database (an operation's runner reloads it)."""
         statement = select(Operation).where(Operation.id == operation_id).execution_options(populate_existing=True)
         return await self.session.scalar(statement)
+
+    async def claim(self, operation_id: int, now: datetime) -> bool:
+        """Marks a pending operation running, atomically: True for the one caller that did (of several processes
+        that saw it pending, exactly one gets it)."""
+        result = await self.session.execute(
+            update(Operation)
+            .where(Operation.id == operation_id, Operation.state == OperationState.pending)
+            .values(state=OperationState.running, started_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def pending_ids(self, limit: int = 100) -> list[int]:
+        """Operations accepted and not yet claimed, oldest first."""
+        statement = (
+            select(Operation.id).where(Operation.state == OperationState.pending).order_by(Operation.id).limit(limit)
+        )
+        return list((await self.session.scalars(statement)).all())
 
     async def latest_finished(self, cluster_id: int) -> Operation | None:
         """The cluster's newest operation that changed or could change something (no dry run) and has ended."""

@@ -10,7 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class CollectorHealth(BaseModel):
     enabled: bool
-    running: bool
+    running: bool = Field(
+        description="Whether a collector runs: this instance's, or — in a web process, whose collector runs in a "
+        "worker — the one holding the collector's lease."
+    )
     last_cycle_at: datetime | None
     last_cycle_s: float | None
     role: Literal["leader", "standby"] | None = Field(
@@ -58,10 +61,12 @@ class CollectorCycles(BaseModel):
         }
     )  # fmt: skip
 
-    instance_id: str = Field(description="The API instance that ran these cycles (each instance keeps its own).")
+    instance_id: str = Field(
+        description="The instance that ran these cycles: this one, or (a web process) the worker that stored them."
+    )
     role: Literal["leader", "standby"] | None
     poll_interval_s: float
     cycles: list[CollectorCycle] = Field(
-        description="This instance's newest cycles, oldest first, kept in memory (the last 900): empty on a standby "
-        "or after a restart."
+        description="The newest cycles, oldest first (the last 900): this instance's own when it runs a collector "
+        "(empty on a standby or after a restart), else those the collectors stored."
     )

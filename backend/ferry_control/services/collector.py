@@ -30,7 +30,8 @@ from ferry_control.core.db import session_scope
 from ferry_control.core.instance import new_instance_id
 from ferry_control.core.metrics import Metrics
 from ferry_control.drivers.factory import DriverFactory
-from ferry_control.models import COLLECTOR_LEASE
+from ferry_control.models import COLLECTOR_LEASE, CollectorCycleRow
+from ferry_control.repositories.coordination import CycleRepository
 from ferry_control.repositories.samples import SampleRepository
 from ferry_control.services.collection.polling import Poller
 from ferry_control.services.collection.recording import Recorder
@@ -220,5 +221,19 @@ class Collector:
             self.last_cycle_at = datetime.now(UTC)
             self.last_cycle_s = report.duration_s
             self.recent_cycles.append(CycleStat(self.last_cycle_at, report.duration_s, report.polled, report.failed))
+            await self._store_cycle(self.recent_cycles[-1])
             self.cycles += 1
             return report
+
+    async def _store_cycle(self, stat: CycleStat) -> None:
+        """The cycle for every process's collector health plot (a web process runs no collector); a failure to
+        store it is logged, never the cycle's."""
+        row = CollectorCycleRow(
+            instance_id=self.lease.instance_id, finished_at=stat.finished_at, duration_s=stat.duration_s,
+            polled=stat.polled, failed=stat.failed,
+        )  # fmt: skip
+        try:
+            async with session_scope(self._sessionmaker) as session:
+                await CycleRepository(session).add(row, RECENT_CYCLES_MAX)
+        except Exception:
+            log.warning("could not store the collector cycle of %s", stat.finished_at, exc_info=True)

@@ -64,6 +64,9 @@ class EventBus:
         #: Also given every event published here (not those delivered from other instances): the relay to the
         #: other API instances, when there is one. Must not block.
         self.forward: Callable[[ClusterEvent], None] | None = None
+        #: Given every event of every cluster, this instance's and relayed ones (a worker's pickup of announced
+        #: operations). Must not block.
+        self.watchers: list[Callable[[ClusterEvent], None]] = []
 
     def publish(self, event: ClusterEvent) -> None:
         """An event of this instance: to its subscribers, and to the other instances' through `forward`."""
@@ -73,6 +76,8 @@ class EventBus:
 
     def deliver(self, event: ClusterEvent) -> None:
         """To this instance's subscribers only (an event another instance published)."""
+        for watcher in self.watchers:
+            watcher(event)
         for subscription in tuple(self._subscribers.get(event.cluster_id, ())):
             subscription.offer(event)
 

@@ -129,5 +129,5 @@ class OperationService:
             lock.lease_expires_at = now + timedelta(seconds=settings.operation_lease_s)
             await self.operations.flush()
         operation_id = operation.id
-        after_commit(self.session, lambda: runner.launch(operation_id))
+        after_commit(self.session, lambda: runner.accepted(cluster_id, operation_id, type_))
         return operation, True

@@ -1352,7 +1352,7 @@ export interface components {
         CollectorCycles: {
             /**
              * Instance Id
-             * @description The API instance that ran these cycles (each instance keeps its own).
+             * @description The instance that ran these cycles: this one, or (a web process) the worker that stored them.
              */
             instance_id: string;
             /** Role */
@@ -1361,7 +1361,7 @@ export interface components {
             poll_interval_s: number;
             /**
              * Cycles
-             * @description This instance's newest cycles, oldest first, kept in memory (the last 900): empty on a standby or after a restart.
+             * @description The newest cycles, oldest first (the last 900): this instance's own when it runs a collector (empty on a standby or after a restart), else those the collectors stored.
              */
             cycles: components["schemas"]["CollectorCycle"][];
         };
@@ -1369,7 +1369,10 @@ export interface components {
         CollectorHealth: {
             /** Enabled */
             enabled: boolean;
-            /** Running */
+            /**
+             * Running
+             * @description Whether a collector runs: this instance's, or — in a web process, whose collector runs in a worker — the one holding the collector's lease.
+             */
             running: boolean;
             /** Last Cycle At */
             last_cycle_at: string | null;

@@ -1,9 +1,12 @@
 """Runs operations in the background and records them as they go.
 
-`OperationRunner.launch(id)` (called once the request that created the operation has committed) starts an asyncio
-task that loads the operation, marks it running, calls its executor with an `OperationContext`, and finishes it:
-final state, result, error, and — in the same transaction — the release of the cluster's operation lock. While it
-runs, a heartbeat renews the lock's lease, so another API instance can tell a live holder from a dead one.
+`OperationRunner.accepted(...)` (called once the request that created the operation has committed) launches it in
+this process, or — in a web process, which runs no operation — announces it as a `pending` operation event for a
+worker (services/orchestrator/pickup.py). `launch(id)` starts an asyncio task that loads the operation, claims it
+(pending → running, one conditional UPDATE, so of several processes exactly one runs it), calls its executor with
+an `OperationContext`, and finishes it: final state, result, error, and — in the same transaction — the release of
+the cluster's operation lock. While it runs, a heartbeat renews the lock's lease, so another instance can tell a
+live holder from a dead one.
 
 Executors report progress through `ctx.step(name)`: every step start and end is published on the event bus at once
 (an `operation` event) and persisted by a writer task within milliseconds (short transactions of its own, off the
@@ -417,12 +420,16 @@ class OperationRunner:
         bus: EventBus,
         settings: Settings,
         metrics: Metrics,
+        *,
+        executes: bool = True,
     ):
         self.sessionmaker = sessionmaker
         self.drivers = drivers
         self.bus = bus
         self.settings = settings
         self.metrics = metrics
+        #: False in a web process: accepted operations are announced for a worker instead of run here.
+        self.executes = executes
         self.executors: dict[str, Executor] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         #: Called with (cluster_id, operation_id, final state) when an operation ends (drills use it).
@@ -430,6 +437,13 @@ class OperationRunner:
 
     def register(self, type_: str, executor: Executor) -> None:
         self.executors[type_] = executor
+
+    def accepted(self, cluster_id: int, operation_id: int, type_: str) -> None:
+        """An operation was committed as pending: run it here, or announce it to the workers."""
+        if self.executes:
+            self.launch(operation_id)
+        else:
+            self.publish(cluster_id, operation_id, type_, OperationState.pending, [])
 
     def launch(self, operation_id: int) -> None:
         if operation_id not in self._tasks:
@@ -491,8 +505,8 @@ class OperationRunner:
                 operation.finished_at = _now()
                 return
             ctx.fencing_token = None if lock is None else lock.fencing_token
-            operation.state = OperationState.running
-            operation.started_at = _now()
+            if not await OperationRepository(session).claim(operation.id, _now()):
+                return  # another process claimed it first
         self.publish(ctx.cluster_id, ctx.operation_id, ctx.type, OperationState.running, [])
         heartbeat = None if ctx.dry_run else asyncio.create_task(self._heartbeat(ctx))
         bound = asyncio.get_running_loop().call_later(
