@@ -9,7 +9,11 @@ duration (poll every server, store what changed: p50/p99/max; the failover monit
 app) and this process's CPU (user+system seconds per wall second, i.e. cores) while it ran.
 Prints one JSON object per 10 cycles and, last, one JSON object with the figures.
 
+With --simulated N the servers are N simulated ones instead (bench/fleet.py, its own process: clusters of
+--nodes-per-cluster, positions moving at --rate), for fleets larger than this machine can run as real nodes.
+
     .venv/bin/python backend/bench/collector_scale.py [--clusters 10] [--nodes-per-cluster 10] [--seconds 60]
+    .venv/bin/python backend/bench/collector_scale.py --simulated 1000 --nodes-per-cluster 3 [--database-url …]
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 BACKEND = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BACKEND))
 
+from bench.fleet import fleet  # noqa: E402
 from bench.measure import cpu_s, quantile  # noqa: E402
 
 from ferry_control.core.config import Settings  # noqa: E402
@@ -36,7 +41,7 @@ from ferry_control.core.migrate import upgrade  # noqa: E402
 from ferry_control.main import create_app  # noqa: E402
 from ferry_control.models import Cluster, Server  # noqa: E402
 from ferry_control.repositories.clusters import ClusterRepository  # noqa: E402
-from tests.ferryd_cluster import NODE_TOKEN, REPO_ROOT, FerrydNode  # noqa: E402
+from tests.ferryd_cluster import NODE_TOKEN, REPO_ROOT, FerrydNode, free_port_pair  # noqa: E402
 
 
 async def main() -> None:
@@ -46,6 +51,7 @@ async def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--rate", type=int, default=20, help="demo transactions/s per master")
     parser.add_argument("--database-url", default=None, help="default: a throwaway SQLite file")
+    parser.add_argument("--simulated", type=int, default=None, help="this many simulated servers (bench/fleet.py)")
     args = parser.parse_args()
     bin_dir = REPO_ROOT / "engine" / "target" / "release"
     os.environ.setdefault("FERRYD_BIN", str(bin_dir / "ferryd"))
@@ -55,9 +61,23 @@ async def main() -> None:
         upgrade(database_url)
         nodes: list[list[FerrydNode]] = []
         demos: list[subprocess.Popen[bytes]] = []
+        simulator: subprocess.Popen[str] | None = None
+        registered: list[list[tuple[str, str, int, int]]] = []  # per cluster: (name, host, protocol, admin port)
         try:
             server_id = 0
-            for c in range(args.clusters):
+            if args.simulated:
+                port, _ = free_port_pair()
+                simulator = subprocess.Popen(
+                    [sys.executable, str(BACKEND / "bench" / "fleet.py"), "--servers", str(args.simulated),
+                     "--per-cluster", str(args.nodes_per_cluster), "--port", str(port), "--rate", str(args.rate)],
+                    stdout=subprocess.PIPE, text=True,
+                )  # fmt: skip
+                assert simulator.stdout is not None and simulator.stdout.readline().startswith("ready")
+                by_cluster: dict[int, list[tuple[str, str, int, int]]] = {}
+                for s in fleet(args.simulated, args.nodes_per_cluster):
+                    by_cluster.setdefault(s.cluster, []).append((f"s{s.server_id}", s.host, port + 1, port))
+                registered = list(by_cluster.values())
+            for c in range(0 if args.simulated else args.clusters):
                 members = []
                 for _ in range(args.nodes_per_cluster):
                     server_id += 1
@@ -67,6 +87,7 @@ async def main() -> None:
                 for replica in members[1:]:
                     replica.replicate_from(members[0])
                 nodes.append(members)
+                registered.append([(f"n{n.server_id}", "127.0.0.1", n.protocol_port, n.admin_port) for n in members])
                 demos.append(
                     subprocess.Popen(
                         [
@@ -90,11 +111,11 @@ async def main() -> None:
             app = create_app(settings)
             async with session_scope(app.state.sessionmaker) as session:
                 repository = ClusterRepository(session)
-                for c, members in enumerate(nodes):
+                for c, members in enumerate(registered):
                     cluster = await repository.add(Cluster(name=f"bench{c}"))
-                    for node in members:
-                        session.add(Server(cluster_id=cluster.id, name=f"n{node.server_id}", host="127.0.0.1",
-                                           protocol_port=node.protocol_port, admin_port=node.admin_port))  # fmt: skip
+                    for name, host, protocol_port, admin_port in members:
+                        session.add(Server(cluster_id=cluster.id, name=name, host=host, protocol_port=protocol_port,
+                                           admin_port=admin_port))  # fmt: skip
             collector = app.state.collector
             durations: list[float] = []
             failed = 0
@@ -114,6 +135,9 @@ async def main() -> None:
                     await asyncio.sleep(max(next_start - time.monotonic(), 0.0))
                 cpu_used, wall = cpu_s() - cpu_before, time.monotonic() - wall_before
         finally:
+            if simulator is not None:
+                simulator.terminate()
+                simulator.wait()
             for demo in demos:
                 demo.terminate()
             for demo in demos:
@@ -124,9 +148,9 @@ async def main() -> None:
     print(
         json.dumps(
             {
-                "benchmark": "collector_poll_100_nodes",
-                "servers": sum(len(m) for m in nodes),
-                "clusters": len(nodes),
+                "benchmark": "collector_poll_simulated_fleet" if args.simulated else "collector_poll_100_nodes",
+                "servers": sum(len(m) for m in registered),
+                "clusters": len(registered),
                 "poll_interval_s": 1.0,
                 "cycles": len(durations),
                 "cycle_s_p50": round(statistics.median(durations), 4),

@@ -32,6 +32,7 @@ class DriverFactory:
         #: Opens the clusters' stored credentials (None: no key configured, so no cluster has any).
         self._secrets = secrets
         #: https with this CA when the settings name one, else plain http.
+        self._default_context: ssl.SSLContext | None = None
         self._tls: ssl.SSLContext | None = (
             ssl.create_default_context(cafile=str(settings.node_tls_ca_file)) if settings.node_tls_ca_file else None
         )
@@ -121,11 +122,17 @@ class DriverFactory:
         if client is None or client.is_closed:
             client = httpx.AsyncClient(
                 limits=httpx.Limits(max_connections=CONNECTIONS_PER_SERVER_MAX),
-                verify=self._tls if self._tls is not None else True,
+                # One context for every client: building one per client reads the CA store each time (~20 ms).
+                verify=self._tls if self._tls is not None else self._default_tls(),
                 follow_redirects=False,
             )
             self._clients[address] = client
         return client
+
+    def _default_tls(self) -> ssl.SSLContext:
+        if self._default_context is None:
+            self._default_context = ssl.create_default_context()
+        return self._default_context
 
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
