@@ -37,3 +37,8 @@ export function readStack(): Stack {
   }
   return JSON.parse(readFileSync(path, "utf8")) as Stack;
 }
+
+/** Request options for a node's admin API: every route but /v1/health needs the node token. */
+export function nodeAuth(stack: Stack): { headers: Record<string, string> } {
+  return { headers: { Authorization: `Bearer ${stack.node_token}` } };
+}

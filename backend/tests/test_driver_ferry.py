@@ -4,9 +4,11 @@ error carrying the node's code and message."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -28,6 +30,7 @@ from ferry_control.drivers.ferry import status_warnings
 from ferry_control.models import ServerKind
 from ferry_control.services.orchestrator.gtid import position
 from tests.ferryd_cluster import NODE_TOKEN, WAIT_S, FerrydCluster, FerrydNode, free_port_pair
+from tests.helpers import serve
 from tests.mariadb_cluster import eventually
 
 
@@ -248,7 +251,7 @@ async def test_a_canary_write_whose_answer_is_lost_is_unknown_and_may_have_commi
     assert await master.read_canaries(["answer-lost"]) == {"answer-lost": {"n": 3}}
 
 
-async def test_a_wrong_token_is_unauthorized_and_a_missing_one_is_refused_before_sending(
+async def test_a_wrong_token_is_unauthorized_and_a_missing_one_is_refused_before_sending_for_reads_too(
     ferryd: FerrydCluster, database_url: str
 ) -> None:
     wrong = DriverFactory(Settings(database_url=database_url, node_token="x" * 20))
@@ -260,9 +263,11 @@ async def test_a_wrong_token_is_unauthorized_and_a_missing_one_is_refused_before
         with pytest.raises(DriverError) as missing:
             await none.for_address(ServerKind.ferry, ferryd.replica1.admin).set_read_only(False)
         assert missing.value.code == "no_node_token"
-        assert (await none.for_address(ServerKind.ferry, ferryd.replica1.admin).status()).server_id == 2, (
-            "reads need no token"
-        )
+        with pytest.raises(DriverError) as unread:
+            await none.for_address(ServerKind.ferry, ferryd.replica1.admin).status()
+        assert unread.value.code == "no_node_token", "reads carry the token too"
+        with pytest.raises(ServerUnauthorized):
+            await wrong.for_address(ServerKind.ferry, ferryd.replica1.admin).status()
     finally:
         await wrong.aclose()
         await none.aclose()
@@ -320,3 +325,31 @@ async def test_a_connection_paused_by_the_operator_reads_as_paused(
     finally:
         await replica.stop_replication("main")
         await replica.start_replication("main")
+
+
+async def test_checksums_wait_out_a_node_busy_computing_them_for_another_caller(database_url: str) -> None:
+    """ferryd computes one set of checksums at a time and answers another request meanwhile 429 `busy`: the driver
+    asks again rather than failing the drill or check that wanted them."""
+    answers = [429, 429, 200]
+
+    async def node(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        status = answers.pop(0)
+        body = (
+            {"error": {"code": "busy", "message": "a checksum computation is already running on this node"}}
+            if status == 429
+            else {"position": "1-1-5", "tables": {"t": {"rows": 2, "checksum": "ab"}}}
+        )
+        await send(
+            {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]}
+        )
+        await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+
+    factory = DriverFactory(Settings(database_url=database_url, node_token=NODE_TOKEN))
+    try:
+        async with serve(node) as url:
+            driver = factory.for_address(ServerKind.ferry, url.removeprefix("http://"))
+            checksums = await driver.checksums()
+        assert checksums.position == "1-1-5" and checksums.tables["t"].rows == 2
+        assert answers == [], "asked three times"
+    finally:
+        await factory.aclose()

@@ -3,6 +3,7 @@
 // the node itself, then times how long the page takes to show it or a later one; the figures are printed as one
 // JSON line (the delay is measured here, not asserted: see docs/benchmarks.md).
 import { expect, masterName, openClusterTab, test } from "../fixtures";
+import { nodeAuth } from "../stack";
 
 /** "1-1-10,2-1-7" → {1: 10, 2: 7}. */
 function parsePosition(text: string): Map<number, number> {
@@ -29,7 +30,7 @@ test("a position change on a node shows in the page while it stays open", async 
   const cell = page.getByRole("table", { name: "Servers" }).getByRole("row", { name: new RegExp(`^${master} `) }).getByRole("cell").last();
   const delays: number[] = [];
   for (let sample = 0; sample < 5; sample++) {
-    const status = await (await api.get(`${node.admin}/v1/status`)).json();
+    const status = await (await api.get(`${node.admin}/v1/status`, nodeAuth(stack))).json();
     const reached = parsePosition(status.gtid_current_pos as string);
     expect(reached.size, "the workload has written").toBeGreaterThan(0);
     const started = Date.now();

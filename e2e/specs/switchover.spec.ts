@@ -2,6 +2,7 @@
 // passed), type the cluster's name, switch over, follow the steps to the end; the new master is then the one the
 // topology shows, every step passed, and the unavailability window is reported.
 import { currentMasterName, expect, masterName, openClusterTab, test } from "../fixtures";
+import { nodeAuth } from "../stack";
 
 test("a switchover with typed confirmation ends with the new master shown and every step done", async ({ page, signIn, stack, api, picture }) => {
   const oldMaster = await masterName(api, stack);
@@ -57,6 +58,6 @@ test("a switchover with typed confirmation ends with the new master shown and ev
   const node = stack.nodes.find((n) => n.name === newMaster)!;
   const serverId = newMaster!.replace("node", "");
   await expect
-    .poll(async () => ((await (await api.get(`${node.admin}/v1/status`)).json()) as { gtid_binlog_pos: string }).gtid_binlog_pos)
+    .poll(async () => ((await (await api.get(`${node.admin}/v1/status`, nodeAuth(stack))).json()) as { gtid_binlog_pos: string }).gtid_binlog_pos)
     .toMatch(new RegExp(`(^|,)\\d+-${serverId}-\\d+`));
 });

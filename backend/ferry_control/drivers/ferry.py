@@ -40,6 +40,7 @@ from ferry_control.drivers.errors import (
     DriverError,
     ServerFailed,
     ServerProtocolError,
+    ServerRefused,
     ServerUnreachable,
     WriteOutcomeUnknown,
     refusal_for_status,
@@ -57,6 +58,11 @@ _T = TypeVar("_T")
 #: The replication filters a ferryd connection has (change-master's lists of domain ids), by their names in
 #: `ConnectionSettings.filters`, the same as MariaDB's.
 DOMAIN_FILTERS = ("do_domain_ids", "ignore_domain_ids")
+
+
+#: A node busy computing checksums for another caller is asked again this many times, this far apart.
+CHECKSUM_BUSY_RETRIES = 40
+CHECKSUM_BUSY_WAIT_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -277,7 +283,18 @@ class FerryDriver(ServerDriver):
         )
 
     async def checksums(self) -> Checksums:
-        body = await self._read("/v1/checksums")
+        """The node's table checksums at one position. A node computes one set at a time and answers another
+        request meanwhile 429 `busy`: that is waited out (CHECKSUM_BUSY_RETRIES times, CHECKSUM_BUSY_WAIT_S apart)."""
+        attempt = 0
+        while True:
+            try:
+                body = await self._read("/v1/checksums")
+                break
+            except ServerRefused as e:
+                if e.status != 429 or e.code != "busy" or attempt >= CHECKSUM_BUSY_RETRIES:
+                    raise
+                attempt += 1
+                await asyncio.sleep(CHECKSUM_BUSY_WAIT_S)
         return Checksums(
             position=body["position"],
             tables={name: TableChecksum(rows=t["rows"], checksum=t["checksum"]) for name, t in body["tables"].items()},

@@ -65,7 +65,13 @@ impl BenchNode {
     }
 
     pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
-        Ok(self.http.get(format!("http://{}{path}", self.admin)).send().await?.json().await?)
+        let resp = self.http.get(format!("http://{}{path}", self.admin)).bearer_auth(TOKEN).send().await?;
+        let status = resp.status();
+        let body: Value = resp.json().await?;
+        if !status.is_success() {
+            bail!("GET {path}: {status} {body}");
+        }
+        Ok(body)
     }
 
     pub async fn post(&self, path: &str, body: Value) -> anyhow::Result<Value> {

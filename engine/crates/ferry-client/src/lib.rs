@@ -118,6 +118,11 @@ impl Client {
         Ok(Client { stream: BufStream::new(stream), next_request_id: 1 })
     }
 
+    /// The address of the server this client is connected to.
+    pub fn peer_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.stream.get_ref().peer_addr()
+    }
+
     /// Sends raw bytes (tests use it to send malformed frames).
     pub async fn send_raw(&mut self, bytes: &[u8]) -> Result<(), ClientError> {
         self.stream.write_all(bytes).await?;

@@ -1150,11 +1150,16 @@ impl Node {
             .collect()
     }
 
-    /// Table checksums together with the exact position they correspond to (taken under the binlog lock).
+    /// Table checksums together with the exact position they correspond to. Off the commit path: the binlog lock
+    /// is held only to take a store snapshot (the in-memory changes frozen by a move, a redb read snapshot
+    /// opened) with the position; nothing is flushed, no flush in progress is waited for, and the rows are read
+    /// and hashed after the lock is let go. Refused once the node's storage has failed.
     pub fn checksums(&self) -> Result<(GtidPosition, BTreeMap<String, TableChecksum>), StoreError> {
-        let (flush, position) = self.commit.with_log(|_| (self.store.begin_flush(), self.position()));
-        let (_, snapshot) = flush.write(false)?;
-        Ok((position, Store::checksums_of(&snapshot)?))
+        if let Some(why) = self.health.failure() {
+            return Err(StoreError::Failed(why));
+        }
+        let (snapshot, position) = self.commit.with_log(|_| (self.store.snapshot(), self.position()));
+        Ok((position, snapshot?.checksums()?))
     }
 
     pub fn store(&self) -> &Store {
@@ -1526,6 +1531,34 @@ mod tests {
         assert_eq!(node.status().gtid_binlog_state, "0-1-1");
         assert_eq!(node.read_row("t", "k").unwrap().unwrap()["n"], Value::Int(4), "nothing replayed twice");
         assert_eq!(node.execute(increment(0), false).unwrap().gtid, Gtid::new(0, 1, 2));
+    }
+
+    /// Checksums are off the commit path: with a store flush in progress (a checkpoint writing redb, held here
+    /// by the test), they are computed without waiting for it, and commits go on meanwhile.
+    #[test]
+    fn checksums_wait_for_no_flush_and_hold_up_no_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Node::open(NodeConfig::new(1, dir.path()), None).unwrap();
+        node.execute(increment(0), false).unwrap();
+        let checkpoint_in_progress = node.store().begin_flush();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let worker = {
+            let node = node.clone();
+            std::thread::spawn(move || {
+                let (position, sums) = node.checksums().unwrap();
+                let committed = node.execute(increment(0), false).unwrap();
+                let _ = done_tx.send((position, sums, committed.gtid));
+            })
+        };
+        let (position, sums, gtid) = done
+            .recv_timeout(Duration::from_secs(60))
+            .expect("checksums and a commit finish while a flush holds the store's flush turn");
+        assert_eq!(position.to_string(), "0-1-1");
+        assert_eq!(sums["t"].rows, 1);
+        assert_eq!(gtid, Gtid::new(0, 1, 2));
+        worker.join().unwrap();
+        checkpoint_in_progress.write(true).unwrap();
+        assert_eq!(node.checksums().unwrap().0.to_string(), "0-1-2");
     }
 
     #[test]

@@ -5,6 +5,10 @@
 //! serial part). A flush moves it into redb in one transaction that also records the binlog coordinate it
 //! covers; a durable flush is a checkpoint. Whatever state redb comes back with after a crash therefore names
 //! exactly where binlog replay has to resume. Reads look at the in-memory layers first, then redb.
+//!
+//! A [`StoreSnapshot`] is a consistent view of everything applied, taken without writing anything: the
+//! in-memory table is frozen (a move, no copy) and kept with a redb read snapshot, so a long read (table
+//! checksums) neither flushes nor waits for a flush.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -81,6 +85,11 @@ struct MemTable {
 }
 
 impl MemTable {
+    /// Nothing applied since it was started: freezing it would add nothing.
+    fn is_empty(&self) -> bool {
+        self.rows.is_empty() && self.replicated.is_empty() && self.through.is_none()
+    }
+
     fn get(&self, table: &str, key: &str) -> Option<&Option<Row>> {
         self.rows.get(table)?.get(key)
     }
@@ -100,11 +109,33 @@ impl MemTable {
     }
 }
 
-/// The in-memory layers: `active` takes applies; `flushing` is being written to redb.
+/// The in-memory layers: `active` takes applies; `frozen` holds older changes not yet in redb, oldest first. A
+/// flush freezes `active` and writes every frozen layer (it removes them once redb has them); a snapshot freezes
+/// `active` and writes nothing, so its layer waits for the next flush.
 #[derive(Default)]
 struct Layers {
     active: MemTable,
-    flushing: Option<Arc<MemTable>>,
+    frozen: Vec<Arc<MemTable>>,
+}
+
+impl Layers {
+    /// Moves what was applied since the last freeze into a frozen layer of its own (a move, no copy).
+    fn freeze_active(&mut self) {
+        if !self.active.is_empty() {
+            let active = std::mem::take(&mut self.active);
+            self.frozen.push(Arc::new(active));
+        }
+    }
+
+    /// The newest image of a row held in memory: `None` when redb has the answer.
+    fn get(&self, table: &str, key: &str) -> Option<&Option<Row>> {
+        self.active.get(table, key).or_else(|| self.frozen.iter().rev().find_map(|layer| layer.get(table, key)))
+    }
+
+    /// The coordinate the changes held in memory bring the store to.
+    fn through(&self) -> Option<BinlogCoord> {
+        self.active.through.or_else(|| self.frozen.iter().rev().find_map(|layer| layer.through))
+    }
 }
 
 pub struct Store {
@@ -130,17 +161,18 @@ fn read_coord(txn: &ReadTransaction) -> Result<Option<BinlogCoord>, StoreError> 
     Ok(value.and_then(|v| serde_json::from_slice(v.value()).ok()))
 }
 
-/// A flush in progress: the frozen in-memory table, written to redb by [`Flush::write`].
+/// A flush in progress: the frozen in-memory layers, written to redb by [`Flush::write`].
 pub struct Flush<'a> {
     store: &'a Store,
     _one_at_a_time: MutexGuard<'a, ()>,
-    frozen: Arc<MemTable>,
+    /// Every frozen layer at the flush's start, oldest first.
+    layers: Vec<Arc<MemTable>>,
 }
 
 impl Flush<'_> {
-    /// The coordinate the store will be at once this flush is written (None: nothing was ever applied).
+    /// The coordinate the store will be at once this flush is written (None: nothing applied since the last flush).
     pub fn through(&self) -> Option<BinlogCoord> {
-        self.frozen.through
+        self.layers.iter().rev().find_map(|layer| layer.through)
     }
 
     /// Writes the frozen changes to redb (durably or not) with their coordinate; returns a read snapshot of
@@ -159,24 +191,28 @@ impl Flush<'_> {
         let mut txn = db.begin_write().map_err(redb_err)?;
         txn.set_durability(if durable { Durability::Immediate } else { Durability::None }).map_err(redb_err)?;
         {
-            for (table, rows) in &self.frozen.rows {
-                let name = format!("{USER_PREFIX}{table}");
-                let mut t = txn.open_table(user_table(&name)).map_err(redb_err)?;
-                for (key, row) in rows {
-                    match row {
-                        Some(row) => {
-                            t.insert(key.as_str(), row_bytes(row).as_slice()).map_err(redb_err)?;
-                        }
-                        None => {
-                            t.remove(key.as_str()).map_err(redb_err)?;
+            // Oldest layer first: a row in several layers ends with its newest image.
+            for layer in &self.layers {
+                for (table, rows) in &layer.rows {
+                    let name = format!("{USER_PREFIX}{table}");
+                    let mut t = txn.open_table(user_table(&name)).map_err(redb_err)?;
+                    for (key, row) in rows {
+                        match row {
+                            Some(row) => {
+                                t.insert(key.as_str(), row_bytes(row).as_slice()).map_err(redb_err)?;
+                            }
+                            None => {
+                                t.remove(key.as_str()).map_err(redb_err)?;
+                            }
                         }
                     }
                 }
             }
-            if !self.frozen.replicated.is_empty() {
+            let replicated: Vec<&(u64, Gtid)> = self.layers.iter().flat_map(|layer| &layer.replicated).collect();
+            if !replicated.is_empty() {
                 let mut state = txn.open_table(REPLICA_STATE).map_err(redb_err)?;
                 let mut newest: BTreeMap<u32, u64> = BTreeMap::new();
-                for (sub_id, g) in &self.frozen.replicated {
+                for (sub_id, g) in replicated {
                     state.insert((g.domain, *sub_id), (g.server, g.seq)).map_err(redb_err)?;
                     newest.insert(g.domain, *sub_id);
                 }
@@ -185,7 +221,7 @@ impl Flush<'_> {
                     state.retain_in((domain, 0)..(domain, sub_id), |_, _| false).map_err(redb_err)?;
                 }
             }
-            if let Some(through) = self.frozen.through {
+            if let Some(through) = self.through() {
                 let mut meta = txn.open_table(META).map_err(redb_err)?;
                 let coord = serde_json::to_vec(&through).expect("coordinates serialize");
                 meta.insert(APPLIED_THROUGH, coord.as_slice()).map_err(redb_err)?;
@@ -196,7 +232,11 @@ impl Flush<'_> {
         txn.commit().map_err(redb_err)?;
         let snapshot = db.begin_read().map_err(redb_err)?;
         let through = read_coord(&snapshot)?;
-        self.store.layers.write().flushing = None;
+        // Flushes are one at a time and only they remove layers, so this flush's layers are still the oldest
+        // (snapshots taken meanwhile only added newer ones).
+        let mut layers = self.store.layers.write();
+        debug_assert!(layers.frozen.iter().zip(&self.layers).all(|(a, b)| Arc::ptr_eq(a, b)));
+        layers.frozen.drain(..self.layers.len());
         Ok((through, snapshot))
     }
 }
@@ -264,7 +304,7 @@ impl Store {
             }
         }
         let layers = self.layers.read();
-        let unflushed = layers.flushing.iter().flat_map(|f| f.replicated.iter()).chain(&layers.active.replicated);
+        let unflushed = layers.frozen.iter().flat_map(|f| f.replicated.iter()).chain(&layers.active.replicated);
         for (sub_id, g) in unflushed {
             if newest.get(&g.domain).is_none_or(|(s, _)| s < sub_id) {
                 newest.insert(g.domain, (*sub_id, *g));
@@ -348,8 +388,7 @@ impl Store {
 
     /// The binlog coordinate the store's content corresponds to (None for a new store).
     pub fn applied_through(&self) -> Result<Option<BinlogCoord>, StoreError> {
-        let layers = self.layers.read();
-        if let Some(c) = layers.active.through.or(layers.flushing.as_ref().and_then(|f| f.through)) {
+        if let Some(c) = self.layers.read().through() {
             return Ok(Some(c));
         }
         read_coord(&self.db.begin_read().map_err(redb_err)?)
@@ -358,7 +397,7 @@ impl Store {
     /// Rows in the in-memory layers in use now.
     pub fn unflushed_rows(&self) -> usize {
         let layers = self.layers.read();
-        layers.active.len + layers.flushing.as_ref().map_or(0, |f| f.len)
+        layers.active.len + layers.frozen.iter().map(|f| f.len).sum::<usize>()
     }
 
     /// Reads rows; absent rows (or tables) are None.
@@ -368,8 +407,7 @@ impl Store {
         let layers = self.layers.read();
         let mut missing = false;
         for (table, key) in keys {
-            let hit =
-                layers.active.get(table, key).or_else(|| layers.flushing.as_ref().and_then(|f| f.get(table, key)));
+            let hit = layers.get(table, key);
             missing |= hit.is_none();
             out.push(hit.cloned());
         }
@@ -435,13 +473,24 @@ impl Store {
     pub fn begin_flush(&self) -> Flush<'_> {
         let guard = self.flush_lock.lock();
         if self.health.is_failed() {
-            // A failed flush's frozen layer stays where reads find it; this flush will be refused.
-            return Flush { store: self, _one_at_a_time: guard, frozen: Arc::new(MemTable::default()) };
+            // A failed flush's frozen layers stay where reads find them; this flush will be refused.
+            return Flush { store: self, _one_at_a_time: guard, layers: Vec::new() };
         }
         let mut layers = self.layers.write();
-        let frozen = Arc::new(std::mem::take(&mut layers.active));
-        layers.flushing = Some(frozen.clone());
-        Flush { store: self, _one_at_a_time: guard, frozen }
+        layers.freeze_active();
+        Flush { store: self, _one_at_a_time: guard, layers: layers.frozen.clone() }
+    }
+
+    /// A consistent view of everything applied so far, without writing anything nor waiting for a flush in
+    /// progress: the in-memory changes are frozen (a move) and kept with a redb read snapshot. Call it where
+    /// the view must match something else (under the binlog lock); read it after letting go of that lock.
+    pub fn snapshot(&self) -> Result<StoreSnapshot, StoreError> {
+        let mut layers = self.layers.write();
+        layers.freeze_active();
+        // Opened under the layers' lock: a flush removes its layers only after its redb commit, so every change
+        // is in `layers`, in `durable`, or in both (seen twice, a row image gives the same answer).
+        let durable = self.db.begin_read().map_err(redb_err)?;
+        Ok(StoreSnapshot { layers: layers.frozen.clone(), durable })
     }
 
     /// Flushes everything applied so far; `durable` makes it a checkpoint. Returns the coordinate covered.
@@ -456,27 +505,7 @@ impl Store {
 
     /// Per user table: row count and order-independent checksum, of everything applied so far.
     pub fn checksums(&self) -> Result<BTreeMap<String, TableChecksum>, StoreError> {
-        let (_, snapshot) = self.begin_flush().write(false)?;
-        Self::checksums_of(&snapshot)
-    }
-
-    /// Checksums of a redb snapshot (as returned by [`Flush::write`]).
-    pub fn checksums_of(txn: &ReadTransaction) -> Result<BTreeMap<String, TableChecksum>, StoreError> {
-        let mut out = BTreeMap::new();
-        for handle in txn.list_tables().map_err(redb_err)? {
-            let Some(name) = handle.name().strip_prefix(USER_PREFIX) else {
-                continue;
-            };
-            let full = handle.name().to_string();
-            let table = txn.open_table(user_table(&full)).map_err(redb_err)?;
-            let mut sum = TableChecksum::default();
-            for entry in table.iter().map_err(redb_err)? {
-                let (k, v) = entry.map_err(redb_err)?;
-                sum.add(k.value(), v.value());
-            }
-            out.insert(name.to_string(), sum);
-        }
-        Ok(out)
+        self.snapshot()?.checksums()
     }
 
     /// Every row of a table, in key order (for tests and inspection).
@@ -497,6 +526,57 @@ impl Store {
                 reason: e.to_string(),
             })?;
             out.push((k.value().to_string(), row));
+        }
+        Ok(out)
+    }
+}
+
+/// A consistent view of the store at one moment ([`Store::snapshot`]): the in-memory layers frozen then, over a
+/// redb read snapshot. Holding it holds their memory (the layers stay until the next flush in any case).
+pub struct StoreSnapshot {
+    /// Oldest first.
+    layers: Vec<Arc<MemTable>>,
+    durable: ReadTransaction,
+}
+
+impl StoreSnapshot {
+    /// Per user table: row count and order-independent checksum. The same answer a flush followed by a scan of
+    /// redb would give: a table a flush would create (even if only deletions went to it) is listed, with 0 rows.
+    pub fn checksums(&self) -> Result<BTreeMap<String, TableChecksum>, StoreError> {
+        // The newest image of every row held in memory (oldest layer first, so newer images replace older ones).
+        let mut in_memory: BTreeMap<&str, HashMap<&str, Option<&Row>>> = BTreeMap::new();
+        for layer in &self.layers {
+            for (table, rows) in &layer.rows {
+                let newest = in_memory.entry(table.as_str()).or_default();
+                for (key, row) in rows {
+                    newest.insert(key.as_str(), row.as_ref());
+                }
+            }
+        }
+        let mut out: BTreeMap<String, TableChecksum> = BTreeMap::new();
+        for handle in self.durable.list_tables().map_err(redb_err)? {
+            let Some(name) = handle.name().strip_prefix(USER_PREFIX) else {
+                continue;
+            };
+            let full = handle.name().to_string();
+            let table = self.durable.open_table(user_table(&full)).map_err(redb_err)?;
+            let newer = in_memory.get(name);
+            let mut sum = TableChecksum::default();
+            for entry in table.iter().map_err(redb_err)? {
+                let (k, v) = entry.map_err(redb_err)?;
+                if !newer.is_some_and(|rows| rows.contains_key(k.value())) {
+                    sum.add(k.value(), v.value());
+                }
+            }
+            out.insert(name.to_string(), sum);
+        }
+        for (table, rows) in in_memory {
+            let sum = out.entry(table.to_string()).or_default();
+            for (key, row) in rows {
+                if let Some(row) = row {
+                    sum.add(key, &row_bytes(row));
+                }
+            }
         }
         Ok(out)
     }
@@ -589,5 +669,73 @@ mod tests {
         assert_eq!(a.checksums().unwrap()["t"].rows, 50);
         b.apply([&[change("k1", Some(7))][..]], c);
         assert_ne!(a.checksums().unwrap(), b.checksums().unwrap());
+    }
+
+    fn coord(offset: u64) -> BinlogCoord {
+        BinlogCoord { file_seq: 1, offset }
+    }
+
+    /// A snapshot's checksums are those of a flush and a scan of redb, whatever mix of flushed, frozen and active
+    /// changes the store holds (rows updated, deleted, and a table only deletions went to); and taking them writes
+    /// nothing: the rows stay in memory and redb is as before.
+    #[test]
+    fn snapshot_checksums_equal_flushed_ones_and_write_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        let rows: Vec<RowChange> = (0..20).map(|i| change(&format!("k{i}"), Some(i))).collect();
+        store.apply([&rows[..]], coord(10));
+        store.checkpoint().unwrap();
+        store.apply([&[change("k1", Some(100)), change("k2", None)][..]], coord(20));
+        let frozen = store.snapshot().unwrap();
+        store.apply([&[change("k1", Some(200)), change("k3", None), change("new", Some(5))][..]], coord(30));
+        let gone = RowChange { table: "only_deleted".into(), ..change("x", None) };
+        store.apply([&[gone][..]], coord(40));
+        let unflushed = store.unflushed_rows();
+
+        let from_snapshot = store.snapshot().unwrap().checksums().unwrap();
+        assert_eq!(store.unflushed_rows(), unflushed, "nothing was flushed");
+        let durable = store.db.begin_read().unwrap();
+        let t = durable.open_table(user_table("t.t")).unwrap();
+        assert!(t.get("new").unwrap().is_none() && t.get("k2").unwrap().is_some(), "redb holds the first flush only");
+        assert!(durable.open_table(user_table("t.only_deleted")).is_err(), "no table was created");
+        assert_eq!(from_snapshot["t"].rows, 19, "20 rows, one deleted, one added, one deleted again");
+        assert_eq!(from_snapshot["only_deleted"].rows, 0);
+
+        store.flush(false).unwrap();
+        let flushed = store.begin_flush().write(false).unwrap().1;
+        let mut scanned = BTreeMap::new();
+        for handle in flushed.list_tables().unwrap().filter(|h| h.name().starts_with(USER_PREFIX)) {
+            let name = handle.name().to_string();
+            let mut sum = TableChecksum::default();
+            for entry in flushed.open_table(user_table(&name)).unwrap().iter().unwrap() {
+                let (k, v) = entry.unwrap();
+                sum.add(k.value(), v.value());
+            }
+            scanned.insert(name.strip_prefix(USER_PREFIX).unwrap().to_string(), sum);
+        }
+        assert_eq!(from_snapshot, scanned);
+        // The first snapshot still shows the store as it was when it was taken.
+        assert_eq!(frozen.checksums().unwrap()["t"].rows, 19);
+        assert!(!frozen.checksums().unwrap().contains_key("only_deleted"));
+    }
+
+    /// A snapshot neither waits for a flush in progress nor loses what that flush writes, and changes frozen by
+    /// a snapshot reach redb with the next flush.
+    #[test]
+    fn a_snapshot_taken_during_a_flush_sees_everything_and_its_layer_is_flushed_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        store.apply([&[change("a", Some(1))][..]], coord(10));
+        let flush = store.begin_flush();
+        store.apply([&[change("b", Some(2))][..]], coord(20));
+        let during = store.snapshot().unwrap();
+        assert_eq!(during.checksums().unwrap()["t"].rows, 2);
+        flush.write(false).unwrap();
+        assert_eq!(store.unflushed_rows(), 1, "b waits in the snapshot's layer");
+        assert_eq!(store.get("t", "b").unwrap().unwrap()["n"], Value::Int(2));
+        assert_eq!(store.applied_through().unwrap(), Some(coord(20)));
+        assert_eq!(store.checkpoint().unwrap(), Some(coord(20)));
+        assert_eq!(store.unflushed_rows(), 0);
+        assert_eq!(store.checksums().unwrap(), during.checksums().unwrap());
     }
 }

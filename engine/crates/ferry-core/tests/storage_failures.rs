@@ -194,7 +194,7 @@ fn a_failed_store_flush_is_not_ignored_the_node_stops_and_replays_after_restart(
         // Rows of the failed flush stay readable until the restart.
         assert!(node.read_row("t", "k49").unwrap().is_some());
         assert_failed(&node, sites::STORE_FLUSH);
-        // The checksum and scan paths flush too: refused, never a silent success.
+        // Checksums of a failed node are refused, never a silent success.
         assert!(node.checksums().is_err());
         drop(node);
         let node = restart_and_verify(dir.path(), Durability::Local, &acked, action);

@@ -1,7 +1,9 @@
-//! The admin HTTP API (docs/node-api.md), versioned under `/v1`, plus Prometheus `/metrics`.
+//! The admin HTTP API (docs/node-api.md), versioned under `/v1`, plus Prometheus `/metrics`: the routes and
+//! their handlers.
 //!
-//! Reads are open; every call that changes something needs `Authorization: Bearer <token>` matching the
-//! `--admin-token-file`. A missing or wrong token gets 401 and changes nothing. Errors are JSON:
+//! Every route but the liveness check `GET /v1/health` goes through one authentication layer (`bearer`): it
+//! needs `Authorization: Bearer <token>` matching the `--admin-token-file`, reads included; a missing or wrong
+//! token gets 401 and reaches no handler. Connections are bounded by `connections`. Errors are JSON:
 //! `{"error": {"code": "...", "message": "..."}}`.
 
 use std::sync::Arc;
@@ -9,10 +11,10 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{middleware, Json, Router};
 use ferry_core::admission::Undrained;
 use ferry_core::node::{Node, NodeError, PurgeError};
 use serde::Deserialize;
@@ -20,8 +22,14 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+mod bearer;
 mod binlog;
+mod checksums;
+mod connections;
 mod replication;
+
+pub use checksums::ChecksumGate;
+pub use connections::ConnectionLimits;
 
 use crate::auth::AdminToken;
 use crate::metrics::Metrics;
@@ -41,20 +49,17 @@ pub struct AppState {
     pub replication: Arc<Replication>,
     pub advertised: crate::Advertised,
     pub expiry: Arc<crate::expiry::Expiry>,
+    /// One checksum computation at a time.
+    pub checksums: ChecksumGate,
 }
 
-pub async fn serve(listener: TcpListener, state: AppState, mut stop: watch::Receiver<bool>) {
-    let app = router(state);
-    let shutdown = async move {
-        let _ = stop.changed().await;
-    };
-    if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
-        tracing::error!("admin server failed: {e}");
-    }
+/// Serves the admin API on `listener` until `stop`, within `limits`.
+pub async fn serve(listener: TcpListener, state: AppState, limits: ConnectionLimits, stop: watch::Receiver<bool>) {
+    connections::serve(listener, router(state), limits, stop).await;
 }
 
 fn router(state: AppState) -> Router {
-    Router::new()
+    let authenticated = Router::new()
         .route("/v1/status", get(status))
         .route("/v1/read-only", post(set_read_only))
         .route("/v1/binlog/flush", post(flush_logs))
@@ -62,7 +67,7 @@ fn router(state: AppState) -> Router {
         .route("/v1/binlog/reset", post(binlog::reset_master))
         .route("/v1/binlog/events", get(events))
         .route("/v1/binlog/files/{file}/events", get(binlog::events_in_file))
-        .route("/v1/checksums", get(checksums))
+        .route("/v1/checksums", get(checksums::checksums))
         .route("/v1/replicas", get(replicas))
         .route("/v1/replication", get(replication_status))
         .route("/v1/replication/{name}", axum::routing::delete(remove_connection))
@@ -74,12 +79,17 @@ fn router(state: AppState) -> Router {
         .route("/v1/replication/{name}/reset", post(replication::reset))
         .route("/v1/wait-for-position", post(wait_for_position))
         .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(state.token.clone(), bearer::require_token));
+    Router::new()
+        .route("/v1/health", get(health))
+        .merge(authenticated)
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/node-api.md")
         })
         .with_state(state)
 }
 
+#[derive(Debug)]
 struct ApiError {
     status: StatusCode,
     code: &'static str,
@@ -110,28 +120,6 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Checks the bearer token of a mutating call.
-fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(expected) = &state.token else {
-        return Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "this node has no admin token (--admin-token-file): mutating calls are disabled",
-        ));
-    };
-    let offered =
-        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-    match offered {
-        None => Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "missing 'Authorization: Bearer <token>' header",
-        )),
-        Some(t) if expected.matches(t.trim()) => Ok(()),
-        Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "wrong admin token")),
-    }
-}
-
 fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
     body.map(|Json(v)| v).map_err(|e| ApiError::bad_request(format!("invalid JSON body: {}", e.body_text())))
 }
@@ -147,6 +135,11 @@ fn optional_json_body<T: Default + serde::de::DeserializeOwned>(body: &[u8]) -> 
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(f).await.map_err(ApiError::internal)
+}
+
+/// `GET /v1/health`: liveness, the one route without a token; it says nothing about the node.
+async fn health() -> Json<serde_json::Value> {
+    Json(json!({"ok": true}))
 }
 
 async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
@@ -173,10 +166,8 @@ struct ReadOnlyBody {
 
 async fn set_read_only(
     State(s): State<AppState>,
-    headers: HeaderMap,
     body: Result<Json<ReadOnlyBody>, JsonRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    authorize(&s, &headers)?;
     let body = json_body(body)?;
     let max = s.node.config().limits.wait_ms_max;
     match body.wait_for_in_flight_ms {
@@ -217,12 +208,7 @@ async fn set_read_only(
     }
 }
 
-async fn flush_logs(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    authorize(&s, &headers)?;
+async fn flush_logs(State(s): State<AppState>, body: Bytes) -> Result<Json<serde_json::Value>, ApiError> {
     let body: binlog::FlushBody = optional_json_body(&body)?;
     if !body.delete_domain_ids.is_empty() {
         return binlog::flush_deleting_domains(s, body.delete_domain_ids).await;
@@ -239,10 +225,8 @@ struct PurgeBody {
 
 async fn purge_logs(
     State(s): State<AppState>,
-    headers: HeaderMap,
     body: Result<Json<PurgeBody>, JsonRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    authorize(&s, &headers)?;
     let body = json_body(body)?;
     let readers = s.replicas.readers();
     let purged = blocking(move || s.node.purge_logs(&body.before, &readers)).await?;
@@ -280,11 +264,6 @@ async fn events(
     Ok(Json(json!({"events": events, "next_before": next})))
 }
 
-async fn checksums(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
-    let (position, sums) = blocking(move || s.node.checksums()).await?.map_err(ApiError::internal)?;
-    Ok(Json(json!({"position": position.to_string(), "tables": sums})))
-}
-
 impl From<CommandError> for ApiError {
     fn from(e: CommandError) -> Self {
         match e {
@@ -308,10 +287,8 @@ async fn replication_status(State(s): State<AppState>) -> Json<serde_json::Value
 async fn change_master(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    headers: HeaderMap,
     body: Result<Json<ChangeMaster>, JsonRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    authorize(&s, &headers)?;
     let req = json_body(body)?;
     s.replication.change_master(&name, req).await?;
     Ok(Json(json!({"connection": name, "gtid_slave_pos": s.node.slave_position().to_string()})))
@@ -329,10 +306,8 @@ struct StartBody {
 async fn start_connection(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    authorize(&s, &headers)?;
     let body: StartBody = optional_json_body(&body)?;
     let until = match body.until {
         Some(text) => Some(text.parse().map_err(|e: ferry_core::GtidParseError| ApiError::bad_request(e.to_string()))?),
@@ -342,12 +317,7 @@ async fn start_connection(
     Ok(Json(json!({"connection": name, "running": true, "sql_paused": body.sql_paused})))
 }
 
-async fn resume_sql(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-    headers: HeaderMap,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    authorize(&s, &headers)?;
+async fn resume_sql(State(s): State<AppState>, Path(name): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
     s.replication.resume_sql(&name)?;
     Ok(Json(json!({"connection": name, "sql_paused": false})))
 }
@@ -355,9 +325,7 @@ async fn resume_sql(
 async fn stop_connection(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    headers: HeaderMap,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    authorize(&s, &headers)?;
     s.replication.stop(&name).await?;
     Ok(Json(json!({"connection": name, "running": false})))
 }
@@ -365,9 +333,7 @@ async fn stop_connection(
 async fn remove_connection(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    headers: HeaderMap,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    authorize(&s, &headers)?;
     s.replication.remove(&name).await?;
     Ok(Json(json!({"connection": name, "removed": true})))
 }

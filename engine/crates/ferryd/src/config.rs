@@ -104,9 +104,54 @@ pub struct Args {
     /// oldest closed ones are deleted, unless recovery or a connected replica still needs them. 0: no limit.
     #[arg(long, default_value_t = 0)]
     pub binlog_total_bytes_max: u64,
+    /// Admin API connections open at once; one more is answered 503 and closed at once, never queued.
+    #[arg(long, default_value_t = 256)]
+    pub admin_connections_max: usize,
+    /// An admin connection must send a whole request head within this many seconds of opening or of its
+    /// previous answer; otherwise it is closed (idle keep-alive connections, clients that send slowly).
+    #[arg(long, default_value_t = 75)]
+    pub admin_idle_timeout_s: u64,
+    /// A protocol connection that begins no request frame within this many seconds of opening or of its
+    /// previous answer is closed, after an error frame saying why. Only waits for a client's next request
+    /// count: a request being served (a long wait-for-position) and a replica's binlog stream are never cut.
+    /// 0: never.
+    #[arg(long, default_value_t = 300)]
+    pub protocol_idle_timeout_s: u64,
+    /// Once a request frame has begun, the rest of it must arrive within this many seconds, and the client
+    /// must take each answer within as long; otherwise the connection is closed.
+    #[arg(long, default_value_t = 30)]
+    pub protocol_frame_timeout_s: u64,
 }
 
+/// Most `--admin-connections-max` accepts.
+const ADMIN_CONNECTIONS_MAX: usize = 65_535;
+
 impl Args {
+    /// The admin API's connection bounds.
+    pub fn admin_limits(&self) -> anyhow::Result<crate::admin::ConnectionLimits> {
+        if !(1..=ADMIN_CONNECTIONS_MAX).contains(&self.admin_connections_max) {
+            anyhow::bail!("--admin-connections-max must be between 1 and {ADMIN_CONNECTIONS_MAX}");
+        }
+        if self.admin_idle_timeout_s == 0 {
+            anyhow::bail!("--admin-idle-timeout-s must be at least 1");
+        }
+        Ok(crate::admin::ConnectionLimits {
+            connections_max: self.admin_connections_max,
+            idle_timeout: Duration::from_secs(self.admin_idle_timeout_s),
+        })
+    }
+
+    /// The protocol port's timeouts.
+    pub fn protocol_timeouts(&self) -> anyhow::Result<crate::server::Timeouts> {
+        if self.protocol_frame_timeout_s == 0 {
+            anyhow::bail!("--protocol-frame-timeout-s must be at least 1");
+        }
+        Ok(crate::server::Timeouts {
+            idle: (self.protocol_idle_timeout_s > 0).then(|| Duration::from_secs(self.protocol_idle_timeout_s)),
+            frame: Duration::from_secs(self.protocol_frame_timeout_s),
+        })
+    }
+
     /// The binlog expiry settings.
     pub fn expiry_policy(&self) -> ferry_core::binlog::expiry::ExpiryPolicy {
         ferry_core::binlog::expiry::ExpiryPolicy {

@@ -10,11 +10,12 @@ use ferry_core::binlog::stream::{BinlogStream, StreamedTxn};
 use ferry_core::binlog::{file_name, files_at};
 use ferry_core::gtid::GtidPosition;
 use ferry_core::node::Node;
-use ferry_core::protocol::{ErrorCode, Request, Response, LENGTH_BYTES};
+use ferry_core::protocol::{ErrorCode, Request, Response};
 use ferry_core::semisync::SemiSync;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
+use crate::frames::{read_frame, FrameLimits, Next};
 use crate::replicas::{ReplicaInfo, ReplicaRegistry};
 
 /// Most transactions read from disk per batch before they are sent (the batch's bytes are bounded by
@@ -33,6 +34,8 @@ pub struct DumpRequest {
     /// The replica's advertised addresses.
     pub listen: String,
     pub admin: String,
+    /// `--protocol-frame-timeout-s`: a confirmation once begun must arrive whole within it.
+    pub frame_timeout: Duration,
 }
 
 fn seek_error(e: &SeekError) -> Response {
@@ -110,8 +113,11 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
     // Confirmations from the replica arrive on the same connection.
     let acks = {
         let (semi, node, id) = (semi_sync.clone(), node.clone(), registration.id());
+        // The replica sends only confirmations, and only with semi-sync: no idle timeout.
+        let limits = FrameLimits { bytes_max: REPLICA_FRAME_BYTES_MAX, idle: None, frame: req.frame_timeout };
         tokio::spawn(async move {
-            while let Ok(Some(frame)) = read_frame(&mut reader).await {
+            let mut frame = Vec::new();
+            while let Ok(Next::Frame) = read_frame(&mut reader, &mut frame, limits).await {
                 if let (Some(semi), Ok((_, Request::Ack { file, offset }))) = (&semi, Request::decode(&frame)) {
                     if let Some(file_seq) = ferry_core::binlog::file_seq(&file) {
                         semi.ack(id, ferry_core::binlog::BinlogCoord { file_seq, offset });
@@ -194,23 +200,6 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
 
 /// Largest frame a replica may send during a dump (confirmations are tiny).
 const REPLICA_FRAME_BYTES_MAX: usize = 4096;
-
-/// One frame from the replica; None at the end of the connection.
-async fn read_frame<R: AsyncReadExt + Unpin>(reader: &mut R) -> std::io::Result<Option<Vec<u8>>> {
-    let mut len = [0u8; LENGTH_BYTES];
-    match reader.read_exact(&mut len).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e),
-    }
-    let len = u32::from_le_bytes(len) as usize;
-    if len > REPLICA_FRAME_BYTES_MAX {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("replica frame of {len} bytes")));
-    }
-    let mut frame = vec![0u8; len];
-    reader.read_exact(&mut frame).await?;
-    Ok(Some(frame))
-}
 
 /// Ends the confirmation reader when the stream ends.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);

@@ -9,7 +9,9 @@ mod auth;
 mod config;
 mod dump;
 mod expiry;
+mod frames;
 mod metrics;
+mod plaintext;
 mod replicas;
 mod replication;
 mod server;
@@ -46,6 +48,8 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(args: Args) -> anyhow::Result<()> {
     let config = args.node_config()?;
+    let admin_limits = args.admin_limits()?;
+    let protocol_timeouts = args.protocol_timeouts()?;
     let token = match &args.admin_token_file {
         Some(path) => Some(AdminToken::from_file(path)?),
         None => None,
@@ -74,6 +78,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         TcpListener::bind(&args.listen).await.with_context(|| format!("binding --listen {}", args.listen))?;
     let admin_listener =
         TcpListener::bind(&args.admin).await.with_context(|| format!("binding --admin {}", args.admin))?;
+    plaintext::warn_at_start(token.is_some(), listener.local_addr()?, admin_listener.local_addr()?);
     let (stop_tx, stop_rx) = watch::channel(false);
     let advertised =
         Advertised::new(args.advertise_host.as_deref(), listener.local_addr()?, admin_listener.local_addr()?);
@@ -88,7 +93,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let registry = Arc::new(replicas::ReplicaRegistry::default());
     let replication = replication::Replication::load(node.clone(), token.clone(), advertised.clone())
         .context("loading replication settings")?;
-    let server = tokio::spawn(server::serve(listener, node.clone(), token.clone(), registry.clone(), stop_rx.clone()));
+    let server = tokio::spawn(server::serve(
+        listener,
+        node.clone(),
+        token.clone(),
+        registry.clone(),
+        protocol_timeouts,
+        stop_rx.clone(),
+    ));
     let expiry = Arc::new(expiry::Expiry::new(args.expiry_policy()));
     let expirer = tokio::spawn(expiry::run(expiry.clone(), node.clone(), registry.clone(), stop_rx.clone()));
     let state = admin::AppState {
@@ -99,8 +111,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         replication: replication.clone(),
         advertised,
         expiry,
+        checksums: admin::ChecksumGate::default(),
     };
-    let admin = tokio::spawn(admin::serve(admin_listener, state, stop_rx));
+    let admin = tokio::spawn(admin::serve(admin_listener, state, admin_limits, stop_rx));
 
     shutdown_signal().await;
     tracing::info!("shutting down");

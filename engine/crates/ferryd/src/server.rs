@@ -4,27 +4,45 @@
 //!
 //! A bad frame gets an error frame and the connection goes on; only a frame too large to skip safely ends the
 //! connection, after saying why.
+//!
+//! Time is bounded too (docs/security.md "ferryd limits"): a connection that begins no request within the idle
+//! timeout of opening or of its previous answer is closed, after an error frame saying why; a frame once begun
+//! must arrive whole within the frame timeout, and each answer must be taken by the client within as long.
+//! The idle timeout only ever applies to waiting for a client's next request: a request being served (a long
+//! wait-for-position, a commit waiting for a row lock) is not cut, and once a replica's `Dump` has turned the
+//! connection into a binlog stream the master only sends, so nothing here applies to it any more.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_core::gtid::GtidPosition;
 use ferry_core::node::{Node, TxnError, TxnRequest};
-use ferry_core::protocol::{split_frame, ErrorCode, FrameError, Request, Response, HEADER_BYTES, LENGTH_BYTES};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use ferry_core::protocol::{split_frame, ErrorCode, FrameError, Request, Response, HEADER_BYTES};
+use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
 use crate::auth::AdminToken;
 use crate::dump::{self, DumpRequest};
+use crate::frames::{read_frame, FrameLimits, Next};
 use crate::replicas::ReplicaRegistry;
+
+/// The protocol port's timeouts (`--protocol-idle-timeout-s`, `--protocol-frame-timeout-s`).
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// Longest wait for a client's next request; None: no limit.
+    pub idle: Option<Duration>,
+    /// Longest time for the rest of a frame once begun, and for the client to take an answer.
+    pub frame: Duration,
+}
 
 pub async fn serve(
     listener: TcpListener,
     node: Arc<Node>,
     token: Option<AdminToken>,
     registry: Arc<ReplicaRegistry>,
+    timeouts: Timeouts,
     mut stop: watch::Receiver<bool>,
 ) {
     let max = node.config().limits.connections_max;
@@ -48,7 +66,8 @@ pub async fn serve(
         };
         let (node, token, registry, stop) = (node.clone(), token.clone(), registry.clone(), stop.clone());
         tokio::spawn(async move {
-            if let Err(e) = Connection::new(stream, node, token, registry, peer.to_string()).run(stop).await {
+            let connection = Connection::new(stream, node, token, registry, peer.to_string(), timeouts);
+            if let Err(e) = connection.run(stop).await {
                 tracing::debug!(%peer, "connection ended: {e}");
             }
             drop(permit);
@@ -72,6 +91,7 @@ struct Connection {
     peer: String,
     /// Set by a successful `Auth`: the connection may then set server_id / seq_no and dump the binlog.
     privileged: bool,
+    timeouts: Timeouts,
 }
 
 impl Connection {
@@ -81,6 +101,7 @@ impl Connection {
         token: Option<AdminToken>,
         registry: Arc<ReplicaRegistry>,
         peer: String,
+        timeouts: Timeouts,
     ) -> Self {
         let (r, w) = stream.into_split();
         Connection {
@@ -91,36 +112,72 @@ impl Connection {
             registry,
             peer,
             privileged: false,
+            timeouts,
         }
     }
 
+    /// Writes an answer; a client that does not take it within the frame timeout loses the connection.
     async fn send(&mut self, request_id: u32, response: Response) -> std::io::Result<()> {
-        self.writer.write_all(&response.encode(request_id)).await?;
-        self.writer.flush().await
+        let bytes = response.encode(request_id);
+        let write = async {
+            self.writer.write_all(&bytes).await?;
+            self.writer.flush().await
+        };
+        match tokio::time::timeout(self.timeouts.frame, write).await {
+            Ok(written) => written,
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the client took no answer for {} s", self.timeouts.frame.as_secs()),
+            )),
+        }
+    }
+
+    /// Ends the connection after an error frame saying why.
+    async fn close_with(&mut self, code: ErrorCode, message: String) -> std::io::Result<()> {
+        tracing::debug!(peer = %self.peer, "closing a protocol connection: {message}");
+        self.send(0, Response::error(code, message)).await
     }
 
     async fn run(mut self, mut stop: watch::Receiver<bool>) -> std::io::Result<()> {
-        let max = self.node.config().limits.frame_bytes_max;
+        let limits = FrameLimits {
+            bytes_max: self.node.config().limits.frame_bytes_max,
+            idle: self.timeouts.idle,
+            frame: self.timeouts.frame,
+        };
         let mut frame = Vec::new();
         loop {
-            let mut len = [0u8; LENGTH_BYTES];
-            tokio::select! {
-                read = self.reader.read_exact(&mut len) => match read {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-                    Err(e) => return Err(e),
-                },
+            let next = tokio::select! {
+                next = read_frame(&mut self.reader, &mut frame, limits) => next?,
                 _ = stop.changed() => {
                     return self.send(0, Response::error(ErrorCode::ShuttingDown, "the node is shutting down")).await;
                 }
+            };
+            match next {
+                Next::Frame => {}
+                Next::Closed => return Ok(()),
+                Next::Idle => {
+                    let idle = limits.idle.map_or(0, |d| d.as_secs());
+                    let msg = format!(
+                        "no request for {idle} s (--protocol-idle-timeout-s); closing the connection: reconnect to go on"
+                    );
+                    return self.close_with(ErrorCode::Timeout, msg).await;
+                }
+                Next::TooLarge { declared } => {
+                    let max = limits.bytes_max;
+                    let msg = format!("frame of {declared} bytes exceeds the {max}-byte limit; closing the connection");
+                    return self.close_with(ErrorCode::FrameTooLarge, msg).await;
+                }
+                Next::Stalled { declared, received } => {
+                    let of =
+                        declared.map_or("part of its length".to_string(), |len| format!("{received} of {len} bytes"));
+                    let msg = format!(
+                        "a frame begun was not whole within {} s (--protocol-frame-timeout-s): {of} arrived; \
+                         closing the connection",
+                        limits.frame.as_secs()
+                    );
+                    return self.close_with(ErrorCode::Timeout, msg).await;
+                }
             }
-            let len = u32::from_le_bytes(len) as usize;
-            if len > max {
-                let msg = format!("frame of {len} bytes exceeds the {max}-byte limit; closing the connection");
-                return self.send(0, Response::error(ErrorCode::FrameTooLarge, msg)).await;
-            }
-            frame.resize(len, 0);
-            self.reader.read_exact(&mut frame).await?;
             let (request_id, response) = match Request::decode(&frame) {
                 Ok((header, Request::Dump { server_id, position, heartbeat_ms, listen, admin })) if self.privileged => {
                     let req = DumpRequest {
@@ -131,6 +188,7 @@ impl Connection {
                         peer: self.peer.clone(),
                         listen,
                         admin,
+                        frame_timeout: self.timeouts.frame,
                     };
                     let Connection { reader, mut writer, node, registry, .. } = self;
                     return dump::serve(reader, &mut writer, &node, &registry, req, stop).await;

@@ -1,5 +1,5 @@
-//! The admin HTTP API of a real node: status, authentication of mutating calls, read-only, flush and purge,
-//! recent events, checksums and metrics, and optional bodies left out.
+//! The admin HTTP API of a real node: status, authentication of every route but the liveness check, read-only,
+//! flush and purge, recent events, checksums and metrics, and optional bodies left out.
 
 mod common;
 
@@ -41,6 +41,60 @@ fn mutating_calls_without_the_right_token_get_401_and_change_nothing() {
     let s = node.status();
     assert_eq!(s["read_only"], false);
     assert_eq!(s["binlog_files"].as_array().unwrap().len(), 1);
+}
+
+/// Reads need the token too: without it, or with a wrong one, every route but `GET /v1/health` answers 401
+/// `unauthorized` with `WWW-Authenticate: Bearer`; with it, the route answers.
+#[test]
+fn every_route_but_health_needs_the_token_reads_included() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(dir.path(), 1, &[]);
+    let reads = [
+        "/v1/status",
+        "/v1/replication",
+        "/v1/replicas",
+        "/v1/binlog/events",
+        "/v1/binlog/files/ferry-bin.000001/events",
+        "/v1/checksums",
+        "/metrics",
+    ];
+    for path in reads {
+        for token in [None, Some("not-the-token-at-all")] {
+            let answer = node.get_as(path, token);
+            assert_eq!(answer.status, 401, "{path} with {token:?}");
+            assert_eq!(answer.body["error"]["code"], "unauthorized", "{path}: {}", answer.body);
+            assert_eq!(answer.www_authenticate.as_deref(), Some("Bearer"), "{path}");
+        }
+        assert_eq!(node.get_as(path, Some(TOKEN)).status, 200, "{path}");
+    }
+    let wait = json!({"position": "", "timeout_ms": 0});
+    assert_eq!(node.post("/v1/wait-for-position", wait.clone(), None).0, 401);
+    assert_eq!(node.post("/v1/wait-for-position", wait, Some(TOKEN)).0, 200);
+}
+
+/// The liveness check needs no token and tells nothing about the node.
+#[test]
+fn health_answers_ok_to_anyone_and_nothing_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(dir.path(), 1, &[]);
+    for token in [None, Some("not-the-token-at-all"), Some(TOKEN)] {
+        let answer = node.get_as("/v1/health", token);
+        assert_eq!((answer.status, answer.body), (200, json!({"ok": true})), "{token:?}");
+    }
+}
+
+#[test]
+fn a_node_without_a_token_file_refuses_everything_but_health_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = NodeProc::start_without_token(dir.path(), 1, &[]);
+    assert_eq!(node.get_as("/v1/health", None).status, 200);
+    for path in ["/v1/status", "/v1/checksums", "/metrics"] {
+        let answer = node.get_as(path, Some(TOKEN));
+        assert_eq!(answer.status, 401, "{path}");
+        let message = answer.body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("--admin-token-file") && message.contains("/v1/health"), "{path}: {message}");
+    }
+    assert_eq!(node.post("/v1/read-only", json!({"read_only": true}), Some(TOKEN)).0, 401);
 }
 
 #[test]

@@ -52,7 +52,8 @@ fn resume_sql(replica: &NodeProc) {
 
 fn converge(replica: &NodeProc, master: &NodeProc) {
     let target = master.status()["gtid_binlog_pos"].as_str().unwrap().to_string();
-    let (code, body) = replica.post("/v1/wait-for-position", json!({"position": target, "timeout_ms": 60_000}), None);
+    let (code, body) =
+        replica.post("/v1/wait-for-position", json!({"position": target, "timeout_ms": 60_000}), Some(TOKEN));
     assert_eq!(code, 200);
     assert_eq!(body["reached"], true, "replica did not reach {target}: {}\n{}", replica.status(), replica.log());
     assert_eq!(replica.get("/v1/checksums").1["tables"], master.get("/v1/checksums").1["tables"]);

@@ -101,6 +101,25 @@ fn show_binlog_events_refuses_a_bad_file_or_an_offset_inside_an_event() {
     assert_eq!(code, 400);
 }
 
+/// `skip` is bounded at 1,000,000 events: up to it a listing is served (here past the file's end: no rows),
+/// beyond it the call is a 400 naming the bound and the way to page further.
+#[test]
+fn show_binlog_events_bounds_skip_and_names_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(dir.path(), 1, &[]);
+    write(&node, 0, 1);
+    let (code, body) = events(&node, "ferry-bin.000001", "skip=1000000");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["events"], json!([]));
+    assert_eq!(body["next_from"], Value::Null);
+    let (code, body) = events(&node, "ferry-bin.000001", "skip=1000001");
+    assert_eq!((code, body["error"]["code"].as_str()), (400, Some("bad_request")), "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("1000000") && message.contains("from="), "{message}");
+    let (code, _) = events(&node, "ferry-bin.000001", "skip=99999999999999999999999");
+    assert_eq!(code, 400, "a skip beyond any integer is refused too");
+}
+
 #[test]
 fn delete_domain_id_is_refused_while_a_file_holds_the_domain_and_done_once_it_is_purged() {
     let dir = tempfile::tempdir().unwrap();
@@ -179,7 +198,8 @@ fn caught_up_replica(dir: &std::path::Path, master: &NodeProc) -> NodeProc {
     let (code, body) = replica.post("/v1/replication/m/start", json!({}), Some(TOKEN));
     assert_eq!(code, 200, "{body}");
     let target = master.status()["gtid_binlog_pos"].as_str().unwrap().to_string();
-    let (_, body) = replica.post("/v1/wait-for-position", json!({"position": target, "timeout_ms": 30_000}), None);
+    let (_, body) =
+        replica.post("/v1/wait-for-position", json!({"position": target, "timeout_ms": 30_000}), Some(TOKEN));
     assert_eq!(body["reached"], true, "{body}");
     wait_status(master, "a connected replica", |s| s["replicas"].as_array().is_some_and(|r| r.len() == 1));
     replica

@@ -31,7 +31,8 @@ fn binlog_pos(node: &NodeProc) -> String {
 }
 
 fn wait_for(node: &NodeProc, position: &str) {
-    let (_, body) = node.post("/v1/wait-for-position", json!({"position": position, "timeout_ms": 60_000}), None);
+    let (_, body) =
+        node.post("/v1/wait-for-position", json!({"position": position, "timeout_ms": 60_000}), Some(TOKEN));
     assert_eq!(
         body["reached"],
         true,

@@ -23,7 +23,8 @@ fn replicate(replica: &NodeProc, master: &NodeProc) {
 }
 
 fn wait_for(node: &NodeProc, position: &str) {
-    let (code, body) = node.post("/v1/wait-for-position", json!({"position": position, "timeout_ms": 30_000}), None);
+    let (code, body) =
+        node.post("/v1/wait-for-position", json!({"position": position, "timeout_ms": 30_000}), Some(TOKEN));
     assert_eq!(code, 200);
     assert_eq!(body["reached"], true, "never reached {position}: {}\n{}", node.status(), node.log());
 }

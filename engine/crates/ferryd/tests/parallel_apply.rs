@@ -60,7 +60,8 @@ fn assert_same_order_per_domain(master: &NodeProc, replica: &NodeProc) {
 
 fn converge(replica: &NodeProc, master: &NodeProc) {
     let target = master.status()["gtid_binlog_pos"].as_str().unwrap().to_string();
-    let (_, body) = replica.post("/v1/wait-for-position", json!({"position": target, "timeout_ms": 60_000}), None);
+    let (_, body) =
+        replica.post("/v1/wait-for-position", json!({"position": target, "timeout_ms": 60_000}), Some(TOKEN));
     assert_eq!(body["reached"], true, "replica did not reach {target}: {}\n{}", replica.status(), replica.log());
 }
 

@@ -36,7 +36,8 @@ fn replicate(replica: &NodeProc, name: &str, master: &NodeProc) {
 /// Waits (bounded) until the replica's binlog position has reached the master's.
 fn converge(replica: &NodeProc, master: &NodeProc) {
     let target = master.status()["gtid_binlog_pos"].as_str().unwrap().to_string();
-    let (code, body) = replica.post("/v1/wait-for-position", json!({"position": target, "timeout_ms": 30_000}), None);
+    let (code, body) =
+        replica.post("/v1/wait-for-position", json!({"position": target, "timeout_ms": 30_000}), Some(TOKEN));
     assert_eq!(code, 200);
     assert_eq!(body["reached"], true, "replica did not reach {target}: {}\n{}", replica.status(), replica.log());
 }
@@ -113,6 +114,7 @@ fn a_wait_for_a_position_is_reached_through_transactions_a_filter_passed_over() 
         std::thread::spawn(move || {
             reqwest::blocking::Client::new()
                 .post(format!("http://{replica_admin}/v1/wait-for-position"))
+                .bearer_auth(TOKEN)
                 .json(&json!({"position": target, "timeout_ms": 30_000}))
                 .send()
                 .and_then(|r| r.json::<Value>())

@@ -107,7 +107,7 @@ fn a_replica_with_semi_sync_on_applies_without_waiting_for_replicas_of_its_own()
     // The replica keeps up: it has applied everything well within one semi-sync timeout of the last commit.
     let caught_up_ms = timeout_ms / 4;
     let (code, body) =
-        replica.post("/v1/wait-for-position", json!({"position": target, "timeout_ms": caught_up_ms}), None);
+        replica.post("/v1/wait-for-position", json!({"position": target, "timeout_ms": caught_up_ms}), Some(TOKEN));
     assert_eq!(code, 200, "{body}");
     assert!(
         body["reached"] == true,

@@ -66,8 +66,11 @@ fn until_a_position_in_a_hole_stops_before_the_first_transaction_past_it() {
     // Started again without UNTIL, it continues from there across the hole.
     let (code, body) = replica.post("/v1/replication/m/start", json!({}), Some(TOKEN));
     assert_eq!(code, 200, "{body}");
-    let (code, body) =
-        replica.post("/v1/wait-for-position", json!({"position": "0-1-11,2-1-4,5-1-1", "timeout_ms": 30_000}), None);
+    let (code, body) = replica.post(
+        "/v1/wait-for-position",
+        json!({"position": "0-1-11,2-1-4,5-1-1", "timeout_ms": 30_000}),
+        Some(TOKEN),
+    );
     assert_eq!(code, 200);
     assert_eq!(body["reached"], true, "{}\n{}", replica.status(), replica.log());
 }

@@ -74,6 +74,8 @@ pub fn list_events(path: &Path, request: ListingRequest) -> Result<Vec<EventRow>
     let mut gtid: Option<Gtid> = None;
     let mut rows = Vec::new();
     let mut skipped = 0usize;
+    // One event in memory at a time (the reader's buffer): events before `from` and skipped ones are dropped as
+    // soon as read, so neither `from` nor `skip` makes the listing hold more than the rows it returns.
     while reader.offset() < end && rows.len() < request.limit {
         let at = reader.offset();
         let Some(read) = reader.next_event() else { break };

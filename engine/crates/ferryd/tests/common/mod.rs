@@ -1,5 +1,6 @@
 //! Test harness: starts real `ferryd` processes on loopback (port 0) in temporary directories, and talks to
-//! them over their real sockets (binary protocol through `ferry-client`, admin API over HTTP).
+//! them over their real sockets (binary protocol through `ferry-client`, admin API over HTTP, every call with
+//! the admin token unless a test says otherwise).
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
@@ -16,6 +17,15 @@ pub struct NodeProc {
     pub admin: String,
     pub dir: PathBuf,
     pub extra: Vec<String>,
+    /// Started with `--admin-token-file` (holding [`TOKEN`]).
+    pub with_token: bool,
+}
+
+/// An admin API answer with what the authentication tests look at.
+pub struct Answer {
+    pub status: u16,
+    pub www_authenticate: Option<String>,
+    pub body: serde_json::Value,
 }
 
 impl NodeProc {
@@ -26,20 +36,27 @@ impl NodeProc {
 
     /// Like [`NodeProc::start`] with a given protocol address (to come back on the same port).
     pub fn start_at(dir: &Path, server_id: u32, listen: &str, extra: &[&str]) -> NodeProc {
+        Self::launch(dir, server_id, listen, extra, true)
+    }
+
+    /// Like [`NodeProc::start`] without `--admin-token-file`.
+    pub fn start_without_token(dir: &Path, server_id: u32, extra: &[&str]) -> NodeProc {
+        Self::launch(dir, server_id, "127.0.0.1:0", extra, false)
+    }
+
+    fn launch(dir: &Path, server_id: u32, listen: &str, extra: &[&str], with_token: bool) -> NodeProc {
         std::fs::create_dir_all(dir).unwrap();
         std::fs::write(dir.join("token"), TOKEN).unwrap();
         let stderr = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("ferryd.log")).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ferryd"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ferryd"));
+        command
             .args(["--server-id", &server_id.to_string(), "--listen", listen, "--admin", "127.0.0.1:0"])
             .arg("--data-dir")
-            .arg(dir.join("data"))
-            .arg("--admin-token-file")
-            .arg(dir.join("token"))
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .expect("start ferryd");
+            .arg(dir.join("data"));
+        if with_token {
+            command.arg("--admin-token-file").arg(dir.join("token"));
+        }
+        let mut child = command.args(extra).stdout(Stdio::piped()).stderr(stderr).spawn().expect("start ferryd");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -59,13 +76,14 @@ impl NodeProc {
             admin: ready["admin"].as_str().unwrap().to_string(),
             dir: dir.to_path_buf(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            with_token,
         }
     }
 
     /// Starts it again on the same data directory.
     pub fn restart(&mut self) {
         let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
-        let fresh = NodeProc::start(&self.dir.clone(), self.server_id, &extra);
+        let fresh = NodeProc::launch(&self.dir.clone(), self.server_id, "127.0.0.1:0", &extra, self.with_token);
         // The old process is gone (killed or stopped); dropping it just reaps nothing.
         drop(std::mem::replace(self, fresh));
     }
@@ -75,11 +93,22 @@ impl NodeProc {
         self.child.wait().unwrap();
     }
 
-    /// SIGTERM and wait for a clean exit.
+    /// SIGTERM and wait for a clean exit (within a generous deadline).
     pub fn stop(&mut self) {
         let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
         assert!(status.success());
-        let exit = self.child.wait().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        let exit = loop {
+            if let Some(exit) = self.child.try_wait().unwrap() {
+                break exit;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "ferryd did not exit within 120 s of SIGTERM:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
         assert!(exit.success(), "ferryd exited with {exit}");
     }
 
@@ -114,16 +143,35 @@ impl NodeProc {
         format!("http://{}{}", self.admin, path)
     }
 
+    /// GET with the admin token; returns the status code and the JSON body.
     pub fn get(&self, path: &str) -> (u16, serde_json::Value) {
+        let answer = self.get_as(path, Some(TOKEN));
+        (answer.status, answer.body)
+    }
+
+    /// GET with the given bearer token, or none.
+    pub fn get_as(&self, path: &str, token: Option<&str>) -> Answer {
         off_runtime(|| {
-            let resp = http().get(self.url(path)).send().unwrap();
-            let status = resp.status().as_u16();
-            (status, resp.json().unwrap_or(serde_json::Value::Null))
+            let mut req = http().get(self.url(path));
+            if let Some(t) = token {
+                req = req.bearer_auth(t);
+            }
+            let resp = req.send().unwrap();
+            let www_authenticate = resp
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .map(|v| v.to_str().unwrap_or_default().to_string());
+            Answer {
+                status: resp.status().as_u16(),
+                www_authenticate,
+                body: resp.json().unwrap_or(serde_json::Value::Null),
+            }
         })
     }
 
+    /// GET with the admin token; the body as text (`/metrics`).
     pub fn get_text(&self, path: &str) -> String {
-        off_runtime(|| http().get(self.url(path)).send().unwrap().text().unwrap())
+        off_runtime(|| http().get(self.url(path)).bearer_auth(TOKEN).send().unwrap().text().unwrap())
     }
 
     pub fn status(&self) -> serde_json::Value {
@@ -163,6 +211,15 @@ impl Drop for NodeProc {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Waits until `done` holds, checking every few milliseconds; fails naming `what` after `deadline`.
+pub fn wait_until(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
+    let until = std::time::Instant::now() + deadline;
+    while !done() {
+        assert!(std::time::Instant::now() < until, "{what}: not within {deadline:?}");
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
