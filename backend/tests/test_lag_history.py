@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from sqlalchemy import insert
 
 from ferry_control.core.db import session_scope
-from ferry_control.models import LagSample, LinkSource, ReplicationLink
+from ferry_control.models import LagSample, LinkSource, PositionSample, ReplicationLink
 
 DAY_S = 24 * 3600
 #: What the dashboard's 24 h chart asks for (frontend/src/api/queries.ts).
@@ -68,3 +68,34 @@ async def test_a_day_of_samples_read_for_the_24_hour_chart_ends_with_the_newest(
     body = hour.json()
     assert (body["truncated"], body["bucket_s"], len(body["samples"])) == (False, None, 3601)
     assert body["samples"][-1]["seconds_max"] is None
+
+
+async def test_a_day_of_position_samples_read_with_a_small_limit_ends_with_the_newest(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """Positions are downsampled the same way: per server and domain the bucket's last sample with its lowest
+    seq_no, the newest of each series in the answer, at most `limit` samples."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    cluster_id = (await client.post("/api/v1/clusters", json={"name": "positions-day"})).json()["id"]
+    server = await client.post(f"/api/v1/clusters/{cluster_id}/servers", json={
+        "name": "s1", "host": "127.0.0.1", "protocol_port": 7301})  # fmt: skip
+    server_id = server.json()["id"]
+    start = now - timedelta(seconds=DAY_S - 1)
+    async with session_scope(app.state.sessionmaker) as session:
+        rows = [
+            {"server_id": server_id, "domain_id": domain, "gtid": f"{domain}-1-{second + 1}", "seq_no": second + 1,
+             "sampled_at": start + timedelta(seconds=second)}
+            for second in range(0, DAY_S, 2) for domain in (1, 2)
+        ]  # fmt: skip
+        await session.execute(insert(PositionSample), rows)
+    answer = await client.get(f"/api/v1/clusters/{cluster_id}/positions/history", params={
+        "since": (now - timedelta(hours=24)).isoformat(), "until": now.isoformat(), "limit": 1000})  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    history = answer.json()
+    samples = history["samples"]
+    assert history["truncated"] is True and history["bucket_s"] >= DAY_S // 500, history["bucket_s"]
+    assert 0 < len(samples) <= 1000
+    newest = {s["domain_id"]: s for s in samples}
+    assert {d: s["seq_no"] for d, s in newest.items()} == {1: DAY_S - 1, 2: DAY_S - 1}, "the newest of each series"
+    assert all(s["seq_no_min"] <= s["seq_no"] for s in samples)
+    assert samples[0]["seq_no_min"] == 1

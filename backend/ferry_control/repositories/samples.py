@@ -47,6 +47,52 @@ class SampleRepository:
         statement = statement.order_by(PositionSample.sampled_at, PositionSample.id).limit(limit)
         return (await self.session.scalars(statement)).all()
 
+    def _position_filter(
+        self, statement: Any, cluster_id: int, since: datetime, until: datetime, server_id: int | None,
+        domain_id: int | None,
+    ) -> Any:  # fmt: skip
+        statement = statement.join(Server, Server.id == PositionSample.server_id).where(
+            Server.cluster_id == cluster_id, PositionSample.sampled_at >= since, PositionSample.sampled_at <= until
+        )
+        if server_id is not None:
+            statement = statement.where(PositionSample.server_id == server_id)
+        if domain_id is not None:
+            statement = statement.where(PositionSample.domain_id == domain_id)
+        return statement
+
+    async def position_extent(
+        self, cluster_id: int, since: datetime, until: datetime, server_id: int | None = None,
+        domain_id: int | None = None,
+    ) -> tuple[int, int]:  # fmt: skip
+        """How many position samples the range holds, and in how many series (server and domain)."""
+        rows = self._position_filter(select(func.count(PositionSample.id)).select_from(PositionSample), cluster_id,
+                                     since, until, server_id, domain_id)  # fmt: skip
+        series = self._position_filter(
+            select(PositionSample.server_id, PositionSample.domain_id).select_from(PositionSample), cluster_id, since,
+            until, server_id, domain_id,
+        ).distinct().subquery()  # fmt: skip
+        count = await self.session.scalar(select(func.count()).select_from(series))
+        return int(await self.session.scalar(rows) or 0), int(count or 0)
+
+    async def position_downsampled(
+        self, cluster_id: int, since: datetime, until: datetime, bucket_s: int, server_id: int | None = None,
+        domain_id: int | None = None,
+    ) -> Sequence[Row[tuple[PositionSample, int]]]:  # fmt: skip
+        """Per series and `bucket_s`-second bucket, its last sample (the highest id) with the bucket's lowest
+        seq_no."""
+        bucket = self._bucket(PositionSample.sampled_at, bucket_s)
+        grouped = self._position_filter(
+            select(PositionSample.server_id, PositionSample.domain_id, func.min(PositionSample.seq_no).label("lo"),
+                   func.max(PositionSample.id).label("last_id")).select_from(PositionSample),
+            cluster_id, since, until, server_id, domain_id,
+        ).group_by(PositionSample.server_id, PositionSample.domain_id, bucket).subquery()  # fmt: skip
+        statement = (
+            select(PositionSample, grouped.c.lo)
+            .join(grouped, PositionSample.id == grouped.c.last_id)
+            .order_by(PositionSample.sampled_at, PositionSample.id)
+        )
+        return (await self.session.execute(statement)).all()
+
     async def lag_history(
         self,
         cluster_id: int,

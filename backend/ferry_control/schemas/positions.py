@@ -74,6 +74,9 @@ class PositionSampleRead(BaseModel):
     gtid: str
     seq_no: int
     sampled_at: datetime
+    seq_no_min: int | None = Field(
+        None, description="Downsampled (`bucket_s` set): the lowest seq_no in the bucket this sample is the last of."
+    )
 
 
 class PositionHistory(BaseModel):
@@ -97,8 +100,13 @@ class PositionHistory(BaseModel):
     cluster_id: int
     since: datetime
     until: datetime
-    samples: list[PositionSampleRead] = Field(description="Change-only: each row holds until the next of its series.")
-    truncated: bool = Field(description="More samples matched than `limit`; narrow the range.")
+    samples: list[PositionSampleRead] = Field(
+        description="Change-only (each row holds until the next of its series), oldest first. When the range holds "
+        "more samples than `limit`, one per series (server and domain) and `bucket_s` bucket: the bucket's last "
+        "sample, with its lowest seq_no (`seq_no_min`); the newest sample of every series is always among them."
+    )
+    truncated: bool = Field(description="Some samples of the range are not in the answer (never the newest).")
+    bucket_s: int | None = Field(None, description="The downsampling bucket in seconds; None: every sample.")
 
 
 class LagSampleRead(BaseModel):

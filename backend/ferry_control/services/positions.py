@@ -29,6 +29,13 @@ from ferry_control.services.clusters import ClusterService
 DEFAULT_HISTORY_RANGE = timedelta(hours=1)
 
 
+def bucket_seconds(since: datetime, until: datetime, limit: int, series: int) -> int:
+    """The downsampling bucket that fits `series` series of a range in `limit` samples (a range's edges can add a
+    bucket per series, so one fewer bucket than would fit exactly)."""
+    buckets = max(limit // max(series, 1) - 1, 1)
+    return max(math.ceil((until - since).total_seconds() / buckets), 1)
+
+
 def history_range(since: datetime | None, until: datetime | None) -> tuple[datetime, datetime]:
     until = until or datetime.now(UTC)
     since = since or until - DEFAULT_HISTORY_RANGE
@@ -134,14 +141,21 @@ class PositionService:
     ) -> PositionHistory:
         await self.clusters.get(cluster_id)
         since, until = history_range(since, until)
-        rows = await self.samples.position_history(cluster_id, since, until, limit + 1, server_id, domain_id)
-        return PositionHistory(
-            cluster_id=cluster_id,
-            since=since,
-            until=until,
-            samples=[PositionSampleRead.model_validate(r) for r in rows[:limit]],
-            truncated=len(rows) > limit,
-        )
+        count, series = await self.samples.position_extent(cluster_id, since, until, server_id, domain_id)
+        if count <= limit:
+            rows = await self.samples.position_history(cluster_id, since, until, limit, server_id, domain_id)
+            return PositionHistory(cluster_id=cluster_id, since=since, until=until, truncated=False,
+                                   samples=[PositionSampleRead.model_validate(r) for r in rows])  # fmt: skip
+        # As for lag: one sample per series and bucket, buckets as wide as `limit` needs, the newest kept.
+        bucket_s = bucket_seconds(since, until, limit, series)
+        downsampled = await self.samples.position_downsampled(cluster_id, since, until, bucket_s, server_id,
+                                                              domain_id)  # fmt: skip
+        samples = [
+            PositionSampleRead.model_validate(sample).model_copy(update={"seq_no_min": lo})
+            for sample, lo in downsampled
+        ][-limit:]
+        return PositionHistory(cluster_id=cluster_id, since=since, until=until, samples=samples, truncated=True,
+                               bucket_s=bucket_s)  # fmt: skip
 
     async def lag_history(
         self,
@@ -164,8 +178,7 @@ class PositionService:
                               truncated=False)  # fmt: skip
         # More than a response may hold: one sample per series and bucket (its last, with the bucket's min and max),
         # buckets as wide as needed for `limit` (a range's edges can add a bucket per series: the oldest go first).
-        buckets = max(limit // max(series, 1) - 1, 1)
-        bucket_s = max(math.ceil((until - since).total_seconds() / buckets), 1)
+        bucket_s = bucket_seconds(since, until, limit, series)
         downsampled = await self.samples.lag_downsampled(cluster_id, since, until, bucket_s, replica_server_id,
                                                          domain_id)  # fmt: skip
         samples = [

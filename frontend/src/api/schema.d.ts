@@ -2153,14 +2153,19 @@ export interface components {
             until: string;
             /**
              * Samples
-             * @description Change-only: each row holds until the next of its series.
+             * @description Change-only (each row holds until the next of its series), oldest first. When the range holds more samples than `limit`, one per series (server and domain) and `bucket_s` bucket: the bucket's last sample, with its lowest seq_no (`seq_no_min`); the newest sample of every series is always among them.
              */
             samples: components["schemas"]["PositionSampleRead"][];
             /**
              * Truncated
-             * @description More samples matched than `limit`; narrow the range.
+             * @description Some samples of the range are not in the answer (never the newest).
              */
             truncated: boolean;
+            /**
+             * Bucket S
+             * @description The downsampling bucket in seconds; None: every sample.
+             */
+            bucket_s?: number | null;
         };
         /**
          * PositionMatrix
@@ -2267,6 +2272,11 @@ export interface components {
              * Format: date-time
              */
             sampled_at: string;
+            /**
+             * Seq No Min
+             * @description Downsampled (`bucket_s` set): the lowest seq_no in the bucket this sample is the last of.
+             */
+            seq_no_min?: number | null;
         };
         /**
          * PromotionRule
