@@ -125,7 +125,7 @@ async def test_the_reported_probe_leaves_every_other_cluster_cycling_and_names_t
         honest_id, honest = await register(client, ferryd)
         hooks_run = 0
 
-        async def count_hook() -> None:
+        async def count_hook(_clusters: set[int] | None = None) -> None:
             nonlocal hooks_run
             hooks_run += 1
 
@@ -226,7 +226,7 @@ async def test_the_hooks_run_after_a_cycle_that_failed(live_app: LiveFactory) ->
         collector = live.app.state.collector
         hooks_run = 0
 
-        async def count_hook() -> None:
+        async def count_hook(_clusters: set[int] | None = None) -> None:
             nonlocal hooks_run
             hooks_run += 1
 

@@ -231,6 +231,8 @@ async def instances(live_database_url: str) -> AsyncIterator[Instances]:
             "node_token": NODE_TOKEN, "collector_enabled": True, "drill_scheduler_enabled": False,
             "poll_interval_s": POLL_INTERVAL_S, "collector_lease_s": LEASE_S, "poll_timeout_s": 5.0,
             "unreachable_after_failures": 2, "node_read_retries_max": 0,
+            # One collector for all clusters, by the lease (test_shared_collection.py has the shared one).
+            "collector_share_clusters": False,
         }  # fmt: skip
         settings = Settings(**{**fields, **overrides})
         if tokens is None:

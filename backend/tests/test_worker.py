@@ -29,20 +29,22 @@ BACKEND = Path(__file__).resolve().parents[1]
 
 @asynccontextmanager
 async def worker_process(
-    database_url: str, tmp_path: Path, *args: str
+    database_url: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None
 ) -> AsyncIterator[tuple[subprocess.Popen[str], str]]:
-    """The worker, started and awaited until it says it is ready; stopped by its pid (SIGTERM, then SIGKILL)."""
-    env = {
+    """The worker, started (with `env` over the test settings) and awaited until it says it is ready; stopped by its
+    pid (SIGTERM, then SIGKILL)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    settings = {
         **os.environ,
         "FERRY_DATABASE_URL": database_url, "FERRY_ENVIRONMENT": "test", "FERRY_TOKEN_PEPPER": TOKEN_PEPPER,
         "FERRY_SECRET_KEYS": SECRET_KEY, "FERRY_NODE_TOKEN": NODE_TOKEN, "FERRY_POLL_TIMEOUT_S": "5",
         "FERRY_UNREACHABLE_AFTER_FAILURES": "2", "FERRY_NODE_READ_RETRIES_MAX": "0",
         "FERRY_WEBHOOK_ALLOWED_HOSTS": str(LOOPBACK_WEBHOOKS).replace("'", '"'),
-        "FERRY_DRILL_SCHEDULER_ENABLED": "false", "FERRY_OPERATION_PICKUP_INTERVAL_S": "0.5",
+        "FERRY_DRILL_SCHEDULER_ENABLED": "false", "FERRY_OPERATION_PICKUP_INTERVAL_S": "0.5", **(env or {}),
     }  # fmt: skip
     log = (tmp_path / "worker.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "ferry_control", "worker", *args], cwd=BACKEND, env=env, stdout=subprocess.PIPE,
+        [sys.executable, "-m", "ferry_control", "worker", *args], cwd=BACKEND, env=settings, stdout=subprocess.PIPE,
         stderr=log, text=True,
     )  # fmt: skip
     try:

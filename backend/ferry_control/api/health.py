@@ -41,6 +41,7 @@ async def get_health(request: Request, session: SessionDep) -> ServiceHealth:
             role=collector.role,
             instance_id=collector.lease.instance_id,
             leader_instance_id=collector.lease.holder,
+            clusters_collected=None if collector.share is None else len(collector.share.held),
         ),
     )
 

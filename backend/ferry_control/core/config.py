@@ -108,6 +108,12 @@ class Settings(BaseSettings):
     unreachable_after_failures: int = Field(
         3, ge=1, description="Failed polls in a row that mark a server unreachable."
     )
+    collector_share_clusters: bool = Field(
+        True,
+        description="PostgreSQL: every instance's collector polls (and watches for failover) its share of the "
+        "clusters, each cluster by exactly one live instance (an advisory lock per cluster, freed the moment its "
+        "instance dies); false: the holder of the collector lease polls them all. SQLite: one collector anyway.",
+    )
     collector_lease_s: float = Field(
         5.0,
         gt=0,

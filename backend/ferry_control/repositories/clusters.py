@@ -15,6 +15,9 @@ class ClusterRepository:
     def __init__(self, session: AsyncSession):
         self.session = session
 
+    async def ids(self) -> Sequence[int]:
+        return (await self.session.scalars(select(Cluster.id).order_by(Cluster.id))).all()
+
     async def list(self) -> Sequence[Cluster]:
         return (await self.session.scalars(select(Cluster).order_by(Cluster.id))).all()
 

@@ -17,8 +17,14 @@ class CollectorHealth(BaseModel):
     last_cycle_at: datetime | None
     last_cycle_s: float | None
     role: Literal["leader", "standby"] | None = Field(
-        description="With several API instances one collects at a time: `leader` polls, a `standby` takes over "
-        "when the leader's lease lapses; null when the collector does not run here."
+        description="With several API instances: the `leader` holds the collector's lease (it polls every cluster, "
+        "or with shared collection runs the retention job), a `standby` takes over when that lease lapses; null "
+        "when the collector does not run here."
+    )
+    clusters_collected: int | None = Field(
+        None,
+        description="Shared collection (PostgreSQL): how many clusters this instance polls and watches now, its "
+        "share of them; null otherwise.",
     )
     instance_id: str = Field(description="This API instance's identity (host-pid-random), the holder of its leases.")
     leader_instance_id: str | None = Field(

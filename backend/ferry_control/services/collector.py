@@ -10,6 +10,11 @@ takes or renews the `collector` lease (`collector_lease_s`); only the holder pol
 and it renews the lease again in the transaction that records the cycle, so a leader that lost the lease during a
 long cycle records nothing. A standby tries again every poll interval and takes over once the lease lapsed; a
 leader that stops cleanly gives the lease back, so a standby takes over at its next attempt.
+
+Shared collection (PostgreSQL, `collector_share_clusters`, the default there): every instance collects, each its
+share of the clusters (`collection.share`: one advisory lock per cluster, freed the moment its instance dies), and
+runs the failover monitor for those clusters only; the lease above then only picks the instance that runs the
+retention job (the `leader` of /health). Each cluster is polled by exactly one live instance.
 """
 
 from __future__ import annotations
@@ -31,10 +36,12 @@ from ferry_control.core.instance import new_instance_id
 from ferry_control.core.metrics import Metrics
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import COLLECTOR_LEASE, CollectorCycleRow
+from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.coordination import CycleRepository
 from ferry_control.repositories.samples import SampleRepository
 from ferry_control.services.collection.polling import Poller
 from ferry_control.services.collection.recording import Recorder
+from ferry_control.services.collection.share import ClusterShare
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.leases import Lease
 from ferry_control.services.retention import RetentionReport, apply_retention
@@ -93,10 +100,15 @@ class Collector:
         #: The newest cycles of this instance, oldest first (bounded: RECENT_CYCLES_MAX).
         self.recent_cycles: deque[CycleStat] = deque(maxlen=RECENT_CYCLES_MAX)
         self.last_retention: RetentionReport | None = None
-        #: Run after every cycle of `run_forever` (the failover monitor); their failures are logged, not raised.
-        self.after_cycle: list[Callable[[], Awaitable[object]]] = []
+        #: Run after every cycle of `run_forever` (the failover monitor) with the clusters this instance collects
+        #: (None: every cluster); their failures are logged, not raised.
+        self.after_cycle: list[Callable[[set[int] | None], Awaitable[object]]] = []
         #: Which instance collects, with several on one database.
         self.lease = Lease(sessionmaker, COLLECTOR_LEASE, instance_id or new_instance_id(), settings.collector_lease_s)
+        #: The clusters this instance collects, shared with the other instances (None: one collects them all).
+        self.share: ClusterShare | None = None
+        if settings.collector_share_clusters and not settings.is_sqlite:
+            self.share = ClusterShare(settings.database_url, self.lease.instance_id)
         #: Whether this instance led at its last attempt (None: not tried since it started).
         self._leading: bool | None = None
 
@@ -117,9 +129,12 @@ class Collector:
         self._background.start()
 
     async def stop(self) -> None:
-        """Stops the loop; a leader gives its lease back, so a standby takes over at once."""
+        """Stops the loop; a leader gives its lease back, so a standby takes over at once (and with shared
+        collection every cluster this instance held is freed)."""
         started = self.running
         await self._background.stop()
+        if self.share is not None:
+            await self.share.close()
         if started:
             try:
                 if await self.lease.release():
@@ -134,6 +149,10 @@ class Collector:
         next_retention = time.monotonic()
         while True:
             started = time.monotonic()
+            if self.share is not None:
+                next_retention = await self._shared_cycle(next_retention)
+                await asyncio.sleep(max(self._settings.poll_interval_s - (time.monotonic() - started), 0.0))
+                continue
             try:
                 if await self._lead():
                     try:
@@ -157,11 +176,39 @@ class Collector:
             elapsed = time.monotonic() - started
             await asyncio.sleep(max(self._settings.poll_interval_s - elapsed, 0.0))
 
-    async def _run_hooks(self) -> None:
+    async def _shared_cycle(self, next_retention: float) -> float:
+        """One cycle of shared collection: this instance's clusters polled and watched; retention by the lease's
+        holder. Returns when retention is next due."""
+        assert self.share is not None
+        try:
+            leading = await self._lead()
+            async with session_scope(self._sessionmaker) as session:
+                clusters = list(await ClusterRepository(session).ids())
+            mine = await self.share.assign(clusters)
+            if mine or not clusters:  # no cluster at all: an empty cycle still shows the collector alive
+                try:
+                    await self.run_cycle(as_leader=True, clusters=mine)
+                except LeaseLost:
+                    log.warning("instance %s lost its clusters' locks during a cycle: nothing recorded",
+                                self.lease.instance_id)  # fmt: skip
+                    return next_retention
+                except Exception:
+                    log.exception("collector cycle failed")
+                await self._run_hooks(mine)
+            if leading and time.monotonic() >= next_retention:
+                await self.run_retention()
+                next_retention = time.monotonic() + self._settings.retention_interval_s
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("collector cycle failed")
+        return next_retention
+
+    async def _run_hooks(self, clusters: set[int] | None = None) -> None:
         """Every after-cycle hook, each on its own: one that fails is logged and the next still runs."""
         for hook in self.after_cycle:
             try:
-                await hook()
+                await hook(clusters)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -200,18 +247,23 @@ class Collector:
 
     # -- one cycle -------------------------------------------------------------------------------------------
 
-    async def run_cycle(self, *, as_leader: bool = False) -> CycleReport:
-        """Polls every server once and stores the result; safe to call directly (tests, run-now). `as_leader`:
-        the results are recorded only if this instance still holds the lease (else LeaseLost)."""
+    async def run_cycle(self, *, as_leader: bool = False, clusters: set[int] | None = None) -> CycleReport:
+        """Polls every server (of `clusters`, when given) once and stores the result; safe to call directly (tests,
+        run-now). `as_leader`: the results are recorded only if this instance still holds the lease, or with shared
+        collection its clusters' locks (else LeaseLost)."""
         async with self._cycle_lock:
             started = time.perf_counter()
             async with session_scope(self._sessionmaker) as session:
                 targets = await self._poller.targets(session)
+            if clusters is not None:
+                targets = [t for t in targets if t.cluster_id in clusters]
             outcomes = await self._poller.poll_all(targets)
             report = CycleReport(polled=len(outcomes), failed=sum(1 for o in outcomes if o.status is None))
             if outcomes:
+                if as_leader and self.share is not None and not await self.share.alive():
+                    raise LeaseLost()
                 async with session_scope(self._sessionmaker) as session:
-                    if as_leader and not await self.lease.renew_in(session):
+                    if as_leader and self.share is None and not await self.lease.renew_in(session):
                         raise LeaseLost()
                     report.events = await self._recorder.record(session, outcomes)
             for event in report.events:

@@ -1380,9 +1380,14 @@ export interface components {
             last_cycle_s: number | null;
             /**
              * Role
-             * @description With several API instances one collects at a time: `leader` polls, a `standby` takes over when the leader's lease lapses; null when the collector does not run here.
+             * @description With several API instances: the `leader` holds the collector's lease (it polls every cluster, or with shared collection runs the retention job), a `standby` takes over when that lease lapses; null when the collector does not run here.
              */
             role: ("leader" | "standby") | null;
+            /**
+             * Clusters Collected
+             * @description Shared collection (PostgreSQL): how many clusters this instance polls and watches now, its share of them; null otherwise.
+             */
+            clusters_collected?: number | null;
             /**
              * Instance Id
              * @description This API instance's identity (host-pid-random), the holder of its leases.

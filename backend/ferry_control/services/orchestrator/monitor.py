@@ -55,10 +55,11 @@ class FailoverMonitor:
         #: Per cluster, when an unconfirmed loss was last logged.
         self._not_confirmed_logged: dict[int, float] = {}
 
-    async def check(self) -> list[int]:
-        """One pass over every cluster; returns the ids of the failover operations it started."""
+    async def check(self, only: set[int] | None = None) -> list[int]:
+        """One pass over every cluster (of `only`, when given: those this instance collects); returns the ids of
+        the failover operations it started."""
         async with session_scope(self._sessionmaker) as session:
-            clusters = list(await ClusterRepository(session).list())
+            clusters = [c for c in await ClusterRepository(session).list() if only is None or c.id in only]
             work = []
             for cluster in clusters:
                 servers = list(await ServerRepository(session).list_for_cluster(cluster.id))
