@@ -52,10 +52,12 @@ test-python: python-module engine-debug
 	FERRYD_BIN=$(CURDIR)/engine/target/debug/ferryd .venv/bin/pytest -q -p no:asyncio engine/crates/ferry-py/tests
 
 # The control plane's suite: a throwaway PostgreSQL (scripts/ensure-postgres.sh), real ferryd nodes, and real
-# mariadbd processes (scripts/ensure-mariadb.sh installs MariaDB when absent; instances are private, never the service).
+# mariadbd processes (scripts/ensure-mariadb.sh installs MariaDB when absent; instances are private, never the service),
+# and private HAProxy processes (scripts/ensure-haproxy.sh installs it when absent).
 test-backend: python-module engine-debug
 	@scripts/ensure-backend.sh
 	@scripts/ensure-mariadb.sh >/dev/null
+	@scripts/ensure-haproxy.sh >/dev/null
 	FERRYD_BIN=$(CURDIR)/engine/target/debug/ferryd scripts/test-backend.sh
 
 bench-commit:

@@ -94,6 +94,8 @@ def create_app(
             {"name": "audit"},
             {"name": "tokens"},
             {"name": "health"},
+            {"name": "roles"},
+            {"name": "proxies"},
         ],
     )
     app.state.settings = settings

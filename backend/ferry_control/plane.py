@@ -32,6 +32,7 @@ from ferry_control.services.orchestrator.follow_up import FollowUps
 from ferry_control.services.orchestrator.monitor import FailoverMonitor
 from ferry_control.services.orchestrator.pickup import OperationPickup
 from ferry_control.services.orchestrator.reconcile import Reconciler
+from ferry_control.services.orchestrator.routing import ProxySync
 from ferry_control.services.orchestrator.runner import OperationRunner
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ class ControlPlane:
         self.runner.on_finish.append(FollowUps(background, self.runner, settings))
         self.monitor = FailoverMonitor(background, self.drivers, self.runner, self.bus, settings)
         self.collector.after_cycle.append(self.monitor.check)
+        self.collector.after_cycle.append(ProxySync(background, settings, self.runner.stale_proxies))
         self.scheduler = DrillScheduler(background, self.runner, settings, self.metrics)
         # Operations and drill runs left running by a dead instance: examined, finished or undone, marked interrupted.
         self.reconciler = Reconciler(background, self.drivers, self.bus, settings, self.runner)

@@ -13,6 +13,8 @@ from ferry_control.api import (
     me,
     operations,
     positions,
+    proxies,
+    roles,
     servers,
     tokens,
     topology,
@@ -33,5 +35,7 @@ for module in (
     audit_log,
     tokens,
     me,
+    roles,
+    proxies,
 ):
     router.include_router(module.router)

@@ -108,6 +108,15 @@ class Settings(BaseSettings):
     unreachable_after_failures: int = Field(
         3, ge=1, description="Failed polls in a row that mark a server unreachable."
     )
+    haproxy_admin_sockets: list[str] = Field(
+        default_factory=list,
+        description="HAProxy admin sockets (`level admin`) Ferry moves clusters' writers on during switchovers and "
+        "failovers: a unix socket path or host:port each. Set by the operator only, never through the API.",
+    )
+    haproxy_timeout_s: float = Field(0.5, gt=0, le=10, description="Bound on one proxy's answer to a move.")
+    reader_max_lag_s: float = Field(
+        5.0, ge=0, description="A replica lagging more than this in any domain fails the reader role check."
+    )
     collector_share_clusters: bool = Field(
         True,
         description="PostgreSQL: every instance's collector polls (and watches for failover) its share of the "

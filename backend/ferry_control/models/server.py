@@ -95,6 +95,9 @@ class Server(Base):
     # What the last successful poll reported.
     reported_server_id: Mapped[int | None] = mapped_column(BigInteger, default=None, index=True)
     read_only: Mapped[bool | None] = mapped_column(default=None)
+    #: When an operation last set `read_only` itself (services/orchestrator/routing.py): a poll from before then does
+    #: not overwrite it.
+    read_only_set_at: Mapped[datetime | None] = mapped_column(default=None)
     #: The server software's version as it reports it (MariaDB: @@version).
     version: Mapped[str | None] = mapped_column(String(200), default=None)
     #: Sends transactions to replicas before they are durable here (ferryd durability none/network; MariaDB

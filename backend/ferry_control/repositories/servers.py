@@ -24,6 +24,10 @@ class ServerRepository:
         statement = select(Server).options(selectinload(Server.cluster)).order_by(Server.cluster_id, Server.id)
         return (await self.session.scalars(statement)).all()
 
+    async def get_any(self, server_id: int) -> Server | None:
+        """By id alone, whatever its cluster."""
+        return await self.session.get(Server, server_id)
+
     async def get(self, cluster_id: int, server_id: int) -> Server | None:
         server = await self.session.get(Server, server_id)
         return server if server is not None and server.cluster_id == cluster_id else None

@@ -60,5 +60,6 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         422: "Validation error (the body, query or path is malformed)",
         429: "Too many requests from this token (see Retry-After)",
         502: "A server could not be reached or failed",
+        503: "Not available now (a role check: the server does not hold the role)",
     }
     return {s: {"model": ErrorBody, "description": descriptions.get(s, "Error")} for s in statuses}

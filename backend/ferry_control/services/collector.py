@@ -249,8 +249,8 @@ class Collector:
 
     async def run_cycle(self, *, as_leader: bool = False, clusters: set[int] | None = None) -> CycleReport:
         """Polls every server (of `clusters`, when given) once and stores the result; safe to call directly (tests,
-        run-now). `as_leader`: the results are recorded only if this instance still holds the lease, or with shared
-        collection its clusters' locks (else LeaseLost)."""
+        run-now). `as_leader`: the results are recorded only if this instance still holds the lease, or — a cycle of
+        shared collection, given its `clusters` — their locks (else LeaseLost)."""
         async with self._cycle_lock:
             started = time.perf_counter()
             async with session_scope(self._sessionmaker) as session:
@@ -260,10 +260,11 @@ class Collector:
             outcomes = await self._poller.poll_all(targets)
             report = CycleReport(polled=len(outcomes), failed=sum(1 for o in outcomes if o.status is None))
             if outcomes:
-                if as_leader and self.share is not None and not await self.share.alive():
+                shared = clusters is not None and self.share is not None
+                if as_leader and shared and not await self.share.alive():  # type: ignore[union-attr]
                     raise LeaseLost()
                 async with session_scope(self._sessionmaker) as session:
-                    if as_leader and self.share is None and not await self.lease.renew_in(session):
+                    if as_leader and not shared and not await self.lease.renew_in(session):
                         raise LeaseLost()
                     report.events = await self._recorder.record(session, outcomes)
             for event in report.events:

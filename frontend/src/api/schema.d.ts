@@ -644,6 +644,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/roles/{server}/writer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Is this server its cluster's writable master? */
+        get: operations["get_writer_api_v1_roles__server__writer_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/roles/{server}/reader": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Is this server a replica within the lag limit? */
+        get: operations["get_reader_api_v1_roles__server__reader_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/clusters/{cluster_id}/haproxy-config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A HAProxy configuration for the cluster
+         * @description A writer frontend (one server at a time: the one passing GET /roles/s<id>/writer) and a reader frontend (the replicas passing GET /roles/s<id>/reader), and the admin socket Ferry moves the writer through during switchovers and failovers (list it in the haproxy_admin_sockets setting). HAProxy needs a viewer API token in its environment as FERRY_CHECK_TOKEN.
+         */
+        get: operations["get_haproxy_config_api_v1_clusters__cluster_id__haproxy_config_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2361,6 +2415,21 @@ export interface components {
          * @enum {string}
          */
         Role: "viewer" | "operator" | "admin";
+        /** RoleRead */
+        RoleRead: {
+            /** Server Id */
+            server_id: number;
+            /**
+             * Role
+             * @enum {string}
+             */
+            role: "writer" | "reader";
+            /**
+             * Reason
+             * @description Why the server holds the role (200) or does not (503, in the error message).
+             */
+            reason: string;
+        };
         /**
          * ServerCreate
          * @example {
@@ -5816,6 +5885,169 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_writer_api_v1_roles__server__writer_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A server's id, or `s<id>` (the server's name in a rendered HAProxy configuration). */
+                server: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not available now (a role check: the server does not hold the role) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_reader_api_v1_roles__server__reader_get: {
+        parameters: {
+            query?: {
+                /** @description The lag limit in seconds, in every domain (default: reader_max_lag_s). */
+                max_lag_s?: number | null;
+            };
+            header?: never;
+            path: {
+                /** @description A server's id, or `s<id>` (the server's name in a rendered HAProxy configuration). */
+                server: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not available now (a role check: the server does not hold the role) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_haproxy_config_api_v1_clusters__cluster_id__haproxy_config_get: {
+        parameters: {
+            query?: {
+                /** @description host:port of the writer frontend. */
+                writer_bind?: string;
+                /** @description host:port of the reader frontend. */
+                reader_bind?: string;
+                /** @description The admin socket's path. */
+                admin_socket?: string;
+                /** @description Ferry's API as HAProxy reaches it (host:port); default: this request's. */
+                ferry_address?: string | null;
+                /** @description The readers' lag limit (default: the reader_max_lag_s setting). */
+                reader_max_lag_s?: number | null;
+            };
+            header?: never;
+            path: {
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": components["schemas"]["ErrorBody"];
                 };
             };
         };

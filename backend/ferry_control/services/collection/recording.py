@@ -231,11 +231,13 @@ class Recorder:
             server.last_seen_at = outcome.at
             server.health = HealthState.failing if status.failure else HealthState.healthy
             server.reported_server_id = status.server_id
-            if server.read_only is not None and server.read_only != status.read_only:
+            set_since = server.read_only_set_at is not None and server.read_only_set_at > outcome.at
+            if server.read_only is not None and server.read_only != status.read_only and not set_since:
                 events.append(
                     ClusterEvent(cluster_id, "read_only", {"server_id": server.id, "read_only": status.read_only})
                 )
-            server.read_only = status.read_only
+            if not set_since:  # an operation changed it after this poll: its record stands until the next poll
+                server.read_only = status.read_only
             if status.version is not None:
                 server.version = status.version[:200]
             if status.replicas_may_be_ahead is not None:

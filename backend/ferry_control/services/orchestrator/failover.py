@@ -22,7 +22,7 @@ from typing import Any
 
 from ferry_control.core.config import Settings
 from ferry_control.drivers.errors import DriverError
-from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator import actions, routing
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.candidates import better_successor, candidate_pool, choose_candidate, delay_of
 from ferry_control.services.orchestrator.fencing import fence, suspend_automatic_failover
@@ -242,6 +242,7 @@ async def run_failover(ctx: OperationContext) -> None:
     ctx.undo_with("undo", partial(actions.restore_connections, candidate, running, LEVEL_PREFIX))
     started = time.perf_counter()
     async with ctx.step("fence_old_master_first") as step:
+        await routing.writer_leaving(ctx, master.info.id)
         step.detail = await fence_first(master, settings.poll_timeout_s)
     async with ctx.step("bring_level") as step:
         if level:
@@ -272,6 +273,7 @@ async def run_failover(ctx: OperationContext) -> None:
         if role is not None:
             await driver.take_master_role(role)
         await actions.promote(driver, names)
+        await routing.writer_arrived(ctx, candidate.info.id, master.info.id)
         restart = [n for n in kept if n in running]
         if not level:  # the leveling stopped every connection: those that ran start again
             await actions.restore_connections(candidate, restart, LEVEL_PREFIX)

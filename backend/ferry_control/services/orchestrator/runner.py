@@ -47,6 +47,7 @@ from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.orchestrator.hooks import call_webhooks
+from ferry_control.services.orchestrator.routing import StaleProxies
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
 
 log = logging.getLogger(__name__)
@@ -430,6 +431,8 @@ class OperationRunner:
         self.metrics = metrics
         #: False in a web process: accepted operations are announced for a worker instead of run here.
         self.executes = executes
+        #: Proxies that missed a move of a cluster's writer (routing.py), brought in line after the next cycle.
+        self.stale_proxies = StaleProxies()
         self.executors: dict[str, Executor] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         #: Called with (cluster_id, operation_id, final state) when an operation ends (drills use it).

@@ -15,7 +15,7 @@ from ferry_control.core.config import Settings
 from ferry_control.drivers.base import Check, ConnectionSettings, MasterRole
 from ferry_control.drivers.errors import DriverError, ServerConflict
 from ferry_control.models import PromotionRule
-from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator import actions, routing
 from ferry_control.services.orchestrator.candidates import delay_of, filtered_domains, label_mismatch
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, join_all, position
 from ferry_control.services.orchestrator.hub_switchover import switch_hub, switch_plan
@@ -335,6 +335,7 @@ async def switch_master(ctx: OperationContext, master: ServerView, link: Link, o
     ctx.undo_with("undo", put_back)
     window_started = time.perf_counter()
     async with ctx.step("old_master_read_only") as step:
+        await routing.writer_leaving(ctx, master.info.id)  # proxies stop sending it new writers first
         window_started = time.perf_counter()
         await master_driver.set_read_only(True)
         # read_only does not stop every user (MariaDB: SUPER, READ ONLY ADMIN): their sessions are ended.
@@ -352,6 +353,7 @@ async def switch_master(ctx: OperationContext, master: ServerView, link: Link, o
         if await candidate_driver.set_read_only(False):
             raise OperationFailed(f"{candidate.info.label} still reports read_only after read-only off")
         unavailable = time.perf_counter() - window_started
+        await routing.writer_arrived(ctx, candidate.info.id, master.info.id)
         step.detail = f"{candidate.info.label} is the master and writable" + role_taken(role, master.info.label)
     kept = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.name != connection
             and c.running]  # fmt: skip
@@ -442,6 +444,8 @@ async def undo(
         try:
             await master.require_driver().set_read_only(master_was_read_only)
             done.append(f"{master.info.label} read_only={master_was_read_only}")
+            if not master_was_read_only:  # the writer again: back in service on every proxy
+                await routing.writer_arrived(ctx, master.info.id, candidate.info.id if removed else None)
         except DriverError as e:
             problems.append(f"{master.info.label}: {e}")
         step.detail = {"done": done, "problems": problems}
