@@ -10,10 +10,15 @@ app) and this process's CPU (user+system seconds per wall second, i.e. cores) wh
 Prints one JSON object per 10 cycles and, last, one JSON object with the figures.
 
 With --simulated N the servers are N simulated ones instead (bench/fleet.py, its own process: clusters of
---nodes-per-cluster, positions moving at --rate), for fleets larger than this machine can run as real nodes.
+--nodes-per-cluster, positions moving at --rate), for fleets larger than this machine can run as real nodes. With
+--instances K as well (PostgreSQL only), K worker processes (`python -m ferry_control worker`) share the collection
+(each cluster polled by one of them) instead of the collector running in this process; their cycles are read from
+the `collector_cycles` they store, their CPU from /proc.
 
     .venv/bin/python backend/bench/collector_scale.py [--clusters 10] [--nodes-per-cluster 10] [--seconds 60]
     .venv/bin/python backend/bench/collector_scale.py --simulated 1000 --nodes-per-cluster 3 [--database-url …]
+    .venv/bin/python backend/bench/collector_scale.py --simulated 5000 --nodes-per-cluster 5 --instances 5 \
+        --database-url postgresql+psycopg://…
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 BACKEND = Path(__file__).resolve().parents[1]
@@ -34,12 +40,14 @@ sys.path.insert(0, str(BACKEND))
 
 from bench.fleet import fleet  # noqa: E402
 from bench.measure import cpu_s, quantile  # noqa: E402
+from sqlalchemy import select  # noqa: E402
+from sqlalchemy.ext.asyncio import create_async_engine  # noqa: E402
 
 from ferry_control.core.config import Settings  # noqa: E402
 from ferry_control.core.db import session_scope  # noqa: E402
 from ferry_control.core.migrate import upgrade  # noqa: E402
 from ferry_control.main import create_app  # noqa: E402
-from ferry_control.models import Cluster, Server  # noqa: E402
+from ferry_control.models import Cluster, CollectorCycleRow, Server  # noqa: E402
 from ferry_control.repositories.clusters import ClusterRepository  # noqa: E402
 from tests.ferryd_cluster import NODE_TOKEN, REPO_ROOT, FerrydNode, free_port_pair  # noqa: E402
 
@@ -52,7 +60,10 @@ async def main() -> None:
     parser.add_argument("--rate", type=int, default=20, help="demo transactions/s per master")
     parser.add_argument("--database-url", default=None, help="default: a throwaway SQLite file")
     parser.add_argument("--simulated", type=int, default=None, help="this many simulated servers (bench/fleet.py)")
+    parser.add_argument("--instances", type=int, default=None, help="worker processes sharing the collection")
     args = parser.parse_args()
+    if args.instances and not (args.simulated and args.database_url):
+        parser.error("--instances needs --simulated and a PostgreSQL --database-url")
     bin_dir = REPO_ROOT / "engine" / "target" / "release"
     os.environ.setdefault("FERRYD_BIN", str(bin_dir / "ferryd"))
 
@@ -116,6 +127,10 @@ async def main() -> None:
                     for name, host, protocol_port, admin_port in members:
                         session.add(Server(cluster_id=cluster.id, name=name, host=host, protocol_port=protocol_port,
                                            admin_port=admin_port))  # fmt: skip
+            if args.instances:
+                await app.state.drivers.aclose()
+                print(json.dumps(await shared_by_instances(args, database_url, Path(tmp), len(registered))))
+                return
             collector = app.state.collector
             durations: list[float] = []
             failed = 0
@@ -163,6 +178,59 @@ async def main() -> None:
             }
         )
     )
+
+
+def process_cpu_s(pid: int) -> float:
+    """User plus system CPU seconds of a process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def shared_by_instances(
+    args: argparse.Namespace, database_url: str, tmp: Path, clusters: int
+) -> dict[str, object]:
+    """K workers collect the registered fleet for `args.seconds` after a warm-up; their stored cycles and CPU."""
+    env = {
+        **os.environ, "FERRY_DATABASE_URL": database_url, "FERRY_ENVIRONMENT": "development",
+        "FERRY_DEV_SECRET_KEY_FILE": str(tmp / "secret.key"), "FERRY_NODE_TOKEN": NODE_TOKEN,
+        "FERRY_DRILL_SCHEDULER_ENABLED": "false", "FERRY_POLL_INTERVAL_S": "1",
+    }  # fmt: skip
+    workers = [
+        subprocess.Popen([sys.executable, "-m", "ferry_control", "worker"], cwd=BACKEND, env=env,
+                         stdout=subprocess.PIPE, stderr=(tmp / f"worker{i}.log").open("w"), text=True)
+        for i in range(args.instances)
+    ]  # fmt: skip
+    engine = create_async_engine(database_url)
+    try:
+        for worker in workers:
+            assert worker.stdout is not None and worker.stdout.readline().startswith("worker ready")
+        await asyncio.sleep(15)  # warm-up: the clusters spread, every link and first sample stored (a schedule)
+        started_at, cpu_before = datetime.now(UTC), [process_cpu_s(w.pid) for w in workers]
+        await asyncio.sleep(args.seconds)  # the measured period
+        cpu = [process_cpu_s(w.pid) - before for w, before in zip(workers, cpu_before, strict=True)]
+        async with engine.connect() as connection:
+            rows = (await connection.execute(
+                select(CollectorCycleRow.instance_id, CollectorCycleRow.duration_s, CollectorCycleRow.polled,
+                       CollectorCycleRow.failed).where(CollectorCycleRow.finished_at >= started_at)
+            )).all()  # fmt: skip
+    finally:
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.wait()
+        await engine.dispose()
+    durations = [r.duration_s for r in rows]
+    polled: dict[str, int] = {}
+    for r in rows:
+        polled[r.instance_id] = max(polled.get(r.instance_id, 0), r.polled)
+    return {
+        "benchmark": "collector_shared_by_instances", "servers": args.simulated, "clusters": clusters,
+        "instances": args.instances, "poll_interval_s": 1.0, "cycles": len(rows),
+        "cycle_s_p50": round(statistics.median(durations), 4), "cycle_s_p99": round(quantile(durations, 0.99), 4),
+        "cycle_s_max": round(max(durations), 4), "failed_polls": sum(r.failed for r in rows),
+        "servers_per_instance": sorted(polled.values()),
+        "worker_cpu_cores": [round(c / args.seconds, 3) for c in cpu], "database": "postgresql",
+    }  # fmt: skip
 
 
 if __name__ == "__main__":

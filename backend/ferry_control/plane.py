@@ -32,6 +32,7 @@ from ferry_control.services.orchestrator.follow_up import FollowUps
 from ferry_control.services.orchestrator.monitor import FailoverMonitor
 from ferry_control.services.orchestrator.pickup import OperationPickup
 from ferry_control.services.orchestrator.reconcile import Reconciler
+from ferry_control.services.orchestrator.recovery_hooks import UnsuccessfulRecoveries
 from ferry_control.services.orchestrator.routing import ProxySync
 from ferry_control.services.orchestrator.runner import OperationRunner
 
@@ -65,6 +66,7 @@ class ControlPlane:
         )
         register_executors(self.runner)
         self.runner.on_finish.append(FollowUps(background, self.runner, settings))
+        self.runner.on_finish.append(UnsuccessfulRecoveries(background, settings))
         self.monitor = FailoverMonitor(background, self.drivers, self.runner, self.bus, settings)
         self.collector.after_cycle.append(self.monitor.check)
         self.collector.after_cycle.append(ProxySync(background, settings, self.runner.stale_proxies))

@@ -44,10 +44,12 @@ async def _stream(
         yield ServerSentEvent(event="subscribed", data=json.dumps({"cluster_id": cluster_id}))
         next_check = loop.time() + check_s
         while True:
+            event = None
             try:
-                event = await asyncio.wait_for(subscription.next(), max(0.0, next_check - loop.time()))
+                async with asyncio.timeout(max(0.0, next_check - loop.time())):  # no task per wait, unlike wait_for
+                    event = await subscription.next()
             except TimeoutError:
-                event = None
+                pass
             if loop.time() >= next_check:
                 if not await token_valid():
                     yield ServerSentEvent(
@@ -58,8 +60,7 @@ async def _stream(
                 next_check = loop.time() + check_s
             if event is None:
                 continue
-            payload = {"cluster_id": event.cluster_id, "at": event.at.isoformat(), **event.data}
-            yield ServerSentEvent(event=event.type, data=json.dumps(payload))
+            yield ServerSentEvent(event=event.type, data=event.json)
 
 
 @router.get(

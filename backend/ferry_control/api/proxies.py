@@ -15,7 +15,14 @@ from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.services.haproxy.config import ProxiedServer, ProxyLayout, render
 from ferry_control.services.roles import RoleService
 
-router = APIRouter(tags=["proxies"], responses=error_responses(401, 404, 422))
+router = APIRouter(tags=["proxies"])
+
+#: The errors are JSON, though the answer is text: each documented with its own content type.
+JSON_ERRORS = {
+    status: {"description": entry["description"],
+             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
+    for status, entry in error_responses(401, 404, 422).items()
+}  # fmt: skip
 
 
 @router.get(
@@ -26,7 +33,7 @@ router = APIRouter(tags=["proxies"], responses=error_responses(401, 404, 422))
     "frontend (the replicas passing GET /roles/s<id>/reader), and the admin socket Ferry moves the writer through "
     "during switchovers and failovers (list it in the haproxy_admin_sockets setting). HAProxy needs a viewer API "
     "token in its environment as FERRY_CHECK_TOKEN.",
-    responses={200: {"content": {"text/plain": {}}}},
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}, **JSON_ERRORS},
 )
 async def get_haproxy_config(
     request: Request,

@@ -8,8 +8,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Path, Query
 
 from ferry_control.api.deps import CurrentToken, SessionDep, SettingsDep
-from ferry_control.core.errors import ServiceUnavailable
-from ferry_control.schemas.common import error_responses
+from ferry_control.core.errors import ServiceUnavailable, Unprocessable
+from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.schemas.roles import RoleRead
 from ferry_control.services.roles import RoleAnswer, RoleService
 
@@ -28,7 +28,10 @@ def _answer(answer: RoleAnswer) -> RoleRead:
 
 
 def _id(server: str) -> int:
-    return int(server.removeprefix("s"))
+    number = int(server.removeprefix("s"))
+    if number > ID_MAX:
+        raise Unprocessable(f"server: {server!r} is no server id (at most {ID_MAX})", code="validation_error")
+    return number
 
 
 @router.get("/{server}/writer", response_model=RoleRead, summary="Is this server its cluster's writable master?")

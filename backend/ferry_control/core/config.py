@@ -247,6 +247,16 @@ class Settings(BaseSettings):
     post_operation_webhooks: list[str] = Field(
         default_factory=list, description="URLs POSTed when an operation ended (failures are recorded only)."
     )
+    failure_detection_webhooks: list[str] = Field(
+        default_factory=list,
+        description="URLs POSTed when the failover monitor confirms a lost master (stage `detected`), beside the "
+        "recovery, never delaying it.",
+    )
+    recovery_failed_webhooks: list[str] = Field(
+        default_factory=list,
+        description="URLs POSTed when an automatic failover could not start or ended without a new master (stage "
+        "`not_recovered`).",
+    )
 
     # -- failover ---------------------------------------------------------------------------------------------
     failover_detection_polls: int = Field(

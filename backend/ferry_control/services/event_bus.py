@@ -9,11 +9,13 @@ subscribers see every instance's events."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any, TypeVar
 
 
@@ -25,6 +27,12 @@ class ClusterEvent:
     type: str
     data: dict[str, Any]
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    @cached_property
+    def json(self) -> str:
+        """The event as a stream sends it (`cluster_id`, `at` and its data), encoded once however many streams
+        send it."""
+        return json.dumps({"cluster_id": self.cluster_id, "at": self.at.isoformat(), **self.data})
 
 
 T = TypeVar("T")

@@ -29,6 +29,7 @@ from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.operations import OperationService
+from ferry_control.services.orchestrator import recovery_hooks
 from ferry_control.services.orchestrator.failover import confirm_master_lost, probe_master
 from ferry_control.services.orchestrator.runner import OperationRunner
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
@@ -129,6 +130,7 @@ class FailoverMonitor:
                 ClusterEvent(cluster.id, "failover_not_confirmed", {"server_id": master.id, "detail": loss.detail})
             )
             return None
+        recovery_hooks.detected(self._settings, cluster.id, cluster.name, master.id, master.name, loss.detail)
         try:
             async with session_scope(self._sessionmaker) as session:
                 operation, _ = await OperationService(session).start(
@@ -143,6 +145,7 @@ class FailoverMonitor:
                 operation_id = operation.id
         except Conflict as e:
             log.warning("cluster %s: master lost, but %s", cluster.name, e.message)
+            recovery_hooks.not_recovered(self._settings, cluster.id, master.id, f"failover not started: {e.message}")
             return None
         log.warning("cluster %s: source %s lost (%s); failover operation %s started",
                     cluster.name, master.name, loss.detail, operation_id)  # fmt: skip
