@@ -81,6 +81,8 @@ class ProxiedWriter:
     acks: list[Ack] = field(default_factory=list)
     unknown: int = 0
     refused: int = 0
+    #: (time.monotonic(), client, error) of every failed attempt.
+    errors: list[tuple[float, int, str]] = field(default_factory=list)
     _stop: bool = False
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -120,6 +122,7 @@ class ProxiedWriter:
                 self.acks.append(Ack(client, seq, domain, int(server_id), time.monotonic(), datetime.now(UTC)))
             except (TimeoutError, pymysql.err.MySQLError, OSError) as e:
                 code = e.args[0] if isinstance(e, pymysql.err.MySQLError) and e.args else None
+                self.errors.append((time.monotonic(), client, f"{type(e).__name__} {code}"))
                 if code == 1290:
                     self.refused += 1
                 else:
@@ -207,8 +210,17 @@ def misattributed(acks: list[Ack], moves: list[tuple[int, int, datetime, datetim
     return wrong
 
 
+def converged(cluster: MariadbCluster, numbers: list[int]) -> None:
+    """Until the servers have the same @@gtid_current_pos (bounded)."""
+    deadline = time.monotonic() + 60
+    while len({cluster.value(n, "@@gtid_current_pos") for n in numbers}) > 1:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"servers {numbers} did not converge within 60 s")
+        time.sleep(0.05)
+
+
 def missing_rows(cluster: MariadbCluster, numbers: list[int], acks: list[Ack]) -> int:
-    cluster.wait_converged()
+    converged(cluster, numbers)
     missing = 0
     for number in numbers:
         text = cluster.value(number, f"(SELECT GROUP_CONCAT(CONCAT(client, ':', seq)) FROM {TABLE})") or ""

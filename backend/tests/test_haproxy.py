@@ -135,6 +135,17 @@ async def test_a_switchover_moves_the_proxys_writer_at_once(
             assert {p["ok"] for p in result["proxies"]} == {True} and len(result["proxies"]) == 2, result["proxies"]
             assert await write_through(writer, "k") == ferryd.replica1.server_id, "writes go to the new master"
 
+            # Before any poll saw the new topology, the role checks follow the operation (else the proxy's checks
+            # would mark the new master down again until the next poll).
+            viewer = {"Authorization": f"Bearer {live.tokens.viewer}"}
+
+            async def roles_followed() -> bool:
+                new = await live.client.get(f"/api/v1/roles/{candidate}/writer", headers=viewer)
+                old = await live.client.get(f"/api/v1/roles/{master}/writer", headers=viewer)
+                return new.status_code == 200 and old.status_code == 503
+
+            await eventually("the writer checks to follow the switchover without a poll", roles_followed)
+
 
 async def test_a_failover_with_the_proxy_unreachable_completes_reports_it_and_the_proxy_is_brought_in_line(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], tmp_path: Path

@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
-from ferry_control.models import Server
+from ferry_control.models import ReplicationLink, Server
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.haproxy import runtime
@@ -50,7 +50,7 @@ async def writer_leaving(ctx: Any, server_id: int) -> None:
 
 
 async def writer_arrived(ctx: Any, server_id: int, previous_id: int | None) -> None:
-    _record(ctx.sessionmaker, ctx.cluster_id, server_id, read_only=False)
+    _record(ctx.sessionmaker, ctx.cluster_id, server_id, read_only=False, no_longer_from=previous_id)
     commands = runtime.make_writer(ctx.cluster_id, server_id)
     if previous_id is not None:
         commands.append(f"shutdown sessions server {runtime.writer_backend(ctx.cluster_id)}/"
@@ -58,7 +58,12 @@ async def writer_arrived(ctx: Any, server_id: int, previous_id: int | None) -> N
     await _tell(ctx, commands)
 
 
-def _record(sessionmaker: async_sessionmaker[AsyncSession], cluster_id: int, server_id: int, read_only: bool) -> None:
+def _record(
+    sessionmaker: async_sessionmaker[AsyncSession], cluster_id: int, server_id: int, read_only: bool,
+    no_longer_from: int | None = None,
+) -> None:  # fmt: skip
+    """The server's read-only flag as the operation set it; with `no_longer_from`, its connection to that server
+    recorded as stopped (the promotion removed it), so its writer check passes before the next poll."""
     at = datetime.now(UTC)
 
     async def write() -> None:
@@ -70,6 +75,14 @@ def _record(sessionmaker: async_sessionmaker[AsyncSession], cluster_id: int, ser
                     .values(read_only=read_only, read_only_set_at=at)
                     .execution_options(synchronize_session=False)
                 )
+                if no_longer_from is not None:
+                    await session.execute(
+                        update(ReplicationLink)
+                        .where(ReplicationLink.cluster_id == cluster_id, ReplicationLink.replica_server_id == server_id,
+                               ReplicationLink.master_server_id == no_longer_from)
+                        .values(running=False)
+                        .execution_options(synchronize_session=False)
+                    )  # fmt: skip
         except Exception:
             log.warning("could not record server %s read_only=%s (the next poll will)", server_id, read_only,
                         exc_info=True)  # fmt: skip
