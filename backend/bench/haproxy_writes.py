@@ -200,13 +200,21 @@ async def operation(client: httpx.AsyncClient, cluster_id: int, operation_id: in
 
 
 def misattributed(acks: list[Ack], moves: list[tuple[int, int, datetime, datetime]]) -> int:
-    """Acknowledgements by a server that was not the master then: the old master's after the promotion ended,
-    the new one's before the old one's read-only began."""
+    """Acknowledgements by a server that was not the master of their moment. The master is the first move's old
+    one until that move's promotion ended, then that move's new one, and so on; an acknowledgement from a move's
+    old master between its read-only and its promotion is a commit made before the read-only, received late."""
     wrong = 0
-    for old, new, read_only_at, promoted_at in moves:
-        for ack in acks:
-            if (ack.server_id == old and ack.wall > promoted_at) or (ack.server_id == new and ack.wall < read_only_at):
-                wrong += 1
+    for ack in acks:
+        master = moves[0][0]
+        for _, new, _, promoted_at in moves:
+            if ack.wall >= promoted_at:
+                master = new
+        if ack.server_id == master:
+            continue
+        if any(ack.server_id == old and read_only_at <= ack.wall <= promoted_at
+               for old, _, read_only_at, promoted_at in moves):  # fmt: skip
+            continue
+        wrong += 1
     return wrong
 
 
