@@ -9,7 +9,8 @@ database (SQLite unless --database-url), the control plane, registers the nodes,
 limits), then for --duration-s issues --reads-per-s reads (positions, topology, overview, interleavings in turn; each
 timed from send to last byte) while running --switchovers switchovers back and forth, each recording its
 write-unavailability window (old master read-only → new master writable, `unavailable_s`). Prints one JSON object:
-read p50/p99, the windows, and how many streams were held to the end.
+read p50/p99, the windows, how many streams were held to the end, and the CPU (cores) of the web process, the
+worker and the streams' client while measured.
 
     .venv/bin/python backend/bench/dashboards.py --streams 1000 [--single] [--database-url postgresql://…]
 """
@@ -95,6 +96,12 @@ async def hold_streams(port: int, token: str, cluster_id: int, count: int) -> No
 
 
 # -- the benchmark -----------------------------------------------------------------------------------------------
+
+
+def process_cpu_s(pid: int) -> float:
+    """User plus system CPU seconds of a process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[str]:
@@ -195,7 +202,11 @@ async def main() -> None:
                 )  # fmt: skip
                 processes.append(streams)
                 connected = await readline(streams, "the streams' process")
+                named = {"web": web, "streams": streams, **({} if args.single else {"worker": processes[0]})}
+                cpu_before, wall_before = {n: process_cpu_s(p.pid) for n, p in named.items()}, time.monotonic()
                 result = await measure(client, cluster_id, ids, args)
+                wall = time.monotonic() - wall_before
+                cpu = {n: round((process_cpu_s(p.pid) - cpu_before[n]) / wall, 2) for n, p in named.items()}
                 streams.send_signal(signal.SIGTERM)
                 held = json.loads(await readline(streams, "the streams' process"))
                 writer_summary = await writer.stop()
@@ -227,6 +238,7 @@ async def main() -> None:
                 "unavailable_ms_median": round(1000 * statistics.median(windows), 1),
                 "unavailable_ms_max": round(1000 * max(windows), 1),
                 "writer_acked": sum(writer_summary["acked"].values()),
+                "cpu_cores": cpu,
                 "ferryd": os.environ["FERRYD_BIN"],
             }
         )

@@ -21,9 +21,9 @@ SQLITE_BUSY_TIMEOUT_S = 30
 
 
 def create_engine(settings: Settings, *, background: bool = False) -> AsyncEngine:
-    """An async engine for the settings' URL; SQLite gets its directory, foreign keys and a busy timeout. On
-    PostgreSQL its pool is the requests' (database_pool_size) or, with `background`, the one reserved for the
-    collector, operations and the monitor (database_background_pool_size)."""
+    """An async engine for the settings' URL; SQLite gets its directory, foreign keys, the write-ahead log and a
+    busy timeout. On PostgreSQL its pool is the requests' (database_pool_size) or, with `background`, the one
+    reserved for the collector, operations and the monitor (database_background_pool_size)."""
     url = make_url(settings.database_url)
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
@@ -34,6 +34,10 @@ def create_engine(settings: Settings, *, background: bool = False) -> AsyncEngin
         def _foreign_keys_on(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
+            if url.database and url.database != ":memory:":
+                # Write-ahead log: readers (a web process serving dashboards) never block the writer (the worker
+                # recording an operation's steps), nor the writer them.
+                cursor.execute("PRAGMA journal_mode=WAL")
             cursor.close()
 
         return engine
