@@ -4,6 +4,9 @@ server of a cluster started by scripts/mariadb_cluster.py (its cluster.json), so
 
     scripts/mariadb_load.py --cluster-json D/cluster.json [--domains 1,2,3] [--rate-min 5] [--rate-max 40]
                             [--period-s 60] [--log-every-s 30]
+    scripts/mariadb_load.py --cluster-json D/cluster.json --through HOST:PORT [same options]
+                            (as an application would: one address, a proxy's writer frontend; the login from
+                            cluster.json)
     FERRY_LOAD_PASSWORD=… scripts/mariadb_load.py --servers HOST:PORT,… --user app [same options]
                             (servers not started by mariadb_cluster.py, e.g. docker compose's `mariadb` profile)
 
@@ -147,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--cluster-json", type=Path, help="a cluster.json of scripts/mariadb_cluster.py")
     source.add_argument("--servers", help="HOST:PORT,… (with --user; password: FERRY_LOAD_PASSWORD)")
     parser.add_argument("--user", help="with --servers: the login that writes (to the app schema)")
+    parser.add_argument("--through", help="HOST:PORT of a proxy's writer frontend: written to instead of the servers")
     parser.add_argument("--domains", default="", help="comma-separated GTID domains (default: each server's own)")
     parser.add_argument("--rate-min", type=float, default=5.0)
     parser.add_argument("--rate-max", type=float, default=40.0)
@@ -159,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cluster_json:
         cluster = json.loads(args.cluster_json.read_text())
         login = cluster["users"]["workload"]
-        writer = Writer(login["user"], login["password"], [s["address"] for s in cluster["servers"]], domains)
+        addresses = [args.through] if args.through else [s["address"] for s in cluster["servers"]]
+        writer = Writer(login["user"], login["password"], addresses, domains)
     else:
         if not args.user or not os.environ.get("FERRY_LOAD_PASSWORD"):
             parser.error("--servers needs --user and FERRY_LOAD_PASSWORD")

@@ -16,6 +16,12 @@
 # m2), servers 4 and 5 replicas of server 3; discovered from server 3. MariaDB's data is disposable: `stop` stops
 # each mariadbd by pid and removes its directories (and the MariaDB stack's control plane database).
 #
+# Each MariaDB cluster gets a private HAProxy in front of it (Debian's haproxy; the configuration Ferry renders,
+# in $FERRY_RUN_DIR/haproxy-NAME.cfg, its admin socket beside it and listed in the worker's
+# FERRY_HAPROXY_ADMIN_SOCKETS, so switchovers and failovers move its writer at once): writer and reader ports
+# MARIADB_PORT_BASE+41/+42 for "mariadb", +43/+44 for "seed000". The "mariadb" cluster's load writer writes through
+# the writer port.
+#
 #   scripts/stack.sh start   start what is not running; write $FERRY_RUN_DIR/stack.json (API URL, an admin
 #                            API token, the cluster's id, the node addresses, the node admin token, and the
 #                            MariaDB clusters: name, id, directory with its cluster.json)
@@ -74,6 +80,7 @@ stop_one() { # stop_one PIDFILE NAME
 stop() {
   stop_one "$run/api.pid" "control plane API"
   stop_one "$run/worker.pid" "control plane worker"
+  for name in mariadb seed000; do stop_one "$run/haproxy-$name.pid" "HAProxy of $name"; done
   stop_one "$run/workload.pid" "demo workload"
   local name
   for name in mariadb seed000; do
@@ -136,6 +143,10 @@ control_plane_env() {
   [ "$stack_kind" = mariadb ] && file=control-mariadb.sqlite3
   export FERRY_DATABASE_URL=${FERRY_STACK_DATABASE_URL:-sqlite:///$run/$file}
   unset DATABASE_URL FERRY_NODE_TOKEN
+  local sockets=()
+  [ "$stack_kind" = mariadb ] && sockets+=("\"$run/haproxy-mariadb.sock\"")
+  [ "$seed000" = 1 ] && sockets+=("\"$run/haproxy-seed000.sock\"")
+  export FERRY_HAPROXY_ADMIN_SOCKETS="[$(IFS=,; echo "${sockets[*]}")]"
 }
 cli() { (cd backend && ../.venv/bin/python -m ferry_control.cli "$@"); }
 
@@ -321,7 +332,6 @@ start_mariadb_clusters() {
   mariadb_ids=()
   if [ "$stack_kind" = mariadb ]; then
     start_mariadb mariadb star 3 $((mariadb_base + 11))
-    start_load mariadb --domains 1,2,3 --rate-min 5 --rate-max 40 --period-s 60
     register_mariadb mariadb 1 cluster_id
     mariadb_ids+=("mariadb=$cluster_id")
   fi
@@ -339,6 +349,35 @@ start_mariadb_clusters() {
     register_mariadb seed000 3 seed_id
     mariadb_ids+=("seed000=$seed_id")
   fi
+}
+
+# A HAProxy in front of MariaDB cluster NAME (id ID) on WRITER and READER ports: its configuration rendered by the
+# API, its checks' viewer token in its environment only, started as a daemon with a pid file (stopped by pid).
+start_proxy() { # start_proxy NAME ID WRITER READER
+  local name=$1 id=$2 cfg="$run/haproxy-$1.cfg" check_token
+  alive "$run/haproxy-$name.pid" && return 0
+  curl -fsS -H "Authorization: Bearer $api_token" -o "$cfg" \
+    "$api/api/v1/clusters/$id/haproxy-config?writer_bind=127.0.0.1:$3&reader_bind=127.0.0.1:$4&admin_socket=$run/haproxy-$name.sock&ferry_address=127.0.0.1:$api_port" \
+    || { echo "rendering the HAProxy configuration of $name failed" >&2; exit 1; }
+  check_token=$(cli create-token --name "haproxy-$name-$(date +%Y%m%d-%H%M%S)-$$" --role viewer)
+  FERRY_CHECK_TOKEN=$check_token "$haproxy" -f "$cfg" -D -p "$run/haproxy-$name.pid" >> "$run/haproxy-$name.log" 2>&1 \
+    || { echo "HAProxy for $name did not start; see $run/haproxy-$name.log" >&2; exit 1; }
+}
+
+start_proxies() {
+  haproxy=$(scripts/ensure-haproxy.sh)
+  local item name id
+  for item in "${mariadb_ids[@]}"; do
+    name=${item%%=*} id=${item#*=}
+    case "$name" in
+      mariadb)
+        start_proxy mariadb "$id" $((mariadb_base + 41)) $((mariadb_base + 42))
+        # The demo writer as an application would: one address, HAProxy's writer port.
+        start_load mariadb --through "127.0.0.1:$((mariadb_base + 41))" --domains 1,2,3 --rate-min 5 \
+          --rate-max 40 --period-s 60 ;;
+      seed000) start_proxy seed000 "$id" $((mariadb_base + 43)) $((mariadb_base + 44)) ;;
+    esac
+  done
 }
 
 create_api_token() {
@@ -392,6 +431,7 @@ start() {
   start_worker
   start_api
   create_api_token
+  start_proxies
   write_stack_json
 }
 

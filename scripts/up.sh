@@ -64,6 +64,11 @@ for c in s["mariadb_clusters"]:
     servers = ", ".join(f"s{x['number']} {x['address']}" for x in state["servers"])
     print(f"  cluster {c['name']!r} (id {c['id']}, {state['shape']}): {servers}")
     print(f"    logins and sockets: {c['cluster_json']}   load writer log: .run/load-{c['name']}.log")
+    ports = {"mariadb": (41, 42), "seed000": (43, 44)}.get(c["name"])
+    if ports:
+        base = int(state["servers"][0]["address"].rsplit(":", 1)[1]) - (11 if c["name"] == "mariadb" else 21)
+        print(f"    through HAProxy: writer 127.0.0.1:{base + ports[0]}, reader 127.0.0.1:{base + ports[1]}"
+              f"   (config .run/haproxy-{c['name']}.cfg)")
 PY
 )
   cat <<EOT
@@ -106,5 +111,10 @@ for c in s["mariadb_clusters"]:
     print("    s5 applies in parallel; a demo report locks domain 1's table there 8 s of every 20 s (.run/report-lock-seed000.log)")
     print(f"    dashboard {s['api']}/clusters/{c['id']}/interleavings   lag: {s['api']}/clusters/{c['id']}/lag")
     print(f"    logins and sockets: {c['cluster_json']}   load writer log: .run/load-{c['name']}.log")
+    ports = {"mariadb": (41, 42), "seed000": (43, 44)}.get(c["name"])
+    if ports:
+        base = int(state["servers"][0]["address"].rsplit(":", 1)[1]) - (11 if c["name"] == "mariadb" else 21)
+        print(f"    through HAProxy: writer 127.0.0.1:{base + ports[0]}, reader 127.0.0.1:{base + ports[1]}"
+              f"   (config .run/haproxy-{c['name']}.cfg)")
 PY
 echo "  logs and data: .run/   stop everything: make down"

@@ -146,6 +146,11 @@ async def test_a_switchover_moves_the_proxys_writer_at_once(
 
             await eventually("the writer checks to follow the switchover without a poll", roles_followed)
 
+            [seen] = (await live.client.get(f"/api/v1/clusters/{cluster_id}/proxies")).json()
+            assert (seen["proxy"], seen["reachable"], seen["writer_addresses"]) == (str(socket_path), True, [writer])
+            assert seen["writer_server_id"] == ids["replica1"] and len(seen["reader_addresses"]) == 1
+            assert {s["server_id"] for s in seen["servers"]} == set(ids.values())
+
 
 async def test_a_failover_with_the_proxy_unreachable_completes_reports_it_and_the_proxy_is_brought_in_line(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], tmp_path: Path
@@ -165,6 +170,8 @@ async def test_a_failover_with_the_proxy_unreachable_completes_reports_it_and_th
         assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
         unreached = operation["result"]["proxies"]
         assert unreached and all(not p["ok"] and "cannot reach" in p["error"] for p in unreached), unreached
+        [unread] = (await live.client.get(f"/api/v1/clusters/{cluster_id}/proxies")).json()
+        assert unread["reachable"] is False and "cannot read the admin socket" in unread["error"], unread
         new_master = next(s for s in (ferryd.replica1, ferryd.replica2) if s.status()["read_only"] is False)
         new_id = next(i for name, i in ids.items() if name != "master" and getattr(ferryd, name) is new_master)
 

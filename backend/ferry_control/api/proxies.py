@@ -1,18 +1,20 @@
 """GET /clusters/{id}/haproxy-config: a HAProxy configuration for the cluster (services/haproxy/config.py), as
 text, to review and run (`haproxy -c -f` passes it). Any token: it holds no secret (the checks' token comes from
-HAProxy's environment)."""
+HAProxy's environment). GET /clusters/{id}/proxies: what the configured proxies say of the cluster now."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import PlainTextResponse
 
-from ferry_control.api.deps import CurrentToken, SessionDep
+from ferry_control.api.deps import CurrentToken, SessionDep, SettingsDep
 from ferry_control.core.errors import NotFound, Unprocessable
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.common import ID_MAX, error_responses
+from ferry_control.schemas.proxies import ProxyServerState, ProxyStateRead
 from ferry_control.services.haproxy.config import ProxiedServer, ProxyLayout, render
+from ferry_control.services.proxies import proxy_states
 from ferry_control.services.roles import RoleService
 
 router = APIRouter(tags=["proxies"])
@@ -71,3 +73,29 @@ async def get_haproxy_config(
     except ValueError as e:
         raise Unprocessable(str(e), code="validation_error") from e
     return PlainTextResponse(text)
+
+
+@router.get(
+    "/clusters/{cluster_id}/proxies",
+    response_model=list[ProxyStateRead],
+    summary="The proxies in front of the cluster",
+    description="Each proxy of the haproxy_admin_sockets setting that has the cluster's backends, read now from its "
+    "admin socket: its writer and reader addresses, the server writes go to, each server's state; a proxy that does "
+    "not answer is listed with the reason.",
+    responses=error_responses(401, 404, 422),
+)
+async def get_proxies(
+    session: SessionDep, settings: SettingsDep, _: CurrentToken, cluster_id: int = Path(ge=1, le=ID_MAX)
+) -> list[ProxyStateRead]:
+    if await ClusterRepository(session).get(cluster_id) is None:
+        raise NotFound(f"cluster {cluster_id} does not exist")
+    states = await proxy_states(settings, cluster_id)
+    return [
+        ProxyStateRead(
+            proxy=s.proxy, reachable=s.reachable, error=s.error, writer_addresses=s.writer_addresses,
+            reader_addresses=s.reader_addresses, writer_server_id=s.writer_server_id,
+            servers=[ProxyServerState(server_id=i, writer=s.writer_servers.get(i), reader=s.reader_servers.get(i))
+                     for i in sorted(set(s.writer_servers) | set(s.reader_servers))],
+        )
+        for s in states
+    ]  # fmt: skip

@@ -52,6 +52,16 @@ export function usePositions(clusterId: number) {
   });
 }
 
+/** The proxies in front of the cluster, as their admin sockets say it now (every 5 s: not an event's business). */
+export function useProxies(clusterId: number) {
+  return useQuery({
+    queryKey: queryKeys.proxies(clusterId),
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/clusters/{cluster_id}/proxies", { params: { path: { cluster_id: clusterId } } })),
+    refetchInterval: 5_000,
+  });
+}
+
 /** Lag samples over a window: the last `range` (`live` refetches every 2 s so it slides) or fixed instants. */
 export function useLagHistory(clusterId: number, window: TimeWindow, domain: number | null, live: boolean) {
   const fixed = !("range" in window);

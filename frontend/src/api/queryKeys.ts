@@ -10,6 +10,7 @@ export const queryKeys = {
   servers: (clusterId: number) => ["clusters", clusterId, "servers"] as const,
   topology: (clusterId: number) => ["clusters", clusterId, "topology"] as const,
   positions: (clusterId: number) => ["clusters", clusterId, "positions"] as const,
+  proxies: (clusterId: number) => ["clusters", clusterId, "proxies"] as const,
   lagHistory: (clusterId: number, params: { window: TimeWindow; domain: number | null }) =>
     ["clusters", clusterId, "lag-history", params] as const,
   interleavings: (clusterId: number, params: { limit: number; domain: number | null }) =>

@@ -698,6 +698,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/clusters/{cluster_id}/proxies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The proxies in front of the cluster
+         * @description Each proxy of the haproxy_admin_sockets setting that has the cluster's backends, read now from its admin socket: its writer and reader addresses, the server writes go to, each server's state; a proxy that does not answer is listed with the reason.
+         */
+        get: operations["get_proxies_api_v1_clusters__cluster_id__proxies_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2345,6 +2365,50 @@ export interface components {
          * @enum {string}
          */
         PromotionRule: "prefer" | "neutral" | "prefer_not" | "must_not";
+        /** ProxyServerState */
+        ProxyServerState: {
+            /** Server Id */
+            server_id: number;
+            /**
+             * Writer
+             * @description Its state in the writer backend (UP, DOWN, DRAIN, MAINT, …).
+             */
+            writer: string | null;
+            /**
+             * Reader
+             * @description Its state in the reader backend.
+             */
+            reader: string | null;
+        };
+        /** ProxyStateRead */
+        ProxyStateRead: {
+            /**
+             * Proxy
+             * @description The admin socket, as the haproxy_admin_sockets setting names it.
+             */
+            proxy: string;
+            /** Reachable */
+            reachable: boolean;
+            /** Error */
+            error: string | null;
+            /**
+             * Writer Addresses
+             * @description Where applications write (the writer frontend's addresses).
+             */
+            writer_addresses: string[];
+            /**
+             * Reader Addresses
+             * @description Where applications read (the reader frontend's addresses).
+             */
+            reader_addresses: string[];
+            /**
+             * Writer Server Id
+             * @description The server writes go to now (None: none, or not one).
+             */
+            writer_server_id: number | null;
+            /** Servers */
+            servers: components["schemas"]["ProxyServerState"][];
+        };
         /**
          * ReadOnlyRequest
          * @example {
@@ -6021,6 +6085,55 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_proxies_api_v1_clusters__cluster_id__proxies_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProxyStateRead"][];
                 };
             };
             /** @description No or invalid API token */

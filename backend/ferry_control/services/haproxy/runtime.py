@@ -9,20 +9,30 @@ are not empty are errors (HAProxy answers a successful `set server` with nothing
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 #: Most bytes of an answer read (a `set server` answer is empty; an error is one line).
 ANSWER_BYTES_MAX = 64 * 1024
+#: Most bytes of a `show stat` answer read (a few hundred bytes a server).
+STAT_BYTES_MAX = 4 * 1024 * 1024
+
+
+#: The runtime API's answer for a backend the proxy does not have: a proxy in front of other clusters.
+NO_SUCH_BACKEND = "No such backend."
 
 
 @dataclass(frozen=True)
 class ProxyOutcome:
-    """What one proxy made of the commands: `error` None when every command was taken."""
+    """What one proxy made of the commands: `error` None when every command was taken; `skipped` when the proxy
+    is not in front of the cluster (it has none of its backends)."""
 
     proxy: str
     commands: int
     error: str | None = None
+    skipped: bool = False
 
     @property
     def ok(self) -> bool:
@@ -55,7 +65,7 @@ async def send(proxy: str, commands: Sequence[str], timeout_s: float) -> ProxyOu
             try:
                 writer.write(("; ".join(commands) + "\n").encode())
                 await writer.drain()
-                answer = await reader.read(ANSWER_BYTES_MAX)
+                answer = await _read_all(reader, ANSWER_BYTES_MAX)
             finally:
                 writer.close()
     except TimeoutError:
@@ -63,7 +73,35 @@ async def send(proxy: str, commands: Sequence[str], timeout_s: float) -> ProxyOu
     except (OSError, ValueError) as e:
         return ProxyOutcome(proxy, len(commands), f"cannot reach the admin socket: {e}")
     errors = [line.strip() for line in answer.decode(errors="replace").splitlines() if line.strip()]
+    if errors and all(e == NO_SUCH_BACKEND for e in errors):
+        return ProxyOutcome(proxy, len(commands), skipped=True)
     return ProxyOutcome(proxy, len(commands), "; ".join(errors)[:500] if errors else None)
+
+
+async def stat(proxy: str, timeout_s: float) -> list[dict[str, str]]:
+    """`show stat` as rows (pxname, svname, status, addr, type, …); raises OSError or TimeoutError."""
+    async with asyncio.timeout(timeout_s):
+        if proxy.startswith("/"):
+            reader, writer = await asyncio.open_unix_connection(proxy)
+        else:
+            host, _, port = proxy.rpartition(":")
+            reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+        try:
+            writer.write(b"show stat\n")
+            await writer.drain()
+            answer = await _read_all(reader, STAT_BYTES_MAX)
+        finally:
+            writer.close()
+    return list(csv.DictReader(io.StringIO(answer.decode(errors="replace").lstrip("# "))))
+
+
+async def _read_all(reader: asyncio.StreamReader, limit: int) -> bytes:
+    """The answer until the proxy closes the connection (it does after one command line), at most `limit` bytes."""
+    chunks, size = [], 0
+    while size < limit and (chunk := await reader.read(min(65536, limit - size))):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 async def send_all(proxies: Sequence[str], commands: Sequence[str], timeout_s: float) -> list[ProxyOutcome]:

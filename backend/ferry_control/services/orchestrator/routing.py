@@ -101,6 +101,8 @@ async def _tell(ctx: Any, commands: list[str]) -> None:
     reported = ctx.result.setdefault("proxies", [])
     stale: StaleProxies = ctx.runner.stale_proxies
     for outcome in outcomes:
+        if outcome.skipped:  # not in front of this cluster
+            continue
         reported.append({"proxy": outcome.proxy, "commands": commands, "ok": outcome.ok, "error": outcome.error})
         if outcome.ok:
             stale.pairs.discard((outcome.proxy, ctx.cluster_id))

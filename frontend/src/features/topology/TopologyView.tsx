@@ -12,6 +12,7 @@ import { formatLag } from "../../lib/format";
 import { ClusterAlerts } from "./ClusterAlerts";
 import { connectionState } from "./connectionState";
 import { SkipTransactions } from "./SkipTransactions";
+import { ProxyPanel } from "./ProxyPanel";
 import { TopologyGraph } from "./TopologyGraph";
 
 const KIND_NAMES: Record<Schemas["ServerKind"], string> = { ferry: "ferryd", mariadb: "MariaDB" };
@@ -34,6 +35,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
           <div className="scroll-x">
             <TopologyGraph topology={data} fenced={new Set(fenced.keys())} />
           </div>
+          <ProxyPanel clusterId={clusterId} names={names} />
           <h2>Servers</h2>
           <table className="data" aria-label="Servers">
             <thead>
