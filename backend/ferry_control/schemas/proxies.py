@@ -17,5 +17,7 @@ class ProxyStateRead(BaseModel):
     error: str | None
     writer_addresses: list[str] = Field(description="Where applications write (the writer frontend's addresses).")
     reader_addresses: list[str] = Field(description="Where applications read (the reader frontend's addresses).")
-    writer_server_id: int | None = Field(description="The server writes go to now (None: none, or not one).")
+    writer_server_id: int | None = Field(
+        description="The server writes go to now: the first up in the writer backend (`balance first`); None: none."
+    )
     servers: list[ProxyServerState]

@@ -28,9 +28,9 @@ class ProxyState:
 
     @property
     def writer_server_id(self) -> int | None:
-        """The server the writer frontend sends to: the one UP in the writer backend (None: none, or several)."""
-        up = [i for i, status in self.writer_servers.items() if status.startswith("UP")]
-        return up[0] if len(up) == 1 else None
+        """The server the writer frontend sends to: with `balance first`, the first UP in the backend's order (a
+        cluster with several masters has several UP); None when none is."""
+        return next((i for i, status in self.writer_servers.items() if status.startswith("UP")), None)
 
 
 async def proxy_states(settings: Settings, cluster_id: int) -> list[ProxyState]:

@@ -2403,7 +2403,7 @@ export interface components {
             reader_addresses: string[];
             /**
              * Writer Server Id
-             * @description The server writes go to now (None: none, or not one).
+             * @description The server writes go to now: the first up in the writer backend (`balance first`); None: none.
              */
             writer_server_id: number | null;
             /** Servers */
