@@ -13,15 +13,7 @@ find_haproxy() {
 
 if [ -z "$(find_haproxy)" ]; then
   echo "installing HAProxy from Debian packages…" >&2
-  # The package's maintainer scripts would start the system service; policy-rc.d forbids that while installing.
-  policy=/usr/sbin/policy-rc.d
-  added_policy=""
-  if [ "$(id -u)" = 0 ] && [ ! -e "$policy" ]; then
-    printf '#!/bin/sh\nexit 101\n' > "$policy"
-    chmod +x "$policy"
-    added_policy=1
-  fi
-  trap '[ -n "$added_policy" ] && rm -f "$policy"' EXIT
+  # apt-install.sh keeps the package's system service from starting.
   "$(dirname "$0")/apt-install.sh" haproxy
 fi
 

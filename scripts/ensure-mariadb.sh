@@ -20,15 +20,7 @@ find_program() {
 
 if [ -z "$(find_program mariadbd)" ] || [ -z "$(find_program mariadb-install-db)" ] || [ -z "$(find_program mariadb)" ]; then
   echo "installing MariaDB from Debian packages…" >&2
-  # The package's maintainer scripts would start the system service; policy-rc.d forbids that while installing.
-  policy=/usr/sbin/policy-rc.d
-  added_policy=""
-  if [ "$(id -u)" = 0 ] && [ ! -e "$policy" ]; then
-    printf '#!/bin/sh\nexit 101\n' > "$policy"
-    chmod +x "$policy"
-    added_policy=1
-  fi
-  trap '[ -n "$added_policy" ] && rm -f "$policy"' EXIT
+  # apt-install.sh keeps the package's system service from starting.
   "$(dirname "$0")/apt-install.sh" mariadb-server mariadb-client
 fi
 

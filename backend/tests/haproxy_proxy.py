@@ -13,6 +13,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.helpers import stop_process
+
 WAIT_S = 30.0
 
 
@@ -71,11 +73,6 @@ class Haproxy:
         }
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(WAIT_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            stop_process(self.process, WAIT_S)
         self._log.close()

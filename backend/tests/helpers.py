@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,6 +22,20 @@ from tests.mariadb_cluster import eventually
 
 #: Bound on every wait for a condition in these tests.
 WAIT_S = 60.0
+
+
+def stop_process(process: subprocess.Popen[Any], wait_s: float = WAIT_S) -> None:
+    """Stops a process this test started, by its pid: SIGTERM, then SIGKILL if it has not ended within `wait_s`."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(wait_s)
+
+
 #: Where the load writer's clients count: client c increments row `d<domain>c<c>` of this table, field `n`.
 LOAD_TABLE = "load"
 LOAD_FIELD = "n"

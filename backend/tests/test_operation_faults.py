@@ -37,7 +37,7 @@ from ferry_control.services.tokens import TokenService
 from tests import conftest
 from tests.conftest import TOKEN_PEPPER, LiveFactory, migrated_database
 from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster, FerrydNode
-from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, WebhookReceiver, register, serve
+from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, WebhookReceiver, register, serve, stop_process
 from tests.test_operation_guard import until
 
 BACKEND = Path(__file__).resolve().parents[1]
@@ -115,13 +115,8 @@ class ApiProcess:
         self.process.wait(WAIT_S)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(WAIT_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(WAIT_S)
+        if self.process is not None:
+            stop_process(self.process, WAIT_S)
 
 
 async def killed_after(

@@ -21,7 +21,7 @@ import pytest
 from ferry_control.core.migrate import upgrade
 from tests.conftest import LOOPBACK_WEBHOOKS, SECRET_KEY, TOKEN_PEPPER, Live, LiveFactory
 from tests.ferryd_cluster import NODE_TOKEN, WAIT_S, FerrydCluster, free_port_pair
-from tests.helpers import register
+from tests.helpers import register, stop_process
 from tests.mariadb_cluster import eventually
 
 BACKEND = Path(__file__).resolve().parents[1]
@@ -55,13 +55,7 @@ async def worker_process(
         )
         yield process, line.split()[-1]
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(WAIT_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_process(process, WAIT_S)
         log.close()
 
 

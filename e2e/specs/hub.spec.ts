@@ -3,12 +3,23 @@
 // the hub and server 5, reads the plan per domain in the preview (each server's position in domains 1 and 2, what
 // each replicates from afterwards), types the cluster's name and runs it; the topology redraws with server 5
 // replicating m1 and m2 from the masters and server 3 below it. Then the role goes back the same way, leaving the
-// stack as it was.
+// stack as it was. A move undone because the demo's report lock held server 5 is run again, as an operator would.
 import type { Page } from "@playwright/test";
 import { mariadbCluster } from "../mariadb";
 import { expect, test } from "../fixtures";
 
 async function moveHub(page: Page, clusterName: string, from: string, to: string): Promise<void> {
+  // The demo "report" on server 5 holds a lock on domain 1's table for 8 s of every 20: a move that needs server 5's
+  // SQL thread to stop within the statement bound may run into it and be undone (the servers as they were, the
+  // operation says why). An operator then runs it again; so does this test, a bounded number of times.
+  for (let attempt = 1; ; attempt++) {
+    const outcome = await tryMoveHub(page, clusterName, from, to);
+    if (outcome === "done") return;
+    expect(attempt, `the move was undone ${attempt} times: ${outcome}`).toBeLessThan(4);
+  }
+}
+
+async function tryMoveHub(page: Page, clusterName: string, from: string, to: string): Promise<string> {
   const form = page.getByRole("group", { name: "Switchover" });
   await expect(form).toContainText("choose the source whose role moves");
   const source = form.getByLabel("Source");
@@ -36,8 +47,12 @@ async function moveHub(page: Page, clusterName: string, from: string, to: string
   await expect(candidateRow).toContainText(/1-1-\d+/);
 
   await form.getByLabel(/Type the cluster name/).fill(clusterName);
+  await expect(form.getByRole("alert").filter({ hasText: "undone" })).toHaveCount(0); // no earlier attempt's outcome
   await form.getByRole("button", { name: "Switch over" }).click();
-  await expect(form.getByRole("status").filter({ hasText: "✓ Done." })).toBeVisible({ timeout: 120_000 });
+  const done = form.getByRole("status").filter({ hasText: "✓ Done." });
+  const undone = form.getByRole("alert").filter({ hasText: "undone" });
+  await expect(done.or(undone)).toBeVisible({ timeout: 120_000 });
+  return (await done.isVisible()) ? "done" : (await undone.textContent()) ?? "undone";
 }
 
 test("an operator moves seed-000's hub to a replica and back, reading the plan per domain", async ({ page, signIn, stack }) => {

@@ -33,17 +33,7 @@ class SampleRepository:
         server_id: int | None = None,
         domain_id: int | None = None,
     ) -> Sequence[PositionSample]:
-        statement = (
-            select(PositionSample)
-            .join(Server, Server.id == PositionSample.server_id)
-            .where(
-                Server.cluster_id == cluster_id, PositionSample.sampled_at >= since, PositionSample.sampled_at <= until
-            )
-        )
-        if server_id is not None:
-            statement = statement.where(PositionSample.server_id == server_id)
-        if domain_id is not None:
-            statement = statement.where(PositionSample.domain_id == domain_id)
+        statement = self._position_filter(select(PositionSample), cluster_id, since, until, server_id, domain_id)
         statement = statement.order_by(PositionSample.sampled_at, PositionSample.id).limit(limit)
         return (await self.session.scalars(statement)).all()
 
@@ -102,17 +92,8 @@ class SampleRepository:
         replica_server_id: int | None = None,
         domain_id: int | None = None,
     ) -> Sequence[Row[tuple[LagSample, ReplicationLink]]]:
-        statement = (
-            select(LagSample, ReplicationLink)
-            .join(ReplicationLink, ReplicationLink.id == LagSample.link_id)
-            .where(
-                ReplicationLink.cluster_id == cluster_id, LagSample.sampled_at >= since, LagSample.sampled_at <= until
-            )
-        )
-        if replica_server_id is not None:
-            statement = statement.where(ReplicationLink.replica_server_id == replica_server_id)
-        if domain_id is not None:
-            statement = statement.where(LagSample.domain_id == domain_id)
+        statement = self._lag_filter(select(LagSample, ReplicationLink).select_from(LagSample), cluster_id, since,
+                                     until, replica_server_id, domain_id)  # fmt: skip
         statement = statement.order_by(LagSample.sampled_at, LagSample.id).limit(limit)
         return (await self.session.execute(statement)).all()
 

@@ -116,9 +116,8 @@ class Recorder:
         self, session: AsyncSession, cluster_id: int, cluster_outcomes: Sequence[PollOutcome], *, careful: bool
     ) -> list[ClusterEvent]:
         """Records the cluster's outcomes; `careful`: each server's part in a savepoint of its own, a failure
-        recorded as that server's failed poll (else any failure raises, for the caller to record carefully)."""
-        if not careful:
-            return await self._record_cluster_at_once(session, cluster_id, cluster_outcomes)
+        recorded as that server's failed poll (else one flush for all, any failure raised for the caller to record
+        the cluster again carefully)."""
         servers_repo = ServerRepository(session)
         links_repo = LinkRepository(session)
         samples = SampleRepository(session)
@@ -128,6 +127,9 @@ class Recorder:
         await self._seed_timelines(cluster_id, polled, samples)
         for server_id, outcome in list(polled.items()):
             server = servers[server_id]
+            if not careful:
+                events += self._record_server(server, outcome, servers_repo, samples)
+                continue
             try:
                 async with session.begin_nested():
                     recorded = self._record_server(server, outcome, servers_repo, samples)
@@ -136,9 +138,13 @@ class Recorder:
             except Exception as e:
                 polled[server_id] = await self._unrecordable(session, servers, outcome, e, "its answer")
                 events += await self._record_failed(session, server, polled[server_id], servers_repo, samples)
+        await servers_repo.flush()
         links = list(await links_repo.list_for_cluster(cluster_id))
         for server_id, outcome in list(polled.items()):
             if outcome.status is None:
+                continue
+            if not careful:
+                events += await self._record_links(cluster_id, servers, server_id, outcome, links, links_repo, samples)
                 continue
             try:
                 async with session.begin_nested():
@@ -151,25 +157,6 @@ class Recorder:
                 links[:] = list(await links_repo.list_for_cluster(cluster_id))
                 events += await self._record_failed(session, servers[server_id], polled[server_id], servers_repo,
                                                     samples)  # fmt: skip
-        return events
-
-    async def _record_cluster_at_once(
-        self, session: AsyncSession, cluster_id: int, cluster_outcomes: Sequence[PollOutcome]
-    ) -> list[ClusterEvent]:
-        servers_repo = ServerRepository(session)
-        links_repo = LinkRepository(session)
-        samples = SampleRepository(session)
-        events: list[ClusterEvent] = []
-        servers = {s.id: s for s in await servers_repo.list_for_cluster(cluster_id)}
-        polled = {o.target.server_id: o for o in cluster_outcomes if o.target.server_id in servers}
-        await self._seed_timelines(cluster_id, polled, samples)
-        for server_id, outcome in polled.items():
-            events += self._record_server(servers[server_id], outcome, servers_repo, samples)
-        await servers_repo.flush()
-        links = list(await links_repo.list_for_cluster(cluster_id))
-        for server_id, outcome in polled.items():
-            if outcome.status is not None:
-                events += await self._record_links(cluster_id, servers, server_id, outcome, links, links_repo, samples)
         await session.flush()
         return events
 

@@ -51,23 +51,29 @@ def server_name(server_id: int) -> str:
     return f"s{server_id}"
 
 
+async def _exchange(proxy: str, line: str, limit: int, timeout_s: float) -> bytes:
+    """Sends one command line to the proxy's admin socket and reads the answer until it closes the connection;
+    raises OSError, ValueError (a malformed address) or TimeoutError."""
+    async with asyncio.timeout(timeout_s):
+        if proxy.startswith("/"):
+            reader, writer = await asyncio.open_unix_connection(proxy)
+        else:
+            host, _, port = proxy.rpartition(":")
+            reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+        try:
+            writer.write(line.encode() + b"\n")
+            await writer.drain()
+            return await _read_all(reader, limit)
+        finally:
+            writer.close()
+
+
 async def send(proxy: str, commands: Sequence[str], timeout_s: float) -> ProxyOutcome:
     """Sends `commands` to the proxy's admin socket; never raises for the proxy's sake."""
     if not commands:
         return ProxyOutcome(proxy, 0)
     try:
-        async with asyncio.timeout(timeout_s):
-            if proxy.startswith("/"):
-                reader, writer = await asyncio.open_unix_connection(proxy)
-            else:
-                host, _, port = proxy.rpartition(":")
-                reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
-            try:
-                writer.write(("; ".join(commands) + "\n").encode())
-                await writer.drain()
-                answer = await _read_all(reader, ANSWER_BYTES_MAX)
-            finally:
-                writer.close()
+        answer = await _exchange(proxy, "; ".join(commands), ANSWER_BYTES_MAX, timeout_s)
     except TimeoutError:
         return ProxyOutcome(proxy, len(commands), f"no answer within {timeout_s:g} s")
     except (OSError, ValueError) as e:
@@ -79,19 +85,8 @@ async def send(proxy: str, commands: Sequence[str], timeout_s: float) -> ProxyOu
 
 
 async def stat(proxy: str, timeout_s: float) -> list[dict[str, str]]:
-    """`show stat` as rows (pxname, svname, status, addr, type, …); raises OSError or TimeoutError."""
-    async with asyncio.timeout(timeout_s):
-        if proxy.startswith("/"):
-            reader, writer = await asyncio.open_unix_connection(proxy)
-        else:
-            host, _, port = proxy.rpartition(":")
-            reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
-        try:
-            writer.write(b"show stat\n")
-            await writer.drain()
-            answer = await _read_all(reader, STAT_BYTES_MAX)
-        finally:
-            writer.close()
+    """`show stat` as rows (pxname, svname, status, addr, type, …); raises OSError, ValueError or TimeoutError."""
+    answer = await _exchange(proxy, "show stat", STAT_BYTES_MAX, timeout_s)
     return list(csv.DictReader(io.StringIO(answer.decode(errors="replace").lstrip("# "))))
 
 
