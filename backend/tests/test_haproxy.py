@@ -27,7 +27,9 @@ def free_port() -> int:
     return free_port_pair()[0]
 
 
-async def rendered(live: Live, cluster_id: int, api: str, socket_path: Path, **params: str) -> tuple[str, str, str]:
+async def rendered(
+    live: Live, cluster_id: int, api: str, socket_path: Path | str, **params: str
+) -> tuple[str, str, str]:
     """The cluster's configuration with the writer and reader on free ports; returns it and the two addresses."""
     writer, reader = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
     answer = await live.client.get(f"/api/v1/clusters/{cluster_id}/haproxy-config", params={
@@ -71,6 +73,10 @@ async def test_the_rendered_configuration_passes_haproxy_check_and_refuses_a_lin
         assert live.tokens.viewer not in config, "no secret in the file"
         for server_id in ids.values():
             assert f"server s{server_id} " in config
+        tcp, _, _ = await rendered(live, cluster_id, "http://127.0.0.1:8000", "0.0.0.0:9999")
+        assert "stats socket ipv4@0.0.0.0:9999 level admin" in tcp, "a TCP admin socket, for a proxy in a container"
+        checked_tcp = Haproxy(tmp_path / "tcp", tcp, live.tokens.viewer).check()
+        assert checked_tcp.returncode == 0, checked_tcp.stdout + checked_tcp.stderr
         for name, value in (("writer_bind", "127.0.0.1:1\nlisten evil"), ("admin_socket", "/tmp/x\n  stats"),
                             ("ferry_address", "host:99999")):  # fmt: skip
             refused = await live.client.get(f"/api/v1/clusters/{cluster_id}/haproxy-config", params={name: value})

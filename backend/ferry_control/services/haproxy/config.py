@@ -55,9 +55,23 @@ def check_address(value: str, what: str) -> str:
 
 
 def check_socket_path(value: str) -> str:
+    """An admin socket: an absolute path (a unix socket), or host:port (a TCP socket, for a proxy Ferry reaches over
+    a private network — a container's, say)."""
+    if ADDRESS.match(value):
+        return check_address(value, "admin_socket")
     if not SOCKET_PATH.match(value) or ".." in value.split("/"):
-        raise ValueError(f"admin_socket: {value!r} is not an absolute path of letters, digits, '_', '.', '-', '/'")
+        raise ValueError(
+            f"admin_socket: {value!r} is neither host:port nor an absolute path of letters, digits, '_', '.', '-', '/'"
+        )
     return value
+
+
+def socket_line(value: str) -> str:
+    if value.startswith("/"):
+        return f"    stats socket {value} mode 600 level admin"
+    host, _, port = value.rpartition(":")
+    family = "ipv6" if host.startswith("[") else "ipv4"
+    return f"    stats socket {family}@{host.strip('[]')}:{port} level admin"
 
 
 def render(cluster_id: int, cluster_name: str, servers: Sequence[ProxiedServer], layout: ProxyLayout) -> str:
@@ -92,7 +106,7 @@ def render(cluster_id: int, cluster_name: str, servers: Sequence[ProxiedServer],
         f"# HAProxy for Ferry's cluster {safe_name} (id {cluster_id}), rendered {datetime.now(UTC):%Y-%m-%d %H:%M}Z.",
         f"# The role checks need {TOKEN_VARIABLE} (a viewer API token) in HAProxy's environment.",
         "global",
-        f"    stats socket {layout.admin_socket} mode 600 level admin",
+        socket_line(layout.admin_socket),
         "",
         "defaults",
         "    mode tcp",
