@@ -21,6 +21,7 @@ from tests.ferryd_cluster import WAIT_S, FerrydCluster, free_port_pair
 from tests.haproxy_proxy import Haproxy
 from tests.helpers import register, serve
 from tests.mariadb_cluster import eventually
+from tests.test_ferryctl import ferryctl
 
 
 def free_port() -> int:
@@ -192,3 +193,26 @@ async def test_a_failover_with_the_proxy_unreachable_completes_reports_it_and_th
             await eventually("the proxy to send writes to the new master",
                              lambda: proxy.stat(backend).get(f"s{new_id}") == "UP")  # fmt: skip
             assert await write_through(writer, "after") == new_master.server_id
+
+
+async def test_ferryctl_renders_the_configuration_and_shows_the_proxies(
+    live_app: LiveFactory, ferryd: FerrydCluster, tmp_path: Path
+) -> None:
+    socket_path = tmp_path / "admin.sock"
+    async with live_app(haproxy_admin_sockets=[str(socket_path)]) as live:
+        cluster_id, _ = await register(live.client, ferryd, name="orders")
+        async with serve(live.app) as url:
+            out = tmp_path / "orders.cfg"
+            rendered_run = await ferryctl(tmp_path, "haproxy-config", "orders", "--writer-bind", "127.0.0.1:3400",
+                                          "--admin-socket", str(socket_path), "--out", str(out), url=url,
+                                          token=live.tokens.viewer)  # fmt: skip
+            assert rendered_run.code == 0, rendered_run.err
+            config = out.read_text()
+            assert "bind 127.0.0.1:3400" in config and f"addr 127.0.0.1 port {url.rsplit(':', 1)[1]}" in config
+            checked = Haproxy(tmp_path / "checked", config, live.tokens.viewer).check()
+            assert checked.returncode == 0, checked.stdout + checked.stderr
+            shown = await ferryctl(tmp_path, "proxies", "orders", "--output", "json", url=url, token=live.tokens.viewer)
+            assert shown.code == 0, shown.err
+            [proxy] = shown.json()["proxies"]
+            assert proxy["proxy"] == str(socket_path) and proxy["reachable"] is False, "nothing listens there yet"
+        assert cluster_id == shown.json()["cluster"]["id"]

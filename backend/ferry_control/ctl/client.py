@@ -38,11 +38,10 @@ class Client:
     def close(self) -> None:
         self._http.close()
 
-    def request(
+    def _send(
         self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
-    ) -> Any:  # fmt: skip
-        """`path` below /api/v1; returns the decoded JSON body (None for 204)."""
+    ) -> httpx.Response:  # fmt: skip
         try:
             response = self._http.request(method, API + path, json=json, params=params, headers=headers)
         except httpx.TimeoutException:
@@ -51,6 +50,14 @@ class Client:
             raise CtlError(f"cannot reach the API at {self.url}: {e}", ExitCode.unreachable) from None
         if response.status_code >= 400:
             raise _api_error(response)
+        return response
+
+    def request(
+        self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:  # fmt: skip
+        """`path` below /api/v1; returns the decoded JSON body (None for 204)."""
+        response = self._send(method, path, json=json, params=params, headers=headers)
         if response.status_code == 204 or not response.content:
             return None
         try:
@@ -59,6 +66,10 @@ class Client:
             raise CtlError(
                 f"the answer from {self.url}{API}{path} is not JSON (is this Ferry's API?)", ExitCode.error
             ) from None
+
+    def text(self, path: str, **params: Any) -> str:
+        """A GET whose answer is text (a rendered configuration)."""
+        return self._send("GET", path, params={k: v for k, v in params.items() if v is not None} or None).text
 
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params={k: v for k, v in params.items() if v is not None} or None)

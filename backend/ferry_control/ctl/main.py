@@ -17,6 +17,7 @@ from ferry_control.ctl.commands.discover import discover
 from ferry_control.ctl.commands.drills import drills
 from ferry_control.ctl.commands.moves import ack_failover, failover, switchover
 from ferry_control.ctl.commands.operations import operations
+from ferry_control.ctl.commands.proxies import haproxy_config, proxies
 from ferry_control.ctl.commands.servers import servers
 from ferry_control.ctl.commands.skip import skip
 from ferry_control.ctl.commands.status import status
@@ -105,6 +106,8 @@ for command in (
     drills,
     operations,
     tokens,
+    haproxy_config,
+    proxies,
 ):
     cli.add_command(command)
 
