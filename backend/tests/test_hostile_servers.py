@@ -96,10 +96,13 @@ async def liars(client: httpx.AsyncClient, answers: dict[str, Answer]) -> AsyncI
     assert response.status_code == 201, response.text
     cluster_id = response.json()["id"]
     ids = {}
+    taken: set[int] = set()  # nothing listens on a liar's protocol port: the system may hand it out again
     async with AsyncExitStack() as stack:
         for index, (name, answer) in enumerate(answers.items()):
             url = await stack.enter_async_context(serving(FakeNode(answer)))
-            protocol_port, _ = free_port_pair()
+            taken.add(int(url.rsplit(":", 1)[1]))
+            protocol_port = next(p for p, _ in iter(free_port_pair, None) if p not in taken)
+            taken.add(protocol_port)
             response = await client.post(
                 f"/api/v1/clusters/{cluster_id}/servers",
                 json={"name": f"liar-{index}", "host": "127.0.0.1", "protocol_port": protocol_port,
