@@ -39,7 +39,7 @@ BACKEND = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BACKEND))
 
 from bench.fleet import fleet  # noqa: E402
-from bench.measure import cpu_s, quantile  # noqa: E402
+from bench.measure import cpu_s, process_cpu_s, quantile  # noqa: E402
 from sqlalchemy import select  # noqa: E402
 from sqlalchemy.ext.asyncio import create_async_engine  # noqa: E402
 
@@ -178,12 +178,6 @@ async def main() -> None:
             }
         )
     )
-
-
-def process_cpu_s(pid: int) -> float:
-    """User plus system CPU seconds of a process, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def shared_by_instances(

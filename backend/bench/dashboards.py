@@ -35,7 +35,7 @@ BACKEND = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BACKEND))
 
 import httpx  # noqa: E402
-from bench.measure import quantile  # noqa: E402
+from bench.measure import process_cpu_s, quantile  # noqa: E402
 
 from ferry_control.core.migrate import upgrade  # noqa: E402
 from tests.ferryd_cluster import NODE_TOKEN, REPO_ROOT, WAIT_S, FerrydCluster, free_port_pair  # noqa: E402
@@ -96,12 +96,6 @@ async def hold_streams(port: int, token: str, cluster_id: int, count: int) -> No
 
 
 # -- the benchmark -----------------------------------------------------------------------------------------------
-
-
-def process_cpu_s(pid: int) -> float:
-    """User plus system CPU seconds of a process, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[str]:
