@@ -1,5 +1,5 @@
 """What the benchmarks share to measure: quantiles of a sample, this process's and another's CPU time, and the
-that make up the write-unavailability window."""
+switchover steps that make up the write-unavailability window."""
 
 from __future__ import annotations
 
