@@ -126,23 +126,31 @@ def _unexpected(error: Exception) -> Exception | None:
     return None if isinstance(error, expected) else error
 
 
-class EventRelay:
-    def __init__(self, database_url: str, bus: EventBus, instance_id: str, metrics: Metrics):
-        self._conninfo = libpq_conninfo(database_url)
+class OutboxRelay:
+    """What both relays share (this one, and the SQLite one of event_relay_db.py): every event published on this
+    process's bus queued in a bounded outbox (the oldest dropped when full) for a sender task, a listener task
+    delivering the other processes' events, and stopping with `STOP_FLUSH_S` for what is still queued. Subclasses
+    give the two loops and the name of who is on the other side (for the log)."""
+
+    peers = "processes"
+
+    def __init__(self, bus: EventBus, instance_id: str, metrics: Metrics, sender_name: str, listener_name: str):
         self._bus = bus
         self.instance_id = instance_id
         self._metrics = metrics
         self._outbox: asyncio.Queue[ClusterEvent] = asyncio.Queue(OUTBOX_EVENTS_MAX)
-        #: Number of the next notification this instance sends (numbers each origin's notifications in order).
+        #: Number of the next payload this process sends (numbers each origin's payloads in order).
         self._seq = 0
-        self._sender = BackgroundTask(self._send_forever, "ferry-event-relay-sender")
-        self._listener = BackgroundTask(self._listen_forever, "ferry-event-relay-listener")
-        #: Whether the listening connection is up (other instances' events arrive).
+        self._sender = BackgroundTask(self._send_forever, sender_name)
+        self._listener = BackgroundTask(self._listen_forever, listener_name)
+        #: Whether the other processes' events arrive.
         self.listening = False
-        #: The sender's connection, opened when first needed and replaced when it fails.
-        self._sender_connection: psycopg.AsyncConnection[Any] | None = None
 
-    # -- lifecycle -------------------------------------------------------------------------------------------
+    async def _send_forever(self) -> None:
+        raise NotImplementedError
+
+    async def _listen_forever(self) -> None:
+        raise NotImplementedError
 
     @property
     def running(self) -> bool:
@@ -160,7 +168,8 @@ class EventRelay:
             async with asyncio.timeout(STOP_FLUSH_S):
                 await self._outbox.join()
         except TimeoutError:
-            log.warning("stopping: %d cluster events were not relayed to the other instances", self._outbox.qsize())
+            log.warning("stopping: %d cluster events were not relayed to the other %s", self._outbox.qsize(),
+                        self.peers)  # fmt: skip
         await self._listener.stop()
         await self._sender.stop()
         self._set_listening(False)
@@ -169,16 +178,26 @@ class EventRelay:
         self.listening = listening
         self._metrics.event_relay_listening.set(1 if listening else 0)
 
+    def _enqueue(self, event: ClusterEvent) -> None:
+        if dropped := put_dropping_oldest(self._outbox, event):
+            self._metrics.event_relay_events.labels("dropped").inc(dropped)
+
+
+class EventRelay(OutboxRelay):
+    peers = "instances"
+
+    def __init__(self, database_url: str, bus: EventBus, instance_id: str, metrics: Metrics):
+        super().__init__(bus, instance_id, metrics, "ferry-event-relay-sender", "ferry-event-relay-listener")
+        self._conninfo = libpq_conninfo(database_url)
+        #: The sender's connection, opened when first needed and replaced when it fails.
+        self._sender_connection: psycopg.AsyncConnection[Any] | None = None
+
     async def _connect(self, application_name: str) -> psycopg.AsyncConnection[Any]:
         return await psycopg.AsyncConnection.connect(
             self._conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name=application_name
         )
 
     # -- out -------------------------------------------------------------------------------------------------
-
-    def _enqueue(self, event: ClusterEvent) -> None:
-        if dropped := put_dropping_oldest(self._outbox, event):
-            self._metrics.event_relay_events.labels("dropped").inc(dropped)
 
     async def _send_forever(self) -> None:
         backoff_s = RECONNECT_BACKOFF_S_MIN

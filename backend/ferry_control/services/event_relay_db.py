@@ -12,12 +12,11 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from ferry_control.core.background import BackgroundTask
 from ferry_control.core.db import session_scope
 from ferry_control.core.metrics import Metrics
 from ferry_control.repositories.coordination import RelayedEventRepository
-from ferry_control.services.event_bus import ClusterEvent, EventBus, put_dropping_oldest
-from ferry_control.services.event_relay import OUTBOX_EVENTS_MAX, SEND_BATCH_EVENTS_MAX, pack, unpack
+from ferry_control.services.event_bus import EventBus
+from ferry_control.services.event_relay import SEND_BATCH_EVENTS_MAX, OutboxRelay, pack, unpack
 
 log = logging.getLogger(__name__)
 
@@ -31,44 +30,12 @@ RELAY_KEEP_S = 120.0
 FORGET_EVERY_S = 30.0
 
 
-class DatabaseEventRelay:
+class DatabaseEventRelay(OutboxRelay):
     def __init__(
         self, sessionmaker: async_sessionmaker[AsyncSession], bus: EventBus, instance_id: str, metrics: Metrics
     ):
+        super().__init__(bus, instance_id, metrics, "ferry-event-relay-writer", "ferry-event-relay-reader")
         self._sessionmaker = sessionmaker
-        self._bus = bus
-        self.instance_id = instance_id
-        self._metrics = metrics
-        self._outbox: asyncio.Queue[ClusterEvent] = asyncio.Queue(OUTBOX_EVENTS_MAX)
-        self._seq = 0
-        self._sender = BackgroundTask(self._send_forever, "ferry-event-relay-writer")
-        self._listener = BackgroundTask(self._read_forever, "ferry-event-relay-reader")
-        #: Whether the last read of relayed rows succeeded.
-        self.listening = False
-
-    @property
-    def running(self) -> bool:
-        return self._sender.running and self._listener.running
-
-    def start(self) -> None:
-        self._bus.forward = self._enqueue
-        self._sender.start()
-        self._listener.start()
-
-    async def stop(self) -> None:
-        self._bus.forward = None
-        try:
-            async with asyncio.timeout(2.0):
-                await self._outbox.join()
-        except TimeoutError:
-            log.warning("stopping: %d cluster events were not relayed to the other processes", self._outbox.qsize())
-        await self._listener.stop()
-        await self._sender.stop()
-        self.listening = False
-
-    def _enqueue(self, event: ClusterEvent) -> None:
-        if dropped := put_dropping_oldest(self._outbox, event):
-            self._metrics.event_relay_events.labels("dropped").inc(dropped)
 
     async def _send_forever(self) -> None:
         while True:
@@ -90,7 +57,7 @@ class DatabaseEventRelay:
                 for _ in batch:
                     self._outbox.task_done()
 
-    async def _read_forever(self) -> None:
+    async def _listen_forever(self) -> None:
         last_id: int | None = None
         forget_at = 0.0
         loop = asyncio.get_running_loop()
