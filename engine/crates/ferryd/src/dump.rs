@@ -192,9 +192,12 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
             let ack = wants_acks && i == last;
             let frame = send(Response::ReplTxn { file: file.clone(), end_offset, events: txn.raw, ack });
             writer.write_all(&frame).await?;
+            if i == last {
+                // The tail of a frame can wait in the writer's buffer: the batch is sent once the kernel has it.
+                writer.flush().await?;
+            }
             registration.sent(gtid, &file, end_offset, bytes);
         }
-        writer.flush().await?;
     }
 }
 
