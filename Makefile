@@ -1,7 +1,7 @@
 # Ferry — the two commands:
 #   make up    build and start the local stack (no Docker): three ferryd nodes and a demo workload, and beside them
-#              the seed-000 MariaDB cluster (two masters, a multi-source replica, a delayed replica; FERRY_MARIADB_SEED000=0 leaves it out)
-#              (FERRY_STACK=mariadb make up: MariaDB clusters instead, a star and seed-000, with a load writer)
+#              the two-master MariaDB cluster `seed000` (two masters, a multi-source replica, a delayed replica; FERRY_MARIADB_SEED000=0 leaves it out)
+#              (FERRY_STACK=mariadb make up: MariaDB clusters instead, a star and seed000 (the two-master shape), with a load writer)
 #   make test  install what is missing and run every test suite
 # Both install what they need; see README.md.
 
@@ -11,8 +11,8 @@ SHELL := /bin/bash
 .PHONY: help up down test test-engine test-python test-backend test-frontend test-e2e python-module engine-debug lint-engine bench-commit
 
 help:
-	@echo "make up      build and start three ferryd nodes and a demo workload, and the seed-000 MariaDB cluster (make down stops them)"
-	@echo "FERRY_STACK=mariadb make up   the same with MariaDB 10.11: a three-server cluster and seed-000, with a load writer"
+	@echo "make up      build and start three ferryd nodes and a demo workload, and the two-master MariaDB cluster `seed000` (make down stops them)"
+	@echo "FERRY_STACK=mariadb make up   the same with MariaDB 10.11: a three-server cluster and seed000, with a load writer"
 	@echo "make test    run every test suite (engine lint, unit, property, fuzz-corpus, integration, recovery; Python module; backend; frontend; end-to-end)"
 	@echo "make bench-commit   the commit benchmark matrix of docs/benchmarks.md"
 

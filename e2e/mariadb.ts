@@ -1,4 +1,4 @@
-// The seed-000 MariaDB cluster the stack started (scripts/mariadb_cluster.py): its servers as cluster.json describes
+// The two-master MariaDB cluster `seed000` the stack started (scripts/mariadb_cluster.py): its servers as cluster.json describes
 // them, and SQL run as root over a server's unix socket with Debian's `mariadb` client (to set up what a spec needs
 // on the servers themselves, e.g. a row only one replica has).
 import { execFileSync } from "node:child_process";

@@ -26,7 +26,7 @@ export interface Stack {
   cluster_name: string;
   node_token: string;
   nodes: StackNode[];
-  /** With FERRY_MARIADB_SEED000=1 (the end-to-end suite): the seed-000 MariaDB cluster. */
+  /** With FERRY_MARIADB_SEED000=1 (the end-to-end suite): the two-master MariaDB cluster `seed000`. */
   mariadb_clusters?: StackMariadbCluster[];
 }
 

@@ -14,7 +14,7 @@ Which servers are written: those that answer `@@read_only = 0`, looked up again 
 error, so a switchover (the old master read-only, a replica promoted) moves the writes with it. Each transaction
 inserts one row into app.load_d<domain> in GTID domain <domain>: with `--domains`, every writable server rotates
 through those domains (SET SESSION gtid_domain_id, which the workload user may: BINLOG REPLAY); without, each
-server writes in its own default domain (seed-000: master 1 in domain 1, master 2 in domain 2). One table per
+server writes in its own default domain (seed000: master 1 in domain 1, master 2 in domain 2). One table per
 domain, so the masters of a multi-source replica never write the same rows.
 
 The rate (transactions per second, over all servers) follows a sine between --rate-min and --rate-max over

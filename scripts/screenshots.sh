@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The operator's guide's pictures (docs/screenshots/guide-*.png, shown in docs/operator-guide.md), taken by Playwright
 # in Debian's Chromium from the running `make up` stack (.run/stack.json): e2e/specs/guide.spec.ts walks the tour and
-# checks what each picture shows. Needs the stack up with seed-000 (plain `make up` starts it). When the ferryd
+# checks what each picture shows. Needs the stack up with seed000 (plain `make up` starts it). When the ferryd
 # cluster has had no drill yet it runs one (rotation, switched back) so the histories have something to show; the
 # switchover is only previewed. Arguments go to `playwright test`.
 set -euo pipefail

@@ -11,7 +11,7 @@
 # (scripts/mariadb_cluster.py, shape star: server 1 the master, 2 and 3 read-only replicas) written to by
 # scripts/mariadb_load.py in domains 1-3 at a varying rate, registered with its logins and discovered from its
 # master by `cli register` as the cluster "mariadb". FERRY_MARIADB_SEED000=1 (the default with FERRY_STACK=mariadb,
-# and possible beside the ferryd stack too: the end-to-end suite does that) adds the seed-000 shape as the cluster
+# and possible beside the ferryd stack too: the end-to-end suite does that) adds the two-master shape as the cluster
 # "seed000": masters 1 and 2 writing in domains 1 and 2, server 3 a multi-source replica of both (connections m1,
 # m2), servers 4 and 5 replicas of server 3; discovered from server 3. MariaDB's data is disposable: `stop` stops
 # each mariadbd by pid and removes its directories (and the MariaDB stack's control plane database).
@@ -29,16 +29,16 @@
 #
 # Environment (defaults are what `make up` uses):
 #   FERRY_STACK            ferryd or mariadb                                       (ferryd)
-#   FERRY_MARIADB_SEED000  1: also the seed-000 MariaDB cluster     (1 with mariadb, else 0; scripts/up.sh makes it 1)
-#   FERRY_MARIADB_DELAY_S  seed-000's server 4 a delayed replica by this much, so lag shows
+#   FERRY_MARIADB_SEED000  1: also the two-master MariaDB cluster `seed000`     (1 with mariadb, else 0; scripts/up.sh makes it 1)
+#   FERRY_MARIADB_DELAY_S  seed000's server 4 a delayed replica by this much, so lag shows
 #                          (30 with mariadb, else 0; scripts/up.sh and the end-to-end suite make it 30)
-#   FERRY_MARIADB_REPORT_LOCK_S  seed-000's server 5 applies in parallel and a demo "report" holds a read lock on
+#   FERRY_MARIADB_REPORT_LOCK_S  seed000's server 5 applies in parallel and a demo "report" holds a read lock on
 #                          domain 1's table there this long of every 20 s, so that domain's lag climbs and drains
 #                          while domain 2 keeps applying (0: off; 8 with mariadb, else 0; scripts/up.sh and the
 #                          end-to-end suite make it 8)
 #   FERRY_RUN_DIR          state: data, logs, pids, tokens                       (.run)
 #   FERRY_PORT_BASE        node N listens on BASE+N, its admin API on BASE+100+N  (7300)
-#   FERRY_MARIADB_PORT_BASE  star server N on BASE+10+N, seed-000 server N on BASE+20+N   (3300)
+#   FERRY_MARIADB_PORT_BASE  star server N on BASE+10+N, seed000 server N on BASE+20+N   (3300)
 #   FERRY_API_PORT         the API's port                                         (8000)
 #   FERRY_BIN_DIR          where ferryd and ferry-bench are                       (engine/target/release)
 #   FERRY_STACK_DATABASE_URL  the API's database     (unset: embedded SQLite in FERRY_RUN_DIR, one file per stack)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The end-to-end suite (e2e/): Playwright in Debian's Chromium (installed from Debian's packages when absent)
-# against a real stack started by scripts/stack.sh — three ferryd nodes, the demo workload, the seed-000 MariaDB
+# against a real stack started by scripts/stack.sh — three ferryd nodes, the demo workload, the two-master MariaDB
 # cluster with its load writer (Debian's mariadb-server, installed by scripts/ensure-mariadb.sh when absent), the API
 # on a throwaway PostgreSQL (scripts/ensure-postgres.sh) serving the built dashboard — all stopped afterwards.
 # Arguments go to `playwright test` (e.g. a spec file). FERRY_E2E_SCREENSHOTS=1 writes docs/screenshots/*.png.
@@ -33,7 +33,7 @@ export FERRY_RUN_DIR="$work/stack"
 export FERRY_BIN_DIR=${FERRY_BIN_DIR:-$root/engine/target/debug}
 export FERRY_PORT_BASE=${FERRY_E2E_PORT_BASE:-27300}
 export FERRY_API_PORT=${FERRY_E2E_API_PORT:-28000}
-# The seed-000 MariaDB cluster beside the ferryd nodes, on ports 23321-23325, as `make up` starts it: server 4 a
+# The two-master MariaDB cluster `seed000` beside the ferryd nodes, on ports 23321-23325, as `make up` starts it: server 4 a
 # replica delayed by FERRY_MARIADB_DELAY_S, 30 s (specs/mariadb.spec.ts, specs/demo.spec.ts).
 export FERRY_STACK=ferryd FERRY_MARIADB_SEED000=1 FERRY_MARIADB_DELAY_S=${FERRY_MARIADB_DELAY_S:-30} \
   FERRY_MARIADB_REPORT_LOCK_S=${FERRY_MARIADB_REPORT_LOCK_S:-8}

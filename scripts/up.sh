@@ -5,7 +5,7 @@
 # (.run/control.sqlite3) serving the dashboard, the nodes registered as cluster "local". Prints the URL and a
 # fresh admin token. State lives in .run/; `make down` stops it all. FERRY_API_PORT (default 8000) moves the API.
 #
-# Beside the ferryd nodes, the seed-000 shape on real MariaDB 10.11 as the cluster "seed000" (Debian's mariadb-server,
+# Beside the ferryd nodes, the two-master shape on real MariaDB 10.11 as the cluster "seed000" (Debian's mariadb-server,
 # installed when absent by scripts/ensure-mariadb.sh; SQL ports 3321-3325): masters 1 and 2 writing in domains 1 and
 # 2, server 3 a multi-source replica of both, servers 4 and 5 replicas of it, server 4 delayed by
 # FERRY_MARIADB_DELAY_S (30 s) so lag in seconds shows, server 5 applying in parallel while a demo "report" holds
@@ -15,7 +15,7 @@
 #
 # FERRY_STACK=mariadb: MariaDB instead of ferryd (Debian's mariadb-server, installed when absent by
 # scripts/ensure-mariadb.sh): the three-server cluster "mariadb" (server 1 the master, 2 and 3 read-only replicas,
-# SQL ports 3311-3313) and the seed-000 cluster "seed000" (ports 3321-3325; FERRY_MARIADB_SEED000=0 leaves it out;
+# SQL ports 3311-3313) and the two-master cluster "seed000" (ports 3321-3325; FERRY_MARIADB_SEED000=0 leaves it out;
 # its server 4 a replica delayed by FERRY_MARIADB_DELAY_S, 30 s, so lag shows), each with a load writer at a varying
 # rate, registered with their logins and discovered (scripts/stack.sh). The
 # control plane's database is then .run/control-mariadb.sqlite3, so the two stacks' clusters stay apart.

@@ -1,4 +1,4 @@
-"""Benchmarks of operations on seed 000's shape on real MariaDB 10.11 (scripts/mariadb_cluster.py, shape seed000:
+"""Benchmarks of operations on the two-master shape on real MariaDB 10.11 (scripts/mariadb_cluster.py, shape seed000:
 masters 1 and 2 writing domains 1 and 2, server 3 a multi-source hub over `m1` and `m2`, servers 4 and 5 below it).
 
     .venv/bin/python backend/bench/mariadb_topologies.py hub-switchover [--switchovers 10] [--rate 200]

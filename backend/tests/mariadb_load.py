@@ -132,7 +132,7 @@ class MariadbLoadWriter:
     sends it looking for the one server with read_only off. Every attempt ends acknowledged (counted), refused
     (nothing written) or unknown (the connection broke with the statement in flight).
 
-    With `masters` (domain → server number: seed 000's two masters), each client writes to its domain's master
+    With `masters` (domain → server number: the two-master shape's masters), each client writes to its domain's master
     only, never looking elsewhere: a refusal there is counted as refused.
 
     `start()`, `pause()` (returns once no statement is in flight), `resume()`, `stop()` → the ledger."""

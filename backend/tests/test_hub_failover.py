@@ -1,4 +1,4 @@
-"""A lost intermediate master (orchestrator's DeadIntermediateMaster). On real MariaDB 10.11, seed 000's shape: the
+"""A lost intermediate master (orchestrator's DeadIntermediateMaster). On real MariaDB 10.11, the two-master shape: the
 hub (server 3) is SIGKILLed under load in both domains while server 4 is ahead in domain 1 and server 5 in domain
 2; the failover monitor confirms the loss (the replicas lost it, its masters no longer send to it) and re-homes
 both: the new hub takes `m1` and `m2` to the masters from its own positions, gets what it lacks from them, and the

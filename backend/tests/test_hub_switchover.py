@@ -1,4 +1,4 @@
-"""Planned switchover of an intermediate master on real MariaDB 10.11, seed 000's shape (masters 1 and 2 writing
+"""Planned switchover of an intermediate master on real MariaDB 10.11, the two-master shape (masters 1 and 2 writing
 domains 1 and 2, server 3 a multi-source replica of both over `m1` and `m2`, servers 4 and 5 below it): server 3's
 role goes to server 5 and back, round after round, under load in both domains. Each time the new hub replicates
 `m1` from master 1 and `m2` from master 2 under the same names, the old hub and the other replica replicate from it
@@ -163,7 +163,7 @@ async def test_killing_the_api_at_each_step_of_a_hub_switchover_leaves_one_hub(
     fault_database: str, mariadb_factory: Callable[..., MariadbCluster], tmp_path: Path
 ) -> None:
     """The API SIGKILLed after each move in turn, then started again: its reconciler undoes the switchover (before
-    the candidate took the hub's connections) or completes it (after), and the seed-000 shape stands, with one
+    the candidate took the hub's connections) or completes it (after), and the two-master shape stands, with one
     hub, under writes in both domains."""
     cluster = mariadb_factory(5, shape="seed000")
     settings = app_settings(fault_database)

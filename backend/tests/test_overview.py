@@ -109,7 +109,7 @@ def test_maintenance_stopped_replication_unknown_replicas_and_two_masters_of_one
 
 
 def test_several_masters_each_the_origin_of_its_own_domains_are_a_shape_not_a_fault() -> None:
-    """Seed 000: masters 1 and 2 write domains 1 and 2, server 3 replicates from both, 4 and 5 from it."""
+    """The two-master shape: masters 1 and 2 write domains 1 and 2, server 3 replicates from both, 4 and 5 from it."""
     nodes = [
         node(1, "s1", "master", gtid_current_pos="1-1-50"),
         node(2, "s2", "master", gtid_current_pos="2-2-40"),

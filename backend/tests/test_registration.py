@@ -1,4 +1,4 @@
-"""`cli register` against a real seed-000 MariaDB cluster (scripts/mariadb_cluster.py) and a real database: the cluster
+"""`cli register` against a real two-master MariaDB cluster (scripts/mariadb_cluster.py) and a real database: the cluster
 is registered with its logins (write-only: read back as `*_set` flags only) and discovered from its multi-source
 replica — both masters, found from the replica's connections, and both replicas below it, all of kind mariadb; a
 collector cycle then reads each server's version; a second run replaces the logins and changes nothing else; a wrong
@@ -88,7 +88,7 @@ async def test_register_discovers_seed000_from_the_multi_source_replica(
         for node in topology["nodes"]:
             assert node["kind"] == "mariadb"
             assert node["version"].startswith("10.11."), node
-            # The seed-000 cluster runs with sync_binlog=0: each server's replicas may get ahead of its binlog.
+            # The two-master cluster runs with sync_binlog=0: each server's replicas may get ahead of its binlog.
             assert node["replicas_may_be_ahead"] is True, node
         roles = {node["protocol_port"]: node["role"] for node in topology["nodes"]}
         assert roles == {

@@ -1,4 +1,4 @@
-// What `make up` shows beside the ferryd cluster, read from the rendered page: the seed-000 shape on MariaDB
+// What `make up` shows beside the ferryd cluster, read from the rendered page: the two-master shape on MariaDB
 // (scripts/stack.sh; the end-to-end suite starts it as `make up` does, server 4 delayed by FERRY_MARIADB_DELAY_S).
 // The multi-source replica's lane interleaves domains 1 and 2 while each master's holds its own domain, and each
 // master's lane says that its interleaving differs from the replica's; the delayed replica's line in the lag chart
@@ -39,7 +39,7 @@ async function peakSeconds(chart: Locator, seriesLabel: string): Promise<number 
   return ((zero.y - highest) / (zero.y - top.y)) * top.value;
 }
 
-test("seed-000: the multi-source replica interleaves unlike each master, and the delayed replica lags by seconds", async ({
+test("seed000: the multi-source replica interleaves unlike each master, and the delayed replica lags by seconds", async ({
   page,
   signIn,
   stack,

@@ -1,6 +1,6 @@
 // The tour of docs/operator-guide.md, page by page, checking what the guide says each picture shows; with
 // FERRY_E2E_SCREENSHOTS=1 it writes the guide's pictures (docs/screenshots/guide-*.png). scripts/screenshots.sh runs it
-// against the `make up` stack, so the pictures show what `make up` starts: the ferryd cluster and seed-000 on MariaDB.
+// against the `make up` stack, so the pictures show what `make up` starts: the ferryd cluster and seed000 on MariaDB.
 // The histories need data: a drill (rotation, switched back) and a switchover are run through the API when the
 // ferryd cluster has had none yet. The switchover dialog itself is only previewed (a dry run).
 import { mariadbCluster } from "../mariadb";
@@ -11,7 +11,7 @@ interface Run {
   state: string;
 }
 
-test("the operator's guide tour: overview, seed-000's topology, positions, interleavings and lag, a switchover preview, drills, operations", async ({
+test("the operator's guide tour: overview, seed000's topology, positions, interleavings and lag, a switchover preview, drills, operations", async ({
   page,
   signIn,
   stack,
@@ -61,7 +61,7 @@ test("the operator's guide tour: overview, seed-000's topology, positions, inter
   await expect(page.getByRole("link", { name: "seed000", exact: true })).toBeVisible();
   await picture("guide-overview");
 
-  // Topology of seed-000: two masters, the multi-source replica's connections m1 and m2, the delayed replica seconds behind.
+  // Topology of seed000: two masters, the multi-source replica's connections m1 and m2, the delayed replica seconds behind.
   await page.goto(`/clusters/${seed.id}/topology`);
   await expect(page.getByRole("heading", { level: 1, name: "seed000" })).toBeVisible();
   const connections = page.getByRole("table", { name: "Replication connections" });

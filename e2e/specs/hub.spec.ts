@@ -1,4 +1,4 @@
-// Seed 000's intermediate master moved through the UI, as an operator does it: on the seed000 cluster (two masters,
+// The two-master shape's intermediate master moved through the UI, as an operator does it: on the seed000 cluster (two masters,
 // server 3 a multi-source hub, servers 4 and 5 below it) the switchover form asks for the source; the operator picks
 // the hub and server 5, reads the plan per domain in the preview (each server's position in domains 1 and 2, what
 // each replicates from afterwards), types the cluster's name and runs it; the topology redraws with server 5
@@ -67,7 +67,7 @@ async function tryMoveHub(page: Page, seed: MariadbCluster, from: string, to: st
   return (await done.isVisible()) ? "done" : (await undone.textContent()) ?? "undone";
 }
 
-test("an operator moves seed-000's hub to a replica and back, reading the plan per domain", async ({ page, signIn, stack }) => {
+test("an operator moves seed000's hub to a replica and back, reading the plan per domain", async ({ page, signIn, stack }) => {
   const seed = mariadbCluster(stack, "seed000");
   const [m1, m2, hub, candidate] = [1, 2, 3, 5].map((n) => seed.server(n).address);
   await signIn("operator");

@@ -1,4 +1,4 @@
-// The seed-000 shape on real MariaDB 10.11 (started and registered by scripts/test-e2e.sh, written to by its load
+// The two-master shape on real MariaDB 10.11 (started and registered by scripts/test-e2e.sh, written to by its load
 // writer): masters 1 and 2 in domains 1 and 2, server 3 a multi-source replica of both, servers 4 and 5 below it.
 // The multi-source replica's positions show both domains; its binlog interleaves them while each master's holds
 // its own domain only, and the interleavings view shows that (the replica's lane alternates between the domains,

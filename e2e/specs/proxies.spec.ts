@@ -1,5 +1,5 @@
-// HAProxy in front of seed-000, as the stack starts it: the topology page says where applications write and read
-// through the proxy, and that writes go to one of seed-000's masters, as the proxy's admin socket reports it.
+// HAProxy in front of seed000, as the stack starts it: the topology page says where applications write and read
+// through the proxy, and that writes go to one of seed000's masters, as the proxy's admin socket reports it.
 import { mariadbCluster } from "../mariadb";
 import { expect, test } from "../fixtures";
 

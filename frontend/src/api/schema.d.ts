@@ -1589,7 +1589,7 @@ export interface components {
             switch_back: boolean;
             /**
              * Source Server Id
-             * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (seed 000's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
+             * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
              */
             source_server_id?: number | null;
             /**
@@ -1701,7 +1701,7 @@ export interface components {
             switch_back: boolean;
             /**
              * Source Server Id
-             * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (seed 000's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
+             * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
              */
             source_server_id?: number | null;
             /**
@@ -1772,7 +1772,7 @@ export interface components {
             switch_back: boolean;
             /**
              * Source Server Id
-             * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (seed 000's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
+             * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
              */
             source_server_id?: number | null;
             /** Webhook Url */
@@ -1816,7 +1816,7 @@ export interface components {
             switch_back?: boolean | null;
             /**
              * Source Server Id
-             * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (seed 000's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
+             * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
              */
             source_server_id?: number | null;
             /** Webhook Url */
@@ -1873,7 +1873,7 @@ export interface components {
             candidate_server_id?: number | null;
             /**
              * Source Server Id
-             * @description The master to replace, in a cluster of several (seed 000: two); unset: the only master, or of several the only one lost. The candidate is one of its direct replicas; a multi-source candidate keeps its connections to the other masters.
+             * @description The master to replace, in a cluster of several (the two-master shape: two); unset: the only master, or of several the only one lost. The candidate is one of its direct replicas; a multi-source candidate keeps its connections to the other masters.
              */
             source_server_id?: number | null;
         };

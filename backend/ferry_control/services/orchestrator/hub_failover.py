@@ -1,5 +1,5 @@
 """Failover of a lost intermediate master (orchestrator's DeadIntermediateMaster): a hub — a server with incoming
-connections of its own and replicas below it, seed 000's server 3 — no longer answers.
+connections of its own and replicas below it, the two-master shape's server 3 — no longer answers.
 
 Confirmed like a lost master (`failover.confirm_master_lost`: no replica still replicates from it; when automatic, a
 replica says it lost it) and, besides, by its own masters: none of them still sends to it. Its incoming connections

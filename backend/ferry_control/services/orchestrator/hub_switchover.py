@@ -1,5 +1,5 @@
 """Planned switchover of an intermediate master (a hub: a server with incoming connections of its own and replicas
-below it — seed 000's server 3, a multi-source replica of masters 1 and 2 with servers 4 and 5 below it).
+below it — the two-master shape's server 3, a multi-source replica of masters 1 and 2 with servers 4 and 5 below it).
 
 The masters above keep taking writes throughout; nothing is made read-only. The hub's incoming connections stop, so
 its position H stands still; the candidate (one of its replicas) applies up to H in every domain; it then takes over
@@ -37,7 +37,7 @@ def _settings(value: dict[str, Any] | None) -> ConnectionSettings | None:
 def switch_plan(snapshot: ClusterSnapshot, source: ServerView, link: Link, others: list[Link]) -> dict[str, Any]:
     """A switchover of `source` (a master, or an intermediate master) to `link.replica`, per domain, before anything
     moves: every involved server's position per domain now, who lends each domain up to which GTID, and what each
-    server replicates from afterwards (the dry run shows it, seed 000's figure live)."""
+    server replicates from afterwards (the dry run shows it, the two-master shape's figure live)."""
     candidate = link.replica
     incoming = snapshot.links_of(source.info.id)
     kept = [c for c in snapshot.links_of(candidate.info.id) if c.master.info.id != source.info.id]

@@ -199,7 +199,7 @@ class ClusterSnapshot:
 
     def roots(self) -> list[ServerView]:
         """Servers others replicate from that replicate from no registered server themselves (each the origin of
-        its domains; seed 000 has two), by id."""
+        its domains; the two-master shape has two), by id."""
         links = self.links()
         replicating = {link.replica.info.id for link in links}
         return [self.by_id[i] for i in sorted({link.master.info.id for link in links} - replicating)]

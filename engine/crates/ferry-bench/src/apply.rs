@@ -1,4 +1,4 @@
-//! `ferry-bench apply`: seed 001's multi-threaded replica benchmark at our scale, self-contained. A master gets
+//! `ferry-bench apply`: the multi-threaded replica benchmark (docs/background.md) at our scale, self-contained. A master gets
 //! `--tables` tables of `--rows` rows, then `--txns` single-row increments spread over the tables from 64
 //! clients — one domain per table (variant `domains`) or everything in domain 0 (variant `one-domain`, where
 //! only the master's commit ids carry parallelism). For each mode and worker count a fresh replica (durability

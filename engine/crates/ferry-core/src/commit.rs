@@ -8,7 +8,7 @@
 //!
 //! For comparison, [`CommitMode::PerTxnFsync`] makes every transaction its own group, and
 //! [`CommitMode::NaiveScheduling`] keeps grouped fsyncs but lets each thread apply its own store part after
-//! the previous one signals it (seed 002's "naive" thread scheduling).
+//! the previous one signals it (the "naive" thread scheduling of docs/background.md).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -432,7 +432,7 @@ mod tests {
         assert!(!pos("0-1-10").is_ahead_of(&pos("0-1-9,1-2-5")));
         assert!(pos("0-1-10").is_ahead_of(&pos("0-7-10")));
         assert!(pos("").is_ahead_of(&pos("")));
-        // Seed 000: server 4 at (A4,B3) is ahead of server 5 at (A3,B3), not the other way round.
+        // The two-master shape (docs/background.md): server 4 at (A4,B3) is ahead of server 5 at (A3,B3), not the other way round.
         let s4 = pos("1-1-4,2-2-3");
         let s5 = pos("1-1-3,2-2-3");
         assert!(s4.is_ahead_of(&s5) && !s5.is_ahead_of(&s4));

@@ -1,4 +1,4 @@
-//! The five-server scenario of seed 000 ("MariaDB global transaction ID", the multi-source example), on real
+//! The five-server two-master shape (docs/background.md: the multi-source example), on real
 //! nodes: servers 1 and 2 are masters of domains 1 and 2; server 3 replicates from both and is the master of
 //! servers 4 and 5. Each domain keeps its order everywhere while the interleaving of the domains differs from
 //! server to server; a replica moves to another master by GTID with no duplicate and no gap; and after both

@@ -1,5 +1,5 @@
 // Tests of the interleavings alignment: lanes oldest first, labels, GTID positions across lanes, domain order and
-// differing interleavings (the figure of seed 000: each domain's order kept, the interleaving differs).
+// differing interleavings (the two-master shape's figure, docs/background.md: each domain's order kept, the interleaving differs).
 import { describe, expect, it } from "vitest";
 import type { Schemas } from "../../api/client";
 import { alignLanes, compareInterleaving, keepsDomainOrder, sameSharedOrder } from "./align";

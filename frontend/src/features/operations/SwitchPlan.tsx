@@ -1,6 +1,6 @@
 // The plan of a switchover of an intermediate master, per domain, as its dry run reports it: which source is
 // replaced and by which candidate, every involved server's position in each domain now, who lends each domain up to
-// which GTID, and what each server replicates from afterwards — seed 000's figure, live.
+// which GTID, and what each server replicates from afterwards — the two-master shape's figure, live.
 import type { Operation } from "./operationFacts";
 
 interface Plan {

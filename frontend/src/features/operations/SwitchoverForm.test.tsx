@@ -133,7 +133,7 @@ describe("switchover through the UI", () => {
   });
 });
 
-describe("switchover of an intermediate master (seed 000's shape)", () => {
+describe("switchover of an intermediate master (the two-master shape)", () => {
   const node = (id: number, role: "master" | "intermediate" | "replica") => ({
     ...TOPOLOGY.nodes[0]!, server_id: id, name: `s${id}`, role, read_only: role !== "master",
   });
