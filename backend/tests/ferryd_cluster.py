@@ -41,6 +41,13 @@ def _protocol_helper() -> ModuleType:
 protocol = _protocol_helper()
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def free_port_pair(offset: int = ADMIN_PORT_OFFSET) -> tuple[int, int]:
     """A free loopback port P with P + offset free too (the node binds both right after; a clash is retried)."""
     for _ in range(100):

@@ -4,17 +4,14 @@ least-privilege user, and condition waits with a deadline and a message naming w
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
-import inspect
 import sys
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
 
 from ferry_control.drivers.mariadb import MariadbCredentials, MariadbDriver, MariadbDriverConfig
+from tests.waiting import eventually, wait_until  # noqa: F401 (the MariaDB tests import them from here)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Bound on every condition the MariaDB tests wait for.
@@ -51,30 +48,3 @@ def driver_config(cluster: MariadbCluster, **overrides: object) -> MariadbDriver
 
 def driver(cluster: MariadbCluster, number: int, **overrides: object) -> MariadbDriver:  # type: ignore[valid-type]
     return MariadbDriver(cluster.server(number).address, driver_config(cluster, **overrides))
-
-
-def wait_until(what: str, check: Callable[[], T | None], timeout_s: float = WAIT_S) -> T:
-    """Calls `check` until it returns something truthy (returned), failing after `timeout_s` with `what`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last: {result!r})")
-        time.sleep(0.02)
-
-
-async def eventually(what: str, check: Callable[[], T | None | Awaitable[T | None]], timeout_s: float = WAIT_S) -> T:
-    """Like `wait_until` inside a test's event loop: `check` may be a coroutine function, and the loop runs between
-    two checks."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = check()
-        if inspect.isawaitable(result):
-            result = await result
-        if result:
-            return result  # type: ignore[return-value]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last: {result!r})")
-        await asyncio.sleep(0.02)

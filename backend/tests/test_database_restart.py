@@ -17,6 +17,7 @@ from ferry_control.core.migrate import upgrade
 from tests.conftest import LiveFactory, create_database
 from tests.ferryd_cluster import REPO_ROOT, FerrydCluster
 from tests.helpers import WAIT_S, register
+from tests.waiting import eventually
 
 POSTGRES = REPO_ROOT / "scripts" / "ensure-postgres.sh"
 
@@ -41,15 +42,6 @@ def private_postgres() -> Iterator[tuple[Path, str]]:
         subprocess.run(["rm", "-rf", str(directory)], check=False)
 
 
-async def until(condition: Callable[[], object], what: str) -> None:
-    try:
-        async with asyncio.timeout(WAIT_S):
-            while not await condition() if asyncio.iscoroutinefunction(condition) else not condition():
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"waited {WAIT_S} s for {what}") from None
-
-
 async def test_the_collector_resumes_after_postgresql_restarts(
     live_app: LiveFactory,
     ferryd_factory: Callable[..., FerrydCluster],
@@ -71,14 +63,15 @@ async def test_the_collector_resumes_after_postgresql_restarts(
         async def seen_before() -> bool:
             return await master_position() == before
 
-        await until(seen_before, "the collector to record the first write")
+        await eventually("the collector to record the first write", seen_before, WAIT_S)
 
         caplog.set_level(logging.WARNING, logger="ferry_control")
         await asyncio.to_thread(postgres, "stop", directory)
         failed = ("collector cycle failed", "could not take or renew the collector's lease")
-        await until(
-            lambda: any(any(f in r.getMessage() for f in failed) for r in caplog.records),
+        await eventually(
             "the collector to notice the database is gone",
+            lambda: any(any(f in r.getMessage() for f in failed) for r in caplog.records),
+            WAIT_S,
         )
         after = ferryd.write(1, domains=(1,))
         await asyncio.to_thread(postgres, "start", directory)
@@ -86,5 +79,5 @@ async def test_the_collector_resumes_after_postgresql_restarts(
         async def seen_after() -> bool:
             return await master_position() == after
 
-        await until(seen_after, "the collector to record the write made while the database was down")
+        await eventually("the collector to record the write made while the database was down", seen_after, WAIT_S)
         assert collector.running, "the same collector loop, never restarted"

@@ -5,10 +5,8 @@ made read-only outside an operation, a stopped replica, an unreachable server.""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import socket
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,8 +15,9 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import LiveFactory
-from tests.ferryd_cluster import REPO_ROOT, FerrydCluster
+from tests.ferryd_cluster import REPO_ROOT, FerrydCluster, free_port
 from tests.helpers import WAIT_S, finished, register, run_operation, writable_master
+from tests.waiting import eventually
 
 DASHBOARD = REPO_ROOT / "deploy" / "grafana" / "ferry-dashboard.json"
 ALERTS = REPO_ROOT / "deploy" / "prometheus" / "ferry-alerts.yml"
@@ -100,12 +99,6 @@ def test_the_dashboard_and_the_rules_parse_and_are_complete() -> None:
         assert metric in exprs, f"no alert on {metric}"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def scrape(client: httpx.AsyncClient) -> Series:
     """/metrics through the app, with the client's API token (it is token-protected)."""
     response = await client.get("/metrics")
@@ -124,13 +117,11 @@ def value(series: Series, name: str, **labels: str) -> float | None:
 
 
 async def until_scraped(client: httpx.AsyncClient, what: str, condition: Callable[[Series], bool]) -> Series:
-    try:
-        async with asyncio.timeout(WAIT_S):
-            while not condition(series := await scrape(client)):
-                await asyncio.sleep(0.05)
-            return series
-    except TimeoutError:
-        raise AssertionError(f"waited {WAIT_S} s for /metrics to show {what}") from None
+    async def scraped() -> Series | None:
+        series = await scrape(client)
+        return series if condition(series) else None
+
+    return await eventually(f"/metrics to show {what}", scraped, WAIT_S)
 
 
 async def test_every_metric_and_label_named_exists_in_metrics(

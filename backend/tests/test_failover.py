@@ -34,21 +34,13 @@ from tests.helpers import (
     topology,
     writable_master,
 )
+from tests.waiting import eventually
 
 #: On every node, so the promoted one keeps the guarantee (a replica's apply never waits for semi-sync: only its
 #: own clients' commits do).
 SEMI_SYNC = ("--durability", "local+network", "--semi-sync-replicas", "1", "--semi-sync-timeout-ms", "60000")
 POLL_INTERVAL_S = 0.2
 DETECTION_POLLS = 3
-
-
-async def wait_for(condition: Callable[[], object], what: str) -> None:
-    try:
-        async with asyncio.timeout(WAIT_S):
-            while not await asyncio.to_thread(condition):
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"waited {WAIT_S} s for {what}") from None
 
 
 async def observed(client: httpx.AsyncClient, cluster_id: int, server_id: int, what: str,
@@ -115,9 +107,19 @@ async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
         cluster_id, ids = await register(live.client, ferryd, auto_failover=True)
         writer = await LoadWriter.start(ferryd.nodes, clients=8, domains=4)
         try:
-            await wait_for(lambda: len(old.status()["gtid_binlog_pos"].split(",")) == 4, "writes in 4 domains")
+            await eventually(
+                "writes in 4 domains",
+                lambda: len(old.status()["gtid_binlog_pos"].split(",")) == 4,
+                WAIT_S,
+                in_thread=True,
+            )
             lagging.post("/v1/replication/main/stop", {})  # so exactly one replica is the most advanced
-            await wait_for(lambda: old.status()["gtid_binlog_pos"] != lagging.status()["gtid_binlog_pos"], "lag")
+            await eventually(
+                "lag",
+                lambda: old.status()["gtid_binlog_pos"] != lagging.status()["gtid_binlog_pos"],
+                WAIT_S,
+                in_thread=True,
+            )
             # The collector's first poll of the master may come after any fixed moment: kill it only once the
             # control plane has observed it writing in every domain (what the failover report is built from).
             seen = await observed(
@@ -181,7 +183,7 @@ async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
 
         # The old master comes back writable (as ferryd starts): the monitor fences it, and nobody repoints it.
         old.start(same_ports=True)
-        await wait_for(lambda: old.status()["read_only"], "the old master fenced")
+        await eventually("the old master fenced", lambda: old.status()["read_only"], WAIT_S, in_thread=True)
         server = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids['master']}")).json()
         assert server["fenced"] and "failover operation" in server["fence_reason"]
         assert old.status()["replication"] == []
@@ -238,7 +240,7 @@ async def test_manual_failover_levels_the_best_replica_from_its_peer(
         newest = dict(g.split("-", 1) for g in position.split(","))
         first.post("/v1/replication/main/start", {"until": f"1-{newest['1']}"})
         second.post("/v1/replication/main/start", {"until": f"2-{newest['2']}"})
-        await wait_for(until_reached_both(first, second), "both replicas at their UNTIL")
+        await eventually("both replicas at their UNTIL", until_reached_both(first, second), WAIT_S, in_thread=True)
         await live.app.state.collector.run_cycle()  # the lost report uses the last poll of the old master
         old.kill()
         started = time.monotonic()

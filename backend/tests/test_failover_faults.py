@@ -18,19 +18,11 @@ from tests.conftest import Live, LiveFactory
 from tests.fault_proxy import FaultProxy, Mode
 from tests.ferryd_cluster import FerrydCluster, FerrydNode
 from tests.helpers import WAIT_S, finished, serve, step, writable_master
+from tests.waiting import eventually
 
 DETECTION_POLLS = 2
 #: Each poll's bound; the delay mode holds every chunk longer than that.
 POLL_TIMEOUT_S = 1.0
-
-
-async def wait_until(condition: Callable[[], bool], what: str) -> None:
-    try:
-        async with asyncio.timeout(WAIT_S):
-            while not await asyncio.to_thread(condition):
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"waited {WAIT_S} s for {what}") from None
 
 
 def through(replica: FerrydNode, master_address: str) -> None:
@@ -126,7 +118,12 @@ async def test_failover_when_the_replicas_lose_the_master_too_and_the_old_master
         admin.set(Mode.blackhole)
         stream.set(Mode.cut)
         for replica in (ferryd.replica1, ferryd.replica2):
-            await wait_until(lambda r=replica: lost_master(r), f"server {replica.server_id} losing the master")
+            await eventually(
+                f"server {replica.server_id} losing the master",
+                lambda r=replica: lost_master(r),
+                WAIT_S,
+                in_thread=True,
+            )
         for _ in range(DETECTION_POLLS):
             await collector.run_cycle()
         started = await monitor.check()
@@ -212,9 +209,11 @@ async def test_a_master_that_answers_but_reports_a_failure_is_made_read_only_bef
         new = writable_master([ferryd.replica1, ferryd.replica2])
         other = ferryd.replica2 if new is ferryd.replica1 else ferryd.replica1
         assert new.status()["gtid_current_pos"] == position
-        await wait_until(
-            lambda: [(c["name"], c["master"]) for c in other.status()["replication"]] == [("main", new.listen)],
+        await eventually(
             "the other replica following the new master",
+            lambda: [(c["name"], c["master"]) for c in other.status()["replication"]] == [("main", new.listen)],
+            WAIT_S,
+            in_thread=True,
         )
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,9 @@ import pytest
 from ferry_control.ctl import config
 from ferry_control.ctl.errors import CtlError, ExitCode
 from tests.conftest import LiveFactory
-from tests.ferryd_cluster import FerrydCluster
+from tests.ferryd_cluster import FerrydCluster, free_port
 from tests.helpers import WAIT_S, connection, register, serve, stop_on_strict_mode, writable_master
+from tests.waiting import eventually
 
 FERRYCTL = Path(sys.executable).with_name("ferryctl")
 
@@ -58,22 +58,6 @@ async def ferryctl(tmp_path: Path, *args: str, url: str | None = None, token: st
     return run
 
 
-async def until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
-    try:
-        async with asyncio.timeout(WAIT_S):
-            while not await condition():
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"waited {WAIT_S} s for {what}") from None
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on (bound, then closed)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_status_then_switchover_with_wait(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], tmp_path: Path
 ) -> None:
@@ -89,7 +73,7 @@ async def test_status_then_switchover_with_wait(
             cells = [row["cells"].get(str(d), {}).get("gtid") for row in matrix["rows"] for d in (1, 2)]
             return len(matrix["rows"]) == 3 and all(cells) and len(edges) == 2
 
-        await until(positions_known, "the collector to store every server's position and both links")
+        await eventually("the collector to store every server's position and both links", positions_known, WAIT_S)
         async with serve(live.app) as url:
             run = await ferryctl(tmp_path, "status", "orders", "--output", "json", url=url, token=live.tokens.viewer)
             assert run.code == ExitCode.ok, run.err

@@ -17,15 +17,11 @@ from ferry_control.core.db import session_scope
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient, Increment
 from ferry_control.models import Server
 from tests.conftest import Live, LiveFactory
-from tests.ferryd_cluster import WAIT_S, FerrydCluster, free_port_pair
+from tests.ferryd_cluster import WAIT_S, FerrydCluster, free_port
 from tests.haproxy_proxy import Haproxy
 from tests.helpers import register, serve
 from tests.mariadb_cluster import eventually
 from tests.test_ferryctl import ferryctl
-
-
-def free_port() -> int:
-    return free_port_pair()[0]
 
 
 async def rendered(

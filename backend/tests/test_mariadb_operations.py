@@ -554,9 +554,9 @@ async def test_on_a_parallel_replica_the_skip_names_the_transaction_that_failed_
 async def test_a_skip_on_a_multi_source_replica_pauses_its_other_connection_for_the_moment_of_the_skip(
     mariadb_factory: Callable[..., MariadbCluster],
 ) -> None:
-    """The two-master shape's server 3 replicates master 1 (connection m1, domain 1) and master 2 (m2, domain 2). m1 stops on a
-    duplicate key; MariaDB takes the new gtid_slave_pos only with every connection stopped, so m2 is stopped for
-    that moment and started again — and keeps replicating domain 2 from where it was."""
+    """The two-master shape's hub, server 3, replicates master 1 (connection m1, domain 1) and master 2 (m2,
+    domain 2). m1 stops on a duplicate key; MariaDB takes the new gtid_slave_pos only with every connection stopped,
+    so m2 is stopped for that moment and started again — and keeps replicating domain 2 from where it was."""
     cluster = mariadb_factory(5, shape="seed000")
     cluster.sql(1, "CREATE TABLE app.m1 (id INT PRIMARY KEY);")
     cluster.sql(2, "CREATE TABLE app.m2 (id INT PRIMARY KEY);")

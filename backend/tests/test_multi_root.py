@@ -1,6 +1,6 @@
-"""A cluster of several masters (the two-master shape on real MariaDB 10.11: masters 1 and 2 writing domains 1 and 2, server 3 a
-multi-source replica of both over `m1` and `m2`, servers 4 and 5 below it) is a shape Ferry operates, not a fault:
-when master 1 is SIGKILLed, the failover monitor — watching every master — fails it over on its own: server 3
+"""A cluster of several masters (the two-master shape, real MariaDB 10.11: masters 1 and 2 writing domains 1 and 2,
+server 3 a multi-source replica of both over `m1` and `m2`, servers 4 and 5 below it) is a shape Ferry operates, not a
+fault: when master 1 is SIGKILLed, the failover monitor — watching every master — fails it over on its own: server 3
 becomes writable for domain 1 and keeps replicating domain 2 from master 2 over `m2`; servers 4 and 5 are untouched
 and receive server 3's new domain-1 writes; with semi-sync between masters and server 3, no acknowledged domain-1
 transaction is lost."""

@@ -38,7 +38,7 @@ from tests import conftest
 from tests.conftest import TOKEN_PEPPER, LiveFactory, migrated_database
 from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster, FerrydNode
 from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, WebhookReceiver, register, serve, stop_process
-from tests.test_operation_guard import until
+from tests.waiting import eventually
 
 BACKEND = Path(__file__).resolve().parents[1]
 #: The switchover's steps once its preflight passed, each a point the API is killed after.
@@ -105,7 +105,7 @@ class ApiProcess:
             except httpx.HTTPError:
                 return False
 
-        await until(healthy, "the API process to answer")
+        await eventually("the API process to answer", healthy, WAIT_S)
         return self.base_url
 
     def kill(self) -> None:
@@ -137,7 +137,7 @@ async def killed_after(
             steps = operation["steps"]
             return bool(steps) and steps[-1]["name"] == point and steps[-1]["state"] != "running"
 
-        await until(paused_after_point, f"the operation to pause after {point}")
+        await eventually(f"the operation to pause after {point}", paused_after_point, WAIT_S)
     api.kill()
     base = await api.start()
     client = httpx.AsyncClient(base_url=base, headers=headers, timeout=WAIT_S)
@@ -146,7 +146,7 @@ async def killed_after(
         operation = (await client.get(url)).json()
         return operation if operation["state"] != "running" else None
 
-    return await until(reconciled, f"the operation killed after {point} to be reconciled"), client
+    return await eventually(f"the operation killed after {point} to be reconciled", reconciled, WAIT_S), client
 
 
 @pytest.fixture
@@ -225,7 +225,9 @@ async def test_killing_the_api_at_each_step_of_a_switchover_ends_with_one_master
                     "undone:" if point in UNDONE_AFTER else "completed:"
                 )
                 assert any(line.startswith(said) for line in report["done"]), (point, report)
-                new_master = await until(lambda: one_master_followed(nodes), f"one master followed after {point}")
+                new_master = await eventually(
+                    f"one master followed after {point}", lambda: one_master_followed(nodes), WAIT_S
+                )
                 assert new_master is expected, (point, new_master.server_id, report)
                 topology = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
                 alerts = [a for a in topology["alerts"] if a["kind"] == "operation_interrupted"]
@@ -396,6 +398,6 @@ async def test_a_failover_left_running_after_its_promotion_is_completed(
                 (ferryd.replica1.listen, True, "connected")
             ]
 
-        await until(follows, "replica2 to follow the promoted replica1")
+        await eventually("replica2 to follow the promoted replica1", follows, WAIT_S)
         gtid = ferryd.replica1.increment("after", "k", domain=1)
         ferryd.replica2.wait_for(gtid)

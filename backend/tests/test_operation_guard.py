@@ -8,7 +8,6 @@ undo after the promotion began, and in a repoint operation."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,24 +23,10 @@ from ferry_control.services.orchestrator import actions, switchover
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster, FerrydNode
 from tests.helpers import WAIT_S, register, run_operation, step, topology, writable_master
+from tests.waiting import eventually
 
 #: Parallel apply settings given to a replica's connection, to be kept through repoints.
 PARALLEL = {"mode": "conservative", "workers": 4, "domain_workers_max": 2}
-
-
-async def until(predicate: Callable[[], Any], what: str) -> Any:
-    """Waits until `predicate()` (a value, or an awaitable of one) is truthy; returns it."""
-    try:
-        async with asyncio.timeout(WAIT_S):
-            while True:
-                result = predicate()
-                if inspect.isawaitable(result):
-                    result = await result
-                if result:
-                    return result
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"waited {WAIT_S} s for {what}") from None
 
 
 class Gate:
@@ -310,7 +295,7 @@ async def test_a_switchover_cancelled_after_the_promotion_is_rolled_forward(
                 shape[n.server_id][1] == [("main", new_master.listen, True)] for n in (ferryd.master, ferryd.replica2)
             )
 
-        await until(followed, "every server to follow the new master")
+        await eventually("every server to follow the new master", followed, WAIT_S)
         assert writable_master(ferryd.nodes) is new_master
         assert topology(ferryd.nodes)[ferryd.master.server_id][0] is True, "the old master stays read-only"
 
@@ -366,9 +351,10 @@ async def test_a_failover_stopped_while_leveling_removes_its_temporary_connectio
         newest = dict(g.split("-", 1) for g in position.split(","))
         first.post("/v1/replication/main/start", {"until": f"1-{newest['1']}"})
         second.post("/v1/replication/main/start", {"until": f"2-{newest['2']}"})
-        await until(
-            lambda: all(n.status()["replication"][0]["sql_state"] == "until_reached" for n in (first, second)),
+        await eventually(
             "both replicas at their UNTIL",
+            lambda: all(n.status()["replication"][0]["sql_state"] == "until_reached" for n in (first, second)),
+            WAIT_S,
         )
         old.kill()
         operation = await run_operation(live.app, live.client, cluster_id, "failover", {})

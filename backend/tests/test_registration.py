@@ -1,5 +1,5 @@
-"""`cli register` against a real two-master MariaDB cluster (scripts/mariadb_cluster.py) and a real database: the cluster
-is registered with its logins (write-only: read back as `*_set` flags only) and discovered from its multi-source
+"""`cli register` against a real two-master MariaDB cluster (scripts/mariadb_cluster.py) and a real database: the
+cluster is registered with its logins (write-only: read back as `*_set` flags only) and discovered from its multi-source
 replica — both masters, found from the replica's connections, and both replicas below it, all of kind mariadb; a
 collector cycle then reads each server's version; a second run replaces the logins and changes nothing else; a wrong
 password fails naming the seed, and registers nothing."""

@@ -1,4 +1,4 @@
-"""Repoint in any shape, on the two-master shape's MariaDB servers (masters 1 and 2, hub 3 over `m1` and `m2`, 4 and 5 below
+"""Repoint in any shape, on the two-master shape's servers (masters 1 and 2, hub 3 over `m1` and `m2`, 4 and 5 below
 it): moving server 4 under server 5 while server 5 is behind it in domain 1 levels server 5 from server 4 first,
 then moves server 4, nothing lost; the same with server 5 writable is refused naming the domain and the GTIDs; a
 move that would leave server 4 without domain 2, or make a loop directly or through another server, is refused and

@@ -7,7 +7,6 @@ that lost its connection listens again."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
@@ -42,6 +41,7 @@ from tests.conftest import TOKEN_PEPPER, Tokens, empty_database
 from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster
 from tests.helpers import register, serve
 from tests.test_collector import sse_events
+from tests.waiting import eventually
 
 #: Bound on every wait for a condition in these tests.
 WAIT_S = 30.0
@@ -52,19 +52,6 @@ T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 
 def seconds(s: float) -> timedelta:
     return timedelta(seconds=s)
-
-
-async def until(predicate: Callable[[], bool | Awaitable[bool]], what: str) -> None:
-    """Waits until `predicate()` (a bool, or an awaitable of one) is true."""
-    try:
-        async with asyncio.timeout(WAIT_S):
-            while True:
-                result = predicate()
-                if await result if inspect.isawaitable(result) else result:
-                    return
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"waited {WAIT_S} s for {what}") from None
 
 
 # -- the lease, unit-level on both databases --------------------------------------------------------------------
@@ -262,9 +249,9 @@ async def has_role(instance: Instance, role: str, leader: Instance | None = None
 
 async def leader_and_standby(instances: Instances) -> tuple[Instance, Instance]:
     leader = await instances()
-    await until(lambda: has_role(leader, "leader"), "the first instance to lead")
+    await eventually("the first instance to lead", lambda: has_role(leader, "leader"), WAIT_S)
     standby = await instances()
-    await until(lambda: has_role(standby, "standby", leader), "the second instance to stand by")
+    await eventually("the second instance to stand by", lambda: has_role(standby, "standby", leader), WAIT_S)
     return leader, standby
 
 
@@ -295,9 +282,9 @@ async def test_one_of_two_instances_collects_and_a_standby_takes_over_when_it_st
     gtid = ferryd.master.increment("leases", "k", domain=5)
     ferryd.converge()
     every_server = sorted(ids.values())
-    await until(lambda: sampled(leader, gtid, every_server), "each server's sample of the write")
+    await eventually("each server's sample of the write", lambda: sampled(leader, gtid, every_server), WAIT_S)
     cycles = leader.app.state.collector.cycles
-    await until(lambda: leader.app.state.collector.cycles >= cycles + 5, "five more cycles of the leader")
+    await eventually("five more cycles of the leader", lambda: leader.app.state.collector.cycles >= cycles + 5, WAIT_S)
     assert await samples_of(standby, gtid) == every_server, "one sample row per server for the change"
     async with standby.app.state.sessionmaker() as session:
         repeated = await session.scalar(
@@ -315,13 +302,13 @@ async def test_one_of_two_instances_collects_and_a_standby_takes_over_when_it_st
     async with standby.app.state.sessionmaker() as session:
         lease = await LeaseRepository(session).get(COLLECTOR_LEASE)
     assert lease is not None and lease.holder in (None, standby.instance_id), "given back on a clean stop"
-    await until(lambda: has_role(standby, "leader"), "the standby to take over")
+    await eventually("the standby to take over", lambda: has_role(standby, "leader"), WAIT_S)
     assert (await standby.collector_health())["leader_instance_id"] == standby.instance_id
     assert await leader.metric("ferry_control_collector_leader ") == "ferry_control_collector_leader 0.0"
 
     after = ferryd.master.increment("leases", "k", domain=5)
     ferryd.converge()
-    await until(lambda: sampled(standby, after, every_server), "the new leader to record the next write")
+    await eventually("the new leader to record the next write", lambda: sampled(standby, after, every_server), WAIT_S)
 
 
 async def test_a_standby_takes_over_once_a_dead_leaders_lease_lapsed(
@@ -335,7 +322,7 @@ async def test_a_standby_takes_over_once_a_dead_leaders_lease_lapsed(
         assert await LeaseRepository(session).acquire(COLLECTOR_LEASE, "dead-instance", WAIT_S * 10, datetime.now(UTC))
 
     instance = await instances()
-    await until(lambda: instance.app.state.collector.lease.holder is not None, "the first attempt")
+    await eventually("the first attempt", lambda: instance.app.state.collector.lease.holder is not None, WAIT_S)
     health = await instance.collector_health()
     assert (health["role"], health["leader_instance_id"]) == ("standby", "dead-instance")
     assert health["last_cycle_at"] is None, "a standby does not poll"
@@ -345,7 +332,7 @@ async def test_a_standby_takes_over_once_a_dead_leaders_lease_lapsed(
         assert lease is not None and lease.holder == "dead-instance"
         lapses_at = lease.expires_at = datetime.now(UTC)
     await engine.dispose()
-    await until(lambda: has_role(instance, "leader"), "the standby to take the lapsed lease")
+    await eventually("the standby to take the lapsed lease", lambda: has_role(instance, "leader"), WAIT_S)
     assert datetime.now(UTC) >= lapses_at
     assert (await instance.collector_health())["leader_instance_id"] == instance.instance_id
 
@@ -354,7 +341,7 @@ async def test_an_sse_client_of_the_standby_sees_the_leaders_events(
     instances: Instances, ferryd: FerrydCluster
 ) -> None:
     leader, standby = await leader_and_standby(instances)
-    await until(lambda: standby.app.state.relay.listening, "the standby to listen")
+    await eventually("the standby to listen", lambda: standby.app.state.relay.listening, WAIT_S)
     async with leader.client() as client:
         cluster_id, ids = await register(client, ferryd)
     try:
@@ -403,7 +390,7 @@ async def test_the_relay_reconnects_after_losing_its_connections(instances: Inst
     first = await instances(collector_enabled=False)
     second = await instances(collector_enabled=False)
     listening = lambda: first.app.state.relay.listening and second.app.state.relay.listening  # noqa: E731
-    await until(listening, "both instances to listen")
+    await eventually("both instances to listen", listening, WAIT_S)
 
     async def relayed(data: dict[str, Any]) -> None:
         async with second.app.state.bus.subscribe(77) as subscription:
@@ -423,8 +410,8 @@ async def test_the_relay_reconnects_after_losing_its_connections(instances: Inst
         ).scalar_one()
     engine.dispose()
     assert terminated == 3, "two listeners and a sender"
-    await until(lambda: not second.app.state.relay.listening, "the loss to be noticed")
-    await until(listening, "both instances to listen again")
+    await eventually("the loss to be noticed", lambda: not second.app.state.relay.listening, WAIT_S)
+    await eventually("both instances to listen again", listening, WAIT_S)
     await relayed({"server_id": 1, "state": "unreachable"})  # the sender replaced its connection
     assert await second.metric("ferry_control_event_relay_listening ") == "ferry_control_event_relay_listening 1.0"
     dropped = await first.metric('ferry_control_event_relay_events_total{outcome="dropped"}')

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import JSON, ForeignKey, String, Text
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column
 
 from ferry_control.models.base import Base, utcnow
-
-if TYPE_CHECKING:
-    from ferry_control.models.server import Server
 
 
 class Cluster(Base):
@@ -38,10 +35,6 @@ class Cluster(Base):
     post_operation_webhooks: Mapped[list[Any]] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
-
-    servers: Mapped[list[Server]] = relationship(
-        back_populates="cluster", cascade="all, delete-orphan", passive_deletes=True, order_by="Server.id"
-    )
 
 
 class OperationLock(Base):

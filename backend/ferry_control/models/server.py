@@ -115,7 +115,8 @@ class Server(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
-    cluster: Mapped[Cluster] = relationship(back_populates="servers")
+    # One way only: a cluster's servers are read by query, so the cluster model needs nothing of this module.
+    cluster: Mapped[Cluster] = relationship()
 
     @property
     def admin_address(self) -> str | None:

@@ -14,8 +14,8 @@ Strategy = Literal["fixed", "rotation"]
 #: The meaning of a drill's `source_server_id`.
 SOURCE = (
     "The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); "
-    "an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in their "
-    "domains, its role moved to a replica (and back), the masters never stopping."
+    "an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in "
+    "their domains, its role moved to a replica (and back), the masters never stopping."
 )
 
 

@@ -110,9 +110,9 @@ class FailoverRequest(OperationRequest):
         None,
         ge=1,
         le=ID_MAX,
-        description="The master to replace, in a cluster of several (the two-master shape: two); unset: the only master, or of "
-        "several the only one lost. The candidate is one of its direct replicas; a multi-source candidate keeps its "
-        "connections to the other masters.",
+        description="The master to replace, in a cluster of several (the two-master shape has two); unset: the only "
+        "master, or of several the only one lost. The candidate is one of its direct replicas; a multi-source "
+        "candidate keeps its connections to the other masters.",
     )
 
 

@@ -33,7 +33,7 @@ def shared_domains(masters: list[TopologyNode]) -> list[str]:
 def summarize(graph: TopologyGraph) -> ClusterSummary:
     """Health of the whole, the master(s), how many replicas, the worst lag over every connection and domain, and
         the problems in words: unhealthy or maintenance nodes, connection errors, stopped replication, several masters
-    writing one domain. Several masters are a shape, not a fault (the two-master shape: each the origin of its own domain)."""
+    writing one domain. Several masters are a shape, not a fault (the two-master shape: each writes its own domain)."""
     nodes, edges = graph.nodes, graph.edges
     problems: list[str] = []
     for node in nodes:

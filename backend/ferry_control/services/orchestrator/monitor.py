@@ -104,8 +104,8 @@ class FailoverMonitor:
         replica_links = [link for link in links if link.source == LinkSource.replica and link.master_server_id]
         replicating = {link.replica_server_id for link in replica_links}
         sources = {link.master_server_id for link in replica_links}
-        # Every source is watched — each master (the two-master shape has two) and each intermediate master; one lost at a time
-        # is failed over, naming it, a master before an intermediate one (whose loss may follow from it).
+        # Every source is watched — each master (the two-master shape has two) and each intermediate master; one lost
+        # at a time is failed over, naming it, a master before an intermediate one (whose loss may follow from it).
         lost = [
             s for s in servers
             if s.id in sources and not s.maintenance and not s.fenced

@@ -1,0 +1,58 @@
+"""Waiting on a condition in the tests: the one poll loop of the suite. A check is called until it returns something
+truthy (that value is returned), with a generous deadline; a timeout fails naming what was awaited and the last value
+seen. Tests never sleep for a fixed time instead."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+#: Default bound on a wait: generous, so that only a condition that never holds fails, never a slow machine.
+WAIT_S = 30.0
+#: Pause between two checks.
+POLL_S = 0.02
+
+T = TypeVar("T")
+
+
+def wait_until(what: str, check: Callable[[], T | None], timeout_s: float = WAIT_S) -> T:
+    """Calls `check` until it returns something truthy (returned), failing after `timeout_s` with `what`. For code
+    outside an event loop; inside one, use `eventually`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last: {result!r})")
+        time.sleep(POLL_S)
+
+
+async def eventually(
+    what: str,
+    check: Callable[[], T | None | Awaitable[T | None]],
+    timeout_s: float = WAIT_S,
+    *,
+    in_thread: bool = False,
+) -> T:
+    """`wait_until` inside a test's event loop: `check` may be a coroutine function, and the loop runs between two
+    checks. `in_thread` runs a blocking `check` (a synchronous HTTP call, a subprocess) in a worker thread so that the
+    loop — often serving the app under test — goes on meanwhile."""
+    last: object = None
+    bound = asyncio.timeout(timeout_s)  # also bounds a check that hangs
+    try:
+        async with bound:
+            while True:
+                last = await asyncio.to_thread(check) if in_thread else check()
+                if inspect.isawaitable(last):
+                    last = await last
+                if last:
+                    return last  # type: ignore[return-value]
+                await asyncio.sleep(POLL_S)
+    except TimeoutError:
+        if not bound.expired():
+            raise
+        raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last: {last!r})") from None
