@@ -8,12 +8,13 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help up down test test-engine test-python test-backend test-frontend test-e2e python-module engine-debug lint-engine bench-commit
+.PHONY: help up down test test-quick test-engine test-python test-backend test-frontend test-e2e python-module engine-debug lint-engine bench-commit
 
 help:
 	@echo "make up      build and start three ferryd nodes and a demo workload, and the two-master MariaDB cluster `seed000` (make down stops them)"
 	@echo "FERRY_STACK=mariadb make up   the same with MariaDB 10.11: a three-server cluster and seed000, with a load writer"
 	@echo "make test    run every test suite (engine lint, unit, property, fuzz-corpus, integration, recovery; Python module; backend; frontend; end-to-end)"
+	@echo "make test-quick   the inner loop (a few minutes): lints, the engine's unit tests, the backend tests that need no replication server, the dashboard's typecheck and Vitest"
 	@echo "make bench-commit   the commit benchmark matrix of docs/benchmarks.md"
 
 up:
@@ -24,6 +25,17 @@ down:
 
 test: lint-engine test-engine test-python test-backend test-frontend test-e2e
 	@echo "make test: every suite passed"
+
+# The inner loop: what needs no replication server and no browser. `make test` stays the definition of green.
+test-quick: python-module
+	@scripts/ensure-rust.sh
+	@scripts/ensure-backend.sh
+	@scripts/ensure-dashboard.sh deps
+	cd engine && cargo fmt --all --check
+	cd engine && cargo test --workspace --lib --locked
+	scripts/test-backend.sh --quick backend/tests
+	cd frontend && npm run --silent typecheck
+	cd frontend && npx vitest run
 
 lint-engine:
 	@scripts/ensure-rust.sh

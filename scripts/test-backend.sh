@@ -15,4 +15,8 @@ fi
 .venv/bin/ruff format --check --config backend/pyproject.toml backend migrations
 # Arguments, when given, replace the default test path (e.g. `backend/tests/test_collector.py -x`).
 if [ $# -eq 0 ]; then set -- backend/tests; fi
-.venv/bin/pytest -q "$@"
+# Tests run in FERRY_TEST_WORKERS processes (pytest-xdist; default 2, one per core): each has its own databases (unique
+# names), ferryd nodes, mariadbd and HAProxy processes on ports the system hands out, and temporary directories, so
+# no two share anything. Most of a test's time is spent waiting on those servers, so two workers on two cores finish
+# the suite in well under the serial time. FERRY_TEST_WORKERS=0 runs it in this one process.
+.venv/bin/pytest -q -n "${FERRY_TEST_WORKERS:-2}" "$@"

@@ -50,6 +50,29 @@ LOOPBACK_WEBHOOKS = ["127.0.0.0/8"]
 os.environ.setdefault("FERRY_ENVIRONMENT", "development")
 
 
+#: Fixtures that start replication servers (ferryd, mariadbd): `pytest --quick` leaves out the tests that use them.
+REAL_SERVER_FIXTURES = frozenset({"ferryd", "ferryd_factory", "mariadb", "mariadb_factory"})
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--quick",
+        action="store_true",
+        help="only the tests that need no replication server (ferryd, mariadbd): the inner loop's `make test-quick`",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--quick"):
+        return
+    kept, left = [], []
+    for item in items:
+        (left if REAL_SERVER_FIXTURES & set(getattr(item, "fixturenames", ())) else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
+
+
 def server_url() -> str:
     url = os.environ.get("FERRY_TEST_DATABASE_URL")
     if not url:

@@ -404,7 +404,8 @@ async def test_the_relay_reconnects_after_losing_its_connections(instances: Inst
     with engine.connect() as connection:
         terminated = connection.execute(
             text(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name IN :names"
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND application_name IN :names"
             ).bindparams(bindparam("names", expanding=True)),
             {"names": [LISTENER_APPLICATION_NAME, SENDER_APPLICATION_NAME]},
         ).scalar_one()

@@ -34,7 +34,8 @@ async def collectors(database_url: str) -> dict[int, str]:
         rows = await (
             await connection.execute(
                 "SELECT l.objid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-                "WHERE l.locktype = 'advisory' AND l.classid = %s AND l.granted",
+                "WHERE l.locktype = 'advisory' AND l.classid = %s AND l.granted "
+                "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 (LOCK_CLASS,),
             )
         ).fetchall()
