@@ -24,7 +24,7 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "bootstrap" and len(args.node) < 2:
         parser.error("bootstrap needs at least two --node (the first is the master)")
-    commands_run: dict[str, tuple[Callable[[], Awaitable[object]], Callable[[Any], str]]] = {
+    commands_run: dict[str, tuple[Callable[[], Coroutine[Any, Any, object]], Callable[[Any], str]]] = {
         "register": (lambda: _register(args), str),
         "bootstrap": (lambda: _bootstrap(args), str),
         "rotate-secrets": (_rotate_secrets, lambda n: f"re-encrypted the secrets of {n} clusters under the first key"),
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     return _run(run, say, to_stderr=args.command == "rotate-secrets")
 
 
-def _run(run: Callable[[], Awaitable[object]], say: Callable[[Any], str], *, to_stderr: bool = False) -> int:
+def _run(run: Callable[[], Coroutine[Any, Any, object]], say: Callable[[Any], str], *, to_stderr: bool = False) -> int:
     """Runs one command; prints what it returns, or `error: <why>` on stderr with exit code 1 when the command
     refused (a bootstrap or registration error, or the control plane's own error), never a stack trace."""
     from ferry_control.bootstrap import BootstrapError

@@ -116,11 +116,13 @@ async def register(
             existing = await ClusterRepository(session).get_by_name(cluster)
             if existing is None:
                 row = await service.create(
-                    ClusterCreate(name=cluster, description=description, admin_port_offset=0, **logins.secrets())
+                    ClusterCreate.model_validate(
+                        {"name": cluster, "description": description, "admin_port_offset": 0, **logins.secrets()}
+                    )
                 )
                 say(f"registered cluster {cluster!r} (id {row.id}) with its logins")
             else:
-                row = await service.update(existing.id, ClusterUpdate(**logins.secrets()))
+                row = await service.update(existing.id, ClusterUpdate.model_validate(logins.secrets()))
                 say(f"cluster {cluster!r} is registered already (id {row.id}): its logins replaced")
             cluster_id = row.id
         async with session_scope(create_sessionmaker(engine)) as session:

@@ -36,23 +36,28 @@ SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 
 
 def get_settings(request: Request) -> Settings:
-    return request.app.state.settings
+    settings: Settings = request.app.state.settings
+    return settings
 
 
 def get_drivers(request: Request) -> DriverFactory:
-    return request.app.state.drivers
+    drivers: DriverFactory = request.app.state.drivers
+    return drivers
 
 
 def get_bus(request: Request) -> EventBus:
-    return request.app.state.bus
+    bus: EventBus = request.app.state.bus
+    return bus
 
 
 def get_runner(request: Request) -> OperationRunner:
-    return request.app.state.runner
+    runner: OperationRunner = request.app.state.runner
+    return runner
 
 
 def get_secrets(request: Request) -> SecretBox | None:
-    return request.app.state.secrets
+    secrets: SecretBox | None = request.app.state.secrets
+    return secrets
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]

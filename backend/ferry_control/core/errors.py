@@ -118,7 +118,7 @@ def install_error_handlers(app: FastAPI) -> None:
         details = _validation_details(exc)
         first = details[0] if details else {"loc": [], "message": "invalid request"}
         where = ".".join(str(part) for part in first["loc"])
-        message = f"{where}: {first['message']}" if where else first["message"]
+        message = f"{where}: {first['message']}" if where else str(first["message"])
         return JSONResponse(error_body("validation_error", message, details), 422)
 
     @app.exception_handler(StarletteHTTPException)

@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 #: Buckets for request latency and cycle duration (seconds).
 # The `_created` series only repeat each series' start time; keep the exposition to the figures themselves.
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated
 
 LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 

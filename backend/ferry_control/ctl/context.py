@@ -48,7 +48,9 @@ pass_app = click.make_pass_decorator(App)
 
 def _set_output(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
     if value is not None:
-        ctx.find_object(App).output_format = value
+        app = ctx.find_object(App)
+        assert app is not None, "the command group creates the App first"
+        app.output_format = value
 
 
 def output_option(f: F) -> F:

@@ -61,7 +61,7 @@ def follow(
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     printer = StepPrinter(out)
     while True:
-        operation = client.get(f"/clusters/{cluster_id}/operations/{operation_id}")
+        operation: dict[str, Any] = client.get(f"/clusters/{cluster_id}/operations/{operation_id}")
         printer.update(operation)
         if operation["state"] in TERMINAL_STATES:
             return operation

@@ -5,8 +5,9 @@ SQLite (the database write lock)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any, cast
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import CursorResult, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.models import ServiceLease
@@ -28,7 +29,7 @@ class LeaseRepository:
             .values(holder=holder, expires_at=now + timedelta(seconds=ttl_s))
             .execution_options(synchronize_session=False)
         )
-        return result.rowcount == 1  # type: ignore[attr-defined]
+        return cast(CursorResult[Any], result).rowcount == 1
 
     async def release(self, name: str, holder: str) -> bool:
         """Frees the lease if `holder` has it, so another instance may take it at once (whatever its clock says);
@@ -39,7 +40,7 @@ class LeaseRepository:
             .values(holder=None, expires_at=None)
             .execution_options(synchronize_session=False)
         )
-        return result.rowcount == 1  # type: ignore[attr-defined]
+        return cast(CursorResult[Any], result).rowcount == 1
 
     async def get(self, name: str) -> ServiceLease | None:
         statement = select(ServiceLease).where(ServiceLease.name == name).execution_options(populate_existing=True)

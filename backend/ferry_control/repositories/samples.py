@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, ColumnElement, Integer, Row, cast, delete, func, select
+from sqlalchemy import BigInteger, ColumnElement, Integer, Row, SQLColumnExpression, cast, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.models import LagSample, PositionSample, ReplicationLink, Server
@@ -67,7 +67,7 @@ class SampleRepository:
     async def position_downsampled(
         self, cluster_id: int, since: datetime, until: datetime, bucket_s: int, server_id: int | None = None,
         domain_id: int | None = None,
-    ) -> Sequence[Row[tuple[PositionSample, int]]]:  # fmt: skip
+    ) -> Sequence[Row[PositionSample, int]]:  # fmt: skip
         """Per series and `bucket_s`-second bucket, its last sample (the highest id) with the bucket's lowest
         seq_no."""
         bucket = self._bucket(PositionSample.sampled_at, bucket_s)
@@ -91,7 +91,7 @@ class SampleRepository:
         limit: int,
         replica_server_id: int | None = None,
         domain_id: int | None = None,
-    ) -> Sequence[Row[tuple[LagSample, ReplicationLink]]]:
+    ) -> Sequence[Row[LagSample, ReplicationLink]]:
         statement = self._lag_filter(select(LagSample, ReplicationLink).select_from(LagSample), cluster_id, since,
                                      until, replica_server_id, domain_id)  # fmt: skip
         statement = statement.order_by(LagSample.sampled_at, LagSample.id).limit(limit)
@@ -125,7 +125,7 @@ class SampleRepository:
     async def lag_downsampled(
         self, cluster_id: int, since: datetime, until: datetime, bucket_s: int, replica_server_id: int | None = None,
         domain_id: int | None = None,
-    ) -> Sequence[Row[tuple[LagSample, ReplicationLink, float, float]]]:  # fmt: skip
+    ) -> Sequence[Row[LagSample, ReplicationLink, float, float]]:  # fmt: skip
         """Per series and `bucket_s`-second bucket, its last sample (the highest id: samples are stored in time
         order) with the bucket's lowest and highest seconds, as Grafana's downsampling keeps min, max and last."""
         bucket = self._bucket(LagSample.sampled_at, bucket_s)
@@ -149,7 +149,7 @@ class SampleRepository:
         before: datetime,
         replica_server_id: int | None = None,
         domain_id: int | None = None,
-    ) -> Sequence[Row[tuple[LagSample, ReplicationLink]]]:
+    ) -> list[tuple[LagSample, ReplicationLink]]:
         """Each link and domain's newest sample older than `before`: its lag when a range starting there begins
         (samples are change-only, so a value holds until the next one)."""
         newest = (
@@ -176,7 +176,7 @@ class SampleRepository:
         )
         rows = (await self.session.execute(statement)).all()
         # Two samples of one link and domain at the same instant: the later row wins.
-        return list({(sample.link_id, sample.domain_id): (sample, link) for sample, link in rows}.values())  # type: ignore[misc]
+        return list({(sample.link_id, sample.domain_id): (sample, link) for sample, link in rows}.values())
 
     async def count_positions(self, server_id: int | None = None) -> int:
         statement = select(func.count()).select_from(PositionSample)
@@ -186,7 +186,7 @@ class SampleRepository:
 
     # -- retention -------------------------------------------------------------------------------------------
 
-    def _bucket(self, column: ColumnElement[datetime], bucket_s: int) -> ColumnElement[int]:
+    def _bucket(self, column: SQLColumnExpression[datetime], bucket_s: int) -> ColumnElement[int]:
         if self.session.get_bind().dialect.name == "sqlite":
             epoch = cast(func.strftime("%s", column), Integer)
         else:

@@ -108,16 +108,16 @@ class DiscoveryService:
             await self.servers.flush()
 
         for master, replica_server_id, host in streaming:
-            replica = await self.servers.find_by_reported_server_id(cluster_id, replica_server_id)
-            if replica is not None:
-                result.saw(replica)
+            known = await self.servers.find_by_reported_server_id(cluster_id, replica_server_id)
+            if known is not None:
+                result.saw(known)
                 continue
             try:
                 host = check_host(host)
             except ValueError as e:
                 result.notes.append((None, f"replica with server_id {replica_server_id} not registered: {e}"))
                 continue
-            replica = await self.servers.add(
+            added = await self.servers.add(
                 Server(
                     cluster_id=cluster_id,
                     name=await self._free_name(cluster_id, f"server-{replica_server_id}@{host}"),
@@ -128,10 +128,10 @@ class DiscoveryService:
                     origin=ServerOrigin.discovered,
                 )
             )
-            result.added.append(replica)
+            result.added.append(added)
             result.notes.append(
                 (
-                    replica.id,
+                    added.id,
                     f"replica with server_id {replica_server_id} of {master.name!r} registered from its connection "
                     f"({host}); its protocol and admin ports are unknown: set them to have it polled",
                 )

@@ -64,8 +64,8 @@ def stored_state_samples(
             yield Sample("replication_lag_transactions", (*labels, str(domain)), float(lag.get("transactions", 0)))
     for server in servers:
         cluster = server.cluster.name
-        for domain, seq_no in parse_position(server.gtid_current_pos).items():
-            yield Sample("server_gtid_seq_no", (cluster, server.name, str(domain)), float(seq_no))
+        for domain_id, seq_no in parse_position(server.gtid_current_pos).items():
+            yield Sample("server_gtid_seq_no", (cluster, server.name, str(domain_id)), float(seq_no))
         for state in HealthState:
             yield Sample("server_health", (cluster, server.name, state.value), 1.0 if server.health == state else 0.0)
         if server.read_only is not None:
@@ -76,14 +76,14 @@ def stored_state_samples(
     for cluster_id, name in cluster_names.items():
         yield Sample("operations_running", (name,), float(unfinished_operations.get(cluster_id, 0)))
     for run in last_drills:
-        name = cluster_names.get(run.cluster_id)
-        if name is None:
+        drilled = cluster_names.get(run.cluster_id)
+        if drilled is None:
             continue  # a cluster without servers: nothing else of it is exported either
-        yield Sample("drill_last_passed", (name,), 1.0 if run.state == "passed" else 0.0)
+        yield Sample("drill_last_passed", (drilled,), 1.0 if run.state == "passed" else 0.0)
         if run.finished_at is not None:
-            yield Sample("drill_last_finished_timestamp_seconds", (name,), run.finished_at.timestamp())
+            yield Sample("drill_last_finished_timestamp_seconds", (drilled,), run.finished_at.timestamp())
         if run.rto_s is not None:
-            yield Sample("drill_last_rto_seconds", (name,), run.rto_s)
+            yield Sample("drill_last_rto_seconds", (drilled,), run.rto_s)
 
 
 def apply(metrics: Metrics, samples: Iterable[Sample]) -> None:

@@ -81,25 +81,26 @@ class PositionService:
 
         rows = []
         for server in servers:
-            position = positions.get(server.id)
+            server_position = positions.get(server.id)
             lag_seconds: dict[int, float] = {}
             for link in links:
                 if link.replica_server_id == server.id:
-                    for domain, value in (link.lag or {}).items():
-                        lag_seconds[int(domain)] = max(lag_seconds.get(int(domain), 0.0), float(value["seconds"]))
-            cells = {}
-            if position is not None:
-                behind = most_advanced.difference(position)
+                    for lag_domain, value in (link.lag or {}).items():
+                        lag_seconds[int(lag_domain)] = max(lag_seconds.get(int(lag_domain), 0.0),
+                                                           float(value["seconds"]))  # fmt: skip
+            cells: dict[int, PositionCell] = {}
+            if server_position is not None:
+                behind = most_advanced.difference(server_position)
                 for domain in domains:
-                    gtid = position.get(domain)
+                    gtid = server_position.get(domain)
                     cells[domain] = PositionCell(
                         gtid=None if gtid is None else f"{gtid.domain}-{gtid.server}-{gtid.seq}",
                         seq_no=None if gtid is None else gtid.seq,
                         behind_transactions=int(behind.get(domain, 0)),
                         lag_seconds=lag_seconds.get(domain),
                     )
-            ahead_of_all = position is not None and all(
-                position.is_ahead_of(other) for other_id, other in positions.items() if other_id != server.id
+            ahead_of_all = server_position is not None and all(
+                server_position.is_ahead_of(other) for other_id, other in positions.items() if other_id != server.id
             )
             rows.append(
                 PositionRow(
@@ -111,7 +112,9 @@ class PositionService:
                     last_seen_at=server.last_seen_at,
                     cells=cells,
                     ahead_of_all=ahead_of_all,
-                    has_reached=None if target is None or position is None else position.is_ahead_of(target),
+                    has_reached=None
+                    if target is None or server_position is None
+                    else server_position.is_ahead_of(target),
                 )
             )
         by_id = {s.id: s for s in servers}

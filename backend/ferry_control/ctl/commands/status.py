@@ -90,4 +90,5 @@ def position_cell(cell: dict[str, Any] | None) -> str:
     if cell is None or cell.get("gtid") is None:
         return "-"
     behind = cell["behind_transactions"]
-    return cell["gtid"] + (f" (−{behind})" if behind else "")
+    gtid: str = cell["gtid"]
+    return gtid + (f" (−{behind})" if behind else "")
