@@ -8,6 +8,7 @@ an API that is not there and bad usage — each with the API's message, never a 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import sys
@@ -38,11 +39,14 @@ class Run:
         return json.loads(self.out)
 
 
-async def ferryctl(tmp_path: Path, *args: str, url: str | None = None, token: str | None = None) -> Run:
-    """Runs ferryctl with a clean environment: no FERRY_* variables, no config file but what `args` name."""
+async def ferryctl(
+    tmp_path: Path, *args: str, url: str | None = None, token: str | None = None, columns: int = 200
+) -> Run:
+    """Runs ferryctl with a clean environment: no FERRY_* variables, no config file but what `args` name; a terminal
+    `columns` wide."""
     assert FERRYCTL.is_file(), f"{FERRYCTL} is missing: pip install -e backend (it installs the console script)"
     env = {k: v for k, v in os.environ.items() if not k.startswith("FERRY")}
-    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), COLUMNS="200")
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), COLUMNS=str(columns))
     if url is not None:
         env["FERRY_URL"] = url
     if token is not None:
@@ -129,6 +133,30 @@ async def test_status_then_switchover_with_wait(
             )
             assert [o["type"] for o in listed.json()] == ["drill", "switchover"]
             assert listed.json()[1]["id"] == operation["id"]
+
+            # At 80 columns every command's text fits: no line longer, no value split across lines — each position's
+            # GTIDs whole.
+            status = (
+                await ferryctl(tmp_path, "status", "orders", "-o", "json", url=url, token=live.tokens.viewer)
+            ).json()
+            gtids = {
+                cell["gtid"] for row in status["positions"]["rows"] for cell in row["cells"].values() if cell["gtid"]
+            }
+            narrow = await ferryctl(tmp_path, "status", "orders", url=url, token=live.tokens.viewer, columns=80)
+            assert gtids and all(gtid in narrow.out for gtid in gtids), (gtids, narrow.out)
+            for command in (("status", "orders"), ("clusters", "list"), ("servers", "list", "orders"),
+                            ("operations", "list", "orders"), ("operations", "show", "orders", str(operation["id"])),
+                            ("drills", "history", "orders")):  # fmt: skip
+                narrow = await ferryctl(tmp_path, *command, url=url, token=live.tokens.viewer, columns=80)
+                assert narrow.code == ExitCode.ok, (command, narrow.err)
+                printed = narrow.out.splitlines()
+                assert printed and all(len(line) <= 80 for line in printed), (command, narrow.out)
+                for name in ("master", "replica1", "replica2", "orders"):  # never broken over two lines
+                    for first, second in itertools.pairwise(printed):
+                        assert not any(
+                            first.rstrip().endswith(name[:k]) and second.lstrip(" │").startswith(name[k:])
+                            for k in range(2, len(name) - 1)
+                        ), (command, name, narrow.out)
 
 
 async def test_switchover_refused_by_preflight_names_the_check(

@@ -1,6 +1,10 @@
 """Rendering. Text (the default) is for people: rich tables, progress on stdout. `--output json` is for scripts:
 exactly one JSON document on stdout per command (the API's own shapes, or the documented ones built here), progress
-and messages on stderr, so `ferryctl … --output json | jq` always reads valid JSON."""
+and messages on stderr, so `ferryctl … --output json | jq` always reads valid JSON.
+
+Text fits the terminal (its width, or COLUMNS): no line is longer and no value is split across lines. A table too
+wide for it is printed stacked — one block per row, a field per line — and a value longer than its line is cut with
+"…" (the JSON output has it whole)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+
+
+#: Wide enough to measure a table's natural width (rich clamps a measure to the width it is given).
+UNBOUNDED_WIDTH = 100_000
 
 
 class Output:
@@ -39,12 +47,31 @@ class Output:
         self.err.print(f"[bold red]error:[/] {escape(message)}")
 
     def table(self, title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        cells = [[one_line(cell_text(c)) for c in row] for row in rows]
         table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
         for column in columns:
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*(Text(cell_text(c)) for c in row))
-        self.out.print(table)
+            table.add_column(column, no_wrap=True)
+        for row in cells:
+            table.add_row(*(Text(c) for c in row))
+        natural = self.out.measure(table, options=self.out.options.update(max_width=UNBOUNDED_WIDTH)).maximum
+        if natural <= self.out.width:
+            self.out.print(table)
+            return
+        if title:
+            self.line_cut(Text(title, style="italic"))
+        key_width = max((len(c) for c in columns), default=0)
+        for number, row in enumerate(cells):
+            if number:
+                self.out.print()
+            for column, value in zip(columns, row, strict=False):
+                line = Text(f"{column:<{key_width}}  ", style="bold")
+                line.append(value)
+                self.line_cut(line)
+
+    def line_cut(self, text: Text) -> None:
+        """One line of output, cut with "…" where it would pass the terminal's width."""
+        text.truncate(self.out.width, overflow="ellipsis")
+        self.out.print(text, no_wrap=True, overflow="ellipsis", crop=True)
 
     def records(
         self, title: str | None, columns: Sequence[str], rows: Iterable[dict[str, Any]], empty: str | None = None
@@ -59,7 +86,14 @@ class Output:
 
     def fields(self, pairs: Iterable[tuple[str, Any]]) -> None:
         for key, value in pairs:
-            self.out.print(f"[bold]{escape(key)}[/]: {escape(cell_text(value))}")
+            line = Text(f"{key}: ", style="bold")
+            line.append(one_line(cell_text(value)))
+            self.line_cut(line)
+
+
+def one_line(text: str) -> str:
+    """A value on one line: its line breaks become spaces."""
+    return " ".join(text.splitlines()) if "\n" in text or "\r" in text else text
 
 
 def cell_text(value: Any) -> str:
