@@ -8,6 +8,7 @@ import hashlib
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -18,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.rate_limit import RateLimiter
 from ferry_control.core.security import hash_token
-from ferry_control.models import ApiToken, AuditEntry
+from ferry_control.models import ApiToken, AuditEntry, Cluster
 from tests.conftest import TOKEN_PEPPER, Tokens
 
 MUTATING = {"post", "put", "patch", "delete"}
@@ -152,6 +153,25 @@ async def test_each_mutation_writes_one_audit_row_with_who_what_and_outcome(
         (None, "delete_cluster", "DELETE", "denied", 401),
     ]
     assert entries[0]["cluster_id"] == cluster_id and entries[0]["at"]
+
+
+async def test_a_clusters_audit_history_begins_when_it_was_created_even_if_its_id_was_used_before(
+    client: httpx.AsyncClient, session: AsyncSession
+) -> None:
+    """On SQLite a deleted cluster's id is given to the next one created: the rows recorded for the old one (here
+    written for the new one's id, dated before it existed) are not the new one's history."""
+    cluster_id = (await client.post("/api/v1/clusters", json={"name": "reused"})).json()["id"]
+    created_at = (await session.get(Cluster, cluster_id)).created_at  # type: ignore[union-attr]
+    session.add(AuditEntry(at=created_at - timedelta(hours=1), actor="someone", action="delete_server",
+                           method="DELETE", path=f"/api/v1/clusters/{cluster_id}/servers/9", cluster_id=cluster_id,
+                           outcome="succeeded", status_code=204, details={}))  # fmt: skip
+    await session.flush()
+    await client.patch(f"/api/v1/clusters/{cluster_id}", json={"description": "the new one"})
+
+    history = (await client.get("/api/v1/audit", params={"cluster_id": cluster_id})).json()
+    assert [e["action"] for e in history] == ["update_cluster"], history
+    everything = (await client.get("/api/v1/audit", params={"limit": 50})).json()
+    assert "delete_server" in [e["action"] for e in everything], "the old row is kept, only not shown as the new one's"
 
 
 def test_cli_create_token_prints_a_token_once_and_stores_its_hash(tmp_path: Path) -> None:

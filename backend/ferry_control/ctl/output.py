@@ -17,7 +17,6 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-
 #: Wide enough to measure a table's natural width (rich clamps a measure to the width it is given).
 UNBOUNDED_WIDTH = 100_000
 

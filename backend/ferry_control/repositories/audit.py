@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -26,8 +27,11 @@ class AuditRepository:
         cluster_id: int | None = None,
         actor: str | None = None,
         outcome: str | None = None,
+        since: datetime | None = None,
     ) -> Sequence[AuditEntry]:
         statement = select(AuditEntry)
+        if since is not None:
+            statement = statement.where(AuditEntry.at >= since)
         if before_id is not None:
             statement = statement.where(AuditEntry.id < before_id)
         if cluster_id is not None:

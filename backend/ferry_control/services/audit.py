@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.models import AuditEntry
 from ferry_control.repositories.audit import AuditRepository
+from ferry_control.repositories.clusters import ClusterRepository
 
 
 def outcome_for_status(status_code: int) -> str:
@@ -24,6 +25,7 @@ PATH_MAX = 500
 class AuditService:
     def __init__(self, session: AsyncSession):
         self.entries = AuditRepository(session)
+        self.clusters = ClusterRepository(session)
 
     async def record(
         self,
@@ -60,4 +62,10 @@ class AuditService:
         actor: str | None = None,
         outcome: str | None = None,
     ) -> Sequence[AuditEntry]:
-        return await self.entries.list(limit, before_id, cluster_id, actor, outcome)
+        """Newest first. For a cluster: only what was recorded since it was created — on SQLite a deleted cluster's
+        id can be given to a new one, whose history must not begin with the old one's."""
+        since = None
+        if cluster_id is not None:
+            cluster = await self.clusters.get(cluster_id)
+            since = None if cluster is None else cluster.created_at
+        return await self.entries.list(limit, before_id, cluster_id, actor, outcome, since)
