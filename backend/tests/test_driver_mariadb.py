@@ -20,7 +20,7 @@ import pytest
 from ferry_control.core.config import Settings
 from ferry_control.drivers.base import SEMI_SYNC_FALLEN_BACK, ChangeMaster, ConnectionSettings, IoState, SqlState
 from ferry_control.drivers.credentials import ServerCredentials
-from ferry_control.drivers.errors import DriverError, ServerUnreachable
+from ferry_control.drivers.errors import DriverError, ErrorKind, ServerUnreachable
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.drivers.mariadb import (
     MariadbCredentials,
@@ -443,7 +443,7 @@ async def test_a_statement_whose_caller_gives_up_is_killed_on_the_server(mariadb
         # Server-side bound: the server interrupts the statement itself.
         with pytest.raises(StatementTimedOut) as timed_out:
             await replica.sql.query("SELECT SLEEP(60) AS slept", timeout_s=0.3)
-        assert timed_out.value.code == "1969"
+        assert (timed_out.value.kind, timed_out.value.code) == (ErrorKind.timed_out, "1969")
         assert not sleeping()
 
 
@@ -454,16 +454,17 @@ async def test_server_errors_come_out_typed_with_the_servers_code_and_message(ma
     async with drivers(mariadb, admin=MariadbCredentials(mariadb.users.admin.name, "wrong")) as (master, *_):
         with pytest.raises(AccessDenied) as denied:
             await master.status()
-        assert denied.value.code == "1045" and "Access denied" in denied.value.message
+        assert (denied.value.kind, denied.value.code) == (ErrorKind.unauthorized, "1045")
+        assert "Access denied" in denied.value.message
     # Nothing listening.
     unreachable = MariadbDriver("127.0.0.1:1", driver(mariadb, 1).config)
     with pytest.raises(ServerUnreachable) as down:
         await unreachable.status()
-    assert down.value.code == "2003"
+    assert (down.value.kind, down.value.code) == (ErrorKind.unavailable, "2003")
     async with drivers(mariadb) as (_, replica, _):
         with pytest.raises(ReplicationRunning) as running:
             await replica.change_master("", ChangeMaster(master_address=mariadb.server(1).address, position="0-1-1"))
-        assert running.value.code == "1198"
+        assert (running.value.kind, running.value.code) == (ErrorKind.conflict, "1198")
         with pytest.raises(ReplicationNotConfigured):
             await replica.start_replication("nosuch")
 
@@ -493,7 +494,8 @@ async def test_a_user_without_the_privilege_gets_a_typed_refusal_naming_it(maria
         assert (await master.status()).server_id == 1  # monitoring needs no more
         with pytest.raises(PrivilegeMissing) as refused:
             await master.set_read_only(True)
-        assert refused.value.code == "1227" and "READ_ONLY ADMIN" in refused.value.message
+        assert (refused.value.kind, refused.value.code) == (ErrorKind.forbidden, "1227")
+        assert "READ_ONLY ADMIN" in refused.value.message
 
 
 async def test_ferrys_user_holds_only_the_least_privilege(mariadb: MariadbCluster) -> None:

@@ -37,6 +37,7 @@ from ferry_control.drivers.base import (
 )
 from ferry_control.drivers.errors import (
     DriverError,
+    ErrorKind,
     ServerConflict,
     ServerProtocolError,
     ServerUnreachable,
@@ -165,8 +166,10 @@ class MariadbDriverConfig:
         there is nothing to log in with."""
         if not user:
             raise DriverError(
-                address, "no_db_credentials", "no database user is stored for this server's cluster (MariaDB needs one)"
-            )
+                address, "no_db_credentials",
+                "no database user is stored for this server's cluster (MariaDB needs one)",
+                kind=ErrorKind.not_configured,
+            )  # fmt: skip
         return cls(
             admin=MariadbCredentials(user, password or ""),
             replication=MariadbCredentials(replication_user, replication_password or "") if replication_user else None,
@@ -348,7 +351,10 @@ class MariadbDriver(ServerDriver):
             await self.sql.query("SET GLOBAL rpl_semi_sync_master_timeout = %s", (role.semi_sync_timeout_ms,))
         if role.semi_sync_wait_point is not None and role.semi_sync_wait_point != before.semi_sync_wait_point:
             if role.semi_sync_wait_point not in SEMI_SYNC_WAIT_POINTS:
-                raise DriverError(self.address, "bad_wait_point", f"no wait point {role.semi_sync_wait_point!r}")
+                raise DriverError(
+                    self.address, "bad_wait_point", f"no wait point {role.semi_sync_wait_point!r}",
+                    kind=ErrorKind.bad_request,
+                )  # fmt: skip
             await self.sql.query("SET GLOBAL rpl_semi_sync_master_wait_point = %s", (role.semi_sync_wait_point,))
         if role.semi_sync is not None and role.semi_sync != before.semi_sync:
             await self.sql.query("SET GLOBAL rpl_semi_sync_master_enabled = %s", (int(role.semi_sync),))
@@ -392,7 +398,10 @@ class MariadbDriver(ServerDriver):
             args.append(round(settings.heartbeat_ms / 1000, 3))
         unknown = set(settings.filters) - set(FILTER_COLUMNS.values())
         if unknown:
-            raise DriverError(self.address, "unknown_filter", f"no such MariaDB replication filter: {sorted(unknown)}")
+            raise DriverError(
+                self.address, "unknown_filter", f"no such MariaDB replication filter: {sorted(unknown)}",
+                kind=ErrorKind.bad_request,
+            )  # fmt: skip
         if change.settings is not None:
             for name in CHANGE_MASTER_FILTERS:
                 ids = settings.filter_ids(name)
@@ -475,7 +484,7 @@ class MariadbDriver(ServerDriver):
         gtids = await self._relay_gtids(connection, row, applied, count)
         if len(gtids) < count:
             raise ServerConflict(
-                self.address, 409, "not_received",
+                self.address, "not_received",
                 f"connection '{connection}' has received {len(gtids)} transaction(s) it has not applied, not "
                 f"{count}: nothing was skipped",
             )  # fmt: skip
@@ -543,7 +552,7 @@ class MariadbDriver(ServerDriver):
                 break
         if failed_at is not None and anchor is None:
             raise ServerConflict(
-                self.address, 409, "failing_event_not_found",
+                self.address, "failing_event_not_found",
                 f"the event the SQL error names ({failed_at[0]}, end_log_pos {failed_at[1]}) is not in connection "
                 f"'{connection}''s relay log from its SQL position: nothing was skipped",
             )  # fmt: skip
