@@ -481,6 +481,8 @@ async def test_server_errors_come_out_typed_with_the_servers_code_and_message(ma
         assert connection.sql_state == SqlState.error and not connection.running
         assert connection.last_error.side == "sql" and connection.last_error.code == "1062"
         assert "Duplicate entry '100'" in connection.last_error.message
+        # The driver names the failing transaction itself: the master's insert, the newest GTID of its binlog.
+        assert connection.last_error.gtid in mariadb.value(1, "@@gtid_binlog_pos").split(","), connection.last_error
 
 
 async def test_a_user_without_the_privilege_gets_a_typed_refusal_naming_it(mariadb: MariadbCluster) -> None:

@@ -78,6 +78,9 @@ class ReplicationError:
     code: str
     message: str
     at_us: int | None = None
+    #: The GTID of the transaction that failed to apply, where the server names it (an `sql` error): filled by each
+    #: driver from what its server reports, so no caller reads a server's message.
+    gtid: str | None = None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json as json_module
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -61,6 +62,9 @@ _T = TypeVar("_T")
 #: `ConnectionSettings.filters`, the same as MariaDB's.
 DOMAIN_FILTERS = ("do_domain_ids", "ignore_domain_ids")
 
+
+#: How a node's applier words an SQL error: `applying <gtid>: <why>`.
+FAILING_GTID = re.compile(r"applying (\d+-\d+-\d+): ")
 
 #: The kind of a node's refusal by its HTTP status (another 4xx: `refused`, a 5xx: `failed`).
 KIND_OF_STATUS = {
@@ -532,6 +536,7 @@ def _connection(c: dict[str, Any]) -> ReplicaConnection:
             code=_text(error, "code"),
             message=_text(error, "message"),
             at_us=None if error.get("at_us") is None else int(error["at_us"]),
+            gtid=failing_gtid(error),
         ),  # fmt: skip
         until=_optional_text(c, "until"),
         delay_s=int(c.get("delay_s") or 0),
@@ -539,6 +544,17 @@ def _connection(c: dict[str, Any]) -> ReplicaConnection:
         settings=_connection_settings(c),
         skip_counter=int(c.get("skip_counter") or 0),
     )
+
+
+def failing_gtid(error: dict[str, Any]) -> str | None:
+    """The GTID of the transaction a node's SQL error is about: its `gtid` where the node reports one, else the one
+    its applier's message starts with (`applying 1-1-3: …`)."""
+    if error.get("side") != "sql":
+        return None
+    if isinstance(error.get("gtid"), str):
+        return str(error["gtid"])
+    named = FAILING_GTID.match(str(error.get("message") or ""))
+    return named.group(1) if named else None
 
 
 def _domain_lag(domain: str, value: Any) -> DomainLag:

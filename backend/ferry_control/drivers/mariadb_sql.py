@@ -22,6 +22,9 @@ from ferry_control.drivers.base import (
 
 #: A GTID event's Info in SHOW BINLOG EVENTS (`BEGIN GTID 0-1-5 cid=12`, or `GTID 0-1-6` for DDL).
 GTID_INFO = re.compile(r"^(?:BEGIN )?GTID (\d+)-(\d+)-(\d+)(?: cid=(\d+))?")
+#: The failing transaction's GTID in an SQL thread's error (`…, end_log_pos 652, Gtid 0-1-5, Internal MariaDB error
+#: code: 1062`): MariaDB names it in Last_SQL_Error only.
+FAILING_GTID = re.compile(r"\bGtid (\d+-\d+-\d+)\b")
 #: A Table_map event's Info: `table_id: 18 (app.t)`.
 TABLE_MAP_INFO = re.compile(r"^table_id: \d+ \((.+)\)$")
 #: A binlog file name ends in its sequence number: `binlog.000042`.
@@ -160,7 +163,9 @@ def last_error(row: Mapping[str, Any]) -> ReplicationError | None:
                                        ("io", "Last_IO_Errno", "Last_IO_Error")):  # fmt: skip
         errno = _int(row.get(errno_key))
         if errno:
-            return ReplicationError(side=side, code=str(errno), message=str(row.get(error_key) or ""))
+            message = str(row.get(error_key) or "")
+            named = FAILING_GTID.search(message) if side == "sql" else None
+            return ReplicationError(side=side, code=str(errno), message=message, gtid=named.group(1) if named else None)
     return None
 
 
