@@ -15,7 +15,7 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pymysql
 
@@ -29,6 +29,7 @@ from ferry_control.drivers.base import (
     EventsPage,
     MasterRole,
     Positions,
+    ReplicaConnection,
     ServerDriver,
     ServerStatus,
     Skipped,
@@ -277,7 +278,12 @@ class MariadbDriver(ServerDriver):
             ),
             connections=tuple(
                 sorted(
-                    (replica_connection(row, slave_pos, len(connections), v) for row in connections),
+                    [
+                        await self._with_failing_gtid(
+                            replica_connection(row, slave_pos, len(connections), v), row, slave_pos
+                        )
+                        for row in connections
+                    ],
                     key=lambda c: c.name,
                 )
             ),  # fmt: skip
@@ -300,6 +306,21 @@ class MariadbDriver(ServerDriver):
             and str(v["semi_sync_master_status"] or "").upper() == "OFF"
             else (),
         )
+
+    async def _with_failing_gtid(
+        self, connection: ReplicaConnection, row: Mapping[str, object], slave_pos: str
+    ) -> ReplicaConnection:
+        """The connection with its SQL error's failing GTID where MariaDB's message names only the failing event
+        (`the event's master log F, end_log_pos P`, no `Gtid`): the transaction holding that event in the relay
+        log. Left out (None) when the relay log does not have it: never a guess."""
+        error = connection.last_error
+        if error is None or error.side != "sql" or error.gtid is not None or failing_event(error.message) is None:
+            return connection
+        try:
+            found = await self._relay_gtids(connection.name, row, parse_position(slave_pos), 1)
+        except DriverError:
+            return connection
+        return replace(connection, last_error=replace(error, gtid=str(found[0]))) if found else connection
 
     async def positions(self) -> Positions:
         v = (await self.sql.query(STATUS_VARIABLES))[0]
