@@ -52,11 +52,6 @@ class DriverFactory:
             answer_bytes_max=settings.node_answer_bytes_max,
         )
 
-    @property
-    def plaintext_transport(self) -> bool:
-        """Whether the ferry nodes' admin API is spoken to in clear text (no node_tls_ca_file)."""
-        return self._tls is None
-
     def credentials_for(self, cluster: Cluster | None) -> ServerCredentials:
         """The cluster's decrypted credentials (none stored, or no cluster: empty)."""
         if cluster is None or not cluster.credentials_ciphertext:

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from ferry_control.core.config import Settings
 from ferry_control.drivers.base import (
     SEMI_SYNC_FALLEN_BACK,
     BinlogTransaction,
@@ -55,6 +56,7 @@ from ferry_control.drivers.ferry_protocol import (
     ProtocolRefused,
     Put,
 )
+from ferry_control.drivers.kinds import KindRules
 
 _T = TypeVar("_T")
 
@@ -80,6 +82,27 @@ KIND_OF_STATUS = {
 def refusal_kind(status: int) -> ErrorKind:
     """The kind of a node's refusal answered with HTTP `status`."""
     return KIND_OF_STATUS.get(status, ErrorKind.failed if status >= 500 else ErrorKind.refused)
+
+
+#: ferryd refuses admin tokens shorter than this.
+NODE_TOKEN_CHARS_MIN = 16
+
+
+class FerryRules(KindRules):
+    """ferryd nodes: their admin token is the cluster's node_token (at least NODE_TOKEN_CHARS_MIN characters), else
+    the fleet's FERRY_NODE_TOKEN; their admin API is https only with node_tls_ca_file set."""
+
+    kind = "ferry"
+    fleet_credentials = True
+
+    def secrets_refusal(self, secrets: Mapping[str, str | None]) -> str | None:
+        token = secrets.get("node_token")
+        if token is not None and len(token) < NODE_TOKEN_CHARS_MIN:
+            return f"node_token: ferryd needs at least {NODE_TOKEN_CHARS_MIN} characters"
+        return None
+
+    def plaintext(self, settings: Settings | None, secrets: Mapping[str, object]) -> bool:
+        return settings is None or settings.node_tls_ca_file is None
 
 
 #: A node busy computing checksums for another caller is asked again this many times, this far apart.

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import pymysql
 
+from ferry_control.core.config import Settings
 from ferry_control.drivers.base import (
     SEMI_SYNC_FALLEN_BACK,
     BinlogTransaction,
@@ -44,6 +45,7 @@ from ferry_control.drivers.errors import (
     ServerUnreachable,
     WriteOutcomeUnknown,
 )
+from ferry_control.drivers.kinds import KindRules
 from ferry_control.drivers.mariadb_connection import MariadbConnections, PoolSettings
 from ferry_control.drivers.mariadb_errors import (
     MariadbError,
@@ -208,6 +210,16 @@ class SemiSyncState:
     #: rpl_semi_sync_slave_enabled, and whether this replica acknowledges now (Rpl_semi_sync_slave_status).
     replica_enabled: bool
     replica_active: bool
+
+
+class MariadbRules(KindRules):
+    """MariaDB servers: Ferry logs in with the cluster's stored db_user (nothing from the fleet's settings), over
+    TLS only when the cluster stores a CA (tls_ca)."""
+
+    kind = "mariadb"
+
+    def plaintext(self, settings: Settings | None, secrets: Mapping[str, object]) -> bool:
+        return secrets.get("db_user") is not None and secrets.get("tls_ca") is None
 
 
 class MariadbPools:
