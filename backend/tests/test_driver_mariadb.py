@@ -18,6 +18,7 @@ import pymysql
 import pytest
 
 from ferry_control.core.config import Settings
+from ferry_control.core.gtid import by_domain
 from ferry_control.drivers.base import SEMI_SYNC_FALLEN_BACK, ChangeMaster, ConnectionSettings, IoState, SqlState
 from ferry_control.drivers.credentials import ServerCredentials
 from ferry_control.drivers.errors import DriverError, ErrorKind, ServerUnreachable
@@ -36,7 +37,6 @@ from ferry_control.drivers.mariadb_errors import (
     ReplicationRunning,
     StatementTimedOut,
 )
-from ferry_control.drivers.mariadb_sql import parse_position
 from ferry_control.models import ServerKind
 from tests.conftest import LiveFactory
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, cluster_module, driver, eventually, wait_until
@@ -64,15 +64,15 @@ def write(cluster: MariadbCluster, number: int, count: int, *, domain: int | Non
 
 
 def seq(position: str, domain: int) -> int:
-    gtids = parse_position(position)
-    return gtids[domain].seq_no if domain in gtids else 0
+    gtids = by_domain(position)
+    return gtids[domain].seq if domain in gtids else 0
 
 
 async def test_status_reads_positions_per_domain_connections_and_replicas(mariadb: MariadbCluster) -> None:
     write(mariadb, 1, 3)
     write(mariadb, 1, 2, domain=7)
     converged = mariadb.wait_converged()
-    assert parse_position(converged).keys() == {0, 7}
+    assert by_domain(converged).keys() == {0, 7}
     async with drivers(mariadb) as (master, replica, _):
         status = await master.status()
         assert status.server_id == 1 and status.default_domain == 0
@@ -532,7 +532,7 @@ async def test_a_master_demoted_under_its_successor_with_the_least_privilege(mar
         mariadb.links = [cluster_module.Link(1, 2), cluster_module.Link(3, 2)]
         write(mariadb, 2, 2)
         converged = mariadb.wait_converged()
-        assert seq(converged, 0) > seq(target, 0) and parse_position(converged)[0].server_id == 2
+        assert seq(converged, 0) > seq(target, 0) and by_domain(converged)[0].server == 2
         for d in (old, other):
             (c,) = (await d.status()).connections
             assert c.master_address == mariadb.server(2).address and c.io_state == IoState.connected
@@ -548,7 +548,7 @@ async def test_the_seed000_shape_has_a_multi_source_replica_of_two_domains(
     write(cluster, 1, 3, table="from1")
     write(cluster, 2, 2, table="from2")
     converged = cluster.wait_converged()
-    assert parse_position(converged).keys() == {1, 2}
+    assert by_domain(converged).keys() == {1, 2}
     async with drivers(cluster) as (_, _, multi, below, _):
         status = await multi.status()
         assert [c.name for c in status.connections] == ["m1", "m2"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 import pymysql
 
 from ferry_control.core.config import Settings
+from ferry_control.core.gtid import Gtid, by_domain, canonical, canonical_state, covers, from_gtids
 from ferry_control.drivers.base import (
     SEMI_SYNC_FALLEN_BACK,
     BinlogTransaction,
@@ -59,17 +60,11 @@ from ferry_control.drivers.mariadb_sql import (
     FILTER_COLUMNS,
     GTID_INFO,
     BinlogFileScan,
-    Gtid,
-    canonical,
-    canonical_state,
     connected_replica,
-    covers,
     cursor,
     cursor_parts,
     file_number,
-    format_position,
     join_address,
-    parse_position,
     replica_connection,
     split_address,
 )
@@ -329,7 +324,7 @@ class MariadbDriver(ServerDriver):
         if error is None or error.side != "sql" or error.gtid is not None or failing_event(error.message) is None:
             return connection
         try:
-            found = await self._relay_gtids(connection.name, row, parse_position(slave_pos), 1)
+            found = await self._relay_gtids(connection.name, row, by_domain(slave_pos), 1)
         except DriverError:
             return connection
         return replace(connection, last_error=replace(error, gtid=str(found[0]))) if found else connection
@@ -513,7 +508,7 @@ class MariadbDriver(ServerDriver):
             )  # fmt: skip
         if count <= 0:
             return Skipped(gtids=(), pending=False)
-        applied = parse_position(await self.sql.value("SELECT @@gtid_slave_pos"))
+        applied = by_domain(await self.sql.value("SELECT @@gtid_slave_pos"))
         gtids = await self._relay_gtids(connection, row, applied, count)
         if len(gtids) < count:
             raise ServerConflict(
@@ -535,13 +530,13 @@ class MariadbDriver(ServerDriver):
         # Read again now that nothing applies: the other connections went on applying their domains until they
         # stopped, and writing back the position read before would move their domains back (re-applied rows).
         # Only the skipped transactions' domains change, and never backwards.
-        now = parse_position(await self.sql.value("SELECT @@gtid_slave_pos"))
+        now = by_domain(await self.sql.value("SELECT @@gtid_slave_pos"))
         for gtid in gtids:
             have = now.get(gtid.domain)
-            if have is None or gtid.seq_no > have.seq_no:
+            if have is None or gtid.seq > have.seq:
                 now[gtid.domain] = gtid
         try:
-            await self.sql.query("SET GLOBAL gtid_slave_pos = %s", (format_position(now.values()),))
+            await self.sql.query("SET GLOBAL gtid_slave_pos = %s", (str(from_gtids(now.values())),))
         except ReplicationRunning:
             if receiving:
                 await self.sql.query("START SLAVE %s IO_THREAD", (connection,))
@@ -573,7 +568,7 @@ class MariadbDriver(ServerDriver):
             elif match is not None:
                 gtid = Gtid(int(match.group(1)), int(match.group(2)), int(match.group(3)))
                 have = applied.get(gtid.domain)
-                current = gtid if have is None or gtid.seq_no > have.seq_no else None
+                current = gtid if have is None or gtid.seq > have.seq else None
                 if current is not None:
                     pending.append(current)
             elif (
@@ -846,9 +841,9 @@ class MariadbDriver(ServerDriver):
         current = canonical(await self.sql.value("SELECT @@gtid_current_pos"))
         if covers(current, want):
             return WaitResult(True, current)
-        have = parse_position(current)
-        missing = format_position(
-            g for d, g in parse_position(want).items() if d not in have or have[d].seq_no < g.seq_no
+        have = by_domain(current)
+        missing = str(
+            from_gtids(g for g in by_domain(want).values() if g.domain not in have or have[g.domain].seq < g.seq)
         )
         connections = await self.sql.query("SHOW ALL SLAVES STATUS")
         left = deadline - time.monotonic()

@@ -1,6 +1,7 @@
-"""What the `mariadb` driver reads, turned into the driver interface's types, without I/O: GTID position text,
-SHOW ALL SLAVES STATUS rows → ReplicaConnection, SHOW SLAVE HOSTS rows → ConnectedReplica, SHOW BINLOG EVENTS rows →
-BinlogTransaction, and the event cursor (binlog file number and offset in one integer)."""
+"""What the `mariadb` driver reads, turned into the driver interface's types, without I/O: SHOW ALL SLAVES STATUS
+rows → ReplicaConnection, SHOW SLAVE HOSTS rows → ConnectedReplica, SHOW BINLOG EVENTS rows → BinlogTransaction, and
+the event cursor (binlog file number and offset in one integer). GTID text is read by core/gtid.py, the control
+plane's one GTID vocabulary."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ferry_control.core.gtid import by_domain, canonical, from_gtids, position
 from ferry_control.drivers.base import (
     BinlogTransaction,
     ConnectedReplica,
@@ -46,64 +48,6 @@ FILTER_COLUMNS = {
 CHANGE_MASTER_FILTERS = ("do_domain_ids", "ignore_domain_ids", "ignore_server_ids")
 #: The offset part of an event cursor (binlog files are far below 4 GiB: max_binlog_size is at most 1 GiB).
 CURSOR_OFFSET_BITS = 32
-
-
-# -- GTID positions ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Gtid:
-    domain: int
-    server_id: int
-    seq_no: int
-
-    def __str__(self) -> str:
-        return f"{self.domain}-{self.server_id}-{self.seq_no}"
-
-
-def parse_position(text: str | None) -> dict[int, Gtid]:
-    """`0-1-100,1-2-50` (any order, spaces and newlines allowed) → the GTID per domain."""
-    result: dict[int, Gtid] = {}
-    for part in (text or "").replace("\n", ",").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        domain, server_id, seq_no = (int(x) for x in part.split("-"))
-        result[domain] = Gtid(domain, server_id, seq_no)
-    return result
-
-
-def format_position(gtids: Iterable[Gtid]) -> str:
-    return ",".join(str(g) for g in sorted(gtids, key=lambda g: g.domain))
-
-
-def canonical(text: str | None) -> str:
-    """The canonical position text: one GTID per domain, sorted by domain ("" for none)."""
-    return format_position(parse_position(text).values())
-
-
-def canonical_state(text: str | None) -> str:
-    """A gtid_binlog_state (several GTIDs per domain, one per server_id) sorted by (domain, server_id)."""
-    gtids = []
-    for part in (text or "").replace("\n", ",").split(","):
-        if part.strip():
-            domain, server_id, seq_no = (int(x) for x in part.strip().split("-"))
-            gtids.append(Gtid(domain, server_id, seq_no))
-    return ",".join(str(g) for g in sorted(gtids, key=lambda g: (g.domain, g.server_id)))
-
-
-def covers(have: str, want: str) -> bool:
-    """Whether position `have` has, in every domain of `want`, a seq_no at least as high."""
-    have_by_domain = parse_position(have)
-    return all(
-        domain in have_by_domain and have_by_domain[domain].seq_no >= gtid.seq_no
-        for domain, gtid in parse_position(want).items()
-    )
-
-
-def restrict(text: str, domains: Iterable[int]) -> str:
-    wanted = set(domains)
-    return format_position(g for d, g in parse_position(text).items() if d in wanted)
 
 
 # -- addresses --------------------------------------------------------------------------------------------------
@@ -200,21 +144,23 @@ def replica_connection(
     connection has received (all of it when the server has a single connection). `server`: the variables
     `connection_settings` reads."""
     received = canonical(row.get("Gtid_IO_Pos"))
-    received_domains = parse_position(received).keys()
+    received_domains = by_domain(received).keys()
     if received_domains:
-        applied = restrict(slave_pos, received_domains)
+        applied = str(from_gtids(g for g in position(slave_pos) if g.domain in received_domains))
     else:
         applied = canonical(slave_pos) if connections == 1 else ""
     io, sql = io_state(row), sql_state(row)
     behind = row.get("Seconds_Behind_Master")
     seconds = float(behind) if behind not in (None, "") else 0.0
-    applied_by_domain = parse_position(applied)
+    applied_by_domain = by_domain(applied)
     lag = {
-        domain: DomainLag(
-            transactions=max(0, gtid.seq_no - (applied_by_domain[domain].seq_no if domain in applied_by_domain else 0)),
+        gtid.domain: DomainLag(
+            transactions=max(
+                0, gtid.seq - (applied_by_domain[gtid.domain].seq if gtid.domain in applied_by_domain else 0)
+            ),
             seconds=seconds,
         )
-        for domain, gtid in parse_position(received).items()
+        for gtid in position(received)
     }
     return ReplicaConnection(
         name=str(row.get("Connection_name") or ""),

@@ -9,8 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ferry_engine import GtidPosition
-
+from ferry_control.core.gtid import GtidPosition
 from ferry_control.drivers.base import IoState, MasterRole, ReplicaConnection, ServerDriver, ServerStatus, SqlState
 from ferry_control.drivers.errors import DriverError, ErrorKind
 from ferry_control.drivers.factory import DriverFactory
