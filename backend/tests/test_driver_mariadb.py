@@ -28,15 +28,15 @@ from ferry_control.drivers.mariadb import (
     MariadbDriver,
     MariadbDriverConfig,
     MariadbPools,
-    failing_event,
 )
-from ferry_control.drivers.mariadb_errors import (
+from ferry_control.drivers.mariadb.errors import (
     AccessDenied,
     PrivilegeMissing,
     ReplicationNotConfigured,
     ReplicationRunning,
     StatementTimedOut,
 )
+from ferry_control.drivers.mariadb.relay import failing_event
 from ferry_control.models import ServerKind
 from tests.conftest import LiveFactory
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, cluster_module, driver, eventually, wait_until

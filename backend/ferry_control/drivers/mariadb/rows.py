@@ -46,6 +46,8 @@ FILTER_COLUMNS = {
 }
 #: The filters set by CHANGE MASTER (a list of ids in parentheses).
 CHANGE_MASTER_FILTERS = ("do_domain_ids", "ignore_domain_ids", "ignore_server_ids")
+#: Events read per SHOW BINLOG EVENTS or SHOW RELAYLOG EVENTS statement.
+EVENTS_PAGE_ROWS = 5000
 #: The offset part of an event cursor (binlog files are far below 4 GiB: max_binlog_size is at most 1 GiB).
 CURSOR_OFFSET_BITS = 32
 
