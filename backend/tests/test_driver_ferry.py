@@ -18,6 +18,7 @@ from ferry_control.drivers.base import SEMI_SYNC_FALLEN_BACK, ChangeMaster, IoSt
 from ferry_control.drivers.credentials import ServerCredentials
 from ferry_control.drivers.errors import (
     DriverError,
+    ErrorKind,
     ServerBadRequest,
     ServerConflict,
     ServerNotFound,
@@ -198,13 +199,13 @@ async def test_refusals_carry_the_nodes_code_and_message(drivers: DriverFactory,
     replica = drivers.for_address(ServerKind.ferry, ferryd.replica1.admin)
     with pytest.raises(ServerConflict) as running:
         await replica.change_master("main", ChangeMaster(master_address=ferryd.master.listen))
-    assert (running.value.status, running.value.code) == (409, "conflict")
+    assert (running.value.kind, running.value.code) == (ErrorKind.conflict, "conflict")
     with pytest.raises(ServerNotFound) as unknown:
         await replica.start_replication("nope")
-    assert unknown.value.code == "not_found"
+    assert (unknown.value.kind, unknown.value.code) == (ErrorKind.not_found, "not_found")
     with pytest.raises(ServerBadRequest) as bad:
         await replica.start_replication("main", until="1-x-3")
-    assert bad.value.code == "bad_request" and "column" in bad.value.message
+    assert (bad.value.kind, bad.value.code) == (ErrorKind.bad_request, "bad_request") and "column" in bad.value.message
 
 
 async def test_a_canary_write_on_a_read_only_node_is_refused_and_one_on_a_writable_node_acknowledged(
@@ -215,7 +216,7 @@ async def test_a_canary_write_on_a_read_only_node_is_refused_and_one_on_a_writab
     replica = drivers.for_address(ServerKind.ferry, ferryd.replica1.admin)
     with pytest.raises(ServerConflict) as refused:
         await replica.write_canary(1, "refused", {"n": 1})
-    assert (refused.value.status, refused.value.code) == (409, "READ_ONLY")
+    assert (refused.value.kind, refused.value.code) == (ErrorKind.conflict, "READ_ONLY")
     assert not isinstance(refused.value, WriteOutcomeUnknown)
     master = drivers.for_address(ServerKind.ferry, ferryd.master.admin)
     gtid = await master.write_canary(1, "acknowledged", {"n": 2})

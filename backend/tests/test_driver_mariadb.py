@@ -18,25 +18,25 @@ import pymysql
 import pytest
 
 from ferry_control.core.config import Settings
+from ferry_control.core.gtid import by_domain
 from ferry_control.drivers.base import SEMI_SYNC_FALLEN_BACK, ChangeMaster, ConnectionSettings, IoState, SqlState
 from ferry_control.drivers.credentials import ServerCredentials
-from ferry_control.drivers.errors import DriverError, ServerUnreachable
+from ferry_control.drivers.errors import DriverError, ErrorKind, ServerUnreachable
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.drivers.mariadb import (
     MariadbCredentials,
     MariadbDriver,
     MariadbDriverConfig,
     MariadbPools,
-    failing_event,
 )
-from ferry_control.drivers.mariadb_errors import (
+from ferry_control.drivers.mariadb.errors import (
     AccessDenied,
     PrivilegeMissing,
     ReplicationNotConfigured,
     ReplicationRunning,
     StatementTimedOut,
 )
-from ferry_control.drivers.mariadb_sql import parse_position
+from ferry_control.drivers.mariadb.relay import failing_event
 from ferry_control.models import ServerKind
 from tests.conftest import LiveFactory
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, cluster_module, driver, eventually, wait_until
@@ -64,15 +64,15 @@ def write(cluster: MariadbCluster, number: int, count: int, *, domain: int | Non
 
 
 def seq(position: str, domain: int) -> int:
-    gtids = parse_position(position)
-    return gtids[domain].seq_no if domain in gtids else 0
+    gtids = by_domain(position)
+    return gtids[domain].seq if domain in gtids else 0
 
 
 async def test_status_reads_positions_per_domain_connections_and_replicas(mariadb: MariadbCluster) -> None:
     write(mariadb, 1, 3)
     write(mariadb, 1, 2, domain=7)
     converged = mariadb.wait_converged()
-    assert parse_position(converged).keys() == {0, 7}
+    assert by_domain(converged).keys() == {0, 7}
     async with drivers(mariadb) as (master, replica, _):
         status = await master.status()
         assert status.server_id == 1 and status.default_domain == 0
@@ -443,7 +443,7 @@ async def test_a_statement_whose_caller_gives_up_is_killed_on_the_server(mariadb
         # Server-side bound: the server interrupts the statement itself.
         with pytest.raises(StatementTimedOut) as timed_out:
             await replica.sql.query("SELECT SLEEP(60) AS slept", timeout_s=0.3)
-        assert timed_out.value.code == "1969"
+        assert (timed_out.value.kind, timed_out.value.code) == (ErrorKind.timed_out, "1969")
         assert not sleeping()
 
 
@@ -454,16 +454,17 @@ async def test_server_errors_come_out_typed_with_the_servers_code_and_message(ma
     async with drivers(mariadb, admin=MariadbCredentials(mariadb.users.admin.name, "wrong")) as (master, *_):
         with pytest.raises(AccessDenied) as denied:
             await master.status()
-        assert denied.value.code == "1045" and "Access denied" in denied.value.message
+        assert (denied.value.kind, denied.value.code) == (ErrorKind.unauthorized, "1045")
+        assert "Access denied" in denied.value.message
     # Nothing listening.
     unreachable = MariadbDriver("127.0.0.1:1", driver(mariadb, 1).config)
     with pytest.raises(ServerUnreachable) as down:
         await unreachable.status()
-    assert down.value.code == "2003"
+    assert (down.value.kind, down.value.code) == (ErrorKind.unavailable, "2003")
     async with drivers(mariadb) as (_, replica, _):
         with pytest.raises(ReplicationRunning) as running:
             await replica.change_master("", ChangeMaster(master_address=mariadb.server(1).address, position="0-1-1"))
-        assert running.value.code == "1198"
+        assert (running.value.kind, running.value.code) == (ErrorKind.conflict, "1198")
         with pytest.raises(ReplicationNotConfigured):
             await replica.start_replication("nosuch")
 
@@ -480,6 +481,8 @@ async def test_server_errors_come_out_typed_with_the_servers_code_and_message(ma
         assert connection.sql_state == SqlState.error and not connection.running
         assert connection.last_error.side == "sql" and connection.last_error.code == "1062"
         assert "Duplicate entry '100'" in connection.last_error.message
+        # The driver names the failing transaction itself: the master's insert, the newest GTID of its binlog.
+        assert connection.last_error.gtid in mariadb.value(1, "@@gtid_binlog_pos").split(","), connection.last_error
 
 
 async def test_a_user_without_the_privilege_gets_a_typed_refusal_naming_it(mariadb: MariadbCluster) -> None:
@@ -493,7 +496,8 @@ async def test_a_user_without_the_privilege_gets_a_typed_refusal_naming_it(maria
         assert (await master.status()).server_id == 1  # monitoring needs no more
         with pytest.raises(PrivilegeMissing) as refused:
             await master.set_read_only(True)
-        assert refused.value.code == "1227" and "READ_ONLY ADMIN" in refused.value.message
+        assert (refused.value.kind, refused.value.code) == (ErrorKind.forbidden, "1227")
+        assert "READ_ONLY ADMIN" in refused.value.message
 
 
 async def test_ferrys_user_holds_only_the_least_privilege(mariadb: MariadbCluster) -> None:
@@ -528,7 +532,7 @@ async def test_a_master_demoted_under_its_successor_with_the_least_privilege(mar
         mariadb.links = [cluster_module.Link(1, 2), cluster_module.Link(3, 2)]
         write(mariadb, 2, 2)
         converged = mariadb.wait_converged()
-        assert seq(converged, 0) > seq(target, 0) and parse_position(converged)[0].server_id == 2
+        assert seq(converged, 0) > seq(target, 0) and by_domain(converged)[0].server == 2
         for d in (old, other):
             (c,) = (await d.status()).connections
             assert c.master_address == mariadb.server(2).address and c.io_state == IoState.connected
@@ -544,7 +548,7 @@ async def test_the_seed000_shape_has_a_multi_source_replica_of_two_domains(
     write(cluster, 1, 3, table="from1")
     write(cluster, 2, 2, table="from2")
     converged = cluster.wait_converged()
-    assert parse_position(converged).keys() == {1, 2}
+    assert by_domain(converged).keys() == {1, 2}
     async with drivers(cluster) as (_, _, multi, below, _):
         status = await multi.status()
         assert [c.name for c in status.connections] == ["m1", "m2"]

@@ -22,7 +22,7 @@ from fastapi import FastAPI
 from ferry_control.core.db import session_scope
 from ferry_control.drivers.base import IoState, Positions, ReplicaConnection, ServerStatus, SqlState
 from ferry_control.drivers.errors import ServerProtocolError
-from ferry_control.drivers.mariadb_connection import MariadbConnections, PoolSettings
+from ferry_control.drivers.mariadb.connection import MariadbConnections, PoolSettings
 from ferry_control.models import ServerKind
 from ferry_control.services.collection.polling import PollOutcome, PollTarget
 from ferry_control.services.collection.recording import Recorder

@@ -19,7 +19,7 @@ import pymysql
 import pytest
 
 from ferry_control.drivers.errors import ServerConflict
-from ferry_control.drivers.mariadb_errors import ReplicationNotConfigured, ReplicationRunning
+from ferry_control.drivers.mariadb.errors import ReplicationNotConfigured, ReplicationRunning
 from tests.conftest import LiveFactory
 from tests.helpers import WebhookReceiver, check, finished, run_operation, serve, step
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, driver, eventually

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ferry_control.drivers.errors import ServerConflict, ServerNotFound
+from ferry_control.drivers.errors import ErrorKind, ServerConflict, ServerNotFound
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import ServerKind
 from tests.conftest import LiveFactory
@@ -30,7 +30,7 @@ async def test_the_driver_sets_the_skip_counter_and_carries_the_nodes_refusals(
         replica = drivers.for_address(ServerKind.ferry, ferryd.replica1.admin)
         with pytest.raises(ServerConflict) as running:
             await replica.skip_transactions("main", 1)
-        assert (running.value.status, running.value.code) == (409, "conflict")
+        assert (running.value.kind, running.value.code) == (ErrorKind.conflict, "conflict")
         assert "running" in running.value.message
         with pytest.raises(ServerNotFound):
             await replica.skip_transactions("nope", 1)

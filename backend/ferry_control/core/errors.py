@@ -1,6 +1,7 @@
 """API errors: one JSON body for every failure, `{"error": {"code", "message", "details"}}`, the same shape the
 nodes use. Services raise `AppError` subclasses; `install_error_handlers` maps them, FastAPI's own validation and
-routing errors, and driver errors a service let through (502, with the server's code) to that body."""
+routing errors, and driver errors a service let through to that body. Driver errors carry no HTTP status, only
+their kind (`drivers.errors.ErrorKind`): `DRIVER_ERROR_STATUS` is the one place a kind becomes a status."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.errors import DriverError, ErrorKind
 
 
 class AppError(Exception):
@@ -81,6 +82,12 @@ class UpstreamError(AppError):
     code = "server_error"
 
 
+#: The HTTP status of a driver error a service let through, by its kind. Every kind is the server's failure, not
+#: the caller's — a server refusing Ferry's login is no 401 of the API, a connection running on a server no 409 of
+#: the request (services check what a caller can be told precisely, e.g. operation_prechecks) — so each is a 502.
+DRIVER_ERROR_STATUS: dict[ErrorKind, int] = dict.fromkeys(ErrorKind, UpstreamError.status_code)
+
+
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     body: dict[str, Any] = {"code": code, "message": message}
     if details is not None:
@@ -110,7 +117,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _driver_error(_: Request, exc: DriverError) -> JSONResponse:
         message = f"server {exc.address} answered {exc.code}: {exc.message}"
         return JSONResponse(
-            error_body(UpstreamError.code, message, {"server_code": exc.code}), UpstreamError.status_code
+            error_body(UpstreamError.code, message, {"server_code": exc.code, "kind": exc.kind.value}),
+            DRIVER_ERROR_STATUS[exc.kind],
         )
 
     @app.exception_handler(RequestValidationError)

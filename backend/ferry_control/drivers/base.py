@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from ferry_control.drivers.errors import DriverError, ServerRefused
+from ferry_control.drivers.errors import DriverError, ErrorKind, ServerRefused
 
 #: The canary-table key of the collector's probe writes on masters (`ServerDriver.write_probe`).
 WRITE_PROBE_KEY = "ferry-write-probe"
@@ -78,6 +78,9 @@ class ReplicationError:
     code: str
     message: str
     at_us: int | None = None
+    #: The GTID of the transaction that failed to apply, where the server names it (an `sql` error): filled by each
+    #: driver from what its server reports, so no caller reads a server's message.
+    gtid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -344,13 +347,14 @@ class ServerDriver(abc.ABC):
         """Makes the stopped `connection` pass over the next `count` transactions it receives (whole transactions,
         in the master's binlog order, as MariaDB's sql_slave_skip_counter; 0 clears what is pending). They are not
         applied on this server, yet their GTIDs advance its gtid_slave_pos: their changes are lost here. Refusals
-        carry the server's own code and message: a `ServerConflict` while the connection runs (or, ferryd, when
-        the position it starts from has several domains), a `ServerNotFound` for no such connection. The default
+        carry the server's own code and message: a `conflict` while the connection runs (or, ferryd, when the
+        position it starts from has several domains), a `not_found` for no such connection. The default
         is for kinds that cannot."""
         raise DriverError(
             getattr(self, "address", ""),
             "skip_unsupported",
             f"{self.kind} servers cannot skip replicated transactions",
+            kind=ErrorKind.unsupported,
         )
 
     @abc.abstractmethod

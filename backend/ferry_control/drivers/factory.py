@@ -17,7 +17,7 @@ from ferry_control.core.config import Settings
 from ferry_control.core.secrets import SecretBox, SecretsUnavailable
 from ferry_control.drivers.base import ServerDriver
 from ferry_control.drivers.credentials import NO_CREDENTIALS, ServerCredentials
-from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.errors import DriverError, ErrorKind
 from ferry_control.drivers.ferry import FerryDriver, FerryDriverConfig
 from ferry_control.drivers.mariadb import MariadbDriverConfig, MariadbPools
 from ferry_control.models import Cluster, Server, ServerKind
@@ -52,23 +52,21 @@ class DriverFactory:
             answer_bytes_max=settings.node_answer_bytes_max,
         )
 
-    @property
-    def plaintext_transport(self) -> bool:
-        """Whether the ferry nodes' admin API is spoken to in clear text (no node_tls_ca_file)."""
-        return self._tls is None
-
     def credentials_for(self, cluster: Cluster | None) -> ServerCredentials:
         """The cluster's decrypted credentials (none stored, or no cluster: empty)."""
         if cluster is None or not cluster.credentials_ciphertext:
             return NO_CREDENTIALS
         if self._secrets is None:
             raise DriverError(
-                cluster.name, "secrets_unavailable", "the cluster has stored credentials but no secret key is set"
+                cluster.name,
+                "secrets_unavailable",
+                "the cluster has stored credentials but no secret key is set",
+                kind=ErrorKind.not_configured,
             )
         try:
             return ServerCredentials.of(self._secrets.decrypt(cluster.credentials_ciphertext))
         except SecretsUnavailable as e:
-            raise DriverError(cluster.name, "secrets_unavailable", str(e)) from e
+            raise DriverError(cluster.name, "secrets_unavailable", str(e), kind=ErrorKind.not_configured) from e
 
     def node_token(self, credentials: ServerCredentials) -> str | None:
         """The cluster's own node token, else the settings' token, else the settings' token file."""
@@ -105,12 +103,18 @@ class DriverFactory:
                 statement_timeout_s=self._settings.node_read_timeout_s,
             )  # fmt: skip
             return self._mariadb_pools.driver(admin_address, config)
-        raise DriverError(admin_address, "unsupported_kind", f"no driver for servers of kind {kind.value!r} yet")
+        raise DriverError(
+            admin_address, "unsupported_kind", f"no driver for servers of kind {kind.value!r} yet",
+            kind=ErrorKind.not_configured,
+        )  # fmt: skip
 
     def for_server(self, server: Server, cluster: Cluster | None = None) -> ServerDriver:
         """The server must have an admin address."""
         if server.admin_address is None:
-            raise DriverError(server.host, "no_admin_address", f"server {server.name!r} has no admin port recorded")
+            raise DriverError(
+                server.host, "no_admin_address", f"server {server.name!r} has no admin port recorded",
+                kind=ErrorKind.not_configured,
+            )  # fmt: skip
         return self.for_address(
             server.kind, server.admin_address, self.credentials_for(cluster), server.protocol_address
         )
@@ -147,4 +151,6 @@ def _read_token(path: Path) -> str:
     try:
         return path.read_text().strip()
     except OSError as e:
-        raise DriverError(str(path), "node_token_unreadable", f"cannot read the node token file: {e}") from e
+        raise DriverError(
+            str(path), "node_token_unreadable", f"cannot read the node token file: {e}", kind=ErrorKind.not_configured
+        ) from e

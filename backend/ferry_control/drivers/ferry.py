@@ -2,19 +2,22 @@
 
 Every call carries the nodes' admin token as a bearer token (ferryd serves nothing but liveness without it); reads
 are retried (a bounded number of times, on no answer or a 5xx), mutating calls are sent once. The node's error body
-`{"error": {"code", "message"}}` becomes a typed `ServerRefused` carrying both.
+`{"error": {"code", "message"}}` becomes a typed `ServerRefused` carrying both, of the kind its HTTP status says
+(`KIND_OF_STATUS`): the status stays here, the rest of the control plane sees kinds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json as json_module
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
 
+from ferry_control.core.config import Settings
 from ferry_control.drivers.base import (
     SEMI_SYNC_FALLEN_BACK,
     BinlogTransaction,
@@ -38,12 +41,13 @@ from ferry_control.drivers.base import (
 )
 from ferry_control.drivers.errors import (
     DriverError,
+    ErrorKind,
     ServerFailed,
     ServerProtocolError,
     ServerRefused,
     ServerUnreachable,
     WriteOutcomeUnknown,
-    refusal_for_status,
+    refusal,
 )
 from ferry_control.drivers.ferry_protocol import (
     FerryProtocolClient,
@@ -52,12 +56,53 @@ from ferry_control.drivers.ferry_protocol import (
     ProtocolRefused,
     Put,
 )
+from ferry_control.drivers.kinds import KindRules
 
 _T = TypeVar("_T")
 
 #: The replication filters a ferryd connection has (change-master's lists of domain ids), by their names in
 #: `ConnectionSettings.filters`, the same as MariaDB's.
 DOMAIN_FILTERS = ("do_domain_ids", "ignore_domain_ids")
+
+
+#: How a node's applier words an SQL error: `applying <gtid>: <why>`.
+FAILING_GTID = re.compile(r"applying (\d+-\d+-\d+): ")
+
+#: The kind of a node's refusal by its HTTP status (another 4xx: `refused`, a 5xx: `failed`).
+KIND_OF_STATUS = {
+    400: ErrorKind.bad_request,
+    401: ErrorKind.unauthorized,
+    403: ErrorKind.forbidden,
+    404: ErrorKind.not_found,
+    409: ErrorKind.conflict,
+    429: ErrorKind.busy,
+}
+
+
+def refusal_kind(status: int) -> ErrorKind:
+    """The kind of a node's refusal answered with HTTP `status`."""
+    return KIND_OF_STATUS.get(status, ErrorKind.failed if status >= 500 else ErrorKind.refused)
+
+
+#: ferryd refuses admin tokens shorter than this.
+NODE_TOKEN_CHARS_MIN = 16
+
+
+class FerryRules(KindRules):
+    """ferryd nodes: their admin token is the cluster's node_token (at least NODE_TOKEN_CHARS_MIN characters), else
+    the fleet's FERRY_NODE_TOKEN; their admin API is https only with node_tls_ca_file set."""
+
+    kind = "ferry"
+    fleet_credentials = True
+
+    def secrets_refusal(self, secrets: Mapping[str, str | None]) -> str | None:
+        token = secrets.get("node_token")
+        if token is not None and len(token) < NODE_TOKEN_CHARS_MIN:
+            return f"node_token: ferryd needs at least {NODE_TOKEN_CHARS_MIN} characters"
+        return None
+
+    def plaintext(self, settings: Settings | None, secrets: Mapping[str, object]) -> bool:
+        return settings is None or settings.node_tls_ca_file is None
 
 
 #: A node busy computing checksums for another caller is asked again this many times, this far apart.
@@ -118,6 +163,7 @@ class FerryDriver(ServerDriver):
                 self.address,
                 "no_node_token",
                 "no admin token for the nodes: set FERRY_NODE_TOKEN, FERRY_NODE_TOKEN_FILE or the cluster's node_token",
+                kind=ErrorKind.not_configured,
             )
         headers = {"Authorization": f"Bearer {token}"}
         timeout = self._timeout
@@ -161,7 +207,7 @@ class FerryDriver(ServerDriver):
             error = body.get("error") if isinstance(body, dict) else None
             code = str(error.get("code", "unknown")) if isinstance(error, dict) else "unknown"
             message = str(error.get("message", text)) if isinstance(error, dict) else text
-            raise refusal_for_status(response.status_code)(self.address, response.status_code, code, message)
+            raise refusal(self.address, refusal_kind(response.status_code), code, message)
         return body
 
     async def _read(self, path: str, params: dict[str, Any] | None = None) -> Any:
@@ -181,21 +227,25 @@ class FerryDriver(ServerDriver):
     async def _protocol(self) -> FerryProtocolClient:
         address = self.protocol_address or (await self.status()).listen_address
         if not address:
-            raise DriverError(self.address, "no_protocol_address", "the node's protocol address is not known")
+            raise DriverError(
+                self.address, "no_protocol_address", "the node's protocol address is not known",
+                kind=ErrorKind.not_configured,
+            )  # fmt: skip
         try:
             return await FerryProtocolClient.connect(address, self._config.protocol_timeout_s)
         except ProtocolError as e:
             raise ServerUnreachable(address, "unreachable", f"protocol connection failed: {e}") from e
 
     async def write_canary(self, domain: int, key: str, fields: Mapping[str, object]) -> str:
-        """A refusal (READ_ONLY on a read-only node, …) is a `ServerRefused` with the node's error name (409 for
-        READ_ONLY): nothing was written. A connection that broke with the transaction sent is `WriteOutcomeUnknown`."""
+        """A refusal (READ_ONLY on a read-only node, …) is a `ServerRefused` with the node's error name (a conflict
+        for READ_ONLY, else a bad request): nothing was written. A connection that broke with the transaction sent is
+        `WriteOutcomeUnknown`."""
         try:
             async with await self._protocol() as client:
                 committed = await client.transact([Put(self._config.canary_table, key, dict(fields))], domain=domain)
         except ProtocolRefused as e:
-            status = 409 if e.name == "READ_ONLY" else 400
-            raise refusal_for_status(status)(self.address, status, e.name, e.message) from e
+            kind = ErrorKind.conflict if e.name == "READ_ONLY" else ErrorKind.bad_request
+            raise refusal(self.address, kind, e.name, e.message) from e
         except ProtocolConnectionError as e:
             raise WriteOutcomeUnknown(self.address, "canary_write_unknown", str(e)) from e
         except ProtocolError as e:
@@ -284,14 +334,14 @@ class FerryDriver(ServerDriver):
 
     async def checksums(self) -> Checksums:
         """The node's table checksums at one position. A node computes one set at a time and answers another
-        request meanwhile 429 `busy`: that is waited out (CHECKSUM_BUSY_RETRIES times, CHECKSUM_BUSY_WAIT_S apart)."""
+        request meanwhile `busy` (429): that is waited out (CHECKSUM_BUSY_RETRIES times, CHECKSUM_BUSY_WAIT_S apart)."""
         attempt = 0
         while True:
             try:
                 body = await self._read("/v1/checksums")
                 break
             except ServerRefused as e:
-                if e.status != 429 or e.code != "busy" or attempt >= CHECKSUM_BUSY_RETRIES:
+                if e.kind is not ErrorKind.busy or e.code != "busy" or attempt >= CHECKSUM_BUSY_RETRIES:
                     raise
                 attempt += 1
                 await asyncio.sleep(CHECKSUM_BUSY_WAIT_S)
@@ -328,13 +378,16 @@ class FerryDriver(ServerDriver):
                 self.address,
                 "filters_unsupported",
                 f"ferryd connections filter by domain only ({', '.join(DOMAIN_FILTERS)}), not by {', '.join(unknown)}",
+                kind=ErrorKind.unsupported,
             )
         for name in DOMAIN_FILTERS:
             try:
                 ids = settings.filter_ids(name)
             except ValueError:
                 text = settings.filters.get(name, "").replace(" ", "")
-                raise DriverError(self.address, "bad_filter", f"{name} must list domain ids, not {text!r}") from None
+                raise DriverError(
+                    self.address, "bad_filter", f"{name} must list domain ids, not {text!r}", kind=ErrorKind.bad_request
+                ) from None
             if ids:
                 body[name] = ids
         await self._send("POST", f"/v1/replication/{connection}/change-master", json=body)
@@ -348,8 +401,8 @@ class FerryDriver(ServerDriver):
 
     async def skip_transactions(self, connection: str, count: int) -> Skipped:
         """The node's skip counter: its next start passes over `count` transactions (which ones, the node does not
-        say). 409 `conflict` while it runs or when its start position has several domains; 404 for no such
-        connection."""
+        say). A conflict (`conflict`) while it runs or when its start position has several domains; not found for no
+        such connection."""
         await self._send("POST", f"/v1/replication/{connection}/skip-counter", json={"count": int(count)})
         return Skipped(gtids=None, pending=count > 0)
 
@@ -506,6 +559,7 @@ def _connection(c: dict[str, Any]) -> ReplicaConnection:
             code=_text(error, "code"),
             message=_text(error, "message"),
             at_us=None if error.get("at_us") is None else int(error["at_us"]),
+            gtid=failing_gtid(error),
         ),  # fmt: skip
         until=_optional_text(c, "until"),
         delay_s=int(c.get("delay_s") or 0),
@@ -513,6 +567,17 @@ def _connection(c: dict[str, Any]) -> ReplicaConnection:
         settings=_connection_settings(c),
         skip_counter=int(c.get("skip_counter") or 0),
     )
+
+
+def failing_gtid(error: dict[str, Any]) -> str | None:
+    """The GTID of the transaction a node's SQL error is about: its `gtid` where the node reports one, else the one
+    its applier's message starts with (`applying 1-1-3: …`)."""
+    if error.get("side") != "sql":
+        return None
+    if isinstance(error.get("gtid"), str):
+        return str(error["gtid"])
+    named = FAILING_GTID.match(str(error.get("message") or ""))
+    return named.group(1) if named else None
 
 
 def _domain_lag(domain: str, value: Any) -> DomainLag:

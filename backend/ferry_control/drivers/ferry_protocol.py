@@ -13,31 +13,32 @@ import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-PROTOCOL_VERSION = 1
-OP_HELLO = 0x01
-OP_TRANSACT = 0x10
-OP_GET = 0x11
-OP_WAIT_POSITION = 0x12
-OP_PING = 0x14
-R_HELLO = 0x81
-R_COMMITTED = 0x90
-R_ROW = 0x91
-R_REACHED = 0x92
-R_PONG = 0x94
-R_ERROR = 0xFF
-KIND_PUT, KIND_DELETE, KIND_INCREMENT = 1, 2, 3
-TYPE_INT, TYPE_TEXT = 1, 2
+import ferry_engine
+
+# The protocol's constants are ferry-core's own (engine/crates/ferry-core/src/protocol.rs, row.rs), exported by
+# ferry_engine: nothing here is copied by hand.
+PROTOCOL_VERSION = ferry_engine.PROTOCOL_VERSION
+OP_HELLO = ferry_engine.OPCODES["HELLO"]
+OP_TRANSACT = ferry_engine.OPCODES["TRANSACT"]
+OP_GET = ferry_engine.OPCODES["GET"]
+OP_WAIT_POSITION = ferry_engine.OPCODES["WAIT_POSITION"]
+OP_PING = ferry_engine.OPCODES["PING"]
+R_HELLO = ferry_engine.OPCODES["R_HELLO"]
+R_COMMITTED = ferry_engine.OPCODES["R_COMMITTED"]
+R_ROW = ferry_engine.OPCODES["R_ROW"]
+R_REACHED = ferry_engine.OPCODES["R_REACHED"]
+R_PONG = ferry_engine.OPCODES["R_PONG"]
+R_ERROR = ferry_engine.OPCODES["R_ERROR"]
+KIND_PUT = ferry_engine.ROW_OP_KINDS["PUT"]
+KIND_DELETE = ferry_engine.ROW_OP_KINDS["DELETE"]
+KIND_INCREMENT = ferry_engine.ROW_OP_KINDS["INCREMENT"]
+TYPE_INT = ferry_engine.VALUE_TYPES["INT"]
+TYPE_TEXT = ferry_engine.VALUE_TYPES["TEXT"]
 #: Largest response frame this client accepts (the node's own frame limit is 4 MiB by default).
 FRAME_BYTES_MAX = 8 * 1024 * 1024
 
 #: The node's error codes by number (docs/protocol.md, "Errors").
-ERROR_NAMES = {
-    1: "MALFORMED_FRAME", 2: "UNSUPPORTED_VERSION", 3: "UNKNOWN_OPERATION", 4: "FRAME_TOO_LARGE",
-    5: "TOO_MANY_CONNECTIONS", 6: "TXN_TOO_LARGE", 7: "READ_ONLY", 8: "INVALID_REQUEST", 9: "TYPE_MISMATCH",
-    10: "STRICT_MODE", 11: "PERMISSION_DENIED", 12: "TIMEOUT", 13: "BAD_GTID", 14: "NODE_FAILED", 15: "OVERFLOW",
-    16: "SHUTTING_DOWN", 17: "POSITION_PURGED", 18: "REPLICA_AHEAD", 19: "DIVERGED", 20: "BINLOG_UNREADABLE",
-    21: "SEQ_NO_EXHAUSTED", 22: "EVENT_TOO_LARGE",
-}  # fmt: skip
+ERROR_NAMES: dict[int, str] = dict(ferry_engine.ERROR_CODES)
 
 Row = Mapping[str, int | str]
 

@@ -1,12 +1,13 @@
-"""Shapes shared by every endpoint: the error body, GTID position text validated by ferry_engine, pages."""
+"""Shapes shared by every endpoint: the error body, GTID position text validated by core/gtid.py, pages."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-import ferry_engine
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
+
+from ferry_control.core.gtid import GtidParseError, GtidPosition
 
 #: Largest id of a row (ids are 32-bit integers in the database); larger ones are refused with 422, not looked up.
 ID_MAX = 2_147_483_647
@@ -30,8 +31,8 @@ class ErrorBody(BaseModel):
 
 def _position(text: str) -> str:
     try:
-        return str(ferry_engine.GtidPosition.parse(text))
-    except ferry_engine.GtidParseError as e:
+        return str(GtidPosition.parse(text))
+    except GtidParseError as e:
         raise PydanticCustomError(
             "gtid_position",
             "malformed GTID position at column {column}: {reason}",

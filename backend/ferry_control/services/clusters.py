@@ -16,6 +16,7 @@ from ferry_control.core.outbound import WebhookPolicy
 from ferry_control.core.secrets import SecretBox, SecretsUnavailable
 from ferry_control.core.security import Role
 from ferry_control.drivers.credentials import SECRET_FIELDS
+from ferry_control.drivers.registry import plaintext_transport, secrets_refusal
 from ferry_control.models import Cluster, OperationState
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.operations import OperationRepository
@@ -23,8 +24,6 @@ from ferry_control.schemas.cluster import REDACTED, ClusterCreate, ClusterRead, 
 
 #: Operation states that hold a cluster (deleting it or its servers meanwhile is refused).
 BUSY_STATES = (OperationState.pending, OperationState.running)
-#: ferryd refuses admin tokens shorter than this.
-NODE_TOKEN_CHARS_MIN = 16
 
 
 class ClusterService:
@@ -126,9 +125,7 @@ class ClusterService:
         stored = self._stored_secrets(cluster, strict=False)
         for name in SECRET_FIELDS:
             setattr(read, f"{name}_set", stored.get(name) is not None)
-        node_tls = self.settings is not None and self.settings.node_tls_ca_file is not None
-        mariadb_plain = stored.get("db_user") is not None and stored.get("tls_ca") is None
-        read.plaintext_transport = not node_tls or mariadb_plain
+        read.plaintext_transport = plaintext_transport(self.settings, stored)
         if not role.allows(Role.operator):
             read.pre_operation_webhooks = [REDACTED for _ in read.pre_operation_webhooks]
             read.post_operation_webhooks = [REDACTED for _ in read.post_operation_webhooks]
@@ -157,11 +154,9 @@ class ClusterService:
     def _store_secrets(self, cluster: Cluster, changes: dict[str, str | None]) -> None:
         if not changes:
             return
-        token = changes.get("node_token")
-        if token is not None and len(token) < NODE_TOKEN_CHARS_MIN:
-            raise Unprocessable(
-                f"node_token: ferryd needs at least {NODE_TOKEN_CHARS_MIN} characters", code="validation_error"
-            )
+        refusal = secrets_refusal(changes)
+        if refusal is not None:
+            raise Unprocessable(refusal, code="validation_error")
         values = {**self._stored_secrets(cluster), **changes}
         values = {k: v for k, v in values.items() if v is not None}
         if not values:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from ferry_control.core.db import session_scope
+from ferry_control.core.gtid import seq_by_domain
 from ferry_control.core.metrics import Metrics
 from ferry_control.models import DrillRun, HealthState, ReplicationLink, Server
 from ferry_control.repositories.metrics_export import MetricsExportRepository
@@ -25,16 +26,6 @@ class Sample:
     gauge: str  #: the Metrics attribute
     labels: tuple[str, ...]
     value: float
-
-
-def parse_position(text: str | None) -> dict[int, int]:
-    """`1-1-45,2-1-20` → {domain: seq_no}; malformed parts are skipped (the collector stored what the server said)."""
-    position: dict[int, int] = {}
-    for part in (text or "").split(","):
-        pieces = part.strip().split("-")
-        if len(pieces) == 3 and all(p.isdigit() for p in pieces):
-            position[int(pieces[0])] = int(pieces[2])
-    return position
 
 
 def stored_state_samples(
@@ -64,7 +55,7 @@ def stored_state_samples(
             yield Sample("replication_lag_transactions", (*labels, str(domain)), float(lag.get("transactions", 0)))
     for server in servers:
         cluster = server.cluster.name
-        for domain_id, seq_no in parse_position(server.gtid_current_pos).items():
+        for domain_id, seq_no in seq_by_domain(server.gtid_current_pos).items():
             yield Sample("server_gtid_seq_no", (cluster, server.name, str(domain_id)), float(seq_no))
         for state in HealthState:
             yield Sample("server_health", (cluster, server.name, state.value), 1.0 if server.health == state else 0.0)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
+from ferry_control.core.gtid import position
 from ferry_control.core.secrets import SecretBox
 from ferry_control.core.security import Role
 from ferry_control.repositories.drills import DrillRepository
 from ferry_control.schemas.overview import ClusterHealth, ClusterOverview, ClusterSummary, LastDrill, WorstLag
 from ferry_control.schemas.topology import TopologyGraph, TopologyNode
 from ferry_control.services.clusters import ClusterService
-from ferry_control.services.collection.addresses import parse_position
 from ferry_control.services.topology import TopologyService
 
 
@@ -20,7 +20,7 @@ def shared_domains(masters: list[TopologyNode]) -> list[str]:
     ids — as problems in words: two origins of one domain diverge its history."""
     origins: dict[int, list[str]] = {}
     for node in masters:
-        for gtid in parse_position(node.gtid_current_pos or ""):
+        for gtid in position(node.gtid_current_pos):
             if gtid.server == node.reported_server_id:
                 origins.setdefault(gtid.domain, []).append(node.name)
     return [

@@ -1,15 +1,15 @@
 """Positions: the servers × domains matrix of the latest poll (with which servers could be master now, compared
-with ferry_engine's `is_ahead_of`), and position and lag history by time range."""
+with `is_ahead_of` of core/gtid.py's positions), and position and lag history by time range."""
 
 from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
 
-import ferry_engine
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.errors import AppError
+from ferry_control.core.gtid import GtidPosition
 from ferry_control.models import HealthState, LagSample, ReplicationLink
 from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.samples import SampleRepository
@@ -70,14 +70,12 @@ class PositionService:
         await self.clusters.get(cluster_id)
         servers = await self.servers.list_for_cluster(cluster_id)
         links = await self.links.list_for_cluster(cluster_id)
-        positions = {
-            s.id: ferry_engine.GtidPosition.parse(s.gtid_current_pos) for s in servers if s.gtid_current_pos is not None
-        }
-        most_advanced = ferry_engine.GtidPosition("")
+        positions = {s.id: GtidPosition.parse(s.gtid_current_pos) for s in servers if s.gtid_current_pos is not None}
+        most_advanced = GtidPosition("")
         for position in positions.values():
             most_advanced = most_advanced.join(position)
         domains = most_advanced.domains()
-        target = ferry_engine.GtidPosition.parse(reached) if reached is not None else None
+        target = GtidPosition.parse(reached) if reached is not None else None
 
         rows = []
         for server in servers:

@@ -8,7 +8,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.errors import Conflict, Forbidden, NotFound
 from ferry_control.core.security import Role
-from ferry_control.models import Server, ServerKind
+from ferry_control.drivers.registry import credentials_follow_address
+from ferry_control.models import Server
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.server import ServerCreate, ServerUpdate
 from ferry_control.services.clusters import ClusterService
@@ -39,7 +40,7 @@ class ServerService:
     async def update(self, cluster_id: int, server_id: int, data: ServerUpdate, role: Role = Role.admin) -> Server:
         """409 `operation_running` while an operation holds the cluster (it acts on what it read of the servers);
         403 `address_change_needs_admin` when `role` is below admin and the change moves a server's address while
-        credentials go to it (its cluster's stored secrets, or the nodes' token for a ferryd node): the control
+        credentials go to it (its cluster's stored secrets, or the fleet's credentials for its kind): the control
         plane would send them to the new address."""
         server = await self.get(cluster_id, server_id)
         changes = data.model_dump(exclude_unset=True)
@@ -49,7 +50,7 @@ class ServerService:
         ]
         if moved and not role.allows(Role.admin):
             cluster = await self.clusters.get(cluster_id)
-            if cluster.credentials_ciphertext or server.kind == ServerKind.ferry:
+            if credentials_follow_address(server.kind, bool(cluster.credentials_ciphertext)):
                 raise Forbidden(
                     f"changing the {', '.join(moved)} of server {server_id} ({server.name}) sends its cluster's "
                     "credentials to the new address: an admin's token is needed (or register the new address as "

@@ -1,19 +1,20 @@
-"""Type stub of ferry_engine: Python bindings for Ferry's engine core (GTID math and binlog reading)."""
+"""Type stub of ferry_engine: Python bindings for Ferry's engine core (GTID math and the binary protocol's constants)."""
 
 from collections.abc import Iterable, Iterator
-from os import PathLike
-from typing import Generic, Literal, TypedDict, TypeVar, final, overload
+from typing import final
 
 __all__ = [
-    "BinlogCorruptError",
-    "BinlogReader",
+    "ERROR_CODES",
+    "OPCODES",
+    "PROTOCOL_VERSION",
+    "ROW_OP_KINDS",
+    "VALUE_TYPES",
     "Gtid",
     "GtidParseError",
     "GtidPosition",
     "format_position",
     "parse_gtid",
     "parse_position",
-    "read_binlog",
     "__version__",
 ]
 
@@ -30,16 +31,6 @@ class GtidParseError(ValueError):
     """What was expected at that column."""
     pointer: str
     """The text, a newline, and a caret under the column."""
-
-class BinlogCorruptError(ValueError):
-    """A binlog file holds bytes that are not a valid event where one should be."""
-
-    file: str
-    """Name of the binlog file (without its directory)."""
-    offset: int
-    """Byte offset of the damaged event in that file (0 for bad magic bytes)."""
-    reason: str
-    """The core's reason: checksum mismatch, truncation, malformed body, misplaced event…"""
 
 @final
 class Gtid:
@@ -95,80 +86,16 @@ def parse_position(text: str) -> GtidPosition: ...
 def format_position(gtids: Iterable[Gtid | str]) -> str:
     """Canonical position text; two GTIDs of one domain raise ValueError."""
 
-# _Row, _RowChange, _TransactionDict and _EventDict exist for annotations only, not at run time
-# (import them under `if typing.TYPE_CHECKING:`).
+# The node's binary protocol (docs/protocol.md), as ferry-core defines it.
 
-_Row = dict[str, int | str]
-
-class _RowChange(TypedDict):
-    table: str
-    key: str
-    before: _Row | None
-    after: _Row | None
-
-class _TransactionDict(TypedDict):
-    file: str
-    offset: int
-    end_offset: int
-    gtid: str
-    domain: int
-    server_id: int
-    seq_no: int
-    commit_id: int
-    flags: int
-    commit_ts_us: int
-    changes: list[_RowChange]
-
-class _EventDict(TypedDict, total=False):
-    """An event: `file`, `offset`, `len` and `type` always; the rest depends on `type`.
-
-    format_description: binlog_version, server_id, created_at_us, server_version;
-    gtid_list: gtids; gtid: the transaction header keys; rows: changes (list); commit: changes (count);
-    checkpoint: checkpoint_file, checkpoint_offset; rotate: next_file.
-    """
-
-    file: str
-    offset: int
-    len: int
-    type: Literal["format_description", "gtid_list", "gtid", "rows", "commit", "checkpoint", "rotate"]
-    binlog_version: int
-    server_id: int
-    created_at_us: int
-    server_version: str
-    gtids: list[str]
-    gtid: str
-    domain: int
-    seq_no: int
-    commit_id: int
-    flags: int
-    commit_ts_us: int
-    changes: list[_RowChange] | int
-    checkpoint_file: str
-    checkpoint_offset: int
-    next_file: str
-
-_T = TypeVar("_T", covariant=True)
-
-@final
-class BinlogReader(Generic[_T]):
-    """The lazy iterator `read_binlog` returns; it ends after the last file or after raising."""
-
-    @property
-    def files(self) -> list[str]: ...
-    def __iter__(self) -> BinlogReader[_T]: ...
-    def __next__(self) -> _T: ...
-
-@overload
-def read_binlog(
-    path: str | PathLike[str],
-    *,
-    domains: int | Iterable[int] | None = None,
-    transactions: Literal[False] = False,
-) -> BinlogReader[_EventDict]: ...
-@overload
-def read_binlog(
-    path: str | PathLike[str],
-    *,
-    domains: int | Iterable[int] | None = None,
-    transactions: Literal[True],
-) -> BinlogReader[_TransactionDict]: ...
+PROTOCOL_VERSION: int
+"""The protocol version this build speaks (every frame carries it)."""
+OPCODES: dict[str, int]
+"""Opcodes by name: requests (`HELLO`, `TRANSACT`, `GET`, `WAIT_POSITION`, `PING`, …) and responses (`R_HELLO`,
+`R_COMMITTED`, `R_ROW`, `R_REACHED`, `R_PONG`, …, `R_ERROR` for a refusal)."""
+ERROR_CODES: dict[int, str]
+"""The names of the error codes an `R_ERROR` frame carries (`7: "READ_ONLY"`, …)."""
+ROW_OP_KINDS: dict[str, int]
+"""Tags of a Transact request's operations: `PUT`, `DELETE`, `INCREMENT`."""
+VALUE_TYPES: dict[str, int]
+"""Tags of a row field's value: `INT`, `TEXT`."""

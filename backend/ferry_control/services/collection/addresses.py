@@ -1,15 +1,9 @@
-"""Reading what servers report: position text into positions, and `host:port` addresses into checked pairs (how
-connections name their master, matched to registered servers)."""
+"""Reading the addresses servers report: `host:port` into checked pairs (how connections name their master,
+matched to registered servers)."""
 
 from __future__ import annotations
 
-import ferry_engine
-
 from ferry_control.core.outbound import check_host
-
-
-def parse_position(text: str | None) -> ferry_engine.GtidPosition:
-    return ferry_engine.GtidPosition.parse(text or "")
 
 
 def split_address(address: str) -> tuple[str, int] | None:

@@ -19,7 +19,7 @@ from ferry_control.core.config import Settings
 from ferry_control.core.metrics import Metrics
 from ferry_control.drivers.base import ServerDriver, ServerStatus
 from ferry_control.drivers.credentials import ServerCredentials
-from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.errors import DriverError, ErrorKind
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import LinkSource, ServerKind
 from ferry_control.repositories.links import LinkRepository
@@ -97,7 +97,10 @@ class Poller:
         timeout_s = self._settings.poll_timeout_s
         try:
             if target.credentials_error is not None:
-                raise DriverError(target.admin_address, "secrets_unavailable", target.credentials_error)
+                raise DriverError(
+                    target.admin_address, "secrets_unavailable", target.credentials_error,
+                    kind=ErrorKind.not_configured,
+                )  # fmt: skip
             driver = self._drivers.for_address(
                 target.kind, target.admin_address, target.credentials, target.protocol_address
             )

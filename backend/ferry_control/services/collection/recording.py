@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
+from ferry_control.core.gtid import position
 from ferry_control.drivers.base import ReplicaConnection
 from ferry_control.models import (
     HealthEvent,
@@ -41,7 +42,7 @@ from ferry_control.models import (
 from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.samples import SampleRepository
 from ferry_control.repositories.servers import ServerRepository
-from ferry_control.services.collection.addresses import parse_position, split_address
+from ferry_control.services.collection.addresses import split_address
 from ferry_control.services.collection.polling import PollOutcome
 from ferry_control.services.collection.timeline import ENTRIES_MAX, MasterTimelines
 from ferry_control.services.event_bus import ClusterEvent
@@ -233,8 +234,8 @@ class Recorder:
                 server.master_role = role
             if (server.warnings or []) != list(status.warnings):
                 server.warnings = list(status.warnings)
-            old = parse_position(server.gtid_current_pos)
-            new = parse_position(status.positions.current)
+            old = position(server.gtid_current_pos)
+            new = position(status.positions.current)
             for gtid in new:
                 if old.get(gtid.domain) != gtid:
                     samples.add_position(
@@ -259,7 +260,7 @@ class Recorder:
                         )
                     )
             server.gtid_binlog_pos = status.positions.binlog
-            self.timelines.observe(server.id, [(g.domain, g.seq) for g in parse_position(server.gtid_binlog_pos)],
+            self.timelines.observe(server.id, [(g.domain, g.seq) for g in position(server.gtid_binlog_pos)],
                                    outcome.at)  # fmt: skip
             server.gtid_slave_pos = status.positions.slave
             server.gtid_current_pos = str(new)
@@ -300,7 +301,7 @@ class Recorder:
 
         # Links as the replica reports them.
         replica = servers[server_id]
-        replica_position = parse_position(replica.gtid_current_pos)
+        replica_position = position(replica.gtid_current_pos)
         existing = {
             link.name: link
             for link in links
@@ -309,9 +310,7 @@ class Recorder:
         for connection in outcome.status.connections:
             address = split_address(connection.master_address)
             master = by_protocol_address.get(address) if address else None
-            master_binlog = (
-                parse_position(master.gtid_binlog_pos) if master and master.gtid_binlog_pos is not None else None
-            )
+            master_binlog = position(master.gtid_binlog_pos) if master and master.gtid_binlog_pos is not None else None
             lag = lag_against_master(replica_position, master, master_binlog, connection, self.timelines, outcome.at)
             link = existing.pop(connection.name, None)
             if link is None:

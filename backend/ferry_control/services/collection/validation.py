@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import ferry_engine
 from sqlalchemy import Column
 
+from ferry_control.core.gtid import GtidPosition, parse_gtid
 from ferry_control.drivers.base import ServerStatus
 from ferry_control.models import ReplicationLink
 
@@ -36,7 +36,7 @@ def _shown(value: Any) -> str:
 def _position(field: str, text: str | None) -> None:
     _text(field, text)
     try:
-        position = ferry_engine.GtidPosition.parse(text or "")
+        position = GtidPosition.parse(text or "")
     except ValueError as e:
         raise InvalidStatus(f"answered an invalid {field} {_shown(text)}: {e}") from e
     if len(position) > DOMAINS_MAX:
@@ -52,7 +52,7 @@ def _state(field: str, text: str | None) -> None:
         if not part.strip():
             continue
         try:
-            ferry_engine.parse_gtid(part.strip())
+            parse_gtid(part.strip())
         except ValueError as e:
             raise InvalidStatus(f"answered an invalid {field} {_shown(text)}: {e}") from e
 

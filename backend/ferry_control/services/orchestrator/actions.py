@@ -9,8 +9,7 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ferry_engine import GtidPosition
-
+from ferry_control.core.gtid import GtidPosition
 from ferry_control.drivers.base import ChangeMaster, ConnectionSettings, IoState, ServerDriver, SqlState
 from ferry_control.drivers.errors import DriverError
 from ferry_control.services.orchestrator.gtid import level_plan, position

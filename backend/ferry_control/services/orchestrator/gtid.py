@@ -1,38 +1,41 @@
-"""GTID reasoning the orchestrator needs on top of ferry_engine's position math: binlog states (several GTIDs per
-domain), errant GTIDs checked per domain, "ahead of every other server", and the start and stop positions that
-bring a server level with a peer by START … UNTIL."""
+"""GTID reasoning the orchestrator needs on top of the control plane's GTID vocabulary (core/gtid.py): errant GTIDs
+checked per domain, "ahead of every other server", and the start and stop positions that bring a server level with
+a peer by START … UNTIL. The vocabulary's own names are importable from here too, so an executor imports its GTID
+words from one place."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-import ferry_engine
-from ferry_engine import Gtid, GtidPosition
+from ferry_control.core.gtid import (
+    Gtid,
+    GtidPosition,
+    format_position,
+    from_gtids,
+    gtid_text,
+    join_all,
+    parse_state,
+    per_domain,
+    position,
+    restrict,
+)
 
-
-def position(text: str | None) -> GtidPosition:
-    return GtidPosition.parse(text or "")
-
-
-def gtid_text(gtid: Gtid) -> str:
-    return f"{gtid.domain}-{gtid.server}-{gtid.seq}"
-
-
-def parse_state(text: str | None) -> list[Gtid]:
-    """A binlog state (`gtid_binlog_state`: the last GTID per (domain, server_id), so several per domain)."""
-    return [ferry_engine.parse_gtid(part.strip()) for part in (text or "").split(",") if part.strip()]
-
-
-def join_all(positions: Iterable[GtidPosition]) -> GtidPosition:
-    joined = GtidPosition("")
-    for p in positions:
-        joined = joined.join(p)
-    return joined
-
-
-def from_gtids(gtids: Iterable[Gtid]) -> GtidPosition:
-    return GtidPosition.parse(ferry_engine.format_position(list(gtids)))
+__all__ = [
+    "ErrantGtid",
+    "LevelPlan",
+    "ahead_of_all",
+    "behind_total",
+    "errant_gtids",
+    "from_gtids",
+    "gtid_text",
+    "join_all",
+    "level_plan",
+    "parse_state",
+    "per_domain",
+    "position",
+    "restrict",
+]
 
 
 @dataclass(frozen=True)
@@ -118,16 +121,7 @@ def level_plan(target: GtidPosition, peer: GtidPosition) -> LevelPlan | None:
         theirs = peer.get(gtid.domain)
         start.append(theirs if theirs is not None and theirs.seq < gtid.seq else gtid)
     return LevelPlan(
-        start=ferry_engine.format_position(start),
-        until=ferry_engine.format_position(ahead),
+        start=format_position(start),
+        until=format_position(ahead),
         restored=str(target.join(peer)),
     )
-
-
-def restrict(pos: GtidPosition, domains: Iterable[int]) -> GtidPosition:
-    wanted = set(domains)
-    return from_gtids(g for g in pos if g.domain in wanted)
-
-
-def per_domain(pos: GtidPosition) -> Mapping[int, str]:
-    return {g.domain: gtid_text(g) for g in pos}

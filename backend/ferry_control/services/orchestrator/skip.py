@@ -15,7 +15,6 @@ applied, so nothing ever brings them back. The result says so in words (`data_lo
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from typing import Any
 
@@ -34,9 +33,6 @@ RUN_WAIT_S = 10.0
 #: Pages of the master's binlog read back, at most, to find the transactions after the replica's position.
 EVENT_PAGES_MAX = 20
 EVENTS_PAGE = 500
-#: The failing transaction's GTID in a server's SQL error text: MariaDB's "…, Gtid 0-1-5, Internal MariaDB error
-#: code: 1062", ferryd's "applying 1-1-3: …".
-FAILING_GTID = re.compile(r"(?:\bGtid |^applying )(\d+-\d+-\d+)\b")
 #: SQL sides that are applying (or holding what they received to apply it): the connection is not stopped.
 SQL_RUNNING = frozenset({SqlState.applying, SqlState.waiting_for_relay, SqlState.delaying, SqlState.paused})
 
@@ -68,12 +64,10 @@ def stop_reason(connection: ReplicaConnection) -> dict[str, Any]:
 
 
 def error_gtid(connection: ReplicaConnection) -> str | None:
-    """The GTID of the transaction the connection's SQL error is about, where the server names it."""
+    """The GTID of the transaction the connection's SQL error is about, where the server names it (the driver
+    reports it with the error)."""
     e = connection.last_error
-    if e is None or e.side != "sql":
-        return None
-    named = FAILING_GTID.search(e.message)
-    return named.group(1) if named else None
+    return e.gtid if e is not None and e.side == "sql" else None
 
 
 async def transactions_after(master: ServerDriver, applied: str, limit: int) -> list[str] | None:

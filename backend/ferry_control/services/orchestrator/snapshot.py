@@ -9,10 +9,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ferry_engine import GtidPosition
-
+from ferry_control.core.gtid import GtidPosition
 from ferry_control.drivers.base import IoState, MasterRole, ReplicaConnection, ServerDriver, ServerStatus, SqlState
-from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.errors import DriverError, ErrorKind
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import Cluster, PromotionRule, Server, ServerKind
 from ferry_control.services.collection.addresses import split_address
@@ -102,7 +101,10 @@ class ServerView:
 
     def require_driver(self) -> ServerDriver:
         if self.driver is None:
-            raise DriverError(self.info.host, "no_admin_address", f"{self.info.label} has no admin address")
+            raise DriverError(
+                self.info.host, "no_admin_address", f"{self.info.label} has no admin address",
+                kind=ErrorKind.not_configured,
+            )  # fmt: skip
         return self.driver
 
 

@@ -221,7 +221,9 @@ pub enum Response {
     },
 }
 
-mod op {
+/// Opcodes of requests (`0x01`…) and of their responses (`0x81`…, `R_ERROR` for any refusal); exported to
+/// Python by ferry-py, so clients in other languages take them from here.
+pub mod op {
     pub const HELLO: u8 = 0x01;
     pub const AUTH: u8 = 0x02;
     pub const TRANSACT: u8 = 0x10;

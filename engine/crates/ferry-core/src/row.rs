@@ -58,8 +58,9 @@ pub struct RowChange {
     pub after: Option<Row>,
 }
 
-const VALUE_INT: u8 = 1;
-const VALUE_TEXT: u8 = 2;
+/// Type tags of a row field's value on the wire.
+pub const VALUE_INT: u8 = 1;
+pub const VALUE_TEXT: u8 = 2;
 
 pub fn encode_row(enc: &mut Encoder, row: &Row) {
     enc.u32(row.len() as u32);
@@ -108,9 +109,10 @@ pub fn row_from_bytes(bytes: &[u8]) -> Result<Row, DecodeError> {
     Ok(row)
 }
 
-const OP_PUT: u8 = 1;
-const OP_DELETE: u8 = 2;
-const OP_INCREMENT: u8 = 3;
+/// Kind tags of a row operation in a Transact request.
+pub const OP_PUT: u8 = 1;
+pub const OP_DELETE: u8 = 2;
+pub const OP_INCREMENT: u8 = 3;
 
 pub fn encode_op(enc: &mut Encoder, op: &RowOp) {
     match op {

@@ -9,7 +9,8 @@ scramble whatever the server asks for (a server announcing or switching to mysql
 caching_sha2_password's full authentication — each of which hands the password, or a key of the server's choosing,
 to whoever answers — is refused), and a configured CA is never silently dropped by a server that does not offer TLS.
 
-Errors come out as typed driver errors (drivers/mariadb_errors.py) with the server's errno and message."""
+Errors come out as typed driver errors (errors.py) with the server's errno and message. `quote_ident` and
+`quote_literal` quote names and text where a statement cannot take them as parameters."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import pymysql
 from pymysql.constants import CLIENT
 
 from ferry_control.drivers.errors import DriverError, ServerProtocolError, ServerUnreachable
-from ferry_control.drivers.mariadb_errors import error_for
+from ferry_control.drivers.mariadb.errors import error_for
 
 log = logging.getLogger(__name__)
 
@@ -276,6 +277,16 @@ class MariadbConnections:
         if errno == 0 or isinstance(e, pymysql.err.InterfaceError):
             return ServerUnreachable(self.address, str(errno or 2013), message or "connection lost")
         return error_for(self.address, errno, message)
+
+
+def quote_ident(name: str) -> str:
+    """A schema, table or connection name as a quoted identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def quote_literal(text: str) -> str:
+    """Text as a quoted string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def _peer_closed(conn: aiomysql.Connection) -> bool:

@@ -1,6 +1,7 @@
-"""What the `mariadb` driver reads, turned into the driver interface's types, without I/O: GTID position text,
-SHOW ALL SLAVES STATUS rows → ReplicaConnection, SHOW SLAVE HOSTS rows → ConnectedReplica, SHOW BINLOG EVENTS rows →
-BinlogTransaction, and the event cursor (binlog file number and offset in one integer)."""
+"""What the `mariadb` driver reads, turned into the driver interface's types, without I/O: SHOW ALL SLAVES STATUS
+rows → ReplicaConnection, SHOW SLAVE HOSTS rows → ConnectedReplica, SHOW BINLOG EVENTS rows → BinlogTransaction, and
+the event cursor (binlog file number and offset in one integer). GTID text is read by core/gtid.py, the control
+plane's one GTID vocabulary."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ferry_control.core.gtid import by_domain, canonical, from_gtids, position
 from ferry_control.drivers.base import (
     BinlogTransaction,
     ConnectedReplica,
@@ -22,6 +24,9 @@ from ferry_control.drivers.base import (
 
 #: A GTID event's Info in SHOW BINLOG EVENTS (`BEGIN GTID 0-1-5 cid=12`, or `GTID 0-1-6` for DDL).
 GTID_INFO = re.compile(r"^(?:BEGIN )?GTID (\d+)-(\d+)-(\d+)(?: cid=(\d+))?")
+#: The failing transaction's GTID in an SQL thread's error (`…, end_log_pos 652, Gtid 0-1-5, Internal MariaDB error
+#: code: 1062`): MariaDB names it in Last_SQL_Error only.
+FAILING_GTID = re.compile(r"\bGtid (\d+-\d+-\d+)\b")
 #: A Table_map event's Info: `table_id: 18 (app.t)`.
 TABLE_MAP_INFO = re.compile(r"^table_id: \d+ \((.+)\)$")
 #: A binlog file name ends in its sequence number: `binlog.000042`.
@@ -41,66 +46,10 @@ FILTER_COLUMNS = {
 }
 #: The filters set by CHANGE MASTER (a list of ids in parentheses).
 CHANGE_MASTER_FILTERS = ("do_domain_ids", "ignore_domain_ids", "ignore_server_ids")
+#: Events read per SHOW BINLOG EVENTS or SHOW RELAYLOG EVENTS statement.
+EVENTS_PAGE_ROWS = 5000
 #: The offset part of an event cursor (binlog files are far below 4 GiB: max_binlog_size is at most 1 GiB).
 CURSOR_OFFSET_BITS = 32
-
-
-# -- GTID positions ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Gtid:
-    domain: int
-    server_id: int
-    seq_no: int
-
-    def __str__(self) -> str:
-        return f"{self.domain}-{self.server_id}-{self.seq_no}"
-
-
-def parse_position(text: str | None) -> dict[int, Gtid]:
-    """`0-1-100,1-2-50` (any order, spaces and newlines allowed) → the GTID per domain."""
-    result: dict[int, Gtid] = {}
-    for part in (text or "").replace("\n", ",").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        domain, server_id, seq_no = (int(x) for x in part.split("-"))
-        result[domain] = Gtid(domain, server_id, seq_no)
-    return result
-
-
-def format_position(gtids: Iterable[Gtid]) -> str:
-    return ",".join(str(g) for g in sorted(gtids, key=lambda g: g.domain))
-
-
-def canonical(text: str | None) -> str:
-    """The canonical position text: one GTID per domain, sorted by domain ("" for none)."""
-    return format_position(parse_position(text).values())
-
-
-def canonical_state(text: str | None) -> str:
-    """A gtid_binlog_state (several GTIDs per domain, one per server_id) sorted by (domain, server_id)."""
-    gtids = []
-    for part in (text or "").replace("\n", ",").split(","):
-        if part.strip():
-            domain, server_id, seq_no = (int(x) for x in part.strip().split("-"))
-            gtids.append(Gtid(domain, server_id, seq_no))
-    return ",".join(str(g) for g in sorted(gtids, key=lambda g: (g.domain, g.server_id)))
-
-
-def covers(have: str, want: str) -> bool:
-    """Whether position `have` has, in every domain of `want`, a seq_no at least as high."""
-    have_by_domain = parse_position(have)
-    return all(
-        domain in have_by_domain and have_by_domain[domain].seq_no >= gtid.seq_no
-        for domain, gtid in parse_position(want).items()
-    )
-
-
-def restrict(text: str, domains: Iterable[int]) -> str:
-    wanted = set(domains)
-    return format_position(g for d, g in parse_position(text).items() if d in wanted)
 
 
 # -- addresses --------------------------------------------------------------------------------------------------
@@ -160,7 +109,9 @@ def last_error(row: Mapping[str, Any]) -> ReplicationError | None:
                                        ("io", "Last_IO_Errno", "Last_IO_Error")):  # fmt: skip
         errno = _int(row.get(errno_key))
         if errno:
-            return ReplicationError(side=side, code=str(errno), message=str(row.get(error_key) or ""))
+            message = str(row.get(error_key) or "")
+            named = FAILING_GTID.search(message) if side == "sql" else None
+            return ReplicationError(side=side, code=str(errno), message=message, gtid=named.group(1) if named else None)
     return None
 
 
@@ -195,21 +146,23 @@ def replica_connection(
     connection has received (all of it when the server has a single connection). `server`: the variables
     `connection_settings` reads."""
     received = canonical(row.get("Gtid_IO_Pos"))
-    received_domains = parse_position(received).keys()
+    received_domains = by_domain(received).keys()
     if received_domains:
-        applied = restrict(slave_pos, received_domains)
+        applied = str(from_gtids(g for g in position(slave_pos) if g.domain in received_domains))
     else:
         applied = canonical(slave_pos) if connections == 1 else ""
     io, sql = io_state(row), sql_state(row)
     behind = row.get("Seconds_Behind_Master")
     seconds = float(behind) if behind not in (None, "") else 0.0
-    applied_by_domain = parse_position(applied)
+    applied_by_domain = by_domain(applied)
     lag = {
-        domain: DomainLag(
-            transactions=max(0, gtid.seq_no - (applied_by_domain[domain].seq_no if domain in applied_by_domain else 0)),
+        gtid.domain: DomainLag(
+            transactions=max(
+                0, gtid.seq - (applied_by_domain[gtid.domain].seq if gtid.domain in applied_by_domain else 0)
+            ),
             seconds=seconds,
         )
-        for domain, gtid in parse_position(received).items()
+        for gtid in position(received)
     }
     return ReplicaConnection(
         name=str(row.get("Connection_name") or ""),

@@ -1,11 +1,13 @@
-"""MariaDB's errors as typed driver errors: each keeps the server's errno (as `code`) and message, and sits under the
-generic refusal the services already understand (a running connection is a conflict, a missing one not found, …).
+"""MariaDB's errors as typed driver errors: each keeps the server's errno (as `code`) and message, and has the kind
+of failure it is (a running connection is a conflict, a missing one not found, …) and the generic refusal class
+of that kind, so services catch them without knowing MariaDB's numbers.
 Not reaching the server (client errors 2003, 2006, 2013, 2055, a client-side timeout) is `ServerUnreachable`."""
 
 from __future__ import annotations
 
 from ferry_control.drivers.errors import (
     DriverError,
+    ErrorKind,
     ServerConflict,
     ServerNotFound,
     ServerRefused,
@@ -20,54 +22,51 @@ UNREACHABLE_ERRNOS = frozenset({2002, 2003, 2005, 2006, 2013, 2026, 2055})
 class MariadbError(ServerRefused):
     """The server answered with an error; `errno` is its number, `code` the same as text."""
 
-    #: The HTTP-like status the generic refusal types carry, for a class of errors.
-    status_code = 500
-
     def __init__(self, address: str, errno: int, message: str):
-        super().__init__(address, self.status_code, str(errno), message)
+        super().__init__(address, str(errno), message)
         self.errno = errno
 
 
 class AccessDenied(MariadbError, ServerUnauthorized):
     """1045: wrong user or password."""
 
-    status_code = 401
+    default_kind = ErrorKind.unauthorized
 
 
 class PrivilegeMissing(MariadbError):
     """1227 (and other 'access denied' for an operation): the message names the privilege."""
 
-    status_code = 403
+    default_kind = ErrorKind.forbidden
 
 
 class ReplicationRunning(MariadbError, ServerConflict):
     """1198: the operation needs the replication connection stopped."""
 
-    status_code = 409
+    default_kind = ErrorKind.conflict
 
 
 class ReplicationNotConfigured(MariadbError, ServerNotFound):
     """1200 / 1617: no such replication connection."""
 
-    status_code = 404
+    default_kind = ErrorKind.not_found
 
 
 class PositionNotInBinlog(MariadbError, ServerConflict):
     """1236: the master no longer (or never) has the requested position in its binlog."""
 
-    status_code = 409
+    default_kind = ErrorKind.conflict
 
 
 class GtidStrictOrder(MariadbError, ServerConflict):
     """1950: gtid_strict_mode refused an out-of-order GTID."""
 
-    status_code = 409
+    default_kind = ErrorKind.conflict
 
 
 class ReadOnly(MariadbError, ServerConflict):
     """1290: the server runs with read_only (or another option that forbids the statement)."""
 
-    status_code = 409
+    default_kind = ErrorKind.conflict
 
 
 class BinlogError(MariadbError):
@@ -77,13 +76,13 @@ class BinlogError(MariadbError):
 class StatementTimedOut(MariadbError):
     """1969: the server-side bound (max_statement_time) interrupted the statement."""
 
-    status_code = 504
+    default_kind = ErrorKind.timed_out
 
 
 class BadStatement(MariadbError):
     """A statement or value the server rejected (syntax, unknown variable value, …)."""
 
-    status_code = 400
+    default_kind = ErrorKind.bad_request
 
 
 _BY_ERRNO: dict[int, type[MariadbError]] = {

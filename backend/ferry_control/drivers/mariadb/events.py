@@ -1,0 +1,100 @@
+"""A MariaDB server's recent binlog transactions (SHOW BINLOG EVENTS, newest first, paged by a cursor), with the
+scans of its newest files kept per server so later calls read only what is new."""
+
+from __future__ import annotations
+
+from ferry_control.drivers.base import BinlogTransaction, EventsPage
+from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.mariadb.config import MariadbServer
+from ferry_control.drivers.mariadb.errors import MariadbError
+from ferry_control.drivers.mariadb.rows import EVENTS_PAGE_ROWS, BinlogFileScan, cursor, cursor_parts, file_number
+
+#: Binlog files whose scans are kept per server (the newest ones: recent events are read from the end).
+SCANNED_FILES_KEPT = 4
+
+
+class MariadbBinlogEvents(MariadbServer):
+    """Recent binlog events, and the kept scans."""
+
+    async def recent_events(self, limit: int, domain: int | None = None, before: int | None = None) -> EventsPage:
+        """The newest transactions (GTID events with their commit ids and tables) before the cursor `before` (a
+        binlog file number and offset in one integer), newest first, read with SHOW BINLOG EVENTS page by page from
+        the newest files back. Scans of each file are kept for the server, so later calls read only what is new."""
+        if limit <= 0:
+            return EventsPage((), None)
+        async with self.sql.heavy_read():
+            return await self._recent_events(limit, domain, before)
+
+    async def _recent_events(self, limit: int, domain: int | None, before: int | None) -> EventsPage:
+        files = [str(f["Log_name"]) for f in await self.sql.query("SHOW BINARY LOGS")]
+        end_file, end_offset = cursor_parts(before) if before is not None else (None, None)
+        budget = [self.config.events_scan_max]
+        found: list[BinlogTransaction] = []
+        try:
+            for file in reversed(files):
+                number = file_number(file)
+                if end_file is not None and number > end_file:
+                    continue
+                scan = await self._scan(file, budget)
+                for tx in reversed(scan.transactions):
+                    if end_file is not None and number == end_file and (tx.offset or 0) >= (end_offset or 0):
+                        continue
+                    if domain is not None and tx.domain != domain:
+                        continue
+                    found.append(tx)
+                    if len(found) == limit:
+                        break
+                if len(found) == limit:
+                    break
+        finally:  # also when a scan stopped at its bound or failed: what is kept stays bounded
+            self._forget_old_scans(files)
+        next_before = None
+        if len(found) == limit:
+            oldest = found[-1]
+            next_before = cursor(oldest.file or "", oldest.offset or 0)
+        return EventsPage(tuple(found), next_before)
+
+    async def _scan(self, file: str, budget: list[int]) -> BinlogFileScan:
+        """The file's scan brought up to its end, continuing a kept one when its last transaction is still where it
+        was (a RESET MASTER reuses file names)."""
+        scans: dict[str, BinlogFileScan] = self.sql.binlog_scans
+        scan = scans.get(file)
+        if scan is not None and scan.transactions:
+            last = scan.transactions[-1]
+            rows = await self.sql.query("SHOW BINLOG EVENTS IN %s FROM %s LIMIT 1", (file, last.offset))
+            if not rows or f"GTID {last.gtid}" not in str(rows[0].get("Info") or ""):
+                scan = None
+        if scan is None:
+            scan = BinlogFileScan(file)
+        while True:
+            if budget[0] <= 0:
+                scans[file] = scan
+                raise DriverError(
+                    self.address, "events_scan_limit",
+                    f"read {self.config.events_scan_max} binlog events without reaching the end of {file}; "
+                    "the next call goes on from there",
+                )  # fmt: skip
+            page = min(EVENTS_PAGE_ROWS, budget[0])
+            try:
+                rows = await self.sql.query("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (file, scan.next_pos, page))
+            except MariadbError as e:
+                if e.errno == 1220 and scan.next_pos > 4:  # the kept position is no event boundary any more
+                    scan = BinlogFileScan(file)
+                    continue
+                raise
+            budget[0] -= len(rows)
+            scan.feed(rows)
+            if len(rows) < page:
+                break
+        scans[file] = scan
+        return scan
+
+    def _forget_old_scans(self, files: list[str]) -> None:
+        """Keeps the scans of the newest SCANNED_FILES_KEPT files, and of those only as many, newest first, as hold
+        at most events_kept_max transactions together (the newest file's always)."""
+        scans: dict[str, BinlogFileScan] = self.sql.binlog_scans
+        kept = 0
+        for rank, file in enumerate(sorted(scans, key=file_number, reverse=True)):
+            kept += len(scans[file].transactions)
+            if file not in files or rank >= SCANNED_FILES_KEPT or (rank > 0 and kept > self.config.events_kept_max):
+                del scans[file]

@@ -1,0 +1,94 @@
+"""A MariaDB server's read-only flag, and the client sessions that could write despite it (users with SUPER or
+READ ONLY ADMIN, directly or through roles), which a switchover ends."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from ferry_control.drivers.mariadb.config import MariadbServer
+from ferry_control.drivers.mariadb.errors import MariadbError
+
+log = logging.getLogger(__name__)
+
+#: Processlist commands of replication and server threads, never killed.
+SERVER_THREAD_COMMANDS = frozenset(
+    {"Binlog Dump", "Slave_IO", "Slave_SQL", "Slave_worker", "Daemon", "Connect", "Killed"}
+)
+#: Users the server runs its own threads as.
+SERVER_THREAD_USERS = frozenset({"system user", "event_scheduler", "unauthenticated user"})
+#: A global grant that lets a session write despite read_only.
+BYPASSING_GRANT = re.compile(r"\bSUPER\b|\bREAD_ONLY ADMIN\b|\bALL PRIVILEGES\b")
+
+
+def _grantee_user(grantee: str) -> str:
+    """`'user'@'host'` → user."""
+    user = grantee.rsplit("@", 1)[0]
+    return user[1:-1].replace("''", "'") if user.startswith("'") and user.endswith("'") else user
+
+
+class MariadbReadOnly(MariadbServer):
+    """read_only on and off, and ending the sessions that bypass it."""
+
+    async def set_read_only(self, read_only: bool) -> bool:
+        await self.sql.query("SET GLOBAL read_only = %s", (1 if read_only else 0,))
+        return bool(int(await self.sql.value("SELECT @@read_only")))
+
+    async def kill_sessions_bypassing_read_only(self) -> int:
+        """Kills the client sessions of users whose privileges let them write despite read_only (SUPER or READ ONLY
+        ADMIN, granted directly or through a role, however nested: a user may SET ROLE at any time), sparing
+        replication and server threads and Ferry's own user. Returns how many were killed. Users are matched by
+        name (a grant to `u`@`h` covers every session of `u`)."""
+        grantees = await self.sql.query(
+            "SELECT DISTINCT GRANTEE FROM information_schema.USER_PRIVILEGES "
+            "WHERE PRIVILEGE_TYPE IN ('SUPER', 'READ_ONLY ADMIN')"
+        )
+        users = ({_grantee_user(str(g["GRANTEE"])) for g in grantees} | await self._users_with_bypassing_roles()) - {
+            self.config.admin.user
+        }
+        if not users:
+            return 0
+        sessions = await self.sql.query(
+            "SELECT ID, USER, COMMAND FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID()"
+        )
+        killed = 0
+        for session in sessions:
+            user, command = str(session["USER"]), str(session["COMMAND"])
+            if user not in users or user in SERVER_THREAD_USERS or command in SERVER_THREAD_COMMANDS:
+                continue
+            try:
+                await self.sql.query(f"KILL CONNECTION {int(session['ID'])}")
+            except MariadbError as e:
+                if e.errno != 1094:  # unknown thread: it ended meanwhile
+                    raise
+                continue
+            killed += 1
+        return killed
+
+    async def _users_with_bypassing_roles(self) -> set[str]:
+        """Users granted, directly or through other roles, a role that holds SUPER or READ ONLY ADMIN globally (the
+        role grants in mysql.roles_mapping, each role's own grants by SHOW GRANTS)."""
+        try:
+            rows = await self.sql.query("SELECT User, Host, Role FROM mysql.roles_mapping")
+        except MariadbError as e:
+            if e.errno not in (1142, 1044, 1227):  # not "access denied"
+                raise
+            log.warning("%s: Ferry's user cannot read the role grants (%s): sessions whose SUPER or READ ONLY "
+                        "ADMIN comes through a role are not ended", self.address, e.message)  # fmt: skip
+            return set()
+        mapping = [(str(r["User"]), str(r["Host"]), str(r["Role"])) for r in rows]
+        roles = {role for _, _, role in mapping}
+        bypassing = set()
+        for role in roles:
+            grants = [str(next(iter(row.values()))) for row in await self.sql.query("SHOW GRANTS FOR %s", (role,))]
+            if any(" ON *.* " in g and BYPASSING_GRANT.search(g) for g in grants):
+                bypassing.add(role)
+        # A role granted a bypassing role bypasses too; then every user granted any of them.
+        changed = True
+        while changed:
+            changed = False
+            for grantee, host, role in mapping:
+                if host == "" and grantee in roles and role in bypassing and grantee not in bypassing:
+                    bypassing.add(grantee)
+                    changed = True
+        return {grantee for grantee, host, role in mapping if host != "" and role in bypassing}
