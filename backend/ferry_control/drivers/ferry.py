@@ -55,6 +55,7 @@ from ferry_control.drivers.ferry_protocol import (
     ProtocolError,
     ProtocolRefused,
     Put,
+    row_of,
 )
 from ferry_control.drivers.kinds import KindRules
 
@@ -242,7 +243,7 @@ class FerryDriver(ServerDriver):
         `WriteOutcomeUnknown`."""
         try:
             async with await self._protocol() as client:
-                committed = await client.transact([Put(self._config.canary_table, key, dict(fields))], domain=domain)
+                committed = await client.transact([Put(self._config.canary_table, key, row_of(fields))], domain=domain)
         except ProtocolRefused as e:
             kind = ErrorKind.conflict if e.name == "READ_ONLY" else ErrorKind.bad_request
             raise refusal(self.address, kind, e.name, e.message) from e

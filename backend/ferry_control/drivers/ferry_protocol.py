@@ -61,6 +61,16 @@ class ProtocolRefused(ProtocolError):
         super().__init__(f"{self.name}: {message}")
 
 
+def row_of(fields: Mapping[str, object]) -> Row:
+    """A row the protocol can carry: every value an integer or a string (anything else is a programming error)."""
+    row: dict[str, int | str] = {}
+    for name, value in fields.items():
+        if not isinstance(value, int | str):
+            raise TypeError(f"field {name!r}: a row holds integers and strings, not {type(value).__name__}")
+        row[name] = value
+    return row
+
+
 @dataclass(frozen=True)
 class Put:
     table: str

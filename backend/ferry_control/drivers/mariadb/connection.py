@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 NATIVE_PASSWORD = "mysql_native_password"
 
 
-class InsecureAuthentication(pymysql.err.OperationalError):  # type: ignore[misc]
+class InsecureAuthentication(pymysql.err.OperationalError):
     """The server asked for something that would expose the password: refused before anything is sent."""
 
 

@@ -69,7 +69,7 @@ class MariadbReplication(MariadbRelayLog):
         if change.position is not None:
             await self.sql.query("SET GLOBAL gtid_slave_pos = %s", (canonical(change.position),))
         server = (await self.sql.query(SERVER_SETTINGS))[0]
-        wanted_server = {"gtid_ignore_duplicates": int(settings.ignore_duplicates)}
+        wanted_server: dict[str, int | None] = {"gtid_ignore_duplicates": int(settings.ignore_duplicates)}
         if change.settings is not None:
             wanted_server |= {
                 "slave_parallel_threads": settings.workers,
