@@ -1,10 +1,8 @@
-"""A real ferryd node for tests: started on a temporary data directory, written to through its binary
-protocol (the frames of ferry-core's protocol.rs), flushed through its admin HTTP API, stopped with SIGTERM.
+"""A real ferryd node's process and protocol helpers for tests: the binary lookup, spawning a node and reading its
+ready line, Transact frames of increments over its binary protocol (the constants are ferry-core's, through
+ferry_engine), and stopping it with SIGTERM.
 
-Only the increment operation is encoded: it is enough to produce transactions with before and after images.
-
-The backend's tests (backend/tests/ferryd_cluster.py) load this file too: the binary lookup, the frames and the
-process helpers (`spawn`, `read_ready`, `transact`, `terminate`) live here once; `Node` is this suite's own node.
+The backend's tests (backend/tests/ferryd_cluster.py) load this file by path, so these helpers live here once.
 """
 
 from __future__ import annotations
@@ -17,17 +15,19 @@ import socket
 import struct
 import subprocess
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import ferry_engine
+
 ENGINE_DIR = Path(__file__).resolve().parents[3]
 
-PROTOCOL_VERSION = 1
-OP_TRANSACT = 0x10
-OP_INCREMENT = 3
-R_COMMITTED = 0x90
-R_ERROR = 0xFF
+# The protocol's constants as ferry-core defines them (exported by ferry_engine), never copied by hand.
+PROTOCOL_VERSION = ferry_engine.PROTOCOL_VERSION
+OP_TRANSACT = ferry_engine.OPCODES["TRANSACT"]
+OP_INCREMENT = ferry_engine.ROW_OP_KINDS["INCREMENT"]
+R_COMMITTED = ferry_engine.OPCODES["R_COMMITTED"]
+R_ERROR = ferry_engine.OPCODES["R_ERROR"]
 
 
 def ferryd_binary() -> Path:
@@ -164,79 +164,3 @@ def terminate(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
     finally:
         if proc.stdout is not None:
             proc.stdout.close()
-
-
-class Node:
-    """One ferryd process; use `start()`, then `increment()` / `flush_binlog()`, then `stop()`."""
-
-    def __init__(self, data_dir: Path, server_id: int = 1):
-        self.binary = ferryd_binary()
-        self.data_dir = data_dir
-        self.server_id = server_id
-        self.token = "test-admin-token-0123456789"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.sock: socket.socket | None = None
-        self.request_id = 0
-
-    @property
-    def binlog_dir(self) -> Path:
-        return self.data_dir / "binlog"
-
-    @property
-    def log_path(self) -> Path:
-        return self.data_dir.parent / "ferryd.log"
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def start(self, timeout: float = 30.0) -> None:
-        token_file = self.data_dir.parent / "admin-token"
-        token_file.write_text(self.token)
-        args = [
-            str(self.binary),
-            "--server-id", str(self.server_id),
-            "--data-dir", str(self.data_dir),
-            "--listen", "127.0.0.1:0",
-            "--admin", "127.0.0.1:0",
-            "--admin-token-file", str(token_file),
-            # No periodic checkpoints: the binlog then holds what the test wrote, plus the checkpoint
-            # events the node logs on its own at rotation and shutdown.
-            "--checkpoint-interval-ms", "3600000",
-        ]  # fmt: skip
-        self.proc = spawn(args, self.log_path)
-        ready = read_ready(self.proc, timeout, self.log_path)
-        if ready is None:
-            raise RuntimeError(f"ferryd exited with {self.proc.returncode} before it was ready:\n{self.log}")
-        host, port = ready["listen"].rsplit(":", 1)
-        self.admin = ready["admin"]
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-
-    def increment(self, *increments: tuple[str, str, str, int], domain: int | None = None) -> Committed:
-        """Commits one transaction of `(table, key, field, by)` increments and returns its acknowledgement."""
-        assert self.sock is not None
-        self.request_id += 1
-        return transact(self.sock, self.request_id, list(increments), domain)
-
-    def flush_binlog(self) -> str:
-        """FLUSH LOGS through the admin API; returns the new binlog file's name."""
-        req = urllib.request.Request(
-            f"http://{self.admin}/v1/binlog/flush",
-            data=b"",
-            method="POST",
-            headers={"Authorization": f"Bearer {self.token}"},
-        )
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return json.load(resp)["file"]
-
-    def stop(self, timeout: float = 30.0) -> int:
-        """SIGTERM (the node checkpoints and exits); returns the exit code."""
-        if self.sock is not None:
-            self.sock.close()
-            self.sock = None
-        if self.proc is None:
-            return 0
-        code = terminate(self.proc, timeout)
-        if code is None:
-            raise TimeoutError(f"ferryd did not exit within {timeout}s of SIGTERM (killed):\n{self.log}")
-        return code
