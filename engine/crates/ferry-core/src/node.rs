@@ -18,6 +18,7 @@ use crate::binlog::listing::{list_events, EventRow, ListingError, ListingRequest
 use crate::binlog::reader::{read_gtid_list_on, FileReader, Item, TransactionReader};
 use crate::binlog::writer::{BinlogFileInfo, BinlogWriter, TailRecovery};
 use crate::binlog::{file_name, file_seq, hwm, reset, BinlogCoord, BinlogError, MAGIC};
+use crate::clock::{self, Clock};
 use crate::commit::{
     AwaitingReplicas, CommitConfig, CommitError, CommitLog, CommitMode, Committed, Durability, GroupCommit,
     GroupReport, GtidOverride, PreparedTxn,
@@ -58,6 +59,8 @@ pub struct NodeConfig {
     /// The file layer the binlog, the high-water mark and the store are on (the real file system but in
     /// power-loss tests).
     pub fs: Arc<dyn Fs>,
+    /// The clock semi-sync's timeout and the replica delay run on (the system's but in tests).
+    pub clock: Arc<dyn Clock>,
 }
 
 impl NodeConfig {
@@ -83,6 +86,7 @@ impl NodeConfig {
                 wait_point: WaitPoint::AfterCommit,
             },
             fs: vfs::real(),
+            clock: clock::system(),
         }
     }
 }
@@ -458,8 +462,11 @@ impl Node {
         };
         let mut commit =
             GroupCommit::new(config.commit.clone(), alloc, log, on_group).with_binlogged_hook(on_binlogged);
-        let semi_sync =
-            config.commit.durability.waits_for_replicas().then(|| Arc::new(SemiSync::new(config.semi_sync)));
+        let semi_sync = config
+            .commit
+            .durability
+            .waits_for_replicas()
+            .then(|| Arc::new(SemiSync::with_clock(config.semi_sync, config.clock.clone())));
         if let Some(semi_sync) = &semi_sync {
             commit = commit.with_semi_sync(semi_sync.clone());
         }

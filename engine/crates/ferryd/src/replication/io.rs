@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use ferry_client::{Client, ClientError, ErrorCode};
 use ferry_core::binlog::event::{decode_event, Event, GtidEvent};
-use ferry_core::binlog::writer::now_us;
+use ferry_core::clock::Clock;
 use ferry_core::gtid::GtidPosition;
+use ferry_core::node::Node;
 use ferry_core::protocol::{Request, Response};
 use ferry_core::relay::RelayWriter;
 
@@ -26,23 +27,34 @@ const HEARTBEATS_MISSED_MAX: u32 = 3;
 const RELAY_SPACE_POLL: Duration = Duration::from_millis(10);
 
 pub struct IoSide {
-    pub shared: Arc<Shared>,
+    /// What is done with each frame of the master's stream.
+    pub intake: Intake,
     pub master: String,
     pub server_id: u32,
     pub heartbeat_ms: u32,
     pub token: Option<AdminToken>,
     /// This node's addresses, told to the master for topology discovery.
     pub advertised: crate::Advertised,
+}
+
+/// The IO side without the network: takes the master's stream frame by frame — checks each transaction and
+/// appends it to the relay log, notes heartbeats, says which confirmation to send back — and holds receiving
+/// while the relay log is at its space bound. The production IO side feeds it from a socket, the replica
+/// simulation from a simulated network.
+pub struct Intake {
+    pub shared: Arc<Shared>,
     pub relay: RelayWriter,
     /// `--relay-log-space-bytes-max`: at it, receiving waits for the SQL side to purge relay files.
     pub relay_space_bytes_max: u64,
     /// Where the next session starts: the start position, advanced by every transaction received.
     pub position: GtidPosition,
     /// A failed relay log write is a storage failure of the node (fail-stop), not only of this connection.
-    pub node: Arc<ferry_core::node::Node>,
+    pub node: Arc<Node>,
+    /// What heartbeat times are read from.
+    pub clock: Arc<dyn Clock>,
 }
 
-enum Failure {
+pub(crate) enum Failure {
     /// Worth trying again (network, master restarting).
     Retry(String),
     /// The master refused the position, or the stream cannot be trusted: stop.
@@ -62,14 +74,15 @@ impl From<ClientError> for Failure {
 
 impl IoSide {
     pub async fn run(mut self) {
-        let mut stop = self.shared.stop_signal();
+        let shared = self.intake.shared.clone();
+        let mut stop = shared.stop_signal();
         let mut backoff = BACKOFF_MIN;
         loop {
-            if self.shared.stopping() {
+            if shared.stopping() {
                 break;
             }
             {
-                let mut status = self.shared.status.lock();
+                let mut status = shared.status.lock();
                 status.io_state = IoState::Connecting;
                 status.waiting_for_relay_space = false;
             }
@@ -80,16 +93,16 @@ impl IoSide {
             match outcome {
                 Ok(()) => break,
                 Err(Failure::Fatal { code, message }) => {
-                    self.shared.fail("io", &code, message);
+                    shared.fail("io", &code, message);
                     return;
                 }
                 Err(Failure::Retry(why)) => {
                     {
-                        let mut status = self.shared.status.lock();
+                        let mut status = shared.status.lock();
                         status.io_state = IoState::Reconnecting;
                         status.reconnects += 1;
                     }
-                    tracing::warn!(connection = %self.shared.name, master = %self.master, "lost the master ({why}); retrying in {backoff:?}");
+                    tracing::warn!(connection = %shared.name, master = %self.master, "lost the master ({why}); retrying in {backoff:?}");
                     tokio::select! {
                         _ = tokio::time::sleep(backoff) => {}
                         _ = stop.changed() => break,
@@ -98,7 +111,7 @@ impl IoSide {
                 }
             }
         }
-        self.shared.status.lock().io_state = IoState::Stopped;
+        shared.status.lock().io_state = IoState::Stopped;
     }
 
     /// One connection to the master, until it fails or the connection is stopped.
@@ -118,57 +131,73 @@ impl IoSide {
         client.auth(token.secret()).await?;
         let dump = Request::Dump {
             server_id: self.server_id,
-            position: self.position.to_string(),
+            position: self.intake.position.to_string(),
             heartbeat_ms: self.heartbeat_ms,
             listen: self.advertised.listen.clone(),
             admin: self.advertised.admin.clone(),
         };
         client.send_raw(&dump.encode(1)).await?;
-        self.shared.status.lock().io_state = IoState::Connected;
+        self.intake.shared.status.lock().io_state = IoState::Connected;
         let silence = Duration::from_millis(u64::from(self.heartbeat_ms) * u64::from(HEARTBEATS_MISSED_MAX) + 1000);
         loop {
-            let (_, response) = tokio::time::timeout(silence, client.read_response())
+            let (_, frame) = tokio::time::timeout(silence, client.read_response())
                 .await
                 .map_err(|_| Failure::Retry(format!("no heartbeat from the master for {silence:?}")))??;
-            match response {
-                Response::ReplTxn { events, ack, file, end_offset } => {
-                    // At the space bound nothing more is read: the master's stream waits in the socket.
-                    self.wait_for_relay_space(events.len() as u64).await?;
-                    self.receive(&events)?;
-                    if ack {
-                        client.send_raw(&Request::Ack { file, offset: end_offset }.encode(0)).await?;
-                    }
-                }
-                Response::Heartbeat { binlog_pos, .. } => {
-                    let mut status = self.shared.status.lock();
-                    status.last_heartbeat_us = Some(now_us());
-                    if let Ok(pos) = binlog_pos.parse::<GtidPosition>() {
-                        status.master_position = status.master_position.join(&pos);
-                    }
-                }
-                Response::Error { code, message } => {
-                    return Err(ClientError::Server { code: ErrorCode::from_u16(code), raw_code: code, message }.into())
-                }
-                other => return Err(Failure::Retry(format!("unexpected frame in the binlog stream: {other:?}"))),
+            // At the space bound nothing more is read: the master's stream waits in the socket.
+            while !self.intake.has_room(&frame)? {
+                tokio::time::sleep(RELAY_SPACE_POLL).await;
+            }
+            if let Some(ack) = self.intake.take(frame)? {
+                client.send_raw(&ack.encode(0)).await?;
             }
         }
     }
+}
 
-    /// Waits until a transaction of `len` bytes fits under `relay_space_bytes_max`. The file being written is
-    /// closed first (a new one started), so that the SQL side can delete it once it has read it.
-    async fn wait_for_relay_space(&mut self, len: u64) -> Result<(), Failure> {
-        if self.relay.fits(len, self.relay_space_bytes_max) {
-            return Ok(());
+impl Intake {
+    /// Whether `frame` can be taken now. A transaction that would take the relay log's files past
+    /// `relay_space_bytes_max` waits until the SQL side has read and deleted some: the file being written is
+    /// closed first (a new one started), so that the SQL side can delete it once it has read it, and the status
+    /// says the IO side waits until it fits.
+    pub(crate) fn has_room(&mut self, frame: &Response) -> Result<bool, Failure> {
+        let Response::ReplTxn { events, .. } = frame else { return Ok(true) };
+        let fits = self.relay.fits(events.len() as u64, self.relay_space_bytes_max);
+        let waiting = self.shared.status.lock().waiting_for_relay_space;
+        match (fits, waiting) {
+            (true, false) => {}
+            (true, true) => self.shared.status.lock().waiting_for_relay_space = false,
+            (false, true) => {}
+            (false, false) => {
+                let end = self.relay.rotate().map_err(|e| self.relay_failed(e))?;
+                self.shared.relay_written(end);
+                self.shared.status.lock().waiting_for_relay_space = true;
+                tracing::debug!(connection = %self.shared.name, bytes = self.relay.space_bytes(), "waiting for relay log space");
+            }
         }
-        let end = self.relay.rotate().map_err(|e| self.relay_failed(e))?;
-        self.shared.relay_written(end);
-        self.shared.status.lock().waiting_for_relay_space = true;
-        tracing::debug!(connection = %self.shared.name, bytes = self.relay.space_bytes(), "waiting for relay log space");
-        while !self.relay.fits(len, self.relay_space_bytes_max) {
-            tokio::time::sleep(RELAY_SPACE_POLL).await;
+        Ok(fits)
+    }
+
+    /// Takes one frame of the master's stream; returns the confirmation of receipt to send back, when the master
+    /// asked for one (semi-sync), once the transaction is in the relay log.
+    pub(crate) fn take(&mut self, frame: Response) -> Result<Option<Request>, Failure> {
+        match frame {
+            Response::ReplTxn { events, ack, file, end_offset } => {
+                self.receive(&events)?;
+                Ok(ack.then_some(Request::Ack { file, offset: end_offset }))
+            }
+            Response::Heartbeat { binlog_pos, .. } => {
+                let mut status = self.shared.status.lock();
+                status.last_heartbeat_us = Some(self.clock.now_us());
+                if let Ok(pos) = binlog_pos.parse::<GtidPosition>() {
+                    status.master_position = status.master_position.join(&pos);
+                }
+                Ok(None)
+            }
+            Response::Error { code, message } => {
+                Err(ClientError::Server { code: ErrorCode::from_u16(code), raw_code: code, message }.into())
+            }
+            other => Err(Failure::Retry(format!("unexpected frame in the binlog stream: {other:?}"))),
         }
-        self.shared.status.lock().waiting_for_relay_space = false;
-        Ok(())
     }
 
     /// A failed relay log write is a storage failure of the node (fail-stop).

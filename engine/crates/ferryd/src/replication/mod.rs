@@ -15,6 +15,8 @@ pub mod config;
 pub mod filter;
 pub mod io;
 pub mod shared;
+#[cfg(test)]
+mod sim;
 pub mod status;
 pub mod until;
 
@@ -321,11 +323,12 @@ impl Replication {
         let relay_dir = self.relay_root.join(name);
         let limits = self.node.config().limits;
         let relay_file_bytes = relay_file_bytes_for(limits.relay_log_space_bytes_max);
-        let relay = RelayWriter::create(&relay_dir, relay_file_bytes).map_err(|e| {
-            // A relay log that cannot be written is a storage failure of the node (fail-stop).
-            let why = self.node.fail_storage(format!("relay log write: {e}"));
-            CommandError::Failed(format!("{e} (storage failed: {why})"))
-        })?;
+        let relay =
+            RelayWriter::create_on(self.node.config().fs.clone(), &relay_dir, relay_file_bytes).map_err(|e| {
+                // A relay log that cannot be written is a storage failure of the node (fail-stop).
+                let why = self.node.fail_storage(format!("relay log write: {e}"));
+                CommandError::Failed(format!("{e} (storage failed: {why})"))
+            })?;
         let reader = relay.reader().map_err(|e| CommandError::Failed(e.to_string()))?;
         let start = match conn.config.use_gtid {
             UseGtid::SlavePos => self.node.slave_position(),
@@ -339,17 +342,21 @@ impl Replication {
         shared.relay_space = relay.space();
         let shared = Arc::new(shared);
         shared.set_sql_paused(sql_paused);
+        let clock = self.node.config().clock.clone();
         let io = io::IoSide {
-            shared: shared.clone(),
+            intake: io::Intake {
+                shared: shared.clone(),
+                relay,
+                relay_space_bytes_max: limits.relay_log_space_bytes_max,
+                position: start.clone(),
+                node: self.node.clone(),
+                clock: clock.clone(),
+            },
             master: conn.config.master.clone(),
             server_id: self.node.config().server_id,
             heartbeat_ms: conn.config.heartbeat_ms,
             token: self.token.clone(),
             advertised: self.advertised.clone(),
-            relay,
-            relay_space_bytes_max: limits.relay_log_space_bytes_max,
-            position: start.clone(),
-            node: self.node.clone(),
         };
         let sql = applier::SqlSide {
             shared: shared.clone(),
@@ -362,6 +369,7 @@ impl Replication {
             read_ahead_bytes_max: limits.read_ahead_bytes_max,
             filter: conn.config.filter.clone(),
             skip_remaining: skip_counter,
+            clock,
         };
         let io = tokio::spawn(io.run());
         let sql = std::thread::Builder::new()
