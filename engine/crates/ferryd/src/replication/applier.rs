@@ -13,6 +13,11 @@
 //! leave them: a conflict found then (it needs a predecessor's commit to be visible first) holds it back — its
 //! "roll back" costs nothing, as nothing was done — and it is retried in the next batch, once they committed.
 //!
+//! The SQL side is a loop around [`SqlSide::step`], one round that never waits: read ahead, plan, commit. The
+//! plan is [`plan_batch`], a function of the read-ahead queues, the node's position, its checks
+//! ([`ApplyChecks`]), the rules and one clock reading: tests give it each of these, and the replica simulation
+//! (`super::sim`) drives the steps itself. The delay and every wait are on the node's [`Clock`].
+//!
 //! A corrupt relay event, a refused GTID (strict mode, two masters) or a diverged row (a before image that is
 //! not the row here, with no predecessor in flight to explain it) stops the connection, naming the relay file
 //! and offset, the GTIDs, or the row; nothing of a refused batch is applied, so no domain is left with a gap.
