@@ -5,12 +5,18 @@
 //! needs `Authorization: Bearer <token>` matching the `--admin-token-file`, reads included; a missing or wrong
 //! token gets 401 and reaches no handler. Connections are bounded by `connections`. Errors are JSON:
 //! `{"error": {"code": "...", "message": "..."}}`.
+//!
+//! - `bearer`: the authentication layer.
+//! - `binlog`: RESET MASTER, DELETE_DOMAIN_ID and SHOW BINLOG EVENTS IN a file.
+//! - `checksums`: table checksums, one computation at a time.
+//! - `connections`: the accept loop (connection cap, idle timeout).
+//! - `replication`: every `/v1/replication` route.
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -34,7 +40,7 @@ pub use connections::ConnectionLimits;
 use crate::auth::AdminToken;
 use crate::metrics::Metrics;
 use crate::replicas::ReplicaRegistry;
-use crate::replication::{ChangeMaster, CommandError, Replication};
+use crate::replication::Replication;
 
 /// Most events one page of `/v1/binlog/events` returns.
 const EVENTS_PAGE_MAX: usize = 1000;
@@ -69,14 +75,7 @@ fn router(state: AppState) -> Router {
         .route("/v1/binlog/files/{file}/events", get(binlog::events_in_file))
         .route("/v1/checksums", get(checksums::checksums))
         .route("/v1/replicas", get(replicas))
-        .route("/v1/replication", get(replication_status))
-        .route("/v1/replication/{name}", axum::routing::delete(remove_connection))
-        .route("/v1/replication/{name}/change-master", post(change_master))
-        .route("/v1/replication/{name}/start", post(start_connection))
-        .route("/v1/replication/{name}/stop", post(stop_connection))
-        .route("/v1/replication/{name}/resume-sql", post(resume_sql))
-        .route("/v1/replication/{name}/skip-counter", post(replication::set_skip_counter))
-        .route("/v1/replication/{name}/reset", post(replication::reset))
+        .merge(replication::routes())
         .route("/v1/wait-for-position", post(wait_for_position))
         .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn_with_state(state.token.clone(), bearer::require_token));
@@ -262,80 +261,6 @@ async fn events(
     let events = s.node.recent_events(q.domain, limit, q.before);
     let next = (events.len() == limit).then(|| events.last().map(|e| e.seq)).flatten();
     Ok(Json(json!({"events": events, "next_before": next})))
-}
-
-impl From<CommandError> for ApiError {
-    fn from(e: CommandError) -> Self {
-        match e {
-            CommandError::NotFound(m) => ApiError::new(StatusCode::NOT_FOUND, "not_found", m),
-            CommandError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
-            CommandError::Invalid(m) => ApiError::bad_request(m),
-            CommandError::Failed(m) => ApiError::internal(m),
-        }
-    }
-}
-
-async fn replication_status(State(s): State<AppState>) -> Json<serde_json::Value> {
-    Json(json!({
-        "gtid_slave_pos": s.node.slave_position().to_string(),
-        "gtid_current_pos": s.node.current_position().to_string(),
-        "gtid_binlog_pos": s.node.position().to_string(),
-        "connections": s.replication.status(),
-    }))
-}
-
-async fn change_master(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-    body: Result<Json<ChangeMaster>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let req = json_body(body)?;
-    s.replication.change_master(&name, req).await?;
-    Ok(Json(json!({"connection": name, "gtid_slave_pos": s.node.slave_position().to_string()})))
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct StartBody {
-    until: Option<String>,
-    /// Start the IO side only; the SQL side waits for `resume-sql` (benchmarks time the apply alone this way).
-    #[serde(default)]
-    sql_paused: bool,
-}
-
-async fn start_connection(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-    body: Bytes,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let body: StartBody = optional_json_body(&body)?;
-    let until = match body.until {
-        Some(text) => Some(text.parse().map_err(|e: ferry_core::GtidParseError| ApiError::bad_request(e.to_string()))?),
-        None => None,
-    };
-    s.replication.start(&name, until, body.sql_paused)?;
-    Ok(Json(json!({"connection": name, "running": true, "sql_paused": body.sql_paused})))
-}
-
-async fn resume_sql(State(s): State<AppState>, Path(name): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
-    s.replication.resume_sql(&name)?;
-    Ok(Json(json!({"connection": name, "sql_paused": false})))
-}
-
-async fn stop_connection(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    s.replication.stop(&name).await?;
-    Ok(Json(json!({"connection": name, "running": false})))
-}
-
-async fn remove_connection(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    s.replication.remove(&name).await?;
-    Ok(Json(json!({"connection": name, "removed": true})))
 }
 
 #[derive(Deserialize)]
