@@ -1,5 +1,5 @@
-//! `ferry-bench apply`: the multi-threaded replica benchmark (docs/background.md) at our scale, self-contained. A master gets
-//! `--tables` tables of `--rows` rows, then `--txns` single-row increments spread over the tables from 64
+//! `ferry-bench apply`: the multi-threaded replica benchmark (docs/background.md) at our scale, self-contained.
+//! A master gets `--tables` tables of `--rows` rows, then `--txns` single-row increments spread over the tables from 64
 //! clients — one domain per table (variant `domains`) or everything in domain 0 (variant `one-domain`, where
 //! only the master's commit ids carry parallelism). For each mode and worker count a fresh replica (durability
 //! `local`) receives the whole binlog into its relay log first, then its apply alone is timed, and the replica

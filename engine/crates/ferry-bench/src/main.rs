@@ -5,7 +5,8 @@
 //!   `--ledger`) the accounted load of the control plane's switchover and failover tests.
 //! - `fsync`: the raw fsync latency of the disk under a directory (what per-transaction fsync is bound by).
 //! - `demo`: a gentle endless workload over several domains, for the demo stack of `make up`.
-//! - `apply`: parallel apply on a replica (the multi-threaded replica benchmark of docs/background.md), self-contained (starts its own nodes).
+//! - `apply`: parallel apply on a replica (the multi-threaded replica benchmark of docs/background.md),
+//!   self-contained (starts its own nodes).
 //! - `keepup`: a replica applying while the master is under load; its lag over time.
 //!
 //! Beside them: `cpu` (a process's CPU time, for figures per CPU-second), `follow` (how a client follows the

@@ -2,6 +2,8 @@
 //!
 //! - [`gtid`]: GTIDs, positions and binlog state; parsing, formatting, ahead-of, difference, join.
 //! - [`gtid_alloc`]: per-domain seq_no allocation, raised by replicated GTIDs, checked by strict mode.
+//! - [`clock`]: the clock timed decisions read (semi-sync's timeout, the replica delay): the system's, or a manual
+//!   one that tests and the replica simulation move.
 //! - [`codec`]: the little-endian byte encoding shared by the binlog and the wire protocol.
 //! - [`row`]: rows, row operations (put / delete / increment) and the row images the binlog keeps.
 //! - [`binlog`]: checksummed event files, their index, reading, writing, tail recovery, start-position search and
@@ -21,6 +23,7 @@
 
 pub mod admission;
 pub mod binlog;
+pub mod clock;
 pub mod codec;
 pub mod commit;
 pub mod fault;

@@ -3,9 +3,9 @@
 //!
 //! It is scratch space: a replica discards it whenever a connection starts and re-fetches from its crash-safe
 //! gtid_slave_pos, so it is written without fsync. Files are `relay.NNNNNN` in the connection's directory; the
-//! writer rotates them at a size, the reader follows them and deletes the ones it has finished.
+//! writer rotates them at a size, the reader follows them and deletes the ones it has finished. Both go through
+//! the file layer ([`crate::vfs`]): the real file system, or the simulated disk of the replica simulation.
 
-use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::binlog::reader::{FileReader, Item, Transaction, TransactionReader};
 use crate::binlog::{BinlogCoord, BinlogError, MAGIC};
 use crate::fault::{self, sites};
+use crate::vfs::{self, Fs, FsFile};
 
 /// Default size at which relay files rotate.
 pub const RELAY_FILE_BYTES_MAX: u64 = 16 << 20;
@@ -49,8 +50,9 @@ pub fn relay_file_name(seq: u64) -> String {
 
 /// Appends received transactions.
 pub struct RelayWriter {
+    fs: Arc<dyn Fs>,
     dir: PathBuf,
-    file: File,
+    file: Box<dyn FsFile>,
     file_seq: u64,
     offset: u64,
     file_bytes_max: u64,
@@ -58,21 +60,30 @@ pub struct RelayWriter {
 }
 
 impl RelayWriter {
-    /// Starts an empty relay log in `dir`, removing whatever an earlier run left there.
+    /// Starts an empty relay log in `dir` on the real file system, removing whatever an earlier run left there.
     pub fn create(dir: &Path, file_bytes_max: u64) -> Result<Self, BinlogError> {
-        if dir.exists() {
-            std::fs::remove_dir_all(dir).map_err(|e| BinlogError::io(dir, e))?;
+        Self::create_on(vfs::real(), dir, file_bytes_max)
+    }
+
+    /// [`RelayWriter::create`] on the file layer `fs`.
+    pub fn create_on(fs: Arc<dyn Fs>, dir: &Path, file_bytes_max: u64) -> Result<Self, BinlogError> {
+        if fs.exists(dir) {
+            // The relay directory holds only relay files.
+            for name in fs.list_dir(dir).map_err(|e| BinlogError::io(dir, e))? {
+                let path = dir.join(name);
+                fs.remove_file(&path).map_err(|e| BinlogError::io(&path, e))?;
+            }
         }
-        std::fs::create_dir_all(dir).map_err(|e| BinlogError::io(dir, e))?;
-        let (file, offset) = Self::new_file(dir, 1)?;
+        fs.create_dir_all(dir).map_err(|e| BinlogError::io(dir, e))?;
+        let (file, offset) = Self::new_file(&*fs, dir, 1)?;
         let space = Arc::new(RelaySpace::default());
         space.add(offset);
-        Ok(RelayWriter { dir: dir.to_path_buf(), file, file_seq: 1, offset, file_bytes_max, space })
+        Ok(RelayWriter { fs, dir: dir.to_path_buf(), file, file_seq: 1, offset, file_bytes_max, space })
     }
 
     /// A reader of this relay log from its start, sharing its space count.
     pub fn reader(&self) -> Result<RelayReader, BinlogError> {
-        RelayReader::open_with(&self.dir, self.space.clone())
+        RelayReader::open_with(self.fs.clone(), &self.dir, self.space.clone())
     }
 
     /// Bytes the relay log's files take on disk now.
@@ -95,10 +106,12 @@ impl RelayWriter {
         self.space.clone()
     }
 
-    fn new_file(dir: &Path, seq: u64) -> Result<(File, u64), BinlogError> {
+    fn new_file(fs: &dyn Fs, dir: &Path, seq: u64) -> Result<(Box<dyn FsFile>, u64), BinlogError> {
         let path = dir.join(relay_file_name(seq));
-        let mut file =
-            OpenOptions::new().create_new(true).write(true).open(&path).map_err(|e| BinlogError::io(&path, e))?;
+        if fs.exists(&path) {
+            return Err(BinlogError::Invalid(format!("relay file {} exists already", path.display())));
+        }
+        let mut file = fs.create(&path).map_err(|e| BinlogError::io(&path, e))?;
         fault::write_all(&mut file, MAGIC, sites::RELAY_WRITE).map_err(|e| BinlogError::io(&path, e))?;
         Ok((file, MAGIC.len() as u64))
     }
@@ -125,7 +138,7 @@ impl RelayWriter {
     }
 
     fn next_file(&mut self) -> Result<(), BinlogError> {
-        let (file, offset) = Self::new_file(&self.dir, self.file_seq + 1)?;
+        let (file, offset) = Self::new_file(&*self.fs, &self.dir, self.file_seq + 1)?;
         self.file_seq += 1;
         self.file = file;
         self.offset = offset;
@@ -140,6 +153,7 @@ impl RelayWriter {
 
 /// Reads transactions from a relay log, following the writer.
 pub struct RelayReader {
+    fs: Arc<dyn Fs>,
     dir: PathBuf,
     file_seq: u64,
     reader: TransactionReader,
@@ -149,12 +163,12 @@ pub struct RelayReader {
 impl RelayReader {
     /// A reader of the relay log in `dir` (one that keeps its own space count: see [`RelayWriter::reader`]).
     pub fn open(dir: &Path) -> Result<Self, BinlogError> {
-        Self::open_with(dir, Arc::new(RelaySpace::default()))
+        Self::open_with(vfs::real(), dir, Arc::new(RelaySpace::default()))
     }
 
-    fn open_with(dir: &Path, space: Arc<RelaySpace>) -> Result<Self, BinlogError> {
-        let reader = TransactionReader::new(FileReader::open(&dir.join(relay_file_name(1)))?);
-        Ok(RelayReader { dir: dir.to_path_buf(), file_seq: 1, reader, space })
+    fn open_with(fs: Arc<dyn Fs>, dir: &Path, space: Arc<RelaySpace>) -> Result<Self, BinlogError> {
+        let reader = TransactionReader::new(FileReader::open_on(&*fs, &dir.join(relay_file_name(1)))?);
+        Ok(RelayReader { fs, dir: dir.to_path_buf(), file_seq: 1, reader, space })
     }
 
     /// The next transaction ending at or before `written` (what the writer has finished), or None for now.
@@ -174,9 +188,9 @@ impl RelayReader {
                     // A finished file was read to its end: its size is where the reader stands.
                     let done_bytes = self.reader.offset();
                     let next = self.dir.join(relay_file_name(self.file_seq + 1));
-                    self.reader = TransactionReader::new(FileReader::open(&next)?);
+                    self.reader = TransactionReader::new(FileReader::open_on(&*self.fs, &next)?);
                     self.file_seq += 1;
-                    std::fs::remove_file(&done).map_err(|e| BinlogError::io(done, e))?;
+                    self.fs.remove_file(&done).map_err(|e| BinlogError::io(done, e))?;
                     self.space.sub(done_bytes);
                 }
                 None => return Ok(None),

@@ -12,12 +12,14 @@
 //! promoted replica keeps the guarantee, and a replica must not stall its apply waiting for replicas it lacks).
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 
 use crate::binlog::BinlogCoord;
+use crate::clock::Clock;
 
 /// Where a commit group waits for its replicas' confirmations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -92,6 +94,8 @@ pub struct SemiSync {
     config: SemiSyncConfig,
     state: Mutex<State>,
     acked: Condvar,
+    /// What the timeout is measured on (the node's clock; a manual one in tests).
+    clock: Arc<dyn Clock>,
 }
 
 /// How a group's wait ended.
@@ -105,8 +109,14 @@ pub enum WaitOutcome {
 }
 
 impl SemiSync {
+    /// Semi-sync timed by the system clock.
     pub fn new(config: SemiSyncConfig) -> Self {
-        SemiSync { config, state: Mutex::new(State::default()), acked: Condvar::new() }
+        Self::with_clock(config, crate::clock::system())
+    }
+
+    /// Semi-sync whose timeout runs on `clock`.
+    pub fn with_clock(config: SemiSyncConfig, clock: Arc<dyn Clock>) -> Self {
+        SemiSync { config, state: Mutex::new(State::default()), acked: Condvar::new(), clock }
     }
 
     pub fn config(&self) -> SemiSyncConfig {
@@ -149,20 +159,26 @@ impl SemiSync {
         }
     }
 
-    /// Waits until K replicas confirmed `through`, or the timeout. Blocking.
+    /// Waits until K replicas confirmed `through`, or the timeout (on the semi-sync clock). Blocking.
     pub fn wait(&self, through: BinlogCoord) -> WaitOutcome {
-        let started = Instant::now();
+        let started = self.clock.elapsed();
         let deadline = started + self.config.timeout;
         let mut state = self.state.lock();
         if state.fallen_back {
             return WaitOutcome::Asynchronous;
         }
         state.waits += 1;
-        while !self.confirmed(&state, through) {
-            if self.acked.wait_until(&mut state, deadline).timed_out() && !self.confirmed(&state, through) {
+        loop {
+            let now = self.clock.elapsed();
+            let took = now.saturating_sub(started);
+            if self.confirmed(&state, through) {
+                state.wait_us_total += took.as_micros() as u64;
+                return WaitOutcome::Confirmed(took);
+            }
+            if now >= deadline {
                 state.fallen_back = true;
                 state.timeouts += 1;
-                state.wait_us_total += started.elapsed().as_micros() as u64;
+                state.wait_us_total += took.as_micros() as u64;
                 tracing::warn!(
                     required = self.config.replicas_required,
                     timeout_ms = self.config.timeout.as_millis() as u64,
@@ -170,10 +186,8 @@ impl SemiSync {
                 );
                 return WaitOutcome::TimedOut;
             }
+            self.acked.wait_for(&mut state, self.clock.wait_slice(deadline - now));
         }
-        let took = started.elapsed();
-        state.wait_us_total += took.as_micros() as u64;
-        WaitOutcome::Confirmed(took)
     }
 
     pub fn status(&self) -> SemiSyncStatus {
@@ -194,41 +208,72 @@ impl SemiSync {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
+    use crate::clock::ManualClock;
 
     fn at(offset: u64) -> BinlogCoord {
         BinlogCoord { file_seq: 1, offset }
     }
 
-    #[test]
-    fn a_group_waits_for_k_confirmations() {
-        let s = Arc::new(SemiSync::new(SemiSyncConfig {
-            replicas_required: 2,
-            timeout: Duration::from_secs(10),
-            wait_point: WaitPoint::AfterCommit,
-        }));
-        s.connect(1, at(0));
-        s.connect(2, at(0));
+    fn semi_sync(replicas_required: usize, timeout: Duration, clock: &ManualClock) -> Arc<SemiSync> {
+        let config = SemiSyncConfig { replicas_required, timeout, wait_point: WaitPoint::AfterCommit };
+        Arc::new(SemiSync::with_clock(config, clock.handle()))
+    }
+
+    /// Waits on another thread; returns once that wait has begun (read the clock for its deadline), so that
+    /// the test's moves of the clock come after it.
+    fn waiting(s: &Arc<SemiSync>, through: BinlogCoord) -> std::thread::JoinHandle<WaitOutcome> {
+        let begun = s.status().waits;
         let waiter = {
             let s = s.clone();
-            std::thread::spawn(move || s.wait(at(100)))
+            std::thread::spawn(move || s.wait(through))
         };
+        while s.status().waits == begun {
+            std::thread::yield_now();
+        }
+        waiter
+    }
+
+    #[test]
+    fn a_group_waits_for_k_confirmations_however_long_they_take_within_the_timeout() {
+        let clock = ManualClock::new(0);
+        let s = semi_sync(2, Duration::from_secs(10), &clock);
+        s.connect(1, at(0));
+        s.connect(2, at(0));
+        let waiter = waiting(&s, at(100));
         s.ack(1, at(100));
-        std::thread::sleep(Duration::from_millis(20));
-        assert!(!waiter.is_finished(), "one confirmation of two is not enough");
+        clock.advance(Duration::from_millis(9_999));
+        s.ack(1, at(120));
+        assert!(!waiter.is_finished(), "one confirmation of two is not enough, and the timeout is not reached");
         s.ack(2, at(150));
-        assert!(matches!(waiter.join().unwrap(), WaitOutcome::Confirmed(_)));
-        assert_eq!(s.status().waits, 1);
+        assert_eq!(waiter.join().unwrap(), WaitOutcome::Confirmed(Duration::from_millis(9_999)));
+        let status = s.status();
+        assert_eq!((status.waits, status.timeouts, status.wait_us_total), (1, 0, 9_999_000));
+        assert_eq!(status.state, "on");
+    }
+
+    /// The timeout is the clock's: a ten-minute timeout is passed by moving the clock, not by waiting ten
+    /// minutes; and a moment before it the group still waits.
+    #[test]
+    fn a_group_falls_back_exactly_at_its_timeout_on_the_semi_sync_clock() {
+        let clock = ManualClock::new(0);
+        let s = semi_sync(1, Duration::from_secs(600), &clock);
+        s.connect(7, at(0));
+        let waiter = waiting(&s, at(10));
+        clock.advance(Duration::from_secs(599));
+        assert!(!waiter.is_finished(), "599 s of a 600 s timeout");
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(waiter.join().unwrap(), WaitOutcome::TimedOut);
+        let status = s.status();
+        assert_eq!((status.state, status.timeouts, status.wait_us_total), ("fallen_back", 1, 600_000_000));
     }
 
     #[test]
     fn a_timeout_falls_back_to_asynchronous_until_replicas_catch_up() {
-        let s = SemiSync::new(SemiSyncConfig {
-            replicas_required: 1,
-            timeout: Duration::from_millis(30),
-            wait_point: WaitPoint::AfterSync,
-        });
-        assert_eq!(s.wait(at(10)), WaitOutcome::TimedOut);
+        let clock = ManualClock::new(0);
+        let s = semi_sync(1, Duration::from_millis(30), &clock);
+        let waiter = waiting(&s, at(10));
+        clock.advance(Duration::from_millis(30));
+        assert_eq!(waiter.join().unwrap(), WaitOutcome::TimedOut);
         assert_eq!(s.status().state, "fallen_back");
         assert_eq!(s.wait(at(20)), WaitOutcome::Asynchronous, "no more waiting while fallen back");
         s.connect(7, at(0));
@@ -238,5 +283,20 @@ mod tests {
         s.maybe_recover(at(20));
         assert_eq!(s.status().state, "on");
         assert_eq!(s.status().timeouts, 1);
+        assert_eq!(s.wait(at(20)), WaitOutcome::Confirmed(Duration::ZERO), "confirmed already: no wait");
+    }
+
+    #[test]
+    fn a_replica_that_disconnects_no_longer_counts() {
+        let clock = ManualClock::new(0);
+        let s = semi_sync(1, Duration::from_secs(1), &clock);
+        s.connect(1, at(0));
+        s.ack(1, at(50));
+        s.disconnect(1);
+        s.ack(1, at(100));
+        assert_eq!(s.status().replicas_connected, 0);
+        let waiter = waiting(&s, at(50));
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(waiter.join().unwrap(), WaitOutcome::TimedOut);
     }
 }

@@ -5,6 +5,12 @@
 //! needs `Authorization: Bearer <token>` matching the `--admin-token-file`, reads included; a missing or wrong
 //! token gets 401 and reaches no handler. Connections are bounded by `connections`. Errors are JSON:
 //! `{"error": {"code": "...", "message": "..."}}`.
+//!
+//! - `bearer`: the authentication layer.
+//! - `binlog`: RESET MASTER, DELETE_DOMAIN_ID and SHOW BINLOG EVENTS IN a file.
+//! - `checksums`: table checksums, one computation at a time.
+//! - `connections`: the accept loop (connection cap, idle timeout).
+//! - `replication`: every `/v1/replication` route.
 
 use std::sync::Arc;
 

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{wait_until, NodeProc};
+use common::{eventually, NodeProc};
 
 /// Generous bound on every wait for the node to close a connection.
 const CLOSE_WITHIN: Duration = Duration::from_secs(60);
@@ -62,9 +62,12 @@ fn a_connection_past_the_cap_is_refused_at_once_and_requests_are_served_again_on
     assert!(refused.contains("too_many_connections") && refused.contains("at most 2"), "{refused}");
 
     drop(held.pop());
-    wait_until("a request served once a held connection closed", CLOSE_WITHIN, || {
-        health(&node).is_ok_and(|answer| answer.starts_with("HTTP/1.1 200"))
-    });
+    eventually(
+        "a request served once a held connection closed",
+        CLOSE_WITHIN,
+        || health(&node).is_ok_and(|answer| answer.starts_with("HTTP/1.1 200")),
+        |&served| served,
+    );
     drop(held);
 }
 

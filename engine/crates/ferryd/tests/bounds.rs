@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{rt, NodeProc, TOKEN};
+use common::{eventually, rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use ferry_core::row::{Row, Value};
 use serde_json::{json, Value as Json};
@@ -65,15 +65,7 @@ fn connection(node: &NodeProc) -> Json {
 
 /// Polls (bounded by 30 s) until `check` holds on the connection's status.
 fn wait_connection(node: &NodeProc, what: &str, check: impl Fn(&Json) -> bool) -> Json {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let c = connection(node);
-        if check(&c) {
-            return c;
-        }
-        assert!(Instant::now() < deadline, "the connection never got {what}: {c}\n{}", node.log());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    node.eventually(&format!("the connection: {what}"), || connection(node), check)
 }
 
 /// The value of a metric line starting with `name` (labels included in `name` when given).
@@ -228,15 +220,11 @@ fn a_masters_buffer_for_a_slow_replica_stops_at_its_bound_and_replication_comple
     replicate(&replica, &master, json!({"sql_paused": true}));
     wait_connection(&replica, "waiting_for_relay_space", |c| c["waiting_for_relay_space"] == true);
     // The stream is stuck on the full socket: what the master holds for the replica stays within the bound.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let listed = loop {
-        let replicas = master.get("/v1/replicas").1["replicas"].clone();
-        if replicas[0]["buffered_bytes"].as_u64().unwrap_or(0) > 0 {
-            break replicas[0].clone();
-        }
-        assert!(Instant::now() < deadline, "the master never held bytes for the replica: {replicas}");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let listed = master.eventually(
+        "the master holding bytes for the replica",
+        || master.get("/v1/replicas").1["replicas"][0].clone(),
+        |r| r["buffered_bytes"].as_u64().unwrap_or(0) > 0,
+    );
     let buffered = listed["buffered_bytes"].as_u64().unwrap();
     assert!(buffered < DUMP_BUFFER_BYTES_MAX + largest, "{listed}");
     let now = metric(&master, "ferry_dump_buffer_bytes");
@@ -252,11 +240,12 @@ fn a_masters_buffer_for_a_slow_replica_stops_at_its_bound_and_replication_comple
     let listed = master.get("/v1/replicas").1["replicas"][0].clone();
     assert_eq!(listed["buffered_bytes_peak"], peak, "{listed}");
     assert_eq!(listed["transactions_sent"], DUMP_TXNS + 20);
-    let drained = Instant::now() + Duration::from_secs(10);
-    while metric(&master, "ferry_dump_buffer_bytes") != 0 {
-        assert!(Instant::now() < drained, "the buffer never drained");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    eventually(
+        "the dump buffer drained",
+        Duration::from_secs(10),
+        || metric(&master, "ferry_dump_buffer_bytes"),
+        |b| *b == 0,
+    );
 }
 
 /// A bound below the smallest allowed is refused at start-up, naming the flag's setting.

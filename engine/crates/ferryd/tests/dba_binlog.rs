@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::{rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use serde_json::{json, Value};
@@ -178,15 +176,7 @@ fn file_names(node: &NodeProc) -> Vec<String> {
 
 /// Polls the node's status until `check` holds (bounded by 30 s).
 fn wait_status(node: &NodeProc, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let s = node.status();
-        if check(&s) {
-            return s;
-        }
-        assert!(Instant::now() < deadline, "the node never got {what}: {s}\n{}", node.log());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    node.eventually(what, || node.status(), check)
 }
 
 /// Starts a replica of `master` and waits until it has applied the master's binlog: its stream then reads the

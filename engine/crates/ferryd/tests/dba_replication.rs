@@ -2,8 +2,6 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::{rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use serde_json::{json, Value};
@@ -38,15 +36,7 @@ fn slave_pos(node: &NodeProc) -> String {
 
 /// Polls until `check` holds on the node's replication status (bounded by 30 s).
 fn wait_replication(node: &NodeProc, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (_, body) = node.get("/v1/replication");
-        if check(&body) {
-            return body;
-        }
-        assert!(Instant::now() < deadline, "replication never got {what}: {body}\n{}", node.log());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    node.eventually(&format!("replication: {what}"), || node.get("/v1/replication").1, check)
 }
 
 fn wait_slave_pos(node: &NodeProc, position: &str) {

@@ -52,9 +52,7 @@ fn read_only_waits_for_commits_in_flight_and_returns_where_writes_stopped() {
             })
         })
         .collect();
-    while node.status()["counters"]["commits"].as_u64().unwrap() < 500 {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    node.eventually("500 commits", || node.status()["counters"]["commits"].as_u64().unwrap(), |n| *n >= 500);
 
     let (code, body) =
         node.post("/v1/read-only", json!({"read_only": true, "wait_for_in_flight_ms": 10_000}), Some(TOKEN));
@@ -98,9 +96,7 @@ fn a_commit_still_in_flight_makes_the_wait_time_out_and_read_only_off_ends_it() 
         let mut c = ferry_client::Client::connect(&listen).await.unwrap();
         c.increment("t", "k", "n", 1).await
     });
-    while node.status()["commits_in_flight"] != 1 {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    node.eventually("a commit in flight", || node.status()["commits_in_flight"].clone(), |n| *n == 1);
     assert!(node.get_text("/metrics").lines().any(|l| l == "ferry_commits_in_flight 1"));
 
     let (code, body) =
@@ -123,11 +119,7 @@ fn a_commit_still_in_flight_makes_the_wait_time_out_and_read_only_off_ends_it() 
         }
     });
     // The waiting call has set read-only (it logs that just before it waits): turning it off now interrupts it.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while changes(&node) == changed_before {
-        assert!(std::time::Instant::now() < deadline, "the waiting read-only call never arrived:\n{}", node.log());
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    node.eventually("the waiting read-only call", || changes(&node), |n| *n != changed_before);
     assert_eq!(node.post("/v1/read-only", json!({"read_only": false}), Some(TOKEN)).0, 200);
     let (code, body) = waiting.join().unwrap();
     assert_eq!((code, body["error"]["code"].as_str()), (409, Some("read_only_off")), "{body}");

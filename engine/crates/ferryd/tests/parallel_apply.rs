@@ -109,15 +109,7 @@ fn a_diverged_row_stops_parallel_apply_with_the_row_named() {
     rt().block_on(c.increment("hot_1", "counter", "n", 100)).unwrap();
     load(&master, 2, 2, 5, "b");
     setup(&replica, &master, "optimistic", 4, 2);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let conn = loop {
-        let conn = connection(&replica);
-        if conn["sql_state"] == "error" {
-            break conn;
-        }
-        assert!(std::time::Instant::now() < deadline, "no error: {conn}");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let conn = replica.eventually("the connection's error", || connection(&replica), |c| c["sql_state"] == "error");
     assert_eq!(conn["last_error"]["code"], "ROW_MISMATCH");
     assert!(conn["last_error"]["message"].as_str().unwrap().contains("hot_1/counter"), "{conn}");
 }

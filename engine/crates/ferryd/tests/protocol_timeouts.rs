@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{rt, wait_until, NodeProc, TOKEN};
+use common::{eventually, rt, NodeProc, TOKEN};
 use ferry_client::{Client, ErrorCode};
 use ferry_core::limits::Limits;
 use ferry_core::protocol::Response;
@@ -88,7 +88,7 @@ fn a_replicas_binlog_stream_outlives_the_masters_idle_timeout() {
     assert_eq!(replica.post("/v1/replication/m/change-master", change, Some(TOKEN)).0, 200);
     assert_eq!(replica.post("/v1/replication/m/start", json!({}), Some(TOKEN)).0, 200);
     let connection = || replica.get("/v1/replication").1["connections"][0].clone();
-    wait_until("a heartbeat from the master", WITHIN, || connection()["last_heartbeat_us"].is_u64());
+    eventually("a heartbeat from the master", WITHIN, connection, |c| c["last_heartbeat_us"].is_u64());
     let heartbeat_us = connection()["last_heartbeat_us"].as_u64().unwrap();
     let streams: Value = master.get("/v1/replicas").1["replicas"].clone();
     let connected_at_us = streams[0]["connected_at_us"].as_u64().expect("the replica's stream on the master");

@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::{rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use serde_json::{json, Value};
@@ -53,15 +51,7 @@ fn connection(node: &NodeProc, name: &str) -> Value {
 
 /// Polls until `check` holds on the connection's status (bounded by 30 s).
 fn wait_connection(node: &NodeProc, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let c = connection(node, name);
-        if check(&c) {
-            return c;
-        }
-        assert!(Instant::now() < deadline, "connection {name} never got {what}: {c}\n{}", node.log());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    node.eventually(&format!("connection {name}: {what}"), || connection(node, name), check)
 }
 
 #[test]

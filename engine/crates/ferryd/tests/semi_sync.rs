@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::{rt, NodeProc, TOKEN};
 use serde_json::{json, Value};
@@ -14,12 +14,9 @@ fn semi(node: &NodeProc) -> Value {
     node.status()["semi_sync"].clone()
 }
 
-fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Waits (within [`EVENTUALLY`]) until the master's semi-sync status satisfies `check`.
+fn wait_semi(master: &NodeProc, what: &str, check: impl Fn(&Value) -> bool) {
+    master.eventually(what, || semi(master), check);
 }
 
 #[test]
@@ -42,7 +39,7 @@ fn commits_wait_for_a_replica_and_fall_back_without_one() {
     // A replica catches up and confirms: commits wait for it again.
     replica.post("/v1/replication/m/change-master", json!({"master": master.listen}), Some(TOKEN));
     replica.post("/v1/replication/m/start", json!({}), Some(TOKEN));
-    wait_until("semi-sync back on", || semi(&master)["state"] == "on");
+    wait_semi(&master, "semi-sync back on", |s| s["state"] == "on");
     for _ in 0..20 {
         let commit = rt().block_on(c.increment("t", "k", "n", 1)).unwrap();
         // Acknowledged, hence already in the replica's relay log.
@@ -64,7 +61,7 @@ fn commits_wait_for_a_replica_and_fall_back_without_one() {
     // The replica dies: the next commit times out and the master falls back again.
     replica.sigkill();
     rt().block_on(c.increment("t", "k", "n", 1)).unwrap();
-    wait_until("fallen back after the replica died", || semi(&master)["timeouts"] == 2);
+    wait_semi(&master, "fallen back after the replica died", |s| s["timeouts"] == 2);
     assert_eq!(semi(&master)["state"], "fallen_back");
 }
 
@@ -79,7 +76,7 @@ fn a_replica_with_semi_sync_on_applies_without_waiting_for_replicas_of_its_own()
     let replica = NodeProc::start(&dir.path().join("r"), 2, &semi_on);
     replica.post("/v1/replication/m/change-master", json!({"master": master.listen}), Some(TOKEN));
     replica.post("/v1/replication/m/start", json!({}), Some(TOKEN));
-    wait_until("the replica confirms to the master", || semi(&master)["replicas_connected"] == 1);
+    wait_semi(&master, "the replica confirms to the master", |s| s["replicas_connected"] == 1);
 
     // Four writers, 50 commits each; each commit is acknowledged once the replica has received it.
     let (writers, per_writer) = (4, 50);
@@ -163,7 +160,7 @@ fn after_sync_hides_a_commit_waiting_for_its_replica_and_after_commit_does_not()
                 })
             })
         };
-        wait_until("the commit waiting for a replica", || semi(&master)["waits"] == 1);
+        wait_semi(&master, "the commit waiting for a replica", |s| s["waits"] == 1);
         let mut reader = master.client();
         let seen = rt().block_on(reader.get("t", "k")).unwrap();
         assert_eq!(seen.is_some(), visible_while_waiting, "{wait_point}: the waiting commit's row as a reader sees it");

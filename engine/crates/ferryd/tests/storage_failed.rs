@@ -63,10 +63,10 @@ fn a_failed_fsync_and_a_failed_relay_write_are_fail_stop_and_a_restart_loses_not
     assert_eq!(code, 200, "{body}");
     // The relay log's first write is at start: the start itself may be refused.
     let _ = replica.post("/v1/replication/main/start", json!({}), Some(TOKEN));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while replica.status()["failed"].is_null() {
-        assert!(std::time::Instant::now() < deadline, "the relay write failure never failed the node");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    replica.eventually(
+        "the relay write failure failing the node",
+        || replica.status()["failed"].clone(),
+        |f| !f.is_null(),
+    );
     assert_storage_failed(&replica, "relay log write");
 }

@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::{rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use serde_json::{json, Value};
@@ -17,15 +15,8 @@ fn connection(node: &NodeProc, name: &str) -> Value {
 }
 
 fn wait_until_reached(node: &NodeProc, name: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let c = connection(node, name);
-        if c["sql_state"] == "until_reached" {
-            return c;
-        }
-        assert!(Instant::now() < deadline, "connection {name} never reached its UNTIL: {c}\n{}", node.log());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let what = format!("connection {name} at its UNTIL");
+    node.eventually(&what, || connection(node, name), |c| c["sql_state"] == "until_reached")
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! The file layer the binlog, its index, the seq_no high-water mark and the store write through.
+//! The file layer the binlog, its index, the seq_no high-water mark, the store and the relay log write through.
 //!
 //! [`Fs`] names every file-system operation their durability depends on: open for reading or appending, create,
 //! write, `fsync` of a file and of a directory, truncate, rename, remove and listing. [`RealFs`] passes each
@@ -11,8 +11,9 @@
 //! - `power_loss` (tests): the seeded power-loss simulation over a node on the simulated disk.
 //!
 //! Replica streaming, SHOW BINLOG EVENTS and the repair tool read binlog files through `std::fs` directly: they
-//! only read what the writer made durable, and they never run on a simulated disk. The relay log is scratch
-//! space discarded at every connection start, never fsynced, so it is not on the layer either.
+//! only read what the writer made durable, and they never run on a simulated disk. The relay log (scratch space
+//! discarded at every connection start, never fsynced) is on the layer, so that the replica simulation keeps
+//! it on the simulated disk with the replica's binlog and store.
 
 pub mod fence;
 #[cfg(test)]

@@ -1,7 +1,8 @@
-//! The admin API's replication routes, all under `/v1/replication`: each connection's status, CHANGE MASTER,
-//! start (optionally UNTIL a position, or with the SQL side paused) and stop, resume of a paused SQL side, removal,
-//! and the DBA's controls — the skip counter (sql_slave_skip_counter) and RESET SLAVE. Replication's command
-//! errors map to HTTP here.
+//! The replication routes of the admin API, all under `/v1/replication`: the connections' status, CHANGE
+//! MASTER, START (optionally UNTIL) and STOP, resuming a paused SQL side, the skip counter
+//! (sql_slave_skip_counter), RESET SLAVE and deleting a connection. Each handler parses, makes one call on
+//! [`Replication`](crate::replication::Replication) and maps its answer; the token is checked by the router's
+//! authentication layer before any of them runs.
 
 use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
@@ -15,10 +16,10 @@ use serde_json::json;
 use super::{json_body, optional_json_body, ApiError, AppState};
 use crate::replication::{ChangeMaster, CommandError};
 
-/// The routes, for the admin router to merge (behind its authentication layer).
+/// The routes, for the authenticated part of the router.
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
-        .route("/v1/replication", get(replication_status))
+        .route("/v1/replication", get(status))
         .route("/v1/replication/{name}", delete(remove_connection))
         .route("/v1/replication/{name}/change-master", post(change_master))
         .route("/v1/replication/{name}/start", post(start_connection))
@@ -26,6 +27,86 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/replication/{name}/resume-sql", post(resume_sql))
         .route("/v1/replication/{name}/skip-counter", post(set_skip_counter))
         .route("/v1/replication/{name}/reset", post(reset))
+}
+
+impl From<CommandError> for ApiError {
+    fn from(e: CommandError) -> Self {
+        match e {
+            CommandError::NotFound(m) => ApiError::new(StatusCode::NOT_FOUND, "not_found", m),
+            CommandError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
+            CommandError::Invalid(m) => ApiError::bad_request(m),
+            CommandError::Failed(m) => ApiError::internal(m),
+        }
+    }
+}
+
+/// `GET /v1/replication`: the node's three positions and every connection.
+async fn status(State(s): State<AppState>) -> Json<serde_json::Value> {
+    Json(json!({
+        "gtid_slave_pos": s.node.slave_position().to_string(),
+        "gtid_current_pos": s.node.current_position().to_string(),
+        "gtid_binlog_pos": s.node.position().to_string(),
+        "connections": s.replication.status(),
+    }))
+}
+
+/// `POST /v1/replication/{name}/change-master`: CHANGE MASTER (creates the connection when new).
+async fn change_master(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Json<ChangeMaster>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let req = json_body(body)?;
+    s.replication.change_master(&name, req).await?;
+    Ok(Json(json!({"connection": name, "gtid_slave_pos": s.node.slave_position().to_string()})))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct StartBody {
+    until: Option<String>,
+    /// Start the IO side only; the SQL side waits for `resume-sql` (benchmarks time the apply alone this way).
+    #[serde(default)]
+    sql_paused: bool,
+}
+
+/// `POST /v1/replication/{name}/start`: START [UNTIL position].
+async fn start_connection(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let body: StartBody = optional_json_body(&body)?;
+    let until = match body.until {
+        Some(text) => Some(text.parse().map_err(|e: ferry_core::GtidParseError| ApiError::bad_request(e.to_string()))?),
+        None => None,
+    };
+    s.replication.start(&name, until, body.sql_paused)?;
+    Ok(Json(json!({"connection": name, "running": true, "sql_paused": body.sql_paused})))
+}
+
+/// `POST /v1/replication/{name}/resume-sql`: lets a connection started with `sql_paused` apply.
+async fn resume_sql(State(s): State<AppState>, Path(name): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+    s.replication.resume_sql(&name)?;
+    Ok(Json(json!({"connection": name, "sql_paused": false})))
+}
+
+/// `POST /v1/replication/{name}/stop`: STOP.
+async fn stop_connection(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    s.replication.stop(&name).await?;
+    Ok(Json(json!({"connection": name, "running": false})))
+}
+
+/// `DELETE /v1/replication/{name}`: stops the connection and removes it with its relay log.
+async fn remove_connection(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    s.replication.remove(&name).await?;
+    Ok(Json(json!({"connection": name, "removed": true})))
 }
 
 #[derive(Deserialize)]
@@ -68,78 +149,4 @@ async fn reset(
         "removed": all,
         "gtid_slave_pos": s.node.slave_position().to_string(),
     })))
-}
-
-impl From<CommandError> for ApiError {
-    fn from(e: CommandError) -> Self {
-        match e {
-            CommandError::NotFound(m) => ApiError::new(StatusCode::NOT_FOUND, "not_found", m),
-            CommandError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
-            CommandError::Invalid(m) => ApiError::bad_request(m),
-            CommandError::Failed(m) => ApiError::internal(m),
-        }
-    }
-}
-
-async fn replication_status(State(s): State<AppState>) -> Json<serde_json::Value> {
-    Json(json!({
-        "gtid_slave_pos": s.node.slave_position().to_string(),
-        "gtid_current_pos": s.node.current_position().to_string(),
-        "gtid_binlog_pos": s.node.position().to_string(),
-        "connections": s.replication.status(),
-    }))
-}
-
-async fn change_master(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-    body: Result<Json<ChangeMaster>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let req = json_body(body)?;
-    s.replication.change_master(&name, req).await?;
-    Ok(Json(json!({"connection": name, "gtid_slave_pos": s.node.slave_position().to_string()})))
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct StartBody {
-    until: Option<String>,
-    /// Start the IO side only; the SQL side waits for `resume-sql` (benchmarks time the apply alone this way).
-    #[serde(default)]
-    sql_paused: bool,
-}
-
-async fn start_connection(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-    body: Bytes,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let body: StartBody = optional_json_body(&body)?;
-    let until = match body.until {
-        Some(text) => Some(text.parse().map_err(|e: ferry_core::GtidParseError| ApiError::bad_request(e.to_string()))?),
-        None => None,
-    };
-    s.replication.start(&name, until, body.sql_paused)?;
-    Ok(Json(json!({"connection": name, "running": true, "sql_paused": body.sql_paused})))
-}
-
-async fn resume_sql(State(s): State<AppState>, Path(name): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
-    s.replication.resume_sql(&name)?;
-    Ok(Json(json!({"connection": name, "sql_paused": false})))
-}
-
-async fn stop_connection(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    s.replication.stop(&name).await?;
-    Ok(Json(json!({"connection": name, "running": false})))
-}
-
-async fn remove_connection(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    s.replication.remove(&name).await?;
-    Ok(Json(json!({"connection": name, "removed": true})))
 }

@@ -6,6 +6,9 @@
 //! - [`applier`]: the SQL side: the relay log applied through the node, UNTIL and delay.
 //! - [`shared`]: what the two sides and the manager share.
 //! - [`status`]: what a connection reports.
+//! - [`until`]: START ... UNTIL: which transactions are applied, and when the position is reached.
+//! - `sim` (tests): the seeded replica simulation — intake, SQL side and crash-safe position on a simulated
+//!   network, disk and clock.
 //!
 //! On every start a connection discards its relay log and resumes from the node's crash-safe gtid_slave_pos
 //! (or gtid_current_pos when so configured).
@@ -15,6 +18,8 @@ pub mod config;
 pub mod filter;
 pub mod io;
 pub mod shared;
+#[cfg(test)]
+mod sim;
 pub mod status;
 pub mod until;
 
@@ -321,11 +326,12 @@ impl Replication {
         let relay_dir = self.relay_root.join(name);
         let limits = self.node.config().limits;
         let relay_file_bytes = relay_file_bytes_for(limits.relay_log_space_bytes_max);
-        let relay = RelayWriter::create(&relay_dir, relay_file_bytes).map_err(|e| {
-            // A relay log that cannot be written is a storage failure of the node (fail-stop).
-            let why = self.node.fail_storage(format!("relay log write: {e}"));
-            CommandError::Failed(format!("{e} (storage failed: {why})"))
-        })?;
+        let relay =
+            RelayWriter::create_on(self.node.config().fs.clone(), &relay_dir, relay_file_bytes).map_err(|e| {
+                // A relay log that cannot be written is a storage failure of the node (fail-stop).
+                let why = self.node.fail_storage(format!("relay log write: {e}"));
+                CommandError::Failed(format!("{e} (storage failed: {why})"))
+            })?;
         let reader = relay.reader().map_err(|e| CommandError::Failed(e.to_string()))?;
         let start = match conn.config.use_gtid {
             UseGtid::SlavePos => self.node.slave_position(),
@@ -339,17 +345,21 @@ impl Replication {
         shared.relay_space = relay.space();
         let shared = Arc::new(shared);
         shared.set_sql_paused(sql_paused);
+        let clock = self.node.config().clock.clone();
         let io = io::IoSide {
-            shared: shared.clone(),
+            intake: io::Intake {
+                shared: shared.clone(),
+                relay,
+                relay_space_bytes_max: limits.relay_log_space_bytes_max,
+                position: start.clone(),
+                node: self.node.clone(),
+                clock: clock.clone(),
+            },
             master: conn.config.master.clone(),
             server_id: self.node.config().server_id,
             heartbeat_ms: conn.config.heartbeat_ms,
             token: self.token.clone(),
             advertised: self.advertised.clone(),
-            relay,
-            relay_space_bytes_max: limits.relay_log_space_bytes_max,
-            position: start.clone(),
-            node: self.node.clone(),
         };
         let sql = applier::SqlSide {
             shared: shared.clone(),
@@ -362,6 +372,7 @@ impl Replication {
             read_ahead_bytes_max: limits.read_ahead_bytes_max,
             filter: conn.config.filter.clone(),
             skip_remaining: skip_counter,
+            clock,
         };
         let io = tokio::spawn(io.run());
         let sql = std::thread::Builder::new()
@@ -543,5 +554,114 @@ impl Replication {
                 }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ferry_core::node::NodeConfig;
+    use serde_json::json;
+
+    use super::*;
+
+    fn replication(node: &Arc<Node>) -> Arc<Replication> {
+        let advertised = crate::Advertised { listen: "127.0.0.1:7301".into(), admin: "127.0.0.1:7401".into() };
+        Replication::load(node.clone(), None, advertised).unwrap()
+    }
+
+    fn request(body: serde_json::Value) -> ChangeMaster {
+        serde_json::from_value(body).unwrap()
+    }
+
+    #[test]
+    fn connection_names_are_1_to_64_letters_digits_underscores_and_dashes() {
+        for good in ["a", "main", "from_m-2", &"x".repeat(64)] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "a b", "a/b", "é", &"x".repeat(65)] {
+            assert!(matches!(check_name(bad), Err(CommandError::Invalid(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn change_master_has_defaults_for_all_but_the_master_and_refuses_unknown_fields() {
+        let req = request(json!({"master": "127.0.0.1:7301"}));
+        assert_eq!(req.use_gtid, UseGtid::SlavePos);
+        assert_eq!((req.workers, req.domain_workers_max, req.heartbeat_ms, req.delay_s), (1, 1, 1000, 0));
+        assert_eq!(req.parallel_mode, applier::ParallelMode::Serial);
+        assert!(!req.ignore_duplicates && req.do_domain_ids.is_empty() && req.ignore_domain_ids.is_empty());
+        let unknown = serde_json::from_value::<ChangeMaster>(json!({"master": "h:1", "master_delay": 5}));
+        assert!(unknown.is_err(), "a misspelt setting is refused, not ignored");
+    }
+
+    #[tokio::test]
+    async fn change_master_refuses_what_it_cannot_honour_and_then_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Node::open(NodeConfig::new(2, dir.path()), None).unwrap();
+        let repl = replication(&node);
+        let refused = [
+            ("a b", json!({"master": "127.0.0.1:1"}), "connection name"),
+            ("a", json!({"master": "nohost"}), "host:port"),
+            ("a", json!({"master": "h:1", "position": "0-1-1", "file": "f", "offset": 4}), "not both"),
+            ("a", json!({"master": "h:1", "file": "f"}), "both file and offset"),
+            ("a", json!({"master": "h:1", "position": "0-1"}), ""),
+            ("a", json!({"master": "h:1", "workers": 0}), "workers must be"),
+            ("a", json!({"master": "h:1", "workers": WORKERS_MAX + 1}), "workers must be"),
+            ("a", json!({"master": "h:1", "workers": 2, "domain_workers_max": 3}), "domain_workers_max"),
+            ("a", json!({"master": "h:1", "do_domain_ids": [1], "ignore_domain_ids": [2]}), ""),
+        ];
+        for (name, body, why) in refused {
+            match repl.change_master(name, request(body.clone())).await {
+                Err(CommandError::Invalid(message)) => assert!(message.contains(why), "{body}: {message}"),
+                other => panic!("{body}: {other:?}"),
+            }
+        }
+        assert!(repl.status().is_empty());
+        assert_eq!(node.slave_position(), GtidPosition::new());
+        assert!(!dir.path().join("replication.json").exists(), "nothing saved");
+    }
+
+    #[tokio::test]
+    async fn a_connection_is_saved_shown_and_loaded_again_and_commands_name_a_missing_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Node::open(NodeConfig::new(2, dir.path()), None).unwrap();
+        let repl = replication(&node);
+        let body = json!({
+            "master": "127.0.0.1:7301", "parallel_mode": "optimistic", "workers": 4, "domain_workers_max": 2,
+            "delay_s": 5, "heartbeat_ms": 10, "ignore_domain_ids": [3]
+        });
+        repl.change_master("a", request(body)).await.unwrap();
+        repl.change_master("b", request(json!({"master": "127.0.0.1:7302", "position": "0-1-5,1-1-2"}))).await.unwrap();
+        assert_eq!(node.slave_position().to_string(), "0-1-5,1-1-2", "an explicit position is gtid_slave_pos");
+        let shown = |repl: &Replication| -> Vec<(String, String, applier::ParallelConfig, u64, u32, Vec<u32>)> {
+            repl.status()
+                .into_iter()
+                .map(|c| {
+                    assert!(!c.running && c.io_state == IoState::Stopped && c.sql_state == SqlState::Stopped);
+                    (c.name, c.master, c.parallel, c.delay_s, c.heartbeat_ms, c.ignore_domain_ids)
+                })
+                .collect()
+        };
+        let optimistic =
+            applier::ParallelConfig { mode: applier::ParallelMode::Optimistic, workers: 4, domain_workers_max: 2 };
+        let expected = vec![
+            ("a".to_string(), "127.0.0.1:7301".to_string(), optimistic, 5, 50, vec![3]),
+            ("b".to_string(), "127.0.0.1:7302".to_string(), applier::ParallelConfig::default(), 0, 1000, vec![]),
+        ];
+        assert_eq!(shown(&repl), expected, "heartbeat_ms is clamped to 50 ms at least");
+        // gtid_slave_pos has two domains: which transaction the skip counter would pass over is not defined.
+        assert!(
+            matches!(repl.set_skip_counter("a", 1), Err(CommandError::Conflict(m)) if m.contains("several domains"))
+        );
+        repl.set_skip_counter("a", 0).unwrap();
+        drop(repl);
+        let repl = replication(&node);
+        assert_eq!(shown(&repl), expected, "the settings are kept in replication.json");
+        repl.reset("a", true).unwrap();
+        assert_eq!(repl.status().len(), 1);
+        assert!(matches!(repl.reset("a", false), Err(CommandError::NotFound(_))));
+        assert!(matches!(repl.start("a", None, false), Err(CommandError::NotFound(_))));
+        assert!(matches!(repl.resume_sql("a"), Err(CommandError::NotFound(_))));
+        assert!(matches!(repl.stop("a").await, Err(CommandError::NotFound(_))));
     }
 }

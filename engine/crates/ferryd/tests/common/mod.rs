@@ -97,19 +97,21 @@ impl NodeProc {
     pub fn stop(&mut self) {
         let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
         assert!(status.success());
-        let deadline = std::time::Instant::now() + Duration::from_secs(120);
-        let exit = loop {
-            if let Some(exit) = self.child.try_wait().unwrap() {
-                break exit;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "ferryd did not exit within 120 s of SIGTERM:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let log = self.dir.join("ferryd.log");
+        let exit = wait_for(
+            "ferryd's exit after SIGTERM",
+            Duration::from_secs(120),
+            || self.child.try_wait().unwrap(),
+            Option::is_some,
+            || format!("\n{}", std::fs::read_to_string(&log).unwrap_or_default()),
+        )
+        .expect("exited");
         assert!(exit.success(), "ferryd exited with {exit}");
+    }
+
+    /// [`eventually`] (within [`EVENTUALLY`]) about this node: a failure shows its log too.
+    pub fn eventually<V: std::fmt::Debug>(&self, what: &str, probe: impl FnMut() -> V, done: impl Fn(&V) -> bool) -> V {
+        wait_for(what, EVENTUALLY, probe, done, || format!("\n{}", self.log()))
     }
 
     pub fn log(&self) -> String {
@@ -214,12 +216,42 @@ impl Drop for NodeProc {
     }
 }
 
-/// Waits until `done` holds, checking every few milliseconds; fails naming `what` after `deadline`.
-pub fn wait_until(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
-    let until = std::time::Instant::now() + deadline;
-    while !done() {
-        assert!(std::time::Instant::now() < until, "{what}: not within {deadline:?}");
-        std::thread::sleep(Duration::from_millis(10));
+/// How long a test waits for a node to reach what it should reach, unless the test says otherwise.
+pub const EVENTUALLY: Duration = Duration::from_secs(30);
+/// How often a wait looks again.
+const EVENTUALLY_POLL: Duration = Duration::from_millis(10);
+
+/// Waits until `done` holds on what `probe` sees, looking every few milliseconds, and returns what it saw then.
+/// Past `within` the test fails naming `what` it waited for, with the last thing seen. (Every wait of these
+/// tests is this one; [`NodeProc::eventually`] adds the node's log to the failure.)
+pub fn eventually<V: std::fmt::Debug>(
+    what: &str,
+    within: Duration,
+    probe: impl FnMut() -> V,
+    done: impl Fn(&V) -> bool,
+) -> V {
+    wait_for(what, within, probe, done, String::new)
+}
+
+fn wait_for<V: std::fmt::Debug>(
+    what: &str,
+    within: Duration,
+    mut probe: impl FnMut() -> V,
+    done: impl Fn(&V) -> bool,
+    context: impl Fn() -> String,
+) -> V {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let seen = probe();
+        if done(&seen) {
+            return seen;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within {within:?}; last seen: {seen:?}{}",
+            context()
+        );
+        std::thread::sleep(EVENTUALLY_POLL);
     }
 }
 
