@@ -68,8 +68,11 @@ test("no page is wider than a 390 px phone screen", async ({ page, signIn, stack
   expect(colours.text).not.toBe(colours.background);
   await expectFits(page, "the overview");
 
+  // Each page load asks the API who the token is: wait for the answer before leaving (an abandoned check signs out).
+  const signedIn = page.getByLabel("Signed in as admin");
   await page.goto("/collector");
-  await expect(page.getByRole("heading", { level: 1 })).toBeVisible();
+  await expect(page.getByRole("heading", { level: 1, name: "Collector health" })).toBeVisible();
+  await expect(signedIn).toBeVisible();
   await expectFits(page, "collector health");
 
   const clusters = [stack.cluster_id, ...(stack.mariadb_clusters ?? []).map((c) => c.id)];
@@ -77,6 +80,7 @@ test("no page is wider than a 390 px phone screen", async ({ page, signIn, stack
     for (const tab of TABS) {
       await page.goto(`/clusters/${id}/${tab}`);
       await expect(page.getByRole("navigation", { name: "Cluster views" })).toBeVisible();
+      await expect(signedIn).toBeVisible();
       await expectFits(page, `cluster ${id}, tab ${tab}`);
     }
   }
