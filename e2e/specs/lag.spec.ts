@@ -1,5 +1,6 @@
 // Lag: Recharts charts of lag per replica per domain, drawn from the collector's samples (recorded when lag
-// changes) and live: the range follows the clock, so the drawn points move while the page stays open.
+// changes) and live: the range follows the clock, so the drawn points move while the page stays open. The legend's
+// entries hide and show their series' line.
 import { expect, openClusterTab, test } from "../fixtures";
 
 test("the lag charts have data points, and they move while the page is live", async ({ page, signIn, stack, picture }) => {
@@ -22,4 +23,29 @@ test("the lag charts have data points, and they move while the page is live", as
   await expect.poll(points).toBeGreaterThan(0);
   await expect(page.getByRole("checkbox", { name: /^domain \d+$/ })).not.toHaveCount(0);
   await picture("lag");
+});
+
+test("pressing a series' legend entry removes its line from the chart, pressing it again brings it back", async ({ page, signIn, stack }) => {
+  await signIn("viewer");
+  await openClusterTab(page, stack, "lag", "?range=15m&live=paused");
+
+  const chart = page.getByRole("figure", { name: "Lag in seconds" });
+  const drawn = chart.locator(".recharts-line path.recharts-curve");
+  const entries = chart.getByRole("list", { name: /series/ }).getByRole("button");
+  await expect.poll(() => entries.count(), { message: "the legend lists a series per replica and domain" }).toBeGreaterThan(1);
+  const total = await entries.count();
+  await expect(drawn).toHaveCount(total);
+
+  const entry = entries.first();
+  const color = await entry.locator("svg path").getAttribute("stroke");
+  await expect(drawn.and(page.locator(`[stroke="${color}"]`))).toHaveCount(1);
+  await entry.click();
+  await expect(entry).toHaveAttribute("aria-pressed", "false");
+  await expect(drawn).toHaveCount(total - 1);
+  await expect(drawn.and(page.locator(`[stroke="${color}"]`))).toHaveCount(0);
+  await expect(chart).toContainText(`${total - 1} of ${total} series shown`);
+
+  await entry.click();
+  await expect(entry).toHaveAttribute("aria-pressed", "true");
+  await expect(drawn).toHaveCount(total);
 });

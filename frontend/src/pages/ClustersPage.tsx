@@ -16,22 +16,24 @@ export function ClustersPage() {
         {clusters.data && clusters.data.length === 0 ? (
           <p>No clusters yet. Register one from one of its servers below, or through the API (POST /api/v1/clusters, then its discovery).</p>
         ) : (
-          <table className="data">
-            <thead>
-              <tr>
-                <th scope="col">Cluster</th>
-                <th scope="col">Health</th>
-                <th scope="col">Master</th>
-                <th scope="col">Replicas</th>
-                <th scope="col">Worst lag</th>
-                <th scope="col">Last drill</th>
-                <th scope="col">Auto failover</th>
-              </tr>
-            </thead>
-            <tbody>
-              {clusters.data?.map((cluster) => <ClusterRow key={cluster.id} cluster={cluster} />)}
-            </tbody>
-          </table>
+          <div className="scroll-x">
+            <table className="data">
+              <thead>
+                <tr>
+                  <th scope="col">Cluster</th>
+                  <th scope="col">Health</th>
+                  <th scope="col">Master</th>
+                  <th scope="col">Replicas</th>
+                  <th scope="col">Worst lag</th>
+                  <th scope="col">Last drill</th>
+                  <th scope="col">Auto failover</th>
+                </tr>
+              </thead>
+              <tbody>
+                {clusters.data?.map((cluster) => <ClusterRow key={cluster.id} cluster={cluster} />)}
+              </tbody>
+            </table>
+          </div>
         )}
       </QueryState>
       <RequireRole role="operator">

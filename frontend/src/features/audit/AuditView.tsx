@@ -27,37 +27,39 @@ export function AuditView({ clusterId }: { clusterId: number }) {
       </div>
       <QueryState isPending={audit.isPending} error={audit.error} what="audit log">
         {audit.data?.length === 0 ? <p className="muted">Nothing recorded.</p> : null}
-        <table className="data" aria-label="Audit log">
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">Who</th>
-              <th scope="col">Action</th>
-              <th scope="col">Request</th>
-              <th scope="col">Outcome</th>
-            </tr>
-          </thead>
-          <tbody>
-            {audit.data?.map((entry) => (
-              <tr key={entry.id}>
-                <td>{formatTime(entry.at)}</td>
-                <td>{entry.actor ?? "anonymous"}</td>
-                <td>{entry.action}</td>
-                <td className="mono small">
-                  {entry.method} {entry.path}
-                </td>
-                <td>
-                  <Badge
-                    tone={entry.outcome === "succeeded" ? "ok" : entry.outcome === "denied" ? "warn" : "bad"}
-                    symbol={entry.outcome === "succeeded" ? "✓" : "✕"}
-                  >
-                    {`${entry.outcome} (${entry.status_code})`}
-                  </Badge>
-                </td>
+        <div className="scroll-x">
+          <table className="data" aria-label="Audit log">
+            <thead>
+              <tr>
+                <th scope="col">When</th>
+                <th scope="col">Who</th>
+                <th scope="col">Action</th>
+                <th scope="col">Request</th>
+                <th scope="col">Outcome</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {audit.data?.map((entry) => (
+                <tr key={entry.id}>
+                  <td>{formatTime(entry.at)}</td>
+                  <td>{entry.actor ?? "anonymous"}</td>
+                  <td>{entry.action}</td>
+                  <td className="mono small">
+                    {entry.method} {entry.path}
+                  </td>
+                  <td>
+                    <Badge
+                      tone={entry.outcome === "succeeded" ? "ok" : entry.outcome === "denied" ? "warn" : "bad"}
+                      symbol={entry.outcome === "succeeded" ? "✓" : "✕"}
+                    >
+                      {`${entry.outcome} (${entry.status_code})`}
+                    </Badge>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       </QueryState>
     </>
   );

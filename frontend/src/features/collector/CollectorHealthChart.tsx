@@ -2,7 +2,7 @@
 // its polls failed, over time, from the instance answering (each API instance keeps its own last cycles).
 import { Bar, CartesianGrid, ComposedChart, Legend, Line, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import type { CollectorCycles } from "../../api/history";
-import { timeLabel, timeTicks } from "../../components/timeAxis";
+import { instantLabel, timeLabel, timeTicks, zoneLabel } from "../../components/timeAxis";
 import { formatDuration } from "../../lib/format";
 
 export function cycleSummary(cycles: CollectorCycles["cycles"]): { longest: number; median: number; failed: number; withFailures: number } {
@@ -46,11 +46,13 @@ export function CollectorHealthChart({ data }: { data: CollectorCycles }) {
             domain={[since, until]}
             ticks={timeTicks(since, until)}
             tickFormatter={(t: number) => timeLabel(t, until - since)}
+            height={44}
+            label={{ value: `time (${zoneLabel(until)})`, position: "insideBottom", offset: 0 }}
           />
           <YAxis yAxisId="duration" tickFormatter={(v: number) => formatDuration(v)} width={90} />
           <YAxis yAxisId="failed" orientation="right" allowDecimals={false} width={40} />
           <Tooltip
-            labelFormatter={(t) => new Date(Number(t)).toLocaleTimeString(undefined, { hour12: false })}
+            labelFormatter={(t) => `${instantLabel(Number(t))} ${zoneLabel(Number(t))}`}
             formatter={(v, name) => (name === "cycle duration" ? formatDuration(Number(v)) : `${v} polls`)}
           />
           <Legend />

@@ -9,41 +9,43 @@ export function DrillHistory({ runs, schedules }: { runs: DrillRun[]; schedules:
   const names = new Map(schedules.map((s) => [s.id, s.name]));
   if (runs.length === 0) return <p className="muted">No drill has run yet.</p>;
   return (
-    <table className="data" aria-label="Drill history">
-      <thead>
-        <tr>
-          <th scope="col">#</th>
-          <th scope="col">Started</th>
-          <th scope="col">By</th>
-          <th scope="col">Outcome</th>
-          <th scope="col">RTO</th>
-          <th scope="col">Catch-up</th>
-          <th scope="col">Live writer</th>
-          <th scope="col">Operation</th>
-        </tr>
-      </thead>
-      <tbody>
-        {runs.map((run) => (
-          <tr key={run.id} data-state={run.state}>
-            <td>{run.id}</td>
-            <td>{formatTime(run.started_at)}</td>
-            <td>
-              {run.requester}
-              {run.schedule_id != null ? <div className="small">schedule {names.get(run.schedule_id) ?? run.schedule_id}</div> : null}
-            </td>
-            <td>
-              <DrillOutcomeBadge run={run} />
-              {run.reasons.length > 0 ? <div className={run.state === "failed" ? "error small" : "small"}>{run.reasons.join("; ")}</div> : null}
-            </td>
-            <td>{formatDuration(run.rto_s)}</td>
-            <td>{formatDuration(run.catch_up_s)}</td>
-            <td>
-              <WriterReport run={run} />
-            </td>
-            <td>{run.operation_id != null ? `#${run.operation_id}` : "—"}</td>
+    <div className="scroll-x">
+      <table className="data" aria-label="Drill history">
+        <thead>
+          <tr>
+            <th scope="col">#</th>
+            <th scope="col">Started</th>
+            <th scope="col">By</th>
+            <th scope="col">Outcome</th>
+            <th scope="col">RTO</th>
+            <th scope="col">Catch-up</th>
+            <th scope="col">Live writer</th>
+            <th scope="col">Operation</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {runs.map((run) => (
+            <tr key={run.id} data-state={run.state}>
+              <td>{run.id}</td>
+              <td>{formatTime(run.started_at)}</td>
+              <td>
+                {run.requester}
+                {run.schedule_id != null ? <div className="small">schedule {names.get(run.schedule_id) ?? run.schedule_id}</div> : null}
+              </td>
+              <td>
+                <DrillOutcomeBadge run={run} />
+                {run.reasons.length > 0 ? <div className={run.state === "failed" ? "error small" : "small"}>{run.reasons.join("; ")}</div> : null}
+              </td>
+              <td>{formatDuration(run.rto_s)}</td>
+              <td>{formatDuration(run.catch_up_s)}</td>
+              <td>
+                <WriterReport run={run} />
+              </td>
+              <td>{run.operation_id != null ? `#${run.operation_id}` : "—"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }

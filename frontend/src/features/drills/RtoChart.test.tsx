@@ -29,6 +29,7 @@ describe("RtoChart", () => {
     expect(marks.map((m) => m.getAttribute("data-state"))).toEqual(["passed", "failed"]);
     expect(marks[0]!.querySelector("title")!.textContent).toMatch(/^drill #1 passed at .*: RTO 200\.0 ms, writer window —, catch-up 50\.0 ms$/);
     expect(marks[1]!.classList.contains("outcome-failed")).toBe(true);
+    expect(figure.textContent).toMatch(/time \((UTC|.+\(GMT[+-]\d+(:\d\d)?\))\)/); // the axis names its time zone
   });
 
   it("counts one drill in the singular", () => {

@@ -4,7 +4,7 @@
 import { CartesianGrid, ComposedChart, Legend, Line, ResponsiveContainer, Scatter, Tooltip, XAxis, YAxis } from "recharts";
 import type { DrillRun } from "../../api/drills";
 import { OutcomeMark, outcomeCounts } from "../../components/OutcomeMark";
-import { paddedDomain, timeLabel, timeTicks } from "../../components/timeAxis";
+import { paddedDomain, timeLabel, timeTicks, zoneLabel } from "../../components/timeAxis";
 import { formatDuration, formatTime } from "../../lib/format";
 
 export interface DrillPoint {
@@ -58,6 +58,8 @@ export function RtoChart({ runs }: { runs: DrillRun[] }) {
             domain={[since, until]}
             ticks={timeTicks(since, until)}
             tickFormatter={(t: number) => timeLabel(t, until - since)}
+            height={44}
+            label={{ value: `time (${zoneLabel(until)})`, position: "insideBottom", offset: 0 }}
           />
           <YAxis tickFormatter={(v: number) => formatDuration(v)} width={90} />
           <Tooltip

@@ -35,26 +35,28 @@ export function WriterReport({ run }: { run: Pick<DrillRun, "id" | "canary_write
   return (
     <details className="writer-report">
       <summary className={bad ? "error" : undefined}>{writerSummary(report)}</summary>
-      <table className="data compact" aria-label={`Canary writer of drill #${run.id}`}>
-        <thead>
-          <tr>
-            <th scope="col">Phase</th>
-            <th scope="col">Acknowledged</th>
-            <th scope="col">Refused</th>
-            <th scope="col">Unknown</th>
-          </tr>
-        </thead>
-        <tbody>
-          {PHASES.map((phase) => (
-            <tr key={phase}>
-              <th scope="row">{phase}</th>
-              <td>{report.phases[phase].acknowledged}</td>
-              <td>{report.phases[phase].refused}</td>
-              <td>{report.phases[phase].unknown}</td>
+      <div className="scroll-x">
+        <table className="data compact" aria-label={`Canary writer of drill #${run.id}`}>
+          <thead>
+            <tr>
+              <th scope="col">Phase</th>
+              <th scope="col">Acknowledged</th>
+              <th scope="col">Refused</th>
+              <th scope="col">Unknown</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {PHASES.map((phase) => (
+              <tr key={phase}>
+                <th scope="row">{phase}</th>
+                <td>{report.phases[phase].acknowledged}</td>
+                <td>{report.phases[phase].refused}</td>
+                <td>{report.phases[phase].unknown}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       <ul className="small">
         {report.windows.map((w) => (
           <li key={w.switch}>

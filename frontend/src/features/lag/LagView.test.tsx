@@ -1,11 +1,13 @@
 // The lag view against a fake backend: the range picker (15 min by default, 6 h, a custom range) and a zoom by
-// dragging across a chart each change the URL and the exact window asked for.
-import { fireEvent, screen, waitFor } from "@testing-library/react";
+// dragging across a chart each change the URL and the exact window asked for; the legend hides and shows a
+// series' line, the replica filter keeps one replica's series (in the URL), and the operations that really ran in
+// the range are marked.
+import { fireEvent, screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { useLocation } from "react-router-dom";
 import { describe, expect, it, vi } from "vitest";
 import type { Schemas } from "../../api/client";
-import { TOPOLOGY } from "../../test/fixtures";
+import { operation, TOPOLOGY } from "../../test/fixtures";
 import { mockApi, type RecordedRequest } from "../../test/mockApi";
 import { renderSignedIn } from "../../test/render";
 import { LagView } from "./LagView";
@@ -36,6 +38,7 @@ function setup(url: string) {
     "GET /api/v1/clusters/1/lag/history": (request) => ({ body: history(request) }),
     "GET /api/v1/clusters/1/servers": () => ({ body: SERVERS }),
     "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+    "GET /api/v1/clusters/1/operations": () => ({ body: [] }),
   });
   renderSignedIn(
     <>
@@ -105,5 +108,84 @@ describe("LagView", () => {
     fireEvent.mouseDown(plot, { button: 0, clientX: 300 });
     fireEvent.mouseUp(plot, { clientX: 302 });
     expect(screen.getByTestId("search").textContent).toContain("from=2025-01-01T00:15:00.000Z");
+  });
+});
+
+const RANGE = "range=custom&from=2025-01-01T00:00:00.000Z&to=2025-01-01T01:00:00.000Z";
+
+/** Two replicas: b lags in domain 1, c in domains 1 and 2; one switchover ran in the range, one only as a dry run. */
+function setupSeries(url: string) {
+  const sample = (link: number, replica: number, domain: number, at: string, seconds: number) => ({
+    link_id: link, replica_server_id: replica, master_server_id: 1, connection: "main", domain_id: domain,
+    transactions: seconds * 10, seconds, sampled_at: at,
+  });
+  const api = mockApi({
+    "GET /api/v1/clusters/1/lag/history": (request) => ({
+      body: {
+        cluster_id: 1, since: request.query.get("since")!, until: request.query.get("until")!, truncated: false, at_start: [],
+        samples: [
+          sample(10, 2, 1, "2025-01-01T00:10:00Z", 1),
+          sample(11, 3, 1, "2025-01-01T00:20:00Z", 2),
+          sample(11, 3, 2, "2025-01-01T00:30:00Z", 3),
+        ],
+      },
+    }),
+    "GET /api/v1/clusters/1/servers": () => ({ body: SERVERS }),
+    "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+    "GET /api/v1/clusters/1/operations": () => ({
+      body: [
+        operation({ id: 5, type: "switchover", state: "succeeded", dry_run: false, started_at: "2025-01-01T00:40:00Z", finished_at: "2025-01-01T00:40:03Z" }),
+        operation({ id: 6, type: "switchover", state: "succeeded", dry_run: true, started_at: "2025-01-01T00:45:00Z", finished_at: "2025-01-01T00:45:01Z" }),
+      ],
+    }),
+  });
+  renderSignedIn(
+    <>
+      <LagView clusterId={1} />
+      <Search />
+    </>,
+    { role: "viewer", url },
+  );
+  return api;
+}
+
+const lines = (name: string) => Number(screen.getByRole("figure", { name }).getAttribute("data-lines"));
+
+describe("LagView's legend, filters and marks", () => {
+  it("hides a series' line in both charts when its legend entry is pressed, and shows it again", async () => {
+    setupSeries(`/clusters/1/lag?${RANGE}`);
+    const seconds = await screen.findByRole("figure", { name: "Lag in seconds" });
+    await waitFor(() => expect(lines("Lag in seconds")).toBe(3));
+    const entry = within(seconds).getByRole("button", { name: "c (main) · domain 2" });
+    expect(entry.getAttribute("aria-pressed")).toBe("true");
+
+    const user = userEvent.setup();
+    await user.click(entry);
+    expect(entry.getAttribute("aria-pressed")).toBe("false");
+    expect(lines("Lag in seconds")).toBe(2);
+    expect(lines("Lag in transactions")).toBe(2);
+    expect(seconds.textContent).toContain("2 of 3 series shown");
+
+    await user.click(entry);
+    expect(lines("Lag in seconds")).toBe(3);
+  });
+
+  it("keeps the replicas ticked, in the URL", async () => {
+    setupSeries(`/clusters/1/lag?${RANGE}`);
+    await waitFor(() => expect(lines("Lag in seconds")).toBe(3));
+    await userEvent.setup().click(screen.getByRole("checkbox", { name: "c" }));
+    expect(screen.getByTestId("search").textContent).toContain("servers=3");
+    const seconds = screen.getByRole("figure", { name: "Lag in seconds" });
+    expect(within(seconds).getAllByRole("button").map((b) => b.textContent)).toEqual(["c (main) · domain 1", "c (main) · domain 2"]);
+  });
+
+  it("marks the operations that really ran in the range, asking for real runs only", async () => {
+    const api = setupSeries(`/clusters/1/lag?${RANGE}`);
+    const seconds = await screen.findByRole("figure", { name: "Lag in seconds" });
+    await waitFor(() => expect(seconds.textContent).toContain("Marked: switchover #5 (succeeded)"));
+    expect(seconds.textContent).not.toContain("#6");
+    const asked = api.requests.find((r) => r.path.endsWith("/operations"))!;
+    expect(asked.query.get("dry_run")).toBe("false");
+    expect(asked.query.getAll("type")).toContain("failover");
   });
 });

@@ -1,7 +1,10 @@
 // The Lag tab: lag in seconds and in transactions per replica per domain over the last 5 min / 15 min / 1 h / 6 h /
-// 24 h (live or paused) or a custom range; dragging across a chart zooms into a custom range. Range, live and
-// domain filter in the URL (?range=1h&live=paused&domains=1, ?range=custom&from=…&to=…).
-import { useMemo } from "react";
+// 24 h (live or paused) or a custom range; dragging across a chart zooms into a custom range. Filters by domain and
+// by replica; the legend hides or shows single series (in both charts); the operations that really ran in the range
+// are marked on both. Range, live and filters in the URL (?range=1h&live=paused&domains=1&servers=4,
+// ?range=custom&from=…&to=…).
+import { useMemo, useState } from "react";
+import { useOperationHistory, type OperationType } from "../../api/history";
 import { useLagHistory, useServers, useTopology } from "../../api/queries";
 import { LAG_RANGE_MS } from "../../api/queryKeys";
 import { LiveToggle, useLiveChoice } from "../../components/LiveToggle";
@@ -10,13 +13,35 @@ import { useTimeWindow } from "../../lib/useTimeWindow";
 import { useUrlIntList } from "../../lib/useUrlState";
 import { LagChart } from "./LagChart";
 import { lagSeries } from "./lagSeries";
+import { operationMarks } from "./operationMarks";
+import { seriesStyles } from "./seriesStyle";
 import { RANGES, TimeRangePicker } from "./TimeRangePicker";
+
+/** Every kind of operation: any of them can explain a change of lag. */
+const MARKED_TYPES: readonly OperationType[] = [
+  "switchover",
+  "failover",
+  "drill",
+  "repoint",
+  "bring_level",
+  "skip_transactions",
+  "start_replication",
+  "stop_replication",
+  "read_only",
+];
+
+function toggled(list: readonly number[], value: number): number[] {
+  return list.includes(value) ? list.filter((v) => v !== value) : [...list, value];
+}
 
 export function LagView({ clusterId }: { clusterId: number }) {
   const { choice, window, setRange, setCustom } = useTimeWindow(RANGES, "15m");
   const [liveChoice, setLive] = useLiveChoice();
   const live = liveChoice && "range" in window;
   const [domains, setDomains] = useUrlIntList("domains");
+  const [replicas, setReplicas] = useUrlIntList("servers");
+  const [hidden, setHidden] = useState<ReadonlySet<string>>(new Set());
+  const operations = useOperationHistory(clusterId, MARKED_TYPES);
   const history = useLagHistory(clusterId, window, null, live);
   const servers = useServers(clusterId);
   const topology = useTopology(clusterId);
@@ -29,11 +54,22 @@ export function LagView({ clusterId }: { clusterId: number }) {
     () => lagSeries(history.data?.samples ?? [], names, untilMs, edges ?? [], sinceMs, history.data?.at_start ?? []),
     [history.data, names, untilMs, edges, sinceMs],
   );
+  const styles = useMemo(() => seriesStyles(all), [all]);
+  const marks = useMemo(() => operationMarks(operations.data ?? [], sinceMs, untilMs), [operations.data, sinceMs, untilMs]);
   const seenDomains = [...new Set(all.map((s) => s.domain))].sort((a, b) => a - b);
-  const shown = domains.length === 0 ? all : all.filter((s) => domains.includes(s.domain));
-  const toggle = (domain: number) =>
-    setDomains(domains.includes(domain) ? domains.filter((d) => d !== domain) : [...domains, domain]);
-  const chartProps = { series: shown, sinceMs, untilMs, onZoom: setCustom };
+  const seenReplicas = [...new Set(all.map((s) => s.replicaServerId))].sort((a, b) =>
+    (names.get(a) ?? "").localeCompare(names.get(b) ?? ""),
+  );
+  const shown = all.filter(
+    (s) => (domains.length === 0 || domains.includes(s.domain)) && (replicas.length === 0 || replicas.includes(s.replicaServerId)),
+  );
+  const onToggle = (key: string) =>
+    setHidden((current) => {
+      const next = new Set(current);
+      if (!next.delete(key)) next.add(key);
+      return next;
+    });
+  const chartProps = { series: shown, styles, hidden, onToggle, marks, sinceMs, untilMs, onZoom: setCustom };
 
   return (
     <>
@@ -43,11 +79,21 @@ export function LagView({ clusterId }: { clusterId: number }) {
           <legend>Domains</legend>
           {seenDomains.map((domain) => (
             <label key={domain}>
-              <input type="checkbox" checked={domains.includes(domain)} onChange={() => toggle(domain)} />
+              <input type="checkbox" checked={domains.includes(domain)} onChange={() => setDomains(toggled(domains, domain))} />
               domain {domain}
             </label>
           ))}
           {seenDomains.length === 0 ? <span className="small muted">none yet</span> : null}
+        </fieldset>
+        <fieldset>
+          <legend>Replicas</legend>
+          {seenReplicas.map((id) => (
+            <label key={id}>
+              <input type="checkbox" checked={replicas.includes(id)} onChange={() => setReplicas(toggled(replicas, id))} />
+              {names.get(id) ?? `server ${id}`}
+            </label>
+          ))}
+          {seenReplicas.length === 0 ? <span className="small muted">none yet</span> : null}
         </fieldset>
         {"range" in window ? <LiveToggle live={live} onChange={setLive} /> : <span className="small muted">a fixed range: not live</span>}
       </div>

@@ -1,15 +1,30 @@
-// The topology as an SVG graph: one box per server (master marked, health, read-only, maintenance in words and
-// colour), one arrow per replication connection from master to replica, labelled with its name, state and lag.
+// The topology as an SVG graph spread over the width it is given: one box per server (its name on a line of its
+// own, then its role and server id; master marked, health, read-only, maintenance in words and colour), one arrow
+// per replication connection from master to replica, labelled with its name, state and lag where the label
+// overlaps no other (layout.ts).
+import { useEffect, useRef, useState } from "react";
 import type { Schemas } from "../../api/client";
 import { healthTone } from "../../components/StatusBadge";
 import { connectionState } from "./connectionState";
-import { layoutTopology, NODE_H, NODE_W, type PlacedEdge, type PlacedNode } from "./layout";
+import { LABEL_H, LABEL_W, layoutTopology, NODE_H, NODE_W, type PlacedEdge, type PlacedNode } from "./layout";
 
 type Topology = Schemas["TopologyGraph"];
 
-/** Where along an edge its label sits (0 = master, 1 = replica), and the label's width. */
-const LABEL_AT = 0.62;
-const LABEL_W = 170;
+/** The width of the element `ref` points at, followed as it changes (0 until measured). */
+function useWidth<T extends HTMLElement>(): [React.RefObject<T | null>, number] {
+  const ref = useRef<T>(null);
+  const [width, setWidth] = useState(0);
+  useEffect(() => {
+    const element = ref.current;
+    if (!element) return;
+    setWidth(element.clientWidth);
+    if (typeof ResizeObserver === "undefined") return;
+    const observer = new ResizeObserver(() => setWidth(element.clientWidth));
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, []);
+  return [ref, width];
+}
 
 function shorten(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
@@ -46,20 +61,20 @@ function NodeBox({ placed, fenced }: { placed: PlacedNode; fenced: boolean }) {
       <rect width={NODE_W} height={NODE_H} rx={8} strokeWidth={isMaster ? 3 : 1.5} />
       <text x={12} y={22} className="topo-title">
         {isMaster ? "★ " : ""}
-        {shorten(node.name, 18)}
+        {shorten(node.name, 24)}
       </text>
-      <text x={NODE_W - 12} y={22} textAnchor="end" className="topo-role">
-        {node.role.toUpperCase()}
+      <text x={12} y={40} className="topo-role">
+        {`${node.role.toUpperCase()} · server_id ${node.reported_server_id ?? "?"}`}
       </text>
-      <text x={12} y={42} className="small">
-        {shorten(`${node.host}${node.protocol_port ? `:${node.protocol_port}` : ""} · id ${node.reported_server_id ?? "?"}`, 30)}
+      <text x={12} y={57} className="small">
+        {shorten(`${node.host}${node.protocol_port ? `:${node.protocol_port}` : ""}`, 32)}
       </text>
-      <text x={12} y={62} className="topo-health">
+      <text x={12} y={76} className="topo-health">
         {node.health}
         {" · "}
         {flags.join(" · ")}
       </text>
-      <text x={12} y={81} className="small mono">
+      <text x={12} y={94} className="small mono">
         {shorten(node.gtid_current_pos ?? "no position", 30)}
       </text>
     </g>
@@ -67,21 +82,14 @@ function NodeBox({ placed, fenced }: { placed: PlacedNode; fenced: boolean }) {
 }
 
 function EdgeLine({ placed }: { placed: PlacedEdge }) {
-  const { edge, from, to } = placed;
+  const { edge, from, to, x1, y1, x2, y2, labelX: midX, labelY: midY } = placed;
   const state = connectionState(edge);
-  const x1 = from.x + NODE_W / 2;
-  const y1 = from.y + NODE_H;
-  const x2 = to.x + NODE_W / 2;
-  const y2 = to.y;
-  // The label sits nearer the replica, so the labels of one master's edges do not overlap.
-  const midX = x1 + (x2 - x1) * LABEL_AT;
-  const midY = y1 + (y2 - y1) * LABEL_AT;
   const name = edge.connection ?? "(unnamed)";
   return (
     <g className={`topo-edge tone-${state.tone}`} data-connection={name}>
       <title>{`${from.label} → ${to.label}, connection ${name}: ${state.text}${state.lag ? `, lag ${state.lag}` : ""}`}</title>
       <line x1={x1} y1={y1} x2={x2} y2={y2 - 4} markerEnd="url(#arrow)" strokeDasharray={state.tone === "ok" ? undefined : "6 4"} />
-      <rect x={midX - LABEL_W / 2} y={midY - 26} width={LABEL_W} height={50} rx={4} className="topo-edge-label" />
+      <rect x={midX - LABEL_W / 2} y={midY - LABEL_H / 2} width={LABEL_W} height={LABEL_H} rx={4} className="topo-edge-label" />
       <text x={midX} y={midY - 10} textAnchor="middle" className="mono">{shorten(name, 20)}</text>
       <text x={midX} y={midY + 5} textAnchor="middle">{shorten(state.text, 24)}</text>
       <text x={midX} y={midY + 19} textAnchor="middle" className="small">{state.lag ?? "lag —"}</text>
@@ -91,29 +99,32 @@ function EdgeLine({ placed }: { placed: PlacedEdge }) {
 
 /** `fenced`: registered server ids a failover fenced (the topology does not carry it; the servers list does). */
 export function TopologyGraph({ topology, fenced = new Set<number>() }: { topology: Topology; fenced?: ReadonlySet<number> }) {
-  const layout = layoutTopology(topology);
+  const [frame, available] = useWidth<HTMLDivElement>();
+  const layout = layoutTopology(topology, available);
   return (
-    <svg
-      className="topology"
-      viewBox={`0 0 ${layout.width} ${layout.height}`}
-      width={layout.width}
-      height={layout.height}
-      role="img"
-      aria-label={`Topology graph: ${topology.nodes.length} servers, ${topology.edges.length} replication connections`}
-    >
-      <defs>
-        <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse">
-          <path d="M 0 0 L 10 5 L 0 10 z" className="topo-arrow" />
-        </marker>
-      </defs>
-      {layout.edges.map((placed) => (
-        <EdgeLine key={placed.edge.link_id} placed={placed} />
-      ))}
-      <g role="list">
-        {layout.nodes.map((placed) => (
-          <NodeBox key={placed.key} placed={placed} fenced={placed.node != null && fenced.has(placed.node.server_id)} />
+    <div ref={frame} className="topology-frame">
+      <svg
+        className="topology"
+        viewBox={`0 0 ${layout.width} ${layout.height}`}
+        width={layout.width}
+        height={layout.height}
+        role="img"
+        aria-label={`Topology graph: ${topology.nodes.length} servers, ${topology.edges.length} replication connections`}
+      >
+        <defs>
+          <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse">
+            <path d="M 0 0 L 10 5 L 0 10 z" className="topo-arrow" />
+          </marker>
+        </defs>
+        {layout.edges.map((placed) => (
+          <EdgeLine key={placed.edge.link_id} placed={placed} />
         ))}
-      </g>
-    </svg>
+        <g role="list">
+          {layout.nodes.map((placed) => (
+            <NodeBox key={placed.key} placed={placed} fenced={placed.node != null && fenced.has(placed.node.server_id)} />
+          ))}
+        </g>
+      </svg>
+    </div>
   );
 }

@@ -37,102 +37,106 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
           </div>
           <ProxyPanel clusterId={clusterId} names={names} />
           <h2>Servers</h2>
-          <table className="data" aria-label="Servers">
-            <thead>
-              <tr>
-                <th scope="col">Server</th>
-                <th scope="col">Role</th>
-                <th scope="col">Kind / version</th>
-                <th scope="col">Health</th>
-                <th scope="col">Read-only</th>
-                <th scope="col">Maintenance</th>
-                <th scope="col">Fenced</th>
-                <th scope="col">Position (gtid_current_pos)</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.nodes.map((node) => (
-                <tr key={node.server_id}>
-                  <th scope="row">{node.name}</th>
-                  <td>{node.role === "master" ? <strong>★ master</strong> : node.role}</td>
-                  <td>
-                    {KIND_NAMES[node.kind ?? "ferry"]}
-                    <div className="small mono">{node.version ?? "version not read yet"}</div>
-                    {node.replicas_may_be_ahead && (node.role === "master" || node.role === "intermediate") ? (
-                      <Badge tone="warn" symbol="⚠" title={UNSYNCED_BINLOG}>
-                        replicas may be ahead
-                      </Badge>
-                    ) : null}
-                    {(node.warnings ?? []).map((warning) => (
-                      <div key={warning} className="small">
-                        <Badge tone="warn" symbol="⚠" title={warning}>
-                          {warning}
-                        </Badge>
-                      </div>
-                    ))}
-                  </td>
-                  <td><HealthBadge health={node.health} /></td>
-                  <td>{node.read_only == null ? "unknown" : node.read_only ? <Badge tone="info">read-only</Badge> : "writable"}</td>
-                  <td>{node.maintenance ? <Badge tone="warn" symbol="⚑">maintenance</Badge> : "no"}</td>
-                  <td>{fenced.has(node.server_id) ? <Badge tone="bad" symbol="⛔">{`fenced: ${fenced.get(node.server_id)}`}</Badge> : "no"}</td>
-                  <td className="mono">{node.gtid_current_pos ?? "—"}</td>
+          <div className="scroll-x">
+            <table className="data" aria-label="Servers">
+              <thead>
+                <tr>
+                  <th scope="col">Server</th>
+                  <th scope="col">Role</th>
+                  <th scope="col">Kind / version</th>
+                  <th scope="col">Health</th>
+                  <th scope="col">Read-only</th>
+                  <th scope="col">Maintenance</th>
+                  <th scope="col">Fenced</th>
+                  <th scope="col">Position (gtid_current_pos)</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {data.nodes.map((node) => (
+                  <tr key={node.server_id}>
+                    <th scope="row">{node.name}</th>
+                    <td>{node.role === "master" ? <strong>★ master</strong> : node.role}</td>
+                    <td>
+                      {KIND_NAMES[node.kind ?? "ferry"]}
+                      <div className="small mono">{node.version ?? "version not read yet"}</div>
+                      {node.replicas_may_be_ahead && (node.role === "master" || node.role === "intermediate") ? (
+                        <Badge tone="warn" symbol="⚠" title={UNSYNCED_BINLOG}>
+                          replicas may be ahead
+                        </Badge>
+                      ) : null}
+                      {(node.warnings ?? []).map((warning) => (
+                        <div key={warning} className="small">
+                          <Badge tone="warn" symbol="⚠" title={warning}>
+                            {warning}
+                          </Badge>
+                        </div>
+                      ))}
+                    </td>
+                    <td><HealthBadge health={node.health} /></td>
+                    <td>{node.read_only == null ? "unknown" : node.read_only ? <Badge tone="info">read-only</Badge> : "writable"}</td>
+                    <td>{node.maintenance ? <Badge tone="warn" symbol="⚑">maintenance</Badge> : "no"}</td>
+                    <td>{fenced.has(node.server_id) ? <Badge tone="bad" symbol="⛔">{`fenced: ${fenced.get(node.server_id)}`}</Badge> : "no"}</td>
+                    <td className="mono">{node.gtid_current_pos ?? "—"}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
           <h2>Replication connections</h2>
           {data.edges.length === 0 ? (
             <p className="muted">No replication connections.</p>
           ) : (
-            <table className="data" aria-label="Replication connections">
-              <thead>
-                <tr>
-                  <th scope="col">Replica</th>
-                  <th scope="col">Master</th>
-                  <th scope="col">Connection</th>
-                  <th scope="col">State</th>
-                  <th scope="col">IO / SQL</th>
-                  <th scope="col">Lag per domain</th>
-                  <th scope="col">Last error</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.edges.map((edge) => {
-                  const state = connectionState(edge);
-                  return (
-                    <tr key={edge.link_id}>
-                      <th scope="row">{names.get(edge.replica_server_id) ?? edge.replica_server_id}</th>
-                      <td>{edge.master_server_id != null ? names.get(edge.master_server_id) : edge.master_address ?? "unknown"}</td>
-                      <td className="mono">{edge.connection ?? "—"}</td>
-                      <td><Badge tone={state.tone}>{state.text}</Badge></td>
-                      <td>{edge.io_state ?? "—"} / {edge.sql_state ?? "—"}</td>
-                      <td>
-                        {Object.entries(edge.lag).map(([domain, lag]) => (
-                          <div key={domain}>domain {domain}: {formatLag(lag)}</div>
-                        ))}
-                      </td>
-                      <td>
-                        {edge.last_error_code ? (
-                          <span className="error">
-                            <strong className="mono">{edge.last_error_code}</strong>: {edge.last_error_message ?? ""}
-                          </span>
-                        ) : (
-                          "—"
-                        )}
-                        <RequireRole role="operator">
-                          <SkipTransactions
-                            clusterId={clusterId}
-                            edge={edge}
-                            replicaName={names.get(edge.replica_server_id) ?? `server ${edge.replica_server_id}`}
-                            serverName={(id) => names.get(id) ?? `server ${id}`}
-                          />
-                        </RequireRole>
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
+            <div className="scroll-x">
+              <table className="data" aria-label="Replication connections">
+                <thead>
+                  <tr>
+                    <th scope="col">Replica</th>
+                    <th scope="col">Master</th>
+                    <th scope="col">Connection</th>
+                    <th scope="col">State</th>
+                    <th scope="col">IO / SQL</th>
+                    <th scope="col">Lag per domain</th>
+                    <th scope="col">Last error</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {data.edges.map((edge) => {
+                    const state = connectionState(edge);
+                    return (
+                      <tr key={edge.link_id}>
+                        <th scope="row">{names.get(edge.replica_server_id) ?? edge.replica_server_id}</th>
+                        <td>{edge.master_server_id != null ? names.get(edge.master_server_id) : edge.master_address ?? "unknown"}</td>
+                        <td className="mono">{edge.connection ?? "—"}</td>
+                        <td><Badge tone={state.tone}>{state.text}</Badge></td>
+                        <td>{edge.io_state ?? "—"} / {edge.sql_state ?? "—"}</td>
+                        <td>
+                          {Object.entries(edge.lag).map(([domain, lag]) => (
+                            <div key={domain}>domain {domain}: {formatLag(lag)}</div>
+                          ))}
+                        </td>
+                        <td>
+                          {edge.last_error_code ? (
+                            <span className="error">
+                              <strong className="mono">{edge.last_error_code}</strong>: {edge.last_error_message ?? ""}
+                            </span>
+                          ) : (
+                            "—"
+                          )}
+                          <RequireRole role="operator">
+                            <SkipTransactions
+                              clusterId={clusterId}
+                              edge={edge}
+                              replicaName={names.get(edge.replica_server_id) ?? `server ${edge.replica_server_id}`}
+                              serverName={(id) => names.get(id) ?? `server ${id}`}
+                            />
+                          </RequireRole>
+                        </td>
+                      </tr>
+                    );
+                  })}
+                </tbody>
+              </table>
+            </div>
           )}
         </>
       ) : null}

@@ -1,0 +1,87 @@
+// Phone: at 390×844 no page of the dashboard is wider than the screen — tables, the topology graph and the
+// interleaving lanes scroll inside their own box, the header wraps with "Sign out" readable on its dark bar.
+// Every page is visited, for the ferryd cluster and for seed000 (two masters, five MariaDB servers).
+import { expect, test } from "../fixtures";
+import type { Page } from "@playwright/test";
+
+const PHONE = { width: 390, height: 844 };
+const TABS = ["topology", "positions", "interleavings", "lag", "operations", "drills", "audit"];
+
+/** How much wider than the viewport the page's document is (0 when it fits). */
+async function overflow(page: Page): Promise<number> {
+  return page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+}
+
+/** The elements sticking out past the right edge, named, to say what to fix when the page is too wide. */
+async function culprits(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const width = window.innerWidth;
+    const names: string[] = [];
+    for (const element of Array.from(document.querySelectorAll("body *"))) {
+      const box = element.getBoundingClientRect();
+      if (box.right <= width + 1 || box.width === 0) continue;
+      // Only the outermost: an element inside a box that scrolls sideways does not widen the page.
+      let parent = element.parentElement;
+      let clipped = false;
+      while (parent && parent !== document.body) {
+        const style = getComputedStyle(parent);
+        if (style.overflowX === "auto" || style.overflowX === "scroll" || style.overflowX === "hidden") clipped = true;
+        parent = parent.parentElement;
+      }
+      if (!clipped) names.push(`${element.tagName.toLowerCase()}.${element.className} right=${Math.round(box.right)}`);
+    }
+    return names.slice(0, 8);
+  });
+}
+
+/** Waits until nothing on the page is still loading, then for the document to fit (charts size themselves a frame
+ * after their data arrives); names what sticks out when it does not. */
+async function expectFits(page: Page, what: string): Promise<void> {
+  await expect(page.getByText(/^Loading .*…$/)).toHaveCount(0);
+  try {
+    await expect.poll(() => overflow(page), { timeout: 5_000 }).toBeLessThanOrEqual(0);
+  } catch {
+    throw new Error(`${what} is ${await overflow(page)} px wider than ${PHONE.width} px: ${(await culprits(page)).join("; ")}`);
+  }
+}
+
+test.use({ viewport: PHONE });
+
+test("no page is wider than a 390 px phone screen", async ({ page, signIn, stack }) => {
+  await page.goto("/");
+  await expect(page.getByLabel("API token")).toBeVisible();
+  await expectFits(page, "the sign-in page");
+
+  await signIn("admin");
+  const signOut = page.getByRole("button", { name: "Sign out" });
+  await expect(signOut).toBeInViewport();
+  // Readable: its text is not the colour of what is behind it (it was white on the page's white when cut off).
+  const colours = await signOut.evaluate((button) => {
+    let behind: Element | null = button;
+    let background = "rgba(0, 0, 0, 0)";
+    while (behind && (background === "rgba(0, 0, 0, 0)" || background === "transparent")) {
+      background = getComputedStyle(behind).backgroundColor;
+      behind = behind.parentElement;
+    }
+    return { text: getComputedStyle(button).color, background };
+  });
+  expect(colours.text).not.toBe(colours.background);
+  await expectFits(page, "the overview");
+
+  // Each page load asks the API who the token is: wait for the answer before leaving (an abandoned check signs out).
+  const signedIn = page.getByLabel("Signed in as admin");
+  await page.goto("/collector");
+  await expect(page.getByRole("heading", { level: 1, name: "Collector health" })).toBeVisible();
+  await expect(signedIn).toBeVisible();
+  await expectFits(page, "collector health");
+
+  const clusters = [stack.cluster_id, ...(stack.mariadb_clusters ?? []).map((c) => c.id)];
+  for (const id of clusters) {
+    for (const tab of TABS) {
+      await page.goto(`/clusters/${id}/${tab}`);
+      await expect(page.getByRole("navigation", { name: "Cluster views" })).toBeVisible();
+      await expect(signedIn).toBeVisible();
+      await expectFits(page, `cluster ${id}, tab ${tab}`);
+    }
+  }
+});
