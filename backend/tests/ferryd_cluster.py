@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import socket
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,8 @@ NODE_TOKEN = "backend-test-node-token-0123456789"
 ADMIN_PORT_OFFSET = 100
 #: Bound on every wait in these helpers.
 WAIT_S = 30.0
+#: A protocol connection unused this long is replaced before the next transaction (ferryd's idle timeout: 300 s).
+PROTOCOL_IDLE_REUSE_S = 60.0
 
 
 def _protocol_helper() -> ModuleType:
@@ -76,6 +79,7 @@ class FerrydNode:
         self.binary = protocol.ferryd_binary()
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
+        self.sock_used_at = 0.0
         self.request_id = 0
         self.listen = ""
         self.admin = ""
@@ -115,15 +119,23 @@ class FerrydNode:
                 self.listen, self.admin = ready["listen"], ready["admin"]
                 host, port = self.listen.rsplit(":", 1)
                 self.sock = socket.create_connection((host, int(port)), timeout=WAIT_S)
+                self.sock_used_at = time.monotonic()
                 return
             last_error = self.log
         raise RuntimeError(f"ferryd {self.server_id} did not start:\n{last_error}")
 
     def increment(self, table: str = "t", key: str = "k", by: int = 1, *, domain: int | None = None) -> str:
-        """Commits one transaction; returns its GTID."""
+        """Commits one transaction; returns its GTID. A connection idle for a while is replaced first: ferryd closes
+        idle protocol connections (`--protocol-idle-timeout-s`), and a long test session can leave it unused longer."""
         assert self.sock is not None
+        if time.monotonic() - self.sock_used_at > PROTOCOL_IDLE_REUSE_S:
+            self.sock.close()
+            host, port = self.listen.rsplit(":", 1)
+            self.sock = socket.create_connection((host, int(port)), timeout=WAIT_S)
         self.request_id += 1
-        return protocol.transact(self.sock, self.request_id, [(table, key, "n", by)], domain).gtid
+        gtid = protocol.transact(self.sock, self.request_id, [(table, key, "n", by)], domain).gtid
+        self.sock_used_at = time.monotonic()
+        return gtid
 
     # -- admin API ---------------------------------------------------------------------------------------
 
