@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import importlib.util
 import socket
-import time
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
