@@ -18,6 +18,7 @@ from ferry_control.core.security import Role
 from ferry_control.schemas.cluster import REDACTED
 from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.schemas.operation import (
+    PARAMS,
     BringLevelRequest,
     FailoverRequest,
     OperationRead,
@@ -119,7 +120,7 @@ def _operation_route(
         idempotency_key: IdempotencyKey = None,
         cluster_id: int = ClusterId,
     ) -> OperationRead:
-        params = body.model_dump(exclude={"dry_run"})
+        params = PARAMS[type_].model_validate(body.model_dump(exclude={"dry_run"}))
         if precheck is not None:
             await precheck(session, drivers, settings, cluster_id, params)
         operation, new = await OperationService(session).start(

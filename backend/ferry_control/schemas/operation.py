@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -20,15 +20,38 @@ DryRun = Field(False, description="Run the preflight only: nothing is changed; t
 ServerRef = Field(ge=1, le=ID_MAX, description="A registered server's id in this cluster.", examples=[2])
 
 
+StepState = Literal["running", "passed", "failed", "skipped"]
+
+
 class OperationStep(BaseModel):
-    """One step of an operation, updated live as it runs."""
+    """One step of an operation, updated live as it runs. Every step record is made here: `begin` as it starts,
+    `end` as it ends, `instant` for one recorded at once (a reconcile). Times are UTC, written with `Z`; rows written
+    with `+00:00` read the same."""
 
     name: str = Field(examples=["candidate_catch_up"])
-    state: Literal["running", "passed", "failed", "skipped"] = Field(examples=["passed"])
+    state: StepState = Field(examples=["passed"])
     started_at: datetime
     finished_at: datetime | None = None
     duration_s: float | None = Field(None, examples=[0.084])
     detail: Any = Field(None, description="What the step found or did (text, or an object for checks and lists).")
+
+    @classmethod
+    def begin(cls, name: str, detail: Any = None) -> OperationStep:
+        return cls(name=name, state="running", started_at=datetime.now(UTC), detail=detail)
+
+    def end(self, state: StepState, detail: Any, duration_s: float | None) -> None:
+        """Ends the step now; `duration_s` as measured by the caller on a monotonic clock (None: not known)."""
+        self.state, self.detail, self.finished_at = state, detail, datetime.now(UTC)
+        self.duration_s = None if duration_s is None else round(duration_s, 6)
+
+    @classmethod
+    def instant(cls, name: str, state: StepState, detail: Any, duration_s: float | None = None) -> OperationStep:
+        now = datetime.now(UTC)
+        return cls(name=name, state=state, started_at=now, finished_at=now, duration_s=duration_s, detail=detail)
+
+    def stored(self) -> dict[str, Any]:
+        """As the operation's row keeps it (JSON)."""
+        return self.model_dump(mode="json")
 
 
 class OperationRead(BaseModel):
@@ -67,15 +90,28 @@ class OperationRead(BaseModel):
 
 
 class OperationRequest(BaseModel):
+    """A request body: the operation's parameters and whether it is a dry run."""
+
     model_config = ConfigDict(extra="forbid")
 
     dry_run: bool = DryRun
 
 
-class SwitchoverRequest(OperationRequest):
+class OperationParams(BaseModel):
+    """What an operation was asked to do: validated from the request, stored with the operation (its `params`), and
+    validated again from the row into its executor (`ctx.params`), which may run in another process."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def stored(self) -> dict[str, Any]:
+        """As the operation's row keeps it: the fields given (a default not asked for is not written)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class SwitchoverParams(OperationParams):
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"candidate_server_id": 2, "expected_master_server_id": 1, "dry_run": False}]},
+        json_schema_extra={"examples": [{"candidate_server_id": 2, "expected_master_server_id": 1}]},
     )
 
     candidate_server_id: int | None = Field(
@@ -97,7 +133,7 @@ class SwitchoverRequest(OperationRequest):
     )
 
 
-class FailoverRequest(OperationRequest):
+class FailoverChoice(OperationParams):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"candidate_server_id": None}]})
 
     candidate_server_id: int | None = Field(
@@ -116,7 +152,13 @@ class FailoverRequest(OperationRequest):
     )
 
 
-class RepointRequest(OperationRequest):
+class FailoverParams(FailoverChoice):
+    automatic: bool = Field(
+        False, description="Started by the failover monitor (a replica must have confirmed the loss), not by a person."
+    )
+
+
+class RepointParams(OperationParams):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={"examples": [{"server_id": 3, "master_server_id": 2, "use_gtid": "slave_pos"}]},
@@ -130,20 +172,20 @@ class RepointRequest(OperationRequest):
     connection: str | None = ConnectionName
 
     @model_validator(mode="after")
-    def _not_itself(self) -> RepointRequest:
+    def _not_itself(self) -> RepointParams:
         if self.server_id == self.master_server_id:
             raise ValueError(f"server {self.server_id} cannot replicate from itself")
         return self
 
 
-class ReadOnlyRequest(OperationRequest):
+class ReadOnlyParams(OperationParams):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"server_id": 1, "read_only": True}]})
 
     server_id: int = ServerRef
     read_only: bool
 
 
-class StartReplicationRequest(OperationRequest):
+class StartReplicationParams(OperationParams):
     model_config = ConfigDict(
         extra="forbid", json_schema_extra={"examples": [{"server_id": 3, "until": "1-1-40,2-2-17"}]}
     )
@@ -155,14 +197,14 @@ class StartReplicationRequest(OperationRequest):
     )
 
 
-class StopReplicationRequest(OperationRequest):
+class StopReplicationParams(OperationParams):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"server_id": 3}]})
 
     server_id: int = ServerRef
     connection: str | None = ConnectionName
 
 
-class BringLevelRequest(OperationRequest):
+class BringLevelParams(OperationParams):
     model_config = ConfigDict(
         extra="forbid", json_schema_extra={"examples": [{"server_id": 3, "source_server_id": 2, "timeout_s": 30}]}
     )
@@ -172,13 +214,13 @@ class BringLevelRequest(OperationRequest):
     timeout_s: float | None = Field(None, gt=0, le=300, description="Bound on the wait; default: the catch-up timeout.")
 
     @model_validator(mode="after")
-    def _not_itself(self) -> BringLevelRequest:
+    def _not_itself(self) -> BringLevelParams:
         if self.server_id == self.source_server_id:
             raise ValueError(f"server {self.server_id} is always level with itself")
         return self
 
 
-class SkipTransactionsRequest(OperationRequest):
+class SkipTransactionsParams(OperationParams):
     model_config = ConfigDict(
         extra="forbid", json_schema_extra={"examples": [{"server_id": 3, "connection": "main", "count": 1}]}
     )
@@ -193,3 +235,64 @@ class SkipTransactionsRequest(OperationRequest):
         "They are lost on that replica.",
         examples=[1],
     )
+
+
+class SwitchoverRequest(SwitchoverParams, OperationRequest):
+    """The body of POST …/switchover."""
+
+
+class FailoverRequest(FailoverChoice, OperationRequest):
+    """The body of POST …/failover."""
+
+
+class RepointRequest(RepointParams, OperationRequest):
+    """The body of POST …/repoint."""
+
+
+class ReadOnlyRequest(ReadOnlyParams, OperationRequest):
+    """The body of POST …/read-only."""
+
+
+class StartReplicationRequest(StartReplicationParams, OperationRequest):
+    """The body of POST …/start-replication."""
+
+
+class StopReplicationRequest(StopReplicationParams, OperationRequest):
+    """The body of POST …/stop-replication."""
+
+
+class BringLevelRequest(BringLevelParams, OperationRequest):
+    """The body of POST …/bring-level."""
+
+
+class SkipTransactionsRequest(SkipTransactionsParams, OperationRequest):
+    """The body of POST …/skip-transactions."""
+
+
+class DrillParams(OperationParams):
+    """A drill's operation: its run's plan (services/drills.py) and the run it belongs to."""
+
+    candidate_strategy: Literal["fixed", "rotation"] = "rotation"
+    candidate_server_id: int | None = None
+    switch_back: bool = False
+    source_server_id: int | None = None
+    webhook_url: str | None = None
+    drill_run_id: int
+
+
+OperationType = Literal[
+    "switchover", "failover", "repoint", "read_only", "start_replication", "stop_replication", "bring_level",
+    "skip_transactions", "drill",
+]  # fmt: skip
+#: Each operation type's parameters.
+PARAMS: dict[str, type[OperationParams]] = {
+    "switchover": SwitchoverParams,
+    "failover": FailoverParams,
+    "repoint": RepointParams,
+    "read_only": ReadOnlyParams,
+    "start_replication": StartReplicationParams,
+    "stop_replication": StopReplicationParams,
+    "bring_level": BringLevelParams,
+    "skip_transactions": SkipTransactionsParams,
+    "drill": DrillParams,
+}

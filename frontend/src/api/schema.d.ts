@@ -796,6 +796,7 @@ export interface components {
         };
         /**
          * BringLevelRequest
+         * @description The body of POST …/bring-level.
          * @example {
          *       "server_id": 3,
          *       "source_server_id": 2,
@@ -1857,6 +1858,7 @@ export interface components {
         };
         /**
          * FailoverRequest
+         * @description The body of POST …/failover.
          * @example {}
          */
         FailoverRequest: {
@@ -2147,7 +2149,9 @@ export interface components {
         OperationState: "pending" | "running" | "succeeded" | "failed" | "undone" | "interrupted";
         /**
          * OperationStep
-         * @description One step of an operation, updated live as it runs.
+         * @description One step of an operation, updated live as it runs. Every step record is made here: `begin` as it starts,
+         *     `end` as it ends, `instant` for one recorded at once (a reconcile). Times are UTC, written with `Z`; rows written
+         *     with `+00:00` read the same.
          */
         OperationStep: {
             /**
@@ -2411,6 +2415,7 @@ export interface components {
         };
         /**
          * ReadOnlyRequest
+         * @description The body of POST …/read-only.
          * @example {
          *       "read_only": true,
          *       "server_id": 1
@@ -2434,6 +2439,7 @@ export interface components {
         };
         /**
          * RepointRequest
+         * @description The body of POST …/repoint.
          * @example {
          *       "master_server_id": 2,
          *       "server_id": 3,
@@ -2758,6 +2764,7 @@ export interface components {
         };
         /**
          * SkipTransactionsRequest
+         * @description The body of POST …/skip-transactions.
          * @example {
          *       "connection": "main",
          *       "count": 1,
@@ -2793,6 +2800,7 @@ export interface components {
         };
         /**
          * StartReplicationRequest
+         * @description The body of POST …/start-replication.
          * @example {
          *       "server_id": 3,
          *       "until": "1-1-40,2-2-17"
@@ -2825,6 +2833,7 @@ export interface components {
         };
         /**
          * StopReplicationRequest
+         * @description The body of POST …/stop-replication.
          * @example {
          *       "server_id": 3
          *     }
@@ -2851,9 +2860,9 @@ export interface components {
         };
         /**
          * SwitchoverRequest
+         * @description The body of POST …/switchover.
          * @example {
          *       "candidate_server_id": 2,
-         *       "dry_run": false,
          *       "expected_master_server_id": 1
          *     }
          */

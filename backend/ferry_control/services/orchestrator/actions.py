@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ferry_engine import GtidPosition
 
@@ -271,7 +272,7 @@ async def wait_replicating_from(
     return problems
 
 
-async def candidate_catch_up(ctx: OperationContext, candidate: ServerView, target: str, connection: str) -> None:
+async def candidate_catch_up(ctx: OperationContext[Any], candidate: ServerView, target: str, connection: str) -> None:
     """The `candidate_catch_up` step of a switchover: the candidate applies up to `target` over `connection`
     within `switchover_catch_up_timeout_s` (its time kept as `catch_up_s`), else the operation fails naming where it
     is and why (the connection broke, or the time ran out)."""

@@ -22,6 +22,7 @@ from typing import Any
 from ferry_control.core.db import session_scope
 from ferry_control.drivers.errors import DriverError
 from ferry_control.repositories.drills import DrillRepository
+from ferry_control.schemas.operation import DrillParams, SwitchoverParams
 from ferry_control.services.event_bus import ClusterEvent
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.canary_writer import (
@@ -53,8 +54,8 @@ class DrillFailed(Exception):
         self.reasons = reasons
 
 
-async def run_drill(ctx: OperationContext) -> None:
-    run_id = int(ctx.params["drill_run_id"])
+async def run_drill(ctx: OperationContext[DrillParams]) -> None:
+    run_id = ctx.params.drill_run_id
     started = time.perf_counter()
     details: dict[str, Any] = {}
     reasons: list[str] = []
@@ -79,7 +80,9 @@ async def run_drill(ctx: OperationContext) -> None:
         raise OperationFailed("drill failed: " + "; ".join(reasons), undone=undone)
 
 
-async def _end(ctx: OperationContext, run_id: int, details: dict[str, Any], reasons: list[str], started: float) -> None:
+async def _end(
+    ctx: OperationContext[Any], run_id: int, details: dict[str, Any], reasons: list[str], started: float
+) -> None:
     details["duration_s"] = round(time.perf_counter() - started, 6)
     passed = not reasons
     switchover = ctx.result.get("switchover") or {}
@@ -93,7 +96,7 @@ async def _end(ctx: OperationContext, run_id: int, details: dict[str, Any], reas
         return
     urls = [
         *ctx.settings.drill_failure_webhooks,
-        *([ctx.params["webhook_url"]] if ctx.params.get("webhook_url") else []),
+        *([ctx.params.webhook_url] if ctx.params.webhook_url else []),
     ]
     if urls:
         payload = {"event": "drill_failed", "drill_run_id": run_id, "cluster_id": ctx.cluster_id,
@@ -102,7 +105,7 @@ async def _end(ctx: OperationContext, run_id: int, details: dict[str, Any], reas
         ctx.result["drill_webhooks"] = [o.as_dict() for o in outcomes]
 
 
-async def _update_run(ctx: OperationContext, run_id: int, **fields: Any) -> Any:
+async def _update_run(ctx: OperationContext[Any], run_id: int, **fields: Any) -> Any:
     """Updates the run's row; a state change is then published on the event stream as a `drill` event."""
     async with session_scope(ctx.sessionmaker) as session:
         run = await DrillRepository(session).run_fresh(run_id)
@@ -116,11 +119,11 @@ async def _update_run(ctx: OperationContext, run_id: int, **fields: Any) -> Any:
     return run
 
 
-async def _choose(ctx: OperationContext, snapshot: ClusterSnapshot) -> int | None:
+async def _choose(ctx: OperationContext[DrillParams], snapshot: ClusterSnapshot) -> int | None:
     """The candidate: the fixed one, or the replica after the last drill's candidate (by id, wrapping)."""
-    if ctx.params.get("candidate_strategy") == "fixed":
-        return int(ctx.params["candidate_server_id"])
-    master, _ = snapshot.source(ctx.params.get("source_server_id"))
+    if ctx.params.candidate_strategy == "fixed":
+        return ctx.params.candidate_server_id
+    master, _ = snapshot.source(ctx.params.source_server_id)
     if master is None:
         return None
     replicas = sorted(
@@ -136,21 +139,23 @@ async def _choose(ctx: OperationContext, snapshot: ClusterSnapshot) -> int | Non
 
 
 async def _preflight(
-    ctx: OperationContext, candidate_id: int | None, source_id: int | None = None
+    ctx: OperationContext[DrillParams], candidate_id: int | None, source_id: int | None = None
 ) -> tuple[SwitchoverPlan, ClusterSnapshot]:
     snapshot = await ctx.snapshot()
-    source_id = source_id if source_id is not None else ctx.params.get("source_server_id")
+    source_id = source_id if source_id is not None else ctx.params.source_server_id
     master, _ = snapshot.source(source_id, candidate_id)
     if master is not None:
         await snapshot.refresh(master.info.id, ctx.settings.poll_timeout_s)
     if candidate_id is None:
         candidate_id = await _choose(ctx, snapshot)
-    plan = plan_switchover(snapshot, {"candidate_server_id": candidate_id, "source_server_id": source_id}, ctx.settings)
+    plan = plan_switchover(
+        snapshot, SwitchoverParams(candidate_server_id=candidate_id, source_server_id=source_id), ctx.settings
+    )
     await add_server_checks(plan)
     return plan, snapshot
 
 
-async def _drill(ctx: OperationContext, run_id: int, details: dict[str, Any]) -> None:
+async def _drill(ctx: OperationContext[Any], run_id: int, details: dict[str, Any]) -> None:
     settings = ctx.settings
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
@@ -192,7 +197,7 @@ async def _drill(ctx: OperationContext, run_id: int, details: dict[str, Any]) ->
 
 
 async def _live_drill(
-    ctx: OperationContext,
+    ctx: OperationContext[Any],
     run_id: int,
     details: dict[str, Any],
     writer: CanaryWriter,
@@ -227,7 +232,7 @@ async def _live_drill(
         reasons = writer_reasons + await _verify(ctx, servers, canaries, run_id, details)
     finally:
         writer.resume()
-    if ctx.params.get("switch_back"):
+    if ctx.params.switch_back:
         try:
             async with ctx.step("switch_back_preflight") as step:
                 back, _ = await _preflight(ctx, master.info.id, candidate.info.id)
@@ -246,7 +251,7 @@ async def _live_drill(
 
 
 async def _switch(
-    ctx: OperationContext, writer: CanaryWriter, name: str, master: ServerView, link: Link, others: list[Link]
+    ctx: OperationContext[Any], writer: CanaryWriter, name: str, master: ServerView, link: Link, others: list[Link]
 ) -> list[str]:
     """The switchover's moves with the writer told when they run; then the writer writes on for the lead time and
     until each domain has a write acknowledged by the new master (bounded). Returns the reasons to fail (a domain
@@ -280,7 +285,7 @@ def _refusals(writer: CanaryWriter) -> str:
 
 
 async def _verify_writer(
-    ctx: OperationContext, writer: CanaryWriter, servers: list[ServerView], details: dict[str, Any]
+    ctx: OperationContext[Any], writer: CanaryWriter, servers: list[ServerView], details: dict[str, Any]
 ) -> list[str]:
     """Stops the live writer and reads every canary it was told had committed back on every server."""
     async with ctx.step("verify_live_canaries") as step:
@@ -292,7 +297,7 @@ async def _verify_writer(
     return verification.reasons()
 
 
-async def _write_canaries(ctx: OperationContext, master: ServerView, run_id: int) -> dict[int, str]:
+async def _write_canaries(ctx: OperationContext[Any], master: ServerView, run_id: int) -> dict[int, str]:
     """One canary row per domain the master has (and its default domain), each its own transaction, written
     through the master's driver."""
     assert master.status is not None
@@ -307,7 +312,7 @@ async def _write_canaries(ctx: OperationContext, master: ServerView, run_id: int
 
 
 async def _hub_drill(
-    ctx: OperationContext, run_id: int, details: dict[str, Any], snapshot: ClusterSnapshot, plan: SwitchoverPlan
+    ctx: OperationContext[Any], run_id: int, details: dict[str, Any], snapshot: ClusterSnapshot, plan: SwitchoverPlan
 ) -> None:
     """The drill of an intermediate master: canaries written on each of its masters in the domains that master
     originates, the hub's role moved to the candidate (`hub_switchover`: the masters never stop taking writes)
@@ -340,7 +345,7 @@ async def _hub_drill(
                                 "position": ctx.result.get("position")}  # fmt: skip
     details["switchover"] = {**ctx.result["switchover"], "replication_gaps_s": ctx.result.get("replication_gaps_s")}
     reasons = await _verify(ctx, below, canaries, run_id, details)
-    if ctx.params.get("switch_back") and not reasons:
+    if ctx.params.switch_back and not reasons:
         async with ctx.step("switch_back_preflight") as step:
             back, snapshot = await _preflight(ctx, hub.info.id, link.replica.info.id)
             step.detail = {"checks": [asdict(c) for c in back.checks]}
@@ -355,7 +360,7 @@ async def _hub_drill(
         raise DrillFailed(reasons)
 
 
-async def _canaries_replicated(ctx: OperationContext, servers: list[ServerView], canary_position: str) -> None:
+async def _canaries_replicated(ctx: OperationContext[Any], servers: list[ServerView], canary_position: str) -> None:
     """The `canaries_replicated` step: each server reaches the canaries' position (bounded; a server with one
     connection gives up as soon as it breaks), else the drill fails naming each server that did not."""
     async with ctx.step("canaries_replicated") as step:
@@ -381,7 +386,11 @@ def canary_key(run_id: int, domain: int) -> str:
 
 
 async def _verify(
-    ctx: OperationContext, servers: list[ServerView], canaries: dict[int, str], run_id: int, details: dict[str, Any]
+    ctx: OperationContext[Any],
+    servers: list[ServerView],
+    canaries: dict[int, str],
+    run_id: int,
+    details: dict[str, Any],
 ) -> list[str]:
     reasons: list[str] = []
     async with ctx.step("verify_canaries") as step:
@@ -440,7 +449,7 @@ async def _compare_checksums(servers: list[ServerView], wait_s: float) -> dict[s
             "compared": False}  # fmt: skip
 
 
-async def _gtid_problems(ctx: OperationContext, servers: list[ServerView], canaries: dict[int, str]) -> list[str]:
+async def _gtid_problems(ctx: OperationContext[Any], servers: list[ServerView], canaries: dict[int, str]) -> list[str]:
     problems = []
     wanted = set(canaries.values())
     for view in servers:

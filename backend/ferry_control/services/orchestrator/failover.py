@@ -22,6 +22,7 @@ from typing import Any
 
 from ferry_control.core.config import Settings
 from ferry_control.drivers.errors import DriverError
+from ferry_control.schemas.operation import FailoverParams
 from ferry_control.services.orchestrator import actions, routing
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.candidates import better_successor, candidate_pool, choose_candidate, delay_of
@@ -146,12 +147,12 @@ def lost_report(
     }
 
 
-async def run_failover(ctx: OperationContext) -> None:
+async def run_failover(ctx: OperationContext[FailoverParams]) -> None:
     settings = ctx.settings
-    automatic = bool(ctx.params.get("automatic"))
+    automatic = ctx.params.automatic
     async with ctx.step("confirm_master_lost") as step:
         snapshot = await ctx.snapshot()
-        source_id = ctx.params.get("source_server_id")
+        source_id = ctx.params.source_server_id
         await probe_master(snapshot, settings, source_id)
         loss = confirm_master_lost(snapshot, need_witness=automatic, source_id=source_id)
         step.detail = loss.detail
@@ -160,7 +161,7 @@ async def run_failover(ctx: OperationContext) -> None:
     master = loss.master
     assert master is not None
     ctx.result.update(old_master_server_id=master.info.id, witnesses=list(loss.witnesses))
-    wanted = ctx.params.get("candidate_server_id")
+    wanted = ctx.params.candidate_server_id
     pool = candidate_pool(snapshot.replicas_of(master.info.id), master, snapshot.candidate_labels, wanted)
     if wanted is not None and not pool.eligible:
         label = snapshot.view(wanted).info.label if wanted in snapshot.by_id else f"server {wanted}"

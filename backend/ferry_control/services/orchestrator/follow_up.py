@@ -14,6 +14,7 @@ from ferry_control.core.db import session_scope
 from ferry_control.core.errors import AppError
 from ferry_control.models import OperationState
 from ferry_control.repositories.operations import OperationRepository
+from ferry_control.schemas.operation import SwitchoverParams
 from ferry_control.services.operations import OperationService
 from ferry_control.services.orchestrator.runner import OperationRunner
 
@@ -46,10 +47,10 @@ class FollowUps:
                         self._settings,
                         cluster_id=cluster_id,
                         type_="switchover",
-                        params={
-                            "candidate_server_id": successor,
-                            "expected_master_server_id": result.get("new_master_server_id"),
-                        },
+                        params=SwitchoverParams(
+                            candidate_server_id=successor,
+                            expected_master_server_id=result.get("new_master_server_id"),
+                        ),
                         dry_run=False,
                         requester=f"failover {operation_id} (promotion rules)",
                     )

@@ -27,6 +27,7 @@ from ferry_control.drivers.base import ChangeMaster
 from ferry_control.drivers.errors import DriverError
 from ferry_control.models import LinkSource
 from ferry_control.repositories.links import LinkRepository
+from ferry_control.schemas.operation import FailoverParams
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.candidates import CandidatePool, choose_candidate, delay_of
 from ferry_control.services.orchestrator.fencing import fence, suspend_automatic_failover
@@ -44,7 +45,7 @@ class Incoming:
     master_address: str
 
 
-async def stored_incoming(ctx: OperationContext, server_id: int) -> list[Incoming]:
+async def stored_incoming(ctx: OperationContext[Any], server_id: int) -> list[Incoming]:
     """The server's own connections to registered masters, as the collector last saw them (empty: not a hub)."""
     async with session_scope(ctx.sessionmaker) as session:
         links = await LinkRepository(session).list_for_cluster(ctx.cluster_id)
@@ -70,13 +71,17 @@ def masters_still_sending(snapshot: ClusterSnapshot, hub: ServerView, incoming: 
 
 
 async def fail_over_hub(
-    ctx: OperationContext, snapshot: ClusterSnapshot, hub: ServerView, incoming: list[Incoming], pool: CandidatePool
+    ctx: OperationContext[FailoverParams],
+    snapshot: ClusterSnapshot,
+    hub: ServerView,
+    incoming: list[Incoming],
+    pool: CandidatePool,
 ) -> None:
     settings = ctx.settings
     async with ctx.step("confirm_masters_lost_it") as step:
         sending = masters_still_sending(snapshot, hub, incoming)
         masters = ", ".join(_label(snapshot, c.master_server_id) for c in incoming)
-        if sending and ctx.params.get("automatic"):
+        if sending and ctx.params.automatic:
             raise OperationFailed(
                 f"failover refused, nothing was changed: {', '.join(sending)} still send(s) to {hub.info.label}: it "
                 "may be alive and only the control plane lost it"

@@ -66,7 +66,7 @@ def switch_plan(snapshot: ClusterSnapshot, source: ServerView, link: Link, other
 
 
 async def switch_hub(
-    ctx: OperationContext, snapshot: ClusterSnapshot, hub: ServerView, link: Link, others: list[Link]
+    ctx: OperationContext[Any], snapshot: ClusterSnapshot, hub: ServerView, link: Link, others: list[Link]
 ) -> None:
     candidate = link.replica
     hub_driver, candidate_driver = hub.require_driver(), candidate.require_driver()
@@ -181,7 +181,7 @@ async def _hub_under_candidate(hub_driver: Any, candidate: ServerView, plan: dic
 
 
 async def verify(
-    ctx: OperationContext,
+    ctx: OperationContext[Any],
     snapshot: ClusterSnapshot,
     plan: dict[str, Any],
     followers: list[ServerView],
@@ -213,7 +213,7 @@ async def verify(
     return problems
 
 
-async def roll_forward(ctx: OperationContext, snapshot: ClusterSnapshot, plan: dict[str, Any]) -> str:
+async def roll_forward(ctx: OperationContext[Any], snapshot: ClusterSnapshot, plan: dict[str, Any]) -> str:
     """The compensation once the candidate took over a connection: `complete_hub_move`, recorded as a step."""
     async with ctx.step("roll_forward", fenced=False) as step:
         done, problems = await complete_hub_move(snapshot, plan)

@@ -27,6 +27,7 @@ from ferry_control.models import Cluster, HealthState, LinkSource, Server
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.operation import FailoverParams
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.operations import OperationService
 from ferry_control.services.orchestrator import recovery_hooks
@@ -138,7 +139,7 @@ class FailoverMonitor:
                     self._settings,
                     cluster_id=cluster.id,
                     type_="failover",
-                    params={"automatic": True, "candidate_server_id": None, "source_server_id": master.id},
+                    params=FailoverParams(automatic=True, candidate_server_id=None, source_server_id=master.id),
                     dry_run=False,
                     requester=REQUESTER,
                 )

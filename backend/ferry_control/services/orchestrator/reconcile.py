@@ -42,6 +42,7 @@ from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.drills import DrillRepository
 from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.operation import OperationStep
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.hooks import call_webhooks
@@ -137,7 +138,7 @@ class Reconciler:
             operation.state = OperationState.interrupted
             operation.error = "interrupted: the API instance running this dry run stopped; nothing was changed"
             operation.finished_at = _now()
-            cluster_id, type_, steps = operation.cluster_id, operation.type, list(operation.steps or [])
+            cluster_id, type_, steps = operation.cluster_id, operation.type, steps_of(operation)
         self._runner.publish(cluster_id, operation_id, type_, OperationState.interrupted, steps)
 
     async def _reconcile(self, operation_id: int) -> bool:
@@ -198,7 +199,7 @@ class Reconciler:
             assert operation is not None
             _interrupt(operation, error, report)
             await ClusterRepository(session).release(operation.cluster_id, operation.id, token)
-            steps = list(operation.steps)
+            steps = steps_of(operation)
             if operation.type == "drill" and operation.params.get("drill_run_id") is not None:
                 run = await DrillRepository(session).run_fresh(int(operation.params["drill_run_id"]))
                 if run is not None and run.state in ("pending", "running"):
@@ -394,32 +395,34 @@ class Reconciler:
 
 def _facts(operation: Operation) -> dict[str, Any]:
     """What the reconcile needs of the operation, detached from the session."""
-    steps = list(operation.steps or [])
+    steps = steps_of(operation)
     return {
         "operation_id": operation.id, "cluster_id": operation.cluster_id, "type": operation.type,
         "params": dict(operation.params or {}), "result": dict(operation.result or {}),
         "requester": operation.requester, "state": operation.state.value,
-        "last_step": f"{steps[-1]['name']} {steps[-1]['state']}" if steps else None,
+        "last_step": f"{steps[-1].name} {steps[-1].state}" if steps else None,
     }  # fmt: skip
 
 
 def _interrupt(operation: Operation, error: str, report: dict[str, Any]) -> None:
-    now = _now()
     operation.state = OperationState.interrupted
     operation.error = error
     operation.result = {**(operation.result or {}), "reconciled": report}
-    steps = [dict(s) for s in operation.steps or []]
+    steps = steps_of(operation)
     for step in steps:
-        if step.get("state") == "running":  # cut short by the crash
-            step["state"], step["finished_at"] = "failed", now.isoformat()
-            step["detail"] = "interrupted: the API instance running it stopped"
+        if step.state == "running":  # cut short by the crash: how long it ran is not known
+            step.end("failed", "interrupted: the API instance running it stopped", None)
     detail = {"done": report.get("done", []), "problems": report.get("problems", [])}
-    steps.append(
-        {"name": "reconcile", "state": "failed" if report.get("problems") else "passed", "started_at": now.isoformat(),
-         "finished_at": now.isoformat(), "duration_s": report.get("duration_s"), "detail": detail}
-    )  # fmt: skip
-    operation.steps = steps
-    operation.finished_at = now
+    reconciled = OperationStep.instant(
+        "reconcile", "failed" if report.get("problems") else "passed", detail, report.get("duration_s")
+    )
+    operation.steps = [s.stored() for s in [*steps, reconciled]]
+    operation.finished_at = reconciled.started_at
+
+
+def steps_of(operation: Operation) -> list[OperationStep]:
+    """The operation's steps as its row keeps them."""
+    return [OperationStep.model_validate(s) for s in operation.steps or []]
 
 
 def describe(snapshot: ClusterSnapshot) -> dict[str, Any]:

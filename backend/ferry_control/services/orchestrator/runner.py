@@ -32,8 +32,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from ferry_control.core.config import Settings
@@ -45,6 +46,7 @@ from ferry_control.models import Cluster, OperationState
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.operation import PARAMS, OperationParams, OperationStep
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.routing import StaleProxies
@@ -52,6 +54,8 @@ from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: The parameters of an operation type (schemas/operation.py).
+P = TypeVar("P", bound=OperationParams)
 
 
 class OperationFailed(Exception):
@@ -103,22 +107,18 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _iso(at: datetime) -> str:
-    return at.isoformat().replace("+00:00", "Z")
-
-
 @dataclass
-class OperationContext:
-    """One running operation as its executor sees it."""
+class OperationContext(Generic[P]):
+    """One running operation as its executor sees it: `params` is its type's parameters model, validated."""
 
     runner: OperationRunner
     operation_id: int
     cluster_id: int
     type: str
-    params: dict[str, Any]
+    params: P
     dry_run: bool
     requester: str
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[OperationStep] = field(default_factory=list)
     result: dict[str, Any] = field(default_factory=dict)
     #: The token this operation took the cluster's lock with (None for dry runs, which take no lock).
     fencing_token: int | None = None
@@ -150,26 +150,19 @@ class OperationContext:
         if fenced:
             await self.check_fence()
         handle = StepHandle(detail=detail)
-        started = _now()
         clock = time.perf_counter()
-        record: dict[str, Any] = {
-            "name": name, "state": "running", "started_at": _iso(started), "finished_at": None,
-            "duration_s": None, "detail": detail,
-        }  # fmt: skip
+        record = OperationStep.begin(name, detail)
         self.steps.append(record)
         self.changed()
         try:
             yield handle
         except BaseException as e:
-            record["state"] = "failed"
-            record["detail"] = e.message if isinstance(e, OperationFailed) else handle.detail or _describe(e)
+            failed = e.message if isinstance(e, OperationFailed) else handle.detail or _describe(e)
+            record.end("failed", failed, time.perf_counter() - clock)
             raise
         else:
-            record["state"] = "skipped" if handle.skipped else "passed"
-            record["detail"] = handle.detail
+            record.end("skipped" if handle.skipped else "passed", handle.detail, time.perf_counter() - clock)
         finally:
-            record["finished_at"] = _iso(_now())
-            record["duration_s"] = round(time.perf_counter() - clock, 6)
             self.changed()
         if name == self.settings.operation_failpoint_pause_after_step:
             await self.flush()
@@ -284,7 +277,7 @@ class OperationContext:
         name, compensation = registered
         kind = "rolled forward" if name == "roll_forward" else "undone"
         first = len(self.steps)
-        started, clock = _now(), time.perf_counter()
+        record, clock = OperationStep.begin(name), time.perf_counter()
         if not await self._claim():
             outcome = UndoOutcome(
                 reason, f"{name} not done by this instance: the cluster's operation lock is another holder's now "
@@ -304,12 +297,9 @@ class OperationContext:
         finally:
             if renewing is not None:
                 renewing.cancel()
-        if not any(step["name"] == name for step in self.steps[first:]):
-            self.steps.append(
-                {"name": name, "state": "passed" if outcome.complete else "failed", "started_at": _iso(started),
-                 "finished_at": _iso(_now()), "duration_s": round(time.perf_counter() - clock, 6),
-                 "detail": outcome.summary}
-            )  # fmt: skip
+        if not any(step.name == name for step in self.steps[first:]):
+            record.end("passed" if outcome.complete else "failed", outcome.summary, time.perf_counter() - clock)
+            self.steps.append(record)
             self.changed()
         return outcome
 
@@ -328,7 +318,7 @@ class OperationContext:
                 async with session_scope(self.sessionmaker) as session:
                     operation = await OperationRepository(session).get_any(self.operation_id)
                     assert operation is not None
-                    operation.steps = [dict(s) for s in self.steps]
+                    operation.steps = [s.stored() for s in self.steps]
                     operation.result = dict(self.result)
             except Exception:
                 log.exception("recording the steps of operation %s failed", self.operation_id)
@@ -361,7 +351,7 @@ class OperationContext:
     def payload(self, stage: str, **extra: Any) -> dict[str, Any]:
         return {
             "stage": stage, "operation_id": self.operation_id, "cluster_id": self.cluster_id, "type": self.type,
-            "params": self.params, "requester": self.requester, **extra,
+            "params": self.params.stored(), "requester": self.requester, **extra,
         }  # fmt: skip
 
     async def pre_hooks(self, **extra: Any) -> None:
@@ -408,7 +398,7 @@ async def _uncancellable(coroutine: Awaitable[T]) -> T:
     return task.result()
 
 
-Executor = Callable[[OperationContext], Awaitable[None]]
+Executor = Callable[[OperationContext[Any]], Awaitable[None]]
 
 
 class OperationRunner:
@@ -476,13 +466,18 @@ class OperationRunner:
             await asyncio.wait(pending)
 
     def publish(
-        self, cluster_id: int, operation_id: int, type_: str, state: OperationState, steps: list[dict[str, Any]]
+        self, cluster_id: int, operation_id: int, type_: str, state: OperationState, steps: list[OperationStep]
     ) -> None:
         self.bus.publish(
             ClusterEvent(
                 cluster_id,
                 "operation",
-                {"operation_id": operation_id, "type": type_, "state": state.value, "steps": [dict(s) for s in steps]},
+                {
+                    "operation_id": operation_id,
+                    "type": type_,
+                    "state": state.value,
+                    "steps": [s.stored() for s in steps],
+                },
             )
         )
 
@@ -492,15 +487,25 @@ class OperationRunner:
             if operation is None or operation.state != OperationState.pending:
                 return
             lock = None if operation.dry_run else await ClusterRepository(session).lock_state(operation.cluster_id)
-            ctx = OperationContext(
+            try:
+                params = PARAMS[operation.type].model_validate(operation.params or {})
+            except (KeyError, ValidationError) as e:
+                params = None
+                unreadable = f"its parameters could not be read ({e}); nothing was changed"
+            ctx: OperationContext[Any] = OperationContext(
                 runner=self,
                 operation_id=operation.id,
                 cluster_id=operation.cluster_id,
                 type=operation.type,
-                params=dict(operation.params or {}),
+                params=params,
                 dry_run=operation.dry_run,
                 requester=operation.requester,
             )
+            if params is None:
+                operation.state, operation.error, operation.finished_at = OperationState.failed, unreadable, _now()
+                if lock is not None and lock.operation_id == operation.id:
+                    await ClusterRepository(session).release(operation.cluster_id, operation.id, lock.fencing_token)
+                return
             if lock is not None and lock.operation_id != operation.id:
                 # Its lock was taken over (by a reconcile of an instance that thought it dead) before it began.
                 operation.state = OperationState.failed
@@ -559,14 +564,14 @@ class OperationRunner:
         if cancelled:
             raise asyncio.CancelledError
 
-    async def _guarded(self, ctx: OperationContext) -> None:
+    async def _guarded(self, ctx: OperationContext[Any]) -> None:
         executor = self.executors.get(ctx.type)
         if executor is None:
             raise OperationFailed(f"no executor for operations of type {ctx.type!r}")
         async with ctx.guarded():
             await executor(ctx)
 
-    async def _heartbeat(self, ctx: OperationContext) -> None:
+    async def _heartbeat(self, ctx: OperationContext[Any]) -> None:
         """Renews the lease every third of its time while the operation runs; stops the operation once the lock
         was taken over (another fencing token) or could not be renewed before the lease lapsed."""
         lease_s = self.settings.operation_lease_s
@@ -596,7 +601,7 @@ class OperationRunner:
                 return
             renewed = time.monotonic()
 
-    async def _post_hooks(self, ctx: OperationContext, state: OperationState, error: str | None) -> None:
+    async def _post_hooks(self, ctx: OperationContext[Any], state: OperationState, error: str | None) -> None:
         try:
             cluster = await ctx.cluster()
         except OperationFailed:
@@ -613,11 +618,11 @@ class OperationRunner:
             step.detail = {"calls": [o.as_dict() for o in outcomes]}
         failed = [o for o in outcomes if not o.ok]
         if failed:
-            ctx.steps[-1]["state"] = "failed"
+            ctx.steps[-1].state = "failed"
             ctx.result["post_hook_failures"] = [o.as_dict() for o in failed]
             await ctx.save()
 
-    async def _finish(self, ctx: OperationContext, state: OperationState, error: str | None) -> None:
+    async def _finish(self, ctx: OperationContext[Any], state: OperationState, error: str | None) -> None:
         await ctx.flush()  # the last step writes land before the final one
         async with session_scope(self.sessionmaker) as session:
             operation = await OperationRepository(session).get_any(ctx.operation_id)
@@ -630,7 +635,7 @@ class OperationRunner:
                 return
             operation.state = state
             operation.error = error
-            operation.steps = [dict(s) for s in ctx.steps]
+            operation.steps = [s.stored() for s in ctx.steps]
             operation.result = dict(ctx.result)
             operation.finished_at = _now()
             if not ctx.dry_run:

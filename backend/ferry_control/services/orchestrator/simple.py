@@ -15,6 +15,13 @@ from ferry_control.core.db import session_scope
 from ferry_control.drivers.base import IoState, SqlState
 from ferry_control.drivers.errors import DriverError
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.operation import (
+    BringLevelParams,
+    ReadOnlyParams,
+    RepointParams,
+    StartReplicationParams,
+    StopReplicationParams,
+)
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.gtid import position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
@@ -42,11 +49,11 @@ def _connection(view: ServerView, name: str | None, default: str) -> str:
     return names[0] if len(names) == 1 else default
 
 
-async def run_read_only(ctx: OperationContext) -> None:
-    wanted = bool(ctx.params["read_only"])
+async def run_read_only(ctx: OperationContext[ReadOnlyParams]) -> None:
+    wanted = ctx.params.read_only
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params["server_id"], "the")
+        view = _reachable(snapshot, ctx.params.server_id, "the")
         if not wanted and view.info.fenced:
             raise OperationFailed(
                 f"{view.info.label} is fenced (it was replaced by a failover): repoint it, or unfence it first"
@@ -63,12 +70,14 @@ async def run_read_only(ctx: OperationContext) -> None:
     ctx.result.update(server_id=view.info.id, read_only=wanted)
 
 
-async def _existing_connection(ctx: OperationContext) -> tuple[ServerView, str]:
+async def _existing_connection(
+    ctx: OperationContext[StartReplicationParams] | OperationContext[StopReplicationParams],
+) -> tuple[ServerView, str]:
     """The preflight of start / stop replication: the server answers and has the named connection."""
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params["server_id"], "the")
-        name = _connection(view, ctx.params.get("connection"), ctx.settings.replication_connection_name)
+        view = _reachable(snapshot, ctx.params.server_id, "the")
+        name = _connection(view, ctx.params.connection, ctx.settings.replication_connection_name)
         assert view.status is not None
         if not any(c.name == name for c in view.status.connections):
             raise OperationFailed(f"{view.info.label} has no replication connection {name!r}")
@@ -76,12 +85,12 @@ async def _existing_connection(ctx: OperationContext) -> tuple[ServerView, str]:
     return view, name
 
 
-async def run_start_replication(ctx: OperationContext) -> None:
+async def run_start_replication(ctx: OperationContext[StartReplicationParams]) -> None:
     view, name = await _existing_connection(ctx)
     if ctx.dry_run:
         return
     await ctx.pre_hooks()
-    until = ctx.params.get("until")
+    until = ctx.params.until
     async with ctx.step("start") as step:
         await view.require_driver().start_replication(name, until=until)
         step.detail = f"started {name!r}" + (f" until {until}" if until else "")
@@ -112,7 +121,7 @@ async def _wait_started(view: ServerView, name: str, until: bool) -> str:
         await asyncio.sleep(actions.STATE_POLL_S)
 
 
-async def run_stop_replication(ctx: OperationContext) -> None:
+async def run_stop_replication(ctx: OperationContext[StopReplicationParams]) -> None:
     view, name = await _existing_connection(ctx)
     if ctx.dry_run:
         return
@@ -123,12 +132,12 @@ async def run_stop_replication(ctx: OperationContext) -> None:
     ctx.result.update(server_id=view.info.id, connection=name)
 
 
-async def run_repoint(ctx: OperationContext) -> None:
-    use_gtid = ctx.params.get("use_gtid", "slave_pos")
+async def run_repoint(ctx: OperationContext[RepointParams]) -> None:
+    use_gtid = ctx.params.use_gtid
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params["server_id"], "the replica")
-        master = _reachable(snapshot, ctx.params["master_server_id"], "the new master")
+        view = _reachable(snapshot, ctx.params.server_id, "the replica")
+        master = _reachable(snapshot, ctx.params.master_server_id, "the new master")
         if master.info.protocol_address is None:
             raise OperationFailed(f"{master.info.label} has no protocol port recorded")
         loop = [link for link in snapshot.links_of(master.info.id) if link.master.info.id == view.info.id]
@@ -142,7 +151,7 @@ async def run_repoint(ctx: OperationContext) -> None:
                 f"{master.info.label} replicates from {view.info.label} through other servers: repointing would make "
                 "a replication loop"
             )
-        name = _connection(view, ctx.params.get("connection"), ctx.settings.replication_connection_name)
+        name = _connection(view, ctx.params.connection, ctx.settings.replication_connection_name)
         if dropped := dropped_domains(snapshot, view, name, master):
             raise OperationFailed(
                 f"{view.info.label} would no longer receive domain(s) {', '.join(map(str, dropped))}: "
@@ -223,12 +232,12 @@ def dropped_domains(snapshot: ClusterSnapshot, view: ServerView, name: str, mast
     return sorted(set(old_master.binlog.domains()) - set(master.binlog.domains()) - others)
 
 
-async def run_bring_level(ctx: OperationContext) -> None:
-    timeout_s = float(ctx.params.get("timeout_s") or ctx.settings.switchover_catch_up_timeout_s)
+async def run_bring_level(ctx: OperationContext[BringLevelParams]) -> None:
+    timeout_s = ctx.params.timeout_s or ctx.settings.switchover_catch_up_timeout_s
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params["server_id"], "the")
-        source = _reachable(snapshot, ctx.params["source_server_id"], "the source")
+        view = _reachable(snapshot, ctx.params.server_id, "the")
+        source = _reachable(snapshot, ctx.params.source_server_id, "the source")
         if source.info.protocol_address is None:
             raise OperationFailed(f"{source.info.label} has no protocol port recorded")
         behind = source.current.difference(view.current)

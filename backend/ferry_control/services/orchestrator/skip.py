@@ -21,6 +21,7 @@ from typing import Any
 
 from ferry_control.drivers.base import IoState, ReplicaConnection, ServerDriver, SqlState
 from ferry_control.drivers.errors import DriverError
+from ferry_control.schemas.operation import SkipTransactionsParams
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.gtid import from_gtids, parse_state, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
@@ -133,13 +134,13 @@ def data_loss(label: str, gtids: list[str], count: int) -> str:
     )
 
 
-async def run_skip_transactions(ctx: OperationContext) -> None:
-    count = int(ctx.params.get("count") or 1)
+async def run_skip_transactions(ctx: OperationContext[SkipTransactionsParams]) -> None:
+    count = ctx.params.count
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params["server_id"], "the replica")
+        view = _reachable(snapshot, ctx.params.server_id, "the replica")
         assert view.status is not None
-        name = _connection(view, ctx.params.get("connection"), ctx.settings.replication_connection_name)
+        name = _connection(view, ctx.params.connection, ctx.settings.replication_connection_name)
         connection = find_connection(view.status.connections, name)
         if connection is None:
             raise OperationFailed(f"{view.info.label} has no replication connection {name!r}: nothing was changed")

@@ -15,6 +15,7 @@ from ferry_control.core.config import Settings
 from ferry_control.drivers.base import Check, ConnectionSettings, MasterRole
 from ferry_control.drivers.errors import DriverError, ServerConflict
 from ferry_control.models import PromotionRule
+from ferry_control.schemas.operation import SwitchoverParams
 from ferry_control.services.orchestrator import actions, routing
 from ferry_control.services.orchestrator.candidates import delay_of, filtered_domains, label_mismatch
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, join_all, position
@@ -133,10 +134,10 @@ def candidate_checks(
     return checks
 
 
-def plan_switchover(snapshot: ClusterSnapshot, params: dict[str, Any], settings: Settings) -> SwitchoverPlan:
+def plan_switchover(snapshot: ClusterSnapshot, params: SwitchoverParams, settings: Settings) -> SwitchoverPlan:
     plan = SwitchoverPlan()
-    master, why = snapshot.source(params.get("source_server_id"), params.get("candidate_server_id"))
-    expected = params.get("expected_master_server_id")
+    master, why = snapshot.source(params.source_server_id, params.candidate_server_id)
+    expected = params.expected_master_server_id
     if expected is not None:
         actual = master.info.label if master else "none"
         plan.add(
@@ -172,7 +173,7 @@ def plan_switchover(snapshot: ClusterSnapshot, params: dict[str, Any], settings:
         )
         return plan
     links = snapshot.replicas_of(master.info.id)
-    candidate_id = params.get("candidate_server_id")
+    candidate_id = params.candidate_server_id
     if candidate_id is not None:
         chosen = next((link for link in links if link.replica.info.id == candidate_id), None)
         label = snapshot.view(candidate_id).info.label if candidate_id in snapshot.by_id else f"server {candidate_id}"
@@ -263,11 +264,11 @@ def choose_best(
     return best, f"{best.replica.info.label} chosen ({rule}): {how}"
 
 
-async def run_switchover(ctx: OperationContext) -> None:
+async def run_switchover(ctx: OperationContext[SwitchoverParams]) -> None:
     settings = ctx.settings
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        master, _ = snapshot.source(ctx.params.get("source_server_id"), ctx.params.get("candidate_server_id"))
+        master, _ = snapshot.source(ctx.params.source_server_id, ctx.params.candidate_server_id)
         if master is not None:
             await snapshot.refresh(master.info.id, settings.poll_timeout_s)
         plan = plan_switchover(snapshot, ctx.params, settings)
@@ -286,7 +287,7 @@ async def run_switchover(ctx: OperationContext) -> None:
     ctx.result.update(
         old_master_server_id=master.info.id,
         new_master_server_id=candidate.info.id,
-        candidate_chosen_by="caller" if ctx.params.get("candidate_server_id") else "orchestrator",
+        candidate_chosen_by="caller" if ctx.params.candidate_server_id else "orchestrator",
     )
     hub = bool(snapshot.links_of(master.info.id))
     ctx.result["plan"] = switch_plan(snapshot, master, link, plan.others)
@@ -299,7 +300,7 @@ async def run_switchover(ctx: OperationContext) -> None:
         await switch_master(ctx, master, link, plan.others)
 
 
-async def switch_master(ctx: OperationContext, master: ServerView, link: Link, others: list[Link]) -> None:
+async def switch_master(ctx: OperationContext[Any], master: ServerView, link: Link, others: list[Link]) -> None:
     """The moves of a switchover once the preflight passed (also a drill's). Until the candidate is promoted, any
     end but success undoes (the old master as it was, the candidate its replica again); once it is, the rest is
     completed instead (every other server follows the new master)."""
@@ -411,7 +412,7 @@ async def commits_landed(master: ServerView, settings: Settings) -> tuple[str, s
 
 
 async def undo(
-    ctx: OperationContext,
+    ctx: OperationContext[Any],
     master: ServerView,
     link: Link,
     removed: bool,
@@ -454,7 +455,7 @@ async def undo(
 
 
 async def follow_new_master(
-    ctx: OperationContext,
+    ctx: OperationContext[Any],
     new_master: ServerView,
     replicas: list[ServerView],
     connections: list[str],
@@ -530,7 +531,7 @@ async def follow_new_master(
 
 
 async def roll_forward(
-    ctx: OperationContext,
+    ctx: OperationContext[Any],
     new_master: ServerView,
     replicas: list[tuple[ServerView, str]],
     old_master: ServerView | None,
