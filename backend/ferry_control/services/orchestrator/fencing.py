@@ -15,7 +15,7 @@ from ferry_control.services.orchestrator.runner import OperationContext
 from ferry_control.services.orchestrator.snapshot import ServerView
 
 
-async def fence(ctx: OperationContext[Any], master: ServerView, reason: str) -> None:
+async def fence(ctx: OperationContext[Any, Any], master: ServerView, reason: str) -> None:
     async with session_scope(ctx.sessionmaker) as session:
         server = await ServerRepository(session).get(ctx.cluster_id, master.info.id)
         if server is not None:
@@ -27,7 +27,7 @@ async def fence(ctx: OperationContext[Any], master: ServerView, reason: str) -> 
             pass  # it is down; the failover monitor makes it read-only when it answers again
 
 
-async def suspend_automatic_failover(ctx: OperationContext[Any]) -> None:
+async def suspend_automatic_failover(ctx: OperationContext[Any, Any]) -> None:
     async with session_scope(ctx.sessionmaker) as session:
         cluster = await ClusterRepository(session).get(ctx.cluster_id)
         if cluster is not None:

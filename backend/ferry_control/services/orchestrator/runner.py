@@ -47,6 +47,7 @@ from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.operation import PARAMS, OperationParams, OperationStep
+from ferry_control.schemas.operation_results import RESULTS, OperationResult, UndoReport, WebhookCall
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.routing import StaleProxies
@@ -56,6 +57,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 #: The parameters of an operation type (schemas/operation.py).
 P = TypeVar("P", bound=OperationParams)
+#: The result of an operation type (schemas/operation_results.py).
+R = TypeVar("R", bound=OperationResult)
 
 
 class OperationFailed(Exception):
@@ -108,18 +111,19 @@ def _now() -> datetime:
 
 
 @dataclass
-class OperationContext(Generic[P]):
-    """One running operation as its executor sees it: `params` is its type's parameters model, validated."""
+class OperationContext(Generic[P, R]):
+    """One running operation as its executor sees it: `params` is its type's parameters model, validated; `result`
+    its type's result model, filled as it goes (persisted and published with the steps)."""
 
     runner: OperationRunner
     operation_id: int
     cluster_id: int
     type: str
     params: P
+    result: R
     dry_run: bool
     requester: str
     steps: list[OperationStep] = field(default_factory=list)
-    result: dict[str, Any] = field(default_factory=dict)
     #: The token this operation took the cluster's lock with (None for dry runs, which take no lock).
     fencing_token: int | None = None
     #: Why the operation was stopped from outside (shutdown, time bound, lost lock), once it was.
@@ -218,7 +222,7 @@ class OperationContext(Generic[P]):
             reason = self.why(e)
             outcome = await _uncancellable(self._compensate(registered, reason))
             self.undo_outcome = outcome
-            self.result["undo"] = {"reason": outcome.reason, "done": outcome.summary, "complete": outcome.complete}
+            self.result.undo = UndoReport(reason=outcome.reason, done=outcome.summary, complete=outcome.complete)
             if isinstance(e, asyncio.CancelledError):
                 raise
             if not isinstance(e, OperationFailed | DriverError):
@@ -319,7 +323,7 @@ class OperationContext(Generic[P]):
                     operation = await OperationRepository(session).get_any(self.operation_id)
                     assert operation is not None
                     operation.steps = [s.stored() for s in self.steps]
-                    operation.result = dict(self.result)
+                    operation.result = self.result.stored()
             except Exception:
                 log.exception("recording the steps of operation %s failed", self.operation_id)
 
@@ -398,7 +402,7 @@ async def _uncancellable(coroutine: Awaitable[T]) -> T:
     return task.result()
 
 
-Executor = Callable[[OperationContext[Any]], Awaitable[None]]
+Executor = Callable[[OperationContext[Any, Any]], Awaitable[None]]
 
 
 class OperationRunner:
@@ -492,12 +496,13 @@ class OperationRunner:
             except (KeyError, ValidationError) as e:
                 params = None
                 unreadable = f"its parameters could not be read ({e}); nothing was changed"
-            ctx: OperationContext[Any] = OperationContext(
+            ctx: OperationContext[Any, Any] = OperationContext(
                 runner=self,
                 operation_id=operation.id,
                 cluster_id=operation.cluster_id,
                 type=operation.type,
                 params=params,
+                result=RESULTS.get(operation.type, OperationResult)(),
                 dry_run=operation.dry_run,
                 requester=operation.requester,
             )
@@ -564,14 +569,14 @@ class OperationRunner:
         if cancelled:
             raise asyncio.CancelledError
 
-    async def _guarded(self, ctx: OperationContext[Any]) -> None:
+    async def _guarded(self, ctx: OperationContext[Any, Any]) -> None:
         executor = self.executors.get(ctx.type)
         if executor is None:
             raise OperationFailed(f"no executor for operations of type {ctx.type!r}")
         async with ctx.guarded():
             await executor(ctx)
 
-    async def _heartbeat(self, ctx: OperationContext[Any]) -> None:
+    async def _heartbeat(self, ctx: OperationContext[Any, Any]) -> None:
         """Renews the lease every third of its time while the operation runs; stops the operation once the lock
         was taken over (another fencing token) or could not be renewed before the lease lapsed."""
         lease_s = self.settings.operation_lease_s
@@ -601,7 +606,7 @@ class OperationRunner:
                 return
             renewed = time.monotonic()
 
-    async def _post_hooks(self, ctx: OperationContext[Any], state: OperationState, error: str | None) -> None:
+    async def _post_hooks(self, ctx: OperationContext[Any, Any], state: OperationState, error: str | None) -> None:
         try:
             cluster = await ctx.cluster()
         except OperationFailed:
@@ -612,17 +617,17 @@ class OperationRunner:
         async with ctx.step("post_hooks") as step:
             outcomes = await call_webhooks(
                 urls,
-                ctx.payload("post", state=state.value, error=error, result=ctx.result),
+                ctx.payload("post", state=state.value, error=error, result=ctx.result.stored()),
                 ctx.settings,
             )
             step.detail = {"calls": [o.as_dict() for o in outcomes]}
         failed = [o for o in outcomes if not o.ok]
         if failed:
             ctx.steps[-1].state = "failed"
-            ctx.result["post_hook_failures"] = [o.as_dict() for o in failed]
+            ctx.result.post_hook_failures = [WebhookCall.model_validate(o.as_dict()) for o in failed]
             await ctx.save()
 
-    async def _finish(self, ctx: OperationContext[Any], state: OperationState, error: str | None) -> None:
+    async def _finish(self, ctx: OperationContext[Any, Any], state: OperationState, error: str | None) -> None:
         await ctx.flush()  # the last step writes land before the final one
         async with session_scope(self.sessionmaker) as session:
             operation = await OperationRepository(session).get_any(ctx.operation_id)
@@ -636,7 +641,7 @@ class OperationRunner:
             operation.state = state
             operation.error = error
             operation.steps = [s.stored() for s in ctx.steps]
-            operation.result = dict(ctx.result)
+            operation.result = ctx.result.stored()
             operation.finished_at = _now()
             if not ctx.dry_run:
                 await ClusterRepository(session).release(ctx.cluster_id, ctx.operation_id, ctx.fencing_token)

@@ -22,6 +22,13 @@ from ferry_control.schemas.operation import (
     StartReplicationParams,
     StopReplicationParams,
 )
+from ferry_control.schemas.operation_results import (
+    BringLevelResult,
+    ReadOnlyResult,
+    RepointResult,
+    StartReplicationResult,
+    StopReplicationResult,
+)
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.gtid import position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
@@ -49,7 +56,7 @@ def _connection(view: ServerView, name: str | None, default: str) -> str:
     return names[0] if len(names) == 1 else default
 
 
-async def run_read_only(ctx: OperationContext[ReadOnlyParams]) -> None:
+async def run_read_only(ctx: OperationContext[ReadOnlyParams, ReadOnlyResult]) -> None:
     wanted = ctx.params.read_only
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
@@ -67,11 +74,12 @@ async def run_read_only(ctx: OperationContext[ReadOnlyParams]) -> None:
         if now != wanted:
             raise OperationFailed(f"{view.info.label} reports read_only={now} after asking for {wanted}")
         step.detail = f"{view.info.label} read_only={now}"
-    ctx.result.update(server_id=view.info.id, read_only=wanted)
+    ctx.result.server_id, ctx.result.read_only = view.info.id, wanted
 
 
 async def _existing_connection(
-    ctx: OperationContext[StartReplicationParams] | OperationContext[StopReplicationParams],
+    ctx: OperationContext[StartReplicationParams, StartReplicationResult]
+    | OperationContext[StopReplicationParams, StopReplicationResult],
 ) -> tuple[ServerView, str]:
     """The preflight of start / stop replication: the server answers and has the named connection."""
     async with ctx.step("preflight") as step:
@@ -85,7 +93,7 @@ async def _existing_connection(
     return view, name
 
 
-async def run_start_replication(ctx: OperationContext[StartReplicationParams]) -> None:
+async def run_start_replication(ctx: OperationContext[StartReplicationParams, StartReplicationResult]) -> None:
     view, name = await _existing_connection(ctx)
     if ctx.dry_run:
         return
@@ -96,7 +104,7 @@ async def run_start_replication(ctx: OperationContext[StartReplicationParams]) -
         step.detail = f"started {name!r}" + (f" until {until}" if until else "")
     async with ctx.step("verify") as step:
         step.detail = await _wait_started(view, name, until is not None)
-    ctx.result.update(server_id=view.info.id, connection=name, until=until)
+    ctx.result.server_id, ctx.result.connection, ctx.result.until = view.info.id, name, until
 
 
 async def _wait_started(view: ServerView, name: str, until: bool) -> str:
@@ -121,7 +129,7 @@ async def _wait_started(view: ServerView, name: str, until: bool) -> str:
         await asyncio.sleep(actions.STATE_POLL_S)
 
 
-async def run_stop_replication(ctx: OperationContext[StopReplicationParams]) -> None:
+async def run_stop_replication(ctx: OperationContext[StopReplicationParams, StopReplicationResult]) -> None:
     view, name = await _existing_connection(ctx)
     if ctx.dry_run:
         return
@@ -129,10 +137,10 @@ async def run_stop_replication(ctx: OperationContext[StopReplicationParams]) -> 
     async with ctx.step("stop") as step:
         await view.require_driver().stop_replication(name)
         step.detail = f"stopped {name!r}"
-    ctx.result.update(server_id=view.info.id, connection=name)
+    ctx.result.server_id, ctx.result.connection = view.info.id, name
 
 
-async def run_repoint(ctx: OperationContext[RepointParams]) -> None:
+async def run_repoint(ctx: OperationContext[RepointParams, RepointResult]) -> None:
     use_gtid = ctx.params.use_gtid
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
@@ -202,7 +210,7 @@ async def run_repoint(ctx: OperationContext[RepointParams]) -> None:
                 if server is not None:
                     server.fenced, server.fenced_at, server.fence_reason = False, None, None
             step.detail = f"{view.info.label} is a replica again; no longer fenced"
-    ctx.result.update(server_id=view.info.id, master_server_id=master.info.id, connection=name)
+    ctx.result.server_id, ctx.result.master_server_id, ctx.result.connection = view.info.id, master.info.id, name
 
 
 def upstream(snapshot: ClusterSnapshot, server_id: int) -> set[int]:
@@ -232,7 +240,7 @@ def dropped_domains(snapshot: ClusterSnapshot, view: ServerView, name: str, mast
     return sorted(set(old_master.binlog.domains()) - set(master.binlog.domains()) - others)
 
 
-async def run_bring_level(ctx: OperationContext[BringLevelParams]) -> None:
+async def run_bring_level(ctx: OperationContext[BringLevelParams, BringLevelResult]) -> None:
     timeout_s = ctx.params.timeout_s or ctx.settings.switchover_catch_up_timeout_s
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
@@ -244,7 +252,8 @@ async def run_bring_level(ctx: OperationContext[BringLevelParams]) -> None:
         step.detail = f"{view.info.label} at {view.current}; {source.info.label} at {source.current}; behind in " + (
             ", ".join(f"domain {d} by {n}" for d, n in sorted(behind.items())) or "no domain"
         )
-    ctx.result.update(server_id=view.info.id, source_server_id=source.info.id, target=str(source.current))
+    ctx.result.server_id, ctx.result.source_server_id = view.info.id, source.info.id
+    ctx.result.target = str(source.current)
     if ctx.dry_run:
         return
     if not behind:
@@ -284,4 +293,4 @@ async def run_bring_level(ctx: OperationContext[BringLevelParams]) -> None:
                     await driver.start_replication(name)
                 except DriverError:
                     pass
-        ctx.result["level_s"] = round(time.perf_counter() - started, 6)
+        ctx.result.level_s = round(time.perf_counter() - started, 6)
