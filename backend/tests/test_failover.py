@@ -214,7 +214,7 @@ async def test_no_failover_when_only_the_control_plane_lost_the_master(
         async with live.app.state.bus.subscribe(cluster_id) as events:
             assert await monitor.check() == []
             event = await asyncio.wait_for(events.next(), WAIT_S)
-        assert event.type == "failover_not_confirmed" and "still replicate" in event.data["detail"]
+        assert event.type == "failover_not_confirmed" and "still replicate" in event.data.detail
         assert (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json() == []
         assert writable_master(ferryd.nodes) is ferryd.master
 

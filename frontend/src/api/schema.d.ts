@@ -300,14 +300,16 @@ export interface paths {
         /**
          * Cluster changes as server-sent events
          * @description The cluster's changes as they happen, one server-sent event each (its name is the type;
-         *     its data a JSON object with `cluster_id`, `at` and the fields below). The stream opens with `subscribed`.
+         *     its data a JSON object with `event` — the type again —, `cluster_id`, `at` and the type's fields: the schema
+         *     `ClusterEventData`, discriminated by `event`). The stream opens with `subscribed`.
          *
-         *     - `position` — a server's GTID position changed (`server_id`, positions per domain)
-         *     - `health`, `read_only`, `fenced`, `server_discovered` — a server's state changed (`server_id`, …)
+         *     - `position` — a server's GTID position changed in a domain (`server_id`, `domain`, `gtid`, `seq_no`)
+         *     - `health`, `read_only`, `fenced` — a server's state changed (`server_id`, …)
          *     - `link` — a replication connection appeared, changed state or lag, or went away (`link_id`, `replica_server_id`, …)
          *     - `operation` — an operation's state or one of its steps changed (`operation_id`, `type`, `state`, `steps`)
          *     - `drill` — a drill run changed state (`drill_run_id`, `operation_id`, `state`: running, passed, failed)
          *     - `failover_not_confirmed` — the master looked lost to the control plane only (`server_id`, `detail`)
+         *     - `alert` — an operation left by a stopped instance was reconciled (`kind`, `operation_id`, `type`, `message`)
          *     - `token_invalid` — the caller's token was revoked or expired; the stream ends (checked every poll interval)
          *
          *     The browser's EventSource cannot send the bearer token: read it with fetch and a streaming body.
@@ -722,6 +724,40 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AlertEvent */
+        AlertEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "alert";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /**
+             * Kind
+             * @constant
+             */
+            kind: "operation_interrupted";
+            /** Operation Id */
+            operation_id: number;
+            /** Type */
+            type: string;
+            /** Message */
+            message: string;
+        };
         /** AlignedTransaction */
         AlignedTransaction: {
             /** Gtid */
@@ -1157,6 +1193,11 @@ export interface components {
              */
             post_operation_webhooks?: string[];
         };
+        /**
+         * ClusterEventData
+         * @description One server-sent event's data: its name is the `event` field, the rest its type's.
+         */
+        ClusterEventData: components["schemas"]["SubscribedEvent"] | components["schemas"]["PositionEvent"] | components["schemas"]["HealthEvent"] | components["schemas"]["ReadOnlyEvent"] | components["schemas"]["FencedEvent"] | components["schemas"]["LinkEvent"] | components["schemas"]["OperationEvent"] | components["schemas"]["DrillEvent"] | components["schemas"]["FailoverNotConfirmedEvent"] | components["schemas"]["AlertEvent"] | components["schemas"]["TokenInvalidEvent"];
         /**
          * ClusterOverview
          * @description A cluster as ClusterRead has it, its summary and its last drill.
@@ -1724,6 +1765,38 @@ export interface components {
             /** Up To */
             up_to: string;
         };
+        /** DrillEvent */
+        DrillEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "drill";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Drill Run Id */
+            drill_run_id: number;
+            /** Operation Id */
+            operation_id: number;
+            /**
+             * State
+             * @example running
+             */
+            state: string;
+        };
         /** DrillOperation */
         DrillOperation: {
             /** Id */
@@ -2120,6 +2193,36 @@ export interface components {
              */
             details?: unknown;
         };
+        /**
+         * FailoverNotConfirmedEvent
+         * @description The master looked lost to the control plane only: nothing was done.
+         */
+        FailoverNotConfirmedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "failover_not_confirmed";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Server Id */
+            server_id: number;
+            /** Detail */
+            detail: string;
+        };
         /** FailoverOperation */
         FailoverOperation: {
             /** Id */
@@ -2240,6 +2343,72 @@ export interface components {
             follow_up_operation_id?: number | null;
             /** Follow Up Error */
             follow_up_error?: string | null;
+        };
+        /**
+         * FencedEvent
+         * @description A fenced server answered writable and was made read-only again.
+         */
+        FencedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "fenced";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Server Id */
+            server_id: number;
+            /** Read Only */
+            read_only: boolean;
+            /** Reason */
+            reason?: string | null;
+        };
+        /** HealthEvent */
+        HealthEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "health";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Server Id */
+            server_id: number;
+            /**
+             * State
+             * @example unreachable
+             */
+            state: string;
+            /** Previous */
+            previous?: string | null;
+            /** Detail */
+            detail?: string | null;
         };
         /**
          * HealthState
@@ -2451,6 +2620,59 @@ export interface components {
             rto_s: number | null;
         };
         /**
+         * LinkEvent
+         * @description A replication connection appeared, changed state or lag, or went away (`removed`).
+         */
+        LinkEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "link";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Link Id */
+            link_id: number;
+            /** Replica Server Id */
+            replica_server_id: number;
+            /** Master Server Id */
+            master_server_id?: number | null;
+            /** Connection */
+            connection?: string | null;
+            /** Removed */
+            removed?: boolean | null;
+            /** Running */
+            running?: boolean | null;
+            /** Io State */
+            io_state?: string | null;
+            /** Sql State */
+            sql_state?: string | null;
+            /** Waiting For Relay Space */
+            waiting_for_relay_space?: boolean | null;
+            /**
+             * Lag
+             * @description Per domain: seconds, transactions, reported_seconds.
+             */
+            lag?: {
+                [key: string]: unknown;
+            } | null;
+            /** Last Error Code */
+            last_error_code?: string | null;
+        };
+        /**
          * LinkSource
          * @enum {string}
          */
@@ -2546,6 +2768,46 @@ export interface components {
             capabilities: components["schemas"]["Capability"][];
         };
         /**
+         * OperationEvent
+         * @description An operation's state or one of its steps changed.
+         */
+        OperationEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "operation";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Operation Id */
+            operation_id: number;
+            /**
+             * Type
+             * @example switchover
+             */
+            type: string;
+            /**
+             * State
+             * @example running
+             */
+            state: string;
+            /** Steps */
+            steps?: components["schemas"]["OperationStep"][] | null;
+        };
+        /**
          * OperationRead
          * @description An operation with its live steps: `params` and `result` are its type's (discriminated by `type`).
          */
@@ -2610,6 +2872,40 @@ export interface components {
              * @description The replica's lag in seconds in this domain (largest over its connections; see DomainLagRead.seconds).
              */
             lag_seconds?: number | null;
+        };
+        /**
+         * PositionEvent
+         * @description A server's GTID position changed in a domain (its gtid_current_pos).
+         */
+        PositionEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "position";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Server Id */
+            server_id: number;
+            /** Domain */
+            domain: number;
+            /** Gtid */
+            gtid: string;
+            /** Seq No */
+            seq_no?: number | null;
         };
         /**
          * PositionHistory
@@ -2834,6 +3130,33 @@ export interface components {
             writer_server_id: number | null;
             /** Servers */
             servers: components["schemas"]["ProxyServerState"][];
+        };
+        /** ReadOnlyEvent */
+        ReadOnlyEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "read_only";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Server Id */
+            server_id: number;
+            /** Read Only */
+            read_only: boolean;
         };
         /** ReadOnlyOperation */
         ReadOnlyOperation: {
@@ -3716,6 +4039,29 @@ export interface components {
             /** Master Address */
             master_address: string;
         };
+        /** SubscribedEvent */
+        SubscribedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "subscribed";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+        };
         /**
          * SwitchFigures
          * @description A drill's switch: the write-unavailability window (None for an intermediate master's: the masters never
@@ -3974,6 +4320,31 @@ export interface components {
              * @description The bearer token. Shown only now; only its keyed hash is stored.
              */
             token: string;
+        };
+        /** TokenInvalidEvent */
+        TokenInvalidEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "token_invalid";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Message */
+            message: string;
         };
         /** TokenRead */
         TokenRead: {
@@ -5540,13 +5911,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description An endless event stream. */
+            /** @description An endless event stream; each event's data as here. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": unknown;
+                    "text/event-stream": components["schemas"]["ClusterEventData"];
                 };
             };
             /** @description No or invalid API token */

@@ -22,6 +22,7 @@ from typing import Any
 from ferry_control.core.db import session_scope
 from ferry_control.drivers.errors import DriverError
 from ferry_control.repositories.drills import DrillRepository
+from ferry_control.schemas.events import DrillEvent
 from ferry_control.schemas.operation import DrillParams, SwitchoverParams
 from ferry_control.schemas.operation_results import CheckResult, DrillResult, SwitchFigures, WebhookCall
 from ferry_control.services.event_bus import ClusterEvent
@@ -122,8 +123,8 @@ async def _update_run(ctx: Drill, run_id: int, **fields: Any) -> Any:
         for key, value in fields.items():
             setattr(run, key, value)
     if "state" in fields:
-        data = {"drill_run_id": run_id, "operation_id": ctx.operation_id, "state": fields["state"]}
-        ctx.runner.bus.publish(ClusterEvent(ctx.cluster_id, "drill", data))
+        data = DrillEvent(drill_run_id=run_id, operation_id=ctx.operation_id, state=fields["state"])
+        ctx.runner.bus.publish(ClusterEvent.of(ctx.cluster_id, data))
     return run
 
 

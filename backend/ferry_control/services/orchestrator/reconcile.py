@@ -43,6 +43,7 @@ from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.drills import DrillRepository
 from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.events import AlertEvent
 from ferry_control.schemas.operation import PARAMS, DrillParams, OperationParams, OperationStep, lenient
 from ferry_control.schemas.operation_results import (
     RESULTS,
@@ -375,11 +376,11 @@ class Reconciler:
         problems.extend(failed)
 
     async def _alert(self, facts: Facts, error: str | None) -> None:
-        data = {
-            "kind": "operation_interrupted", "operation_id": facts.operation_id, "type": facts.type,
-            "message": error or "interrupted and not reconciled",
-        }  # fmt: skip
-        self._bus.publish(ClusterEvent(facts.cluster_id, "alert", data))
+        data = AlertEvent(
+            kind="operation_interrupted", operation_id=facts.operation_id, type=facts.type,
+            message=error or "interrupted and not reconciled",
+        )  # fmt: skip
+        self._bus.publish(ClusterEvent.of(facts.cluster_id, data))
         async with session_scope(self._sessionmaker) as session:
             cluster = await ClusterRepository(session).get(facts.cluster_id)
             hooks = [] if cluster is None else list(cluster.post_operation_webhooks or [])

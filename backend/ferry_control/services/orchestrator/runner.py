@@ -46,6 +46,7 @@ from ferry_control.models import Cluster, OperationState
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.events import OperationEvent
 from ferry_control.schemas.operation import PARAMS, OperationParams, OperationStep
 from ferry_control.schemas.operation_results import RESULTS, OperationResult, UndoReport, WebhookCall
 from ferry_control.services.event_bus import ClusterEvent, EventBus
@@ -472,16 +473,10 @@ class OperationRunner:
     def publish(
         self, cluster_id: int, operation_id: int, type_: str, state: OperationState, steps: list[OperationStep]
     ) -> None:
+        steps_now = [s.model_copy() for s in steps]  # the records change as the operation goes on
         self.bus.publish(
-            ClusterEvent(
-                cluster_id,
-                "operation",
-                {
-                    "operation_id": operation_id,
-                    "type": type_,
-                    "state": state.value,
-                    "steps": [s.stored() for s in steps],
-                },
+            ClusterEvent.of(
+                cluster_id, OperationEvent(operation_id=operation_id, type=type_, state=state.value, steps=steps_now)
             )
         )
 
