@@ -12,7 +12,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
 from ferry_control.drivers.base import Check, ConnectionSettings
 
@@ -358,3 +358,23 @@ RESULTS: dict[str, type[OperationResult]] = {
     "skip_transactions": SkipTransactionsResult,
     "drill": DrillResult,
 }
+
+
+class OperationHookPayload(BaseModel):
+    """What the pre-operation webhooks (`stage` pre: before any change; a refusal aborts) and the post-operation ones
+    (`stage` post: the final state, error and result) are POSTed. Only the fields given are sent."""
+
+    stage: Literal["pre", "post"]
+    operation_id: int
+    cluster_id: int
+    type: str
+    params: SerializeAsAny[BaseModel]
+    requester: str
+    old_master_server_id: int | None = None
+    new_master_server_id: int | None = None
+    state: str | None = None
+    error: str | None = None
+    result: SerializeAsAny[OperationResult] | None = None
+
+    def body(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True)

@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -48,7 +48,13 @@ from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.events import OperationEvent
 from ferry_control.schemas.operation import PARAMS, OperationParams, OperationStep
-from ferry_control.schemas.operation_results import RESULTS, OperationResult, UndoReport, WebhookCall
+from ferry_control.schemas.operation_results import (
+    RESULTS,
+    OperationHookPayload,
+    OperationResult,
+    UndoReport,
+    WebhookCall,
+)
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.routing import StaleProxies
@@ -353,13 +359,16 @@ class OperationContext(Generic[P, R]):
                 raise OperationFailed(f"cluster {self.cluster_id} was deleted")
             return cluster
 
-    def payload(self, stage: str, **extra: Any) -> dict[str, Any]:
-        return {
-            "stage": stage, "operation_id": self.operation_id, "cluster_id": self.cluster_id, "type": self.type,
-            "params": self.params.stored(), "requester": self.requester, **extra,
-        }  # fmt: skip
+    def payload(self, stage: Literal["pre", "post"], **extra: Any) -> OperationHookPayload:
+        """What the webhooks of `stage` are POSTed: the operation, and `extra` (OperationHookPayload's fields)."""
+        return OperationHookPayload(
+            stage=stage, operation_id=self.operation_id, cluster_id=self.cluster_id, type=self.type,
+            params=self.params, requester=self.requester, **extra,
+        )  # fmt: skip
 
-    async def pre_hooks(self, **extra: Any) -> None:
+    async def pre_hooks(
+        self, *, old_master_server_id: int | None = None, new_master_server_id: int | None = None
+    ) -> None:
         """Calls the pre-operation webhooks (settings', then the cluster's); any failure aborts, nothing changed."""
         cluster = await self.cluster()
         urls = [*self.settings.pre_operation_webhooks, *(cluster.pre_operation_webhooks or [])]
@@ -368,7 +377,9 @@ class OperationContext(Generic[P, R]):
                 step.skipped = True
                 step.detail = "no pre-operation webhooks configured"
                 return
-            outcomes = await call_webhooks(urls, self.payload("pre", **extra), self.settings)
+            moves = {"old_master_server_id": old_master_server_id, "new_master_server_id": new_master_server_id}
+            extra = {k: v for k, v in moves.items() if v is not None}
+            outcomes = await call_webhooks(urls, self.payload("pre", **extra).body(), self.settings)
             step.detail = {"calls": [o.as_dict() for o in outcomes]}
             failed = [o for o in outcomes if not o.ok]
             if failed:
@@ -612,7 +623,7 @@ class OperationRunner:
         async with ctx.step("post_hooks") as step:
             outcomes = await call_webhooks(
                 urls,
-                ctx.payload("post", state=state.value, error=error, result=ctx.result.stored()),
+                ctx.payload("post", state=state.value, error=error, result=ctx.result).body(),
                 ctx.settings,
             )
             step.detail = {"calls": [o.as_dict() for o in outcomes]}
