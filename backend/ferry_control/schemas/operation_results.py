@@ -368,7 +368,7 @@ class OperationHookPayload(BaseModel):
     operation_id: int
     cluster_id: int
     type: str
-    params: SerializeAsAny[BaseModel]
+    params: SerializeAsAny[BaseModel] | None = Field(description="None when the stored parameters could not be read.")
     requester: str
     old_master_server_id: int | None = None
     new_master_server_id: int | None = None

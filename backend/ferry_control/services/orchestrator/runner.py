@@ -141,6 +141,8 @@ class OperationContext(Generic[P, R]):
     _writer: asyncio.Task[None] | None = None
     _work: asyncio.Task[None] | None = None
     _compensation: tuple[str, Compensation] | None = None
+    #: Why the stored parameters could not be read, when they could not (the operation then fails at once).
+    _unreadable: str | None = None
 
     @property
     def settings(self) -> Settings:
@@ -497,11 +499,11 @@ class OperationRunner:
             if operation is None or operation.state != OperationState.pending:
                 return
             lock = None if operation.dry_run else await ClusterRepository(session).lock_state(operation.cluster_id)
+            unreadable = None
             try:
-                params = PARAMS[operation.type].model_validate(operation.params or {})
-            except (KeyError, ValidationError) as e:
-                params = None
-                unreadable = f"its parameters could not be read ({e}); nothing was changed"
+                params = PARAMS.get(operation.type, OperationParams).model_validate(operation.params or {})
+            except ValidationError as e:  # a row no request could have written: the operation fails, unchanged
+                params, unreadable = None, f"its parameters could not be read ({e}); nothing was changed"
             ctx: OperationContext[Any, Any] = OperationContext(
                 runner=self,
                 operation_id=operation.id,
@@ -512,11 +514,7 @@ class OperationRunner:
                 dry_run=operation.dry_run,
                 requester=operation.requester,
             )
-            if params is None:
-                operation.state, operation.error, operation.finished_at = OperationState.failed, unreadable, _now()
-                if lock is not None and lock.operation_id == operation.id:
-                    await ClusterRepository(session).release(operation.cluster_id, operation.id, lock.fencing_token)
-                return
+            ctx._unreadable = unreadable
             if lock is not None and lock.operation_id != operation.id:
                 # Its lock was taken over (by a reconcile of an instance that thought it dead) before it began.
                 operation.state = OperationState.failed
@@ -579,6 +577,8 @@ class OperationRunner:
         executor = self.executors.get(ctx.type)
         if executor is None:
             raise OperationFailed(f"no executor for operations of type {ctx.type!r}")
+        if ctx._unreadable is not None:
+            raise OperationFailed(ctx._unreadable)
         async with ctx.guarded():
             await executor(ctx)
 
