@@ -68,8 +68,8 @@ async def test_run_now_passes_and_stores_its_figures(
             while "passed" not in drill_states:
                 event = await asyncio.wait_for(events.next(), 30)
                 if event.type == "drill":
-                    assert event.data["drill_run_id"] == run["id"]
-                    drill_states.append(event.data["state"])
+                    assert event.data.drill_run_id == run["id"]
+                    drill_states.append(event.data.state)
             assert drill_states == ["running", "passed"]
         assert operation["type"] == "drill" and operation["state"] == "succeeded", operation["error"]
         run = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/runs/{run['id']}")).json()

@@ -17,6 +17,7 @@ import httpx
 
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
 from ferry_control.models import ServerKind
+from ferry_control.schemas.operation_results import LostDomain
 from ferry_control.services.orchestrator.failover import lost_report
 from ferry_control.services.orchestrator.gtid import position
 from ferry_control.services.orchestrator.snapshot import ServerInfo, ServerView
@@ -80,16 +81,16 @@ def test_the_lost_report_warns_when_the_old_master_sent_before_its_binlog_was_du
 
     now = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
     unsynced = lost_report(old_master(True), position("1-1-8"), now=now)
-    assert unsynced["old_master_replicas_may_be_ahead"] is True
-    assert unsynced["domains"] == [
-        {"domain": 1, "old_master_last_seen": "1-1-10", "new_master": "1-1-8", "transactions_possibly_lost": 2}
+    assert unsynced.old_master_replicas_may_be_ahead is True
+    assert unsynced.domains == [
+        LostDomain(domain=1, old_master_last_seen="1-1-10", new_master="1-1-8", transactions_possibly_lost=2)
     ]
-    assert "before they were durable in its binlog" in unsynced["note"]
-    assert "never serve as a master again" in unsynced["note"]
+    assert "before they were durable in its binlog" in unsynced.note
+    assert "never serve as a master again" in unsynced.note
     for durable in (False, None):
         report = lost_report(old_master(durable), position("1-1-8"), now=now)
-        assert report["old_master_replicas_may_be_ahead"] is durable
-        assert "before they were durable" not in report["note"]
+        assert report.old_master_replicas_may_be_ahead is durable
+        assert "before they were durable" not in report.note
 
 
 async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
@@ -215,7 +216,7 @@ async def test_no_failover_when_only_the_control_plane_lost_the_master(
         async with live.app.state.bus.subscribe(cluster_id) as events:
             assert await monitor.check() == []
             event = await asyncio.wait_for(events.next(), WAIT_S)
-        assert event.type == "failover_not_confirmed" and "still replicate" in event.data["detail"]
+        assert event.type == "failover_not_confirmed" and "still replicate" in event.data.detail
         assert (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json() == []
         assert writable_master(ferryd.nodes) is ferryd.master
 
@@ -297,7 +298,7 @@ async def test_last_observation_of_a_killed_server_survives_failed_polls_and_rea
         assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
         lost = operation["result"]["possibly_lost"]
         assert lost["old_master_last_seen_position"] == written
-        assert lost["old_master_last_seen_at"] == datetime.fromisoformat(before["last_seen_at"]).isoformat()
+        assert datetime.fromisoformat(lost["old_master_last_seen_at"]) == datetime.fromisoformat(before["last_seen_at"])
         age_at_report = datetime.fromisoformat(step(operation, "lost_report")["finished_at"]) - datetime.fromisoformat(
             before["last_seen_at"]
         )

@@ -96,7 +96,7 @@ async def test_no_failover_while_the_replicas_see_the_master_whatever_the_contro
             async with bus.subscribe(ids["cluster"]) as events:
                 assert await monitor.check() == [], mode
                 event = await asyncio.wait_for(events.next(), WAIT_S)
-            assert event.type == "failover_not_confirmed" and "still replicate" in event.data["detail"], (mode, event)
+            assert event.type == "failover_not_confirmed" and "still replicate" in event.data.detail, (mode, event)
             admin.set(Mode.passing)
             assert (await collector.run_cycle()).failed == 0, f"the master answers again after {mode}"
 

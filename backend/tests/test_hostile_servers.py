@@ -24,6 +24,7 @@ from ferry_control.drivers.base import IoState, Positions, ReplicaConnection, Se
 from ferry_control.drivers.errors import ServerProtocolError
 from ferry_control.drivers.mariadb.connection import MariadbConnections, PoolSettings
 from ferry_control.models import ServerKind
+from ferry_control.schemas.events import PositionEvent
 from ferry_control.services.collection.polling import PollOutcome, PollTarget
 from ferry_control.services.collection.recording import Recorder
 from tests.conftest import LiveFactory
@@ -220,7 +221,7 @@ async def test_an_answer_the_database_refuses_is_recorded_as_that_servers_failur
     assert "its replication links could not be recorded" in refused["last_error"], refused
     assert recorded["last_error"] is None and recorded["gtid_current_pos"] == f"1-{ids['b']}-5"
     assert [(e["replica_server_id"], e["connection"]) for e in topology["edges"]] == [(ids["b"], "main")]
-    assert any(e.type == "position" and e.data["server_id"] == ids["b"] for e in events)
+    assert any(isinstance(e.data, PositionEvent) and e.data.server_id == ids["b"] for e in events)
 
 
 async def test_the_hooks_run_after_a_cycle_that_failed(live_app: LiveFactory) -> None:

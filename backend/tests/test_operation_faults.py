@@ -319,7 +319,7 @@ async def test_a_drill_left_running_with_its_master_read_only_is_undone_and_its_
                     pass
         operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
         assert operation["state"] == "interrupted", operation
-        assert event.data == {"kind": "operation_interrupted", "operation_id": operation_id, "type": "drill",
+        assert event.data.fields() == {"kind": "operation_interrupted", "operation_id": operation_id, "type": "drill",
                               "message": operation["error"]}  # fmt: skip
         [call] = receiver.calls
         assert (call["stage"], call["state"], call["operation_id"]) == ("reconciled", "interrupted", operation_id)

@@ -154,3 +154,22 @@ async def test_a_live_lease_is_respected_and_a_dead_one_reconciled_before_the_cl
         ghost_now = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{ghost_id}")).json()
         assert ghost_now["state"] == "interrupted", ghost_now
         assert ghost_now["error"].startswith("interrupted: the API instance running it stopped while it was running")
+
+
+async def test_an_operation_whose_stored_parameters_do_not_validate_fails_at_once(live_app: LiveFactory) -> None:
+    """The executor is handed its type's parameters model, validated from the row: a row no request could have
+    written (a server id that is not a number) ends failed with the reason, its lock released, nothing run."""
+    async with live_app() as live:
+        cluster = (await live.client.post("/api/v1/clusters", json={"name": "unreadable"})).json()
+        async with session_scope(live.app.state.sessionmaker) as session:
+            params = {"server_id": "a name", "master_server_id": 2}
+            operation = Operation(cluster_id=cluster["id"], type="repoint", state=OperationState.pending, dry_run=True,
+                                  params=params, steps=[], requester="a")  # fmt: skip
+            session.add(operation)
+            await session.flush()
+            operation_id = operation.id
+        live.app.state.runner.launch(operation_id)
+        await live.app.state.runner.wait(operation_id)
+        read = (await live.client.get(f"/api/v1/clusters/{cluster['id']}/operations/{operation_id}")).json()
+        assert read["state"] == "failed" and read["error"].startswith("its parameters could not be read"), read
+        assert read["steps"] == []

@@ -28,6 +28,7 @@ from ferry_control.core.security import Role
 from ferry_control.main import create_app
 from ferry_control.models import COLLECTOR_LEASE, PositionSample
 from ferry_control.repositories.leases import LeaseRepository
+from ferry_control.schemas.operation import OperationStep
 from ferry_control.services.event_bus import ClusterEvent
 from ferry_control.services.event_relay import (
     LISTENER_APPLICATION_NAME,
@@ -144,13 +145,13 @@ def test_events_are_packed_in_order_under_the_payload_limit() -> None:
 
 
 def test_an_event_too_big_for_one_notification_keeps_its_scalar_fields() -> None:
-    steps = [{"name": f"step{n}", "state": "passed", "detail": "é" * 1000} for n in range(10)]
+    steps = [OperationStep.instant(f"step{n}", "passed", "é" * 1000) for n in range(10)]
     event = ClusterEvent(4, "operation", {"operation_id": 9, "type": "switchover", "state": "running", "steps": steps})
     small = ClusterEvent(4, "position", {"server_id": 1, "domain": 2, "gtid": "2-1-5"})
     payloads, dropped = pack("host-1-ab", 0, [event, small])
     assert dropped == 0 and all(len(p.encode()) <= PAYLOAD_BYTES_MAX for p in payloads)
     _, received = unpack(payloads[0])
-    assert received[0].data == {"operation_id": 9, "type": "switchover", "state": "running", "truncated": True}
+    assert received[0].data.fields() == {"operation_id": 9, "type": "switchover", "state": "running", "truncated": True}
     assert received[0].at == event.at and received[1] == small
 
 
@@ -397,7 +398,7 @@ async def test_the_relay_reconnects_after_losing_its_connections(instances: Inst
             first.app.state.bus.publish(ClusterEvent(77, "health", data))
             async with asyncio.timeout(WAIT_S):
                 event = await subscription.next()
-        assert (event.type, event.data) == ("health", data)
+        assert (event.type, event.data.fields()) == ("health", data)
 
     await relayed({"server_id": 1, "state": "healthy"})  # the first instance's sender is connected now
     engine = create_sync_engine(live_database_url, poolclass=NullPool)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ferry_control.drivers.ferry import FerryDriver
+from ferry_control.schemas.events import OperationEvent
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import (
@@ -96,12 +97,12 @@ async def test_dry_run_runs_the_preflight_only_and_the_stream_shows_its_steps(
                 {"candidate_server_id": ids["replica2"], "dry_run": True},
             )  # fmt: skip
             seen = []
-            while not seen or seen[-1]["state"] == "running":
+            while not seen or seen[-1].state == "running":
                 event = await asyncio.wait_for(events.next(), 30)
-                if event.type == "operation" and event.data["operation_id"] == operation["id"]:
+                if isinstance(event.data, OperationEvent) and event.data.operation_id == operation["id"]:
                     seen.append(event.data)
         # The stream showed the step running, then passed, then the final state.
-        assert [(e["state"], [(s["name"], s["state"]) for s in e["steps"]]) for e in seen] == [
+        assert [(e.state, [(s.name, s.state) for s in e.steps or []]) for e in seen] == [
             ("running", []),
             ("running", [("preflight", "running")]),
             ("running", [("preflight", "passed")]),

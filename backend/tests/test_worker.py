@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from ferry_control.core.migrate import upgrade
+from ferry_control.schemas.events import OperationEvent
 from tests.conftest import LOOPBACK_WEBHOOKS, SECRET_KEY, TOKEN_PEPPER, Live, LiveFactory
 from tests.ferryd_cluster import NODE_TOKEN, WAIT_S, FerrydCluster, free_port_pair
 from tests.helpers import register, stop_process
@@ -117,8 +118,8 @@ async def test_a_worker_collects_and_runs_what_the_web_process_accepts(
                 while not subscription.queue.empty():
                     events.append(subscription.queue.get_nowait())
                 return any(
-                    e.type == "operation" and e.data.get("operation_id") == operation_id
-                    and e.data.get("state") == "succeeded" for e in events
+                    isinstance(e.data, OperationEvent) and e.data.operation_id == operation_id
+                    and e.data.state == "succeeded" for e in events
                 )  # fmt: skip
 
             await eventually("the worker's operation events to reach the web process's subscribers", relayed)

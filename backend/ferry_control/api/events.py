@@ -8,7 +8,6 @@ is checked again every poll interval while the stream runs — for all of the pr
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from fastapi import APIRouter, Path, Request
@@ -16,21 +15,39 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ferry_control.api.deps import BusDep, CurrentToken, SessionDep, SettingsDep
 from ferry_control.schemas.common import ID_MAX, error_responses
+from ferry_control.schemas.events import ClusterEventData, SubscribedEvent, TokenInvalidEvent
 from ferry_control.services.clusters import ClusterService
 from ferry_control.services.event_bus import EventBus
 from ferry_control.services.streams import StreamRegistry
 
-router = APIRouter(tags=["events"], responses=error_responses(401, 404, 422))
+#: The errors are JSON (ErrorBody), unlike the stream: named by reference so they are not put under its media type.
+ERRORS = {
+    status: {
+        "description": entry["description"],
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+    }
+    for status, entry in error_responses(401, 404, 422).items()
+}
+router = APIRouter(tags=["events"], responses=ERRORS)
+
+
+class EventStreamResponse(EventSourceResponse):
+    """An event stream whose media type the OpenAPI schema knows (the stream's data schema goes under it)."""
+
+    media_type = "text/event-stream"
+
 
 EVENTS_DESCRIPTION = """The cluster's changes as they happen, one server-sent event each (its name is the type;
-its data a JSON object with `cluster_id`, `at` and the fields below). The stream opens with `subscribed`.
+its data a JSON object with `event` — the type again —, `cluster_id`, `at` and the type's fields: the schema
+`ClusterEventData`, discriminated by `event`). The stream opens with `subscribed`.
 
-- `position` — a server's GTID position changed (`server_id`, positions per domain)
-- `health`, `read_only`, `fenced`, `server_discovered` — a server's state changed (`server_id`, …)
+- `position` — a server's GTID position changed in a domain (`server_id`, `domain`, `gtid`, `seq_no`)
+- `health`, `read_only`, `fenced` — a server's state changed (`server_id`, …)
 - `link` — a replication connection appeared, changed state or lag, or went away (`link_id`, `replica_server_id`, …)
 - `operation` — an operation's state or one of its steps changed (`operation_id`, `type`, `state`, `steps`)
 - `drill` — a drill run changed state (`drill_run_id`, `operation_id`, `state`: running, passed, failed)
 - `failover_not_confirmed` — the master looked lost to the control plane only (`server_id`, `detail`)
+- `alert` — an operation left by a stopped instance was reconciled (`kind`, `operation_id`, `type`, `message`)
 - `token_invalid` — the caller's token was revoked or expired; the stream ends (checked every poll interval)
 
 The browser's EventSource cannot send the bearer token: read it with fetch and a streaming body."""
@@ -41,7 +58,8 @@ async def _stream(
 ) -> AsyncIterator[ServerSentEvent]:
     loop = asyncio.get_running_loop()
     async with bus.subscribe(cluster_id) as subscription:
-        yield ServerSentEvent(event="subscribed", data=json.dumps({"cluster_id": cluster_id}))
+        subscribed = SubscribedEvent(cluster_id=cluster_id)
+        yield ServerSentEvent(event=subscribed.event, data=subscribed.model_dump_json(exclude_none=True))
         next_check = loop.time() + check_s
         while True:
             event = None
@@ -52,10 +70,8 @@ async def _stream(
                 pass
             if loop.time() >= next_check:
                 if not await token_valid():
-                    yield ServerSentEvent(
-                        event="token_invalid",
-                        data=json.dumps({"cluster_id": cluster_id, "message": "the token was revoked or expired"}),
-                    )
+                    invalid = TokenInvalidEvent(cluster_id=cluster_id, message="the token was revoked or expired")
+                    yield ServerSentEvent(event=invalid.event, data=invalid.model_dump_json(exclude_none=True))
                     return
                 next_check = loop.time() + check_s
             if event is None:
@@ -67,8 +83,8 @@ async def _stream(
     "/clusters/{cluster_id}/events",
     summary="Cluster changes as server-sent events",
     description=EVENTS_DESCRIPTION,
-    response_class=EventSourceResponse,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "An endless event stream."}},
+    response_class=EventStreamResponse,
+    responses={200: {"model": ClusterEventData, "description": "An endless event stream; each event's data as here."}},
 )
 async def cluster_events(
     request: Request,

@@ -18,7 +18,9 @@ from ferry_control.core.security import Role
 from ferry_control.schemas.cluster import REDACTED
 from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.schemas.operation import (
+    PARAMS,
     BringLevelRequest,
+    DrillOperation,
     FailoverRequest,
     OperationRead,
     OperationRequest,
@@ -77,7 +79,7 @@ async def list_operations(
     dry_run: bool | None = Query(None, description="Only dry runs (true) or only real operations (false)."),
 ) -> list[OperationRead]:
     operations = await OperationService(session).list(cluster_id, limit, before_id, types=type_, dry_run=dry_run)
-    return [_for_role(OperationRead.model_validate(o), principal.role) for o in operations]
+    return [_for_role(OperationRead.of(o), principal.role) for o in operations]
 
 
 @router.get("/{operation_id}", response_model=OperationRead, summary="Get an operation and its steps")
@@ -88,13 +90,14 @@ async def get_operation(
     operation_id: int = Path(ge=1, le=ID_MAX),
 ) -> OperationRead:
     operation = await OperationService(session).get(cluster_id, operation_id)
-    return _for_role(OperationRead.model_validate(operation), principal.role)
+    return _for_role(OperationRead.of(operation), principal.role)
 
 
 def _for_role(read: OperationRead, role: Role) -> OperationRead:
     """A viewer does not see a drill's webhook URL among the parameters."""
-    if read.params.get("webhook_url") and not role.allows(Role.operator):
-        read.params = {**read.params, "webhook_url": REDACTED}
+    operation = read.root
+    if isinstance(operation, DrillOperation) and operation.params.webhook_url and not role.allows(Role.operator):
+        operation.params = operation.params.model_copy(update={"webhook_url": REDACTED})
     return read
 
 
@@ -119,7 +122,7 @@ def _operation_route(
         idempotency_key: IdempotencyKey = None,
         cluster_id: int = ClusterId,
     ) -> OperationRead:
-        params = body.model_dump(exclude={"dry_run"})
+        params = PARAMS[type_].model_validate(body.model_dump(exclude={"dry_run"}))
         if precheck is not None:
             await precheck(session, drivers, settings, cluster_id, params)
         operation, new = await OperationService(session).start(
@@ -135,7 +138,7 @@ def _operation_route(
         response.headers["Location"] = f"/api/v1/clusters/{cluster_id}/operations/{operation.id}"
         if not new:
             response.headers["Idempotent-Replayed"] = "true"
-        return OperationRead.model_validate(operation)
+        return OperationRead.of(operation)
 
     router.post(
         "/" + type_.replace("_", "-"),

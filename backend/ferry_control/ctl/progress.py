@@ -1,5 +1,7 @@
 """Following an operation to its end: each step printed as it starts and as it finishes (polling the operation,
-`poll_s` apart), then the outcome — success, refused by preflight (the failing checks named), or failed."""
+`poll_s` apart), then the outcome — success, refused by preflight (the failing checks named), or failed. The API's
+answer is read as its own model (`ferry_control.schemas.operation.OperationRead`: a union on `type`, each with its
+type's result), so results are read by field; the JSON document printed is the API's answer as it came."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from rich.markup import escape
 from ferry_control.ctl.client import Client
 from ferry_control.ctl.errors import CtlError, ExitCode
 from ferry_control.ctl.output import Output, cell_text
+from ferry_control.schemas.operation import AnyOperation, OperationRead, OperationStep
+from ferry_control.schemas.operation_results import CheckResult, MovesWriter
 
 TERMINAL_STATES = {"succeeded", "failed", "undone", "interrupted"}
 #: Steps that only check and change nothing: an operation that failed in one was refused.
@@ -26,17 +30,17 @@ class StepPrinter:
         self.out = out
         self.printed: dict[int, set[str]] = {}
 
-    def update(self, operation: dict[str, Any]) -> None:
-        for index, step in enumerate(operation.get("steps") or []):
+    def update(self, operation: AnyOperation) -> None:
+        for index, step in enumerate(operation.steps):
             done = self.printed.setdefault(index, set())
-            name, state = escape(step["name"]), step["state"]
+            name, state = escape(step.name), step.state
             if "start" not in done:
                 done.add("start")
                 if state == "running":
                     self.out.line(f"  … {name}")
             if state != "running" and "end" not in done:
                 done.add("end")
-                took = f" ({step['duration_s']:.3f} s)" if step.get("duration_s") is not None else ""
+                took = f" ({step.duration_s:.3f} s)" if step.duration_s is not None else ""
                 if state == "passed":
                     self.out.line(f"  [green]✓[/] {name}{took}")
                 elif state == "skipped":
@@ -46,8 +50,13 @@ class StepPrinter:
                     self.out.line(f"  [red]✗[/] {name}{took}" + (f": {escape(detail)}" if detail else ""))
 
 
-def step_detail(step: dict[str, Any]) -> str:
-    detail = step.get("detail")
+def parse(document: dict[str, Any]) -> AnyOperation:
+    """The API's operation document as its type's model."""
+    return OperationRead.model_validate(document).root
+
+
+def step_detail(step: OperationStep) -> str:
+    detail = step.detail
     if isinstance(detail, dict) and "checks" in detail:
         failed = [c for c in detail["checks"] if not c.get("passed")]
         return "; ".join(f"{c['name']}: {c.get('detail')}" for c in failed)
@@ -57,47 +66,50 @@ def step_detail(step: dict[str, Any]) -> str:
 def follow(
     client: Client, out: Output, cluster_id: int, operation_id: int, timeout_s: float | None, poll_s: float = POLL_S
 ) -> dict[str, Any]:
-    """Reads the operation until it ends, printing its steps; returns it as it ended."""
+    """Reads the operation until it ends, printing its steps; returns it as it ended (the API's document)."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     printer = StepPrinter(out)
     while True:
-        operation: dict[str, Any] = client.get(f"/clusters/{cluster_id}/operations/{operation_id}")
+        document = client.get(f"/clusters/{cluster_id}/operations/{operation_id}")
+        operation = parse(document)
         printer.update(operation)
-        if operation["state"] in TERMINAL_STATES:
-            return operation
+        if operation.state in TERMINAL_STATES:
+            return document
         if deadline is not None and time.monotonic() >= deadline:
             raise CtlError(
-                f"operation {operation_id} is still {operation['state']} after {timeout_s:g} s "
+                f"operation {operation_id} is still {operation.state} after {timeout_s:g} s "
                 f"(follow it: ferryctl operations follow {cluster_id} {operation_id})",
                 ExitCode.timeout,
                 code="wait_timeout",
-                document=operation,
+                document=document,
             )
         time.sleep(poll_s)
 
 
-def failed_checks(operation: dict[str, Any]) -> list[dict[str, Any]]:
-    checks = (operation.get("result") or {}).get("checks") or []
-    return [c for c in checks if not c.get("passed")]
+def failed_checks(operation: AnyOperation) -> list[CheckResult]:
+    """The named preflight checks that failed (a switchover's, failover's or drill's)."""
+    result = operation.result
+    checks = result.checks if isinstance(result, MovesWriter) else None
+    return [c for c in checks or [] if not c.passed]
 
 
-def was_refused(operation: dict[str, Any]) -> bool:
+def was_refused(operation: AnyOperation) -> bool:
     """It failed in a step that only checks: nothing was changed."""
-    failed = [s for s in operation.get("steps") or [] if s["state"] == "failed"]
-    return operation["state"] == "failed" and bool(failed) and failed[-1]["name"] in CHECK_STEPS
+    failed = [s for s in operation.steps if s.state == "failed"]
+    return operation.state == "failed" and bool(failed) and failed[-1].name in CHECK_STEPS
 
 
-def raise_unless_succeeded(operation: dict[str, Any], document: Any = None) -> None:
-    """A CtlError for an operation that did not succeed: exit code `refused` when its checks refused it (the
-    failing checks named in the message), else `failed`."""
-    if operation["state"] == "succeeded":
+def raise_unless_succeeded(document: dict[str, Any]) -> None:
+    """A CtlError (with the API's `document`) for an operation that did not succeed: exit code `refused` when its
+    checks refused it (the failing checks named in the message), else `failed`."""
+    operation = parse(document)
+    if operation.state == "succeeded":
         return
-    what = f"{operation['type']} {operation['id']}"
-    error = operation.get("error") or f"{what} ended {operation['state']}"
-    document = operation if document is None else document
+    what = f"{operation.type} {operation.id}"
+    error = operation.error or f"{what} ended {operation.state}"
     if was_refused(operation):
         checks = failed_checks(operation)
         lines = [f"{what} refused by preflight, nothing was changed" + ("" if checks else f": {error}")]
-        lines += [f"  check {c['name']} failed: {c.get('detail')}" for c in checks]
+        lines += [f"  check {c.name} failed: {c.detail}" for c in checks]
         raise CtlError("\n".join(lines), ExitCode.refused, code="preflight_refused", document=document)
-    raise CtlError(f"{what} {operation['state']}: {error}", ExitCode.failed, code="operation_failed", document=document)
+    raise CtlError(f"{what} {operation.state}: {error}", ExitCode.failed, code="operation_failed", document=document)

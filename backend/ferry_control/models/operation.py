@@ -40,13 +40,15 @@ class Operation(Base):
         Enum(OperationState, native_enum=False, create_constraint=True, length=16), default=OperationState.pending
     )
     dry_run: Mapped[bool] = mapped_column(default=False)
-    #: The request's parameters (candidate, target, position, …).
+    #: The request's parameters as its type's model stores them (schemas/operation.py `PARAMS`).
     params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    #: [{"name", "state", "started_at", "finished_at", "detail"}], updated as the operation runs.
+    #: Each step as `OperationStep` stores it (name, state, started_at, finished_at, duration_s, detail), updated as
+    #: the operation runs.
     steps: Mapped[list[Any]] = mapped_column(JSON, default=list)
     #: The API token's name that asked for it (or `scheduler` / `collector`).
     requester: Mapped[str] = mapped_column(String(100))
     idempotency_key: Mapped[str | None] = mapped_column(String(200), default=None)
+    #: What it found and did, as its type's result model stores it (schemas/operation_results.py `RESULTS`).
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     error: Mapped[str | None] = mapped_column(Text, default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,14 +1,27 @@
-"""Operation shapes: the operation resource with its live steps, and one request body per operation type."""
+"""Operation shapes: the operation resource with its live steps (one model per type, discriminated by `type`, with
+that type's parameters and result), one request body per operation type, and the parameters each carries."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
 
-from ferry_control.models import OperationState
+from ferry_control.models import Operation, OperationState
 from ferry_control.schemas.common import ID_MAX, GtidPositionText
+from ferry_control.schemas.operation_results import (
+    RESULTS,
+    BringLevelResult,
+    DrillResult,
+    FailoverResult,
+    ReadOnlyResult,
+    RepointResult,
+    SkipTransactionsResult,
+    StartReplicationResult,
+    StopReplicationResult,
+    SwitchoverResult,
+)
 
 ConnectionName = Field(
     None,
@@ -20,46 +33,50 @@ DryRun = Field(False, description="Run the preflight only: nothing is changed; t
 ServerRef = Field(ge=1, le=ID_MAX, description="A registered server's id in this cluster.", examples=[2])
 
 
+StepState = Literal["running", "passed", "failed", "skipped"]
+
+
 class OperationStep(BaseModel):
-    """One step of an operation, updated live as it runs."""
+    """One step of an operation, updated live as it runs. Every step record is made here: `begin` as it starts,
+    `end` as it ends, `instant` for one recorded at once (a reconcile). Times are UTC, written with `Z`; rows written
+    with `+00:00` read the same."""
 
     name: str = Field(examples=["candidate_catch_up"])
-    state: Literal["running", "passed", "failed", "skipped"] = Field(examples=["passed"])
+    state: StepState = Field(examples=["passed"])
     started_at: datetime
     finished_at: datetime | None = None
     duration_s: float | None = Field(None, examples=[0.084])
     detail: Any = Field(None, description="What the step found or did (text, or an object for checks and lists).")
 
+    @classmethod
+    def begin(cls, name: str, detail: Any = None) -> OperationStep:
+        return cls(name=name, state="running", started_at=datetime.now(UTC), detail=detail)
 
-class OperationRead(BaseModel):
-    model_config = ConfigDict(
-        from_attributes=True,
-        json_schema_extra={
-            "examples": [
-                {
-                    "id": 7, "cluster_id": 1, "type": "switchover", "state": "succeeded", "dry_run": False,
-                    "params": {"candidate_server_id": 2}, "requester": "alice",
-                    "steps": [{"name": "preflight", "state": "passed", "started_at": "2026-11-21T13:00:00Z",
-                               "finished_at": "2026-11-21T13:00:00.2Z", "duration_s": 0.2, "detail": None}],
-                    "idempotency_key": "b0c7…", "error": None,
-                    "result": {"unavailable_s": 0.41, "old_master_server_id": 1, "new_master_server_id": 2},
-                    "created_at": "2026-11-21T13:00:00Z", "started_at": "2026-11-21T13:00:00Z",
-                    "finished_at": "2026-11-21T13:00:02Z",
-                }
-            ]
-        },
-    )  # fmt: skip
+    def end(self, state: StepState, detail: Any, duration_s: float | None) -> None:
+        """Ends the step now; `duration_s` as measured by the caller on a monotonic clock (None: not known)."""
+        self.state, self.detail, self.finished_at = state, detail, datetime.now(UTC)
+        self.duration_s = None if duration_s is None else round(duration_s, 6)
+
+    @classmethod
+    def instant(cls, name: str, state: StepState, detail: Any, duration_s: float | None = None) -> OperationStep:
+        now = datetime.now(UTC)
+        return cls(name=name, state=state, started_at=now, finished_at=now, duration_s=duration_s, detail=detail)
+
+    def stored(self) -> dict[str, Any]:
+        """As the operation's row keeps it (JSON)."""
+        return self.model_dump(mode="json")
+
+
+class OperationReadBase(BaseModel):
+    """What every operation has: who asked, its state, its steps as they happen, and the error it ended with."""
 
     id: int
     cluster_id: int
-    type: str
     state: OperationState
     dry_run: bool
-    params: dict[str, Any]
     steps: list[OperationStep]
     requester: str
     idempotency_key: str | None
-    result: dict[str, Any] | None
     error: str | None
     created_at: datetime
     started_at: datetime | None
@@ -67,15 +84,28 @@ class OperationRead(BaseModel):
 
 
 class OperationRequest(BaseModel):
+    """A request body: the operation's parameters and whether it is a dry run."""
+
     model_config = ConfigDict(extra="forbid")
 
     dry_run: bool = DryRun
 
 
-class SwitchoverRequest(OperationRequest):
+class OperationParams(BaseModel):
+    """What an operation was asked to do: validated from the request, stored with the operation (its `params`), and
+    validated again from the row into its executor (`ctx.params`), which may run in another process. A key a row has
+    and the model does not is ignored; a request with one is refused (`OperationRequest`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    def stored(self) -> dict[str, Any]:
+        """As the operation's row keeps it: the fields given (a default not asked for is not written)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class SwitchoverParams(OperationParams):
     model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={"examples": [{"candidate_server_id": 2, "expected_master_server_id": 1, "dry_run": False}]},
+        json_schema_extra={"examples": [{"candidate_server_id": 2, "expected_master_server_id": 1}]},
     )
 
     candidate_server_id: int | None = Field(
@@ -97,8 +127,8 @@ class SwitchoverRequest(OperationRequest):
     )
 
 
-class FailoverRequest(OperationRequest):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"candidate_server_id": None}]})
+class FailoverChoice(OperationParams):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"candidate_server_id": None}]})
 
     candidate_server_id: int | None = Field(
         None,
@@ -116,9 +146,14 @@ class FailoverRequest(OperationRequest):
     )
 
 
-class RepointRequest(OperationRequest):
+class FailoverParams(FailoverChoice):
+    automatic: bool = Field(
+        False, description="Started by the failover monitor (a replica must have confirmed the loss), not by a person."
+    )
+
+
+class RepointParams(OperationParams):
     model_config = ConfigDict(
-        extra="forbid",
         json_schema_extra={"examples": [{"server_id": 3, "master_server_id": 2, "use_gtid": "slave_pos"}]},
     )
 
@@ -130,23 +165,21 @@ class RepointRequest(OperationRequest):
     connection: str | None = ConnectionName
 
     @model_validator(mode="after")
-    def _not_itself(self) -> RepointRequest:
+    def _not_itself(self) -> RepointParams:
         if self.server_id == self.master_server_id:
             raise ValueError(f"server {self.server_id} cannot replicate from itself")
         return self
 
 
-class ReadOnlyRequest(OperationRequest):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"server_id": 1, "read_only": True}]})
+class ReadOnlyParams(OperationParams):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"server_id": 1, "read_only": True}]})
 
     server_id: int = ServerRef
     read_only: bool
 
 
-class StartReplicationRequest(OperationRequest):
-    model_config = ConfigDict(
-        extra="forbid", json_schema_extra={"examples": [{"server_id": 3, "until": "1-1-40,2-2-17"}]}
-    )
+class StartReplicationParams(OperationParams):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"server_id": 3, "until": "1-1-40,2-2-17"}]})
 
     server_id: int = ServerRef
     connection: str | None = ConnectionName
@@ -155,16 +188,16 @@ class StartReplicationRequest(OperationRequest):
     )
 
 
-class StopReplicationRequest(OperationRequest):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"server_id": 3}]})
+class StopReplicationParams(OperationParams):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"server_id": 3}]})
 
     server_id: int = ServerRef
     connection: str | None = ConnectionName
 
 
-class BringLevelRequest(OperationRequest):
+class BringLevelParams(OperationParams):
     model_config = ConfigDict(
-        extra="forbid", json_schema_extra={"examples": [{"server_id": 3, "source_server_id": 2, "timeout_s": 30}]}
+        json_schema_extra={"examples": [{"server_id": 3, "source_server_id": 2, "timeout_s": 30}]}
     )
 
     server_id: int = ServerRef
@@ -172,16 +205,14 @@ class BringLevelRequest(OperationRequest):
     timeout_s: float | None = Field(None, gt=0, le=300, description="Bound on the wait; default: the catch-up timeout.")
 
     @model_validator(mode="after")
-    def _not_itself(self) -> BringLevelRequest:
+    def _not_itself(self) -> BringLevelParams:
         if self.server_id == self.source_server_id:
             raise ValueError(f"server {self.server_id} is always level with itself")
         return self
 
 
-class SkipTransactionsRequest(OperationRequest):
-    model_config = ConfigDict(
-        extra="forbid", json_schema_extra={"examples": [{"server_id": 3, "connection": "main", "count": 1}]}
-    )
+class SkipTransactionsParams(OperationParams):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"server_id": 3, "connection": "main", "count": 1}]})
 
     server_id: int = ServerRef
     connection: str | None = ConnectionName
@@ -193,3 +224,201 @@ class SkipTransactionsRequest(OperationRequest):
         "They are lost on that replica.",
         examples=[1],
     )
+
+
+class SwitchoverRequest(SwitchoverParams, OperationRequest):
+    """The body of POST …/switchover."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class FailoverRequest(FailoverChoice, OperationRequest):
+    """The body of POST …/failover."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class RepointRequest(RepointParams, OperationRequest):
+    """The body of POST …/repoint."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReadOnlyRequest(ReadOnlyParams, OperationRequest):
+    """The body of POST …/read-only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class StartReplicationRequest(StartReplicationParams, OperationRequest):
+    """The body of POST …/start-replication."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class StopReplicationRequest(StopReplicationParams, OperationRequest):
+    """The body of POST …/stop-replication."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class BringLevelRequest(BringLevelParams, OperationRequest):
+    """The body of POST …/bring-level."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SkipTransactionsRequest(SkipTransactionsParams, OperationRequest):
+    """The body of POST …/skip-transactions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class DrillParams(OperationParams):
+    """A drill's operation: its run's plan (services/drills.py) and the run it belongs to."""
+
+    candidate_strategy: Literal["fixed", "rotation"] = "rotation"
+    candidate_server_id: int | None = None
+    switch_back: bool = False
+    source_server_id: int | None = None
+    webhook_url: str | None = None
+    drill_run_id: int
+
+
+OperationType = Literal[
+    "switchover", "failover", "repoint", "read_only", "start_replication", "stop_replication", "bring_level",
+    "skip_transactions", "drill",
+]  # fmt: skip
+#: Each operation type's parameters.
+PARAMS: dict[str, type[OperationParams]] = {
+    "switchover": SwitchoverParams,
+    "failover": FailoverParams,
+    "repoint": RepointParams,
+    "read_only": ReadOnlyParams,
+    "start_replication": StartReplicationParams,
+    "stop_replication": StopReplicationParams,
+    "bring_level": BringLevelParams,
+    "skip_transactions": SkipTransactionsParams,
+    "drill": DrillParams,
+}
+
+
+class SwitchoverOperation(OperationReadBase):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": 7, "cluster_id": 1, "type": "switchover", "state": "succeeded", "dry_run": False,
+                    "params": {"candidate_server_id": 2}, "requester": "alice",
+                    "steps": [{"name": "preflight", "state": "passed", "started_at": "2026-11-21T13:00:00Z",
+                               "finished_at": "2026-11-21T13:00:00.2Z", "duration_s": 0.2, "detail": None}],
+                    "idempotency_key": "b0c7…", "error": None,
+                    "result": {"unavailable_s": 0.41, "old_master_server_id": 1, "new_master_server_id": 2},
+                    "created_at": "2026-11-21T13:00:00Z", "started_at": "2026-11-21T13:00:00Z",
+                    "finished_at": "2026-11-21T13:00:02Z",
+                }
+            ]
+        },
+    )  # fmt: skip
+
+    type: Literal["switchover"]
+    params: SwitchoverParams
+    result: SwitchoverResult | None = None
+
+
+class FailoverOperation(OperationReadBase):
+    type: Literal["failover"]
+    params: FailoverParams
+    result: FailoverResult | None = None
+
+
+class RepointOperation(OperationReadBase):
+    type: Literal["repoint"]
+    params: RepointParams
+    result: RepointResult | None = None
+
+
+class ReadOnlyOperation(OperationReadBase):
+    type: Literal["read_only"]
+    params: ReadOnlyParams
+    result: ReadOnlyResult | None = None
+
+
+class StartReplicationOperation(OperationReadBase):
+    type: Literal["start_replication"]
+    params: StartReplicationParams
+    result: StartReplicationResult | None = None
+
+
+class StopReplicationOperation(OperationReadBase):
+    type: Literal["stop_replication"]
+    params: StopReplicationParams
+    result: StopReplicationResult | None = None
+
+
+class BringLevelOperation(OperationReadBase):
+    type: Literal["bring_level"]
+    params: BringLevelParams
+    result: BringLevelResult | None = None
+
+
+class SkipTransactionsOperation(OperationReadBase):
+    type: Literal["skip_transactions"]
+    params: SkipTransactionsParams
+    result: SkipTransactionsResult | None = None
+
+
+class DrillOperation(OperationReadBase):
+    type: Literal["drill"]
+    params: DrillParams
+    result: DrillResult | None = None
+
+
+AnyOperation = Annotated[
+    SwitchoverOperation | FailoverOperation | RepointOperation | ReadOnlyOperation | StartReplicationOperation
+    | StopReplicationOperation | BringLevelOperation | SkipTransactionsOperation | DrillOperation,
+    Field(discriminator="type"),
+]  # fmt: skip
+
+
+VARIANTS: dict[str, type[OperationReadBase]] = {
+    "switchover": SwitchoverOperation,
+    "failover": FailoverOperation,
+    "repoint": RepointOperation,
+    "read_only": ReadOnlyOperation,
+    "start_replication": StartReplicationOperation,
+    "stop_replication": StopReplicationOperation,
+    "bring_level": BringLevelOperation,
+    "skip_transactions": SkipTransactionsOperation,
+    "drill": DrillOperation,
+}
+
+
+class OperationRead(RootModel[AnyOperation]):
+    """An operation with its live steps: `params` and `result` are its type's (discriminated by `type`)."""
+
+    @classmethod
+    def of(cls, operation: Operation) -> OperationRead:
+        """From its row. Parameters or a result a row holds that its type's model refuses (a row no request could
+        have written) are shown as stored rather than failing the whole read."""
+        columns = {c: getattr(operation, c) for c in OperationReadBase.model_fields}
+        params = lenient(PARAMS[operation.type], operation.params or {})
+        result = None if operation.result is None else lenient(RESULTS[operation.type], operation.result)
+        fields = {**columns, "type": operation.type, "params": params, "result": result}
+        try:
+            return cls.model_validate(fields)
+        except ValidationError:  # parameters or a result read leniently: not validated again
+            return cls.model_construct(VARIANTS[operation.type].model_construct(**fields))
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def lenient(model: type[M], stored: dict[str, Any]) -> M:
+    """The stored JSON as `model`; where it does not validate, its known keys as stored (not validated) and a
+    required one it lacks as None."""
+    try:
+        return model.model_validate(stored)
+    except ValidationError:
+        missing = {name: None for name, field in model.model_fields.items() if field.is_required()}
+        return model.model_construct(**{**missing, **{k: v for k, v in stored.items() if k in model.model_fields}})

@@ -22,6 +22,7 @@ from ferry_control.repositories.drills import DrillRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.cluster import REDACTED
 from ferry_control.schemas.drill import DrillRunCreate, DrillScheduleCreate, DrillScheduleRead, DrillScheduleUpdate
+from ferry_control.schemas.operation import DrillParams
 from ferry_control.services.clusters import ClusterService, check_webhook
 from ferry_control.services.operations import OperationService
 from ferry_control.services.orchestrator.runner import OperationRunner
@@ -190,7 +191,7 @@ class DrillService:
             settings,
             cluster_id=cluster_id,
             type_="drill",
-            params={**plan, "drill_run_id": run.id},
+            params=DrillParams(**plan, drill_run_id=run.id),
             dry_run=False,
             requester=requester,
         )

@@ -11,28 +11,50 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, TypeVar
 
+from ferry_control.schemas.events import EVENT_DATA, EventData, EventType
+
 
 @dataclass(frozen=True)
 class ClusterEvent:
+    """One change of a cluster: its type and that type's data model (schemas/events.py). Made with `of(cluster_id,
+    data)`; data given as a mapping (relayed from another instance) is validated into its type's model."""
+
     cluster_id: int
-    #: `position`, `health`, `link`, `read_only`, `server_discovered`, `operation`, `drill`, `fenced`,
-    #: `failover_not_confirmed`.
-    type: str
-    data: dict[str, Any]
+    type: EventType
+    data: EventData
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def __post_init__(self) -> None:
+        kind = EventType(self.type)
+        object.__setattr__(self, "type", kind)
+        data: EventData | Mapping[str, Any] = self.data
+        if not isinstance(data, EventData):
+            object.__setattr__(self, "data", EVENT_DATA[kind].model_validate(data))
+        elif data.event != kind:
+            raise ValueError(f"a {kind} event with {data.event} data")
+
+    @classmethod
+    def of(cls, cluster_id: int, data: EventData) -> ClusterEvent:
+        return cls(cluster_id, data.event, data)
 
     @cached_property
     def json(self) -> str:
-        """The event as a stream sends it (`cluster_id`, `at` and its data), encoded once however many streams
-        send it."""
-        return json.dumps({"cluster_id": self.cluster_id, "at": self.at.isoformat(), **self.data})
+        """The event as a stream sends it (`event`, `cluster_id`, `at` and its data), encoded once however many
+        streams send it."""
+        body = {
+            "event": self.type.value,
+            "cluster_id": self.cluster_id,
+            "at": self.at.isoformat(),
+            **self.data.fields(),
+        }
+        return json.dumps(body)
 
 
 T = TypeVar("T")

@@ -60,7 +60,7 @@ def libpq_conninfo(database_url: str) -> str:
 
 
 def _encode_event(event: ClusterEvent) -> str:
-    body = {"cluster_id": event.cluster_id, "type": event.type, "at": event.at.isoformat(), "data": event.data}
+    body = {"cluster_id": event.cluster_id, "type": event.type, "at": event.at.isoformat(), "data": event.data.fields()}
     return json.dumps(body, separators=(",", ":"))
 
 
@@ -72,7 +72,7 @@ def _truncated(event: ClusterEvent) -> ClusterEvent:
             return len(value) <= TRUNCATED_STRING_CHARS_MAX
         return value is None or isinstance(value, bool | int | float)
 
-    data = {key: value for key, value in event.data.items() if small(value)}
+    data = {key: value for key, value in event.data.fields().items() if small(value)}
     return ClusterEvent(event.cluster_id, event.type, {**data, "truncated": True}, event.at)
 
 

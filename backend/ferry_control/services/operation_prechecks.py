@@ -5,8 +5,6 @@ left to the operation's own preflight, which checks everything again when it run
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
@@ -15,14 +13,15 @@ from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.operation import SkipTransactionsParams
 from ferry_control.services.orchestrator.skip import find_connection, is_stopped, why_not_stopped
 
 
 async def precheck_skip_transactions(
-    session: AsyncSession, drivers: DriverFactory, settings: Settings, cluster_id: int, params: dict[str, Any]
+    session: AsyncSession, drivers: DriverFactory, settings: Settings, cluster_id: int, params: SkipTransactionsParams
 ) -> None:
     cluster = await ClusterRepository(session).get(cluster_id)
-    server = await ServerRepository(session).get(cluster_id, params["server_id"])
+    server = await ServerRepository(session).get(cluster_id, params.server_id)
     if cluster is None or server is None:
         return  # the operation service answers 404 for those
     try:
@@ -30,7 +29,7 @@ async def precheck_skip_transactions(
     except DriverError:
         return  # not reachable now: the operation's preflight says so (a failed operation, not a 5xx here)
     label = f"server {server.id} ({server.name})"
-    name = params.get("connection")
+    name = params.connection
     if name is None:
         name = connections[0].name if len(connections) == 1 else settings.replication_connection_name
     connection = find_connection(connections, name)

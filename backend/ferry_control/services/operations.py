@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -23,6 +22,7 @@ from ferry_control.models import Operation, OperationState
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.operation import OperationParams
 from ferry_control.services.clusters import ClusterService
 from ferry_control.services.orchestrator.runner import OperationRunner
 
@@ -65,14 +65,15 @@ class OperationService:
         *,
         cluster_id: int,
         type_: str,
-        params: dict[str, Any],
+        params: OperationParams,
         dry_run: bool,
         requester: str,
         idempotency_key: str | None = None,
     ) -> tuple[Operation, bool]:
         """The operation (new, or the earlier one with this idempotency key) and whether it is new."""
         await self.clusters.get(cluster_id)
-        for key, value in params.items():
+        stored = params.stored()
+        for key, value in stored.items():
             if key.endswith("server_id") and value is not None and await self.servers.get(cluster_id, value) is None:
                 raise NotFound(
                     f"{key} {value}: server {value} does not exist in cluster {cluster_id}", code="server_not_found"
@@ -82,7 +83,7 @@ class OperationService:
         if idempotency_key is not None:
             earlier = await self.operations.get_by_idempotency_key(cluster_id, requester, idempotency_key)
             if earlier is not None:
-                if (earlier.type, earlier.params, earlier.dry_run) != (type_, params, dry_run):
+                if (earlier.type, earlier.params, earlier.dry_run) != (type_, stored, dry_run):
                     raise Conflict(
                         f"Idempotency-Key {idempotency_key!r} was used for operation {earlier.id} ({earlier.type}) "
                         "with other parameters; use a new key for a new request",
@@ -116,7 +117,7 @@ class OperationService:
                 type=type_,
                 state=OperationState.pending,
                 dry_run=dry_run,
-                params=params,
+                params=stored,
                 steps=[],
                 requester=requester,
                 idempotency_key=idempotency_key,

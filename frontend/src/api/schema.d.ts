@@ -300,14 +300,16 @@ export interface paths {
         /**
          * Cluster changes as server-sent events
          * @description The cluster's changes as they happen, one server-sent event each (its name is the type;
-         *     its data a JSON object with `cluster_id`, `at` and the fields below). The stream opens with `subscribed`.
+         *     its data a JSON object with `event` — the type again —, `cluster_id`, `at` and the type's fields: the schema
+         *     `ClusterEventData`, discriminated by `event`). The stream opens with `subscribed`.
          *
-         *     - `position` — a server's GTID position changed (`server_id`, positions per domain)
-         *     - `health`, `read_only`, `fenced`, `server_discovered` — a server's state changed (`server_id`, …)
+         *     - `position` — a server's GTID position changed in a domain (`server_id`, `domain`, `gtid`, `seq_no`)
+         *     - `health`, `read_only`, `fenced` — a server's state changed (`server_id`, …)
          *     - `link` — a replication connection appeared, changed state or lag, or went away (`link_id`, `replica_server_id`, …)
          *     - `operation` — an operation's state or one of its steps changed (`operation_id`, `type`, `state`, `steps`)
          *     - `drill` — a drill run changed state (`drill_run_id`, `operation_id`, `state`: running, passed, failed)
          *     - `failover_not_confirmed` — the master looked lost to the control plane only (`server_id`, `detail`)
+         *     - `alert` — an operation left by a stopped instance was reconciled (`kind`, `operation_id`, `type`, `message`)
          *     - `token_invalid` — the caller's token was revoked or expired; the stream ends (checked every poll interval)
          *
          *     The browser's EventSource cannot send the bearer token: read it with fetch and a streaming body.
@@ -722,6 +724,40 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AlertEvent */
+        AlertEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "alert";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /**
+             * Kind
+             * @constant
+             */
+            kind: "operation_interrupted";
+            /** Operation Id */
+            operation_id: number;
+            /** Type */
+            type: string;
+            /** Message */
+            message: string;
+        };
         /** AlignedTransaction */
         AlignedTransaction: {
             /** Gtid */
@@ -794,8 +830,70 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /** BringLevelOperation */
+        BringLevelOperation: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            state: components["schemas"]["OperationState"];
+            /** Dry Run */
+            dry_run: boolean;
+            /** Steps */
+            steps: components["schemas"]["OperationStep"][];
+            /** Requester */
+            requester: string;
+            /** Idempotency Key */
+            idempotency_key: string | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "bring_level";
+            params: components["schemas"]["BringLevelParams"];
+            result?: components["schemas"]["BringLevelResult"] | null;
+        };
+        /**
+         * BringLevelParams
+         * @example {
+         *       "server_id": 3,
+         *       "source_server_id": 2,
+         *       "timeout_s": 30
+         *     }
+         */
+        BringLevelParams: {
+            /**
+             * Server Id
+             * @description A registered server's id in this cluster.
+             * @example 2
+             */
+            server_id: number;
+            /**
+             * Source Server Id
+             * @description The server to get level with.
+             * @example 2
+             */
+            source_server_id: number;
+            /**
+             * Timeout S
+             * @description Bound on the wait; default: the catch-up timeout.
+             */
+            timeout_s?: number | null;
+        };
         /**
          * BringLevelRequest
+         * @description The body of POST …/bring-level.
          * @example {
          *       "server_id": 3,
          *       "source_server_id": 2,
@@ -826,6 +924,21 @@ export interface components {
              * @description Bound on the wait; default: the catch-up timeout.
              */
             timeout_s?: number | null;
+        };
+        /** BringLevelResult */
+        BringLevelResult: {
+            undo?: components["schemas"]["UndoReport"] | null;
+            /** Post Hook Failures */
+            post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
+            reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /** Server Id */
+            server_id?: number | null;
+            /** Source Server Id */
+            source_server_id?: number | null;
+            /** Target */
+            target?: string | null;
+            /** Level S */
+            level_s?: number | null;
         };
         /**
          * CanaryCounts
@@ -969,6 +1082,18 @@ export interface components {
          */
         Capability: "can_read" | "can_operate" | "can_admin";
         /**
+         * CheckResult
+         * @description One named preflight check and what it found.
+         */
+        CheckResult: {
+            /** Name */
+            name: string;
+            /** Passed */
+            passed: boolean;
+            /** Detail */
+            detail: string;
+        };
+        /**
          * ClusterAlert
          * @description Something about the cluster an operator must look at (the dashboard shows it as a banner).
          */
@@ -1068,6 +1193,11 @@ export interface components {
              */
             post_operation_webhooks?: string[];
         };
+        /**
+         * ClusterEventData
+         * @description One server-sent event's data: its name is the `event` field, the rest its type's.
+         */
+        ClusterEventData: components["schemas"]["SubscribedEvent"] | components["schemas"]["PositionEvent"] | components["schemas"]["HealthEvent"] | components["schemas"]["ReadOnlyEvent"] | components["schemas"]["FencedEvent"] | components["schemas"]["LinkEvent"] | components["schemas"]["OperationEvent"] | components["schemas"]["DrillEvent"] | components["schemas"]["FailoverNotConfirmedEvent"] | components["schemas"]["AlertEvent"] | components["schemas"]["TokenInvalidEvent"];
         /**
          * ClusterOverview
          * @description A cluster as ClusterRead has it, its summary and its last drill.
@@ -1330,6 +1460,21 @@ export interface components {
             updated_at: string;
         };
         /**
+         * ClusterState
+         * @description Per server (by label): reachable, read-only, each connection's master and state.
+         */
+        ClusterState: {
+            /** Servers */
+            servers: {
+                [key: string]: components["schemas"]["ServerState"];
+            };
+            /**
+             * Writable Without Master
+             * @description Writable servers replicating from nobody.
+             */
+            writable_without_master: string[];
+        };
+        /**
          * ClusterUpdate
          * @example {
          *       "description": "moved to rack 4"
@@ -1473,6 +1618,52 @@ export interface components {
              */
             leader_instance_id: string | null;
         };
+        /**
+         * ConnectionSettingsRecord
+         * @description A replica connection's own settings as a plan keeps them (drivers.base.ConnectionSettings).
+         */
+        ConnectionSettingsRecord: {
+            /**
+             * Delay S
+             * @default 0
+             */
+            delay_s: number;
+            /**
+             * Ignore Duplicates
+             * @default false
+             */
+            ignore_duplicates: boolean;
+            /** Heartbeat Ms */
+            heartbeat_ms?: number | null;
+            /** Parallel Mode */
+            parallel_mode?: string | null;
+            /** Workers */
+            workers?: number | null;
+            /** Domain Workers Max */
+            domain_workers_max?: number | null;
+            /** Semi Sync Replica */
+            semi_sync_replica?: boolean | null;
+            /** Filters */
+            filters?: {
+                [key: string]: string;
+            };
+        };
+        /** ConnectionState */
+        ConnectionState: {
+            /** Name */
+            name: string;
+            /**
+             * Master
+             * @description The master's label when registered, else its address.
+             */
+            master?: string | null;
+            /** Running */
+            running: boolean;
+            /** Io State */
+            io_state: string;
+            /** Last Error */
+            last_error?: string | number | null;
+        };
         /** DiscoveryNote */
         DiscoveryNote: {
             /**
@@ -1559,6 +1750,153 @@ export interface components {
              * @description The server's own figure: ferryd's per-domain lag (now minus the last applied origin commit time); MariaDB's Seconds_Behind_Master of the connection. None when the server gives none.
              */
             reported_seconds?: number | null;
+        };
+        /**
+         * DomainOrigin
+         * @description Per domain a re-homed intermediate master has: where it came from, from which GTID up to which.
+         */
+        DomainOrigin: {
+            /** Domain */
+            domain: number;
+            /** From */
+            from: string;
+            /** From Gtid */
+            from_gtid?: string | null;
+            /** Up To */
+            up_to: string;
+        };
+        /** DrillEvent */
+        DrillEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "drill";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Drill Run Id */
+            drill_run_id: number;
+            /** Operation Id */
+            operation_id: number;
+            /**
+             * State
+             * @example running
+             */
+            state: string;
+        };
+        /** DrillOperation */
+        DrillOperation: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            state: components["schemas"]["OperationState"];
+            /** Dry Run */
+            dry_run: boolean;
+            /** Steps */
+            steps: components["schemas"]["OperationStep"][];
+            /** Requester */
+            requester: string;
+            /** Idempotency Key */
+            idempotency_key: string | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "drill";
+            params: components["schemas"]["DrillParams"];
+            result?: components["schemas"]["DrillResult"] | null;
+        };
+        /**
+         * DrillParams
+         * @description A drill's operation: its run's plan (services/drills.py) and the run it belongs to.
+         */
+        DrillParams: {
+            /**
+             * Candidate Strategy
+             * @default rotation
+             * @enum {string}
+             */
+            candidate_strategy: "fixed" | "rotation";
+            /** Candidate Server Id */
+            candidate_server_id?: number | null;
+            /**
+             * Switch Back
+             * @default false
+             */
+            switch_back: boolean;
+            /** Source Server Id */
+            source_server_id?: number | null;
+            /** Webhook Url */
+            webhook_url?: string | null;
+            /** Drill Run Id */
+            drill_run_id: number;
+        };
+        /** DrillResult */
+        DrillResult: {
+            undo?: components["schemas"]["UndoReport"] | null;
+            /** Post Hook Failures */
+            post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
+            reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /** Checks */
+            checks?: components["schemas"]["CheckResult"][] | null;
+            /** Old Master Server Id */
+            old_master_server_id?: number | null;
+            /** New Master Server Id */
+            new_master_server_id?: number | null;
+            /**
+             * Proxies
+             * @description What each HAProxy was told as the writer moved.
+             */
+            proxies?: components["schemas"]["ProxyOutcome"][] | null;
+            /**
+             * Replication Gaps S
+             * @description Per moved server (by label): how long it had no running connection to a master.
+             */
+            replication_gaps_s?: {
+                [key: string]: number | null;
+            } | null;
+            switch?: components["schemas"]["MasterSwitch"] | null;
+            hub_switch?: components["schemas"]["HubSwitchPlan"] | null;
+            /**
+             * Position
+             * @description P: where the old master (or hub) stopped.
+             */
+            position?: string | null;
+            /** Catch Up S */
+            catch_up_s?: number | null;
+            /**
+             * Unavailable S
+             * @description Read-only on the old master → the new master writable.
+             */
+            unavailable_s?: number | null;
+            switchover?: components["schemas"]["SwitchFigures"] | null;
+            /** Drill Webhooks */
+            drill_webhooks?: components["schemas"]["WebhookCall"][] | null;
         };
         /**
          * DrillRunCreate
@@ -1856,7 +2194,94 @@ export interface components {
             details?: unknown;
         };
         /**
+         * FailoverNotConfirmedEvent
+         * @description The master looked lost to the control plane only: nothing was done.
+         */
+        FailoverNotConfirmedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "failover_not_confirmed";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Server Id */
+            server_id: number;
+            /** Detail */
+            detail: string;
+        };
+        /** FailoverOperation */
+        FailoverOperation: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            state: components["schemas"]["OperationState"];
+            /** Dry Run */
+            dry_run: boolean;
+            /** Steps */
+            steps: components["schemas"]["OperationStep"][];
+            /** Requester */
+            requester: string;
+            /** Idempotency Key */
+            idempotency_key: string | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "failover";
+            params: components["schemas"]["FailoverParams"];
+            result?: components["schemas"]["FailoverResult"] | null;
+        };
+        /**
+         * FailoverParams
+         * @example {}
+         */
+        FailoverParams: {
+            /**
+             * Candidate Server Id
+             * @description The new master; unset: the most advanced replica (leveled from its peers first).
+             */
+            candidate_server_id?: number | null;
+            /**
+             * Source Server Id
+             * @description The master to replace, in a cluster of several (the two-master shape has two); unset: the only master, or of several the only one lost. The candidate is one of its direct replicas; a multi-source candidate keeps its connections to the other masters.
+             */
+            source_server_id?: number | null;
+            /**
+             * Automatic
+             * @description Started by the failover monitor (a replica must have confirmed the loss), not by a person.
+             * @default false
+             */
+            automatic: boolean;
+        };
+        /**
          * FailoverRequest
+         * @description The body of POST …/failover.
          * @example {}
          */
         FailoverRequest: {
@@ -1877,11 +2302,170 @@ export interface components {
              */
             source_server_id?: number | null;
         };
+        /** FailoverResult */
+        FailoverResult: {
+            undo?: components["schemas"]["UndoReport"] | null;
+            /** Post Hook Failures */
+            post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
+            reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /** Checks */
+            checks?: components["schemas"]["CheckResult"][] | null;
+            /** Old Master Server Id */
+            old_master_server_id?: number | null;
+            /** New Master Server Id */
+            new_master_server_id?: number | null;
+            /**
+             * Proxies
+             * @description What each HAProxy was told as the writer moved.
+             */
+            proxies?: components["schemas"]["ProxyOutcome"][] | null;
+            /**
+             * Replication Gaps S
+             * @description Per moved server (by label): how long it had no running connection to a master.
+             */
+            replication_gaps_s?: {
+                [key: string]: number | null;
+            } | null;
+            /** Witnesses */
+            witnesses?: string[] | null;
+            /**
+             * Role Moves To Server Id
+             * @description A better candidate the role moves to by a switchover once the failover ended.
+             */
+            role_moves_to_server_id?: number | null;
+            /** Promoted After S */
+            promoted_after_s?: number | null;
+            possibly_lost?: components["schemas"]["LostReport"] | null;
+            hub_failover?: components["schemas"]["HubFailoverPlan"] | null;
+            /** Domains */
+            domains?: components["schemas"]["DomainOrigin"][] | null;
+            /** Follow Up Operation Id */
+            follow_up_operation_id?: number | null;
+            /** Follow Up Error */
+            follow_up_error?: string | null;
+        };
+        /**
+         * FencedEvent
+         * @description A fenced server answered writable and was made read-only again.
+         */
+        FencedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "fenced";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Server Id */
+            server_id: number;
+            /** Read Only */
+            read_only: boolean;
+            /** Reason */
+            reason?: string | null;
+        };
+        /** HealthEvent */
+        HealthEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "health";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Server Id */
+            server_id: number;
+            /**
+             * State
+             * @example unreachable
+             */
+            state: string;
+            /** Previous */
+            previous?: string | null;
+            /** Detail */
+            detail?: string | null;
+        };
         /**
          * HealthState
          * @enum {string}
          */
         HealthState: "unknown" | "healthy" | "failing" | "unreachable";
+        /**
+         * HubFailoverPlan
+         * @description A lost intermediate master's failover (`hub_failover`), in the database before its first move: a reconcile
+         *     completes it.
+         */
+        HubFailoverPlan: {
+            /** Hub Server Id */
+            hub_server_id: number;
+            /** New Hub Server Id */
+            new_hub_server_id: number;
+            /** New Hub Connection */
+            new_hub_connection: string;
+            /** Incoming */
+            incoming: components["schemas"]["StoredIncoming"][];
+            /** Siblings */
+            siblings: components["schemas"]["ServerConnection"][];
+        };
+        /**
+         * HubIncoming
+         * @description One of an intermediate master's incoming connections, as its switchover moves it to the candidate.
+         */
+        HubIncoming: {
+            /** Name */
+            name: string;
+            /** Master Server Id */
+            master_server_id: number;
+            /** Master Address */
+            master_address: string;
+            /** Running */
+            running: boolean;
+            /** @description The connection's own settings (the hub's delay and filters stay with the hub). */
+            settings?: components["schemas"]["ConnectionSettingsRecord"] | null;
+        };
+        /**
+         * HubSwitchPlan
+         * @description An intermediate master's switchover (`hub_switch`), in the database before its first move: a reconcile
+         *     completes it once the candidate replicates from the hub's masters, else undoes it.
+         */
+        HubSwitchPlan: {
+            /** Hub Server Id */
+            hub_server_id: number;
+            /** Candidate Server Id */
+            candidate_server_id: number;
+            /** Candidate Connection */
+            candidate_connection: string;
+            candidate_settings?: components["schemas"]["ConnectionSettingsRecord"] | null;
+            /** Incoming */
+            incoming: components["schemas"]["HubIncoming"][];
+            /** Others */
+            others: components["schemas"]["ServerConnection"][];
+        };
         /**
          * Interleavings
          * @example {
@@ -2036,10 +2620,96 @@ export interface components {
             rto_s: number | null;
         };
         /**
+         * LinkEvent
+         * @description A replication connection appeared, changed state or lag, or went away (`removed`).
+         */
+        LinkEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "link";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Link Id */
+            link_id: number;
+            /** Replica Server Id */
+            replica_server_id: number;
+            /** Master Server Id */
+            master_server_id?: number | null;
+            /** Connection */
+            connection?: string | null;
+            /** Removed */
+            removed?: boolean | null;
+            /** Running */
+            running?: boolean | null;
+            /** Io State */
+            io_state?: string | null;
+            /** Sql State */
+            sql_state?: string | null;
+            /** Waiting For Relay Space */
+            waiting_for_relay_space?: boolean | null;
+            /**
+             * Lag
+             * @description Per domain: seconds, transactions, reported_seconds.
+             */
+            lag?: {
+                [key: string]: unknown;
+            } | null;
+            /** Last Error Code */
+            last_error_code?: string | null;
+        };
+        /**
          * LinkSource
          * @enum {string}
          */
         LinkSource: "replica" | "master";
+        /** LostDomain */
+        LostDomain: {
+            /** Domain */
+            domain: number;
+            /** Old Master Last Seen */
+            old_master_last_seen: string;
+            /** New Master */
+            new_master?: string | null;
+            /** Transactions Possibly Lost */
+            transactions_possibly_lost: number;
+        };
+        /**
+         * LostReport
+         * @description A failover's report of what the old master may have had beyond the new master, per domain.
+         */
+        LostReport: {
+            /** Old Master Replicas May Be Ahead */
+            old_master_replicas_may_be_ahead?: boolean | null;
+            /** Old Master Last Seen Position */
+            old_master_last_seen_position?: string | null;
+            /** Old Master Last Seen At */
+            old_master_last_seen_at?: string | null;
+            /** Old Master Last Seen Age S */
+            old_master_last_seen_age_s?: number | null;
+            /** Old Master Position Heard By Replicas */
+            old_master_position_heard_by_replicas?: string | null;
+            /** New Master Position */
+            new_master_position?: string | null;
+            /** Domains */
+            domains?: components["schemas"]["LostDomain"][];
+            /** Note */
+            note: string;
+        };
         /**
          * MaintenanceUpdate
          * @example {
@@ -2049,6 +2719,31 @@ export interface components {
         MaintenanceUpdate: {
             /** Maintenance */
             maintenance: boolean;
+        };
+        /**
+         * MasterSwitch
+         * @description A master switchover's plan, in the database before its first move: what a reconcile after a crash undoes
+         *     (the candidate still replicates from the old master) or completes (its connection is gone).
+         */
+        MasterSwitch: {
+            /** Old Master Server Id */
+            old_master_server_id: number;
+            /** New Master Server Id */
+            new_master_server_id: number;
+            /**
+             * Connection
+             * @description The candidate's connection to the old master; the old master's afterwards.
+             */
+            connection: string;
+            /** Old Master Was Read Only */
+            old_master_was_read_only: boolean;
+            /** Candidate Was Read Only */
+            candidate_was_read_only: boolean;
+            /**
+             * Others
+             * @description The other replicas to repoint, each over its connection.
+             */
+            others: components["schemas"]["ServerConnection"][];
         };
         /**
          * Me
@@ -2073,73 +2768,50 @@ export interface components {
             capabilities: components["schemas"]["Capability"][];
         };
         /**
-         * OperationRead
-         * @example {
-         *       "cluster_id": 1,
-         *       "created_at": "2026-11-21T13:00:00Z",
-         *       "dry_run": false,
-         *       "finished_at": "2026-11-21T13:00:02Z",
-         *       "id": 7,
-         *       "idempotency_key": "b0c7…",
-         *       "params": {
-         *         "candidate_server_id": 2
-         *       },
-         *       "requester": "alice",
-         *       "result": {
-         *         "new_master_server_id": 2,
-         *         "old_master_server_id": 1,
-         *         "unavailable_s": 0.41
-         *       },
-         *       "started_at": "2026-11-21T13:00:00Z",
-         *       "state": "succeeded",
-         *       "steps": [
-         *         {
-         *           "duration_s": 0.2,
-         *           "finished_at": "2026-11-21T13:00:00.2Z",
-         *           "name": "preflight",
-         *           "started_at": "2026-11-21T13:00:00Z",
-         *           "state": "passed"
-         *         }
-         *       ],
-         *       "type": "switchover"
-         *     }
+         * OperationEvent
+         * @description An operation's state or one of its steps changed.
          */
-        OperationRead: {
-            /** Id */
-            id: number;
-            /** Cluster Id */
-            cluster_id: number;
-            /** Type */
-            type: string;
-            state: components["schemas"]["OperationState"];
-            /** Dry Run */
-            dry_run: boolean;
-            /** Params */
-            params: {
-                [key: string]: unknown;
-            };
-            /** Steps */
-            steps: components["schemas"]["OperationStep"][];
-            /** Requester */
-            requester: string;
-            /** Idempotency Key */
-            idempotency_key: string | null;
-            /** Result */
-            result: {
-                [key: string]: unknown;
-            } | null;
-            /** Error */
-            error: string | null;
+        OperationEvent: {
             /**
-             * Created At
-             * Format: date-time
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
              */
-            created_at: string;
-            /** Started At */
-            started_at: string | null;
-            /** Finished At */
-            finished_at: string | null;
+            event: "operation";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Operation Id */
+            operation_id: number;
+            /**
+             * Type
+             * @example switchover
+             */
+            type: string;
+            /**
+             * State
+             * @example running
+             */
+            state: string;
+            /** Steps */
+            steps?: components["schemas"]["OperationStep"][] | null;
         };
+        /**
+         * OperationRead
+         * @description An operation with its live steps: `params` and `result` are its type's (discriminated by `type`).
+         */
+        OperationRead: components["schemas"]["SwitchoverOperation"] | components["schemas"]["FailoverOperation"] | components["schemas"]["RepointOperation"] | components["schemas"]["ReadOnlyOperation"] | components["schemas"]["StartReplicationOperation"] | components["schemas"]["StopReplicationOperation"] | components["schemas"]["BringLevelOperation"] | components["schemas"]["SkipTransactionsOperation"] | components["schemas"]["DrillOperation"];
         /**
          * OperationState
          * @enum {string}
@@ -2147,7 +2819,9 @@ export interface components {
         OperationState: "pending" | "running" | "succeeded" | "failed" | "undone" | "interrupted";
         /**
          * OperationStep
-         * @description One step of an operation, updated live as it runs.
+         * @description One step of an operation, updated live as it runs. Every step record is made here: `begin` as it starts,
+         *     `end` as it ends, `instant` for one recorded at once (a reconcile). Times are UTC, written with `Z`; rows written
+         *     with `+00:00` read the same.
          */
         OperationStep: {
             /**
@@ -2198,6 +2872,40 @@ export interface components {
              * @description The replica's lag in seconds in this domain (largest over its connections; see DomainLagRead.seconds).
              */
             lag_seconds?: number | null;
+        };
+        /**
+         * PositionEvent
+         * @description A server's GTID position changed in a domain (its gtid_current_pos).
+         */
+        PositionEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "position";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Server Id */
+            server_id: number;
+            /** Domain */
+            domain: number;
+            /** Gtid */
+            gtid: string;
+            /** Seq No */
+            seq_no?: number | null;
         };
         /**
          * PositionHistory
@@ -2365,6 +3073,20 @@ export interface components {
          * @enum {string}
          */
         PromotionRule: "prefer" | "neutral" | "prefer_not" | "must_not";
+        /**
+         * ProxyOutcome
+         * @description Commands sent to one HAProxy admin socket as the writer moved.
+         */
+        ProxyOutcome: {
+            /** Proxy */
+            proxy: string;
+            /** Commands */
+            commands: string[];
+            /** Ok */
+            ok: boolean;
+            /** Error */
+            error?: string | null;
+        };
         /** ProxyServerState */
         ProxyServerState: {
             /** Server Id */
@@ -2409,8 +3131,87 @@ export interface components {
             /** Servers */
             servers: components["schemas"]["ProxyServerState"][];
         };
+        /** ReadOnlyEvent */
+        ReadOnlyEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "read_only";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Server Id */
+            server_id: number;
+            /** Read Only */
+            read_only: boolean;
+        };
+        /** ReadOnlyOperation */
+        ReadOnlyOperation: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            state: components["schemas"]["OperationState"];
+            /** Dry Run */
+            dry_run: boolean;
+            /** Steps */
+            steps: components["schemas"]["OperationStep"][];
+            /** Requester */
+            requester: string;
+            /** Idempotency Key */
+            idempotency_key: string | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "read_only";
+            params: components["schemas"]["ReadOnlyParams"];
+            result?: components["schemas"]["ReadOnlyResult"] | null;
+        };
+        /**
+         * ReadOnlyParams
+         * @example {
+         *       "read_only": true,
+         *       "server_id": 1
+         *     }
+         */
+        ReadOnlyParams: {
+            /**
+             * Server Id
+             * @description A registered server's id in this cluster.
+             * @example 2
+             */
+            server_id: number;
+            /** Read Only */
+            read_only: boolean;
+        };
         /**
          * ReadOnlyRequest
+         * @description The body of POST …/read-only.
          * @example {
          *       "read_only": true,
          *       "server_id": 1
@@ -2432,8 +3233,105 @@ export interface components {
             /** Read Only */
             read_only: boolean;
         };
+        /** ReadOnlyResult */
+        ReadOnlyResult: {
+            undo?: components["schemas"]["UndoReport"] | null;
+            /** Post Hook Failures */
+            post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
+            reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /** Server Id */
+            server_id?: number | null;
+            /** Read Only */
+            read_only?: boolean | null;
+        };
+        /**
+         * ReconcileReport
+         * @description What the reconciler found, did and could not do for an operation a dead instance left (`reconciled`).
+         */
+        ReconcileReport: {
+            /** At */
+            at?: string | null;
+            /** Duration S */
+            duration_s?: number | null;
+            found?: components["schemas"]["ClusterState"] | null;
+            /** Done */
+            done?: string[];
+            /** Problems */
+            problems?: string[];
+            after?: components["schemas"]["ClusterState"] | null;
+        };
+        /** RepointOperation */
+        RepointOperation: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            state: components["schemas"]["OperationState"];
+            /** Dry Run */
+            dry_run: boolean;
+            /** Steps */
+            steps: components["schemas"]["OperationStep"][];
+            /** Requester */
+            requester: string;
+            /** Idempotency Key */
+            idempotency_key: string | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "repoint";
+            params: components["schemas"]["RepointParams"];
+            result?: components["schemas"]["RepointResult"] | null;
+        };
+        /**
+         * RepointParams
+         * @example {
+         *       "master_server_id": 2,
+         *       "server_id": 3,
+         *       "use_gtid": "slave_pos"
+         *     }
+         */
+        RepointParams: {
+            /**
+             * Server Id
+             * @description A registered server's id in this cluster.
+             * @example 2
+             */
+            server_id: number;
+            /**
+             * Master Server Id
+             * @description The server it should replicate from.
+             * @example 2
+             */
+            master_server_id: number;
+            /**
+             * Use Gtid
+             * @description `current_pos` for a former master whose own transactions are in its binlog.
+             * @default slave_pos
+             * @enum {string}
+             */
+            use_gtid: "slave_pos" | "current_pos";
+            /**
+             * Connection
+             * @description The replica's connection name; default: its only connection, else the configured default name.
+             * @example main
+             */
+            connection?: string | null;
+        };
         /**
          * RepointRequest
+         * @description The body of POST …/repoint.
          * @example {
          *       "master_server_id": 2,
          *       "server_id": 3,
@@ -2473,6 +3371,19 @@ export interface components {
              */
             connection?: string | null;
         };
+        /** RepointResult */
+        RepointResult: {
+            undo?: components["schemas"]["UndoReport"] | null;
+            /** Post Hook Failures */
+            post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
+            reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /** Server Id */
+            server_id?: number | null;
+            /** Master Server Id */
+            master_server_id?: number | null;
+            /** Connection */
+            connection?: string | null;
+        };
         /**
          * Role
          * @description What a token may do: viewers read, operators change clusters, admins also manage tokens.
@@ -2493,6 +3404,17 @@ export interface components {
              * @description Why the server holds the role (200) or does not (503, in the error message).
              */
             reason: string;
+        };
+        /**
+         * ServerConnection
+         * @description A server and its replication connection's name, in a plan. Rows written before this model kept it as a pair
+         *     `[server_id, connection]`, read the same.
+         */
+        ServerConnection: {
+            /** Server Id */
+            server_id: number;
+            /** Connection */
+            connection: string;
         };
         /**
          * ServerCreate
@@ -2680,6 +3602,17 @@ export interface components {
              */
             updated_at: string;
         };
+        /** ServerState */
+        ServerState: {
+            /** Reachable */
+            reachable: boolean;
+            /** Error */
+            error?: string | null;
+            /** Read Only */
+            read_only?: boolean | null;
+            /** Connections */
+            connections?: components["schemas"]["ConnectionState"][] | null;
+        };
         /** ServerTransaction */
         ServerTransaction: {
             /** Gtid */
@@ -2756,8 +3689,72 @@ export interface components {
             database: string;
             collector: components["schemas"]["CollectorHealth"];
         };
+        /** SkipTransactionsOperation */
+        SkipTransactionsOperation: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            state: components["schemas"]["OperationState"];
+            /** Dry Run */
+            dry_run: boolean;
+            /** Steps */
+            steps: components["schemas"]["OperationStep"][];
+            /** Requester */
+            requester: string;
+            /** Idempotency Key */
+            idempotency_key: string | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "skip_transactions";
+            params: components["schemas"]["SkipTransactionsParams"];
+            result?: components["schemas"]["SkipTransactionsResult"] | null;
+        };
+        /**
+         * SkipTransactionsParams
+         * @example {
+         *       "connection": "main",
+         *       "count": 1,
+         *       "server_id": 3
+         *     }
+         */
+        SkipTransactionsParams: {
+            /**
+             * Server Id
+             * @description A registered server's id in this cluster.
+             * @example 2
+             */
+            server_id: number;
+            /**
+             * Connection
+             * @description The replica's connection name; default: its only connection, else the configured default name.
+             * @example main
+             */
+            connection?: string | null;
+            /**
+             * Count
+             * @description How many transactions to skip, from the one that stopped the connection (sql_slave_skip_counter). They are lost on that replica.
+             * @default 1
+             * @example 1
+             */
+            count: number;
+        };
         /**
          * SkipTransactionsRequest
+         * @description The body of POST …/skip-transactions.
          * @example {
          *       "connection": "main",
          *       "count": 1,
@@ -2791,8 +3788,96 @@ export interface components {
              */
             count: number;
         };
+        /** SkipTransactionsResult */
+        SkipTransactionsResult: {
+            undo?: components["schemas"]["UndoReport"] | null;
+            /** Post Hook Failures */
+            post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
+            reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /** Server Id */
+            server_id?: number | null;
+            /** Connection */
+            connection?: string | null;
+            /** Count */
+            count?: number | null;
+            stopped_by?: components["schemas"]["StopReason"] | null;
+            /** Skipped Gtids */
+            skipped_gtids?: string[] | null;
+            /** Skipped Gtids Source */
+            skipped_gtids_source?: string | null;
+            /**
+             * Data Loss
+             * @description What the skip loses on that replica, in words.
+             */
+            data_loss?: string | null;
+            /** Replicating */
+            replicating?: boolean | null;
+            /** Gtid Slave Pos */
+            gtid_slave_pos?: string | null;
+        };
+        /** StartReplicationOperation */
+        StartReplicationOperation: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            state: components["schemas"]["OperationState"];
+            /** Dry Run */
+            dry_run: boolean;
+            /** Steps */
+            steps: components["schemas"]["OperationStep"][];
+            /** Requester */
+            requester: string;
+            /** Idempotency Key */
+            idempotency_key: string | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "start_replication";
+            params: components["schemas"]["StartReplicationParams"];
+            result?: components["schemas"]["StartReplicationResult"] | null;
+        };
+        /**
+         * StartReplicationParams
+         * @example {
+         *       "server_id": 3,
+         *       "until": "1-1-40,2-2-17"
+         *     }
+         */
+        StartReplicationParams: {
+            /**
+             * Server Id
+             * @description A registered server's id in this cluster.
+             * @example 2
+             */
+            server_id: number;
+            /**
+             * Connection
+             * @description The replica's connection name; default: its only connection, else the configured default name.
+             * @example main
+             */
+            connection?: string | null;
+            /**
+             * Until
+             * @description START … UNTIL: each listed domain up to its GTID, then the connection stops.
+             */
+            until?: string | null;
+        };
         /**
          * StartReplicationRequest
+         * @description The body of POST …/start-replication.
          * @example {
          *       "server_id": 3,
          *       "until": "1-1-40,2-2-17"
@@ -2823,8 +3908,90 @@ export interface components {
              */
             until?: string | null;
         };
+        /** StartReplicationResult */
+        StartReplicationResult: {
+            undo?: components["schemas"]["UndoReport"] | null;
+            /** Post Hook Failures */
+            post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
+            reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /** Server Id */
+            server_id?: number | null;
+            /** Connection */
+            connection?: string | null;
+            /** Until */
+            until?: string | null;
+        };
+        /**
+         * StopReason
+         * @description What stopped a replica's connection, as the server says it.
+         */
+        StopReason: {
+            /** Stopped By */
+            stopped_by: string;
+            /** Sql State */
+            sql_state?: string | null;
+            /** Code */
+            code?: string | number | null;
+            /** Message */
+            message?: string | null;
+        };
+        /** StopReplicationOperation */
+        StopReplicationOperation: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            state: components["schemas"]["OperationState"];
+            /** Dry Run */
+            dry_run: boolean;
+            /** Steps */
+            steps: components["schemas"]["OperationStep"][];
+            /** Requester */
+            requester: string;
+            /** Idempotency Key */
+            idempotency_key: string | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "stop_replication";
+            params: components["schemas"]["StopReplicationParams"];
+            result?: components["schemas"]["StopReplicationResult"] | null;
+        };
+        /**
+         * StopReplicationParams
+         * @example {
+         *       "server_id": 3
+         *     }
+         */
+        StopReplicationParams: {
+            /**
+             * Server Id
+             * @description A registered server's id in this cluster.
+             * @example 2
+             */
+            server_id: number;
+            /**
+             * Connection
+             * @description The replica's connection name; default: its only connection, else the configured default name.
+             * @example main
+             */
+            connection?: string | null;
+        };
         /**
          * StopReplicationRequest
+         * @description The body of POST …/stop-replication.
          * @example {
          *       "server_id": 3
          *     }
@@ -2849,11 +4016,184 @@ export interface components {
              */
             connection?: string | null;
         };
+        /** StopReplicationResult */
+        StopReplicationResult: {
+            undo?: components["schemas"]["UndoReport"] | null;
+            /** Post Hook Failures */
+            post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
+            reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /** Server Id */
+            server_id?: number | null;
+            /** Connection */
+            connection?: string | null;
+        };
         /**
-         * SwitchoverRequest
+         * StoredIncoming
+         * @description One of a lost intermediate master's connections to its masters, as the collector last stored it.
+         */
+        StoredIncoming: {
+            /** Name */
+            name: string;
+            /** Master Server Id */
+            master_server_id: number;
+            /** Master Address */
+            master_address: string;
+        };
+        /** SubscribedEvent */
+        SubscribedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "subscribed";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+        };
+        /**
+         * SwitchFigures
+         * @description A drill's switch: the write-unavailability window (None for an intermediate master's: the masters never
+         *     stopped), the candidate's catch-up, the position it caught up to.
+         */
+        SwitchFigures: {
+            /** Unavailable S */
+            unavailable_s?: number | null;
+            /** Catch Up S */
+            catch_up_s?: number | null;
+            /** Position */
+            position?: string | null;
+        };
+        /**
+         * SwitchPlanView
+         * @description A switchover per domain before anything moves (its dry run shows it): every involved server's position per
+         *     domain (by label), who lends each domain up to which GTID, and what each server replicates from afterwards.
+         */
+        SwitchPlanView: {
+            /** Source */
+            source: string;
+            /** Candidate */
+            candidate: string;
+            /** Positions */
+            positions: {
+                [key: string]: {
+                    [key: string]: string;
+                };
+            };
+            /** Lenders */
+            lenders: {
+                [key: string]: string;
+            };
+            /** Afterwards */
+            afterwards: {
+                [key: string]: string[];
+            };
+        };
+        /**
+         * SwitchoverOperation
+         * @example {
+         *       "cluster_id": 1,
+         *       "created_at": "2026-11-21T13:00:00Z",
+         *       "dry_run": false,
+         *       "finished_at": "2026-11-21T13:00:02Z",
+         *       "id": 7,
+         *       "idempotency_key": "b0c7…",
+         *       "params": {
+         *         "candidate_server_id": 2
+         *       },
+         *       "requester": "alice",
+         *       "result": {
+         *         "new_master_server_id": 2,
+         *         "old_master_server_id": 1,
+         *         "unavailable_s": 0.41
+         *       },
+         *       "started_at": "2026-11-21T13:00:00Z",
+         *       "state": "succeeded",
+         *       "steps": [
+         *         {
+         *           "duration_s": 0.2,
+         *           "finished_at": "2026-11-21T13:00:00.2Z",
+         *           "name": "preflight",
+         *           "started_at": "2026-11-21T13:00:00Z",
+         *           "state": "passed"
+         *         }
+         *       ],
+         *       "type": "switchover"
+         *     }
+         */
+        SwitchoverOperation: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            state: components["schemas"]["OperationState"];
+            /** Dry Run */
+            dry_run: boolean;
+            /** Steps */
+            steps: components["schemas"]["OperationStep"][];
+            /** Requester */
+            requester: string;
+            /** Idempotency Key */
+            idempotency_key: string | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "switchover";
+            params: components["schemas"]["SwitchoverParams"];
+            result?: components["schemas"]["SwitchoverResult"] | null;
+        };
+        /**
+         * SwitchoverParams
          * @example {
          *       "candidate_server_id": 2,
-         *       "dry_run": false,
+         *       "expected_master_server_id": 1
+         *     }
+         */
+        SwitchoverParams: {
+            /**
+             * Candidate Server Id
+             * @description The new master; unset: the replica ahead of all others (or made so by catching up).
+             */
+            candidate_server_id?: number | null;
+            /**
+             * Expected Master Server Id
+             * @description Refuse (check `expected_master`) unless this server is the master now.
+             */
+            expected_master_server_id?: number | null;
+            /**
+             * Source Server Id
+             * @description The source whose role moves: a master of several, or an intermediate master (one with incoming connections: its candidate takes them over under the same names). Unset: the candidate's only master, else the cluster's only master.
+             */
+            source_server_id?: number | null;
+        };
+        /**
+         * SwitchoverRequest
+         * @description The body of POST …/switchover.
+         * @example {
+         *       "candidate_server_id": 2,
          *       "expected_master_server_id": 1
          *     }
          */
@@ -2879,6 +4219,48 @@ export interface components {
              * @description The source whose role moves: a master of several, or an intermediate master (one with incoming connections: its candidate takes them over under the same names). Unset: the candidate's only master, else the cluster's only master.
              */
             source_server_id?: number | null;
+        };
+        /** SwitchoverResult */
+        SwitchoverResult: {
+            undo?: components["schemas"]["UndoReport"] | null;
+            /** Post Hook Failures */
+            post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
+            reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /** Checks */
+            checks?: components["schemas"]["CheckResult"][] | null;
+            /** Old Master Server Id */
+            old_master_server_id?: number | null;
+            /** New Master Server Id */
+            new_master_server_id?: number | null;
+            /**
+             * Proxies
+             * @description What each HAProxy was told as the writer moved.
+             */
+            proxies?: components["schemas"]["ProxyOutcome"][] | null;
+            /**
+             * Replication Gaps S
+             * @description Per moved server (by label): how long it had no running connection to a master.
+             */
+            replication_gaps_s?: {
+                [key: string]: number | null;
+            } | null;
+            switch?: components["schemas"]["MasterSwitch"] | null;
+            hub_switch?: components["schemas"]["HubSwitchPlan"] | null;
+            /**
+             * Position
+             * @description P: where the old master (or hub) stopped.
+             */
+            position?: string | null;
+            /** Catch Up S */
+            catch_up_s?: number | null;
+            /**
+             * Unavailable S
+             * @description Read-only on the old master → the new master writable.
+             */
+            unavailable_s?: number | null;
+            /** Candidate Chosen By */
+            candidate_chosen_by?: ("caller" | "orchestrator") | null;
+            plan?: components["schemas"]["SwitchPlanView"] | null;
         };
         /**
          * TokenCreate
@@ -2938,6 +4320,31 @@ export interface components {
              * @description The bearer token. Shown only now; only its keyed hash is stored.
              */
             token: string;
+        };
+        /** TokenInvalidEvent */
+        TokenInvalidEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "token_invalid";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Message */
+            message: string;
         };
         /** TokenRead */
         TokenRead: {
@@ -3134,6 +4541,43 @@ export interface components {
             role: "master" | "replica" | "intermediate" | "standalone";
             /** Gtid Current Pos */
             gtid_current_pos: string | null;
+        };
+        /**
+         * UndoReport
+         * @description What the guard did when the operation ended without success (`ctx.guarded()`).
+         */
+        UndoReport: {
+            /**
+             * Reason
+             * @description Why the operation stopped.
+             */
+            reason: string;
+            /**
+             * Done
+             * @description What the undo or roll forward did, or could not do.
+             */
+            done: string;
+            /**
+             * Complete
+             * @description Whether everything was put back (or completed).
+             */
+            complete: boolean;
+        };
+        /**
+         * WebhookCall
+         * @description One webhook call: the target as scheme://host:port, and how it answered.
+         */
+        WebhookCall: {
+            /** Url */
+            url: string;
+            /** Ok */
+            ok: boolean;
+            /** Status */
+            status?: number | null;
+            /** Error */
+            error?: string | null;
+            /** Duration S */
+            duration_s: number;
         };
         /** WorstLag */
         WorstLag: {
@@ -4467,13 +5911,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description An endless event stream. */
+            /** @description An endless event stream; each event's data as here. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": unknown;
+                    "text/event-stream": components["schemas"]["ClusterEventData"];
                 };
             };
             /** @description No or invalid API token */

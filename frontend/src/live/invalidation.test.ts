@@ -1,16 +1,29 @@
-// Tests of the event → stale queries mapping.
+// Tests of the event → stale queries mapping, and of reading an event from the stream.
 import { describe, expect, it } from "vitest";
-import { staleQueries } from "./invalidation";
+import { parseEvent, staleQueries } from "./invalidation";
 
 describe("staleQueries", () => {
   it("refreshes positions on a position change", () => {
-    expect(staleQueries("position", { server_id: 1 })).toContainEqual(["positions"]);
+    expect(staleQueries({ event: "position", server_id: 1, domain: 1, gtid: "1-1-5" })).toContainEqual(["positions"]);
   });
   it("refreshes one operation while it runs, and the topology once it ended", () => {
-    expect(staleQueries("operation", { operation_id: 4, state: "running" })).toEqual([["operations"], ["operation", 4]]);
-    expect(staleQueries("operation", { operation_id: 4, state: "succeeded" })).toContainEqual(["topology"]);
+    const running = { event: "operation", operation_id: 4, type: "switchover", state: "running" } as const;
+    expect(staleQueries(running)).toEqual([["operations"], ["operation", 4]]);
+    expect(staleQueries({ ...running, state: "succeeded" })).toContainEqual(["topology"]);
   });
   it("ignores the subscription greeting", () => {
-    expect(staleQueries("subscribed", {})).toEqual([]);
+    expect(staleQueries({ event: "subscribed", cluster_id: 1 })).toEqual([]);
+  });
+});
+
+describe("parseEvent", () => {
+  it("reads an event's data as its type", () => {
+    expect(parseEvent("drill", '{"event": "drill", "drill_run_id": 2, "operation_id": 5, "state": "passed"}')).toEqual({
+      event: "drill", drill_run_id: 2, operation_id: 5, state: "passed",
+    });
+  });
+  it("refuses data that is not JSON or not of the named type", () => {
+    expect(parseEvent("position", "not json")).toBeNull();
+    expect(parseEvent("position", '{"event": "health", "server_id": 1, "state": "healthy"}')).toBeNull();
   });
 });

@@ -4,7 +4,7 @@
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { authHeaders } from "../api/client";
-import { staleQueries } from "./invalidation";
+import { parseEvent, staleQueries } from "./invalidation";
 import type { LiveMode } from "./LiveContext";
 import { readEventStream } from "./sse";
 
@@ -45,13 +45,9 @@ export function useClusterEvents(clusterId: number): LiveMode {
             void queryClient.invalidateQueries({ queryKey: ["clusters", clusterId] });
           },
           onEvent: (event) => {
-            let data: Record<string, unknown> = {};
-            try {
-              data = JSON.parse(event.data) as Record<string, unknown>;
-            } catch {
-              // Not JSON: refresh by type only.
-            }
-            for (const suffix of staleQueries(event.event, data)) pending.set(JSON.stringify(suffix), suffix);
+            const data = parseEvent(event.event, event.data);
+            if (data === null) return;
+            for (const suffix of staleQueries(data)) pending.set(JSON.stringify(suffix), suffix);
             if (pending.size > 0 && flushTimer === null) flushTimer = setTimeout(flush, COALESCE_MS);
           },
         },

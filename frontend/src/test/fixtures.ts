@@ -35,12 +35,18 @@ export const TOPOLOGY: Schemas["TopologyGraph"] = {
   edges: [edge(10, 2), edge(11, 3)],
 };
 
-export function operation(over: Partial<Schemas["OperationRead"]>): Schemas["OperationRead"] {
+type Operation = Schemas["OperationRead"];
+type OperationOf<T extends Operation["type"]> = Extract<Operation, { type: T }>;
+
+/** An operation of `over.type` (a switchover when not given) as the API answers it, with `over`'s fields. */
+export function operation<T extends Operation["type"] = "switchover">(
+  over: Partial<Omit<OperationOf<T>, "type">> & { type?: T },
+): OperationOf<T> {
   return {
     id: 1, cluster_id: 1, type: "switchover", state: "pending", dry_run: true, params: {}, steps: [], requester: "ops",
     idempotency_key: null, result: null, error: null, created_at: "2025-01-01T00:00:00Z", started_at: null,
     finished_at: null, ...over,
-  };
+  } as unknown as OperationOf<T>; // `over` names the type; its params and result are that type's
 }
 
 export const step = (name: string, state: Schemas["OperationStep"]["state"], detail: unknown = null): Schemas["OperationStep"] => ({

@@ -9,7 +9,7 @@ import click
 
 from ferry_control.ctl.context import App, output_option, pass_app, wait_options
 from ferry_control.ctl.errors import CtlError, ExitCode
-from ferry_control.ctl.progress import POLL_S, follow, was_refused
+from ferry_control.ctl.progress import POLL_S, follow, parse, was_refused
 
 SCHEDULE_COLUMNS = ("id", "name", "cron", "timezone", "enabled", "candidate_strategy", "switch_back", "next_run_at")
 RUN_COLUMNS = ("id", "state", "passed", "rto_s", "catch_up_s", "requester", "started_at", "reasons")
@@ -95,8 +95,9 @@ def run(
         ended = app.client.get(path)
     app.out.document(ended, lambda r: render_run(app, r))
     if ended["state"] == "failed":
-        reasons = "; ".join(ended["reasons"]) or operation.get("error") or "no reason given"
-        code = ExitCode.refused if was_refused(operation) else ExitCode.failed
+        typed = parse(operation)
+        reasons = "; ".join(ended["reasons"]) or typed.error or "no reason given"
+        code = ExitCode.refused if was_refused(typed) else ExitCode.failed
         raise CtlError(f"drill run {ended['id']} failed: {reasons}", code, code="drill_failed", document=ended)
 
 

@@ -8,6 +8,8 @@ import click
 
 from ferry_control.ctl.commands.operations import finish
 from ferry_control.ctl.context import App, output_option, pass_app, wait_options
+from ferry_control.ctl.progress import parse
+from ferry_control.schemas.operation import AnyOperation
 
 
 def start(
@@ -15,18 +17,18 @@ def start(
     idempotency_key: str | None,
 ) -> None:  # fmt: skip
     headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-    operation = app.client.post(f"/clusters/{cluster['id']}/operations/{kind}", body, headers=headers)
+    document = app.client.post(f"/clusters/{cluster['id']}/operations/{kind}", body, headers=headers)
+    operation = parse(document)
     if not wait:
-        app.out.document(operation, lambda op: accepted(app, op))
+        app.out.document(document, lambda _: accepted(app, operation))
         return
-    app.out.line(f"{kind} {operation['id']} on {cluster['name']}{' (dry run)' if body.get('dry_run') else ''}:")
-    finish(app, cluster["id"], operation["id"], timeout_s)
+    app.out.line(f"{kind} {operation.id} on {cluster['name']}{' (dry run)' if operation.dry_run else ''}:")
+    finish(app, cluster["id"], operation.id, timeout_s)
 
 
-def accepted(app: App, op: dict[str, Any]) -> None:
+def accepted(app: App, op: AnyOperation) -> None:
     app.out.line(
-        f"{op['type']} {op['id']} accepted ({op['state']}); follow it: "
-        f"ferryctl operations follow {op['cluster_id']} {op['id']}"
+        f"{op.type} {op.id} accepted ({op.state}); follow it: ferryctl operations follow {op.cluster_id} {op.id}"
     )
 
 

@@ -1,15 +1,25 @@
 """`ferryctl operations list|show|follow`, and how an operation is shown (shared with switchover, failover and
-drills)."""
+drills): read as the API's operation model, its result by field."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import click
 
 from ferry_control.ctl.context import App, output_option, pass_app
 from ferry_control.ctl.output import Output
-from ferry_control.ctl.progress import TERMINAL_STATES, failed_checks, follow, raise_unless_succeeded, step_detail
+from ferry_control.ctl.progress import (
+    TERMINAL_STATES,
+    failed_checks,
+    follow,
+    parse,
+    raise_unless_succeeded,
+    step_detail,
+)
+from ferry_control.schemas.operation import AnyOperation, SwitchoverOperation
+from ferry_control.schemas.operation_results import MovesWriter, SwitchPlanView
 
 OPERATION_COLUMNS = ("id", "type", "state", "dry_run", "requester", "created_at", "finished_at")
 
@@ -42,7 +52,7 @@ def show_operation(app: App, cluster: str, operation_id: int) -> None:
     """One operation with its steps, checks and result (JSON: the API's operation object)."""
     found = app.client.cluster(cluster)
     operation = app.client.get(f"/clusters/{found['id']}/operations/{operation_id}")
-    app.out.document(operation, lambda op: render_operation(app.out, op))
+    app.out.document(operation, lambda op: render_operation(app.out, parse(op)))
 
 
 @operations.command("follow")
@@ -61,39 +71,51 @@ def follow_operation(app: App, cluster: str, operation_id: int, wait_timeout_s: 
 def finish(app: App, cluster_id: int, operation_id: int, timeout_s: float | None) -> dict[str, Any]:
     """Follows the operation to its end, prints it, and raises unless it succeeded."""
     operation = follow(app.client, app.out, cluster_id, operation_id, timeout_s)
-    app.out.document(operation, lambda op: render_outcome(app.out, op))
+    app.out.document(operation, lambda op: render_outcome(app.out, parse(op)))
     raise_unless_succeeded(operation)
     return operation
 
 
-def render_outcome(out: Output, op: dict[str, Any]) -> None:
-    colour = "green" if op["state"] == "succeeded" else "red"
-    out.line(f"{op['type']} {op['id']}{' (dry run)' if op['dry_run'] else ''}: [{colour}]{op['state']}[/]")
-    result = op.get("result") or {}
-    if op["state"] == "succeeded" and result:
+def render_outcome(out: Output, op: AnyOperation) -> None:
+    colour = "green" if op.state == "succeeded" else "red"
+    out.line(f"{op.type} {op.id}{' (dry run)' if op.dry_run else ''}: [{colour}]{op.state}[/]")
+    figures = _figures(op)
+    if op.state == "succeeded" and figures:
         out.fields(
             (k, ", ".join(v) if isinstance(v, list) else v)
-            for k, v in result.items()
+            for k, v in figures.items()
             if k != "checks" and (not isinstance(v, (dict, list)) or _texts(v))
         )
-    render_plan(out, result.get("plan"))
+    render_plan(out, _plan(op))
 
 
-def render_plan(out: Output, plan: Any) -> None:
+def _figures(op: AnyOperation) -> dict[str, Any]:
+    """The result's fields that were recorded, for people (its type's model, less what it did not record)."""
+    return {} if op.result is None else op.result.model_dump(mode="json", exclude_none=True)
+
+
+def _plan(op: AnyOperation) -> SwitchPlanView | None:
+    return op.result.plan if isinstance(op, SwitchoverOperation) and op.result is not None else None
+
+
+def render_plan(out: Output, plan: SwitchPlanView | None) -> None:
     """A switchover's plan per domain (its dry run's): each involved server's position in each domain and what it
     replicates from afterwards, then who lends each domain up to which GTID."""
-    if not isinstance(plan, dict) or not isinstance(plan.get("positions"), dict):
+    if plan is None:
         return
-    positions: dict[str, dict[str, str]] = plan["positions"]
-    afterwards: dict[str, list[str]] = plan.get("afterwards") or {}
-    domains = sorted({d for cells in positions.values() for d in cells}, key=int)
+    domains = sorted({d for cells in plan.positions.values() for d in cells}, key=int)
     out.table(
-        f"plan: {plan.get('candidate')} replaces {plan.get('source')}",
+        f"plan: {plan.candidate} replaces {plan.source}",
         ("server", *(f"domain {d}" for d in domains), "replicates from afterwards"),
-        ([server, *(cells.get(d) for d in domains), ", ".join(afterwards.get(server) or []) or "nothing: a master"]
-         for server, cells in positions.items()),
+        ([server, *(cells.get(d) for d in domains), ", ".join(plan.afterwards.get(server) or []) or "nothing: a master"]
+         for server, cells in plan.positions.items()),
     )  # fmt: skip
-    out.fields((domain, lender) for domain, lender in (plan.get("lenders") or {}).items())
+    out.fields(plan.lenders.items())
+
+
+def _time(at: datetime | None) -> str | None:
+    """As the API writes it."""
+    return None if at is None else at.isoformat().replace("+00:00", "Z")
 
 
 def _texts(value: object) -> bool:
@@ -101,36 +123,32 @@ def _texts(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(x, str) for x in value)
 
 
-def render_operation(out: Output, op: dict[str, Any]) -> None:
+def render_operation(out: Output, op: AnyOperation) -> None:
     out.fields(
         [
-            ("operation", f"{op['type']} {op['id']}{' (dry run)' if op['dry_run'] else ''}"),
-            ("state", op["state"]),
-            ("requester", op["requester"]),
-            ("params", op["params"] or None),
-            ("created", op["created_at"]),
-            ("finished", op["finished_at"]),
-            ("error", op["error"]),
+            ("operation", f"{op.type} {op.id}{' (dry run)' if op.dry_run else ''}"),
+            ("state", op.state),
+            ("requester", op.requester),
+            ("params", op.params.model_dump(mode="json") or None),
+            ("created", _time(op.created_at)),
+            ("finished", _time(op.finished_at)),
+            ("error", op.error),
         ]
     )
-    if op["steps"]:
+    if op.steps:
         out.table(
             "steps",
             ("step", "state", "seconds", "detail"),
-            ([s["name"], s["state"], s.get("duration_s"), step_detail(s) or None] for s in op["steps"]),
+            ([s.name, s.state, s.duration_s, step_detail(s) or None] for s in op.steps),
         )
-    result = op.get("result") or {}
-    if result.get("checks"):
-        out.table(
-            "checks",
-            ("check", "passed", "detail"),
-            ([c["name"], c["passed"], c.get("detail")] for c in result["checks"]),
-        )
-    rest = {k: v for k, v in result.items() if k not in ("checks", "plan")}
+    checks = op.result.checks if isinstance(op.result, MovesWriter) else None
+    if checks:
+        out.table("checks", ("check", "passed", "detail"), ([c.name, c.passed, c.detail] for c in checks))
+    rest = {k: v for k, v in _figures(op).items() if k not in ("checks", "plan")}
     if rest:
         out.fields(rest.items())
-    render_plan(out, result.get("plan"))
-    if op["state"] not in TERMINAL_STATES:
-        out.line(f"still {op['state']}: ferryctl operations follow {op['cluster_id']} {op['id']}")
+    render_plan(out, _plan(op))
+    if op.state not in TERMINAL_STATES:
+        out.line(f"still {op.state}: ferryctl operations follow {op.cluster_id} {op.id}")
     for check in failed_checks(op):
-        out.line(f"[red]check {check['name']} failed[/]: {check.get('detail')}")
+        out.line(f"[red]check {check.name} failed[/]: {check.detail}")

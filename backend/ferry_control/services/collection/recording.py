@@ -42,6 +42,8 @@ from ferry_control.models import (
 from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.samples import SampleRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.events import HealthEvent as HealthChanged
+from ferry_control.schemas.events import LinkEvent, PositionEvent, ReadOnlyEvent
 from ferry_control.services.collection.addresses import split_address
 from ferry_control.services.collection.polling import PollOutcome
 from ferry_control.services.collection.timeline import ENTRIES_MAX, MasterTimelines
@@ -222,7 +224,7 @@ class Recorder:
             set_since = server.read_only_set_at is not None and server.read_only_set_at > outcome.at
             if server.read_only is not None and server.read_only != status.read_only and not set_since:
                 events.append(
-                    ClusterEvent(cluster_id, "read_only", {"server_id": server.id, "read_only": status.read_only})
+                    ClusterEvent.of(cluster_id, ReadOnlyEvent(server_id=server.id, read_only=status.read_only))
                 )
             if not set_since:  # an operation changed it after this poll: its record stands until the next poll
                 server.read_only = status.read_only
@@ -248,15 +250,14 @@ class Recorder:
                         )
                     )
                     events.append(
-                        ClusterEvent(
+                        ClusterEvent.of(
                             cluster_id,
-                            "position",
-                            {
-                                "server_id": server.id,
-                                "domain": gtid.domain,
-                                "gtid": f"{gtid.domain}-{gtid.server}-{gtid.seq}",
-                                "seq_no": gtid.seq,
-                            },
+                            PositionEvent(
+                                server_id=server.id,
+                                domain=gtid.domain,
+                                gtid=f"{gtid.domain}-{gtid.server}-{gtid.seq}",
+                                seq_no=gtid.seq,
+                            ),
                         )
                     )
             server.gtid_binlog_pos = status.positions.binlog
@@ -269,15 +270,14 @@ class Recorder:
                 HealthEvent(server_id=server.id, state=server.health, detail=server.last_error, at=outcome.at)
             )
             events.append(
-                ClusterEvent(
+                ClusterEvent.of(
                     cluster_id,
-                    "health",
-                    {
-                        "server_id": server.id,
-                        "state": server.health.value,
-                        "previous": previous_health.value,
-                        "detail": server.last_error,
-                    },
+                    HealthChanged(
+                        server_id=server.id,
+                        state=server.health.value,
+                        previous=previous_health.value,
+                        detail=server.last_error,
+                    ),
                 )
             )
         return events
@@ -329,8 +329,8 @@ class Recorder:
             links.remove(gone)
             await repo.delete(gone)
             events.append(
-                ClusterEvent(cluster_id, "link", {"link_id": gone.id, "replica_server_id": server_id,
-                                                  "connection": gone.name, "removed": True})
+                ClusterEvent.of(cluster_id, LinkEvent(link_id=gone.id, replica_server_id=server_id,
+                                                      connection=gone.name, removed=True))
             )  # fmt: skip
 
         # Streams the master reports, for replicas the collector cannot poll itself.
@@ -360,8 +360,8 @@ class Recorder:
                 )
                 links.append(link)
                 events.append(
-                    ClusterEvent(cluster_id, "link", {"link_id": link.id, "replica_server_id": streamer.id,
-                                                      "master_server_id": server_id, "connection": None})
+                    ClusterEvent.of(cluster_id, LinkEvent(link_id=link.id, replica_server_id=streamer.id,
+                                                          master_server_id=server_id, connection=None))
                 )  # fmt: skip
         for gone in streams.values():
             links.remove(gone)
@@ -414,20 +414,19 @@ class Recorder:
         if before == after and not lag_changed:
             return []
         return [
-            ClusterEvent(
+            ClusterEvent.of(
                 link.cluster_id,
-                "link",
-                {
-                    "link_id": link.id,
-                    "replica_server_id": link.replica_server_id,
-                    "master_server_id": link.master_server_id,
-                    "connection": link.name,
-                    "running": link.running,
-                    "io_state": link.io_state,
-                    "sql_state": link.sql_state,
-                    "waiting_for_relay_space": link.waiting_for_relay_space,
-                    "lag": lag,
-                    "last_error_code": link.last_error_code,
-                },
+                LinkEvent(
+                    link_id=link.id,
+                    replica_server_id=link.replica_server_id,
+                    master_server_id=link.master_server_id,
+                    connection=link.name,
+                    running=link.running,
+                    io_state=link.io_state,
+                    sql_state=link.sql_state,
+                    waiting_for_relay_space=link.waiting_for_relay_space,
+                    lag=lag,
+                    last_error_code=link.last_error_code,
+                ),
             )
         ]

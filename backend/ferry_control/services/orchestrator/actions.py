@@ -8,10 +8,12 @@ import asyncio
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ferry_control.core.gtid import GtidPosition
 from ferry_control.drivers.base import ChangeMaster, ConnectionSettings, IoState, ServerDriver, SqlState
 from ferry_control.drivers.errors import DriverError
+from ferry_control.schemas.operation_results import SwitchesMaster
 from ferry_control.services.orchestrator.gtid import level_plan, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ServerView
@@ -270,7 +272,9 @@ async def wait_replicating_from(
     return problems
 
 
-async def candidate_catch_up(ctx: OperationContext, candidate: ServerView, target: str, connection: str) -> None:
+async def candidate_catch_up(
+    ctx: OperationContext[Any, SwitchesMaster], candidate: ServerView, target: str, connection: str
+) -> None:
     """The `candidate_catch_up` step of a switchover: the candidate applies up to `target` over `connection`
     within `switchover_catch_up_timeout_s` (its time kept as `catch_up_s`), else the operation fails naming where it
     is and why (the connection broke, or the time ran out)."""
@@ -278,8 +282,8 @@ async def candidate_catch_up(ctx: OperationContext, candidate: ServerView, targe
     async with ctx.step("candidate_catch_up") as step:
         caught = time.perf_counter()
         reached = await wait_reached(candidate.require_driver(), target, timeout_s, connection=connection)
-        ctx.result["catch_up_s"] = round(time.perf_counter() - caught, 6)
+        ctx.result.catch_up_s = caught_s = round(time.perf_counter() - caught, 6)
         if not reached.reached:
             why = reached.broken or f"timed out after {timeout_s} s"
             raise OperationFailed(f"{candidate.info.label} did not reach {target} (it is at {reached.position}): {why}")
-        step.detail = f"{candidate.info.label} reached {target} in {ctx.result['catch_up_s']:.3f} s"
+        step.detail = f"{candidate.info.label} reached {target} in {caught_s:.3f} s"

@@ -22,6 +22,9 @@ from typing import Any
 from ferry_control.core.db import session_scope
 from ferry_control.drivers.errors import DriverError
 from ferry_control.repositories.drills import DrillRepository
+from ferry_control.schemas.events import DrillEvent
+from ferry_control.schemas.operation import DrillParams, SwitchoverParams
+from ferry_control.schemas.operation_results import CheckResult, DrillResult, SwitchFigures, WebhookCall
 from ferry_control.services.event_bus import ClusterEvent
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.canary_writer import (
@@ -47,14 +50,23 @@ from ferry_control.services.orchestrator.switchover import (
 CHECKSUM_ATTEMPTS = 5
 
 
+#: A drill's operation as its steps see it.
+Drill = OperationContext[DrillParams, DrillResult]
+
+
+def _figures(result: DrillResult) -> SwitchFigures:
+    """The last switch's figures."""
+    return SwitchFigures(unavailable_s=result.unavailable_s, catch_up_s=result.catch_up_s, position=result.position)
+
+
 class DrillFailed(Exception):
     def __init__(self, reasons: list[str]):
         super().__init__("; ".join(reasons))
         self.reasons = reasons
 
 
-async def run_drill(ctx: OperationContext) -> None:
-    run_id = int(ctx.params["drill_run_id"])
+async def run_drill(ctx: Drill) -> None:
+    run_id = ctx.params.drill_run_id
     started = time.perf_counter()
     details: dict[str, Any] = {}
     reasons: list[str] = []
@@ -79,13 +91,13 @@ async def run_drill(ctx: OperationContext) -> None:
         raise OperationFailed("drill failed: " + "; ".join(reasons), undone=undone)
 
 
-async def _end(ctx: OperationContext, run_id: int, details: dict[str, Any], reasons: list[str], started: float) -> None:
+async def _end(ctx: Drill, run_id: int, details: dict[str, Any], reasons: list[str], started: float) -> None:
     details["duration_s"] = round(time.perf_counter() - started, 6)
     passed = not reasons
-    switchover = ctx.result.get("switchover") or {}
+    switchover = ctx.result.switchover or SwitchFigures()
     run = await _update_run(
         ctx, run_id, state="passed" if passed else "failed", passed=passed, reasons=reasons,
-        rto_s=switchover.get("unavailable_s"), catch_up_s=switchover.get("catch_up_s"), details=details,
+        rto_s=switchover.unavailable_s, catch_up_s=switchover.catch_up_s, details=details,
         finished_at=datetime.now(UTC),
     )  # fmt: skip
     ctx.runner.metrics.drill_runs.labels("passed" if passed else "failed").inc()
@@ -93,16 +105,16 @@ async def _end(ctx: OperationContext, run_id: int, details: dict[str, Any], reas
         return
     urls = [
         *ctx.settings.drill_failure_webhooks,
-        *([ctx.params["webhook_url"]] if ctx.params.get("webhook_url") else []),
+        *([ctx.params.webhook_url] if ctx.params.webhook_url else []),
     ]
     if urls:
         payload = {"event": "drill_failed", "drill_run_id": run_id, "cluster_id": ctx.cluster_id,
                    "operation_id": ctx.operation_id, "reasons": reasons, "details": details}  # fmt: skip
         outcomes = await call_webhooks(urls, payload, ctx.settings)
-        ctx.result["drill_webhooks"] = [o.as_dict() for o in outcomes]
+        ctx.result.drill_webhooks = [WebhookCall.model_validate(o.as_dict()) for o in outcomes]
 
 
-async def _update_run(ctx: OperationContext, run_id: int, **fields: Any) -> Any:
+async def _update_run(ctx: Drill, run_id: int, **fields: Any) -> Any:
     """Updates the run's row; a state change is then published on the event stream as a `drill` event."""
     async with session_scope(ctx.sessionmaker) as session:
         run = await DrillRepository(session).run_fresh(run_id)
@@ -111,16 +123,16 @@ async def _update_run(ctx: OperationContext, run_id: int, **fields: Any) -> Any:
         for key, value in fields.items():
             setattr(run, key, value)
     if "state" in fields:
-        data = {"drill_run_id": run_id, "operation_id": ctx.operation_id, "state": fields["state"]}
-        ctx.runner.bus.publish(ClusterEvent(ctx.cluster_id, "drill", data))
+        data = DrillEvent(drill_run_id=run_id, operation_id=ctx.operation_id, state=fields["state"])
+        ctx.runner.bus.publish(ClusterEvent.of(ctx.cluster_id, data))
     return run
 
 
-async def _choose(ctx: OperationContext, snapshot: ClusterSnapshot) -> int | None:
+async def _choose(ctx: Drill, snapshot: ClusterSnapshot) -> int | None:
     """The candidate: the fixed one, or the replica after the last drill's candidate (by id, wrapping)."""
-    if ctx.params.get("candidate_strategy") == "fixed":
-        return int(ctx.params["candidate_server_id"])
-    master, _ = snapshot.source(ctx.params.get("source_server_id"))
+    if ctx.params.candidate_strategy == "fixed":
+        return ctx.params.candidate_server_id
+    master, _ = snapshot.source(ctx.params.source_server_id)
     if master is None:
         return None
     replicas = sorted(
@@ -136,27 +148,29 @@ async def _choose(ctx: OperationContext, snapshot: ClusterSnapshot) -> int | Non
 
 
 async def _preflight(
-    ctx: OperationContext, candidate_id: int | None, source_id: int | None = None
+    ctx: Drill, candidate_id: int | None, source_id: int | None = None
 ) -> tuple[SwitchoverPlan, ClusterSnapshot]:
     snapshot = await ctx.snapshot()
-    source_id = source_id if source_id is not None else ctx.params.get("source_server_id")
+    source_id = source_id if source_id is not None else ctx.params.source_server_id
     master, _ = snapshot.source(source_id, candidate_id)
     if master is not None:
         await snapshot.refresh(master.info.id, ctx.settings.poll_timeout_s)
     if candidate_id is None:
         candidate_id = await _choose(ctx, snapshot)
-    plan = plan_switchover(snapshot, {"candidate_server_id": candidate_id, "source_server_id": source_id}, ctx.settings)
+    plan = plan_switchover(
+        snapshot, SwitchoverParams(candidate_server_id=candidate_id, source_server_id=source_id), ctx.settings
+    )
     await add_server_checks(plan)
     return plan, snapshot
 
 
-async def _drill(ctx: OperationContext, run_id: int, details: dict[str, Any]) -> None:
+async def _drill(ctx: Drill, run_id: int, details: dict[str, Any]) -> None:
     settings = ctx.settings
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
         plan, snapshot = await _preflight(ctx, await _choose(ctx, snapshot))
         step.detail = {"checks": [asdict(c) for c in plan.checks]}
-        ctx.result["checks"] = step.detail["checks"]
+        ctx.result.checks = [CheckResult.of(c) for c in plan.checks]
         if not plan.passed:
             raise DrillFailed([f"preflight {c.name}: {c.detail}" for c in plan.failed()])
     assert plan.master is not None and plan.candidate is not None
@@ -192,7 +206,7 @@ async def _drill(ctx: OperationContext, run_id: int, details: dict[str, Any]) ->
 
 
 async def _live_drill(
-    ctx: OperationContext,
+    ctx: Drill,
     run_id: int,
     details: dict[str, Any],
     writer: CanaryWriter,
@@ -219,15 +233,15 @@ async def _live_drill(
     await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
     assert plan.master is not None and plan.candidate is not None
     writer_reasons = await _switch(ctx, writer, "switch", plan.master, plan.candidate, plan.others)
-    ctx.result["switchover"] = {k: ctx.result.get(k) for k in ("unavailable_s", "catch_up_s", "position")}
-    details["switchover"] = ctx.result["switchover"]
+    ctx.result.switchover = _figures(ctx.result)
+    details["switchover"] = ctx.result.switchover.model_dump(mode="json")
 
     await writer.pause()  # the checksums need the servers at one position
     try:
         reasons = writer_reasons + await _verify(ctx, servers, canaries, run_id, details)
     finally:
         writer.resume()
-    if ctx.params.get("switch_back"):
+    if ctx.params.switch_back:
         try:
             async with ctx.step("switch_back_preflight") as step:
                 back, _ = await _preflight(ctx, master.info.id, candidate.info.id)
@@ -239,14 +253,14 @@ async def _live_drill(
         else:
             assert back.master is not None and back.candidate is not None
             reasons += await _switch(ctx, writer, "switch_back", back.master, back.candidate, back.others)
-            details["switch_back"] = {k: ctx.result.get(k) for k in ("unavailable_s", "catch_up_s", "position")}
+            details["switch_back"] = _figures(ctx.result).model_dump(mode="json")
     reasons += await _verify_writer(ctx, writer, servers, details)
     if reasons:
         raise DrillFailed(reasons)
 
 
 async def _switch(
-    ctx: OperationContext, writer: CanaryWriter, name: str, master: ServerView, link: Link, others: list[Link]
+    ctx: Drill, writer: CanaryWriter, name: str, master: ServerView, link: Link, others: list[Link]
 ) -> list[str]:
     """The switchover's moves with the writer told when they run; then the writer writes on for the lead time and
     until each domain has a write acknowledged by the new master (bounded). Returns the reasons to fail (a domain
@@ -280,7 +294,7 @@ def _refusals(writer: CanaryWriter) -> str:
 
 
 async def _verify_writer(
-    ctx: OperationContext, writer: CanaryWriter, servers: list[ServerView], details: dict[str, Any]
+    ctx: Drill, writer: CanaryWriter, servers: list[ServerView], details: dict[str, Any]
 ) -> list[str]:
     """Stops the live writer and reads every canary it was told had committed back on every server."""
     async with ctx.step("verify_live_canaries") as step:
@@ -292,7 +306,7 @@ async def _verify_writer(
     return verification.reasons()
 
 
-async def _write_canaries(ctx: OperationContext, master: ServerView, run_id: int) -> dict[int, str]:
+async def _write_canaries(ctx: Drill, master: ServerView, run_id: int) -> dict[int, str]:
     """One canary row per domain the master has (and its default domain), each its own transaction, written
     through the master's driver."""
     assert master.status is not None
@@ -307,7 +321,7 @@ async def _write_canaries(ctx: OperationContext, master: ServerView, run_id: int
 
 
 async def _hub_drill(
-    ctx: OperationContext, run_id: int, details: dict[str, Any], snapshot: ClusterSnapshot, plan: SwitchoverPlan
+    ctx: Drill, run_id: int, details: dict[str, Any], snapshot: ClusterSnapshot, plan: SwitchoverPlan
 ) -> None:
     """The drill of an intermediate master: canaries written on each of its masters in the domains that master
     originates, the hub's role moved to the candidate (`hub_switchover`: the masters never stop taking writes)
@@ -336,11 +350,10 @@ async def _hub_drill(
     await _canaries_replicated(ctx, below, canary_position)
     await ctx.pre_hooks(old_master_server_id=hub.info.id, new_master_server_id=link.replica.info.id)
     await switch_hub(ctx, snapshot, hub, link, plan.others)
-    ctx.result["switchover"] = {"unavailable_s": None, "catch_up_s": ctx.result.get("catch_up_s"),
-                                "position": ctx.result.get("position")}  # fmt: skip
-    details["switchover"] = {**ctx.result["switchover"], "replication_gaps_s": ctx.result.get("replication_gaps_s")}
+    figures = ctx.result.switchover = SwitchFigures(catch_up_s=ctx.result.catch_up_s, position=ctx.result.position)
+    details["switchover"] = {**figures.model_dump(mode="json"), "replication_gaps_s": ctx.result.replication_gaps_s}
     reasons = await _verify(ctx, below, canaries, run_id, details)
-    if ctx.params.get("switch_back") and not reasons:
+    if ctx.params.switch_back and not reasons:
         async with ctx.step("switch_back_preflight") as step:
             back, snapshot = await _preflight(ctx, hub.info.id, link.replica.info.id)
             step.detail = {"checks": [asdict(c) for c in back.checks]}
@@ -348,14 +361,14 @@ async def _hub_drill(
                 raise DrillFailed([f"switch back: {c.name}: {c.detail}" for c in back.failed()])
         assert back.master is not None and back.candidate is not None
         await switch_hub(ctx, snapshot, back.master, back.candidate, back.others)
-        details["switch_back"] = {"catch_up_s": ctx.result.get("catch_up_s"),
-                                  "replication_gaps_s": ctx.result.get("replication_gaps_s")}  # fmt: skip
+        details["switch_back"] = {"catch_up_s": ctx.result.catch_up_s,
+                                  "replication_gaps_s": ctx.result.replication_gaps_s}  # fmt: skip
         reasons += await _verify(ctx, below, canaries, run_id, details)
     if reasons:
         raise DrillFailed(reasons)
 
 
-async def _canaries_replicated(ctx: OperationContext, servers: list[ServerView], canary_position: str) -> None:
+async def _canaries_replicated(ctx: Drill, servers: list[ServerView], canary_position: str) -> None:
     """The `canaries_replicated` step: each server reaches the canaries' position (bounded; a server with one
     connection gives up as soon as it breaks), else the drill fails naming each server that did not."""
     async with ctx.step("canaries_replicated") as step:
@@ -381,7 +394,11 @@ def canary_key(run_id: int, domain: int) -> str:
 
 
 async def _verify(
-    ctx: OperationContext, servers: list[ServerView], canaries: dict[int, str], run_id: int, details: dict[str, Any]
+    ctx: Drill,
+    servers: list[ServerView],
+    canaries: dict[int, str],
+    run_id: int,
+    details: dict[str, Any],
 ) -> list[str]:
     reasons: list[str] = []
     async with ctx.step("verify_canaries") as step:
@@ -440,7 +457,7 @@ async def _compare_checksums(servers: list[ServerView], wait_s: float) -> dict[s
             "compared": False}  # fmt: skip
 
 
-async def _gtid_problems(ctx: OperationContext, servers: list[ServerView], canaries: dict[int, str]) -> list[str]:
+async def _gtid_problems(ctx: Drill, servers: list[ServerView], canaries: dict[int, str]) -> list[str]:
     problems = []
     wanted = set(canaries.values())
     for view in servers:

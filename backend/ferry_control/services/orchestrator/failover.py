@@ -22,6 +22,8 @@ from typing import Any
 
 from ferry_control.core.config import Settings
 from ferry_control.drivers.errors import DriverError
+from ferry_control.schemas.operation import FailoverParams
+from ferry_control.schemas.operation_results import CheckResult, FailoverResult, LostDomain, LostReport
 from ferry_control.services.orchestrator import actions, routing
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.candidates import better_successor, candidate_pool, choose_candidate, delay_of
@@ -96,7 +98,7 @@ async def probe_master(snapshot: ClusterSnapshot, settings: Settings, source_id:
 
 def lost_report(
     old_master: ServerView, new_master_position: Any, heard_by_replicas: Any = None, now: datetime | None = None
-) -> dict[str, Any]:
+) -> LostReport:
     """Per domain, what the old master was last seen with beyond the new master (may be lost): the newer of the
     collector's last successful observation of it (with that observation's time and age) and of the master position
     its replicas last heard from it."""
@@ -109,12 +111,12 @@ def lost_report(
             mine = new_master_position.get(gtid.domain)
             if mine is None or gtid.seq > mine.seq:
                 domains.append(
-                    {
-                        "domain": gtid.domain,
-                        "old_master_last_seen": gtid_text(gtid),
-                        "new_master": None if mine is None else gtid_text(mine),
-                        "transactions_possibly_lost": gtid.seq - (mine.seq if mine is not None else 0),
-                    }
+                    LostDomain(
+                        domain=gtid.domain,
+                        old_master_last_seen=gtid_text(gtid),
+                        new_master=None if mine is None else gtid_text(mine),
+                        transactions_possibly_lost=gtid.seq - (mine.seq if mine is not None else 0),
+                    )
                 )
     age_s = None if seen_at is None else round(((now or datetime.now(UTC)) - seen_at).total_seconds(), 3)
     if seen_at is None:
@@ -134,24 +136,24 @@ def lost_report(
             "machine crashed, its binlog may lack transactions the new master has: it must rejoin as a replica of "
             "the new master, never serve as a master again before that"
         )
-    return {
-        "old_master_replicas_may_be_ahead": old_master.info.replicas_may_be_ahead,
-        "old_master_last_seen_position": last_seen,
-        "old_master_last_seen_at": None if seen_at is None else seen_at.isoformat(),
-        "old_master_last_seen_age_s": age_s,
-        "old_master_position_heard_by_replicas": str(heard),
-        "new_master_position": str(new_master_position),
-        "domains": domains,
-        "note": note,
-    }
+    return LostReport(
+        old_master_replicas_may_be_ahead=old_master.info.replicas_may_be_ahead,
+        old_master_last_seen_position=last_seen,
+        old_master_last_seen_at=seen_at,
+        old_master_last_seen_age_s=age_s,
+        old_master_position_heard_by_replicas=str(heard),
+        new_master_position=str(new_master_position),
+        domains=domains,
+        note=note,
+    )
 
 
-async def run_failover(ctx: OperationContext) -> None:
+async def run_failover(ctx: OperationContext[FailoverParams, FailoverResult]) -> None:
     settings = ctx.settings
-    automatic = bool(ctx.params.get("automatic"))
+    automatic = ctx.params.automatic
     async with ctx.step("confirm_master_lost") as step:
         snapshot = await ctx.snapshot()
-        source_id = ctx.params.get("source_server_id")
+        source_id = ctx.params.source_server_id
         await probe_master(snapshot, settings, source_id)
         loss = confirm_master_lost(snapshot, need_witness=automatic, source_id=source_id)
         step.detail = loss.detail
@@ -159,8 +161,8 @@ async def run_failover(ctx: OperationContext) -> None:
             raise OperationFailed(f"failover refused, nothing was changed: {loss.detail}")
     master = loss.master
     assert master is not None
-    ctx.result.update(old_master_server_id=master.info.id, witnesses=list(loss.witnesses))
-    wanted = ctx.params.get("candidate_server_id")
+    ctx.result.old_master_server_id, ctx.result.witnesses = master.info.id, list(loss.witnesses)
+    wanted = ctx.params.candidate_server_id
     pool = candidate_pool(snapshot.replicas_of(master.info.id), master, snapshot.candidate_labels, wanted)
     if wanted is not None and not pool.eligible:
         label = snapshot.view(wanted).info.label if wanted in snapshot.by_id else f"server {wanted}"
@@ -218,13 +220,13 @@ async def run_failover(ctx: OperationContext) -> None:
             "not_candidates": pool.excluded,
         }
     candidate = chosen.replica
-    ctx.result["new_master_server_id"] = candidate.info.id
+    ctx.result.new_master_server_id = candidate.info.id
     if successor is not None:
-        ctx.result["role_moves_to_server_id"] = successor.replica.info.id
+        ctx.result.role_moves_to_server_id = successor.replica.info.id
     async with ctx.step("candidate_checks") as step:
         checks = await candidate.require_driver().replication_checks()
         step.detail = {"checks": [asdict(c) for c in checks]}
-        ctx.result["checks"] = step.detail["checks"]
+        ctx.result.checks = [CheckResult.of(c) for c in checks]
         failed = [c for c in checks if not c.passed]
         if failed:
             raise OperationFailed(
@@ -291,7 +293,7 @@ async def run_failover(ctx: OperationContext) -> None:
             )
     followers = [(o.replica, o.connection.name) for o in others]
     ctx.undo_with("roll_forward", partial(roll_forward, ctx, candidate, followers, None))
-    ctx.result["promoted_after_s"] = round(time.perf_counter() - started, 6)
+    ctx.result.promoted_after_s = round(time.perf_counter() - started, 6)
     new_position = position((await candidate.require_driver().positions()).current)
     async with ctx.step("fence_old_master") as step:
         await fence(ctx, master, f"replaced by {candidate.info.label} in failover operation {ctx.operation_id}")
@@ -301,8 +303,8 @@ async def run_failover(ctx: OperationContext) -> None:
     async with ctx.step("lost_report") as step:
         heard = join_all(position(link.connection.master_position) for link in links)
         report = lost_report(master, new_position, heard)
-        ctx.result["possibly_lost"] = report
-        step.detail = report
+        ctx.result.possibly_lost = report
+        step.detail = report.model_dump(mode="json")
     await suspend_automatic_failover(ctx)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
                             old_master=None, delayed={o.replica.info.id for o in others if delay_of(o)})  # fmt: skip

@@ -5,6 +5,7 @@ suspension of automatic failover a failover leaves until an operator acknowledge
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from ferry_control.core.db import session_scope
 from ferry_control.drivers.errors import DriverError
@@ -14,7 +15,7 @@ from ferry_control.services.orchestrator.runner import OperationContext
 from ferry_control.services.orchestrator.snapshot import ServerView
 
 
-async def fence(ctx: OperationContext, master: ServerView, reason: str) -> None:
+async def fence(ctx: OperationContext[Any, Any], master: ServerView, reason: str) -> None:
     async with session_scope(ctx.sessionmaker) as session:
         server = await ServerRepository(session).get(ctx.cluster_id, master.info.id)
         if server is not None:
@@ -26,7 +27,7 @@ async def fence(ctx: OperationContext, master: ServerView, reason: str) -> None:
             pass  # it is down; the failover monitor makes it read-only when it answers again
 
 
-async def suspend_automatic_failover(ctx: OperationContext) -> None:
+async def suspend_automatic_failover(ctx: OperationContext[Any, Any]) -> None:
     async with session_scope(ctx.sessionmaker) as session:
         cluster = await ClusterRepository(session).get(ctx.cluster_id)
         if cluster is not None:

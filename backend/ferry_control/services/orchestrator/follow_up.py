@@ -14,6 +14,8 @@ from ferry_control.core.db import session_scope
 from ferry_control.core.errors import AppError
 from ferry_control.models import OperationState
 from ferry_control.repositories.operations import OperationRepository
+from ferry_control.schemas.operation import SwitchoverParams
+from ferry_control.schemas.operation_results import FailoverResult
 from ferry_control.services.operations import OperationService
 from ferry_control.services.orchestrator.runner import OperationRunner
 
@@ -35,8 +37,8 @@ class FollowUps:
             operation = await OperationRepository(session).get_any(operation_id)
             if operation is None or operation.dry_run or operation.type != "failover":
                 return
-            result = dict(operation.result or {})
-            successor = result.get("role_moves_to_server_id")
+            result = FailoverResult.model_validate(operation.result or {})
+            successor = result.role_moves_to_server_id
             if successor is None:
                 return
             try:
@@ -46,17 +48,17 @@ class FollowUps:
                         self._settings,
                         cluster_id=cluster_id,
                         type_="switchover",
-                        params={
-                            "candidate_server_id": successor,
-                            "expected_master_server_id": result.get("new_master_server_id"),
-                        },
+                        params=SwitchoverParams(
+                            candidate_server_id=successor,
+                            expected_master_server_id=result.new_master_server_id,
+                        ),
                         dry_run=False,
                         requester=f"failover {operation_id} (promotion rules)",
                     )
-                result["follow_up_operation_id"] = follow_up.id
+                result.follow_up_operation_id = follow_up.id
                 log.info("failover %s promoted a prefer_not server: switchover %s moves the role to server %s",
                          operation_id, follow_up.id, successor)  # fmt: skip
             except AppError as e:
-                result["follow_up_error"] = f"the switchover to server {successor} could not start: {e.message}"
-                log.warning("failover %s: %s", operation_id, result["follow_up_error"])
-            operation.result = result
+                result.follow_up_error = f"the switchover to server {successor} could not start: {e.message}"
+                log.warning("failover %s: %s", operation_id, result.follow_up_error)
+            operation.result = result.stored()

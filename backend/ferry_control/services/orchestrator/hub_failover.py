@@ -27,6 +27,15 @@ from ferry_control.drivers.base import ChangeMaster
 from ferry_control.drivers.errors import DriverError
 from ferry_control.models import LinkSource
 from ferry_control.repositories.links import LinkRepository
+from ferry_control.schemas.operation import FailoverParams
+from ferry_control.schemas.operation_results import (
+    DomainOrigin,
+    FailoverResult,
+    HubFailoverPlan,
+    LostReport,
+    ServerConnection,
+    StoredIncoming,
+)
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.candidates import CandidatePool, choose_candidate, delay_of
 from ferry_control.services.orchestrator.fencing import fence, suspend_automatic_failover
@@ -44,7 +53,7 @@ class Incoming:
     master_address: str
 
 
-async def stored_incoming(ctx: OperationContext, server_id: int) -> list[Incoming]:
+async def stored_incoming(ctx: OperationContext[Any, Any], server_id: int) -> list[Incoming]:
     """The server's own connections to registered masters, as the collector last saw them (empty: not a hub)."""
     async with session_scope(ctx.sessionmaker) as session:
         links = await LinkRepository(session).list_for_cluster(ctx.cluster_id)
@@ -70,13 +79,17 @@ def masters_still_sending(snapshot: ClusterSnapshot, hub: ServerView, incoming: 
 
 
 async def fail_over_hub(
-    ctx: OperationContext, snapshot: ClusterSnapshot, hub: ServerView, incoming: list[Incoming], pool: CandidatePool
+    ctx: OperationContext[FailoverParams, FailoverResult],
+    snapshot: ClusterSnapshot,
+    hub: ServerView,
+    incoming: list[Incoming],
+    pool: CandidatePool,
 ) -> None:
     settings = ctx.settings
     async with ctx.step("confirm_masters_lost_it") as step:
         sending = masters_still_sending(snapshot, hub, incoming)
         masters = ", ".join(_label(snapshot, c.master_server_id) for c in incoming)
-        if sending and ctx.params.get("automatic"):
+        if sending and ctx.params.automatic:
             raise OperationFailed(
                 f"failover refused, nothing was changed: {', '.join(sending)} still send(s) to {hub.info.label}: it "
                 "may be alive and only the control plane lost it"
@@ -121,20 +134,20 @@ async def fail_over_hub(
             "not_candidates": pool.excluded,
         }
     new_hub = chosen.replica
-    ctx.result["new_master_server_id"] = new_hub.info.id
+    ctx.result.new_master_server_id = new_hub.info.id
     if ctx.dry_run:
         return
     siblings = [link for link in links if link is not chosen and not link.replica.info.maintenance
                 and link.replica.reachable]  # fmt: skip
     await ctx.pre_hooks(old_master_server_id=hub.info.id, new_master_server_id=new_hub.info.id)
     # What a reconcile after a crash needs, before any server is changed.
-    ctx.result["hub_failover"] = {
-        "hub_server_id": hub.info.id,
-        "new_hub_server_id": new_hub.info.id,
-        "new_hub_connection": chosen.connection.name,
-        "incoming": [asdict(c) for c in incoming],
-        "siblings": [[s.replica.info.id, s.connection.name] for s in siblings],
-    }
+    ctx.result.hub_failover = HubFailoverPlan(
+        hub_server_id=hub.info.id,
+        new_hub_server_id=new_hub.info.id,
+        new_hub_connection=chosen.connection.name,
+        incoming=[StoredIncoming.model_validate(asdict(c)) for c in incoming],
+        siblings=[ServerConnection(server_id=s.replica.info.id, connection=s.connection.name) for s in siblings],
+    )
     await ctx.save()
     lost_at = hub.info.last_seen_at
     gaps: dict[str, float | None] = {}
@@ -173,19 +186,19 @@ async def fail_over_hub(
             moved.append(sibling.replica.info.label)
         step.detail = {"repointed": moved, "failed": failed}
         step.skipped = not siblings
-    ctx.result["replication_gaps_s"] = gaps
+    ctx.result.replication_gaps_s = gaps
     async with ctx.step("fence_old_master") as step:
         await fence(ctx, hub, f"replaced by {new_hub.info.label} in failover operation {ctx.operation_id}")
         step.detail = f"{hub.info.label} is fenced: never repointed automatically"
     async with ctx.step("domains_report") as step:
         now = position((await driver.positions()).current)
         report = domains_report(snapshot, incoming, start, now)
-        ctx.result["domains"] = report
-        ctx.result["possibly_lost"] = {
-            "domains": [],
-            "note": f"nothing: every transaction {hub.info.label} had came from its masters, which still have it",
-        }
-        step.detail = report
+        ctx.result.domains = report
+        ctx.result.possibly_lost = LostReport(
+            domains=[],
+            note=f"nothing: every transaction {hub.info.label} had came from its masters, which still have it",
+        )
+        step.detail = [d.model_dump(mode="json") for d in report]
     await suspend_automatic_failover(ctx)
     async with ctx.step("verify") as step:
         followers = [s.replica for s in siblings if s.replica.info.label in moved]
@@ -207,12 +220,12 @@ async def fail_over_hub(
             )
 
 
-async def complete_hub_failover(snapshot: ClusterSnapshot, plan: dict[str, Any]) -> tuple[list[str], list[str]]:
+async def complete_hub_failover(snapshot: ClusterSnapshot, plan: HubFailoverPlan) -> tuple[list[str], list[str]]:
     """What a hub failover interrupted after its plan was saved had left: the new hub without its connection to the
     lost hub and with each of the lost hub's connections, running; every sibling still pointed at the lost hub
     replicating from the new hub. Returns what was done and what could not be."""
-    new_hub = snapshot.by_id.get(plan["new_hub_server_id"])
-    hub = snapshot.by_id.get(plan["hub_server_id"])
+    new_hub = snapshot.by_id.get(plan.new_hub_server_id)
+    hub = snapshot.by_id.get(plan.hub_server_id)
     done: list[str] = []
     problems: list[str] = []
     if new_hub is None or hub is None or new_hub.status is None:
@@ -220,9 +233,9 @@ async def complete_hub_failover(snapshot: ClusterSnapshot, plan: dict[str, Any])
     try:
         driver = new_hub.require_driver()
         existing = {c.name: c for c in await driver.replica_connections()}
-        incoming = [Incoming(**c) for c in plan["incoming"]]
+        incoming = [Incoming(c.name, c.master_server_id, c.master_address) for c in plan.incoming]
         names = {c.name for c in incoming}
-        old = existing.get(plan["new_hub_connection"])
+        old = existing.get(plan.new_hub_connection)
         if old is not None and old.master_address == hub.info.protocol_address and old.name not in names:
             await driver.stop_replication(old.name)
             await driver.remove_replication(old.name)
@@ -233,8 +246,8 @@ async def complete_hub_failover(snapshot: ClusterSnapshot, plan: dict[str, Any])
         return done, [f"{new_hub.info.label}: {e}"]
     address = new_hub.info.protocol_address
     assert address is not None
-    for server_id, name in plan["siblings"]:
-        view = snapshot.by_id.get(server_id)
+    for sibling in plan.siblings:
+        view, name = snapshot.by_id.get(sibling.server_id), sibling.connection
         if view is None or view.status is None or view.info.maintenance:
             continue
         current = next((c for c in view.status.connections if c.name == name), None)
@@ -247,7 +260,7 @@ async def complete_hub_failover(snapshot: ClusterSnapshot, plan: dict[str, Any])
     return done, problems
 
 
-def domains_report(snapshot: ClusterSnapshot, incoming: list[Incoming], start: Any, now: Any) -> list[dict[str, Any]]:
+def domains_report(snapshot: ClusterSnapshot, incoming: list[Incoming], start: Any, now: Any) -> list[DomainOrigin]:
     """Per domain the new hub has now: which of the lost hub's masters it came from (the one whose binlog has
     the domain), from which GTID (the new hub's own when it took over; None: it had none) up to which."""
     origins: dict[int, str] = {}
@@ -259,12 +272,14 @@ def domains_report(snapshot: ClusterSnapshot, incoming: list[Incoming], start: A
     report = []
     for gtid in now:
         before = start.get(gtid.domain)
-        report.append({
-            "domain": gtid.domain,
-            "from": origins.get(gtid.domain, "its own binlog"),
-            "from_gtid": None if before is None else gtid_text(before),
-            "up_to": gtid_text(gtid),
-        })  # fmt: skip
+        report.append(
+            DomainOrigin(
+                domain=gtid.domain,
+                from_=origins.get(gtid.domain, "its own binlog"),
+                from_gtid=None if before is None else gtid_text(before),
+                up_to=gtid_text(gtid),
+            )
+        )
     return report
 
 

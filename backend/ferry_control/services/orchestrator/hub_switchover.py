@@ -17,12 +17,20 @@ Each moved server's replication gap — the time it had no running connection to
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from ferry_control.drivers.base import ChangeMaster, ConnectionSettings, IoState
 from ferry_control.drivers.errors import DriverError
+from ferry_control.schemas.operation_results import (
+    ConnectionSettingsRecord,
+    HubIncoming,
+    HubSwitchPlan,
+    ServerConnection,
+    SwitchesMaster,
+    SwitchPlanView,
+)
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.candidates import delay_of
 from ferry_control.services.orchestrator.gtid import position
@@ -30,11 +38,11 @@ from ferry_control.services.orchestrator.runner import OperationContext, Operati
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 
 
-def _settings(value: dict[str, Any] | None) -> ConnectionSettings | None:
-    return None if value is None else ConnectionSettings(**value)
+def _settings(value: ConnectionSettingsRecord | None) -> ConnectionSettings | None:
+    return None if value is None else value.settings()
 
 
-def switch_plan(snapshot: ClusterSnapshot, source: ServerView, link: Link, others: list[Link]) -> dict[str, Any]:
+def switch_plan(snapshot: ClusterSnapshot, source: ServerView, link: Link, others: list[Link]) -> SwitchPlanView:
     """A switchover of `source` (a master, or an intermediate master) to `link.replica`, per domain, before anything
     moves: every involved server's position per domain now, who lends each domain up to which GTID, and what each
     server replicates from afterwards (the dry run shows it, the two-master shape's figure live)."""
@@ -49,50 +57,54 @@ def switch_plan(snapshot: ClusterSnapshot, source: ServerView, link: Link, other
     for other in others:
         afterwards[other.replica.info.label] = [f"{other.connection.name!r} from {candidate.info.label}"]
     then = "then its master" if incoming else f"then {candidate.info.label}'s own writes"
-    return {
-        "source": source.info.label,
-        "candidate": candidate.info.label,
-        "positions": {
+    return SwitchPlanView(
+        source=source.info.label,
+        candidate=candidate.info.label,
+        positions={
             view.info.label: {str(g.domain): f"{g.domain}-{g.server}-{g.seq}" for g in view.current}
             for view in involved
             if view.reachable
         },
-        "lenders": {
+        lenders={
             f"domain {g.domain}": f"{source.info.label} up to {g.domain}-{g.server}-{g.seq}, {then}"
             for g in (source.current if source.reachable else position(""))
         },
-        "afterwards": afterwards,
-    }
+        afterwards=afterwards,
+    )
 
 
 async def switch_hub(
-    ctx: OperationContext, snapshot: ClusterSnapshot, hub: ServerView, link: Link, others: list[Link]
+    ctx: OperationContext[Any, SwitchesMaster],
+    snapshot: ClusterSnapshot,
+    hub: ServerView,
+    link: Link,
+    others: list[Link],
 ) -> None:
     candidate = link.replica
     hub_driver, candidate_driver = hub.require_driver(), candidate.require_driver()
     incoming = snapshot.links_of(hub.info.id)
     # What a reconcile after a crash needs, in the database before any server is changed.
-    plan = {
-        "hub_server_id": hub.info.id,
-        "candidate_server_id": candidate.info.id,
-        "candidate_connection": link.connection.name,
-        "candidate_settings": None if link.connection.settings is None else asdict(link.connection.settings),
-        "incoming": [
-            {
-                "name": c.connection.name,
-                "master_server_id": c.master.info.id,
-                "master_address": c.connection.master_address,
-                "running": c.connection.running,
+    plan = HubSwitchPlan(
+        hub_server_id=hub.info.id,
+        candidate_server_id=candidate.info.id,
+        candidate_connection=link.connection.name,
+        candidate_settings=ConnectionSettingsRecord.of(link.connection.settings),
+        incoming=[
+            HubIncoming(
+                name=c.connection.name,
+                master_server_id=c.master.info.id,
+                master_address=c.connection.master_address,
+                running=c.connection.running,
                 # The connection's own settings move with it; the hub's delay and filters stay with the hub.
-                "settings": None
-                if c.connection.settings is None
-                else asdict(replace(c.connection.settings, delay_s=0, filters={})),
-            }
+                settings=ConnectionSettingsRecord.of(
+                    None if c.connection.settings is None else replace(c.connection.settings, delay_s=0, filters={})
+                ),
+            )
             for c in incoming
         ],
-        "others": [[o.replica.info.id, o.connection.name] for o in others],
-    }
-    ctx.result["hub_switch"] = plan
+        others=[ServerConnection(server_id=o.replica.info.id, connection=o.connection.name) for o in others],
+    )
+    ctx.result.hub_switch = plan
     await ctx.save()
     gaps: dict[str, float] = {}
     stopped_at: dict[str, float] = {}
@@ -111,24 +123,24 @@ async def switch_hub(
             f"{hub.info.label} stopped {', '.join(repr(c.connection.name) for c in incoming)} at {target}; its "
             "masters keep taking writes"
         )
-    ctx.result["position"] = target
+    ctx.result.position = target
     await actions.candidate_catch_up(ctx, candidate, target, link.connection.name)
     async with ctx.step("candidate_takes_connections") as step:
         await candidate_driver.stop_replication(link.connection.name)
         stopped_at[candidate.info.label] = time.perf_counter()
         # Every connection is made before any starts: server-wide settings (parallel workers) change only while
         # every connection of the server is stopped.
-        for c in plan["incoming"]:
-            change = ChangeMaster(c["master_address"], use_gtid="slave_pos", settings=_settings(c["settings"]))
-            await candidate_driver.change_master(c["name"], change)
+        for c in plan.incoming:
+            change = ChangeMaster(c.master_address, use_gtid="slave_pos", settings=_settings(c.settings))
+            await candidate_driver.change_master(c.name, change)
         taken = []
-        for c in plan["incoming"]:
+        for c in plan.incoming:
             if not started:
                 started = True
                 # From here the candidate may apply what the hub never had: the move is completed, not undone.
                 ctx.undo_with("roll_forward", partial(roll_forward, ctx, snapshot, plan))
-            await candidate_driver.start_replication(c["name"])
-            taken.append(f"{c['name']!r} from {snapshot.view(c['master_server_id']).info.label}")
+            await candidate_driver.start_replication(c.name)
+            taken.append(f"{c.name!r} from {snapshot.view(c.master_server_id).info.label}")
         gaps[candidate.info.label] = round(time.perf_counter() - stopped_at[candidate.info.label], 6)
         await candidate_driver.remove_replication(link.connection.name)
         step.detail = f"{candidate.info.label} replicates {', '.join(taken)} from its own positions"
@@ -146,7 +158,7 @@ async def switch_hub(
         await _hub_under_candidate(hub_driver, candidate, plan)
         gaps[hub.info.label] = round(time.perf_counter() - stopped_at[hub.info.label], 6)
         step.detail = f"{hub.info.label} replicates from {candidate.info.label} over {link.connection.name!r}"
-    ctx.result["replication_gaps_s"] = gaps
+    ctx.result.replication_gaps_s = dict(gaps)
     ctx.undo_with(None)  # every move is made; verifying changes nothing
     async with ctx.step("verify") as step:
         problems = await verify(ctx, snapshot, plan, [o.replica for o in others if not delay_of(o)],
@@ -166,41 +178,41 @@ def _address(view: ServerView) -> str:
     return address
 
 
-async def _hub_under_candidate(hub_driver: Any, candidate: ServerView, plan: dict[str, Any]) -> None:
+async def _hub_under_candidate(hub_driver: Any, candidate: ServerView, plan: HubSwitchPlan) -> None:
     """The hub's incoming connections removed; it replicates from the candidate over the candidate's old
     connection name (the cluster's convention), with that connection's settings less its delay and filters."""
     names = await actions.connection_names(hub_driver)
-    for c in plan["incoming"]:
-        if c["name"] in names:
-            await hub_driver.stop_replication(c["name"])
-            await hub_driver.remove_replication(c["name"])
-    follower = _settings(plan["candidate_settings"])
-    name = plan["candidate_connection"]
+    for c in plan.incoming:
+        if c.name in names:
+            await hub_driver.stop_replication(c.name)
+            await hub_driver.remove_replication(c.name)
+    follower = _settings(plan.candidate_settings)
+    name = plan.candidate_connection
     await actions.repoint(hub_driver, name, _address(candidate), "slave_pos", stop_first=name in names,
                           settings=None if follower is None else replace(follower, delay_s=0, filters={}))  # fmt: skip
 
 
 async def verify(
-    ctx: OperationContext,
+    ctx: OperationContext[Any, Any],
     snapshot: ClusterSnapshot,
-    plan: dict[str, Any],
+    plan: HubSwitchPlan,
     followers: list[ServerView],
     delayed: list[ServerView],
 ) -> list[str]:
     """The candidate's connections to the hub's masters run; the hub and its former replicas replicate from the
     candidate and reach what it had when the moves ended (received, for a delayed replica)."""
-    candidate = snapshot.view(plan["candidate_server_id"])
-    hub = snapshot.view(plan["hub_server_id"])
+    candidate = snapshot.view(plan.candidate_server_id)
+    hub = snapshot.view(plan.hub_server_id)
     problems = []
     driver = candidate.require_driver()
     connections = {c.name: c for c in await driver.replica_connections()}
-    for c in plan["incoming"]:
-        found = connections.get(c["name"])
+    for c in plan.incoming:
+        found = connections.get(c.name)
         if found is None or not found.running or found.last_error is not None:
             state = "missing" if found is None else f"io {found.io_state.value}, sql {found.sql_state.value}"
-            problems.append(f"{candidate.info.label}: connection {c['name']!r} does not run ({state})")
-        elif c["running"] and found.io_state not in (IoState.connected, IoState.connecting):
-            problems.append(f"{candidate.info.label}: connection {c['name']!r} is {found.io_state.value}")
+            problems.append(f"{candidate.info.label}: connection {c.name!r} does not run ({state})")
+        elif c.running and found.io_state not in (IoState.connected, IoState.connecting):
+            problems.append(f"{candidate.info.label}: connection {c.name!r} is {found.io_state.value}")
     target = position((await driver.positions()).binlog)
     waited = await actions.wait_replicating_from(
         [*followers, *delayed, hub],
@@ -213,7 +225,7 @@ async def verify(
     return problems
 
 
-async def roll_forward(ctx: OperationContext, snapshot: ClusterSnapshot, plan: dict[str, Any]) -> str:
+async def roll_forward(ctx: OperationContext[Any, Any], snapshot: ClusterSnapshot, plan: HubSwitchPlan) -> str:
     """The compensation once the candidate took over a connection: `complete_hub_move`, recorded as a step."""
     async with ctx.step("roll_forward", fenced=False) as step:
         done, problems = await complete_hub_move(snapshot, plan)
@@ -223,32 +235,30 @@ async def roll_forward(ctx: OperationContext, snapshot: ClusterSnapshot, plan: d
     return "; ".join(done)
 
 
-async def complete_hub_move(snapshot: ClusterSnapshot, plan: dict[str, Any]) -> tuple[list[str], list[str]]:
+async def complete_hub_move(snapshot: ClusterSnapshot, plan: HubSwitchPlan) -> tuple[list[str], list[str]]:
     """Every move of a hub switchover that is not made yet, each at most once: the candidate has and runs each of
     the hub's incoming connections and no longer the one to the hub; the hub's other replicas and the hub replicate
     from the candidate. Returns what was done and what could not be."""
-    candidate = snapshot.view(plan["candidate_server_id"])
-    hub = snapshot.view(plan["hub_server_id"])
+    candidate = snapshot.view(plan.candidate_server_id)
+    hub = snapshot.view(plan.hub_server_id)
     address = _address(candidate)
     done: list[str] = []
     problems: list[str] = []
     try:
         driver = candidate.require_driver()
         existing = {c.name: c for c in await driver.replica_connections()}
-        for c in plan["incoming"]:
-            if did := await actions.ensure_connection(driver, c["name"], c["master_address"], _settings(c["settings"])):
+        for c in plan.incoming:
+            if did := await actions.ensure_connection(driver, c.name, c.master_address, _settings(c.settings)):
                 done.append(f"{candidate.info.label} {did}")
-        if plan["candidate_connection"] in existing and plan["candidate_connection"] not in {
-            c["name"] for c in plan["incoming"]
-        }:
-            await driver.stop_replication(plan["candidate_connection"])
-            await driver.remove_replication(plan["candidate_connection"])
+        if plan.candidate_connection in existing and plan.candidate_connection not in {c.name for c in plan.incoming}:
+            await driver.stop_replication(plan.candidate_connection)
+            await driver.remove_replication(plan.candidate_connection)
             done.append(f"{candidate.info.label} no longer replicates from {hub.info.label}")
     except DriverError as e:
         problems.append(f"{candidate.info.label}: {e}")
         return done, problems
-    for server_id, name in plan["others"]:
-        view = snapshot.by_id.get(server_id)
+    for other in plan.others:
+        view, name = snapshot.by_id.get(other.server_id), other.connection
         if view is None or view.info.maintenance:
             continue
         try:
@@ -262,8 +272,8 @@ async def complete_hub_move(snapshot: ClusterSnapshot, plan: dict[str, Any]) -> 
     try:
         hub_driver = hub.require_driver()
         current = {c.name: c for c in await hub_driver.replica_connections()}
-        mine = current.get(plan["candidate_connection"])
-        if mine is None or mine.master_address != address or any(c["name"] in current for c in plan["incoming"]):
+        mine = current.get(plan.candidate_connection)
+        if mine is None or mine.master_address != address or any(c.name in current for c in plan.incoming):
             await _hub_under_candidate(hub_driver, candidate, plan)
             done.append(f"{hub.info.label} replicates from {candidate.info.label}")
     except DriverError as e:
@@ -271,25 +281,25 @@ async def complete_hub_move(snapshot: ClusterSnapshot, plan: dict[str, Any]) -> 
     return done, problems
 
 
-async def undo_hub_move(snapshot: ClusterSnapshot, plan: dict[str, Any]) -> str:
+async def undo_hub_move(snapshot: ClusterSnapshot, plan: HubSwitchPlan) -> str:
     """Before the candidate took over any connection: the candidate replicates from the hub as before (its
     connection re-created with its settings if it was removed, any half-made new one removed), and the hub's
     incoming connections that ran run again. Raises OperationFailed naming what it could not do."""
-    candidate = snapshot.view(plan["candidate_server_id"])
-    hub = snapshot.view(plan["hub_server_id"])
+    candidate = snapshot.view(plan.candidate_server_id)
+    hub = snapshot.view(plan.hub_server_id)
     problems = []
     try:
         driver = candidate.require_driver()
         existing = {c.name: c for c in await driver.replica_connections()}
-        for c in plan["incoming"]:
-            if c["name"] in existing and c["name"] != plan["candidate_connection"]:
-                await driver.stop_replication(c["name"])
-                await driver.remove_replication(c["name"])
-        name = plan["candidate_connection"]
+        for c in plan.incoming:
+            if c.name in existing and c.name != plan.candidate_connection:
+                await driver.stop_replication(c.name)
+                await driver.remove_replication(c.name)
+        name = plan.candidate_connection
         mine = existing.get(name)
         if mine is None:
             await actions.repoint(driver, name, _address(hub), "slave_pos", stop_first=False,
-                                  settings=_settings(plan["candidate_settings"]))  # fmt: skip
+                                  settings=_settings(plan.candidate_settings))  # fmt: skip
         elif not mine.running:
             await driver.start_replication(name)
     except DriverError as e:
@@ -297,9 +307,9 @@ async def undo_hub_move(snapshot: ClusterSnapshot, plan: dict[str, Any]) -> str:
     try:
         hub_driver = hub.require_driver()
         current = {c.name: c for c in await hub_driver.replica_connections()}
-        for c in plan["incoming"]:
-            if c["running"] and c["name"] in current and not current[c["name"]].running:
-                await hub_driver.start_replication(c["name"])
+        for c in plan.incoming:
+            if c.running and c.name in current and not current[c.name].running:
+                await hub_driver.start_replication(c.name)
     except DriverError as e:
         problems.append(f"{hub.info.label}: {e}")
     if problems:

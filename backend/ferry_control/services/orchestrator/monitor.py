@@ -27,6 +27,8 @@ from ferry_control.models import Cluster, HealthState, LinkSource, Server
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.events import FailoverNotConfirmedEvent, FencedEvent
+from ferry_control.schemas.operation import FailoverParams
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.operations import OperationService
 from ferry_control.services.orchestrator import recovery_hooks
@@ -89,10 +91,8 @@ class FailoverMonitor:
                 log.warning("could not fence %s: %s", server.name, e)
                 continue
             log.warning("fenced server %s (%s) is back: made read-only", server.id, server.name)
-            self._bus.publish(
-                ClusterEvent(cluster.id, "fenced", {"server_id": server.id, "read_only": True,
-                                                    "reason": server.fence_reason})
-            )  # fmt: skip
+            fenced = FencedEvent(server_id=server.id, read_only=True, reason=server.fence_reason)
+            self._bus.publish(ClusterEvent.of(cluster.id, fenced))
 
     def _lost_master(self, cluster: Cluster, servers: list[Server], links: list) -> Server | None:  # type: ignore[type-arg]
         if not cluster.auto_failover or cluster.failover_suspended_at is not None:
@@ -127,7 +127,7 @@ class FailoverMonitor:
                 log.warning("cluster %s: master %s missed polls, but failover is not confirmed: %s",
                             cluster.name, master.name, loss.detail)  # fmt: skip
             self._bus.publish(
-                ClusterEvent(cluster.id, "failover_not_confirmed", {"server_id": master.id, "detail": loss.detail})
+                ClusterEvent.of(cluster.id, FailoverNotConfirmedEvent(server_id=master.id, detail=loss.detail))
             )
             return None
         recovery_hooks.detected(self._settings, cluster.id, cluster.name, master.id, master.name, loss.detail)
@@ -138,7 +138,7 @@ class FailoverMonitor:
                     self._settings,
                     cluster_id=cluster.id,
                     type_="failover",
-                    params={"automatic": True, "candidate_server_id": None, "source_server_id": master.id},
+                    params=FailoverParams(automatic=True, candidate_server_id=None, source_server_id=master.id),
                     dry_run=False,
                     requester=REQUESTER,
                 )

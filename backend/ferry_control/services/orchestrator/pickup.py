@@ -15,6 +15,7 @@ from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.models import OperationState
 from ferry_control.repositories.operations import OperationRepository
+from ferry_control.schemas.events import OperationEvent
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.orchestrator.runner import OperationRunner
 
@@ -45,10 +46,8 @@ class OperationPickup:
         await self._sweeper.stop()
 
     def _announced(self, event: ClusterEvent) -> None:
-        if event.type == "operation" and event.data.get("state") == OperationState.pending.value:
-            operation_id = event.data.get("operation_id")
-            if isinstance(operation_id, int):
-                self._runner.launch(operation_id)
+        if isinstance(event.data, OperationEvent) and event.data.state == OperationState.pending.value:
+            self._runner.launch(event.data.operation_id)
 
     async def sweep(self) -> int:
         """Launches every pending operation not running here; returns how many were launched."""

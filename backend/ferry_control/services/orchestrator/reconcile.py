@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -42,6 +43,17 @@ from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.drills import DrillRepository
 from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.events import AlertEvent
+from ferry_control.schemas.operation import PARAMS, DrillParams, OperationParams, OperationStep, lenient
+from ferry_control.schemas.operation_results import (
+    RESULTS,
+    ClusterState,
+    FailoverResult,
+    HubSwitchPlan,
+    OperationResult,
+    ReconcileReport,
+    SwitchesMaster,
+)
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.hooks import call_webhooks
@@ -137,7 +149,7 @@ class Reconciler:
             operation.state = OperationState.interrupted
             operation.error = "interrupted: the API instance running this dry run stopped; nothing was changed"
             operation.finished_at = _now()
-            cluster_id, type_, steps = operation.cluster_id, operation.type, list(operation.steps or [])
+            cluster_id, type_, steps = operation.cluster_id, operation.type, steps_of(operation)
         self._runner.publish(cluster_id, operation_id, type_, OperationState.interrupted, steps)
 
     async def _reconcile(self, operation_id: int) -> bool:
@@ -161,7 +173,7 @@ class Reconciler:
                     operation,
                     f"interrupted: the API instance running it stopped; not reconciled, operation {other_holder} "
                     "holds the cluster now",
-                    {"at": now.isoformat(), "found": None, "done": [], "problems": ["the cluster is held by another"]},
+                    ReconcileReport(at=now, problems=["the cluster is held by another"]),
                 )
                 facts = _facts(operation)
                 token = None
@@ -175,38 +187,37 @@ class Reconciler:
         if token is None:
             await self._alert(facts, None)
             return True
-        renewing = asyncio.create_task(self._renew(facts["cluster_id"], operation_id, token))
+        renewing = asyncio.create_task(self._renew(facts.cluster_id, operation_id, token))
         started = time.perf_counter()
         try:
             report = await self._repair(facts)
         except Exception as e:
             log.exception("reconciling operation %s failed", operation_id)
-            report = {"found": None, "done": [], "problems": [f"reconciling failed: {type(e).__name__}: {e}"]}
+            report = ReconcileReport(problems=[f"reconciling failed: {type(e).__name__}: {e}"])
         finally:
             renewing.cancel()
-        report["at"] = _now().isoformat()
-        report["duration_s"] = round(time.perf_counter() - started, 6)
+        report.at, report.duration_s = _now(), round(time.perf_counter() - started, 6)
         error = (
-            f"interrupted: the API instance running it stopped while it was {facts['state']}"
-            + (f" (last step: {facts['last_step']})" if facts["last_step"] else "")
+            f"interrupted: the API instance running it stopped while it was {facts.state}"
+            + (f" (last step: {facts.last_step})" if facts.last_step else "")
             + "; reconciled: "
-            + ("; ".join(report["done"]) or "nothing needed doing")
-            + ("; could not: " + "; ".join(report["problems"]) if report["problems"] else "")
+            + ("; ".join(report.done) or "nothing needed doing")
+            + ("; could not: " + "; ".join(report.problems) if report.problems else "")
         )
         async with session_scope(self._sessionmaker) as session:
             operation = await OperationRepository(session).get_any(operation_id)
             assert operation is not None
             _interrupt(operation, error, report)
             await ClusterRepository(session).release(operation.cluster_id, operation.id, token)
-            steps = list(operation.steps)
-            if operation.type == "drill" and operation.params.get("drill_run_id") is not None:
-                run = await DrillRepository(session).run_fresh(int(operation.params["drill_run_id"]))
+            steps = steps_of(operation)
+            if isinstance(facts.params, DrillParams):
+                run = await DrillRepository(session).run_fresh(facts.params.drill_run_id)
                 if run is not None and run.state in ("pending", "running"):
                     run.state, run.passed, run.finished_at = "interrupted", False, _now()
                     run.reasons = [*(run.reasons or []), error]
         self.reconciled.append(operation_id)
         log.warning("operation %s reconciled: %s", operation_id, error)
-        self._runner.publish(facts["cluster_id"], operation_id, facts["type"], OperationState.interrupted, steps)
+        self._runner.publish(facts.cluster_id, operation_id, facts.type, OperationState.interrupted, steps)
         await self._alert(facts, error)
         return True
 
@@ -222,38 +233,38 @@ class Reconciler:
             except Exception:
                 log.exception("renewing the lease of the reconcile of operation %s failed", operation_id)
 
-    async def _repair(self, facts: dict[str, Any]) -> dict[str, Any]:
+    async def _repair(self, facts: Facts) -> ReconcileReport:
         async with session_scope(self._sessionmaker) as session:
-            cluster = await ClusterRepository(session).get(facts["cluster_id"])
+            cluster = await ClusterRepository(session).get(facts.cluster_id)
             if cluster is None:
-                return {"found": None, "done": [], "problems": ["the cluster was deleted"]}
+                return ReconcileReport(problems=["the cluster was deleted"])
             servers = list(await ServerRepository(session).list_for_cluster(cluster.id))
         snapshot = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.poll_timeout_s)
         found = describe(snapshot)
         done: list[str] = []
         problems: list[str] = []
-        if facts["type"] in ("switchover", "drill"):
-            await self._repair_switch(snapshot, facts, done, problems)
-        elif facts["type"] == "failover":
-            await self._repair_failover(snapshot, facts, done, problems)
+        if isinstance(facts.result, SwitchesMaster):  # a switchover or a drill
+            await self._repair_switch(snapshot, facts.result, done, problems)
+        elif isinstance(facts.result, FailoverResult):
+            await self._repair_failover(snapshot, facts.result, done, problems)
         else:
-            done.append(f"{facts['type']} is one move: examined only, repeat it if it is still wanted")
+            done.append(f"{facts.type} is one move: examined only, repeat it if it is still wanted")
         after = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.poll_timeout_s)
-        return {"found": found, "done": done, "problems": problems, "after": describe(after)}
+        return ReconcileReport(found=found, done=done, problems=problems, after=describe(after))
 
     async def _repair_switch(
-        self, snapshot: ClusterSnapshot, facts: dict[str, Any], done: list[str], problems: list[str]
+        self, snapshot: ClusterSnapshot, result: SwitchesMaster, done: list[str], problems: list[str]
     ) -> None:
-        if facts["result"].get("hub_switch"):
-            await self._repair_hub_switch(snapshot, facts["result"]["hub_switch"], done, problems)
+        if result.hub_switch is not None:
+            await self._repair_hub_switch(snapshot, result.hub_switch, done, problems)
             return
-        switch = facts["result"].get("switch")
-        if not switch:
+        switch = result.switch
+        if switch is None:
             done.append("it stopped before changing any server: nothing to undo")
             return
-        old = snapshot.by_id.get(switch["old_master_server_id"])
-        new = snapshot.by_id.get(switch["new_master_server_id"])
-        name = switch["connection"]
+        old = snapshot.by_id.get(switch.old_master_server_id)
+        new = snapshot.by_id.get(switch.new_master_server_id)
+        name = switch.connection
         if old is None or new is None:
             problems.append("the old master or the candidate is no longer registered")
             return
@@ -274,10 +285,10 @@ class Reconciler:
                 if not connection.running:
                     await driver.start_replication(name)
                     done.append(f"{new.info.label}'s connection {name!r} started again")
-                await driver.set_read_only(bool(switch.get("candidate_was_read_only")))
+                await driver.set_read_only(switch.candidate_was_read_only)
             except DriverError as e:
                 problems.append(f"{new.info.label}: {e}")
-            was_read_only = bool(switch.get("old_master_was_read_only"))
+            was_read_only = switch.old_master_was_read_only
             try:
                 await old.require_driver().set_read_only(was_read_only)
                 done.append(
@@ -289,21 +300,21 @@ class Reconciler:
             return
         # The promotion had begun (the candidate's connection to the old master is gone): completed.
         others: list[tuple[ServerView, str]] = []
-        for server_id, connection_name in switch.get("others") or []:
-            view = snapshot.by_id.get(server_id)
+        for other in switch.others:
+            view = snapshot.by_id.get(other.server_id)
             if view is not None and not view.info.maintenance:
-                others.append((view, connection_name))
-        moved, failed = await complete_move(self._settings, new, others, old, None, switch.get("connection"))
+                others.append((view, other.connection))
+        moved, failed = await complete_move(self._settings, new, others, old, None, switch.connection)
         done.append(f"completed: {new.info.label} is the master; " + "; ".join(moved))
         problems.extend(failed)
 
     async def _repair_hub_switch(
-        self, snapshot: ClusterSnapshot, plan: dict[str, Any], done: list[str], problems: list[str]
+        self, snapshot: ClusterSnapshot, plan: HubSwitchPlan, done: list[str], problems: list[str]
     ) -> None:
         """An intermediate master's switchover (`hub_switchover`): completed when the candidate had begun to
         replicate from the hub's masters (it may hold what the hub lacks), else undone."""
-        candidate = snapshot.by_id.get(plan["candidate_server_id"])
-        hub = snapshot.by_id.get(plan["hub_server_id"])
+        candidate = snapshot.by_id.get(plan.candidate_server_id)
+        hub = snapshot.by_id.get(plan.hub_server_id)
         if candidate is None or hub is None:
             problems.append("the hub or the candidate is no longer registered")
             return
@@ -311,7 +322,7 @@ class Reconciler:
             problems.append(f"{candidate.info.label} (the candidate) cannot be reached ({candidate.error}): whether "
                             f"it took over is unknown, so {hub.info.label} is left as it is")  # fmt: skip
             return
-        incoming = {c["name"] for c in plan["incoming"]}
+        incoming = {c.name for c in plan.incoming}
         taken = [c for c in candidate.status.connections if c.name in incoming and c.running]
         if taken:
             moved, failed = await complete_hub_move(snapshot, plan)
@@ -324,16 +335,15 @@ class Reconciler:
             problems.append(e.message)
 
     async def _repair_failover(
-        self, snapshot: ClusterSnapshot, facts: dict[str, Any], done: list[str], problems: list[str]
+        self, snapshot: ClusterSnapshot, result: FailoverResult, done: list[str], problems: list[str]
     ) -> None:
-        result = facts["result"]
-        if result.get("hub_failover"):
-            moved, failed = await complete_hub_failover(snapshot, result["hub_failover"])
+        if result.hub_failover is not None:
+            moved, failed = await complete_hub_failover(snapshot, result.hub_failover)
             done.append("completed: the lost hub's replicas are re-homed; " + "; ".join(moved))
             problems.extend(failed)
             return
-        new = snapshot.by_id.get(result.get("new_master_server_id") or 0)
-        old_id = result.get("old_master_server_id")
+        new = snapshot.by_id.get(result.new_master_server_id or 0)
+        old_id = result.old_master_server_id
         if new is None:
             done.append("it stopped before choosing a candidate: nothing was changed")
             return
@@ -365,26 +375,26 @@ class Reconciler:
         done.append(f"completed: {new.info.label} is the master; " + "; ".join(moved))
         problems.extend(failed)
 
-    async def _alert(self, facts: dict[str, Any], error: str | None) -> None:
-        data = {
-            "kind": "operation_interrupted", "operation_id": facts["operation_id"], "type": facts["type"],
-            "message": error or "interrupted and not reconciled",
-        }  # fmt: skip
-        self._bus.publish(ClusterEvent(facts["cluster_id"], "alert", data))
+    async def _alert(self, facts: Facts, error: str | None) -> None:
+        data = AlertEvent(
+            kind="operation_interrupted", operation_id=facts.operation_id, type=facts.type,
+            message=error or "interrupted and not reconciled",
+        )  # fmt: skip
+        self._bus.publish(ClusterEvent.of(facts.cluster_id, data))
         async with session_scope(self._sessionmaker) as session:
-            cluster = await ClusterRepository(session).get(facts["cluster_id"])
+            cluster = await ClusterRepository(session).get(facts.cluster_id)
             hooks = [] if cluster is None else list(cluster.post_operation_webhooks or [])
         urls = [*self._settings.post_operation_webhooks, *hooks]
-        if facts["type"] == "drill":
+        if facts.type == "drill":
             urls += self._settings.drill_failure_webhooks
-            if facts["params"].get("webhook_url"):
-                urls.append(facts["params"]["webhook_url"])
+            if isinstance(facts.params, DrillParams) and facts.params.webhook_url:
+                urls.append(facts.params.webhook_url)
         if not urls:
             return
         payload = {
-            "stage": "reconciled", "event": "operation_interrupted", "operation_id": facts["operation_id"],
-            "cluster_id": facts["cluster_id"], "type": facts["type"], "params": facts["params"],
-            "requester": facts["requester"], "state": OperationState.interrupted.value, "error": error,
+            "stage": "reconciled", "event": "operation_interrupted", "operation_id": facts.operation_id,
+            "cluster_id": facts.cluster_id, "type": facts.type, "params": facts.stored_params,
+            "requester": facts.requester, "state": OperationState.interrupted.value, "error": error,
         }  # fmt: skip
         outcomes = await call_webhooks(urls, payload, self._settings)
         for outcome in outcomes:
@@ -392,37 +402,58 @@ class Reconciler:
                 log.warning("alert webhook %s failed: %s", outcome.url, outcome.error)
 
 
-def _facts(operation: Operation) -> dict[str, Any]:
-    """What the reconcile needs of the operation, detached from the session."""
-    steps = list(operation.steps or [])
-    return {
-        "operation_id": operation.id, "cluster_id": operation.cluster_id, "type": operation.type,
-        "params": dict(operation.params or {}), "result": dict(operation.result or {}),
-        "requester": operation.requester, "state": operation.state.value,
-        "last_step": f"{steps[-1]['name']} {steps[-1]['state']}" if steps else None,
-    }  # fmt: skip
+@dataclass(frozen=True)
+class Facts:
+    """What the reconcile needs of the operation, detached from the session: its parameters and its result (with
+    the plan its moves recorded before they began) as its type's models."""
+
+    operation_id: int
+    cluster_id: int
+    type: str
+    params: OperationParams | None
+    #: The parameters as the row keeps them (for the webhooks' payload).
+    stored_params: dict[str, Any]
+    result: OperationResult
+    requester: str
+    state: str
+    last_step: str | None
 
 
-def _interrupt(operation: Operation, error: str, report: dict[str, Any]) -> None:
-    now = _now()
+def _facts(operation: Operation) -> Facts:
+    steps = steps_of(operation)
+    params_model = PARAMS.get(operation.type)
+    return Facts(
+        operation_id=operation.id, cluster_id=operation.cluster_id, type=operation.type,
+        params=None if params_model is None else lenient(params_model, operation.params or {}),
+        stored_params=dict(operation.params or {}),
+        result=lenient(RESULTS.get(operation.type, OperationResult), operation.result or {}),
+        requester=operation.requester, state=operation.state.value,
+        last_step=f"{steps[-1].name} {steps[-1].state}" if steps else None,
+    )  # fmt: skip
+
+
+def _interrupt(operation: Operation, error: str, report: ReconcileReport) -> None:
     operation.state = OperationState.interrupted
     operation.error = error
-    operation.result = {**(operation.result or {}), "reconciled": report}
-    steps = [dict(s) for s in operation.steps or []]
+    operation.result = {**(operation.result or {}), "reconciled": report.model_dump(mode="json")}
+    steps = steps_of(operation)
     for step in steps:
-        if step.get("state") == "running":  # cut short by the crash
-            step["state"], step["finished_at"] = "failed", now.isoformat()
-            step["detail"] = "interrupted: the API instance running it stopped"
-    detail = {"done": report.get("done", []), "problems": report.get("problems", [])}
-    steps.append(
-        {"name": "reconcile", "state": "failed" if report.get("problems") else "passed", "started_at": now.isoformat(),
-         "finished_at": now.isoformat(), "duration_s": report.get("duration_s"), "detail": detail}
-    )  # fmt: skip
-    operation.steps = steps
-    operation.finished_at = now
+        if step.state == "running":  # cut short by the crash: how long it ran is not known
+            step.end("failed", "interrupted: the API instance running it stopped", None)
+    detail = {"done": report.done, "problems": report.problems}
+    reconciled = OperationStep.instant(
+        "reconcile", "failed" if report.problems else "passed", detail, report.duration_s
+    )
+    operation.steps = [s.stored() for s in [*steps, reconciled]]
+    operation.finished_at = reconciled.started_at
 
 
-def describe(snapshot: ClusterSnapshot) -> dict[str, Any]:
+def steps_of(operation: Operation) -> list[OperationStep]:
+    """The operation's steps as its row keeps them."""
+    return [OperationStep.model_validate(s) for s in operation.steps or []]
+
+
+def describe(snapshot: ClusterSnapshot) -> ClusterState:
     """Per server: reachable, read-only, and each connection's master (by label when registered) and state."""
     servers = {}
     for view in snapshot.views:
@@ -441,4 +472,4 @@ def describe(snapshot: ClusterSnapshot) -> dict[str, Any]:
         view.info.label for view in snapshot.views
         if view.status is not None and not view.status.read_only and not view.status.connections
     ]  # fmt: skip
-    return {"servers": servers, "writable_without_master": writable_roots}
+    return ClusterState.model_validate({"servers": servers, "writable_without_master": writable_roots})

@@ -28,6 +28,7 @@ from ferry_control.core.db import session_scope
 from ferry_control.models import ReplicationLink, Server
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.operation_results import ProxyOutcome
 from ferry_control.services.haproxy import runtime
 from ferry_control.services.roles import RoleService
 
@@ -98,12 +99,12 @@ async def _tell(ctx: Any, commands: list[str]) -> None:
     if not proxies:
         return
     outcomes = await runtime.send_all(proxies, commands, settings.haproxy_timeout_s)
-    reported = ctx.result.setdefault("proxies", [])
+    reported = ctx.result.proxy_outcomes()
     stale: StaleProxies = ctx.runner.stale_proxies
     for outcome in outcomes:
         if outcome.skipped:  # not in front of this cluster
             continue
-        reported.append({"proxy": outcome.proxy, "commands": commands, "ok": outcome.ok, "error": outcome.error})
+        reported.append(ProxyOutcome(proxy=outcome.proxy, commands=commands, ok=outcome.ok, error=outcome.error))
         if outcome.ok:
             stale.pairs.discard((outcome.proxy, ctx.cluster_id))
         else:

@@ -32,8 +32,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from ferry_control.core.config import Settings
@@ -45,6 +46,15 @@ from ferry_control.models import Cluster, OperationState
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.events import OperationEvent
+from ferry_control.schemas.operation import PARAMS, OperationParams, OperationStep
+from ferry_control.schemas.operation_results import (
+    RESULTS,
+    OperationHookPayload,
+    OperationResult,
+    UndoReport,
+    WebhookCall,
+)
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.routing import StaleProxies
@@ -52,6 +62,10 @@ from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: The parameters of an operation type (schemas/operation.py).
+P = TypeVar("P", bound=OperationParams)
+#: The result of an operation type (schemas/operation_results.py).
+R = TypeVar("R", bound=OperationResult)
 
 
 class OperationFailed(Exception):
@@ -103,23 +117,20 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _iso(at: datetime) -> str:
-    return at.isoformat().replace("+00:00", "Z")
-
-
 @dataclass
-class OperationContext:
-    """One running operation as its executor sees it."""
+class OperationContext(Generic[P, R]):
+    """One running operation as its executor sees it: `params` is its type's parameters model, validated; `result`
+    its type's result model, filled as it goes (persisted and published with the steps)."""
 
     runner: OperationRunner
     operation_id: int
     cluster_id: int
     type: str
-    params: dict[str, Any]
+    params: P
+    result: R
     dry_run: bool
     requester: str
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    result: dict[str, Any] = field(default_factory=dict)
+    steps: list[OperationStep] = field(default_factory=list)
     #: The token this operation took the cluster's lock with (None for dry runs, which take no lock).
     fencing_token: int | None = None
     #: Why the operation was stopped from outside (shutdown, time bound, lost lock), once it was.
@@ -130,6 +141,8 @@ class OperationContext:
     _writer: asyncio.Task[None] | None = None
     _work: asyncio.Task[None] | None = None
     _compensation: tuple[str, Compensation] | None = None
+    #: Why the stored parameters could not be read, when they could not (the operation then fails at once).
+    _unreadable: str | None = None
 
     @property
     def settings(self) -> Settings:
@@ -150,26 +163,19 @@ class OperationContext:
         if fenced:
             await self.check_fence()
         handle = StepHandle(detail=detail)
-        started = _now()
         clock = time.perf_counter()
-        record: dict[str, Any] = {
-            "name": name, "state": "running", "started_at": _iso(started), "finished_at": None,
-            "duration_s": None, "detail": detail,
-        }  # fmt: skip
+        record = OperationStep.begin(name, detail)
         self.steps.append(record)
         self.changed()
         try:
             yield handle
         except BaseException as e:
-            record["state"] = "failed"
-            record["detail"] = e.message if isinstance(e, OperationFailed) else handle.detail or _describe(e)
+            failed = e.message if isinstance(e, OperationFailed) else handle.detail or _describe(e)
+            record.end("failed", failed, time.perf_counter() - clock)
             raise
         else:
-            record["state"] = "skipped" if handle.skipped else "passed"
-            record["detail"] = handle.detail
+            record.end("skipped" if handle.skipped else "passed", handle.detail, time.perf_counter() - clock)
         finally:
-            record["finished_at"] = _iso(_now())
-            record["duration_s"] = round(time.perf_counter() - clock, 6)
             self.changed()
         if name == self.settings.operation_failpoint_pause_after_step:
             await self.flush()
@@ -225,7 +231,7 @@ class OperationContext:
             reason = self.why(e)
             outcome = await _uncancellable(self._compensate(registered, reason))
             self.undo_outcome = outcome
-            self.result["undo"] = {"reason": outcome.reason, "done": outcome.summary, "complete": outcome.complete}
+            self.result.undo = UndoReport(reason=outcome.reason, done=outcome.summary, complete=outcome.complete)
             if isinstance(e, asyncio.CancelledError):
                 raise
             if not isinstance(e, OperationFailed | DriverError):
@@ -284,7 +290,7 @@ class OperationContext:
         name, compensation = registered
         kind = "rolled forward" if name == "roll_forward" else "undone"
         first = len(self.steps)
-        started, clock = _now(), time.perf_counter()
+        record, clock = OperationStep.begin(name), time.perf_counter()
         if not await self._claim():
             outcome = UndoOutcome(
                 reason, f"{name} not done by this instance: the cluster's operation lock is another holder's now "
@@ -304,12 +310,9 @@ class OperationContext:
         finally:
             if renewing is not None:
                 renewing.cancel()
-        if not any(step["name"] == name for step in self.steps[first:]):
-            self.steps.append(
-                {"name": name, "state": "passed" if outcome.complete else "failed", "started_at": _iso(started),
-                 "finished_at": _iso(_now()), "duration_s": round(time.perf_counter() - clock, 6),
-                 "detail": outcome.summary}
-            )  # fmt: skip
+        if not any(step.name == name for step in self.steps[first:]):
+            record.end("passed" if outcome.complete else "failed", outcome.summary, time.perf_counter() - clock)
+            self.steps.append(record)
             self.changed()
         return outcome
 
@@ -328,8 +331,8 @@ class OperationContext:
                 async with session_scope(self.sessionmaker) as session:
                     operation = await OperationRepository(session).get_any(self.operation_id)
                     assert operation is not None
-                    operation.steps = [dict(s) for s in self.steps]
-                    operation.result = dict(self.result)
+                    operation.steps = [s.stored() for s in self.steps]
+                    operation.result = self.result.stored()
             except Exception:
                 log.exception("recording the steps of operation %s failed", self.operation_id)
 
@@ -358,13 +361,16 @@ class OperationContext:
                 raise OperationFailed(f"cluster {self.cluster_id} was deleted")
             return cluster
 
-    def payload(self, stage: str, **extra: Any) -> dict[str, Any]:
-        return {
-            "stage": stage, "operation_id": self.operation_id, "cluster_id": self.cluster_id, "type": self.type,
-            "params": self.params, "requester": self.requester, **extra,
-        }  # fmt: skip
+    def payload(self, stage: Literal["pre", "post"], **extra: Any) -> OperationHookPayload:
+        """What the webhooks of `stage` are POSTed: the operation, and `extra` (OperationHookPayload's fields)."""
+        return OperationHookPayload(
+            stage=stage, operation_id=self.operation_id, cluster_id=self.cluster_id, type=self.type,
+            params=self.params, requester=self.requester, **extra,
+        )  # fmt: skip
 
-    async def pre_hooks(self, **extra: Any) -> None:
+    async def pre_hooks(
+        self, *, old_master_server_id: int | None = None, new_master_server_id: int | None = None
+    ) -> None:
         """Calls the pre-operation webhooks (settings', then the cluster's); any failure aborts, nothing changed."""
         cluster = await self.cluster()
         urls = [*self.settings.pre_operation_webhooks, *(cluster.pre_operation_webhooks or [])]
@@ -373,7 +379,9 @@ class OperationContext:
                 step.skipped = True
                 step.detail = "no pre-operation webhooks configured"
                 return
-            outcomes = await call_webhooks(urls, self.payload("pre", **extra), self.settings)
+            moves = {"old_master_server_id": old_master_server_id, "new_master_server_id": new_master_server_id}
+            extra = {k: v for k, v in moves.items() if v is not None}
+            outcomes = await call_webhooks(urls, self.payload("pre", **extra).body(), self.settings)
             step.detail = {"calls": [o.as_dict() for o in outcomes]}
             failed = [o for o in outcomes if not o.ok]
             if failed:
@@ -408,7 +416,7 @@ async def _uncancellable(coroutine: Awaitable[T]) -> T:
     return task.result()
 
 
-Executor = Callable[[OperationContext], Awaitable[None]]
+Executor = Callable[[OperationContext[Any, Any]], Awaitable[None]]
 
 
 class OperationRunner:
@@ -476,13 +484,12 @@ class OperationRunner:
             await asyncio.wait(pending)
 
     def publish(
-        self, cluster_id: int, operation_id: int, type_: str, state: OperationState, steps: list[dict[str, Any]]
+        self, cluster_id: int, operation_id: int, type_: str, state: OperationState, steps: list[OperationStep]
     ) -> None:
+        steps_now = [s.model_copy() for s in steps]  # the records change as the operation goes on
         self.bus.publish(
-            ClusterEvent(
-                cluster_id,
-                "operation",
-                {"operation_id": operation_id, "type": type_, "state": state.value, "steps": [dict(s) for s in steps]},
+            ClusterEvent.of(
+                cluster_id, OperationEvent(operation_id=operation_id, type=type_, state=state.value, steps=steps_now)
             )
         )
 
@@ -492,15 +499,22 @@ class OperationRunner:
             if operation is None or operation.state != OperationState.pending:
                 return
             lock = None if operation.dry_run else await ClusterRepository(session).lock_state(operation.cluster_id)
-            ctx = OperationContext(
+            unreadable = None
+            try:
+                params = PARAMS.get(operation.type, OperationParams).model_validate(operation.params or {})
+            except ValidationError as e:  # a row no request could have written: the operation fails, unchanged
+                params, unreadable = None, f"its parameters could not be read ({e}); nothing was changed"
+            ctx: OperationContext[Any, Any] = OperationContext(
                 runner=self,
                 operation_id=operation.id,
                 cluster_id=operation.cluster_id,
                 type=operation.type,
-                params=dict(operation.params or {}),
+                params=params,
+                result=RESULTS.get(operation.type, OperationResult)(),
                 dry_run=operation.dry_run,
                 requester=operation.requester,
             )
+            ctx._unreadable = unreadable
             if lock is not None and lock.operation_id != operation.id:
                 # Its lock was taken over (by a reconcile of an instance that thought it dead) before it began.
                 operation.state = OperationState.failed
@@ -559,14 +573,16 @@ class OperationRunner:
         if cancelled:
             raise asyncio.CancelledError
 
-    async def _guarded(self, ctx: OperationContext) -> None:
+    async def _guarded(self, ctx: OperationContext[Any, Any]) -> None:
         executor = self.executors.get(ctx.type)
         if executor is None:
             raise OperationFailed(f"no executor for operations of type {ctx.type!r}")
+        if ctx._unreadable is not None:
+            raise OperationFailed(ctx._unreadable)
         async with ctx.guarded():
             await executor(ctx)
 
-    async def _heartbeat(self, ctx: OperationContext) -> None:
+    async def _heartbeat(self, ctx: OperationContext[Any, Any]) -> None:
         """Renews the lease every third of its time while the operation runs; stops the operation once the lock
         was taken over (another fencing token) or could not be renewed before the lease lapsed."""
         lease_s = self.settings.operation_lease_s
@@ -596,7 +612,7 @@ class OperationRunner:
                 return
             renewed = time.monotonic()
 
-    async def _post_hooks(self, ctx: OperationContext, state: OperationState, error: str | None) -> None:
+    async def _post_hooks(self, ctx: OperationContext[Any, Any], state: OperationState, error: str | None) -> None:
         try:
             cluster = await ctx.cluster()
         except OperationFailed:
@@ -607,17 +623,17 @@ class OperationRunner:
         async with ctx.step("post_hooks") as step:
             outcomes = await call_webhooks(
                 urls,
-                ctx.payload("post", state=state.value, error=error, result=ctx.result),
+                ctx.payload("post", state=state.value, error=error, result=ctx.result).body(),
                 ctx.settings,
             )
             step.detail = {"calls": [o.as_dict() for o in outcomes]}
         failed = [o for o in outcomes if not o.ok]
         if failed:
-            ctx.steps[-1]["state"] = "failed"
-            ctx.result["post_hook_failures"] = [o.as_dict() for o in failed]
+            ctx.steps[-1].state = "failed"
+            ctx.result.post_hook_failures = [WebhookCall.model_validate(o.as_dict()) for o in failed]
             await ctx.save()
 
-    async def _finish(self, ctx: OperationContext, state: OperationState, error: str | None) -> None:
+    async def _finish(self, ctx: OperationContext[Any, Any], state: OperationState, error: str | None) -> None:
         await ctx.flush()  # the last step writes land before the final one
         async with session_scope(self.sessionmaker) as session:
             operation = await OperationRepository(session).get_any(ctx.operation_id)
@@ -630,8 +646,8 @@ class OperationRunner:
                 return
             operation.state = state
             operation.error = error
-            operation.steps = [dict(s) for s in ctx.steps]
-            operation.result = dict(ctx.result)
+            operation.steps = [s.stored() for s in ctx.steps]
+            operation.result = ctx.result.stored()
             operation.finished_at = _now()
             if not ctx.dry_run:
                 await ClusterRepository(session).release(ctx.cluster_id, ctx.operation_id, ctx.fencing_token)

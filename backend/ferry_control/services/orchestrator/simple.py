@@ -15,6 +15,20 @@ from ferry_control.core.db import session_scope
 from ferry_control.drivers.base import IoState, SqlState
 from ferry_control.drivers.errors import DriverError
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.operation import (
+    BringLevelParams,
+    ReadOnlyParams,
+    RepointParams,
+    StartReplicationParams,
+    StopReplicationParams,
+)
+from ferry_control.schemas.operation_results import (
+    BringLevelResult,
+    ReadOnlyResult,
+    RepointResult,
+    StartReplicationResult,
+    StopReplicationResult,
+)
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.gtid import position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
@@ -42,11 +56,11 @@ def _connection(view: ServerView, name: str | None, default: str) -> str:
     return names[0] if len(names) == 1 else default
 
 
-async def run_read_only(ctx: OperationContext) -> None:
-    wanted = bool(ctx.params["read_only"])
+async def run_read_only(ctx: OperationContext[ReadOnlyParams, ReadOnlyResult]) -> None:
+    wanted = ctx.params.read_only
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params["server_id"], "the")
+        view = _reachable(snapshot, ctx.params.server_id, "the")
         if not wanted and view.info.fenced:
             raise OperationFailed(
                 f"{view.info.label} is fenced (it was replaced by a failover): repoint it, or unfence it first"
@@ -60,15 +74,18 @@ async def run_read_only(ctx: OperationContext) -> None:
         if now != wanted:
             raise OperationFailed(f"{view.info.label} reports read_only={now} after asking for {wanted}")
         step.detail = f"{view.info.label} read_only={now}"
-    ctx.result.update(server_id=view.info.id, read_only=wanted)
+    ctx.result.server_id, ctx.result.read_only = view.info.id, wanted
 
 
-async def _existing_connection(ctx: OperationContext) -> tuple[ServerView, str]:
+async def _existing_connection(
+    ctx: OperationContext[StartReplicationParams, StartReplicationResult]
+    | OperationContext[StopReplicationParams, StopReplicationResult],
+) -> tuple[ServerView, str]:
     """The preflight of start / stop replication: the server answers and has the named connection."""
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params["server_id"], "the")
-        name = _connection(view, ctx.params.get("connection"), ctx.settings.replication_connection_name)
+        view = _reachable(snapshot, ctx.params.server_id, "the")
+        name = _connection(view, ctx.params.connection, ctx.settings.replication_connection_name)
         assert view.status is not None
         if not any(c.name == name for c in view.status.connections):
             raise OperationFailed(f"{view.info.label} has no replication connection {name!r}")
@@ -76,18 +93,18 @@ async def _existing_connection(ctx: OperationContext) -> tuple[ServerView, str]:
     return view, name
 
 
-async def run_start_replication(ctx: OperationContext) -> None:
+async def run_start_replication(ctx: OperationContext[StartReplicationParams, StartReplicationResult]) -> None:
     view, name = await _existing_connection(ctx)
     if ctx.dry_run:
         return
     await ctx.pre_hooks()
-    until = ctx.params.get("until")
+    until = ctx.params.until
     async with ctx.step("start") as step:
         await view.require_driver().start_replication(name, until=until)
         step.detail = f"started {name!r}" + (f" until {until}" if until else "")
     async with ctx.step("verify") as step:
         step.detail = await _wait_started(view, name, until is not None)
-    ctx.result.update(server_id=view.info.id, connection=name, until=until)
+    ctx.result.server_id, ctx.result.connection, ctx.result.until = view.info.id, name, until
 
 
 async def _wait_started(view: ServerView, name: str, until: bool) -> str:
@@ -112,7 +129,7 @@ async def _wait_started(view: ServerView, name: str, until: bool) -> str:
         await asyncio.sleep(actions.STATE_POLL_S)
 
 
-async def run_stop_replication(ctx: OperationContext) -> None:
+async def run_stop_replication(ctx: OperationContext[StopReplicationParams, StopReplicationResult]) -> None:
     view, name = await _existing_connection(ctx)
     if ctx.dry_run:
         return
@@ -120,15 +137,15 @@ async def run_stop_replication(ctx: OperationContext) -> None:
     async with ctx.step("stop") as step:
         await view.require_driver().stop_replication(name)
         step.detail = f"stopped {name!r}"
-    ctx.result.update(server_id=view.info.id, connection=name)
+    ctx.result.server_id, ctx.result.connection = view.info.id, name
 
 
-async def run_repoint(ctx: OperationContext) -> None:
-    use_gtid = ctx.params.get("use_gtid", "slave_pos")
+async def run_repoint(ctx: OperationContext[RepointParams, RepointResult]) -> None:
+    use_gtid = ctx.params.use_gtid
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params["server_id"], "the replica")
-        master = _reachable(snapshot, ctx.params["master_server_id"], "the new master")
+        view = _reachable(snapshot, ctx.params.server_id, "the replica")
+        master = _reachable(snapshot, ctx.params.master_server_id, "the new master")
         if master.info.protocol_address is None:
             raise OperationFailed(f"{master.info.label} has no protocol port recorded")
         loop = [link for link in snapshot.links_of(master.info.id) if link.master.info.id == view.info.id]
@@ -142,7 +159,7 @@ async def run_repoint(ctx: OperationContext) -> None:
                 f"{master.info.label} replicates from {view.info.label} through other servers: repointing would make "
                 "a replication loop"
             )
-        name = _connection(view, ctx.params.get("connection"), ctx.settings.replication_connection_name)
+        name = _connection(view, ctx.params.connection, ctx.settings.replication_connection_name)
         if dropped := dropped_domains(snapshot, view, name, master):
             raise OperationFailed(
                 f"{view.info.label} would no longer receive domain(s) {', '.join(map(str, dropped))}: "
@@ -193,7 +210,7 @@ async def run_repoint(ctx: OperationContext) -> None:
                 if server is not None:
                     server.fenced, server.fenced_at, server.fence_reason = False, None, None
             step.detail = f"{view.info.label} is a replica again; no longer fenced"
-    ctx.result.update(server_id=view.info.id, master_server_id=master.info.id, connection=name)
+    ctx.result.server_id, ctx.result.master_server_id, ctx.result.connection = view.info.id, master.info.id, name
 
 
 def upstream(snapshot: ClusterSnapshot, server_id: int) -> set[int]:
@@ -223,19 +240,20 @@ def dropped_domains(snapshot: ClusterSnapshot, view: ServerView, name: str, mast
     return sorted(set(old_master.binlog.domains()) - set(master.binlog.domains()) - others)
 
 
-async def run_bring_level(ctx: OperationContext) -> None:
-    timeout_s = float(ctx.params.get("timeout_s") or ctx.settings.switchover_catch_up_timeout_s)
+async def run_bring_level(ctx: OperationContext[BringLevelParams, BringLevelResult]) -> None:
+    timeout_s = ctx.params.timeout_s or ctx.settings.switchover_catch_up_timeout_s
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params["server_id"], "the")
-        source = _reachable(snapshot, ctx.params["source_server_id"], "the source")
+        view = _reachable(snapshot, ctx.params.server_id, "the")
+        source = _reachable(snapshot, ctx.params.source_server_id, "the source")
         if source.info.protocol_address is None:
             raise OperationFailed(f"{source.info.label} has no protocol port recorded")
         behind = source.current.difference(view.current)
         step.detail = f"{view.info.label} at {view.current}; {source.info.label} at {source.current}; behind in " + (
             ", ".join(f"domain {d} by {n}" for d, n in sorted(behind.items())) or "no domain"
         )
-    ctx.result.update(server_id=view.info.id, source_server_id=source.info.id, target=str(source.current))
+    ctx.result.server_id, ctx.result.source_server_id = view.info.id, source.info.id
+    ctx.result.target = str(source.current)
     if ctx.dry_run:
         return
     if not behind:
@@ -275,4 +293,4 @@ async def run_bring_level(ctx: OperationContext) -> None:
                     await driver.start_replication(name)
                 except DriverError:
                     pass
-        ctx.result["level_s"] = round(time.perf_counter() - started, 6)
+        ctx.result.level_s = round(time.perf_counter() - started, 6)

@@ -20,6 +20,8 @@ from typing import Any
 
 from ferry_control.drivers.base import IoState, ReplicaConnection, ServerDriver, SqlState
 from ferry_control.drivers.errors import DriverError
+from ferry_control.schemas.operation import SkipTransactionsParams
+from ferry_control.schemas.operation_results import SkipTransactionsResult, StopReason
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.gtid import from_gtids, parse_state, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
@@ -127,13 +129,13 @@ def data_loss(label: str, gtids: list[str], count: int) -> str:
     )
 
 
-async def run_skip_transactions(ctx: OperationContext) -> None:
-    count = int(ctx.params.get("count") or 1)
+async def run_skip_transactions(ctx: OperationContext[SkipTransactionsParams, SkipTransactionsResult]) -> None:
+    count = ctx.params.count
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params["server_id"], "the replica")
+        view = _reachable(snapshot, ctx.params.server_id, "the replica")
         assert view.status is not None
-        name = _connection(view, ctx.params.get("connection"), ctx.settings.replication_connection_name)
+        name = _connection(view, ctx.params.connection, ctx.settings.replication_connection_name)
         connection = find_connection(view.status.connections, name)
         if connection is None:
             raise OperationFailed(f"{view.info.label} has no replication connection {name!r}: nothing was changed")
@@ -150,12 +152,12 @@ async def run_skip_transactions(ctx: OperationContext) -> None:
                 f"{name!r}, not {count}: the skip counter would pass over the master's next transaction(s) as they "
                 "come; nothing was changed"
             )
-    ctx.result.update(
-        server_id=view.info.id, connection=name, count=count, stopped_by=stop_reason(connection),
-        skipped_gtids=found["skipped_gtids"], skipped_gtids_source=found["source"],
-    )  # fmt: skip
+    result = ctx.result
+    result.server_id, result.connection, result.count = view.info.id, name, count
+    result.stopped_by = StopReason.model_validate(stop_reason(connection))
+    result.skipped_gtids, result.skipped_gtids_source = found["skipped_gtids"], found["source"]
     if ctx.dry_run:
-        ctx.result["data_loss"] = "would lose: " + data_loss(view.info.label, found["skipped_gtids"], count)
+        result.data_loss = "would lose: " + data_loss(view.info.label, found["skipped_gtids"], count)
         return
     await ctx.pre_hooks()
     driver = view.require_driver()
@@ -168,7 +170,7 @@ async def run_skip_transactions(ctx: OperationContext) -> None:
         step.detail = {"gtids": gtids, "pending": skipped.pending}
         if skipped.paused:  # the server's other connections, stopped for the moment of the skip and started again
             step.detail["paused"] = list(skipped.paused)
-    ctx.result.update(skipped_gtids=gtids, skipped_gtids_source=found["source"])
+    result.skipped_gtids, result.skipped_gtids_source = gtids, found["source"]
 
     async def clear_counter() -> str:
         try:
@@ -180,16 +182,16 @@ async def run_skip_transactions(ctx: OperationContext) -> None:
     if skipped.pending:  # a counter used at the next start: until then, clearing it undoes the skip
         ctx.undo_with("undo", clear_counter)
     else:
-        ctx.result["data_loss"] = data_loss(view.info.label, gtids, count)
+        result.data_loss = data_loss(view.info.label, gtids, count)
     async with ctx.step("start") as step:
         await driver.start_replication(name)
         step.detail = f"started {name!r}"
     ctx.undo_with(None)  # once started, the skip happens: there is nothing to put back
-    ctx.result["data_loss"] = data_loss(view.info.label, gtids, count)
+    result.data_loss = data_loss(view.info.label, gtids, count)
     async with ctx.step("verify") as step:
         outcome = await _wait_replicating(driver, name, gtids)
         step.detail = outcome
-        ctx.result.update(replicating=outcome["replicating"], gtid_slave_pos=outcome["gtid_slave_pos"])
+        result.replicating, result.gtid_slave_pos = outcome["replicating"], outcome["gtid_slave_pos"]
         if not outcome["replicating"]:
             raise OperationFailed(
                 f"{view.info.label}: the skip was done ({data_loss(view.info.label, gtids, count)}) "

@@ -15,6 +15,14 @@ from ferry_control.core.config import Settings
 from ferry_control.drivers.base import Check, ConnectionSettings, MasterRole
 from ferry_control.drivers.errors import DriverError, ServerConflict
 from ferry_control.models import PromotionRule
+from ferry_control.schemas.operation import SwitchoverParams
+from ferry_control.schemas.operation_results import (
+    CheckResult,
+    MasterSwitch,
+    ServerConnection,
+    SwitchesMaster,
+    SwitchoverResult,
+)
 from ferry_control.services.orchestrator import actions, routing
 from ferry_control.services.orchestrator.candidates import delay_of, filtered_domains, label_mismatch
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, join_all, position
@@ -133,10 +141,10 @@ def candidate_checks(
     return checks
 
 
-def plan_switchover(snapshot: ClusterSnapshot, params: dict[str, Any], settings: Settings) -> SwitchoverPlan:
+def plan_switchover(snapshot: ClusterSnapshot, params: SwitchoverParams, settings: Settings) -> SwitchoverPlan:
     plan = SwitchoverPlan()
-    master, why = snapshot.source(params.get("source_server_id"), params.get("candidate_server_id"))
-    expected = params.get("expected_master_server_id")
+    master, why = snapshot.source(params.source_server_id, params.candidate_server_id)
+    expected = params.expected_master_server_id
     if expected is not None:
         actual = master.info.label if master else "none"
         plan.add(
@@ -172,7 +180,7 @@ def plan_switchover(snapshot: ClusterSnapshot, params: dict[str, Any], settings:
         )
         return plan
     links = snapshot.replicas_of(master.info.id)
-    candidate_id = params.get("candidate_server_id")
+    candidate_id = params.candidate_server_id
     if candidate_id is not None:
         chosen = next((link for link in links if link.replica.info.id == candidate_id), None)
         label = snapshot.view(candidate_id).info.label if candidate_id in snapshot.by_id else f"server {candidate_id}"
@@ -263,18 +271,18 @@ def choose_best(
     return best, f"{best.replica.info.label} chosen ({rule}): {how}"
 
 
-async def run_switchover(ctx: OperationContext) -> None:
+async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResult]) -> None:
     settings = ctx.settings
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        master, _ = snapshot.source(ctx.params.get("source_server_id"), ctx.params.get("candidate_server_id"))
+        master, _ = snapshot.source(ctx.params.source_server_id, ctx.params.candidate_server_id)
         if master is not None:
             await snapshot.refresh(master.info.id, settings.poll_timeout_s)
         plan = plan_switchover(snapshot, ctx.params, settings)
         await add_server_checks(plan)
-        ctx.result["checks"] = [asdict(c) for c in plan.checks]
+        ctx.result.checks = [CheckResult.of(c) for c in plan.checks]
         failed = plan.failed()
-        step.detail = {"checks": ctx.result["checks"]}
+        step.detail = {"checks": [asdict(c) for c in plan.checks]}
         if failed:
             raise OperationFailed(
                 "preflight failed, nothing was changed: " + "; ".join(f"{c.name}: {c.detail}" for c in failed)
@@ -283,13 +291,10 @@ async def run_switchover(ctx: OperationContext) -> None:
     master, link = plan.master, plan.candidate
     candidate = link.replica
     assert master.status is not None and candidate.info.protocol_address is not None
-    ctx.result.update(
-        old_master_server_id=master.info.id,
-        new_master_server_id=candidate.info.id,
-        candidate_chosen_by="caller" if ctx.params.get("candidate_server_id") else "orchestrator",
-    )
+    ctx.result.old_master_server_id, ctx.result.new_master_server_id = master.info.id, candidate.info.id
+    ctx.result.candidate_chosen_by = "caller" if ctx.params.candidate_server_id else "orchestrator"
     hub = bool(snapshot.links_of(master.info.id))
-    ctx.result["plan"] = switch_plan(snapshot, master, link, plan.others)
+    ctx.result.plan = switch_plan(snapshot, master, link, plan.others)
     if ctx.dry_run:
         return
     await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
@@ -299,7 +304,9 @@ async def run_switchover(ctx: OperationContext) -> None:
         await switch_master(ctx, master, link, plan.others)
 
 
-async def switch_master(ctx: OperationContext, master: ServerView, link: Link, others: list[Link]) -> None:
+async def switch_master(
+    ctx: OperationContext[Any, SwitchesMaster], master: ServerView, link: Link, others: list[Link]
+) -> None:
     """The moves of a switchover once the preflight passed (also a drill's). Until the candidate is promoted, any
     end but success undoes (the old master as it was, the candidate its replica again); once it is, the rest is
     completed instead (every other server follows the new master)."""
@@ -314,12 +321,12 @@ async def switch_master(ctx: OperationContext, master: ServerView, link: Link, o
     follower = link.connection.settings
     old_master_settings = None if follower is None else replace(follower, delay_s=0, filters={})
     # What a reconcile after a crash needs, in the database before any server is changed.
-    ctx.result["switch"] = {
-        "old_master_server_id": master.info.id, "new_master_server_id": candidate.info.id,
-        "connection": connection, "old_master_was_read_only": master_was_read_only,
-        "candidate_was_read_only": bool(candidate.status and candidate.status.read_only),
-        "others": [[o.replica.info.id, o.connection.name] for o in others],
-    }  # fmt: skip
+    ctx.result.switch = MasterSwitch(
+        old_master_server_id=master.info.id, new_master_server_id=candidate.info.id,
+        connection=connection, old_master_was_read_only=master_was_read_only,
+        candidate_was_read_only=bool(candidate.status and candidate.status.read_only),
+        others=[ServerConnection(server_id=o.replica.info.id, connection=o.connection.name) for o in others],
+    )  # fmt: skip
     await ctx.save()
     removed = False
     candidate_role: MasterRole | None = None  # the candidate's own, once it took the old master's
@@ -343,7 +350,7 @@ async def switch_master(ctx: OperationContext, master: ServerView, link: Link, o
         step.detail = f"{master.info.label} refuses writes; {killed} session(s) that could bypass read-only ended"
     async with ctx.step("wait_in_flight_commits") as step:
         target, step.detail = await commits_landed(master, settings)
-    ctx.result["position"] = target
+    ctx.result.position = target
     await actions.candidate_catch_up(ctx, candidate, target, connection)
     async with ctx.step("promote_candidate") as step:
         await candidate_driver.stop_replication(connection)
@@ -364,7 +371,7 @@ async def switch_master(ctx: OperationContext, master: ServerView, link: Link, o
                 f"{candidate.info.label} keeps replicating over {', '.join(map(repr, kept))}: writes to it must stay "
                 f"in the domains {master.info.label} wrote, the others' domains are their masters'"
             )
-    ctx.result["unavailable_s"] = round(unavailable, 6)
+    ctx.result.unavailable_s = round(unavailable, 6)
     ctx.runner.metrics.switchover_unavailable_seconds.labels(ctx.type).observe(unavailable)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
                             delayed={o.replica.info.id for o in others if delay_of(o)},
@@ -411,7 +418,7 @@ async def commits_landed(master: ServerView, settings: Settings) -> tuple[str, s
 
 
 async def undo(
-    ctx: OperationContext,
+    ctx: OperationContext[Any, Any],
     master: ServerView,
     link: Link,
     removed: bool,
@@ -454,7 +461,7 @@ async def undo(
 
 
 async def follow_new_master(
-    ctx: OperationContext,
+    ctx: OperationContext[Any, Any],
     new_master: ServerView,
     replicas: list[ServerView],
     connections: list[str],
@@ -530,7 +537,7 @@ async def follow_new_master(
 
 
 async def roll_forward(
-    ctx: OperationContext,
+    ctx: OperationContext[Any, Any],
     new_master: ServerView,
     replicas: list[tuple[ServerView, str]],
     old_master: ServerView | None,

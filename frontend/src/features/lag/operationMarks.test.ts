@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Schemas } from "../../api/client";
 import { operationMarks } from "./operationMarks";
 
+// A row of any type: the union's members differ only in their params and result, which these tests leave empty.
 const op = (over: Partial<Schemas["OperationRead"]>): Schemas["OperationRead"] => ({
   id: 1,
   cluster_id: 1,
@@ -19,7 +20,7 @@ const op = (over: Partial<Schemas["OperationRead"]>): Schemas["OperationRead"] =
   started_at: "2026-11-26T10:00:01Z",
   finished_at: "2026-11-26T10:00:05Z",
   ...over,
-});
+}) as Schemas["OperationRead"];
 const at = (iso: string) => Date.parse(iso);
 const SINCE = at("2026-11-26T09:00:00Z");
 const UNTIL = at("2026-11-26T11:00:00Z");

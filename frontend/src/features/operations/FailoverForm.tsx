@@ -5,7 +5,7 @@ import { useState } from "react";
 import type { Schemas } from "../../api/client";
 import { useFailover, type FailoverBody } from "../../api/mutations";
 import { GuardedAction } from "./GuardedAction";
-import { numberResult } from "./operationFacts";
+import { masters } from "./operationFacts";
 import { CandidatePicker, SourcePicker } from "./ServerPicker";
 
 interface Props {
@@ -38,7 +38,7 @@ export function FailoverForm({ clusterId, clusterName, nodes, edges = [], server
       previewBody={() => ({ dry_run: true, candidate_server_id: candidateId, ...sourceField })}
       runBody={(preview) => ({
         dry_run: false,
-        candidate_server_id: candidateId ?? numberResult(preview, "new_master_server_id"),
+        candidate_server_id: candidateId ?? masters(preview).newMaster,
         ...sourceField,
       })}
       start={(variables) => mutation.mutateAsync(variables)}

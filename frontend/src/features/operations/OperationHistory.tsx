@@ -4,7 +4,7 @@ import { useOperations } from "../../api/queries";
 import { QueryState } from "../../components/QueryState";
 import { Badge } from "../../components/StatusBadge";
 import { formatDuration, formatTime } from "../../lib/format";
-import { numberResult, stateSymbol, stateTone } from "./operationFacts";
+import { stateSymbol, stateTone, unavailableSeconds } from "./operationFacts";
 import { StepProgress } from "./StepProgress";
 
 function seconds(from: string | null, to: string | null): number | null {
@@ -31,7 +31,7 @@ export function OperationHistory({ clusterId, serverName }: { clusterId: number;
         </thead>
         <tbody>
           {operations.data?.map((op) => {
-            const unavailable = numberResult(op, "unavailable_s");
+            const unavailable = unavailableSeconds(op);
             return (
               <tr key={op.id}>
                 <td>{op.id}</td>

@@ -2,12 +2,11 @@
 // failover the write-unavailability window and the new master.
 import { Badge } from "../../components/StatusBadge";
 import { formatDuration, humanize } from "../../lib/format";
-import { hasEnded, numberResult, stateSymbol, stateTone, stepDetail, type Operation } from "./operationFacts";
+import { hasEnded, masters, stateSymbol, stateTone, stepDetail, unavailableSeconds, type Operation } from "./operationFacts";
 
 export function StepProgress({ operation, serverName }: { operation: Operation; serverName: (id: number) => string }) {
-  const unavailable = numberResult(operation, "unavailable_s");
-  const newMaster = numberResult(operation, "new_master_server_id");
-  const oldMaster = numberResult(operation, "old_master_server_id");
+  const unavailable = unavailableSeconds(operation);
+  const { oldMaster, newMaster } = masters(operation);
   return (
     <section aria-label={`Operation ${operation.id} progress`} className="progress">
       <p>

@@ -1,29 +1,14 @@
 // The plan of a switchover of an intermediate master, per domain, as its dry run reports it: which source is
 // replaced and by which candidate, every involved server's position in each domain now, who lends each domain up to
 // which GTID, and what each server replicates from afterwards — the two-master shape's figure, live.
+import type { Schemas } from "../../api/client";
 import type { Operation } from "./operationFacts";
 
-interface Plan {
-  source: string;
-  candidate: string;
-  positions: Record<string, Record<string, string>>;
-  lenders: Record<string, string>;
-  afterwards: Record<string, string[]>;
-}
+type Plan = Schemas["SwitchPlanView"];
 
-/** The plan in an operation's result, when it has one (a switchover of an intermediate master). */
+/** The plan in an operation's result, when it has one (a switchover's). */
 export function switchPlan(operation: Operation): Plan | null {
-  const plan = operation.result?.plan as Partial<Plan> | undefined;
-  if (!plan || typeof plan !== "object" || typeof plan.source !== "string" || typeof plan.candidate !== "string") {
-    return null;
-  }
-  return {
-    source: plan.source,
-    candidate: plan.candidate,
-    positions: (plan.positions as Plan["positions"]) ?? {},
-    lenders: (plan.lenders as Plan["lenders"]) ?? {},
-    afterwards: (plan.afterwards as Plan["afterwards"]) ?? {},
-  };
+  return operation.type === "switchover" ? (operation.result?.plan ?? null) : null;
 }
 
 export function SwitchPlan({ operation }: { operation: Operation }) {

@@ -6,7 +6,7 @@ import { useState } from "react";
 import type { Schemas } from "../../api/client";
 import { useSwitchover, type SwitchoverBody } from "../../api/mutations";
 import { GuardedAction } from "./GuardedAction";
-import { numberResult } from "./operationFacts";
+import { masters as mastersOf } from "./operationFacts";
 import { CandidatePicker, SourcePicker } from "./ServerPicker";
 import { SwitchPlan } from "./SwitchPlan";
 
@@ -58,9 +58,9 @@ export function SwitchoverForm({ clusterId, clusterName, nodes, edges = [], serv
       }
       runBody={(preview) => ({
         dry_run: false,
-        candidate_server_id: numberResult(preview, "new_master_server_id") ?? candidateId,
+        candidate_server_id: mastersOf(preview).newMaster ?? candidateId,
         ...sourceField,
-        expected_master_server_id: numberResult(preview, "old_master_server_id") ?? source?.server_id ?? null,
+        expected_master_server_id: mastersOf(preview).oldMaster ?? source?.server_id ?? null,
       })}
       start={(variables) => mutation.mutateAsync(variables)}
       serverName={serverName}

@@ -7,10 +7,9 @@ import { OutcomeMark, outcomeCounts } from "../../components/OutcomeMark";
 import { QueryState } from "../../components/QueryState";
 import { paddedDomain, timeLabel, timeTicks } from "../../components/timeAxis";
 import { formatDuration, formatTime } from "../../lib/format";
-import { numberResult, type Operation } from "./operationFacts";
+import { writeWindowSeconds, type Operation } from "./operationFacts";
 
 const TYPES: readonly OperationType[] = ["switchover", "failover"];
-const WINDOW_KEY: Record<string, string> = { switchover: "unavailable_s", failover: "promoted_after_s" };
 const TYPE_LABEL: Record<string, string> = { switchover: "switchover (writes unavailable)", failover: "failover (promoted after)" };
 
 export interface WindowPoint {
@@ -25,9 +24,9 @@ export interface WindowPoint {
 
 export function windowPoints(operations: readonly Operation[]): WindowPoint[] {
   return operations
-    .filter((op) => op.started_at != null && WINDOW_KEY[op.type] && op.state !== "pending" && op.state !== "running")
+    .filter((op) => op.started_at != null && TYPES.includes(op.type) && op.state !== "pending" && op.state !== "running")
     .map((op) => {
-      const figure = numberResult(op, WINDOW_KEY[op.type]!);
+      const figure = writeWindowSeconds(op);
       return {
         id: op.id,
         type: op.type,

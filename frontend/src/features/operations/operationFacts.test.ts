@@ -1,12 +1,9 @@
 // Tests of reading operation records: the checklist, whether a preview passed, ended states.
 import { describe, expect, it } from "vitest";
-import { hasEnded, preflightChecks, previewPassed, stepDetail, type Operation } from "./operationFacts";
+import { operation } from "../../test/fixtures";
+import { hasEnded, preflightChecks, previewPassed, stepDetail } from "./operationFacts";
 
-const op = (over: Partial<Operation>): Operation => ({
-  id: 1, cluster_id: 1, type: "switchover", state: "succeeded", dry_run: true, params: {}, steps: [],
-  requester: "ops", idempotency_key: null, result: null, error: null, created_at: "2025-01-01T00:00:00Z",
-  started_at: null, finished_at: null, ...over,
-});
+const op: typeof operation = (over) => operation({ state: "succeeded", ...over });
 
 describe("preflightChecks", () => {
   it("lists a switchover's named checks", () => {

@@ -1,9 +1,36 @@
 // Reading an operation record (pure functions): whether it has ended, its preflight checklist (named checks for
-// a switchover, else the preflight step), and its figures (the unavailability window, old and new master).
+// a switchover, else the preflight step), and its figures (the unavailability window, old and new master). An
+// operation's `result` is its type's (the API's discriminated union on `type`), so each figure is read from the types
+// that have it.
 import type { Schemas } from "../../api/client";
 import type { Tone } from "../../components/StatusBadge";
 
 export type Operation = Schemas["OperationRead"];
+export type OperationType = Operation["type"];
+/** The operation of one type, with that type's parameters and result. */
+export type OperationOf<T extends OperationType> = Extract<Operation, { type: T }>;
+/** The operations that move a source's role: they name the old and new master and may carry named checks. */
+export type RoleMove = OperationOf<"switchover" | "failover" | "drill">;
+
+export function isRoleMove(operation: Operation): operation is RoleMove {
+  return operation.type === "switchover" || operation.type === "failover" || operation.type === "drill";
+}
+
+/** The old and new master a switchover, failover or drill names (null where it named none yet). */
+export function masters(operation: Operation): { oldMaster: number | null; newMaster: number | null } {
+  const result = isRoleMove(operation) ? operation.result : null;
+  return { oldMaster: result?.old_master_server_id ?? null, newMaster: result?.new_master_server_id ?? null };
+}
+
+/** The write-unavailability window of a switchover (or a drill's switch): read-only on → the new master writable. */
+export function unavailableSeconds(operation: Operation): number | null {
+  return operation.type === "switchover" || operation.type === "drill" ? (operation.result?.unavailable_s ?? null) : null;
+}
+
+/** How long writes had nowhere to go: a switchover's unavailability window, a failover's time to promotion. */
+export function writeWindowSeconds(operation: Operation): number | null {
+  return operation.type === "failover" ? (operation.result?.promoted_after_s ?? null) : unavailableSeconds(operation);
+}
 
 export interface CheckItem {
   name: string;
@@ -44,14 +71,8 @@ export function stateSymbol(state: string): string {
 
 /** The preflight as a checklist: the named checks when the operation reports them, else its preflight step. */
 export function preflightChecks(operation: Operation): CheckItem[] {
-  const raw = operation.result?.checks;
-  if (Array.isArray(raw)) {
-    return raw.map((check: { name?: unknown; passed?: unknown; detail?: unknown }) => ({
-      name: String(check.name ?? "check"),
-      passed: typeof check.passed === "boolean" ? check.passed : null,
-      detail: readable(check.detail),
-    }));
-  }
+  const named = isRoleMove(operation) ? operation.result?.checks : null;
+  if (named) return named.map((check) => ({ name: check.name, passed: check.passed, detail: check.detail }));
   // No named checks: the preflight step, or (an operation without one, e.g. failover) every step of the dry run.
   const preflight = operation.steps.filter((s) => s.name === "preflight");
   return (preflight.length > 0 ? preflight : operation.steps).map((step) => ({
@@ -64,11 +85,6 @@ export function preflightChecks(operation: Operation): CheckItem[] {
 /** Whether the dry run found the operation may go ahead. */
 export function previewPassed(operation: Operation): boolean {
   return operation.state === "succeeded" && preflightChecks(operation).every((c) => c.passed !== false);
-}
-
-export function numberResult(operation: Operation, key: string): number | null {
-  const value = operation.result?.[key];
-  return typeof value === "number" ? value : null;
 }
 
 /** A step's detail in one line; a list of checks becomes "11 checks passed" or names the failed ones. */

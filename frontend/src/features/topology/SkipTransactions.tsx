@@ -79,8 +79,8 @@ function SkipForm({ clusterId, edge, replicaName, serverName }: Props) {
 }
 
 function SkipOutcome({ operation }: { operation: Operation }) {
-  const result = operation.result ?? {};
-  const gtids = Array.isArray(result.skipped_gtids) ? (result.skipped_gtids as string[]) : [];
+  const result = operation.type === "skip_transactions" ? (operation.result ?? {}) : {};
+  const gtids = result.skipped_gtids ?? [];
   const named = gtids.length > 0 ? gtids.join(", ") : "not named by the servers";
   if (operation.dry_run) {
     return operation.state === "succeeded" ? (
@@ -93,10 +93,10 @@ function SkipOutcome({ operation }: { operation: Operation }) {
     <div className="skip-outcome" aria-label="Skip outcome">
       <p>
         Skipped: <strong className="mono">{named}</strong>
-        {result.skipped_gtids_source ? ` (from ${String(result.skipped_gtids_source)})` : ""}
+        {result.skipped_gtids_source ? ` (from ${result.skipped_gtids_source})` : ""}
       </p>
-      {result.data_loss ? <p role="alert">{String(result.data_loss)}</p> : null}
-      {typeof result.replicating === "boolean" ? (
+      {result.data_loss ? <p role="alert">{result.data_loss}</p> : null}
+      {result.replicating != null ? (
         <p>{result.replicating ? "✓ It replicates again." : "✕ It does not replicate again."}</p>
       ) : null}
       {operation.error ? <p className="error">{operation.error}</p> : null}

@@ -1,0 +1,380 @@
+"""What each operation type records as its result (`OperationRead.result`, the `operations.result` column): one
+model per type, the plans a reconcile after a crash reads back (`MasterSwitch`, `HubSwitchPlan`, `HubFailoverPlan`),
+and the parts every type may carry (the guard's `undo`, failed post-operation webhooks, a reconcile's report).
+
+An executor fills its type's model as it goes (`ctx.result`); the row keeps the fields that were set (`stored`), so
+the column's JSON is what it was before these models existed, and rows written then read the same (unknown keys
+are ignored). Results are read-mostly records: every field is optional, set by the step that finds it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
+
+from ferry_control.drivers.base import Check, ConnectionSettings
+
+
+class Record(BaseModel):
+    """A part of a result: unknown keys of older rows are ignored."""
+
+    model_config = ConfigDict(extra="ignore", serialize_by_alias=True, validate_by_name=True)
+
+
+class CheckResult(Record):
+    """One named preflight check and what it found."""
+
+    name: str
+    passed: bool
+    detail: str
+
+    @classmethod
+    def of(cls, check: Check) -> CheckResult:
+        return cls(name=check.name, passed=check.passed, detail=check.detail)
+
+
+class UndoReport(Record):
+    """What the guard did when the operation ended without success (`ctx.guarded()`)."""
+
+    reason: str = Field(description="Why the operation stopped.")
+    done: str = Field(description="What the undo or roll forward did, or could not do.")
+    complete: bool = Field(description="Whether everything was put back (or completed).")
+
+
+class WebhookCall(Record):
+    """One webhook call: the target as scheme://host:port, and how it answered."""
+
+    url: str
+    ok: bool
+    status: int | None = None
+    error: str | None = None
+    duration_s: float
+
+
+class ProxyOutcome(Record):
+    """Commands sent to one HAProxy admin socket as the writer moved."""
+
+    proxy: str
+    commands: list[str]
+    ok: bool
+    error: str | None = None
+
+
+class ConnectionState(Record):
+    name: str
+    master: str | None = Field(None, description="The master's label when registered, else its address.")
+    running: bool
+    io_state: str
+    last_error: str | int | None = None
+
+
+class ServerState(Record):
+    reachable: bool
+    error: str | None = None
+    read_only: bool | None = None
+    connections: list[ConnectionState] | None = None
+
+
+class ClusterState(Record):
+    """Per server (by label): reachable, read-only, each connection's master and state."""
+
+    servers: dict[str, ServerState]
+    writable_without_master: list[str] = Field(description="Writable servers replicating from nobody.")
+
+
+class ReconcileReport(Record):
+    """What the reconciler found, did and could not do for an operation a dead instance left (`reconciled`)."""
+
+    at: datetime | None = None
+    duration_s: float | None = None
+    found: ClusterState | None = None
+    done: list[str] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+    after: ClusterState | None = None
+
+
+class ConnectionSettingsRecord(Record):
+    """A replica connection's own settings as a plan keeps them (drivers.base.ConnectionSettings)."""
+
+    delay_s: int = 0
+    ignore_duplicates: bool = False
+    heartbeat_ms: int | None = None
+    parallel_mode: str | None = None
+    workers: int | None = None
+    domain_workers_max: int | None = None
+    semi_sync_replica: bool | None = None
+    filters: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, settings: ConnectionSettings | None) -> ConnectionSettingsRecord | None:
+        return None if settings is None else cls.model_validate(asdict(settings))
+
+    def settings(self) -> ConnectionSettings:
+        return ConnectionSettings(**self.model_dump())
+
+
+class ServerConnection(Record):
+    """A server and its replication connection's name, in a plan. Rows written before this model kept it as a pair
+    `[server_id, connection]`, read the same."""
+
+    server_id: int
+    connection: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pair(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple) and len(value) == 2:
+            return {"server_id": value[0], "connection": value[1]}
+        return value
+
+
+class MasterSwitch(Record):
+    """A master switchover's plan, in the database before its first move: what a reconcile after a crash undoes
+    (the candidate still replicates from the old master) or completes (its connection is gone)."""
+
+    old_master_server_id: int
+    new_master_server_id: int
+    connection: str = Field(description="The candidate's connection to the old master; the old master's afterwards.")
+    old_master_was_read_only: bool
+    candidate_was_read_only: bool
+    others: list[ServerConnection] = Field(description="The other replicas to repoint, each over its connection.")
+
+
+class HubIncoming(Record):
+    """One of an intermediate master's incoming connections, as its switchover moves it to the candidate."""
+
+    name: str
+    master_server_id: int
+    master_address: str
+    running: bool
+    settings: ConnectionSettingsRecord | None = Field(
+        None, description="The connection's own settings (the hub's delay and filters stay with the hub)."
+    )
+
+
+class HubSwitchPlan(Record):
+    """An intermediate master's switchover (`hub_switch`), in the database before its first move: a reconcile
+    completes it once the candidate replicates from the hub's masters, else undoes it."""
+
+    hub_server_id: int
+    candidate_server_id: int
+    candidate_connection: str
+    candidate_settings: ConnectionSettingsRecord | None = None
+    incoming: list[HubIncoming]
+    others: list[ServerConnection]
+
+
+class StoredIncoming(Record):
+    """One of a lost intermediate master's connections to its masters, as the collector last stored it."""
+
+    name: str
+    master_server_id: int
+    master_address: str
+
+
+class HubFailoverPlan(Record):
+    """A lost intermediate master's failover (`hub_failover`), in the database before its first move: a reconcile
+    completes it."""
+
+    hub_server_id: int
+    new_hub_server_id: int
+    new_hub_connection: str
+    incoming: list[StoredIncoming]
+    siblings: list[ServerConnection]
+
+
+class SwitchPlanView(Record):
+    """A switchover per domain before anything moves (its dry run shows it): every involved server's position per
+    domain (by label), who lends each domain up to which GTID, and what each server replicates from afterwards."""
+
+    source: str
+    candidate: str
+    positions: dict[str, dict[str, str]]
+    lenders: dict[str, str]
+    afterwards: dict[str, list[str]]
+
+
+class LostDomain(Record):
+    domain: int
+    old_master_last_seen: str
+    new_master: str | None = None
+    transactions_possibly_lost: int
+
+
+class LostReport(Record):
+    """A failover's report of what the old master may have had beyond the new master, per domain."""
+
+    old_master_replicas_may_be_ahead: bool | None = None
+    old_master_last_seen_position: str | None = None
+    old_master_last_seen_at: datetime | None = None
+    old_master_last_seen_age_s: float | None = None
+    old_master_position_heard_by_replicas: str | None = None
+    new_master_position: str | None = None
+    domains: list[LostDomain] = Field(default_factory=list)
+    note: str
+
+
+class DomainOrigin(Record):
+    """Per domain a re-homed intermediate master has: where it came from, from which GTID up to which."""
+
+    domain: int
+    from_: str = Field(alias="from")
+    from_gtid: str | None = None
+    up_to: str
+
+
+class StopReason(Record):
+    """What stopped a replica's connection, as the server says it."""
+
+    stopped_by: str
+    sql_state: str | None = None
+    code: str | int | None = None
+    message: str | None = None
+
+
+class SwitchFigures(Record):
+    """A drill's switch: the write-unavailability window (None for an intermediate master's: the masters never
+    stopped), the candidate's catch-up, the position it caught up to."""
+
+    unavailable_s: float | None = None
+    catch_up_s: float | None = None
+    position: str | None = None
+
+
+class OperationResult(Record):
+    """What every operation may record besides its own figures."""
+
+    undo: UndoReport | None = None
+    post_hook_failures: list[WebhookCall] | None = None
+    reconciled: ReconcileReport | None = None
+
+    def stored(self) -> dict[str, Any]:
+        """As the operation's row keeps it: the fields that were set."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class MovesWriter(OperationResult):
+    """An operation that moves a source's role (switchover, failover, drill)."""
+
+    checks: list[CheckResult] | None = None
+    old_master_server_id: int | None = None
+    new_master_server_id: int | None = None
+    proxies: list[ProxyOutcome] | None = Field(None, description="What each HAProxy was told as the writer moved.")
+    replication_gaps_s: dict[str, float | None] | None = Field(
+        None, description="Per moved server (by label): how long it had no running connection to a master."
+    )
+
+    def proxy_outcomes(self) -> list[ProxyOutcome]:
+        if self.proxies is None:
+            self.proxies = []
+        return self.proxies
+
+
+class SwitchesMaster(MovesWriter):
+    """The moves of a switchover (also a drill's): the plan a reconcile reads, and the figures."""
+
+    switch: MasterSwitch | None = None
+    hub_switch: HubSwitchPlan | None = None
+    position: str | None = Field(None, description="P: where the old master (or hub) stopped.")
+    catch_up_s: float | None = None
+    unavailable_s: float | None = Field(None, description="Read-only on the old master → the new master writable.")
+
+
+class SwitchoverResult(SwitchesMaster):
+    candidate_chosen_by: Literal["caller", "orchestrator"] | None = None
+    plan: SwitchPlanView | None = None
+
+
+class DrillResult(SwitchesMaster):
+    switchover: SwitchFigures | None = None
+    drill_webhooks: list[WebhookCall] | None = None
+
+
+class FailoverResult(MovesWriter):
+    witnesses: list[str] | None = None
+    role_moves_to_server_id: int | None = Field(
+        None, description="A better candidate the role moves to by a switchover once the failover ended."
+    )
+    promoted_after_s: float | None = None
+    possibly_lost: LostReport | None = None
+    hub_failover: HubFailoverPlan | None = None
+    domains: list[DomainOrigin] | None = None
+    follow_up_operation_id: int | None = None
+    follow_up_error: str | None = None
+
+
+class ReadOnlyResult(OperationResult):
+    server_id: int | None = None
+    read_only: bool | None = None
+
+
+class StartReplicationResult(OperationResult):
+    server_id: int | None = None
+    connection: str | None = None
+    until: str | None = None
+
+
+class StopReplicationResult(OperationResult):
+    server_id: int | None = None
+    connection: str | None = None
+
+
+class RepointResult(OperationResult):
+    server_id: int | None = None
+    master_server_id: int | None = None
+    connection: str | None = None
+
+
+class BringLevelResult(OperationResult):
+    server_id: int | None = None
+    source_server_id: int | None = None
+    target: str | None = None
+    level_s: float | None = None
+
+
+class SkipTransactionsResult(OperationResult):
+    server_id: int | None = None
+    connection: str | None = None
+    count: int | None = None
+    stopped_by: StopReason | None = None
+    skipped_gtids: list[str] | None = None
+    skipped_gtids_source: str | None = None
+    data_loss: str | None = Field(None, description="What the skip loses on that replica, in words.")
+    replicating: bool | None = None
+    gtid_slave_pos: str | None = None
+
+
+#: Each operation type's result.
+RESULTS: dict[str, type[OperationResult]] = {
+    "switchover": SwitchoverResult,
+    "failover": FailoverResult,
+    "repoint": RepointResult,
+    "read_only": ReadOnlyResult,
+    "start_replication": StartReplicationResult,
+    "stop_replication": StopReplicationResult,
+    "bring_level": BringLevelResult,
+    "skip_transactions": SkipTransactionsResult,
+    "drill": DrillResult,
+}
+
+
+class OperationHookPayload(BaseModel):
+    """What the pre-operation webhooks (`stage` pre: before any change; a refusal aborts) and the post-operation ones
+    (`stage` post: the final state, error and result) are POSTed. Only the fields given are sent."""
+
+    stage: Literal["pre", "post"]
+    operation_id: int
+    cluster_id: int
+    type: str
+    params: SerializeAsAny[BaseModel] | None = Field(description="None when the stored parameters could not be read.")
+    requester: str
+    old_master_server_id: int | None = None
+    new_master_server_id: int | None = None
+    state: str | None = None
+    error: str | None = None
+    result: SerializeAsAny[OperationResult] | None = None
+
+    def body(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True)
