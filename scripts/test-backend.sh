@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lints the backend (ruff) and runs its pytest suite against a throwaway PostgreSQL (scripts/ensure-postgres.sh) and real ferryd
+# Lints the backend (ruff), type-checks it (mypy) and runs its pytest suite against a throwaway PostgreSQL (scripts/ensure-postgres.sh) and real ferryd
 # nodes. FERRY_TEST_DATABASE_URL, when set, names an existing server to use instead.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,6 +13,8 @@ if [ -z "${FERRY_TEST_DATABASE_URL:-}" ]; then
 fi
 .venv/bin/ruff check --config backend/pyproject.toml backend migrations
 .venv/bin/ruff format --check --config backend/pyproject.toml backend migrations
+# The type checker, strict on the whole package (backend/pyproject.toml [tool.mypy]).
+(cd backend && ../.venv/bin/mypy)
 # Arguments, when given, replace the default test path (e.g. `backend/tests/test_collector.py -x`).
 if [ $# -eq 0 ]; then set -- backend/tests; fi
 # Tests run in FERRY_TEST_WORKERS processes (pytest-xdist; default 2, one per core): each has its own databases (unique

@@ -112,7 +112,7 @@ def _operation_route(
     `precheck(session, drivers, settings, cluster_id, params)` refuses it first where it can tell at once."""
 
     async def start(
-        body: request_model,  # the concrete model: the schema of the request body
+        body: OperationRequest,  # replaced below by the concrete model: the schema of the request body
         response: Response,
         session: SessionDep,
         runner: RunnerDep,
@@ -140,6 +140,8 @@ def _operation_route(
             response.headers["Idempotent-Replayed"] = "true"
         return OperationRead.of(operation)
 
+    # FastAPI reads the body's schema from the annotation: the operation's own request model.
+    start.__annotations__["body"] = request_model
     router.post(
         "/" + type_.replace("_", "-"),
         name=type_,

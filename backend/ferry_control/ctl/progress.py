@@ -70,7 +70,7 @@ def follow(
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     printer = StepPrinter(out)
     while True:
-        document = client.get(f"/clusters/{cluster_id}/operations/{operation_id}")
+        document: dict[str, Any] = client.get(f"/clusters/{cluster_id}/operations/{operation_id}")
         operation = parse(document)
         printer.update(operation)
         if operation.state in TERMINAL_STATES:

@@ -408,7 +408,8 @@ class OperationRead(RootModel[AnyOperation]):
         try:
             return cls.model_validate(fields)
         except ValidationError:  # parameters or a result read leniently: not validated again
-            return cls.model_construct(VARIANTS[operation.type].model_construct(**fields))
+            variant: Any = VARIANTS[operation.type].model_construct(**fields)  # its type's model, not validated
+            return cls.model_construct(variant)
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -44,6 +44,13 @@ class ClusterEvent:
     def of(cls, cluster_id: int, data: EventData) -> ClusterEvent:
         return cls(cluster_id, data.event, data)
 
+    @classmethod
+    def relayed(cls, cluster_id: int, type: str, data: Mapping[str, Any], at: datetime) -> ClusterEvent:
+        """An event as another instance sent it: its type by name, its data validated into that type's model
+        (ValueError, or pydantic's ValidationError, when it is neither)."""
+        kind = EventType(type)
+        return cls(cluster_id, kind, EVENT_DATA[kind].model_validate(data), at)
+
     @cached_property
     def json(self) -> str:
         """The event as a stream sends it (`event`, `cluster_id`, `at` and its data), encoded once however many

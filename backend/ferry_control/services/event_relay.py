@@ -73,7 +73,7 @@ def _truncated(event: ClusterEvent) -> ClusterEvent:
         return value is None or isinstance(value, bool | int | float)
 
     data = {key: value for key, value in event.data.fields().items() if small(value)}
-    return ClusterEvent(event.cluster_id, event.type, {**data, "truncated": True}, event.at)
+    return ClusterEvent.relayed(event.cluster_id, event.type, {**data, "truncated": True}, event.at)
 
 
 def _envelope(origin: str, seq: int, parts: Sequence[str]) -> str:
@@ -112,7 +112,7 @@ def unpack(payload: str) -> tuple[str, list[ClusterEvent]]:
     try:
         body = json.loads(payload)
         events = [
-            ClusterEvent(int(e["cluster_id"]), str(e["type"]), dict(e["data"]), datetime.fromisoformat(e["at"]))
+            ClusterEvent.relayed(int(e["cluster_id"]), str(e["type"]), dict(e["data"]), datetime.fromisoformat(e["at"]))
             for e in body["events"]
         ]
         return str(body["origin"]), events

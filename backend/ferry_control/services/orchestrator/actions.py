@@ -272,17 +272,26 @@ async def wait_replicating_from(
     return problems
 
 
+def switch_result(ctx: OperationContext[Any, Any]) -> SwitchesMaster:
+    """The result of an operation that moves a master role (a switchover's, a drill's), checked to be one."""
+    result = ctx.result
+    if not isinstance(result, SwitchesMaster):
+        raise TypeError(f"operation {ctx.operation_id} ({ctx.type}) does not move a master role")
+    return result
+
+
 async def candidate_catch_up(
-    ctx: OperationContext[Any, SwitchesMaster], candidate: ServerView, target: str, connection: str
+    ctx: OperationContext[Any, Any], candidate: ServerView, target: str, connection: str
 ) -> None:
     """The `candidate_catch_up` step of a switchover: the candidate applies up to `target` over `connection`
     within `switchover_catch_up_timeout_s` (its time kept as `catch_up_s`), else the operation fails naming where it
     is and why (the connection broke, or the time ran out)."""
+    result = switch_result(ctx)
     timeout_s = ctx.settings.switchover_catch_up_timeout_s
     async with ctx.step("candidate_catch_up") as step:
         caught = time.perf_counter()
         reached = await wait_reached(candidate.require_driver(), target, timeout_s, connection=connection)
-        ctx.result.catch_up_s = caught_s = round(time.perf_counter() - caught, 6)
+        result.catch_up_s = caught_s = round(time.perf_counter() - caught, 6)
         if not reached.reached:
             why = reached.broken or f"timed out after {timeout_s} s"
             raise OperationFailed(f"{candidate.info.label} did not reach {target} (it is at {reached.position}): {why}")

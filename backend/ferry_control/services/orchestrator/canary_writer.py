@@ -96,7 +96,7 @@ class CanaryLedger:
         return [a for a in self.attempts if a.outcome == "acknowledged"]
 
     def counts(self) -> dict[str, dict[str, int]]:
-        counts = {phase: dict.fromkeys(OUTCOMES, 0) for phase in PHASES}
+        counts: dict[str, dict[str, int]] = {phase: dict.fromkeys(OUTCOMES, 0) for phase in PHASES}
         for a in self.attempts:
             counts[a.phase][a.outcome] += 1
         return counts

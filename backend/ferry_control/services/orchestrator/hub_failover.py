@@ -202,9 +202,9 @@ async def fail_over_hub(
     await suspend_automatic_failover(ctx)
     async with ctx.step("verify") as step:
         followers = [s.replica for s in siblings if s.replica.info.label in moved]
-        target = position((await driver.positions()).binlog)
+        binlog_end = position((await driver.positions()).binlog)
         problems = await actions.wait_replicating_from(
-            followers, address, target, settings.verify_timeout_s,
+            followers, address, binlog_end, settings.verify_timeout_s,
             received_only={s.replica.info.id for s in siblings if delay_of(s)},
         )  # fmt: skip
         connections = {c.name: c for c in await driver.replica_connections()}

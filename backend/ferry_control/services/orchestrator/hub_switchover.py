@@ -28,7 +28,6 @@ from ferry_control.schemas.operation_results import (
     HubIncoming,
     HubSwitchPlan,
     ServerConnection,
-    SwitchesMaster,
     SwitchPlanView,
 )
 from ferry_control.services.orchestrator import actions
@@ -74,12 +73,13 @@ def switch_plan(snapshot: ClusterSnapshot, source: ServerView, link: Link, other
 
 
 async def switch_hub(
-    ctx: OperationContext[Any, SwitchesMaster],
+    ctx: OperationContext[Any, Any],
     snapshot: ClusterSnapshot,
     hub: ServerView,
     link: Link,
     others: list[Link],
 ) -> None:
+    result = actions.switch_result(ctx)
     candidate = link.replica
     hub_driver, candidate_driver = hub.require_driver(), candidate.require_driver()
     incoming = snapshot.links_of(hub.info.id)
@@ -104,7 +104,7 @@ async def switch_hub(
         ],
         others=[ServerConnection(server_id=o.replica.info.id, connection=o.connection.name) for o in others],
     )
-    ctx.result.hub_switch = plan
+    result.hub_switch = plan
     await ctx.save()
     gaps: dict[str, float] = {}
     stopped_at: dict[str, float] = {}
@@ -123,24 +123,24 @@ async def switch_hub(
             f"{hub.info.label} stopped {', '.join(repr(c.connection.name) for c in incoming)} at {target}; its "
             "masters keep taking writes"
         )
-    ctx.result.position = target
+    result.position = target
     await actions.candidate_catch_up(ctx, candidate, target, link.connection.name)
     async with ctx.step("candidate_takes_connections") as step:
         await candidate_driver.stop_replication(link.connection.name)
         stopped_at[candidate.info.label] = time.perf_counter()
         # Every connection is made before any starts: server-wide settings (parallel workers) change only while
         # every connection of the server is stopped.
-        for c in plan.incoming:
-            change = ChangeMaster(c.master_address, use_gtid="slave_pos", settings=_settings(c.settings))
-            await candidate_driver.change_master(c.name, change)
+        for source in plan.incoming:
+            change = ChangeMaster(source.master_address, use_gtid="slave_pos", settings=_settings(source.settings))
+            await candidate_driver.change_master(source.name, change)
         taken = []
-        for c in plan.incoming:
+        for source in plan.incoming:
             if not started:
                 started = True
                 # From here the candidate may apply what the hub never had: the move is completed, not undone.
                 ctx.undo_with("roll_forward", partial(roll_forward, ctx, snapshot, plan))
-            await candidate_driver.start_replication(c.name)
-            taken.append(f"{c.name!r} from {snapshot.view(c.master_server_id).info.label}")
+            await candidate_driver.start_replication(source.name)
+            taken.append(f"{source.name!r} from {snapshot.view(source.master_server_id).info.label}")
         gaps[candidate.info.label] = round(time.perf_counter() - stopped_at[candidate.info.label], 6)
         await candidate_driver.remove_replication(link.connection.name)
         step.detail = f"{candidate.info.label} replicates {', '.join(taken)} from its own positions"
@@ -158,7 +158,7 @@ async def switch_hub(
         await _hub_under_candidate(hub_driver, candidate, plan)
         gaps[hub.info.label] = round(time.perf_counter() - stopped_at[hub.info.label], 6)
         step.detail = f"{hub.info.label} replicates from {candidate.info.label} over {link.connection.name!r}"
-    ctx.result.replication_gaps_s = dict(gaps)
+    result.replication_gaps_s = dict(gaps)
     ctx.undo_with(None)  # every move is made; verifying changes nothing
     async with ctx.step("verify") as step:
         problems = await verify(ctx, snapshot, plan, [o.replica for o in others if not delay_of(o)],
@@ -262,18 +262,18 @@ async def complete_hub_move(snapshot: ClusterSnapshot, plan: HubSwitchPlan) -> t
         if view is None or view.info.maintenance:
             continue
         try:
-            other = view.require_driver()
-            current = next((c for c in await other.replica_connections() if c.name == name), None)
+            other_driver = view.require_driver()
+            current = next((c for c in await other_driver.replica_connections() if c.name == name), None)
             if current is None or current.master_address != address:
-                await actions.repoint(other, name, address, "slave_pos", stop_first=current is not None)
+                await actions.repoint(other_driver, name, address, "slave_pos", stop_first=current is not None)
                 done.append(f"{view.info.label} replicates from {candidate.info.label}")
         except DriverError as e:
             problems.append(f"{view.info.label}: {e}")
     try:
         hub_driver = hub.require_driver()
-        current = {c.name: c for c in await hub_driver.replica_connections()}
-        mine = current.get(plan.candidate_connection)
-        if mine is None or mine.master_address != address or any(c.name in current for c in plan.incoming):
+        hub_connections = {c.name: c for c in await hub_driver.replica_connections()}
+        mine = hub_connections.get(plan.candidate_connection)
+        if mine is None or mine.master_address != address or any(c.name in hub_connections for c in plan.incoming):
             await _hub_under_candidate(hub_driver, candidate, plan)
             done.append(f"{hub.info.label} replicates from {candidate.info.label}")
     except DriverError as e:

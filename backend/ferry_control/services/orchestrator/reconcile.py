@@ -455,7 +455,7 @@ def steps_of(operation: Operation) -> list[OperationStep]:
 
 def describe(snapshot: ClusterSnapshot) -> ClusterState:
     """Per server: reachable, read-only, and each connection's master (by label when registered) and state."""
-    servers = {}
+    servers: dict[str, dict[str, object]] = {}
     for view in snapshot.views:
         if view.status is None:
             servers[view.info.label] = {"reachable": False, "error": view.error}

@@ -287,7 +287,8 @@ class OperationContext(Generic[P, R]):
         renewing it meanwhile), so another instance's reconcile cannot take the cluster and repair the same
         servers from its own snapshot at the same time; when the lock is another holder's already, nothing is
         done here and the outcome says so (that holder's reconcile repairs)."""
-        name, compensation = registered
+        name, registered_compensation = registered
+        compensation: Compensation | None = registered_compensation
         kind = "rolled forward" if name == "roll_forward" else "undone"
         first = len(self.steps)
         record, clock = OperationStep.begin(name), time.perf_counter()

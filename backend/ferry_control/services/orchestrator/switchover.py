@@ -20,7 +20,6 @@ from ferry_control.schemas.operation_results import (
     CheckResult,
     MasterSwitch,
     ServerConnection,
-    SwitchesMaster,
     SwitchoverResult,
 )
 from ferry_control.services.orchestrator import actions, routing
@@ -78,9 +77,8 @@ def candidate_checks(
         Check("candidate_eligible", not problems, f"{info.label} is " + (" and ".join(problems) or "eligible"))
     )
     healthy = replica.healthy
-    detail = (
-        "answers and reports no failure" if healthy else replica.error or f"reports a failure: {replica.status.failure}"
-    )  # type: ignore[union-attr]
+    failure = replica.status.failure if replica.status is not None else None
+    detail = "answers and reports no failure" if healthy else replica.error or f"reports a failure: {failure}"
     checks.append(Check("candidate_healthy", healthy, f"{info.label} {detail}"))
     c = link.connection
     state = f"connection {c.name!r}: running={c.running}, io {c.io_state.value}, sql {c.sql_state.value}"
@@ -304,12 +302,11 @@ async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResul
         await switch_master(ctx, master, link, plan.others)
 
 
-async def switch_master(
-    ctx: OperationContext[Any, SwitchesMaster], master: ServerView, link: Link, others: list[Link]
-) -> None:
+async def switch_master(ctx: OperationContext[Any, Any], master: ServerView, link: Link, others: list[Link]) -> None:
     """The moves of a switchover once the preflight passed (also a drill's). Until the candidate is promoted, any
     end but success undoes (the old master as it was, the candidate its replica again); once it is, the rest is
     completed instead (every other server follows the new master)."""
+    result = actions.switch_result(ctx)
     settings = ctx.settings
     candidate = link.replica
     master_driver, candidate_driver = master.require_driver(), candidate.require_driver()
@@ -321,7 +318,7 @@ async def switch_master(
     follower = link.connection.settings
     old_master_settings = None if follower is None else replace(follower, delay_s=0, filters={})
     # What a reconcile after a crash needs, in the database before any server is changed.
-    ctx.result.switch = MasterSwitch(
+    result.switch = MasterSwitch(
         old_master_server_id=master.info.id, new_master_server_id=candidate.info.id,
         connection=connection, old_master_was_read_only=master_was_read_only,
         candidate_was_read_only=bool(candidate.status and candidate.status.read_only),
@@ -350,7 +347,7 @@ async def switch_master(
         step.detail = f"{master.info.label} refuses writes; {killed} session(s) that could bypass read-only ended"
     async with ctx.step("wait_in_flight_commits") as step:
         target, step.detail = await commits_landed(master, settings)
-    ctx.result.position = target
+    result.position = target
     await actions.candidate_catch_up(ctx, candidate, target, connection)
     async with ctx.step("promote_candidate") as step:
         await candidate_driver.stop_replication(connection)
@@ -371,7 +368,7 @@ async def switch_master(
                 f"{candidate.info.label} keeps replicating over {', '.join(map(repr, kept))}: writes to it must stay "
                 f"in the domains {master.info.label} wrote, the others' domains are their masters'"
             )
-    ctx.result.unavailable_s = round(unavailable, 6)
+    result.unavailable_s = round(unavailable, 6)
     ctx.runner.metrics.switchover_unavailable_seconds.labels(ctx.type).observe(unavailable)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
                             delayed={o.replica.info.id for o in others if delay_of(o)},
