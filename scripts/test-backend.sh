@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Lints the backend (ruff), type-checks it (mypy) and runs its pytest suite against a throwaway PostgreSQL (scripts/ensure-postgres.sh) and real ferryd
-# nodes. FERRY_TEST_DATABASE_URL, when set, names an existing server to use instead.
+# Lints the backend (ruff), type-checks it (mypy) and runs its pytest suite against a throwaway PostgreSQL
+# (scripts/ensure-postgres.sh) and real ferryd nodes. FERRY_TEST_DATABASE_URL, when set, names an existing server
+# to use instead.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
