@@ -1,5 +1,6 @@
 // Signing in: a token the API does not know is refused on the sign-in page; a valid one opens the clusters
-// overview (health, master, replicas, worst lag, last drill), with the role shown; signing out ends the session.
+// overview (health, master, replicas, worst lag, last drill), with the role shown; signing out ends the session; the
+// session is kept for every tab of the browser, and a sign-out in one tab signs out the others.
 import { expect, test } from "../fixtures";
 
 test("a token the API does not know is refused with a message, and nothing opens", async ({ page }) => {
@@ -22,5 +23,20 @@ test("an admin signs in and sees the cluster overview with its master and replic
   await picture("clusters");
 
   await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page.getByLabel("API token")).toBeVisible();
+});
+
+test("a sign-in is kept for a new tab, and signing out in one tab signs out the other", async ({ context, page, signIn }) => {
+  await signIn("admin");
+  const second = await context.newPage();
+  await second.goto("/");
+  await expect(second.getByLabel("Signed in as admin")).toBeVisible();
+  await expect(second.getByLabel("API token")).toHaveCount(0);
+
+  await second.getByRole("button", { name: "Sign out" }).click();
+  await expect(second.getByLabel("API token")).toBeVisible();
+  await expect(page.getByLabel("API token")).toBeVisible();
+  await expect(page.getByRole("status")).toHaveText(/Signed out in another tab/);
+  await page.reload();
   await expect(page.getByLabel("API token")).toBeVisible();
 });
