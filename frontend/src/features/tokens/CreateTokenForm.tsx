@@ -6,11 +6,7 @@ import { useCreateToken, type TokenCreated } from "../../api/tokens";
 import { ErrorMessage } from "../../components/QueryState";
 import { DEFAULT_LIFETIME, expiresAt, LIFETIMES } from "./tokenExpiry";
 
-const ROLES: readonly { role: Role; says: string }[] = [
-  { role: "viewer", says: "viewer: reads only" },
-  { role: "operator", says: "operator: also changes clusters, runs operations and drills" },
-  { role: "admin", says: "admin: also manages tokens" },
-];
+const ROLES: readonly Role[] = ["viewer", "operator", "admin"];
 
 export function CreateTokenForm({ onCreated }: { onCreated: (token: TokenCreated) => void }) {
   const create = useCreateToken();
@@ -43,8 +39,8 @@ export function CreateTokenForm({ onCreated }: { onCreated: (token: TokenCreated
           Role{" "}
           <select value={role} onChange={(e) => setRole(e.target.value as Role)}>
             {ROLES.map((r) => (
-              <option key={r.role} value={r.role}>
-                {r.says}
+              <option key={r} value={r}>
+                {r}
               </option>
             ))}
           </select>
@@ -62,6 +58,7 @@ export function CreateTokenForm({ onCreated }: { onCreated: (token: TokenCreated
         <button type="submit" disabled={create.isPending || !name.trim()}>
           {create.isPending ? "Creating…" : "Create token"}
         </button>
+        <p className="small muted">A viewer reads; an operator also changes clusters, runs operations and drills; an admin also manages tokens.</p>
         {create.error ? <ErrorMessage error={create.error} /> : null}
       </fieldset>
     </form>
