@@ -106,7 +106,12 @@ async def test_me_answers_the_tokens_name_role_and_capabilities(
 ) -> None:
     response = await anonymous.get("/api/v1/me", headers=tokens.header(role))
     assert response.status_code == 200, response.text
-    assert response.json() == {"name": f"test-{role}", "role": role, "capabilities": capabilities}
+    assert response.json() == {
+        "name": f"test-{role}",
+        "role": role,
+        "capabilities": capabilities,
+        "expires_at": None,
+    }
 
 
 async def test_operator_may_not_manage_tokens(client: httpx.AsyncClient) -> None:

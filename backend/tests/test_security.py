@@ -372,7 +372,9 @@ async def test_tokens_expire_and_record_their_last_use(
         assert created.status_code == 201 and created.json()["last_used_at"] is None
         token = created.json()
         headers = {"Authorization": f"Bearer {token['token']}"}
-        assert (await client.get("/api/v1/me", headers=headers)).status_code == 200
+        me = await client.get("/api/v1/me", headers=headers)
+        assert me.status_code == 200
+        assert datetime.fromisoformat(me.json()["expires_at"]) == datetime.fromisoformat(token["expires_at"])
         [listed] = [t for t in (await admin.get("/api/v1/tokens")).json() if t["id"] == token["id"]]
         assert listed["last_used_at"] is not None and listed["expires_at"] is not None
         await session.execute(

@@ -68,12 +68,17 @@ test("no page is wider than a 390 px phone screen", async ({ page, signIn, stack
   expect(colours.text).not.toBe(colours.background);
   await expectFits(page, "the overview");
 
-  // Each page load asks the API who the token is: wait for the answer before leaving (an abandoned check signs out).
+  // Each page load asks the API who the token is: wait for the answer, so each page is measured signed in.
   const signedIn = page.getByLabel("Signed in as admin");
   await page.goto("/collector");
   await expect(page.getByRole("heading", { level: 1, name: "Collector health" })).toBeVisible();
   await expect(signedIn).toBeVisible();
   await expectFits(page, "collector health");
+
+  await page.goto("/tokens");
+  await expect(page.getByRole("table", { name: "API tokens" })).toBeVisible();
+  await expect(signedIn).toBeVisible();
+  await expectFits(page, "API tokens");
 
   const clusters = [stack.cluster_id, ...(stack.mariadb_clusters ?? []).map((c) => c.id)];
   for (const id of clusters) {

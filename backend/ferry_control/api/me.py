@@ -1,5 +1,5 @@
-"""GET /api/v1/me: the calling token's name, role and capabilities (any valid token), so a client can learn what
-to show without probing routes it may not use."""
+"""GET /api/v1/me: the calling token's name, role, capabilities and expiry (any valid token), so a client can learn
+what to show without probing routes it may not use, and when to forget a kept token."""
 
 from __future__ import annotations
 
@@ -19,4 +19,9 @@ router = APIRouter(tags=["tokens"], responses=error_responses(401))
     description="Answers for any valid token, whatever its role; an unknown or revoked token is a 401.",
 )
 async def get_me(principal: CurrentToken) -> Me:
-    return Me(name=principal.name, role=principal.role, capabilities=principal.role.capabilities)
+    return Me(
+        name=principal.name,
+        role=principal.role,
+        capabilities=principal.role.capabilities,
+        expires_at=principal.expires_at,
+    )

@@ -53,10 +53,15 @@ class Me(BaseModel):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "examples": [{"name": "ci", "role": "operator", "capabilities": ["can_read", "can_operate"]}]
+            "examples": [
+                {"name": "ci", "role": "operator", "capabilities": ["can_read", "can_operate"], "expires_at": None}
+            ]
         }
     )
 
     name: str
     role: Role
     capabilities: list[Capability] = Field(description="What the role allows, least first.")
+    expires_at: datetime | None = Field(
+        None, description="When the token stops working (a client may forget it then); unset: it does not expire."
+    )

@@ -17,11 +17,12 @@ from ferry_control.repositories.tokens import TokenRepository
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: the token's id, name and role."""
+    """Who is calling: the token's id, name, role and when it stops working (None: never)."""
 
     token_id: int
     name: str
     role: Role
+    expires_at: datetime | None = None
 
 
 class TokenService:
@@ -67,7 +68,7 @@ class TokenService:
         if row.last_used_at is None or now - row.last_used_at >= resolution:
             row.last_used_at = now
             await self.tokens.flush()
-        return Principal(token_id=row.id, name=row.name, role=row.role)
+        return Principal(token_id=row.id, name=row.name, role=row.role, expires_at=row.expires_at)
 
     async def still_valid(self, token_id: int) -> bool:
         """Whether the token still authenticates (not revoked, not expired): long requests (event streams) ask

@@ -2766,6 +2766,11 @@ export interface components {
              * @description What the role allows, least first.
              */
             capabilities: components["schemas"]["Capability"][];
+            /**
+             * Expires At
+             * @description When the token stops working (a client may forget it then); unset: it does not expire.
+             */
+            expires_at?: string | null;
         };
         /**
          * OperationEvent

@@ -19,7 +19,7 @@ describe("roleAllows", () => {
 describe("fetchMe", () => {
   it("asks GET /api/v1/me with the token being signed in and answers who it is", async () => {
     const { requests } = mockApi({ "GET /api/v1/me": () => ({ body: me("operator", "ci") }) });
-    expect(await fetchMe("ferry_abc")).toEqual({ name: "ci", role: "operator", capabilities: ["can_read", "can_operate"] });
+    expect(await fetchMe("ferry_abc")).toEqual({ name: "ci", role: "operator", capabilities: ["can_read", "can_operate"], expires_at: null });
     expect(requests).toHaveLength(1);
     expect(requests[0]!.headers.get("Authorization")).toBe("Bearer ferry_abc");
   });

@@ -1,8 +1,9 @@
-// The page frame: a skip link, the header (home link, collector health, the token's name and role, sign out) and the
-// main region.
+// The page frame: a skip link, the header (home link, collector health, the tokens page for admins, the token's name
+// and role, sign out) and the main region.
 import type { ReactNode } from "react";
 import { Link } from "react-router-dom";
 import { useAuth } from "../auth/AuthProvider";
+import { RequireRole } from "../auth/RequireRole";
 
 export function Layout({ children }: { children: ReactNode }) {
   const { role, name, signOut } = useAuth();
@@ -17,6 +18,9 @@ export function Layout({ children }: { children: ReactNode }) {
         </Link>
         <span className="muted">replication control plane</span>
         <Link to="/collector">Collector health</Link>
+        <RequireRole role="admin">
+          <Link to="/tokens">Tokens</Link>
+        </RequireRole>
         <span className="spacer" />
         <span className="role" aria-label={`Signed in as ${role ?? "unknown"}`}>
           {name ? <span className="muted">{name} · </span> : null}

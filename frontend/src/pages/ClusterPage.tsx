@@ -1,9 +1,11 @@
-// One cluster: its header (name, live status), the views as tabs (the tab is part of the path, each view's
+// One cluster: its header (name, live status, the settings for operators: edit, delete), the views as tabs (the tab is part of the path, each view's
 // state in the query string, kept when switching tabs), fed live by the cluster's server-sent events.
 import { NavLink, Navigate, useLocation, useParams } from "react-router-dom";
 import { useCluster } from "../api/queries";
 import { QueryState } from "../components/QueryState";
+import { RequireRole } from "../auth/RequireRole";
 import { AuditView } from "../features/audit/AuditView";
+import { ClusterSettings } from "../features/clusterAdmin/ClusterSettings";
 import { DrillsView } from "../features/drills/DrillsView";
 import { InterleavingsView } from "../features/interleavings/InterleavingsView";
 import { LagView } from "../features/lag/LagView";
@@ -73,6 +75,9 @@ export function ClusterPage() {
                 {LIVE_TEXT[mode]}
               </span>
             </div>
+            <RequireRole role="operator">
+              <ClusterSettings cluster={cluster.data} />
+            </RequireRole>
             <TransportWarning cluster={cluster.data} />
             <nav aria-label="Cluster views" className="tabs">
               {TABS.map((t) => (

@@ -1,5 +1,5 @@
 // Signing in through the whole app against a fake backend: the token is checked (its name and role read from
-// GET /api/v1/me), kept in sessionStorage, sent as a bearer token, and a refused token says so.
+// GET /api/v1/me), kept in localStorage for every tab, sent as a bearer token, and a refused token says so.
 import { screen } from "@testing-library/react";
 import { render } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
@@ -21,7 +21,7 @@ describe("sign-in", () => {
 
     expect(await screen.findByRole("link", { name: "prod-eu" })).toBeTruthy();
     expect(screen.getByLabelText("Signed in as viewer").textContent).toMatch(/^ro · role: viewer/);
-    expect(window.sessionStorage.getItem("ferry.apiToken")).toBe("ferry_viewer-token");
+    expect(JSON.parse(window.localStorage.getItem("ferry.session")!)).toEqual({ token: "ferry_viewer-token", expiresAt: null });
     const whoAmI = requests.find((r) => r.path === "/api/v1/me")!;
     expect(whoAmI.headers.get("Authorization")).toBe("Bearer ferry_viewer-token");
     const list = requests.find((r) => r.path === "/api/v1/clusters/overview")!;
@@ -35,6 +35,6 @@ describe("sign-in", () => {
     await user.type(screen.getByLabelText("API token"), "ferry_wrong");
     await user.click(screen.getByRole("button", { name: "Sign in" }));
     expect((await screen.findByRole("alert")).textContent).toMatch(/does not know this token/);
-    expect(window.sessionStorage.getItem("ferry.apiToken")).toBeNull();
+    expect(window.localStorage.getItem("ferry.session")).toBeNull();
   });
 });

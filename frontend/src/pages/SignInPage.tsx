@@ -1,12 +1,15 @@
-// Sign-in with an API token: the role is asked of the backend, the token kept in this tab's sessionStorage.
+// Sign-in with an API token: the role is asked of the backend, the token kept for every tab of this browser until it
+// expires or someone signs out; says why a session ended, and offers to check a kept one again when it could not be.
 import { useState, type FormEvent } from "react";
 import { useAuth } from "../auth/AuthProvider";
 
 export function SignInPage() {
-  const { state, signIn } = useAuth();
+  const { state, signIn, retry } = useAuth();
   const [token, setToken] = useState("");
   const checking = state.status === "checking";
   const reason = state.status === "signed-out" ? state.reason : undefined;
+  const notice = state.status === "signed-out" ? state.notice : undefined;
+  const kept = state.status === "signed-out" && state.kept === true;
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
@@ -39,6 +42,19 @@ export function SignInPage() {
         <p id="sign-in-error" role="alert" className="error">
           <span aria-hidden="true">✕ </span>
           {reason}
+          {kept ? (
+            <>
+              {" "}
+              <button type="button" onClick={retry}>
+                Try again
+              </button>
+            </>
+          ) : null}
+        </p>
+      ) : null}
+      {notice ? (
+        <p role="status" className="muted">
+          {notice}
         </p>
       ) : null}
     </main>

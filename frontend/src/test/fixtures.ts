@@ -60,6 +60,6 @@ const CAPABILITIES: Record<Schemas["Role"], Schemas["Capability"][]> = {
 };
 
 /** What GET /api/v1/me answers for a token of `role`. */
-export function me(role: Schemas["Role"], name = `test-${role}`): Schemas["Me"] {
-  return { name, role, capabilities: CAPABILITIES[role] };
+export function me(role: Schemas["Role"], name = `test-${role}`, expiresAt: string | null = null): Schemas["Me"] {
+  return { name, role, capabilities: CAPABILITIES[role], expires_at: expiresAt };
 }

@@ -12,7 +12,7 @@ import { me } from "./fixtures";
 export const TEST_TOKEN = "ferry_test-token-0123456789";
 
 export function renderSignedIn(ui: ReactNode, { role, url = "/" }: { role: Role; url?: string }) {
-  window.sessionStorage.setItem("ferry.apiToken", TEST_TOKEN);
+  window.localStorage.setItem("ferry.session", JSON.stringify({ token: TEST_TOKEN, expiresAt: null }));
   const queryClient = makeQueryClient();
   queryClient.setDefaultOptions({ queries: { ...queryClient.getDefaultOptions().queries, retry: false } });
   return render(

@@ -3,6 +3,7 @@
 // fallen back, binlog expiry held back); connections with IO/SQL state, lag per domain and the last error — the
 // server's own code and message, e.g. MariaDB's 1062), which are also what keyboard and screen-reader users read.
 // A connection stopped by an SQL error offers operators "Skip and restart" (SkipTransactions); viewers see no control.
+// A cluster without servers says how to add them (EmptyCluster).
 import type { Schemas } from "../../api/client";
 import { useServers, useTopology } from "../../api/queries";
 import { RequireRole } from "../../auth/RequireRole";
@@ -10,6 +11,7 @@ import { QueryState } from "../../components/QueryState";
 import { Badge, HealthBadge } from "../../components/StatusBadge";
 import { formatLag } from "../../lib/format";
 import { ClusterAlerts } from "./ClusterAlerts";
+import { EmptyCluster } from "./EmptyCluster";
 import { connectionState } from "./connectionState";
 import { SkipTransactions } from "./SkipTransactions";
 import { ProxyPanel } from "./ProxyPanel";
@@ -29,7 +31,8 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
   const names = new Map(data?.nodes.map((n) => [n.server_id, n.name]) ?? []);
   return (
     <QueryState isPending={topology.isPending} error={topology.error} what="topology">
-      {data ? (
+      {data && data.nodes.length === 0 ? <EmptyCluster clusterId={clusterId} /> : null}
+      {data && data.nodes.length > 0 ? (
         <>
           <ClusterAlerts alerts={data.alerts} />
           <div className="scroll-x">
