@@ -47,7 +47,9 @@ from tests.waiting import eventually
 #: Bound on every wait for a condition in these tests.
 WAIT_S = 30.0
 POLL_INTERVAL_S = 0.2
-LEASE_S = 1.5
+#: Far longer than any stall of a leader's event loop on a busy machine, so a standby never takes over by a lapse the
+#: test did not make (a clean stop gives the lease back at once; a dead leader's lapse is set by the test).
+LEASE_S = 10.0
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 
 
