@@ -112,6 +112,9 @@ class ReplicaConnection:
     #: Transactions its next start will pass over (MariaDB: Skip_Counter, ferryd: skip_counter): what is pending while
     #: it is stopped, what is left while it runs; see `ServerDriver.skip_transactions`.
     skip_counter: int = 0
+    #: The server's own words for what the applying side is doing (MariaDB: Slave_SQL_Running_State, e.g. a
+    #: worker's lock wait); None when it gives none.
+    sql_state_detail: str | None = None
 
 
 @dataclass(frozen=True)

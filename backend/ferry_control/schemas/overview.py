@@ -15,7 +15,10 @@ ClusterHealth = Literal["healthy", "degraded", "down", "empty"]
 
 
 class WorstLag(BaseModel):
-    seconds: float = Field(description="The largest lag in seconds over every connection and domain.")
+    seconds: float = Field(
+        description="The largest lag in seconds over every connection and domain, beyond each connection's "
+        "configured delay (a replica delayed on purpose and at its delay counts 0)."
+    )
     transactions: int = Field(description="The largest lag in transactions (taken apart from the seconds).")
 
 

@@ -50,6 +50,33 @@ class TopologyNode(BaseModel):
     gtid_current_pos: str | None
 
 
+class LinkSettingsRead(BaseModel):
+    """A connection's own settings as the replica reports them."""
+
+    delay_s: int = Field(0, description="Configured delay (MASTER_DELAY): a transaction is applied this many seconds "
+                         "after its commit on the master; lag up to it is by design.")  # fmt: skip
+    ignore_duplicates: bool = False
+    heartbeat_ms: int | None = None
+    parallel_mode: str | None = Field(None, description="Parallel apply: serial, conservative, optimistic, …")
+    workers: int | None = Field(None, description="Transactions applied at once.")
+    domain_workers_max: int | None = Field(None, description="Workers at most per domain.")
+    semi_sync_replica: bool | None = Field(
+        None, description="Acknowledges receipt to a semi-sync master; None: no per-connection setting (ferryd)."
+    )
+    filters: dict[str, str] = Field(default_factory=dict, description="Replication filters by name, values as text.")
+
+
+class LinkStall(BaseModel):
+    """The SQL side makes no progress while work waits (a lock wait, parallel workers stuck, a paused applier)."""
+
+    transactions_waiting: int = Field(description="Received (relay log / read-ahead) and not applied.")
+    no_progress_s: float = Field(description="Seconds since the applied position last moved.")
+    reason: str | None = Field(
+        description="The server's own words for what its applier is doing (MariaDB: Slave_SQL_Running_State), "
+        "or the SQL state it reports; None when it gives none."
+    )
+
+
 class TopologyEdge(BaseModel):
     link_id: int
     source: LinkSource = Field(description="Who reported the edge: the replica (full status) or only the master.")
@@ -70,6 +97,15 @@ class TopologyEdge(BaseModel):
     last_error_code: str | None
     last_error_message: str | None
     updated_at: datetime
+    settings: LinkSettingsRead | None = Field(None, description="None when the replica does not report them.")
+    sql_state_detail: str | None = Field(
+        None, description="The server's own words for what its applier is doing (MariaDB: Slave_SQL_Running_State)."
+    )
+    stall: LinkStall | None = Field(
+        None,
+        description="Set when the SQL side has applied nothing for longer than the configured delay plus a few "
+        "polls while transactions wait; each is also one of the cluster's problems in the overview.",
+    )
 
 
 class ClusterAlert(BaseModel):

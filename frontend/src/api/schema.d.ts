@@ -2673,10 +2673,77 @@ export interface components {
             last_error_code?: string | null;
         };
         /**
+         * LinkSettingsRead
+         * @description A connection's own settings as the replica reports them.
+         */
+        LinkSettingsRead: {
+            /**
+             * Delay S
+             * @description Configured delay (MASTER_DELAY): a transaction is applied this many seconds after its commit on the master; lag up to it is by design.
+             * @default 0
+             */
+            delay_s: number;
+            /**
+             * Ignore Duplicates
+             * @default false
+             */
+            ignore_duplicates: boolean;
+            /** Heartbeat Ms */
+            heartbeat_ms?: number | null;
+            /**
+             * Parallel Mode
+             * @description Parallel apply: serial, conservative, optimistic, …
+             */
+            parallel_mode?: string | null;
+            /**
+             * Workers
+             * @description Transactions applied at once.
+             */
+            workers?: number | null;
+            /**
+             * Domain Workers Max
+             * @description Workers at most per domain.
+             */
+            domain_workers_max?: number | null;
+            /**
+             * Semi Sync Replica
+             * @description Acknowledges receipt to a semi-sync master; None: no per-connection setting (ferryd).
+             */
+            semi_sync_replica?: boolean | null;
+            /**
+             * Filters
+             * @description Replication filters by name, values as text.
+             */
+            filters?: {
+                [key: string]: string;
+            };
+        };
+        /**
          * LinkSource
          * @enum {string}
          */
         LinkSource: "replica" | "master";
+        /**
+         * LinkStall
+         * @description The SQL side makes no progress while work waits (a lock wait, parallel workers stuck, a paused applier).
+         */
+        LinkStall: {
+            /**
+             * Transactions Waiting
+             * @description Received (relay log / read-ahead) and not applied.
+             */
+            transactions_waiting: number;
+            /**
+             * No Progress S
+             * @description Seconds since the applied position last moved.
+             */
+            no_progress_s: number;
+            /**
+             * Reason
+             * @description The server's own words for what its applier is doing (MariaDB: Slave_SQL_Running_State), or the SQL state it reports; None when it gives none.
+             */
+            reason: string | null;
+        };
         /** LostDomain */
         LostDomain: {
             /** Domain */
@@ -4426,6 +4493,15 @@ export interface components {
              * Format: date-time
              */
             updated_at: string;
+            /** @description None when the replica does not report them. */
+            settings?: components["schemas"]["LinkSettingsRead"] | null;
+            /**
+             * Sql State Detail
+             * @description The server's own words for what its applier is doing (MariaDB: Slave_SQL_Running_State).
+             */
+            sql_state_detail?: string | null;
+            /** @description Set when the SQL side has applied nothing for longer than the configured delay plus a few polls while transactions wait; each is also one of the cluster's problems in the overview. */
+            stall?: components["schemas"]["LinkStall"] | null;
         };
         /**
          * TopologyGraph
@@ -4588,7 +4664,7 @@ export interface components {
         WorstLag: {
             /**
              * Seconds
-             * @description The largest lag in seconds over every connection and domain.
+             * @description The largest lag in seconds over every connection and domain, beyond each connection's configured delay (a replica delayed on purpose and at its delay counts 0).
              */
             seconds: number;
             /**

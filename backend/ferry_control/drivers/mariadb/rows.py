@@ -183,6 +183,7 @@ def replica_connection(
         waiting_for_relay_space="relay log space" in str(row.get("Slave_IO_State") or ""),
         settings=connection_settings(row, server or {}),
         skip_counter=_int(row.get("Skip_Counter")),
+        sql_state_detail=str(row.get("Slave_SQL_Running_State") or row.get("Slave_SQL_State") or "") or None,
     )
 
 

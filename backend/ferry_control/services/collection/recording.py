@@ -389,7 +389,11 @@ class Recorder:
         link.sql_state = connection.sql_state.value
         link.waiting_for_relay_space = connection.waiting_for_relay_space
         link.received_position = connection.received_position
+        if link.applied_changed_at is None or link.applied_position != connection.applied_position:
+            link.applied_changed_at = at
         link.applied_position = connection.applied_position
+        link.sql_state_detail = connection.sql_state_detail
+        link.settings = asdict(connection.settings) if connection.settings is not None else None
         link.last_error_side = error.side if error else None
         link.last_error_code = error.code if error else None
         link.last_error_message = error.message if error else None
