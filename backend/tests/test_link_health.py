@@ -78,7 +78,7 @@ async def test_a_replica_delayed_on_purpose_is_neither_stalled_nor_lagging_withi
         timeout_s=STALLED_AFTER_S + 30,
     )
     overview = await overview_of(client, cluster_id)
-    assert (overview["health"], overview["problems"]) == ("healthy", [])
+    assert (overview["health"], overview["problems"], overview["warnings"]) == ("healthy", [], [])
     assert overview["worst_lag"]["seconds"] == 0.0 and overview["worst_lag"]["transactions"] == 5
 
 
@@ -109,9 +109,10 @@ async def test_a_sql_side_that_applies_nothing_while_transactions_wait_is_flagge
     assert edge["stall"]["no_progress_s"] >= STALLED_AFTER_S
     assert edge["stall"]["reason"] == "SQL side paused by the operator"
     overview = await overview_of(client, cluster_id)
-    assert overview["health"] == "degraded"
-    (problem,) = overview["problems"]
-    assert problem.startswith("replica2: stalled: 4 transactions waiting, no progress for ")
+    assert (overview["health"], overview["problems"]) == ("healthy", [])
+    (problem,) = overview["warnings"]
+    assert edge["stall"]["domains"] == [1]
+    assert problem.startswith("replica2: stalled in domain 1: 4 transactions waiting, no progress for ")
     assert problem.endswith(" s (SQL side paused by the operator)")
 
     replica.post("/v1/replication/main/resume-sql", {})

@@ -54,6 +54,7 @@ def test_gives_health_master_replicas_and_the_worst_lag() -> None:
     assert summary.model_dump() == {
         "health": "healthy",
         "problems": [],
+        "warnings": [],
         "masters": ["a"],
         "replica_count": 2,
         "server_count": 3,
@@ -171,10 +172,11 @@ def test_lag_is_judged_against_the_configured_delay() -> None:
     assert beyond.worst_lag == WorstLag(seconds=2.0, transactions=8)
 
 
-def test_a_stalled_sql_side_is_a_problem_with_its_reason() -> None:
-    stall = {"transactions_waiting": 185, "no_progress_s": 7.2, "reason": "Waiting for table metadata lock"}
+def test_a_stalled_sql_side_is_a_warning_with_its_reason() -> None:
+    """A lock wait on a replica lets go by itself: flagged, without making the cluster degraded."""
+    stall = {"transactions_waiting": 185, "domains": [1], "no_progress_s": 7.2, "reason": "Waiting for table lock"}
     summary = summarize(graph(edges=[edge(10, 2, stall=stall), edge(11, 3)]))
-    assert summary.health == "degraded"
-    assert summary.problems == [
-        "b: stalled: 185 transactions waiting, no progress for 7 s (Waiting for table metadata lock)"
+    assert (summary.health, summary.problems) == ("healthy", [])
+    assert summary.warnings == [
+        "b: stalled in domain 1: 185 transactions waiting, no progress for 7 s (Waiting for table lock)"
     ]

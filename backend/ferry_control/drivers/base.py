@@ -198,6 +198,9 @@ class ServerStatus:
     listen_address: str | None = None
     #: The server software's version as it reports it (MariaDB: @@version; None when it does not say).
     version: str | None = None
+    #: How the server writes its binlog (MariaDB: @@binlog_format, ROW / MIXED / STATEMENT); None when it does not
+    #: say (ferryd logs transactions as row changes, always).
+    binlog_format: str | None = None
     #: The server sends transactions to its replicas before they are durable in its own binlog (ferryd: durability
     #: `none` / `network`; MariaDB: sync_binlog ≠ 1): after a crash of its machine, its replicas may hold
     #: transactions its binlog lost. None when the server does not say.

@@ -30,6 +30,9 @@ class TopologyNode(BaseModel):
     name: str
     kind: ServerKind = Field(ServerKind.ferry, description="Which driver speaks to the server.")
     version: str | None = Field(None, description="The server software's version as the last poll read it.")
+    binlog_format: str | None = Field(
+        None, description="MariaDB: @@binlog_format as the last poll read it; None when the server does not say."
+    )
     replicas_may_be_ahead: bool | None = Field(None, description=REPLICAS_MAY_BE_AHEAD)
     warnings: list[str] = Field(
         default_factory=list,
@@ -69,8 +72,9 @@ class LinkSettingsRead(BaseModel):
 class LinkStall(BaseModel):
     """The SQL side makes no progress while work waits (a lock wait, parallel workers stuck, a paused applier)."""
 
-    transactions_waiting: int = Field(description="Received (relay log / read-ahead) and not applied.")
-    no_progress_s: float = Field(description="Seconds since the applied position last moved.")
+    transactions_waiting: int = Field(description="Received (relay log / read-ahead) and not applied, in `domains`.")
+    domains: list[int] = Field(description="The domains where nothing was applied while transactions waited.")
+    no_progress_s: float = Field(description="Seconds since the applied position last moved there.")
     reason: str | None = Field(
         description="The server's own words for what its applier is doing (MariaDB: Slave_SQL_Running_State), "
         "or the SQL state it reports; None when it gives none."

@@ -31,8 +31,12 @@ def shared_domains(masters: list[TopologyNode]) -> list[str]:
 
 
 def stall_words(stall: LinkStall) -> str:
-    """ "stalled: 185 transactions waiting, no progress for 7 s (Waiting for table metadata lock)"."""
-    words = f"stalled: {stall.transactions_waiting} transactions waiting, no progress for {stall.no_progress_s:.0f} s"
+    """In words: `stalled in domain 1: 185 transactions waiting, no progress for 7 s (Waiting for table lock)`."""
+    domains = ", ".join(str(d) for d in stall.domains)
+    words = (
+        f"stalled in domain{'s' if len(stall.domains) > 1 else ''} {domains}: {stall.transactions_waiting} "
+        f"transactions waiting, no progress for {stall.no_progress_s:.0f} s"
+    )
     return f"{words} ({stall.reason})" if stall.reason else words
 
 
@@ -44,11 +48,13 @@ def beyond_delay(lag: DomainLagRead, edge: TopologyEdge) -> DomainLagRead:
 
 def summarize(graph: TopologyGraph) -> ClusterSummary:
     """Health of the whole, the master(s), how many replicas, the worst lag over every connection and domain, and
-    the problems in words: unhealthy or maintenance nodes, connection errors, stopped replication, a stalled SQL side,
-    several masters writing one domain. Lag is what exceeds each connection's configured delay. Several masters are
-    a shape, not a fault (the two-master shape: each writes its own domain)."""
+    the problems in words: unhealthy or maintenance nodes, connection errors, stopped replication, several masters
+    writing one domain; and the warnings: a SQL side stalled (by a lock wait, say: it goes on once the lock is let
+    go, so it is flagged without making the cluster degraded). Lag is what exceeds each connection's configured
+    delay. Several masters are a shape, not a fault (the two-master shape: each writes its own domain)."""
     nodes, edges = graph.nodes, graph.edges
     problems: list[str] = []
+    warnings: list[str] = []
     for node in nodes:
         if node.health != "healthy":
             problems.append(f"{node.name} {node.health}")
@@ -62,7 +68,7 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
         elif edge.source == "replica" and not edge.running:
             problems.append(f"{replica}: replication stopped")
         elif edge.stall is not None:
-            problems.append(f"{replica}: {stall_words(edge.stall)}")
+            warnings.append(f"{replica}: {stall_words(edge.stall)}")
     masters = [node.name for node in nodes if node.role == "master"]
     standalone = [node.name for node in nodes if node.role == "standalone"]
     if not masters and len(standalone) == 1:
@@ -84,6 +90,7 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
     return ClusterSummary(
         health=health,
         problems=problems,
+        warnings=warnings,
         masters=masters,
         replica_count=sum(1 for node in nodes if node.role in ("replica", "intermediate")),
         server_count=len(nodes),

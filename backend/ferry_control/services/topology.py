@@ -38,6 +38,7 @@ class TopologyService:
                 name=s.name,
                 kind=s.kind,
                 version=s.version,
+                binlog_format=s.binlog_format,
                 replicas_may_be_ahead=s.replicas_may_be_ahead,
                 warnings=list(s.warnings or []),
                 host=s.host,

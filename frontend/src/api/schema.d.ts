@@ -1333,6 +1333,11 @@ export interface components {
              */
             problems: string[];
             /**
+             * Warnings
+             * @description What to look at that does not make it degraded, in words: a connection whose SQL side applies nothing while transactions wait (a lock wait, stuck workers), with the reason the server gives.
+             */
+            warnings?: string[];
+            /**
              * Masters
              * @description The masters' names (a lone standalone server counts as the master).
              */
@@ -2730,12 +2735,17 @@ export interface components {
         LinkStall: {
             /**
              * Transactions Waiting
-             * @description Received (relay log / read-ahead) and not applied.
+             * @description Received (relay log / read-ahead) and not applied, in `domains`.
              */
             transactions_waiting: number;
             /**
+             * Domains
+             * @description The domains where nothing was applied while transactions waited.
+             */
+            domains: number[];
+            /**
              * No Progress S
-             * @description Seconds since the applied position last moved.
+             * @description Seconds since the applied position last moved there.
              */
             no_progress_s: number;
             /**
@@ -3647,6 +3657,11 @@ export interface components {
             reported_server_id: number | null;
             /** Read Only */
             read_only: boolean | null;
+            /**
+             * Binlog Format
+             * @description How it writes its binlog as the last poll read it (MariaDB: @@binlog_format); None when the server does not say (ferryd: always row changes).
+             */
+            binlog_format?: string | null;
             /**
              * Version
              * @description The server software's version as the last poll read it (MariaDB: @@version).
@@ -4591,6 +4606,11 @@ export interface components {
              * @description The server software's version as the last poll read it.
              */
             version?: string | null;
+            /**
+             * Binlog Format
+             * @description MariaDB: @@binlog_format as the last poll read it; None when the server does not say.
+             */
+            binlog_format?: string | null;
             /**
              * Replicas May Be Ahead
              * @description The server sends transactions to its replicas before they are durable in its own binlog (ferryd: durability none or network; MariaDB: sync_binlog other than 1): after a crash of its machine its replicas may hold transactions its binlog lost, so it must rejoin as a replica of whoever has them rather than serve as a master again. None: not read yet.
