@@ -2,7 +2,8 @@
 both, s4 and s5 from s3): two roots are a shape, not a fault; s4, delayed on purpose (MASTER_DELAY), holding
 transactions within its delay is neither stalled nor lagging; s5, applying in parallel, with domain 1's table locked
 by a report, is flagged as stalled in domain 1 with its workers' own words while domain 2 goes on; and the settings
-(delay, parallel mode, workers, binlog format) are in the topology."""
+(delay, parallel mode, workers, binlog format) are in the topology; each master could be master now of its own
+domain."""
 
 from __future__ import annotations
 
@@ -71,6 +72,11 @@ async def test_seed000_is_healthy_while_a_locked_parallel_replica_is_flagged_as_
         s5 = edge_of(graph, ids[5])["settings"]
         assert (s5["parallel_mode"], s5["workers"], s5["domain_workers_max"]) == ("optimistic", 4, 2)
         assert {node["binlog_format"] for node in graph["nodes"]} == {"ROW"}
+
+        matrix = (await client.get(f"/api/v1/clusters/{cluster_id}/positions")).json()
+        roots = {row["server_id"]: row["root_of"] for row in matrix["rows"] if row["root_of"]}
+        assert roots == {ids[1]: [1], ids[2]: [2]}
+        assert {ids[1], ids[2], ids[3]} <= set(matrix["could_be_master"])  # each master of its own domain; the hub
 
         overview = {item["id"]: item for item in (await client.get("/api/v1/clusters/overview")).json()}[cluster_id]
         assert (overview["health"], overview["problems"], overview["masters"]) == ("healthy", [], ["s1", "s2"])

@@ -3087,7 +3087,7 @@ export interface components {
             rows: components["schemas"]["PositionRow"][];
             /**
              * Could Be Master
-             * @description Servers whose position is ahead of every other server's.
+             * @description Healthy servers out of maintenance whose position is ahead of every other server's, or that are roots ahead of every other server in their own domains (`ahead_in_own_domains`).
              */
             could_be_master: number[];
         };
@@ -3120,6 +3120,17 @@ export interface components {
              * @description Its position is ahead of every other server's (GtidPosition.is_ahead_of): it could be master now.
              */
             ahead_of_all: boolean;
+            /**
+             * Root Of
+             * @description The domains it is the origin of as a root (it has replicas and replicates from none; its GTIDs there carry its own server_id): of several masters, each is master of its own.
+             */
+            root_of?: number[];
+            /**
+             * Ahead In Own Domains
+             * @description A root ahead of every other server in the domains it originates (`root_of`): it could be master of them now, though another master's domains are not its own.
+             * @default false
+             */
+            ahead_in_own_domains: boolean;
             /**
              * Has Reached
              * @description With `reached=`: whether its position is ahead of that one.
