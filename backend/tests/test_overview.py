@@ -54,6 +54,7 @@ def test_gives_health_master_replicas_and_the_worst_lag() -> None:
     assert summary.model_dump() == {
         "health": "healthy",
         "problems": [],
+        "warnings": [],
         "masters": ["a"],
         "replica_count": 2,
         "server_count": 3,
@@ -158,3 +159,24 @@ async def test_overview_of_a_registered_cluster_with_its_last_drill(
     assert items[empty["id"]] | {"health": "empty", "last_drill": None, "worst_lag": None} == items[empty["id"]]
 
     assert (await anonymous.get("/api/v1/clusters/overview")).status_code == 401
+
+
+def test_lag_is_judged_against_the_configured_delay() -> None:
+    """A replica delayed 30 s on purpose and 30 s behind is at its delay: no lag; 32 s behind is 2 s of lag."""
+    delayed = {"delay_s": 30}
+    at_delay = summarize(graph(edges=[edge(10, 2, lag={1: DomainLagRead(seconds=30.0, transactions=8)},
+                                           settings=delayed)]))  # fmt: skip
+    assert (at_delay.health, at_delay.worst_lag) == ("healthy", WorstLag(seconds=0.0, transactions=8))
+    beyond = summarize(graph(edges=[edge(10, 2, lag={1: DomainLagRead(seconds=32.0, transactions=8)},
+                                          settings=delayed)]))  # fmt: skip
+    assert beyond.worst_lag == WorstLag(seconds=2.0, transactions=8)
+
+
+def test_a_stalled_sql_side_is_a_warning_with_its_reason() -> None:
+    """A lock wait on a replica lets go by itself: flagged, without making the cluster degraded."""
+    stall = {"transactions_waiting": 185, "domains": [1], "no_progress_s": 7.2, "reason": "Waiting for table lock"}
+    summary = summarize(graph(edges=[edge(10, 2, stall=stall), edge(11, 3)]))
+    assert (summary.health, summary.problems) == ("healthy", [])
+    assert summary.warnings == [
+        "b: stalled in domain 1: 185 transactions waiting, no progress for 7 s (Waiting for table lock)"
+    ]

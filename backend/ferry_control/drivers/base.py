@@ -112,6 +112,9 @@ class ReplicaConnection:
     #: Transactions its next start will pass over (MariaDB: Skip_Counter, ferryd: skip_counter): what is pending while
     #: it is stopped, what is left while it runs; see `ServerDriver.skip_transactions`.
     skip_counter: int = 0
+    #: The server's own words for what the applying side is doing (MariaDB: Slave_SQL_Running_State, e.g. a
+    #: worker's lock wait); None when it gives none.
+    sql_state_detail: str | None = None
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,9 @@ class ServerStatus:
     listen_address: str | None = None
     #: The server software's version as it reports it (MariaDB: @@version; None when it does not say).
     version: str | None = None
+    #: How the server writes its binlog (MariaDB: @@binlog_format, ROW / MIXED / STATEMENT); None when it does not
+    #: say (ferryd logs transactions as row changes, always).
+    binlog_format: str | None = None
     #: The server sends transactions to its replicas before they are durable in its own binlog (ferryd: durability
     #: `none` / `network`; MariaDB: sync_binlog ≠ 1): after a crash of its machine, its replicas may hold
     #: transactions its binlog lost. None when the server does not say.

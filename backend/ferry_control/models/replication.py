@@ -48,6 +48,14 @@ class ReplicationLink(Base):
     applied_position: Mapped[str | None] = mapped_column(Text, default=None)
     #: Per domain (text key): {"transactions": n, "seconds": s}; transactions against the master's binlog position.
     lag: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    #: The connection's settings as the replica reports them (`drivers.base.ConnectionSettings` as a dict); None
+    #: when it does not say.
+    settings: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    #: The server's own words for what the applier is doing (MariaDB: Slave_SQL_Running_State), when it gives them.
+    sql_state_detail: Mapped[str | None] = mapped_column(Text, default=None)
+    #: Per domain (text key), when the collector last saw `applied_position` move there (or first saw the domain), as
+    #: ISO 8601 text: how long the SQL side has made no progress in it (a parallel applier stalls one domain alone).
+    applied_moved_at: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     last_error_side: Mapped[str | None] = mapped_column(String(8), default=None)
     last_error_code: Mapped[str | None] = mapped_column(String(64), default=None)
     last_error_message: Mapped[str | None] = mapped_column(Text, default=None)

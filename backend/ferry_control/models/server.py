@@ -100,6 +100,8 @@ class Server(Base):
     read_only_set_at: Mapped[datetime | None] = mapped_column(default=None)
     #: The server software's version as it reports it (MariaDB: @@version).
     version: Mapped[str | None] = mapped_column(String(200), default=None)
+    #: How it writes its binlog as it reports it (MariaDB: @@binlog_format); None when it does not say.
+    binlog_format: Mapped[str | None] = mapped_column(String(32), default=None)
     #: Sends transactions to replicas before they are durable here (ferryd durability none/network; MariaDB
     #: sync_binlog != 1): after a crash of its machine its replicas may be ahead of it.
     replicas_may_be_ahead: Mapped[bool | None] = mapped_column(default=None)

@@ -15,7 +15,10 @@ ClusterHealth = Literal["healthy", "degraded", "down", "empty"]
 
 
 class WorstLag(BaseModel):
-    seconds: float = Field(description="The largest lag in seconds over every connection and domain.")
+    seconds: float = Field(
+        description="The largest lag in seconds over every connection and domain, beyond each connection's "
+        "configured delay (a replica delayed on purpose and at its delay counts 0)."
+    )
     transactions: int = Field(description="The largest lag in transactions (taken apart from the seconds).")
 
 
@@ -26,6 +29,11 @@ class ClusterSummary(BaseModel):
         description="empty: no servers; down: every server unreachable or no master; degraded: any problem."
     )
     problems: list[str] = Field(description="Why it is not healthy, in words.")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What to look at that does not make it degraded, in words: a connection whose SQL side applies "
+        "nothing while transactions wait (a lock wait, stuck workers), with the reason the server gives.",
+    )
     masters: list[str] = Field(description="The masters' names (a lone standalone server counts as the master).")
     replica_count: int = Field(description="Replicas and intermediate masters.")
     server_count: int

@@ -33,6 +33,16 @@ class PositionRow(BaseModel):
     ahead_of_all: bool = Field(
         description="Its position is ahead of every other server's (GtidPosition.is_ahead_of): it could be master now."
     )
+    root_of: list[int] = Field(
+        default_factory=list,
+        description="The domains it is the origin of as a root (it has replicas and replicates from none; its GTIDs "
+        "there carry its own server_id): of several masters, each is master of its own.",
+    )
+    ahead_in_own_domains: bool = Field(
+        False,
+        description="A root ahead of every other server in the domains it originates (`root_of`): it could be "
+        "master of them now, though another master's domains are not its own.",
+    )
     has_reached: bool | None = Field(None, description="With `reached=`: whether its position is ahead of that one.")
 
 
@@ -63,7 +73,10 @@ class PositionMatrix(BaseModel):
     domains: list[int]
     most_advanced: str = Field(description="The join (per-domain maximum) of every server's position.")
     rows: list[PositionRow]
-    could_be_master: list[int] = Field(description="Servers whose position is ahead of every other server's.")
+    could_be_master: list[int] = Field(
+        description="Healthy servers out of maintenance whose position is ahead of every other server's, or that are "
+        "roots ahead of every other server in their own domains (`ahead_in_own_domains`)."
+    )
 
 
 class PositionSampleRead(BaseModel):

@@ -134,6 +134,11 @@ class ServerRead(BaseModel):
     last_error: str | None
     reported_server_id: int | None
     read_only: bool | None
+    binlog_format: str | None = Field(
+        None,
+        description="How it writes its binlog as the last poll read it (MariaDB: @@binlog_format); None when "
+        "the server does not say (ferryd: always row changes).",
+    )
     version: str | None = Field(
         None, description="The server software's version as the last poll read it (MariaDB: @@version)."
     )

@@ -30,6 +30,9 @@ class TopologyNode(BaseModel):
     name: str
     kind: ServerKind = Field(ServerKind.ferry, description="Which driver speaks to the server.")
     version: str | None = Field(None, description="The server software's version as the last poll read it.")
+    binlog_format: str | None = Field(
+        None, description="MariaDB: @@binlog_format as the last poll read it; None when the server does not say."
+    )
     replicas_may_be_ahead: bool | None = Field(None, description=REPLICAS_MAY_BE_AHEAD)
     warnings: list[str] = Field(
         default_factory=list,
@@ -48,6 +51,34 @@ class TopologyNode(BaseModel):
         description="master: has replicas, replicates from none; intermediate: both; replica: only replicates."
     )
     gtid_current_pos: str | None
+
+
+class LinkSettingsRead(BaseModel):
+    """A connection's own settings as the replica reports them."""
+
+    delay_s: int = Field(0, description="Configured delay (MASTER_DELAY): a transaction is applied this many seconds "
+                         "after its commit on the master; lag up to it is by design.")  # fmt: skip
+    ignore_duplicates: bool = False
+    heartbeat_ms: int | None = None
+    parallel_mode: str | None = Field(None, description="Parallel apply: serial, conservative, optimistic, …")
+    workers: int | None = Field(None, description="Transactions applied at once.")
+    domain_workers_max: int | None = Field(None, description="Workers at most per domain.")
+    semi_sync_replica: bool | None = Field(
+        None, description="Acknowledges receipt to a semi-sync master; None: no per-connection setting (ferryd)."
+    )
+    filters: dict[str, str] = Field(default_factory=dict, description="Replication filters by name, values as text.")
+
+
+class LinkStall(BaseModel):
+    """The SQL side makes no progress while work waits (a lock wait, parallel workers stuck, a paused applier)."""
+
+    transactions_waiting: int = Field(description="Received (relay log / read-ahead) and not applied, in `domains`.")
+    domains: list[int] = Field(description="The domains where nothing was applied while transactions waited.")
+    no_progress_s: float = Field(description="Seconds since the applied position last moved there.")
+    reason: str | None = Field(
+        description="The server's own words for what its applier is doing (MariaDB: Slave_SQL_Running_State), "
+        "or the SQL state it reports; None when it gives none."
+    )
 
 
 class TopologyEdge(BaseModel):
@@ -70,6 +101,15 @@ class TopologyEdge(BaseModel):
     last_error_code: str | None
     last_error_message: str | None
     updated_at: datetime
+    settings: LinkSettingsRead | None = Field(None, description="None when the replica does not report them.")
+    sql_state_detail: str | None = Field(
+        None, description="The server's own words for what its applier is doing (MariaDB: Slave_SQL_Running_State)."
+    )
+    stall: LinkStall | None = Field(
+        None,
+        description="Set when the SQL side has applied nothing for longer than the configured delay plus a few "
+        "polls while transactions wait; each is also one of the cluster's problems in the overview.",
+    )
 
 
 class ClusterAlert(BaseModel):

@@ -10,7 +10,7 @@ from ferry_control.core.secrets import SecretBox
 from ferry_control.core.security import Role
 from ferry_control.repositories.drills import DrillRepository
 from ferry_control.schemas.overview import ClusterHealth, ClusterOverview, ClusterSummary, LastDrill, WorstLag
-from ferry_control.schemas.topology import TopologyGraph, TopologyNode
+from ferry_control.schemas.topology import DomainLagRead, LinkStall, TopologyEdge, TopologyGraph, TopologyNode
 from ferry_control.services.clusters import ClusterService
 from ferry_control.services.topology import TopologyService
 
@@ -30,12 +30,31 @@ def shared_domains(masters: list[TopologyNode]) -> list[str]:
     ]
 
 
+def stall_words(stall: LinkStall) -> str:
+    """In words: `stalled in domain 1: 185 transactions waiting, no progress for 7 s (Waiting for table lock)`."""
+    domains = ", ".join(str(d) for d in stall.domains)
+    words = (
+        f"stalled in domain{'s' if len(stall.domains) > 1 else ''} {domains}: {stall.transactions_waiting} "
+        f"transactions waiting, no progress for {stall.no_progress_s:.0f} s"
+    )
+    return f"{words} ({stall.reason})" if stall.reason else words
+
+
+def beyond_delay(lag: DomainLagRead, edge: TopologyEdge) -> DomainLagRead:
+    """Lag judged against the connection's configured delay: a delayed replica exactly at its delay is not behind."""
+    delay = edge.settings.delay_s if edge.settings is not None else 0
+    return lag.model_copy(update={"seconds": max(0.0, lag.seconds - delay)}) if delay else lag
+
+
 def summarize(graph: TopologyGraph) -> ClusterSummary:
     """Health of the whole, the master(s), how many replicas, the worst lag over every connection and domain, and
-        the problems in words: unhealthy or maintenance nodes, connection errors, stopped replication, several masters
-    writing one domain. Several masters are a shape, not a fault (the two-master shape: each writes its own domain)."""
+    the problems in words: unhealthy or maintenance nodes, connection errors, stopped replication, several masters
+    writing one domain; and the warnings: a SQL side stalled (by a lock wait, say: it goes on once the lock is let
+    go, so it is flagged without making the cluster degraded). Lag is what exceeds each connection's configured
+    delay. Several masters are a shape, not a fault (the two-master shape: each writes its own domain)."""
     nodes, edges = graph.nodes, graph.edges
     problems: list[str] = []
+    warnings: list[str] = []
     for node in nodes:
         if node.health != "healthy":
             problems.append(f"{node.name} {node.health}")
@@ -48,6 +67,8 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
             problems.append(f"{replica}: {edge.last_error_code}")
         elif edge.source == "replica" and not edge.running:
             problems.append(f"{replica}: replication stopped")
+        elif edge.stall is not None:
+            warnings.append(f"{replica}: {stall_words(edge.stall)}")
     masters = [node.name for node in nodes if node.role == "master"]
     standalone = [node.name for node in nodes if node.role == "standalone"]
     if not masters and len(standalone) == 1:
@@ -65,10 +86,11 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
     elif problems:
         health = "degraded"
 
-    lags = [lag for edge in edges for lag in edge.lag.values()]
+    lags = [beyond_delay(lag, edge) for edge in edges for lag in edge.lag.values()]
     return ClusterSummary(
         health=health,
         problems=problems,
+        warnings=warnings,
         masters=masters,
         replica_count=sum(1 for node in nodes if node.role in ("replica", "intermediate")),
         server_count=len(nodes),

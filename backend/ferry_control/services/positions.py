@@ -1,16 +1,20 @@
 """Positions: the servers × domains matrix of the latest poll (with which servers could be master now, compared
-with `is_ahead_of` of core/gtid.py's positions), and position and lag history by time range."""
+with `is_ahead_of` of core/gtid.py's positions: ahead of every other server, or — for a root of its own domains, as
+each master of several is — ahead of every other server in those domains), and position and lag history by time
+range."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.errors import AppError
-from ferry_control.core.gtid import GtidPosition
-from ferry_control.models import HealthState, LagSample, ReplicationLink
+from ferry_control.core.gtid import GtidPosition, restrict
+from ferry_control.core.gtid import position as parse_position
+from ferry_control.models import HealthState, LagSample, ReplicationLink, Server
 from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.samples import SampleRepository
 from ferry_control.repositories.servers import ServerRepository
@@ -44,6 +48,17 @@ def history_range(since: datetime | None, until: datetime | None) -> tuple[datet
     if since > until:
         raise AppError(f"since ({since.isoformat()}) is after until ({until.isoformat()})", code="empty_range")
     return since, until
+
+
+def own_domains(server: Server, links: Sequence[ReplicationLink]) -> set[int]:
+    """The domains a root (a server with replicas that replicates from none) originates — its position's GTIDs there
+    carry its own server_id: it is master of those now. Empty for any other server."""
+    is_root = any(link.master_server_id == server.id for link in links) and not any(
+        link.replica_server_id == server.id for link in links
+    )
+    if not is_root or server.reported_server_id is None:
+        return set()
+    return {gtid.domain for gtid in parse_position(server.gtid_current_pos) if gtid.server == server.reported_server_id}
 
 
 def lag_sample_read(sample: LagSample, link: ReplicationLink) -> LagSampleRead:
@@ -100,6 +115,16 @@ class PositionService:
             ahead_of_all = server_position is not None and all(
                 server_position.is_ahead_of(other) for other_id, other in positions.items() if other_id != server.id
             )
+            owns = own_domains(server, links)
+            ahead_in_own = (
+                server_position is not None
+                and bool(owns)
+                and all(
+                    restrict(server_position, owns).is_ahead_of(restrict(other, owns))
+                    for other_id, other in positions.items()
+                    if other_id != server.id
+                )
+            )
             rows.append(
                 PositionRow(
                     server_id=server.id,
@@ -110,6 +135,8 @@ class PositionService:
                     last_seen_at=server.last_seen_at,
                     cells=cells,
                     ahead_of_all=ahead_of_all,
+                    root_of=sorted(owns),
+                    ahead_in_own_domains=ahead_in_own,
                     has_reached=None
                     if target is None or server_position is None
                     else server_position.is_ahead_of(target),
@@ -119,7 +146,7 @@ class PositionService:
         could_be_master = [
             row.server_id
             for row in rows
-            if row.ahead_of_all
+            if (row.ahead_of_all or row.ahead_in_own_domains)
             and by_id[row.server_id].health == HealthState.healthy
             and not by_id[row.server_id].maintenance
         ]

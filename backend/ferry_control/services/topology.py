@@ -4,6 +4,8 @@ and a last operation that was interrupted by the death of its API instance."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.models import OperationState
@@ -13,6 +15,7 @@ from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.topology import ClusterAlert, DomainLagRead, TopologyEdge, TopologyGraph, TopologyNode
 from ferry_control.services.clusters import ClusterService
+from ferry_control.services.link_health import link_settings, stall
 
 
 class TopologyService:
@@ -35,6 +38,7 @@ class TopologyService:
                 name=s.name,
                 kind=s.kind,
                 version=s.version,
+                binlog_format=s.binlog_format,
                 replicas_may_be_ahead=s.replicas_may_be_ahead,
                 warnings=list(s.warnings or []),
                 host=s.host,
@@ -57,6 +61,7 @@ class TopologyService:
             )
             for s in servers
         ]
+        now = datetime.now(UTC)
         edges = [
             TopologyEdge(
                 link_id=link.id,
@@ -73,6 +78,9 @@ class TopologyService:
                 last_error_code=link.last_error_code,
                 last_error_message=link.last_error_message,
                 updated_at=link.updated_at,
+                settings=link_settings(link),
+                sql_state_detail=link.sql_state_detail,
+                stall=stall(link, now),
             )
             for link in links
         ]

@@ -1333,6 +1333,11 @@ export interface components {
              */
             problems: string[];
             /**
+             * Warnings
+             * @description What to look at that does not make it degraded, in words: a connection whose SQL side applies nothing while transactions wait (a lock wait, stuck workers), with the reason the server gives.
+             */
+            warnings?: string[];
+            /**
              * Masters
              * @description The masters' names (a lone standalone server counts as the master).
              */
@@ -2673,10 +2678,82 @@ export interface components {
             last_error_code?: string | null;
         };
         /**
+         * LinkSettingsRead
+         * @description A connection's own settings as the replica reports them.
+         */
+        LinkSettingsRead: {
+            /**
+             * Delay S
+             * @description Configured delay (MASTER_DELAY): a transaction is applied this many seconds after its commit on the master; lag up to it is by design.
+             * @default 0
+             */
+            delay_s: number;
+            /**
+             * Ignore Duplicates
+             * @default false
+             */
+            ignore_duplicates: boolean;
+            /** Heartbeat Ms */
+            heartbeat_ms?: number | null;
+            /**
+             * Parallel Mode
+             * @description Parallel apply: serial, conservative, optimistic, …
+             */
+            parallel_mode?: string | null;
+            /**
+             * Workers
+             * @description Transactions applied at once.
+             */
+            workers?: number | null;
+            /**
+             * Domain Workers Max
+             * @description Workers at most per domain.
+             */
+            domain_workers_max?: number | null;
+            /**
+             * Semi Sync Replica
+             * @description Acknowledges receipt to a semi-sync master; None: no per-connection setting (ferryd).
+             */
+            semi_sync_replica?: boolean | null;
+            /**
+             * Filters
+             * @description Replication filters by name, values as text.
+             */
+            filters?: {
+                [key: string]: string;
+            };
+        };
+        /**
          * LinkSource
          * @enum {string}
          */
         LinkSource: "replica" | "master";
+        /**
+         * LinkStall
+         * @description The SQL side makes no progress while work waits (a lock wait, parallel workers stuck, a paused applier).
+         */
+        LinkStall: {
+            /**
+             * Transactions Waiting
+             * @description Received (relay log / read-ahead) and not applied, in `domains`.
+             */
+            transactions_waiting: number;
+            /**
+             * Domains
+             * @description The domains where nothing was applied while transactions waited.
+             */
+            domains: number[];
+            /**
+             * No Progress S
+             * @description Seconds since the applied position last moved there.
+             */
+            no_progress_s: number;
+            /**
+             * Reason
+             * @description The server's own words for what its applier is doing (MariaDB: Slave_SQL_Running_State), or the SQL state it reports; None when it gives none.
+             */
+            reason: string | null;
+        };
         /** LostDomain */
         LostDomain: {
             /** Domain */
@@ -3010,7 +3087,7 @@ export interface components {
             rows: components["schemas"]["PositionRow"][];
             /**
              * Could Be Master
-             * @description Servers whose position is ahead of every other server's.
+             * @description Healthy servers out of maintenance whose position is ahead of every other server's, or that are roots ahead of every other server in their own domains (`ahead_in_own_domains`).
              */
             could_be_master: number[];
         };
@@ -3043,6 +3120,17 @@ export interface components {
              * @description Its position is ahead of every other server's (GtidPosition.is_ahead_of): it could be master now.
              */
             ahead_of_all: boolean;
+            /**
+             * Root Of
+             * @description The domains it is the origin of as a root (it has replicas and replicates from none; its GTIDs there carry its own server_id): of several masters, each is master of its own.
+             */
+            root_of?: number[];
+            /**
+             * Ahead In Own Domains
+             * @description A root ahead of every other server in the domains it originates (`root_of`): it could be master of them now, though another master's domains are not its own.
+             * @default false
+             */
+            ahead_in_own_domains: boolean;
             /**
              * Has Reached
              * @description With `reached=`: whether its position is ahead of that one.
@@ -3580,6 +3668,11 @@ export interface components {
             reported_server_id: number | null;
             /** Read Only */
             read_only: boolean | null;
+            /**
+             * Binlog Format
+             * @description How it writes its binlog as the last poll read it (MariaDB: @@binlog_format); None when the server does not say (ferryd: always row changes).
+             */
+            binlog_format?: string | null;
             /**
              * Version
              * @description The server software's version as the last poll read it (MariaDB: @@version).
@@ -4426,6 +4519,15 @@ export interface components {
              * Format: date-time
              */
             updated_at: string;
+            /** @description None when the replica does not report them. */
+            settings?: components["schemas"]["LinkSettingsRead"] | null;
+            /**
+             * Sql State Detail
+             * @description The server's own words for what its applier is doing (MariaDB: Slave_SQL_Running_State).
+             */
+            sql_state_detail?: string | null;
+            /** @description Set when the SQL side has applied nothing for longer than the configured delay plus a few polls while transactions wait; each is also one of the cluster's problems in the overview. */
+            stall?: components["schemas"]["LinkStall"] | null;
         };
         /**
          * TopologyGraph
@@ -4516,6 +4618,11 @@ export interface components {
              */
             version?: string | null;
             /**
+             * Binlog Format
+             * @description MariaDB: @@binlog_format as the last poll read it; None when the server does not say.
+             */
+            binlog_format?: string | null;
+            /**
              * Replicas May Be Ahead
              * @description The server sends transactions to its replicas before they are durable in its own binlog (ferryd: durability none or network; MariaDB: sync_binlog other than 1): after a crash of its machine its replicas may hold transactions its binlog lost, so it must rejoin as a replica of whoever has them rather than serve as a master again. None: not read yet.
              */
@@ -4588,7 +4695,7 @@ export interface components {
         WorstLag: {
             /**
              * Seconds
-             * @description The largest lag in seconds over every connection and domain.
+             * @description The largest lag in seconds over every connection and domain, beyond each connection's configured delay (a replica delayed on purpose and at its delay counts 0).
              */
             seconds: number;
             /**

@@ -37,4 +37,14 @@ describe("ClustersPage", () => {
       "GET /api/v1/clusters/overview",
     ]);
   });
+
+  it("shows a stalled replica as a warning beside a healthy cluster's health", async () => {
+    const warning = "s5: stalled in domain 1: 185 transactions waiting, no progress for 7 s (4 workers: Waiting for table metadata lock)";
+    mockApi({ "GET /api/v1/clusters/overview": () => ({ body: [{ ...CLUSTER_OVERVIEW, warnings: [warning] }] }) });
+    renderSignedIn(<ClustersPage />, { role: "viewer" });
+    const row = (await screen.findByRole("link", { name: "prod-eu" })).closest("tr")!;
+    const health = within(row).getAllByRole("cell")[0]!;
+    expect(health.textContent).toMatch(/^● healthy/);
+    expect(within(health).getByText(warning)).toBeTruthy();
+  });
 });

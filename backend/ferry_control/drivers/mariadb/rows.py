@@ -6,7 +6,7 @@ plane's one GTID vocabulary."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -183,7 +183,26 @@ def replica_connection(
         waiting_for_relay_space="relay log space" in str(row.get("Slave_IO_State") or ""),
         settings=connection_settings(row, server or {}),
         skip_counter=_int(row.get("Skip_Counter")),
+        sql_state_detail=str(row.get("Slave_SQL_Running_State") or row.get("Slave_SQL_State") or "") or None,
     )
+
+
+#: Parallel workers' states that are no wait of their own: idle, or ordered behind another worker's transaction.
+IDLE_WORKER_STATES = ("waiting for work from sql thread", "waiting for prior transaction")
+
+
+def worker_waits(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """What the parallel apply workers wait for, from `SELECT STATE, COUNT(*) AS n … WHERE COMMAND = 'Slave_worker'
+    GROUP BY STATE` ("4 workers: Waiting for table metadata lock"); None when none waits. MariaDB's workers are a
+    pool of the server, not of one connection."""
+    waits = [
+        (int(r["n"]), str(r["STATE"]))
+        for r in rows
+        if str(r.get("STATE") or "") and not str(r["STATE"]).lower().startswith(IDLE_WORKER_STATES)
+    ]
+    if not waits:
+        return None
+    return "; ".join(f"{n} worker{'s' if n > 1 else ''}: {state}" for n, state in sorted(waits, reverse=True))
 
 
 # -- SHOW SLAVE HOSTS -------------------------------------------------------------------------------------------
@@ -273,3 +292,13 @@ def transactions(rows: Iterable[Mapping[str, Any]], file: str = "") -> list[Binl
     scan = BinlogFileScan(file)
     scan.feed(rows)
     return scan.transactions
+
+
+def with_worker_waits(connection: ReplicaConnection, waits: str | None) -> ReplicaConnection:
+    """The connection with the workers' waits as what its applier is doing, where some worker waits (the coordinator
+    then reads "waiting for more updates" while the transactions it handed out wait on a lock)."""
+    return (
+        replace(connection, sql_state_detail=waits)
+        if waits and connection.sql_state != SqlState.stopped
+        else connection
+    )

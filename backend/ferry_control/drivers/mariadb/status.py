@@ -10,20 +10,31 @@ from ferry_control.core.gtid import by_domain, canonical, canonical_state
 from ferry_control.drivers.base import SEMI_SYNC_FALLEN_BACK, MasterRole, Positions, ReplicaConnection, ServerStatus
 from ferry_control.drivers.errors import DriverError, ErrorKind, ServerProtocolError
 from ferry_control.drivers.mariadb.relay import MariadbRelayLog, failing_event
-from ferry_control.drivers.mariadb.rows import connected_replica, join_address, replica_connection
+from ferry_control.drivers.mariadb.rows import (
+    connected_replica,
+    join_address,
+    replica_connection,
+    with_worker_waits,
+    worker_waits,
+)
 
 #: The one round trip that reads a server's identity, flags and positions.
 STATUS_VARIABLES = (
     "SELECT @@server_id AS server_id, @@gtid_domain_id AS domain_id, @@read_only AS read_only, @@log_bin AS log_bin, "
     "@@gtid_binlog_pos AS binlog_pos, @@gtid_slave_pos AS slave_pos, @@gtid_current_pos AS current_pos, "
     "@@gtid_binlog_state AS binlog_state, @@report_host AS report_host, @@report_port AS report_port, "
-    "@@port AS port, @@version AS version, @@gtid_ignore_duplicates AS ignore_duplicates, "
+    "@@port AS port, @@version AS version, @@binlog_format AS binlog_format, "
+    "@@gtid_ignore_duplicates AS ignore_duplicates, "
     "@@slave_parallel_threads AS parallel_threads, @@slave_domain_parallel_threads AS domain_parallel_threads, "
     "@@rpl_semi_sync_slave_enabled AS semi_sync_replica, @@sync_binlog AS sync_binlog, "
     "@@rpl_semi_sync_master_enabled AS semi_sync_master, @@rpl_semi_sync_master_timeout AS semi_sync_timeout_ms, "
     "@@rpl_semi_sync_master_wait_point AS semi_sync_wait_point, "
     "(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
     "WHERE VARIABLE_NAME = 'RPL_SEMI_SYNC_MASTER_STATUS') AS semi_sync_master_status"
+)
+#: What the parallel apply workers are doing (PROCESS privilege), for the reason of a stalled connection.
+WORKER_STATES = (
+    "SELECT STATE, COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE COMMAND = 'Slave_worker' GROUP BY STATE"
 )
 #: rpl_semi_sync_master_wait_point's values.
 SEMI_SYNC_WAIT_POINTS = ("AFTER_SYNC", "AFTER_COMMIT")
@@ -61,6 +72,7 @@ class MariadbStatus(MariadbRelayLog):
         connections = await self.sql.query("SHOW ALL SLAVES STATUS")
         replicas = await self.sql.query("SHOW SLAVE HOSTS")
         files = await self.sql.query("SHOW BINARY LOGS") if int(v["log_bin"]) else []
+        waits = worker_waits(await self.sql.query(WORKER_STATES)) if connections else None
         slave_pos = canonical(v["slave_pos"])
         report_host = v.get("report_host")
         return ServerStatus(
@@ -76,7 +88,9 @@ class MariadbStatus(MariadbRelayLog):
                 sorted(
                     [
                         await self._with_failing_gtid(
-                            replica_connection(row, slave_pos, len(connections), v), row, slave_pos
+                            with_worker_waits(replica_connection(row, slave_pos, len(connections), v), waits),
+                            row,
+                            slave_pos,
                         )
                         for row in connections
                     ],
@@ -88,6 +102,7 @@ class MariadbStatus(MariadbRelayLog):
             binlog_files=tuple(str(f["Log_name"]) for f in files),
             listen_address=join_address(report_host, int(v["report_port"] or v["port"])) if report_host else None,
             version=str(v["version"]),
+            binlog_format=str(v["binlog_format"]) if v.get("binlog_format") else None,
             # The binlog is sent to replicas as it is written; only sync_binlog=1 makes it durable first.
             replicas_may_be_ahead=bool(int(v["log_bin"])) and int(v["sync_binlog"]) != 1,
             master_role=MasterRole(

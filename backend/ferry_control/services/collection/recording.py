@@ -48,6 +48,7 @@ from ferry_control.services.collection.addresses import split_address
 from ferry_control.services.collection.polling import PollOutcome
 from ferry_control.services.collection.timeline import ENTRIES_MAX, MasterTimelines
 from ferry_control.services.event_bus import ClusterEvent
+from ferry_control.services.link_health import applied_moved_at
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +231,8 @@ class Recorder:
                 server.read_only = status.read_only
             if status.version is not None:
                 server.version = status.version[:200]
+            if status.binlog_format is not None:
+                server.binlog_format = status.binlog_format[:32]
             if status.replicas_may_be_ahead is not None:
                 server.replicas_may_be_ahead = status.replicas_may_be_ahead
             if status.master_role is not None and server.master_role != (role := asdict(status.master_role)):
@@ -389,7 +392,10 @@ class Recorder:
         link.sql_state = connection.sql_state.value
         link.waiting_for_relay_space = connection.waiting_for_relay_space
         link.received_position = connection.received_position
+        link.applied_moved_at = applied_moved_at(link, connection.applied_position, at)
         link.applied_position = connection.applied_position
+        link.sql_state_detail = connection.sql_state_detail
+        link.settings = asdict(connection.settings) if connection.settings is not None else None
         link.last_error_side = error.side if error else None
         link.last_error_code = error.code if error else None
         link.last_error_message = error.message if error else None

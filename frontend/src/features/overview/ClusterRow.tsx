@@ -1,6 +1,7 @@
 // One cluster in the overview table, as GET /api/v1/clusters/overview summarizes it: health (and why not
-// healthy), master, replicas, worst lag, its last drill's outcome and automatic failover; a warning when the control
-// plane talks to the cluster's servers in clear text.
+// healthy; what to look at that does not make it degraded, such as a stalled replica), master, replicas, worst lag
+// (beyond each connection's configured delay), its last drill's outcome and automatic failover; a warning when the
+// control plane talks to the cluster's servers in clear text.
 import { Link } from "react-router-dom";
 import type { Schemas } from "../../api/client";
 import { Badge, LagBadge, type Tone } from "../../components/StatusBadge";
@@ -38,6 +39,11 @@ export function ClusterRow({ cluster }: { cluster: ClusterOverview }) {
       <td>
         <Badge {...HEALTH[cluster.health]}>{cluster.health}</Badge>
         {cluster.problems.length > 0 ? <div className="small">{cluster.problems.join("; ")}</div> : null}
+        {(cluster.warnings ?? []).map((warning) => (
+          <div key={warning} className="small">
+            <Badge tone="warn" symbol="⚠">{warning}</Badge>
+          </div>
+        ))}
       </td>
       <td>{cluster.masters.length > 0 ? cluster.masters.join(", ") : <span className="muted">none</span>}</td>
       <td>

@@ -12,6 +12,7 @@ const cell = (gtid: string, behind: number): Schemas["PositionCell"] => ({
 });
 const row = (id: number, name: string, cells: Record<string, Schemas["PositionCell"]>): Schemas["PositionRow"] => ({
   server_id: id, name, health: "healthy", gtid_current_pos: null, gtid_binlog_pos: null, cells, ahead_of_all: id === 1,
+  root_of: [], ahead_in_own_domains: false,
 });
 
 const MATRIX: Schemas["PositionMatrix"] = {
@@ -42,5 +43,25 @@ describe("PositionsView", () => {
     expect(cells("a")[0]!.textContent).toBe("1-1-1500★ most advanced");
     expect(screen.getByLabelText("Cell colours").textContent).toContain("★ most advanced in the domain");
     expect(requests.map((r) => r.path)).toEqual(["/api/v1/clusters/1/positions"]);
+  });
+
+  it("says a master of several could be master now of its own domains", async () => {
+    const roots: Schemas["PositionMatrix"] = {
+      ...MATRIX,
+      could_be_master: [2, 3],
+      rows: [
+        { ...row(2, "s1", { "1": cell("1-1-1500", 0) }), ahead_of_all: false, root_of: [1], ahead_in_own_domains: true },
+        { ...row(3, "s3", { "1": cell("1-1-1500", 0), "2": cell("2-2-40", 0) }), ahead_of_all: true },
+        row(4, "s4", { "1": cell("1-1-1450", 50) }),
+      ],
+    };
+    mockApi({ "GET /api/v1/clusters/1/positions": () => ({ body: roots }) });
+    renderSignedIn(<PositionsView clusterId={1} />, { role: "viewer" });
+    const table = await screen.findByRole("table", { name: "Positions: servers by domains" });
+    const last = (name: string) =>
+      within(table).getByRole("row", { name: new RegExp(`^${name} `) }).lastElementChild?.textContent;
+    expect(last("s1")).toBe("✓ yes, of domain 1 (its own)");
+    expect(last("s3")).toBe("✓ yes");
+    expect(last("s4")).toBe("no (behind in some domain)");
   });
 });

@@ -1,6 +1,6 @@
 // The Positions tab: servers × domains, each cell the server's GTID in that domain with how far it is behind the
 // most advanced server (the cell's colour by transactions behind, the most advanced starred) and its reported lag;
-// a column says which servers could be master now (ahead of all).
+// a column says which servers could be master now (ahead of all; a master of several, of its own domains).
 import type { Schemas } from "../../api/client";
 import { usePositions } from "../../api/queries";
 import { QueryState } from "../../components/QueryState";
@@ -72,9 +72,13 @@ export function PositionsView({ clusterId }: { clusterId: number }) {
                       <Cell key={domain} cell={row.cells[String(domain)]} />
                     ))}
                     <td>
-                      {couldBe.has(row.server_id) ? (
+                      {couldBe.has(row.server_id) && !row.ahead_of_all && (row.root_of ?? []).length > 0 ? (
+                        <Badge tone="ok" symbol="✓">
+                          {`yes, of domain${(row.root_of ?? []).length > 1 ? "s" : ""} ${(row.root_of ?? []).join(", ")} (its own)`}
+                        </Badge>
+                      ) : couldBe.has(row.server_id) ? (
                         <Badge tone="ok" symbol="✓">yes</Badge>
-                      ) : row.ahead_of_all ? (
+                      ) : row.ahead_of_all || row.ahead_in_own_domains ? (
                         <Badge tone="warn" symbol="!">ahead of all, but not healthy or in maintenance</Badge>
                       ) : (
                         <span>no (behind in some domain)</span>

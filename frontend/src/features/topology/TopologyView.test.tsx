@@ -115,4 +115,31 @@ describe("TopologyView", () => {
     expect(within(row!).getByRole("rowheader").textContent).toBe("c");
     expect(row!.lastElementChild?.textContent).toBe(`1062: ${message}`);
   });
+
+  it("says each connection's settings in a line with the full list beside, a stall with its reason, a binlog format", async () => {
+    const settings = { delay_s: 30, ignore_duplicates: false, heartbeat_ms: 1000, parallel_mode: "optimistic", workers: 4,
+      domain_workers_max: 2, semi_sync_replica: false, filters: {} };
+    const stall = { transactions_waiting: 185, domains: [1], no_progress_s: 7, reason: "4 workers: Waiting for table metadata lock" };
+    const graph: Schemas["TopologyGraph"] = {
+      ...TOPOLOGY,
+      nodes: TOPOLOGY.nodes.map((n) => ({ ...n, binlog_format: "ROW" })),
+      edges: TOPOLOGY.edges.map((e) =>
+        e.replica_server_id === 3 ? { ...e, settings: { ...settings, delay_s: 0 }, stall } : { ...e, settings },
+      ),
+    };
+    mockApi({
+      "GET /api/v1/clusters/1/topology": () => ({ body: graph }),
+      "GET /api/v1/clusters/1/servers": () => ({ body: [] }),
+    });
+    renderSignedIn(<TopologyView clusterId={1} />, { role: "viewer" });
+    const connections = await screen.findByRole("table", { name: "Replication connections" });
+    const [, delayed, stalled] = within(connections).getAllByRole("row");
+    expect(within(delayed!).getByText("delayed replica (30 s)")).toBeTruthy();
+    expect(within(delayed!).getByText("delay 30 s · optimistic × 4 (2/domain) · async")).toBeTruthy();
+    expect(within(delayed!).getByText("1000 ms")).toBeTruthy(); // the heartbeat, in the full list
+    expect(within(stalled!).getByText("stalled in domain 1: 185 waiting, no progress for 7 s")).toBeTruthy();
+    expect(within(stalled!).getByText("4 workers: Waiting for table metadata lock")).toBeTruthy();
+    const servers = screen.getByRole("table", { name: "Servers" });
+    expect(within(servers).getAllByText("binlog format ROW")).toHaveLength(3);
+  });
 });

@@ -12,6 +12,7 @@ import { Badge, HealthBadge } from "../../components/StatusBadge";
 import { formatLag } from "../../lib/format";
 import { ClusterAlerts } from "./ClusterAlerts";
 import { EmptyCluster } from "./EmptyCluster";
+import { ConnectionSettings } from "./ConnectionSettings";
 import { connectionState } from "./connectionState";
 import { SkipTransactions } from "./SkipTransactions";
 import { ProxyPanel } from "./ProxyPanel";
@@ -62,6 +63,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                     <td>
                       {KIND_NAMES[node.kind ?? "ferry"]}
                       <div className="small mono">{node.version ?? "version not read yet"}</div>
+                      {node.binlog_format ? <div className="small">binlog format {node.binlog_format}</div> : null}
                       {node.replicas_may_be_ahead && (node.role === "master" || node.role === "intermediate") ? (
                         <Badge tone="warn" symbol="⚠" title={UNSYNCED_BINLOG}>
                           replicas may be ahead
@@ -98,6 +100,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                     <th scope="col">Connection</th>
                     <th scope="col">State</th>
                     <th scope="col">IO / SQL</th>
+                    <th scope="col">Settings</th>
                     <th scope="col">Lag per domain</th>
                     <th scope="col">Last error</th>
                   </tr>
@@ -110,8 +113,12 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                         <th scope="row">{names.get(edge.replica_server_id) ?? edge.replica_server_id}</th>
                         <td>{edge.master_server_id != null ? names.get(edge.master_server_id) : edge.master_address ?? "unknown"}</td>
                         <td className="mono">{edge.connection ?? "—"}</td>
-                        <td><Badge tone={state.tone}>{state.text}</Badge></td>
+                        <td>
+                          <Badge tone={state.tone}>{state.text}</Badge>
+                          {state.reason ? <div className="small">{state.reason}</div> : null}
+                        </td>
                         <td>{edge.io_state ?? "—"} / {edge.sql_state ?? "—"}</td>
+                        <td><ConnectionSettings settings={edge.settings} /></td>
                         <td>
                           {Object.entries(edge.lag).map(([domain, lag]) => (
                             <div key={domain}>domain {domain}: {formatLag(lag)}</div>

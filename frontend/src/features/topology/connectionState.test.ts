@@ -42,4 +42,17 @@ describe("connectionState", () => {
     });
     expect(connectionState({ ...base, waiting_for_relay_space: true, sql_state: "stopped" }).text).toBe("SQL stopped");
   });
+  it("flags a SQL side that applies nothing while transactions wait, with the server's reason", () => {
+    const stall = { transactions_waiting: 185, domains: [1], no_progress_s: 7.2, reason: "4 workers: Waiting for table metadata lock" };
+    expect(connectionState({ ...base, sql_state: "waiting_for_relay", stall })).toEqual({
+      tone: "warn",
+      text: "stalled in domain 1: 185 waiting, no progress for 7 s",
+      lag: "500 ms · 3 txn",
+      reason: "4 workers: Waiting for table metadata lock",
+    });
+  });
+  it("says a replica delayed by configuration is delayed, whatever its applier does this second", () => {
+    const settings = { delay_s: 30, ignore_duplicates: false, filters: {} };
+    expect(connectionState({ ...base, settings }).text).toBe("delayed replica (30 s)");
+  });
 });

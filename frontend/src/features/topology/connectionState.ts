@@ -1,5 +1,6 @@
 // A replication connection's state in words and a tone (a pure function): IO and SQL errors, stopped sides,
-// reconnecting, waiting for relay log space, delayed, or replicating; used by the graph's edges and the
+// reconnecting, waiting for relay log space, a SQL side stalled while work waits (with the server's reason), delayed by
+// configuration, or replicating; used by the graph's edges and the
 // connections table.
 import type { Schemas } from "../../api/client";
 import type { Tone } from "../../components/StatusBadge";
@@ -13,6 +14,8 @@ export interface ConnectionState {
   text: string;
   /** The worst lag over domains, formatted, or null. */
   lag: string | null;
+  /** Why, in the server's own words, where it gives them (a stall's lock wait). */
+  reason?: string;
 }
 
 export function connectionState(edge: Edge): ConnectionState {
@@ -31,6 +34,14 @@ export function connectionState(edge: Edge): ConnectionState {
   }
   if (io === "reconnecting" || io === "connecting") return { tone: "warn", text: `IO ${io}`, lag };
   if (edge.waiting_for_relay_space) return { tone: "warn", text: "IO waiting for relay log space", lag };
+  if (edge.stall) {
+    const { domains, transactions_waiting, no_progress_s } = edge.stall;
+    const where = `domain${domains.length > 1 ? "s" : ""} ${domains.join(", ")}`;
+    const text = `stalled in ${where}: ${transactions_waiting} waiting, no progress for ${Math.round(no_progress_s)} s`;
+    return { tone: "warn", text, lag, reason: edge.stall.reason ?? undefined };
+  }
+  const delay = edge.settings?.delay_s ?? 0;
+  if (delay > 0) return { tone: "info", text: `delayed replica (${delay} s)`, lag };
   if (sql === "delaying") return { tone: "info", text: "delayed replica", lag };
   if (sql === "until_reached") return { tone: "info", text: "stopped at UNTIL", lag };
   return { tone: "ok", text: "replicating", lag };
