@@ -59,7 +59,7 @@ async def test_server_lifecycle_and_maintenance(client: httpx.AsyncClient) -> No
 async def test_server_addresses_and_names_are_unique_in_a_cluster(client: httpx.AsyncClient) -> None:
     cluster = await make_cluster(client)
     base = f"/api/v1/clusters/{cluster['id']}/servers"
-    first = (await client.post(base, json={"name": "a", "host": "h", "protocol_port": 1})).json()
+    assert (await client.post(base, json={"name": "a", "host": "h", "protocol_port": 1})).status_code == 201
     same_address = await client.post(base, json={"name": "b", "host": "h", "protocol_port": 1})
     assert same_address.status_code == 409
     assert (
