@@ -33,6 +33,7 @@ class TopologyService:
             TopologyNode(
                 server_id=s.id,
                 name=s.name,
+                label=s.label,
                 kind=s.kind,
                 version=s.version,
                 replicas_may_be_ahead=s.replicas_may_be_ahead,

@@ -3518,6 +3518,7 @@ export interface components {
          *       "host": "127.0.0.1",
          *       "id": 3,
          *       "kind": "ferry",
+         *       "label": "node1 (server_id 1)",
          *       "labels": {},
          *       "last_seen_at": "2026-11-21T13:00:01Z",
          *       "maintenance": false,
@@ -3538,6 +3539,11 @@ export interface components {
             cluster_id: number;
             /** Name */
             name: string;
+            /**
+             * Label
+             * @description How every message, operation step and CLI line names the server: its name and the server_id it last reported, e.g. `db-3 (server_id 3)` (`server_id not read yet` before its first poll).
+             */
+            label: string;
             kind: components["schemas"]["ServerKind"];
             /** Host */
             host: string;
@@ -4459,6 +4465,7 @@ export interface components {
          *           "health": "healthy",
          *           "host": "127.0.0.1",
          *           "kind": "ferry",
+         *           "label": "node1 (server_id 1)",
          *           "maintenance": false,
          *           "name": "node1",
          *           "protocol_port": 7301,
@@ -4474,6 +4481,7 @@ export interface components {
          *           "health": "healthy",
          *           "host": "127.0.0.1",
          *           "kind": "ferry",
+         *           "label": "node2 (server_id 2)",
          *           "maintenance": false,
          *           "name": "node2",
          *           "protocol_port": 7302,
@@ -4508,6 +4516,11 @@ export interface components {
             server_id: number;
             /** Name */
             name: string;
+            /**
+             * Label
+             * @description How every message, operation step and CLI line names the server: its name and the server_id it last reported, e.g. `db-3 (server_id 3)` (`server_id not read yet` before its first poll).
+             */
+            label: string;
             /** @default ferry */
             kind: components["schemas"]["ServerKind"];
             /**
