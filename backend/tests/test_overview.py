@@ -104,7 +104,8 @@ def test_maintenance_stopped_replication_unknown_replicas_and_two_masters_of_one
     summary = summarize(graph(nodes, edges))
     assert summary.health == "degraded"
     assert summary.problems == [
-        "a in maintenance", "b: replication stopped", "server 9: connect_failed", "2 masters write domain 1: a, d"
+        "a in maintenance", "b: replication stopped", "the server with id 9: connect_failed",
+        "2 masters write domain 1: a, d",
     ]  # fmt: skip
     assert (summary.masters, summary.replica_count) == (["a", "d"], 1)
 
