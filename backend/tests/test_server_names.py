@@ -11,6 +11,7 @@ from ferry_control.core.naming import internal_id, server_label, unknown_server
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import register, run_operation, step
+from tests.waiting import eventually
 
 #: The nodes' server_ids: 21 (master), 22 (replica1), 23 (replica2) — none of them a control plane id here.
 FIRST_SERVER_ID = 21
@@ -69,3 +70,26 @@ async def test_refusals_preflights_and_steps_name_servers_by_name_and_server_id(
         assert not bare_internal_ids(details, ids), details
         verify = step(operation, "verify")["detail"]
         assert sorted(verify["converged"]) == [master, replica2], verify
+
+
+async def test_the_api_and_the_audit_name_a_server_by_its_label(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory(first_server_id=FIRST_SERVER_ID)
+    async with live_app(collector_enabled=True, poll_interval_s=0.2) as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        url = f"/api/v1/clusters/{cluster_id}/servers/{ids['replica1']}"
+
+        async def labelled() -> str | None:
+            label = (await live.client.get(url)).json()["label"]
+            return label if "not read yet" not in label else None
+
+        assert await eventually("the collector to read replica1's server_id", labelled) == "replica1 (server_id 22)"
+        topology = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
+        assert {n["label"] for n in topology["nodes"]} >= {"replica1 (server_id 22)"}, topology["nodes"]
+
+        changed = await live.client.put(f"{url}/maintenance", json={"maintenance": True})
+        assert changed.status_code == 200, changed.text
+        audit = (await live.client.get("/api/v1/audit", headers=live.tokens.header("admin"))).json()
+        row = next(e for e in audit if e["action"] == "set_maintenance")
+        assert row["details"]["server"] == "replica1 (server_id 22)", row

@@ -825,7 +825,10 @@ export interface components {
             outcome: string;
             /** Status Code */
             status_code: number;
-            /** Details */
+            /**
+             * Details
+             * @description The path's parameters, the error code and the idempotency key if any, and `server`: the label of the path's server when the call names one (`db-3 (server_id 3)`).
+             */
             details: {
                 [key: string]: unknown;
             };
