@@ -221,8 +221,9 @@ async def test_ferryctl_switches_an_intermediate_master_named_with_from(
             dry = await ferryctl(tmp_path, "switchover", "seed000", "--from", "s3", "--to", "s5", "--dry-run",
                                  "--wait", url=url, token=live.tokens.operator)  # fmt: skip
             assert dry.code == 0, (dry.out, dry.err)
-            assert "plan: server" in dry.out and "(s5) replaces server" in dry.out, dry.out
-            assert "'m1' from server" in dry.out and "'m2' from server" in dry.out and "domain 1" in dry.out
+            assert "plan: s5 (server_id 5) replaces s3 (server_id 3)" in dry.out, dry.out
+            assert "'m1' from s1 (server_id 1)" in dry.out and "'m2' from s2 (server_id 2)" in dry.out, dry.out
+            assert "domain 1" in dry.out
             assert_hub(cluster, 3)  # the dry run moved nothing
             run = await ferryctl(tmp_path, "switchover", "seed000", "--from", "s3", "--to", "s5", "--wait",
                                  "-o", "json", url=url, token=live.tokens.operator)  # fmt: skip

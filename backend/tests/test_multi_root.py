@@ -129,7 +129,7 @@ async def test_a_candidate_that_filters_out_a_domain_of_its_master_is_refused_na
         switchover = await run_operation(live.app, live.client, cluster_id, "switchover",
                                          {"source_server_id": ids[1], "candidate_server_id": ids[3]})  # fmt: skip
         assert switchover["state"] == "failed"
-        assert "filtering out domain(s) 5 of server" in switchover["error"], switchover["error"]
+        assert "filtering out domain(s) 5 of s1 (server_id 1)" in switchover["error"], switchover["error"]
         await live.app.state.collector.run_cycle()  # master 1's domains, as last seen before it is lost
         cluster.kill(1)
         failover = await run_operation(live.app, live.client, cluster_id, "failover", {"source_server_id": ids[1]})
