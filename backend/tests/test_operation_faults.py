@@ -324,7 +324,7 @@ async def test_a_drill_left_running_with_its_master_read_only_is_undone_and_its_
         [call] = receiver.calls
         assert (call["stage"], call["state"], call["operation_id"]) == ("reconciled", "interrupted", operation_id)
         assert "old_master_read_only running" in operation["error"], operation["error"]
-        assert "undone: server" in operation["error"] and "writable again" in operation["error"]
+        assert "undone: master (server_id 1) writable again" in operation["error"], operation["error"]
         assert [s["state"] for s in operation["steps"]] == ["failed", "passed"]
         found = operation["result"]["reconciled"]["found"]["servers"]
         assert found["master (server_id 1)"]["read_only"] is True
