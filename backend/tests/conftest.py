@@ -294,15 +294,23 @@ def live_app(live_database_url: str) -> LiveFactory:
 
 @pytest.fixture
 def ferryd_factory(tmp_path: Path) -> Iterator[Callable[..., FerrydCluster]]:
-    """`ferryd_factory(extra_args=(...), master_args=(...), read_only_replicas=False)`: a fresh master and two
-    replicas (stopped after the test); `master_args` go to the master only."""
+    """`ferryd_factory(extra_args=(...), master_args=(...), read_only_replicas=False, first_server_id=1)`: a fresh
+    master and two replicas (stopped after the test); `master_args` go to the master only."""
     clusters: list[FerrydCluster] = []
 
     def make(
-        extra_args: tuple[str, ...] = (), master_args: tuple[str, ...] = (), *, read_only_replicas: bool = False
+        extra_args: tuple[str, ...] = (),
+        master_args: tuple[str, ...] = (),
+        *,
+        read_only_replicas: bool = False,
+        first_server_id: int = 1,
     ) -> FerrydCluster:
         cluster = FerrydCluster(
-            tmp_path / f"ferryd{len(clusters)}", extra_args, master_args, read_only_replicas=read_only_replicas
+            tmp_path / f"ferryd{len(clusters)}",
+            extra_args,
+            master_args,
+            read_only_replicas=read_only_replicas,
+            first_server_id=first_server_id,
         )
         clusters.append(cluster)
         cluster.start()

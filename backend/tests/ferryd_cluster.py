@@ -185,7 +185,9 @@ class FerrydNode:
 
 class FerrydCluster:
     """A master and two replicas, each replica streaming from the master over connection `main`; with
-    `read_only_replicas` the replicas are made read-only, as a deployment keeps them (only the master writable)."""
+    `read_only_replicas` the replicas are made read-only, as a deployment keeps them (only the master writable).
+    The nodes' server_ids are `first_server_id` and the two after it (a test of how servers are named sets them
+    apart from the control plane's own ids)."""
 
     def __init__(
         self,
@@ -194,10 +196,12 @@ class FerrydCluster:
         master_args: tuple[str, ...] = (),
         *,
         read_only_replicas: bool = False,
+        first_server_id: int = 1,
     ):
-        self.master = FerrydNode(root / "master", server_id=1, extra_args=(*extra_args, *master_args))
-        self.replica1 = FerrydNode(root / "replica1", server_id=2, extra_args=extra_args)
-        self.replica2 = FerrydNode(root / "replica2", server_id=3, extra_args=extra_args)
+        first = first_server_id
+        self.master = FerrydNode(root / "master", server_id=first, extra_args=(*extra_args, *master_args))
+        self.replica1 = FerrydNode(root / "replica1", server_id=first + 1, extra_args=extra_args)
+        self.replica2 = FerrydNode(root / "replica2", server_id=first + 2, extra_args=extra_args)
         self.read_only_replicas = read_only_replicas
 
     @property

@@ -59,12 +59,12 @@ async def test_server_lifecycle_and_maintenance(client: httpx.AsyncClient) -> No
 async def test_server_addresses_and_names_are_unique_in_a_cluster(client: httpx.AsyncClient) -> None:
     cluster = await make_cluster(client)
     base = f"/api/v1/clusters/{cluster['id']}/servers"
-    first = (await client.post(base, json={"name": "a", "host": "h", "protocol_port": 1})).json()
+    assert (await client.post(base, json={"name": "a", "host": "h", "protocol_port": 1})).status_code == 201
     same_address = await client.post(base, json={"name": "b", "host": "h", "protocol_port": 1})
     assert same_address.status_code == 409
     assert (
         same_address.json()["error"]["message"]
-        == f"server {first['id']} of cluster {cluster['id']} has the address h:1 already"
+        == f"a (server_id not read yet) of cluster {cluster['id']} has the address h:1 already"
     )
     same_name = await client.post(base, json={"name": "a", "host": "h", "protocol_port": 2})
     assert same_name.status_code == 409 and same_name.json()["error"]["code"] == "server_name_taken"
@@ -76,7 +76,7 @@ async def test_unknown_ids_get_precise_404s(client: httpx.AsyncClient) -> None:
     cases = {
         "/api/v1/clusters/999999": "cluster 999999 does not exist",
         "/api/v1/clusters/999999/servers": "cluster 999999 does not exist",
-        f"/api/v1/clusters/{cluster['id']}/servers/999999": f"server 999999 {in_cluster}",
+        f"/api/v1/clusters/{cluster['id']}/servers/999999": f"the server with id 999999 {in_cluster}",
         f"/api/v1/clusters/{cluster['id']}/operations/999999": f"operation 999999 {in_cluster}",
         "/api/v1/clusters/999999/topology": "cluster 999999 does not exist",
         "/api/v1/clusters/999999/positions": "cluster 999999 does not exist",

@@ -134,7 +134,8 @@ async def test_a_canary_lost_on_one_replica_fails_the_drill_naming_it(
     assert (run["state"], run["passed"]) == ("failed", False)
     lost = [r for r in run["reasons"] if "acknowledged canary write(s) lost" in r]
     assert len(lost) == 1, run["reasons"]
-    assert lost[0].startswith("1 acknowledged canary write(s) lost: ") and f"(replica2): {deleted[0]} (1-1-" in lost[0]
+    assert lost[0].startswith("1 acknowledged canary write(s) lost: ")
+    assert f"replica2 (server_id 3): {deleted[0]} (1-1-" in lost[0], lost[0]
     assert "acknowledged before the switch) is None" in lost[0]
     report = run["canary_writer"]
     assert (report["lost"], report["duplicated"], report["verified"]) == (1, 0, True)

@@ -110,7 +110,9 @@ async def test_a_broken_replica_fails_the_drill_and_calls_the_webhook(
         assert operation["state"] == "failed" and operation["error"].startswith("drill failed: ")
         run = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/runs/{response.json()['id']}")).json()
         assert run["state"] == "failed" and run["passed"] is False
-        assert any("server 3 (replica2) did not receive the canaries" in r and "stopped" in r for r in run["reasons"])
+        assert any(
+            "replica2 (server_id 3) did not receive the canaries" in r and "stopped" in r for r in run["reasons"]
+        )
         assert len(receiver.calls) == 1
         call = receiver.calls[0]
         assert call["event"] == "drill_failed" and call["drill_run_id"] == run["id"]

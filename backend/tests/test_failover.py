@@ -147,7 +147,7 @@ async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
             result = operation["result"]
             assert result["old_master_server_id"] == ids["master"]
             assert result["new_master_server_id"] == ids["replica1"], step(operation, "choose_candidate")
-            assert result["witnesses"] == ["server 2 (replica1)"]
+            assert result["witnesses"] == ["replica1 (server_id 2)"]
             assert step(operation, "bring_level")["state"] == "skipped"
             lost = result["possibly_lost"]
             assert domains_of(lost["old_master_last_seen_position"]) == {1, 2, 3, 4}, lost

@@ -85,12 +85,9 @@ async def test_a_lost_hub_is_re_homed_by_the_monitor_each_replica_ahead_in_one_d
     assert connections(cluster, new) == {"m1": (1, "Yes", "Yes"), "m2": (2, "Yes", "Yes")}
     assert connections(cluster, other) == {"": (new, "Yes", "Yes")}
     report = {d["domain"]: d for d in operation["result"]["domains"]}
-    assert (
-        report[1]["from"] == f"server {ids[1]} (s1) over 'm1'"
-        and report[2]["from"] == f"server {ids[2]} (s2) over 'm2'"
-    )
+    assert report[1]["from"] == "s1 (server_id 1) over 'm1'" and report[2]["from"] == "s2 (server_id 2) over 'm2'"
     gaps = operation["result"]["replication_gaps_s"]
-    assert set(gaps) == {f"server {ids[n]} (s{n})" for n in (4, 5)} and all(g is not None for g in gaps.values())
+    assert set(gaps) == {f"s{n} (server_id {n})" for n in (4, 5)} and all(g is not None for g in gaps.values())
     assert hub["fenced"] is True
     assert sum(ledger.acked.values()) > 0 and ledger.refused == 0
     for number in (4, 5):

@@ -67,11 +67,11 @@ async def test_the_hub_moves_to_a_replica_and_back_under_load_in_both_domains(
                                   {"candidate_server_id": ids[5], "dry_run": True})  # fmt: skip
         assert dry["state"] == "succeeded", (dry["error"], dry["steps"])
         plan = dry["result"]["plan"]
-        assert plan["source"] == f"server {ids[3]} (s3)" and plan["candidate"] == f"server {ids[5]} (s5)"
-        assert plan["afterwards"][f"server {ids[5]} (s5)"] == [f"'m1' from server {ids[1]} (s1)",
-                                                                f"'m2' from server {ids[2]} (s2)"]  # fmt: skip
-        assert plan["afterwards"][f"server {ids[3]} (s3)"] == [f"'' from server {ids[5]} (s5)"]
-        assert set(plan["positions"][f"server {ids[3]} (s3)"]) >= {"1", "2"}, plan["positions"]
+        assert plan["source"] == "s3 (server_id 3)" and plan["candidate"] == "s5 (server_id 5)"
+        assert plan["afterwards"]["s5 (server_id 5)"] == ["'m1' from s1 (server_id 1)",
+                                                                "'m2' from s2 (server_id 2)"]  # fmt: skip
+        assert plan["afterwards"]["s3 (server_id 3)"] == ["'' from s5 (server_id 5)"]
+        assert set(plan["positions"]["s3 (server_id 3)"]) >= {"1", "2"}, plan["positions"]
         assert_hub(cluster, 3)  # the dry run moved nothing
 
         writer = await MariadbLoadWriter(cluster, clients=4, domains=2, rate=200.0, masters={1: 1, 2: 2}).start()
@@ -85,7 +85,7 @@ async def test_the_hub_moves_to_a_replica_and_back_under_load_in_both_domains(
                     assert step(operation, "hub_stops_receiving")["state"] == "passed"
                     assert_hub(cluster, new)
                     reported = operation["result"]["replication_gaps_s"]
-                    assert set(reported) == {f"server {ids[n]} (s{n})" for n in (3, 4, 5)}, reported
+                    assert set(reported) == {f"s{n} (server_id {n})" for n in (3, 4, 5)}, reported
                     gaps += reported.values()
         finally:
             ledger = await writer.stop()
@@ -221,8 +221,9 @@ async def test_ferryctl_switches_an_intermediate_master_named_with_from(
             dry = await ferryctl(tmp_path, "switchover", "seed000", "--from", "s3", "--to", "s5", "--dry-run",
                                  "--wait", url=url, token=live.tokens.operator)  # fmt: skip
             assert dry.code == 0, (dry.out, dry.err)
-            assert "plan: server" in dry.out and "(s5) replaces server" in dry.out, dry.out
-            assert "'m1' from server" in dry.out and "'m2' from server" in dry.out and "domain 1" in dry.out
+            assert "plan: s5 (server_id 5) replaces s3 (server_id 3)" in dry.out, dry.out
+            assert "'m1' from s1 (server_id 1)" in dry.out and "'m2' from s2 (server_id 2)" in dry.out, dry.out
+            assert "domain 1" in dry.out
             assert_hub(cluster, 3)  # the dry run moved nothing
             run = await ferryctl(tmp_path, "switchover", "seed000", "--from", "s3", "--to", "s5", "--wait",
                                  "-o", "json", url=url, token=live.tokens.operator)  # fmt: skip
@@ -254,6 +255,6 @@ async def test_a_drill_of_the_hub_moves_it_and_back_with_canaries_in_every_domai
     assert set(canaries) == {"1", "2"} and canaries["1"].startswith("1-1-") and canaries["2"].startswith("2-2-")
     verified = [s for s in operation["steps"] if s["name"] == "verify_canaries"]
     assert len(verified) == 2 and all(s["detail"]["missing"] == [] for s in verified), verified
-    assert set(run["details"]["switchover"]["replication_gaps_s"]) == {f"server {ids[n]} (s{n})" for n in (3, 4, 5)}
+    assert set(run["details"]["switchover"]["replication_gaps_s"]) == {f"s{n} (server_id {n})" for n in (3, 4, 5)}
     assert "replication_gaps_s" in run["details"]["switch_back"]
     assert_hub(cluster, 3)

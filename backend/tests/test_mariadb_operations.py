@@ -271,7 +271,7 @@ async def test_a_switchover_moves_semi_sync_with_the_master_role(
                                         {"candidate_server_id": ids[2]})  # fmt: skip
     assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
     promoted = step(operation, "promote_candidate")["detail"]
-    assert promoted.endswith("semi-sync master on (AFTER_SYNC, 10000 ms), as on server 1 (s1)"), promoted
+    assert promoted.endswith("semi-sync master on (AFTER_SYNC, 10000 ms), as on s1 (server_id 1)"), promoted
     assert cluster.value(2, "@@rpl_semi_sync_master_enabled") == "1"
     assert cluster.value(2, "@@rpl_semi_sync_master_wait_point") == "AFTER_SYNC"
     assert cluster.value(2, "@@rpl_semi_sync_master_timeout") == "10000"
@@ -294,7 +294,9 @@ async def test_a_failover_gives_the_new_master_the_semi_sync_the_old_one_had(
         operation = await run_operation(live.app, live.client, cluster_id, "failover", {})
     assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
     promoted = step(operation, "promote_candidate")["detail"]
-    assert promoted.endswith("semi-sync master on (AFTER_SYNC, 10000 ms), as on server 1 (s1) when last seen"), promoted
+    assert promoted.endswith("semi-sync master on (AFTER_SYNC, 10000 ms), as on s1 (server_id 1) when last seen"), (
+        promoted
+    )
     new = [n for n, i in ids.items() if i == operation["result"]["new_master_server_id"]][0]
     assert cluster.value(new, "@@rpl_semi_sync_master_enabled") == "1"
     assert cluster.value(new, "@@rpl_semi_sync_master_wait_point") == "AFTER_SYNC"
@@ -467,8 +469,8 @@ async def test_an_operator_skips_the_duplicate_key_that_stopped_a_replica_and_it
     assert result["stopped_by"]["code"] == "1062", result["stopped_by"]
     # Named ahead from the master's binlog (the dry run's preview shows the same), then by the replica's relay log.
     assert step(operation, "identify")["detail"]["skipped_gtids"] == [failing]
-    assert result["skipped_gtids_source"] == f"the relay log of server {ids[3]} (s3)"
-    assert f"{failing} was skipped on server {ids[3]} (s3)" in result["data_loss"]
+    assert result["skipped_gtids_source"] == "the relay log of s3 (server_id 3)"
+    assert f"{failing} was skipped on s3 (server_id 3)" in result["data_loss"]
     status = cluster.replica_status(3)[0]
     assert (status["Slave_SQL_Running"], status["Last_SQL_Errno"], status["Skip_Counter"]) == ("Yes", "0", "0")
     assert cluster.replica_status(2)[0]["Last_SQL_Errno"] == "0", "the other replica was not touched"

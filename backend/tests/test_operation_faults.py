@@ -324,10 +324,10 @@ async def test_a_drill_left_running_with_its_master_read_only_is_undone_and_its_
         [call] = receiver.calls
         assert (call["stage"], call["state"], call["operation_id"]) == ("reconciled", "interrupted", operation_id)
         assert "old_master_read_only running" in operation["error"], operation["error"]
-        assert "undone: server" in operation["error"] and "writable again" in operation["error"]
+        assert "undone: master (server_id 1) writable again" in operation["error"], operation["error"]
         assert [s["state"] for s in operation["steps"]] == ["failed", "passed"]
         found = operation["result"]["reconciled"]["found"]["servers"]
-        assert found[f"server {ids['master']} (master)"]["read_only"] is True
+        assert found["master (server_id 1)"]["read_only"] is True
         assert not ferryd.master.status()["read_only"]
         run_now = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/runs/{run_id}")).json()
         assert run_now["state"] == "interrupted" and run_now["passed"] is False, run_now

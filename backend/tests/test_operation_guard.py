@@ -93,7 +93,8 @@ async def ended(live: Any, cluster_id: int, operation_id: int) -> dict[str, Any]
 def assert_undone_as_before(operation: dict[str, Any], ferryd: FerrydCluster, before: Any, why: str) -> None:
     assert operation["state"] == "undone", (operation["error"], operation["steps"])
     assert operation["error"].startswith(why), operation["error"]
-    assert "; undone: server" in operation["error"] and "writable again" in operation["error"], operation["error"]
+    error = operation["error"]
+    assert "; undone: master (server_id 1) " in error and "writable again" in error, error
     names = [s["name"] for s in operation["steps"]]
     assert names[-1] == "undo" and step(operation, "undo")["state"] == "passed", operation["steps"]
     assert step(operation, "old_master_read_only")["state"] == "passed"

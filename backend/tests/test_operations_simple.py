@@ -88,7 +88,7 @@ async def test_bad_input_is_refused_precisely(
         unknown = await live.client.post(f"{base}/switchover", json={"candidate_server_id": 999})
         assert unknown.status_code == 404
         assert unknown.json()["error"]["message"] == (
-            f"candidate_server_id 999: server 999 does not exist in cluster {cluster_id}"
+            f"candidate_server_id 999: the server with id 999 does not exist in cluster {cluster_id}"
         )
         malformed = await live.client.post(
             f"{base}/start-replication", json={"server_id": ids["replica1"], "until": "1-2-x"}

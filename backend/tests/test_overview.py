@@ -23,7 +23,8 @@ AT = datetime(2025, 1, 1, tzinfo=UTC)
 
 def node(server_id: int, name: str, role: str, **over: object) -> TopologyNode:
     fields: dict[str, object] = dict(
-        server_id=server_id, name=name, host="127.0.0.1", protocol_port=7300 + server_id,
+        server_id=server_id, name=name, label=f"{name} (server_id {server_id})", host="127.0.0.1",
+        protocol_port=7300 + server_id,
         admin_port=7400 + server_id, reported_server_id=server_id, health="healthy", maintenance=False,
         read_only=role != "master", role=role, gtid_current_pos=f"1-1-{100 + server_id}",
     )  # fmt: skip
@@ -104,7 +105,8 @@ def test_maintenance_stopped_replication_unknown_replicas_and_two_masters_of_one
     summary = summarize(graph(nodes, edges))
     assert summary.health == "degraded"
     assert summary.problems == [
-        "a in maintenance", "b: replication stopped", "server 9: connect_failed", "2 masters write domain 1: a, d"
+        "a in maintenance", "b: replication stopped", "the server with id 9: connect_failed",
+        "2 masters write domain 1: a, d",
     ]  # fmt: skip
     assert (summary.masters, summary.replica_count) == (["a", "d"], 1)
 

@@ -67,7 +67,7 @@ async def test_skipping_the_failing_transaction_names_it_and_the_replica_replica
         )
         assert preview["state"] == "succeeded", (preview["error"], preview["steps"])
         assert preview["result"]["skipped_gtids"] == [failing]
-        assert preview["result"]["data_loss"].startswith(f"would lose: {failing} was skipped on server")
+        assert preview["result"]["data_loss"].startswith(f"would lose: {failing} was skipped on replica1 (server_id 2)")
         assert connection(ferryd.replica1)["skip_counter"] == 0 and connection(ferryd.replica1)["running"] is False
 
         operation = await run_operation(
@@ -79,10 +79,10 @@ async def test_skipping_the_failing_transaction_names_it_and_the_replica_replica
         ]  # fmt: skip
         result = operation["result"]
         assert result["skipped_gtids"] == [failing]
-        assert result["skipped_gtids_source"] == f"the binlog of server {ids['master']} (master)"
+        assert result["skipped_gtids_source"] == "the binlog of master (server_id 1)"
         assert result["stopped_by"]["code"] == "STRICT_MODE"
         assert result["replicating"] is True and result["connection"] == "main"
-        assert f"{failing} was skipped on server {ids['replica1']} (replica1)" in result["data_loss"]
+        assert f"{failing} was skipped on replica1 (server_id 2)" in result["data_loss"]
         assert "never bring it back" in result["data_loss"]
         assert step(operation, "identify")["detail"]["error_gtid"] == failing
 
@@ -117,7 +117,7 @@ async def test_refusals_say_why_and_change_nothing(
         error = running.json()["error"]
         assert error["code"] == "connection_running"
         assert error["message"].startswith(
-            f"server {ids['replica1']} (replica1): connection 'main' is running (io connected, sql waiting_for_relay)"
+            "replica1 (server_id 2): connection 'main' is running (io connected, sql waiting_for_relay)"
         )
         unknown = await live.client.post(url, json={"server_id": ids["replica1"], "connection": "other"})
         assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "connection_not_found"

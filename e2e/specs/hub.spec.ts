@@ -49,7 +49,7 @@ async function tryMoveHub(page: Page, seed: MariadbCluster, from: string, to: st
   }).toPass({ timeout: 90_000 });
 
   // The plan per domain: the source and the candidate, each server's position in both domains, what follows whom.
-  await expect(form.getByRole("heading", { name: new RegExp(`Plan: server \\d+ \\(${to}\\) replaces server \\d+ \\(${from}\\)`) })).toBeVisible();
+  await expect(form.getByRole("heading", { name: new RegExp(`Plan: ${to} \\(server_id \\d+\\) replaces ${from} \\(server_id \\d+\\)`) })).toBeVisible();
   const plan = form.getByRole("table", { name: "Positions per domain before the switchover" });
   await expect(plan.getByRole("columnheader")).toContainText(["Server", "Domain 1", "Domain 2", "Replicates from afterwards"]);
   const candidateRow = plan.getByRole("row").filter({ has: page.getByRole("rowheader", { name: new RegExp(to) }) });

@@ -98,11 +98,13 @@ async def _write(session: AsyncSession, scope: Scope, status: int) -> None:
         cluster_id=_int_or_none(cluster_id),
         status_code=status,
         details=details,
+        server_id=_int_or_none(path_params.get("server_id")),
     )
 
 
 def _int_or_none(value: Any) -> int | None:
-    """The cluster id of the path when it can be one (a 32-bit id); None otherwise (the request was refused)."""
+    """The cluster or server id of the path when it can be one (a 32-bit id); None otherwise (the request was
+    refused)."""
     try:
         number = int(value)
     except (TypeError, ValueError):

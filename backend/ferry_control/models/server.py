@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import JSON, BigInteger, Enum, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from ferry_control.core.naming import server_label
 from ferry_control.models.base import Base, BigId, utcnow
 
 if TYPE_CHECKING:
@@ -129,6 +130,11 @@ class Server(Base):
     @property
     def protocol_address(self) -> str | None:
         return None if self.protocol_port is None else f"{self.host}:{self.protocol_port}"
+
+    @property
+    def label(self) -> str:
+        """How messages name it: its name and the server_id it last reported (core/naming.py)."""
+        return server_label(self.name, self.reported_server_id)
 
 
 class HealthEvent(Base):

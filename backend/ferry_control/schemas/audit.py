@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class AuditEntryRead(BaseModel):
@@ -30,4 +30,7 @@ class AuditEntryRead(BaseModel):
     cluster_id: int | None
     outcome: str
     status_code: int
-    details: dict[str, Any]
+    details: dict[str, Any] = Field(
+        description="The path's parameters, the error code and the idempotency key if any, and `server`: the label of "
+        "the path's server when the call names one (`db-3 (server_id 3)`)."
+    )

@@ -167,7 +167,7 @@ class RepointParams(OperationParams):
     @model_validator(mode="after")
     def _not_itself(self) -> RepointParams:
         if self.server_id == self.master_server_id:
-            raise ValueError(f"server {self.server_id} cannot replicate from itself")
+            raise ValueError(f"the server with id {self.server_id} cannot replicate from itself")
         return self
 
 
@@ -207,7 +207,7 @@ class BringLevelParams(OperationParams):
     @model_validator(mode="after")
     def _not_itself(self) -> BringLevelParams:
         if self.server_id == self.source_server_id:
-            raise ValueError(f"server {self.server_id} is always level with itself")
+            raise ValueError(f"the server with id {self.server_id} is always level with itself")
         return self
 
 

@@ -83,6 +83,7 @@ class ServerRead(BaseModel):
                     "id": 3,
                     "cluster_id": 1,
                     "name": "node1",
+                    "label": "node1 (server_id 1)",
                     "kind": "ferry",
                     "host": "127.0.0.1",
                     "protocol_port": 7301,
@@ -114,6 +115,10 @@ class ServerRead(BaseModel):
     id: int
     cluster_id: int
     name: str
+    label: str = Field(
+        description="How every message, operation step and CLI line names the server: its name and the server_id it "
+        "last reported, e.g. `db-3 (server_id 3)` (`server_id not read yet` before its first poll)."
+    )
     kind: ServerKind
     host: str
     protocol_port: int | None

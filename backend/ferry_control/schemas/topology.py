@@ -28,6 +28,10 @@ class DomainLagRead(BaseModel):
 class TopologyNode(BaseModel):
     server_id: int = Field(description="The registered server's id (not the node's own server_id).")
     name: str
+    label: str = Field(
+        description="How every message, operation step and CLI line names the server: its name and the server_id it "
+        "last reported, e.g. `db-3 (server_id 3)` (`server_id not read yet` before its first poll)."
+    )
     kind: ServerKind = Field(ServerKind.ferry, description="Which driver speaks to the server.")
     version: str | None = Field(None, description="The server software's version as the last poll read it.")
     binlog_format: str | None = Field(
@@ -132,11 +136,13 @@ class TopologyGraph(BaseModel):
                 {
                     "cluster_id": 1,
                     "nodes": [
-                        {"server_id": 1, "name": "node1", "kind": "ferry", "version": "ferryd (admin API v1)",
+                        {"server_id": 1, "name": "node1",
+                         "label": "node1 (server_id 1)", "kind": "ferry", "version": "ferryd (admin API v1)",
                          "host": "127.0.0.1", "protocol_port": 7301,
                          "admin_port": 7401, "reported_server_id": 1, "health": "healthy", "maintenance": False,
                          "read_only": False, "role": "master", "gtid_current_pos": "1-1-45"},
-                        {"server_id": 2, "name": "node2", "kind": "ferry", "version": "ferryd (admin API v1)",
+                        {"server_id": 2, "name": "node2",
+                         "label": "node2 (server_id 2)", "kind": "ferry", "version": "ferryd (admin API v1)",
                          "host": "127.0.0.1", "protocol_port": 7302,
                          "admin_port": 7402, "reported_server_id": 2, "health": "healthy", "maintenance": False,
                          "read_only": True, "role": "replica", "gtid_current_pos": "1-1-44"},

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ferry_control.models import AuditEntry
 from ferry_control.repositories.audit import AuditRepository
 from ferry_control.repositories.clusters import ClusterRepository
+from ferry_control.repositories.servers import ServerRepository
 
 
 def outcome_for_status(status_code: int) -> str:
@@ -26,6 +27,7 @@ class AuditService:
     def __init__(self, session: AsyncSession):
         self.entries = AuditRepository(session)
         self.clusters = ClusterRepository(session)
+        self.servers = ServerRepository(session)
 
     async def record(
         self,
@@ -39,7 +41,14 @@ class AuditService:
         status_code: int,
         details: dict[str, Any],
         outcome: str | None = None,
+        server_id: int | None = None,
     ) -> AuditEntry:
+        """`server_id`: the server of the call's path, if one; the row names it by its label as it is now (a later
+        rename or a reused id does not change what the row says)."""
+        if cluster_id is not None and server_id is not None:
+            server = await self.servers.get(cluster_id, server_id)
+            if server is not None:
+                details = {**details, "server": server.label}
         return await self.entries.add(
             AuditEntry(
                 actor=None if actor is None else actor[:100],

@@ -87,12 +87,12 @@ class DiscoveryService:
                 break
             visited.add(server.id)
             if server.admin_address is None:
-                result.notes.append((server.id, f"server {server.name!r} not visited: its admin address is unknown"))
+                result.notes.append((server.id, f"{server.label} not visited: its admin address is unknown"))
                 continue
             try:
                 status = await self.drivers.for_server(server, cluster).status()
             except DriverError as e:
-                result.notes.append((server.id, f"could not read the status of {server.name!r}: {e}"))
+                result.notes.append((server.id, f"could not read the status of {server.label}: {e}"))
                 continue
             server.reported_server_id = status.server_id
             for connection in status.connections:
@@ -132,7 +132,7 @@ class DiscoveryService:
             result.notes.append(
                 (
                     added.id,
-                    f"replica with server_id {replica_server_id} of {master.name!r} registered from its connection "
+                    f"replica with server_id {replica_server_id} of {master.label} registered from its connection "
                     f"({host}); its protocol and admin ports are unknown: set them to have it polled",
                 )
             )

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
 from ferry_control.core.errors import AppError, Conflict, NotFound
+from ferry_control.core.naming import unknown_server
 from ferry_control.core.outbound import WebhookPolicy
 from ferry_control.core.security import Role
 from ferry_control.models import DrillRun, DrillSchedule
@@ -141,7 +142,7 @@ class DrillService:
     ) -> None:
         if server_id is not None and await self.servers.get(cluster_id, server_id) is None:
             raise NotFound(
-                f"{field} {server_id}: server {server_id} does not exist in cluster {cluster_id}",
+                f"{field} {server_id}: {unknown_server(server_id)} does not exist in cluster {cluster_id}",
                 code="server_not_found",
             )
 

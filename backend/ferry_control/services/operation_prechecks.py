@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
 from ferry_control.core.errors import Conflict, NotFound
+from ferry_control.core.naming import server_label
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.repositories.clusters import ClusterRepository
@@ -25,10 +26,11 @@ async def precheck_skip_transactions(
     if cluster is None or server is None:
         return  # the operation service answers 404 for those
     try:
-        connections = await drivers.for_server(server, cluster).replica_connections()
+        status = await drivers.for_server(server, cluster).status()
     except DriverError:
         return  # not reachable now: the operation's preflight says so (a failed operation, not a 5xx here)
-    label = f"server {server.id} ({server.name})"
+    connections = status.connections
+    label = server_label(server.name, status.server_id)  # as it reports itself now (a poll may not have run yet)
     name = params.connection
     if name is None:
         name = connections[0].name if len(connections) == 1 else settings.replication_connection_name

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ferry_control.core.config import Settings
 from ferry_control.core.db import after_commit
 from ferry_control.core.errors import Conflict, NotFound
+from ferry_control.core.naming import unknown_server
 from ferry_control.models import Operation, OperationState
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.operations import OperationRepository
@@ -76,7 +77,8 @@ class OperationService:
         for key, value in stored.items():
             if key.endswith("server_id") and value is not None and await self.servers.get(cluster_id, value) is None:
                 raise NotFound(
-                    f"{key} {value}: server {value} does not exist in cluster {cluster_id}", code="server_not_found"
+                    f"{key} {value}: {unknown_server(value)} does not exist in cluster {cluster_id}",
+                    code="server_not_found",
                 )
         lock = await self.cluster_rows.lock_for_operation(cluster_id)
         assert lock is not None, f"cluster {cluster_id} has no operation lock row"

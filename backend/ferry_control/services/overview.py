@@ -6,6 +6,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
 from ferry_control.core.gtid import position
+from ferry_control.core.naming import unknown_server
 from ferry_control.core.secrets import SecretBox
 from ferry_control.core.security import Role
 from ferry_control.repositories.drills import DrillRepository
@@ -62,7 +63,7 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
             problems.append(f"{node.name} in maintenance")
     names = {node.server_id: node.name for node in nodes}
     for edge in edges:
-        replica = names.get(edge.replica_server_id, f"server {edge.replica_server_id}")
+        replica = names.get(edge.replica_server_id, unknown_server(edge.replica_server_id))
         if edge.last_error_code:
             problems.append(f"{replica}: {edge.last_error_code}")
         elif edge.source == "replica" and not edge.running:

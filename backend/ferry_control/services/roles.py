@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ferry_control.core.naming import unknown_server
 from ferry_control.models import HealthState, LinkSource, Server
 from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.servers import ServerRepository
@@ -35,11 +36,11 @@ class RoleService:
         """The writable master: answers, writable, not fenced, and replicating from no server of its cluster."""
         server = await self._server(server_id)
         if server is None:
-            return RoleAnswer(False, server_id, "writer", f"server {server_id} is not registered")
+            return RoleAnswer(False, server_id, "writer", f"{unknown_server(server_id)} is not registered")
         if problem := _unusable(server):
             return RoleAnswer(False, server_id, "writer", problem)
         if server.read_only is not False:
-            return RoleAnswer(False, server_id, "writer", f"{server.name} is read-only")
+            return RoleAnswer(False, server_id, "writer", f"{server.label} is read-only")
         links = await LinkRepository(self.session).list_for_cluster(server.cluster_id)
         upstream = [
             link for link in links
@@ -48,16 +49,16 @@ class RoleService:
         ]  # fmt: skip
         if upstream:
             return RoleAnswer(
-                False, server_id, "writer", f"{server.name} replicates from another server of its cluster"
+                False, server_id, "writer", f"{server.label} replicates from another server of its cluster"
             )
-        return RoleAnswer(True, server_id, "writer", f"{server.name} is the writable master")
+        return RoleAnswer(True, server_id, "writer", f"{server.label} is the writable master")
 
     async def reader(self, server_id: int, max_lag_s: float) -> RoleAnswer:
         """A replica that answers, replicates (every connection running) and lags at most `max_lag_s` seconds in
         every domain."""
         server = await self._server(server_id)
         if server is None:
-            return RoleAnswer(False, server_id, "reader", f"server {server_id} is not registered")
+            return RoleAnswer(False, server_id, "reader", f"{unknown_server(server_id)} is not registered")
         if problem := _unusable(server):
             return RoleAnswer(False, server_id, "reader", problem)
         links = [
@@ -65,23 +66,23 @@ class RoleService:
             if link.replica_server_id == server.id and link.source == LinkSource.replica
         ]  # fmt: skip
         if not links:
-            return RoleAnswer(False, server_id, "reader", f"{server.name} replicates from no server")
+            return RoleAnswer(False, server_id, "reader", f"{server.label} replicates from no server")
         for link in links:
             if not link.running:
-                return RoleAnswer(False, server_id, "reader", f"{server.name}'s connection {link.name!r} is stopped")
+                return RoleAnswer(False, server_id, "reader", f"{server.label}'s connection {link.name!r} is stopped")
             for domain, lag in (link.lag or {}).items():
                 seconds = float(lag.get("seconds") or 0.0) if isinstance(lag, dict) else 0.0
                 if seconds > max_lag_s:
                     return RoleAnswer(
                         False, server_id, "reader",
-                        f"{server.name} lags {seconds:.1f} s in domain {domain} (at most {max_lag_s:g} s)",
+                        f"{server.label} lags {seconds:.1f} s in domain {domain} (at most {max_lag_s:g} s)",
                     )  # fmt: skip
-        return RoleAnswer(True, server_id, "reader", f"{server.name} replicates within {max_lag_s:g} s")
+        return RoleAnswer(True, server_id, "reader", f"{server.label} replicates within {max_lag_s:g} s")
 
 
 def _unusable(server: Server) -> str | None:
     if server.fenced:
-        return f"{server.name} is fenced (a master replaced by a failover)"
+        return f"{server.label} is fenced (a master replaced by a failover)"
     if server.health != HealthState.healthy:
-        return f"{server.name} is {server.health.value}"
+        return f"{server.label} is {server.health.value}"
     return None

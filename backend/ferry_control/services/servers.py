@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.errors import Conflict, Forbidden, NotFound
+from ferry_control.core.naming import unknown_server
 from ferry_control.core.security import Role
 from ferry_control.drivers.registry import credentials_follow_address
 from ferry_control.models import Server
@@ -28,7 +29,9 @@ class ServerService:
         await self.clusters.get(cluster_id)
         server = await self.servers.get(cluster_id, server_id)
         if server is None:
-            raise NotFound(f"server {server_id} does not exist in cluster {cluster_id}", code="server_not_found")
+            raise NotFound(
+                f"{unknown_server(server_id)} does not exist in cluster {cluster_id}", code="server_not_found"
+            )
         return server
 
     async def create(self, cluster_id: int, data: ServerCreate) -> Server:
@@ -44,7 +47,7 @@ class ServerService:
         plane would send them to the new address."""
         server = await self.get(cluster_id, server_id)
         changes = data.model_dump(exclude_unset=True)
-        await self.clusters.refuse_while_busy(cluster_id, f"server {server_id} cannot be changed")
+        await self.clusters.refuse_while_busy(cluster_id, f"{server.label} cannot be changed")
         moved = [
             k for k in ("host", "protocol_port", "admin_port") if k in changes and changes[k] != getattr(server, k)
         ]
@@ -52,7 +55,7 @@ class ServerService:
             cluster = await self.clusters.get(cluster_id)
             if credentials_follow_address(server.kind, bool(cluster.credentials_ciphertext)):
                 raise Forbidden(
-                    f"changing the {', '.join(moved)} of server {server_id} ({server.name}) sends its cluster's "
+                    f"changing the {', '.join(moved)} of {server.label} sends its cluster's "
                     "credentials to the new address: an admin's token is needed (or register the new address as "
                     "a new server and remove this one)",
                     code="address_change_needs_admin",
@@ -79,14 +82,14 @@ class ServerService:
         """The operator takes a fenced former master back into the cluster's care (it stays read-only)."""
         server = await self.get(cluster_id, server_id)
         if not server.fenced:
-            raise Conflict(f"server {server_id} is not fenced", code="not_fenced")
+            raise Conflict(f"{server.label} is not fenced", code="not_fenced")
         server.fenced, server.fenced_at, server.fence_reason = False, None, None
         await self.servers.flush()
         return server
 
     async def delete(self, cluster_id: int, server_id: int) -> None:
         server = await self.get(cluster_id, server_id)
-        await self.clusters.refuse_while_busy(cluster_id, f"server {server_id} cannot be removed")
+        await self.clusters.refuse_while_busy(cluster_id, f"{server.label} cannot be removed")
         await self.servers.delete(server)
 
     async def _check_free(
@@ -95,12 +98,12 @@ class ServerService:
         same_name = await self.servers.find_by_name(cluster_id, name)
         if same_name is not None and same_name.id != ignore:
             raise Conflict(
-                f"server {same_name.id} of cluster {cluster_id} is named {name!r} already", code="server_name_taken"
+                f"{same_name.label} of cluster {cluster_id} is named {name!r} already", code="server_name_taken"
             )
         if port is not None:
             same_address = await self.servers.find_by_protocol_address(cluster_id, host, port)
             if same_address is not None and same_address.id != ignore:
                 raise Conflict(
-                    f"server {same_address.id} of cluster {cluster_id} has the address {host}:{port} already",
+                    f"{same_address.label} of cluster {cluster_id} has the address {host}:{port} already",
                     code="server_address_taken",
                 )

@@ -36,6 +36,7 @@ class TopologyService:
             TopologyNode(
                 server_id=s.id,
                 name=s.name,
+                label=s.label,
                 kind=s.kind,
                 version=s.version,
                 binlog_format=s.binlog_format,

@@ -825,7 +825,10 @@ export interface components {
             outcome: string;
             /** Status Code */
             status_code: number;
-            /** Details */
+            /**
+             * Details
+             * @description The path's parameters, the error code and the idempotency key if any, and `server`: the label of the path's server when the call names one (`db-3 (server_id 3)`).
+             */
             details: {
                 [key: string]: unknown;
             };
@@ -3606,6 +3609,7 @@ export interface components {
          *       "host": "127.0.0.1",
          *       "id": 3,
          *       "kind": "ferry",
+         *       "label": "node1 (server_id 1)",
          *       "labels": {},
          *       "last_seen_at": "2026-11-21T13:00:01Z",
          *       "maintenance": false,
@@ -3626,6 +3630,11 @@ export interface components {
             cluster_id: number;
             /** Name */
             name: string;
+            /**
+             * Label
+             * @description How every message, operation step and CLI line names the server: its name and the server_id it last reported, e.g. `db-3 (server_id 3)` (`server_id not read yet` before its first poll).
+             */
+            label: string;
             kind: components["schemas"]["ServerKind"];
             /** Host */
             host: string;
@@ -4561,6 +4570,7 @@ export interface components {
          *           "health": "healthy",
          *           "host": "127.0.0.1",
          *           "kind": "ferry",
+         *           "label": "node1 (server_id 1)",
          *           "maintenance": false,
          *           "name": "node1",
          *           "protocol_port": 7301,
@@ -4576,6 +4586,7 @@ export interface components {
          *           "health": "healthy",
          *           "host": "127.0.0.1",
          *           "kind": "ferry",
+         *           "label": "node2 (server_id 2)",
          *           "maintenance": false,
          *           "name": "node2",
          *           "protocol_port": 7302,
@@ -4610,6 +4621,11 @@ export interface components {
             server_id: number;
             /** Name */
             name: string;
+            /**
+             * Label
+             * @description How every message, operation step and CLI line names the server: its name and the server_id it last reported, e.g. `db-3 (server_id 3)` (`server_id not read yet` before its first poll).
+             */
+            label: string;
             /** @default ferry */
             kind: components["schemas"]["ServerKind"];
             /**

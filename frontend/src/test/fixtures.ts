@@ -17,7 +17,7 @@ export const CLUSTER_OVERVIEW: Schemas["ClusterOverview"] = {
 };
 
 const node = (id: number, name: string, role: Schemas["TopologyNode"]["role"]): Schemas["TopologyNode"] => ({
-  server_id: id, name, kind: "ferry", version: "ferryd (admin API v1)", host: "127.0.0.1", protocol_port: 7300 + id,
+  server_id: id, name, label: `${name} (server_id ${id})`, kind: "ferry", version: "ferryd (admin API v1)", host: "127.0.0.1", protocol_port: 7300 + id,
   admin_port: 7400 + id, reported_server_id: id,
   health: "healthy", maintenance: false, read_only: role !== "master", role, gtid_current_pos: `1-1-${100 + id}`,
 });

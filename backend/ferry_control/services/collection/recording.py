@@ -171,7 +171,9 @@ class Recorder:
         refusal): logged, the rolled-back objects read again, and a failed outcome naming why in its place."""
         address = outcome.target.admin_address
         server_id = outcome.target.server_id
-        log.exception("recording %s of server %s (%s) failed: recorded as a failed poll", what, server_id, address)
+        log.exception(
+            "recording %s of the server with id %s (%s) failed: recorded as a failed poll", what, server_id, address
+        )
         for server in servers.values():
             await session.refresh(server)
         reason = f"{address}: {what} could not be recorded: {type(error).__name__}: {error}"

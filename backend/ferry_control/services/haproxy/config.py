@@ -80,7 +80,7 @@ def render(cluster_id: int, cluster_name: str, servers: Sequence[ProxiedServer],
         check_address(value, what)
     check_socket_path(layout.admin_socket)
     for server in servers:
-        check_address(server.address, f"server {server.id}")
+        check_address(server.address, f"the server with id {server.id}")
     api_host, _, api_port = layout.ferry_address.rpartition(":")
     api_host = api_host.strip("[]")
     writer, reader = writer_backend(cluster_id), reader_backend(cluster_id)

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ferry_control.core.db import session_scope
+from ferry_control.core.naming import unknown_server
 from ferry_control.drivers.errors import DriverError
 from ferry_control.repositories.drills import DrillRepository
 from ferry_control.schemas.events import DrillEvent
@@ -290,7 +291,7 @@ async def _switch(
 def _refusals(writer: CanaryWriter) -> str:
     """The last few refused or unknown writes, for a reason."""
     failed = [a for a in writer.ledger.attempts if a.outcome != "acknowledged"][-3:]
-    return "; ".join(f"{a.key} {a.outcome} ({a.error}) by server {a.server_id}" for a in failed) or "no answer"
+    return "; ".join(f"{a.key} {a.outcome} ({a.error}) by {_sent_to(a.server_id)}" for a in failed) or "no answer"
 
 
 async def _verify_writer(
@@ -480,3 +481,7 @@ async def _gtid_problems(ctx: Drill, servers: list[ServerView], canaries: dict[i
         if lost:
             problems.append(f"{view.info.label}: canary GTIDs missing from its recent binlog: {', '.join(lost)}")
     return problems
+
+
+def _sent_to(server_id: int | None) -> str:
+    return "no server (no writable master found)" if server_id is None else unknown_server(server_id)

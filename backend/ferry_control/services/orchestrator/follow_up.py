@@ -12,8 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.core.errors import AppError
+from ferry_control.core.naming import unknown_server
 from ferry_control.models import OperationState
 from ferry_control.repositories.operations import OperationRepository
+from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.operation import SwitchoverParams
 from ferry_control.schemas.operation_results import FailoverResult
 from ferry_control.services.operations import OperationService
@@ -56,9 +58,11 @@ class FollowUps:
                         requester=f"failover {operation_id} (promotion rules)",
                     )
                 result.follow_up_operation_id = follow_up.id
-                log.info("failover %s promoted a prefer_not server: switchover %s moves the role to server %s",
+                log.info("failover %s promoted a prefer_not server: switchover %s moves the role to id %s",
                          operation_id, follow_up.id, successor)  # fmt: skip
             except AppError as e:
-                result.follow_up_error = f"the switchover to server {successor} could not start: {e.message}"
+                named = await ServerRepository(session).get(cluster_id, successor)
+                label = named.label if named is not None else unknown_server(successor)
+                result.follow_up_error = f"the switchover to {label} could not start: {e.message}"
                 log.warning("failover %s: %s", operation_id, result.follow_up_error)
             operation.result = result.stored()

@@ -88,7 +88,7 @@ async def fail_over_hub(
     settings = ctx.settings
     async with ctx.step("confirm_masters_lost_it") as step:
         sending = masters_still_sending(snapshot, hub, incoming)
-        masters = ", ".join(_label(snapshot, c.master_server_id) for c in incoming)
+        masters = ", ".join(snapshot.label_of(c.master_server_id) for c in incoming)
         if sending and ctx.params.automatic:
             raise OperationFailed(
                 f"failover refused, nothing was changed: {', '.join(sending)} still send(s) to {hub.info.label}: it "
@@ -105,7 +105,7 @@ async def fail_over_hub(
         if master is None or not master.healthy:
             raise OperationFailed(
                 f"failover refused, nothing was changed: {hub.info.label}'s master "
-                f"{_label(snapshot, connection.master_server_id)} is not healthy either: fail that one over first"
+                f"{snapshot.label_of(connection.master_server_id)} is not healthy either: fail that one over first"
             )
     async with ctx.step("drain_relay_logs") as step:
         drained: dict[str, str] = {}
@@ -166,7 +166,7 @@ async def fail_over_hub(
         gaps[new_hub.info.label] = _gap(lost_at)
         step.detail = (
             f"{new_hub.info.label} replicates "
-            + ", ".join(f"{c.name!r} from {_label(snapshot, c.master_server_id)}" for c in incoming)
+            + ", ".join(f"{c.name!r} from {snapshot.label_of(c.master_server_id)}" for c in incoming)
             + f" from its own positions ({start})"
         )
     # From here the new hub may hold what no sibling has: the rest is completed, never undone.
@@ -216,7 +216,7 @@ async def fail_over_hub(
         if problems or failed:
             raise OperationFailed(
                 f"{new_hub.info.label} replaced {hub.info.label}, but not everything replicates: "
-                + "; ".join([*failed, *(f"server {k}: {v}" for k, v in problems.items())])
+                + "; ".join([*failed, *(f"{snapshot.label_of(k)}: {v}" for k, v in problems.items())])
             )
 
 
@@ -286,8 +286,3 @@ def domains_report(snapshot: ClusterSnapshot, incoming: list[Incoming], start: A
 def _gap(lost_at: datetime | None) -> float | None:
     """Seconds since the collector last saw the lost hub answer (None: never)."""
     return None if lost_at is None else round((datetime.now(UTC) - lost_at).total_seconds(), 3)
-
-
-def _label(snapshot: ClusterSnapshot, server_id: int) -> str:
-    view = snapshot.by_id.get(server_id)
-    return view.info.label if view is not None else f"server {server_id}"

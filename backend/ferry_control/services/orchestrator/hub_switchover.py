@@ -221,7 +221,8 @@ async def verify(
         ctx.settings.verify_timeout_s,
         received_only={v.info.id for v in delayed},
     )
-    problems += [f"server {server_id}: {why}" for server_id, why in waited.items()]
+    labels = {v.info.id: v.info.label for v in [*followers, *delayed, hub]}
+    problems += [f"{labels[server_id]}: {why}" for server_id, why in waited.items()]
     return problems
 
 

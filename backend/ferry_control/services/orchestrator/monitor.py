@@ -90,7 +90,7 @@ class FailoverMonitor:
             except DriverError as e:
                 log.warning("could not fence %s: %s", server.name, e)
                 continue
-            log.warning("fenced server %s (%s) is back: made read-only", server.id, server.name)
+            log.warning("fenced %s is back: made read-only", server.label)
             fenced = FencedEvent(server_id=server.id, read_only=True, reason=server.fence_reason)
             self._bus.publish(ClusterEvent.of(cluster.id, fenced))
 

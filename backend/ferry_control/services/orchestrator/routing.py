@@ -85,8 +85,8 @@ def _record(
                         .execution_options(synchronize_session=False)
                     )  # fmt: skip
         except Exception:
-            log.warning("could not record server %s read_only=%s (the next poll will)", server_id, read_only,
-                        exc_info=True)  # fmt: skip
+            log.warning("could not record read_only=%s of the server with id %s (the next poll will)",
+                        read_only, server_id, exc_info=True)  # fmt: skip
 
     task = asyncio.get_running_loop().create_task(write())
     _recordings.add(task)

@@ -12,6 +12,7 @@ import asyncio
 import time
 
 from ferry_control.core.db import session_scope
+from ferry_control.core.naming import unknown_server
 from ferry_control.drivers.base import IoState, SqlState
 from ferry_control.drivers.errors import DriverError
 from ferry_control.repositories.servers import ServerRepository
@@ -41,7 +42,7 @@ CONNECT_WAIT_S = 10.0
 def _reachable(snapshot: ClusterSnapshot, server_id: int, role: str) -> ServerView:
     view = snapshot.by_id.get(server_id)
     if view is None:
-        raise OperationFailed(f"{role} server {server_id} is not in cluster {snapshot.cluster_id} any more")
+        raise OperationFailed(f"{role}, {unknown_server(server_id)}, is not in cluster {snapshot.cluster_id} any more")
     if not view.reachable:
         raise OperationFailed(f"{role} {view.info.label} cannot be reached: {view.error}")
     return view

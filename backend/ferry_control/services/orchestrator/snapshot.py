@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from ferry_control.core.gtid import GtidPosition
+from ferry_control.core.naming import server_label, unknown_server
 from ferry_control.drivers.base import IoState, MasterRole, ReplicaConnection, ServerDriver, ServerStatus, SqlState
 from ferry_control.drivers.errors import DriverError, ErrorKind
 from ferry_control.drivers.factory import DriverFactory
@@ -50,7 +51,7 @@ class ServerInfo:
 
     @property
     def label(self) -> str:
-        return f"server {self.id} ({self.name})"
+        return server_label(self.name, self.reported_server_id)
 
     @classmethod
     def of(cls, server: Server) -> ServerInfo:
@@ -157,7 +158,8 @@ class ClusterSnapshot:
                 return ServerView(info, driver, None, str(e))
             except TimeoutError:
                 return ServerView(info, driver, None, f"no answer within {timeout_s} s")
-            return ServerView(info, driver, status, None)
+            # The server_id it reports now, so messages name it as it is (the collector's may be older or unset).
+            return ServerView(replace(info, reported_server_id=status.server_id), driver, status, None)
 
         return cls(cluster, await asyncio.gather(*(poll(i) for i in infos)))
 
@@ -176,6 +178,11 @@ class ClusterSnapshot:
 
     def view(self, server_id: int) -> ServerView:
         return self.by_id[server_id]
+
+    def label_of(self, server_id: int) -> str:
+        """How messages name the server with this control plane id (core/naming.py), registered here or not."""
+        view = self.by_id.get(server_id)
+        return view.info.label if view is not None else unknown_server(server_id)
 
     def master_of(self, connection: ReplicaConnection) -> ServerView | None:
         address = split_address(connection.master_address)
@@ -230,7 +237,7 @@ class ClusterSnapshot:
         if source_id is not None:
             view = self.by_id.get(source_id)
             if view is None:
-                return None, f"server {source_id} is not a server of this cluster"
+                return None, f"{unknown_server(source_id)} is not a server of this cluster"
             if not self.replicas_of(source_id):
                 return None, f"{view.info.label} is not a source: no registered server replicates from it"
             return view, f"{view.info.label} is the source named"

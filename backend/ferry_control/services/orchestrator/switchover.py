@@ -148,7 +148,7 @@ def plan_switchover(snapshot: ClusterSnapshot, params: SwitchoverParams, setting
         plan.add(
             "expected_master",
             master is not None and master.info.id == expected,
-            f"the caller expects server {expected} as master; the master is {actual}",
+            f"the caller expects {snapshot.label_of(expected)} as master; the master is {actual}",
         )
     if master is None:
         # Say why servers did not answer (e.g. a login refused): that is often why no master is found.
@@ -181,7 +181,7 @@ def plan_switchover(snapshot: ClusterSnapshot, params: SwitchoverParams, setting
     candidate_id = params.candidate_server_id
     if candidate_id is not None:
         chosen = next((link for link in links if link.replica.info.id == candidate_id), None)
-        label = snapshot.view(candidate_id).info.label if candidate_id in snapshot.by_id else f"server {candidate_id}"
+        label = snapshot.label_of(candidate_id)
         if not plan.add(
             "candidate_chosen",
             chosen is not None,
@@ -521,15 +521,16 @@ async def follow_new_master(
         problems = await actions.wait_replicating_from(
             followers, address, target, settings.verify_timeout_s, received_only=delayed
         )
+        labels = {v.info.id: v.info.label for v in followers}
         step.detail = {
             "target": str(target),
             "converged": [v.info.label for v in followers if v.info.id not in problems],
-            "problems": {str(k): v for k, v in problems.items()},
+            "problems": {labels[k]: v for k, v in problems.items()},
         }
         if problems or failures:
             raise OperationFailed(
                 f"{new_master.info.label} is the master, but not every server follows it: "
-                + "; ".join([*failures, *(f"server {k}: {v}" for k, v in problems.items())])
+                + "; ".join([*failures, *(f"{labels[k]}: {v}" for k, v in problems.items())])
             )
 
 

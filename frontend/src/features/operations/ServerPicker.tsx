@@ -27,7 +27,7 @@ export function ServerPicker({
           .filter((n) => n.server_id !== exclude)
           .map((n) => (
             <option key={n.server_id} value={n.server_id}>
-              {n.name} ({n.role}, {n.health})
+              {n.label} — {n.role}, {n.health}
             </option>
           ))}
       </select>
@@ -54,7 +54,7 @@ export function CandidatePicker({
         <option value="best">{bestLabel}</option>
         {candidates.map((node) => (
           <option key={node.server_id} value={String(node.server_id)}>
-            {node.name} ({node.health})
+            {node.label} — {node.health}
           </option>
         ))}
       </select>

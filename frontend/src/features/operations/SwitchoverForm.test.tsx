@@ -135,7 +135,7 @@ describe("switchover through the UI", () => {
 
 describe("switchover of an intermediate master (the two-master shape)", () => {
   const node = (id: number, role: "master" | "intermediate" | "replica") => ({
-    ...TOPOLOGY.nodes[0]!, server_id: id, name: `s${id}`, role, read_only: role !== "master",
+    ...TOPOLOGY.nodes[0]!, server_id: id, name: `s${id}`, label: `s${id} (server_id ${id})`, role, read_only: role !== "master",
   });
   const edge = (linkId: number, replica: number, master: number, connection: string) => ({
     ...TOPOLOGY.edges[0]!, link_id: linkId, replica_server_id: replica, master_server_id: master, connection,
@@ -170,7 +170,7 @@ describe("switchover of an intermediate master (the two-master shape)", () => {
     await user.selectOptions(within(form).getByLabelText("Source"), "3");
     const newMaster = within(form).getByLabelText(/New master/) as HTMLSelectElement;
     expect([...newMaster.options].map((o) => o.textContent)).toEqual([
-      "Best replica (chosen by the orchestrator)", "s4 (healthy)", "s5 (healthy)",
+      "Best replica (chosen by the orchestrator)", "s4 (server_id 4) — healthy", "s5 (server_id 5) — healthy",
     ]);
     await user.selectOptions(newMaster, "5");
     await user.click(preview);
@@ -194,7 +194,7 @@ describe("switchover of an intermediate master (the two-master shape)", () => {
     const form = await screen.findByRole("group", { name: "Failover" });
     await user.selectOptions(within(form).getByLabelText("Lost source"), "1");
     const newMaster = within(form).getByLabelText(/New master/) as HTMLSelectElement;
-    expect([...newMaster.options].map((o) => o.textContent)).toEqual(["Most advanced replica", "s3 (healthy)"]);
+    expect([...newMaster.options].map((o) => o.textContent)).toEqual(["Most advanced replica", "s3 (server_id 3) — healthy"]);
     await user.click(within(form).getByRole("button", { name: "Preview (dry run)" }));
     const dryRun = requests.find((r) => r.method === "POST")!;
     expect(dryRun.path).toBe("/api/v1/clusters/1/operations/failover");

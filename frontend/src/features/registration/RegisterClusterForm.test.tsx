@@ -20,7 +20,7 @@ const REGISTERED: Schemas["ClusterRead"] = {
 };
 
 const server = (id: number, name: string): Schemas["ServerRead"] => ({
-  id, cluster_id: 7, name, kind: "mariadb", host: "10.0.0.5", protocol_port: 3306, admin_port: 3306, labels: {},
+  id, cluster_id: 7, name, label: `${name} (server_id ${id})`, kind: "mariadb", host: "10.0.0.5", protocol_port: 3306, admin_port: 3306, labels: {},
   maintenance: false, promotion_rule: "neutral", origin: "registered", fenced: false, fenced_at: null,
   fence_reason: null, health: "unknown",
   consecutive_failures: 0, last_seen_at: null, last_error: null, reported_server_id: id, read_only: null,
