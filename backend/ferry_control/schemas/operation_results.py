@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
 from ferry_control.drivers.base import Check, ConnectionSettings
+from ferry_control.schemas.topology import LinkSettingsRead
 
 
 class Record(BaseModel):
@@ -95,17 +96,9 @@ class ReconcileReport(Record):
     after: ClusterState | None = None
 
 
-class ConnectionSettingsRecord(Record):
-    """A replica connection's own settings as a plan keeps them (drivers.base.ConnectionSettings)."""
-
-    delay_s: int = 0
-    ignore_duplicates: bool = False
-    heartbeat_ms: int | None = None
-    parallel_mode: str | None = None
-    workers: int | None = None
-    domain_workers_max: int | None = None
-    semi_sync_replica: bool | None = None
-    filters: dict[str, str] = Field(default_factory=dict)
+class ConnectionSettingsRecord(Record, LinkSettingsRead):
+    """A replica connection's own settings as a plan keeps them (drivers.base.ConnectionSettings): the fields the
+    topology reports them with (`LinkSettingsRead`), read as a plan's parts are."""
 
     @classmethod
     def of(cls, settings: ConnectionSettings | None) -> ConnectionSettingsRecord | None:

@@ -1628,11 +1628,13 @@ export interface components {
         };
         /**
          * ConnectionSettingsRecord
-         * @description A replica connection's own settings as a plan keeps them (drivers.base.ConnectionSettings).
+         * @description A replica connection's own settings as a plan keeps them (drivers.base.ConnectionSettings): the fields the
+         *     topology reports them with (`LinkSettingsRead`), read as a plan's parts are.
          */
         ConnectionSettingsRecord: {
             /**
              * Delay S
+             * @description Configured delay (MASTER_DELAY): a transaction is applied this many seconds after its commit on the master; lag up to it is by design.
              * @default 0
              */
             delay_s: number;
@@ -1643,15 +1645,30 @@ export interface components {
             ignore_duplicates: boolean;
             /** Heartbeat Ms */
             heartbeat_ms?: number | null;
-            /** Parallel Mode */
+            /**
+             * Parallel Mode
+             * @description Parallel apply: serial, conservative, optimistic, …
+             */
             parallel_mode?: string | null;
-            /** Workers */
+            /**
+             * Workers
+             * @description Transactions applied at once.
+             */
             workers?: number | null;
-            /** Domain Workers Max */
+            /**
+             * Domain Workers Max
+             * @description Workers at most per domain.
+             */
             domain_workers_max?: number | null;
-            /** Semi Sync Replica */
+            /**
+             * Semi Sync Replica
+             * @description Acknowledges receipt to a semi-sync master; None: no per-connection setting (ferryd).
+             */
             semi_sync_replica?: boolean | null;
-            /** Filters */
+            /**
+             * Filters
+             * @description Replication filters by name, values as text.
+             */
             filters?: {
                 [key: string]: string;
             };
