@@ -1,6 +1,7 @@
 """Event streams under load: a token may hold `events_streams_per_token_max` streams — the next one is refused with a
-429 naming the limit while the open ones keep receiving events — and however many streams are open, their tokens
-are checked in one read per interval (a revoked token still ends its streams)."""
+429 naming the limit while the open ones keep receiving events —, however many streams are open, their tokens
+are checked in one read per interval (a revoked token still ends its streams), and a burst of events goes to a
+stream in one write while the client still reads each event, in order."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 from contextlib import AsyncExitStack
 
 import httpx
+from sse_starlette import ServerSentEvent
 
 from ferry_control.core.db import session_scope
 from ferry_control.services.event_bus import ClusterEvent
@@ -16,6 +18,35 @@ from ferry_control.services.tokens import TokenService
 from tests.conftest import LiveFactory
 from tests.helpers import WAIT_S, serve
 from tests.test_collector import sse_events
+
+
+def test_an_events_frame_is_the_server_sent_event_of_its_type_and_data() -> None:
+    event = ClusterEvent(7, "position", {"server_id": 1, "domain": 2, "gtid": "2-1-30", "seq_no": 30})
+    assert event.sse_frame == ServerSentEvent(event="position", data=event.json).encode()
+    assert event.sse_frame is event.sse_frame, "encoded once, however many streams send it"
+
+
+async def test_a_burst_of_events_reaches_a_stream_whole_and_in_order(live_app: LiveFactory) -> None:
+    async with live_app(poll_interval_s=0.2) as live:
+        cluster_id = (await live.client.post("/api/v1/clusters", json={"name": "burst"})).json()["id"]
+        async with (
+            serve(live.app) as base,
+            httpx.AsyncClient(timeout=WAIT_S, headers=live.tokens.header("viewer")) as sse,
+        ):
+            async with sse.stream("GET", f"{base}/api/v1/clusters/{cluster_id}/events") as stream:
+                reader = sse_events(stream)
+                assert (await anext(reader))[0] == "subscribed"
+                burst = 600  # more than one write's BATCH_EVENTS_MAX
+                for seq_no in range(1, burst + 1):
+                    data = {"server_id": 1, "domain": 0, "gtid": f"0-1-{seq_no}", "seq_no": seq_no}
+                    live.app.state.bus.publish(ClusterEvent(cluster_id, "position", data))
+                seen: list[int] = []
+                async with asyncio.timeout(WAIT_S):
+                    while len(seen) < burst:
+                        name, data = await anext(reader)
+                        if name == "position":
+                            seen.append(data["seq_no"])
+                assert seen == list(range(1, burst + 1))
 
 
 async def test_streams_past_the_cap_are_refused_and_the_others_keep_receiving(live_app: LiveFactory) -> None:

@@ -63,6 +63,12 @@ class ClusterEvent:
         }
         return json.dumps(body)
 
+    @cached_property
+    def sse_frame(self) -> bytes:
+        """The event as one server-sent event (its type as the event name, `json` as its data), encoded once however
+        many streams send it. JSON has no raw line breaks, so the data is one `data:` line."""
+        return f"event: {self.type.value}\r\ndata: {self.json}\r\n\r\n".encode()
+
 
 T = TypeVar("T")
 
@@ -92,6 +98,16 @@ class Subscription:
 
     async def next(self) -> ClusterEvent:
         return await self.queue.get()
+
+    def take_waiting(self, most: int) -> list[ClusterEvent]:
+        """Up to `most` events already queued, without waiting (none when the queue is empty)."""
+        taken: list[ClusterEvent] = []
+        while len(taken) < most:
+            try:
+                taken.append(self.queue.get_nowait())
+            except asyncio.QueueEmpty:
+                break
+        return taken
 
 
 class EventBus:
