@@ -8,9 +8,14 @@ database (SQLite unless --database-url), the control plane, registers the nodes,
 (its own process), opens --streams SSE streams from a separate process (raw sockets, so the client is not what
 limits), then for --duration-s issues --reads-per-s reads (positions, topology, overview, interleavings in turn; each
 timed from send to last byte) while running --switchovers switchovers back and forth, each recording its
-write-unavailability window (old master read-only → new master writable, `unavailable_s`). Prints one JSON object:
-read p50/p99, the windows, how many streams were held to the end, and the CPU (cores) of the web process, the
-worker and the streams' client while measured.
+write-unavailability window (old master read-only → new master writable, `unavailable_s`). Then, the streams still
+open, it times --position-samples position changes to the page's event stream (each at a random instant against the
+poll interval: the master's gtid_current_pos read from the node itself, then the wait until a `position` event of
+that server at or past it in every domain arrives on an SSE stream of its own), and finally SIGKILLs the master and
+times the automatic failover: the kill to the failover operation's creation (detection) and to its success.
+Prints one JSON object: read p50/p99, the windows, position → event p50/p99, the failover's figures, how many
+streams were held to the end, and the CPU (cores) of the web process, the worker and the streams' client while
+measured (reads and switchovers).
 
     .venv/bin/python backend/bench/dashboards.py --streams 1000 [--single] [--database-url postgresql://…]
 """
@@ -21,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import resource
 import signal
 import statistics
@@ -28,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +135,8 @@ async def main() -> None:
     parser.add_argument("--duration-s", type=float, default=40.0, help="at least this long of reads")
     parser.add_argument("--single", action="store_true", help="one process (FERRY_ROLE=all) instead of web + worker")
     parser.add_argument("--database-url", default=None, help="default: a throwaway SQLite file")
+    parser.add_argument("--position-samples", type=int, default=30)
+    parser.add_argument("--poll-interval-s", type=float, default=1.0, help="the collector's (FERRY_POLL_INTERVAL_S)")
     parser.add_argument("--stream-clients", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--token", help=argparse.SUPPRESS)
@@ -152,8 +161,9 @@ async def main() -> None:
             "FERRY_DEV_SECRET_KEY_FILE": str(tmp / "secret.key"), "FERRY_NODE_TOKEN": NODE_TOKEN,
             "FERRY_DRILL_SCHEDULER_ENABLED": "false", "FERRY_NODE_READ_RETRIES_MAX": "0",
             # One token holds every stream here and issues every read: per-token bounds would measure themselves.
-            "FERRY_EVENTS_STREAMS_PER_TOKEN_MAX": str(max(args.streams, 50)), "FERRY_EXPENSIVE_READS_PER_MIN": "100000",
-            "FERRY_HEAVY_READS_PER_TOKEN_MAX": "8",
+            "FERRY_EVENTS_STREAMS_PER_TOKEN_MAX": str(max(args.streams + 10, 50)),
+            "FERRY_EXPENSIVE_READS_PER_MIN": "100000", "FERRY_HEAVY_READS_PER_TOKEN_MAX": "8",
+            "FERRY_POLL_INTERVAL_S": str(args.poll_interval_s),
         }  # fmt: skip
         processes: list[subprocess.Popen[str]] = []
         writer = None
@@ -188,7 +198,7 @@ async def main() -> None:
                     if time.monotonic() > deadline or web.poll() is not None:
                         raise SystemExit(f"the web process did not answer; see {tmp / 'web.log'}")
                     await asyncio.sleep(0.1)
-                cluster_id, ids = await register(client, ferryd, name="bench")
+                cluster_id, ids = await register(client, ferryd, name="bench", auto_failover=True)
                 writer = await LoadWriter.start(ferryd.nodes, clients=4, domains=3, rate=200)
                 streams = start(
                     [sys.executable, str(Path(__file__).resolve()), "--stream-clients", str(args.streams), "--port",
@@ -201,6 +211,12 @@ async def main() -> None:
                 result = await measure(client, cluster_id, ids, args)
                 wall = time.monotonic() - wall_before
                 cpu = {n: round((process_cpu_s(p.pid) - cpu_before[n]) / wall, 2) for n, p in named.items()}
+                nodes = {"master": ferryd.master, "replica1": ferryd.replica1, "replica2": ferryd.replica2}
+                master = await current_master(client, cluster_id, ids)
+                to_event = await position_to_event(
+                    client, cluster_id, ids[master], f"http://{nodes[master].admin}", args.position_samples
+                )
+                failover = await failover_after_kill(client, cluster_id, nodes[master])
                 streams.send_signal(signal.SIGTERM)
                 held = json.loads(await readline(streams, "the streams' process"))
                 writer_summary = await writer.stop()
@@ -231,6 +247,11 @@ async def main() -> None:
                 "switchovers": len(windows),
                 "unavailable_ms_median": round(1000 * statistics.median(windows), 1),
                 "unavailable_ms_max": round(1000 * max(windows), 1),
+                "position_to_event_samples": len(to_event),
+                "position_to_event_ms_p50": round(1000 * quantile(to_event, 0.5), 1),
+                "position_to_event_ms_p99": round(1000 * quantile(to_event, 0.99), 1),
+                "poll_interval_s": args.poll_interval_s,
+                "failover": failover,
                 "writer_acked": sum(writer_summary["acked"].values()),
                 "cpu_cores": cpu,
                 "ferryd": os.environ["FERRYD_BIN"],
@@ -297,6 +318,94 @@ async def measure(client: httpx.AsyncClient, cluster_id: int, ids: dict[str, int
     await switching
     await asyncio.gather(*in_flight)
     return {"windows": windows, "latencies": latencies, "errors": errors}
+
+
+async def current_master(client: httpx.AsyncClient, cluster_id: int, ids: dict[str, int]) -> str:
+    """The role name (as registered) of the server the topology shows as master."""
+    topology = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
+    master_id = next(node["server_id"] for node in topology["nodes"] if node["role"] == "master")
+    return next(name for name, server_id in ids.items() if server_id == master_id)
+
+
+def parse_position(text: str) -> dict[int, int]:
+    """ "1-1-10,2-1-7" → {1: 10, 2: 7}."""
+    seqs: dict[int, int] = {}
+    for gtid in filter(None, (part.strip() for part in text.split(","))):
+        domain, _, seq_no = gtid.split("-")
+        seqs[int(domain)] = int(seq_no)
+    return seqs
+
+
+def covered(seen: dict[int, int], reached: dict[int, int]) -> bool:
+    """Whether the positions seen are at or past `reached` in each of its domains."""
+    return all(seen.get(domain, -1) >= seq_no for domain, seq_no in reached.items())
+
+
+async def position_to_event(
+    client: httpx.AsyncClient, cluster_id: int, server_id: int, admin_url: str, samples: int
+) -> list[float]:
+    """Seconds from a position read on the node to a `position` event at or past it on an open stream, per sample."""
+    seen: dict[int, int] = {}
+    changed = asyncio.Condition()
+    subscribed = asyncio.Event()
+
+    async def follow() -> None:
+        async with client.stream("GET", f"/api/v1/clusters/{cluster_id}/events", timeout=None) as stream:
+            if stream.status_code != 200:
+                raise SystemExit(f"the position follower's stream: {stream.status_code} {(await stream.aread())!r}")
+            name = ""
+            async for line in stream.aiter_lines():
+                if line.startswith("event:"):
+                    name = line[6:].strip()
+                    subscribed.set()
+                elif line.startswith("data:") and name == "position":
+                    data = json.loads(line[5:])
+                    if data["server_id"] == server_id and data.get("seq_no") is not None:
+                        seen[data["domain"]] = max(seen.get(data["domain"], -1), data["seq_no"])
+                        async with changed:
+                            changed.notify_all()
+
+    following = asyncio.create_task(follow())
+    delays: list[float] = []
+    try:
+        await asyncio.wait_for(asyncio.shield(subscribed.wait()), WAIT_S)
+        if following.done():
+            following.result()
+        async with httpx.AsyncClient(base_url=admin_url, headers={"Authorization": f"Bearer {NODE_TOKEN}"}) as node:
+            for _ in range(samples):
+                await asyncio.sleep(random.uniform(0.0, 1.0))  # a random phase against the poll interval
+                started = time.perf_counter()
+                reached = parse_position((await node.get("/v1/status")).json()["gtid_current_pos"])
+                async with changed:
+                    await asyncio.wait_for(changed.wait_for(lambda r=reached: covered(seen, r)), WAIT_S)
+                delays.append(time.perf_counter() - started)
+    finally:
+        following.cancel()
+    return delays
+
+
+async def failover_after_kill(client: httpx.AsyncClient, cluster_id: int, master: Any) -> dict[str, Any]:
+    """SIGKILLs the master and follows the automatic failover: seconds to its operation's creation (the loss
+    detected and confirmed) and to its success, as read by polling the operations list every 50 ms."""
+    path = f"/api/v1/clusters/{cluster_id}/operations"
+    before = {o["id"] for o in (await client.get(path)).json()}
+    killed_wall, killed = time.time(), time.monotonic()
+    master.kill()
+    deadline = killed + WAIT_S
+    while True:
+        operations = [o for o in (await client.get(path)).json() if o["id"] not in before and o["type"] == "failover"]
+        if operations and operations[0]["state"] not in ("pending", "running"):
+            operation = operations[0]
+            break
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no automatic failover ended within {WAIT_S} s of the master's SIGKILL")
+        await asyncio.sleep(0.05)  # the read schedule of the follower
+    created = datetime.fromisoformat(operation["created_at"]).timestamp()
+    return {
+        "state": operation["state"],
+        "kill_to_detected_s": round(created - killed_wall, 3),
+        "kill_to_succeeded_s": round(time.monotonic() - killed, 3),
+    }
 
 
 if __name__ == "__main__":
