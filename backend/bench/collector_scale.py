@@ -173,6 +173,7 @@ async def main() -> None:
                 "cycle_s_max": round(max(durations), 4),
                 "failed_polls": failed,
                 "api_process_cpu_cores": round(cpu_used / wall, 3),
+                "api_process_cpu_s_per_cycle": round(cpu_used / max(1, len(durations)), 3),
                 "database": "sqlite" if args.database_url is None else "postgresql",
                 "demo_rate_per_master": args.rate,
             }

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferry_control.drivers.base import IoState, Positions, ReplicaConnection, ServerStatus, SqlState
+from ferry_control.repositories.chunks import CHUNK_IDS_MAX, chunked
 from ferry_control.services.collection.timeline import MasterTimelines
 from ferry_control.services.collection.validation import InvalidStatus, validate_status
 
@@ -99,3 +100,9 @@ def test_lag_never_negative_and_shrinks_as_the_replica_advances(steps: list[int]
     assert all(lag is not None and lag >= 0 for lag in lags)
     assert lags == sorted(lags, reverse=True)
     assert lags[-1] == 0.0 and lags[seq] == 0.0
+
+
+def test_ids_are_queried_in_chunks_each_database_accepts() -> None:
+    assert [list(chunk) for chunk in chunked(list(range(5)), 2)] == [[0, 1], [2, 3], [4]]
+    assert list(chunked([], 2)) == []
+    assert all(len(chunk) <= CHUNK_IDS_MAX for chunk in chunked(list(range(1234))))

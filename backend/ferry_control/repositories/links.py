@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.models import ReplicationLink
+from ferry_control.repositories.chunks import chunked
 
 
 class LinkRepository:
@@ -20,6 +21,19 @@ class LinkRepository:
     async def list_for_cluster(self, cluster_id: int) -> Sequence[ReplicationLink]:
         statement = select(ReplicationLink).where(ReplicationLink.cluster_id == cluster_id).order_by(ReplicationLink.id)
         return (await self.session.scalars(statement)).all()
+
+    async def list_for_clusters(self, cluster_ids: Collection[int]) -> dict[int, list[ReplicationLink]]:
+        """The links of each of `cluster_ids` (a cluster without links maps to an empty list), in a few queries."""
+        found: dict[int, list[ReplicationLink]] = {cluster_id: [] for cluster_id in cluster_ids}
+        for chunk in chunked(sorted(found)):
+            statement = (
+                select(ReplicationLink)
+                .where(ReplicationLink.cluster_id.in_(chunk))
+                .order_by(ReplicationLink.cluster_id, ReplicationLink.id)
+            )
+            for link in (await self.session.scalars(statement)).all():
+                found[link.cluster_id].append(link)
+        return found
 
     async def list_for_replicas(self, replica_server_ids: Sequence[int]) -> Sequence[ReplicationLink]:
         if not replica_server_ids:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
 from ferry_control.models import HealthEvent, Server
+from ferry_control.repositories.chunks import chunked
 
 
 class ServerRepository:
@@ -18,6 +19,16 @@ class ServerRepository:
     async def list_for_cluster(self, cluster_id: int) -> Sequence[Server]:
         statement = select(Server).where(Server.cluster_id == cluster_id).order_by(Server.id)
         return (await self.session.scalars(statement)).all()
+
+    async def list_for_clusters(self, cluster_ids: Collection[int]) -> dict[int, list[Server]]:
+        """The servers of each of `cluster_ids` (a cluster without servers maps to an empty list), in a few queries
+        however many clusters (the collector's and failover monitor's cycle)."""
+        found: dict[int, list[Server]] = {cluster_id: [] for cluster_id in cluster_ids}
+        for chunk in chunked(sorted(found)):
+            statement = select(Server).where(Server.cluster_id.in_(chunk)).order_by(Server.cluster_id, Server.id)
+            for server in (await self.session.scalars(statement)).all():
+                found[server.cluster_id].append(server)
+        return found
 
     async def list_all_with_cluster(self) -> Sequence[Server]:
         """Every server of every cluster, with its cluster loaded (the collector's work list)."""

@@ -5,10 +5,10 @@ replication links (from each replica's own connections, and — for replicas who
 master's list of streaming replicas) with lag per domain and change-only lag samples. Each server is recorded in a
 savepoint of its own (its observation, then its links): a failure while recording one server's answer rolls back
 that part only, is logged, and records that server as a failed poll naming why, so one server's answer can never
-undo another's record. Each cluster has its savepoint around those too. As savepoints and flushes per server cost
-most of a cycle's CPU, a cluster is first recorded in one go (one savepoint, one flush); only when that fails is it
-rolled back and recorded server by server. Returns the events to publish once the
-transaction commits.
+undo another's record. Each cluster has its savepoint around those too. As savepoints, flushes and queries per
+server and per cluster cost most of a cycle's CPU, the whole cycle is first recorded in one go (the servers and links
+of every cluster read in a few queries, one savepoint, one flush); only when that fails is it rolled back and
+recorded cluster by cluster, then server by server. Returns the events to publish once the transaction commits.
 
 Lag per domain: `transactions`, the seq_no difference between the master's gtid_binlog_pos (this cycle's poll, else
 the last stored) and the replica's gtid_current_pos; `seconds`, the age of the collector's first sighting of the
@@ -96,14 +96,28 @@ class Recorder:
         self._seeded: set[int] = set()
 
     async def record(self, session: AsyncSession, outcomes: Sequence[PollOutcome]) -> list[ClusterEvent]:
-        events: list[ClusterEvent] = []
         by_cluster: dict[int, list[PollOutcome]] = {}
         for outcome in outcomes:
             by_cluster.setdefault(outcome.target.cluster_id, []).append(outcome)
+        # Fastest: every cluster in one savepoint and one flush, their servers and links read in a few queries.
+        # Should anything fail, that is undone and each cluster recorded on its own (then server by server).
+        try:
+            async with session.begin_nested():
+                servers_of = await ServerRepository(session).list_for_clusters(by_cluster)
+                links_of = await LinkRepository(session).list_for_clusters(by_cluster)
+                events: list[ClusterEvent] = []
+                for cluster_id, cluster_outcomes in by_cluster.items():
+                    events += await self._record_cluster(
+                        session, cluster_id, cluster_outcomes, careful=False,
+                        known=(servers_of[cluster_id], links_of[cluster_id]),
+                    )  # fmt: skip
+                await session.flush()
+            return events
+        except Exception as e:
+            log.info("recording the cycle in one go failed (%s): recording it cluster by cluster", e)
+        events = []
         for cluster_id, cluster_outcomes in by_cluster.items():
             try:
-                # Fast: the cluster's servers in one flush. Should anything fail, that is undone and the cluster
-                # recorded again server by server, each in a savepoint of its own.
                 async with session.begin_nested():
                     events += await self._record_cluster(session, cluster_id, cluster_outcomes, careful=False)
                 continue
@@ -117,16 +131,23 @@ class Recorder:
         return events
 
     async def _record_cluster(
-        self, session: AsyncSession, cluster_id: int, cluster_outcomes: Sequence[PollOutcome], *, careful: bool
+        self,
+        session: AsyncSession,
+        cluster_id: int,
+        cluster_outcomes: Sequence[PollOutcome],
+        *,
+        careful: bool,
+        known: tuple[list[Server], list[ReplicationLink]] | None = None,
     ) -> list[ClusterEvent]:
         """Records the cluster's outcomes; `careful`: each server's part in a savepoint of its own, a failure
-        recorded as that server's failed poll (else one flush for all, any failure raised for the caller to record
-        the cluster again carefully)."""
+        recorded as that server's failed poll (else no flush of its own, any failure raised for the caller to
+        record the cluster again carefully). `known`: the cluster's servers and links, already read."""
         servers_repo = ServerRepository(session)
         links_repo = LinkRepository(session)
         samples = SampleRepository(session)
         events: list[ClusterEvent] = []
-        servers = {s.id: s for s in await servers_repo.list_for_cluster(cluster_id)}
+        known_servers = known[0] if known is not None else await servers_repo.list_for_cluster(cluster_id)
+        servers = {s.id: s for s in known_servers}
         polled = {o.target.server_id: o for o in cluster_outcomes if o.target.server_id in servers}
         await self._seed_timelines(cluster_id, polled, samples)
         for server_id, outcome in list(polled.items()):
@@ -142,8 +163,9 @@ class Recorder:
             except Exception as e:
                 polled[server_id] = await self._unrecordable(session, servers, outcome, e, "its answer")
                 events += await self._record_failed(session, server, polled[server_id], servers_repo, samples)
-        await servers_repo.flush()
-        links = list(await links_repo.list_for_cluster(cluster_id))
+        if careful:
+            await servers_repo.flush()
+        links = list(known[1]) if known is not None else list(await links_repo.list_for_cluster(cluster_id))
         for server_id, outcome in list(polled.items()):
             if outcome.status is None:
                 continue
@@ -161,7 +183,8 @@ class Recorder:
                 links[:] = list(await links_repo.list_for_cluster(cluster_id))
                 events += await self._record_failed(session, servers[server_id], polled[server_id], servers_repo,
                                                     samples)  # fmt: skip
-        await session.flush()
+        if careful or known is None:
+            await session.flush()
         return events
 
     async def _unrecordable(

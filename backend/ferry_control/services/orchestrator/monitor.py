@@ -63,11 +63,10 @@ class FailoverMonitor:
         the failover operations it started."""
         async with session_scope(self._sessionmaker) as session:
             clusters = [c for c in await ClusterRepository(session).list() if only is None or c.id in only]
-            work = []
-            for cluster in clusters:
-                servers = list(await ServerRepository(session).list_for_cluster(cluster.id))
-                links = list(await LinkRepository(session).list_for_cluster(cluster.id))
-                work.append((cluster, servers, links))
+            ids = [cluster.id for cluster in clusters]
+            servers_of = await ServerRepository(session).list_for_clusters(ids)
+            links_of = await LinkRepository(session).list_for_clusters(ids)
+            work = [(cluster, servers_of[cluster.id], links_of[cluster.id]) for cluster in clusters]
         started = []
         for cluster, servers, links in work:
             await self._fence(cluster, servers)
