@@ -260,6 +260,5 @@ async def test_a_master_that_answers_but_cannot_commit_is_failed_over_when_write
         # Everything the clients wrote, and the probes that committed (domain 0, the default domain): replicated
         # like any other transaction.
         assert set(position.split(",")) <= set(new.status()["gtid_current_pos"].split(","))
-        # The old master's probe commits still wait out their ten-minute semi-sync timeout, which its graceful stop
-        # waits for too: it is ended as the crash it stands for.
+        # The old master stands for a lost one: it is ended as the crash it stands for.
         old.kill()

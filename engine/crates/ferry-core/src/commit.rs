@@ -27,7 +27,7 @@ use crate::fault::StorageHealth;
 use crate::gtid::{DomainId, Gtid, SeqNo, ServerId};
 use crate::gtid_alloc::{AllocError, GtidAllocator, StrictModeViolation};
 use crate::row::RowChange;
-use crate::semisync::{SemiSync, WaitPoint};
+use crate::semisync::{SemiSync, WaitOutcome, WaitPoint};
 use crate::store::Store;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -161,6 +161,10 @@ pub enum CommitError {
     /// The binlog or the store failed; the node refuses writes from then on (nothing was acknowledged).
     #[error("node cannot commit: {0}")]
     Failed(String),
+    /// A client's commit written to this node's binlog whose semi-sync wait the node's stop ended before K
+    /// replicas confirmed it: it may be on no replica, so it is neither acknowledged nor refused.
+    #[error("the node stopped before replicas confirmed this commit: it is in this node's binlog but maybe on no replica; its outcome is unknown")]
+    Unconfirmed,
 }
 
 impl From<AllocError> for CommitError {
@@ -356,6 +360,15 @@ impl Reply {
         !self.replicated && matches!(self.outcome, Outcome::Done(Ok(_)))
     }
 
+    /// This reply as the semi-sync wait's stop leaves it: a commit that waited for replicas becomes
+    /// [`CommitError::Unconfirmed`]; any other reply is unchanged.
+    fn unconfirmed(self) -> Self {
+        if !self.waits_for_replicas() {
+            return self;
+        }
+        Reply { outcome: Outcome::Done(Err(CommitError::Unconfirmed)), ..self }
+    }
+
     fn send(self) {
         let _ = self.to.send(self.outcome);
         // Only now is the transaction no longer in flight.
@@ -375,10 +388,11 @@ pub struct AwaitingReplicas {
 }
 
 impl AwaitingReplicas {
-    /// Waits (blocking, at most the semi-sync timeout) for the replicas' confirmations, then replies.
+    /// Waits (blocking, at most the semi-sync timeout, or until the node stops) for the replicas'
+    /// confirmations, then replies.
     pub fn wait_and_reply(self) {
-        self.semi_sync.wait(self.through);
-        self.replies.into_iter().for_each(Reply::send);
+        let stopped = self.semi_sync.wait(self.through) == WaitOutcome::Stopped;
+        self.replies.into_iter().map(|r| if stopped { r.unconfirmed() } else { r }).for_each(Reply::send);
     }
 }
 
@@ -608,9 +622,7 @@ impl GroupCommit {
         self.rotate_if_needed(&mut log);
         drop(log);
         let clients = groups.iter().flat_map(|g| &g.written).any(|(m, _)| !m.txn.replicated());
-        if clients {
-            semi_sync.wait(through);
-        }
+        let stopped = clients && semi_sync.wait(through) == WaitOutcome::Stopped;
         let mut outcomes: Outcomes = Vec::new();
         {
             let mut turn = self.visible_turn.lock();
@@ -623,7 +635,7 @@ impl GroupCommit {
             *turn += 1;
             self.turn_passed.notify_all();
         }
-        outcomes.into_iter().for_each(Reply::send);
+        outcomes.into_iter().map(|r| if stopped { r.unconfirmed() } else { r }).for_each(Reply::send);
     }
 
     fn rotate_if_needed(&self, log: &mut CommitLog) {

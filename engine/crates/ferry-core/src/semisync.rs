@@ -85,6 +85,8 @@ struct State {
     /// Per connected replica: the master coordinate it confirmed receiving up to.
     acked: BTreeMap<u64, BinlogCoord>,
     fallen_back: bool,
+    /// The node is stopping: no group waits any more (see `stop`).
+    stopping: bool,
     waits: u64,
     timeouts: u64,
     wait_us_total: u64,
@@ -106,6 +108,9 @@ pub enum WaitOutcome {
     TimedOut,
     /// Already fallen back: not waited.
     Asynchronous,
+    /// The node is stopping: the wait ended before K confirmations, and the clients are told that their
+    /// commits' fate is unknown (written here, maybe on no replica), never that they are replicated.
+    Stopped,
 }
 
 impl SemiSync {
@@ -159,7 +164,18 @@ impl SemiSync {
         }
     }
 
-    /// Waits until K replicas confirmed `through`, or the timeout (on the semi-sync clock). Blocking.
+    /// Ends every wait, now and from now on, with [`WaitOutcome::Stopped`]: the node is shutting down, so a
+    /// timeout of many minutes does not hold its stop (MariaDB ends semi-sync waits at shutdown as well).
+    pub fn stop(&self) {
+        let mut state = self.state.lock();
+        if !state.stopping {
+            state.stopping = true;
+            tracing::info!("semi-sync: stopping; commits still waiting for confirmations end with an unknown outcome");
+        }
+        self.acked.notify_all();
+    }
+
+    /// Waits until K replicas confirmed `through`, the timeout (on the semi-sync clock), or `stop`. Blocking.
     pub fn wait(&self, through: BinlogCoord) -> WaitOutcome {
         let started = self.clock.elapsed();
         let deadline = started + self.config.timeout;
@@ -174,6 +190,10 @@ impl SemiSync {
             if self.confirmed(&state, through) {
                 state.wait_us_total += took.as_micros() as u64;
                 return WaitOutcome::Confirmed(took);
+            }
+            if state.stopping {
+                state.wait_us_total += took.as_micros() as u64;
+                return WaitOutcome::Stopped;
             }
             if now >= deadline {
                 state.fallen_back = true;
@@ -265,6 +285,20 @@ mod tests {
         assert_eq!(waiter.join().unwrap(), WaitOutcome::TimedOut);
         let status = s.status();
         assert_eq!((status.state, status.timeouts, status.wait_us_total), ("fallen_back", 1, 600_000_000));
+    }
+
+    /// A stop ends a wait that would otherwise last its ten-minute timeout, and every wait after it.
+    #[test]
+    fn a_stop_ends_waits_at_once_with_an_unknown_outcome() {
+        let clock = ManualClock::new(0);
+        let s = semi_sync(1, Duration::from_secs(600), &clock);
+        s.connect(7, at(0));
+        let waiter = waiting(&s, at(100));
+        s.stop();
+        assert_eq!(waiter.join().unwrap(), WaitOutcome::Stopped);
+        assert_eq!(s.wait(at(200)), WaitOutcome::Stopped, "a group after the stop does not wait either");
+        let status = s.status();
+        assert_eq!((status.state, status.timeouts), ("on", 0), "a stop is not a timeout: no fallback recorded");
     }
 
     #[test]

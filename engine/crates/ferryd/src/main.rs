@@ -117,6 +117,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
     shutdown_signal().await;
     tracing::info!("shutting down");
+    if let Some(semi_sync) = node.semi_sync() {
+        semi_sync.stop(); // a commit waiting out a long semi-sync timeout does not hold the stop
+    }
     let _ = stop_tx.send(true);
     replication.shutdown().await;
     let _ = server.await;

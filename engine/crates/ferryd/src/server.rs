@@ -200,7 +200,10 @@ impl Connection {
                         "streaming the binlog needs a privileged connection (Auth with the admin token)",
                     ),
                 ),
-                Ok((header, request)) => (header.request_id, self.handle(request).await),
+                Ok((header, request)) => match self.handle(request).await {
+                    Some(response) => (header.request_id, response),
+                    None => return Ok(()), // no answer is the true one: the client learns its outcome is unknown
+                },
                 Err(e) => {
                     // The frame boundary is known, so the connection can go on after saying what was wrong.
                     let id = if frame.len() >= HEADER_BYTES {
@@ -215,7 +218,25 @@ impl Connection {
         }
     }
 
-    async fn handle(&mut self, request: Request) -> Response {
+    /// The answer to one request; `None` when the connection must end without one: a commit the node's stop
+    /// left unconfirmed by its semi-sync replicas is neither done nor refused, and no error code says that.
+    async fn handle(&mut self, request: Request) -> Option<Response> {
+        if let Request::Transact { domain, server_id, seq_no, ops } = request {
+            return match self.node.execute_async(TxnRequest { domain, server_id, seq_no, ops }, self.privileged).await {
+                Ok(c) => {
+                    Some(Response::Committed { gtid: c.gtid, commit_id: c.commit_id, commit_ts_us: c.commit_ts_us })
+                }
+                Err(e @ TxnError::Unconfirmed(_)) => {
+                    tracing::warn!(peer = %self.peer, "closing a protocol connection without an answer: {e}");
+                    None
+                }
+                Err(e) => Some(txn_error(&e)),
+            };
+        }
+        Some(self.answer(request).await)
+    }
+
+    async fn answer(&mut self, request: Request) -> Response {
         match request {
             Request::Hello { .. } => Response::Hello {
                 server_id: self.node.config().server_id,
@@ -232,12 +253,7 @@ impl Connection {
                     Response::error(ErrorCode::PermissionDenied, "this node has no admin token (--admin-token-file)")
                 }
             },
-            Request::Transact { domain, server_id, seq_no, ops } => {
-                match self.node.execute_async(TxnRequest { domain, server_id, seq_no, ops }, self.privileged).await {
-                    Ok(c) => Response::Committed { gtid: c.gtid, commit_id: c.commit_id, commit_ts_us: c.commit_ts_us },
-                    Err(e) => txn_error(&e),
-                }
-            }
+            Request::Transact { .. } => unreachable!("transactions are answered by handle"),
             Request::Get { table, key } => match self.node.read_row(&table, &key) {
                 Ok(row) => Response::Row { row },
                 Err(e) => txn_error(&e),
@@ -311,7 +327,7 @@ fn txn_error(e: &TxnError) -> Response {
         TxnError::Overflow { .. } => ErrorCode::Overflow,
         TxnError::Strict(_) | TxnError::TwoMasters(_) => ErrorCode::StrictMode,
         TxnError::PermissionDenied(_) => ErrorCode::PermissionDenied,
-        TxnError::NodeFailed(_) => ErrorCode::NodeFailed,
+        TxnError::NodeFailed(_) | TxnError::Unconfirmed(_) => ErrorCode::NodeFailed,
         TxnError::RowMismatch { .. } => ErrorCode::InvalidRequest,
     };
     Response::error(code, e.to_string())

@@ -186,3 +186,39 @@ fn after_sync_hides_a_commit_waiting_for_its_replica_and_after_commit_does_not()
         assert_eq!(row["n"], ferry_core::row::Value::Int(6));
     }
 }
+
+/// A stop does not wait out semi-sync: a client commit waiting for a confirmation no replica will give (a
+/// ten-minute timeout) is ended by SIGTERM, which exits cleanly at once; the client gets no answer — neither
+/// "committed" (no replica has it) nor a refusal (it is in the binlog) — and the commit is there after a restart.
+#[test]
+fn a_stop_ends_a_long_semi_sync_wait_and_the_client_learns_nothing_false() {
+    for wait_point in ["after_sync", "after_commit"] {
+        let dir = tempfile::tempdir().unwrap();
+        let args =
+            ["--durability", "local+network", "--semi-sync-timeout-ms", "600000", "--semi-sync-wait-point", wait_point];
+        let mut master = NodeProc::start(&dir.path().join("m"), 1, &args);
+        let writer = {
+            let listen = master.listen.clone();
+            std::thread::spawn(move || {
+                rt().block_on(async {
+                    let mut c = ferry_client::Client::connect(&listen).await.unwrap();
+                    c.increment("t", "k", "n", 1).await
+                })
+            })
+        };
+        wait_semi(&master, "the commit waiting for a replica", |s| s["waits"] == 1);
+        master.stop(); // asserts a clean exit, well within its deadline though the semi-sync timeout is ten minutes
+        let answer = writer.join().unwrap();
+        match &answer {
+            Err(ferry_client::ClientError::Io(_)) | Err(ferry_client::ClientError::Protocol(_)) => {}
+            other => panic!("{wait_point}: the client must learn nothing of the commit's fate, got {other:?}"),
+        }
+        assert!(
+            master.log().contains("outcome is unknown"),
+            "{wait_point}: the node says what it left\n{}",
+            master.log()
+        );
+        master.restart();
+        assert_eq!(master.status()["gtid_binlog_state"], "0-1-1", "{wait_point}: the commit is in the binlog");
+    }
+}

@@ -155,6 +155,9 @@ pub enum TxnError {
     PermissionDenied(String),
     #[error("{0}")]
     NodeFailed(String),
+    /// Written to this node's binlog, but the node stopped before semi-sync replicas confirmed it.
+    #[error(transparent)]
+    Unconfirmed(CommitError),
 }
 
 impl From<CommitError> for TxnError {
@@ -164,6 +167,7 @@ impl From<CommitError> for TxnError {
             CommitError::SeqNoExhausted { domain, have } => TxnError::SeqNoExhausted { domain, have },
             CommitError::EventTooLarge { bytes, limit } => TxnError::EventTooLarge { bytes, limit },
             CommitError::Failed(why) => storage_failed(&why),
+            e @ CommitError::Unconfirmed => TxnError::Unconfirmed(e),
         }
     }
 }
