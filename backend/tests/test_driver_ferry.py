@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from ferry_control.core.config import Settings
@@ -30,7 +29,7 @@ from ferry_control.drivers.factory import DriverFactory
 from ferry_control.drivers.ferry import status_warnings
 from ferry_control.models import ServerKind
 from ferry_control.services.orchestrator.gtid import position
-from tests.ferryd_cluster import NODE_TOKEN, WAIT_S, FerrydCluster, FerrydNode, free_port_pair
+from tests.ferryd_cluster import NODE_TOKEN, WAIT_S, FerrydCluster, FerrydNode
 from tests.helpers import serve
 from tests.mariadb_cluster import eventually
 
@@ -285,18 +284,18 @@ async def test_a_clusters_own_token_overrides_the_setting(ferryd: FerrydCluster,
 
 
 async def test_no_answer_is_unreachable_after_bounded_read_retries(database_url: str) -> None:
-    port, _ = free_port_pair()
     factory = DriverFactory(
         Settings(database_url=database_url, node_token="z" * 20, node_read_retries_max=2, node_retry_backoff_s=0)
     )
     calls = 0
 
-    async def count(request: httpx.Request) -> None:
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         nonlocal calls
-        calls += 1
+        calls += 1  # a request arrived on a new connection: it gets no answer
+        writer.close()
 
-    address = f"127.0.0.1:{port}"
-    factory._client(address).event_hooks["request"].append(count)  # observe the real client's requests
+    listener = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    address = f"127.0.0.1:{listener.sockets[0].getsockname()[1]}"
     try:
         with pytest.raises(ServerUnreachable):
             await factory.for_address(ServerKind.ferry, address).status()
@@ -305,7 +304,12 @@ async def test_no_answer_is_unreachable_after_bounded_read_retries(database_url:
         with pytest.raises(ServerUnreachable):
             await factory.for_address(ServerKind.ferry, address).stop_replication("main")
         assert calls == 1, "changes are never retried"
+        calls = 0
+        with pytest.raises(ServerUnreachable):
+            await factory.for_address(ServerKind.ferry, address).remove_replication("main")
+        assert calls == 1, "nor a DELETE, which HTTP clients may resend on their own"
     finally:
+        listener.close()
         await factory.aclose()
 
 

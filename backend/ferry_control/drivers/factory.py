@@ -2,16 +2,13 @@
 retries and TLS, and the credentials are those of the server's own cluster (decrypted here, from the cluster's
 stored secrets): its node token, else the fleet's FERRY_NODE_TOKEN(_FILE) setting for ferry nodes.
 
-Every server address gets its own small httpx client (connection pool), kept for the factory's life: one pool
-shared by a hundred servers spent most of the collector's CPU matching each request against every pooled
-connection (httpcore scans them all), while per-address pools hold a connection or two each."""
+ferry nodes are reached through one HTTP client (`node_http`: a few keep-alive connections per node address) kept
+for the factory's life; MariaDB servers through a small connection pool per server and login."""
 
 from __future__ import annotations
 
 import ssl
 from pathlib import Path
-
-import httpx
 
 from ferry_control.core.config import Settings
 from ferry_control.core.secrets import SecretBox, SecretsUnavailable
@@ -20,25 +17,21 @@ from ferry_control.drivers.credentials import NO_CREDENTIALS, ServerCredentials
 from ferry_control.drivers.errors import DriverError, ErrorKind
 from ferry_control.drivers.ferry import FerryDriver, FerryDriverConfig
 from ferry_control.drivers.mariadb import MariadbDriverConfig, MariadbPools
+from ferry_control.drivers.node_http import NodeHttp
 from ferry_control.models import Cluster, Server, ServerKind
-
-#: Connections kept per server address (a poll and an operation's calls may overlap).
-CONNECTIONS_PER_SERVER_MAX = 4
 
 
 class DriverFactory:
-    def __init__(self, settings: Settings, client: httpx.AsyncClient | None = None, secrets: SecretBox | None = None):
+    def __init__(self, settings: Settings, secrets: SecretBox | None = None):
         self._settings = settings
         #: Opens the clusters' stored credentials (None: no key configured, so no cluster has any).
         self._secrets = secrets
         #: https with this CA when the settings name one, else plain http.
-        self._default_context: ssl.SSLContext | None = None
         self._tls: ssl.SSLContext | None = (
             ssl.create_default_context(cafile=str(settings.node_tls_ca_file)) if settings.node_tls_ca_file else None
         )
-        #: When given, one client for every address (tests); else one per address.
-        self._shared = client
-        self._clients: dict[str, httpx.AsyncClient] = {}
+        #: Every ferry node's admin API, one client (its connections kept per node address).
+        self._node_http = NodeHttp(self._tls)
         #: One small connection pool per MariaDB server and login, kept for the factory's life.
         self._mariadb_pools = MariadbPools()
         self._ferry_config = FerryDriverConfig(
@@ -91,7 +84,7 @@ class DriverFactory:
         credentials = credentials or NO_CREDENTIALS
         if kind == ServerKind.ferry:
             return FerryDriver(
-                self._client(admin_address), admin_address, lambda: self.node_token(credentials),
+                self._node_http, admin_address, lambda: self.node_token(credentials),
                 self._ferry_config, protocol_address,
             )  # fmt: skip
         if kind == ServerKind.mariadb:
@@ -119,31 +112,8 @@ class DriverFactory:
             server.kind, server.admin_address, self.credentials_for(cluster), server.protocol_address
         )
 
-    def _client(self, address: str) -> httpx.AsyncClient:
-        if self._shared is not None:
-            return self._shared
-        client = self._clients.get(address)
-        if client is None or client.is_closed:
-            client = httpx.AsyncClient(
-                limits=httpx.Limits(max_connections=CONNECTIONS_PER_SERVER_MAX),
-                # One context for every client: building one per client reads the CA store each time (~20 ms).
-                verify=self._tls if self._tls is not None else self._default_tls(),
-                follow_redirects=False,
-            )
-            self._clients[address] = client
-        return client
-
-    def _default_tls(self) -> ssl.SSLContext:
-        if self._default_context is None:
-            self._default_context = ssl.create_default_context()
-        return self._default_context
-
     async def aclose(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            await client.aclose()
-        if self._shared is not None:
-            await self._shared.aclose()
+        await self._node_http.aclose()
         await self._mariadb_pools.aclose()
 
 

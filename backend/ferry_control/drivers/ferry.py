@@ -1,4 +1,4 @@
-"""The `ferry` driver: speaks a ferryd node's admin HTTP API (docs/node-api.md) with httpx.
+"""The `ferry` driver: speaks a ferryd node's admin HTTP API (docs/node-api.md) through `node_http`.
 
 Every call carries the nodes' admin token as a bearer token (ferryd serves nothing but liveness without it); reads
 are retried (a bounded number of times, on no answer or a 5xx), mutating calls are sent once. The node's error body
@@ -14,8 +14,6 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
-
-import httpx
 
 from ferry_control.core.config import Settings
 from ferry_control.drivers.base import (
@@ -58,6 +56,7 @@ from ferry_control.drivers.ferry_protocol import (
     row_of,
 )
 from ferry_control.drivers.kinds import KindRules
+from ferry_control.drivers.node_http import AnswerTooLarge, NodeHttp, NodeTimeout, NodeTransportError
 
 _T = TypeVar("_T")
 
@@ -128,7 +127,7 @@ class FerryDriverConfig:
 
 
 class FerryDriver(ServerDriver):
-    """One ferryd node at `admin_address` (`host:port`), over a shared httpx client."""
+    """One ferryd node at `admin_address` (`host:port`), over the factory's shared HTTP client."""
 
     kind = "ferry"
     #: ferryd counts its client commits in flight and answers a read-only call once they have landed.
@@ -136,20 +135,19 @@ class FerryDriver(ServerDriver):
 
     def __init__(
         self,
-        client: httpx.AsyncClient,
+        http: NodeHttp,
         admin_address: str,
         token: Callable[[], str | None],
         config: FerryDriverConfig,
         protocol_address: str | None = None,
     ):
-        self._client = client
+        self._http = http
         self.address = admin_address
         #: Where the node serves its binary protocol (canary writes and reads); None: as its status advertises it.
         self.protocol_address = protocol_address
         #: Read for every call: ferryd answers nothing but liveness without its admin token.
         self._token = token
         self._config = config
-        self._timeout = httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s)
 
     # -- transport -------------------------------------------------------------------------------------------
 
@@ -167,48 +165,37 @@ class FerryDriver(ServerDriver):
                 kind=ErrorKind.not_configured,
             )
         headers = {"Authorization": f"Bearer {token}"}
-        timeout = self._timeout
-        if extra_timeout_s:
-            timeout = httpx.Timeout(
-                self._config.read_timeout_s + extra_timeout_s, connect=self._config.connect_timeout_s
-            )
         limit = self._config.answer_bytes_max
         try:
-            request = self._client.build_request(
-                method, self._url(path), json=json, params=params, headers=headers, timeout=timeout
+            answer = await self._http.request(
+                method, self._url(path), headers=headers, json=json, params=params,
+                connect_timeout_s=self._config.connect_timeout_s,
+                read_timeout_s=self._config.read_timeout_s + extra_timeout_s, bytes_max=limit,
+            )  # fmt: skip
+        except AnswerTooLarge as e:
+            too_large = (
+                f"{method} {path} declares {e.declared} bytes (at most {limit} are read)"
+                if e.declared is not None
+                else f"{method} {path} answered more than {limit} bytes"
             )
-            response = await self._client.send(request, stream=True)
-            try:
-                declared = response.headers.get("content-length")
-                if declared is not None and declared.isdigit() and int(declared) > limit:
-                    too_large = f"{method} {path} declares {declared} bytes (at most {limit} are read)"
-                    raise ServerProtocolError(self.address, "answer_too_large", too_large)
-                chunks, size = [], 0
-                async for chunk in response.aiter_bytes():
-                    size += len(chunk)
-                    if size > limit:
-                        raise ServerProtocolError(self.address, "answer_too_large",
-                                                  f"{method} {path} answered more than {limit} bytes")  # fmt: skip
-                    chunks.append(chunk)
-            finally:
-                await response.aclose()
-        except httpx.TimeoutException as e:
-            raise ServerUnreachable(self.address, "timeout", f"{method} {path} timed out ({type(e).__name__})") from e
-        except httpx.TransportError as e:
-            raise ServerUnreachable(self.address, "unreachable", f"{method} {path}: {e!r}") from e
-        content = b"".join(chunks)
+            raise ServerProtocolError(self.address, "answer_too_large", too_large) from e
+        except NodeTimeout as e:
+            raise ServerUnreachable(self.address, "timeout", f"{method} {path} timed out ({e})") from e
+        except NodeTransportError as e:
+            raise ServerUnreachable(self.address, "unreachable", f"{method} {path}: {e}") from e
+        content = answer.content
         try:
             body = json_module.loads(content)
         except ValueError as e:
             raise ServerProtocolError(
-                self.address, "not_json", f"{method} {path} answered {response.status_code} without JSON"
+                self.address, "not_json", f"{method} {path} answered {answer.status} without JSON"
             ) from e
-        if response.status_code >= 400:
+        if answer.status >= 400:
             text = content[:2000].decode(errors="replace")
             error = body.get("error") if isinstance(body, dict) else None
             code = str(error.get("code", "unknown")) if isinstance(error, dict) else "unknown"
             message = str(error.get("message", text)) if isinstance(error, dict) else text
-            raise refusal(self.address, refusal_kind(response.status_code), code, message)
+            raise refusal(self.address, refusal_kind(answer.status), code, message)
         return body
 
     async def _read(self, path: str, params: dict[str, Any] | None = None) -> Any:
