@@ -81,7 +81,9 @@ async def test_seed000_is_healthy_while_a_locked_parallel_replica_is_flagged_as_
         overview = {item["id"]: item for item in (await client.get("/api/v1/clusters/overview")).json()}[cluster_id]
         assert (overview["health"], overview["problems"], overview["masters"]) == ("healthy", [], ["s1", "s2"])
         (warning,) = overview["warnings"]
-        assert warning.startswith("s5: stalled in domain 1: 10 transactions waiting, no progress for "), warning
+        assert warning.startswith("s5 (server_id 5): stalled in domain 1: 10 transactions waiting, no progress for "), (
+            warning
+        )
         assert overview["worst_lag"]["seconds"] < STALLED_AFTER_S + 30  # s4's delay is not lag
     finally:
         report.close()

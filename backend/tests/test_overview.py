@@ -69,7 +69,7 @@ def test_says_why_a_cluster_is_degraded_in_words() -> None:
     edges = [edge(10, 2, io_state="error", last_error_code="purged"), edge(11, 3)]
     summary = summarize(graph(nodes, edges))
     assert summary.health == "degraded"
-    assert summary.problems == ["c unreachable", "b: purged"]
+    assert summary.problems == ["c (server_id 3) unreachable", "b (server_id 2): purged"]
 
 
 def test_is_down_without_a_master() -> None:
@@ -105,8 +105,8 @@ def test_maintenance_stopped_replication_unknown_replicas_and_two_masters_of_one
     summary = summarize(graph(nodes, edges))
     assert summary.health == "degraded"
     assert summary.problems == [
-        "a in maintenance", "b: replication stopped", "the server with id 9: connect_failed",
-        "2 masters write domain 1: a, d",
+        "a (server_id 1) in maintenance", "b (server_id 2): replication stopped",
+        "the server with id 9: connect_failed", "2 masters write domain 1: a (server_id 1), d (server_id 4)",
     ]  # fmt: skip
     assert (summary.masters, summary.replica_count) == (["a", "d"], 1)
 
@@ -180,5 +180,5 @@ def test_a_stalled_sql_side_is_a_warning_with_its_reason() -> None:
     summary = summarize(graph(edges=[edge(10, 2, stall=stall), edge(11, 3)]))
     assert (summary.health, summary.problems) == ("healthy", [])
     assert summary.warnings == [
-        "b: stalled in domain 1: 185 transactions waiting, no progress for 7 s (Waiting for table lock)"
+        "b (server_id 2): stalled in domain 1: 185 transactions waiting, no progress for 7 s (Waiting for table lock)"
     ]

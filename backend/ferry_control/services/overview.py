@@ -23,7 +23,7 @@ def shared_domains(masters: list[TopologyNode]) -> list[str]:
     for node in masters:
         for gtid in position(node.gtid_current_pos):
             if gtid.server == node.reported_server_id:
-                origins.setdefault(gtid.domain, []).append(node.name)
+                origins.setdefault(gtid.domain, []).append(node.label)
     return [
         f"{len(names)} masters write domain {domain}: {', '.join(names)}"
         for domain, names in sorted(origins.items())
@@ -49,21 +49,22 @@ def beyond_delay(lag: DomainLagRead, edge: TopologyEdge) -> DomainLagRead:
 
 def summarize(graph: TopologyGraph) -> ClusterSummary:
     """Health of the whole, the master(s), how many replicas, the worst lag over every connection and domain, and
-    the problems in words: unhealthy or maintenance nodes, connection errors, stopped replication, several masters
-    writing one domain; and the warnings: a SQL side stalled (by a lock wait, say: it goes on once the lock is let
-    go, so it is flagged without making the cluster degraded). Lag is what exceeds each connection's configured
-    delay. Several masters are a shape, not a fault (the two-master shape: each writes its own domain)."""
+    the problems in words, each server named by its label (name and server_id): unhealthy or maintenance nodes,
+    connection errors, stopped replication, several masters writing one domain; and the warnings: a SQL side
+    stalled (by a lock wait, say: it goes on once the lock is let go, so it is flagged without making the cluster
+    degraded). Lag is what exceeds each connection's configured delay. Several masters are a shape, not a fault
+    (the two-master shape: each writes its own domain)."""
     nodes, edges = graph.nodes, graph.edges
     problems: list[str] = []
     warnings: list[str] = []
     for node in nodes:
         if node.health != "healthy":
-            problems.append(f"{node.name} {node.health}")
+            problems.append(f"{node.label} {node.health}")
         if node.maintenance:
-            problems.append(f"{node.name} in maintenance")
-    names = {node.server_id: node.name for node in nodes}
+            problems.append(f"{node.label} in maintenance")
+    labels = {node.server_id: node.label for node in nodes}
     for edge in edges:
-        replica = names.get(edge.replica_server_id, unknown_server(edge.replica_server_id))
+        replica = labels.get(edge.replica_server_id, unknown_server(edge.replica_server_id))
         if edge.last_error_code:
             problems.append(f"{replica}: {edge.last_error_code}")
         elif edge.source == "replica" and not edge.running:
@@ -76,7 +77,7 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
         masters.append(standalone[0])
     problems += shared_domains([node for node in nodes if node.role == "master"])
     problems += [alert.message for alert in graph.alerts]
-    problems += [f"{node.name}: {warning}" for node in nodes for warning in node.warnings]
+    problems += [f"{node.label}: {warning}" for node in nodes for warning in node.warnings]
     unreachable = sum(1 for node in nodes if node.health == "unreachable")
 
     health: ClusterHealth = "healthy"
