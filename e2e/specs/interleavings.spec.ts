@@ -107,7 +107,9 @@ test("lanes are aligned by GTID, the newest stays in view as it refreshes, and a
   // Hover a recent transaction every server holds (the demo writes fast: a window of 200 is a few seconds), then let
   // the live refresh move the lanes under the still pointer.
   const shared = lanes.first().locator("li.block:not(.block-partial)");
-  await shared.nth((await shared.count()) - 3).hover();
+  const box = (await shared.nth((await shared.count()) - 3).boundingBox())!;
+  const pointer = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+  await page.mouse.move(pointer.x, pointer.y);
   const highlighted = page.locator('li.block[data-highlighted="true"]');
   await expect(highlighted.first()).toBeVisible();
   const gtid = (await highlighted.first().getAttribute("data-gtid"))!;
@@ -118,6 +120,9 @@ test("lanes are aligned by GTID, the newest stays in view as it refreshes, and a
   // The lanes moved under the pointer (the newest end kept in view), yet the same GTID stays highlighted in every lane
   // that holds it.
   await expect.poll(async () => (await holders.first().boundingBox())!.x).toBeLessThan(xBefore - 40);
+  // What a browser does when content moves under a still pointer: it reports the pointer, at the same place, over
+  // whatever is there now.
+  await page.mouse.move(pointer.x, pointer.y);
   const others = page.locator(`li.block[data-highlighted="true"]:not([data-gtid="${gtid}"])`);
   const state = async () => {
     const [lit, held, elsewhere] = [await highlighted.count(), await holders.count(), await others.count()];
