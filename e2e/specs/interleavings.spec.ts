@@ -1,7 +1,37 @@
 // Stream interleavings: one lane per server, blocks coloured by domain and labelled domain-seq; hovering a
 // transaction (or reaching it by keyboard: Tab, then the arrow keys) highlights the same GTID in every lane (seed
-// 000's figure: each domain's order kept, the interleaving free to differ).
+// 000's figure: each domain's order kept, the interleaving free to differ). The lanes are aligned by GTID (a GTID
+// sits at the same x in every lane), the newest is in view on load and after each refresh, a hover outlives the
+// refresh, and a lane without a GTID says whether it will never receive it (seed000's other master) or not yet (the
+// delayed replica).
+import type { Locator, Page } from "@playwright/test";
+import { mariadbCluster } from "../mariadb";
 import { expect, openClusterTab, test } from "../fixtures";
+
+/** The widest spread, in pixels, of one GTID's blocks' left edges across the lanes (measured at one instant), and
+ * how many GTIDs more than one lane holds. */
+async function alignmentSpread(page: Page): Promise<{ spread: number; shared: number }> {
+  return page.evaluate(() => {
+    const xs = new Map<string, number[]>();
+    for (const block of Array.from(document.querySelectorAll(".lane li.block"))) {
+      const gtid = block.getAttribute("data-gtid")!;
+      xs.set(gtid, [...(xs.get(gtid) ?? []), block.getBoundingClientRect().x]);
+    }
+    const shared = [...xs.values()].filter((list) => list.length > 1);
+    return { spread: Math.max(0, ...shared.map((list) => Math.max(...list) - Math.min(...list))), shared: shared.length };
+  });
+}
+
+/** The block of the newest column (the rightmost GTID any lane holds) and its GTID. */
+async function newest(page: Page): Promise<{ block: Locator; gtid: string }> {
+  const gtid = await page.evaluate(() => {
+    let best: Element | null = null;
+    for (const block of Array.from(document.querySelectorAll(".lane li.block")))
+      if (!best || Number(block.getAttribute("data-column")) > Number(best.getAttribute("data-column"))) best = block;
+    return best?.getAttribute("data-gtid") ?? "";
+  });
+  return { block: page.locator(`.lane li.block[data-gtid="${gtid}"]`).first(), gtid };
+}
 
 test("lanes show several domains; hovering or moving by keyboard highlights one GTID in every lane", async ({ page, signIn, stack, picture }) => {
   await signIn("viewer");
@@ -53,4 +83,82 @@ test("lanes show several domains; hovering or moving by keyboard highlights one 
   await expect(page.getByText(new RegExp(`^GTID ${second}: `))).toBeVisible();
   await page.keyboard.press("End");
   await expect(blocks.last()).toBeFocused();
+});
+
+
+test("lanes are aligned by GTID, the newest stays in view as it refreshes, and a hover outlives the refresh", async ({ page, signIn, stack }) => {
+  test.setTimeout(120_000);
+  await signIn("viewer");
+  await openClusterTab(page, stack, "interleavings", "?last=200");
+  const lanes = page.getByRole("group", { name: /^Binlog of / });
+  await expect(lanes).toHaveCount(3);
+  await expect.poll(async () => (await alignmentSpread(page)).shared, { timeout: 30_000 }).toBeGreaterThan(10);
+
+  // Aligned: the same GTID at the same x in every lane that holds it (live, and again once paused).
+  expect((await alignmentSpread(page)).spread).toBeLessThanOrEqual(2);
+
+  // The newest in view on load, and again after a refresh has brought newer transactions.
+  const first = await newest(page);
+  await expect(first.block).toBeInViewport();
+  await expect.poll(async () => (await newest(page)).gtid, { timeout: 30_000, message: "a refresh brings newer transactions" }).not.toBe(first.gtid);
+  await expect((await newest(page)).block).toBeInViewport();
+  expect((await alignmentSpread(page)).spread).toBeLessThanOrEqual(2);
+
+  // Hover a recent transaction every server holds (the demo writes fast: a window of 200 is a few seconds), then let
+  // the live refresh move the lanes under the still pointer.
+  const shared = lanes.first().locator("li.block:not(.block-partial)");
+  const box = (await shared.nth((await shared.count()) - 3).boundingBox())!;
+  const pointer = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+  await page.mouse.move(pointer.x, pointer.y);
+  const highlighted = page.locator('li.block[data-highlighted="true"]');
+  await expect(highlighted.first()).toBeVisible();
+  const gtid = (await highlighted.first().getAttribute("data-gtid"))!;
+  const holders = page.locator(`li.block[data-gtid="${gtid}"]`);
+  const xBefore = (await holders.first().boundingBox())!.x;
+  const before = (await newest(page)).gtid;
+  await expect.poll(async () => (await newest(page)).gtid, { timeout: 30_000, message: "a refresh while hovering" }).not.toBe(before);
+  // The lanes moved under the pointer (the newest end kept in view), yet the same GTID stays highlighted in every lane
+  // that holds it.
+  await expect.poll(async () => (await holders.first().boundingBox())!.x).toBeLessThan(xBefore - 40);
+  // What a browser does when content moves under a still pointer: it reports the pointer, at the same place, over
+  // whatever is there now.
+  await page.mouse.move(pointer.x, pointer.y);
+  const others = page.locator(`li.block[data-highlighted="true"]:not([data-gtid="${gtid}"])`);
+  const state = async () => {
+    const [lit, held, elsewhere] = [await highlighted.count(), await holders.count(), await others.count()];
+    return lit === held && held > 0 && elsewhere === 0 ? "highlighted in every lane that holds it" : `${lit} of ${held} highlighted, ${elsewhere} others`;
+  };
+  await expect.poll(state).toBe("highlighted in every lane that holds it");
+  await expect(page.getByText(new RegExp(`^GTID ${gtid}: `))).toBeVisible();
+
+  await page.getByRole("button", { name: "Pause" }).click();
+  expect((await alignmentSpread(page)).spread).toBeLessThanOrEqual(2);
+});
+
+test("seed000: a lane without a GTID says never (the other master) or not yet (the delayed replica)", async ({ page, signIn, stack }) => {
+  test.setTimeout(120_000);
+  const seed = mariadbCluster(stack, "seed000");
+  const [m1, m2, delayed] = [seed.server(1).address, seed.server(2).address, seed.server(4).address];
+  await signIn("viewer");
+  await page.goto(`/clusters/${seed.id}/interleavings`);
+  const lane = (name: string) => page.getByRole("group", { name: `Binlog of ${name}`, exact: true });
+  await expect(page.getByRole("group", { name: /^Binlog of / })).toHaveCount(5);
+  await expect.poll(async () => (await alignmentSpread(page)).shared, { timeout: 60_000 }).toBeGreaterThan(5);
+  expect((await alignmentSpread(page)).spread).toBeLessThanOrEqual(2);
+
+  // Master 2's newest transaction: master 1 will never have it (it is not downstream of master 2); the delayed replica,
+  // 30 s behind, has not got it yet.
+  await page.getByRole("button", { name: "Pause" }).click();
+  const block = lane(m2).locator("li.block").last();
+  const gtid = (await block.getAttribute("data-gtid"))!;
+  expect(gtid).toMatch(/^2-2-\d+$/);
+  await block.hover();
+  const never = lane(m1).locator(`[data-absent-for="${gtid}"]`);
+  await expect(never).toHaveAttribute("data-absent", "never");
+  await expect(never).toHaveText("never");
+  await expect(never).toHaveAttribute("title", /not downstream of/);
+  await expect(lane(delayed).locator(`[data-absent-for="${gtid}"]`)).toHaveAttribute("data-absent", "not-yet");
+  const x = async (of: Locator) => (await of.boundingBox())!.x;
+  expect(Math.abs((await x(never)) - (await x(block)))).toBeLessThanOrEqual(2);
+  await expect(page.getByText(new RegExp(`^GTID ${gtid}: .*${m1.replace(/[.]/g, "\\.")} never`))).toBeVisible();
 });

@@ -18,11 +18,34 @@ class ServerTransaction(BaseModel):
     rows: int | None
 
 
+class NeverReceived(BaseModel):
+    domain: int
+    origin_server_id: int = Field(description="The server_id in the GTIDs concerned: where they are written.")
+    reason: str = Field(
+        description="Why this server will never hold them: not downstream of their origin, or a connection's domain "
+        "or server filter (DO_DOMAIN_IDS, IGNORE_DOMAIN_IDS, IGNORE_SERVER_IDS) drops them on the way."
+    )
+
+
 class ServerEvents(BaseModel):
     server_id: int
     name: str
     transactions: list[ServerTransaction] = Field(description="Newest first, as the server's binlog holds them.")
-    error: str | None = Field(None, description="Why this server's events are missing (unreachable, no address…).")
+    error: str | None = Field(
+        None,
+        description="Why this server's events are missing (unreachable, no address, no answer within "
+        "heavy_read_timeout_s…); the other servers are shown all the same.",
+    )
+    position: dict[int, int] = Field(
+        default_factory=dict,
+        description="The server's position as the collector last read it (gtid_current_pos): per domain, the seq_no "
+        "it has reached. A GTID it lacks that is past its position there is one it has not received yet.",
+    )
+    never: list[NeverReceived] = Field(
+        default_factory=list,
+        description="The (domain, origin) pairs among the GTIDs shown that this server will never receive, and why "
+        "(from the replication graph and its connections' filters as the collector last saw them).",
+    )
 
 
 class AlignedTransaction(BaseModel):

@@ -3,6 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { usePollInterval } from "../live/LiveContext";
 import { api, unwrap } from "./client";
+import { withTimeout } from "./timeout";
 import { LAG_RANGE_MS, queryKeys, type TimeWindow } from "./queryKeys";
 
 /** Every cluster with its summary (health, masters, replicas, worst lag) and last drill, in one request. */
@@ -85,17 +86,33 @@ export function useLagHistory(clusterId: number, window: TimeWindow, domain: num
 }
 
 /** Each server's recent binlog; `live` refetches every 2 s, paused keeps what is shown. */
-export function useInterleavings(clusterId: number, limit: number, domain: number | null, live: boolean) {
+/** How long the dashboard waits for an interleavings answer (the backend bounds each server's part by
+ * heavy_read_timeout_s, 10 s by default, and answers with that server's error) before it says so. */
+export const INTERLEAVINGS_TIMEOUT_MS = 15_000;
+
+/** Every server's recent binlog. Bounded in time: no answer within `timeoutMs` is an error saying so (not a
+ * spinner forever), and it is not retried on its own — the live refresh, or the view's Retry, asks again. */
+export function useInterleavings(
+  clusterId: number,
+  limit: number,
+  domain: number | null,
+  live: boolean,
+  timeoutMs = INTERLEAVINGS_TIMEOUT_MS,
+) {
   return useQuery({
     queryKey: queryKeys.interleavings(clusterId, { limit, domain }),
-    queryFn: () =>
-      unwrap(
-        api.GET("/api/v1/clusters/{cluster_id}/interleavings", {
-          params: { path: { cluster_id: clusterId }, query: { limit, domain } },
-        }),
+    queryFn: ({ signal }) =>
+      withTimeout(signal, timeoutMs, (bounded) =>
+        unwrap(
+          api.GET("/api/v1/clusters/{cluster_id}/interleavings", {
+            params: { path: { cluster_id: clusterId }, query: { limit, domain } },
+            signal: bounded,
+          }),
+        ),
       ),
     refetchInterval: live ? 2000 : false,
     placeholderData: (previous) => previous,
+    retry: false,
   });
 }
 

@@ -2869,6 +2869,21 @@ export interface components {
              */
             expires_at?: string | null;
         };
+        /** NeverReceived */
+        NeverReceived: {
+            /** Domain */
+            domain: number;
+            /**
+             * Origin Server Id
+             * @description The server_id in the GTIDs concerned: where they are written.
+             */
+            origin_server_id: number;
+            /**
+             * Reason
+             * @description Why this server will never hold them: not downstream of their origin, or a connection's domain or server filter (DO_DOMAIN_IDS, IGNORE_DOMAIN_IDS, IGNORE_SERVER_IDS) drops them on the way.
+             */
+            reason: string;
+        };
         /**
          * OperationEvent
          * @description An operation's state or one of its steps changed.
@@ -3596,9 +3611,21 @@ export interface components {
             transactions: components["schemas"]["ServerTransaction"][];
             /**
              * Error
-             * @description Why this server's events are missing (unreachable, no address…).
+             * @description Why this server's events are missing (unreachable, no address, no answer within heavy_read_timeout_s…); the other servers are shown all the same.
              */
             error?: string | null;
+            /**
+             * Position
+             * @description The server's position as the collector last read it (gtid_current_pos): per domain, the seq_no it has reached. A GTID it lacks that is past its position there is one it has not received yet.
+             */
+            position?: {
+                [key: string]: number;
+            };
+            /**
+             * Never
+             * @description The (domain, origin) pairs among the GTIDs shown that this server will never receive, and why (from the replication graph and its connections' filters as the collector last saw them).
+             */
+            never?: components["schemas"]["NeverReceived"][];
         };
         /**
          * ServerKind

@@ -1,5 +1,6 @@
-// The interleavings view against a fake backend: a lane per server, hovering a transaction highlights its GTID
-// in every lane, the domain filter keeps only the ticked domains and lives in the URL.
+// The interleavings view against a fake backend: a lane per server aligned by GTID, hovering a transaction highlights
+// its GTID in every lane (and keeps it across a refresh), a lane without it says never or not yet, the domain filter
+// keeps only the ticked domains and lives in the URL, an error says why and offers a retry.
 import { fireEvent, screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { useLocation } from "react-router-dom";
@@ -15,6 +16,8 @@ function events(serverId: number, name: string, oldestFirst: string[], commitIds
     server_id: serverId,
     name,
     error: null,
+    position: {},
+    never: [],
     transactions: oldestFirst
       .map((label, i) => {
         const [domain, seq] = label.split("-").map(Number) as [number, number];
@@ -51,14 +54,18 @@ describe("InterleavingsView", () => {
     const laneA = await screen.findByRole("group", { name: "Binlog of a" });
     const laneB = screen.getByRole("group", { name: "Binlog of b" });
     expect(within(laneA).getAllByRole("listitem").map((li) => li.textContent)).toEqual(["1-1", "2-1", "1-2", "2-2"]);
-    expect(within(laneB).getAllByRole("listitem").map((li) => li.textContent)).toEqual(["2-1", "1-1", "2-2", "1-2"]);
+    // b interleaves the other way: in a's columns, its blocks cross (each GTID in one column in both lanes).
+    expect(within(laneB).getAllByRole("listitem").map((li) => li.textContent)).toEqual(["1-1", "2-1", "1-2", "2-2"]);
+    const columns = (lane: HTMLElement) => within(lane).getAllByRole("listitem").map((li) => `${li.getAttribute("data-gtid")}@${li.style.gridColumn}`);
+    expect(columns(laneB)).toEqual(columns(laneA));
+    expect(within(laneB).getByText(/its binlog crosses the columns/)).toBeTruthy();
     expect(screen.getByText(/interleave the domains differently/)).toBeTruthy();
 
-    fireEvent.mouseEnter(within(laneA).getByText("1-2"));
+    fireEvent.mouseMove(within(laneA).getByText("1-2"), { clientX: 10, clientY: 10 });
     const highlighted = document.querySelectorAll('[data-highlighted="true"]');
     expect([...highlighted].map((el) => el.getAttribute("data-gtid"))).toEqual(["1-1-2", "1-1-2"]);
     expect(screen.getByText("GTID 1-1-2: a #3, b #4")).toBeTruthy();
-    fireEvent.mouseLeave(within(laneA).getByText("1-2"));
+    fireEvent.mouseLeave(screen.getByTestId("lanes"), { clientX: 10, clientY: 500 });
     expect(document.querySelectorAll('[data-highlighted="true"]')).toHaveLength(0);
 
     const user = userEvent.setup();
@@ -73,6 +80,86 @@ describe("InterleavingsView", () => {
     expect(screen.getByTestId("search").textContent).toBe("?domains=2");
     expect(within(laneB).getAllByRole("listitem").map((li) => li.textContent)).toEqual(["2-1", "2-2"]);
     expect(requests[0]!.query.get("limit")).toBe("50");
+  });
+});
+
+describe("InterleavingsView: hover, never and not yet, errors", () => {
+  const FIRST: Schemas["Interleavings"] = {
+    cluster_id: 1,
+    servers: [
+      events(1, "a", ["1-1", "2-1", "1-2", "2-2"]),
+      events(2, "b", ["1-1", "2-1", "1-2"]),
+      {
+        ...events(3, "c", ["1-1"]),
+        position: { 1: 1 },
+        never: [{ domain: 2, origin_server_id: 1, reason: "domain 2 does not reach it: c's connection m filters it out (ignore_domain_ids)" }],
+      },
+    ],
+    union: [],
+  };
+  const SECOND: Schemas["Interleavings"] = {
+    ...FIRST,
+    servers: [events(1, "a", ["1-1", "2-1", "1-2", "2-2", "1-3"]), events(2, "b", ["1-1", "2-1", "1-2", "2-2"]), FIRST.servers[2]!],
+  };
+  const highlightedGtids = () => [...document.querySelectorAll('[data-highlighted="true"]')].map((el) => el.getAttribute("data-gtid"));
+
+  it("keeps the hovered GTID highlighted across a refresh, though another block comes under the still pointer", async () => {
+    let calls = 0;
+    mockApi({
+      "GET /api/v1/clusters/1/interleavings": () => ({ body: calls++ === 0 ? FIRST : SECOND }),
+      "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+    });
+    renderSignedIn(<InterleavingsView clusterId={1} />, { role: "viewer", url: "/clusters/1/interleavings" });
+    const laneA = await screen.findByRole("group", { name: "Binlog of a" });
+    fireEvent.mouseMove(within(laneA).getByText("2-1"), { clientX: 40, clientY: 12 });
+    expect(highlightedGtids()).toEqual(["2-1-1", "2-1-1"]);
+    // The live refresh (every 2 s) brings 1-1-3; the browser then reports the pointer over whatever block moved under it.
+    await waitFor(() => expect(within(laneA).getByText("1-3")).toBeTruthy(), { timeout: 5000 });
+    fireEvent.mouseMove(within(laneA).getByText("1-2"), { clientX: 40, clientY: 12 });
+    expect(highlightedGtids()).toEqual(["2-1-1", "2-1-1"]);
+    expect(screen.getByText("GTID 2-1-1: a #2, b #2, c never")).toBeTruthy();
+    // A real move goes to the block under the pointer.
+    fireEvent.mouseMove(within(laneA).getByText("1-2"), { clientX: 41, clientY: 12 });
+    expect(highlightedGtids()).toEqual(["1-1-2", "1-1-2"]);
+  });
+
+  it("in a lane without the hovered GTID, says in its column whether it will never come or not yet", async () => {
+    mockApi({
+      "GET /api/v1/clusters/1/interleavings": () => ({ body: FIRST }),
+      "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+    });
+    renderSignedIn(<InterleavingsView clusterId={1} />, { role: "viewer", url: "/clusters/1/interleavings?live=paused" });
+    const laneA = await screen.findByRole("group", { name: "Binlog of a" });
+    const laneB = screen.getByRole("group", { name: "Binlog of b" });
+    const laneC = screen.getByRole("group", { name: "Binlog of c" });
+    const absent = (lane: HTMLElement) => lane.querySelector("[data-absent-for]");
+
+    fireEvent.mouseMove(within(laneA).getByText("2-2"), { clientX: 70, clientY: 12 });
+    expect(absent(laneC)!.getAttribute("data-absent")).toBe("never");
+    expect(absent(laneC)!.textContent).toBe("never");
+    expect(absent(laneC)!.getAttribute("title")).toContain("filters it out (ignore_domain_ids)");
+    expect(absent(laneB)!.getAttribute("data-absent")).toBe("not-yet");
+    expect(absent(laneB)!.getAttribute("style")).toContain(within(laneA).getByText("2-2").style.gridColumn);
+    expect(screen.getByText("GTID 2-1-2: a #4, b not yet, c never")).toBeTruthy();
+
+    fireEvent.mouseMove(within(laneA).getByText("1-2"), { clientX: 50, clientY: 12 });
+    expect(absent(laneC)!.getAttribute("data-absent")).toBe("not-yet");
+    expect(absent(laneC)!.getAttribute("title")).toBe("1-1-2: not here yet (at seq 1 of domain 1)");
+    expect(absent(laneB)).toBeNull();
+  });
+
+  it("says why the binlogs could not be read and reads them again on Retry", async () => {
+    let calls = 0;
+    mockApi({
+      "GET /api/v1/clusters/1/interleavings": () =>
+        calls++ === 0 ? { status: 503, body: { error: { code: "unavailable", message: "the database is unavailable" } } } : { body: FIRST },
+      "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+    });
+    renderSignedIn(<InterleavingsView clusterId={1} />, { role: "viewer", url: "/clusters/1/interleavings?live=paused" });
+    expect((await screen.findByRole("alert")).textContent).toContain("the database is unavailable (HTTP 503, unavailable)");
+    await userEvent.setup().click(screen.getByRole("button", { name: "Retry" }));
+    expect(await screen.findByRole("group", { name: "Binlog of a" })).toBeTruthy();
+    expect(screen.queryByRole("alert")).toBeNull();
   });
 });
 
@@ -107,7 +194,8 @@ describe("InterleavingsView: commit groups and a picked GTID", () => {
     const grouped = (lane: HTMLElement) =>
       [...lane.querySelectorAll("[data-group]")].map((el) => [el.textContent, el.getAttribute("data-group"), el.className.split(" ").at(-1)]);
     // Once the topology names a the master, its groups are marked in every lane.
-    await waitFor(() => expect(grouped(laneB)).toEqual([["1-2", "1:3", "group-alone"], ["2-2", "1:3", "group-alone"]]));
+    // b holds the group's members apart in its binlog, but in the shared columns they sit side by side.
+    await waitFor(() => expect(grouped(laneB)).toEqual([["1-2", "1:3", "group-start"], ["2-2", "1:3", "group-end"]]));
     expect(grouped(laneA)).toEqual([["1-2", "1:3", "group-start"], ["2-2", "1:3", "group-end"]]);
     expect(grouped(laneC)).toEqual([]);
     expect(within(laneA).getByText("1-2").getAttribute("aria-label")).toContain("committed by the master in one group of 2");

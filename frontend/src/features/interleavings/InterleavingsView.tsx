@@ -1,16 +1,18 @@
-// The Stream interleavings tab: each server's recent binlog as a lane, the master's commit groups outlined; a
-// domain filter, live/paused and a picked GTID kept in the URL (?domains=1,2&live=paused&last=50&gtid=1-1-42);
-// what is shown freezes while paused.
-import { useEffect, useMemo, useState } from "react";
+// The Stream interleavings tab: each server's recent binlog as a lane aligned by GTID, the master's commit groups
+// outlined; a domain filter, live/paused and a picked GTID kept in the URL (?domains=1,2&live=paused&last=50&gtid=1-1-42);
+// what is shown freezes while paused. The hovered GTID is kept by GTID across refreshes (hover.ts). Loading is
+// bounded: no answer in time, or an error, is said with its reason and a Retry — over the last lanes shown, if any.
+import { useEffect, useMemo, useReducer, useState } from "react";
 import type { Schemas } from "../../api/client";
 import { useInterleavings, useTopology } from "../../api/queries";
 import { LiveToggle, useLiveChoice } from "../../components/LiveToggle";
-import { QueryState } from "../../components/QueryState";
+import { ErrorMessage } from "../../components/QueryState";
 import { useUrlChoice, useUrlIntList, useUrlString } from "../../lib/useUrlState";
 import { alignLanes } from "./align";
 import { GTID_PATTERN, commitGroupMarks } from "./commitGroups";
 import { domainColor } from "./domainColors";
 import { GtidPicker } from "./GtidPicker";
+import { NO_HOVER, hoverReducer } from "./hover";
 import { Lanes } from "./Lanes";
 
 const LIMITS = ["20", "50", "100", "200"] as const;
@@ -24,7 +26,9 @@ export function InterleavingsView({ clusterId }: { clusterId: number }) {
   const [gtidParam, setPicked] = useUrlString("gtid");
   const picked = gtidParam && GTID_PATTERN.test(gtidParam) ? gtidParam : null;
   const [frozen, setFrozen] = useState<Schemas["Interleavings"] | null>(null);
-  const [highlighted, setHighlighted] = useState<string | null>(null);
+  const [hover, onHover] = useReducer(hoverReducer, NO_HOVER);
+  const [focused, setFocused] = useState<string | null>(null);
+  const highlighted = hover.gtid ?? focused;
 
   useEffect(() => {
     if (live) setFrozen(null);
@@ -32,7 +36,9 @@ export function InterleavingsView({ clusterId }: { clusterId: number }) {
   }, [live, frozen, query.data]);
 
   const shown = live ? query.data : (frozen ?? query.data);
-  const alignment = alignLanes(shown?.servers ?? [], domains);
+  // Recomputed when the answer or the filter changes, not on every hover: the lanes keep their scroll place meanwhile.
+  const domainsKey = domains.join(",");
+  const alignment = useMemo(() => alignLanes(shown?.servers ?? [], domainsKey ? domainsKey.split(",").map(Number) : []), [shown, domainsKey]);
   const masters = useMemo(
     () => topology.data?.nodes.filter((n) => n.role === "master").map((n) => n.server_id) ?? [],
     [topology.data],
@@ -42,8 +48,31 @@ export function InterleavingsView({ clusterId }: { clusterId: number }) {
   const toggle = (domain: number) =>
     setDomains(domains.includes(domain) ? domains.filter((d) => d !== domain) : [...domains, domain]);
 
+  const retry = (
+    <button type="button" onClick={() => void query.refetch()} disabled={query.isFetching}>
+      {query.isFetching ? "Retrying…" : "Retry"}
+    </button>
+  );
+  if (!shown) {
+    return query.error ? (
+      <div className="inline-form">
+        <ErrorMessage error={query.error} />
+        {retry}
+      </div>
+    ) : (
+      <p className="muted" role="status">
+        Loading binlogs…
+      </p>
+    );
+  }
   return (
-    <QueryState isPending={query.isPending} error={query.error} what="binlogs">
+    <>
+      {query.error && live ? (
+        <div className="inline-form" data-testid="refresh-error">
+          <ErrorMessage error={query.error} />
+          <span className="small muted">The lanes below are from the last answer.</span> {retry}
+        </div>
+      ) : null}
       <div className="toolbar">
         <fieldset>
           <legend>Domains</legend>
@@ -85,11 +114,12 @@ export function InterleavingsView({ clusterId }: { clusterId: number }) {
       <Lanes
         alignment={alignment}
         highlighted={highlighted}
-        onHighlight={setHighlighted}
+        onHover={onHover}
+        onFocusGtid={setFocused}
         groups={groups}
         picked={picked}
         onPick={setPicked}
       />
-    </QueryState>
+    </>
   );
 }

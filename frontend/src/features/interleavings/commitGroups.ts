@@ -3,6 +3,7 @@
 // master's grouping, so each lane marks the group's members it holds, a bracket joining the ones that sit side by
 // side. Without a known master each lane's own commit_id groups are shown.
 import type { Lane, LaneBlock } from "./align";
+import { presenceOf } from "./presence";
 
 export interface CommitGroup {
   /** `server:commit_id` of the master lane that committed it. */
@@ -34,7 +35,7 @@ function groupsOf(lane: Lane): Map<string, CommitGroup> {
   return byGtid;
 }
 
-/** Each lane's marks, one per block (null: not in a group of two or more). */
+/** Each lane's marks, one per block in the lane's (column) order (null: not in a group of two or more). */
 export function commitGroupMarks(lanes: readonly Lane[], masterServerIds: readonly number[]): Map<number, (GroupMark | null)[]> {
   const masters = lanes.filter((lane) => masterServerIds.includes(lane.serverId));
   const shared = new Map<string, CommitGroup>();
@@ -47,8 +48,10 @@ export function commitGroupMarks(lanes: readonly Lane[], masterServerIds: readon
       lane.serverId,
       groups.map((group, i) => {
         if (!group) return null;
-        const before = groups[i - 1]?.id === group.id;
-        const after = groups[i + 1]?.id === group.id;
+        // Joined only to a member in the very next column (a gap between them is another server's transaction).
+        const column = lane.blocks[i]!.column;
+        const before = groups[i - 1]?.id === group.id && lane.blocks[i - 1]!.column === column - 1;
+        const after = groups[i + 1]?.id === group.id && lane.blocks[i + 1]!.column === column + 1;
         const place: GroupPlace = before && after ? "middle" : before ? "end" : after ? "start" : "alone";
         return { ...group, place };
       }),
@@ -59,13 +62,8 @@ export function commitGroupMarks(lanes: readonly Lane[], masterServerIds: readon
 
 export const GTID_PATTERN = /^\d+-\d+-\d+$/;
 
-/** Where a picked GTID sits in a lane, in words: its place, or why it is not shown. */
-export function pickedPlace(lane: Pick<Lane, "blocks">, gtid: string): { found: LaneBlock | null; text: string } {
-  const found = lane.blocks.find((block) => block.gtid === gtid) ?? null;
-  if (found) return { found, text: `#${found.index + 1} of ${lane.blocks.length}` };
-  const [domain, , seq] = gtid.split("-").map(Number) as [number, number, number];
-  const inDomain = lane.blocks.filter((block) => block.domain === domain);
-  const newest = Math.max(...inDomain.map((block) => block.seqNo));
-  if (inDomain.length === 0 || newest < seq) return { found: null, text: "not here yet" };
-  return { found: null, text: "not among the transactions shown (older, or not on this server)" };
+/** Where a picked GTID sits in a lane, in words: its place, or why it is not there (presence.ts). */
+export function pickedPlace(lane: Parameters<typeof presenceOf>[0], gtid: string): { found: LaneBlock | null; text: string } {
+  const presence = presenceOf(lane, gtid);
+  return { found: presence.kind === "here" ? presence.block : null, text: presence.text };
 }

@@ -1,0 +1,111 @@
+"""The interleavings read against real ferryd nodes: each server's recent binlog with its position, and for each
+(domain, origin) among the GTIDs shown, the servers that will never receive them and why — a connection filtering the
+domain out, or a server not downstream of the origin at all — told apart from a server that only has not received
+them yet; a server that does not answer is its own error while the others are shown."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fastapi import FastAPI
+
+from ferry_control.drivers.base import ChangeMaster
+from ferry_control.models import ServerKind
+from ferry_control.services.gtid_reach import ReachLink, ReachServer, never_reasons
+from tests.ferryd_cluster import FerrydCluster, FerrydNode, free_port_pair
+from tests.helpers import register
+
+
+async def add_server(client: httpx.AsyncClient, cluster_id: int, name: str, protocol_port: int, admin_port: int) -> int:
+    response = await client.post(
+        f"/api/v1/clusters/{cluster_id}/servers",
+        json={"name": name, "host": "127.0.0.1", "protocol_port": protocol_port, "admin_port": admin_port},
+    )
+    assert response.status_code == 201, response.text
+    return int(response.json()["id"])
+
+
+def never_of(server: dict[str, Any]) -> dict[tuple[int, int], str]:
+    return {(n["domain"], n["origin_server_id"]): n["reason"] for n in server["never"]}
+
+
+async def test_interleavings_say_which_servers_will_never_receive_a_domain_and_why(
+    app: FastAPI, client: httpx.AsyncClient, ferryd_factory: Callable[..., FerrydCluster], tmp_path: Path
+) -> None:
+    cluster = ferryd_factory(first_server_id=11)
+    # replica1 filters domain 2 out of its only connection; a standalone node writes domain 5 that no one replicates.
+    replica1 = app.state.drivers.for_address(ServerKind.ferry, cluster.replica1.admin)
+    await replica1.stop_replication("main")
+    (before,) = await replica1.replica_connections()
+    assert before.settings is not None
+    await replica1.change_master(
+        "main",
+        ChangeMaster(cluster.master.listen, settings=replace(before.settings, filters={"ignore_domain_ids": "2"})),
+    )
+    await replica1.start_replication("main")
+    standalone = FerrydNode(tmp_path / "standalone", server_id=19)
+    standalone.start()
+    try:
+        cluster.write(2, domains=(1, 2))
+        standalone.increment("s", "k", domain=5)
+        master_position = cluster.master.status()["gtid_binlog_pos"]
+        cluster.replica2.wait_for(master_position)
+        cluster.replica1.wait_for(next(g for g in master_position.split(",") if g.startswith("1-")))
+
+        cluster_id, ids = await register(client, cluster)
+        ids["standalone"] = await add_server(
+            client, cluster_id, "standalone", standalone.protocol_port, standalone.admin_port
+        )
+        silent_port, silent_admin = free_port_pair()
+        ids["silent"] = await add_server(client, cluster_id, "silent", silent_port, silent_admin)
+        await app.state.collector.run_cycle()
+
+        body = (await client.get(f"/api/v1/clusters/{cluster_id}/interleavings", params={"limit": 10})).json()
+        servers = {s["server_id"]: s for s in body["servers"]}
+
+        # The one that does not answer is its own error; every other lane is there.
+        assert "unreachable" in servers[ids["silent"]]["error"], servers[ids["silent"]]
+        for role in ("master", "replica1", "replica2", "standalone"):
+            assert servers[ids[role]]["error"] is None and servers[ids[role]]["transactions"], role
+
+        # Filtered on its own connection: never domain 2, and the filter is named.
+        assert list(never_of(servers[ids["replica1"]])) == [(2, 11), (5, 19)]
+        assert never_of(servers[ids["replica1"]])[(2, 11)] == (
+            "domain 2 does not reach it: replica1 (server_id 12)'s connection main filters it out (ignore_domain_ids)"
+        )
+        assert servers[ids["replica2"]]["position"] == {"1": 2, "2": 2}
+        # Not downstream of the origin at all.
+        assert list(never_of(servers[ids["master"]])) == [(5, 19)]
+        assert "not downstream of standalone (server_id 19)" in never_of(servers[ids["master"]])[(5, 19)]
+        assert list(never_of(servers[ids["standalone"]])) == [(1, 11), (2, 11)]
+        assert list(never_of(servers[ids["replica2"]])) == [(5, 19)]
+        # The origin itself, and a replica that receives everything from it, are never said to miss it.
+        assert all((1, 11) not in never_of(servers[ids[r]]) for r in ("master", "replica1", "replica2"))
+        # A server whose replication graph is unknown (never read) is not judged.
+        assert servers[ids["silent"]]["never"] == []
+    finally:
+        standalone.stop()
+
+
+def test_a_path_around_a_filter_still_delivers_and_an_unknown_master_is_not_judged() -> None:
+    """Server 3 filters domain 2 on its connection to 1 but also replicates 2 from 2, a replica of 1 that lets it
+    through: it receives domain 2. Server 4 streams from a master no one registered: it may receive anything; a server
+    never read is not judged."""
+    servers = [ReachServer(i, f"s{i}", i) for i in (1, 2, 3, 4, 5)]
+    links = [
+        ReachLink(2, 1, "a"),
+        ReachLink(3, 1, "a", {"do_domain_ids": "1"}),
+        ReachLink(3, 2, "b"),
+        ReachLink(4, None, "x"),
+        ReachLink(5, 1, "a", {"ignore_server_ids": "1"}),
+    ]
+    reasons = never_reasons([*servers, ReachServer(7, "never read", None)], links, 2, 1)
+    assert set(reasons) == {5}
+    assert reasons[5] == "domain 2 does not reach it: s5's connection a filters it out (ignore_server_ids)"
+    assert never_reasons(servers, links, 2, 99) == {}, "an origin no registered server reports: nothing said"
+    below_filter = never_reasons([*servers, ReachServer(6, "s6", 6)], [*links, ReachLink(6, 5, "c")], 2, 1)
+    assert below_filter[6] == "domain 2 does not reach it: s5's connection a filters it out (ignore_server_ids)"
