@@ -63,7 +63,8 @@ def render(app: App, doc: dict[str, Any]) -> None:
         "topology",
         ("server", "server_id", "role", "health", "read-only", "replicates from", "gtid_current_pos"),
         (
-            [n["name"], n.get("reported_server_id") or "-", n["role"], n["health"] + (" (maintenance)" if n["maintenance"] else ""), n["read_only"],
+            [n["name"], n.get("reported_server_id") or "-", n["role"],
+             n["health"] + (" (maintenance)" if n["maintenance"] else ""), n["read_only"],
              masters_of.get(n["server_id"]), n["gtid_current_pos"]]
             for n in topology["nodes"]
         ),
