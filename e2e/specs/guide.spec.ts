@@ -11,7 +11,7 @@ interface Run {
   state: string;
 }
 
-test("the operator's guide tour: overview, seed000's topology, positions, interleavings and lag, a switchover preview, drills, operations", async ({
+test("the operator's guide tour: overview, seed000's topology, positions, interleavings and lag, a switchover preview, drills, operations, and a phone's view", async ({
   page,
   signIn,
   stack,
@@ -112,4 +112,20 @@ test("the operator's guide tour: overview, seed000's topology, positions, interl
   await expect(rto).toContainText(/\d+ drills?: \d+ passed/);
   await expect(page.getByRole("table", { name: "Drill history" }).getByRole("row").filter({ hasText: "passed" })).not.toHaveCount(0);
   await picture("guide-drills", page.getByRole("region", { name: "History" }));
+
+  // On a phone (390 × 844): the overview, seed000's topology and positions, each within the screen's width.
+  await page.setViewportSize({ width: 390, height: 844 });
+  const fitsTheScreen = async () => expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+  await page.goto("/");
+  await expect(page.getByRole("link", { name: "seed000", exact: true })).toBeVisible();
+  await fitsTheScreen();
+  await picture("guide-phone-overview");
+  await page.goto(`/clusters/${seed.id}/topology`);
+  await expect(page.getByRole("table", { name: "Servers" }).getByRole("row").filter({ hasText: "★ master" })).toHaveCount(2);
+  await fitsTheScreen();
+  await picture("guide-phone-topology");
+  await page.goto(`/clusters/${seed.id}/positions`);
+  await expect.poll(() => matrix.getByRole("columnheader").allTextContents()).toEqual(expect.arrayContaining(["Domain 1", "Domain 2"]));
+  await fitsTheScreen();
+  await picture("guide-phone-positions");
 });
