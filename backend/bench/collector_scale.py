@@ -38,6 +38,7 @@ from pathlib import Path
 BACKEND = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BACKEND))
 
+import uvloop  # noqa: E402
 from bench.fleet import fleet  # noqa: E402
 from bench.measure import cpu_s, process_cpu_s, quantile  # noqa: E402
 from sqlalchemy import select  # noqa: E402
@@ -229,4 +230,4 @@ async def shared_by_instances(
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    uvloop.run(main())  # the collector's loop as the worker runs it
