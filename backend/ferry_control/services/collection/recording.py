@@ -33,9 +33,7 @@ from ferry_control.drivers.base import ReplicaConnection
 from ferry_control.models import (
     HealthEvent,
     HealthState,
-    LagSample,
     LinkSource,
-    PositionSample,
     ReplicationLink,
     Server,
 )
@@ -105,12 +103,14 @@ class Recorder:
             async with session.begin_nested():
                 servers_of = await ServerRepository(session).list_for_clusters(by_cluster)
                 links_of = await LinkRepository(session).list_for_clusters(by_cluster)
+                samples = SampleRepository(session)
                 events: list[ClusterEvent] = []
                 for cluster_id, cluster_outcomes in by_cluster.items():
                     events += await self._record_cluster(
                         session, cluster_id, cluster_outcomes, careful=False,
-                        known=(servers_of[cluster_id], links_of[cluster_id]),
+                        known=(servers_of[cluster_id], links_of[cluster_id]), samples=samples,
                     )  # fmt: skip
+                await samples.write()
                 await session.flush()
             return events
         except Exception as e:
@@ -138,13 +138,16 @@ class Recorder:
         *,
         careful: bool,
         known: tuple[list[Server], list[ReplicationLink]] | None = None,
+        samples: SampleRepository | None = None,
     ) -> list[ClusterEvent]:
         """Records the cluster's outcomes; `careful`: each server's part in a savepoint of its own, a failure
-        recorded as that server's failed poll (else no flush of its own, any failure raised for the caller to
-        record the cluster again carefully). `known`: the cluster's servers and links, already read."""
+        recorded as that server's failed poll (else any failure raised for the caller to record the cluster again
+        carefully). `known` and `samples`: the cluster's servers and links, already read, and the samples of the
+        whole cycle, written and flushed by the caller."""
         servers_repo = ServerRepository(session)
         links_repo = LinkRepository(session)
-        samples = SampleRepository(session)
+        shared = samples is not None
+        samples = samples or SampleRepository(session)
         events: list[ClusterEvent] = []
         known_servers = known[0] if known is not None else await servers_repo.list_for_cluster(cluster_id)
         servers = {s.id: s for s in known_servers}
@@ -158,9 +161,11 @@ class Recorder:
             try:
                 async with session.begin_nested():
                     recorded = self._record_server(server, outcome, servers_repo, samples)
+                    await samples.write()
                     await servers_repo.flush()
                 events += recorded
             except Exception as e:
+                samples.discard()
                 polled[server_id] = await self._unrecordable(session, servers, outcome, e, "its answer")
                 events += await self._record_failed(session, server, polled[server_id], servers_repo, samples)
         if careful:
@@ -176,14 +181,17 @@ class Recorder:
                 async with session.begin_nested():
                     recorded = await self._record_links(cluster_id, servers, server_id, outcome, links, links_repo,
                                                         samples)  # fmt: skip
+                    await samples.write()
                     await session.flush()
                 events += recorded
             except Exception as e:
+                samples.discard()
                 polled[server_id] = await self._unrecordable(session, servers, outcome, e, "its replication links")
                 links[:] = list(await links_repo.list_for_cluster(cluster_id))
                 events += await self._record_failed(session, servers[server_id], polled[server_id], servers_repo,
                                                     samples)  # fmt: skip
-        if careful or known is None:
+        if not shared:
+            await samples.write()
             await session.flush()
         return events
 
@@ -208,6 +216,7 @@ class Recorder:
     ) -> list[ClusterEvent]:  # fmt: skip
         async with session.begin_nested():
             events = self._record_server(server, outcome, repo, samples)
+            await samples.write()
             await repo.flush()
         return events
 
@@ -269,13 +278,11 @@ class Recorder:
             for gtid in new:
                 if old.get(gtid.domain) != gtid:
                     samples.add_position(
-                        PositionSample(
-                            server_id=server.id,
-                            domain_id=gtid.domain,
-                            gtid=f"{gtid.domain}-{gtid.server}-{gtid.seq}",
-                            seq_no=gtid.seq,
-                            sampled_at=outcome.at,
-                        )
+                        server_id=server.id,
+                        domain_id=gtid.domain,
+                        gtid=f"{gtid.domain}-{gtid.server}-{gtid.seq}",
+                        seq_no=gtid.seq,
+                        sampled_at=outcome.at,
                     )
                     events.append(
                         ClusterEvent.of(
@@ -428,13 +435,11 @@ class Recorder:
         for domain, value in lag.items():
             if previous_lag.get(domain) != value:
                 samples.add_lag(
-                    LagSample(
-                        link_id=link.id,
-                        domain_id=int(domain),
-                        transactions=value["transactions"],
-                        seconds=value["seconds"],
-                        sampled_at=at,
-                    )
+                    link_id=link.id,
+                    domain_id=int(domain),
+                    transactions=value["transactions"],
+                    seconds=value["seconds"],
+                    sampled_at=at,
                 )
         lag_changed = previous_lag != lag
         link.lag = lag
