@@ -47,7 +47,9 @@ async def test_server_lifecycle_and_maintenance(client: httpx.AsyncClient) -> No
         "unknown",
         False,
     )
-    flagged = await client.put(f"{base}/{server['id']}/maintenance", json={"maintenance": True})
+    flagged = await client.put(
+        f"{base}/{server['id']}/maintenance", json={"maintenance": True, "reason": "disk swap", "duration_s": 60}
+    )
     assert flagged.status_code == 200 and flagged.json()["maintenance"] is True
     renamed = await client.patch(f"{base}/{server['id']}", json={"name": "node1", "labels": {"az": "c"}})
     assert renamed.json()["name"] == "node1" and renamed.json()["labels"] == {"az": "c"}

@@ -120,7 +120,10 @@ export interface paths {
         /** List a cluster's servers */
         get: operations["list_servers_api_v1_clusters__cluster_id__servers_get"];
         put?: never;
-        /** Register a server */
+        /**
+         * Register a server
+         * @description `maintenance`: registered in maintenance, owned by the caller's token.
+         */
         post: operations["create_server_api_v1_clusters__cluster_id__servers_post"];
         delete?: never;
         options?: never;
@@ -159,7 +162,13 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Set or clear the maintenance flag */
+        /**
+         * Start maintenance (a reason and an end) or end it
+         * @description The owner is the caller's token. A maintenance ends by itself at its end (`maintenance_detail.until`): from
+         *     then on the server is out of maintenance for candidate choice, the failover monitor and every read, and the
+         *     worker records the end (an audit row `maintenance_expired` and a `maintenance` event). 422 with a precise message
+         *     for a missing reason, a missing, past or too distant end (at most 7 days).
+         */
         put: operations["set_maintenance_api_v1_clusters__cluster_id__servers__server_id__maintenance_put"];
         post?: never;
         delete?: never;
@@ -1200,7 +1209,7 @@ export interface components {
          * ClusterEventData
          * @description One server-sent event's data: its name is the `event` field, the rest its type's.
          */
-        ClusterEventData: components["schemas"]["SubscribedEvent"] | components["schemas"]["PositionEvent"] | components["schemas"]["HealthEvent"] | components["schemas"]["ReadOnlyEvent"] | components["schemas"]["FencedEvent"] | components["schemas"]["LinkEvent"] | components["schemas"]["OperationEvent"] | components["schemas"]["DrillEvent"] | components["schemas"]["FailoverNotConfirmedEvent"] | components["schemas"]["AlertEvent"] | components["schemas"]["TokenInvalidEvent"];
+        ClusterEventData: components["schemas"]["SubscribedEvent"] | components["schemas"]["PositionEvent"] | components["schemas"]["HealthEvent"] | components["schemas"]["ReadOnlyEvent"] | components["schemas"]["FencedEvent"] | components["schemas"]["MaintenanceEvent"] | components["schemas"]["LinkEvent"] | components["schemas"]["OperationEvent"] | components["schemas"]["DrillEvent"] | components["schemas"]["FailoverNotConfirmedEvent"] | components["schemas"]["AlertEvent"] | components["schemas"]["TokenInvalidEvent"];
         /**
          * ClusterOverview
          * @description A cluster as ClusterRead has it, its summary and its last drill.
@@ -2808,14 +2817,123 @@ export interface components {
             note: string;
         };
         /**
-         * MaintenanceUpdate
+         * MaintenanceEvent
+         * @description A server's maintenance started or ended: by an operator, or by itself at its end (`by`: `expiry`).
+         */
+        MaintenanceEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "maintenance";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Server Id */
+            server_id: number;
+            /** Maintenance */
+            maintenance: boolean;
+            /**
+             * By
+             * @enum {string}
+             */
+            by: "operator" | "expiry";
+            /** Owner */
+            owner?: string | null;
+            /** Reason */
+            reason?: string | null;
+            /** Until */
+            until?: string | null;
+        };
+        /**
+         * MaintenanceRead
+         * @description The maintenance a server is in now.
+         */
+        MaintenanceRead: {
+            /**
+             * Owner
+             * @description The name of the token that set it (None: set before owners were recorded).
+             */
+            owner: string | null;
+            /** Reason */
+            reason: string | null;
+            /** Since */
+            since: string | null;
+            /**
+             * Until
+             * @description When it ends by itself (None: never — only maintenance set before expiries were recorded).
+             */
+            until: string | null;
+        };
+        /**
+         * MaintenanceStart
+         * @description What putting a server in maintenance takes: why, and when it ends by itself (`duration_s` from now, or
+         *     `until`; exactly one). Who set it is the caller's token, never the body.
          * @example {
-         *       "maintenance": true
+         *       "duration_s": 7200,
+         *       "reason": "disk swap"
+         *     }
+         */
+        MaintenanceStart: {
+            /**
+             * Reason
+             * @description Why, for whoever looks at the server.
+             */
+            reason: string;
+            /**
+             * Duration S
+             * @description Seconds from now until it ends by itself, 1 to 604800 (7 days).
+             */
+            duration_s?: number | null;
+            /**
+             * Until
+             * @description When it ends by itself, with its time zone: after now and at most 7 days from now.
+             */
+            until?: string | null;
+        };
+        /**
+         * MaintenanceUpdate
+         * @description Start maintenance (`maintenance: true` with a reason and `duration_s` or `until`) or end it
+         *     (`maintenance: false`, nothing else).
+         * @example {
+         *       "duration_s": 7200,
+         *       "maintenance": true,
+         *       "reason": "disk swap"
+         *     }
+         * @example {
+         *       "maintenance": false
          *     }
          */
         MaintenanceUpdate: {
             /** Maintenance */
             maintenance: boolean;
+            /**
+             * Reason
+             * @description Why (required to start maintenance).
+             */
+            reason?: string | null;
+            /**
+             * Duration S
+             * @description Seconds from now until it ends by itself, 1 to 604800 (7 days).
+             */
+            duration_s?: number | null;
+            /**
+             * Until
+             * @description When it ends by itself, with its time zone: after now and at most 7 days from now.
+             */
+            until?: string | null;
         };
         /**
          * MasterSwitch
@@ -3572,11 +3690,8 @@ export interface components {
             labels?: {
                 [key: string]: string;
             };
-            /**
-             * Maintenance
-             * @default false
-             */
-            maintenance: boolean;
+            /** @description Register it in maintenance: a reason and an end, as PUT …/maintenance takes them. */
+            maintenance?: components["schemas"]["MaintenanceStart"] | null;
             /**
              * @description Whether a failover or switchover may make this server a master: `prefer` first, `neutral`, `prefer_not` only when no better server can take over (a failover then moves the role on to a better one in a second operation), `must_not` never. A delayed replica is never promoted automatically, whatever its rule.
              * @default neutral
@@ -3663,8 +3778,13 @@ export interface components {
             labels: {
                 [key: string]: string;
             };
-            /** Maintenance */
+            /**
+             * Maintenance
+             * @description In maintenance now (kept out of orchestration): set, and its end not reached. A maintenance ends by itself at its `until`, whether or not the worker has cleared it yet.
+             */
             maintenance: boolean;
+            /** @description Who set the maintenance it is in, why, since and until when; None when not in maintenance. */
+            maintenance_detail?: components["schemas"]["MaintenanceRead"] | null;
             /**
              * @description Whether a failover or switchover may make this server a master: `prefer` first, `neutral`, `prefer_not` only when no better server can take over (a failover then moves the role on to a better one in a second operation), `must_not` never. A delayed replica is never promoted automatically, whatever its rule.
              * @default neutral
@@ -3769,7 +3889,7 @@ export interface components {
         /**
          * ServerUpdate
          * @example {
-         *       "maintenance": true
+         *       "promotion_rule": "prefer"
          *     }
          */
         ServerUpdate: {
@@ -3785,8 +3905,6 @@ export interface components {
             labels?: {
                 [key: string]: string;
             } | null;
-            /** Maintenance */
-            maintenance?: boolean | null;
             /** @description Whether a failover or switchover may make this server a master: `prefer` first, `neutral`, `prefer_not` only when no better server can take over (a failover then moves the role on to a better one in a second operation), `must_not` never. A delayed replica is never promoted automatically, whatever its rule. */
             promotion_rule?: components["schemas"]["PromotionRule"] | null;
         };
@@ -4676,6 +4794,8 @@ export interface components {
             health: components["schemas"]["HealthState"];
             /** Maintenance */
             maintenance: boolean;
+            /** @description Who set the maintenance it is in, why, since and until when; None when not in maintenance. */
+            maintenance_detail?: components["schemas"]["MaintenanceRead"] | null;
             /** Read Only */
             read_only: boolean | null;
             /**

@@ -10,6 +10,8 @@ import { RequireRole } from "../../auth/RequireRole";
 import { QueryState } from "../../components/QueryState";
 import { Badge, HealthBadge } from "../../components/StatusBadge";
 import { formatLag } from "../../lib/format";
+import { useNow } from "../../lib/useNow";
+import { MaintenanceNote, useRefreshOnMaintenanceEnd } from "../maintenance/MaintenanceNote";
 import { ClusterAlerts } from "./ClusterAlerts";
 import { EmptyCluster } from "./EmptyCluster";
 import { ConnectionSettings } from "./ConnectionSettings";
@@ -29,6 +31,8 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
   const servers = useServers(clusterId);
   const fenced = new Map(servers.data?.filter((s) => s.fenced).map((s) => [s.id, s.fence_reason ?? "fenced"]) ?? []);
   const data = topology.data;
+  const now = useNow();
+  useRefreshOnMaintenanceEnd(clusterId, data?.nodes, now);
   const names = new Map(data?.nodes.map((n) => [n.server_id, n.name]) ?? []);
   return (
     <QueryState isPending={topology.isPending} error={topology.error} what="topology">
@@ -79,7 +83,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                     </td>
                     <td><HealthBadge health={node.health} /></td>
                     <td>{node.read_only == null ? "unknown" : node.read_only ? <Badge tone="info">read-only</Badge> : "writable"}</td>
-                    <td>{node.maintenance ? <Badge tone="warn" symbol="⚑">maintenance</Badge> : "no"}</td>
+                    <td><MaintenanceNote server={node} now={now} short /></td>
                     <td>{fenced.has(node.server_id) ? <Badge tone="bad" symbol="⛔">{`fenced: ${fenced.get(node.server_id)}`}</Badge> : "no"}</td>
                     <td className="mono">{node.gtid_current_pos ?? "—"}</td>
                   </tr>
