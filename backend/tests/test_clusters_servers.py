@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import httpx
 
+from tests.conftest import Tokens
+
 
 async def make_cluster(client: httpx.AsyncClient, name: str = "orders", **extra: object) -> dict:
     response = await client.post("/api/v1/clusters", json={"name": name, **extra})
@@ -135,3 +137,20 @@ async def test_openapi_documents_error_models_and_examples(anonymous: httpx.Asyn
     assert {"201", "401", "403", "409", "422"} <= set(create["responses"])
     assert create["responses"]["409"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorBody")
     assert schema["components"]["schemas"]["ClusterCreate"]["examples"]
+
+
+async def test_viewers_cannot_add_servers_or_run_discovery(client: httpx.AsyncClient, tokens: Tokens) -> None:
+    cluster = await make_cluster(client, "viewed")
+    viewer = tokens.header("viewer")
+    message = "token 'test-viewer' has role viewer; this needs operator"
+    added = await client.post(
+        f"/api/v1/clusters/{cluster['id']}/servers", json={"host": "h", "protocol_port": 1}, headers=viewer
+    )
+    assert (added.status_code, added.json()["error"]["message"]) == (403, message)
+    discovered = await client.post(
+        f"/api/v1/clusters/{cluster['id']}/discovery",
+        json={"host": "h", "protocol_port": 1, "admin_port": 2},
+        headers=viewer,
+    )
+    assert (discovered.status_code, discovered.json()["error"]["message"]) == (403, message)
+    assert (await client.get(f"/api/v1/clusters/{cluster['id']}/servers")).json() == []

@@ -13,6 +13,7 @@ import { formatLag } from "../../lib/format";
 import { useNow } from "../../lib/useNow";
 import { MaintenanceNote, useRefreshOnMaintenanceEnd } from "../maintenance/MaintenanceNote";
 import { ClusterAlerts } from "./ClusterAlerts";
+import { ServerAdmin } from "../serverAdmin/ServerAdmin";
 import { EmptyCluster } from "./EmptyCluster";
 import { ConnectionSettings } from "./ConnectionSettings";
 import { connectionState } from "./connectionState";
@@ -154,6 +155,8 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
           )}
         </>
       ) : null}
+      {/* One place whether the cluster is empty or not: what it says after adding the first server stays. */}
+      {data ? <ServerAdmin clusterId={clusterId} open={data.nodes.length === 0} /> : null}
     </QueryState>
   );
 }
