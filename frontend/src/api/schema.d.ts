@@ -566,6 +566,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/clusters/{cluster_id}/drills/dry-run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What a drill would do: a switchover dry run with its plan (checks and the plan per domain)
+         * @description Changes nothing and records no drill run: a `switchover` dry run from the plan's source to the candidate the
+         *     drill would take (fixed, or next in rotation from the collector's last view); follow it at
+         *     GET /clusters/{cluster_id}/operations/{id}: its result has the preflight checks and `plan` (positions per domain,
+         *     lenders, what each server replicates from afterwards).
+         */
+        post: operations["dry_run_api_v1_clusters__cluster_id__drills_dry_run_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/clusters/{cluster_id}/drills/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -7323,6 +7346,78 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DrillRunRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    dry_run_api_v1_clusters__cluster_id__drills_dry_run_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DrillRunCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationRead"];
                 };
             };
             /** @description No or invalid API token */
