@@ -2,6 +2,7 @@
 // why and "ends in …" shown; ended early by a second press) and clearing a fence; and, when a failover suspended
 // automatic failover, acknowledging it. Each asks once before it acts.
 import { useState } from "react";
+import { Link } from "react-router-dom";
 import { useAcknowledgeFailover, useSetMaintenance, useUnfence } from "../../api/mutations";
 import { useCluster, useServers } from "../../api/queries";
 import { ConfirmButton } from "../../components/ConfirmButton";
@@ -53,7 +54,7 @@ export function ServerFlags({ clusterId }: { clusterId: number }) {
         <tbody>
           {servers.data?.map((server) => (
             <tr key={server.id}>
-              <th scope="row">{server.name}</th>
+              <th scope="row"><Link to={`/clusters/${clusterId}/servers/${server.id}`}>{server.name}</Link></th>
               <td>
                 <MaintenanceNote server={server} now={now} />{" "}
                 {inMaintenance(server, now) ? (

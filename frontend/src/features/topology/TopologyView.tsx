@@ -4,6 +4,7 @@
 // server's own code and message, e.g. MariaDB's 1062), which are also what keyboard and screen-reader users read.
 // A connection stopped by an SQL error offers operators "Skip and restart" (SkipTransactions); viewers see no control.
 // A cluster without servers says how to add them (EmptyCluster).
+import { Link } from "react-router-dom";
 import type { Schemas } from "../../api/client";
 import { useServers, useTopology } from "../../api/queries";
 import { RequireRole } from "../../auth/RequireRole";
@@ -63,7 +64,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
               <tbody>
                 {data.nodes.map((node) => (
                   <tr key={node.server_id}>
-                    <th scope="row">{node.name}</th>
+                    <th scope="row"><Link to={`/clusters/${clusterId}/servers/${node.server_id}`}>{node.name}</Link></th>
                     <td>{node.role === "master" ? <strong>★ master</strong> : node.role}</td>
                     <td>
                       {KIND_NAMES[node.kind ?? "ferry"]}
