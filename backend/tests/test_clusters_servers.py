@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import httpx
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from ferry_control.core.db import session_scope
+from ferry_control.models import Server
 from tests.conftest import Tokens
 
 
@@ -154,3 +158,16 @@ async def test_viewers_cannot_add_servers_or_run_discovery(client: httpx.AsyncCl
     )
     assert (discovered.status_code, discovered.json()["error"]["message"]) == (403, message)
     assert (await client.get(f"/api/v1/clusters/{cluster['id']}/servers")).json() == []
+
+
+async def test_a_server_reads_with_its_master_side_semi_sync_as_last_polled(
+    client: httpx.AsyncClient, sessionmaker: async_sessionmaker[AsyncSession]
+) -> None:
+    cluster = await make_cluster(client, "semi")
+    created = await client.post(f"/api/v1/clusters/{cluster['id']}/servers", json={"host": "h", "protocol_port": 1})
+    url = f"/api/v1/clusters/{cluster['id']}/servers/{created.json()['id']}"
+    assert (await client.get(url)).json()["master_role"] is None, "not read yet"
+    role = {"semi_sync": True, "semi_sync_timeout_ms": 10000, "semi_sync_wait_point": "AFTER_SYNC"}
+    async with session_scope(sessionmaker) as session:
+        await session.execute(update(Server).where(Server.id == created.json()["id"]).values(master_role=role))
+    assert (await client.get(url)).json()["master_role"] == role

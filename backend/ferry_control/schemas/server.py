@@ -152,6 +152,16 @@ class MaintenanceRead(BaseModel):
     )
 
 
+class MasterRoleRead(BaseModel):
+    """Its master-side semi-sync as the last poll read it (MariaDB: rpl_semi_sync_master_*)."""
+
+    semi_sync: bool | None = None
+    semi_sync_timeout_ms: int | None = None
+    semi_sync_wait_point: str | None = Field(
+        None, description="AFTER_SYNC (a commit is visible only once a replica has it) or AFTER_COMMIT."
+    )
+
+
 class ServerRead(BaseModel):
     model_config = ConfigDict(
         from_attributes=True,
@@ -234,6 +244,11 @@ class ServerRead(BaseModel):
         None, description="The server software's version as the last poll read it (MariaDB: @@version)."
     )
     replicas_may_be_ahead: bool | None = Field(None, description=REPLICAS_MAY_BE_AHEAD)
+    master_role: MasterRoleRead | None = Field(
+        None,
+        description="Its master-side semi-sync as the last poll read it; None when not read or the kind has none "
+        "(ferryd's durability is a start-up flag).",
+    )
     gtid_binlog_pos: str | None
     gtid_slave_pos: str | None
     gtid_current_pos: str | None

@@ -2959,6 +2959,21 @@ export interface components {
             until?: string | null;
         };
         /**
+         * MasterRoleRead
+         * @description Its master-side semi-sync as the last poll read it (MariaDB: rpl_semi_sync_master_*).
+         */
+        MasterRoleRead: {
+            /** Semi Sync */
+            semi_sync?: boolean | null;
+            /** Semi Sync Timeout Ms */
+            semi_sync_timeout_ms?: number | null;
+            /**
+             * Semi Sync Wait Point
+             * @description AFTER_SYNC (a commit is visible only once a replica has it) or AFTER_COMMIT.
+             */
+            semi_sync_wait_point?: string | null;
+        };
+        /**
          * MasterSwitch
          * @description A master switchover's plan, in the database before its first move: what a reconcile after a crash undoes
          *     (the candidate still replicates from the old master) or completes (its connection is gone).
@@ -3852,6 +3867,8 @@ export interface components {
              * @description The server sends transactions to its replicas before they are durable in its own binlog (ferryd: durability none or network; MariaDB: sync_binlog other than 1): after a crash of its machine its replicas may hold transactions its binlog lost, so it must rejoin as a replica of whoever has them rather than serve as a master again. None: not read yet.
              */
             replicas_may_be_ahead?: boolean | null;
+            /** @description Its master-side semi-sync as the last poll read it; None when not read or the kind has none (ferryd's durability is a start-up flag). */
+            master_role?: components["schemas"]["MasterRoleRead"] | null;
             /** Gtid Binlog Pos */
             gtid_binlog_pos: string | null;
             /** Gtid Slave Pos */

@@ -1,4 +1,5 @@
-// The server page against a fake backend: the server's label, kind, addresses, role and binlog format; its
+// The server page against a fake backend: the server's label, kind, addresses, role, binlog format and master-side
+// semi-sync; its
 // connection with its settings (delay, parallel mode × workers, semi-sync, heartbeat in the full list); its positions
 // per domain; its maintenance with owner, reason and end; and only the operations and audit rows that concern it.
 import { screen, within } from "@testing-library/react";
@@ -15,7 +16,8 @@ const SERVER = {
   maintenance_detail: { owner: "alice", reason: "disk swap", since: null, until: new Date(Date.now() + 7_200_000).toISOString() },
   promotion_rule: "prefer", origin: "registered", fenced: false, fenced_at: null, fence_reason: null, health: "healthy",
   consecutive_failures: 0, last_seen_at: "2026-11-26T13:00:00Z", last_error: null, reported_server_id: 2, read_only: true,
-  binlog_format: "ROW", version: "10.11.6-MariaDB", replicas_may_be_ahead: false, gtid_binlog_pos: "2-2-7",
+  binlog_format: "ROW", version: "10.11.6-MariaDB", replicas_may_be_ahead: false,
+  master_role: { semi_sync: true, semi_sync_timeout_ms: 10000, semi_sync_wait_point: "AFTER_SYNC" }, gtid_binlog_pos: "2-2-7",
   gtid_slave_pos: "1-1-102", gtid_current_pos: "1-1-102,2-2-7", created_at: "2026-01-01T00:00:00Z", updated_at: "2026-01-01T00:00:00Z",
 } as Schemas["ServerRead"];
 
@@ -48,6 +50,7 @@ describe("ServerView", () => {
     expect(within(page).getAllByText("10.0.0.2:3306", { selector: "dd" })).toHaveLength(2); // SQL and admin: one port
     expect(await within(page).findByText("replica", { selector: "dd" })).toBeTruthy();
     expect(within(page).getByText("ROW")).toBeTruthy();
+    expect(within(page).getByText("on, AFTER_SYNC, timeout 10000 ms")).toBeTruthy();
     expect(within(page).getByText(/by alice: disk swap · ends in (1 h 59 min|2 h 00 min)/)).toBeTruthy();
 
     const connections = within(page).getByRole("table", { name: "Replication connections" });

@@ -1,5 +1,5 @@
 // One server on a page of its own: its label (name and server_id), kind and version, addresses, role, health,
-// read-only, binlog format, promotion rule and labels; its maintenance (who, why, ends in …) and fence; each
+// read-only, binlog format, semi-sync as a master, promotion rule and labels; its maintenance (who, why, ends in …) and fence; each
 // replication connection it has, with its state, lag and settings (delay, parallel mode × workers, semi-sync,
 // filters, heartbeat), and the replicas that follow it; its positions per domain; and the recent operations and audit
 // rows that concern it. Every table scrolls within its box, so a phone's width holds.
@@ -22,6 +22,15 @@ function address(host: string, port: number | null | undefined): string {
   return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
+/** Its master-side semi-sync in words: "on, AFTER_SYNC, timeout 10000 ms", "off", or not read. */
+export function semiSync(role: Schemas["MasterRoleRead"] | null | undefined): string {
+  if (role == null || role.semi_sync == null) return "not reported";
+  if (!role.semi_sync) return "off";
+  return ["on", role.semi_sync_wait_point, role.semi_sync_timeout_ms != null ? `timeout ${role.semi_sync_timeout_ms} ms` : null]
+    .filter(Boolean)
+    .join(", ");
+}
+
 function Facts({ server, node }: { server: Schemas["ServerRead"]; node: Schemas["TopologyNode"] | undefined }) {
   const rows: [string, ReactNode][] = [
     ["Kind", `${KIND_NAMES[server.kind]}${server.version ? ` — ${server.version}` : ""}`],
@@ -31,6 +40,7 @@ function Facts({ server, node }: { server: Schemas["ServerRead"]; node: Schemas[
     ["Health", <HealthBadge key="h" health={server.health} />],
     ["Read-only", server.read_only == null ? "unknown" : server.read_only ? "yes" : "no (writable)"],
     ["Binlog format", server.binlog_format ?? "not reported"],
+    ["Semi-sync (as a master)", semiSync(server.master_role)],
     ["Replicas may be ahead", server.replicas_may_be_ahead == null ? "not read yet" : server.replicas_may_be_ahead ? "yes" : "no"],
     ["Promotion rule", server.promotion_rule],
     ["Labels", Object.entries(server.labels).map(([k, v]) => `${k}=${v}`).join(", ") || "none"],
