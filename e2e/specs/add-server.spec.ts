@@ -22,7 +22,7 @@ test("an operator adds a server to an empty cluster and discovers from it", asyn
   await expect(page.getByRole("region", { name: "No servers yet" })).toBeVisible();
   await page.getByRole("link", { name: "add a server or discover from one below" }).click();
   const form = page.getByRole("form", { name: "Add a server" });
-  await form.getByLabel("Name").fill("seed-replica");
+  await form.getByLabel("Server name").fill("seed-replica");
   await form.getByLabel("Host").fill(host);
   await form.getByLabel("Protocol port").fill(protocolPort);
   await form.getByLabel("Admin port").fill(adminPort);

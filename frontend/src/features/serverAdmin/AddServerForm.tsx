@@ -64,7 +64,7 @@ export function AddServerForm({ clusterId }: { clusterId: number }) {
           </select>
         </label>{" "}
         <label>
-          Name <input value={name} onChange={(e) => setName(e.target.value)} placeholder="host:port" maxLength={100} />
+          Server name <input value={name} onChange={(e) => setName(e.target.value)} placeholder="host:port" maxLength={100} />
         </label>
       </div>
       <div>

@@ -29,7 +29,7 @@ describe("ServerAdmin", () => {
     const user = userEvent.setup();
     renderSignedIn(<ServerAdmin clusterId={1} open />, { role: "operator" });
     const form = await screen.findByRole("form", { name: "Add a server" });
-    await user.type(within(form).getByLabelText("Name"), "db4");
+    await user.type(within(form).getByLabelText("Server name"), "db4");
     await user.type(within(form).getByLabelText("Host"), "10.0.0.5");
     await user.type(within(form).getByLabelText("Protocol port"), "7301");
     await user.type(within(form).getByLabelText("Admin port"), "7401");
