@@ -27,6 +27,7 @@ from ferry_control.services.drill_scheduler import DrillScheduler
 from ferry_control.services.event_bus import EventBus
 from ferry_control.services.event_relay import EventRelay
 from ferry_control.services.event_relay_db import DatabaseEventRelay
+from ferry_control.services.maintenance_expiry import MaintenanceExpiry
 from ferry_control.services.orchestrator import register_executors
 from ferry_control.services.orchestrator.follow_up import FollowUps
 from ferry_control.services.orchestrator.monitor import FailoverMonitor
@@ -70,6 +71,8 @@ class ControlPlane:
         self.monitor = FailoverMonitor(background, self.drivers, self.runner, self.bus, settings)
         self.collector.after_cycle.append(self.monitor.check)
         self.collector.after_cycle.append(ProxySync(background, settings, self.runner.stale_proxies))
+        # Maintenance that reached its end: recorded as ended (it stopped counting at its end already).
+        self.collector.after_cycle.append(MaintenanceExpiry(background, self.bus))
         self.scheduler = DrillScheduler(background, self.runner, settings, self.metrics)
         # Operations and drill runs left running by a dead instance: examined, finished or undone, marked interrupted.
         self.reconciler = Reconciler(background, self.drivers, self.bus, settings, self.runner)

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import httpx
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from ferry_control.core.db import session_scope
+from ferry_control.models import Server
+from tests.conftest import Tokens
 
 
 async def make_cluster(client: httpx.AsyncClient, name: str = "orders", **extra: object) -> dict:
@@ -47,7 +53,9 @@ async def test_server_lifecycle_and_maintenance(client: httpx.AsyncClient) -> No
         "unknown",
         False,
     )
-    flagged = await client.put(f"{base}/{server['id']}/maintenance", json={"maintenance": True})
+    flagged = await client.put(
+        f"{base}/{server['id']}/maintenance", json={"maintenance": True, "reason": "disk swap", "duration_s": 60}
+    )
     assert flagged.status_code == 200 and flagged.json()["maintenance"] is True
     renamed = await client.patch(f"{base}/{server['id']}", json={"name": "node1", "labels": {"az": "c"}})
     assert renamed.json()["name"] == "node1" and renamed.json()["labels"] == {"az": "c"}
@@ -133,3 +141,33 @@ async def test_openapi_documents_error_models_and_examples(anonymous: httpx.Asyn
     assert {"201", "401", "403", "409", "422"} <= set(create["responses"])
     assert create["responses"]["409"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorBody")
     assert schema["components"]["schemas"]["ClusterCreate"]["examples"]
+
+
+async def test_viewers_cannot_add_servers_or_run_discovery(client: httpx.AsyncClient, tokens: Tokens) -> None:
+    cluster = await make_cluster(client, "viewed")
+    viewer = tokens.header("viewer")
+    message = "token 'test-viewer' has role viewer; this needs operator"
+    added = await client.post(
+        f"/api/v1/clusters/{cluster['id']}/servers", json={"host": "h", "protocol_port": 1}, headers=viewer
+    )
+    assert (added.status_code, added.json()["error"]["message"]) == (403, message)
+    discovered = await client.post(
+        f"/api/v1/clusters/{cluster['id']}/discovery",
+        json={"host": "h", "protocol_port": 1, "admin_port": 2},
+        headers=viewer,
+    )
+    assert (discovered.status_code, discovered.json()["error"]["message"]) == (403, message)
+    assert (await client.get(f"/api/v1/clusters/{cluster['id']}/servers")).json() == []
+
+
+async def test_a_server_reads_with_its_master_side_semi_sync_as_last_polled(
+    client: httpx.AsyncClient, sessionmaker: async_sessionmaker[AsyncSession]
+) -> None:
+    cluster = await make_cluster(client, "semi")
+    created = await client.post(f"/api/v1/clusters/{cluster['id']}/servers", json={"host": "h", "protocol_port": 1})
+    url = f"/api/v1/clusters/{cluster['id']}/servers/{created.json()['id']}"
+    assert (await client.get(url)).json()["master_role"] is None, "not read yet"
+    role = {"semi_sync": True, "semi_sync_timeout_ms": 10000, "semi_sync_wait_point": "AFTER_SYNC"}
+    async with session_scope(sessionmaker) as session:
+        await session.execute(update(Server).where(Server.id == created.json()["id"]).values(master_role=role))
+    assert (await client.get(url)).json()["master_role"] == role

@@ -12,6 +12,7 @@ from ferry_control.services.drill_scheduler import DrillScheduler
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import WebhookReceiver, finished, register, serve, topology, writable_master
+from tests.waiting import eventually
 
 
 async def test_schedules_show_their_next_runs_in_their_time_zone(
@@ -150,3 +151,49 @@ async def test_the_scheduler_claims_a_due_schedule_once_across_instances(
         moved = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/schedules/{schedule['id']}")).json()
         assert datetime.fromisoformat(moved["next_run_at"]) > due and moved["last_run_at"] is not None
         assert datetime.fromisoformat(moved["next_run_at"]) > datetime.now(UTC) - timedelta(hours=1)
+
+
+async def test_a_drill_dry_run_is_a_switchover_dry_run_to_the_drills_candidate_and_records_no_run(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory()
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    async with live_app(collector_enabled=True, poll_interval_s=0.2) as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        base = f"/api/v1/clusters/{cluster_id}/drills"
+
+        async def links_seen() -> bool:
+            edges = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["edges"]
+            return len([e for e in edges if e["running"]]) == 2
+
+        await eventually("the collector to see both replicas replicating", links_seen)
+
+        async def dry_run(body: dict[str, object]) -> dict[str, object]:
+            response = await live.client.post(f"{base}/dry-run", json=body)
+            assert response.status_code == 202, response.text
+            return await finished(live.app, live.client, cluster_id, response.json()["id"])
+
+        rotation = await dry_run({"candidate_strategy": "rotation", "switch_back": True})
+        assert (rotation["type"], rotation["dry_run"], rotation["state"]) == ("switchover", True, "succeeded")
+        first = min(ids["replica1"], ids["replica2"])
+        assert rotation["params"]["candidate_server_id"] == first
+        plan = rotation["result"]["plan"]
+        assert plan["candidate"].startswith("replica1") and plan["source"].startswith("master")
+        assert set(plan["positions"]) >= {plan["source"], plan["candidate"]}
+
+        fixed = await dry_run({"candidate_strategy": "fixed", "candidate_server_id": ids["replica2"]})
+        assert fixed["result"]["plan"]["candidate"].startswith("replica2")
+        assert (await live.client.get(f"{base}/runs")).json() == [], "a dry run records no drill run"
+        assert writable_master(ferryd.nodes) is ferryd.master, "nothing moved"
+
+        refused = await live.client.post(f"{base}/dry-run", json={"schedule_id": 999})
+        assert refused.status_code == 404 and "999" in refused.json()["error"]["message"]
+        unknown = await live.client.post(
+            f"{base}/dry-run", json={"candidate_strategy": "fixed", "candidate_server_id": 999}
+        )
+        assert unknown.status_code == 404 and "999" in unknown.json()["error"]["message"]
+        viewer = await live.client.post(
+            f"{base}/dry-run", json={"candidate_strategy": "rotation"}, headers=live.tokens.header("viewer")
+        )
+        assert viewer.status_code == 403

@@ -341,3 +341,34 @@ async def test_lists_say_when_they_are_empty_and_clusters_list_shows_health_mast
             assert "healthy" in line and "master" in line and " s / " in line, run.out
             listed = (await ferryctl(tmp_path, "clusters", "list", "-o", "json", url=url, token=token)).json()
             assert listed[0]["name"] == "orders" and listed[0]["health"] == "healthy" and listed[0]["masters"]
+
+
+async def test_servers_maintenance_starts_with_a_reason_and_an_end_shows_them_and_ends(
+    live_app: LiveFactory, tmp_path: Path
+) -> None:
+    async with live_app() as live:
+        async with serve(live.app) as url:
+            operator, viewer = live.tokens.operator, live.tokens.viewer
+            assert (await ferryctl(tmp_path, "clusters", "add", "shop", url=url, token=operator)).code == ExitCode.ok
+            added = await ferryctl(tmp_path, "servers", "add", "shop", "--name", "db2", "--host", "10.0.0.2",
+                                   "--protocol-port", "7302", url=url, token=operator)  # fmt: skip
+            assert added.code == ExitCode.ok, added.err
+
+            run = await ferryctl(
+                tmp_path, "servers", "maintenance", "shop", "db2", "--for", "2h", url=url, token=operator
+            )
+            assert run.code == ExitCode.usage and "takes a reason" in run.err, run.err
+            start = ("servers", "maintenance", "shop", "db2", "--reason", "disk swap", "--for")
+            run = await ferryctl(tmp_path, *start, "2h", url=url, token=viewer)
+            assert run.code == ExitCode.auth and "this needs operator" in run.err, run.err
+            run = await ferryctl(tmp_path, *start, "8d", url=url, token=operator)
+            assert run.code == ExitCode.usage and "longer than the longest maintenance" in run.err, run.err
+
+            run = await ferryctl(tmp_path, *start, "2h", url=url, token=operator)
+            assert run.code == ExitCode.ok, run.err
+            assert "db2 (server_id not read yet): maintenance yes: disk swap (live-operator, until " in run.out, run.out
+            listed = await ferryctl(tmp_path, "servers", "list", "shop", url=url, token=viewer)
+            assert "disk swap" in listed.out and "live-operator" in listed.out, listed.out
+
+            run = await ferryctl(tmp_path, "servers", "maintenance", "shop", "db2", "--end", url=url, token=operator)
+            assert run.code == ExitCode.ok and run.out.strip().endswith("maintenance no"), run.out

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.pool import NullPool
 
 from ferry_control.core.migrate import downgrade, upgrade
@@ -65,3 +65,33 @@ def test_migrations_build_the_models_schema_on_sqlite_and_come_down(tmp_path: Pa
     assert_only_alembic_table_left(url)
     upgrade(url)
     assert_schema_matches_models(url)
+
+
+def test_a_server_in_maintenance_before_reasons_were_recorded_stays_in_maintenance_with_no_end(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'maintenance.db'}"
+    upgrade(url, "0016")
+    engine = create_engine(sync_url(url), poolclass=NullPool)
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO clusters (id, name, description, created_at, updated_at) "
+                 "VALUES (1, 'c', '', '2026-01-01', '2026-01-01')")
+        )  # fmt: skip
+        for id_, name, maintenance in ((1, "kept", True), (2, "free", False)):
+            connection.execute(
+                text("INSERT INTO servers (id, cluster_id, name, kind, host, labels, maintenance, origin, health, "
+                     "consecutive_failures, created_at, updated_at) VALUES (:id, 1, :name, 'ferry', 'h', '{}', :m, "
+                     "'registered', 'unknown', 0, '2026-01-01', '2026-01-01')"),
+                {"id": id_, "name": name, "m": maintenance},
+            )  # fmt: skip
+    upgrade(url)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT name, maintenance, maintenance_reason, maintenance_until FROM servers ORDER BY id")
+        ).all()
+    engine.dispose()
+    assert [tuple(r) for r in rows] == [
+        ("kept", 1, "set before reasons were recorded", None),
+        ("free", 0, None, None),
+    ]

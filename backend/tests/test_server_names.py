@@ -88,7 +88,9 @@ async def test_the_api_and_the_audit_name_a_server_by_its_label(
         topology = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
         assert {n["label"] for n in topology["nodes"]} >= {"replica1 (server_id 22)"}, topology["nodes"]
 
-        changed = await live.client.put(f"{url}/maintenance", json={"maintenance": True})
+        changed = await live.client.put(
+            f"{url}/maintenance", json={"maintenance": True, "reason": "disk swap", "duration_s": 3600}
+        )
         assert changed.status_code == 200, changed.text
         audit = (await live.client.get("/api/v1/audit", headers=live.tokens.header("admin"))).json()
         row = next(e for e in audit if e["action"] == "set_maintenance")

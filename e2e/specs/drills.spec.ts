@@ -1,4 +1,5 @@
-// A drill run from the UI: rotation candidate, switch back, typed confirmation; it runs for real (canaries,
+// A drill run from the UI: previewed first (its dry run shows the plan, nothing moves), then rotation candidate,
+// switch back, typed confirmation; it runs for real (canaries,
 // switchover, verification, switch back) and appears as passed in the history with its RTO and what its live
 // canary writer saw.
 import { currentMasterName, expect, masterName, openClusterTab, test } from "../fixtures";
@@ -11,6 +12,14 @@ test("a drill run from the UI passes and appears as passed in the history", asyn
   const form = page.getByRole("group", { name: "Run a drill now" });
   await expect(form.getByRole("radio", { name: /rotation/ })).toBeChecked();
   await expect(form.getByRole("checkbox", { name: /switch back/ })).toBeChecked();
+
+  // First its dry run: the preflight and the plan per domain, the master named as the source, nothing changed.
+  await form.getByRole("button", { name: "Preview (dry run)" }).click();
+  const preview = form.getByRole("region", { name: "Drill preview" });
+  await expect(preview.getByRole("heading", { name: new RegExp(`^Plan: .+ replaces ${masterBefore}`) })).toBeVisible({ timeout: 60_000 });
+  await expect(preview.getByRole("table", { name: "Positions per domain before the switchover" })).toBeVisible();
+  expect(await currentMasterName(api, stack)).toBe(masterBefore);
+
   const run = form.getByRole("button", { name: "Run drill now" });
   await expect(run).toBeDisabled();
   await form.getByLabel(/Type the cluster name/).fill(stack.cluster_name);

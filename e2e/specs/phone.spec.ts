@@ -1,6 +1,7 @@
 // Phone: at 390×844 no page of the dashboard is wider than the screen — tables, the topology graph and the
 // interleaving lanes scroll inside their own box, the header wraps with "Sign out" readable on its dark bar.
-// Every page is visited, for the ferryd cluster and for seed000 (two masters, five MariaDB servers).
+// Every page is visited, for the ferryd cluster and for seed000 (two masters, five MariaDB servers): each tab, the
+// server administration's forms, and each server's own page.
 import { expect, test } from "../fixtures";
 import type { Page } from "@playwright/test";
 
@@ -47,7 +48,7 @@ async function expectFits(page: Page, what: string): Promise<void> {
 
 test.use({ viewport: PHONE });
 
-test("no page is wider than a 390 px phone screen", async ({ page, signIn, stack }) => {
+test("no page is wider than a 390 px phone screen", async ({ page, signIn, stack, api }) => {
   await page.goto("/");
   await expect(page.getByLabel("API token")).toBeVisible();
   await expectFits(page, "the sign-in page");
@@ -87,6 +88,18 @@ test("no page is wider than a 390 px phone screen", async ({ page, signIn, stack
       await expect(page.getByRole("navigation", { name: "Cluster views" })).toBeVisible();
       await expect(signedIn).toBeVisible();
       await expectFits(page, `cluster ${id}, tab ${tab}`);
+    }
+    // The server administration unfolded (its forms), then every server's own page.
+    await page.goto(`/clusters/${id}/topology`);
+    await page.getByText("Add a server, discover servers").click();
+    await expect(page.getByRole("form", { name: "Add a server" })).toBeVisible();
+    await expectFits(page, `cluster ${id}, adding a server`);
+    const servers = (await (await api.get(`/api/v1/clusters/${id}/servers`)).json()) as { id: number; label: string }[];
+    for (const server of servers) {
+      await page.goto(`/clusters/${id}/servers/${server.id}`);
+      await expect(page.getByRole("heading", { level: 2, name: server.label })).toBeVisible();
+      await expect(signedIn).toBeVisible();
+      await expectFits(page, `cluster ${id}, the page of ${server.label}`);
     }
   }
 });

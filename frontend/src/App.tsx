@@ -44,6 +44,7 @@ function Routed() {
         />
         <Route path="/clusters/:clusterId" element={<ClusterPage />} />
         <Route path="/clusters/:clusterId/:tab" element={<ClusterPage />} />
+        <Route path="/clusters/:clusterId/servers/:serverId" element={<ClusterPage />} />
         <Route path="*" element={<Navigate to="/" replace />} />
       </Routes>
     </Layout>

@@ -89,6 +89,8 @@ async def _write(session: AsyncSession, scope: Scope, status: int) -> None:
     headers = dict(scope.get("headers") or [])
     if idempotency_key := headers.get(b"idempotency-key"):
         details["idempotency_key"] = idempotency_key.decode(errors="replace")[:200]
+    if status < 400 and (extra := state.get("audit_details")):
+        details.update(extra)  # what the handler says of its change (a maintenance's owner, reason and end)
     await AuditService(session).record(
         actor=principal.name if principal else None,
         token_id=principal.token_id if principal else None,

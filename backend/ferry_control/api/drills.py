@@ -14,6 +14,7 @@ from ferry_control.schemas.drill import (
     DrillScheduleRead,
     DrillScheduleUpdate,
 )
+from ferry_control.schemas.operation import OperationRead
 from ferry_control.services.drills import DrillService, read_schedule
 
 router = APIRouter(prefix="/clusters/{cluster_id}/drills", tags=["drills"], responses=error_responses(401, 404, 422))
@@ -99,6 +100,29 @@ async def run_now(
     run = await DrillService(session).run_now(runner, settings, cluster_id, data, principal.name)
     response.headers["Location"] = f"/api/v1/clusters/{cluster_id}/drills/runs/{run.id}"
     return DrillRunRead.model_validate(run)
+
+
+@router.post(
+    "/dry-run",
+    response_model=OperationRead,
+    status_code=status.HTTP_202_ACCEPTED,
+    summary="What a drill would do: a switchover dry run with its plan (checks and the plan per domain)",
+    responses=error_responses(403, 409),
+)
+async def dry_run(
+    data: DrillRunCreate,
+    session: SessionDep,
+    runner: RunnerDep,
+    settings: SettingsDep,
+    principal: OperatorToken,
+    cluster_id: int = ClusterId,
+) -> OperationRead:
+    """Changes nothing and records no drill run: a `switchover` dry run from the plan's source to the candidate the
+    drill would take (fixed, or next in rotation from the collector's last view); follow it at
+    GET /clusters/{cluster_id}/operations/{id}: its result has the preflight checks and `plan` (positions per domain,
+    lenders, what each server replicates from afterwards)."""
+    operation = await DrillService(session).dry_run(runner, settings, cluster_id, data, principal.name)
+    return OperationRead.of(operation)
 
 
 @router.get("/runs", response_model=list[DrillRunRead], summary="List drill runs, newest first")

@@ -1,13 +1,16 @@
-"""Servers of a cluster: CRUD, the maintenance flag, and clearing a fence."""
+"""Servers of a cluster: CRUD, maintenance (owner, reason, end), and clearing a fence."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Path, Response, status
+from fastapi import APIRouter, BackgroundTasks, Path, Request, Response, status
 
-from ferry_control.api.deps import CurrentToken, OperatorToken, SessionDep
+from ferry_control.api.deps import BusDep, CurrentToken, OperatorToken, SessionDep
+from ferry_control.models import Server
 from ferry_control.schemas.common import ID_MAX, error_responses
+from ferry_control.schemas.events import MaintenanceEvent
 from ferry_control.schemas.server import MaintenanceUpdate, ServerCreate, ServerRead, ServerUpdate
-from ferry_control.services.servers import ServerService
+from ferry_control.services.event_bus import ClusterEvent
+from ferry_control.services.servers import ServerService, maintenance_audit
 
 router = APIRouter(prefix="/clusters/{cluster_id}/servers", tags=["servers"], responses=error_responses(401, 404, 422))
 
@@ -28,9 +31,13 @@ async def list_servers(session: SessionDep, _: CurrentToken, cluster_id: int = C
     responses=error_responses(403, 409),
 )
 async def create_server(
-    data: ServerCreate, session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId
+    data: ServerCreate, request: Request, session: SessionDep, principal: OperatorToken, cluster_id: int = ClusterId
 ) -> ServerRead:
-    return ServerRead.model_validate(await ServerService(session).create(cluster_id, data))
+    """`maintenance`: registered in maintenance, owned by the caller's token."""
+    server = await ServerService(session).create(cluster_id, data, owner=principal.name)
+    if server.maintenance_set:
+        request.state.audit_details = maintenance_audit(server)
+    return ServerRead.model_validate(server)
 
 
 @router.get("/{server_id}", response_model=ServerRead, summary="Get a server")
@@ -56,19 +63,36 @@ async def update_server(
 @router.put(
     "/{server_id}/maintenance",
     response_model=ServerRead,
-    summary="Set or clear the maintenance flag",
+    summary="Start maintenance (a reason and an end) or end it",
     responses=error_responses(403),
 )
 async def set_maintenance(
     data: MaintenanceUpdate,
+    request: Request,
     session: SessionDep,
-    _: OperatorToken,
+    principal: OperatorToken,
+    bus: BusDep,
+    background: BackgroundTasks,
     cluster_id: int = ClusterId,
     server_id: int = ServerId,
 ) -> ServerRead:
-    return ServerRead.model_validate(
-        await ServerService(session).set_maintenance(cluster_id, server_id, data.maintenance)
-    )
+    """The owner is the caller's token. A maintenance ends by itself at its end (`maintenance_detail.until`): from
+    then on the server is out of maintenance for candidate choice, the failover monitor and every read, and the
+    worker records the end (an audit row `maintenance_expired` and a `maintenance` event). 422 with a precise message
+    for a missing reason, a missing, past or too distant end (at most 7 days)."""
+    server = await ServerService(session).set_maintenance(cluster_id, server_id, data, owner=principal.name)
+    request.state.audit_details = maintenance_audit(server)
+    event = ClusterEvent.of(cluster_id, maintenance_event(server))
+    background.add_task(bus.publish, event)  # after the commit: whoever refreshes on it reads the change
+    return ServerRead.model_validate(server)
+
+
+def maintenance_event(server: Server) -> MaintenanceEvent:
+    """An operator started or ended a server's maintenance."""
+    return MaintenanceEvent(
+        server_id=server.id, maintenance=server.maintenance_set, by="operator", owner=server.maintenance_owner,
+        reason=server.maintenance_reason, until=server.maintenance_until,
+    )  # fmt: skip
 
 
 @router.post(

@@ -4,6 +4,7 @@ health transitions."""
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,16 @@ class ServerOrigin(enum.StrEnum):
     discovered = "discovered"
 
 
+@dataclass(frozen=True)
+class MaintenanceWindow:
+    """A server's current maintenance: who set it, why, since and until when (None: no end)."""
+
+    owner: str | None
+    reason: str | None
+    since: datetime | None
+    until: datetime | None
+
+
 def _enum(kind: type[enum.Enum]) -> Enum:
     return Enum(kind, native_enum=False, create_constraint=True, length=32, validate_strings=True)
 
@@ -76,8 +87,15 @@ class Server(Base):
     #: The admin API (ferryd --admin); None for a discovered server whose admin address is not known yet.
     admin_port: Mapped[int | None] = mapped_column(default=None)
     labels: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    #: Operator's flag: keep out of orchestration (still polled).
-    maintenance: Mapped[bool] = mapped_column(default=False)
+    #: An operator put it in maintenance (keep out of orchestration; still polled). Whether it is in maintenance
+    #: now is `maintenance`: set and not past `maintenance_until`.
+    maintenance_set: Mapped[bool] = mapped_column("maintenance", default=False)
+    #: Who set it (the token's name), why, when, and until when (None: no end — only rows from before reasons and
+    #: expiries were recorded).
+    maintenance_owner: Mapped[str | None] = mapped_column(String(100), default=None)
+    maintenance_reason: Mapped[str | None] = mapped_column(Text, default=None)
+    maintenance_since: Mapped[datetime | None] = mapped_column(default=None)
+    maintenance_until: Mapped[datetime | None] = mapped_column(default=None)
     #: Whether operations may promote it (see PromotionRule).
     promotion_rule: Mapped[PromotionRule] = mapped_column(
         _enum(PromotionRule), default=PromotionRule.neutral, server_default=PromotionRule.neutral.value
@@ -120,6 +138,28 @@ class Server(Base):
 
     # One way only: a cluster's servers are read by query, so the cluster model needs nothing of this module.
     cluster: Mapped[Cluster] = relationship()
+
+    def in_maintenance(self, now: datetime | None = None) -> bool:
+        """Set, and its expiry (if any) not reached at `now` (default: now)."""
+        if not self.maintenance_set:
+            return False
+        return self.maintenance_until is None or self.maintenance_until > (now or utcnow())
+
+    @property
+    def maintenance(self) -> bool:
+        """In maintenance now: what candidate choice, the failover monitor and every read go by. An expired one is
+        out of maintenance at once, whether or not the worker has cleared it yet."""
+        return self.in_maintenance()
+
+    @property
+    def maintenance_detail(self) -> MaintenanceWindow | None:
+        """Who set the maintenance it is in now, why and until when; None when it is not in maintenance."""
+        if not self.in_maintenance():
+            return None
+        return MaintenanceWindow(
+            owner=self.maintenance_owner, reason=self.maintenance_reason,
+            since=self.maintenance_since, until=self.maintenance_until,
+        )  # fmt: skip
 
     @property
     def admin_address(self) -> str | None:

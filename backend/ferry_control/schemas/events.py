@@ -20,6 +20,7 @@ class EventType(enum.StrEnum):
     health = "health"
     read_only = "read_only"
     fenced = "fenced"
+    maintenance = "maintenance"
     link = "link"
     operation = "operation"
     drill = "drill"
@@ -83,6 +84,18 @@ class FencedEvent(EventData):
     reason: str | None = None
 
 
+class MaintenanceEvent(EventData):
+    """A server's maintenance started or ended: by an operator, or by itself at its end (`by`: `expiry`)."""
+
+    event: Literal[EventType.maintenance] = EventType.maintenance
+    server_id: int
+    maintenance: bool
+    by: Literal["operator", "expiry"]
+    owner: str | None = None
+    reason: str | None = None
+    until: datetime | None = None
+
+
 class LinkEvent(EventData):
     """A replication connection appeared, changed state or lag, or went away (`removed`)."""
 
@@ -139,7 +152,7 @@ class TokenInvalidEvent(EventData):
 
 
 AnyEventData = Annotated[
-    SubscribedEvent | PositionEvent | HealthEvent | ReadOnlyEvent | FencedEvent | LinkEvent
+    SubscribedEvent | PositionEvent | HealthEvent | ReadOnlyEvent | FencedEvent | MaintenanceEvent | LinkEvent
     | OperationEvent | DrillEvent | FailoverNotConfirmedEvent | AlertEvent | TokenInvalidEvent,
     Field(discriminator="event"),
 ]  # fmt: skip
@@ -150,6 +163,7 @@ EVENT_DATA: dict[EventType, type[EventData]] = {
     EventType.health: HealthEvent,
     EventType.read_only: ReadOnlyEvent,
     EventType.fenced: FencedEvent,
+    EventType.maintenance: MaintenanceEvent,
     EventType.link: LinkEvent,
     EventType.operation: OperationEvent,
     EventType.drill: DrillEvent,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ferry_control.core.outbound import check_host
 from ferry_control.models import HealthState, PromotionRule, ServerKind, ServerOrigin
@@ -36,6 +36,30 @@ PROMOTION_RULE = (
 )
 
 
+#: The longest maintenance one may set, and the shortest (a maintenance ends by itself at its expiry).
+MAINTENANCE_MAX_S = 7 * 24 * 3600
+MAINTENANCE_MIN_S = 1
+REASON_MAX = 500
+
+
+class MaintenanceStart(BaseModel):
+    """What putting a server in maintenance takes: why, and when it ends by itself (`duration_s` from now, or
+    `until`; exactly one). Who set it is the caller's token, never the body."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"reason": "disk swap", "duration_s": 7200}]}
+    )
+
+    reason: str = Field(min_length=1, max_length=REASON_MAX, description="Why, for whoever looks at the server.")
+    duration_s: int | None = Field(
+        None,
+        description=f"Seconds from now until it ends by itself, {MAINTENANCE_MIN_S} to {MAINTENANCE_MAX_S} (7 days).",
+    )
+    until: datetime | None = Field(
+        None, description="When it ends by itself, with its time zone: after now and at most 7 days from now."
+    )
+
+
 class ServerCreate(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -52,26 +76,90 @@ class ServerCreate(BaseModel):
     )
     admin_port: int | None = Field(None, ge=1, le=65535, description="The admin API; unset: not polled.")
     labels: dict[str, str] = Field(default_factory=dict, examples=[{"rack": "r4", "az": "b"}])
-    maintenance: bool = False
+    maintenance: MaintenanceStart | None = Field(
+        None, description="Register it in maintenance: a reason and an end, as PUT …/maintenance takes them."
+    )
     promotion_rule: PromotionRule = Field(PromotionRule.neutral, description=PROMOTION_RULE)
+
+    @field_validator("maintenance", mode="before")
+    @classmethod
+    def _maintenance_object(cls, value: Any) -> Any:
+        if value is False:
+            return None
+        if value is True:
+            raise ValueError(
+                "registering a server in maintenance takes a reason and an end: "
+                '{"reason": "…", "duration_s": 3600} (or "until")'
+            )
+        return value
 
 
 class ServerUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"maintenance": True}]})
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"promotion_rule": "prefer"}]})
 
     name: str | None = Field(None, min_length=1, max_length=100)
     host: Host | None = None
     protocol_port: int | None = Field(None, ge=1, le=65535)
     admin_port: int | None = Field(None, ge=1, le=65535)
     labels: dict[str, str] | None = None
-    maintenance: bool | None = None
     promotion_rule: PromotionRule | None = Field(None, description=PROMOTION_RULE)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_maintenance(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "maintenance" in data:
+            raise ValueError(
+                "maintenance is set with PUT /clusters/{cluster_id}/servers/{server_id}/maintenance "
+                "(it takes a reason and an end)"
+            )
+        return data
 
 
 class MaintenanceUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"maintenance": True}]})
+    """Start maintenance (`maintenance: true` with a reason and `duration_s` or `until`) or end it
+    (`maintenance: false`, nothing else)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"maintenance": True, "reason": "disk swap", "duration_s": 7200}, {"maintenance": False}]
+        },
+    )
 
     maintenance: bool
+    reason: str | None = Field(
+        None, min_length=1, max_length=REASON_MAX, description="Why (required to start maintenance)."
+    )
+    duration_s: int | None = Field(
+        None,
+        description=f"Seconds from now until it ends by itself, {MAINTENANCE_MIN_S} to {MAINTENANCE_MAX_S} (7 days).",
+    )
+    until: datetime | None = Field(
+        None, description="When it ends by itself, with its time zone: after now and at most 7 days from now."
+    )
+
+
+class MaintenanceRead(BaseModel):
+    """The maintenance a server is in now."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    owner: str | None = Field(description="The name of the token that set it (None: set before owners were recorded).")
+    reason: str | None
+    since: datetime | None
+    until: datetime | None = Field(
+        description="When it ends by itself (None: never — only maintenance set before expiries were recorded)."
+    )
+
+
+class MasterRoleRead(BaseModel):
+    """Its master-side semi-sync as the last poll read it (MariaDB: rpl_semi_sync_master_*)."""
+
+    semi_sync: bool | None = None
+    semi_sync_timeout_ms: int | None = None
+    semi_sync_wait_point: str | None = Field(
+        None, description="AFTER_SYNC (a commit is visible only once a replica has it) or AFTER_COMMIT."
+    )
 
 
 class ServerRead(BaseModel):
@@ -90,6 +178,7 @@ class ServerRead(BaseModel):
                     "admin_port": 7401,
                     "labels": {},
                     "maintenance": False,
+                    "maintenance_detail": None,
                     "promotion_rule": "neutral",
                     "origin": "registered",
                     "fenced": False,
@@ -124,7 +213,14 @@ class ServerRead(BaseModel):
     protocol_port: int | None
     admin_port: int | None
     labels: dict[str, str]
-    maintenance: bool
+    maintenance: bool = Field(
+        description="In maintenance now (kept out of orchestration): set, and its end not reached. A maintenance "
+        "ends by itself at its `until`, whether or not the worker has cleared it yet."
+    )
+    maintenance_detail: MaintenanceRead | None = Field(
+        None,
+        description="Who set the maintenance it is in, why, since and until when; None when not in maintenance.",
+    )
     promotion_rule: PromotionRule = Field(PromotionRule.neutral, description=PROMOTION_RULE)
     origin: ServerOrigin
     fenced: bool = Field(description="Replaced by a failover: kept read-only, not repointed automatically.")
@@ -148,6 +244,11 @@ class ServerRead(BaseModel):
         None, description="The server software's version as the last poll read it (MariaDB: @@version)."
     )
     replicas_may_be_ahead: bool | None = Field(None, description=REPLICAS_MAY_BE_AHEAD)
+    master_role: MasterRoleRead | None = Field(
+        None,
+        description="Its master-side semi-sync as the last poll read it; None when not read or the kind has none "
+        "(ferryd's durability is a start-up flag).",
+    )
     gtid_binlog_pos: str | None
     gtid_slave_pos: str | None
     gtid_current_pos: str | None

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ferry_control.models import HealthState, LinkSource, ServerKind
-from ferry_control.schemas.server import REPLICAS_MAY_BE_AHEAD
+from ferry_control.schemas.server import REPLICAS_MAY_BE_AHEAD, MaintenanceRead
 
 
 class DomainLagRead(BaseModel):
@@ -50,6 +50,9 @@ class TopologyNode(BaseModel):
     reported_server_id: int | None
     health: HealthState
     maintenance: bool
+    maintenance_detail: MaintenanceRead | None = Field(
+        None, description="Who set the maintenance it is in, why, since and until when; None when not in maintenance."
+    )
     read_only: bool | None
     role: Literal["master", "replica", "intermediate", "standalone"] = Field(
         description="master: has replicas, replicates from none; intermediate: both; replica: only replicates."

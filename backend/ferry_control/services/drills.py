@@ -18,12 +18,13 @@ from ferry_control.core.errors import AppError, Conflict, NotFound
 from ferry_control.core.naming import unknown_server
 from ferry_control.core.outbound import WebhookPolicy
 from ferry_control.core.security import Role
-from ferry_control.models import DrillRun, DrillSchedule
+from ferry_control.models import DrillRun, DrillSchedule, LinkSource, Operation
 from ferry_control.repositories.drills import DrillRepository
+from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.cluster import REDACTED
 from ferry_control.schemas.drill import DrillRunCreate, DrillScheduleCreate, DrillScheduleRead, DrillScheduleUpdate
-from ferry_control.schemas.operation import DrillParams
+from ferry_control.schemas.operation import DrillParams, SwitchoverParams
 from ferry_control.services.clusters import ClusterService, check_webhook
 from ferry_control.services.operations import OperationService
 from ferry_control.services.orchestrator.runner import OperationRunner
@@ -172,6 +173,61 @@ class DrillService:
             if plan.get("webhook_url"):
                 check_webhook(WebhookPolicy.of(settings.webhook_allowed_hosts), plan["webhook_url"], "webhook_url")
         return await self.start(runner, settings, cluster_id, plan, requester, schedule_id)
+
+    async def dry_run(
+        self, runner: OperationRunner, settings: Settings, cluster_id: int, data: DrillRunCreate, requester: str
+    ) -> Operation:
+        """What a drill with this plan (or this schedule's) would do, changing nothing: a switchover dry run from its
+        source to the candidate it would take (fixed, or the next in rotation after the last drill's, from the
+        collector's last view of the links), whose result has the preflight checks and the plan per domain. No drill
+        run is recorded."""
+        await self.clusters.get(cluster_id)
+        if data.schedule_id is not None:
+            plan = plan_of(await self.schedule(cluster_id, data.schedule_id))
+        else:
+            plan = data.model_dump(exclude={"schedule_id"})
+            await self._candidate_exists(cluster_id, plan["candidate_server_id"])
+            await self._candidate_exists(cluster_id, plan.get("source_server_id"), "source_server_id")
+        source = plan.get("source_server_id")
+        candidate = plan["candidate_server_id"] if plan["candidate_strategy"] == "fixed" else None
+        if candidate is None:
+            candidate = await self._next_in_rotation(cluster_id, source)
+        operation, _ = await OperationService(self.session).start(
+            runner,
+            settings,
+            cluster_id=cluster_id,
+            type_="switchover",
+            params=SwitchoverParams(candidate_server_id=candidate, source_server_id=source),
+            dry_run=True,
+            requester=requester,
+        )
+        return operation
+
+    async def _next_in_rotation(self, cluster_id: int, source: int | None) -> int | None:
+        """The replica a rotation drill would take next, from the collector's last view: among the running, not in
+        maintenance, not fenced replicas of the source (the one master when not named), the first with an id above
+        the last drill's candidate, wrapping. None when that is not clear (the switchover then picks the best)."""
+        links = [
+            link for link in await LinkRepository(self.session).list_for_cluster(cluster_id)
+            if link.source == LinkSource.replica and link.master_server_id is not None
+        ]  # fmt: skip
+        if source is None:
+            replicas = {link.replica_server_id for link in links}
+            roots = {link.master_server_id for link in links} - replicas
+            if len(roots) != 1:
+                return None
+            source = roots.pop()
+        servers = {s.id: s for s in await ServerRepository(self.session).list_for_cluster(cluster_id)}
+        eligible = sorted(
+            link.replica_server_id for link in links
+            if link.master_server_id == source and link.running and link.last_error_code is None
+            and (s := servers.get(link.replica_server_id)) is not None and not s.maintenance and not s.fenced
+        )  # fmt: skip
+        if not eligible:
+            return None
+        last = await self.drills.last_candidate(cluster_id)
+        after = [r for r in eligible if last is not None and r > last]
+        return (after or eligible)[0]
 
     async def start(
         self,

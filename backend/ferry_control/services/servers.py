@@ -1,18 +1,30 @@
-"""Servers within a cluster: register, read, update (including the maintenance flag), remove."""
+"""Servers within a cluster: register, read, update, remove; start and end maintenance (an owner, a reason and an
+end, checked here: a past end, or one beyond the longest maintenance, is refused with what was asked and what is
+allowed)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ferry_control.core.errors import Conflict, Forbidden, NotFound
+from ferry_control.core.errors import Conflict, Forbidden, NotFound, Unprocessable
 from ferry_control.core.naming import unknown_server
 from ferry_control.core.security import Role
 from ferry_control.drivers.registry import credentials_follow_address
 from ferry_control.models import Server
+from ferry_control.models.base import utcnow
 from ferry_control.repositories.servers import ServerRepository
-from ferry_control.schemas.server import ServerCreate, ServerUpdate
+from ferry_control.schemas.server import (
+    MAINTENANCE_MAX_S,
+    MAINTENANCE_MIN_S,
+    MaintenanceStart,
+    MaintenanceUpdate,
+    ServerCreate,
+    ServerUpdate,
+)
 from ferry_control.services.clusters import ClusterService
 
 
@@ -34,11 +46,16 @@ class ServerService:
             )
         return server
 
-    async def create(self, cluster_id: int, data: ServerCreate) -> Server:
+    async def create(self, cluster_id: int, data: ServerCreate, owner: str | None = None) -> Server:
+        """`owner`: the caller's token name, recorded as who set the maintenance it is registered in (if any)."""
         await self.clusters.get(cluster_id)
         name = data.name or (f"{data.host}:{data.protocol_port}" if data.protocol_port else data.host)
         await self._check_free(cluster_id, name, data.host, data.protocol_port)
-        return await self.servers.add(Server(cluster_id=cluster_id, **{**data.model_dump(), "name": name}))
+        fields = data.model_dump(exclude={"maintenance"})
+        server = Server(cluster_id=cluster_id, **{**fields, "name": name})
+        if data.maintenance is not None:
+            start_maintenance(server, owner, data.maintenance.reason, maintenance_end(data.maintenance))
+        return await self.servers.add(server)
 
     async def update(self, cluster_id: int, server_id: int, data: ServerUpdate, role: Role = Role.admin) -> Server:
         """409 `operation_running` while an operation holds the cluster (it acts on what it read of the servers);
@@ -60,7 +77,7 @@ class ServerService:
                     "a new server and remove this one)",
                     code="address_change_needs_admin",
                 )
-        for required in ("name", "host", "labels", "maintenance", "promotion_rule"):
+        for required in ("name", "host", "labels", "promotion_rule"):
             if required in changes and changes[required] is None:
                 raise Conflict(f"a server's {required} cannot be removed", code="field_required")
         name = changes.get("name", server.name)
@@ -72,9 +89,26 @@ class ServerService:
         await self.servers.flush()
         return server
 
-    async def set_maintenance(self, cluster_id: int, server_id: int, maintenance: bool) -> Server:
+    async def set_maintenance(self, cluster_id: int, server_id: int, data: MaintenanceUpdate, owner: str) -> Server:
+        """Starts maintenance (a reason and an end are required; `owner` is the caller's token name) or ends it.
+        Starting it again replaces the owner, reason and end."""
         server = await self.get(cluster_id, server_id)
-        server.maintenance = maintenance
+        if not data.maintenance:
+            given = [k for k in ("reason", "duration_s", "until") if getattr(data, k) is not None]
+            if given:
+                raise Unprocessable(
+                    f"{', '.join(given)} only go with maintenance: true (ending maintenance takes nothing else)",
+                    code="maintenance_fields_unexpected",
+                )
+            end_maintenance(server)
+        else:
+            if data.reason is None or not data.reason.strip():
+                raise Unprocessable(
+                    f"putting {server.label} in maintenance takes a reason (say why, for whoever looks at it)",
+                    code="maintenance_reason_required",
+                )
+            start = MaintenanceStart(reason=data.reason, duration_s=data.duration_s, until=data.until)
+            start_maintenance(server, owner, data.reason.strip(), maintenance_end(start))
         await self.servers.flush()
         return server
 
@@ -107,3 +141,73 @@ class ServerService:
                     f"{same_address.label} of cluster {cluster_id} has the address {host}:{port} already",
                     code="server_address_taken",
                 )
+
+
+def maintenance_end(start: MaintenanceStart, now: datetime | None = None) -> datetime:
+    """When a maintenance asked for at `now` ends: `duration_s` from now or `until`, exactly one, within
+    MAINTENANCE_MIN_S to MAINTENANCE_MAX_S from now (422 with what was asked and what is allowed otherwise)."""
+    now = now or utcnow()
+    longest = f"{MAINTENANCE_MAX_S} s (7 days)"
+    if (start.duration_s is None) == (start.until is None):
+        raise Unprocessable(
+            "a maintenance needs exactly one end: duration_s (seconds from now) or until (a time with its zone)"
+            + ("; both were given" if start.duration_s is not None else ""),
+            code="maintenance_end_required",
+        )
+    if start.duration_s is not None:
+        if start.duration_s < MAINTENANCE_MIN_S:
+            raise Unprocessable(
+                f"duration_s {start.duration_s} is too short: a maintenance lasts at least {MAINTENANCE_MIN_S} s",
+                code="maintenance_too_short",
+            )
+        if start.duration_s > MAINTENANCE_MAX_S:
+            raise Unprocessable(
+                f"duration_s {start.duration_s} is longer than the longest maintenance, {longest}",
+                code="maintenance_too_long",
+            )
+        return now + timedelta(seconds=start.duration_s)
+    until = start.until
+    assert until is not None
+    if until.tzinfo is None:
+        raise Unprocessable(
+            f"until {until.isoformat()} has no time zone: give one, e.g. {until.isoformat()}Z",
+            code="maintenance_until_naive",
+        )
+    if until <= now:
+        raise Unprocessable(
+            f"until {until.isoformat()} is not in the future (it is now {now.isoformat(timespec='seconds')})",
+            code="maintenance_until_past",
+        )
+    if until > now + timedelta(seconds=MAINTENANCE_MAX_S):
+        latest = (now + timedelta(seconds=MAINTENANCE_MAX_S)).isoformat(timespec="seconds")
+        raise Unprocessable(
+            f"until {until.isoformat()} is beyond the longest maintenance, {longest}: at the latest {latest}",
+            code="maintenance_too_long",
+        )
+    return until
+
+
+def start_maintenance(server: Server, owner: str | None, reason: str, until: datetime) -> None:
+    server.maintenance_set = True
+    server.maintenance_owner = owner
+    server.maintenance_reason = reason
+    server.maintenance_since = utcnow()
+    server.maintenance_until = until
+
+
+def end_maintenance(server: Server) -> None:
+    server.maintenance_set = False
+    server.maintenance_owner = server.maintenance_reason = None
+    server.maintenance_since = server.maintenance_until = None
+
+
+def maintenance_audit(server: Server) -> dict[str, Any]:
+    """What an audit row says of a server's maintenance after a change."""
+    if not server.maintenance_set:
+        return {"maintenance": False}
+    return {
+        "maintenance": True,
+        "owner": server.maintenance_owner,
+        "reason": server.maintenance_reason,
+        "until": None if server.maintenance_until is None else server.maintenance_until.isoformat(),
+    }

@@ -13,6 +13,7 @@ from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.server import MaintenanceRead
 from ferry_control.schemas.topology import ClusterAlert, DomainLagRead, TopologyEdge, TopologyGraph, TopologyNode
 from ferry_control.services.clusters import ClusterService
 from ferry_control.services.link_health import link_settings, stall
@@ -48,6 +49,7 @@ class TopologyService:
                 reported_server_id=s.reported_server_id,
                 health=s.health,
                 maintenance=s.maintenance,
+                maintenance_detail=None if (m := s.maintenance_detail) is None else MaintenanceRead.model_validate(m),
                 read_only=s.read_only,
                 role=(
                     "intermediate"

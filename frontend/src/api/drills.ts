@@ -88,3 +88,11 @@ export function useRunDrill(clusterId: number) {
     unwrap(api.POST("/api/v1/clusters/{cluster_id}/drills/runs", { params: { path: { cluster_id: clusterId } }, body })),
   );
 }
+
+/** POST …/drills/dry-run: what a drill with this plan would do — a switchover dry run (an operation to follow). */
+export function useDrillDryRun(clusterId: number) {
+  return useMutation({
+    mutationFn: (body: Schemas["DrillRunCreate"]) =>
+      unwrap(api.POST("/api/v1/clusters/{cluster_id}/drills/dry-run", { params: { path: { cluster_id: clusterId } }, body })),
+  });
+}

@@ -157,15 +157,16 @@ export function useAcknowledgeFailover(clusterId: number) {
   });
 }
 
-/** PUT …/servers/{id}/maintenance: not an operation, applied at once. */
+/** PUT …/servers/{id}/maintenance: not an operation, applied at once. Starting it takes a reason and a duration
+ * (the owner is the caller's token); `{ maintenance: false }` ends it. */
 export function useSetMaintenance(clusterId: number) {
   const queryClient = useQueryClient();
   return useMutation({
-    mutationFn: ({ serverId, maintenance }: { serverId: number; maintenance: boolean }) =>
+    mutationFn: ({ serverId, body }: { serverId: number; body: Schemas["MaintenanceUpdate"] }) =>
       unwrap(
         api.PUT("/api/v1/clusters/{cluster_id}/servers/{server_id}/maintenance", {
           params: { path: { cluster_id: clusterId, server_id: serverId } },
-          body: { maintenance },
+          body,
         }),
       ),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.cluster(clusterId) }),

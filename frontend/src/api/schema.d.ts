@@ -120,7 +120,10 @@ export interface paths {
         /** List a cluster's servers */
         get: operations["list_servers_api_v1_clusters__cluster_id__servers_get"];
         put?: never;
-        /** Register a server */
+        /**
+         * Register a server
+         * @description `maintenance`: registered in maintenance, owned by the caller's token.
+         */
         post: operations["create_server_api_v1_clusters__cluster_id__servers_post"];
         delete?: never;
         options?: never;
@@ -159,7 +162,13 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Set or clear the maintenance flag */
+        /**
+         * Start maintenance (a reason and an end) or end it
+         * @description The owner is the caller's token. A maintenance ends by itself at its end (`maintenance_detail.until`): from
+         *     then on the server is out of maintenance for candidate choice, the failover monitor and every read, and the
+         *     worker records the end (an audit row `maintenance_expired` and a `maintenance` event). 422 with a precise message
+         *     for a missing reason, a missing, past or too distant end (at most 7 days).
+         */
         put: operations["set_maintenance_api_v1_clusters__cluster_id__servers__server_id__maintenance_put"];
         post?: never;
         delete?: never;
@@ -551,6 +560,29 @@ export interface paths {
         put?: never;
         /** Run a drill now */
         post: operations["run_now_api_v1_clusters__cluster_id__drills_runs_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/clusters/{cluster_id}/drills/dry-run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What a drill would do: a switchover dry run with its plan (checks and the plan per domain)
+         * @description Changes nothing and records no drill run: a `switchover` dry run from the plan's source to the candidate the
+         *     drill would take (fixed, or next in rotation from the collector's last view); follow it at
+         *     GET /clusters/{cluster_id}/operations/{id}: its result has the preflight checks and `plan` (positions per domain,
+         *     lenders, what each server replicates from afterwards).
+         */
+        post: operations["dry_run_api_v1_clusters__cluster_id__drills_dry_run_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1200,7 +1232,7 @@ export interface components {
          * ClusterEventData
          * @description One server-sent event's data: its name is the `event` field, the rest its type's.
          */
-        ClusterEventData: components["schemas"]["SubscribedEvent"] | components["schemas"]["PositionEvent"] | components["schemas"]["HealthEvent"] | components["schemas"]["ReadOnlyEvent"] | components["schemas"]["FencedEvent"] | components["schemas"]["LinkEvent"] | components["schemas"]["OperationEvent"] | components["schemas"]["DrillEvent"] | components["schemas"]["FailoverNotConfirmedEvent"] | components["schemas"]["AlertEvent"] | components["schemas"]["TokenInvalidEvent"];
+        ClusterEventData: components["schemas"]["SubscribedEvent"] | components["schemas"]["PositionEvent"] | components["schemas"]["HealthEvent"] | components["schemas"]["ReadOnlyEvent"] | components["schemas"]["FencedEvent"] | components["schemas"]["MaintenanceEvent"] | components["schemas"]["LinkEvent"] | components["schemas"]["OperationEvent"] | components["schemas"]["DrillEvent"] | components["schemas"]["FailoverNotConfirmedEvent"] | components["schemas"]["AlertEvent"] | components["schemas"]["TokenInvalidEvent"];
         /**
          * ClusterOverview
          * @description A cluster as ClusterRead has it, its summary and its last drill.
@@ -2808,14 +2840,138 @@ export interface components {
             note: string;
         };
         /**
-         * MaintenanceUpdate
+         * MaintenanceEvent
+         * @description A server's maintenance started or ended: by an operator, or by itself at its end (`by`: `expiry`).
+         */
+        MaintenanceEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "maintenance";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Server Id */
+            server_id: number;
+            /** Maintenance */
+            maintenance: boolean;
+            /**
+             * By
+             * @enum {string}
+             */
+            by: "operator" | "expiry";
+            /** Owner */
+            owner?: string | null;
+            /** Reason */
+            reason?: string | null;
+            /** Until */
+            until?: string | null;
+        };
+        /**
+         * MaintenanceRead
+         * @description The maintenance a server is in now.
+         */
+        MaintenanceRead: {
+            /**
+             * Owner
+             * @description The name of the token that set it (None: set before owners were recorded).
+             */
+            owner: string | null;
+            /** Reason */
+            reason: string | null;
+            /** Since */
+            since: string | null;
+            /**
+             * Until
+             * @description When it ends by itself (None: never — only maintenance set before expiries were recorded).
+             */
+            until: string | null;
+        };
+        /**
+         * MaintenanceStart
+         * @description What putting a server in maintenance takes: why, and when it ends by itself (`duration_s` from now, or
+         *     `until`; exactly one). Who set it is the caller's token, never the body.
          * @example {
-         *       "maintenance": true
+         *       "duration_s": 7200,
+         *       "reason": "disk swap"
+         *     }
+         */
+        MaintenanceStart: {
+            /**
+             * Reason
+             * @description Why, for whoever looks at the server.
+             */
+            reason: string;
+            /**
+             * Duration S
+             * @description Seconds from now until it ends by itself, 1 to 604800 (7 days).
+             */
+            duration_s?: number | null;
+            /**
+             * Until
+             * @description When it ends by itself, with its time zone: after now and at most 7 days from now.
+             */
+            until?: string | null;
+        };
+        /**
+         * MaintenanceUpdate
+         * @description Start maintenance (`maintenance: true` with a reason and `duration_s` or `until`) or end it
+         *     (`maintenance: false`, nothing else).
+         * @example {
+         *       "duration_s": 7200,
+         *       "maintenance": true,
+         *       "reason": "disk swap"
+         *     }
+         * @example {
+         *       "maintenance": false
          *     }
          */
         MaintenanceUpdate: {
             /** Maintenance */
             maintenance: boolean;
+            /**
+             * Reason
+             * @description Why (required to start maintenance).
+             */
+            reason?: string | null;
+            /**
+             * Duration S
+             * @description Seconds from now until it ends by itself, 1 to 604800 (7 days).
+             */
+            duration_s?: number | null;
+            /**
+             * Until
+             * @description When it ends by itself, with its time zone: after now and at most 7 days from now.
+             */
+            until?: string | null;
+        };
+        /**
+         * MasterRoleRead
+         * @description Its master-side semi-sync as the last poll read it (MariaDB: rpl_semi_sync_master_*).
+         */
+        MasterRoleRead: {
+            /** Semi Sync */
+            semi_sync?: boolean | null;
+            /** Semi Sync Timeout Ms */
+            semi_sync_timeout_ms?: number | null;
+            /**
+             * Semi Sync Wait Point
+             * @description AFTER_SYNC (a commit is visible only once a replica has it) or AFTER_COMMIT.
+             */
+            semi_sync_wait_point?: string | null;
         };
         /**
          * MasterSwitch
@@ -3587,11 +3743,8 @@ export interface components {
             labels?: {
                 [key: string]: string;
             };
-            /**
-             * Maintenance
-             * @default false
-             */
-            maintenance: boolean;
+            /** @description Register it in maintenance: a reason and an end, as PUT …/maintenance takes them. */
+            maintenance?: components["schemas"]["MaintenanceStart"] | null;
             /**
              * @description Whether a failover or switchover may make this server a master: `prefer` first, `neutral`, `prefer_not` only when no better server can take over (a failover then moves the role on to a better one in a second operation), `must_not` never. A delayed replica is never promoted automatically, whatever its rule.
              * @default neutral
@@ -3690,8 +3843,13 @@ export interface components {
             labels: {
                 [key: string]: string;
             };
-            /** Maintenance */
+            /**
+             * Maintenance
+             * @description In maintenance now (kept out of orchestration): set, and its end not reached. A maintenance ends by itself at its `until`, whether or not the worker has cleared it yet.
+             */
             maintenance: boolean;
+            /** @description Who set the maintenance it is in, why, since and until when; None when not in maintenance. */
+            maintenance_detail?: components["schemas"]["MaintenanceRead"] | null;
             /**
              * @description Whether a failover or switchover may make this server a master: `prefer` first, `neutral`, `prefer_not` only when no better server can take over (a failover then moves the role on to a better one in a second operation), `must_not` never. A delayed replica is never promoted automatically, whatever its rule.
              * @default neutral
@@ -3736,6 +3894,8 @@ export interface components {
              * @description The server sends transactions to its replicas before they are durable in its own binlog (ferryd: durability none or network; MariaDB: sync_binlog other than 1): after a crash of its machine its replicas may hold transactions its binlog lost, so it must rejoin as a replica of whoever has them rather than serve as a master again. None: not read yet.
              */
             replicas_may_be_ahead?: boolean | null;
+            /** @description Its master-side semi-sync as the last poll read it; None when not read or the kind has none (ferryd's durability is a start-up flag). */
+            master_role?: components["schemas"]["MasterRoleRead"] | null;
             /** Gtid Binlog Pos */
             gtid_binlog_pos: string | null;
             /** Gtid Slave Pos */
@@ -3796,7 +3956,7 @@ export interface components {
         /**
          * ServerUpdate
          * @example {
-         *       "maintenance": true
+         *       "promotion_rule": "prefer"
          *     }
          */
         ServerUpdate: {
@@ -3812,8 +3972,6 @@ export interface components {
             labels?: {
                 [key: string]: string;
             } | null;
-            /** Maintenance */
-            maintenance?: boolean | null;
             /** @description Whether a failover or switchover may make this server a master: `prefer` first, `neutral`, `prefer_not` only when no better server can take over (a failover then moves the role on to a better one in a second operation), `must_not` never. A delayed replica is never promoted automatically, whatever its rule. */
             promotion_rule?: components["schemas"]["PromotionRule"] | null;
         };
@@ -4703,6 +4861,8 @@ export interface components {
             health: components["schemas"]["HealthState"];
             /** Maintenance */
             maintenance: boolean;
+            /** @description Who set the maintenance it is in, why, since and until when; None when not in maintenance. */
+            maintenance_detail?: components["schemas"]["MaintenanceRead"] | null;
             /** Read Only */
             read_only: boolean | null;
             /**
@@ -7230,6 +7390,78 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DrillRunRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    dry_run_api_v1_clusters__cluster_id__drills_dry_run_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DrillRunCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationRead"];
                 };
             };
             /** @description No or invalid API token */

@@ -11,6 +11,10 @@ describe("staleQueries", () => {
     expect(staleQueries(running)).toEqual([["operations"], ["operation", 4]]);
     expect(staleQueries({ ...running, state: "succeeded" })).toContainEqual(["topology"]);
   });
+  it("refreshes servers and topology when a maintenance starts or ends by itself", () => {
+    const ended = { event: "maintenance", server_id: 2, maintenance: false, by: "expiry" } as const;
+    expect(staleQueries(ended)).toEqual(expect.arrayContaining([["servers"], ["topology"]]));
+  });
   it("ignores the subscription greeting", () => {
     expect(staleQueries({ event: "subscribed", cluster_id: 1 })).toEqual([]);
   });

@@ -24,6 +24,7 @@ export function staleQueries(event: ClusterEvent): (string | number)[][] {
     case "health":
     case "read_only":
     case "fenced":
+    case "maintenance":
       return [["servers"], ["topology"], ["positions"]];
     case "link":
       return [["topology"], ["positions"]];

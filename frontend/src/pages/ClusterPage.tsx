@@ -1,5 +1,6 @@
 // One cluster: its header (name, live status, the settings for operators: edit, delete), the views as tabs (the tab is part of the path, each view's
-// state in the query string, kept when switching tabs), fed live by the cluster's server-sent events.
+// state in the query string, kept when switching tabs), fed live by the cluster's server-sent events. A server of it
+// has a page of its own under the same header (/clusters/:clusterId/servers/:serverId).
 import { NavLink, Navigate, useLocation, useParams } from "react-router-dom";
 import { useCluster } from "../api/queries";
 import { QueryState } from "../components/QueryState";
@@ -11,6 +12,7 @@ import { InterleavingsView } from "../features/interleavings/InterleavingsView";
 import { LagView } from "../features/lag/LagView";
 import { OperationsView } from "../features/operations/OperationsView";
 import { PositionsView } from "../features/positions/PositionsView";
+import { ServerView } from "../features/server/ServerView";
 import { TopologyView } from "../features/topology/TopologyView";
 import { TransportWarning } from "../features/topology/TransportWarning";
 import { LiveContext, type LiveMode } from "../live/LiveContext";
@@ -56,11 +58,13 @@ export function ClusterPage() {
   const params = useParams();
   const location = useLocation();
   const clusterId = Number(params.clusterId);
-  const tab = TABS.find((t) => t.id === params.tab)?.id;
+  const serverId = params.serverId === undefined ? null : Number(params.serverId);
+  const tab = serverId !== null ? "topology" : TABS.find((t) => t.id === params.tab)?.id;
   const cluster = useCluster(clusterId);
   const mode = useClusterEvents(clusterId);
 
   if (!Number.isInteger(clusterId) || clusterId < 1) return <Navigate to="/" replace />;
+  if (serverId !== null && (!Number.isInteger(serverId) || serverId < 1)) return <Navigate to={`/clusters/${clusterId}/topology`} replace />;
   if (!tab) return <Navigate to={`/clusters/${clusterId}/topology${location.search}`} replace />;
   const current = TABS.find((t) => t.id === tab)!;
 
@@ -86,9 +90,15 @@ export function ClusterPage() {
                 </NavLink>
               ))}
             </nav>
-            <section aria-label={current.label} className="tab-panel">
-              <TabContent tab={tab} clusterId={clusterId} clusterName={cluster.data.name} />
-            </section>
+            {serverId !== null ? (
+              <section aria-label="Server" className="tab-panel">
+                <ServerView clusterId={clusterId} serverId={serverId} />
+              </section>
+            ) : (
+              <section aria-label={current.label} className="tab-panel">
+                <TabContent tab={tab} clusterId={clusterId} clusterName={cluster.data.name} />
+              </section>
+            )}
           </>
         ) : null}
       </QueryState>

@@ -5,7 +5,7 @@ import { screen, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { describe, expect, it } from "vitest";
 import type { Schemas } from "../../api/client";
-import { CLUSTER, TOPOLOGY } from "../../test/fixtures";
+import { CLUSTER, TOPOLOGY, operation } from "../../test/fixtures";
 import { mockApi } from "../../test/mockApi";
 import { renderSignedIn } from "../../test/render";
 import { DrillsView } from "./DrillsView";
@@ -87,5 +87,35 @@ describe("DrillsView", () => {
     expect(within(history).getByText("canary 2-3-9 missing on c")).toBeTruthy();
     expect(screen.queryByRole("button")).toBeNull();
     expect(screen.queryByRole("group", { name: "Run a drill now" })).toBeNull();
+  });
+
+  it("previews a drill: the plan sent as a dry run, then its checks and its plan per domain, nothing run", async () => {
+    const PLAN = {
+      source: "a (server_id 1)", candidate: "b (server_id 2)",
+      positions: { "a (server_id 1)": { "1": "1-1-40" }, "b (server_id 2)": { "1": "1-1-40" } },
+      lenders: {}, afterwards: { "a (server_id 1)": ["'' from b (server_id 2)"] },
+    };
+    const CHECKS = [{ name: "candidate_eligible", passed: true, detail: "b (server_id 2) may be promoted" }];
+    const { requests } = mockApi({
+      "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+      "GET /api/v1/clusters/1/drills/schedules": () => ({ body: [] }),
+      "GET /api/v1/clusters/1/drills/runs": () => ({ body: [] }),
+      "POST /api/v1/clusters/1/drills/dry-run": () => ({ status: 202, body: operation({ id: 12 }) }),
+      "GET /api/v1/clusters/1/operations/12": () => ({
+        body: operation({ id: 12, state: "succeeded", result: { checks: CHECKS, old_master_server_id: 1, new_master_server_id: 2, plan: PLAN } }),
+      }),
+    });
+    const user = userEvent.setup();
+    renderSignedIn(<DrillsView clusterId={1} clusterName={CLUSTER.name} />, { role: "operator" });
+    const form = await screen.findByRole("group", { name: "Run a drill now" });
+    await user.click(within(form).getByRole("button", { name: "Preview (dry run)" }));
+    const preview = await within(form).findByRole("region", { name: "Drill preview" });
+    expect(within(preview).getByText("Plan: b (server_id 2) replaces a (server_id 1)")).toBeTruthy();
+    expect(within(preview).getByText("Candidate eligible")).toBeTruthy();
+    expect(within(preview).getByRole("table", { name: "Positions per domain before the switchover" })).toBeTruthy();
+    const writes = requests.filter((r) => r.method !== "GET").map((r) => [r.path, r.body]);
+    expect(writes).toEqual([
+      ["/api/v1/clusters/1/drills/dry-run", { candidate_strategy: "rotation", candidate_server_id: null, switch_back: true, webhook_url: null }],
+    ]);
   });
 });

@@ -1,5 +1,6 @@
 // Run a drill now (a real switchover under a canary workload, verified): with a schedule's plan or one given
-// here, after typing the cluster's name; then its state, figures and the operation's steps, live.
+// here, previewed first if wished (a dry run: the preflight and the plan per domain, nothing changed), after typing
+// the cluster's name; then its state, figures and the operation's steps, live.
 import { useState } from "react";
 import type { Schemas } from "../../api/client";
 import { useDrillRun, useRunDrill, type DrillSchedule } from "../../api/drills";
@@ -8,6 +9,7 @@ import { ErrorMessage } from "../../components/QueryState";
 import { StepProgress } from "../operations/StepProgress";
 import { TypedConfirmation } from "../operations/TypedConfirmation";
 import { DrillOutcome } from "./DrillOutcome";
+import { DrillPreview } from "./DrillPreview";
 import { EMPTY_PLAN, PlanFields, planBody, type Plan } from "./PlanFields";
 
 interface Props {
@@ -53,6 +55,7 @@ export function RunNowForm({ clusterId, clusterName, schedules, nodes, serverNam
         </select>
       </label>
       {source === "plan" ? <PlanFields plan={plan} onChange={setPlan} nodes={nodes} /> : null}
+      <DrillPreview clusterId={clusterId} body={body} planKey={`${source}:${JSON.stringify(plan)}`} />
       {runId === null || ended ? (
         <div className="confirm-run">
           <TypedConfirmation expected={clusterName} value={typed} onChange={setTyped} />

@@ -1,11 +1,18 @@
-// Per-server flags an operator sets directly (not operations): maintenance on/off and clearing a fence; and,
-// when a failover suspended automatic failover, acknowledging it. Each asks once before it acts.
+// Per-server flags an operator sets directly (not operations): maintenance (a reason and a duration; who set it,
+// why and "ends in …" shown; ended early by a second press) and clearing a fence; and, when a failover suspended
+// automatic failover, acknowledging it. Each asks once before it acts.
+import { useState } from "react";
+import { Link } from "react-router-dom";
 import { useAcknowledgeFailover, useSetMaintenance, useUnfence } from "../../api/mutations";
 import { useCluster, useServers } from "../../api/queries";
 import { ConfirmButton } from "../../components/ConfirmButton";
 import { ErrorMessage, QueryState } from "../../components/QueryState";
 import { Badge } from "../../components/StatusBadge";
 import { formatTime } from "../../lib/format";
+import { useNow } from "../../lib/useNow";
+import { inMaintenance } from "../maintenance/maintenance";
+import { MaintenanceForm } from "../maintenance/MaintenanceForm";
+import { MaintenanceNote, useRefreshOnMaintenanceEnd } from "../maintenance/MaintenanceNote";
 
 export function FailoverSuspension({ clusterId }: { clusterId: number }) {
   const cluster = useCluster(clusterId);
@@ -31,6 +38,9 @@ export function ServerFlags({ clusterId }: { clusterId: number }) {
   const servers = useServers(clusterId);
   const maintenance = useSetMaintenance(clusterId);
   const unfence = useUnfence(clusterId);
+  const [editing, setEditing] = useState<number | null>(null);
+  const now = useNow();
+  useRefreshOnMaintenanceEnd(clusterId, servers.data, now);
   return (
     <QueryState isPending={servers.isPending} error={servers.error} what="servers">
       <table className="data" aria-label="Server flags">
@@ -44,15 +54,23 @@ export function ServerFlags({ clusterId }: { clusterId: number }) {
         <tbody>
           {servers.data?.map((server) => (
             <tr key={server.id}>
-              <th scope="row">{server.name}</th>
+              <th scope="row"><Link to={`/clusters/${clusterId}/servers/${server.id}`}>{server.name}</Link></th>
               <td>
-                {server.maintenance ? <Badge tone="warn" symbol="⚑">in maintenance</Badge> : "no"}{" "}
-                <ConfirmButton
-                  label={server.maintenance ? "End maintenance" : "Start maintenance"}
-                  confirmLabel={server.maintenance ? `End maintenance of ${server.name}` : `Put ${server.name} in maintenance`}
-                  disabled={maintenance.isPending}
-                  onConfirm={() => maintenance.mutate({ serverId: server.id, maintenance: !server.maintenance })}
-                />
+                <MaintenanceNote server={server} now={now} />{" "}
+                {inMaintenance(server, now) ? (
+                  <ConfirmButton
+                    label="End maintenance"
+                    confirmLabel={`End maintenance of ${server.name}`}
+                    disabled={maintenance.isPending}
+                    onConfirm={() => maintenance.mutate({ serverId: server.id, body: { maintenance: false } })}
+                  />
+                ) : editing === server.id ? (
+                  <MaintenanceForm clusterId={clusterId} server={server} onDone={() => setEditing(null)} />
+                ) : (
+                  <button type="button" onClick={() => setEditing(server.id)}>
+                    Start maintenance
+                  </button>
+                )}
               </td>
               <td>
                 {server.fenced ? (

@@ -23,7 +23,10 @@ export function EmptyCluster({ clusterId }: { clusterId: number }) {
           <code>ferryctl servers add {clusterName} --name NAME --host HOST --protocol-port PORT --admin-port PORT</code>.
         </li>
       </ul>
-      <p className="small muted">Registering a new cluster from the overview does both at once.</p>
+      <p className="small muted">
+        Registering a new cluster from the overview does both at once; an operator can also{" "}
+        <a href="#add-server">add a server or discover from one below</a>.
+      </p>
     </section>
   );
 }

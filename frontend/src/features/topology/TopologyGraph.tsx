@@ -3,6 +3,7 @@
 // per replication connection from master to replica, labelled with its name, state and lag where the label
 // overlaps no other (layout.ts).
 import { useEffect, useRef, useState } from "react";
+import { useNavigate } from "react-router-dom";
 import type { Schemas } from "../../api/client";
 import { healthTone } from "../../components/StatusBadge";
 import { connectionState } from "./connectionState";
@@ -30,7 +31,8 @@ function shorten(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-function NodeBox({ placed, fenced }: { placed: PlacedNode; fenced: boolean }) {
+function NodeBox({ placed, fenced, clusterId }: { placed: PlacedNode; fenced: boolean; clusterId: number }) {
+  const navigate = useNavigate();
   const { node, x, y, label } = placed;
   if (!node) {
     return (
@@ -49,6 +51,7 @@ function NodeBox({ placed, fenced }: { placed: PlacedNode; fenced: boolean }) {
   ].filter(Boolean);
   const description = `${node.name}: ${node.role}, ${node.health}, ${flags.join(", ")}`;
   const software = `${node.kind === "mariadb" ? "MariaDB" : "ferryd"}${node.version ? ` ${node.version}` : ""}`;
+  const href = `/clusters/${clusterId}/servers/${node.server_id}`;
   return (
     <g
       className={`topo-node tone-${healthTone(node.health)}${isMaster ? " topo-master" : ""}`}
@@ -57,6 +60,8 @@ function NodeBox({ placed, fenced }: { placed: PlacedNode; fenced: boolean }) {
       aria-label={description}
       data-server={node.name}
     >
+      {/* The box is a link to the server's page, followed by the router (no reload), by mouse or keyboard. */}
+      <a href={href} onClick={(e) => { e.preventDefault(); navigate(href); }} aria-label={`${node.name}: open its page`}>
       <title>{`${description} (${software})`}</title>
       <rect width={NODE_W} height={NODE_H} rx={8} strokeWidth={isMaster ? 3 : 1.5} />
       <text x={12} y={22} className="topo-title">
@@ -77,6 +82,7 @@ function NodeBox({ placed, fenced }: { placed: PlacedNode; fenced: boolean }) {
       <text x={12} y={94} className="small mono">
         {shorten(node.gtid_current_pos ?? "no position", 30)}
       </text>
+      </a>
     </g>
   );
 }
@@ -121,7 +127,7 @@ export function TopologyGraph({ topology, fenced = new Set<number>() }: { topolo
         ))}
         <g role="list">
           {layout.nodes.map((placed) => (
-            <NodeBox key={placed.key} placed={placed} fenced={placed.node != null && fenced.has(placed.node.server_id)} />
+            <NodeBox key={placed.key} placed={placed} fenced={placed.node != null && fenced.has(placed.node.server_id)} clusterId={topology.cluster_id} />
           ))}
         </g>
       </svg>

@@ -4,13 +4,17 @@
 // server's own code and message, e.g. MariaDB's 1062), which are also what keyboard and screen-reader users read.
 // A connection stopped by an SQL error offers operators "Skip and restart" (SkipTransactions); viewers see no control.
 // A cluster without servers says how to add them (EmptyCluster).
+import { Link } from "react-router-dom";
 import type { Schemas } from "../../api/client";
 import { useServers, useTopology } from "../../api/queries";
 import { RequireRole } from "../../auth/RequireRole";
 import { QueryState } from "../../components/QueryState";
 import { Badge, HealthBadge } from "../../components/StatusBadge";
 import { formatLag } from "../../lib/format";
+import { useNow } from "../../lib/useNow";
+import { MaintenanceNote, useRefreshOnMaintenanceEnd } from "../maintenance/MaintenanceNote";
 import { ClusterAlerts } from "./ClusterAlerts";
+import { ServerAdmin } from "../serverAdmin/ServerAdmin";
 import { EmptyCluster } from "./EmptyCluster";
 import { ConnectionSettings } from "./ConnectionSettings";
 import { connectionState } from "./connectionState";
@@ -29,6 +33,8 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
   const servers = useServers(clusterId);
   const fenced = new Map(servers.data?.filter((s) => s.fenced).map((s) => [s.id, s.fence_reason ?? "fenced"]) ?? []);
   const data = topology.data;
+  const now = useNow();
+  useRefreshOnMaintenanceEnd(clusterId, data?.nodes, now);
   const names = new Map(data?.nodes.map((n) => [n.server_id, n.name]) ?? []);
   return (
     <QueryState isPending={topology.isPending} error={topology.error} what="topology">
@@ -58,7 +64,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
               <tbody>
                 {data.nodes.map((node) => (
                   <tr key={node.server_id}>
-                    <th scope="row">{node.name}</th>
+                    <th scope="row"><Link to={`/clusters/${clusterId}/servers/${node.server_id}`}>{node.name}</Link></th>
                     <td>{node.role === "master" ? <strong>★ master</strong> : node.role}</td>
                     <td>
                       {KIND_NAMES[node.kind ?? "ferry"]}
@@ -79,7 +85,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                     </td>
                     <td><HealthBadge health={node.health} /></td>
                     <td>{node.read_only == null ? "unknown" : node.read_only ? <Badge tone="info">read-only</Badge> : "writable"}</td>
-                    <td>{node.maintenance ? <Badge tone="warn" symbol="⚑">maintenance</Badge> : "no"}</td>
+                    <td><MaintenanceNote server={node} now={now} short /></td>
                     <td>{fenced.has(node.server_id) ? <Badge tone="bad" symbol="⛔">{`fenced: ${fenced.get(node.server_id)}`}</Badge> : "no"}</td>
                     <td className="mono">{node.gtid_current_pos ?? "—"}</td>
                   </tr>
@@ -150,6 +156,8 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
           )}
         </>
       ) : null}
+      {/* One place whether the cluster is empty or not: what it says after adding the first server stays. */}
+      {data ? <ServerAdmin clusterId={clusterId} open={data.nodes.length === 0} /> : null}
     </QueryState>
   );
 }

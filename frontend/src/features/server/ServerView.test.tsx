@@ -1,0 +1,79 @@
+// The server page against a fake backend: the server's label, kind, addresses, role, binlog format and master-side
+// semi-sync; its
+// connection with its settings (delay, parallel mode × workers, semi-sync, heartbeat in the full list); its positions
+// per domain; its maintenance with owner, reason and end; and only the operations and audit rows that concern it.
+import { screen, within } from "@testing-library/react";
+import { describe, expect, it } from "vitest";
+import type { Schemas } from "../../api/client";
+import { TOPOLOGY, operation } from "../../test/fixtures";
+import { mockApi } from "../../test/mockApi";
+import { renderSignedIn } from "../../test/render";
+import { ServerView } from "./ServerView";
+
+const SERVER = {
+  id: 2, cluster_id: 1, name: "b", label: "b (server_id 2)", kind: "mariadb", host: "10.0.0.2", protocol_port: 3306,
+  admin_port: 3306, labels: { dc: "east" }, maintenance: true,
+  maintenance_detail: { owner: "alice", reason: "disk swap", since: null, until: new Date(Date.now() + 7_200_000).toISOString() },
+  promotion_rule: "prefer", origin: "registered", fenced: false, fenced_at: null, fence_reason: null, health: "healthy",
+  consecutive_failures: 0, last_seen_at: "2026-11-26T13:00:00Z", last_error: null, reported_server_id: 2, read_only: true,
+  binlog_format: "ROW", version: "10.11.6-MariaDB", replicas_may_be_ahead: false,
+  master_role: { semi_sync: true, semi_sync_timeout_ms: 10000, semi_sync_wait_point: "AFTER_SYNC" }, gtid_binlog_pos: "2-2-7",
+  gtid_slave_pos: "1-1-102", gtid_current_pos: "1-1-102,2-2-7", created_at: "2026-01-01T00:00:00Z", updated_at: "2026-01-01T00:00:00Z",
+} as Schemas["ServerRead"];
+
+const SETTINGS = { delay_s: 30, ignore_duplicates: false, heartbeat_ms: 1000, parallel_mode: "optimistic", workers: 4,
+  domain_workers_max: 2, semi_sync_replica: false, filters: {} };
+
+describe("ServerView", () => {
+  it("shows the server, its connection's settings, positions per domain, maintenance and what concerns it", async () => {
+    const topology = { ...TOPOLOGY, edges: TOPOLOGY.edges.map((e) => (e.replica_server_id === 2 ? { ...e, settings: SETTINGS } : e)) };
+    mockApi({
+      "GET /api/v1/clusters/1/servers": () => ({ body: [SERVER] }),
+      "GET /api/v1/clusters/1/topology": () => ({ body: topology }),
+      "GET /api/v1/clusters/1/operations": () => ({
+        body: [operation({ id: 7, state: "succeeded", params: { candidate_server_id: 2 } } as never),
+               operation({ id: 8, state: "succeeded", params: { candidate_server_id: 3 } } as never)],
+      }),
+      "GET /api/v1/audit": () => ({
+        body: [
+          { id: 1, at: "2026-11-26T12:00:00Z", actor: "alice", token_id: 1, action: "set_maintenance", method: "PUT", path: "/x",
+            cluster_id: 1, outcome: "succeeded", status_code: 200, details: { path_params: { server_id: "2" }, reason: "disk swap" } },
+          { id: 2, at: "2026-11-26T12:00:00Z", actor: "bob", token_id: 2, action: "unfence_server", method: "POST", path: "/y",
+            cluster_id: 1, outcome: "succeeded", status_code: 200, details: { path_params: { server_id: "3" } } },
+        ],
+      }),
+    });
+    renderSignedIn(<ServerView clusterId={1} serverId={2} />, { role: "viewer" });
+    const page = await screen.findByRole("article", { name: "b (server_id 2)" });
+    expect(within(page).getByRole("heading", { name: "b (server_id 2)" })).toBeTruthy();
+    expect(within(page).getByText("MariaDB — 10.11.6-MariaDB")).toBeTruthy();
+    expect(within(page).getAllByText("10.0.0.2:3306", { selector: "dd" })).toHaveLength(2); // SQL and admin: one port
+    expect(await within(page).findByText("replica", { selector: "dd" })).toBeTruthy();
+    expect(within(page).getByText("ROW")).toBeTruthy();
+    expect(within(page).getByText("on, AFTER_SYNC, timeout 10000 ms")).toBeTruthy();
+    expect(within(page).getByText(/by alice: disk swap · ends in (1 h 59 min|2 h 00 min)/)).toBeTruthy();
+
+    const connections = within(page).getByRole("table", { name: "Replication connections" });
+    expect(within(connections).getByText("a (server_id 1)")).toBeTruthy();
+    expect(within(connections).getByText("delay 30 s · optimistic × 4 (2/domain) · async")).toBeTruthy();
+    expect(within(connections).getByText("1000 ms")).toBeTruthy();
+
+    const positions = within(page).getByRole("table", { name: "Positions per domain" });
+    expect(within(positions).getAllByRole("row").map((r) => r.textContent)).toEqual([
+      "Domaingtid_binlog_posgtid_slave_posgtid_current_pos", "1—1-1-1021-1-102", "22-2-7—2-2-7",
+    ]);
+    expect((await within(page).findByRole("list", { name: "Recent operations" })).textContent).toMatch(/^#7 Switchover/);
+    const audit = await within(page).findByRole("list", { name: "Audit rows" });
+    expect(within(audit).getAllByRole("listitem")).toHaveLength(1);
+    expect(audit.textContent).toContain("alice: Set maintenance — succeeded (disk swap)");
+  });
+
+  it("says when the server is not in the cluster", async () => {
+    mockApi({
+      "GET /api/v1/clusters/1/servers": () => ({ body: [SERVER] }),
+      "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+    });
+    renderSignedIn(<ServerView clusterId={1} serverId={99} />, { role: "viewer" });
+    expect((await screen.findByRole("alert")).textContent).toBe("The server with id 99 is not in this cluster (removed?).");
+  });
+});

@@ -1,0 +1,202 @@
+// One server on a page of its own: its label (name and server_id), kind and version, addresses, role, health,
+// read-only, binlog format, semi-sync as a master, promotion rule and labels; its maintenance (who, why, ends in …) and fence; each
+// replication connection it has, with its state, lag and settings (delay, parallel mode × workers, semi-sync,
+// filters, heartbeat), and the replicas that follow it; its positions per domain; and the recent operations and audit
+// rows that concern it. Every table scrolls within its box, so a phone's width holds.
+import type { ReactNode } from "react";
+import { Link } from "react-router-dom";
+import type { Schemas } from "../../api/client";
+import { useAudit, useOperations, useServers, useTopology } from "../../api/queries";
+import { QueryState } from "../../components/QueryState";
+import { Badge, HealthBadge } from "../../components/StatusBadge";
+import { formatLag, formatTime, humanize } from "../../lib/format";
+import { LiveMaintenanceNote } from "../maintenance/MaintenanceNote";
+import { ConnectionSettings } from "../topology/ConnectionSettings";
+import { connectionState } from "../topology/connectionState";
+import { auditTouches, domainPositions, operationTouches } from "./serverFacts";
+
+const KIND_NAMES: Record<Schemas["ServerKind"], string> = { ferry: "ferryd", mariadb: "MariaDB" };
+
+function address(host: string, port: number | null | undefined): string {
+  if (port == null) return "not known";
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** Its master-side semi-sync in words: "on, AFTER_SYNC, timeout 10000 ms", "off", or not read. */
+export function semiSync(role: Schemas["MasterRoleRead"] | null | undefined): string {
+  if (role == null || role.semi_sync == null) return "not reported";
+  if (!role.semi_sync) return "off";
+  return ["on", role.semi_sync_wait_point, role.semi_sync_timeout_ms != null ? `timeout ${role.semi_sync_timeout_ms} ms` : null]
+    .filter(Boolean)
+    .join(", ");
+}
+
+function Facts({ server, node }: { server: Schemas["ServerRead"]; node: Schemas["TopologyNode"] | undefined }) {
+  const rows: [string, ReactNode][] = [
+    ["Kind", `${KIND_NAMES[server.kind]}${server.version ? ` — ${server.version}` : ""}`],
+    ["Address", address(server.host, server.protocol_port)],
+    ["Admin address", server.admin_port == null ? "none (not polled)" : address(server.host, server.admin_port)],
+    ["Role", node?.role ?? "not known"],
+    ["Health", <HealthBadge key="h" health={server.health} />],
+    ["Read-only", server.read_only == null ? "unknown" : server.read_only ? "yes" : "no (writable)"],
+    ["Binlog format", server.binlog_format ?? "not reported"],
+    ["Semi-sync (as a master)", semiSync(server.master_role)],
+    ["Replicas may be ahead", server.replicas_may_be_ahead == null ? "not read yet" : server.replicas_may_be_ahead ? "yes" : "no"],
+    ["Promotion rule", server.promotion_rule],
+    ["Labels", Object.entries(server.labels).map(([k, v]) => `${k}=${v}`).join(", ") || "none"],
+    ["Last seen", server.last_seen_at ? formatTime(server.last_seen_at) : "never"],
+    ["Last error", server.last_error ?? "none"],
+  ];
+  return (
+    <dl className="facts">
+      {rows.map(([term, value]) => (
+        <div key={term}>
+          <dt>{term}</dt>
+          <dd>{value}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+function Connections({ edges, names, title, side }: {
+  edges: Schemas["TopologyEdge"][];
+  names: Map<number, string>;
+  title: string;
+  side: "master" | "replica";
+}) {
+  if (edges.length === 0) return <p className="muted">{side === "master" ? "It replicates from no server." : "No server replicates from it."}</p>;
+  return (
+    <div className="scroll-x">
+      <table className="data" aria-label={title}>
+        <thead>
+          <tr>
+            <th scope="col">{side === "master" ? "Master" : "Replica"}</th>
+            <th scope="col">Connection</th>
+            <th scope="col">State</th>
+            <th scope="col">Lag</th>
+            {side === "master" ? <th scope="col">Settings</th> : null}
+          </tr>
+        </thead>
+        <tbody>
+          {edges.map((edge) => {
+            const other = side === "master" ? edge.master_server_id : edge.replica_server_id;
+            const state = connectionState(edge);
+            return (
+              <tr key={edge.link_id}>
+                <th scope="row">{other != null ? names.get(other) ?? `server ${other}` : edge.master_address ?? "unknown"}</th>
+                <td className="mono">{edge.connection || "(default)"}</td>
+                <td><Badge tone={state.tone}>{state.text}</Badge></td>
+                <td>{formatLag(edge.lag ? Object.values(edge.lag).reduce<{ seconds: number; transactions: number } | null>(
+                  (worst, l) => ({ seconds: Math.max(worst?.seconds ?? 0, l.seconds), transactions: Math.max(worst?.transactions ?? 0, l.transactions) }), null) : null)}</td>
+                {side === "master" ? <td><ConnectionSettings settings={edge.settings} /></td> : null}
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function Positions({ server }: { server: Schemas["ServerRead"] }) {
+  const rows = domainPositions(server);
+  if (rows.length === 0) return <p className="muted">No position read yet.</p>;
+  return (
+    <div className="scroll-x">
+      <table className="data" aria-label="Positions per domain">
+        <thead>
+          <tr>
+            <th scope="col">Domain</th>
+            <th scope="col">gtid_binlog_pos</th>
+            <th scope="col">gtid_slave_pos</th>
+            <th scope="col">gtid_current_pos</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((row) => (
+            <tr key={row.domain}>
+              <th scope="row">{row.domain}</th>
+              <td className="mono">{row.binlog ?? "—"}</td>
+              <td className="mono">{row.slave ?? "—"}</td>
+              <td className="mono">{row.current ?? "—"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function History({ clusterId, serverId }: { clusterId: number; serverId: number }) {
+  const operations = useOperations(clusterId, 200);
+  const audit = useAudit(clusterId, 500);
+  const touching = (operations.data ?? []).filter((op) => operationTouches(op, serverId)).slice(0, 10);
+  const rows = (audit.data ?? []).filter((entry) => auditTouches(entry, serverId)).slice(0, 10);
+  return (
+    <>
+      <h2>Recent operations</h2>
+      {touching.length === 0 ? (
+        <p className="muted">No recent operation named it.</p>
+      ) : (
+        <ul aria-label="Recent operations" className="small">
+          {touching.map((op) => (
+            <li key={op.id}>
+              #{op.id} {humanize(op.type)}{op.dry_run ? " (dry run)" : ""} — {op.state}, {formatTime(op.created_at)} by {op.requester}
+            </li>
+          ))}
+        </ul>
+      )}
+      <h2>Audit</h2>
+      {rows.length === 0 ? (
+        <p className="muted">No audit row names it.</p>
+      ) : (
+        <ul aria-label="Audit rows" className="small">
+          {rows.map((entry) => (
+            <li key={entry.id}>
+              {formatTime(entry.at)} {entry.actor ?? "the control plane"}: {humanize(entry.action)} — {entry.outcome}
+              {typeof (entry.details as { reason?: unknown }).reason === "string" ? ` (${(entry.details as { reason: string }).reason})` : ""}
+            </li>
+          ))}
+        </ul>
+      )}
+    </>
+  );
+}
+
+export function ServerView({ clusterId, serverId }: { clusterId: number; serverId: number }) {
+  const servers = useServers(clusterId);
+  const topology = useTopology(clusterId);
+  const server = servers.data?.find((s) => s.id === serverId);
+  const node = topology.data?.nodes.find((n) => n.server_id === serverId);
+  const names = new Map(topology.data?.nodes.map((n) => [n.server_id, n.label]) ?? []);
+  const edges = topology.data?.edges ?? [];
+  return (
+    <QueryState isPending={servers.isPending} error={servers.error} what="server">
+      {servers.data && !server ? (
+        <p role="alert" className="error">The server with id {serverId} is not in this cluster (removed?).</p>
+      ) : null}
+      {server ? (
+        <article className="server-page" aria-label={server.label}>
+          <h2 className="server-label">{server.label}</h2>
+          <Facts server={server} node={node} />
+          <h2>Maintenance and fence</h2>
+          <p>
+            Maintenance: <LiveMaintenanceNote clusterId={clusterId} server={server} />
+          </p>
+          <p>
+            Fence: {server.fenced ? <Badge tone="bad" symbol="⛔">{`fenced: ${server.fence_reason ?? "by a failover"}`}</Badge> : "no"}
+          </p>
+          <h2>Replicates from</h2>
+          <Connections edges={edges.filter((e) => e.replica_server_id === serverId)} names={names} title="Replication connections" side="master" />
+          <h2>Replicas</h2>
+          <Connections edges={edges.filter((e) => e.master_server_id === serverId)} names={names} title="Replicas" side="replica" />
+          <h2>Positions per domain</h2>
+          <Positions server={server} />
+          <History clusterId={clusterId} serverId={serverId} />
+          <p><Link to={`/clusters/${clusterId}/topology`}>← the cluster's topology</Link></p>
+        </article>
+      ) : null}
+    </QueryState>
+  );
+}

@@ -1,0 +1,24 @@
+// The cluster page's server administration, for operators (the API's role for adding servers and discovery): add a
+// server (then discover from it), and discover from a registered one. A viewer sees none of it.
+import { useState } from "react";
+import { useServers } from "../../api/queries";
+import { RequireRole } from "../../auth/RequireRole";
+import { AddServerForm } from "./AddServerForm";
+import { DiscoverFromServer } from "./DiscoverFromServer";
+
+/** `open`: shown unfolded at first (an empty cluster); the reader may fold it, and it stays as they left it. */
+export function ServerAdmin({ clusterId, open = false }: { clusterId: number; open?: boolean }) {
+  const servers = useServers(clusterId);
+  const [openAtFirst] = useState(open);
+  return (
+    <RequireRole role="operator">
+      <section id="add-server" aria-label="Add servers" className="server-admin">
+        <details open={openAtFirst}>
+          <summary>Add a server, discover servers</summary>
+          <AddServerForm clusterId={clusterId} />
+          <DiscoverFromServer clusterId={clusterId} servers={servers.data ?? []} />
+        </details>
+      </section>
+    </RequireRole>
+  );
+}
