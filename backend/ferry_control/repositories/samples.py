@@ -25,6 +25,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ferry_control.models import LagSample, PositionSample, ReplicationLink, Server
 
 
+def once(statement: Any, name: str) -> Any:
+    """`statement` as a common table expression computed once (MATERIALIZED, which PostgreSQL 12+ and SQLite 3.35+
+    both honour): the per-bucket aggregate joined back to its last samples must never be re-run per sample, which
+    a planner without statistics yet (a burst of inserts) was seen to choose."""
+    return statement.cte(name).prefix_with("MATERIALIZED")
+
+
 class SampleRepository:
     def __init__(self, session: AsyncSession):
         self.session = session
@@ -111,7 +118,8 @@ class SampleRepository:
             select(PositionSample.server_id, PositionSample.domain_id, func.min(PositionSample.seq_no).label("lo"),
                    func.max(PositionSample.id).label("last_id")).select_from(PositionSample),
             cluster_id, since, until, server_id, domain_id,
-        ).group_by(PositionSample.server_id, PositionSample.domain_id, bucket).subquery()  # fmt: skip
+        ).group_by(PositionSample.server_id, PositionSample.domain_id, bucket)  # fmt: skip
+        grouped = once(grouped, "position_buckets")
         statement = (
             select(PositionSample, grouped.c.lo)
             .join(grouped, PositionSample.id == grouped.c.last_id)
@@ -170,7 +178,8 @@ class SampleRepository:
                    func.max(LagSample.seconds).label("hi"), func.max(LagSample.id).label("last_id")).select_from(
                 LagSample),
             cluster_id, since, until, replica_server_id, domain_id,
-        ).group_by(LagSample.link_id, LagSample.domain_id, bucket).subquery()  # fmt: skip
+        ).group_by(LagSample.link_id, LagSample.domain_id, bucket)  # fmt: skip
+        grouped = once(grouped, "lag_buckets")
         statement = (
             select(LagSample, ReplicationLink, grouped.c.lo, grouped.c.hi)
             .join(grouped, LagSample.id == grouped.c.last_id)
