@@ -244,6 +244,11 @@ async def main() -> None:
                 "read_errors": result["errors"],
                 "read_p50_ms": round(1000 * quantile(latencies, 0.5), 1),
                 "read_p99_ms": round(1000 * quantile(latencies, 0.99), 1),
+                "read_p50_p99_ms_by_kind": {
+                    kind: [round(1000 * quantile(seen, q), 1) for q in (0.5, 0.99)]
+                    for kind, seen in result["by_kind"].items()
+                    if seen
+                },
                 "switchovers": len(windows),
                 "unavailable_ms_median": round(1000 * statistics.median(windows), 1),
                 "unavailable_ms_max": round(1000 * max(windows), 1),
@@ -268,6 +273,7 @@ async def measure(client: httpx.AsyncClient, cluster_id: int, ids: dict[str, int
         "interleavings": f"/api/v1/clusters/{cluster_id}/interleavings?limit=50",
     }
     latencies: list[float] = []
+    by_kind: dict[str, list[float]] = {kind: [] for kind in READS}
     errors: dict[str, int] = {}
     in_flight: set[asyncio.Task[None]] = set()
 
@@ -283,6 +289,7 @@ async def measure(client: httpx.AsyncClient, cluster_id: int, ids: dict[str, int
             errors[f"{kind} {type(e).__name__}"] = errors.get(f"{kind} {type(e).__name__}", 0) + 1
             return
         latencies.append(time.perf_counter() - started)
+        by_kind[kind].append(latencies[-1])
 
     windows: list[float] = []
 
@@ -317,7 +324,7 @@ async def measure(client: httpx.AsyncClient, cluster_id: int, ids: dict[str, int
         await asyncio.sleep(max(0.0, started + n * interval - time.monotonic()))  # the read schedule
     await switching
     await asyncio.gather(*in_flight)
-    return {"windows": windows, "latencies": latencies, "errors": errors}
+    return {"windows": windows, "latencies": latencies, "by_kind": by_kind, "errors": errors}
 
 
 async def current_master(client: httpx.AsyncClient, cluster_id: int, ids: dict[str, int]) -> str:
