@@ -25,6 +25,7 @@ from ferry_control.core.concurrency import ConcurrencyLimit
 from ferry_control.core.config import Settings, get_settings
 from ferry_control.core.db import create_engine, create_sessionmaker
 from ferry_control.core.errors import install_error_handlers
+from ferry_control.core.heap import startup_heap_set_aside
 from ferry_control.core.metrics import RequestMetricsMiddleware
 from ferry_control.core.rate_limit import RateLimiter
 from ferry_control.dashboard import dashboard_dir, mount_dashboard
@@ -65,7 +66,8 @@ def create_app(
         denials.start()
         await plane.start()
         try:
-            yield
+            with startup_heap_set_aside():  # full collections walk only what came after start-up
+                yield
         finally:
             await plane.stop()
             await denials.stop()

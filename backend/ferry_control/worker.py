@@ -21,6 +21,7 @@ from prometheus_client import start_http_server
 
 from ferry_control.core.config import Settings, get_settings
 from ferry_control.core.db import create_engine, create_sessionmaker
+from ferry_control.core.heap import startup_heap_set_aside
 from ferry_control.plane import ControlPlane
 
 log = logging.getLogger("ferry_control.worker")
@@ -39,7 +40,8 @@ async def run_worker(settings: Settings, *, metrics_port: int | None = None) -> 
             start_http_server(metrics_port, addr="127.0.0.1", registry=plane.metrics.registry)
         await plane.start()
         print(f"worker ready {plane.instance_id}", flush=True)
-        await stopping.wait()
+        with startup_heap_set_aside():  # full collections walk only what came after start-up
+            await stopping.wait()
         log.info("worker %s stopping", plane.instance_id)
     finally:
         await plane.stop()
