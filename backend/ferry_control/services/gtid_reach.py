@@ -8,7 +8,7 @@ uses it to tell "never here" from "not here yet"."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -69,17 +69,11 @@ def never_reasons(
         if link.master_id in by_id:
             downstream.setdefault(link.master_id, []).append(link)
 
-    def reach(*, filtered: bool) -> set[int]:
-        seen, todo = set(origins), list(origins)
-        while todo:
-            for link in downstream.get(todo.pop(), []):
-                if link.replica_id in seen or (filtered and blocking_filter(link.filters, domain, origin)):
-                    continue
-                seen.add(link.replica_id)
-                todo.append(link.replica_id)
-        return seen
+    def passes(link: ReachLink) -> bool:
+        return blocking_filter(link.filters, domain, origin) is None
 
-    receives, downstream_at_all = reach(filtered=True), reach(filtered=False)
+    receives = origins | _below(downstream, origins, passes)
+    downstream_at_all = origins | _below(downstream, origins)
     origin_label = by_id[min(origins)].label
     reasons: dict[int, str] = {}
     for server in servers:
@@ -97,7 +91,7 @@ def never_reasons(
             if link.master_id in receives
             and link.replica_id in downstream_at_all
             and (name := blocking_filter(link.filters, domain, origin)) is not None
-            and (link.replica_id == server.id or server.id in _below(downstream, link.replica_id))
+            and (link.replica_id == server.id or server.id in _below(downstream, {link.replica_id}))
         ]
         named = "; ".join(
             f"{label}'s connection {connection or '(default)'} filters it out ({name})"
@@ -107,13 +101,16 @@ def never_reasons(
     return reasons
 
 
-def _below(downstream: Mapping[int, list[ReachLink]], start: int) -> set[int]:
-    """Every server downstream of `start` (not itself unless in a cycle)."""
+def _below(
+    downstream: Mapping[int, list[ReachLink]], starts: Iterable[int], passes: Callable[[ReachLink], bool] | None = None
+) -> set[int]:
+    """Every server downstream of `starts` through links that `passes` lets through (all, when None); a start is in
+    it only when a cycle leads back to it."""
     seen: set[int] = set()
-    todo = [start]
+    todo = list(starts)
     while todo:
         for link in downstream.get(todo.pop(), []):
-            if link.replica_id not in seen:
+            if link.replica_id not in seen and (passes is None or passes(link)):
                 seen.add(link.replica_id)
                 todo.append(link.replica_id)
     return seen
