@@ -27,6 +27,7 @@ from ferry_control.schemas.drill import DrillRunCreate, DrillScheduleCreate, Dri
 from ferry_control.schemas.operation import DrillParams, SwitchoverParams
 from ferry_control.services.clusters import ClusterService, check_webhook
 from ferry_control.services.operations import OperationService
+from ferry_control.services.orchestrator.drill import next_in_rotation
 from ferry_control.services.orchestrator.runner import OperationRunner
 
 #: How many upcoming run times a schedule shows.
@@ -225,9 +226,7 @@ class DrillService:
         )  # fmt: skip
         if not eligible:
             return None
-        last = await self.drills.last_candidate(cluster_id)
-        after = [r for r in eligible if last is not None and r > last]
-        return (after or eligible)[0]
+        return next_in_rotation(eligible, await self.drills.last_candidate(cluster_id))
 
     async def start(
         self,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
@@ -144,8 +145,14 @@ async def _choose(ctx: Drill, snapshot: ClusterSnapshot) -> int | None:
         return None
     async with session_scope(ctx.sessionmaker) as session:
         last = await DrillRepository(session).last_candidate(ctx.cluster_id)
-    after = [r for r in replicas if last is not None and r > last]
-    return (after or replicas)[0]
+    return next_in_rotation(replicas, last)
+
+
+def next_in_rotation(eligible: Sequence[int], last: int | None) -> int:
+    """A rotation's next candidate among `eligible` (sorted ids, not empty): the first after the last drill's
+    candidate, wrapping to the first."""
+    after = [r for r in eligible if last is not None and r > last]
+    return (after or eligible)[0]
 
 
 async def _preflight(
