@@ -42,7 +42,19 @@ MAINTENANCE_MIN_S = 1
 REASON_MAX = 500
 
 
-class MaintenanceStart(BaseModel):
+class MaintenanceEnd(BaseModel):
+    """When a maintenance ends by itself: `duration_s` from now, or `until` (exactly one; checked when it starts)."""
+
+    duration_s: int | None = Field(
+        None,
+        description=f"Seconds from now until it ends by itself, {MAINTENANCE_MIN_S} to {MAINTENANCE_MAX_S} (7 days).",
+    )
+    until: datetime | None = Field(
+        None, description="When it ends by itself, with its time zone: after now and at most 7 days from now."
+    )
+
+
+class MaintenanceStart(MaintenanceEnd):
     """What putting a server in maintenance takes: why, and when it ends by itself (`duration_s` from now, or
     `until`; exactly one). Who set it is the caller's token, never the body."""
 
@@ -51,13 +63,6 @@ class MaintenanceStart(BaseModel):
     )
 
     reason: str = Field(min_length=1, max_length=REASON_MAX, description="Why, for whoever looks at the server.")
-    duration_s: int | None = Field(
-        None,
-        description=f"Seconds from now until it ends by itself, {MAINTENANCE_MIN_S} to {MAINTENANCE_MAX_S} (7 days).",
-    )
-    until: datetime | None = Field(
-        None, description="When it ends by itself, with its time zone: after now and at most 7 days from now."
-    )
 
 
 class ServerCreate(BaseModel):
@@ -115,7 +120,7 @@ class ServerUpdate(BaseModel):
         return data
 
 
-class MaintenanceUpdate(BaseModel):
+class MaintenanceUpdate(MaintenanceEnd):
     """Start maintenance (`maintenance: true` with a reason and `duration_s` or `until`) or end it
     (`maintenance: false`, nothing else)."""
 
@@ -129,13 +134,6 @@ class MaintenanceUpdate(BaseModel):
     maintenance: bool
     reason: str | None = Field(
         None, min_length=1, max_length=REASON_MAX, description="Why (required to start maintenance)."
-    )
-    duration_s: int | None = Field(
-        None,
-        description=f"Seconds from now until it ends by itself, {MAINTENANCE_MIN_S} to {MAINTENANCE_MAX_S} (7 days).",
-    )
-    until: datetime | None = Field(
-        None, description="When it ends by itself, with its time zone: after now and at most 7 days from now."
     )
 
 

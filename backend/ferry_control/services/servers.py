@@ -20,7 +20,7 @@ from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.server import (
     MAINTENANCE_MAX_S,
     MAINTENANCE_MIN_S,
-    MaintenanceStart,
+    MaintenanceEnd,
     MaintenanceUpdate,
     ServerCreate,
     ServerUpdate,
@@ -107,8 +107,7 @@ class ServerService:
                     f"putting {server.label} in maintenance takes a reason (say why, for whoever looks at it)",
                     code="maintenance_reason_required",
                 )
-            start = MaintenanceStart(reason=data.reason, duration_s=data.duration_s, until=data.until)
-            start_maintenance(server, owner, data.reason.strip(), maintenance_end(start))
+            start_maintenance(server, owner, data.reason.strip(), maintenance_end(data))
         await self.servers.flush()
         return server
 
@@ -143,7 +142,7 @@ class ServerService:
                 )
 
 
-def maintenance_end(start: MaintenanceStart, now: datetime | None = None) -> datetime:
+def maintenance_end(start: MaintenanceEnd, now: datetime | None = None) -> datetime:
     """When a maintenance asked for at `now` ends: `duration_s` from now or `until`, exactly one, within
     MAINTENANCE_MIN_S to MAINTENANCE_MAX_S from now (422 with what was asked and what is allowed otherwise)."""
     now = now or utcnow()

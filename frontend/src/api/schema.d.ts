@@ -2911,11 +2911,6 @@ export interface components {
          */
         MaintenanceStart: {
             /**
-             * Reason
-             * @description Why, for whoever looks at the server.
-             */
-            reason: string;
-            /**
              * Duration S
              * @description Seconds from now until it ends by itself, 1 to 604800 (7 days).
              */
@@ -2925,6 +2920,11 @@ export interface components {
              * @description When it ends by itself, with its time zone: after now and at most 7 days from now.
              */
             until?: string | null;
+            /**
+             * Reason
+             * @description Why, for whoever looks at the server.
+             */
+            reason: string;
         };
         /**
          * MaintenanceUpdate
@@ -2940,13 +2940,6 @@ export interface components {
          *     }
          */
         MaintenanceUpdate: {
-            /** Maintenance */
-            maintenance: boolean;
-            /**
-             * Reason
-             * @description Why (required to start maintenance).
-             */
-            reason?: string | null;
             /**
              * Duration S
              * @description Seconds from now until it ends by itself, 1 to 604800 (7 days).
@@ -2957,6 +2950,13 @@ export interface components {
              * @description When it ends by itself, with its time zone: after now and at most 7 days from now.
              */
             until?: string | null;
+            /** Maintenance */
+            maintenance: boolean;
+            /**
+             * Reason
+             * @description Why (required to start maintenance).
+             */
+            reason?: string | null;
         };
         /**
          * MasterRoleRead
