@@ -21,6 +21,7 @@ from ferry_control.api.audit_middleware import AuditMiddleware
 from ferry_control.api.body_limit import BodyLimitMiddleware
 from ferry_control.api.denials import DenialTally
 from ferry_control.api.deps import MetricsReader
+from ferry_control.api.sse import StreamHub
 from ferry_control.core.concurrency import ConcurrencyLimit
 from ferry_control.core.config import Settings, get_settings
 from ferry_control.core.db import create_engine, create_sessionmaker
@@ -60,15 +61,23 @@ def create_app(
     plane = ControlPlane(settings, sessionmaker, background)
     metrics = plane.metrics
     denials = DenialTally(sessionmaker)
+    streams = StreamRegistry(
+        sessionmaker, settings.events_streams_per_token_max, settings.events_streams_max, settings.poll_interval_s
+    )
+    hub = StreamHub(
+        plane.bus, streams, metrics, settings.poll_interval_s, settings.events_ping_s, settings.events_queue_max
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         denials.start()
         await plane.start()
+        hub.start()
         try:
             with startup_heap_set_aside():  # full collections walk only what came after start-up
                 yield
         finally:
+            await hub.stop()
             await plane.stop()
             await denials.stop()
             for engine in engines:
@@ -110,9 +119,8 @@ def create_app(
     app.state.auth_failures = RateLimiter(settings.auth_failures_per_min)
     app.state.denials = denials
     app.state.heavy_reads = ConcurrencyLimit(settings.heavy_reads_per_token_max, settings.heavy_reads_max)
-    app.state.streams = StreamRegistry(
-        sessionmaker, settings.events_streams_per_token_max, settings.events_streams_max, settings.poll_interval_s
-    )
+    app.state.streams = streams
+    app.state.stream_hub = hub
     app.state.drivers = plane.drivers
     app.state.bus = plane.bus
     app.state.relay = plane.relay

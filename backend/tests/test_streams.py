@@ -6,23 +6,32 @@ stream in one write while the client still reads each event, in order."""
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
+import socket
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import httpx
-from sse_starlette import ServerSentEvent
+import pytest
 
 from ferry_control.core.db import session_scope
 from ferry_control.services.event_bus import ClusterEvent
 from ferry_control.services.streams import StreamRegistry
 from ferry_control.services.tokens import TokenService
-from tests.conftest import LiveFactory
+from tests.conftest import LiveFactory, migrated_database
 from tests.helpers import WAIT_S, serve
 from tests.test_collector import sse_events
+from tests.test_operation_faults import ApiProcess, app_settings, operator_token
 
 
 def test_an_events_frame_is_the_server_sent_event_of_its_type_and_data() -> None:
     event = ClusterEvent(7, "position", {"server_id": 1, "domain": 2, "gtid": "2-1-30", "seq_no": 30})
-    assert event.sse_frame == ServerSentEvent(event="position", data=event.json).encode()
+    assert event.sse_frame == f"event: position\r\ndata: {event.json}\r\n\r\n".encode()
+    assert json.loads(event.json) == {
+        "event": "position", "cluster_id": 7, "at": event.at.isoformat(),
+        "server_id": 1, "domain": 2, "gtid": "2-1-30", "seq_no": 30,
+    }  # fmt: skip
     assert event.sse_frame is event.sse_frame, "encoded once, however many streams send it"
 
 
@@ -94,17 +103,84 @@ async def test_streams_past_the_cap_are_refused_and_the_others_keep_receiving(li
         assert streams.open == 0, "every closed stream gave its place back"
 
 
-async def test_the_tokens_of_every_stream_are_read_in_one_query_per_interval(live_app: LiveFactory) -> None:
-    """Three streams of two tokens ask whether their tokens are still valid: one read answers all of them until the
-    interval has passed (here an hour), and a token whose stream never opened is not valid."""
+async def test_the_tokens_of_every_stream_are_read_in_one_query(live_app: LiveFactory) -> None:
+    """Three streams of two tokens: one read says which tokens still authenticate — a revoked one does not, nor a
+    token whose stream never opened."""
     async with live_app() as live:
         registry = StreamRegistry(live.app.state.sessionmaker, per_token_max=5, total_max=10, check_s=3600.0)
         async with session_scope(live.app.state.sessionmaker) as session:
-            ids = [t.id for t in await TokenService(session, live.settings).list()]
-        async with registry.held(ids[0]), registry.held(ids[0]), registry.held(ids[1]):
-            assert registry.open == 3
-            answers = [await registry.still_valid(token) for token in (ids[0], ids[1], ids[0])]
-            assert answers == [True, True, True] and registry.checks == 1
-            assert await registry.still_valid(ids[2]) is False, "no stream of it is open"
-            assert registry.checks == 1
+            tokens = await TokenService(session, live.settings).list()
+            ids = [t.id for t in tokens]
+            await TokenService(session, live.settings).revoke(ids[2])
+        async with registry.held(ids[0]), registry.held(ids[0]), registry.held(ids[1]), registry.held(ids[2]):
+            assert registry.open == 4
+            assert await registry.valid_tokens() == {ids[0], ids[1]} and registry.checks == 1
         assert registry.open == 0
+        assert await registry.valid_tokens() == set(), "no stream open, no token asked for"
+
+
+async def test_a_client_that_stops_reading_holds_no_other_stream_up(live_app: LiveFactory) -> None:
+    """A dashboard whose socket stops taking data (a tiny receive buffer, never read) while a burst of 20,000 events
+    goes out: another dashboard still gets the whole burst, in order, and the stalled stream stays open. (What a
+    stalled stream keeps and drops is `test_sse.py`'s.)"""
+    burst = 20_000
+    async with live_app(events_queue_max=20) as live:
+        cluster_id = (await live.client.post("/api/v1/clusters", json={"name": "stalled"})).json()["id"]
+        headers = live.tokens.header("viewer")
+        tiny_buffer = [(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)]
+        async with (
+            serve(live.app) as base,
+            httpx.AsyncClient(timeout=WAIT_S, headers=headers) as reading,
+            httpx.AsyncClient(
+                timeout=WAIT_S, headers=headers, transport=httpx.AsyncHTTPTransport(socket_options=tiny_buffer)
+            ) as stalled,
+        ):
+            url = f"{base}/api/v1/clusters/{cluster_id}/events"
+            async with reading.stream("GET", url) as fast_stream, stalled.stream("GET", url) as slow_stream:
+                fast = sse_events(fast_stream)
+                assert (await anext(fast))[0] == "subscribed" and slow_stream.status_code == 200
+                received: list[int] = []
+
+                async def read_fast() -> None:
+                    while not received or received[-1] < burst:
+                        name, data = await anext(fast)
+                        if name == "position":
+                            received.append(data["seq_no"])
+
+                reader = asyncio.create_task(read_fast())
+                for start in range(0, burst, 100):  # a hundred per turn of the loop, as a busy collector sends them
+                    for seq_no in range(start + 1, start + 101):
+                        data = {"server_id": 1, "domain": 0, "gtid": f"0-1-{seq_no}", "seq_no": seq_no}
+                        live.app.state.bus.publish(ClusterEvent(cluster_id, "position", data))
+                    await asyncio.sleep(0)
+                async with asyncio.timeout(WAIT_S):
+                    await reader
+                assert received == sorted(set(received)) and received[-1] == burst
+                assert len(live.app.state.stream_hub) == 2, "the stalled stream is still open"
+
+
+async def test_stopping_the_process_ends_its_streams_and_it_exits(admin_database_url: str, tmp_path: Path) -> None:
+    """SIGTERM to the API with a dashboard open: the stream ends at once (the client sees its end) and the process
+    exits by itself, instead of the server waiting on a response that never ends."""
+    for url in migrated_database(admin_database_url, "ferry_streams_stop"):
+        settings = app_settings(url)
+        token = await operator_token(settings)
+        api = ApiProcess(settings, tmp_path / "api.log")
+        base = await api.start()
+        try:
+            headers = {"Authorization": f"Bearer {token}"}
+            async with httpx.AsyncClient(base_url=base, headers=headers, timeout=WAIT_S) as client:
+                cluster_id = (await client.post("/api/v1/clusters", json={"name": "open"})).json()["id"]
+                async with client.stream("GET", f"/api/v1/clusters/{cluster_id}/events") as stream:
+                    events = sse_events(stream)
+                    assert (await anext(events))[0] == "subscribed"
+                    assert api.process is not None
+                    api.process.send_signal(signal.SIGTERM)
+                    async with asyncio.timeout(WAIT_S):
+                        with pytest.raises(StopAsyncIteration):
+                            while True:
+                                await anext(events)
+            # uvicorn ends by raising the signal it handled again, once it has shut down.
+            assert api.process.wait(WAIT_S) in (0, -signal.SIGTERM), (tmp_path / "api.log").read_text()
+        finally:
+            api.stop()

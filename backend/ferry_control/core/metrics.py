@@ -67,6 +67,16 @@ class Metrics:
             "1 while this instance listens for other instances' events, 0 while it reconnects.",
             registry=self.registry,
         )
+        self.event_streams = Gauge(
+            "ferry_control_event_streams",
+            "Event streams (open dashboards) this instance is serving.",
+            registry=self.registry,
+        )
+        self.event_stream_events_dropped = Counter(
+            "ferry_control_event_stream_events_dropped",
+            "Events not sent to a stream whose client did not read them fast enough (the oldest waiting first).",
+            registry=self.registry,
+        )
         self.operation_seconds = Histogram(
             "ferry_control_operation_seconds",
             "Duration of orchestrator operations, by type and final state.",

@@ -99,16 +99,6 @@ class Subscription:
     async def next(self) -> ClusterEvent:
         return await self.queue.get()
 
-    def take_waiting(self, most: int) -> list[ClusterEvent]:
-        """Up to `most` events already queued, without waiting (none when the queue is empty)."""
-        taken: list[ClusterEvent] = []
-        while len(taken) < most:
-            try:
-                taken.append(self.queue.get_nowait())
-            except asyncio.QueueEmpty:
-                break
-        return taken
-
 
 class EventBus:
     def __init__(self, queue_max: int):

@@ -1,12 +1,10 @@
 """The open event streams of this process: how many each token holds and how many in all (each capped, so a client
-cannot hold the process's memory and sockets), and whether each stream's token still authenticates — read for
-every open stream's token in one query at most once per interval, however many streams are open, instead of one
-query per stream."""
+cannot hold the process's memory and sockets), and which of their tokens still authenticate — read for every open
+stream's token in one query (the stream hub asks once per interval, `api/sse.py`), instead of one query per
+stream."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,8 +28,6 @@ class StreamRegistry:
         self._check_s = check_s
         self._open: Counter[int] = Counter()
         self._valid: set[int] = set()
-        self._checked_at = float("-inf")
-        self._lock = asyncio.Lock()
         #: Validity reads done (each one query for every open stream's token).
         self.checks = 0
 
@@ -71,13 +67,11 @@ class StreamRegistry:
             if self._open[token_id] <= 0:
                 del self._open[token_id]
 
-    async def still_valid(self, token_id: int) -> bool:
-        """Whether the token still authenticates (not revoked, not expired), as read at most `check_s` ago for every
-        open stream's token at once."""
-        async with self._lock:
-            if time.monotonic() - self._checked_at >= self._check_s:
-                await self._refresh()
-        return token_id in self._valid
+    async def valid_tokens(self) -> set[int]:
+        """Which of the open streams' tokens still authenticate (not revoked, not expired): one query for all of
+        them, however many streams each holds."""
+        await self._refresh()
+        return self._valid
 
     async def _refresh(self) -> None:
         ids = list(self._open)
@@ -89,5 +83,4 @@ class StreamRegistry:
         self._valid = {
             row.id for row in rows if row.revoked_at is None and (row.expires_at is None or row.expires_at > now)
         }
-        self._checked_at = time.monotonic()
         self.checks += 1

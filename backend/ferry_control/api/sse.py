@@ -1,0 +1,288 @@
+"""The open event streams of this process and their fan-out: what the bus delivers in one turn of the loop is
+encoded once and written to every stream of its cluster in one pass, in the caller — no task, queue or wake-up per
+stream —, and one timer per process sends the keep-alive pings and ends the streams whose token was revoked or
+expired (their tokens read in one query per interval, `services/streams.py`).
+
+A stream is a response held open (`EventStreamResponse`): its request's own task only waits for the client to
+leave. A send normally completes at once (the socket takes it); one that has to wait — a client not reading — is
+carried on by a task of its own (`core/eager.py`) while what comes next for that stream waits behind it, at most
+`events_queue_max` events, the oldest dropped first and counted. When the process is asked to stop (SIGTERM or
+SIGINT as the server handles them) every stream ends at once, so the server can close its connections.
+
+Measured (backend/bench/dashboards.py, docs/benchmarks.md): with a task, a queue and a send timeout per stream,
+a batch of events to 1,000 streams held the event loop for 60–70 ms, every request waiting behind it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import Any
+
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from ferry_control.core.eager import run_eagerly
+from ferry_control.core.metrics import Metrics
+from ferry_control.schemas.events import SubscribedEvent, TokenInvalidEvent
+from ferry_control.services.event_bus import ClusterEvent, EventBus
+from ferry_control.services.streams import StreamRegistry
+
+#: Most events written in one piece: what arrived together (a collector cycle, a batch relayed from the worker) goes
+#: to each socket as one write of frames encoded once for every stream.
+BATCH_EVENTS_MAX = 256
+#: The keep-alive: an SSE comment, which clients ignore.
+PING_FRAME = b": ping\r\n\r\n"
+
+
+def event_frame(name: str, data: str) -> bytes:
+    """One server-sent event: its name and its data on one `data:` line (JSON has no raw line breaks)."""
+    return f"event: {name}\r\ndata: {data}\r\n\r\n".encode()
+
+
+class Listener:
+    """One open stream: its client's `send`, what waits behind a send in flight, and whether it has ended."""
+
+    def __init__(self, send: Send, cluster_id: int, token_id: int, backlog_max: int, dropped: Callable[[int], None]):
+        self.cluster_id = cluster_id
+        self.token_id = token_id
+        self._send = send
+        self._backlog_max = backlog_max
+        self._backlog: deque[tuple[bytes, int]] = deque()
+        self._backlog_events = 0
+        self._writing: asyncio.Task[None] | None = None
+        self._last: bytes | None = None  # the end was asked for: what to send last
+        self.ended = False
+        self._count_dropped = dropped
+
+    def write(self, chunk: bytes, events: int = 1) -> None:
+        """Sends `chunk` (`events` events) now, or after the send in flight, in order."""
+        if self.ended or self._last is not None:
+            return
+        self._backlog.append((chunk, events))
+        self._backlog_events += events
+        while self._backlog_events > self._backlog_max and len(self._backlog) > 1:
+            _, gone = self._backlog.popleft()
+            self._backlog_events -= gone
+            self._count_dropped(gone)
+        self._pump()
+
+    def end(self, last: bytes = b"") -> None:
+        """Ends the stream once what was written before has gone, `last` its final bytes."""
+        if self.ended or self._last is not None:
+            return
+        self._last = last
+        self._pump()
+
+    async def close(self) -> None:
+        """The client left or the request is over: nothing more is sent; a send still in flight is cancelled."""
+        self.ended = True
+        self._backlog.clear()
+        if self._writing is not None:
+            self._writing.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._writing
+
+    def _pump(self) -> None:
+        while self._writing is None and not self.ended:
+            if self._backlog:
+                chunk = b"".join(chunk for chunk, _ in self._backlog)
+                self._backlog.clear()
+                self._backlog_events = 0
+                self._start({"type": "http.response.body", "body": chunk, "more_body": True})
+            elif self._last is not None:
+                self._start({"type": "http.response.body", "body": self._last, "more_body": False})
+                self.ended = True
+            else:
+                return
+
+    def _start(self, message: Message) -> None:
+        try:
+            self._writing = run_eagerly(self._send(message))
+        except Exception:  # noqa: BLE001 - the server refused the send: the client is gone, as its receive will say
+            self.ended = True
+            return
+        if self._writing is not None:
+            self._writing.add_done_callback(self._sent)
+
+    def _sent(self, task: asyncio.Task[None]) -> None:
+        self._writing = None
+        if task.cancelled() or task.exception() is not None:
+            self.ended = True
+            return
+        self._pump()
+
+
+class StreamHub:
+    """This process's streams by cluster, fed by the bus (`watchers`) and kept by one timer."""
+
+    def __init__(
+        self, bus: EventBus, registry: StreamRegistry, metrics: Metrics, check_s: float, ping_s: float, backlog_max: int
+    ):
+        self.registry = registry
+        self._metrics = metrics
+        self._check_s = check_s
+        self._ping_s = ping_s
+        self._backlog_max = backlog_max
+        self._listeners: dict[int, set[Listener]] = {}
+        self._pending: dict[int, list[ClusterEvent]] = {}
+        self._flush_scheduled = False
+        self._ticker: asyncio.Task[None] | None = None
+        self._restore_signals: Callable[[], None] = lambda: None
+        self._stopping = False
+        bus.watchers.append(self._on_event)
+
+    def __len__(self) -> int:
+        return sum(len(listeners) for listeners in self._listeners.values())
+
+    def open(self, send: Send, cluster_id: int, token_id: int) -> Listener:
+        """A new stream of `cluster_id`: it gets `subscribed` first, then every event of its cluster from now on."""
+        listener = Listener(
+            send, cluster_id, token_id, self._backlog_max, self._metrics.event_stream_events_dropped.inc
+        )
+        subscribed = SubscribedEvent(cluster_id=cluster_id)
+        listener.write(event_frame(subscribed.event, subscribed.model_dump_json(exclude_none=True)), 0)
+        if self._stopping:
+            listener.end()
+        else:
+            self._listeners.setdefault(cluster_id, set()).add(listener)
+            self._metrics.event_streams.inc()
+        return listener
+
+    def forget(self, listener: Listener) -> None:
+        listeners = self._listeners.get(listener.cluster_id)
+        if listeners is not None and listener in listeners:
+            listeners.remove(listener)
+            self._metrics.event_streams.dec()
+            if not listeners:
+                del self._listeners[listener.cluster_id]
+
+    def start(self) -> None:
+        self._stopping = False
+        self._ticker = asyncio.create_task(self._keep(), name="event-streams")
+        self._restore_signals = _on_stop_signals(asyncio.get_running_loop(), self.end_all)
+
+    async def stop(self) -> None:
+        self._restore_signals()
+        self.end_all()
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self._ticker = None
+
+    def end_all(self) -> None:
+        """Ends every stream (the process is stopping); streams opened after this end at once."""
+        self._stopping = True
+        for listener in self._all():
+            listener.end()
+
+    def _all(self) -> list[Listener]:
+        return [listener for listeners in self._listeners.values() for listener in listeners]
+
+    def _on_event(self, event: ClusterEvent) -> None:
+        if event.cluster_id not in self._listeners:
+            return
+        self._pending.setdefault(event.cluster_id, []).append(event)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)  # what else arrives in this turn goes with it
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        pending, self._pending = self._pending, {}
+        for cluster_id, events in pending.items():
+            listeners = tuple(self._listeners.get(cluster_id, ()))
+            for batch in _batches(events, BATCH_EVENTS_MAX):
+                chunk = b"".join(event.sse_frame for event in batch)
+                for listener in listeners:
+                    listener.write(chunk, len(batch))
+
+    async def _keep(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_ping = loop.time() + self._ping_s
+        while True:
+            await asyncio.sleep(self._check_s)
+            if not self._listeners:
+                continue
+            valid = await self.registry.valid_tokens()
+            ping = loop.time() >= next_ping
+            if ping:
+                next_ping = loop.time() + self._ping_s
+            for listener in self._all():
+                if listener.token_id not in valid:
+                    invalid = TokenInvalidEvent(
+                        cluster_id=listener.cluster_id, message="the token was revoked or expired"
+                    )
+                    listener.end(event_frame(invalid.event, invalid.model_dump_json(exclude_none=True)))
+                elif ping:
+                    listener.write(PING_FRAME, 0)
+
+
+def _batches(events: Sequence[ClusterEvent], size: int) -> list[Sequence[ClusterEvent]]:
+    return [events[start : start + size] for start in range(0, len(events), size)]
+
+
+def _on_stop_signals(loop: asyncio.AbstractEventLoop, stopping: Callable[[], None]) -> Callable[[], None]:
+    """Calls `stopping` in the loop when SIGTERM or SIGINT arrives, before the handler the server installed (which
+    still runs); returns what puts that handler back. Nothing is installed where no handler of the server's is (the
+    default action stays) or off the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    installed: dict[int, Any] = {}
+    for number in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(number)
+        if not callable(previous) or previous is signal.default_int_handler:
+            continue
+
+        def handler(signum: int, frame: FrameType | None, previous: Callable[..., Any] = previous) -> None:
+            loop.call_soon_threadsafe(stopping)
+            previous(signum, frame)
+
+        signal.signal(number, handler)
+        installed[number] = (previous, handler)
+
+    def restore() -> None:
+        for number, (previous, handler) in installed.items():
+            if signal.getsignal(number) is handler:
+                signal.signal(number, previous)
+
+    return restore
+
+
+class EventStreamResponse(Response):
+    """An endless `text/event-stream` response: `subscribed`, then its cluster's events, until the client leaves,
+    its token stops authenticating or the process stops."""
+
+    media_type = "text/event-stream"
+
+    def __init__(self, hub: StreamHub, cluster_id: int, token_id: int):
+        self.status_code = 200
+        self.background = None
+        # Not cached by browsers or proxies, and not buffered by nginx-like proxies in front of the API.
+        self.init_headers({"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        self._hub = hub
+        self._cluster_id = cluster_id
+        self._token_id = token_id
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        start: Message = {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        if scope.get("method") == "HEAD":
+            await send(start)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        async with self._hub.registry.held(self._token_id):
+            await send(start)
+            listener = self._hub.open(send, self._cluster_id, self._token_id)
+            try:
+                # The stream is written by the hub; this task only learns when the client leaves (or, the response
+                # having ended, that it is over: a receive after the response says "disconnect").
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+            finally:
+                self._hub.forget(listener)
+                await listener.close()
