@@ -28,9 +28,11 @@ from ferry_control.core.db import create_engine, create_sessionmaker
 from ferry_control.core.errors import install_error_handlers
 from ferry_control.core.heap import startup_heap_set_aside
 from ferry_control.core.metrics import RequestMetricsMiddleware
+from ferry_control.core.priority import lower_priority
 from ferry_control.core.rate_limit import RateLimiter
 from ferry_control.dashboard import dashboard_dir, mount_dashboard
 from ferry_control.plane import ControlPlane
+from ferry_control.services.live_positions import LivePositions
 from ferry_control.services.metrics_export import export_stored_state
 from ferry_control.services.streams import StreamRegistry
 
@@ -65,11 +67,19 @@ def create_app(
         sessionmaker, settings.events_streams_per_token_max, settings.events_streams_max, settings.poll_interval_s
     )
     hub = StreamHub(
-        plane.bus, streams, metrics, settings.poll_interval_s, settings.events_ping_s, settings.events_queue_max
+        plane.bus,
+        streams,
+        metrics,
+        settings.poll_interval_s,
+        settings.events_ping_s,
+        settings.events_queue_max,
+        LivePositions(sessionmaker, plane.drivers, settings),
     )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if settings.role == "web":
+            lower_priority(settings.web_nice)  # the worker's work goes first on a busy machine
         denials.start()
         await plane.start()
         hub.start()

@@ -1,7 +1,8 @@
 """The open event streams of this process and their fan-out: what the bus delivers in one turn of the loop is
 encoded once and written to every stream of its cluster in one pass, in the caller — no task, queue or wake-up per
 stream —, and one timer per process sends the keep-alive pings and ends the streams whose token was revoked or
-expired (their tokens read in one query per interval, `services/streams.py`).
+expired (their tokens read in one query per interval, `services/streams.py`). The positions of the servers the
+streams show also come from live reads (`services/live_positions.py`), ahead of the collector's.
 
 A stream is a response held open (`EventStreamResponse`): its request's own task only waits for the client to
 leave. A send normally completes at once (the socket takes it); one that has to wait — a client not reading — is
@@ -28,8 +29,9 @@ from starlette.types import Message, Receive, Scope, Send
 
 from ferry_control.core.eager import run_eagerly
 from ferry_control.core.metrics import Metrics
-from ferry_control.schemas.events import SubscribedEvent, TokenInvalidEvent
+from ferry_control.schemas.events import PositionEvent, SubscribedEvent, TokenInvalidEvent
 from ferry_control.services.event_bus import ClusterEvent, EventBus
+from ferry_control.services.live_positions import LivePositions
 from ferry_control.services.streams import StreamRegistry
 
 #: Most events written in one piece: what arrived together (a collector cycle, a batch relayed from the worker) goes
@@ -121,10 +123,18 @@ class StreamHub:
     """This process's streams by cluster, fed by the bus (`watchers`) and kept by one timer."""
 
     def __init__(
-        self, bus: EventBus, registry: StreamRegistry, metrics: Metrics, check_s: float, ping_s: float, backlog_max: int
+        self,
+        bus: EventBus,
+        registry: StreamRegistry,
+        metrics: Metrics,
+        check_s: float,
+        ping_s: float,
+        backlog_max: int,
+        live: LivePositions | None = None,
     ):
         self.registry = registry
         self._metrics = metrics
+        self._live = live
         self._check_s = check_s
         self._ping_s = ping_s
         self._backlog_max = backlog_max
@@ -161,13 +171,21 @@ class StreamHub:
             if not listeners:
                 del self._listeners[listener.cluster_id]
 
+    def watched(self) -> set[int]:
+        """The clusters with a stream open here."""
+        return set(self._listeners)
+
     def start(self) -> None:
         self._stopping = False
         self._ticker = asyncio.create_task(self._keep(), name="event-streams")
         self._restore_signals = _on_stop_signals(asyncio.get_running_loop(), self.end_all)
+        if self._live is not None:
+            self._live.start(self.watched, self._enqueue)
 
     async def stop(self) -> None:
         self._restore_signals()
+        if self._live is not None:
+            await self._live.stop()
         self.end_all()
         if self._ticker is not None:
             self._ticker.cancel()
@@ -185,6 +203,11 @@ class StreamHub:
         return [listener for listeners in self._listeners.values() for listener in listeners]
 
     def _on_event(self, event: ClusterEvent) -> None:
+        if isinstance(event.data, PositionEvent) and self._live is not None and self._live.covers(event.data.server_id):
+            return  # its positions go out from live reads, newer than the collector's
+        self._enqueue(event)
+
+    def _enqueue(self, event: ClusterEvent) -> None:
         if event.cluster_id not in self._listeners:
             return
         self._pending.setdefault(event.cluster_id, []).append(event)

@@ -56,6 +56,11 @@ class Settings(BaseSettings):
         "streams only; operations run in a worker) or `worker` (`python -m ferry_control worker`: collection, "
         "operations, failover monitoring, drills — no requests).",
     )
+    web_nice: int = Field(
+        5, ge=0, le=19,
+        description="How many steps the web process (role `web`) lowers its CPU priority below the worker's, so that "
+        "on a busy machine operations, collection and failover monitoring go first (0: the same priority).",
+    )  # fmt: skip
     operation_pickup_interval_s: float = Field(
         1.0, gt=0, le=60,
         description="How often a worker looks for operations web processes accepted whose announcement it missed.",
@@ -167,6 +172,17 @@ class Settings(BaseSettings):
         "minute, as a token bucket of this size refilled evenly; beyond, 429 with Retry-After.",
     )
     events_queue_max: int = Field(1000, ge=1, description="Events buffered per SSE subscriber before dropping.")
+    live_positions_interval_s: float = Field(
+        0.25,
+        ge=0,
+        description="How often the web process reads the positions of the servers its open dashboards show and "
+        "sends their changes to the dashboards' streams (0: off; positions then move at the collector's pace).",
+    )
+    live_positions_servers_max: int = Field(
+        50,
+        ge=0,
+        description="Most servers read that way by one web process (the others move at the collector's pace).",
+    )
     events_ping_s: float = Field(15.0, gt=0, description="SSE keep-alive comment interval.")
     auth_failures_per_min: int = Field(
         30,

@@ -20,12 +20,17 @@ class ServerRepository:
         statement = select(Server).where(Server.cluster_id == cluster_id).order_by(Server.id)
         return (await self.session.scalars(statement)).all()
 
-    async def list_for_clusters(self, cluster_ids: Collection[int]) -> dict[int, list[Server]]:
+    async def list_for_clusters(
+        self, cluster_ids: Collection[int], *, with_cluster: bool = False
+    ) -> dict[int, list[Server]]:
         """The servers of each of `cluster_ids` (a cluster without servers maps to an empty list), in a few queries
-        however many clusters (the collector's and failover monitor's cycle)."""
+        however many clusters (the collector's and failover monitor's cycle); `with_cluster`: each with its cluster
+        loaded."""
         found: dict[int, list[Server]] = {cluster_id: [] for cluster_id in cluster_ids}
         for chunk in chunked(sorted(found)):
             statement = select(Server).where(Server.cluster_id.in_(chunk)).order_by(Server.cluster_id, Server.id)
+            if with_cluster:
+                statement = statement.options(selectinload(Server.cluster))
             for server in (await self.session.scalars(statement)).all():
                 found[server.cluster_id].append(server)
         return found
