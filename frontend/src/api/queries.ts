@@ -2,6 +2,7 @@
 // the refetch interval follows the live mode (off while server-sent events stream).
 import { useQuery } from "@tanstack/react-query";
 import { usePollInterval } from "../live/LiveContext";
+import { withLivePositions } from "../live/livePositions";
 import { api, unwrap } from "./client";
 import { withTimeout } from "./timeout";
 import { LAG_RANGE_MS, queryKeys, type TimeWindow } from "./queryKeys";
@@ -43,12 +44,19 @@ export function useTopology(clusterId: number) {
   });
 }
 
+/** The positions matrix as stored, with what the event stream said since laid over it (live/livePositions.ts). */
 export function usePositions(clusterId: number) {
   const refetchInterval = usePollInterval();
   return useQuery({
     queryKey: queryKeys.positions(clusterId),
-    queryFn: () =>
-      unwrap(api.GET("/api/v1/clusters/{cluster_id}/positions", { params: { path: { cluster_id: clusterId } } })),
+    queryFn: async () =>
+      withLivePositions(
+        clusterId,
+        await unwrap(
+          api.GET("/api/v1/clusters/{cluster_id}/positions", { params: { path: { cluster_id: clusterId } } }),
+        ),
+        Date.now(),
+      ),
     refetchInterval,
   });
 }

@@ -1,15 +1,20 @@
 // Follows a cluster's server-sent events (GET /api/v1/clusters/{id}/events) and refreshes the queries each event
-// makes stale. While the stream is down the mode is "polling" (queries poll, see LiveContext) and the stream is
-// retried with backoff.
+// makes stale. A `position` event moves the positions matrix at once (live/livePositions.ts) and refreshes the
+// views it concerns at most once a second (they come several times a second while servers commit). While the
+// stream is down the mode is "polling" (queries poll, see LiveContext) and the stream is retried with backoff.
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
-import { authHeaders } from "../api/client";
+import { authHeaders, type Schemas } from "../api/client";
+import { queryKeys } from "../api/queryKeys";
 import { parseEvent, staleQueries } from "./invalidation";
+import { forgetPositions, recordPosition, withLivePositions } from "./livePositions";
 import type { LiveMode } from "./LiveContext";
 import { readEventStream } from "./sse";
 
 /** Events within this window refresh a query once. */
 const COALESCE_MS = 250;
+/** Position events within this window refresh a query once (the matrix itself moves with each). */
+const POSITION_COALESCE_MS = 1000;
 const RETRY_MS_MIN = 1000;
 const RETRY_MS_MAX = 15_000;
 
@@ -20,16 +25,25 @@ export function useClusterEvents(clusterId: number): LiveMode {
   useEffect(() => {
     const controller = new AbortController();
     const pending = new Map<string, (string | number)[]>();
+    const pendingSlow = new Map<string, (string | number)[]>();
     let flushTimer: ReturnType<typeof setTimeout> | null = null;
+    let slowTimer: ReturnType<typeof setTimeout> | null = null;
     let retryTimer: ReturnType<typeof setTimeout> | null = null;
     let retryMs = RETRY_MS_MIN;
 
-    const flush = () => {
-      flushTimer = null;
-      for (const suffix of pending.values()) {
+    const refresh = (keys: Map<string, (string | number)[]>) => {
+      for (const suffix of keys.values()) {
         void queryClient.invalidateQueries({ queryKey: ["clusters", clusterId, ...suffix], exact: suffix.length === 0 });
       }
-      pending.clear();
+      keys.clear();
+    };
+    const flush = () => {
+      flushTimer = null;
+      refresh(pending);
+    };
+    const flushSlow = () => {
+      slowTimer = null;
+      refresh(pendingSlow);
     };
 
     const connect = () => {
@@ -47,6 +61,17 @@ export function useClusterEvents(clusterId: number): LiveMode {
           onEvent: (event) => {
             const data = parseEvent(event.event, event.data);
             if (data === null) return;
+            if (data.event === "position") {
+              const now = Date.now();
+              recordPosition(clusterId, data, now);
+              type Matrix = Schemas["PositionMatrix"] | undefined;
+              queryClient.setQueryData(queryKeys.positions(clusterId), (matrix: Matrix) =>
+                matrix === undefined ? matrix : withLivePositions(clusterId, matrix, now),
+              );
+              for (const suffix of staleQueries(data)) pendingSlow.set(JSON.stringify(suffix), suffix);
+              if (slowTimer === null) slowTimer = setTimeout(flushSlow, POSITION_COALESCE_MS);
+              return;
+            }
             for (const suffix of staleQueries(data)) pending.set(JSON.stringify(suffix), suffix);
             if (pending.size > 0 && flushTimer === null) flushTimer = setTimeout(flush, COALESCE_MS);
           },
@@ -65,7 +90,9 @@ export function useClusterEvents(clusterId: number): LiveMode {
 
     return () => {
       controller.abort();
+      forgetPositions(clusterId);
       if (flushTimer) clearTimeout(flushTimer);
+      if (slowTimer) clearTimeout(slowTimer);
       if (retryTimer) clearTimeout(retryTimer);
     };
   }, [clusterId, queryClient]);
