@@ -2,7 +2,7 @@
 // the refetch interval follows the live mode (off while server-sent events stream).
 import { useQuery } from "@tanstack/react-query";
 import { usePollInterval } from "../live/LiveContext";
-import { withLivePositions } from "../live/livePositions";
+import { withLivePositions, withLiveServers, withLiveTopology } from "../live/livePositions";
 import { api, unwrap } from "./client";
 import { withTimeout } from "./timeout";
 import { LAG_RANGE_MS, queryKeys, type TimeWindow } from "./queryKeys";
@@ -24,22 +24,35 @@ export function useCluster(clusterId: number) {
   });
 }
 
+/** The servers as stored, their positions moved as the event stream said since (live/livePositions.ts). */
 export function useServers(clusterId: number) {
   const refetchInterval = usePollInterval();
   return useQuery({
     queryKey: queryKeys.servers(clusterId),
-    queryFn: () =>
-      unwrap(api.GET("/api/v1/clusters/{cluster_id}/servers", { params: { path: { cluster_id: clusterId } } })),
+    queryFn: async () =>
+      withLiveServers(
+        clusterId,
+        await unwrap(api.GET("/api/v1/clusters/{cluster_id}/servers", { params: { path: { cluster_id: clusterId } } })),
+        (server) => server.id,
+        Date.now(),
+      ),
     refetchInterval,
   });
 }
 
+/** The topology as stored, its servers' positions moved as the event stream said since (live/livePositions.ts). */
 export function useTopology(clusterId: number) {
   const refetchInterval = usePollInterval();
   return useQuery({
     queryKey: queryKeys.topology(clusterId),
-    queryFn: () =>
-      unwrap(api.GET("/api/v1/clusters/{cluster_id}/topology", { params: { path: { cluster_id: clusterId } } })),
+    queryFn: async () =>
+      withLiveTopology(
+        clusterId,
+        await unwrap(
+          api.GET("/api/v1/clusters/{cluster_id}/topology", { params: { path: { cluster_id: clusterId } } }),
+        ),
+        Date.now(),
+      ),
     refetchInterval,
   });
 }

@@ -1,7 +1,14 @@
 // Tests of laying the positions the event stream said over the stored positions matrix.
 import { describe, expect, it } from "vitest";
 import type { Schemas } from "../api/client";
-import { LIVE_FRESH_MS, forgetPositions, overlay, recordPosition, withLivePositions } from "./livePositions";
+import {
+  LIVE_FRESH_MS,
+  forgetPositions,
+  overlay,
+  recordPosition,
+  withLivePositions,
+  withLiveServers,
+} from "./livePositions";
 
 type Matrix = Schemas["PositionMatrix"];
 
@@ -31,13 +38,15 @@ const stored: Matrix = {
   ],
 };
 
-const said = (entries: [number, number, string, number][]) =>
-  new Map(
+const said = (entries: [number, number, string, number][]) => {
+  const seen = new Map(
     entries.map(([server, domain, gtid, at]) => {
-      const seen = { gtid, seqNo: Number(gtid.split("-")[2]), at };
-      return [`${server}:${domain}`, seen];
+      const said = { gtid, seqNo: Number(gtid.split("-")[2]), at };
+      return [`${server}:${domain}`, said];
     }),
   );
+  return (server: number, domain: number) => seen.get(`${server}:${domain}`);
+};
 
 describe("overlay", () => {
   it("moves a cell the stream said newer, with its row's position, its domain's behind and the most advanced", () => {
@@ -73,5 +82,22 @@ describe("withLivePositions", () => {
     forgetPositions(1);
     expect(withLivePositions(1, stored, 1500)).toBe(stored);
     forgetPositions(2);
+  });
+});
+
+describe("withLiveServers", () => {
+  it("moves a server's gtid_current_pos in the domains the stream said newer, and only those", () => {
+    recordPosition(3, { event: "position", server_id: 7, domain: 2, gtid: "2-1-50", seq_no: 50 }, 0);
+    recordPosition(3, { event: "position", server_id: 7, domain: 1, gtid: "1-1-3", seq_no: 3 }, 0);
+    const servers = [
+      { id: 7, gtid_current_pos: "1-1-5,2-1-40" },
+      { id: 8, gtid_current_pos: "1-1-5" },
+    ];
+    recordPosition(3, { event: "position", server_id: 7, domain: 2, gtid: "2-1-45", seq_no: 45 }, 5); // never back
+    const moved = withLiveServers(3, servers, (s) => s.id, 10);
+    expect(moved.map((s) => s.gtid_current_pos)).toEqual(["1-1-5,2-1-50", "1-1-5"]);
+    expect(moved[1]).toBe(servers[1]);
+    expect(withLiveServers(3, servers, (s) => s.id, LIVE_FRESH_MS + 1)).toBe(servers);
+    forgetPositions(3);
   });
 });

@@ -7,7 +7,13 @@ import { useEffect, useState } from "react";
 import { authHeaders, type Schemas } from "../api/client";
 import { queryKeys } from "../api/queryKeys";
 import { parseEvent, staleQueries } from "./invalidation";
-import { forgetPositions, recordPosition, withLivePositions } from "./livePositions";
+import {
+  forgetPositions,
+  recordPosition,
+  withLivePositions,
+  withLiveServers,
+  withLiveTopology,
+} from "./livePositions";
 import type { LiveMode } from "./LiveContext";
 import { readEventStream } from "./sse";
 
@@ -65,8 +71,16 @@ export function useClusterEvents(clusterId: number): LiveMode {
               const now = Date.now();
               recordPosition(clusterId, data, now);
               type Matrix = Schemas["PositionMatrix"] | undefined;
+              type Servers = Schemas["ServerRead"][] | undefined;
+              type Topology = Schemas["TopologyGraph"] | undefined;
               queryClient.setQueryData(queryKeys.positions(clusterId), (matrix: Matrix) =>
                 matrix === undefined ? matrix : withLivePositions(clusterId, matrix, now),
+              );
+              queryClient.setQueryData(queryKeys.servers(clusterId), (servers: Servers) =>
+                servers === undefined ? servers : withLiveServers(clusterId, servers, (server) => server.id, now),
+              );
+              queryClient.setQueryData(queryKeys.topology(clusterId), (topology: Topology) =>
+                topology === undefined ? topology : withLiveTopology(clusterId, topology, now),
               );
               for (const suffix of staleQueries(data)) pendingSlow.set(JSON.stringify(suffix), suffix);
               if (slowTimer === null) slowTimer = setTimeout(flushSlow, POSITION_COALESCE_MS);
