@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, BackgroundTasks, Path, Request, Response, status
+from fastapi import APIRouter, Path, Request, Response, status
 
 from ferry_control.api.deps import BusDep, CurrentToken, OperatorToken, SessionDep
+from ferry_control.core.db import after_commit
 from ferry_control.models import Server
 from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.schemas.events import MaintenanceEvent
@@ -72,7 +73,6 @@ async def set_maintenance(
     session: SessionDep,
     principal: OperatorToken,
     bus: BusDep,
-    background: BackgroundTasks,
     cluster_id: int = ClusterId,
     server_id: int = ServerId,
 ) -> ServerRead:
@@ -83,7 +83,7 @@ async def set_maintenance(
     server = await ServerService(session).set_maintenance(cluster_id, server_id, data, owner=principal.name)
     request.state.audit_details = maintenance_audit(server)
     event = ClusterEvent.of(cluster_id, maintenance_event(server))
-    background.add_task(bus.publish, event)  # after the commit: whoever refreshes on it reads the change
+    after_commit(session, lambda: bus.publish(event))  # whoever refreshes on it reads the change
     return ServerRead.model_validate(server)
 
 

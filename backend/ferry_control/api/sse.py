@@ -27,6 +27,7 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from ferry_control.core.background import BackgroundTask
 from ferry_control.core.eager import run_eagerly
 from ferry_control.core.metrics import Metrics
 from ferry_control.schemas.events import SubscribedEvent, TokenInvalidEvent
@@ -141,7 +142,8 @@ class StreamHub:
         self._listeners: dict[int, set[Listener]] = {}
         self._pending: dict[int, list[ClusterEvent]] = {}
         self._flush_scheduled = False
-        self._ticker: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ticker = BackgroundTask(self._keep, "event-streams")
         self._restore_signals: Callable[[], None] = lambda: None
         self._stopping = False
         bus.watchers.append(self._on_event)
@@ -176,8 +178,9 @@ class StreamHub:
         return set(self._listeners)
 
     def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self._stopping = False
-        self._ticker = asyncio.create_task(self._keep(), name="event-streams")
+        self._ticker.start()
         self._restore_signals = _on_stop_signals(asyncio.get_running_loop(), self.end_all)
         if self._live is not None:
             self._live.start(self.watched, self._enqueue)
@@ -187,11 +190,7 @@ class StreamHub:
         if self._live is not None:
             await self._live.stop()
         self.end_all()
-        if self._ticker is not None:
-            self._ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._ticker
-            self._ticker = None
+        await self._ticker.stop()
 
     def end_all(self) -> None:
         """Ends every stream (the process is stopping); streams opened after this end at once."""
@@ -208,12 +207,16 @@ class StreamHub:
         self._enqueue(event)
 
     def _enqueue(self, event: ClusterEvent) -> None:
+        if self._loop is not None and _running_loop() is not self._loop:
+            # Published from another thread: handed to the streams' loop, never touched from here.
+            self._loop.call_soon_threadsafe(self._enqueue, event)
+            return
         if event.cluster_id not in self._listeners:
             return
         self._pending.setdefault(event.cluster_id, []).append(event)
         if not self._flush_scheduled:
-            self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)  # what else arrives in this turn goes with it
+            self._flush_scheduled = True
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -244,6 +247,13 @@ class StreamHub:
                     listener.end(event_frame(invalid.event, invalid.model_dump_json(exclude_none=True)))
                 elif ping:
                     listener.write(PING_FRAME, 0)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _batches(events: Sequence[ClusterEvent], size: int) -> list[Sequence[ClusterEvent]]:

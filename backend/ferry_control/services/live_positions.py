@@ -17,13 +17,13 @@ Measured (backend/bench/dashboards.py, docs/benchmarks.md): a position change re
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from ferry_control.core.background import BackgroundTask
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.core.gtid import position
@@ -64,7 +64,9 @@ class LivePositions:
         self._targets_due = 0.0
         self._sent: dict[tuple[int, int], str] = {}  # (server, domain) → the gtid last sent
         self._read_at: dict[int, float] = {}  # server → loop time of its last good read
-        self._task: asyncio.Task[None] | None = None
+        self._watched: Callable[[], Collection[int]] = frozenset
+        self._emit: Callable[[ClusterEvent], None] = lambda _: None
+        self._background = BackgroundTask(self._run, "live-positions")
 
     @property
     def enabled(self) -> bool:
@@ -73,15 +75,12 @@ class LivePositions:
     def start(self, watched: Callable[[], Collection[int]], emit: Callable[[ClusterEvent], None]) -> None:
         """Reads, every interval, the positions of the servers of the clusters `watched` names; `emit` gets each
         change."""
-        if self.enabled and self._task is None:
-            self._task = asyncio.create_task(self._run(watched, emit), name="live-positions")
+        if self.enabled:
+            self._watched, self._emit = watched, emit
+            self._background.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._background.stop()
 
     def covers(self, server_id: int) -> bool:
         """Whether the server's positions are sent from here now (read well within the last few intervals)."""
@@ -106,18 +105,18 @@ class LivePositions:
         )
         return ClusterEvent.of(event.cluster_id, further)
 
-    async def _run(self, watched: Callable[[], Collection[int]], emit: Callable[[ClusterEvent], None]) -> None:
+    async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
             started = loop.time()
             try:
-                clusters = frozenset(watched())
+                clusters = frozenset(self._watched())
                 if clusters:
                     if clusters != self._targets_for or started >= self._targets_due:
                         await self._load_targets(clusters)
                         self._targets_due = started + TARGETS_REFRESH_S
                     for event in await self.read_once():
-                        emit(event)
+                        self._emit(event)
                 elif self._targets:
                     self._forget()
             except asyncio.CancelledError:
