@@ -38,6 +38,8 @@ from ferry_control.services.streams import StreamRegistry
 #: Most events written in one piece: what arrived together (a collector cycle, a batch relayed from the worker) goes
 #: to each socket as one write of frames encoded once for every stream.
 BATCH_EVENTS_MAX = 256
+#: Streams written in one turn of the event loop before the loop serves anything else.
+WRITES_PER_TURN = 64
 #: The keep-alive: an SSE comment, which clients ignore.
 PING_FRAME = b": ping\r\n\r\n"
 
@@ -142,6 +144,8 @@ class StreamHub:
         self._listeners: dict[int, set[Listener]] = {}
         self._pending: dict[int, list[ClusterEvent]] = {}
         self._flush_scheduled = False
+        self._writes: deque[tuple[Listener, bytes, int]] = deque()
+        self._write_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ticker = BackgroundTask(self._keep, "event-streams")
         self._restore_signals: Callable[[], None] = lambda: None
@@ -225,8 +229,21 @@ class StreamHub:
             listeners = tuple(self._listeners.get(cluster_id, ()))
             for batch in _batches(events, BATCH_EVENTS_MAX):
                 chunk = b"".join(event.sse_frame for event in batch)
-                for listener in listeners:
-                    listener.write(chunk, len(batch))
+                self._writes.extend((listener, chunk, len(batch)) for listener in listeners)
+        if not self._write_scheduled:  # else the writes under way take these too, after theirs
+            self._write_some()
+
+    def _write_some(self) -> None:
+        """At most WRITES_PER_TURN of the writes waiting, then the rest in a later turn of the loop: a batch for a
+        thousand streams never holds the loop for all of them at once (a request's next step runs in between),
+        and the writes keep their order."""
+        self._write_scheduled = False
+        for _ in range(min(WRITES_PER_TURN, len(self._writes))):
+            listener, chunk, events = self._writes.popleft()
+            listener.write(chunk, events)
+        if self._writes:
+            asyncio.get_running_loop().call_soon(self._write_some)
+            self._write_scheduled = True
 
     async def _keep(self) -> None:
         loop = asyncio.get_running_loop()
