@@ -30,7 +30,7 @@ from starlette.types import Message, Receive, Scope, Send
 from ferry_control.core.background import BackgroundTask
 from ferry_control.core.eager import run_eagerly
 from ferry_control.core.metrics import Metrics
-from ferry_control.schemas.events import SubscribedEvent, TokenInvalidEvent
+from ferry_control.schemas.events import PositionEvent, SubscribedEvent, TokenInvalidEvent
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.live_positions import LivePositions
 from ferry_control.services.streams import StreamRegistry
@@ -206,8 +206,8 @@ class StreamHub:
         return [listener for listeners in self._listeners.values() for listener in listeners]
 
     def _on_event(self, event: ClusterEvent) -> None:
-        if self._live is not None:
-            event = self._live.newest(event)  # never behind what live reads sent
+        if isinstance(event.data, PositionEvent) and self._live is not None and self._live.covers(event.data.server_id):
+            return  # its positions go out from live reads, never behind the collector's
         self._enqueue(event)
 
     def _enqueue(self, event: ClusterEvent) -> None:

@@ -6,9 +6,8 @@ worker), where a change waits half a poll interval on average before it is even 
 Only positions, only of clusters with a stream open on this process, at most `live_positions_servers_max` servers
 (the others move at the collector's pace); nothing is stored — the collector still records every position, health
 and link, and nothing here decides anything. A server that does not answer in time, or answers nonsense, is skipped
-until the next read; while a server is read here, a `position` event of the collector's older than what was sent
-goes to the streams as that newer position again (`newest`), so a dashboard never sees a position go back and
-still learns that the collector recorded one. Reads of a
+until the next read; while a server is read here, the collector's `position` events for it are not sent to this
+process's streams (they are not newer than what was sent), so a dashboard never sees a position go back. Reads of a
 page (REST) still show what the collector stored: up to a poll interval behind the stream.
 
 Measured (backend/bench/dashboards.py, docs/benchmarks.md): a position change reached an open dashboard in p50
@@ -88,22 +87,6 @@ class LivePositions:
         if read_at is None:
             return False
         return asyncio.get_running_loop().time() - read_at <= COVERED_INTERVALS * self.interval_s
-
-    def newest(self, event: ClusterEvent) -> ClusterEvent:
-        """A position event from elsewhere (the collector's) as the streams are to get it: as it is, unless the
-        server is read here and was already sent further in that domain — then that further position again, so
-        a stream never goes back, and still hears that the collector recorded one (a dashboard then re-reads
-        what is stored)."""
-        data = event.data
-        if not isinstance(data, PositionEvent) or not self.covers(data.server_id):
-            return event
-        sent = self._sent.get((data.server_id, data.domain))
-        if sent is None or data.seq_no is None or int(sent.rsplit("-", 1)[1]) <= data.seq_no:
-            return event
-        further = PositionEvent(
-            server_id=data.server_id, domain=data.domain, gtid=sent, seq_no=int(sent.rsplit("-", 1)[1])
-        )
-        return ClusterEvent.of(event.cluster_id, further)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
