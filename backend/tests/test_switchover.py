@@ -18,6 +18,7 @@ from tests.helpers import (
     WAIT_S,
     WebhookReceiver,
     check,
+    connection,
     register,
     run_operation,
     serve,
@@ -82,6 +83,35 @@ async def test_switchover_moves_the_master_and_back(
 
         listed = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
         assert [o["id"] for o in listed] == [back["id"], operation["id"]]
+
+
+async def test_a_replica_that_was_master_before_follows_the_next_master_from_its_own_transactions(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    """The first master writes domain 1, hands over, and the second master writes only domain 2: the first one's
+    newest GTID in domain 1 is its own, beyond its gtid_slave_pos there. At the next switchover it must follow the
+    new master from its current_pos — from its slave_pos it would be sent its own transactions again and stop
+    (strict mode: not above what it has)."""
+    ferryd = ferryd_factory()
+    ferryd.write(3, domains=(1,))
+    ferryd.converge()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        first = await run_operation(live.app, live.client, cluster_id, "switchover",
+                                    {"candidate_server_id": ids["replica1"]})  # fmt: skip
+        assert first["state"] == "succeeded", (first["error"], first["steps"])
+        ferryd.replica1.increment("second", "k", domain=2)
+        ferryd.converge()
+        second = await run_operation(live.app, live.client, cluster_id, "switchover",
+                                     {"candidate_server_id": ids["replica2"]})  # fmt: skip
+        assert second["state"] == "succeeded", (second["error"], second["steps"])
+        repointed = step(second, "repoint_replicas")["detail"]["repointed"]
+        assert any("(current_pos)" in moved for moved in repointed), repointed
+        gtid = ferryd.replica2.increment("third", "k", domain=1)
+        ferryd.master.wait_for(ferryd.replica2.status()["gtid_binlog_pos"])
+        main = connection(ferryd.master)
+        assert main["running"] and main["master"] == ferryd.replica2.listen, main
+        assert gtid in ferryd.master.status()["gtid_binlog_pos"]
 
 
 async def test_dry_run_runs_the_preflight_only_and_the_stream_shows_its_steps(

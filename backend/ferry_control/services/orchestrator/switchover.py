@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ferry_control.core.config import Settings
-from ferry_control.drivers.base import Check, ConnectionSettings, MasterRole
+from ferry_control.drivers.base import Check, ConnectionSettings, MasterRole, ServerDriver
 from ferry_control.drivers.errors import DriverError, ServerConflict
 from ferry_control.models import PromotionRule
 from ferry_control.schemas.operation import SwitchoverParams
@@ -468,7 +468,8 @@ async def follow_new_master(
     delayed: Collection[int] = (),
     old_master_connection: str | None = None,
 ) -> None:
-    """Repoints the replicas (slave_pos), makes the old master (when given) replicate with current_pos — with
+    """Repoints the replicas (slave_pos; current_pos for one that was a master before, `logged_own_transactions`),
+    makes the old master (when given) replicate with current_pos — with
     `old_master_settings` when given, else those of a connection of that name it has — and verifies that everyone
     replicates from the new master and converges: received it, for the `delayed` replicas (server ids), whose delay
     holds back what they apply. The old master replicates over `old_master_connection` — the name the cluster
@@ -490,8 +491,10 @@ async def follow_new_master(
         moved = []
         for view, name in zip(replicas, connections, strict=True):
             try:
-                await actions.repoint(view.require_driver(), name, address, "slave_pos")
-                moved.append(view.info.label)
+                driver = view.require_driver()
+                use_gtid = "current_pos" if await logged_own_transactions(driver) else "slave_pos"
+                await actions.repoint(driver, name, address, use_gtid)
+                moved.append(view.info.label if use_gtid == "slave_pos" else f"{view.info.label} ({use_gtid})")
             except DriverError as e:
                 failures.append(f"{view.info.label}: {e.code}: {e.message}")
         step.detail = {"repointed": moved, "failed": failures}
@@ -564,8 +567,9 @@ async def complete_move(
 ) -> tuple[list[str], list[str]]:
     """Completes a master move past its point of no return (the new master took writes): the new master writable,
     each given replica (and connection name) not yet replicating from it repointed (slave_pos, keeping its
-    connection's settings), and the old master, when given, read-only and replicating from it (current_pos, with
-    `old_master_settings` when given). Returns what was done and what could not be."""
+    connection's settings — current_pos for a replica that was a master before, see `logged_own_transactions`),
+    and the old master, when given, read-only and replicating from it (current_pos, with `old_master_settings` when
+    given). Returns what was done and what could not be."""
     address = new_master.info.protocol_address
     assert address is not None
     done: list[str] = []
@@ -592,7 +596,7 @@ async def complete_move(
             if already is not None and already.master_address == address and already.running:
                 done.append(f"{view.info.label} already replicates from {new_master.info.label}")
                 continue
-            use_gtid = "current_pos" if is_old else "slave_pos"
+            use_gtid = "current_pos" if is_old or await logged_own_transactions(driver) else "slave_pos"
             await actions.repoint(
                 driver, name, address, use_gtid, stop_first=already is not None,
                 settings=old_master_settings if is_old else None,
@@ -601,3 +605,12 @@ async def complete_move(
         except DriverError as e:
             problems.append(f"{view.info.label}: {e}")
     return done, problems
+
+
+async def logged_own_transactions(driver: ServerDriver) -> bool:
+    """Whether the server's newest transaction in some domain is one it logged itself rather than applied as a
+    replica (gtid_current_pos differs from gtid_slave_pos there): a replica that was a master earlier. Started from
+    its slave_pos it would be sent those transactions again and stop (strict mode: not above what it has), so it
+    replicates from its current_pos (the preflight has refused any errant transaction of a replica)."""
+    positions = await driver.positions()
+    return position(positions.current) != position(positions.slave)
