@@ -188,3 +188,39 @@ async def test_stopping_the_process_ends_its_streams_and_it_exits(admin_database
             assert api.process.wait(WAIT_S) in (0, -signal.SIGTERM), (tmp_path / "api.log").read_text()
         finally:
             api.stop()
+
+
+async def test_a_token_check_the_database_refuses_keeps_the_streams_and_the_checks_going(
+    live_app: LiveFactory,
+) -> None:
+    """The tokens' read fails once (the database away for a moment): the streams stay open, and the next interval's
+    check still ends a stream whose token was revoked."""
+    async with live_app(poll_interval_s=0.2) as live:
+        cluster_id = (await live.client.post("/api/v1/clusters", json={"name": "checked"})).json()["id"]
+        registry = live.app.state.streams
+        real = registry.valid_tokens
+        failed = asyncio.Event()
+
+        async def refuse_once() -> set[int]:
+            if not failed.is_set():
+                failed.set()
+                raise OSError("the database is away")
+            return await real()
+
+        registry.valid_tokens = refuse_once
+        async with (
+            serve(live.app) as base,
+            httpx.AsyncClient(timeout=WAIT_S, headers=live.tokens.header("viewer")) as sse,
+            sse.stream("GET", f"{base}/api/v1/clusters/{cluster_id}/events") as stream,
+        ):
+            events = sse_events(stream)
+            assert (await anext(events))[0] == "subscribed"
+            async with asyncio.timeout(WAIT_S):
+                await failed.wait()
+            async with session_scope(live.app.state.sessionmaker) as session:
+                token = next(t for t in await TokenService(session, live.settings).list() if t.name == "live-viewer")
+                await TokenService(session, live.settings).revoke(token.id)
+            async with asyncio.timeout(WAIT_S):
+                name, _ = await anext(events)
+                while name != "token_invalid":
+                    name, _ = await anext(events)

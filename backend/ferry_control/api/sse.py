@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import threading
 from collections import deque
@@ -34,6 +35,8 @@ from ferry_control.schemas.events import PositionEvent, SubscribedEvent, TokenIn
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.live_positions import LivePositions
 from ferry_control.services.streams import StreamRegistry
+
+log = logging.getLogger(__name__)
 
 #: Most events written in one piece: what arrived together (a collector cycle, a batch relayed from the worker) goes
 #: to each socket as one write of frames encoded once for every stream.
@@ -185,7 +188,7 @@ class StreamHub:
         self._loop = asyncio.get_running_loop()
         self._stopping = False
         self._ticker.start()
-        self._restore_signals = _on_stop_signals(asyncio.get_running_loop(), self.end_all)
+        self._restore_signals = _on_stop_signals(self._loop, self.end_all)
         if self._live is not None:
             self._live.start(self.watched, self._enqueue)
 
@@ -252,7 +255,11 @@ class StreamHub:
             await asyncio.sleep(self._check_s)
             if not self._listeners:
                 continue
-            valid = await self.registry.valid_tokens()
+            try:
+                valid = await self.registry.valid_tokens()
+            except Exception:  # the database away for a moment: the streams stay as they are, checked next time
+                log.warning("event streams: their tokens could not be checked", exc_info=True)
+                continue
             ping = loop.time() >= next_ping
             if ping:
                 next_ping = loop.time() + self._ping_s
