@@ -232,9 +232,10 @@ class MariadbCluster:
             raise
 
     def stop(self) -> None:
-        """Stops every server this object started (by pid) and removes their directories."""
+        """Stops every server this object started (by pid; all asked at once, then each awaited) and removes their
+        directories."""
+        stop_pids([(server.pid, server.datadir, self._procs.pop(server.number, None)) for server in self.servers])
         for server in self.servers:
-            stop_pid(server.pid, server.datadir, self._procs.pop(server.number, None))
             server.pid = None
             shutil.rmtree(server.datadir, ignore_errors=True)
             shutil.rmtree(f"{server.datadir}.tmp", ignore_errors=True)
@@ -554,26 +555,36 @@ def _is_ours(pid: int, datadir: str) -> bool:
 
 def stop_pid(pid: int | None, datadir: str, proc: subprocess.Popen[bytes] | None = None) -> None:
     """SIGTERM the mariadbd `pid` (only if it still serves `datadir`), wait for it, SIGKILL after STOP_WAIT_S."""
-    if pid is None:
-        return
-    if proc is not None:
-        if proc.poll() is None:
-            proc.terminate()
+    stop_pids([(pid, datadir, proc)])
+
+
+def stop_pids(servers: list[tuple[int | None, str, subprocess.Popen[bytes] | None]]) -> None:
+    """`stop_pid` for several servers: every one SIGTERMed first, then each awaited (their shutdowns overlap)."""
+    asked = []
+    for pid, datadir, proc in servers:
+        if pid is None:
+            continue
+        if proc is not None:
+            if proc.poll() is None:
+                proc.terminate()
+                asked.append((pid, datadir, proc))
+        elif _is_ours(pid, datadir):
+            os.kill(pid, signal.SIGTERM)
+            asked.append((pid, datadir, None))
+    for pid, datadir, proc in asked:
+        if proc is not None:
             try:
                 proc.wait(STOP_WAIT_S)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(STOP_WAIT_S)
-        return
-    if not _is_ours(pid, datadir):
-        return
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_WAIT_S
-    while _is_ours(pid, datadir) and not _zombie(pid):
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            deadline = time.monotonic() + STOP_WAIT_S
-        time.sleep(PROBE_INTERVAL_S)
+            continue
+        deadline = time.monotonic() + STOP_WAIT_S
+        while _is_ours(pid, datadir) and not _zombie(pid):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                deadline = time.monotonic() + STOP_WAIT_S
+            time.sleep(PROBE_INTERVAL_S)
 
 
 def _zombie(pid: int) -> bool:

@@ -59,35 +59,51 @@ bin=$(realpath -m "${FERRY_BIN_DIR:-$root/engine/target/release}")
 api="http://127.0.0.1:$api_port"
 token_file="$run/admin-token"
 
-alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+alive() { [ -f "$1" ] && running "$(cat "$1")"; }
 protocol_port() { echo $((base + $1)); }
 admin_port() { echo $((base + 100 + $1)); }
 
-stop_one() { # stop_one PIDFILE NAME
-  local pidfile=$1 name=$2 pid
-  [ -f "$pidfile" ] || return 0
-  pid=$(cat "$pidfile")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid"
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-    echo "stopped $name"
-  fi
-  rm -f "$pidfile"
+# Whether the process runs: one that exited but is not reaped yet (a zombie until init collects it, which can take
+# a second or more) is gone.
+running() {
+  local state
+  state=$(cut -d')' -f2- "/proc/$1/stat" 2>/dev/null | awk '{print $1}')
+  [ -n "$state" ] && [ "$state" != Z ]
 }
 
-# Whatever a start left, whichever FERRY_STACK it had.
-stop() {
-  stop_one "$run/api.pid" "control plane API"
-  stop_one "$run/worker.pid" "control plane worker"
-  for name in mariadb seed000; do stop_one "$run/haproxy-$name.pid" "HAProxy of $name"; done
-  stop_one "$run/workload.pid" "demo workload"
-  local name
-  for name in mariadb seed000; do
-    stop_one "$run/load-$name.pid" "load writer of $name"
+stop_group() { # stop_group PIDFILE=NAME...: every one SIGTERMed at once, each awaited (SIGKILL after 10 s)
+  local item pidfile pid
+  local -a asked=()
+  for item in "$@"; do
+    pidfile=${item%%=*}
+    [ -f "$pidfile" ] || continue
+    pid=$(cat "$pidfile")
+    if running "$pid"; then
+      kill -TERM "$pid" 2>/dev/null || true
+      asked+=("$item")
+    else
+      rm -f "$pidfile"
+    fi
   done
-  stop_one "$run/report-lock-seed000.pid" "report lock on seed000's server 5"
-  for i in 1 2 3; do stop_one "$run/node$i/pid" "node $i"; done
+  for item in "${asked[@]}"; do
+    pidfile=${item%%=*}
+    pid=$(cat "$pidfile")
+    for _ in $(seq 1 100); do running "$pid" || break; sleep 0.1; done
+    running "$pid" && kill -KILL "$pid"
+    echo "stopped ${item#*=}"
+    rm -f "$pidfile"
+  done
+}
+
+# Whatever a start left, whichever FERRY_STACK it had. The control plane first (it must not see the servers go and
+# fail them over), then everything that writes or serves, then the MariaDB clusters.
+stop() {
+  stop_group "$run/api.pid=control plane API" "$run/worker.pid=control plane worker"
+  stop_group "$run/haproxy-mariadb.pid=HAProxy of mariadb" "$run/haproxy-seed000.pid=HAProxy of seed000" \
+    "$run/workload.pid=demo workload" "$run/load-mariadb.pid=load writer of mariadb" \
+    "$run/load-seed000.pid=load writer of seed000" "$run/report-lock-seed000.pid=report lock on seed000's server 5"
+  stop_group "$run/node1/pid=node 1" "$run/node2/pid=node 2" "$run/node3/pid=node 3"
+  local name
   for name in mariadb seed000; do
     if [ -f "$run/$name/cluster.json" ]; then
       .venv/bin/python scripts/mariadb_cluster.py stop --dir "$run/$name"

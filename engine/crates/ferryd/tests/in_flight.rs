@@ -88,9 +88,13 @@ fn read_only_waits_for_commits_in_flight_and_returns_where_writes_stopped() {
 #[test]
 fn a_commit_still_in_flight_makes_the_wait_time_out_and_read_only_off_ends_it() {
     let dir = tempfile::tempdir().unwrap();
-    // No replica confirms: a commit waits out the semi-sync timeout in flight — long enough for the steps below
-    // however loaded the machine is (the last one waits for its end).
-    let node = NodeProc::start(dir.path(), 1, &["--durability", "local+network", "--semi-sync-timeout-ms", "15000"]);
+    // No replica confirms yet: a commit waits in flight for one, within a semi-sync timeout far longer than the
+    // steps below however loaded the machine is; at the end a replica joins and its acknowledgement ends the wait.
+    let node = NodeProc::start(
+        &dir.path().join("m"),
+        1,
+        &["--durability", "local+network", "--semi-sync-timeout-ms", "120000"],
+    );
     let listen = node.listen.clone();
     let stuck = rt().spawn(async move {
         let mut c = ferry_client::Client::connect(&listen).await.unwrap();
@@ -124,10 +128,26 @@ fn a_commit_still_in_flight_makes_the_wait_time_out_and_read_only_off_ends_it() 
     let (code, body) = waiting.join().unwrap();
     assert_eq!((code, body["error"]["code"].as_str()), (409, Some("read_only_off")), "{body}");
 
-    // Once the commit has its answer, the wait ends with the position that includes it.
-    let (code, body) =
-        node.post("/v1/read-only", json!({"read_only": true, "wait_for_in_flight_ms": 30_000}), Some(TOKEN));
+    // Once the commit has its answer (a replica joins and acknowledges it), the wait ends with the position that
+    // includes it.
+    let changed_before = changes(&node);
+    let waiting = std::thread::spawn({
+        let admin = node.admin.clone();
+        move || {
+            let url = format!("http://{admin}/v1/read-only");
+            let body = json!({"read_only": true, "wait_for_in_flight_ms": 60_000});
+            let resp = reqwest::blocking::Client::new().post(url).bearer_auth(TOKEN).json(&body).send().unwrap();
+            (resp.status().as_u16(), resp.json::<serde_json::Value>().unwrap())
+        }
+    });
+    node.eventually("the waiting read-only call", || changes(&node), |n| *n != changed_before);
+    assert_eq!(node.status()["commits_in_flight"], 1, "the commit still waits for an acknowledgement");
+    let replica = NodeProc::start(&dir.path().join("r"), 2, &[]);
+    replica.post("/v1/replication/m/change-master", json!({"master": node.listen}), Some(TOKEN));
+    replica.post("/v1/replication/m/start", json!({}), Some(TOKEN));
+    let (code, body) = waiting.join().unwrap();
     assert_eq!(code, 200, "{body}");
+    assert_eq!(node.status()["semi_sync"]["timeouts"], 0, "the commit was acknowledged, not timed out");
     let commit = rt().block_on(stuck).unwrap().unwrap();
     assert_eq!(body["gtid_binlog_pos"], commit.gtid.to_string());
     assert_eq!(body["in_flight_at_read_only"], 1);
