@@ -42,7 +42,7 @@ BACKEND = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BACKEND))
 
 import httpx  # noqa: E402
-from bench.measure import process_cpu_s, quantile  # noqa: E402
+from bench.measure import WINDOW_STEPS, machine_cpu_s, process_cpu_s, process_run_delay_s, quantile  # noqa: E402
 
 from ferry_control.core.migrate import upgrade  # noqa: E402
 from tests.ferryd_cluster import NODE_TOKEN, REPO_ROOT, WAIT_S, FerrydCluster, free_port_pair  # noqa: E402
@@ -206,11 +206,24 @@ async def main() -> None:
                 )  # fmt: skip
                 processes.append(streams)
                 connected = await readline(streams, "the streams' process")
-                named = {"web": web, "streams": streams, **({} if args.single else {"worker": processes[0]})}
-                cpu_before, wall_before = {n: process_cpu_s(p.pid) for n, p in named.items()}, time.monotonic()
+                named = {
+                    "web": web.pid,
+                    "streams": streams.pid,
+                    **({} if args.single else {"worker": processes[0].pid}),
+                }
+                named |= {f"ferryd{i}": node.proc.pid for i, node in enumerate(ferryd.nodes, 1) if node.proc}
+                named["writer"] = writer.process.pid
+                cpu_before, wall_before = {n: process_cpu_s(p) for n, p in named.items()}, time.monotonic()
+                waited_before, machine_before = {n: process_run_delay_s(p) for n, p in named.items()}, machine_cpu_s()
                 result = await measure(client, cluster_id, ids, args)
                 wall = time.monotonic() - wall_before
-                cpu = {n: round((process_cpu_s(p.pid) - cpu_before[n]) / wall, 2) for n, p in named.items()}
+                cpu = {n: round((process_cpu_s(p) - cpu_before[n]) / wall, 2) for n, p in named.items()}
+                machine = [
+                    (after - before) / wall for before, after in zip(machine_before, machine_cpu_s(), strict=True)
+                ]
+                cpu["machine_busy"], cpu["machine_steal"] = round(machine[0], 2), round(machine[1], 3)
+                # The share of the run each process spent runnable but waiting for a CPU (summed over its threads).
+                waited = {n: round((process_run_delay_s(p) - waited_before[n]) / wall, 3) for n, p in named.items()}
                 nodes = {"master": ferryd.master, "replica1": ferryd.replica1, "replica2": ferryd.replica2}
                 master = await current_master(client, cluster_id, ids)
                 to_event = await position_to_event(
@@ -256,6 +269,13 @@ async def main() -> None:
                 "switchovers": len(windows),
                 "unavailable_ms_median": round(1000 * statistics.median(windows), 1),
                 "unavailable_ms_max": round(1000 * max(windows), 1),
+                # Where the window goes: each step's median (the first step's time includes the routing change made
+                # before the window opens), and the rest (between the steps: the fence checks, the loop's turns).
+                "window_steps_ms_median": {
+                    name: round(1000 * statistics.median(p[name] for p in result["parts"] if name in p), 1)
+                    for name in WINDOW_STEPS
+                    if any(name in p for p in result["parts"])
+                },
                 "position_to_event_samples": len(to_event),
                 "position_to_event_ms_p50": round(1000 * quantile(to_event, 0.5), 1),
                 "position_to_event_ms_p99": round(1000 * quantile(to_event, 0.99), 1),
@@ -263,6 +283,7 @@ async def main() -> None:
                 "failover": failover,
                 "writer_acked": sum(writer_summary["acked"].values()),
                 "cpu_cores": cpu,
+                "waiting_for_cpu_share": waited,
                 "ferryd": os.environ["FERRYD_BIN"],
             }
         )
@@ -300,6 +321,7 @@ async def measure(client: httpx.AsyncClient, cluster_id: int, ids: dict[str, int
             server_s.append(float(timing.removeprefix("app;dur=")) / 1000)
 
     windows: list[float] = []
+    parts: list[dict[str, float]] = []
 
     async def switchovers() -> None:
         await asyncio.sleep(args.duration_s / 4)  # reads settle first; a schedule, not a wait for a condition
@@ -319,6 +341,9 @@ async def measure(client: httpx.AsyncClient, cluster_id: int, ids: dict[str, int
             if operation["state"] != "succeeded":
                 raise SystemExit(f"switchover {i} {operation['state']}: {operation['error']}")
             windows.append(operation["result"]["unavailable_s"])
+            parts.append(
+                {step["name"]: step["duration_s"] for step in operation["steps"] if step["name"] in WINDOW_STEPS}
+            )
 
     switching = asyncio.create_task(switchovers())
     interval = 1.0 / args.reads_per_s
@@ -332,7 +357,14 @@ async def measure(client: httpx.AsyncClient, cluster_id: int, ids: dict[str, int
         await asyncio.sleep(max(0.0, started + n * interval - time.monotonic()))  # the read schedule
     await switching
     await asyncio.gather(*in_flight)
-    return {"windows": windows, "latencies": latencies, "server_s": server_s, "by_kind": by_kind, "errors": errors}
+    return {
+        "windows": windows,
+        "parts": parts,
+        "latencies": latencies,
+        "server_s": server_s,
+        "by_kind": by_kind,
+        "errors": errors,
+    }
 
 
 async def current_master(client: httpx.AsyncClient, cluster_id: int, ids: dict[str, int]) -> str:

@@ -1,6 +1,7 @@
 """Operations always end well, in-process, against real three-node ferryd clusters: a switchover stopped after the
 old master went read-only — by cancellation, by an unexpected exception, by its time bound, by the loss of the
-cluster's lock (the heartbeat sees another fencing token; or the check before the next step does) — is undone:
+cluster's lock (the heartbeat sees another fencing token; or the check before the next step does, once the last
+confirmation is older than the trust it is given) — is undone:
 the old master writable again, the topology as before, the undo recorded; one stopped after the promotion is rolled
 forward. Repointing keeps each replica's own connection settings (delay, parallel apply), in a switchover, in its
 undo after the promotion began, and in a repoint operation."""
@@ -19,6 +20,7 @@ from ferry_control.core.db import session_scope
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.ferry import FerryDriver
 from ferry_control.models import OperationLock
+from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.services.orchestrator import actions, switchover
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster, FerrydNode
@@ -182,10 +184,11 @@ async def test_losing_the_lock_stops_the_switchover_and_undoes_it(
 async def test_the_fencing_token_is_checked_before_the_next_step(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With a long lease the heartbeat does not look in time: the check before `promote_candidate` does."""
+    """With a long lease the heartbeat does not look in time, and with no trust in the last confirmation the check
+    before `promote_candidate` reads the lock: it finds it taken."""
     ferryd = ferryd_factory()
     gate = Gate(monkeypatch)
-    async with live_app(operation_lease_s=600.0) as live:
+    async with live_app(operation_lease_s=600.0, operation_fence_trust_s=0) as live:
         cluster_id, ids = await register(live.client, ferryd)
         before = topology(ferryd.nodes)
         operation_id = await start_switchover(live, cluster_id, ids["replica1"])
@@ -195,6 +198,78 @@ async def test_the_fencing_token_is_checked_before_the_next_step(
         operation = await ended(live, cluster_id, operation_id)
         assert_undone_as_before(operation, ferryd, before, "lost the cluster's operation lock: it is held by nobody")
         assert step(operation, "candidate_catch_up")["state"] == "passed"
+
+
+async def test_steps_read_the_lock_only_once_their_last_confirmation_is_older_than_the_trust(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner reads the lock as the operation starts; the steps, within `operation_fence_trust_s` of that read,
+    rely on it, so no database round trip lies inside the switchover's window. With no trust every step reads it."""
+    reads: list[int] = []
+    real = ClusterRepository.lock_state
+
+    async def counted(self: ClusterRepository, cluster_id: int) -> Any:
+        reads.append(cluster_id)
+        return await real(self, cluster_id)
+
+    monkeypatch.setattr(ClusterRepository, "lock_state", counted)
+    ferryd = ferryd_factory()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        operation = await run_operation(
+            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica1"]}
+        )
+        assert operation["state"] == "succeeded", operation["error"]
+        assert [s["name"] for s in operation["steps"]][:1] == ["preflight"]
+        assert len(operation["steps"]) > 4
+        assert reads == [cluster_id], "one read, as the operation starts"
+    reads.clear()
+    async with live_app(operation_fence_trust_s=0) as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        operation = await run_operation(
+            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["master"]}
+        )
+        assert operation["state"] == "succeeded", operation["error"]
+        assert len(reads) == 1 + len(operation["steps"]), "a read as it starts, and before every step"
+
+
+async def test_the_steps_inside_the_window_are_published_and_written_once_the_candidate_takes_writes(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the old master's read-only to the candidate's first write, a switchover records nothing: stopped inside
+    that window (the candidate's catch-up), its row and its events show the read-only step still running and no
+    later step; once it ends, every step of the window is there with its timings."""
+    ferryd = ferryd_factory()
+    gate = Gate(monkeypatch)
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        async with live.app.state.bus.subscribe(cluster_id) as events:
+            operation_id = await start_switchover(live, cluster_id, ids["replica1"])
+            await gate.reached()
+            assert ferryd.master.status()["read_only"] is True, "inside the window: the old master refuses writes"
+
+            async def stored_steps() -> list[tuple[str, str]] | None:
+                stored = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
+                steps = [(s["name"], s["state"]) for s in stored["steps"]]
+                return steps if any(name == "old_master_read_only" for name, _ in steps) else None
+
+            steps = await eventually("the read-only step written", stored_steps)
+            assert steps[-1] == ("old_master_read_only", "running"), f"written inside the window: {steps}"
+            gate.opened.set()
+            operation = await ended(live, cluster_id, operation_id)
+            published: list[list[tuple[str, str]]] = []
+            while not events.queue.empty():
+                event = events.queue.get_nowait()
+                if event.type == "operation" and event.data.operation_id == operation_id:
+                    published.append([(s.name, s.state) for s in event.data.steps])
+        assert operation["state"] == "succeeded", operation["error"]
+        window = ("old_master_read_only", "wait_in_flight_commits", "candidate_catch_up", "promote_candidate")
+        assert all(step(operation, name)["state"] == "passed" for name in window)
+        assert all(step(operation, name)["duration_s"] is not None for name in window)
+        newest = [steps[-1] for steps in published if steps]
+        assert ("old_master_read_only", "running") in newest
+        inside = [s for s in newest if s[0] in window[1:3] or s == ("old_master_read_only", "passed")]
+        assert not inside, f"published inside the window: {inside}"
 
 
 async def test_repointing_keeps_each_replicas_connection_settings(

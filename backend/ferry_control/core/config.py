@@ -214,6 +214,15 @@ class Settings(BaseSettings):
         description="A running operation renews its cluster lock this often x3; a lock not renewed for "
         "this long belongs to a dead API instance and may be taken over.",
     )
+    operation_fence_trust_s: float = Field(
+        30.0,
+        ge=0,
+        description="How long after a renewal of its lease (or a read of its lock) an operation's steps trust that it "
+        "still holds the cluster, without reading the lock again; at most half of operation_lease_s is used. A lock "
+        "changes hands only once its lease lapsed, so this is safe while the instances' clocks agree within "
+        "operation_lease_s minus this. 0: every step reads the lock first (a database round trip, 2–3 ms each, "
+        "three of them inside a switchover's window).",
+    )
     operation_shutdown_grace_s: float = Field(
         30.0, ge=0, description="On shutdown, how long running operations may still finish before being cancelled."
     )

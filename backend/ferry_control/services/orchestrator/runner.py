@@ -19,8 +19,10 @@ whatever ends it other than success — `OperationFailed`, a driver error, any o
 API shutting down), the operation's time bound, or the loss of the cluster's lock — runs that compensation once,
 shielded from further cancellation, and records it as a step. The lock carries a fencing token (bumped each time it
 is taken): `ctx.step()` checks that this operation still holds the lock with its token before every step (undo and
-roll-forward steps excepted), and the heartbeat stops the operation as soon as a renewal finds the lock taken over
-or the lease lapsed. What a crash leaves behind is reconciled by `reconcile.py` at the next start of any instance.
+roll-forward steps excepted) — from memory while the last renewal is recent (`operation_fence_trust_s`: the lock
+changes hands only once its lease lapsed), else by reading the lock, so a switchover's window holds no database
+round trip — and the heartbeat stops the operation as soon as a renewal finds the lock taken over or the lease
+lapsed. What a crash leaves behind is reconciled by `reconcile.py` at the next start of any instance.
 """
 
 from __future__ import annotations
@@ -143,6 +145,10 @@ class OperationContext(Generic[P, R]):
     _compensation: tuple[str, Compensation] | None = None
     #: Why the stored parameters could not be read, when they could not (the operation then fails at once).
     _unreadable: str | None = None
+    #: Until when (monotonic clock) a step trusts the lock as last confirmed, without reading it (`check_fence`).
+    _fence_trusted_until: float = float("-inf")
+    #: Whether step changes wait (`hold_records`) instead of being published and persisted at once.
+    _held: bool = False
 
     @property
     def settings(self) -> Settings:
@@ -178,6 +184,7 @@ class OperationContext(Generic[P, R]):
         finally:
             self.changed()
         if name == self.settings.operation_failpoint_pause_after_step:
+            self.release_records()
             await self.flush()
             log.warning("operation %s pauses after step %s (operation_failpoint_pause_after_step)", self.id, name)
             await asyncio.Event().wait()
@@ -186,13 +193,27 @@ class OperationContext(Generic[P, R]):
     def id(self) -> int:
         return self.operation_id
 
+    def lease_confirmed(self, at: float, remaining_s: float) -> None:
+        """This operation held its lock at `at` (monotonic clock, taken before the statement that showed it), with
+        `remaining_s` of lease left then: steps trust it for `operation_fence_trust_s` (at most half a lease) less
+        what of the lease had already gone."""
+        lease_s = self.settings.operation_lease_s
+        trust_s = min(self.settings.operation_fence_trust_s, lease_s / 2)
+        self._fence_trusted_until = max(self._fence_trusted_until, at + remaining_s - (lease_s - trust_s))
+
     async def check_fence(self) -> None:
         """Raises LeaseLost unless this operation still holds its cluster's lock with its fencing token and a
-        lease that has not lapsed (nothing to check for a dry run)."""
+        lease that has not lapsed (nothing to check for a dry run). Within the trust of the last confirmation
+        (`lease_confirmed`) that is known without a read: the lock changes hands only once the lease lapsed, and a
+        renewal that finds it taken stops the operation (`stop_reason`)."""
         if self.fencing_token is None:
             return
         if self.stop_reason is not None:
             raise LeaseLost(self.stop_reason)
+        checked = time.monotonic()
+        if checked < self._fence_trusted_until:
+            return
+        now = _now()
         async with session_scope(self.sessionmaker) as session:
             lock = await ClusterRepository(session).lock_state(self.cluster_id)
         if lock is None or lock.operation_id != self.operation_id or lock.fencing_token != self.fencing_token:
@@ -202,8 +223,9 @@ class OperationContext(Generic[P, R]):
                 f"lost the cluster's operation lock: it is held by {holder} with fencing token {token} "
                 f"(this operation's: {self.fencing_token})"
             )
-        if lock.lease_expires_at is None or lock.lease_expires_at <= _now():
+        if lock.lease_expires_at is None or lock.lease_expires_at <= now:
             raise LeaseLost("lost the cluster's operation lock: its lease lapsed (not renewed in time)")
+        self.lease_confirmed(checked, (lock.lease_expires_at - now).total_seconds())
 
     def stop(self, reason: str) -> None:
         """Stops the operation from outside (its guard then compensates); the first reason given is kept."""
@@ -287,6 +309,7 @@ class OperationContext(Generic[P, R]):
         renewing it meanwhile), so another instance's reconcile cannot take the cluster and repair the same
         servers from its own snapshot at the same time; when the lock is another holder's already, nothing is
         done here and the outcome says so (that holder's reconcile repairs)."""
+        self.release_records()
         name, registered_compensation = registered
         compensation: Compensation | None = registered_compensation
         kind = "rolled forward" if name == "roll_forward" else "undone"
@@ -317,9 +340,27 @@ class OperationContext(Generic[P, R]):
             self.changed()
         return outcome
 
+    async def hold_records(self) -> None:
+        """Once what was recorded so far is written, and until `release_records`, step changes are neither published
+        nor persisted: a switchover's write-unavailability window then holds nothing but its own moves — a step
+        record written, or an event that every open dashboard's process fans out, there takes CPU the servers'
+        answers wait for. What a crash there leaves is known from the plan saved before (`ctx.save()`), not from
+        these records."""
+        self._held = True
+        await self.flush()
+
+    def release_records(self) -> None:
+        """Ends `hold_records`: every change since is published and persisted as one (a no-op when not held)."""
+        if self._held:
+            self._held = False
+            self.changed()
+
     def changed(self) -> None:
         """Steps or result changed: published at once, persisted by a writer task (short transactions of its own,
-        coalescing changes that arrive meanwhile), so a database commit is never inside a switchover's window."""
+        coalescing changes that arrive meanwhile), so a database commit is never inside a switchover's window —
+        unless held (`hold_records`), then both wait until released."""
+        if self._held:
+            return
         self.runner.publish(self.cluster_id, self.operation_id, self.type, OperationState.running, self.steps)
         self._dirty = True
         if self._writer is None or self._writer.done():
@@ -499,6 +540,7 @@ class OperationRunner:
             operation = await OperationRepository(session).get_any(operation_id)
             if operation is None or operation.state != OperationState.pending:
                 return
+            asked, asked_at = time.monotonic(), _now()
             lock = None if operation.dry_run else await ClusterRepository(session).lock_state(operation.cluster_id)
             unreadable = None
             try:
@@ -523,6 +565,8 @@ class OperationRunner:
                 operation.finished_at = _now()
                 return
             ctx.fencing_token = None if lock is None else lock.fencing_token
+            if lock is not None and lock.lease_expires_at is not None:
+                ctx.lease_confirmed(asked, (lock.lease_expires_at - asked_at).total_seconds())
             if not await OperationRepository(session).claim(operation.id, _now()):
                 return  # another process claimed it first
         self.publish(ctx.cluster_id, ctx.operation_id, ctx.type, OperationState.running, [])
@@ -590,6 +634,7 @@ class OperationRunner:
         renewed = time.monotonic()
         while True:
             await asyncio.sleep(lease_s / 3)
+            asked = time.monotonic()
             try:
                 async with session_scope(self.sessionmaker) as session:
                     until = _now() + timedelta(seconds=lease_s)
@@ -612,6 +657,7 @@ class OperationRunner:
                 )
                 return
             renewed = time.monotonic()
+            ctx.lease_confirmed(asked, lease_s)
 
     async def _post_hooks(self, ctx: OperationContext[Any, Any], state: OperationState, error: str | None) -> None:
         try:

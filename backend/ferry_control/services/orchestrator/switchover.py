@@ -338,27 +338,33 @@ async def switch_master(ctx: OperationContext[Any, Any], master: ServerView, lin
 
     ctx.undo_with("undo", put_back)
     window_started = time.perf_counter()
-    async with ctx.step("old_master_read_only") as step:
-        await routing.writer_leaving(ctx, master.info.id)  # proxies stop sending it new writers first
-        window_started = time.perf_counter()
-        await master_driver.set_read_only(True)
-        # read_only does not stop every user (MariaDB: SUPER, READ ONLY ADMIN): their sessions are ended.
-        killed = await master_driver.kill_sessions_bypassing_read_only()
-        step.detail = f"{master.info.label} refuses writes; {killed} session(s) that could bypass read-only ended"
-    async with ctx.step("wait_in_flight_commits") as step:
-        target, step.detail = await commits_landed(master, settings)
-    result.position = target
-    await actions.candidate_catch_up(ctx, candidate, target, connection)
-    async with ctx.step("promote_candidate") as step:
-        await candidate_driver.stop_replication(connection)
-        removed = True  # from here the undo re-creates the connection (a remove cut short may have removed it)
-        await candidate_driver.remove_replication(connection)
-        candidate_role = await candidate_driver.take_master_role(role)
-        if await candidate_driver.set_read_only(False):
-            raise OperationFailed(f"{candidate.info.label} still reports read_only after read-only off")
-        unavailable = time.perf_counter() - window_started
-        await routing.writer_arrived(ctx, candidate.info.id, master.info.id)
-        step.detail = f"{candidate.info.label} is the master and writable" + role_taken(role, master.info.label)
+    try:
+        async with ctx.step("old_master_read_only") as step:
+            await routing.writer_leaving(ctx, master.info.id)  # proxies stop sending it new writers first
+            # The window: from here until the candidate takes writes, the steps' records wait (`hold_records`).
+            await ctx.hold_records()
+            window_started = time.perf_counter()
+            await master_driver.set_read_only(True)
+            # read_only does not stop every user (MariaDB: SUPER, READ ONLY ADMIN): their sessions are ended.
+            killed = await master_driver.kill_sessions_bypassing_read_only()
+            step.detail = f"{master.info.label} refuses writes; {killed} session(s) that could bypass read-only ended"
+        async with ctx.step("wait_in_flight_commits") as step:
+            target, step.detail = await commits_landed(master, settings)
+        result.position = target
+        await actions.candidate_catch_up(ctx, candidate, target, connection)
+        async with ctx.step("promote_candidate") as step:
+            await candidate_driver.stop_replication(connection)
+            removed = True  # from here the undo re-creates the connection (a remove cut short may have removed it)
+            await candidate_driver.remove_replication(connection)
+            candidate_role = await candidate_driver.take_master_role(role)
+            if await candidate_driver.set_read_only(False):
+                raise OperationFailed(f"{candidate.info.label} still reports read_only after read-only off")
+            unavailable = time.perf_counter() - window_started
+            ctx.release_records()
+            await routing.writer_arrived(ctx, candidate.info.id, master.info.id)
+            step.detail = f"{candidate.info.label} is the master and writable" + role_taken(role, master.info.label)
+    finally:
+        ctx.release_records()
     kept = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.name != connection
             and c.running]  # fmt: skip
     if kept:  # a multi-source candidate (one master of several replaced): it keeps the other masters' domains
