@@ -60,8 +60,8 @@ class Settings(BaseSettings):
         10, ge=0, le=19,
         description="How many steps the web process (role `web`) lowers its CPU priority below the worker's, so that "
         "on a busy machine operations, collection and failover monitoring go first (0: the same priority). At 1,000 "
-        "open dashboards on two cores, 10 kept the switchover window at its idle figure where 5 left it 10–50 % "
-        "longer; reads stayed at p99 70–110 ms (docs/benchmarks.md).",
+        "open dashboards on two cores, 10 kept the switchover window within about 1 ms of its idle ~5 ms where 5 "
+        "left it 10–53 % longer; reads stayed at p99 85–125 ms (docs/benchmarks.md).",
     )  # fmt: skip
     operation_pickup_interval_s: float = Field(
         1.0, gt=0, le=60,
