@@ -85,6 +85,16 @@ fn read_only_waits_for_commits_in_flight_and_returns_where_writes_stopped() {
     assert_eq!(status["counters"]["commits"], acked.len(), "every commit in the binlog was acknowledged");
 }
 
+/// `POST /v1/read-only` with a wait for the commits in flight, sent from a thread of its own: its status and body.
+fn read_only_waiting(node: &NodeProc, wait_ms: u64) -> std::thread::JoinHandle<(u16, serde_json::Value)> {
+    let url = format!("http://{}/v1/read-only", node.admin);
+    std::thread::spawn(move || {
+        let body = json!({"read_only": true, "wait_for_in_flight_ms": wait_ms});
+        let resp = reqwest::blocking::Client::new().post(url).bearer_auth(TOKEN).json(&body).send().unwrap();
+        (resp.status().as_u16(), resp.json::<serde_json::Value>().unwrap())
+    })
+}
+
 #[test]
 fn a_commit_still_in_flight_makes_the_wait_time_out_and_read_only_off_ends_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -113,15 +123,7 @@ fn a_commit_still_in_flight_makes_the_wait_time_out_and_read_only_off_ends_it() 
     // A wait that read-only off interrupts says so.
     let changes = |node: &NodeProc| node.log().matches("read-only changed through the admin API").count();
     let changed_before = changes(&node);
-    let waiting = std::thread::spawn({
-        let admin = node.admin.clone();
-        move || {
-            let url = format!("http://{admin}/v1/read-only");
-            let body = json!({"read_only": true, "wait_for_in_flight_ms": 10_000});
-            let resp = reqwest::blocking::Client::new().post(url).bearer_auth(TOKEN).json(&body).send().unwrap();
-            (resp.status().as_u16(), resp.json::<serde_json::Value>().unwrap())
-        }
-    });
+    let waiting = read_only_waiting(&node, 10_000);
     // The waiting call has set read-only (it logs that just before it waits): turning it off now interrupts it.
     node.eventually("the waiting read-only call", || changes(&node), |n| *n != changed_before);
     assert_eq!(node.post("/v1/read-only", json!({"read_only": false}), Some(TOKEN)).0, 200);
@@ -131,15 +133,7 @@ fn a_commit_still_in_flight_makes_the_wait_time_out_and_read_only_off_ends_it() 
     // Once the commit has its answer (a replica joins and acknowledges it), the wait ends with the position that
     // includes it.
     let changed_before = changes(&node);
-    let waiting = std::thread::spawn({
-        let admin = node.admin.clone();
-        move || {
-            let url = format!("http://{admin}/v1/read-only");
-            let body = json!({"read_only": true, "wait_for_in_flight_ms": 60_000});
-            let resp = reqwest::blocking::Client::new().post(url).bearer_auth(TOKEN).json(&body).send().unwrap();
-            (resp.status().as_u16(), resp.json::<serde_json::Value>().unwrap())
-        }
-    });
+    let waiting = read_only_waiting(&node, 60_000);
     node.eventually("the waiting read-only call", || changes(&node), |n| *n != changed_before);
     assert_eq!(node.status()["commits_in_flight"], 1, "the commit still waits for an acknowledgement");
     let replica = NodeProc::start(&dir.path().join("r"), 2, &[]);
