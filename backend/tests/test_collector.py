@@ -210,6 +210,22 @@ async def test_sse_delivers_a_position_change(
         ferryd.converge()
 
 
+@asynccontextmanager
+async def viewer_events(
+    app: FastAPI, tokens: Tokens, cluster_id: int
+) -> AsyncIterator[AsyncIterator[tuple[str, dict]]]:
+    """A viewer's event stream of the cluster on the app served on a real port, read past its `subscribed`."""
+    async with (
+        serve(app) as base,
+        httpx.AsyncClient(timeout=WAIT_S, headers=tokens.header("viewer")) as sse,
+        sse.stream("GET", f"{base}/api/v1/clusters/{cluster_id}/events") as stream,
+    ):
+        assert stream.status_code == 200
+        events = sse_events(stream)
+        assert (await anext(events))[0] == "subscribed"
+        yield events
+
+
 async def sse_events(stream: httpx.Response) -> AsyncIterator[tuple[str, dict]]:
     name, data = "message", ""
     async for line in stream.aiter_lines():

@@ -9,13 +9,11 @@ import asyncio
 import json
 from typing import Any
 
-import httpx
-
 from ferry_control.services.event_bus import ClusterEvent
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster, free_port_pair
 from tests.helpers import WAIT_S, register, serve
-from tests.test_collector import sse_events
+from tests.test_collector import viewer_events
 
 
 async def test_a_write_reaches_an_open_stream_without_a_collector_cycle(
@@ -40,13 +38,7 @@ async def test_a_write_reaches_an_open_stream_without_a_collector_cycle(
         assert response.status_code == 201, response.text
         liar_id = response.json()["id"]
         try:
-            async with (
-                serve(live.app) as base,
-                httpx.AsyncClient(timeout=WAIT_S, headers=live.tokens.header("viewer")) as sse,
-                sse.stream("GET", f"{base}/api/v1/clusters/{cluster_id}/events") as stream,
-            ):
-                events = sse_events(stream)
-                assert (await anext(events))[0] == "subscribed"
+            async with viewer_events(live.app, live.tokens, cluster_id) as events:
                 gtid = await asyncio.to_thread(ferryd.master.increment, "live", "k", domain=4)
                 waiting = {ids["master"], ids["replica1"], ids["replica2"]}
                 async with asyncio.timeout(WAIT_S):

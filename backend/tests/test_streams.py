@@ -21,7 +21,7 @@ from ferry_control.services.streams import StreamRegistry
 from ferry_control.services.tokens import TokenService
 from tests.conftest import LiveFactory, migrated_database
 from tests.helpers import WAIT_S, serve
-from tests.test_collector import sse_events
+from tests.test_collector import sse_events, viewer_events
 from tests.test_operation_faults import ApiProcess, app_settings, operator_token
 
 
@@ -208,13 +208,7 @@ async def test_a_token_check_the_database_refuses_keeps_the_streams_and_the_chec
             return await real()
 
         registry.valid_tokens = refuse_once
-        async with (
-            serve(live.app) as base,
-            httpx.AsyncClient(timeout=WAIT_S, headers=live.tokens.header("viewer")) as sse,
-            sse.stream("GET", f"{base}/api/v1/clusters/{cluster_id}/events") as stream,
-        ):
-            events = sse_events(stream)
-            assert (await anext(events))[0] == "subscribed"
+        async with viewer_events(live.app, live.tokens, cluster_id) as events:
             async with asyncio.timeout(WAIT_S):
                 await failed.wait()
             async with session_scope(live.app.state.sessionmaker) as session:
