@@ -4,7 +4,7 @@ Three steps, each safe to repeat:
 1. wait until every node's admin API answers `GET /v1/status` (a bound on the whole wait);
 2. when no node has any replication connection yet, make nodes 2..N read-only and point them at node 1 over the
    connection `main` (`slave_pos`); once any node has a connection the topology is kept as it is (a switchover
-   may have changed it since);
+   may have changed it since), except that a node that replicates and is writable is made read-only again;
 3. when no cluster of that name exists yet, register it and its servers (ClusterService, ServerService) in one
    transaction; an existing cluster is left as it is.
 Node calls go through the ferry driver with the settings' node admin token (FERRY_NODE_TOKEN(_FILE)).
@@ -27,6 +27,7 @@ from ferry_control.models import ServerKind
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.schemas.cluster import ClusterCreate
 from ferry_control.schemas.server import ServerCreate
+from ferry_control.services.approval import COMMAND_LINE
 from ferry_control.services.clusters import ClusterService
 from ferry_control.services.servers import ServerService
 
@@ -121,7 +122,18 @@ async def wire_replication(
     """Nodes 2..N read-only and replicating from node 1, unless any node has a replication connection already."""
     wired = [f"{n.name} ({len(s.connections)})" for n, s in zip(nodes, statuses, strict=True) if s.connections]
     if wired:
-        return f"replication kept as it is: nodes with connections already: {', '.join(wired)}"
+        # Kept as it is — but a node that replicates never takes a client's write: one found writable (made so by
+        # hand, or a data directory from before read-only was recorded) is made read-only again.
+        made: list[str] = []
+        for node, driver, status in zip(nodes, drivers, statuses, strict=True):
+            if status.connections and not status.read_only:
+                try:
+                    await driver.set_read_only(True)
+                except DriverError as e:
+                    raise BootstrapError(f"making the replica {node.name} ({node.admin_url}) read-only failed: {e}") from e
+                made.append(node.name)
+        again = f"; made read-only again (writable while replicating): {', '.join(made)}" if made else ""
+        return f"replication kept as it is: nodes with connections already: {', '.join(wired)}{again}"
     master = nodes[0]
     for node, driver in zip(nodes[1:], drivers[1:], strict=True):
         try:
@@ -157,6 +169,7 @@ async def register_cluster(
                     ServerCreate(
                         name=node.name, host=node.host, protocol_port=node.protocol_port, admin_port=node.admin_port
                     ),
+                    COMMAND_LINE,
                 )
             return cluster.id, f"registered cluster {name!r} (id {cluster.id}) with {', '.join(n.name for n in nodes)}"
     finally:

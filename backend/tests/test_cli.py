@@ -1,5 +1,7 @@
 """`cli bootstrap` against real ferryd nodes and a real database: fresh nodes become node 1 → nodes 2 and 3 (read-only),
-registered as a cluster; a second run changes nothing; a wired topology is kept; a silent node fails it by name."""
+registered as a cluster; a second run changes nothing; a wired topology is kept (its writable replicas made
+read-only); every node stopped and started again (`make down && make up`) comes back with its replicas read-only; a
+silent node fails it by name."""
 
 from __future__ import annotations
 
@@ -110,6 +112,31 @@ def test_bootstrap_wires_fresh_nodes_registers_them_and_changes_nothing_the_seco
         assert connection["master"] == master.listen and replica.status()["read_only"] is True
 
 
+def test_a_stop_and_start_of_every_node_brings_the_replicas_back_read_only(
+    cli: Run, fresh_nodes: list[FerrydNode]
+) -> None:
+    """What `make down && make up` does to the nodes: all stopped, all started again with the same command line
+    (no --read-only). The replicas are read-only before bootstrap runs again (the nodes' recorded flag), the master
+    stays writable, and a client's write to a replica is refused."""
+    master, replica1, replica2 = fresh_nodes
+    first = cli("bootstrap", "--cluster", "local", *node_args(fresh_nodes), "--wait-s", "30")
+    assert first.returncode == 0, first.stderr
+    for node in fresh_nodes:
+        node.stop()
+    for node in fresh_nodes:
+        node.start(same_ports=True)
+    assert [n.status()["read_only"] for n in fresh_nodes] == [False, True, True]
+    with pytest.raises(Exception, match="(?i)read.only"):
+        replica1.increment()
+    again = cli("bootstrap", "--cluster", "local", *node_args(fresh_nodes), "--wait-s", "30")
+    assert again.returncode == 0, again.stderr
+    assert "made read-only again" not in again.stderr
+    gtid = master.increment()
+    for replica in (replica1, replica2):
+        replica.wait_for(gtid)
+        assert replica.status()["read_only"] is True
+
+
 def test_bootstrap_keeps_a_topology_that_is_wired_already(
     cli: Run, ferryd_factory: Callable[..., FerrydCluster], live_database_url: str
 ) -> None:
@@ -117,8 +144,12 @@ def test_bootstrap_keeps_a_topology_that_is_wired_already(
     before = [n.get("/v1/replication")["connections"] for n in cluster.nodes]
     result = cli("bootstrap", "--cluster", "wired", *node_args(cluster.nodes))
     assert result.returncode == 0, result.stderr
-    assert "replication kept as it is: nodes with connections already: node2 (1), node3 (1)" in result.stderr
-    assert [n.status()["read_only"] for n in cluster.nodes] == [False, False, False]
+    assert (
+        "replication kept as it is: nodes with connections already: node2 (1), node3 (1); "
+        "made read-only again (writable while replicating): node2, node3" in result.stderr
+    )
+    # The topology is kept, but a node that replicates never stays writable.
+    assert [n.status()["read_only"] for n in cluster.nodes] == [False, True, True]
     after = [n.get("/v1/replication")["connections"] for n in cluster.nodes]
     assert [[(c["name"], c["master"]) for c in node] for node in after] == [
         [(c["name"], c["master"]) for c in node] for node in before

@@ -200,9 +200,9 @@ async fn one_client(shared: Arc<Shared>, id: usize) -> anyhow::Result<()> {
         }
         let connection = match &mut client {
             Some(c) => c,
-            None => match Client::connect(follower.addr()).await {
-                Ok(c) => client.insert(c),
-                Err(_) => {
+            None => match follow::connect_to_master(follower.addr()).await {
+                Some(c) => client.insert(c),
+                None => {
                     tokio::time::sleep(follower.move_on()).await;
                     continue;
                 }

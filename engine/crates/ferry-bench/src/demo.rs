@@ -38,7 +38,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     while stop_at.is_none_or(|t| Instant::now() < t) {
         ticker.tick().await;
         if client.is_none() {
-            client = Client::connect(follower.addr()).await.ok();
+            client = follow::connect_to_master(follower.addr()).await;
         }
         let Some(c) = client.as_mut() else {
             failed += 1;

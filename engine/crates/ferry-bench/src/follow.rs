@@ -3,11 +3,13 @@
 //!
 //! Only the master accepts writes when the replicas are read-only (as a deployment keeps them): a read-only refusal
 //! (the old master during a switchover, a replica) or a lost connection (a master that died) means "the master is
-//! elsewhere now".
+//! elsewhere now". A replica someone made writable would accept writes too — and take errant transactions — so a
+//! new connection first asks the node its role and is used only when the node is writable and replicates from
+//! nobody.
 
 use std::time::Duration;
 
-use ferry_client::ClientError;
+use ferry_client::{Client, ClientError};
 use ferry_core::protocol::ErrorCode;
 
 /// Pause before the next round once every server has been tried and none accepted a write (a switchover's window,
@@ -18,6 +20,19 @@ pub const ROUND_PAUSE_MS: u64 = 5;
 /// down, or gone.
 pub fn moves_on(error: &ClientError) -> bool {
     matches!(error, ClientError::Io(_)) || matches!(error.code(), Some(ErrorCode::ReadOnly | ErrorCode::ShuttingDown))
+}
+
+/// A connection to `addr` when it is the master (writable, replicating from nobody); None when it cannot be reached
+/// or is not the master. A node too old to answer the role question is taken at its word (its writes are refused
+/// while it is read-only).
+pub async fn connect_to_master(addr: &str) -> Option<Client> {
+    let mut client = Client::connect(addr).await.ok()?;
+    match client.role().await {
+        Ok(role) if role.is_master() => Some(client),
+        Ok(_) => None,
+        Err(e) if matches!(e.code(), Some(ErrorCode::UnknownOperation)) => Some(client),
+        Err(_) => None,
+    }
 }
 
 /// Where one client writes now, among the servers it was given.

@@ -62,6 +62,22 @@ pub struct Stats {
     pub bytes_written: u64,
 }
 
+/// A node's answer to [`Client::role`]: the master of its domains is writable and replicates from nobody; a
+/// writable node that replicates is a replica someone made writable, never where a client should write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Role {
+    pub read_only: bool,
+    /// A replication connection is configured (running or not).
+    pub replicates: bool,
+}
+
+impl Role {
+    /// Writable and replicating from nobody.
+    pub fn is_master(&self) -> bool {
+        !self.read_only && !self.replicates
+    }
+}
+
 /// A transaction under construction.
 #[derive(Debug, Clone, Default)]
 pub struct Txn {
@@ -211,6 +227,14 @@ impl Client {
             Response::Stats { commits, groups, fsyncs, bytes_written } => {
                 Ok(Stats { commits, groups, fsyncs, bytes_written })
             }
+            other => Err(Self::unexpected(other)),
+        }
+    }
+
+    /// Whether the node takes client writes and whether it replicates (see [`Role`]).
+    pub async fn role(&mut self) -> Result<Role, ClientError> {
+        match self.call(&Request::Role).await? {
+            Response::Role { read_only, replicates } => Ok(Role { read_only, replicates }),
             other => Err(Self::unexpected(other)),
         }
     }

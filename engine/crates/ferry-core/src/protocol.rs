@@ -149,6 +149,9 @@ pub enum Request {
     /// Commit counters (for benchmarks).
     Stats,
     Ping,
+    /// Whether the node takes client writes and whether it replicates (has a replication connection configured):
+    /// what a client that follows the master asks before writing to a node it has not written to yet.
+    Role,
     /// The GTID position at a legacy `(file, offset)` coordinate of this node's binlog (CHANGE MASTER with a
     /// file and offset); answered by `Reached`.
     PositionAt {
@@ -205,6 +208,11 @@ pub enum Response {
         bytes_written: u64,
     },
     Pong,
+    /// Answers `Role`: the master of its domains is the node that is writable and replicates from nobody.
+    Role {
+        read_only: bool,
+        replicates: bool,
+    },
     /// Replication: one transaction's events as written in the master's binlog, and where it ends there;
     /// `ack` asks the replica to confirm receipt (semi-sync).
     ReplTxn {
@@ -232,6 +240,7 @@ pub mod op {
     pub const STATS: u8 = 0x13;
     pub const PING: u8 = 0x14;
     pub const POSITION_AT: u8 = 0x15;
+    pub const ROLE: u8 = 0x16;
     pub const DUMP: u8 = 0x20;
     pub const ACK: u8 = 0x21;
 
@@ -243,6 +252,7 @@ pub mod op {
     pub const R_REACHED: u8 = 0x92;
     pub const R_STATS: u8 = 0x93;
     pub const R_PONG: u8 = 0x94;
+    pub const R_ROLE: u8 = 0x95;
     pub const R_REPL_TXN: u8 = 0xA0;
     pub const R_HEARTBEAT: u8 = 0xA1;
 }
@@ -325,6 +335,7 @@ impl Request {
             }),
             Request::Stats => frame(op::STATS, request_id, |_| {}),
             Request::Ping => frame(op::PING, request_id, |_| {}),
+            Request::Role => frame(op::ROLE, request_id, |_| {}),
             Request::PositionAt { file, offset } => frame(op::POSITION_AT, request_id, |e| {
                 e.str(file).u64(*offset);
             }),
@@ -365,6 +376,7 @@ impl Request {
             }
             op::STATS => Request::Stats,
             op::PING => Request::Ping,
+            op::ROLE => Request::Role,
             op::POSITION_AT => Request::PositionAt { file: d.str("file")?.to_string(), offset: d.u64("offset")? },
             op::ACK => Request::Ack { file: d.str("file")?.to_string(), offset: d.u64("offset")? },
             op::DUMP => Request::Dump {
@@ -408,6 +420,9 @@ impl Response {
                 e.u64(*commits).u64(*groups).u64(*fsyncs).u64(*bytes_written);
             }),
             Response::Pong => frame(op::R_PONG, request_id, |_| {}),
+            Response::Role { read_only, replicates } => frame(op::R_ROLE, request_id, |e| {
+                e.u8(u8::from(*read_only)).u8(u8::from(*replicates));
+            }),
             Response::ReplTxn { file, end_offset, events, ack } => frame(op::R_REPL_TXN, request_id, |e| {
                 e.str(file).u64(*end_offset).bytes(events).u8(u8::from(*ack));
             }),
@@ -445,6 +460,9 @@ impl Response {
                 bytes_written: d.u64("bytes written")?,
             },
             op::R_PONG => Response::Pong,
+            op::R_ROLE => {
+                Response::Role { read_only: d.bool("read-only flag")?, replicates: d.bool("replicates flag")? }
+            }
             op::R_REPL_TXN => Response::ReplTxn {
                 file: d.str("file")?.to_string(),
                 end_offset: d.u64("end offset")?,
@@ -495,6 +513,7 @@ mod tests {
             Request::WaitPosition { position: "0-1-5".into(), timeout_ms: 100 },
             Request::Stats,
             Request::Ping,
+            Request::Role,
             Request::Dump {
                 server_id: 3,
                 position: "0-1-5,1-2-3".into(),
@@ -523,6 +542,7 @@ mod tests {
             Response::Reached { position: "0-1-2".into() },
             Response::Stats { commits: 1, groups: 2, fsyncs: 3, bytes_written: 4 },
             Response::Pong,
+            Response::Role { read_only: false, replicates: true },
             Response::ReplTxn { file: "ferry-bin.000002".into(), end_offset: 900, events: vec![1, 2, 3], ack: true },
             Response::Heartbeat { binlog_pos: "0-1-5".into(), file: "ferry-bin.000002".into(), offset: 900 },
         ];

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// Request and response opcodes by name (`R_…` for responses).
-const OPCODES: [(&str, u8); 20] = [
+const OPCODES: [(&str, u8); 22] = [
     ("HELLO", op::HELLO),
     ("AUTH", op::AUTH),
     ("TRANSACT", op::TRANSACT),
@@ -18,6 +18,7 @@ const OPCODES: [(&str, u8); 20] = [
     ("STATS", op::STATS),
     ("PING", op::PING),
     ("POSITION_AT", op::POSITION_AT),
+    ("ROLE", op::ROLE),
     ("DUMP", op::DUMP),
     ("ACK", op::ACK),
     ("R_ERROR", op::R_ERROR),
@@ -28,6 +29,7 @@ const OPCODES: [(&str, u8); 20] = [
     ("R_REACHED", op::R_REACHED),
     ("R_STATS", op::R_STATS),
     ("R_PONG", op::R_PONG),
+    ("R_ROLE", op::R_ROLE),
     ("R_REPL_TXN", op::R_REPL_TXN),
     ("R_HEARTBEAT", op::R_HEARTBEAT),
 ];

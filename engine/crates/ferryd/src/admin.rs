@@ -178,8 +178,20 @@ async fn set_read_only(
         }
         _ => {}
     }
-    let in_flight = s.node.set_read_only(body.read_only);
-    tracing::info!(read_only = body.read_only, in_flight, "read-only changed through the admin API");
+    let in_flight = {
+        let node = s.node.clone();
+        let on = body.read_only;
+        blocking(move || node.set_read_only_durably(on)).await?.map_err(|e| {
+            ApiError::internal(if on {
+                format!(
+                    "read-only is on, but recording it in the data directory failed, so a restart may not keep it: {e}"
+                )
+            } else {
+                format!("the node stays read-only: recording writable in the data directory failed: {e}")
+            })
+        })?
+    };
+    tracing::info!(read_only = body.read_only, in_flight, "read-only changed through the admin API (recorded)");
     let Some(wait_ms) = body.wait_for_in_flight_ms else {
         return Ok(Json(json!({"read_only": s.node.is_read_only(), "commits_in_flight": s.node.commits_in_flight()})));
     };

@@ -68,7 +68,9 @@ pub struct Args {
     /// Host to advertise instead of the bound one (in status, and to masters for topology discovery).
     #[arg(long)]
     pub advertise_host: Option<String>,
-    /// Start read-only.
+    /// Start read-only on a first start (no read-only flag recorded in the data directory yet). Once the flag is
+    /// recorded (by the first start and by every change through the admin API) it decides, whatever this says; a
+    /// first start with a replication connection configured is read-only without it.
     #[arg(long)]
     pub read_only: bool,
     #[arg(long, default_value_t = Limits::default().connections_max)]

@@ -61,13 +61,41 @@ async fn run(args: Args) -> anyhow::Result<()> {
     })
     .await?
     .context("opening the node")?;
-    if args.read_only {
-        node.set_read_only(true);
+    // A read-only replica stays read-only across restarts whatever the command line: the flag in the data
+    // directory decides once it was ever set; without it, `--read-only` or a configured replication connection
+    // makes the node read-only, and that is recorded at once, so the next start keeps it. A node that starts
+    // writable without a flag records nothing: once it replicates, its next start is read-only.
+    let durable = node.durable_read_only();
+    if let ferry_core::node::read_only_flag::DurableReadOnly::Damaged(why) = &durable {
+        tracing::error!("{why}");
+    }
+    let replicates = !replication::config::load(&node.config().data_dir.join("replication.json"))
+        .context("reading replication settings")?
+        .is_empty();
+    let read_only = durable.at_start(args.read_only, replicates);
+    if read_only {
+        tokio::task::spawn_blocking({
+            let node = node.clone();
+            move || node.set_read_only_durably(true)
+        })
+        .await?
+        .context("recording the read-only flag at start")?;
+    }
+    if read_only != args.read_only {
+        tracing::warn!(
+            read_only,
+            flag = ?durable.decided(),
+            replicates,
+            "starting {} whatever --read-only says: {}",
+            if read_only { "read-only" } else { "writable" },
+            if durable.decided().is_some() { "the node's recorded read-only flag decides" } else { "it replicates" }
+        );
     }
     let recovery = node.recovery();
     tracing::info!(
         server_id = args.server_id,
         position = %node.position(),
+        read_only = node.is_read_only(),
         replayed = recovery.replayed_txns,
         tail_bytes_cut = recovery.tail.bytes_cut,
         "node opened"

@@ -269,6 +269,7 @@ impl Connection {
                 }
             }
             Request::Ping => Response::Pong,
+            Request::Role => Response::Role { read_only: self.node.is_read_only(), replicates: self.node.replicates() },
             Request::PositionAt { file, offset } => {
                 let path = self.node.binlog_dir().join(&file);
                 if ferry_core::binlog::file_seq(&file).is_none() || !path.exists() {

@@ -9,10 +9,12 @@
 //!   replication's SQL side applies through.
 //! - `binlog_admin`: FLUSH LOGS, RESET MASTER, DELETE_DOMAIN_ID, PURGE and expiry, SHOW BINLOG EVENTS.
 //! - `checkpointer`: checkpoints, the checkpointer thread, the final checkpoint at stop, the close.
+//! - `read_only_flag`: the durable read-only flag, so a read-only replica restarts read-only.
 
 mod binlog_admin;
 mod checkpointer;
 mod open;
+pub mod read_only_flag;
 mod replica;
 mod writes;
 
@@ -346,6 +348,12 @@ pub struct Node {
     stopping: AtomicBool,
     /// Storage health, shared by the binlog side and the store: once failed, the node is read-only for good.
     health: Arc<StorageHealth>,
+    /// The read-only flag as the data directory holds it; the lock also orders its writes with the in-memory
+    /// switch, so the file and the gate never disagree once a change has returned.
+    durable_read_only: Mutex<read_only_flag::DurableReadOnly>,
+    /// Whether a replication connection is configured (told by the server's replication side), so clients that
+    /// follow the master can tell a writable replica from the master.
+    replicates: AtomicBool,
 }
 
 impl Node {
@@ -365,6 +373,39 @@ impl Node {
     /// before it, which may still land — [`Node::commits_drained`] waits for them).
     pub fn set_read_only(&self, on: bool) -> u64 {
         self.writes.set_read_only(on)
+    }
+
+    /// Turns read-only on or off and records it in the data directory, so a restart keeps it whatever the
+    /// command line says. With `on`, writes stop at once (before the record is written) and the record is written
+    /// before this returns; with `off`, the record is written first, so a failure to write it leaves the node
+    /// read-only. Returns the client commits in flight, as [`Node::set_read_only`]. Writing the same value again
+    /// does no I/O.
+    pub fn set_read_only_durably(&self, on: bool) -> Result<u64, NodeError> {
+        use read_only_flag::DurableReadOnly;
+        let mut durable = self.durable_read_only.lock();
+        let in_flight = if on { Some(self.writes.set_read_only(true)) } else { None };
+        if *durable != DurableReadOnly::Set(on) {
+            let dir = &self.config.data_dir;
+            read_only_flag::write_on(&*self.config.fs, dir, on)
+                .map_err(|e| BinlogError::io(dir.join(read_only_flag::READ_ONLY_FILE), e))?;
+            *durable = DurableReadOnly::Set(on);
+        }
+        Ok(in_flight.unwrap_or_else(|| self.writes.set_read_only(false)))
+    }
+
+    /// Whether the node replicates: a replication connection is configured, running or not.
+    pub fn replicates(&self) -> bool {
+        self.replicates.load(Ordering::SeqCst)
+    }
+
+    /// The server's replication side says whether a connection is configured.
+    pub fn set_replicates(&self, on: bool) {
+        self.replicates.store(on, Ordering::SeqCst);
+    }
+
+    /// The read-only flag as the data directory holds it (at open, then as [`Node::set_read_only_durably`] wrote it).
+    pub fn durable_read_only(&self) -> read_only_flag::DurableReadOnly {
+        self.durable_read_only.lock().clone()
     }
 
     /// Read-only by the operator's choice, or for good after a storage failure.

@@ -118,6 +118,8 @@ impl Node {
             commit = commit.with_semi_sync(semi_sync.clone());
         }
         let recovery = RecoveryReport { tail, replayed_txns: replayed, replayed_from: applied };
+        let durable_read_only = super::read_only_flag::read_on(&*fs, &config.data_dir)
+            .map_err(|e| BinlogError::io(config.data_dir.join(super::read_only_flag::READ_ONLY_FILE), e))?;
         Ok(Arc::new(Node {
             config,
             semi_sync,
@@ -132,6 +134,8 @@ impl Node {
             recovery,
             stopping: AtomicBool::new(false),
             health,
+            durable_read_only: Mutex::new(durable_read_only),
+            replicates: AtomicBool::new(false),
         }))
     }
 }

@@ -208,6 +208,7 @@ impl Replication {
                 let shared = Arc::new(Shared::new(&name, ConnectionStatus::default(), repl.me.clone()));
                 conns.insert(name, Connection { config, shared, running: None });
             }
+            repl.node.set_replicates(!conns.is_empty());
         }
         let to_start: Vec<String> =
             repl.connections.lock().iter().filter(|(_, c)| c.config.running).map(|(n, _)| n.clone()).collect();
@@ -222,8 +223,10 @@ impl Replication {
     fn save(&self, conns: &BTreeMap<String, Connection>) -> Result<(), CommandError> {
         let configs: BTreeMap<String, ConnectionConfig> =
             conns.iter().map(|(n, c)| (n.clone(), c.config.clone())).collect();
-        config::save(&self.config_path, &configs)
-            .map_err(|e| CommandError::Failed(format!("saving replication settings: {e}")))
+        let saved = config::save(&self.config_path, &configs)
+            .map_err(|e| CommandError::Failed(format!("saving replication settings: {e}")));
+        self.node.set_replicates(!conns.is_empty());
+        saved
     }
 
     /// CHANGE MASTER for connection `name` (created when new). The connection must be stopped.
