@@ -130,7 +130,9 @@ async def wire_replication(
                 try:
                     await driver.set_read_only(True)
                 except DriverError as e:
-                    raise BootstrapError(f"making the replica {node.name} ({node.admin_url}) read-only failed: {e}") from e
+                    raise BootstrapError(
+                        f"making the replica {node.name} ({node.admin_url}) read-only failed: {e}"
+                    ) from e
                 made.append(node.name)
         again = f"; made read-only again (writable while replicating): {', '.join(made)}" if made else ""
         return f"replication kept as it is: nodes with connections already: {', '.join(wired)}{again}"
