@@ -417,6 +417,7 @@ CREATE DATABASE {WORKLOAD_SCHEMA};
 CREATE USER {sql_quote(u.workload.name)}@'%' IDENTIFIED BY {sql_quote(u.workload.password)};
 GRANT ALL ON {WORKLOAD_SCHEMA}.* TO {sql_quote(u.workload.name)}@'%';
 GRANT BINLOG REPLAY ON *.* TO {sql_quote(u.workload.name)}@'%';
+GRANT SLAVE MONITOR ON *.* TO {sql_quote(u.workload.name)}@'%';
 SET SESSION sql_log_bin = 1;
 """
 

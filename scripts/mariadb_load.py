@@ -10,8 +10,10 @@ server of a cluster started by scripts/mariadb_cluster.py (its cluster.json), so
     FERRY_LOAD_PASSWORD=… scripts/mariadb_load.py --servers HOST:PORT,… --user app [same options]
                             (servers not started by mariadb_cluster.py, e.g. docker compose's `mariadb` profile)
 
-Which servers are written: those that answer `@@read_only = 0`, looked up again every `RETARGET_S` and after any
-error, so a switchover (the old master read-only, a replica promoted) moves the writes with it. Each transaction
+Which servers are written: masters — those that answer `@@read_only = 0` and replicate from nobody (`SHOW ALL SLAVES
+STATUS` empty; a replica someone made writable would take errant transactions, so it is never written; a login
+without SLAVE MONITOR cannot ask, and then read_only alone decides) — looked up again every `RETARGET_S` and after
+any error, so a switchover (the old master read-only, a replica promoted) moves the writes with it. Each transaction
 inserts one row into app.load_d<domain> in GTID domain <domain>: with `--domains`, every writable server rotates
 through those domains (SET SESSION gtid_domain_id, which the workload user may: BINLOG REPLAY); without, each
 server writes in its own default domain (seed000: master 1 in domain 1, master 2 in domain 2). One table per
@@ -38,6 +40,8 @@ import pymysql
 
 #: How often the writable servers are looked up again.
 RETARGET_S = 2.0
+#: MariaDB's error for a statement the login lacks the privilege for (SHOW ALL SLAVES STATUS without SLAVE MONITOR).
+ER_SPECIFIC_ACCESS_DENIED = 1227
 #: Bound on connecting to a server and on one statement.
 CONNECT_TIMEOUT_S = 3
 STATEMENT_TIMEOUT_S = 5
@@ -108,8 +112,16 @@ class Writer:
                 with self.connect(target).cursor() as c:
                     c.execute("SELECT @@read_only, @@gtid_domain_id")
                     read_only, domain = c.fetchone()
+                    replicates = False
+                    if not int(read_only):
+                        try:
+                            c.execute("SHOW ALL SLAVES STATUS")
+                            replicates = bool(c.fetchall())
+                        except pymysql.err.OperationalError as e:
+                            if e.args[0] != ER_SPECIFIC_ACCESS_DENIED:
+                                raise
                 target.default_domain = int(domain)
-                if not int(read_only):
+                if not int(read_only) and not replicates:
                     writable.append(target)
             except pymysql.Error:
                 self.drop(target)
