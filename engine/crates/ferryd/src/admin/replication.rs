@@ -1,6 +1,6 @@
 //! The replication routes of the admin API, all under `/v1/replication`: the connections' status, CHANGE
 //! MASTER, START (optionally UNTIL) and STOP, resuming a paused SQL side, the skip counter
-//! (sql_slave_skip_counter), RESET SLAVE and deleting a connection. Each handler parses, makes one call on
+//! (sql_slave_skip_counter), parallel apply changed online, RESET SLAVE and deleting a connection. Each handler parses, makes one call on
 //! [`Replication`](crate::replication::Replication) and maps its answer; the token is checked by the router's
 //! authentication layer before any of them runs.
 
@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{json_body, optional_json_body, ApiError, AppState};
+use crate::replication::applier::{ParallelConfig, ParallelMode};
 use crate::replication::{ChangeMaster, CommandError};
 
 /// The routes, for the authenticated part of the router.
@@ -26,6 +27,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/replication/{name}/stop", post(stop_connection))
         .route("/v1/replication/{name}/resume-sql", post(resume_sql))
         .route("/v1/replication/{name}/skip-counter", post(set_skip_counter))
+        .route("/v1/replication/{name}/parallel", post(set_parallel))
         .route("/v1/replication/{name}/reset", post(reset))
 }
 
@@ -125,6 +127,30 @@ async fn set_skip_counter(
     let body = json_body(body)?;
     s.replication.set_skip_counter(&name, u64::from(body.count))?;
     Ok(Json(json!({"connection": name, "skip_counter": body.count})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ParallelBody {
+    /// `serial`, `conservative` or `optimistic`.
+    mode: ParallelMode,
+    /// Transactions applied at once (1 to 256), and at most per domain (1 to `workers`).
+    workers: usize,
+    domain_workers_max: usize,
+}
+
+/// `POST /v1/replication/{name}/parallel`: a connection's parallel apply, changed while it runs (its SQL side
+/// takes it between two batches, its IO side goes on) or while stopped; the other settings are kept.
+async fn set_parallel(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Json<ParallelBody>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let body = json_body(body)?;
+    let parallel =
+        ParallelConfig { mode: body.mode, workers: body.workers, domain_workers_max: body.domain_workers_max };
+    let running = s.replication.set_parallel(&name, parallel)?;
+    Ok(Json(json!({"connection": name, "parallel": parallel, "running": running})))
 }
 
 #[derive(Deserialize, Default)]

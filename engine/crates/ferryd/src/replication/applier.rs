@@ -383,6 +383,11 @@ impl SqlSide {
             }
             return Step::Ended;
         }
+        if let Some(parallel) = self.shared.take_parallel_change() {
+            // Between two batches: nothing is in flight, the next batch is planned with the new limits.
+            tracing::info!(connection = %self.shared.name, ?parallel, "parallel apply changed");
+            self.parallel = parallel;
+        }
         if self.shared.sql_paused() {
             self.set_state(SqlState::Paused);
             return Step::Paused;

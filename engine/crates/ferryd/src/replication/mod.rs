@@ -183,6 +183,17 @@ fn check_name(name: &str) -> Result<(), CommandError> {
     }
 }
 
+/// Workers 1 to [`WORKERS_MAX`], and at most that many per domain.
+fn check_parallel(parallel: &applier::ParallelConfig) -> Result<(), CommandError> {
+    let (workers, domain) = (parallel.workers, parallel.domain_workers_max);
+    if workers == 0 || workers > WORKERS_MAX || domain == 0 || domain > workers {
+        return Err(CommandError::Invalid(format!(
+            "workers must be 1 to {WORKERS_MAX} and domain_workers_max 1 to workers (got {workers} and {domain})"
+        )));
+    }
+    Ok(())
+}
+
 impl Replication {
     /// Loads the connections' settings and starts those that were running.
     pub fn load(
@@ -267,27 +278,19 @@ impl Replication {
                 .map_err(|e| CommandError::Failed(e.to_string()))?
                 .map_err(|e| CommandError::Failed(e.to_string()))?;
         }
-        if req.workers == 0
-            || req.workers > WORKERS_MAX
-            || req.domain_workers_max == 0
-            || req.domain_workers_max > req.workers
-        {
-            return Err(CommandError::Invalid(format!(
-                "workers must be 1 to {WORKERS_MAX} and domain_workers_max 1 to workers (got {} and {})",
-                req.workers, req.domain_workers_max
-            )));
-        }
+        let parallel = applier::ParallelConfig {
+            mode: req.parallel_mode,
+            workers: req.workers,
+            domain_workers_max: req.domain_workers_max,
+        };
+        check_parallel(&parallel)?;
         let filter =
             filter::DomainFilter::new(&req.do_domain_ids, &req.ignore_domain_ids).map_err(CommandError::Invalid)?;
         let skip_counter = self.connections.lock().get(name).map_or(0, |c| c.config.skip_counter);
         let config = ConnectionConfig {
             filter,
             skip_counter,
-            parallel: applier::ParallelConfig {
-                mode: req.parallel_mode,
-                workers: req.workers,
-                domain_workers_max: req.domain_workers_max,
-            },
+            parallel,
             master: req.master,
             use_gtid: req.use_gtid,
             ignore_duplicates: req.ignore_duplicates,
@@ -415,6 +418,32 @@ impl Replication {
         }
         conn.config.skip_counter = count;
         self.save(&conns)
+    }
+
+    /// Changes a connection's parallel apply (mode and workers), running or not, keeping its other settings. A
+    /// running connection's SQL side takes the change between two batches (each is committed as one group, so
+    /// none is in flight then): it goes on from where it is, skipping and repeating nothing, and its IO side never
+    /// stops. Saved, so the next start and the node's restart keep it.
+    pub fn set_parallel(&self, name: &str, parallel: applier::ParallelConfig) -> Result<bool, CommandError> {
+        check_parallel(&parallel)?;
+        let mut conns = self.connections.lock();
+        let conn =
+            conns.get_mut(name).ok_or_else(|| CommandError::NotFound(format!("no replication connection {name:?}")))?;
+        let before = conn.config.parallel;
+        conn.config.parallel = parallel;
+        if let Err(e) = self.save(&conns) {
+            if let Some(conn) = conns.get_mut(name) {
+                conn.config.parallel = before;
+            }
+            return Err(e);
+        }
+        let conn = conns.get(name).expect("the connection is still there: the lock is held");
+        let running = conn.is_running();
+        if running {
+            conn.shared.change_parallel(parallel);
+        }
+        tracing::info!(connection = %name, ?before, ?parallel, running, "parallel apply changed");
+        Ok(running)
     }
 
     /// Lets a connection started with `sql_paused` apply.

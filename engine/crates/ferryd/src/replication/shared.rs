@@ -1,5 +1,5 @@
 //! What a connection's IO side, SQL side and manager share: the status, the relay log's written end (with a
-//! condition the SQL side waits on), and the stop signal.
+//! condition the SQL side waits on), the stop signal, and a parallel apply change for the SQL side's next batch.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -10,6 +10,7 @@ use ferry_core::relay::RelaySpace;
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::watch;
 
+use super::applier::ParallelConfig;
 use super::status::{ConnectionStatus, IoState, ReplError, SqlState};
 use super::Replication;
 
@@ -26,6 +27,9 @@ pub struct Shared {
     sql_paused: std::sync::atomic::AtomicBool,
     /// Told when the connection stops by itself (error or UNTIL reached), so it is not restarted.
     manager: Weak<Replication>,
+    /// Parallel apply settings the SQL side takes before its next batch (set online, see
+    /// [`Replication::set_parallel`](super::Replication::set_parallel)).
+    parallel_change: Mutex<Option<ParallelConfig>>,
 }
 
 impl Shared {
@@ -39,7 +43,19 @@ impl Shared {
             stop: watch::channel(false).0,
             sql_paused: std::sync::atomic::AtomicBool::new(false),
             manager,
+            parallel_change: Mutex::new(None),
         }
+    }
+
+    /// The SQL side applies with `parallel` from its next batch on (a batch is committed as one group, so between
+    /// two batches nothing is in flight: the change skips and repeats nothing).
+    pub fn change_parallel(&self, parallel: ParallelConfig) {
+        *self.parallel_change.lock() = Some(parallel);
+    }
+
+    /// The change asked since the SQL side last looked, once.
+    pub fn take_parallel_change(&self) -> Option<ParallelConfig> {
+        self.parallel_change.lock().take()
     }
 
     pub fn stop_signal(&self) -> watch::Receiver<bool> {
