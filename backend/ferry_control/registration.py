@@ -29,6 +29,7 @@ from ferry_control.models import ServerKind
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.schemas.cluster import ClusterCreate, ClusterUpdate
 from ferry_control.schemas.discovery import DiscoveryRequest
+from ferry_control.services.approval import COMMAND_LINE
 from ferry_control.services.clusters import ClusterService
 from ferry_control.services.discovery import DiscoveryService
 
@@ -127,7 +128,7 @@ async def register(
             cluster_id = row.id
         async with session_scope(create_sessionmaker(engine)) as session:
             found = await DiscoveryService(session, drivers, settings).discover(
-                cluster_id, DiscoveryRequest(kind=kind, host=host, protocol_port=port, admin_port=port)
+                cluster_id, DiscoveryRequest(kind=kind, host=host, protocol_port=port, admin_port=port), COMMAND_LINE
             )
             names = ", ".join(s.name for s in found.added) or "none"
             say(f"discovered from {found.seed.name}: added {names}; {len(found.known)} known already")

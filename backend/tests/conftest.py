@@ -44,6 +44,8 @@ TOKEN_PEPPER = "backend-tests-pepper-0123456789"
 SECRET_KEY = "BkgHSHV5qOCB1YrnW48gb2PwrdEuR8GMpPPpqtX34GE="
 #: The webhook receivers of the tests listen on loopback, which the webhook policy refuses unless allow-listed.
 LOOPBACK_WEBHOOKS = ["127.0.0.0/8"]
+#: The tests' servers (ferryd, mariadbd, fakes) listen on loopback: an operator's token registers them approved.
+LOOPBACK_SERVERS = ["127.0.0.0/8"]
 
 # Settings() built bare in a test (no environment given) are a developer's, not production's: the default
 # environment is production, which needs real secrets.
@@ -158,6 +160,7 @@ def settings(database_url: str) -> Settings:
         token_pepper=TOKEN_PEPPER,
         secret_keys=SECRET_KEY,
         webhook_allowed_hosts=LOOPBACK_WEBHOOKS,
+        server_trusted_hosts=LOOPBACK_SERVERS,
         node_token=NODE_TOKEN,
         collector_enabled=False,
         drill_scheduler_enabled=False,
@@ -267,9 +270,9 @@ def live_app(live_database_url: str) -> LiveFactory:
         fields: dict[str, Any] = {
             "environment": "test", "database_url": live_database_url, "token_pepper": TOKEN_PEPPER,
             "secret_keys": SECRET_KEY, "webhook_allowed_hosts": LOOPBACK_WEBHOOKS,
-            "node_token": NODE_TOKEN, "collector_enabled": False, "drill_scheduler_enabled": False,
-            "poll_timeout_s": 5.0, "unreachable_after_failures": 2, "node_read_retries_max": 0,
-            "switchover_catch_up_timeout_s": 10.0, "verify_timeout_s": 30.0,
+            "server_trusted_hosts": LOOPBACK_SERVERS, "node_token": NODE_TOKEN, "collector_enabled": False,
+            "drill_scheduler_enabled": False, "poll_timeout_s": 5.0, "unreachable_after_failures": 2,
+            "node_read_retries_max": 0, "switchover_catch_up_timeout_s": 10.0, "verify_timeout_s": 30.0,
         }  # fmt: skip
         settings = Settings(**{**fields, **overrides})
         app = create_app(settings)

@@ -40,11 +40,13 @@ class Answer:
 
 
 class FakeNode:
-    """An ASGI app answering `answer` to every request; counts the requests it had."""
+    """An ASGI app answering `answer` to every request; counts the requests it had and keeps the Authorization
+    header of each (a server registered at an address someone made up must never be sent a credential)."""
 
     def __init__(self, answer: Answer | None = None):
         self.answer = answer or Answer()
         self.requests = 0
+        self.authorizations: list[str] = []
         #: Set by `stop`: slow and never-ending answers give up, so the server can shut down.
         self.stopped = asyncio.Event()
 
@@ -63,6 +65,7 @@ class FakeNode:
         if scope["type"] != "http":
             return
         self.requests += 1
+        self.authorizations += [v.decode() for k, v in scope["headers"] if k.lower() == b"authorization"]
         answer = self.answer
         if answer.delay_s and await self._wait(answer.delay_s):
             return

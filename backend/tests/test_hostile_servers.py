@@ -20,6 +20,7 @@ import pytest
 from fastapi import FastAPI
 
 from ferry_control.core.db import session_scope
+from ferry_control.core.untrusted_text import STORED_TEXT_MAX
 from ferry_control.drivers.base import IoState, Positions, ReplicaConnection, ServerStatus, SqlState
 from ferry_control.drivers.errors import ServerProtocolError
 from ferry_control.drivers.mariadb.connection import MariadbConnections, PoolSettings
@@ -288,7 +289,8 @@ async def test_hostile_answers_never_stop_the_honest_cluster_and_each_names_what
                 assert servers[honest["master"]]["gtid_binlog_pos"] == caught_up, label
                 liar = servers[liar_id]
                 if report.failed:
-                    assert liar["last_error"] and len(liar["last_error"]) <= 2000, (label, liar["last_error"])
+                    error = liar["last_error"]
+                    assert error and len(error) <= STORED_TEXT_MAX and error.isprintable(), (label, error)
                 kind = label.split(": ", 1)[1]
                 kinds[kind] = kinds.get(kind, 0) + 1
             grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024

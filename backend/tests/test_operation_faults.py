@@ -60,7 +60,10 @@ def app_settings(database_url: str) -> dict[str, Any]:
         "node_read_retries_max": 0, "operation_lease_s": LEASE_S, "switchover_catch_up_timeout_s": 10.0,
         "verify_timeout_s": 30.0,
     }  # fmt: skip
-    for name, constant in (("secret_keys", "SECRET_KEY"), ("webhook_allowed_hosts", "LOOPBACK_WEBHOOKS")):
+    for name, constant in (
+        ("secret_keys", "SECRET_KEY"), ("webhook_allowed_hosts", "LOOPBACK_WEBHOOKS"),
+        ("server_trusted_hosts", "LOOPBACK_SERVERS"),
+    ):  # fmt: skip
         if hasattr(conftest, constant):  # the settings the test apps need, where the suite defines them
             fields[name] = getattr(conftest, constant)
     return fields

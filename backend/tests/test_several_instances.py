@@ -38,7 +38,7 @@ from ferry_control.services.event_relay import (
     unpack,
 )
 from ferry_control.services.tokens import TokenService
-from tests.conftest import TOKEN_PEPPER, Tokens, empty_database
+from tests.conftest import LOOPBACK_SERVERS, TOKEN_PEPPER, Tokens, empty_database
 from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster
 from tests.helpers import register, serve
 from tests.test_collector import sse_events
@@ -220,7 +220,7 @@ async def instances(live_database_url: str) -> AsyncIterator[Instances]:
             "environment": "test", "database_url": live_database_url, "token_pepper": TOKEN_PEPPER,
             "node_token": NODE_TOKEN, "collector_enabled": True, "drill_scheduler_enabled": False,
             "poll_interval_s": POLL_INTERVAL_S, "collector_lease_s": LEASE_S, "poll_timeout_s": 5.0,
-            "unreachable_after_failures": 2, "node_read_retries_max": 0,
+            "unreachable_after_failures": 2, "node_read_retries_max": 0, "server_trusted_hosts": LOOPBACK_SERVERS,
             # One collector for all clusters, by the lease (test_shared_collection.py has the shared one).
             "collector_share_clusters": False,
         }  # fmt: skip

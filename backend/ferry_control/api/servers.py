@@ -4,19 +4,31 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Path, Request, Response, status
 
-from ferry_control.api.deps import BusDep, CurrentToken, OperatorToken, SessionDep
+from ferry_control.api.deps import AdminToken, BusDep, CurrentToken, OperatorToken, SessionDep, SettingsDep
+from ferry_control.core.config import Settings
 from ferry_control.core.db import after_commit
 from ferry_control.models import Server
 from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.schemas.events import MaintenanceEvent
 from ferry_control.schemas.server import MaintenanceUpdate, ServerCreate, ServerRead, ServerUpdate
+from ferry_control.services.approval import Approver, TrustedHosts
 from ferry_control.services.event_bus import ClusterEvent
 from ferry_control.services.servers import ServerService, maintenance_audit
+from ferry_control.services.tokens import Principal
 
 router = APIRouter(prefix="/clusters/{cluster_id}/servers", tags=["servers"], responses=error_responses(401, 404, 422))
 
 ClusterId = Path(description="The cluster's id.", ge=1, le=ID_MAX, examples=[1])
 ServerId = Path(description="The registered server's id.", ge=1, le=ID_MAX, examples=[3])
+
+
+def approving(session: SessionDep, settings: Settings) -> ServerService:
+    """The service, knowing which addresses the deployment trusts (`server_trusted_hosts`)."""
+    return ServerService(session, TrustedHosts.of(settings.server_trusted_hosts))
+
+
+def approver(principal: Principal) -> Approver:
+    return Approver(principal.name, principal.role)
 
 
 @router.get("", response_model=list[ServerRead], summary="List a cluster's servers")
@@ -32,10 +44,17 @@ async def list_servers(session: SessionDep, _: CurrentToken, cluster_id: int = C
     responses=error_responses(403, 409),
 )
 async def create_server(
-    data: ServerCreate, request: Request, session: SessionDep, principal: OperatorToken, cluster_id: int = ClusterId
+    data: ServerCreate,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    principal: OperatorToken,
+    cluster_id: int = ClusterId,
 ) -> ServerRead:
-    """`maintenance`: registered in maintenance, owned by the caller's token."""
-    server = await ServerService(session).create(cluster_id, data, owner=principal.name)
+    """`maintenance`: registered in maintenance, owned by the caller's token. Registered by an admin's token, or at
+    an address `server_trusted_hosts` names, it is approved (polled with its cluster's credentials); otherwise it
+    is pending (`approved: false`): nothing connects to it until an admin approves it."""
+    server = await approving(session, settings).create(cluster_id, data, approver(principal))
     if server.maintenance_set:
         request.state.audit_details = maintenance_audit(server)
     return ServerRead.model_validate(server)
@@ -52,13 +71,34 @@ async def get_server(
 async def update_server(
     data: ServerUpdate,
     session: SessionDep,
+    settings: SettingsDep,
     principal: OperatorToken,
     cluster_id: int = ClusterId,
     server_id: int = ServerId,
 ) -> ServerRead:
     """Refused while an operation runs on the cluster (409 `operation_running`); moving a server that receives
-    credentials to another address takes an admin's token (403 `address_change_needs_admin`)."""
-    return ServerRead.model_validate(await ServerService(session).update(cluster_id, server_id, data, principal.role))
+    credentials to another address takes an admin's token (403 `address_change_needs_admin`); any other move by an
+    operator to an address `server_trusted_hosts` does not name leaves the server pending an admin's approval."""
+    server = await approving(session, settings).update(cluster_id, server_id, data, approver(principal))
+    return ServerRead.model_validate(server)
+
+
+@router.post(
+    "/{server_id}/approve",
+    response_model=ServerRead,
+    summary="Approve a server's address (admin): the control plane then polls it with its cluster's credentials",
+    responses=error_responses(403),
+)
+async def approve_server(
+    session: SessionDep,
+    settings: SettingsDep,
+    principal: AdminToken,
+    cluster_id: int = ClusterId,
+    server_id: int = ServerId,
+) -> ServerRead:
+    """Approves the address the server has now; a later move by an operator needs approving again."""
+    server = await approving(session, settings).approve(cluster_id, server_id, approver(principal))
+    return ServerRead.model_validate(server)
 
 
 @router.put(

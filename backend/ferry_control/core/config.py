@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -265,6 +265,13 @@ class Settings(BaseSettings):
         description="Webhook targets allowed although they are loopback, link-local, private, unspecified or the "
         "metadata address (refused by default): host names (exact) and IP networks in CIDR notation.",
     )
+    server_trusted_hosts: list[str] = Field(
+        default_factory=list,
+        description="Server addresses an operator may register, discover or move a server to and have it polled at "
+        "once (with its cluster's credentials): host names (exact) and IP networks in CIDR notation an IP-literal "
+        "host falls in. Any other address an operator gives is pending until an admin approves it; an admin's "
+        "token approves what it registers.",
+    )
     webhook_response_bytes_max: int = Field(
         4096, ge=0, description="Most bytes of a webhook's answer read (then the connection is closed); none stored."
     )
@@ -379,12 +386,12 @@ class Settings(BaseSettings):
             )
         return self
 
-    @field_validator("webhook_allowed_hosts")
+    @field_validator("webhook_allowed_hosts", "server_trusted_hosts")
     @classmethod
-    def _allowed_hosts(cls, entries: list[str]) -> list[str]:
+    def _allowed_hosts(cls, entries: list[str], info: ValidationInfo) -> list[str]:
         for entry in entries:
             if not entry or any(c.isspace() for c in entry) or "/" in entry and not _is_network(entry):
-                raise ValueError(f"webhook_allowed_hosts: {entry!r} is neither a host name nor a CIDR network")
+                raise ValueError(f"{info.field_name}: {entry!r} is neither a host name nor a CIDR network")
         return [e.lower() for e in entries]
 
     @property

@@ -102,10 +102,17 @@ class DriverFactory:
         )  # fmt: skip
 
     def for_server(self, server: Server, cluster: Cluster | None = None) -> ServerDriver:
-        """The server must have an admin address."""
+        """The server must have an admin address, approved (services/approval.py): a pending server's address is
+        never contacted, so its cluster's credentials never go there."""
         if server.admin_address is None:
             raise DriverError(
                 server.host, "no_admin_address", f"server {server.name!r} has no admin port recorded",
+                kind=ErrorKind.not_configured,
+            )  # fmt: skip
+        if not server.approved:
+            raise DriverError(
+                server.host, "not_approved",
+                f"server {server.name!r} is pending: its address awaits an admin's approval",
                 kind=ErrorKind.not_configured,
             )  # fmt: skip
         return self.for_address(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ferry_control.core.config import Settings
+from ferry_control.core.untrusted_text import bounded
 from ferry_control.drivers.base import (
     SEMI_SYNC_FALLEN_BACK,
     BinlogTransaction,
@@ -60,6 +61,8 @@ from ferry_control.drivers.node_http import AnswerTooLarge, NodeHttp, NodeTimeou
 
 _T = TypeVar("_T")
 
+#: The longest error code of a node's refusal kept (a node's codes are short names).
+CODE_MAX = 64
 #: The replication filters a ferryd connection has (change-master's lists of domain ids), by their names in
 #: `ConnectionSettings.filters`, the same as MariaDB's.
 DOMAIN_FILTERS = ("do_domain_ids", "ignore_domain_ids")
@@ -191,10 +194,13 @@ class FerryDriver(ServerDriver):
                 self.address, "not_json", f"{method} {path} answered {answer.status} without JSON"
             ) from e
         if answer.status >= 400:
-            text = content[:2000].decode(errors="replace")
+            # The node's error code and message, bounded; anything else it answered is not quoted (it may be any
+            # server's page, and the reason is stored and shown).
             error = body.get("error") if isinstance(body, dict) else None
-            code = str(error.get("code", "unknown")) if isinstance(error, dict) else "unknown"
-            message = str(error.get("message", text)) if isinstance(error, dict) else text
+            if not isinstance(error, dict):
+                error = {"message": f"answered {answer.status} with JSON that is not a node error"}
+            code = bounded(str(error.get("code", "unknown")), CODE_MAX)
+            message = bounded(str(error.get("message", "")))
             raise refusal(self.address, refusal_kind(answer.status), code, message)
         return body
 

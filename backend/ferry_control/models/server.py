@@ -106,6 +106,12 @@ class Server(Base):
     fenced_at: Mapped[datetime | None] = mapped_column(default=None)
     fence_reason: Mapped[str | None] = mapped_column(Text, default=None)
 
+    #: Who let the control plane connect to its current address and send it its cluster's credentials: an admin
+    #: token's name, or `server_trusted_hosts` (services/approval.py); None with `approved_at` set: approved before
+    #: approvals were recorded. `approved_at` None: pending — nothing connects to it until an admin approves it.
+    approved_by: Mapped[str | None] = mapped_column(String(100), default=None)
+    approved_at: Mapped[datetime | None] = mapped_column(default=None)
+
     health: Mapped[HealthState] = mapped_column(_enum(HealthState), default=HealthState.unknown)
     consecutive_failures: Mapped[int] = mapped_column(default=0)
     last_seen_at: Mapped[datetime | None] = mapped_column(default=None)
@@ -160,6 +166,11 @@ class Server(Base):
             owner=self.maintenance_owner, reason=self.maintenance_reason,
             since=self.maintenance_since, until=self.maintenance_until,
         )  # fmt: skip
+
+    @property
+    def approved(self) -> bool:
+        """The control plane may connect to it (and send it its cluster's credentials)."""
+        return self.approved_at is not None
 
     @property
     def admin_address(self) -> str | None:

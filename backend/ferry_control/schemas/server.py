@@ -182,6 +182,9 @@ class ServerRead(BaseModel):
                     "fenced": False,
                     "fenced_at": None,
                     "fence_reason": None,
+                    "approved": True,
+                    "approved_by": "ops-admin",
+                    "approved_at": "2026-11-21T13:00:00Z",
                     "health": "healthy",
                     "consecutive_failures": 0,
                     "last_seen_at": "2026-11-21T13:00:01Z",
@@ -224,6 +227,16 @@ class ServerRead(BaseModel):
     fenced: bool = Field(description="Replaced by a failover: kept read-only, not repointed automatically.")
     fenced_at: datetime | None
     fence_reason: str | None
+    approved: bool = Field(
+        description="The control plane connects to its address (and sends it its cluster's credentials): approved "
+        "by an admin's token or the deployment's `server_trusted_hosts`. False: pending — registered, discovered or "
+        "moved by an operator elsewhere; never contacted until an admin approves it (POST …/approve)."
+    )
+    approved_by: str | None = Field(
+        description="Who approved its address: an admin token's name, `server_trusted_hosts`, or `command line`; "
+        "None when pending or approved before approvals were recorded."
+    )
+    approved_at: datetime | None
     health: HealthState
     consecutive_failures: int
     last_seen_at: datetime | None = Field(

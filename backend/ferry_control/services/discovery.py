@@ -12,6 +12,12 @@ From each server whose admin address is known, its status names
   server_id its own status reports once the whole reachable graph was visited, else registered with what is known
   (host and server_id) and polled once an operator sets its ports. An advertised wildcard host (0.0.0.0, ::) is
   replaced by the host the replica connected from.
+
+Only approved servers are visited (services/approval.py): every server discovery registers — the seed, a master a
+replica names, a replica a master lists — is approved when the caller is an admin or the allow-list
+(`server_trusted_hosts`) names its host, else registered pending and not visited, so an operator's discovery never
+sends the cluster's credentials to an address a server (or the operator) made up. Every note quoting a server is
+bounded and stripped (core/untrusted_text.py).
 """
 
 from __future__ import annotations
@@ -22,13 +28,16 @@ from dataclasses import dataclass, field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
+from ferry_control.core.errors import Forbidden
 from ferry_control.core.outbound import check_host
+from ferry_control.core.untrusted_text import bounded
 from ferry_control.drivers.base import ConnectedReplica
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import Cluster, Server, ServerKind, ServerOrigin
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.discovery import DiscoveryRequest
+from ferry_control.services.approval import Approver, TrustedHosts, approve_address, approver_of, pending_reason
 from ferry_control.services.clusters import ClusterService
 from ferry_control.services.collection.addresses import split_address
 
@@ -43,6 +52,9 @@ class Discovery:
     known: list[Server] = field(default_factory=list)
     notes: list[tuple[int | None, str]] = field(default_factory=list)
 
+    def note(self, server_id: int | None, message: str) -> None:
+        self.notes.append((server_id, bounded(message)))
+
     def saw(self, server: Server) -> None:
         if server not in self.added and server not in self.known and server is not self.seed:
             self.known.append(server)
@@ -54,12 +66,15 @@ class DiscoveryService:
         self.clusters = ClusterService(session)
         self.drivers = drivers
         self.settings = settings
+        self.trusted = TrustedHosts.of(settings.server_trusted_hosts)
 
-    async def discover(self, cluster_id: int, request: DiscoveryRequest) -> Discovery:
+    async def discover(self, cluster_id: int, request: DiscoveryRequest, by: Approver) -> Discovery:
+        """`by`: the caller, whose say approves (or not) the addresses registered (see the module's doc)."""
         cluster = await self.clusters.get(cluster_id)
         seed = await self.servers.find_by_protocol_address(cluster_id, request.host, request.protocol_port)
         if seed is None:
-            seed = await self.servers.add(
+            seed = await self._add(
+                by,
                 Server(
                     cluster_id=cluster_id,
                     name=await self._free_name(cluster_id, request.name or f"{request.host}:{request.protocol_port}"),
@@ -69,10 +84,19 @@ class DiscoveryService:
                     admin_port=request.admin_port,
                     labels={},
                     origin=ServerOrigin.registered,
-                )
+                ),
             )
         elif seed.admin_port != request.admin_port:
+            if seed.approved and approver_of(seed.host, by, self.trusted) is None:
+                raise Forbidden(
+                    f"discovery would change the admin port of {seed.label} from {seed.admin_port} to "
+                    f"{request.admin_port}: an admin's token is needed to send its cluster's credentials there",
+                    code="address_change_needs_admin",
+                )
             seed.admin_port = request.admin_port
+            approve_address(seed, by, self.trusted)
+        elif not seed.approved:  # the caller names it as the seed: their say, if it counts, approves it
+            approve_address(seed, by, self.trusted)
         result = Discovery(seed=seed)
 
         queue: deque[Server] = deque([seed])
@@ -83,24 +107,27 @@ class DiscoveryService:
             if server.id in visited:
                 continue
             if len(visited) >= self.settings.discovery_servers_max:
-                result.notes.append((None, f"stopped after visiting {len(visited)} servers (discovery_servers_max)"))
+                result.note(None, f"stopped after visiting {len(visited)} servers (discovery_servers_max)")
                 break
             visited.add(server.id)
             if server.admin_address is None:
-                result.notes.append((server.id, f"{server.label} not visited: its admin address is unknown"))
+                result.note(server.id, f"{server.label} not visited: its admin address is unknown")
+                continue
+            if not server.approved:
+                result.note(server.id, f"not visited: {pending_reason(server)}")
                 continue
             try:
                 status = await self.drivers.for_server(server, cluster).status()
             except DriverError as e:
-                result.notes.append((server.id, f"could not read the status of {server.label}: {e}"))
+                result.note(server.id, f"could not read the status of {server.label}: {e}")
                 continue
             server.reported_server_id = status.server_id
             for connection in status.connections:
-                master = await self._master(cluster, server.kind, connection.master_address, result)
+                master = await self._master(cluster, server.kind, connection.master_address, result, by)
                 if master is not None:
                     queue.append(master)
             for replica in status.replicas:
-                advertised = await self._advertised_replica(cluster, server, replica, result)
+                advertised = await self._advertised_replica(cluster, server, replica, result, by)
                 if advertised is None:
                     streaming.append((server, replica.server_id, replica.host))
                 elif advertised.admin_address is not None:
@@ -115,9 +142,10 @@ class DiscoveryService:
             try:
                 host = check_host(host)
             except ValueError as e:
-                result.notes.append((None, f"replica with server_id {replica_server_id} not registered: {e}"))
+                result.note(None, f"replica with server_id {replica_server_id} not registered: {e}")
                 continue
-            added = await self.servers.add(
+            added = await self._add(
+                by,
                 Server(
                     cluster_id=cluster_id,
                     name=await self._free_name(cluster_id, f"server-{replica_server_id}@{host}"),
@@ -126,20 +154,22 @@ class DiscoveryService:
                     reported_server_id=replica_server_id,
                     labels={},
                     origin=ServerOrigin.discovered,
-                )
+                ),
             )
             result.added.append(added)
-            result.notes.append(
-                (
-                    added.id,
-                    f"replica with server_id {replica_server_id} of {master.label} registered from its connection "
-                    f"({host}); its protocol and admin ports are unknown: set them to have it polled",
-                )
+            result.note(
+                added.id,
+                f"replica with server_id {replica_server_id} of {master.label} registered from its connection "
+                f"({host}); its protocol and admin ports are unknown: set them to have it polled",
             )
         return result
 
+    async def _add(self, by: Approver, server: Server) -> Server:
+        approve_address(server, by, self.trusted)
+        return await self.servers.add(server)
+
     async def _advertised_replica(
-        self, cluster: Cluster, master: Server, replica: ConnectedReplica, result: Discovery
+        self, cluster: Cluster, master: Server, replica: ConnectedReplica, result: Discovery, by: Approver
     ) -> Server | None:
         """The replica as it advertises itself (matched or registered), or None when it advertises nothing usable."""
         listen = split_address(replica.listen_address or "")
@@ -155,9 +185,11 @@ class DiscoveryService:
         if known is not None and known.protocol_port is None:  # registered earlier without ports: complete it
             known.host, known.protocol_port = host, listen[1]
             known.admin_port = known.admin_port or (admin[1] if admin else None)
+            approve_address(known, by, self.trusted)  # a new address: approved only as a new server would be
             result.saw(known)
             return known
-        added = await self.servers.add(
+        added = await self._add(
+            by,
             Server(
                 cluster_id=cluster.id,
                 name=await self._free_name(cluster.id, f"{host}:{listen[1]}"),
@@ -168,16 +200,18 @@ class DiscoveryService:
                 reported_server_id=replica.server_id,
                 labels={},
                 origin=ServerOrigin.discovered,
-            )
+            ),
         )
         result.added.append(added)
         return added
 
-    async def _master(self, cluster: Cluster, kind: ServerKind, address: str, result: Discovery) -> Server | None:
+    async def _master(
+        self, cluster: Cluster, kind: ServerKind, address: str, result: Discovery, by: Approver
+    ) -> Server | None:
         """The master a replica names (matched by protocol address, else registered with the replica's kind)."""
         parsed = split_address(address)
         if parsed is None:
-            result.notes.append((None, f"master address {address!r} is not host:port"))
+            result.note(None, f"master address {address!r} is not host:port")
             return None
         host, port = parsed
         master = await self.servers.find_by_protocol_address(cluster.id, host, port)
@@ -187,7 +221,8 @@ class DiscoveryService:
         admin_port = None if cluster.admin_port_offset is None else port + cluster.admin_port_offset
         if admin_port is not None and not 1 <= admin_port <= 65535:
             admin_port = None
-        master = await self.servers.add(
+        master = await self._add(
+            by,
             Server(
                 cluster_id=cluster.id,
                 name=await self._free_name(cluster.id, f"{host}:{port}"),
@@ -197,15 +232,13 @@ class DiscoveryService:
                 admin_port=admin_port,
                 labels={},
                 origin=ServerOrigin.discovered,
-            )
+            ),
         )
         result.added.append(master)
         if admin_port is None:
-            result.notes.append(
-                (
-                    master.id,
-                    f"master {address} registered without an admin port: set it, or the cluster's admin_port_offset",
-                )
+            result.note(
+                master.id,
+                f"master {address} registered without an admin port: set it, or the cluster's admin_port_offset",
             )
         return master
 

@@ -14,7 +14,7 @@ from ferry_control.core.errors import Conflict, Forbidden, NotFound, Unprocessab
 from ferry_control.core.naming import unknown_server
 from ferry_control.core.security import Role
 from ferry_control.drivers.registry import credentials_follow_address
-from ferry_control.models import Server
+from ferry_control.models import HealthState, Server
 from ferry_control.models.base import utcnow
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.server import (
@@ -25,13 +25,19 @@ from ferry_control.schemas.server import (
     ServerCreate,
     ServerUpdate,
 )
+from ferry_control.services.approval import Approver, TrustedHosts, approve_address
 from ferry_control.services.clusters import ClusterService
+
+#: The address fields of a server: a change of any of them needs an approval of the new address.
+ADDRESS_FIELDS = ("host", "protocol_port", "admin_port")
 
 
 class ServerService:
-    def __init__(self, session: AsyncSession):
+    def __init__(self, session: AsyncSession, trusted: TrustedHosts | None = None):
         self.servers = ServerRepository(session)
         self.clusters = ClusterService(session)
+        #: Addresses an operator may give and have polled at once (`server_trusted_hosts`).
+        self.trusted = trusted or TrustedHosts.of(())
 
     async def list(self, cluster_id: int) -> Sequence[Server]:
         await self.clusters.get(cluster_id)
@@ -46,28 +52,29 @@ class ServerService:
             )
         return server
 
-    async def create(self, cluster_id: int, data: ServerCreate, owner: str | None = None) -> Server:
-        """`owner`: the caller's token name, recorded as who set the maintenance it is registered in (if any)."""
+    async def create(self, cluster_id: int, data: ServerCreate, by: Approver) -> Server:
+        """`by`: the caller, recorded as who set the maintenance it is registered in (if any); its address is
+        approved when `by` is an admin or the allow-list names the host, else the server is pending."""
         await self.clusters.get(cluster_id)
         name = data.name or (f"{data.host}:{data.protocol_port}" if data.protocol_port else data.host)
         await self._check_free(cluster_id, name, data.host, data.protocol_port)
         fields = data.model_dump(exclude={"maintenance"})
         server = Server(cluster_id=cluster_id, **{**fields, "name": name})
+        approve_address(server, by, self.trusted)
         if data.maintenance is not None:
-            start_maintenance(server, owner, data.maintenance.reason, maintenance_end(data.maintenance))
+            start_maintenance(server, by.name, data.maintenance.reason, maintenance_end(data.maintenance))
         return await self.servers.add(server)
 
-    async def update(self, cluster_id: int, server_id: int, data: ServerUpdate, role: Role = Role.admin) -> Server:
+    async def update(self, cluster_id: int, server_id: int, data: ServerUpdate, by: Approver) -> Server:
         """409 `operation_running` while an operation holds the cluster (it acts on what it read of the servers);
-        403 `address_change_needs_admin` when `role` is below admin and the change moves a server's address while
+        403 `address_change_needs_admin` when `by` is below admin and the change moves a server's address while
         credentials go to it (its cluster's stored secrets, or the fleet's credentials for its kind): the control
-        plane would send them to the new address."""
+        plane would send them to the new address. Any other move is approved as a registration is (`create`)."""
         server = await self.get(cluster_id, server_id)
         changes = data.model_dump(exclude_unset=True)
         await self.clusters.refuse_while_busy(cluster_id, f"{server.label} cannot be changed")
-        moved = [
-            k for k in ("host", "protocol_port", "admin_port") if k in changes and changes[k] != getattr(server, k)
-        ]
+        moved = [k for k in ADDRESS_FIELDS if k in changes and changes[k] != getattr(server, k)]
+        role = by.role
         if moved and not role.allows(Role.admin):
             cluster = await self.clusters.get(cluster_id)
             if credentials_follow_address(server.kind, bool(cluster.credentials_ciphertext)):
@@ -86,6 +93,20 @@ class ServerService:
         await self._check_free(cluster_id, name, host, port, ignore=server.id)
         for key, value in changes.items():
             setattr(server, key, value)
+        if moved:
+            approve_address(server, by, self.trusted)
+            if not server.approved:  # not polled until approved: what was read at the old address says nothing
+                server.health, server.consecutive_failures = HealthState.unknown, 0
+        await self.servers.flush()
+        return server
+
+    async def approve(self, cluster_id: int, server_id: int, by: Approver) -> Server:
+        """An admin lets the control plane connect to the server's address (and send it its cluster's credentials).
+        Approving an approved server records the new approver."""
+        server = await self.get(cluster_id, server_id)
+        if not by.role.allows(Role.admin):
+            raise Forbidden("approving a server's address takes an admin's token", code="forbidden")
+        approve_address(server, by, self.trusted)
         await self.servers.flush()
         return server
 

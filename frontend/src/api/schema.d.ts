@@ -122,7 +122,9 @@ export interface paths {
         put?: never;
         /**
          * Register a server
-         * @description `maintenance`: registered in maintenance, owned by the caller's token.
+         * @description `maintenance`: registered in maintenance, owned by the caller's token. Registered by an admin's token, or at
+         *     an address `server_trusted_hosts` names, it is approved (polled with its cluster's credentials); otherwise it
+         *     is pending (`approved: false`): nothing connects to it until an admin approves it.
          */
         post: operations["create_server_api_v1_clusters__cluster_id__servers_post"];
         delete?: never;
@@ -149,9 +151,30 @@ export interface paths {
         /**
          * Update a server
          * @description Refused while an operation runs on the cluster (409 `operation_running`); moving a server that receives
-         *     credentials to another address takes an admin's token (403 `address_change_needs_admin`).
+         *     credentials to another address takes an admin's token (403 `address_change_needs_admin`); any other move by an
+         *     operator to an address `server_trusted_hosts` does not name leaves the server pending an admin's approval.
          */
         patch: operations["update_server_api_v1_clusters__cluster_id__servers__server_id__patch"];
+        trace?: never;
+    };
+    "/api/v1/clusters/{cluster_id}/servers/{server_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a server's address (admin): the control plane then polls it with its cluster's credentials
+         * @description Approves the address the server has now; a later move by an operator needs approving again.
+         */
+        post: operations["approve_server_api_v1_clusters__cluster_id__servers__server_id__approve_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/clusters/{cluster_id}/servers/{server_id}/maintenance": {
@@ -203,7 +226,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Register a server and discover its masters and replicas */
+        /**
+         * Register a server and discover its masters and replicas
+         * @description Only approved servers are visited. A server registered here is approved when the caller's token is an
+         *     admin's or `server_trusted_hosts` names its host; otherwise it is registered pending (`approved: false`, a note
+         *     says so) and nothing connects to it until an admin approves it. Changing an approved seed's admin port to an
+         *     address the caller cannot approve is refused (403 `address_change_needs_admin`).
+         */
         post: operations["discover_api_v1_clusters__cluster_id__discovery_post"];
         delete?: never;
         options?: never;
@@ -3795,6 +3824,9 @@ export interface components {
          * ServerRead
          * @example {
          *       "admin_port": 7401,
+         *       "approved": true,
+         *       "approved_at": "2026-11-21T13:00:00Z",
+         *       "approved_by": "ops-admin",
          *       "cluster_id": 1,
          *       "consecutive_failures": 0,
          *       "created_at": "2026-11-21T13:00:00Z",
@@ -3865,6 +3897,18 @@ export interface components {
             fenced_at: string | null;
             /** Fence Reason */
             fence_reason: string | null;
+            /**
+             * Approved
+             * @description The control plane connects to its address (and sends it its cluster's credentials): approved by an admin's token or the deployment's `server_trusted_hosts`. False: pending — registered, discovered or moved by an operator elsewhere; never contacted until an admin approves it (POST …/approve).
+             */
+            approved: boolean;
+            /**
+             * Approved By
+             * @description Who approved its address: an admin token's name, `server_trusted_hosts`, or `command line`; None when pending or approved before approvals were recorded.
+             */
+            approved_by: string | null;
+            /** Approved At */
+            approved_at: string | null;
             health: components["schemas"]["HealthState"];
             /** Consecutive Failures */
             consecutive_failures: number;
@@ -5701,6 +5745,67 @@ export interface operations {
             };
             /** @description Conflicts with the current state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    approve_server_api_v1_clusters__cluster_id__servers__server_id__approve_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+                /** @description The registered server's id. */
+                server_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServerRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

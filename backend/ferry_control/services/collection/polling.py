@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
 from ferry_control.core.metrics import Metrics
+from ferry_control.core.untrusted_text import bounded
 from ferry_control.drivers.base import ServerDriver, ServerStatus
 from ferry_control.drivers.credentials import ServerCredentials
 from ferry_control.drivers.errors import DriverError, ErrorKind
@@ -27,9 +28,6 @@ from ferry_control.repositories.servers import ServerRepository
 from ferry_control.services.collection.validation import InvalidStatus, validate_status
 
 log = logging.getLogger(__name__)
-
-#: The longest reason a failed poll records (a hostile server's answer may be quoted in it).
-ERROR_MAX = 2000
 
 
 @dataclass(frozen=True)
@@ -81,7 +79,7 @@ class Poller:
                 protocol_address=s.protocol_address, is_master=s.id in masters,
             )
             for s in servers
-            if s.admin_address is not None
+            if s.admin_address is not None and s.approved  # a pending server's address is never contacted
         ]  # fmt: skip
 
     async def poll_all(self, targets: Sequence[PollTarget]) -> list[PollOutcome]:
@@ -132,6 +130,4 @@ class Poller:
 
     def _failed(self, target: PollTarget, error: str, result: str) -> PollOutcome:
         self._metrics.collector_polls.labels(result).inc()
-        if len(error) > ERROR_MAX:
-            error = f"{error[: ERROR_MAX - 3]}..."
-        return PollOutcome(target, None, error, datetime.now(UTC))
+        return PollOutcome(target, None, bounded(error), datetime.now(UTC))

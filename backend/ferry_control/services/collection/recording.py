@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
 from ferry_control.core.gtid import position
+from ferry_control.core.untrusted_text import bounded
 from ferry_control.drivers.base import ReplicaConnection
 from ferry_control.models import (
     HealthEvent,
@@ -208,7 +209,7 @@ class Recorder:
         for server in servers.values():
             await session.refresh(server)
         reason = f"{address}: {what} could not be recorded: {type(error).__name__}: {error}"
-        return PollOutcome(outcome.target, None, reason[:2000], outcome.at)
+        return PollOutcome(outcome.target, None, bounded(reason), outcome.at)
 
     async def _record_failed(
         self, session: AsyncSession, server: Server, outcome: PollOutcome, repo: ServerRepository,

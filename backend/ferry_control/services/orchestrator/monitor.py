@@ -83,9 +83,8 @@ class FailoverMonitor:
                 continue
             if server.admin_address is None:
                 continue
-            driver = self._drivers.for_server(server, cluster)
             try:
-                await driver.set_read_only(True)
+                await self._drivers.for_server(server, cluster).set_read_only(True)
             except DriverError as e:
                 log.warning("could not fence %s: %s", server.name, e)
                 continue

@@ -44,6 +44,8 @@ class ServerInfo:
     #: Whether operations may promote it, and its labels (what `candidate_labels` compares).
     promotion_rule: PromotionRule = PromotionRule.neutral
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: An admin (or the allow-list) approved its address: only then is it contacted (services/approval.py).
+    approved: bool = False
 
     @property
     def protocol_address(self) -> str | None:
@@ -71,6 +73,7 @@ class ServerInfo:
             reported_server_id=server.reported_server_id,
             promotion_rule=server.promotion_rule,
             labels={str(k): str(v) for k, v in (server.labels or {}).items()},
+            approved=server.approved,
         )
 
 
@@ -151,6 +154,8 @@ class ClusterSnapshot:
         async def poll(info: ServerInfo) -> ServerView:
             if info.admin_address is None:
                 return ServerView(info, None, None, "no admin address recorded")
+            if not info.approved:
+                return ServerView(info, None, None, "pending: its address awaits an admin's approval")
             driver = drivers.for_address(info.kind, info.admin_address, credentials, info.protocol_address)
             try:
                 status = await asyncio.wait_for(driver.status(), timeout_s)

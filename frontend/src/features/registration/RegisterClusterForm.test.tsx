@@ -22,7 +22,7 @@ const REGISTERED: Schemas["ClusterRead"] = {
 const server = (id: number, name: string): Schemas["ServerRead"] => ({
   id, cluster_id: 7, name, label: `${name} (server_id ${id})`, kind: "mariadb", host: "10.0.0.5", protocol_port: 3306, admin_port: 3306, labels: {},
   maintenance: false, promotion_rule: "neutral", origin: "registered", fenced: false, fenced_at: null,
-  fence_reason: null, health: "unknown",
+  fence_reason: null, approved: true, approved_by: null, approved_at: null, health: "unknown",
   consecutive_failures: 0, last_seen_at: null, last_error: null, reported_server_id: id, read_only: null,
   version: null, gtid_binlog_pos: null, gtid_slave_pos: null, gtid_current_pos: null,
   created_at: "2025-01-01T00:00:00Z", updated_at: "2025-01-01T00:00:00Z",

@@ -14,7 +14,8 @@ import { ServerAdmin } from "./ServerAdmin";
 const server = (id: number, name: string, kind: "ferry" | "mariadb" = "ferry", port = 7301): Schemas["ServerRead"] => ({
   id, cluster_id: 1, name, label: `${name} (server_id ${id})`, kind, host: "10.0.0.5", protocol_port: port,
   admin_port: kind === "ferry" ? port + 100 : port, labels: {}, maintenance: false, promotion_rule: "neutral",
-  origin: "registered", fenced: false, fenced_at: null, fence_reason: null, health: "unknown", consecutive_failures: 0,
+  origin: "registered", fenced: false, fenced_at: null, fence_reason: null, approved: true, approved_by: null,
+  approved_at: null, health: "unknown", consecutive_failures: 0,
   last_seen_at: null, last_error: null, reported_server_id: id, read_only: null, version: null, gtid_binlog_pos: null,
   gtid_slave_pos: null, gtid_current_pos: null, created_at: "2025-01-01T00:00:00Z", updated_at: "2025-01-01T00:00:00Z",
 });
