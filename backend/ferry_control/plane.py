@@ -36,6 +36,7 @@ from ferry_control.services.orchestrator.reconcile import Reconciler
 from ferry_control.services.orchestrator.recovery_hooks import UnsuccessfulRecoveries
 from ferry_control.services.orchestrator.routing import ProxySync
 from ferry_control.services.orchestrator.runner import OperationRunner
+from ferry_control.services.replica_guard import ReplicaGuard
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,11 @@ class ControlPlane:
         self.runner.on_finish.append(UnsuccessfulRecoveries(background, settings))
         self.monitor = FailoverMonitor(background, self.drivers, self.runner, self.bus, settings)
         self.collector.after_cycle.append(self.monitor.check)
+        # Replicas seen writable made read-only again; errant transactions found and recorded.
+        self.guard = ReplicaGuard(
+            background, self.drivers, self.bus, settings, self.metrics, lambda: self.collector.last_statuses
+        )
+        self.collector.after_cycle.append(self.guard)
         self.collector.after_cycle.append(ProxySync(background, settings, self.runner.stale_proxies))
         # Maintenance that reached its end: recorded as ended (it stopped counting at its end already).
         self.collector.after_cycle.append(MaintenanceExpiry(background, self.bus))

@@ -18,6 +18,7 @@ from ferry_control.api import (
     servers,
     tokens,
     topology,
+    writable_domains,
 )
 
 router = APIRouter(prefix="/api/v1")
@@ -37,5 +38,6 @@ for module in (
     me,
     roles,
     proxies,
+    writable_domains,
 ):
     router.include_router(module.router)

@@ -296,6 +296,12 @@ class Settings(BaseSettings):
     failover_detection_polls: int = Field(
         3, ge=1, description="Failed collector polls of the master in a row before failover is considered."
     )
+    read_only_enforcement_webhooks: list[str] = Field(
+        default_factory=list,
+        description="URLs POSTed when the replica guard finds a replica writable: stage `read_only_enforced` (made "
+        "read-only again), `read_only_enforcement_failed`, or `writable_replica` (only flagged: enforcement off for "
+        "its cluster, or the server in maintenance; sent once until it is read-only again).",
+    )
     master_write_probe: bool = Field(
         False,
         description="Opt-in: at every poll the collector commits one probe row (the drivers' canary table, the "

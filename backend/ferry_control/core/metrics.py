@@ -91,6 +91,12 @@ class Metrics:
             buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
             registry=self.registry,
         )
+        self.read_only_enforcements = Counter(
+            "ferry_control_read_only_enforcements",
+            "Replicas seen writable that the replica guard made read-only (enforced) or could not (failed).",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.drill_runs = Counter(
             "ferry_control_drill_runs",
             "Drill runs by outcome (passed, failed).",
@@ -149,6 +155,21 @@ class Metrics:
             ["cluster", "server"],
             registry=self.registry,
         )
+        self.replica_writable = Gauge(
+            "ferry_control_replica_writable",
+            "1 when a server replicates (it has a replication connection), answered writable and no admin made it "
+            "writable for its own domains: it can take clients' writes apart from its master. 0 otherwise.",
+            ["cluster", "server"],
+            registry=self.registry,
+        )
+        self.server_errant_transactions = Gauge(
+            "ferry_control_server_errant_transactions",
+            "Transactions a replicating server wrote itself in a domain that none of its masters has (errant), from "
+            "the first after its last replicated one to its newest (-1 when they interleave with replicated ones "
+            "and cannot be counted from positions). Absent: none.",
+            ["cluster", "server", "domain"],
+            registry=self.registry,
+        )
         self.operations_running = Gauge(
             "ferry_control_operations_running",
             "Operations pending or running, per cluster.",
@@ -179,8 +200,9 @@ class Metrics:
         return [
             self.replication_lag_seconds, self.replication_lag_transactions, self.replication_running,
             self.server_gtid_seq_no, self.server_health, self.server_read_only,
-            self.master_read_only_without_operation, self.operations_running, self.drill_last_passed,
-            self.drill_last_finished_timestamp_seconds, self.drill_last_rto_seconds,
+            self.master_read_only_without_operation, self.replica_writable, self.server_errant_transactions,
+            self.operations_running, self.drill_last_passed, self.drill_last_finished_timestamp_seconds,
+            self.drill_last_rto_seconds,
         ]  # fmt: skip
 
     def render(self) -> bytes:

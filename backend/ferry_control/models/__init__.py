@@ -8,6 +8,7 @@ from ferry_control.models.coordination import CollectorCycleRow, RelayedEvent
 from ferry_control.models.drill import DrillRun, DrillSchedule
 from ferry_control.models.lease import COLLECTOR_LEASE, ServiceLease
 from ferry_control.models.operation import Operation, OperationState
+from ferry_control.models.replica_guard import ReplicaGuard
 from ferry_control.models.replication import LinkSource, ReplicationLink
 from ferry_control.models.samples import LagSample, PositionSample
 from ferry_control.models.server import HealthEvent, HealthState, PromotionRule, Server, ServerKind, ServerOrigin
@@ -30,6 +31,7 @@ __all__ = [
     "OperationState",
     "PositionSample",
     "RelayedEvent",
+    "ReplicaGuard",
     "ReplicationLink",
     "Server",
     "ServerKind",

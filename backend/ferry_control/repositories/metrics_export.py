@@ -1,5 +1,5 @@
 """The reads behind the stored-state gauges of /metrics: every server with its cluster, every link, operations
-not ended per cluster, and each cluster's newest drill run with an outcome."""
+not ended per cluster, the replica guard's rows, and each cluster's newest drill run with an outcome."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
-from ferry_control.models import DrillRun, Operation, OperationState, ReplicationLink, Server
+from ferry_control.models import DrillRun, Operation, OperationState, ReplicaGuard, ReplicationLink, Server
 
 
 class MetricsExportRepository:
@@ -22,6 +22,10 @@ class MetricsExportRepository:
 
     async def links(self) -> Sequence[ReplicationLink]:
         return (await self.session.scalars(select(ReplicationLink).order_by(ReplicationLink.id))).all()
+
+    async def guards(self) -> Sequence[ReplicaGuard]:
+        """The replica guard's rows (writable domains, errant transactions)."""
+        return (await self.session.scalars(select(ReplicaGuard))).all()
 
     async def unfinished_operations(self) -> dict[int, int]:
         """Per cluster id, how many operations are pending or running (clusters with none are left out)."""

@@ -22,6 +22,14 @@ REDACTED = "[redacted]"
 _Secret = Annotated[SecretStr, Field(min_length=1, max_length=200)]
 
 
+#: The meaning of `enforce_read_only_replicas`.
+ENFORCE_READ_ONLY_REPLICAS = (
+    "A server that replicates (it has a replication connection) and answers writable is made read-only again by "
+    "the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it "
+    "writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance "
+    "(flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks)."
+)
+
 #: A server label's name, as `candidate_labels` lists them.
 LabelName = Annotated[str, Field(min_length=1, max_length=100)]
 LABELS_MAX = 20
@@ -66,6 +74,7 @@ class ClusterCreate(ClusterSecrets):
         description="Discovery: a discovered master's admin port is its protocol port plus this. Unset: unknown.",
     )
     auto_failover: bool = Field(False, description="Fail over automatically when the master is lost (confirmed).")
+    enforce_read_only_replicas: bool = Field(True, description=ENFORCE_READ_ONLY_REPLICAS)
     candidate_labels: list[LabelName] = Field(
         default_factory=list, max_length=LABELS_MAX, description=CANDIDATE_LABELS, examples=[["dc"]]
     )
@@ -86,6 +95,7 @@ class ClusterUpdate(ClusterSecrets):
     description: str | None = Field(None, max_length=2000)
     admin_port_offset: int | None = Field(None, ge=-65535, le=65535)
     auto_failover: bool | None = None
+    enforce_read_only_replicas: bool | None = Field(None, description=ENFORCE_READ_ONLY_REPLICAS)
     candidate_labels: list[LabelName] | None = Field(None, max_length=LABELS_MAX, description=CANDIDATE_LABELS)
     pre_operation_webhooks: list[WebhookUrl] | None = Field(None, max_length=WEBHOOKS_MAX)
     post_operation_webhooks: list[WebhookUrl] | None = Field(None, max_length=WEBHOOKS_MAX)
@@ -109,6 +119,7 @@ class ClusterRead(BaseModel):
                     "tls_ca_set": False,
                     "plaintext_transport": True,
                     "auto_failover": False,
+                    "enforce_read_only_replicas": True,
                     "candidate_labels": [],
                     "failover_suspended_at": None,
                     "last_failover_at": None,
@@ -138,6 +149,7 @@ class ClusterRead(BaseModel):
         "configured, or MariaDB credentials without a CA): tokens and credentials cross the network readable.",
     )
     auto_failover: bool
+    enforce_read_only_replicas: bool = Field(True, description=ENFORCE_READ_ONLY_REPLICAS)
     failover_suspended_at: datetime | None = Field(
         description="Set by a failover: automatic failover stays off until an operator acknowledges."
     )

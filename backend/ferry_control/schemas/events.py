@@ -26,6 +26,8 @@ class EventType(enum.StrEnum):
     drill = "drill"
     failover_not_confirmed = "failover_not_confirmed"
     alert = "alert"
+    replica_guard = "replica_guard"
+    errant = "errant"
     #: The caller's token was revoked or expired: the stream ends (the stream's own).
     token_invalid = "token_invalid"
 
@@ -146,6 +148,27 @@ class AlertEvent(EventData):
     message: str
 
 
+class ReplicaGuardEvent(EventData):
+    """A replica was seen writable: made read-only again (`enforced`), or the attempt failed (`failed`), or it was
+    only flagged (`flagged`: the cluster's enforce_read_only_replicas is off, or the server is in maintenance), or
+    the guard gave the flag back (`withdrawn`: an operation promoted the server meanwhile)."""
+
+    event: Literal[EventType.replica_guard] = EventType.replica_guard
+    server_id: int
+    action: Literal["enforced", "failed", "flagged", "withdrawn"]
+    detail: str
+
+
+class ErrantEvent(EventData):
+    """A server's errant transactions (its own writes no master of it has) were found, changed or are gone."""
+
+    event: Literal[EventType.errant] = EventType.errant
+    server_id: int
+    domains: list[dict[str, Any]] = Field(
+        description="Per domain: domain, server_id, first_gtid, last_gtid, transactions, since (empty: none now)."
+    )
+
+
 class TokenInvalidEvent(EventData):
     event: Literal[EventType.token_invalid] = EventType.token_invalid
     message: str
@@ -153,7 +176,8 @@ class TokenInvalidEvent(EventData):
 
 AnyEventData = Annotated[
     SubscribedEvent | PositionEvent | HealthEvent | ReadOnlyEvent | FencedEvent | MaintenanceEvent | LinkEvent
-    | OperationEvent | DrillEvent | FailoverNotConfirmedEvent | AlertEvent | TokenInvalidEvent,
+    | OperationEvent | DrillEvent | FailoverNotConfirmedEvent | AlertEvent | ReplicaGuardEvent | ErrantEvent
+    | TokenInvalidEvent,
     Field(discriminator="event"),
 ]  # fmt: skip
 #: Each event type's data.
@@ -169,6 +193,8 @@ EVENT_DATA: dict[EventType, type[EventData]] = {
     EventType.drill: DrillEvent,
     EventType.failover_not_confirmed: FailoverNotConfirmedEvent,
     EventType.alert: AlertEvent,
+    EventType.replica_guard: ReplicaGuardEvent,
+    EventType.errant: ErrantEvent,
     EventType.token_invalid: TokenInvalidEvent,
 }
 

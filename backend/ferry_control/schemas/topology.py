@@ -25,6 +25,23 @@ class DomainLagRead(BaseModel):
     )
 
 
+class ErrantDomainRead(BaseModel):
+    """A replicating server's own transactions in one domain that none of its masters has (errant)."""
+
+    domain: int
+    server_id: int = Field(description="The server's own server_id: the middle part of these GTIDs.")
+    first_gtid: str | None = Field(
+        description="Its first own transaction after the last one it applied from a master in the domain; None when "
+        "its own transactions interleave with replicated ones (list them with the binlog tool)."
+    )
+    last_gtid: str = Field(description="Its newest own transaction in the domain.")
+    transactions: int | None = Field(
+        description="seq_nos from first_gtid to last_gtid: its own writes there, exactly unless a failed transaction "
+        "left a hole. None with first_gtid None."
+    )
+    since: datetime = Field(description="When the control plane first saw this domain errant on the server.")
+
+
 class TopologyNode(BaseModel):
     server_id: int = Field(description="The registered server's id (not the node's own server_id).")
     name: str
@@ -58,6 +75,16 @@ class TopologyNode(BaseModel):
         description="master: has replicas, replicates from none; intermediate: both; replica: only replicates."
     )
     gtid_current_pos: str | None
+    errant: list[ErrantDomainRead] = Field(
+        default_factory=list,
+        description="Per domain, the transactions it wrote itself that none of its masters has, as the replica guard "
+        "last found them; each is also one of the cluster's problems.",
+    )
+    writable_domains: list[int] = Field(
+        default_factory=list,
+        description="The domains an admin made this replicating server writable for (it originates them): the "
+        "guard leaves it writable and its own transactions there are not errant.",
+    )
 
 
 class LinkSettingsRead(BaseModel):
@@ -107,6 +134,11 @@ class TopologyEdge(BaseModel):
     lag: dict[int, DomainLagRead] = Field(description="Per domain.")
     last_error_code: str | None
     last_error_message: str | None
+    last_error_words: str | None = Field(
+        None,
+        description="The error in words with the action that fits (e.g. a strict-mode refusal: the replica took "
+        "writes of its own), the server's own message quoted after; None without an error.",
+    )
     updated_at: datetime
     settings: LinkSettingsRead | None = Field(None, description="None when the replica does not report them.")
     sql_state_detail: str | None = Field(
@@ -122,10 +154,13 @@ class TopologyEdge(BaseModel):
 class ClusterAlert(BaseModel):
     """Something about the cluster an operator must look at (the dashboard shows it as a banner)."""
 
-    kind: Literal["master_read_only", "operation_interrupted"] = Field(
+    kind: Literal["master_read_only", "operation_interrupted", "writable_replica", "errant_transactions"] = Field(
         description="master_read_only: the master refuses writes and no operation is running (a switchover cut "
         "short, or a manual read-only); operation_interrupted: the cluster's last operation was cut short by the "
-        "death of its API instance and reconciled afterwards (its error says what was found and done)."
+        "death of its API instance and reconciled afterwards (its error says what was found and done); "
+        "writable_replica: a server that replicates answers writable while no operation runs (the replica guard "
+        "makes it read-only unless enforcement is off or it is in maintenance); errant_transactions: a "
+        "replicating server holds writes of its own that none of its masters has, per domain."
     )
     message: str
     server_id: int | None = Field(None, description="The server concerned, if one.")

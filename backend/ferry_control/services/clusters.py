@@ -54,7 +54,11 @@ class ClusterService:
     async def update(self, cluster_id: int, data: ClusterUpdate) -> Cluster:
         cluster = await self.get(cluster_id)
         changes = data.model_dump(exclude_unset=True, exclude=set(SECRET_FIELDS))
-        for required in ("auto_failover", "candidate_labels", "pre_operation_webhooks", "post_operation_webhooks"):
+        required_fields = (
+            "auto_failover", "enforce_read_only_replicas", "candidate_labels", "pre_operation_webhooks",
+            "post_operation_webhooks",
+        )  # fmt: skip
+        for required in required_fields:
             if required in changes and changes[required] is None:
                 raise Conflict(f"a cluster's {required} cannot be removed; set it instead", code="field_required")
         if "name" in changes and changes["name"] != cluster.name:

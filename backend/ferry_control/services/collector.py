@@ -3,7 +3,8 @@
 transaction, the record of every cluster (`collection.recording`: health, the last successful observation,
 position samples, links and lag per domain, each cluster in a savepoint of its own), then the events published
 on the bus (SSE) after the commit — then the `after_cycle` hooks (the failover monitor), which run after every
-cycle of a leader even when the cycle itself failed, and the retention job every `retention_interval_s`.
+cycle of a leader even when the cycle itself failed (the replica guard among them, judging from `last_statuses`), and
+the retention job every `retention_interval_s`.
 
 Leadership: with several API instances on one database, one at a time collects. Before each cycle `run_forever`
 takes or renews the `collector` lease (`collector_lease_s`); only the holder polls, runs the hooks and retention,
@@ -34,6 +35,7 @@ from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.core.instance import new_instance_id
 from ferry_control.core.metrics import Metrics
+from ferry_control.drivers.base import ServerStatus
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import COLLECTOR_LEASE, CollectorCycleRow
 from ferry_control.repositories.clusters import ClusterRepository
@@ -100,6 +102,9 @@ class Collector:
         #: The newest cycles of this instance, oldest first (bounded: RECENT_CYCLES_MAX).
         self.recent_cycles: deque[CycleStat] = deque(maxlen=RECENT_CYCLES_MAX)
         self.last_retention: RetentionReport | None = None
+        #: What the last cycle's polls answered, by registered server id (the servers that answered; the replica
+        #: guard, an after-cycle hook, judges from it).
+        self.last_statuses: dict[int, ServerStatus] = {}
         #: Run after every cycle of `run_forever` (the failover monitor) with the clusters this instance collects
         #: (None: every cluster); their failures are logged, not raised.
         self.after_cycle: list[Callable[[set[int] | None], Awaitable[object]]] = []
@@ -258,6 +263,7 @@ class Collector:
             if clusters is not None:
                 targets = [t for t in targets if t.cluster_id in clusters]
             outcomes = await self._poller.poll_all(targets)
+            self.last_statuses = {o.target.server_id: o.status for o in outcomes if o.status is not None}
             report = CycleReport(polled=len(outcomes), failed=sum(1 for o in outcomes if o.status is None))
             if outcomes:
                 shared = clusters is not None and self.share is not None

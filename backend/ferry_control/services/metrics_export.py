@@ -1,10 +1,11 @@
 """The stored state as Prometheus gauges, read from the database when /metrics is scraped: lag and running per
 link (and domain), each server's position per domain, health and read-only flag, masters read-only while no
-operation runs, operations running, and each cluster's last drill. `export_stored_state` reads the rows (one short
+operation runs, writable replicas and errant transactions per server and domain (the replica guard's), operations
+running, and each cluster's last drill. `export_stored_state` reads the rows (one short
 transaction), `stored_state_samples` turns them into samples (no I/O), `apply` replaces the gauges' values with them.
 
 Reading at scrape time (not in the collector) keeps the figures right on every instance — the collector's leader and
-its standbys alike export what the leader stored — and costs four queries per scrape. Several instances scraped
+its standbys alike export what the leader stored — and costs five queries per scrape. Several instances scraped
 together report the same series: aggregate with max() over `instance`."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from ferry_control.core.db import session_scope
 from ferry_control.core.gtid import seq_by_domain
 from ferry_control.core.metrics import Metrics
-from ferry_control.models import DrillRun, HealthState, ReplicationLink, Server
+from ferry_control.models import DrillRun, HealthState, LinkSource, ReplicaGuard, ReplicationLink, Server
 from ferry_control.repositories.metrics_export import MetricsExportRepository
 
 
@@ -33,8 +34,11 @@ def stored_state_samples(
     links: Sequence[ReplicationLink],
     unfinished_operations: dict[int, int],
     last_drills: Sequence[DrillRun],
+    guards: Sequence[ReplicaGuard] = (),
 ) -> Iterable[Sample]:
     by_id = {s.id: s for s in servers}
+    guard_of = {g.server_id: g for g in guards}
+    replicating = {link.replica_server_id for link in links if link.source == LinkSource.replica}
     cluster_names = {s.cluster_id: s.cluster.name for s in servers}
     masters = {link.master_server_id for link in links if link.master_server_id is not None}
     replicas = {link.replica_server_id for link in links}
@@ -64,6 +68,15 @@ def stored_state_samples(
         if server.id in masters and server.id not in replicas:
             stuck = bool(server.read_only) and not unfinished_operations.get(server.cluster_id)
             yield Sample("master_read_only_without_operation", (cluster, server.name), 1.0 if stuck else 0.0)
+        guard = guard_of.get(server.id)
+        if server.id in replicating and server.read_only is not None:
+            allowed = guard is not None and bool(guard.writable_domains)
+            writable = not server.read_only and not allowed
+            yield Sample("replica_writable", (cluster, server.name), 1.0 if writable else 0.0)
+        for errant in guard.errant if guard is not None else []:
+            count = errant.get("transactions")
+            yield Sample("server_errant_transactions", (cluster, server.name, str(errant["domain"])),
+                         float(count) if count is not None else -1.0)  # fmt: skip
     for cluster_id, name in cluster_names.items():
         yield Sample("operations_running", (name,), float(unfinished_operations.get(cluster_id, 0)))
     for run in last_drills:
@@ -94,5 +107,6 @@ async def export_stored_state(sessionmaker: async_sessionmaker[AsyncSession], me
         links = await repository.links()
         unfinished = await repository.unfinished_operations()
         drills = await repository.last_drills()
-        samples = list(stored_state_samples(servers, links, unfinished, drills))
+        guards = await repository.guards()
+        samples = list(stored_state_samples(servers, links, unfinished, drills, guards))
     apply(metrics, samples)

@@ -50,7 +50,8 @@ def beyond_delay(lag: DomainLagRead, edge: TopologyEdge) -> DomainLagRead:
 def summarize(graph: TopologyGraph) -> ClusterSummary:
     """Health of the whole, the master(s), how many replicas, the worst lag over every connection and domain, and
     the problems in words, each server named by its label (name and server_id): unhealthy or maintenance nodes,
-    connection errors, stopped replication, several masters writing one domain; and the warnings: a SQL side
+    connection errors (in words, with what to do), stopped replication, several masters writing one domain, and the
+    alerts (a writable replica, errant transactions, …); and the warnings: a SQL side
     stalled (by a lock wait, say: it goes on once the lock is let go, so it is flagged without making the cluster
     degraded). Lag is what exceeds each connection's configured delay. Several masters are a shape, not a fault
     (the two-master shape: each writes its own domain)."""
@@ -66,7 +67,7 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
     for edge in edges:
         replica = labels.get(edge.replica_server_id, unknown_server(edge.replica_server_id))
         if edge.last_error_code:
-            problems.append(f"{replica}: {edge.last_error_code}")
+            problems.append(edge.last_error_words or f"{replica}: {edge.last_error_code}")
         elif edge.source == "replica" and not edge.running:
             problems.append(f"{replica}: replication stopped")
         elif edge.stall is not None:

@@ -1,10 +1,13 @@
-"""`ferryctl status CLUSTER`: the topology, the positions matrix (servers × domains) and lag per link and domain."""
+"""`ferryctl status CLUSTER`: the topology, what is wrong in words (alerts such as a writable replica or errant
+transactions, and replication errors with what to do), errant transactions per server and domain, the positions
+matrix (servers × domains) and lag per link and domain."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from ferry_control.ctl.context import App, output_option, pass_app
 
@@ -14,18 +17,38 @@ from ferry_control.ctl.context import App, output_option, pass_app
 @output_option
 @pass_app
 def status(app: App, cluster: str) -> None:
-    """Topology, positions per server and domain, and lag of CLUSTER.
+    """Topology, problems, errant transactions, positions per server and domain, and lag of CLUSTER.
 
     \b
     JSON: {"cluster": <cluster>, "topology": <the topology graph>, "positions": <the positions matrix>,
+           "problems": [<the topology's alerts and replication errors, in words>],
+           "errant": [{"server", "domain", "first_gtid", "last_gtid", "transactions", "since"}, …],
            "lag": [{"link_id", "replica_server_id", "replica", "master_server_id", "master", "connection",
                     "running", "domain", "transactions", "seconds"}, …]}
     """
     found = app.client.cluster(cluster)
     topology = app.client.get(f"/clusters/{found['id']}/topology")
     positions = app.client.get(f"/clusters/{found['id']}/positions")
-    doc = {"cluster": found, "topology": topology, "positions": positions, "lag": lag_rows(topology)}
+    doc = {
+        "cluster": found, "topology": topology, "positions": positions, "problems": problems(topology),
+        "errant": errant_rows(topology), "lag": lag_rows(topology),
+    }  # fmt: skip
     app.out.document(doc, lambda d: render(app, d))
+
+
+def problems(topology: dict[str, Any]) -> list[str]:
+    """The alerts' messages, then each replication error in words."""
+    found = [alert["message"] for alert in topology.get("alerts", [])]
+    found += [edge["last_error_words"] for edge in topology["edges"] if edge.get("last_error_words")]
+    return found
+
+
+def errant_rows(topology: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"server": node["name"], **{k: e[k] for k in ("domain", "first_gtid", "last_gtid", "transactions", "since")}}
+        for node in topology["nodes"]
+        for e in node.get("errant", [])
+    ]
 
 
 def lag_rows(topology: dict[str, Any]) -> list[dict[str, Any]]:
@@ -69,6 +92,15 @@ def render(app: App, doc: dict[str, Any]) -> None:
             for n in topology["nodes"]
         ),
     )  # fmt: skip
+    for problem in doc["problems"]:
+        out.line(f"[red]problem:[/] {escape(problem)}")
+    if doc["errant"]:
+        out.table(
+            "errant transactions (written on a replica, on no master of it)",
+            ("server", "domain", "transactions", "first", "last", "since"),
+            ([r["server"], r["domain"], r["transactions"] if r["transactions"] is not None else "?",
+              r["first_gtid"] or "?", r["last_gtid"], r["since"]] for r in doc["errant"]),
+        )  # fmt: skip
     domains = positions["domains"]
     out.line(f"most advanced: {positions['most_advanced'] or '-'}")
     out.table(
