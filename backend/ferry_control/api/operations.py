@@ -24,6 +24,7 @@ from ferry_control.schemas.operation import (
     FailoverRequest,
     OperationRead,
     OperationRequest,
+    ParallelApplyRequest,
     ReadOnlyRequest,
     RepointRequest,
     SkipTransactionsRequest,
@@ -31,7 +32,7 @@ from ferry_control.schemas.operation import (
     StopReplicationRequest,
     SwitchoverRequest,
 )
-from ferry_control.services.operation_prechecks import precheck_skip_transactions
+from ferry_control.services.operation_prechecks import precheck_parallel_apply, precheck_skip_transactions
 from ferry_control.services.operations import OperationService
 
 router = APIRouter(
@@ -56,6 +57,7 @@ OperationTypeName = Literal[
     "stop_replication",
     "bring_level",
     "skip_transactions",
+    "parallel_apply",
     "drill",
 ]
 #: Checks a request against the live servers before the operation is accepted (a precise 4xx, nothing recorded).
@@ -191,4 +193,16 @@ _operation_route(
     "the result's `data_loss` says so. 404 `connection_not_found`, 409 `connection_running` (nothing changed); "
     "`count` is 1 to 100.",
     precheck=precheck_skip_transactions,
+)
+_operation_route(
+    "parallel_apply",
+    ParallelApplyRequest,
+    summary="Change a replica connection's parallel apply online (mode, workers, at most per domain)",
+    description="The connection's applying side stops at a transaction boundary and starts again at its position "
+    "(MariaDB: STOP/START SLAVE 'c' SQL_THREAD around SET GLOBAL; slave_parallel_threads is one pool for the whole "
+    "server, so a new worker count pauses every connection's SQL thread for the moment), or takes the change between "
+    "two commit groups (ferryd); the receiving side goes on; nothing is skipped or applied twice. What the body "
+    "leaves out stays as it is. 404 `connection_not_found`, 422 `parallel_apply_invalid` (values the server's kind "
+    "refuses; nothing changed). See GET …/servers/{id}/parallel-apply for the rates.",
+    precheck=precheck_parallel_apply,
 )

@@ -148,6 +148,52 @@ class ConnectionSettings:
 
 
 @dataclass(frozen=True)
+class ParallelApplyLimits:
+    """What a server kind's parallel apply accepts (`ServerDriver.set_parallel_apply`), so a caller can refuse a
+    change before anything is touched, with the kind's own words."""
+
+    #: The modes, as the server names them (ferryd: serial, conservative, optimistic; MariaDB's
+    #: slave_parallel_mode: none, minimal, conservative, optimistic, aggressive).
+    modes: tuple[str, ...]
+    #: The modes that apply several transactions of a domain at once (what a raise for catch-up needs).
+    parallel_modes: tuple[str, ...]
+    #: The mode a raise for catch-up takes when the connection's is not one of `parallel_modes`.
+    catch_up_mode: str
+    workers_min: int
+    workers_max: int
+    #: The least per-domain maximum (MariaDB: 0, no per-domain limit); the most is `workers`.
+    domain_workers_min: int
+    #: The workers (and per-domain maximum) belong to the whole server, not to one connection (MariaDB: the
+    #: slave_parallel_threads pool; changing it pauses every connection's applying side for the moment).
+    server_wide_workers: bool
+
+    def refusal(self, mode: str, workers: int, domain_workers_max: int) -> str | None:
+        """Why these settings are refused, in words naming the value; None when they are accepted."""
+        if mode not in self.modes:
+            return f"mode {mode!r} is not one of {', '.join(self.modes)}"
+        if not self.workers_min <= workers <= self.workers_max:
+            return f"workers {workers} is not within {self.workers_min} to {self.workers_max}"
+        if not self.domain_workers_min <= domain_workers_max <= max(workers, self.domain_workers_min):
+            return (
+                f"domain_workers_max {domain_workers_max} is not within {self.domain_workers_min} to workers "
+                f"({workers})"
+            )
+        return None
+
+
+@dataclass(frozen=True)
+class ParallelApplyChange:
+    """What `ServerDriver.set_parallel_apply` did."""
+
+    #: The connection's settings before and after (mode, workers, domain_workers_max as the server reports them).
+    before: ConnectionSettings
+    after: ConnectionSettings
+    #: Connections whose applying side was stopped for the change and started again at their position (MariaDB: a
+    #: server-wide worker count pauses every connection that applies); empty when none needed to be.
+    paused: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ConnectedReplica:
     """A replica streaming from this server, as the master sees it (MariaDB: SHOW SLAVE HOSTS)."""
 
@@ -360,6 +406,26 @@ class ServerDriver(abc.ABC):
             getattr(self, "address", ""),
             "skip_unsupported",
             f"{self.kind} servers cannot skip replicated transactions",
+            kind=ErrorKind.unsupported,
+        )
+
+    #: What the kind's parallel apply accepts; None: its parallel apply cannot be changed through the driver.
+    parallel_apply_limits: ClassVar[ParallelApplyLimits | None] = None
+
+    async def set_parallel_apply(
+        self, connection: str | None, mode: str, workers: int, domain_workers_max: int
+    ) -> ParallelApplyChange:
+        """Changes how `connection` applies (mode, workers, at most per domain), online: its applying side stops at
+        a transaction boundary and starts again at its position (nothing skipped, nothing applied twice; the
+        receiving side goes on), or takes the change between two commit groups. A value outside
+        `parallel_apply_limits` is refused (`bad_request`) before anything is touched; a connection it does not have
+        is `not_found`. Settings already in force change nothing. `connection` None: only what belongs to the
+        whole server (`ParallelApplyLimits.server_wide_workers`: the workers; the mode is left alone), nothing for
+        kinds that keep the workers per connection. The default is for kinds that cannot."""
+        raise DriverError(
+            getattr(self, "address", ""),
+            "parallel_apply_unsupported",
+            f"{self.kind} servers cannot change their parallel apply",
             kind=ErrorKind.unsupported,
         )
 

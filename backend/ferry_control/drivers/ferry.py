@@ -27,6 +27,8 @@ from ferry_control.drivers.base import (
     DomainLag,
     EventsPage,
     IoState,
+    ParallelApplyChange,
+    ParallelApplyLimits,
     Positions,
     ReplicaConnection,
     ReplicationError,
@@ -129,12 +131,25 @@ class FerryDriverConfig:
     answer_bytes_max: int = 4 * 1024 * 1024
 
 
+#: A ferryd connection's parallel apply (the node's WORKERS_MAX is 256; workers 1 applies serially).
+FERRY_PARALLEL_LIMITS = ParallelApplyLimits(
+    modes=("serial", "conservative", "optimistic"),
+    parallel_modes=("conservative", "optimistic"),
+    catch_up_mode="optimistic",
+    workers_min=1,
+    workers_max=256,
+    domain_workers_min=1,
+    server_wide_workers=False,
+)
+
+
 class FerryDriver(ServerDriver):
     """One ferryd node at `admin_address` (`host:port`), over the factory's shared HTTP client."""
 
     kind = "ferry"
     #: ferryd counts its client commits in flight and answers a read-only call once they have landed.
     counts_commits_in_flight = True
+    parallel_apply_limits = FERRY_PARALLEL_LIMITS
 
     def __init__(
         self,
@@ -385,6 +400,32 @@ class FerryDriver(ServerDriver):
             if ids:
                 body[name] = ids
         await self._send("POST", f"/v1/replication/{connection}/change-master", json=body)
+
+    async def set_parallel_apply(
+        self, connection: str | None, mode: str, workers: int, domain_workers_max: int
+    ) -> ParallelApplyChange:
+        """The node's `POST /v1/replication/{name}/parallel`: a running connection's SQL side takes the change
+        between two commit groups (nothing in flight then), its IO side goes on; nothing is paused. A node has no
+        server-wide workers (`connection` None: nothing to change)."""
+        why = FERRY_PARALLEL_LIMITS.refusal(mode, workers, domain_workers_max)
+        if why is not None:
+            raise DriverError(self.address, "bad_parallel_apply", why, kind=ErrorKind.bad_request)
+        if connection is None:
+            return ParallelApplyChange(before=ConnectionSettings(), after=ConnectionSettings())
+        before = await self._connection_settings_of(connection)
+        wanted = (mode, workers, domain_workers_max)
+        if (before.parallel_mode, before.workers, before.domain_workers_max) == wanted:
+            return ParallelApplyChange(before=before, after=before)
+        body = {"mode": mode, "workers": workers, "domain_workers_max": domain_workers_max}
+        await self._send("POST", f"/v1/replication/{connection}/parallel", json=body)
+        return ParallelApplyChange(before=before, after=await self._connection_settings_of(connection))
+
+    async def _connection_settings_of(self, connection: str) -> ConnectionSettings:
+        found = next((c for c in await self.replica_connections() if c.name == connection), None)
+        if found is None:
+            raise refusal(self.address, ErrorKind.not_found, "not_found", f"no replication connection {connection!r}")
+        assert found.settings is not None  # ferryd reports every connection's settings
+        return found.settings
 
     async def start_replication(self, connection: str, until: str | None = None) -> None:
         body = {} if until is None else {"until": until}

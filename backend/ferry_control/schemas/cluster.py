@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from ferry_control.core.outbound import check_webhook_syntax
 
@@ -29,6 +29,14 @@ ENFORCE_READ_ONLY_REPLICAS = (
     "writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance "
     "(flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks)."
 )
+
+#: The meaning of `catch_up_parallel_workers`, and its bound (ferryd's most apply workers per connection).
+CATCH_UP_PARALLEL_WORKERS = (
+    "During a switchover's or a drill's catch-up, the candidate's parallel apply is raised to this many workers "
+    "(its mode kept when parallel, else optimistic; one domain may use them all), and put back afterwards whatever "
+    "the outcome (after a crash, by the reconciler). 0: off."
+)
+CATCH_UP_PARALLEL_WORKERS_MAX = 256
 
 #: A server label's name, as `candidate_labels` lists them.
 LabelName = Annotated[str, Field(min_length=1, max_length=100)]
@@ -86,6 +94,9 @@ class ClusterCreate(ClusterSecrets):
     post_operation_webhooks: list[WebhookUrl] = Field(
         default_factory=list, max_length=WEBHOOKS_MAX, description="POSTed when an operation has ended."
     )
+    catch_up_parallel_workers: int = Field(
+        0, ge=0, le=CATCH_UP_PARALLEL_WORKERS_MAX, description=CATCH_UP_PARALLEL_WORKERS, examples=[8]
+    )
 
 
 class ClusterUpdate(ClusterSecrets):
@@ -99,6 +110,16 @@ class ClusterUpdate(ClusterSecrets):
     candidate_labels: list[LabelName] | None = Field(None, max_length=LABELS_MAX, description=CANDIDATE_LABELS)
     pre_operation_webhooks: list[WebhookUrl] | None = Field(None, max_length=WEBHOOKS_MAX)
     post_operation_webhooks: list[WebhookUrl] | None = Field(None, max_length=WEBHOOKS_MAX)
+    catch_up_parallel_workers: int | None = Field(
+        None, ge=0, le=CATCH_UP_PARALLEL_WORKERS_MAX, description=CATCH_UP_PARALLEL_WORKERS + " Not null."
+    )
+
+    @field_validator("catch_up_parallel_workers")
+    @classmethod
+    def _not_removed(cls, value: int | None) -> int | None:
+        if value is None:
+            raise ValueError("catch_up_parallel_workers cannot be removed: set 0 to turn it off")
+        return value
 
 
 class ClusterRead(BaseModel):
@@ -158,5 +179,6 @@ class ClusterRead(BaseModel):
     candidate_labels: list[str] = Field(default_factory=list, description=CANDIDATE_LABELS)
     pre_operation_webhooks: list[str] = Field(description=f"Shown to viewers as {REDACTED!r} each.")
     post_operation_webhooks: list[str] = Field(description=f"Shown to viewers as {REDACTED!r} each.")
+    catch_up_parallel_workers: int = Field(0, description=CATCH_UP_PARALLEL_WORKERS)
     created_at: datetime
     updated_at: datetime

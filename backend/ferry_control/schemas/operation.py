@@ -15,6 +15,7 @@ from ferry_control.schemas.operation_results import (
     BringLevelResult,
     DrillResult,
     FailoverResult,
+    ParallelApplyResult,
     ReadOnlyResult,
     RepointResult,
     SkipTransactionsResult,
@@ -226,6 +227,39 @@ class SkipTransactionsParams(OperationParams):
     )
 
 
+class ParallelApplyParams(OperationParams):
+    """A replica connection's parallel apply, changed online. What is left out stays as it is."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"server_id": 3, "mode": "optimistic", "workers": 8, "domain_workers_max": 8}]}
+    )
+
+    server_id: int = ServerRef
+    connection: str | None = ConnectionName
+    mode: str | None = Field(
+        None, pattern=r"^[a-z_]{1,32}$", examples=["optimistic"],
+        description="ferryd: serial, conservative, optimistic; MariaDB (slave_parallel_mode): none, minimal, "
+        "conservative, optimistic, aggressive.",
+    )  # fmt: skip
+    workers: int | None = Field(
+        None, ge=0, le=16383, examples=[8],
+        description="Transactions applied at once: ferryd 1 to 256; MariaDB slave_parallel_threads 0 to 16383 (0: the "
+        "SQL thread applies alone; a pool for the whole server: changing it pauses every connection's SQL thread for "
+        "the moment).",
+    )  # fmt: skip
+    domain_workers_max: int | None = Field(
+        None, ge=0, le=16383, examples=[8],
+        description="Workers at most per domain, up to `workers`: ferryd at least 1; MariaDB "
+        "slave_domain_parallel_threads (0: no limit).",
+    )  # fmt: skip
+
+    @model_validator(mode="after")
+    def _something(self) -> ParallelApplyParams:
+        if self.mode is None and self.workers is None and self.domain_workers_max is None:
+            raise ValueError("give at least one of mode, workers, domain_workers_max")
+        return self
+
+
 class SwitchoverRequest(SwitchoverParams, OperationRequest):
     """The body of POST …/switchover."""
 
@@ -274,6 +308,12 @@ class SkipTransactionsRequest(SkipTransactionsParams, OperationRequest):
     model_config = ConfigDict(extra="forbid")
 
 
+class ParallelApplyRequest(ParallelApplyParams, OperationRequest):
+    """The body of POST …/parallel-apply."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class DrillParams(OperationParams):
     """A drill's operation: its run's plan (services/drills.py) and the run it belongs to."""
 
@@ -287,7 +327,7 @@ class DrillParams(OperationParams):
 
 OperationType = Literal[
     "switchover", "failover", "repoint", "read_only", "start_replication", "stop_replication", "bring_level",
-    "skip_transactions", "drill",
+    "skip_transactions", "parallel_apply", "drill",
 ]  # fmt: skip
 #: Each operation type's parameters.
 PARAMS: dict[str, type[OperationParams]] = {
@@ -299,6 +339,7 @@ PARAMS: dict[str, type[OperationParams]] = {
     "stop_replication": StopReplicationParams,
     "bring_level": BringLevelParams,
     "skip_transactions": SkipTransactionsParams,
+    "parallel_apply": ParallelApplyParams,
     "drill": DrillParams,
 }
 
@@ -368,6 +409,12 @@ class SkipTransactionsOperation(OperationReadBase):
     result: SkipTransactionsResult | None = None
 
 
+class ParallelApplyOperation(OperationReadBase):
+    type: Literal["parallel_apply"]
+    params: ParallelApplyParams
+    result: ParallelApplyResult | None = None
+
+
 class DrillOperation(OperationReadBase):
     type: Literal["drill"]
     params: DrillParams
@@ -376,7 +423,8 @@ class DrillOperation(OperationReadBase):
 
 AnyOperation = Annotated[
     SwitchoverOperation | FailoverOperation | RepointOperation | ReadOnlyOperation | StartReplicationOperation
-    | StopReplicationOperation | BringLevelOperation | SkipTransactionsOperation | DrillOperation,
+    | StopReplicationOperation | BringLevelOperation | SkipTransactionsOperation | ParallelApplyOperation
+    | DrillOperation,
     Field(discriminator="type"),
 ]  # fmt: skip
 
@@ -390,6 +438,7 @@ VARIANTS: dict[str, type[OperationReadBase]] = {
     "stop_replication": StopReplicationOperation,
     "bring_level": BringLevelOperation,
     "skip_transactions": SkipTransactionsOperation,
+    "parallel_apply": ParallelApplyOperation,
     "drill": DrillOperation,
 }
 

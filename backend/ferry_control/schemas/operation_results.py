@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
 from ferry_control.drivers.base import Check, ConnectionSettings
+from ferry_control.schemas.parallel_apply import ParallelApplySettings
 from ferry_control.schemas.topology import LinkSettingsRead
 
 
@@ -236,12 +237,26 @@ class SwitchFigures(Record):
     position: str | None = None
 
 
+class ParallelApplyRaise(Record):
+    """A connection's parallel apply raised for a catch-up (`catch_up_parallel_workers`), recorded before the raise:
+    what a reconcile after a crash puts back while `restored` is false."""
+
+    server_id: int
+    connection: str
+    previous: ParallelApplySettings
+    raised: ParallelApplySettings
+    restored: bool = False
+
+
 class OperationResult(Record):
     """What every operation may record besides its own figures."""
 
     undo: UndoReport | None = None
     post_hook_failures: list[WebhookCall] | None = None
     reconciled: ReconcileReport | None = None
+    parallel_apply_raised: list[ParallelApplyRaise] | None = Field(
+        None, description="Parallel apply raised for a catch-up, and whether it was put back."
+    )
 
     def stored(self) -> dict[str, Any]:
         """As the operation's row keeps it: the fields that were set."""
@@ -339,6 +354,18 @@ class SkipTransactionsResult(OperationResult):
     gtid_slave_pos: str | None = None
 
 
+class ParallelApplyResult(OperationResult):
+    server_id: int | None = None
+    connection: str | None = None
+    before: ParallelApplySettings | None = None
+    after: ParallelApplySettings | None = None
+    paused: list[str] | None = Field(
+        None, description="Connections whose applying side stopped for the change and started again at its position."
+    )
+    gtid_slave_pos_before: str | None = None
+    gtid_slave_pos_after: str | None = None
+
+
 #: Each operation type's result.
 RESULTS: dict[str, type[OperationResult]] = {
     "switchover": SwitchoverResult,
@@ -349,6 +376,7 @@ RESULTS: dict[str, type[OperationResult]] = {
     "stop_replication": StopReplicationResult,
     "bring_level": BringLevelResult,
     "skip_transactions": SkipTransactionsResult,
+    "parallel_apply": ParallelApplyResult,
     "drill": DrillResult,
 }
 

@@ -6,8 +6,9 @@
 - `errors`: the server's errno as a typed driver error of its kind; `rows`: status, replica and binlog-event rows
   turned into the interface's types (no I/O);
 - `config`: what the driver needs (the logins, TLS, bounds) and the kind's credential and transport rules;
-- `status`, `replication`, `relay` (a stopped connection's relay log), `read_only` (and the sessions that bypass
-  it), `preflight`, `canaries`, `events` (binlog scans kept per server), `checksums`: the driver's parts;
+- `status`, `replication`, `relay` (a stopped connection's relay log), `parallel` (parallel apply changed online),
+  `read_only` (and the sessions that bypass it), `preflight`, `canaries`, `events` (binlog scans kept per server),
+  `checksums`: the driver's parts;
 - `driver`: `MariadbDriver` assembled from them, and `MariadbPools`, a factory's pools.
 
 It connects as Ferry's least-privilege monitor/admin user and gives replicas the replication user's credentials in

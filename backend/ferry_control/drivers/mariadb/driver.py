@@ -9,6 +9,7 @@ from ferry_control.drivers.mariadb.checksums import MariadbChecksums
 from ferry_control.drivers.mariadb.config import MariadbDriverConfig
 from ferry_control.drivers.mariadb.connection import MariadbConnections, PoolSettings
 from ferry_control.drivers.mariadb.events import MariadbBinlogEvents
+from ferry_control.drivers.mariadb.parallel import MariadbParallelApply
 from ferry_control.drivers.mariadb.preflight import MariadbPreflight
 from ferry_control.drivers.mariadb.read_only import MariadbReadOnly
 from ferry_control.drivers.mariadb.replication import MariadbReplication
@@ -41,6 +42,7 @@ class MariadbPools:
 class MariadbDriver(
     MariadbStatus,
     MariadbReplication,
+    MariadbParallelApply,
     MariadbReadOnly,
     MariadbPreflight,
     MariadbCanaries,

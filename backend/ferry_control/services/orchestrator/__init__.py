@@ -8,6 +8,7 @@
 - `failover`   confirmation by the replicas, the most advanced candidate, fencing, the lost-GTID report
 - `simple`     read-only, start/stop replication, repoint, bring level
 - `skip`       skip the transaction(s) that stopped a replica, then start it again
+- `parallel_apply`  a connection's parallel apply changed online; `catch_up_parallel` raises it for a catch-up
 - `drill`      canaries, switchover, verification (canaries, checksums, GTIDs), switch back, figures
 - `monitor`    after each collector cycle: fencing and automatic failover detection
 - `hooks`      webhook calls
@@ -15,6 +16,7 @@
 
 from ferry_control.services.orchestrator.drill import run_drill
 from ferry_control.services.orchestrator.failover import run_failover
+from ferry_control.services.orchestrator.parallel_apply import run_parallel_apply
 from ferry_control.services.orchestrator.runner import OperationRunner
 from ferry_control.services.orchestrator.simple import (
     run_bring_level,
@@ -36,4 +38,5 @@ def register_executors(runner: OperationRunner) -> None:
     runner.register("stop_replication", run_stop_replication)
     runner.register("bring_level", run_bring_level)
     runner.register("skip_transactions", run_skip_transactions)
+    runner.register("parallel_apply", run_parallel_apply)
     runner.register("drill", run_drill)

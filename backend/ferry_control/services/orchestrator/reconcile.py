@@ -13,7 +13,9 @@ begun:
   replica and the old master replicating from it (as a switchover's roll forward does);
 - failover after the promotion: completed (the other replicas follow the new master, the old master stays fenced);
   before it: the temporary leveling connections removed, nothing else changed;
-- the one-server operations: examined and reported only (each is one move an operator may simply repeat).
+- the one-server operations: examined and reported only (each is one move an operator may simply repeat);
+- whatever the type: a parallel apply raised for a catch-up and not yet put back (`result.parallel_apply_raised`,
+  catch_up_parallel.py) is put back, and the record marked `restored`.
 
 The operation ends `interrupted` with `result.reconciled` (what was found, done, and could not be done) and a
 `reconcile` step; a drill's run ends `interrupted` too. Each is alerted: an `alert` event on the bus (relayed to
@@ -56,6 +58,7 @@ from ferry_control.schemas.operation_results import (
 )
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
+from ferry_control.services.orchestrator.catch_up_parallel import restore_unrestored
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.hub_failover import complete_hub_failover
 from ferry_control.services.orchestrator.hub_switchover import complete_hub_move, undo_hub_move
@@ -208,6 +211,9 @@ class Reconciler:
             operation = await OperationRepository(session).get_any(operation_id)
             assert operation is not None
             _interrupt(operation, error, report)
+            if facts.result.parallel_apply_raised:
+                raised = [r.model_dump(mode="json") for r in facts.result.parallel_apply_raised]
+                operation.result = {**(operation.result or {}), "parallel_apply_raised": raised}
             await ClusterRepository(session).release(operation.cluster_id, operation.id, token)
             steps = steps_of(operation)
             if isinstance(facts.params, DrillParams):
@@ -249,6 +255,9 @@ class Reconciler:
             await self._repair_failover(snapshot, facts.result, done, problems)
         else:
             done.append(f"{facts.type} is one move: examined only, repeat it if it is still wanted")
+        restored, not_restored = await restore_unrestored(snapshot, facts.result)
+        done.extend(restored)
+        problems.extend(not_restored)
         after = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.poll_timeout_s)
         return ReconcileReport(found=found, done=done, problems=problems, after=describe(after))
 
