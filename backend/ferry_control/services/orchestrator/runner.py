@@ -17,7 +17,9 @@ Operations always end well: the executor runs under one guard (`ctx.guarded()`).
 what puts them back (`ctx.undo_with(...)`: before a switchover's promotion the undo, after it the roll forward), and
 whatever ends it other than success — `OperationFailed`, a driver error, any other exception, cancellation (the
 API shutting down), the operation's time bound, or the loss of the cluster's lock — runs that compensation once,
-shielded from further cancellation, and records it as a step. The lock carries a fencing token (bumped each time it
+shielded from further cancellation, and records it as a step; it moves servers only while the lock is this
+operation's with its fencing token (never taken back over a newer one; a database error or a failed renewal stops
+it, saying what it left). The lock carries a fencing token (bumped each time it
 is taken): `ctx.step()` checks that this operation still holds the lock with its token before every step (undo and
 roll-forward steps excepted) — from memory while the last renewal is recent (`operation_fence_trust_s`: the lock
 changes hands only once its lease lapsed), else by reading the lock, so a switchover's window holds no database
@@ -260,37 +262,61 @@ class OperationContext(Generic[P, R]):
                 log.error("operation %s failed unexpectedly", self.operation_id, exc_info=e)
             raise OperationFailed(outcome.message, undone=outcome.complete and outcome.kind == "undone") from e
 
-    async def _claim(self) -> bool:
-        """Holds the cluster's lock for a compensation: renews the lease when this operation still holds it with
-        its fencing token, takes it again (a new token) when nobody holds it; False when another holder has it (a
-        reconcile that took the cluster, or another operation). A dry run holds none: True."""
+    async def _claim(self) -> str | None:
+        """Holds the cluster's lock for a compensation; None once held, else why not (then nothing is done). It
+        renews the lease when this operation still holds the lock with its fencing token, and takes it again (a new
+        token) when it is free with that same token — nobody held it since. A lock with another token was taken
+        since, by another operation or by a reconcile that may have repaired these servers and released it: this
+        operation never takes it over that newer token. A database error fails closed: without confirming the lock,
+        no server is moved. A dry run holds none: None."""
         if self.fencing_token is None:
-            return True
+            return None
         try:
             async with session_scope(self.sessionmaker) as session:
                 lock = await ClusterRepository(session).lock_for_operation(self.cluster_id)
                 if lock is None:
-                    return False
+                    return "the cluster's operation lock is gone (the cluster was deleted)"
+                if lock.fencing_token != self.fencing_token or lock.operation_id not in (None, self.operation_id):
+                    holder = "nobody now" if lock.operation_id is None else f"operation {lock.operation_id}"
+                    return (
+                        f"the cluster's operation lock was taken since (fencing token {lock.fencing_token}, held by "
+                        f"{holder}; this operation's token: {self.fencing_token}): its holder's reconcile repairs "
+                        "what this operation left"
+                    )
                 if lock.operation_id is None:
                     lock.operation_id, lock.fencing_token = self.operation_id, lock.fencing_token + 1
                     lock.acquired_at = _now()
-                elif lock.operation_id != self.operation_id or lock.fencing_token != self.fencing_token:
-                    return False
                 lock.lease_expires_at = _now() + timedelta(seconds=self.settings.operation_lease_s)
                 self.fencing_token = lock.fencing_token
-                return True
-        except Exception:
-            # The database is unreachable: nobody can take the lock meanwhile either; compensate.
-            log.exception("operation %s could not renew its lease before compensating", self.operation_id)
-            return True
+                return None
+        except Exception as e:
+            log.exception("operation %s could not confirm its lock before compensating", self.operation_id)
+            return (
+                f"the cluster's operation lock could not be confirmed ({_describe(e)}): no server is moved without "
+                "it; the next reconcile (when the lease lapsed) repairs what this operation left"
+            )
 
-    async def _keep_claim(self) -> None:
+    async def _keep_claim(self) -> str:
+        """Renews the lease every third of its time while a compensation runs; returns (ending) why the lock is no
+        longer known to be this operation's: a renewal that finds it taken over, or that fails."""
+        lease_s = self.settings.operation_lease_s
         while True:
-            await asyncio.sleep(self.settings.operation_lease_s / 3)
-            async with session_scope(self.sessionmaker) as session:
-                until = _now() + timedelta(seconds=self.settings.operation_lease_s)
-                await ClusterRepository(session).renew_lease(
-                    self.cluster_id, self.operation_id, until, self.fencing_token
+            await asyncio.sleep(lease_s / 3)
+            try:
+                async with session_scope(self.sessionmaker) as session:
+                    until = _now() + timedelta(seconds=lease_s)
+                    held = await ClusterRepository(session).renew_lease(
+                        self.cluster_id, self.operation_id, until, self.fencing_token
+                    )
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.exception("renewing the lease of operation %s while compensating failed", self.operation_id)
+                return f"its lease could not be renewed ({_describe(e)})"
+            if not held:
+                return (
+                    f"another holder took the cluster's operation lock (fencing token {self.fencing_token} is no "
+                    "longer current)"
                 )
 
     def why(self, error: BaseException) -> str:
@@ -305,40 +331,57 @@ class OperationContext(Generic[P, R]):
 
     async def _compensate(self, registered: tuple[str, Compensation], reason: str) -> UndoOutcome:
         """Runs the compensation; recorded as the step `name` (by the compensation itself, else here). Only while
-        this operation still holds its cluster's lock with its fencing token: it renews the lease first (and keeps
-        renewing it meanwhile), so another instance's reconcile cannot take the cluster and repair the same
-        servers from its own snapshot at the same time; when the lock is another holder's already, nothing is
-        done here and the outcome says so (that holder's reconcile repairs)."""
+        this operation still holds its cluster's lock with its fencing token (`_claim`): it renews the lease first
+        and keeps renewing it meanwhile, so another instance's reconcile cannot take the cluster and repair the same
+        servers from its own snapshot at the same time. When the lock was taken since (a newer token, held or
+        released), or cannot be confirmed, nothing is done here and the outcome says so; a renewal that fails
+        midway stops the compensation (`_compensate_holding`)."""
         self.release_records()
-        name, registered_compensation = registered
-        compensation: Compensation | None = registered_compensation
+        name, compensation = registered
         kind = "rolled forward" if name == "roll_forward" else "undone"
         first = len(self.steps)
         record, clock = OperationStep.begin(name), time.perf_counter()
-        if not await self._claim():
-            outcome = UndoOutcome(
-                reason, f"{name} not done by this instance: the cluster's operation lock is another holder's now "
-                "(fencing token changed), whose reconcile repairs what this operation left", False, kind,
-            )  # fmt: skip
+        refused = await self._claim()
+        if refused is None:
+            outcome = await self._compensate_holding(name, compensation, reason, kind)
+        else:
+            outcome = UndoOutcome(reason, f"{name} not done by this instance: {refused}", False, kind)
             log.warning("operation %s: %s", self.operation_id, outcome.summary)
-            compensation = None
-        renewing = asyncio.create_task(self._keep_claim()) if compensation is not None else None
-        try:
-            if compensation is not None:
-                outcome = UndoOutcome(reason, await compensation(), True, kind)
-        except OperationFailed as e:
-            outcome = UndoOutcome(reason, e.message, False, kind)
-        except Exception as e:
-            log.exception("the %s of operation %s failed", name, self.operation_id)
-            outcome = UndoOutcome(reason, f"{name} failed: {_describe(e)}", False, kind)
-        finally:
-            if renewing is not None:
-                renewing.cancel()
         if not any(step.name == name for step in self.steps[first:]):
             record.end("passed" if outcome.complete else "failed", outcome.summary, time.perf_counter() - clock)
             self.steps.append(record)
             self.changed()
         return outcome
+
+    async def _compensate_holding(self, name: str, compensation: Compensation, reason: str, kind: str) -> UndoOutcome:
+        """Runs the compensation while renewing the lease; the first renewal that fails stops it at once (its moves
+        cancelled where they wait), and the outcome says so and what was left: the compensation's steps so far."""
+        first = len(self.steps)
+        work = asyncio.ensure_future(compensation())
+        renewing = asyncio.create_task(self._keep_claim())
+        try:
+            await asyncio.wait({work, renewing}, return_when=asyncio.FIRST_COMPLETED)
+            if not work.done():
+                lost = renewing.result()
+                work.cancel()
+                await asyncio.wait({work})
+                done = [f"{s.name} {s.state}" for s in self.steps[first:]] or ["nothing"]
+                summary = (
+                    f"{name} stopped part-way: {lost}; no server is moved past that. Done before it stopped: "
+                    f"{', '.join(done)}; the rest is left as it is, for the lock's next holder's reconcile to repair"
+                )
+                log.error("operation %s: %s", self.operation_id, summary)
+                return UndoOutcome(reason, summary, False, kind)
+            return UndoOutcome(reason, work.result(), True, kind)
+        except OperationFailed as e:
+            return UndoOutcome(reason, e.message, False, kind)
+        except Exception as e:
+            log.exception("the %s of operation %s failed", name, self.operation_id)
+            return UndoOutcome(reason, f"{name} failed: {_describe(e)}", False, kind)
+        finally:
+            renewing.cancel()
+            if not work.done():
+                work.cancel()
 
     async def hold_records(self) -> None:
         """Once what was recorded so far is written, and until `release_records`, step changes are neither published
