@@ -8,8 +8,10 @@ reconciler after a crash."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from ferry_control.ctl.errors import ExitCode
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
 from ferry_control.models import ServerKind
@@ -23,9 +25,10 @@ from ferry_control.services.orchestrator.catch_up_parallel import (
 )
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
-from tests.helpers import LOAD_FIELD, LOAD_TABLE, LoadWriter, connection, register, run_operation
+from tests.helpers import LOAD_FIELD, LOAD_TABLE, LoadWriter, connection, register, run_operation, serve
 from tests.mariadb_cluster import MariadbCluster, driver, eventually
 from tests.mariadb_load import MariadbLoadWriter, errant_everywhere, load_rows, register_mariadb
+from tests.test_ferryctl import ferryctl
 from tests.test_operation_faults import left_running
 
 # -- the arithmetic ----------------------------------------------------------------------------------------------
@@ -386,3 +389,47 @@ async def test_the_reconciler_puts_back_a_raise_a_dead_instance_left(
         assert "parallel apply of 'main' raised for catch-up put back" in operation["error"], operation["error"]
         assert operation["result"]["parallel_apply_raised"][0]["restored"] is True
         assert connection(ferryd.replica1)["parallel"] == had.model_dump()
+
+
+# -- the cluster setting and ferryctl -----------------------------------------------------------------------------
+
+
+async def test_catch_up_parallel_workers_is_a_cluster_setting_with_bounds(client: Any) -> None:
+    created = await client.post("/api/v1/clusters", json={"name": "busy"})
+    assert created.status_code == 201 and created.json()["catch_up_parallel_workers"] == 0, created.text
+    url = f"/api/v1/clusters/{created.json()['id']}"
+    for bad, words in ((-1, "greater than or equal to 0"), (257, "less than or equal to 256"),
+                       (None, "cannot be removed: set 0 to turn it off"), ("x", "valid integer")):  # fmt: skip
+        refused = await client.patch(url, json={"catch_up_parallel_workers": bad})
+        assert refused.status_code == 422 and words in refused.text, (bad, refused.text)
+    assert (await client.get(url)).json()["catch_up_parallel_workers"] == 0, "nothing changed"
+    changed = await client.patch(url, json={"catch_up_parallel_workers": 8})
+    assert changed.status_code == 200 and changed.json()["catch_up_parallel_workers"] == 8, changed.text
+    assert (await client.get(url)).json()["catch_up_parallel_workers"] == 8
+
+
+async def test_ferryctl_shows_rates_and_changes_parallel_apply(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], tmp_path: Path
+) -> None:
+    ferryd = ferryd_factory()
+    async with live_app() as live:
+        await register(live.client, ferryd, name="orders")
+        async with serve(live.app) as url:
+            token = live.tokens.operator
+            shown = await ferryctl(tmp_path, "parallel-apply", "orders", "replica1", "--interval", "0.5", url=url,
+                                   token=token)  # fmt: skip
+            assert shown.code == ExitCode.ok, (shown.out, shown.err)
+            assert "connection 'main': serial, 1 worker(s), 1 per domain" in shown.out, shown.out
+            bad = await ferryctl(tmp_path, "parallel-apply", "orders", "replica1", "--mode", "aggressive", url=url,
+                                 token=token)  # fmt: skip
+            assert bad.code == ExitCode.usage and "mode 'aggressive' is not one of" in bad.err, bad.err
+            run = await ferryctl(tmp_path, "parallel-apply", "orders", "replica1", "--mode", "optimistic",
+                                 "--workers", "8", "--domain-workers-max", "8", "--wait", url=url,
+                                 token=token)  # fmt: skip
+            assert run.code == ExitCode.ok, (run.out, run.err)
+            assert "parallel_apply" in run.out and "succeeded" in run.out, run.out
+            as_json = await ferryctl(tmp_path, "parallel-apply", "orders", "replica1", "-o", "json", url=url,
+                                     token=token)  # fmt: skip
+            (conn,) = as_json.json()["connections"]
+            assert conn["settings"] == {"mode": "optimistic", "workers": 8, "domain_workers_max": 8}
+    assert connection(ferryd.replica1)["parallel"] == {"mode": "optimistic", "workers": 8, "domain_workers_max": 8}

@@ -17,6 +17,7 @@ from ferry_control.ctl.commands.discover import discover
 from ferry_control.ctl.commands.drills import drills
 from ferry_control.ctl.commands.moves import ack_failover, failover, switchover
 from ferry_control.ctl.commands.operations import operations
+from ferry_control.ctl.commands.parallel import parallel_apply
 from ferry_control.ctl.commands.proxies import haproxy_config, proxies
 from ferry_control.ctl.commands.servers import servers
 from ferry_control.ctl.commands.skip import skip
@@ -103,6 +104,7 @@ for command in (
     failover,
     ack_failover,
     skip,
+    parallel_apply,
     drills,
     operations,
     tokens,
