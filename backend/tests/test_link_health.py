@@ -56,7 +56,7 @@ async def test_a_connections_settings_are_in_the_topology(
 async def test_a_replica_delayed_on_purpose_is_neither_stalled_nor_lagging_within_its_delay(
     app: FastAPI, client: httpx.AsyncClient, ferryd_factory: Callable[..., FerrydCluster]
 ) -> None:
-    ferryd = ferryd_factory()
+    ferryd = ferryd_factory(read_only_replicas=True)  # replicas read-only, as a deployment keeps them
     cluster_id, ids = await register(client, ferryd, name="delayed")
     delay_s = 600  # far beyond the test: every write waits its delay, unapplied, for the whole test
     replica = ferryd.replica2
@@ -94,7 +94,7 @@ async def _held_longer_than(
 async def test_a_sql_side_that_applies_nothing_while_transactions_wait_is_flagged_with_its_reason(
     app: FastAPI, client: httpx.AsyncClient, ferryd_factory: Callable[..., FerrydCluster]
 ) -> None:
-    ferryd = ferryd_factory()
+    ferryd = ferryd_factory(read_only_replicas=True)  # replicas read-only, as a deployment keeps them
     cluster_id, ids = await register(client, ferryd, name="stalled")
     replica = ferryd.replica2
     replica.post("/v1/replication/main/stop", {})

@@ -289,7 +289,7 @@ async def left_running(
 async def test_a_drill_left_running_with_its_master_read_only_is_undone_and_its_run_interrupted(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
 ) -> None:
-    ferryd = ferryd_factory()
+    ferryd = ferryd_factory(read_only_replicas=True)  # replicas read-only, as a deployment keeps them
     receiver = WebhookReceiver()
     async with serve(receiver) as hook_url, live_app() as live:
         cluster_id, ids = await register(live.client, ferryd, post_operation_webhooks=[hook_url])
@@ -300,7 +300,7 @@ async def test_a_drill_left_running_with_its_master_read_only_is_undone_and_its_
             run_id = run.id
         switch = {
             "old_master_server_id": ids["master"], "new_master_server_id": ids["replica1"], "connection": "main",
-            "old_master_was_read_only": False, "candidate_was_read_only": False,
+            "old_master_was_read_only": False, "candidate_was_read_only": True,
             "others": [[ids["replica2"], "main"]],
         }  # fmt: skip
         step = {"name": "old_master_read_only", "state": "running", "started_at": "2026-11-25T03:00:00Z",
@@ -347,7 +347,7 @@ async def test_a_drill_left_running_with_its_master_read_only_is_undone_and_its_
 async def test_a_master_left_read_only_with_no_operation_running_is_an_alert(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
 ) -> None:
-    ferryd = ferryd_factory()
+    ferryd = ferryd_factory(read_only_replicas=True)  # replicas read-only, as a deployment keeps them
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
         ferryd.master.post("/v1/read-only", {"read_only": True})

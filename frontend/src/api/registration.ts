@@ -29,7 +29,9 @@ export interface Registered {
 
 /** The POST /clusters body: empty optional logins are left out (never sent as empty strings). */
 export function clusterBody(input: RegisterClusterInput): Schemas["ClusterCreate"] {
-  const body: Schemas["ClusterCreate"] = { name: input.name.trim(), description: "", auto_failover: false };
+  const body: Schemas["ClusterCreate"] = {
+    name: input.name.trim(), description: "", auto_failover: false, enforce_read_only_replicas: true,
+  };
   if (input.kind === "mariadb") {
     body.admin_port_offset = 0;
     body.db_user = input.dbUser;

@@ -781,6 +781,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/clusters/{cluster_id}/servers/{server_id}/writable-domains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The domains a replicating server is writable for */
+        get: operations["get_writable_domains_api_v1_clusters__cluster_id__servers__server_id__writable_domains_get"];
+        /**
+         * Make a replicating server writable for its own domains (admin), or a plain read-only replica again
+         * @description A multi-source replica that takes writes of its own, each in a domain none of its masters writes: the replica
+         *     guard leaves it writable and its own transactions in these domains are not errant (in any other domain they
+         *     still are). An empty list makes it a replica like any other: the guard makes it read-only at its next look
+         *     (when its cluster enforces it). This does not change the server's read-only flag itself.
+         */
+        put: operations["set_writable_domains_api_v1_clusters__cluster_id__servers__server_id__writable_domains_put"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1164,10 +1188,10 @@ export interface components {
         ClusterAlert: {
             /**
              * Kind
-             * @description master_read_only: the master refuses writes and no operation is running (a switchover cut short, or a manual read-only); operation_interrupted: the cluster's last operation was cut short by the death of its API instance and reconciled afterwards (its error says what was found and done).
+             * @description master_read_only: the master refuses writes and no operation is running (a switchover cut short, or a manual read-only); operation_interrupted: the cluster's last operation was cut short by the death of its API instance and reconciled afterwards (its error says what was found and done); writable_replica: a server that replicates answers writable while no operation runs (the replica guard makes it read-only unless enforcement is off or it is in maintenance); errant_transactions: a replicating server holds writes of its own that none of its masters has, per domain.
              * @enum {string}
              */
-            kind: "master_read_only" | "operation_interrupted";
+            kind: "master_read_only" | "operation_interrupted" | "writable_replica" | "errant_transactions";
             /** Message */
             message: string;
             /**
@@ -1239,6 +1263,12 @@ export interface components {
              */
             auto_failover: boolean;
             /**
+             * Enforce Read Only Replicas
+             * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks).
+             * @default true
+             */
+            enforce_read_only_replicas: boolean;
+            /**
              * Candidate Labels
              * @description Labels a promoted server must share with the server it replaces (e.g. ["dc"]: a failover or switchover stays within the old master's data centre); a server without one of them is not a candidate.
              * @example [
@@ -1261,7 +1291,7 @@ export interface components {
          * ClusterEventData
          * @description One server-sent event's data: its name is the `event` field, the rest its type's.
          */
-        ClusterEventData: components["schemas"]["SubscribedEvent"] | components["schemas"]["PositionEvent"] | components["schemas"]["HealthEvent"] | components["schemas"]["ReadOnlyEvent"] | components["schemas"]["FencedEvent"] | components["schemas"]["MaintenanceEvent"] | components["schemas"]["LinkEvent"] | components["schemas"]["OperationEvent"] | components["schemas"]["DrillEvent"] | components["schemas"]["FailoverNotConfirmedEvent"] | components["schemas"]["AlertEvent"] | components["schemas"]["TokenInvalidEvent"];
+        ClusterEventData: components["schemas"]["SubscribedEvent"] | components["schemas"]["PositionEvent"] | components["schemas"]["HealthEvent"] | components["schemas"]["ReadOnlyEvent"] | components["schemas"]["FencedEvent"] | components["schemas"]["MaintenanceEvent"] | components["schemas"]["LinkEvent"] | components["schemas"]["OperationEvent"] | components["schemas"]["DrillEvent"] | components["schemas"]["FailoverNotConfirmedEvent"] | components["schemas"]["AlertEvent"] | components["schemas"]["ReplicaGuardEvent"] | components["schemas"]["ErrantEvent"] | components["schemas"]["TokenInvalidEvent"];
         /**
          * ClusterOverview
          * @description A cluster as ClusterRead has it, its summary and its last drill.
@@ -1352,6 +1382,12 @@ export interface components {
             /** Auto Failover */
             auto_failover: boolean;
             /**
+             * Enforce Read Only Replicas
+             * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks).
+             * @default true
+             */
+            enforce_read_only_replicas: boolean;
+            /**
              * Failover Suspended At
              * @description Set by a failover: automatic failover stays off until an operator acknowledges.
              */
@@ -1433,6 +1469,7 @@ export interface components {
          *       "db_password_set": false,
          *       "db_user_set": false,
          *       "description": "orders service",
+         *       "enforce_read_only_replicas": true,
          *       "id": 1,
          *       "name": "orders",
          *       "node_token_set": false,
@@ -1493,6 +1530,12 @@ export interface components {
             plaintext_transport: boolean;
             /** Auto Failover */
             auto_failover: boolean;
+            /**
+             * Enforce Read Only Replicas
+             * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks).
+             * @default true
+             */
+            enforce_read_only_replicas: boolean;
             /**
              * Failover Suspended At
              * @description Set by a failover: automatic failover stays off until an operator acknowledges.
@@ -1588,6 +1631,11 @@ export interface components {
             admin_port_offset?: number | null;
             /** Auto Failover */
             auto_failover?: boolean | null;
+            /**
+             * Enforce Read Only Replicas
+             * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks).
+             */
+            enforce_read_only_replicas?: boolean | null;
             /**
              * Candidate Labels
              * @description Labels a promoted server must share with the server it replaces (e.g. ["dc"]: a failover or switchover stays within the old master's data centre); a server without one of them is not a candidate.
@@ -2245,6 +2293,75 @@ export interface components {
             source_server_id?: number | null;
             /** Webhook Url */
             webhook_url?: string | null;
+        };
+        /**
+         * ErrantDomainRead
+         * @description A replicating server's own transactions in one domain that none of its masters has (errant).
+         */
+        ErrantDomainRead: {
+            /** Domain */
+            domain: number;
+            /**
+             * Server Id
+             * @description The server's own server_id: the middle part of these GTIDs.
+             */
+            server_id: number;
+            /**
+             * First Gtid
+             * @description Its first own transaction after the last one it applied from a master in the domain; None when its own transactions interleave with replicated ones (list them with the binlog tool).
+             */
+            first_gtid: string | null;
+            /**
+             * Last Gtid
+             * @description Its newest own transaction in the domain.
+             */
+            last_gtid: string;
+            /**
+             * Transactions
+             * @description seq_nos from first_gtid to last_gtid: its own writes there, exactly unless a failed transaction left a hole. None with first_gtid None.
+             */
+            transactions: number | null;
+            /**
+             * Since
+             * Format: date-time
+             * @description When the control plane first saw this domain errant on the server.
+             */
+            since: string;
+        };
+        /**
+         * ErrantEvent
+         * @description A server's errant transactions (its own writes no master of it has) were found, changed or are gone.
+         */
+        ErrantEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "errant";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Server Id */
+            server_id: number;
+            /**
+             * Domains
+             * @description Per domain: domain, server_id, first_gtid, last_gtid, transactions, since (empty: none now).
+             */
+            domains: {
+                [key: string]: unknown;
+            }[];
         };
         /**
          * ErrorBody
@@ -3573,6 +3690,43 @@ export interface components {
             problems?: string[];
             after?: components["schemas"]["ClusterState"] | null;
         };
+        /**
+         * ReplicaGuardEvent
+         * @description A replica was seen writable: made read-only again (`enforced`), or the attempt failed (`failed`), or it was
+         *     only flagged (`flagged`: the cluster's enforce_read_only_replicas is off, or the server is in maintenance), or
+         *     the guard gave the flag back (`withdrawn`: an operation promoted the server meanwhile).
+         */
+        ReplicaGuardEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "replica_guard";
+            /**
+             * Cluster Id
+             * @description Set as the stream sends it.
+             */
+            cluster_id?: number | null;
+            /**
+             * At
+             * @description When it was published (UTC); set as the stream sends it.
+             */
+            at?: string | null;
+            /**
+             * Truncated
+             * @description Relayed from another instance too big for one notification: its scalar fields only.
+             */
+            truncated?: boolean | null;
+            /** Server Id */
+            server_id: number;
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "enforced" | "failed" | "flagged" | "withdrawn";
+            /** Detail */
+            detail: string;
+        };
         /** RepointOperation */
         RepointOperation: {
             /** Id */
@@ -4770,6 +4924,11 @@ export interface components {
             /** Last Error Message */
             last_error_message: string | null;
             /**
+             * Last Error Words
+             * @description The error in words with the action that fits (e.g. a strict-mode refusal: the replica took writes of its own), the server's own message quoted after; None without an error.
+             */
+            last_error_words?: string | null;
+            /**
              * Updated At
              * Format: date-time
              */
@@ -4917,6 +5076,16 @@ export interface components {
             role: "master" | "replica" | "intermediate" | "standalone";
             /** Gtid Current Pos */
             gtid_current_pos: string | null;
+            /**
+             * Errant
+             * @description Per domain, the transactions it wrote itself that none of its masters has, as the replica guard last found them; each is also one of the cluster's problems.
+             */
+            errant?: components["schemas"]["ErrantDomainRead"][];
+            /**
+             * Writable Domains
+             * @description The domains an admin made this replicating server writable for (it originates them): the guard leaves it writable and its own transactions there are not errant.
+             */
+            writable_domains?: number[];
         };
         /**
          * UndoReport
@@ -4967,6 +5136,35 @@ export interface components {
              * @description The largest lag in transactions (taken apart from the seconds).
              */
             transactions: number;
+        };
+        /** WritableDomainsRead */
+        WritableDomainsRead: {
+            /** Server Id */
+            server_id: number;
+            /** Writable Domains */
+            writable_domains: number[];
+            /**
+             * Set By
+             * @description The admin token's name that set them last (None: never set).
+             */
+            set_by: string | null;
+            /** Set At */
+            set_at: string | null;
+        };
+        /**
+         * WritableDomainsUpdate
+         * @example {
+         *       "domains": [
+         *         3
+         *       ]
+         *     }
+         */
+        WritableDomainsUpdate: {
+            /**
+             * Domains
+             * @description The domains this replicating server originates (a multi-source replica that also takes its own writes, each in a domain no master of it writes): the replica guard leaves it writable, and its own transactions in these domains are not errant. Empty: it is a replica like any other (read-only).
+             */
+            domains: number[];
         };
         /** WriterWindow */
         WriterWindow: {
@@ -8091,6 +8289,123 @@ export interface operations {
             };
             /** @description No or invalid API token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_writable_domains_api_v1_clusters__cluster_id__servers__server_id__writable_domains_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+                /** @description The registered server's id. */
+                server_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WritableDomainsRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    set_writable_domains_api_v1_clusters__cluster_id__servers__server_id__writable_domains_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+                /** @description The registered server's id. */
+                server_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WritableDomainsUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WritableDomainsRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -15,6 +15,11 @@ describe("staleQueries", () => {
     const ended = { event: "maintenance", server_id: 2, maintenance: false, by: "expiry" } as const;
     expect(staleQueries(ended)).toEqual(expect.arrayContaining([["servers"], ["topology"]]));
   });
+  it("refreshes the servers and topology when the replica guard acts, the topology when errant transactions change", () => {
+    const enforced = { event: "replica_guard", server_id: 3, action: "enforced", detail: "made read-only" } as const;
+    expect(staleQueries(enforced)).toEqual([["servers"], ["topology"]]);
+    expect(staleQueries({ event: "errant", server_id: 3, domains: [] })).toEqual([["topology"]]);
+  });
   it("ignores the subscription greeting", () => {
     expect(staleQueries({ event: "subscribed", cluster_id: 1 })).toEqual([]);
   });

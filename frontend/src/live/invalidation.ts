@@ -28,6 +28,11 @@ export function staleQueries(event: ClusterEvent): (string | number)[][] {
       return [["servers"], ["topology"], ["positions"]];
     case "link":
       return [["topology"], ["positions"]];
+    case "replica_guard":
+      // A replica made read-only again (or flagged): its flag and the alerts.
+      return [["servers"], ["topology"]];
+    case "errant":
+      return [["topology"]];
     case "operation": {
       const ended = event.state !== "running" && event.state !== "pending";
       const keys: (string | number)[][] = [["operations"], ["operation", event.operation_id]];

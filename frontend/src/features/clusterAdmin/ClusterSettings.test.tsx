@@ -45,6 +45,22 @@ describe("ClusterSettings", () => {
     expect((await screen.findByRole("status")).textContent).toContain("Saved.");
   });
 
+  it("turns keeping replicas read-only off and sends that field alone", async () => {
+    const { requests } = mockApi({
+      "GET /api/v1/clusters/1": () => ({ body: CLUSTER }),
+      "PATCH /api/v1/clusters/1": (r) => ({ body: { ...CLUSTER, ...(r.body as object) } }),
+    });
+    const user = userEvent.setup();
+    renderAt();
+    await user.click(await screen.findByText("Cluster settings"));
+    const box = screen.getByLabelText("Keep replicas read-only") as HTMLInputElement;
+    expect(box.checked).toBe(true);
+    await user.click(box);
+    await user.click(screen.getByRole("button", { name: "Save" }));
+    await waitFor(() => expect(requests.filter((r) => r.method === "PATCH")).toHaveLength(1));
+    expect(requests.find((r) => r.method === "PATCH")!.body).toEqual({ enforce_read_only_replicas: false });
+  });
+
   it("deletes only once the name is typed, then goes to the overview", async () => {
     const { requests } = mockApi({
       "GET /api/v1/clusters/1": () => ({ body: CLUSTER }),

@@ -10,17 +10,28 @@ import { ErrorMessage } from "../../components/QueryState";
 type Cluster = Schemas["ClusterRead"];
 
 /** What the form changes, as a PATCH body holding only the changed fields. */
-export function changedFields(cluster: Cluster, form: { name: string; description: string; autoFailover: boolean }): ClusterUpdate {
+export function changedFields(
+  cluster: Cluster,
+  form: { name: string; description: string; autoFailover: boolean; enforceReadOnly?: boolean },
+): ClusterUpdate {
   const body: ClusterUpdate = {};
   if (form.name.trim() !== cluster.name) body.name = form.name.trim();
   if (form.description !== cluster.description) body.description = form.description;
   if (form.autoFailover !== cluster.auto_failover) body.auto_failover = form.autoFailover;
+  if (form.enforceReadOnly !== undefined && form.enforceReadOnly !== cluster.enforce_read_only_replicas) {
+    body.enforce_read_only_replicas = form.enforceReadOnly;
+  }
   return body;
 }
 
 function EditCluster({ cluster }: { cluster: Cluster }) {
   const update = useUpdateCluster(cluster.id);
-  const [form, setForm] = useState({ name: cluster.name, description: cluster.description, autoFailover: cluster.auto_failover });
+  const [form, setForm] = useState({
+    name: cluster.name,
+    description: cluster.description,
+    autoFailover: cluster.auto_failover,
+    enforceReadOnly: cluster.enforce_read_only_replicas,
+  });
   const body = changedFields(cluster, form);
   const submit = (event: FormEvent) => {
     event.preventDefault();
@@ -42,6 +53,10 @@ function EditCluster({ cluster }: { cluster: Cluster }) {
         <label>
           <input type="checkbox" checked={form.autoFailover} onChange={(e) => setForm({ ...form, autoFailover: e.target.checked })} />{" "}
           Automatic failover
+        </label>{" "}
+        <label title="A replica seen writable is made read-only again (audited); off, it is only flagged as a problem">
+          <input type="checkbox" checked={form.enforceReadOnly} onChange={(e) => setForm({ ...form, enforceReadOnly: e.target.checked })} />{" "}
+          Keep replicas read-only
         </label>{" "}
         <button type="submit" disabled={update.isPending || Object.keys(body).length === 0}>
           {update.isPending ? "Saving…" : "Save"}

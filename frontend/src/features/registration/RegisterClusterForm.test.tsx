@@ -66,7 +66,8 @@ describe("RegisterClusterForm", () => {
     const posts = requests.filter((r) => r.method === "POST");
     expect(posts.map((r) => r.path)).toEqual(["/api/v1/clusters", "/api/v1/clusters/7/discovery"]);
     expect(posts[0]!.body).toEqual({
-      name: "orders", description: "", auto_failover: false, admin_port_offset: 0, db_user: "ferry",
+      name: "orders", description: "", auto_failover: false, enforce_read_only_replicas: true, admin_port_offset: 0,
+      db_user: "ferry",
       db_password: DB_PASSWORD, replication_user: "ferry_repl", replication_password: REPL_PASSWORD,
     });
     expect(posts[1]!.body).toEqual({ kind: "mariadb", host: "10.0.0.5", protocol_port: 3306, admin_port: 3306 });

@@ -69,6 +69,36 @@ describe("ServerView", () => {
     expect(audit.textContent).toContain("alice: Set maintenance — succeeded (disk swap)");
   });
 
+  it("names its errant transactions per domain and the alerts about it", async () => {
+    const errant = [
+      { domain: 2, server_id: 2, first_gtid: "2-2-101", last_gtid: "2-2-16979", transactions: 16879, since: "2026-11-28T12:41:00Z" },
+      { domain: 3, server_id: 2, first_gtid: null, last_gtid: "3-2-9", transactions: null, since: "2026-11-28T12:42:00Z" },
+    ];
+    const message = "b (server_id 2) took 16,879 writes of its own while replicating a (server_id 1) that no master of it has";
+    const topology = {
+      ...TOPOLOGY,
+      nodes: TOPOLOGY.nodes.map((n) => (n.server_id === 2 ? { ...n, errant } : n)),
+      alerts: [{ kind: "errant_transactions" as const, message, server_id: 2 },
+               { kind: "writable_replica" as const, message: "c replicates a and is writable", server_id: 3 }],
+    };
+    mockApi({
+      "GET /api/v1/clusters/1/servers": () => ({ body: [SERVER] }),
+      "GET /api/v1/clusters/1/topology": () => ({ body: topology }),
+      "GET /api/v1/clusters/1/operations": () => ({ body: [] }),
+      "GET /api/v1/audit": () => ({ body: [] }),
+    });
+    renderSignedIn(<ServerView clusterId={1} serverId={2} />, { role: "viewer" });
+    const page = await screen.findByRole("article", { name: "b (server_id 2)" });
+    const table = await within(page).findByRole("table", { name: "Errant transactions" });
+    const rows = within(table).getAllByRole("row").slice(1).map((r) => Array.from(r.children).map((c) => c.textContent));
+    expect(rows.map((r) => r.slice(0, 4))).toEqual([
+      ["2", "16,879", "2-2-101", "2-2-16979"],
+      ["3", "not countable from positions", "—", "3-2-9"],
+    ]);
+    const alerts = within(page).getByRole("alert", { name: "Alerts about this server" });
+    expect(within(alerts).getAllByRole("listitem").map((li) => li.textContent)).toEqual([message]);
+  });
+
   it("says when the server is not in the cluster", async () => {
     mockApi({
       "GET /api/v1/clusters/1/servers": () => ({ body: [SERVER] }),

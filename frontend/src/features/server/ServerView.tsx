@@ -1,7 +1,8 @@
 // One server on a page of its own: its label (name and server_id), kind and version, addresses, role, health,
 // read-only, binlog format, semi-sync as a master, promotion rule and labels; its maintenance (who, why, ends in …) and fence; each
 // replication connection it has, with its state, lag and settings (delay, parallel mode × workers, semi-sync,
-// filters, heartbeat), and the replicas that follow it; its positions per domain; and the recent operations and audit
+// filters, heartbeat), and the replicas that follow it; the cluster's alerts about it (writable while it replicates,
+// errant transactions) and its errant transactions per domain; its positions per domain; and the recent operations and audit
 // rows that concern it. Every table scrolls within its box, so a phone's width holds.
 import type { ReactNode } from "react";
 import { Link } from "react-router-dom";
@@ -99,6 +100,50 @@ function Connections({ edges, names, title, side }: {
   );
 }
 
+/** Its own writes that none of its masters has, per domain (the replica guard's finding). */
+function Errant({ node, alerts }: { node: Schemas["TopologyNode"] | undefined; alerts: Schemas["ClusterAlert"][] }) {
+  const errant = node?.errant ?? [];
+  return (
+    <>
+      {alerts.length > 0 ? (
+        <div className="banner" role="alert" aria-label="Alerts about this server">
+          <ul>
+            {alerts.map((alert) => <li key={alert.kind}>{alert.message}</li>)}
+          </ul>
+        </div>
+      ) : null}
+      {errant.length === 0 ? (
+        <p className="muted">None: it holds no transaction of its own that its masters lack.</p>
+      ) : (
+        <div className="scroll-x">
+          <table className="data" aria-label="Errant transactions">
+            <thead>
+              <tr>
+                <th scope="col">Domain</th>
+                <th scope="col">Transactions</th>
+                <th scope="col">First</th>
+                <th scope="col">Last</th>
+                <th scope="col">Since</th>
+              </tr>
+            </thead>
+            <tbody>
+              {errant.map((e) => (
+                <tr key={e.domain}>
+                  <th scope="row">{e.domain}</th>
+                  <td>{e.transactions != null ? e.transactions.toLocaleString("en") : "not countable from positions"}</td>
+                  <td className="mono">{e.first_gtid ?? "—"}</td>
+                  <td className="mono">{e.last_gtid}</td>
+                  <td>{formatTime(e.since)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
+  );
+}
+
 function Positions({ server }: { server: Schemas["ServerRead"] }) {
   const rows = domainPositions(server);
   if (rows.length === 0) return <p className="muted">No position read yet.</p>;
@@ -191,6 +236,8 @@ export function ServerView({ clusterId, serverId }: { clusterId: number; serverI
           <Connections edges={edges.filter((e) => e.replica_server_id === serverId)} names={names} title="Replication connections" side="master" />
           <h2>Replicas</h2>
           <Connections edges={edges.filter((e) => e.master_server_id === serverId)} names={names} title="Replicas" side="replica" />
+          <h2>Errant transactions</h2>
+          <Errant node={node} alerts={(topology.data?.alerts ?? []).filter((a) => a.server_id === serverId && a.kind !== "operation_interrupted")} />
           <h2>Positions per domain</h2>
           <Positions server={server} />
           <History clusterId={clusterId} serverId={serverId} />

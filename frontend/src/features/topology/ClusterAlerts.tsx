@@ -1,5 +1,6 @@
 // The cluster's alerts as a banner: a master left read-only with no operation running, an operation interrupted
-// by the death of its API instance (reconciled afterwards: its error says what was found and done).
+// by the death of its API instance (reconciled afterwards: its error says what was found and done), a replica that
+// is writable, a replica holding errant transactions (its own writes no master of it has).
 import type { Schemas } from "../../api/client";
 
 type Alert = Schemas["ClusterAlert"];
@@ -7,6 +8,8 @@ type Alert = Schemas["ClusterAlert"];
 const TITLES: Record<Alert["kind"], string> = {
   master_read_only: "Master read-only",
   operation_interrupted: "Operation interrupted",
+  writable_replica: "Writable replica",
+  errant_transactions: "Errant transactions",
 };
 
 export function ClusterAlerts({ alerts }: { alerts: Alert[] | undefined }) {

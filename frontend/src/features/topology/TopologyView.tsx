@@ -1,7 +1,7 @@
 // The Topology tab: the cluster's alerts, the graph, then the same facts as tables (servers with their kind and
 // version, and warnings: a master whose replicas may get ahead of its binlog, what the server reports (semi-sync
-// fallen back, binlog expiry held back); connections with IO/SQL state, lag per domain and the last error — the
-// server's own code and message, e.g. MariaDB's 1062), which are also what keyboard and screen-reader users read.
+// fallen back, binlog expiry held back); connections with IO/SQL state, lag per domain and the last error — in words
+// with what to do, then the server's own code and message, e.g. MariaDB's 1062), which are also what keyboard and screen-reader users read.
 // A connection stopped by an SQL error offers operators "Skip and restart" (SkipTransactions); viewers see no control.
 // A cluster without servers says how to add them (EmptyCluster).
 import { Link } from "react-router-dom";
@@ -133,6 +133,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                         <td>
                           {edge.last_error_code ? (
                             <span className="error">
+                              {edge.last_error_words ? <span>{edge.last_error_words} </span> : null}
                               <strong className="mono">{edge.last_error_code}</strong>: {edge.last_error_message ?? ""}
                             </span>
                           ) : (
