@@ -346,6 +346,42 @@ async def test_binlog_scans_kept_between_reads_stay_bounded_when_a_read_hits_its
         assert len(page.transactions) == 3, "reads of what exists still work from the kept scans"
 
 
+async def test_a_binlog_files_kept_scan_is_bounded_and_its_older_transactions_are_still_listed(
+    mariadb: MariadbCluster,
+) -> None:
+    """The newest binlog file holds more transactions than events_kept_max: its kept scan holds only that many (the
+    newest), whatever the file's size, and every listing — the newest few, a walk back page by page, one domain's
+    older transactions — is what a driver without the bound lists."""
+    write(mariadb, 1, 40)
+    write(mariadb, 1, 5, domain=9, table="u")
+    write(mariadb, 1, 30)
+    async with drivers(mariadb) as (unbounded, *_):
+        everything = [t.gtid for t in (await unbounded.recent_events(10_000)).transactions]
+        nine = [t.gtid for t in (await unbounded.recent_events(10_000, domain=9)).transactions]
+    assert len(nine) >= 5 and len(everything) > 75
+    kept_max = 6
+
+    def kept(driver: MariadbDriver) -> int:
+        return sum(len(scan.transactions) for scan in driver.sql.binlog_scans.values())
+
+    async with drivers(mariadb, events_kept_max=kept_max) as (master, *_):
+        page = await master.recent_events(3)
+        assert [t.gtid for t in page.transactions] == everything[:3]
+        assert 0 < kept(master) <= kept_max, kept(master)
+        assert [t.gtid for t in (await master.recent_events(10_000, domain=9)).transactions] == nine
+        assert kept(master) <= kept_max
+        walked: list[str] = []
+        before = None
+        while True:
+            part = await master.recent_events(7, before=before)
+            assert kept(master) <= kept_max, kept(master)
+            walked += [t.gtid for t in part.transactions]
+            if part.next_before is None:
+                break
+            before = part.next_before
+        assert walked == everything
+
+
 async def test_kill_sessions_bypassing_read_only_kills_users_whose_roles_bypass_it(mariadb: MariadbCluster) -> None:
     """READ ONLY ADMIN through a default role, SUPER through a role nested in another: both users' sessions can
     write despite read_only, so both are ended; a user with a harmless role keeps its session."""

@@ -1,5 +1,10 @@
 """A MariaDB server's recent binlog transactions (SHOW BINLOG EVENTS, newest first, paged by a cursor), with the
-scans of its newest files kept per server so later calls read only what is new."""
+scans of its newest files kept per server so later calls read only what is new.
+
+What is kept is bounded whatever the binlog's size: each file's scan keeps at most `events_kept_max` transactions,
+its newest (a binlog file may hold millions: max_binlog_size is up to 1 GiB), and the scans kept together at most
+that many too. A listing that needs a file's transactions older than its kept ones reads them again from the file's
+start, keeping only as many as it still wants; every call reads at most `events_scan_max` events."""
 
 from __future__ import annotations
 
@@ -44,6 +49,13 @@ class MariadbBinlogEvents(MariadbServer):
                     found.append(tx)
                     if len(found) == limit:
                         break
+                if len(found) < limit and scan.dropped:
+                    # The file's transactions older than its kept ones are wanted too: read again, keeping only
+                    # as many as are still wanted.
+                    until = (scan.transactions[0].offset or 0) if scan.transactions else scan.next_pos
+                    if end_file is not None and number == end_file:
+                        until = min(until, end_offset or 0)
+                    found.extend(reversed(await self._older(file, until, limit - len(found), domain, budget)))
                 if len(found) == limit:
                     break
         finally:  # also when a scan stopped at its bound or failed: what is kept stays bounded
@@ -65,7 +77,7 @@ class MariadbBinlogEvents(MariadbServer):
             if not rows or f"GTID {last.gtid}" not in str(rows[0].get("Info") or ""):
                 scan = None
         if scan is None:
-            scan = BinlogFileScan(file)
+            scan = BinlogFileScan(file, kept_max=self.config.events_kept_max)
         while True:
             if budget[0] <= 0:
                 scans[file] = scan
@@ -79,7 +91,7 @@ class MariadbBinlogEvents(MariadbServer):
                 rows = await self.sql.query("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (file, scan.next_pos, page))
             except MariadbError as e:
                 if e.errno == 1220 and scan.next_pos > 4:  # the kept position is no event boundary any more
-                    scan = BinlogFileScan(file)
+                    scan = BinlogFileScan(file, kept_max=self.config.events_kept_max)
                     continue
                 raise
             budget[0] -= len(rows)
@@ -89,9 +101,32 @@ class MariadbBinlogEvents(MariadbServer):
         scans[file] = scan
         return scan
 
+    async def _older(
+        self, file: str, until: int, wanted: int, domain: int | None, budget: list[int]
+    ) -> list[BinlogTransaction]:
+        """The newest `wanted` transactions (of `domain`, when given) of `file` that start before offset `until`,
+        oldest first, read from the file's start and never kept: at most `wanted` are held at once."""
+        window = BinlogFileScan(file, kept_max=wanted, domain=domain)
+        while window.next_pos < until:
+            if budget[0] <= 0:
+                raise DriverError(
+                    self.address, "events_scan_limit",
+                    f"read {self.config.events_scan_max} binlog events without reaching offset {until} of {file} "
+                    f"(its transactions older than the newest {self.config.events_kept_max} are read again from its "
+                    "start): list fewer or newer transactions",
+                )  # fmt: skip
+            page = min(EVENTS_PAGE_ROWS, budget[0])
+            rows = await self.sql.query("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (file, window.next_pos, page))
+            budget[0] -= len(rows)
+            before = [row for row in rows if int(row.get("Pos") or 0) < until]
+            window.feed(before)
+            if len(rows) < page or len(before) < len(rows):
+                break
+        return window.transactions
+
     def _forget_old_scans(self, files: list[str]) -> None:
         """Keeps the scans of the newest SCANNED_FILES_KEPT files, and of those only as many, newest first, as hold
-        at most events_kept_max transactions together (the newest file's always)."""
+        at most events_kept_max transactions together (the newest file's always: it holds at most that many)."""
         scans: dict[str, BinlogFileScan] = self.sql.binlog_scans
         kept = 0
         for rank, file in enumerate(sorted(scans, key=file_number, reverse=True)):

@@ -254,7 +254,16 @@ class BinlogFileScan:
     transactions: list[BinlogTransaction] = field(default_factory=list)
     #: Events read, for the caller's scan bounds.
     events_read: int = 0
+    #: At most this many transactions are kept, the newest (None: all): older ones are dropped as newer arrive, so a
+    #: scan of a file of any size holds a bounded number.
+    kept_max: int | None = None
+    #: Only transactions of this GTID domain are kept (None: every domain's).
+    domain: int | None = None
+    #: How many transactions were dropped, older than every kept one (their part of the file is not in the scan).
+    dropped: int = 0
     _tables: list[str] = field(default_factory=list)
+    #: The transaction being read is one the domain filter leaves out (its Table_map events go with it).
+    _skipping: bool = False
 
     def feed(self, rows: Iterable[Mapping[str, Any]]) -> None:
         for row in rows:
@@ -268,6 +277,9 @@ class BinlogFileScan:
                     continue
                 self._tables = []
                 domain, server_id, seq_no, cid = match.groups()
+                self._skipping = self.domain is not None and int(domain) != self.domain
+                if self._skipping:
+                    continue
                 self.transactions.append(
                     BinlogTransaction(
                         gtid=f"{domain}-{server_id}-{seq_no}",
@@ -280,11 +292,15 @@ class BinlogFileScan:
                         offset=_int(row.get("Pos")),
                     )
                 )
-            elif kind == "Table_map" and self.transactions:
+            elif kind == "Table_map" and self.transactions and not self._skipping:
                 match = TABLE_MAP_INFO.match(info)
                 if match is not None and match.group(1) not in self._tables:
                     self._tables.append(match.group(1))
                     self.transactions[-1] = replace(self.transactions[-1], tables=tuple(self._tables))
+        excess = 0 if self.kept_max is None else len(self.transactions) - max(1, self.kept_max)
+        if excess > 0:
+            del self.transactions[:excess]
+            self.dropped += excess
 
 
 def transactions(rows: Iterable[Mapping[str, Any]], file: str = "") -> list[BinlogTransaction]:
