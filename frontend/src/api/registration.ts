@@ -31,6 +31,7 @@ export interface Registered {
 export function clusterBody(input: RegisterClusterInput): Schemas["ClusterCreate"] {
   const body: Schemas["ClusterCreate"] = {
     name: input.name.trim(), description: "", auto_failover: false, enforce_read_only_replicas: true,
+    catch_up_parallel_workers: 0,
   };
   if (input.kind === "mariadb") {
     body.admin_port_offset = 0;

@@ -217,6 +217,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/clusters/{cluster_id}/servers/{server_id}/parallel-apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A replica's parallel apply per connection, with its apply rate against its master's commit rate
+         * @description Per connection: the mode and workers as the server reports them, and per GTID domain the master's commit
+         *     rate, the replica's apply rate (transactions per second, from its gtid_binlog_pos and the replica's
+         *     gtid_current_pos read twice `interval_s` apart), how far behind it is, and the verdict: `keeps_up`,
+         *     `falls_behind` (by `falls_behind_by` txn/s), `idle`, or `unknown` (its master not registered or not reachable).
+         *     `limits`: what the server's kind accepts for a change. 409 `server_unreachable` when the server does not
+         *     answer now.
+         */
+        get: operations["get_parallel_apply_api_v1_clusters__cluster_id__servers__server_id__parallel_apply_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/clusters/{cluster_id}/discovery": {
         parameters: {
             query?: never;
@@ -534,6 +559,26 @@ export interface paths {
          * @description For a connection stopped by an SQL error (e.g. MariaDB's 1062 duplicate key) or stopped by hand: names the GTIDs that will be skipped (the next ones after the replica's gtid_slave_pos in its master's binlog, else the one the error names), sets the skip counter (sql_slave_skip_counter), starts the connection and checks that it replicates again. The skipped transactions are not applied on that replica and never will be: the result's `data_loss` says so. 404 `connection_not_found`, 409 `connection_running` (nothing changed); `count` is 1 to 100.
          */
         post: operations["skip_transactions_api_v1_clusters__cluster_id__operations_skip_transactions_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/clusters/{cluster_id}/operations/parallel-apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change a replica connection's parallel apply online (mode, workers, at most per domain)
+         * @description The connection's applying side stops at a transaction boundary and starts again at its position (MariaDB: STOP/START SLAVE 'c' SQL_THREAD around SET GLOBAL; slave_parallel_threads is one pool for the whole server, so a new worker count pauses every connection's SQL thread for the moment), or takes the change between two commit groups (ferryd); the receiving side goes on; nothing is skipped or applied twice. What the body leaves out stays as it is. 404 `connection_not_found`, 422 `parallel_apply_invalid` (values the server's kind refuses; nothing changed). See GET …/servers/{id}/parallel-apply for the rates.
+         */
+        post: operations["parallel_apply_api_v1_clusters__cluster_id__operations_parallel_apply_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1019,6 +1064,11 @@ export interface components {
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /**
+             * Parallel Apply Raised
+             * @description Parallel apply raised for a catch-up, and whether it was put back.
+             */
+            parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Server Id */
             server_id?: number | null;
             /** Source Server Id */
@@ -1286,6 +1336,13 @@ export interface components {
              * @description POSTed when an operation has ended.
              */
             post_operation_webhooks?: string[];
+            /**
+             * Catch Up Parallel Workers
+             * @description During a switchover's or a drill's catch-up, the candidate's parallel apply is raised to this many workers (its mode kept when parallel, else optimistic; one domain may use them all), and put back afterwards whatever the outcome (after a crash, by the reconciler). 0: off.
+             * @default 0
+             * @example 8
+             */
+            catch_up_parallel_workers: number;
         };
         /**
          * ClusterEventData
@@ -1411,6 +1468,12 @@ export interface components {
              * @description Shown to viewers as '[redacted]' each.
              */
             post_operation_webhooks: string[];
+            /**
+             * Catch Up Parallel Workers
+             * @description During a switchover's or a drill's catch-up, the candidate's parallel apply is raised to this many workers (its mode kept when parallel, else optimistic; one domain may use them all), and put back afterwards whatever the outcome (after a crash, by the reconciler). 0: off.
+             * @default 0
+             */
+            catch_up_parallel_workers: number;
             /**
              * Created At
              * Format: date-time
@@ -1561,6 +1624,12 @@ export interface components {
              */
             post_operation_webhooks: string[];
             /**
+             * Catch Up Parallel Workers
+             * @description During a switchover's or a drill's catch-up, the candidate's parallel apply is raised to this many workers (its mode kept when parallel, else optimistic; one domain may use them all), and put back afterwards whatever the outcome (after a crash, by the reconciler). 0: off.
+             * @default 0
+             */
+            catch_up_parallel_workers: number;
+            /**
              * Created At
              * Format: date-time
              */
@@ -1645,6 +1714,11 @@ export interface components {
             pre_operation_webhooks?: string[] | null;
             /** Post Operation Webhooks */
             post_operation_webhooks?: string[] | null;
+            /**
+             * Catch Up Parallel Workers
+             * @description During a switchover's or a drill's catch-up, the candidate's parallel apply is raised to this many workers (its mode kept when parallel, else optimistic; one domain may use them all), and put back afterwards whatever the outcome (after a crash, by the reconciler). 0: off. Not null.
+             */
+            catch_up_parallel_workers?: number | null;
         };
         /** CollectorCycle */
         CollectorCycle: {
@@ -1734,6 +1808,41 @@ export interface components {
              * @description The instance holding the collector's lease, as this one saw at its last attempt (null: free or not known).
              */
             leader_instance_id: string | null;
+        };
+        /**
+         * ConnectionApplyRead
+         * @description One replication connection of the server: its parallel apply and its rates per domain.
+         */
+        ConnectionApplyRead: {
+            /** Name */
+            name: string;
+            /** Master Address */
+            master_address: string;
+            /**
+             * Master Server Id
+             * @description The registered server it replicates from (None: not one).
+             */
+            master_server_id: number | null;
+            /** Running */
+            running: boolean;
+            /** Sql State */
+            sql_state: string;
+            settings: components["schemas"]["ParallelApplySettings"];
+            /**
+             * Domains
+             * @description Empty when the master is not a registered, reachable server.
+             */
+            domains: components["schemas"]["DomainRatesRead"][];
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "keeps_up" | "falls_behind" | "idle" | "unknown";
+            /**
+             * Words
+             * @example keeps up
+             */
+            words: string;
         };
         /**
          * ConnectionSettingsRecord
@@ -1899,6 +2008,44 @@ export interface components {
             /** Up To */
             up_to: string;
         };
+        /**
+         * DomainRatesRead
+         * @description One GTID domain: the master's commit rate against the replica's apply rate.
+         */
+        DomainRatesRead: {
+            /** Domain */
+            domain: number;
+            /**
+             * Master Commit Rate
+             * @description Transactions per second the master committed.
+             */
+            master_commit_rate: number | null;
+            /**
+             * Apply Rate
+             * @description Transactions per second the replica applied.
+             */
+            apply_rate: number | null;
+            /**
+             * Behind
+             * @description Transactions the replica was behind at the last reading.
+             */
+            behind: number | null;
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "keeps_up" | "falls_behind" | "idle" | "unknown";
+            /**
+             * Falls Behind By
+             * @description Transactions per second the master outpaces the replica by.
+             */
+            falls_behind_by: number | null;
+            /**
+             * Words
+             * @example falls behind by 310 txn/s (5,400 transactions behind)
+             */
+            words: string;
+        };
         /** DrillEvent */
         DrillEvent: {
             /**
@@ -1996,6 +2143,11 @@ export interface components {
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /**
+             * Parallel Apply Raised
+             * @description Parallel apply raised for a catch-up, and whether it was put back.
+             */
+            parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Checks */
             checks?: components["schemas"]["CheckResult"][] | null;
             /** Old Master Server Id */
@@ -2511,6 +2663,11 @@ export interface components {
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /**
+             * Parallel Apply Raised
+             * @description Parallel apply raised for a catch-up, and whether it was put back.
+             */
+            parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Checks */
             checks?: components["schemas"]["CheckResult"][] | null;
             /** Old Master Server Id */
@@ -3230,7 +3387,7 @@ export interface components {
          * OperationRead
          * @description An operation with its live steps: `params` and `result` are its type's (discriminated by `type`).
          */
-        OperationRead: components["schemas"]["SwitchoverOperation"] | components["schemas"]["FailoverOperation"] | components["schemas"]["RepointOperation"] | components["schemas"]["ReadOnlyOperation"] | components["schemas"]["StartReplicationOperation"] | components["schemas"]["StopReplicationOperation"] | components["schemas"]["BringLevelOperation"] | components["schemas"]["SkipTransactionsOperation"] | components["schemas"]["DrillOperation"];
+        OperationRead: components["schemas"]["SwitchoverOperation"] | components["schemas"]["FailoverOperation"] | components["schemas"]["RepointOperation"] | components["schemas"]["ReadOnlyOperation"] | components["schemas"]["StartReplicationOperation"] | components["schemas"]["StopReplicationOperation"] | components["schemas"]["BringLevelOperation"] | components["schemas"]["SkipTransactionsOperation"] | components["schemas"]["ParallelApplyOperation"] | components["schemas"]["DrillOperation"];
         /**
          * OperationState
          * @enum {string}
@@ -3271,6 +3428,241 @@ export interface components {
              * @description What the step found or did (text, or an object for checks and lists).
              */
             detail?: unknown;
+        };
+        /**
+         * ParallelApplyLimitsRead
+         * @description What the server's kind accepts.
+         */
+        ParallelApplyLimitsRead: {
+            /** Modes */
+            modes: string[];
+            /**
+             * Parallel Modes
+             * @description The modes that apply several transactions of a domain at once.
+             */
+            parallel_modes: string[];
+            /** Workers Min */
+            workers_min: number;
+            /** Workers Max */
+            workers_max: number;
+            /** Domain Workers Min */
+            domain_workers_min: number;
+            /**
+             * Server Wide Workers
+             * @description The workers belong to the whole server (MariaDB): changing them pauses every connection's applying side for the moment of the change.
+             */
+            server_wide_workers: boolean;
+        };
+        /** ParallelApplyOperation */
+        ParallelApplyOperation: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            state: components["schemas"]["OperationState"];
+            /** Dry Run */
+            dry_run: boolean;
+            /** Steps */
+            steps: components["schemas"]["OperationStep"][];
+            /** Requester */
+            requester: string;
+            /** Idempotency Key */
+            idempotency_key: string | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "parallel_apply";
+            params: components["schemas"]["ParallelApplyParams"];
+            result?: components["schemas"]["ParallelApplyResult"] | null;
+        };
+        /**
+         * ParallelApplyParams
+         * @description A replica connection's parallel apply, changed online. What is left out stays as it is.
+         * @example {
+         *       "domain_workers_max": 8,
+         *       "mode": "optimistic",
+         *       "server_id": 3,
+         *       "workers": 8
+         *     }
+         */
+        ParallelApplyParams: {
+            /**
+             * Server Id
+             * @description A registered server's id in this cluster.
+             * @example 2
+             */
+            server_id: number;
+            /**
+             * Connection
+             * @description The replica's connection name; default: its only connection, else the configured default name.
+             * @example main
+             */
+            connection?: string | null;
+            /**
+             * Mode
+             * @description ferryd: serial, conservative, optimistic; MariaDB (slave_parallel_mode): none, minimal, conservative, optimistic, aggressive.
+             * @example optimistic
+             */
+            mode?: string | null;
+            /**
+             * Workers
+             * @description Transactions applied at once: ferryd 1 to 256; MariaDB slave_parallel_threads 0 to 16383 (0: the SQL thread applies alone; a pool for the whole server: changing it pauses every connection's SQL thread for the moment).
+             * @example 8
+             */
+            workers?: number | null;
+            /**
+             * Domain Workers Max
+             * @description Workers at most per domain, up to `workers`: ferryd at least 1; MariaDB slave_domain_parallel_threads (0: no limit).
+             * @example 8
+             */
+            domain_workers_max?: number | null;
+        };
+        /**
+         * ParallelApplyRaise
+         * @description A connection's parallel apply raised for a catch-up (`catch_up_parallel_workers`), recorded before the raise:
+         *     what a reconcile after a crash puts back while `restored` is false.
+         */
+        ParallelApplyRaise: {
+            /** Server Id */
+            server_id: number;
+            /** Connection */
+            connection: string;
+            previous: components["schemas"]["ParallelApplySettings"];
+            raised: components["schemas"]["ParallelApplySettings"];
+            /**
+             * Restored
+             * @default false
+             */
+            restored: boolean;
+        };
+        /**
+         * ParallelApplyRead
+         * @description A server's parallel apply per connection, measured over `measured_over_s`.
+         */
+        ParallelApplyRead: {
+            /** Server Id */
+            server_id: number;
+            /** Label */
+            label: string;
+            /** Kind */
+            kind: string;
+            /** @description None: the kind's parallel apply cannot be changed. */
+            limits: components["schemas"]["ParallelApplyLimitsRead"] | null;
+            /** Measured Over S */
+            measured_over_s: number;
+            /** Connections */
+            connections: components["schemas"]["ConnectionApplyRead"][];
+        };
+        /**
+         * ParallelApplyRequest
+         * @description The body of POST …/parallel-apply.
+         * @example {
+         *       "domain_workers_max": 8,
+         *       "mode": "optimistic",
+         *       "server_id": 3,
+         *       "workers": 8
+         *     }
+         */
+        ParallelApplyRequest: {
+            /**
+             * Dry Run
+             * @description Run the preflight only: nothing is changed; the checks are in the result.
+             * @default false
+             */
+            dry_run: boolean;
+            /**
+             * Server Id
+             * @description A registered server's id in this cluster.
+             * @example 2
+             */
+            server_id: number;
+            /**
+             * Connection
+             * @description The replica's connection name; default: its only connection, else the configured default name.
+             * @example main
+             */
+            connection?: string | null;
+            /**
+             * Mode
+             * @description ferryd: serial, conservative, optimistic; MariaDB (slave_parallel_mode): none, minimal, conservative, optimistic, aggressive.
+             * @example optimistic
+             */
+            mode?: string | null;
+            /**
+             * Workers
+             * @description Transactions applied at once: ferryd 1 to 256; MariaDB slave_parallel_threads 0 to 16383 (0: the SQL thread applies alone; a pool for the whole server: changing it pauses every connection's SQL thread for the moment).
+             * @example 8
+             */
+            workers?: number | null;
+            /**
+             * Domain Workers Max
+             * @description Workers at most per domain, up to `workers`: ferryd at least 1; MariaDB slave_domain_parallel_threads (0: no limit).
+             * @example 8
+             */
+            domain_workers_max?: number | null;
+        };
+        /** ParallelApplyResult */
+        ParallelApplyResult: {
+            undo?: components["schemas"]["UndoReport"] | null;
+            /** Post Hook Failures */
+            post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
+            reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /**
+             * Parallel Apply Raised
+             * @description Parallel apply raised for a catch-up, and whether it was put back.
+             */
+            parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
+            /** Server Id */
+            server_id?: number | null;
+            /** Connection */
+            connection?: string | null;
+            before?: components["schemas"]["ParallelApplySettings"] | null;
+            after?: components["schemas"]["ParallelApplySettings"] | null;
+            /**
+             * Paused
+             * @description Connections whose applying side stopped for the change and started again at its position.
+             */
+            paused?: string[] | null;
+            /** Gtid Slave Pos Before */
+            gtid_slave_pos_before?: string | null;
+            /** Gtid Slave Pos After */
+            gtid_slave_pos_after?: string | null;
+        };
+        /**
+         * ParallelApplySettings
+         * @description How one connection applies: the mode, the workers, at most per domain (as the server names them).
+         */
+        ParallelApplySettings: {
+            /**
+             * Mode
+             * @description ferryd: serial, conservative, optimistic; MariaDB: slave_parallel_mode.
+             * @example optimistic
+             */
+            mode?: string | null;
+            /**
+             * Workers
+             * @description Transactions applied at once (MariaDB: slave_parallel_threads, 0 = applied by the SQL thread itself).
+             * @example 8
+             */
+            workers?: number | null;
+            /**
+             * Domain Workers Max
+             * @description Workers at most per domain (MariaDB: slave_domain_parallel_threads, 0 = no limit).
+             * @example 8
+             */
+            domain_workers_max?: number | null;
         };
         /** PositionCell */
         PositionCell: {
@@ -3669,6 +4061,11 @@ export interface components {
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /**
+             * Parallel Apply Raised
+             * @description Parallel apply raised for a catch-up, and whether it was put back.
+             */
+            parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Server Id */
             server_id?: number | null;
             /** Read Only */
@@ -3844,6 +4241,11 @@ export interface components {
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /**
+             * Parallel Apply Raised
+             * @description Parallel apply raised for a catch-up, and whether it was put back.
+             */
+            parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Server Id */
             server_id?: number | null;
             /** Master Server Id */
@@ -4301,6 +4703,11 @@ export interface components {
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /**
+             * Parallel Apply Raised
+             * @description Parallel apply raised for a catch-up, and whether it was put back.
+             */
+            parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Server Id */
             server_id?: number | null;
             /** Connection */
@@ -4421,6 +4828,11 @@ export interface components {
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /**
+             * Parallel Apply Raised
+             * @description Parallel apply raised for a catch-up, and whether it was put back.
+             */
+            parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Server Id */
             server_id?: number | null;
             /** Connection */
@@ -4529,6 +4941,11 @@ export interface components {
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /**
+             * Parallel Apply Raised
+             * @description Parallel apply raised for a catch-up, and whether it was put back.
+             */
+            parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Server Id */
             server_id?: number | null;
             /** Connection */
@@ -4733,6 +5150,11 @@ export interface components {
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /**
+             * Parallel Apply Raised
+             * @description Parallel apply raised for a catch-up, and whether it was put back.
+             */
+            parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Checks */
             checks?: components["schemas"]["CheckResult"][] | null;
             /** Old Master Server Id */
@@ -6157,6 +6579,70 @@ export interface operations {
             };
         };
     };
+    get_parallel_apply_api_v1_clusters__cluster_id__servers__server_id__parallel_apply_get: {
+        parameters: {
+            query?: {
+                /** @description The time between the two readings of the replica's and its master's positions the rates are measured from (the answer takes that long). */
+                interval_s?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+                /** @description The registered server's id. */
+                server_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParallelApplyRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     discover_api_v1_clusters__cluster_id__discovery_post: {
         parameters: {
             query?: never;
@@ -6591,7 +7077,7 @@ export interface operations {
                 /** @description Page back: operations with a smaller id. */
                 before_id?: number | null;
                 /** @description Only operations of these types (repeat the parameter). */
-                type?: ("switchover" | "failover" | "repoint" | "read_only" | "start_replication" | "stop_replication" | "bring_level" | "skip_transactions" | "drill")[] | null;
+                type?: ("switchover" | "failover" | "repoint" | "read_only" | "start_replication" | "stop_replication" | "bring_level" | "skip_transactions" | "parallel_apply" | "drill")[] | null;
                 /** @description Only dry runs (true) or only real operations (false). */
                 dry_run?: boolean | null;
             };
@@ -7232,6 +7718,81 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["SkipTransactionsRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted: the operation runs in the background; poll it or follow the events stream. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    parallel_apply_api_v1_clusters__cluster_id__operations_parallel_apply_post: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retrying with the same key gives back the same operation instead of starting another. */
+                "idempotency-key"?: string | null;
+            };
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ParallelApplyRequest"];
             };
         };
         responses: {
