@@ -123,6 +123,8 @@ class Ledger:
     master_changes: int = 0
     #: Each client's ack times (monotonic), for the write-unavailability a client saw.
     gaps_s: list[float] = field(default_factory=list)
+    #: With `record_gtids`: the GTID of every acknowledged statement (its server_id names the server that took it).
+    acked_gtids: list[str] = field(default_factory=list)
 
 
 class MariadbLoadWriter:
@@ -135,6 +137,9 @@ class MariadbLoadWriter:
     With `masters` (domain → server number: the two-master shape's masters), each client writes to its domain's master
     only, never looking elsewhere: a refusal there is counted as refused.
 
+    With `record_gtids`, each acknowledged statement's GTID (@@last_gtid, read on the same connection after the
+    acknowledgement) is kept.
+
     `start()`, `pause()` (returns once no statement is in flight), `resume()`, `stop()` → the ledger."""
 
     def __init__(
@@ -144,9 +149,11 @@ class MariadbLoadWriter:
         domains: int = 2,
         rate: float = 400.0,
         masters: dict[int, int] | None = None,
+        record_gtids: bool = False,
     ):
         self.cluster = cluster
         self.masters = masters
+        self.record_gtids = record_gtids
         self.clients = clients
         self.domains = domains
         self.interval_s = clients / rate
@@ -241,9 +248,13 @@ class MariadbLoadWriter:
                     conn = await self._connect_master(domain)
                     async with conn.cursor() as cur:
                         await cur.execute("SET SESSION gtid_domain_id = %s", (domain,))
+                gtid = None
                 try:
                     async with conn.cursor() as cur:
                         await cur.execute(f"UPDATE {LOAD_TABLE} SET n = n + 1 WHERE k = %s", (key,))
+                        if self.record_gtids:
+                            await cur.execute("SELECT @@last_gtid")
+                            (gtid,) = await cur.fetchone()
                 except pymysql.err.MySQLError as e:
                     errno = e.args[0] if e.args and isinstance(e.args[0], int) else 2013
                     conn.close()
@@ -256,6 +267,8 @@ class MariadbLoadWriter:
                         raise
                     continue
                 self.ledger.acked[key] = self.ledger.acked.get(key, 0) + 1
+                if gtid is not None:
+                    self.ledger.acked_gtids.append(str(gtid))
                 now = time.monotonic()
                 self.ledger.gaps_s.append(now - last_ack)
                 last_ack = now

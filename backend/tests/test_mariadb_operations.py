@@ -18,6 +18,7 @@ from typing import Any
 import pymysql
 import pytest
 
+from ferry_control.core.gtid import seq_by_domain
 from ferry_control.drivers.errors import ServerConflict
 from ferry_control.drivers.mariadb.errors import ReplicationNotConfigured, ReplicationRunning
 from tests.conftest import LiveFactory
@@ -61,14 +62,34 @@ def assert_nothing_acknowledged_lost(cluster: MariadbCluster, writer: MariadbLoa
             assert acked <= rows[key] <= acked + unknown, (server.number, key, rows[key], acked, unknown)
 
 
+def assert_nothing_acknowledged_after_p(acked_gtids: list[str], stops: list[tuple[int, str]]) -> None:
+    """No statement the old master of switchover i acknowledged is past that switchover's P: in each domain, the
+    seq_nos after P_i up to P_(i+1) (where the next switchover stopped the new master) are the new master's alone, so an
+    acknowledged GTID of the old master's server_id among them was committed after the step said writes had stopped."""
+    assert len(stops) >= 20 and acked_gtids, (len(stops), len(acked_gtids))
+    bounds = [(server_id, seq_by_domain(p)) for server_id, p in stops]
+    late = []
+    for text in acked_gtids:
+        domain, server_id, seq = (int(x) for x in text.split("-"))
+        for i, (old, p) in enumerate(bounds):
+            upper = bounds[i + 1][1].get(domain, 2**63) if i + 1 < len(bounds) else 2**63
+            if server_id == old and p.get(domain, 0) < seq <= upper:
+                late.append((i, text, p))
+    assert not late, f"acknowledged after P (switchover, GTID, P): {late[:5]}"
+
+
 async def test_switchovers_back_and_forth_under_load_lose_nothing(
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
 ) -> None:
+    """Also the proof the MariaDB in-flight step relies on: under 8 concurrent writers, no statement the old master
+    acknowledged is past the position P the step returned (read at once after `SET GLOBAL read_only=1`, which waits
+    for the commits in progress itself) — every acknowledged GTID is checked against every switchover's P."""
     cluster = mariadb_factory(3)
     async with live_app() as live:
         cluster_id, ids = await register_mariadb(live.client, cluster)
-        writer = await MariadbLoadWriter(cluster, clients=4, domains=2).start()
+        writer = await MariadbLoadWriter(cluster, clients=8, domains=2, rate=4000, record_gtids=True).start()
         windows = []
+        stops: list[tuple[int, str]] = []  # (the old master's server_id, P) per switchover
         acked_before = 0
         try:
             for i in range(SWITCHOVERS):
@@ -81,7 +102,12 @@ async def test_switchovers_back_and_forth_under_load_lose_nothing(
                     "log_bin", "log_slave_updates", "gtid_strict_mode", "binlog_format", "ferry_privileges",
                     "replication_user_present", "replication_login", "no_errant_gtids",
                 }  # fmt: skip
-                assert "position still for" in step(operation, "wait_in_flight_commits")["detail"]
+                assert (
+                    "read-only on waited for every commit in progress"
+                    in step(operation, "wait_in_flight_commits")["detail"]
+                )
+                old = 1 if new == 2 else 2
+                stops.append((cluster.server(old).server_id, operation["result"]["position"]))
                 windows.append(operation["result"]["unavailable_s"])
                 assert_one_master(cluster, new, i)
 
@@ -98,6 +124,7 @@ async def test_switchovers_back_and_forth_under_load_lose_nothing(
 
     assert ledger.unknown == {}, "a switchover broke a client connection mid-statement"
     assert ledger.master_changes >= SWITCHOVERS
+    assert_nothing_acknowledged_after_p(ledger.acked_gtids, stops)
     cluster.wait_converged()
     assert_nothing_acknowledged_lost(cluster, writer)
     tables = await checksums_equal(cluster)

@@ -43,11 +43,12 @@ from tests.waiting import eventually
 BACKEND = Path(__file__).resolve().parents[1]
 #: The switchover's steps once its preflight passed, each a point the API is killed after.
 STEPS = [
-    "pre_hooks", "old_master_read_only", "wait_in_flight_commits", "candidate_catch_up", "promote_candidate",
-    "repoint_replicas", "old_master_replicates", "verify",
+    "catch_up_before_window", "pre_hooks", "old_master_read_only", "wait_in_flight_commits", "candidate_catch_up",
+    "promote_candidate", "repoint_replicas", "old_master_replicates", "verify",
 ]  # fmt: skip
 #: Killed after these, the switchover is undone (the candidate was not promoted); after the others, completed.
-UNDONE_AFTER = {"pre_hooks", "old_master_read_only", "wait_in_flight_commits", "candidate_catch_up"}
+UNDONE_AFTER = {"catch_up_before_window", "pre_hooks", "old_master_read_only", "wait_in_flight_commits",
+                "candidate_catch_up"}  # fmt: skip
 #: A short lease: a dead instance's operation is reconciled about this long after its last renewal.
 LEASE_S = 2.0
 
@@ -224,9 +225,10 @@ async def test_killing_the_api_at_each_step_of_a_switchover_ends_with_one_master
                 assert report["problems"] == [], (point, report)
                 assert operation["steps"][-1]["name"] == "reconcile", (point, operation["steps"])
                 expected = master if point in UNDONE_AFTER else candidate
-                said = {"pre_hooks": "it stopped before changing any server"}.get(point) or (
-                    "undone:" if point in UNDONE_AFTER else "completed:"
-                )
+                said = {
+                    "catch_up_before_window": "it stopped before changing any server",
+                    "pre_hooks": "it stopped before changing any server",
+                }.get(point) or ("undone:" if point in UNDONE_AFTER else "completed:")
                 assert any(line.startswith(said) for line in report["done"]), (point, report)
                 new_master = await eventually(
                     f"one master followed after {point}", lambda: one_master_followed(nodes), WAIT_S

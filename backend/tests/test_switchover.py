@@ -28,8 +28,8 @@ from tests.helpers import (
 )
 
 SWITCHOVER_STEPS = [
-    "preflight", "pre_hooks", "old_master_read_only", "wait_in_flight_commits", "candidate_catch_up",
-    "promote_candidate", "repoint_replicas", "old_master_replicates", "verify",
+    "preflight", "catch_up_before_window", "pre_hooks", "old_master_read_only", "wait_in_flight_commits",
+    "candidate_catch_up", "promote_candidate", "repoint_replicas", "old_master_replicates", "verify",
 ]  # fmt: skip
 
 
@@ -163,7 +163,7 @@ async def test_refusals_name_the_failing_check_and_change_nothing(
     ferryd = ferryd_factory()
     ferryd.write(2, domains=(1, 2))
     ferryd.converge()
-    async with live_app(switchover_lag_max_transactions=3) as live:
+    async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
 
         # Not replicating: its connection is stopped.
@@ -183,15 +183,26 @@ async def test_refusals_name_the_failing_check_and_change_nothing(
         detail = check(refused, "no_errant_gtids")["detail"]
         assert f"domain 2: {errant}" in detail and "written by the candidate itself" in detail
 
-        # Lag over the limit: a delayed replica that has not applied the last 5 transactions of domain 1.
+        # A window that cannot fit: a delayed replica that has not applied the last 5 transactions of domain 1. Lag
+        # refuses nothing by itself; the catch-up before the window waits (bounded) and then refuses in numbers.
         ferryd.replica1.post("/v1/replication/main/stop", {})
         ferryd.replica1.post("/v1/replication/main/change-master", {"master": ferryd.master.listen, "delay_s": 3600})
         ferryd.replica1.post("/v1/replication/main/start", {})
         ferryd.write(5, domains=(1,))
-        refused = await assert_refused(
-            live, cluster_id, ferryd, {"candidate_server_id": ids["replica1"]}, "candidate_lag"
+        before = topology(ferryd.nodes)
+        body = {"candidate_server_id": ids["replica1"], "max_window_s": 2, "prepare_timeout_s": 1}
+        refused = await run_operation(live.app, live.client, cluster_id, "switchover", body)
+        assert refused["state"] == "failed", refused
+        assert [s["name"] for s in refused["steps"]] == ["preflight", "catch_up_before_window"]
+        assert (
+            check(refused, "candidate_lag")["passed"]
+            and "5 transactions in domain 1" in check(refused, "candidate_lag")["detail"]
         )
-        assert "5 transactions in domain 1 (limit 3)" in check(refused, "candidate_lag")["detail"]
+        error = refused["error"]
+        assert error.startswith("nothing was changed: replica1 (server_id 2) applies 0 txn/s"), error
+        assert "master (server_id 1) commits 0 txn/s in domain 1" in error, error
+        assert "5 transactions behind" in error and "delayed replica" in error and "over the 2 s budget" in error
+        assert topology(ferryd.nodes) == before
 
         # The expected master is not the master.
         refused = await assert_refused(
@@ -270,7 +281,7 @@ async def test_undo_when_a_commit_stays_in_flight_after_read_only(
         )
         assert operation["state"] == "undone", operation
         error = operation["error"]
-        assert "still had commits in flight 1.0 s after read-only on" in error, error
+        assert "client writes did not stop within 1.0 s of read-only on" in error, error
         assert "1 client commit(s) admitted before read-only went on were still in flight after 1000 ms" in error
         assert "writable again" in error
         assert step(operation, "wait_in_flight_commits")["state"] == "failed"
@@ -314,7 +325,7 @@ async def test_a_failing_pre_hook_aborts_before_any_change(
         operation = await run_operation(live.app, live.client, cluster_id, "switchover", {})
         assert operation["state"] == "failed"
         assert "pre-operation webhook" in operation["error"] and "answered 503" in operation["error"]
-        assert [s["name"] for s in operation["steps"]] == ["preflight", "pre_hooks"]
+        assert [s["name"] for s in operation["steps"]] == ["preflight", "catch_up_before_window", "pre_hooks"]
         assert topology(ferryd.nodes) == before
 
 

@@ -155,6 +155,9 @@ class Settings(BaseSettings):
     retention_interval_s: float = Field(300.0, gt=0, description="How often the collector runs the retention job.")
 
     discovery_servers_max: int = Field(100, ge=1, description="Most servers one discovery may visit.")
+    discovery_concurrency_max: int = Field(
+        8, ge=1, le=256, description="Most servers one discovery asks for their status at once."
+    )
     interleavings_events_max: int = Field(
         1000, ge=1, le=1000, description="Most events one interleavings request may ask of each server (then 422)."
     )
@@ -238,11 +241,21 @@ class Settings(BaseSettings):
         description="Fault tests only (unset in any deployment): an operation pauses for good once a step of this "
         "name has ended and been recorded, so a test can kill the API at that point of a switchover.",
     )
-    switchover_lag_max_transactions: int = Field(
-        1000, ge=0, description="Preflight: most transactions the candidate may be behind the master in any domain."
+    switchover_max_window_s: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="A switchover's (and drill's) write-unavailability budget unless the operation or its cluster "
+        "gives one: before the master goes read-only, the candidate catches up while the master keeps taking writes "
+        "until the predicted window (transactions behind / its apply rate) fits this; 10 s is the MASTER_GTID_WAIT "
+        "bound of a careful hand sequence (docs/operator-guide.md).",
     )
-    switchover_lag_max_s: float = Field(
-        30.0, ge=0, description="Preflight: most seconds the candidate's replication may lag in any domain."
+    switchover_prepare_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        le=3600,
+        description="How long a switchover's catch-up before the window may wait for the predicted window to fit its "
+        "budget; then it fails having changed nothing, with the rates and the predicted window.",
     )
     switchover_catch_up_timeout_s: float = Field(
         10.0, gt=0, description="How long the candidate may take to reach the read-only master's position; then undo."
@@ -286,6 +299,12 @@ class Settings(BaseSettings):
         description="URLs POSTed when the failover monitor confirms a lost master (stage `detected`), beside the "
         "recovery, never delaying it.",
     )
+    read_only_enforcement_webhooks: list[str] = Field(
+        default_factory=list,
+        description="URLs POSTed when the replica guard finds a replica writable: stage `read_only_enforced` (made "
+        "read-only again), `read_only_enforcement_failed`, or `writable_replica` (only flagged: enforcement off for "
+        "its cluster, or the server in maintenance; sent once until it is read-only again).",
+    )
     recovery_failed_webhooks: list[str] = Field(
         default_factory=list,
         description="URLs POSTed when an automatic failover could not start or ended without a new master (stage "
@@ -295,12 +314,6 @@ class Settings(BaseSettings):
     # -- failover ---------------------------------------------------------------------------------------------
     failover_detection_polls: int = Field(
         3, ge=1, description="Failed collector polls of the master in a row before failover is considered."
-    )
-    read_only_enforcement_webhooks: list[str] = Field(
-        default_factory=list,
-        description="URLs POSTed when the replica guard finds a replica writable: stage `read_only_enforced` (made "
-        "read-only again), `read_only_enforcement_failed`, or `writable_replica` (only flagged: enforcement off for "
-        "its cluster, or the server in maintenance; sent once until it is read-only again).",
     )
     master_write_probe: bool = Field(
         False,

@@ -310,8 +310,9 @@ class WritesStopped:
     #: gtid_binlog_pos once no client commit was in flight: every commit acknowledged to a client is at or before
     #: it, and no client commit lands after it while the server stays read-only.
     position: str
-    #: Client commits that were in flight when read-only went on (those waited for).
-    in_flight_at_read_only: int
+    #: Client commits that were in flight when read-only went on (those waited for); None where the server waited
+    #: for them itself without counting them (MariaDB: `SET GLOBAL read_only=1` blocks commits first).
+    in_flight_at_read_only: int | None
     #: How long the server waited for them.
     waited_s: float
 

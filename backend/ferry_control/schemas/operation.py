@@ -126,6 +126,20 @@ class SwitchoverParams(OperationParams):
         "incoming connections: its candidate takes them over under the same names). Unset: the candidate's only "
         "master, else the cluster's only master.",
     )
+    max_window_s: float | None = Field(
+        None,
+        gt=0,
+        le=3600,
+        description="The write-unavailability budget: the candidate catches up while the master takes writes until "
+        "the predicted window fits it. Unset: the cluster's, else the control plane's `switchover_max_window_s`.",
+    )
+    prepare_timeout_s: float | None = Field(
+        None,
+        gt=0,
+        le=3600,
+        description="How long the catch-up before the window may wait; then the switchover fails having changed "
+        "nothing. Unset: `switchover_prepare_timeout_s`.",
+    )
 
 
 class FailoverChoice(OperationParams):

@@ -228,6 +228,28 @@ class StopReason(Record):
     message: str | None = None
 
 
+class DomainRate(Record):
+    """One domain as the catch-up before the window last measured it."""
+
+    domain: int
+    behind: int = Field(description="Transactions the candidate lacked.")
+    master_commits_per_s: float
+    candidate_applies_per_s: float
+
+
+class CatchUpPhase(Record):
+    """The catch-up before the window: how long the move waited for the candidate while the master took writes, the
+    budget it waited to fit, and the load it measured (the write load the move ran under)."""
+
+    waited_s: float | None = None
+    max_window_s: float
+    predicted_catch_up_s: float | None = Field(
+        None, description="The window's catch-up predicted when the master went read-only (None: unbounded)."
+    )
+    behind: int = 0
+    rates: list[DomainRate] = Field(default_factory=list)
+
+
 class SwitchFigures(Record):
     """A drill's switch: the write-unavailability window (None for an intermediate master's: the masters never
     stopped), the candidate's catch-up, the position it caught up to."""
@@ -235,6 +257,8 @@ class SwitchFigures(Record):
     unavailable_s: float | None = None
     catch_up_s: float | None = None
     position: str | None = None
+    catch_up_phase: CatchUpPhase | None = None
+    window_steps: dict[str, float] | None = None
 
 
 class ParallelApplyRaise(Record):
@@ -288,6 +312,12 @@ class SwitchesMaster(MovesWriter):
     position: str | None = Field(None, description="P: where the old master (or hub) stopped.")
     catch_up_s: float | None = None
     unavailable_s: float | None = Field(None, description="Read-only on the old master → the new master writable.")
+    catch_up_phase: CatchUpPhase | None = None
+    window_steps: dict[str, float] | None = Field(
+        None,
+        description="Seconds of the window per step (old_master_read_only, wait_in_flight_commits, "
+        "candidate_catch_up, promote_candidate).",
+    )
 
 
 class SwitchoverResult(SwitchesMaster):

@@ -1220,6 +1220,29 @@ export interface components {
          */
         Capability: "can_read" | "can_operate" | "can_admin";
         /**
+         * CatchUpPhase
+         * @description The catch-up before the window: how long the move waited for the candidate while the master took writes, the
+         *     budget it waited to fit, and the load it measured (the write load the move ran under).
+         */
+        CatchUpPhase: {
+            /** Waited S */
+            waited_s?: number | null;
+            /** Max Window S */
+            max_window_s: number;
+            /**
+             * Predicted Catch Up S
+             * @description The window's catch-up predicted when the master went read-only (None: unbounded).
+             */
+            predicted_catch_up_s?: number | null;
+            /**
+             * Behind
+             * @default 0
+             */
+            behind: number;
+            /** Rates */
+            rates?: components["schemas"]["DomainRate"][];
+        };
+        /**
          * CheckResult
          * @description One named preflight check and what it found.
          */
@@ -2009,6 +2032,23 @@ export interface components {
             up_to: string;
         };
         /**
+         * DomainRate
+         * @description One domain as the catch-up before the window last measured it.
+         */
+        DomainRate: {
+            /** Domain */
+            domain: number;
+            /**
+             * Behind
+             * @description Transactions the candidate lacked.
+             */
+            behind: number;
+            /** Master Commits Per S */
+            master_commits_per_s: number;
+            /** Candidate Applies Per S */
+            candidate_applies_per_s: number;
+        };
+        /**
          * DomainRatesRead
          * @description One GTID domain: the master's commit rate against the replica's apply rate.
          */
@@ -2180,6 +2220,14 @@ export interface components {
              * @description Read-only on the old master → the new master writable.
              */
             unavailable_s?: number | null;
+            catch_up_phase?: components["schemas"]["CatchUpPhase"] | null;
+            /**
+             * Window Steps
+             * @description Seconds of the window per step (old_master_read_only, wait_in_flight_commits, candidate_catch_up, promote_candidate).
+             */
+            window_steps?: {
+                [key: string]: number;
+            } | null;
             switchover?: components["schemas"]["SwitchFigures"] | null;
             /** Drill Webhooks */
             drill_webhooks?: components["schemas"]["WebhookCall"][] | null;
@@ -4998,6 +5046,11 @@ export interface components {
             catch_up_s?: number | null;
             /** Position */
             position?: string | null;
+            catch_up_phase?: components["schemas"]["CatchUpPhase"] | null;
+            /** Window Steps */
+            window_steps?: {
+                [key: string]: number;
+            } | null;
         };
         /**
          * SwitchPlanView
@@ -5112,6 +5165,16 @@ export interface components {
              * @description The source whose role moves: a master of several, or an intermediate master (one with incoming connections: its candidate takes them over under the same names). Unset: the candidate's only master, else the cluster's only master.
              */
             source_server_id?: number | null;
+            /**
+             * Max Window S
+             * @description The write-unavailability budget: the candidate catches up while the master takes writes until the predicted window fits it. Unset: the cluster's, else the control plane's `switchover_max_window_s`.
+             */
+            max_window_s?: number | null;
+            /**
+             * Prepare Timeout S
+             * @description How long the catch-up before the window may wait; then the switchover fails having changed nothing. Unset: `switchover_prepare_timeout_s`.
+             */
+            prepare_timeout_s?: number | null;
         };
         /**
          * SwitchoverRequest
@@ -5143,6 +5206,16 @@ export interface components {
              * @description The source whose role moves: a master of several, or an intermediate master (one with incoming connections: its candidate takes them over under the same names). Unset: the candidate's only master, else the cluster's only master.
              */
             source_server_id?: number | null;
+            /**
+             * Max Window S
+             * @description The write-unavailability budget: the candidate catches up while the master takes writes until the predicted window fits it. Unset: the cluster's, else the control plane's `switchover_max_window_s`.
+             */
+            max_window_s?: number | null;
+            /**
+             * Prepare Timeout S
+             * @description How long the catch-up before the window may wait; then the switchover fails having changed nothing. Unset: `switchover_prepare_timeout_s`.
+             */
+            prepare_timeout_s?: number | null;
         };
         /** SwitchoverResult */
         SwitchoverResult: {
@@ -5187,6 +5260,14 @@ export interface components {
              * @description Read-only on the old master → the new master writable.
              */
             unavailable_s?: number | null;
+            catch_up_phase?: components["schemas"]["CatchUpPhase"] | null;
+            /**
+             * Window Steps
+             * @description Seconds of the window per step (old_master_read_only, wait_in_flight_commits, candidate_catch_up, promote_candidate).
+             */
+            window_steps?: {
+                [key: string]: number;
+            } | null;
             /** Candidate Chosen By */
             candidate_chosen_by?: ("caller" | "orchestrator") | null;
             plan?: components["schemas"]["SwitchPlanView"] | null;

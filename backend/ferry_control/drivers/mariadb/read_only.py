@@ -1,11 +1,20 @@
-"""A MariaDB server's read-only flag, and the client sessions that could write despite it (users with SUPER or
-READ ONLY ADMIN, directly or through roles), which a switchover ends."""
+"""A MariaDB server's read-only flag, where its client writes stopped once it is on, and the client sessions that
+could write despite it (users with SUPER or READ ONLY ADMIN, directly or through roles), which a switchover ends.
+
+Where writes stopped is known without waiting: `SET GLOBAL read_only=1` (10.11 `fix_read_only`) takes the global read
+lock and then blocks commits — waiting for every commit in progress, each of which holds the backup-commit metadata
+lock through its binlog write — before it sets the flag, and a commit checks the flag only once it holds that lock.
+So when the statement has returned, every client commit has landed in the binlog or will be refused, and the binlog
+position read then is final (`backend/tests/test_mariadb_in_flight.py` checks it under concurrent writers)."""
 
 from __future__ import annotations
 
 import logging
 import re
+import time
 
+from ferry_control.drivers.base import WritesStopped
+from ferry_control.drivers.errors import ServerConflict
 from ferry_control.drivers.mariadb.config import MariadbServer
 from ferry_control.drivers.mariadb.errors import MariadbError
 
@@ -33,6 +42,23 @@ class MariadbReadOnly(MariadbServer):
     async def set_read_only(self, read_only: bool) -> bool:
         await self.sql.query("SET GLOBAL read_only = %s", (1 if read_only else 0,))
         return bool(int(await self.sql.value("SELECT @@read_only")))
+
+    #: `SET GLOBAL read_only=1` returns only once every commit in progress has landed (see the module's doc).
+    counts_commits_in_flight = True
+
+    async def wait_commits_landed(self, timeout_s: float) -> WritesStopped:
+        """Where client writes stopped: the binlog position now, read-only being on (the commits in progress were
+        waited for by the statement that turned it on; nothing is counted, so `in_flight_at_read_only` is None).
+        ServerConflict when read-only is off (turned off since: nothing stopped)."""
+        started = time.perf_counter()
+        rows = await self.sql.query("SELECT @@read_only AS read_only, @@gtid_binlog_pos AS position")
+        if not rows or not int(rows[0]["read_only"]):
+            raise ServerConflict(
+                self.address, "read_only_off", "read_only is off: client writes did not stop (it was turned off since)"
+            )
+        return WritesStopped(
+            position=str(rows[0]["position"] or ""), in_flight_at_read_only=None, waited_s=time.perf_counter() - started
+        )
 
     async def kill_sessions_bypassing_read_only(self) -> int:
         """Kills the client sessions of users whose privileges let them write despite read_only (SUPER or READ ONLY

@@ -281,13 +281,18 @@ def switch_result(ctx: OperationContext[Any, Any]) -> SwitchesMaster:
 
 
 async def candidate_catch_up(
-    ctx: OperationContext[Any, Any], candidate: ServerView, target: str, connection: str
+    ctx: OperationContext[Any, Any],
+    candidate: ServerView,
+    target: str,
+    connection: str,
+    *,
+    timeout_s: float | None = None,
 ) -> None:
     """The `candidate_catch_up` step of a switchover: the candidate applies up to `target` over `connection`
-    within `switchover_catch_up_timeout_s` (its time kept as `catch_up_s`), else the operation fails naming where it
-    is and why (the connection broke, or the time ran out)."""
+    within `timeout_s` (default `switchover_catch_up_timeout_s`; its time kept as `catch_up_s`), else the operation
+    fails naming where it is and why (the connection broke, or the time ran out)."""
     result = switch_result(ctx)
-    timeout_s = ctx.settings.switchover_catch_up_timeout_s
+    timeout_s = timeout_s or ctx.settings.switchover_catch_up_timeout_s
     async with ctx.step("candidate_catch_up") as step:
         caught = time.perf_counter()
         reached = await wait_reached(candidate.require_driver(), target, timeout_s, connection=connection)

@@ -58,7 +58,10 @@ Drill = OperationContext[DrillParams, DrillResult]
 
 def _figures(result: DrillResult) -> SwitchFigures:
     """The last switch's figures."""
-    return SwitchFigures(unavailable_s=result.unavailable_s, catch_up_s=result.catch_up_s, position=result.position)
+    return SwitchFigures(
+        unavailable_s=result.unavailable_s, catch_up_s=result.catch_up_s, position=result.position,
+        catch_up_phase=result.catch_up_phase, window_steps=result.window_steps,
+    )  # fmt: skip
 
 
 class DrillFailed(Exception):
@@ -238,9 +241,8 @@ async def _live_drill(
     plan, _ = await _preflight(ctx, candidate.info.id, master.info.id)
     if not plan.passed:
         raise DrillFailed([f"preflight {c.name}: {c.detail}" for c in plan.failed()])
-    await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
     assert plan.master is not None and plan.candidate is not None
-    writer_reasons = await _switch(ctx, writer, "switch", plan.master, plan.candidate, plan.others)
+    writer_reasons = await _switch(ctx, writer, "switch", plan.master, plan.candidate, plan.others, announce=True)
     ctx.result.switchover = _figures(ctx.result)
     details["switchover"] = ctx.result.switchover.model_dump(mode="json")
 
@@ -268,7 +270,14 @@ async def _live_drill(
 
 
 async def _switch(
-    ctx: Drill, writer: CanaryWriter, name: str, master: ServerView, link: Link, others: list[Link]
+    ctx: Drill,
+    writer: CanaryWriter,
+    name: str,
+    master: ServerView,
+    link: Link,
+    others: list[Link],
+    *,
+    announce: bool = False,
 ) -> list[str]:
     """The switchover's moves with the writer told when they run; then the writer writes on for the lead time and
     until each domain has a write acknowledged by the new master (bounded). Returns the reasons to fail (a domain
@@ -276,7 +285,7 @@ async def _switch(
     mark = writer.switch_started(name, master.info.id, link.replica.info.id)
     succeeded = False
     try:
-        await switch_master(ctx, master, link, others)
+        await switch_master(ctx, master, link, others, announce=announce)
         succeeded = True
     finally:
         writer.switch_ended(mark, succeeded)

@@ -6,6 +6,7 @@ write-unavailability window (read-only on → new master writable) and each step
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -15,14 +16,16 @@ from ferry_control.core.config import Settings
 from ferry_control.drivers.base import Check, ConnectionSettings, MasterRole, ServerDriver
 from ferry_control.drivers.errors import DriverError, ServerConflict
 from ferry_control.models import PromotionRule
-from ferry_control.schemas.operation import SwitchoverParams
+from ferry_control.schemas.operation import OperationStep, SwitchoverParams
 from ferry_control.schemas.operation_results import (
+    CatchUpPhase,
     CheckResult,
+    DomainRate,
     MasterSwitch,
     ServerConnection,
     SwitchoverResult,
 )
-from ferry_control.services.orchestrator import actions, routing
+from ferry_control.services.orchestrator import actions, prepare, routing
 from ferry_control.services.orchestrator.candidates import delay_of, filtered_domains, label_mismatch
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, join_all, position
 from ferry_control.services.orchestrator.hub_switchover import switch_hub, switch_plan
@@ -125,15 +128,16 @@ def candidate_checks(
     worst_domain = max(behind, key=lambda d: behind[d], default=None)
     worst_tx = behind.get(worst_domain, 0) if worst_domain is not None else 0
     worst_s = max((lag.seconds for lag in c.lag.values()), default=0.0)
-    ok = worst_tx <= settings.switchover_lag_max_transactions and worst_s <= settings.switchover_lag_max_s
+    # Lag alone refuses nothing: the catch-up before the window waits until the window the lag implies fits the
+    # move's budget, and refuses then with both rates if it never does.
     checks.append(
         Check(
             "candidate_lag",
-            ok,
+            True,
             f"behind the master by {worst_tx} transactions"
             + (f" in domain {worst_domain}" if worst_domain is not None else "")
-            + f" (limit {settings.switchover_lag_max_transactions}) and {worst_s:.3f} s (limit "
-            f"{settings.switchover_lag_max_s} s)",
+            + f" and {worst_s:.3f} s: it catches up before the master goes read-only, until the window fits the "
+            "budget",
         )
     )
     return checks
@@ -295,21 +299,44 @@ async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResul
     ctx.result.plan = switch_plan(snapshot, master, link, plan.others)
     if ctx.dry_run:
         return
-    await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
     if hub:
+        await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
         await switch_hub(ctx, snapshot, master, link, plan.others)
     else:
-        await switch_master(ctx, master, link, plan.others)
+        await switch_master(ctx, master, link, plan.others, announce=True)
 
 
-async def switch_master(ctx: OperationContext[Any, Any], master: ServerView, link: Link, others: list[Link]) -> None:
-    """The moves of a switchover once the preflight passed (also a drill's). Until the candidate is promoted, any
-    end but success undoes (the old master as it was, the candidate its replica again); once it is, the rest is
-    completed instead (every other server follows the new master)."""
+async def switch_master(
+    ctx: OperationContext[Any, Any], master: ServerView, link: Link, others: list[Link], *, announce: bool = False
+) -> None:
+    """The moves of a switchover once the preflight passed (also a drill's): the catch-up before the window (nothing
+    changed yet; it may refuse), then with `announce` the pre-operation webhooks, then the window. Until the
+    candidate is promoted, any end but success undoes (the old master as it was, the candidate its replica again);
+    once it is, the rest is completed instead (every other server follows the new master)."""
     result = actions.switch_result(ctx)
     settings = ctx.settings
     candidate = link.replica
     master_driver, candidate_driver = master.require_driver(), candidate.require_driver()
+    max_window_s, prepare_timeout_s = prepare.budget(
+        ctx, getattr(ctx.params, "max_window_s", None), getattr(ctx.params, "prepare_timeout_s", None), None
+    )
+    # Before anything changes: the candidate catches up while the master takes writes, until the window fits.
+    predicted = await prepare.catch_up_before_window(
+        ctx, master, candidate, max_window_s=max_window_s, timeout_s=prepare_timeout_s, delay_s=delay_of(link)
+    )
+    result.catch_up_phase = CatchUpPhase(
+        waited_s=ctx.steps[-1].duration_s,
+        max_window_s=max_window_s,
+        predicted_catch_up_s=None if math.isinf(predicted.catch_up_s) else round(predicted.catch_up_s, 6),
+        behind=predicted.behind,
+        rates=[
+            DomainRate(domain=d.domain, behind=d.behind, master_commits_per_s=round(d.commit_rate, 1),
+                       candidate_applies_per_s=round(d.apply_rate, 1))
+            for d in predicted.domains
+        ],
+    )  # fmt: skip
+    if announce:
+        await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
     master_was_read_only = bool(master.status and master.status.read_only)
     connection = link.connection.name
     # Roles swap whole: the candidate takes the old master's master-side settings (semi-sync) before it takes
@@ -348,10 +375,15 @@ async def switch_master(ctx: OperationContext[Any, Any], master: ServerView, lin
             # read_only does not stop every user (MariaDB: SUPER, READ ONLY ADMIN): their sessions are ended.
             killed = await master_driver.kill_sessions_bypassing_read_only()
             step.detail = f"{master.info.label} refuses writes; {killed} session(s) that could bypass read-only ended"
+            read_only_s = time.perf_counter() - window_started  # the proxies' part came before the window
         async with ctx.step("wait_in_flight_commits") as step:
             target, step.detail = await commits_landed(master, settings)
         result.position = target
-        await actions.candidate_catch_up(ctx, candidate, target, connection)
+        # Bounded as configured, or by the window the operator accepted for this operation when that is longer.
+        accepted_s = getattr(ctx.params, "max_window_s", None) or 0.0
+        await actions.candidate_catch_up(
+            ctx, candidate, target, connection, timeout_s=max(settings.switchover_catch_up_timeout_s, accepted_s)
+        )
         async with ctx.step("promote_candidate") as step:
             await candidate_driver.stop_replication(connection)
             removed = True  # from here the undo re-creates the connection (a remove cut short may have removed it)
@@ -360,6 +392,7 @@ async def switch_master(ctx: OperationContext[Any, Any], master: ServerView, lin
             if await candidate_driver.set_read_only(False):
                 raise OperationFailed(f"{candidate.info.label} still reports read_only after read-only off")
             unavailable = time.perf_counter() - window_started
+            result.window_steps = window_shares(ctx.steps, unavailable, read_only_s)
             ctx.release_records()
             await routing.writer_arrived(ctx, candidate.info.id, master.info.id)
             step.detail = f"{candidate.info.label} is the master and writable" + role_taken(role, master.info.label)
@@ -382,6 +415,23 @@ async def switch_master(ctx: OperationContext[Any, Any], master: ServerView, lin
                             old_master_connection=connection)  # fmt: skip
 
 
+#: The steps between read-only on the old master and writes on the new one.
+WINDOW_STEPS = ("old_master_read_only", "wait_in_flight_commits", "candidate_catch_up", "promote_candidate")
+
+
+def window_shares(steps: Sequence[OperationStep], unavailable_s: float, read_only_s: float) -> dict[str, float]:
+    """Each window step's seconds (the last of each name; the read-only step's part inside the window; the promotion
+    still running is what remains), so a result says where its window went."""
+    shares: dict[str, float] = {}
+    for step in steps:
+        if step.name in WINDOW_STEPS and step.duration_s is not None:
+            shares[step.name] = step.duration_s
+    shares["old_master_read_only"] = round(read_only_s, 6)
+    if "promote_candidate" not in shares:
+        shares["promote_candidate"] = round(max(0.0, unavailable_s - sum(shares.values())), 6)
+    return shares
+
+
 def role_taken(role: MasterRole, old_master: str) -> str:
     """The master-side settings a new master took, in words for its step (empty when the kind has none)."""
     if role.semi_sync is None:
@@ -393,8 +443,8 @@ def role_taken(role: MasterRole, old_master: str) -> str:
 
 async def commits_landed(master: ServerView, settings: Settings) -> tuple[str, str]:
     """The read-only old master's binlog position once the client commits it admitted before read-only have landed,
-    and how that is known: exactly, when its driver counts commits in flight; else (a driver that cannot) once the
-    position has stood still for `in_flight_quiet_ms`."""
+    and how that is known: exactly, when its driver knows (ferryd counts commits in flight; MariaDB's read_only=1
+    waits for them itself); else (a driver that cannot) once the position has stood still for `in_flight_quiet_ms`."""
     driver = master.require_driver()
     bound_s = settings.in_flight_wait_max_s
     if driver.counts_commits_in_flight:
@@ -402,9 +452,14 @@ async def commits_landed(master: ServerView, settings: Settings) -> tuple[str, s
             stopped = await driver.wait_commits_landed(bound_s)
         except ServerConflict as e:
             raise OperationFailed(
-                f"{master.info.label} still had commits in flight {bound_s} s after read-only on "
+                f"{master.info.label}: client writes did not stop within {bound_s} s of read-only on "
                 f"({e.code}: {e.message})"
             ) from e
+        if stopped.in_flight_at_read_only is None:
+            return stopped.position, (
+                f"read-only on waited for every commit in progress itself (read in {stopped.waited_s * 1000:.1f} ms): "
+                f"P = {stopped.position}"
+            )
         return stopped.position, (
             f"{stopped.in_flight_at_read_only} commit(s) in flight at read-only on, all landed after "
             f"{stopped.waited_s * 1000:.1f} ms: P = {stopped.position}"

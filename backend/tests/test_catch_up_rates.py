@@ -1,0 +1,106 @@
+"""The catch-up arithmetic before a switchover's window, as pure logic: rates from consecutive positions, the window a
+switchover started now would need, whether the candidate is gaining, the decision to go on, and the refusal's
+words (both rates, the predicted window, what to do)."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ferry_control.services.orchestrator.catch_up_rates import (
+    RATE_SPAN_S,
+    RateTracker,
+    Sample,
+    explain,
+)
+from ferry_control.services.orchestrator.prepare import NEGLIGIBLE_S, _go
+
+
+def feed(tracker: RateTracker, steps: int, dt: float, commit: float, apply: float, start_behind: int = 0) -> None:
+    """`steps` samples `dt` apart: the master commits `commit` txn/s in domain 1, the candidate applies `apply`."""
+    for i in range(steps + 1):
+        t = i * dt
+        master = start_behind + int(commit * t)
+        candidate = min(master, int(apply * t))
+        tracker.add(Sample(t, {1: master}, {1: candidate}))
+
+
+def test_rates_and_the_predicted_window_come_from_consecutive_positions() -> None:
+    tracker = RateTracker()
+    feed(tracker, steps=20, dt=0.1, commit=2300, apply=1480, start_behind=500)
+    p = tracker.predict()
+    (d,) = p.domains
+    assert abs(d.commit_rate - 2300) < 30 and abs(d.apply_rate - 1480) < 30, d
+    assert d.behind == 500 + 2300 * 2 - 1480 * 2
+    assert not d.keeps_up
+    assert math.isclose(p.catch_up_s, d.behind / d.apply_rate)
+    assert tracker.gaining() is False
+
+
+def test_a_candidate_that_lacks_nothing_goes_at_once_and_one_that_applies_nothing_never_fits() -> None:
+    level = RateTracker()
+    level.add(Sample(0.0, {1: 10, 2: 5}, {1: 10, 2: 5, 3: 99}))  # a domain the master lacks is not its business
+    assert level.predict().behind == 0
+    assert _go(level.predict(), level.gaining(), 10.0) == "the candidate lacks nothing"
+
+    stalled = RateTracker()
+    feed(stalled, steps=10, dt=0.1, commit=100, apply=0, start_behind=50)
+    assert math.isinf(stalled.predict().catch_up_s)
+    assert _go(stalled.predict(), stalled.gaining(), 3600.0) is None
+
+
+def test_it_waits_while_the_candidate_gains_and_goes_once_it_no_longer_does() -> None:
+    gaining = RateTracker()
+    feed(gaining, steps=5, dt=0.1, commit=1000, apply=3000, start_behind=2000)
+    assert gaining.gaining() is True
+    assert _go(gaining.predict(), gaining.gaining(), 10.0) is None  # waiting shortens the window: wait
+
+    steady = RateTracker()
+    feed(steady, steps=10, dt=0.1, commit=1000, apply=1000, start_behind=800)
+    prediction = steady.predict()
+    assert steady.gaining() is False and prediction.catch_up_s <= 10.0
+    assert "no longer gaining" in (_go(prediction, False, 10.0) or "")
+    assert _go(prediction, False, prediction.catch_up_s / 2) is None  # over the budget: keep waiting
+
+
+def test_a_negligible_catch_up_goes_even_while_gaining() -> None:
+    tracker = RateTracker()
+    tracker.add(Sample(0.0, {1: 1000}, {1: 0}))
+    tracker.add(Sample(0.5, {1: 1050}, {1: 1047}))
+    prediction = tracker.predict()
+    assert 0 < prediction.catch_up_s <= NEGLIGIBLE_S
+    assert "negligible" in (_go(prediction, True, 10.0) or "")
+
+
+def test_too_soon_to_measure_never_goes_unless_level() -> None:
+    tracker = RateTracker()
+    tracker.add(Sample(0.0, {1: 100}, {1: 90}))
+    assert not tracker.predict().measured and tracker.gaining() is None
+    assert _go(tracker.predict(), None, 10.0) is None
+
+
+def test_the_refusal_says_both_rates_the_window_and_what_to_do() -> None:
+    tracker = RateTracker()
+    feed(tracker, steps=20, dt=0.1, commit=2310, apply=1480, start_behind=4000)
+    words = explain("s2", "s1", tracker.predict(), 1.0, waited_s=60.0)
+    assert "s2 applies 1,4" in words and "s1 commits 2,3" in words and "in domain 1" in words
+    assert "falls further behind while this load lasts" in words
+    assert "would hold writes for ~" in words and "after waiting 60.0 s" in words
+    assert "--max-window" in words and "parallel apply on s2" in words
+
+
+@given(st.lists(st.tuples(st.floats(0.01, 1.0), st.integers(0, 500), st.integers(0, 500)), min_size=1, max_size=60))
+def test_predictions_are_never_negative_and_only_use_the_last_span(steps: list[tuple[float, int, int]]) -> None:
+    tracker = RateTracker()
+    t, master, candidate = 0.0, 0, 0
+    for dt, commits, applies in steps:
+        t += dt
+        master += commits
+        candidate = min(master, candidate + applies)
+        p = tracker.add(Sample(t, {1: master}, {1: candidate}))
+        (d,) = p.domains
+        assert d.behind == master - candidate >= 0
+        assert d.commit_rate >= 0 and d.apply_rate >= 0 and d.catch_up_s >= 0
+        assert p.span_s <= max(RATE_SPAN_S, dt) + 1e-9
