@@ -172,3 +172,16 @@ export function useSetMaintenance(clusterId: number) {
     onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.cluster(clusterId) }),
   });
 }
+
+export type ParallelApplyBody = Schemas["ParallelApplyRequest"];
+/** POST …/operations/parallel-apply: a replica connection's parallel apply changed online. */
+export function useParallelApply(clusterId: number) {
+  return useOperationMutation<ParallelApplyBody>(clusterId, (id, { body, idempotencyKey }) =>
+    unwrap(
+      api.POST("/api/v1/clusters/{cluster_id}/operations/parallel-apply", {
+        params: { path: path(id), header: header(idempotencyKey) },
+        body,
+      }),
+    ),
+  );
+}

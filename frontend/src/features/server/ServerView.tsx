@@ -15,6 +15,7 @@ import { LiveMaintenanceNote } from "../maintenance/MaintenanceNote";
 import { ConnectionSettings } from "../topology/ConnectionSettings";
 import { connectionState } from "../topology/connectionState";
 import { auditTouches, domainPositions, operationTouches } from "./serverFacts";
+import { ParallelApply } from "./ParallelApply";
 
 const KIND_NAMES: Record<Schemas["ServerKind"], string> = { ferry: "ferryd", mariadb: "MariaDB" };
 
@@ -234,6 +235,12 @@ export function ServerView({ clusterId, serverId }: { clusterId: number; serverI
           </p>
           <h2>Replicates from</h2>
           <Connections edges={edges.filter((e) => e.replica_server_id === serverId)} names={names} title="Replication connections" side="master" />
+          {edges.some((e) => e.replica_server_id === serverId) ? (
+            <>
+              <h2>Parallel apply</h2>
+              <ParallelApply clusterId={clusterId} serverId={serverId} serverName={(id) => names.get(id) ?? `server ${id}`} />
+            </>
+          ) : null}
           <h2>Replicas</h2>
           <Connections edges={edges.filter((e) => e.master_server_id === serverId)} names={names} title="Replicas" side="replica" />
           <h2>Errant transactions</h2>
