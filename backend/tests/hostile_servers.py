@@ -47,6 +47,11 @@ class FakeNode:
         self.answer = answer or Answer()
         self.requests = 0
         self.authorizations: list[str] = []
+        #: Requests being answered now, and the most at once; while `hold` is set to an unset event, every request
+        #: waits for it before its answer (a server that answers only when the test lets it).
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.hold: asyncio.Event | None = None
         #: Set by `stop`: slow and never-ending answers give up, so the server can shut down.
         self.stopped = asyncio.Event()
 
@@ -66,6 +71,19 @@ class FakeNode:
             return
         self.requests += 1
         self.authorizations += [v.decode() for k, v in scope["headers"] if k.lower() == b"authorization"]
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if self.hold is not None:
+                waits = [asyncio.ensure_future(self.hold.wait()), asyncio.ensure_future(self.stopped.wait())]
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                for wait in waits:
+                    wait.cancel()
+            await self._answer(send)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, send: Any) -> None:
         answer = self.answer
         if answer.delay_s and await self._wait(answer.delay_s):
             return

@@ -130,17 +130,19 @@ async def test_a_failed_renewal_stops_the_undo_and_says_what_it_left(
         live.app.state.runner._tasks[operation_id].cancel()
         async with asyncio.timeout(WAIT_S):
             await undo.entered.wait()
-        if renewal == "taken over":
-            async with session_scope(live.app.state.sessionmaker) as session:
-                await session.execute(
-                    update(OperationLock)
-                    .where(OperationLock.cluster_id == cluster_id)
-                    .values(fencing_token=OperationLock.fencing_token + 1)
-                )
-        else:
-            monkeypatch.setattr(ClusterRepository, "renew_lease", database_down)
-        operation = await ended(live, cluster_id, operation_id)
-        undo.opened.set()  # had the undo not been stopped, it would go on now
+        try:
+            if renewal == "taken over":
+                async with session_scope(live.app.state.sessionmaker) as session:
+                    await session.execute(
+                        update(OperationLock)
+                        .where(OperationLock.cluster_id == cluster_id)
+                        .values(fencing_token=OperationLock.fencing_token + 1)
+                    )
+            else:
+                monkeypatch.setattr(ClusterRepository, "renew_lease", database_down)
+            operation = await ended(live, cluster_id, operation_id)
+        finally:
+            undo.opened.set()  # had the undo not been stopped, it goes on now (and the app can shut down)
     assert not undo.ran, "the undo went on after its lock was lost"
     assert operation["state"] == "failed", operation
     done = operation["result"]["undo"]["done"]

@@ -13,6 +13,10 @@ From each server whose admin address is known, its status names
   (host and server_id) and polled once an operator sets its ports. An advertised wildcard host (0.0.0.0, ::) is
   replaced by the host the replica connected from.
 
+No database connection is held while servers answer: what the graph led to so far is read as one wave, at most
+`discovery_concurrency_max` servers at once (each bounded by `poll_timeout_s`, its answer validated as a poll's is),
+after committing what was registered before it.
+
 Only approved servers are visited (services/approval.py): every server discovery registers — the seed, a master a
 replica names, a replica a master lists — is approved when the caller is an admin or the allow-list
 (`server_trusted_hosts`) names its host, else registered pending and not visited, so an operator's discovery never
@@ -22,6 +26,7 @@ bounded and stripped (core/untrusted_text.py).
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -31,7 +36,7 @@ from ferry_control.core.config import Settings
 from ferry_control.core.errors import Forbidden
 from ferry_control.core.outbound import check_host
 from ferry_control.core.untrusted_text import bounded
-from ferry_control.drivers.base import ConnectedReplica
+from ferry_control.drivers.base import ConnectedReplica, ServerDriver, ServerStatus
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import Cluster, Server, ServerKind, ServerOrigin
@@ -40,6 +45,7 @@ from ferry_control.schemas.discovery import DiscoveryRequest
 from ferry_control.services.approval import Approver, TrustedHosts, approve_address, approver_of, pending_reason
 from ferry_control.services.clusters import ClusterService
 from ferry_control.services.collection.addresses import split_address
+from ferry_control.services.collection.validation import InvalidStatus, validate_status
 
 #: Hosts a node may advertise when it listens on every interface: useless as an address to reach it.
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
@@ -62,6 +68,7 @@ class Discovery:
 
 class DiscoveryService:
     def __init__(self, session: AsyncSession, drivers: DriverFactory, settings: Settings):
+        self.session = session
         self.servers = ServerRepository(session)
         self.clusters = ClusterService(session)
         self.drivers = drivers
@@ -103,35 +110,37 @@ class DiscoveryService:
         visited: set[int] = set()
         streaming: list[tuple[Server, int, str]] = []  # (master, replica server_id, replica host)
         while queue:
-            server = queue.popleft()
-            if server.id in visited:
-                continue
-            if len(visited) >= self.settings.discovery_servers_max:
-                result.note(None, f"stopped after visiting {len(visited)} servers (discovery_servers_max)")
-                break
-            visited.add(server.id)
-            if server.admin_address is None:
-                result.note(server.id, f"{server.label} not visited: its admin address is unknown")
-                continue
-            if not server.approved:
-                result.note(server.id, f"not visited: {pending_reason(server)}")
-                continue
-            try:
-                status = await self.drivers.for_server(server, cluster).status()
-            except DriverError as e:
-                result.note(server.id, f"could not read the status of {server.label}: {e}")
-                continue
-            server.reported_server_id = status.server_id
-            for connection in status.connections:
-                master = await self._master(cluster, server.kind, connection.master_address, result, by)
-                if master is not None:
-                    queue.append(master)
-            for replica in status.replicas:
-                advertised = await self._advertised_replica(cluster, server, replica, result, by)
-                if advertised is None:
-                    streaming.append((server, replica.server_id, replica.host))
-                elif advertised.admin_address is not None:
-                    queue.append(advertised)
+            wave: list[Server] = []  # what the graph led to so far, read together
+            while queue:
+                server = queue.popleft()
+                if server.id in visited:
+                    continue
+                if len(visited) >= self.settings.discovery_servers_max:
+                    result.note(None, f"stopped after visiting {len(visited)} servers (discovery_servers_max)")
+                    queue.clear()
+                    break
+                visited.add(server.id)
+                if server.admin_address is None:
+                    result.note(server.id, f"{server.label} not visited: its admin address is unknown")
+                elif not server.approved:
+                    result.note(server.id, f"not visited: {pending_reason(server)}")
+                else:
+                    wave.append(server)
+            for server, status in zip(wave, await self._statuses(cluster, wave), strict=True):
+                if isinstance(status, str):
+                    result.note(server.id, f"could not read the status of {server.label}: {status}")
+                    continue
+                server.reported_server_id = status.server_id
+                for connection in status.connections:
+                    master = await self._master(cluster, server.kind, connection.master_address, result, by)
+                    if master is not None:
+                        queue.append(master)
+                for replica in status.replicas:
+                    advertised = await self._advertised_replica(cluster, server, replica, result, by)
+                    if advertised is None:
+                        streaming.append((server, replica.server_id, replica.host))
+                    elif advertised.admin_address is not None:
+                        queue.append(advertised)
             await self.servers.flush()
 
         for master, replica_server_id, host in streaming:
@@ -163,6 +172,39 @@ class DiscoveryService:
                 f"({host}); its protocol and admin ports are unknown: set them to have it polled",
             )
         return result
+
+    async def _statuses(self, cluster: Cluster, servers: list[Server]) -> list[ServerStatus | str]:
+        """Each server's status, validated, or why there is none. What was registered so far is committed first, so
+        no database connection (on SQLite, the write lock) is held while servers answer; at most
+        `discovery_concurrency_max` are asked at once, each bounded by `poll_timeout_s`."""
+        if not servers:
+            return []
+        drivers: list[ServerDriver | str] = []
+        for server in servers:
+            try:
+                drivers.append(self.drivers.for_server(server, cluster))
+            except DriverError as e:
+                drivers.append(str(e))
+        await self.session.commit()
+        semaphore = asyncio.Semaphore(self.settings.discovery_concurrency_max)
+        timeout_s = self.settings.poll_timeout_s
+
+        async def read(driver: ServerDriver | str) -> ServerStatus | str:
+            if isinstance(driver, str):
+                return driver
+            async with semaphore:
+                try:
+                    status = await asyncio.wait_for(driver.status(), timeout_s)
+                    validate_status(status)
+                    return status
+                except DriverError as e:
+                    return str(e)
+                except TimeoutError:
+                    return f"no answer within {timeout_s} s"
+                except InvalidStatus as e:
+                    return f"its status is not valid: {e}"
+
+        return list(await asyncio.gather(*(read(d) for d in drivers)))
 
     async def _add(self, by: Approver, server: Server) -> Server:
         approve_address(server, by, self.trusted)
