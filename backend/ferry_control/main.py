@@ -17,10 +17,12 @@ from fastapi import FastAPI, Request, Response
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from ferry_control.api import router as api_router
+from ferry_control.api.api_docs import mount_api_docs
 from ferry_control.api.audit_middleware import AuditMiddleware
 from ferry_control.api.body_limit import BodyLimitMiddleware
 from ferry_control.api.denials import DenialTally
 from ferry_control.api.deps import MetricsReader
+from ferry_control.api.security_headers import SecurityHeadersMiddleware
 from ferry_control.api.sse import StreamHub
 from ferry_control.core.concurrency import ConcurrencyLimit
 from ferry_control.core.config import Settings, get_settings
@@ -99,8 +101,8 @@ def create_app(
         version="0.1.0",
         description=DESCRIPTION,
         lifespan=lifespan,
-        docs_url="/docs" if docs else None,
-        redoc_url="/redoc" if docs else None,
+        docs_url=None,  # served from the installed package, not a CDN (api/api_docs.py)
+        redoc_url=None,
         openapi_url="/openapi.json" if docs else None,
         openapi_tags=[
             {"name": "clusters"},
@@ -147,8 +149,11 @@ def create_app(
         await export_stored_state(request.app.state.sessionmaker, request.app.state.metrics)
         return Response(request.app.state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
+    if docs:
+        mount_api_docs(app, "/openapi.json")
     mount_dashboard(app, dashboard_dir())
     app.add_middleware(AuditMiddleware)
     app.add_middleware(RequestMetricsMiddleware, metrics=metrics)
-    app.add_middleware(BodyLimitMiddleware, limit=settings.request_body_bytes_max)  # outermost: before any parsing
+    app.add_middleware(BodyLimitMiddleware, limit=settings.request_body_bytes_max)  # before any parsing
+    app.add_middleware(SecurityHeadersMiddleware)  # outermost: every answer carries them, a refusal's too
     return app
