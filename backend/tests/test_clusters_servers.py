@@ -171,3 +171,36 @@ async def test_a_server_reads_with_its_master_side_semi_sync_as_last_polled(
     async with session_scope(sessionmaker) as session:
         await session.execute(update(Server).where(Server.id == created.json()["id"]).values(master_role=role))
     assert (await client.get(url)).json()["master_role"] == role
+
+
+async def test_turning_the_replica_guard_off_needs_an_admin(client: httpx.AsyncClient, tokens: Tokens) -> None:
+    cluster = await make_cluster(client, "guarded")
+    url = f"/api/v1/clusters/{cluster['id']}"
+    message = (
+        "turning enforce_read_only_replicas off for cluster 'guarded' needs an admin token (this one is operator): "
+        "it lets a replica stay writable, so clients may write to it and split the cluster's history; nothing was "
+        "changed"
+    )
+    # An operator's PATCH that turns it off is refused whole: the other field in the same body is not applied.
+    refused = await client.patch(url, json={"enforce_read_only_replicas": False, "description": "unguarded"})
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["error"] == {"code": "guard_off_needs_admin", "message": message}
+    assert (await client.get(url)).json() == cluster
+    # Nor may an operator create a cluster with it off.
+    created = await client.post("/api/v1/clusters", json={"name": "unguarded", "enforce_read_only_replicas": False})
+    assert created.status_code == 403, created.text
+    assert created.json()["error"]["code"] == "guard_off_needs_admin"
+    assert "unguarded" not in [c["name"] for c in (await client.get("/api/v1/clusters")).json()]
+
+    # An admin may; then an operator's `false` changes nothing and is no refusal, and an operator may turn it on.
+    admin = tokens.header("admin")
+    turned = await client.patch(url, json={"enforce_read_only_replicas": False}, headers=admin)
+    assert turned.status_code == 200 and turned.json()["enforce_read_only_replicas"] is False, turned.text
+    same = await client.patch(url, json={"enforce_read_only_replicas": False, "description": "still off"})
+    assert same.status_code == 200 and same.json()["description"] == "still off", same.text
+    on = await client.patch(url, json={"enforce_read_only_replicas": True})
+    assert on.status_code == 200 and on.json()["enforce_read_only_replicas"] is True, on.text
+    created = await client.post(
+        "/api/v1/clusters", json={"name": "unguarded", "enforce_read_only_replicas": False}, headers=admin
+    )
+    assert created.status_code == 201 and created.json()["enforce_read_only_replicas"] is False, created.text

@@ -86,7 +86,7 @@ async def test_a_ferryd_replica_made_writable_is_read_only_again_flagged_when_of
         ]
 
         # Off: only flagged, as a standing problem, for as long as it lasts.
-        response = await live.client.patch(f"/api/v1/clusters/{cluster_id}", json={"enforce_read_only_replicas": False})
+        response = await admin.patch(f"/api/v1/clusters/{cluster_id}", json={"enforce_read_only_replicas": False})
         assert response.status_code == 200 and response.json()["enforce_read_only_replicas"] is False, response.text
         async with live.app.state.bus.subscribe(cluster_id) as events:
             ferryd.replica2.post("/v1/read-only", {"read_only": False})
@@ -141,8 +141,8 @@ async def test_a_mariadb_replica_made_writable_is_read_only_again_within_two_pol
         rows = await audit_rows(live.client, cluster_id, "read_only_enforced")
         assert [(r["outcome"], r["details"]["server"]) for r in rows] == [("succeeded", "s2 (server_id 2)")]
 
-        # Off: flagged, left writable.
-        response = await live.client.patch(f"/api/v1/clusters/{cluster_id}", json={"enforce_read_only_replicas": False})
+        # Off (an admin's call): flagged, left writable.
+        response = await admin.patch(f"/api/v1/clusters/{cluster_id}", json={"enforce_read_only_replicas": False})
         assert response.status_code == 200, response.text
         async with live.app.state.bus.subscribe(cluster_id) as events:
             cluster.sql(3, "SET GLOBAL read_only = 0")

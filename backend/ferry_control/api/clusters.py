@@ -35,7 +35,7 @@ async def create_cluster(
     data: ClusterCreate, session: SessionDep, settings: SettingsDep, secrets: SecretsDep, principal: OperatorToken
 ) -> ClusterRead:
     service = ClusterService(session, settings, secrets)
-    return service.present(await service.create(data), principal.role)
+    return service.present(await service.create(data, principal.role), principal.role)
 
 
 @router.get(
@@ -74,7 +74,7 @@ async def update_cluster(
     cluster_id: int = ClusterId,
 ) -> ClusterRead:
     service = ClusterService(session, settings, secrets)
-    return service.present(await service.update(cluster_id, data), principal.role)
+    return service.present(await service.update(cluster_id, data, principal.role), principal.role)
 
 
 @router.post(

@@ -27,7 +27,9 @@ ENFORCE_READ_ONLY_REPLICAS = (
     "A server that replicates (it has a replication connection) and answers writable is made read-only again by "
     "the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it "
     "writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance "
-    "(flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks)."
+    "(flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks). "
+    "Turning it off (or creating a cluster with it off) needs an admin token: 403 `guard_off_needs_admin` for an "
+    "operator."
 )
 
 #: The meaning of `catch_up_parallel_workers`, and its bound (ferryd's most apply workers per connection).

@@ -11,7 +11,7 @@ from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
-from ferry_control.core.errors import Conflict, NotFound, Unprocessable
+from ferry_control.core.errors import Conflict, Forbidden, NotFound, Unprocessable
 from ferry_control.core.outbound import WebhookPolicy
 from ferry_control.core.secrets import SecretBox, SecretsUnavailable
 from ferry_control.core.security import Role
@@ -43,7 +43,10 @@ class ClusterService:
             raise NotFound(f"cluster {cluster_id} does not exist", code="cluster_not_found")
         return cluster
 
-    async def create(self, data: ClusterCreate) -> Cluster:
+    async def create(self, data: ClusterCreate, caller: Role = Role.admin) -> Cluster:
+        """`caller` is the role of the token asking (the command line acts as the machine's owner: admin)."""
+        if not data.enforce_read_only_replicas:
+            _guard_off_needs_admin(caller, data.name)
         await self._name_free(data.name)
         fields = data.model_dump(exclude=set(SECRET_FIELDS))
         self._check_webhooks(fields)
@@ -51,9 +54,12 @@ class ClusterService:
         self._store_secrets(cluster, _secret_changes(data))
         return await self.clusters.add(cluster)
 
-    async def update(self, cluster_id: int, data: ClusterUpdate) -> Cluster:
+    async def update(self, cluster_id: int, data: ClusterUpdate, caller: Role = Role.admin) -> Cluster:
+        """`caller` is the role of the token asking (the command line acts as the machine's owner: admin)."""
         cluster = await self.get(cluster_id)
         changes = data.model_dump(exclude_unset=True, exclude=set(SECRET_FIELDS))
+        if changes.get("enforce_read_only_replicas") is False and cluster.enforce_read_only_replicas:
+            _guard_off_needs_admin(caller, cluster.name)
         required_fields = (
             "auto_failover", "enforce_read_only_replicas", "candidate_labels", "pre_operation_webhooks",
             "post_operation_webhooks",
@@ -184,6 +190,17 @@ def check_webhook(policy: WebhookPolicy, url: str, where: str) -> None:
     refusal = policy.refusal_at_registration(url)
     if refusal is not None:
         raise Unprocessable(f"{where}: webhook refused: {refusal}", code="webhook_refused")
+
+
+def _guard_off_needs_admin(caller: Role, cluster: str) -> None:
+    """Turning the replica guard off (enforce_read_only_replicas false) disables a safety guard: an admin's call."""
+    if not caller.allows(Role.admin):
+        raise Forbidden(
+            f"turning enforce_read_only_replicas off for cluster {cluster!r} needs an admin token (this one is "
+            f"{caller.value}): it lets a replica stay writable, so clients may write to it and split the cluster's "
+            "history; nothing was changed",
+            code="guard_off_needs_admin",
+        )
 
 
 def _secret_changes(data: ClusterCreate | ClusterUpdate) -> dict[str, str | None]:

@@ -1337,7 +1337,7 @@ export interface components {
             auto_failover: boolean;
             /**
              * Enforce Read Only Replicas
-             * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks).
+             * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks). Turning it off (or creating a cluster with it off) needs an admin token: 403 `guard_off_needs_admin` for an operator.
              * @default true
              */
             enforce_read_only_replicas: boolean;
@@ -1463,7 +1463,7 @@ export interface components {
             auto_failover: boolean;
             /**
              * Enforce Read Only Replicas
-             * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks).
+             * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks). Turning it off (or creating a cluster with it off) needs an admin token: 403 `guard_off_needs_admin` for an operator.
              * @default true
              */
             enforce_read_only_replicas: boolean;
@@ -1618,7 +1618,7 @@ export interface components {
             auto_failover: boolean;
             /**
              * Enforce Read Only Replicas
-             * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks).
+             * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks). Turning it off (or creating a cluster with it off) needs an admin token: 403 `guard_off_needs_admin` for an operator.
              * @default true
              */
             enforce_read_only_replicas: boolean;
@@ -1725,7 +1725,7 @@ export interface components {
             auto_failover?: boolean | null;
             /**
              * Enforce Read Only Replicas
-             * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks).
+             * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks). Turning it off (or creating a cluster with it off) needs an admin token: 403 `guard_off_needs_admin` for an operator.
              */
             enforce_read_only_replicas?: boolean | null;
             /**

@@ -54,7 +54,7 @@ function EditCluster({ cluster }: { cluster: Cluster }) {
           <input type="checkbox" checked={form.autoFailover} onChange={(e) => setForm({ ...form, autoFailover: e.target.checked })} />{" "}
           Automatic failover
         </label>{" "}
-        <label title="A replica seen writable is made read-only again (audited); off, it is only flagged as a problem">
+        <label title="A replica seen writable is made read-only again (audited); off, it is only flagged as a problem. Turning it off needs an admin token">
           <input type="checkbox" checked={form.enforceReadOnly} onChange={(e) => setForm({ ...form, enforceReadOnly: e.target.checked })} />{" "}
           Keep replicas read-only
         </label>{" "}
