@@ -344,7 +344,7 @@ async def test_checksums_wait_out_a_node_busy_computing_them_for_another_caller(
         body = (
             {"error": {"code": "busy", "message": "a checksum computation is already running on this node"}}
             if status == 429
-            else {"position": "1-1-5", "tables": {"t": {"rows": 2, "checksum": "ab"}}}
+            else {"position": "1-1-5", "tables": {"t": {"rows": 2, "checksum": 171}}}
         )
         await send(
             {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]}

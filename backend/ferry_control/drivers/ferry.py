@@ -65,6 +65,13 @@ _T = TypeVar("_T")
 
 #: The longest error code of a node's refusal kept (a node's codes are short names).
 CODE_MAX = 64
+#: Bounds of what a node's binlog listing and checksums may hold (beyond them the answer is a protocol error).
+UINT32_MAX = 2**32 - 1
+INT64_MAX = 2**63 - 1
+UINT64_MAX = 2**64 - 1
+TABLES_PER_EVENT_MAX = 1024
+TABLE_NAME_MAX = 300
+CHECKSUM_TABLES_MAX = 100_000
 #: The replication filters a ferryd connection has (change-master's lists of domain ids), by their names in
 #: `ConnectionSettings.filters`, the same as MariaDB's.
 DOMAIN_FILTERS = ("do_domain_ids", "ignore_domain_ids")
@@ -322,24 +329,13 @@ class FerryDriver(ServerDriver):
         if before is not None:
             params["before"] = before
         body = await self._read("/v1/binlog/events", params)
-        return EventsPage(
-            transactions=tuple(
-                BinlogTransaction(
-                    gtid=e["gtid"],
-                    domain=int(e["domain"]),
-                    server_id=int(e["server_id"]),
-                    seq_no=int(e["seq_no"]),
-                    commit_id=e.get("commit_id"),
-                    commit_ts_us=e.get("commit_ts_us"),
-                    file=e.get("file"),
-                    offset=e.get("offset"),
-                    tables=tuple(e.get("tables") or ()),
-                    rows=e.get("rows"),
-                )
-                for e in body["events"]
-            ),
-            next_before=body.get("next_before"),
-        )
+        try:
+            events = _items(body, "events", _event, required=True)
+            if len(events) > limit:
+                raise ValueError(f"answered {len(events)} events where at most {limit} were asked")
+            return EventsPage(transactions=events, next_before=_integer(body, "next_before", 0, INT64_MAX, True))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ServerProtocolError(self.address, "bad_events", f"/v1/binlog/events: {_reason(e)}") from e
 
     async def checksums(self) -> Checksums:
         """The node's table checksums at one position. A node computes one set at a time and answers another
@@ -354,10 +350,10 @@ class FerryDriver(ServerDriver):
                     raise
                 attempt += 1
                 await asyncio.sleep(CHECKSUM_BUSY_WAIT_S)
-        return Checksums(
-            position=body["position"],
-            tables={name: TableChecksum(rows=t["rows"], checksum=t["checksum"]) for name, t in body["tables"].items()},
-        )
+        try:
+            return _checksums(body)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ServerProtocolError(self.address, "bad_checksums", f"/v1/checksums: {_reason(e)}") from e
 
     # -- changes (never retried) -----------------------------------------------------------------------------
 
@@ -489,6 +485,66 @@ def _reason(e: BaseException) -> str:
     if isinstance(e, KeyError):
         return f"lacks {e.args[0]!r}" if e.args else "lacks a field"
     return str(e)
+
+
+def _integer(body: dict[str, Any], key: str, low: int, high: int, optional: bool = False) -> int | None:
+    """An integer field within low..high (None when absent and `optional`)."""
+    value = body.get(key) if optional else body[key]
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{key} is {_shown(value)}, not an integer")
+    if not low <= value <= high:
+        raise ValueError(f"{key} {value} is outside {low}..{high}")
+    return value
+
+
+def _required_integer(body: dict[str, Any], key: str, low: int, high: int) -> int:
+    value = _integer(body, key, low, high)
+    assert value is not None
+    return value
+
+
+def _event(e: dict[str, Any]) -> BinlogTransaction:
+    """One transaction of a node's binlog listing, every field checked (its GTID agreeing with its parts)."""
+    domain = _required_integer(e, "domain", 0, UINT32_MAX)
+    server_id = _required_integer(e, "server_id", 0, UINT32_MAX)
+    seq_no = _required_integer(e, "seq_no", 0, INT64_MAX)
+    gtid = _text(e, "gtid")
+    if gtid != f"{domain}-{server_id}-{seq_no}":
+        raise ValueError(f"gtid {_shown(gtid)} is not {domain}-{server_id}-{seq_no}")
+    tables = e.get("tables") or []
+    if not isinstance(tables, list) or len(tables) > TABLES_PER_EVENT_MAX:
+        raise TypeError(f"tables is {_shown(tables)}, not a list of at most {TABLES_PER_EVENT_MAX} names")
+    for table in tables:
+        if not isinstance(table, str) or len(table) > TABLE_NAME_MAX:
+            raise TypeError(f"a table name is {_shown(table)}, not a string of at most {TABLE_NAME_MAX} characters")
+    file = _optional_text(e, "file")
+    if file is not None and len(file) > TABLE_NAME_MAX:
+        raise ValueError(f"file {_shown(file)} is longer than {TABLE_NAME_MAX} characters")
+    return BinlogTransaction(
+        gtid=gtid, domain=domain, server_id=server_id, seq_no=seq_no,
+        commit_id=_integer(e, "commit_id", 0, INT64_MAX, True),
+        commit_ts_us=_integer(e, "commit_ts_us", 0, INT64_MAX, True), file=file,
+        offset=_integer(e, "offset", 0, INT64_MAX, True), tables=tuple(tables),
+        rows=_integer(e, "rows", 0, INT64_MAX, True),
+    )  # fmt: skip
+
+
+def _checksums(body: Any) -> Checksums:
+    """A node's checksums document, every field checked."""
+    if not isinstance(body, dict):
+        raise TypeError(f"the document is {_shown(body)}, not an object")
+    tables = body["tables"]
+    if not isinstance(tables, dict) or len(tables) > CHECKSUM_TABLES_MAX:
+        raise TypeError(f"tables is {_shown(tables)}, not an object of at most {CHECKSUM_TABLES_MAX} tables")
+    parsed = {}
+    for name, table in tables.items():
+        if len(name) > TABLE_NAME_MAX or not isinstance(table, dict):
+            raise TypeError(f"table {_shown(name)}: is {_shown(table)}, not an object")
+        rows = _required_integer(table, "rows", 0, INT64_MAX)
+        parsed[name] = TableChecksum(rows=rows, checksum=_required_integer(table, "checksum", 0, UINT64_MAX))
+    return Checksums(position=_text(body, "position"), tables=parsed)
 
 
 def _items(body: Any, key: str, parse: Callable[[Any], _T], *, required: bool = False) -> tuple[_T, ...]:

@@ -7,6 +7,7 @@ the view tells "never here" from "not here yet"."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -26,6 +27,8 @@ from ferry_control.schemas.interleavings import (
 )
 from ferry_control.services.clusters import ClusterService
 from ferry_control.services.gtid_reach import ReachLink, ReachServer, never_reasons
+
+log = logging.getLogger(__name__)
 
 
 def _reach_link(link: ReplicationLink) -> ReachLink:
@@ -67,6 +70,9 @@ class InterleavingService:
                 return str(e)
             except TimeoutError:
                 return f"no answer within {self.timeout_s} s (heavy_read_timeout_s)"
+            except Exception as e:  # whatever one server's answer provokes is its part's error, never the request's
+                log.warning("reading the recent events of %s failed unexpectedly", server.label, exc_info=True)
+                return f"its answer could not be read: {type(e).__name__}"
 
         pages = await asyncio.gather(*(fetch(s) for s in servers))
         listed: list[ServerEvents] = []

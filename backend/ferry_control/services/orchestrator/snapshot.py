@@ -11,11 +11,13 @@ from datetime import datetime
 
 from ferry_control.core.gtid import GtidPosition
 from ferry_control.core.naming import server_label, unknown_server
+from ferry_control.core.untrusted_text import bounded
 from ferry_control.drivers.base import IoState, MasterRole, ReplicaConnection, ServerDriver, ServerStatus, SqlState
 from ferry_control.drivers.errors import DriverError, ErrorKind
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import Cluster, PromotionRule, Server, ServerKind
 from ferry_control.services.collection.addresses import split_address
+from ferry_control.services.collection.validation import InvalidStatus, validate_status
 from ferry_control.services.orchestrator.gtid import position
 
 
@@ -157,12 +159,9 @@ class ClusterSnapshot:
             if not info.approved:
                 return ServerView(info, None, None, "pending: its address awaits an admin's approval")
             driver = drivers.for_address(info.kind, info.admin_address, credentials, info.protocol_address)
-            try:
-                status = await asyncio.wait_for(driver.status(), timeout_s)
-            except DriverError as e:
-                return ServerView(info, driver, None, str(e))
-            except TimeoutError:
-                return ServerView(info, driver, None, f"no answer within {timeout_s} s")
+            status, error = await _read_status(driver, timeout_s)
+            if status is None:
+                return ServerView(info, driver, None, error)
             # The server_id it reports now, so messages name it as it is (the collector's may be older or unset).
             return ServerView(replace(info, reported_server_id=status.server_id), driver, status, None)
 
@@ -174,12 +173,7 @@ class ClusterSnapshot:
         view = self.by_id[server_id]
         if view.driver is None:
             return
-        try:
-            view.status, view.error = await asyncio.wait_for(view.driver.status(), timeout_s), None
-        except DriverError as e:
-            view.status, view.error = None, str(e)
-        except TimeoutError:
-            view.status, view.error = None, f"no answer within {timeout_s} s"
+        view.status, view.error = await _read_status(view.driver, timeout_s)
 
     def view(self, server_id: int) -> ServerView:
         return self.by_id[server_id]
@@ -270,3 +264,19 @@ class ClusterSnapshot:
             return None, "no server is replicated from by the others without replicating itself"
         names = ", ".join(r.info.label for r in roots)
         return None, f"several servers are masters of others: {names}"
+
+
+async def _read_status(driver: ServerDriver, timeout_s: float) -> tuple[ServerStatus | None, str | None]:
+    """The server's status, validated as a poll's is (an answer that does not parse, or a position or id out of its
+    bounds — an inflated GTID, say — is no status: such a server never wins a candidate choice), or why there is
+    none."""
+    try:
+        status = await asyncio.wait_for(driver.status(), timeout_s)
+        validate_status(status)
+    except DriverError as e:
+        return None, str(e)
+    except TimeoutError:
+        return None, f"no answer within {timeout_s} s"
+    except InvalidStatus as e:
+        return None, bounded(f"its status is not valid: {e}")
+    return status, None
