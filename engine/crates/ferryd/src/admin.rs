@@ -9,7 +9,8 @@
 //! - `bearer`: the authentication layer.
 //! - `binlog`: RESET MASTER, DELETE_DOMAIN_ID and SHOW BINLOG EVENTS IN a file.
 //! - `checksums`: table checksums, one computation at a time.
-//! - `connections`: the accept loop (connection cap, idle timeout).
+//! - `connections`: the accept loop (connection caps, before and after authentication; idle and authentication
+//!   timeouts).
 //! - `replication`: every `/v1/replication` route.
 
 use std::sync::Arc;
@@ -61,7 +62,8 @@ pub struct AppState {
 
 /// Serves the admin API on `listener` until `stop`, within `limits`.
 pub async fn serve(listener: TcpListener, state: AppState, limits: ConnectionLimits, stop: watch::Receiver<bool>) {
-    connections::serve(listener, router(state), limits, stop).await;
+    let token = state.token.clone();
+    connections::serve(listener, router(state), token, limits, stop).await;
 }
 
 fn router(state: AppState) -> Router {

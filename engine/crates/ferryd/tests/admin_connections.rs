@@ -96,3 +96,59 @@ fn sigterm_closes_idle_admin_connections_and_the_node_exits_cleanly() {
     assert_eq!(read_until_closed(kept, "a keep-alive connection at shutdown"), "");
     assert_eq!(read_until_closed(silent, "a silent connection at shutdown"), "");
 }
+
+/// Asks `GET /v1/status` with the node's token on a keep-alive connection and reads the answer's status line and
+/// headers (the body is left unread: the next request on the connection is not made).
+fn status_line_authenticated(stream: &mut TcpStream) -> String {
+    let request = format!("GET /v1/status HTTP/1.1\r\nhost: ferryd\r\nauthorization: Bearer {}\r\n\r\n", common::TOKEN);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let mut byte = [0u8; 1];
+    while !answer.ends_with(b"\r\n") {
+        let n = stream.read(&mut byte).expect("an answer within the deadline");
+        assert!(n > 0, "closed before answering: {}", String::from_utf8_lossy(&answer));
+        answer.push(byte[0]);
+    }
+    String::from_utf8(answer).unwrap()
+}
+
+#[test]
+fn connections_that_never_authenticate_cannot_take_the_places_of_authenticated_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(dir.path(), 1, &["--admin-connections-max", "2", "--admin-idle-timeout-s", "3600"]);
+    // The control plane's two kept-alive connections, authenticated by their first request.
+    let mut control: Vec<TcpStream> = (0..2).map(|_| connect(&node)).collect();
+    for stream in &mut control {
+        assert!(status_line_authenticated(stream).starts_with("HTTP/1.1 200"));
+    }
+    // Connections that never authenticate (slow headers, a scan) take only the places kept for them...
+    let silent: Vec<TcpStream> = (0..2).map(|_| connect(&node)).collect();
+    let refused = read_until_closed(connect(&node), "an unauthenticated connection past its cap");
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(refused.contains("not authenticated yet"), "{refused}");
+    // ...and are closed once they have not authenticated in time, however busy: a liveness check every 0.2 s
+    // does not keep one open.
+    let started = Instant::now();
+    let mut busy = silent.into_iter().next().unwrap();
+    let closed = loop {
+        if busy.write_all(b"GET /v1/health HTTP/1.1\r\nhost: ferryd\r\n\r\n").is_err() {
+            break started.elapsed();
+        }
+        let mut chunk = [0u8; 1024];
+        match busy.read(&mut chunk) {
+            Ok(0) | Err(_) => break started.elapsed(),
+            Ok(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+        assert!(started.elapsed() < CLOSE_WITHIN, "an unauthenticated connection kept open for {CLOSE_WITHIN:?}");
+    };
+    assert!(closed < CLOSE_WITHIN, "closed after {closed:?}");
+    // The authenticated connections were served throughout, and still are (their earlier answers' bodies are
+    // read first).
+    for stream in &mut control {
+        stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        let mut drained = [0u8; 65536];
+        while stream.read(&mut drained).is_ok_and(|n| n > 0) {}
+        stream.set_read_timeout(Some(CLOSE_WITHIN)).unwrap();
+        assert!(status_line_authenticated(stream).starts_with("HTTP/1.1 200"));
+    }
+}

@@ -23,6 +23,11 @@ fn unauthorized(message: &str) -> ApiError {
     ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
 }
 
+/// Whether `headers` carry the node's token (what lets a connection leave the unauthenticated slots).
+pub(super) fn carries_token(expected: Option<&AdminToken>, headers: &HeaderMap) -> bool {
+    check(expected, headers).is_ok()
+}
+
 /// Whether `headers` carry the node's token.
 fn check(expected: Option<&AdminToken>, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(expected) = expected else {
