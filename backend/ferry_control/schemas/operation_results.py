@@ -323,6 +323,10 @@ class SwitchesMaster(MovesWriter):
 class SwitchoverResult(SwitchesMaster):
     candidate_chosen_by: Literal["caller", "orchestrator"] | None = None
     plan: SwitchPlanView | None = None
+    forecast: CatchUpPhase | None = Field(
+        None, description="A dry run's half-second measurement of the load and the window a switchover now needs."
+    )
+    advice: list[str] | None = Field(None, description="What a dry run recommends (parallel apply, the budget).")
 
 
 class DrillResult(SwitchesMaster):

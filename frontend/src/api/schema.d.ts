@@ -5271,6 +5271,13 @@ export interface components {
             /** Candidate Chosen By */
             candidate_chosen_by?: ("caller" | "orchestrator") | null;
             plan?: components["schemas"]["SwitchPlanView"] | null;
+            /** @description A dry run's half-second measurement of the load and the window a switchover now needs. */
+            forecast?: components["schemas"]["CatchUpPhase"] | null;
+            /**
+             * Advice
+             * @description What a dry run recommends (parallel apply, the budget).
+             */
+            advice?: string[] | null;
         };
         /**
          * TokenCreate

@@ -24,6 +24,8 @@ WAIT_SLICE_S = 1.0
 QUIET_POLL_S = 0.01
 #: How often connection states are re-read while waiting for them.
 STATE_POLL_S = 0.05
+#: How long a follower's applying is watched before it is judged too slow to converge within the wait.
+LAG_MEASURE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -225,12 +227,20 @@ async def wait_replicating_from(
     timeout_s: float,
     *,
     received_only: Collection[int] = (),
+    lagging: dict[int, str] | None = None,
 ) -> dict[int, str]:
     """Waits until each server has a running, connected connection to `master_address` without error and has
     reached `target` — received it, for the servers of `received_only` (delayed replicas: they apply it when their
-    delay has passed); returns per server id what is still wrong (empty when all are fine)."""
-    deadline = time.monotonic() + timeout_s
+    delay has passed); returns per server id what is still wrong (empty when all are fine).
+
+    A server that has received `target` and applies (its position moved while waiting) but will not have applied all
+    of it by the deadline at the rate it applies — a replica slower than the master's load — follows the new master:
+    it is no problem, and goes into `lagging` (when given) with how far behind it is, as soon as that is known."""
+    started = time.monotonic()
+    deadline = started + timeout_s
     problems: dict[int, str] = {}
+    first_applied: dict[int, tuple[float, GtidPosition]] = {}
+    behind_but_receiving: dict[int, str] = {}
     pending = list(views)
     while pending:
         problems = {}
@@ -262,6 +272,22 @@ async def wait_replicating_from(
                 if not now.is_ahead_of(target):
                     problems[view.info.id] = f"at {now}, not yet at {target}"
                     still.append(view)
+                    seen_at, first = first_applied.setdefault(view.info.id, (time.monotonic(), now))
+                    received = position(ok[0].received_position)
+                    applied = sum(now.difference(first).values())
+                    if received.is_ahead_of(target) and applied > 0:
+                        behind = sum(target.difference(now).values())
+                        rate = applied / max(time.monotonic() - seen_at, 1e-3)
+                        behind_but_receiving[view.info.id] = (
+                            f"received {target} and applying ({rate:,.0f} txn/s): {behind} transaction(s) behind it"
+                        )
+                        if time.monotonic() - seen_at >= LAG_MEASURE_S and behind / rate > deadline - time.monotonic():
+                            problems.pop(view.info.id)
+                            still.pop()
+                            if lagging is not None:
+                                lagging[view.info.id] = behind_but_receiving.pop(view.info.id)
+                    else:
+                        behind_but_receiving.pop(view.info.id, None)
             except DriverError as e:
                 problems[view.info.id] = str(e)
                 still.append(view)
@@ -269,6 +295,11 @@ async def wait_replicating_from(
         if not pending or time.monotonic() >= deadline:
             break
         await asyncio.sleep(STATE_POLL_S)
+    for server_id, words in behind_but_receiving.items():
+        if server_id in problems:
+            del problems[server_id]
+            if lagging is not None:
+                lagging[server_id] = words
     return problems
 
 

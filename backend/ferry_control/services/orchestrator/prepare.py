@@ -27,6 +27,8 @@ SAMPLE_INTERVAL_S = 0.1
 NEGLIGIBLE_S = 0.02
 #: Between two publications of the step's progress.
 PROGRESS_EVERY_S = 0.5
+#: How long a dry run samples both servers for its forecast.
+FORECAST_S = 0.5
 
 
 def budget(ctx: OperationContext[Any, Any], params_max_window_s: float | None, params_timeout_s: float | None,
@@ -89,6 +91,40 @@ async def catch_up_before_window(
                 ctx.changed()
                 published = now
             await asyncio.sleep(SAMPLE_INTERVAL_S)
+
+
+async def forecast(master: ServerView, candidate: ServerView, seconds: float = FORECAST_S) -> Prediction:
+    """The rates and predicted window over `seconds` of sampling, changing nothing (a dry run's forecast); at once when
+    the first look finds the candidate lacking nothing."""
+    master_driver, candidate_driver = master.require_driver(), candidate.require_driver()
+    tracker = RateTracker()
+    started = time.monotonic()
+    while True:
+        m, c = await asyncio.gather(master_driver.positions(), candidate_driver.positions())
+        now = time.monotonic()
+        prediction = tracker.add(Sample(now, seq_by_domain(m.binlog), seq_by_domain(c.current or c.slave)))
+        if prediction.behind == 0 and len(tracker.samples) == 1 or now - started >= seconds:
+            return prediction
+        await asyncio.sleep(SAMPLE_INTERVAL_S)
+
+
+def advice(candidate: str, master: str, prediction: Prediction, max_window_s: float) -> list[str]:
+    """What a dry run recommends from its forecast: parallel apply for a candidate that cannot keep up, and what a
+    switchover now would do about a window over budget."""
+    said = []
+    for d in prediction.domains:
+        if prediction.measured and not d.keeps_up:
+            said.append(
+                f"{candidate} applies {d.apply_rate:,.0f} txn/s while {master} commits {d.commit_rate:,.0f} txn/s in "
+                f"domain {d.domain}: it falls behind while this load lasts — raise its parallel apply (ferryctl "
+                "parallel-apply, or the cluster's catch_up_parallel_workers for switchovers and drills)"
+            )
+    if prediction.measured and prediction.catch_up_s > max_window_s:
+        said.append(
+            "a switchover now would first wait (up to its prepare timeout) for the predicted window to fit the "
+            f"{max_window_s:g} s budget: " + explain(candidate, master, prediction, max_window_s)
+        )
+    return said
 
 
 def _go(prediction: Prediction, gaining: bool | None, max_window_s: float) -> str | None:

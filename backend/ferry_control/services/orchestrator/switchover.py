@@ -6,6 +6,7 @@ write-unavailability window (read-only on → new master writable) and each step
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -25,12 +26,15 @@ from ferry_control.schemas.operation_results import (
     ServerConnection,
     SwitchoverResult,
 )
-from ferry_control.services.orchestrator import actions, prepare, routing
+from ferry_control.services.orchestrator import actions, catch_up_parallel, prepare, routing
 from ferry_control.services.orchestrator.candidates import delay_of, filtered_domains, label_mismatch
+from ferry_control.services.orchestrator.catch_up_rates import Prediction
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, join_all, position
 from ferry_control.services.orchestrator.hub_switchover import switch_hub, switch_plan
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -298,6 +302,11 @@ async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResul
     hub = bool(snapshot.links_of(master.info.id))
     ctx.result.plan = switch_plan(snapshot, master, link, plan.others)
     if ctx.dry_run:
+        if not hub:
+            max_window_s, _ = prepare.budget(ctx, ctx.params.max_window_s, ctx.params.prepare_timeout_s, None)
+            predicted = await prepare.forecast(master, candidate)
+            ctx.result.forecast = catch_up_figures(predicted, max_window_s, predicted.span_s)
+            ctx.result.advice = prepare.advice(candidate.info.label, master.info.label, predicted, max_window_s)
         return
     if hub:
         await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
@@ -309,10 +318,53 @@ async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResul
 async def switch_master(
     ctx: OperationContext[Any, Any], master: ServerView, link: Link, others: list[Link], *, announce: bool = False
 ) -> None:
-    """The moves of a switchover once the preflight passed (also a drill's): the catch-up before the window (nothing
-    changed yet; it may refuse), then with `announce` the pre-operation webhooks, then the window. Until the
-    candidate is promoted, any end but success undoes (the old master as it was, the candidate its replica again);
-    once it is, the rest is completed instead (every other server follows the new master)."""
+    """The moves of a switchover once the preflight passed (also a drill's): with the cluster's
+    `catch_up_parallel_workers`, the candidate's parallel apply raised first and put back at the end whatever the
+    outcome (recorded, so a reconcile puts it back after a crash); then `_switch_master`."""
+    raised = None
+    workers = (await ctx.cluster()).catch_up_parallel_workers or 0
+    if workers > 0:
+        async with ctx.step("raise_parallel_apply") as step:
+            candidate = link.replica
+            raised = await catch_up_parallel.raise_recorded(
+                ctx, candidate.info.id, candidate.require_driver(), link.connection.name, workers
+            )
+            step.detail = (
+                f"{candidate.info.label} applies with {raised.raised.workers} worker(s) ({raised.raised.mode}) for the "
+                f"catch-up; it had {raised.previous.workers} ({raised.previous.mode})"
+                if raised is not None
+                else f"{candidate.info.label} already applies with {workers} or more workers in a parallel mode"
+            )
+    try:
+        await _switch_master(ctx, master, link, others, announce=announce)
+    finally:
+        if raised is not None:
+            await _restore_parallel_apply(ctx, link.replica, raised)
+
+
+async def _restore_parallel_apply(ctx: OperationContext[Any, Any], candidate: ServerView, raised: Any) -> None:
+    """Puts back what `raise_parallel_apply` changed. A failure is said in its step and left recorded unrestored
+    (a reconcile of this operation puts it back); it never turns the switchover's outcome."""
+    try:
+        async with ctx.step("restore_parallel_apply", fenced=False) as step:
+            change = await catch_up_parallel.restore_recorded(ctx, candidate.require_driver(), raised)
+            step.detail = (
+                f"{candidate.info.label}: parallel apply back to {raised.previous.workers} worker(s) "
+                f"({raised.previous.mode})"
+                if change is not None
+                else f"{candidate.info.label}: nothing left to put back"
+            )
+    except DriverError:
+        log.exception("putting back the candidate's parallel apply failed (recorded unrestored in the result)")
+
+
+async def _switch_master(
+    ctx: OperationContext[Any, Any], master: ServerView, link: Link, others: list[Link], *, announce: bool = False
+) -> None:
+    """The catch-up before the window (nothing changed yet; it may refuse), then with `announce` the pre-operation
+    webhooks, then the window. Until the candidate is promoted, any end but success undoes (the old master as it
+    was, the candidate its replica again); once it is, the rest is completed instead (every other server follows
+    the new master)."""
     result = actions.switch_result(ctx)
     settings = ctx.settings
     candidate = link.replica
@@ -324,17 +376,7 @@ async def switch_master(
     predicted = await prepare.catch_up_before_window(
         ctx, master, candidate, max_window_s=max_window_s, timeout_s=prepare_timeout_s, delay_s=delay_of(link)
     )
-    result.catch_up_phase = CatchUpPhase(
-        waited_s=ctx.steps[-1].duration_s,
-        max_window_s=max_window_s,
-        predicted_catch_up_s=None if math.isinf(predicted.catch_up_s) else round(predicted.catch_up_s, 6),
-        behind=predicted.behind,
-        rates=[
-            DomainRate(domain=d.domain, behind=d.behind, master_commits_per_s=round(d.commit_rate, 1),
-                       candidate_applies_per_s=round(d.apply_rate, 1))
-            for d in predicted.domains
-        ],
-    )  # fmt: skip
+    result.catch_up_phase = catch_up_figures(predicted, max_window_s, ctx.steps[-1].duration_s)
     if announce:
         await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
     master_was_read_only = bool(master.status and master.status.read_only)
@@ -413,6 +455,21 @@ async def switch_master(
                             delayed={o.replica.info.id for o in others if delay_of(o)},
                             old_master=master, old_master_settings=old_master_settings,
                             old_master_connection=connection)  # fmt: skip
+
+
+def catch_up_figures(predicted: Prediction, max_window_s: float, waited_s: float | None) -> CatchUpPhase:
+    """A prediction as the result keeps it."""
+    return CatchUpPhase(
+        waited_s=None if waited_s is None else round(waited_s, 6),
+        max_window_s=max_window_s,
+        predicted_catch_up_s=None if math.isinf(predicted.catch_up_s) else round(predicted.catch_up_s, 6),
+        behind=predicted.behind,
+        rates=[
+            DomainRate(domain=d.domain, behind=d.behind, master_commits_per_s=round(d.commit_rate, 1),
+                       candidate_applies_per_s=round(d.apply_rate, 1))
+            for d in predicted.domains
+        ],
+    )  # fmt: skip
 
 
 #: The steps between read-only on the old master and writes on the new one.
@@ -582,13 +639,15 @@ async def follow_new_master(
     ctx.undo_with(None)  # every move is made; verifying changes nothing
     async with ctx.step("verify") as step:
         target = position((await new_master.require_driver().positions()).binlog)
+        lagging: dict[int, str] = {}
         problems = await actions.wait_replicating_from(
-            followers, address, target, settings.verify_timeout_s, received_only=delayed
+            followers, address, target, settings.verify_timeout_s, received_only=delayed, lagging=lagging
         )
         labels = {v.info.id: v.info.label for v in followers}
         step.detail = {
             "target": str(target),
-            "converged": [v.info.label for v in followers if v.info.id not in problems],
+            "converged": [v.info.label for v in followers if v.info.id not in problems and v.info.id not in lagging],
+            "following_behind": {labels[k]: v for k, v in lagging.items()},
             "problems": {labels[k]: v for k, v in problems.items()},
         }
         if problems or failures:
