@@ -110,7 +110,10 @@ async def test_rows_stored_before_the_typed_models_read_the_same(
     assert one["result"]["switch"]["others"] == [{"server_id": 3, "connection": "main"}]
     assert one["result"]["reconciled"]["at"] == "2026-11-21T13:00:00.500000Z"
     assert "a_key_of_an_older_version" not in one["result"]
-    assert one["params"] == {"candidate_server_id": 2, "expected_master_server_id": None, "source_server_id": None}
+    assert one["params"] == {
+        "candidate_server_id": 2, "expected_master_server_id": None, "source_server_id": None, "max_window_s": None,
+        "prepare_timeout_s": None,
+    }  # fmt: skip
 
 
 def test_each_operation_type_has_its_result_model_in_the_openapi_schema() -> None:
