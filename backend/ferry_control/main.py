@@ -24,6 +24,7 @@ from ferry_control.api.denials import DenialTally
 from ferry_control.api.deps import MetricsReader
 from ferry_control.api.security_headers import SecurityHeadersMiddleware
 from ferry_control.api.sse import StreamHub
+from ferry_control.core.client_address import TrustedProxies
 from ferry_control.core.concurrency import ConcurrencyLimit
 from ferry_control.core.config import Settings, get_settings
 from ferry_control.core.db import create_engine, create_sessionmaker
@@ -129,6 +130,7 @@ def create_app(
     app.state.secrets = plane.secrets
     app.state.rate_limiter = RateLimiter(settings.expensive_reads_per_min)
     app.state.auth_failures = RateLimiter(settings.auth_failures_per_min)
+    app.state.trusted_proxies = TrustedProxies.of(settings.trusted_proxies)
     app.state.denials = denials
     app.state.heavy_reads = ConcurrencyLimit(settings.heavy_reads_per_token_max, settings.heavy_reads_max)
     app.state.streams = streams

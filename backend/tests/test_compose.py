@@ -6,11 +6,13 @@ and the admin socket's line rendered by the real renderer.)"""
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from typing import Any
 
 import yaml
 
+from ferry_control.core.config import Settings
 from ferry_control.services.haproxy.config import check_socket_path, socket_line
 from tests.ferryd_cluster import REPO_ROOT
 
@@ -45,3 +47,19 @@ def test_haproxys_runtime_api_listens_only_on_a_private_network_of_its_own_and_t
     assert members == {"haproxy", "worker"}, members
     published = [p for p in services["haproxy"].get("ports", []) if str(p).split(":")[-1] == port]
     assert published == [], published
+
+
+def test_the_api_trusts_the_x_forwarded_for_of_the_dashboards_nginx_alone() -> None:
+    """Every browser reaches the API through the dashboard's nginx: the API trusts that one address's
+    X-Forwarded-For (so each client has its own failed-authentication limit), and nobody else's."""
+    compose = yaml.safe_load(COMPOSE.read_text())
+    services: dict[str, Any] = compose["services"]
+    trusted = json.loads(services["backend"]["environment"]["FERRY_TRUSTED_PROXIES"])
+    assert Settings(trusted_proxies=trusted).trusted_proxies == trusted
+    placed = {
+        name: spec["ipv4_address"]
+        for name, service in services.items()
+        for spec in networks_of(service).values()
+        if spec.get("ipv4_address") in trusted
+    }
+    assert placed == {"frontend": trusted[0]} and len(trusted) == 1, placed

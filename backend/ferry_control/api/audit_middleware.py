@@ -52,8 +52,9 @@ class AuditMiddleware:
             return  # written with the change itself
         if state.get("audit_skip"):
             # Refused before any work (a client past its failed-authentication limit): counted, one row a minute.
-            client = scope.get("client")
-            scope["app"].state.denials.add(client[0] if client else "unknown", scope.get("path", ""))
+            peer = scope.get("client")
+            client = state.get("client_address") or (peer[0] if peer else "unknown")
+            scope["app"].state.denials.add(client, scope.get("path", ""))
             return
         async with session_scope(scope["app"].state.sessionmaker) as session:
             await _write(session, scope, status)

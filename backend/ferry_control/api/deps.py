@@ -12,6 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.api.audit_middleware import audit_in_transaction
+from ferry_control.core.client_address import TrustedProxies
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.core.errors import Forbidden, TooManyRequests, Unauthorized
@@ -76,7 +77,11 @@ async def current_token(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Principal:
     failures: RateLimiter = request.app.state.auth_failures
-    client = request.client.host if request.client else "unknown"
+    proxies: TrustedProxies = request.app.state.trusted_proxies
+    client = proxies.client_of(
+        request.client.host if request.client else None, request.headers.getlist("x-forwarded-for")
+    )
+    request.state.client_address = client  # the denials' tally counts the same address
     try:
         # A missing or malformed token fails before any database work; a well-formed one costs one lookup.
         principal = await TokenService(session, settings).authenticate(credentials.credentials if credentials else None)

@@ -195,6 +195,12 @@ class Settings(BaseSettings):
         description="Failed authentications one client address may make per minute; beyond, its requests "
         "are refused (429 `too_many_failures`) before any work, and not audited one by one.",
     )
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="Reverse proxies (IP addresses, CIDR networks) whose X-Forwarded-For names the client a failed "
+        "authentication is counted for (the nearest address it names that is not a trusted proxy); anyone else's "
+        "X-Forwarded-For is ignored. Empty: every request counts for its TCP peer.",
+    )
     request_body_bytes_max: int = Field(
         1024 * 1024, ge=1024, description="The largest request body read (413 `body_too_large` beyond, unparsed)."
     )
@@ -404,6 +410,14 @@ class Settings(BaseSettings):
                 f"({self.poll_interval_s}): the collector's leader renews its lease once per poll interval"
             )
         return self
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            if not _is_network(entry):
+                raise ValueError(f"trusted_proxies: {entry!r} is neither an IP address nor a CIDR network")
+        return entries
 
     @field_validator("webhook_allowed_hosts", "server_trusted_hosts")
     @classmethod
