@@ -29,6 +29,8 @@ class Cluster(Base):
     enforce_read_only_replicas: Mapped[bool] = mapped_column(default=True, server_default=true())
     #: The candidate's parallel apply workers during a switchover's or drill's catch-up (0: not raised).
     catch_up_parallel_workers: Mapped[int] = mapped_column(default=0, server_default="0")
+    #: The write-unavailability budget of the cluster's switchovers and drills (None: `switchover_max_window_s`).
+    max_window_s: Mapped[float | None] = mapped_column(default=None)
     #: Set by a failover; automatic failover stays off until an operator acknowledges (clears it).
     failover_suspended_at: Mapped[datetime | None] = mapped_column(default=None)
     last_failover_at: Mapped[datetime | None] = mapped_column(default=None)

@@ -40,6 +40,15 @@ CATCH_UP_PARALLEL_WORKERS = (
 )
 CATCH_UP_PARALLEL_WORKERS_MAX = 256
 
+#: The meaning of `max_window_s`.
+MAX_WINDOW = (
+    "The write-unavailability budget of this cluster's switchovers and drills, in seconds: before the master goes "
+    "read-only, the candidate catches up while the master keeps taking writes until the predicted window "
+    "(transactions behind / its apply rate) fits this. An operation's own max_window_s wins. Null: the control "
+    "plane's switchover_max_window_s (10 s by default)."
+)
+MaxWindow = Annotated[float, Field(gt=0, le=3600)]
+
 #: A server label's name, as `candidate_labels` lists them.
 LabelName = Annotated[str, Field(min_length=1, max_length=100)]
 LABELS_MAX = 20
@@ -99,6 +108,7 @@ class ClusterCreate(ClusterSecrets):
     catch_up_parallel_workers: int = Field(
         0, ge=0, le=CATCH_UP_PARALLEL_WORKERS_MAX, description=CATCH_UP_PARALLEL_WORKERS, examples=[8]
     )
+    max_window_s: MaxWindow | None = Field(None, description=MAX_WINDOW, examples=[30])
 
 
 class ClusterUpdate(ClusterSecrets):
@@ -115,6 +125,7 @@ class ClusterUpdate(ClusterSecrets):
     catch_up_parallel_workers: int | None = Field(
         None, ge=0, le=CATCH_UP_PARALLEL_WORKERS_MAX, description=CATCH_UP_PARALLEL_WORKERS + " Not null."
     )
+    max_window_s: MaxWindow | None = Field(None, description=MAX_WINDOW + " Null here puts that default back.")
 
     @field_validator("catch_up_parallel_workers")
     @classmethod
@@ -182,5 +193,6 @@ class ClusterRead(BaseModel):
     pre_operation_webhooks: list[str] = Field(description=f"Shown to viewers as {REDACTED!r} each.")
     post_operation_webhooks: list[str] = Field(description=f"Shown to viewers as {REDACTED!r} each.")
     catch_up_parallel_workers: int = Field(0, description=CATCH_UP_PARALLEL_WORKERS)
+    max_window_s: float | None = Field(None, description=MAX_WINDOW)
     created_at: datetime
     updated_at: datetime

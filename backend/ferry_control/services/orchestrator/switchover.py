@@ -303,7 +303,9 @@ async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResul
     ctx.result.plan = switch_plan(snapshot, master, link, plan.others)
     if ctx.dry_run:
         if not hub:
-            max_window_s, _ = prepare.budget(ctx, ctx.params.max_window_s, ctx.params.prepare_timeout_s, None)
+            max_window_s, _ = prepare.budget(
+                ctx, ctx.params.max_window_s, ctx.params.prepare_timeout_s, (await ctx.cluster()).max_window_s
+            )
             predicted = await prepare.forecast(master, candidate)
             ctx.result.forecast = catch_up_figures(predicted, max_window_s, predicted.span_s)
             ctx.result.advice = prepare.advice(candidate.info.label, master.info.label, predicted, max_window_s)
@@ -369,9 +371,12 @@ async def _switch_master(
     settings = ctx.settings
     candidate = link.replica
     master_driver, candidate_driver = master.require_driver(), candidate.require_driver()
+    cluster_window_s = (await ctx.cluster()).max_window_s
     max_window_s, prepare_timeout_s = prepare.budget(
-        ctx, getattr(ctx.params, "max_window_s", None), getattr(ctx.params, "prepare_timeout_s", None), None
+        ctx, getattr(ctx.params, "max_window_s", None), getattr(ctx.params, "prepare_timeout_s", None), cluster_window_s
     )
+    # The budget the operator accepted for this move, or for the cluster's moves (None: the settings' default).
+    accepted_s = getattr(ctx.params, "max_window_s", None) or cluster_window_s
     # Before anything changes: the candidate catches up while the master takes writes, until the window fits.
     predicted = await prepare.catch_up_before_window(
         ctx, master, candidate, max_window_s=max_window_s, timeout_s=prepare_timeout_s, delay_s=delay_of(link)
@@ -421,10 +426,9 @@ async def _switch_master(
         async with ctx.step("wait_in_flight_commits") as step:
             target, step.detail = await commits_landed(master, settings)
         result.position = target
-        # Bounded as configured, or by the window the operator accepted for this operation when that is longer.
-        accepted_s = getattr(ctx.params, "max_window_s", None) or 0.0
+        # Bounded as configured, or by the window the operator accepted when that is longer.
         await actions.candidate_catch_up(
-            ctx, candidate, target, connection, timeout_s=max(settings.switchover_catch_up_timeout_s, accepted_s)
+            ctx, candidate, target, connection, timeout_s=max(settings.switchover_catch_up_timeout_s, accepted_s or 0.0)
         )
         async with ctx.step("promote_candidate") as step:
             await candidate_driver.stop_replication(connection)
