@@ -26,6 +26,7 @@ from ferry_control.schemas.operation import (
     OperationRequest,
     ParallelApplyRequest,
     ReadOnlyRequest,
+    RejoinRequest,
     RepointRequest,
     SkipTransactionsRequest,
     StartReplicationRequest,
@@ -59,6 +60,7 @@ OperationTypeName = Literal[
     "skip_transactions",
     "parallel_apply",
     "drill",
+    "rejoin",
 ]
 #: Checks a request against the live servers before the operation is accepted (a precise 4xx, nothing recorded).
 Precheck = Callable[..., Awaitable[None]]
@@ -173,6 +175,16 @@ _operation_route(
 )
 _operation_route("repoint", RepointRequest, summary="Make a server replicate from another master (by GTID)")
 _operation_route("read_only", ReadOnlyRequest, summary="Turn a server's read-only flag on or off")
+_operation_route(
+    "rejoin",
+    RejoinRequest,
+    summary="Bring a fenced former master back as a read-only replica of the new master",
+    description="Compares its GTIDs with the source's per domain (binlog states): with nothing only it has, it "
+    "replicates from the source (current_pos, the cluster's connection conventions and a sibling's replica-side "
+    "settings), stays read-only and is no longer fenced; with transactions only it has (acknowledged before it was "
+    "replaced, never replicated), nothing is changed and they are listed per domain with their GTIDs, times and "
+    "tables. The cluster's `auto_rejoin` starts it by itself when a fenced server answers again.",
+)
 _operation_route(
     "start_replication", StartReplicationRequest, summary="Start a replication connection (optionally UNTIL a position)"
 )

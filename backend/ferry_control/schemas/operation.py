@@ -17,6 +17,7 @@ from ferry_control.schemas.operation_results import (
     FailoverResult,
     ParallelApplyResult,
     ReadOnlyResult,
+    RejoinResult,
     RepointResult,
     SkipTransactionsResult,
     StartReplicationResult,
@@ -186,6 +187,27 @@ class RepointParams(OperationParams):
         return self
 
 
+class RejoinParams(OperationParams):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"server_id": 1}]})
+
+    server_id: int = Field(
+        ge=1, le=ID_MAX, description="The server to bring back: a fenced former master (or a stray read-only one).",
+        examples=[1],
+    )  # fmt: skip
+    master_server_id: int | None = Field(
+        None,
+        ge=1,
+        le=ID_MAX,
+        description="The source it follows; unset: the cluster's one writable master that replicates from nobody.",
+    )
+
+    @model_validator(mode="after")
+    def _not_itself(self) -> RejoinParams:
+        if self.server_id == self.master_server_id:
+            raise ValueError(f"the server with id {self.server_id} cannot rejoin as a replica of itself")
+        return self
+
+
 class ReadOnlyParams(OperationParams):
     model_config = ConfigDict(json_schema_extra={"examples": [{"server_id": 1, "read_only": True}]})
 
@@ -292,6 +314,12 @@ class RepointRequest(RepointParams, OperationRequest):
     model_config = ConfigDict(extra="forbid")
 
 
+class RejoinRequest(RejoinParams, OperationRequest):
+    """The body of POST …/rejoin."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class ReadOnlyRequest(ReadOnlyParams, OperationRequest):
     """The body of POST …/read-only."""
 
@@ -341,7 +369,7 @@ class DrillParams(OperationParams):
 
 OperationType = Literal[
     "switchover", "failover", "repoint", "read_only", "start_replication", "stop_replication", "bring_level",
-    "skip_transactions", "parallel_apply", "drill",
+    "skip_transactions", "parallel_apply", "drill", "rejoin",
 ]  # fmt: skip
 #: Each operation type's parameters.
 PARAMS: dict[str, type[OperationParams]] = {
@@ -355,6 +383,7 @@ PARAMS: dict[str, type[OperationParams]] = {
     "skip_transactions": SkipTransactionsParams,
     "parallel_apply": ParallelApplyParams,
     "drill": DrillParams,
+    "rejoin": RejoinParams,
 }
 
 
@@ -435,10 +464,16 @@ class DrillOperation(OperationReadBase):
     result: DrillResult | None = None
 
 
+class RejoinOperation(OperationReadBase):
+    type: Literal["rejoin"]
+    params: RejoinParams
+    result: RejoinResult | None = None
+
+
 AnyOperation = Annotated[
     SwitchoverOperation | FailoverOperation | RepointOperation | ReadOnlyOperation | StartReplicationOperation
     | StopReplicationOperation | BringLevelOperation | SkipTransactionsOperation | ParallelApplyOperation
-    | DrillOperation,
+    | DrillOperation | RejoinOperation,
     Field(discriminator="type"),
 ]  # fmt: skip
 
@@ -454,6 +489,7 @@ VARIANTS: dict[str, type[OperationReadBase]] = {
     "skip_transactions": SkipTransactionsOperation,
     "parallel_apply": ParallelApplyOperation,
     "drill": DrillOperation,
+    "rejoin": RejoinOperation,
 }
 
 

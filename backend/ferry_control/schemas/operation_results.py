@@ -347,6 +347,36 @@ class FailoverResult(MovesWriter):
     follow_up_error: str | None = None
 
 
+class OnlyHereTransaction(Record):
+    """A transaction only the rejoining server has, as its binlog tells it."""
+
+    gtid: str
+    commit_ts_us: int | None = None
+    tables: list[str] = Field(default_factory=list)
+    rows: int | None = None
+
+
+class OnlyHereDomain(Record):
+    """One domain's transactions only the rejoining server has (acknowledged to clients before it was replaced and
+    never replicated): how many, the first and last GTID, and the newest of them as its binlog lists them."""
+
+    domain: int
+    count: int | None = Field(None, description="None when its binlog no longer lists them all.")
+    first: str | None = None
+    last: str
+    reason: str
+    transactions: list[OnlyHereTransaction] = Field(default_factory=list)
+
+
+class RejoinResult(OperationResult):
+    server_id: int | None = None
+    master_server_id: int | None = None
+    connection: str | None = None
+    only_here: list[OnlyHereDomain] | None = Field(
+        None, description="Per domain, what only this server has (a rejoin refuses while there is any)."
+    )
+
+
 class ReadOnlyResult(OperationResult):
     server_id: int | None = None
     read_only: bool | None = None
@@ -412,6 +442,7 @@ RESULTS: dict[str, type[OperationResult]] = {
     "skip_transactions": SkipTransactionsResult,
     "parallel_apply": ParallelApplyResult,
     "drill": DrillResult,
+    "rejoin": RejoinResult,
 }
 
 

@@ -494,6 +494,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/clusters/{cluster_id}/operations/rejoin": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Bring a fenced former master back as a read-only replica of the new master
+         * @description Compares its GTIDs with the source's per domain (binlog states): with nothing only it has, it replicates from the source (current_pos, the cluster's connection conventions and a sibling's replica-side settings), stays read-only and is no longer fenced; with transactions only it has (acknowledged before it was replaced, never replicated), nothing is changed and they are listed per domain with their GTIDs, times and tables. The cluster's `auto_rejoin` starts it by itself when a fenced server answers again.
+         */
+        post: operations["rejoin_api_v1_clusters__cluster_id__operations_rejoin_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/clusters/{cluster_id}/operations/start-replication": {
         parameters: {
             query?: never;
@@ -3392,6 +3412,42 @@ export interface components {
             reason: string;
         };
         /**
+         * OnlyHereDomain
+         * @description One domain's transactions only the rejoining server has (acknowledged to clients before it was replaced and
+         *     never replicated): how many, the first and last GTID, and the newest of them as its binlog lists them.
+         */
+        OnlyHereDomain: {
+            /** Domain */
+            domain: number;
+            /**
+             * Count
+             * @description None when its binlog no longer lists them all.
+             */
+            count?: number | null;
+            /** First */
+            first?: string | null;
+            /** Last */
+            last: string;
+            /** Reason */
+            reason: string;
+            /** Transactions */
+            transactions?: components["schemas"]["OnlyHereTransaction"][];
+        };
+        /**
+         * OnlyHereTransaction
+         * @description A transaction only the rejoining server has, as its binlog tells it.
+         */
+        OnlyHereTransaction: {
+            /** Gtid */
+            gtid: string;
+            /** Commit Ts Us */
+            commit_ts_us?: number | null;
+            /** Tables */
+            tables?: string[];
+            /** Rows */
+            rows?: number | null;
+        };
+        /**
          * OperationEvent
          * @description An operation's state or one of its steps changed.
          */
@@ -3435,7 +3491,7 @@ export interface components {
          * OperationRead
          * @description An operation with its live steps: `params` and `result` are its type's (discriminated by `type`).
          */
-        OperationRead: components["schemas"]["SwitchoverOperation"] | components["schemas"]["FailoverOperation"] | components["schemas"]["RepointOperation"] | components["schemas"]["ReadOnlyOperation"] | components["schemas"]["StartReplicationOperation"] | components["schemas"]["StopReplicationOperation"] | components["schemas"]["BringLevelOperation"] | components["schemas"]["SkipTransactionsOperation"] | components["schemas"]["ParallelApplyOperation"] | components["schemas"]["DrillOperation"];
+        OperationRead: components["schemas"]["SwitchoverOperation"] | components["schemas"]["FailoverOperation"] | components["schemas"]["RepointOperation"] | components["schemas"]["ReadOnlyOperation"] | components["schemas"]["StartReplicationOperation"] | components["schemas"]["StopReplicationOperation"] | components["schemas"]["BringLevelOperation"] | components["schemas"]["SkipTransactionsOperation"] | components["schemas"]["ParallelApplyOperation"] | components["schemas"]["DrillOperation"] | components["schemas"]["RejoinOperation"];
         /**
          * OperationState
          * @enum {string}
@@ -4134,6 +4190,108 @@ export interface components {
             /** Problems */
             problems?: string[];
             after?: components["schemas"]["ClusterState"] | null;
+        };
+        /** RejoinOperation */
+        RejoinOperation: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            state: components["schemas"]["OperationState"];
+            /** Dry Run */
+            dry_run: boolean;
+            /** Steps */
+            steps: components["schemas"]["OperationStep"][];
+            /** Requester */
+            requester: string;
+            /** Idempotency Key */
+            idempotency_key: string | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "rejoin";
+            params: components["schemas"]["RejoinParams"];
+            result?: components["schemas"]["RejoinResult"] | null;
+        };
+        /**
+         * RejoinParams
+         * @example {
+         *       "server_id": 1
+         *     }
+         */
+        RejoinParams: {
+            /**
+             * Server Id
+             * @description The server to bring back: a fenced former master (or a stray read-only one).
+             * @example 1
+             */
+            server_id: number;
+            /**
+             * Master Server Id
+             * @description The source it follows; unset: the cluster's one writable master that replicates from nobody.
+             */
+            master_server_id?: number | null;
+        };
+        /**
+         * RejoinRequest
+         * @description The body of POST …/rejoin.
+         * @example {
+         *       "server_id": 1
+         *     }
+         */
+        RejoinRequest: {
+            /**
+             * Dry Run
+             * @description Run the preflight only: nothing is changed; the checks are in the result.
+             * @default false
+             */
+            dry_run: boolean;
+            /**
+             * Server Id
+             * @description The server to bring back: a fenced former master (or a stray read-only one).
+             * @example 1
+             */
+            server_id: number;
+            /**
+             * Master Server Id
+             * @description The source it follows; unset: the cluster's one writable master that replicates from nobody.
+             */
+            master_server_id?: number | null;
+        };
+        /** RejoinResult */
+        RejoinResult: {
+            undo?: components["schemas"]["UndoReport"] | null;
+            /** Post Hook Failures */
+            post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
+            reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /**
+             * Parallel Apply Raised
+             * @description Parallel apply raised for a catch-up, and whether it was put back.
+             */
+            parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
+            /** Server Id */
+            server_id?: number | null;
+            /** Master Server Id */
+            master_server_id?: number | null;
+            /** Connection */
+            connection?: string | null;
+            /**
+             * Only Here
+             * @description Per domain, what only this server has (a rejoin refuses while there is any).
+             */
+            only_here?: components["schemas"]["OnlyHereDomain"][] | null;
         };
         /**
          * ReplicaGuardEvent
@@ -7165,7 +7323,7 @@ export interface operations {
                 /** @description Page back: operations with a smaller id. */
                 before_id?: number | null;
                 /** @description Only operations of these types (repeat the parameter). */
-                type?: ("switchover" | "failover" | "repoint" | "read_only" | "start_replication" | "stop_replication" | "bring_level" | "skip_transactions" | "parallel_apply" | "drill")[] | null;
+                type?: ("switchover" | "failover" | "repoint" | "read_only" | "start_replication" | "stop_replication" | "bring_level" | "skip_transactions" | "parallel_apply" | "drill" | "rejoin")[] | null;
                 /** @description Only dry runs (true) or only real operations (false). */
                 dry_run?: boolean | null;
             };
@@ -7506,6 +7664,81 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ReadOnlyRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted: the operation runs in the background; poll it or follow the events stream. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    rejoin_api_v1_clusters__cluster_id__operations_rejoin_post: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retrying with the same key gives back the same operation instead of starting another. */
+                "idempotency-key"?: string | null;
+            };
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RejoinRequest"];
             };
         };
         responses: {

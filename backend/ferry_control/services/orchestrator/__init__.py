@@ -10,13 +10,16 @@
 - `skip`       skip the transaction(s) that stopped a replica, then start it again
 - `parallel_apply`  a connection's parallel apply changed online; `catch_up_parallel` raises it for a catch-up
 - `drill`      canaries, switchover, verification (canaries, checksums, GTIDs), switch back, figures
-- `monitor`    after each collector cycle: fencing and automatic failover detection
+- `rejoin`     a fenced former master back as a replica, unless it has transactions the new master lacks
+- `prepare`    the catch-up before a switchover's window (`catch_up_rates`: its arithmetic)
+- `monitor`    after each collector cycle: fencing, automatic rejoin and automatic failover detection
 - `hooks`      webhook calls
 """
 
 from ferry_control.services.orchestrator.drill import run_drill
 from ferry_control.services.orchestrator.failover import run_failover
 from ferry_control.services.orchestrator.parallel_apply import run_parallel_apply
+from ferry_control.services.orchestrator.rejoin import run_rejoin
 from ferry_control.services.orchestrator.runner import OperationRunner
 from ferry_control.services.orchestrator.simple import (
     run_bring_level,
@@ -40,3 +43,4 @@ def register_executors(runner: OperationRunner) -> None:
     runner.register("skip_transactions", run_skip_transactions)
     runner.register("parallel_apply", run_parallel_apply)
     runner.register("drill", run_drill)
+    runner.register("rejoin", run_rejoin)
