@@ -138,3 +138,32 @@ async def test_refusals_say_why_and_change_nothing(
         assert idle["state"] == "failed"
         assert "only 0 transaction(s)" in idle["error"] and "nothing was changed" in idle["error"]
         assert connection(ferryd.replica1)["skip_counter"] == 0 and connection(ferryd.replica1)["running"] is False
+
+
+async def test_a_skip_never_passes_over_another_domains_transaction(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    """Replica 1 stopped on domain 1's transaction; the master's next one is domain 2's. Skipping two would lose
+    domain 2's transaction with the failing one (a skip counter passes over whatever comes next): refused, nothing
+    changed; skipping the failing one alone goes on, and domain 2's transaction is applied."""
+    ferryd = ferryd_factory()
+    failing = await stop_on_strict_mode(ferryd)
+    other = ferryd.master.increment("d2", "healthy", domain=2)
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        refused = await run_operation(
+            live.app, live.client, cluster_id, "skip-transactions", {"server_id": ids["replica1"], "count": 2}
+        )
+        assert refused["state"] == "failed", (refused["error"], refused["steps"])
+        assert f"({failing}, {other}) span GTID domains 1, 2" in refused["error"], refused["error"]
+        assert refused["error"].endswith("nothing was changed"), refused["error"]
+        assert "skip" not in [s["name"] for s in refused["steps"]]
+        stopped = connection(ferryd.replica1)
+        assert stopped["skip_counter"] == 0 and stopped["running"] is False and stopped["transactions_skipped"] == 0
+
+        operation = await run_operation(
+            live.app, live.client, cluster_id, "skip-transactions", {"server_id": ids["replica1"], "count": 1}
+        )
+        assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+        assert operation["result"]["skipped_gtids"] == [failing]
+        ferryd.replica1.wait_for(other)

@@ -3,10 +3,11 @@ SET @@default_master_connection = 'c'; SET GLOBAL sql_slave_skip_counter = N; ST
 
 Steps: `preflight` (the connection exists and is stopped — by an SQL error, or by hand), `identify` (which GTIDs will
 be skipped: the next ones after the replica's gtid_slave_pos in its master's binlog, else the GTID the server's error
-names; refused when fewer are waiting), `skip` (the driver's skip: a counter used at the next start, undone by
-clearing it if the start fails; or gtid_slave_pos set past the GTIDs the server names, which are then the ones
-recorded), `start`, `verify` (bounded: the connection runs again without error, the counter is used up,
-gtid_slave_pos is past what was skipped).
+names; refused when fewer are waiting, and whenever the skip could leave the failing GTID domain: the transactions
+span domains, more than one would be skipped without knowing which, or the first is not the failing one), `skip`
+(the driver's skip: a counter used at the next start, undone by clearing it if the start fails; or gtid_slave_pos
+set past the GTIDs the server names, which are then the ones recorded), `start`, `verify` (bounded: the connection
+runs again without error, the counter is used up, gtid_slave_pos is past what was skipped).
 
 Skipping loses data on that replica: the skipped transactions are not applied there, yet their GTIDs count as
 applied, so nothing ever brings them back. The result says so in words (`data_loss`), with the GTIDs.
@@ -118,6 +119,33 @@ async def _identify(view: ServerView, master: ServerView | None, connection: Rep
     return found
 
 
+def cross_domain_refusal(found: dict[str, Any], count: int) -> str | None:
+    """Why the skip could pass over another GTID domain's transactions, or None. A skip counter passes over the next
+    transactions whatever their domain: a domain that replicates well would lose a transaction with the failing
+    one's. So a skip stays within one domain — every transaction it would pass over known, all of the failing
+    transaction's domain, starting with the failing one where the server names it."""
+    gtids: list[str] = found["skipped_gtids"]
+    if count > 1 and found["waiting"] is None:
+        return (
+            f"the {count} transactions a skip would pass over cannot be told (the master's binlog was not read), so "
+            "they might belong to other GTID domains than the failing one: skip one at a time"
+        )
+    domains = sorted({int(g.split("-", 1)[0]) for g in gtids})
+    if len(domains) > 1:
+        return (
+            f"the next {len(gtids)} transactions ({', '.join(gtids)}) span GTID domains "
+            f"{', '.join(str(d) for d in domains)}: a skip passes over whatever comes next, so a domain that "
+            "replicates well would lose transactions too; skip only the failing domain's (a smaller count)"
+        )
+    named = found["error_gtid"]
+    if named is not None and gtids and gtids[0] != named:
+        return (
+            f"the transaction a skip would pass over first is {gtids[0]}, not {named}, the one that stopped the "
+            "connection: skipping could lose another transaction than the failing one"
+        )
+    return None
+
+
 def data_loss(label: str, gtids: list[str], count: int) -> str:
     what = ", ".join(gtids) if gtids else f"the next {count} transaction(s) its master sent"
     one = len(gtids) == 1 or (not gtids and count == 1)
@@ -152,6 +180,9 @@ async def run_skip_transactions(ctx: OperationContext[SkipTransactionsParams, Sk
                 f"{name!r}, not {count}: the skip counter would pass over the master's next transaction(s) as they "
                 "come; nothing was changed"
             )
+        refusal = cross_domain_refusal(found, count)
+        if refusal is not None:
+            raise OperationFailed(f"{view.info.label}, connection {name!r}: {refusal}; nothing was changed")
     result = ctx.result
     result.server_id, result.connection, result.count = view.info.id, name, count
     result.stopped_by = StopReason.model_validate(stop_reason(connection))
