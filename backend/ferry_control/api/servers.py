@@ -105,7 +105,7 @@ async def approve_server(
     "/{server_id}/maintenance",
     response_model=ServerRead,
     summary="Start maintenance (a reason and an end) or end it",
-    responses=error_responses(403),
+    responses=error_responses(403, 409),
 )
 async def set_maintenance(
     data: MaintenanceUpdate,
@@ -119,7 +119,8 @@ async def set_maintenance(
     """The owner is the caller's token. A maintenance ends by itself at its end (`maintenance_detail.until`): from
     then on the server is out of maintenance for candidate choice, the failover monitor and every read, and the
     worker records the end (an audit row `maintenance_expired` and a `maintenance` event). 422 with a precise message
-    for a missing reason, a missing, past or too distant end (at most 7 days)."""
+    for a missing reason, a missing, past or too distant end (at most 7 days); 409 `operation_running` while an
+    operation holds the cluster (whether a server is in maintenance decides what the operation may do with it)."""
     server = await ServerService(session).set_maintenance(cluster_id, server_id, data, owner=principal.name)
     request.state.audit_details = maintenance_audit(server)
     event = ClusterEvent.of(cluster_id, maintenance_event(server))

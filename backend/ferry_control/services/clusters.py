@@ -55,13 +55,15 @@ class ClusterService:
         return await self.clusters.add(cluster)
 
     async def update(self, cluster_id: int, data: ClusterUpdate, caller: Role = Role.admin) -> Cluster:
-        """`caller` is the role of the token asking (the command line acts as the machine's owner: admin)."""
+        """`caller` is the role of the token asking (the command line acts as the machine's owner: admin). 409
+        `operation_running` while an operation holds the cluster: it acts on the settings and credentials it read."""
         cluster = await self.get(cluster_id)
+        await self.refuse_while_busy(cluster_id, f"cluster {cluster.name!r} cannot be changed")
         changes = data.model_dump(exclude_unset=True, exclude=set(SECRET_FIELDS))
         if changes.get("enforce_read_only_replicas") is False and cluster.enforce_read_only_replicas:
             _guard_off_needs_admin(caller, cluster.name)
         required_fields = (
-            "auto_failover", "enforce_read_only_replicas", "candidate_labels", "pre_operation_webhooks",
+            "auto_failover", "auto_rejoin", "enforce_read_only_replicas", "candidate_labels", "pre_operation_webhooks",
             "post_operation_webhooks",
         )  # fmt: skip
         for required in required_fields:

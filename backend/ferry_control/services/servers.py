@@ -112,8 +112,10 @@ class ServerService:
 
     async def set_maintenance(self, cluster_id: int, server_id: int, data: MaintenanceUpdate, owner: str) -> Server:
         """Starts maintenance (a reason and an end are required; `owner` is the caller's token name) or ends it.
-        Starting it again replaces the owner, reason and end."""
+        Starting it again replaces the owner, reason and end. 409 `operation_running` while an operation holds the
+        cluster: whether a server is in maintenance decides what the operation may do with it."""
         server = await self.get(cluster_id, server_id)
+        await self.clusters.refuse_while_busy(cluster_id, f"the maintenance of {server.label} cannot be changed")
         if not data.maintenance:
             given = [k for k in ("reason", "duration_s", "until") if getattr(data, k) is not None]
             if given:

@@ -190,7 +190,8 @@ export interface paths {
          * @description The owner is the caller's token. A maintenance ends by itself at its end (`maintenance_detail.until`): from
          *     then on the server is out of maintenance for candidate choice, the failover monitor and every read, and the
          *     worker records the end (an audit row `maintenance_expired` and a `maintenance` event). 422 with a precise message
-         *     for a missing reason, a missing, past or too distant end (at most 7 days).
+         *     for a missing reason, a missing, past or too distant end (at most 7 days); 409 `operation_running` while an
+         *     operation holds the cluster (whether a server is in maintenance decides what the operation may do with it).
          */
         put: operations["set_maintenance_api_v1_clusters__cluster_id__servers__server_id__maintenance_put"];
         post?: never;
@@ -1386,6 +1387,12 @@ export interface components {
              * @example 8
              */
             catch_up_parallel_workers: number;
+            /**
+             * Max Window S
+             * @description The write-unavailability budget of this cluster's switchovers and drills, in seconds: before the master goes read-only, the candidate catches up while the master keeps taking writes until the predicted window (transactions behind / its apply rate) fits this. An operation's own max_window_s wins. Null: the control plane's switchover_max_window_s (10 s by default).
+             * @example 30
+             */
+            max_window_s?: number | null;
         };
         /**
          * ClusterEventData
@@ -1517,6 +1524,11 @@ export interface components {
              * @default 0
              */
             catch_up_parallel_workers: number;
+            /**
+             * Max Window S
+             * @description The write-unavailability budget of this cluster's switchovers and drills, in seconds: before the master goes read-only, the candidate catches up while the master keeps taking writes until the predicted window (transactions behind / its apply rate) fits this. An operation's own max_window_s wins. Null: the control plane's switchover_max_window_s (10 s by default).
+             */
+            max_window_s?: number | null;
             /**
              * Created At
              * Format: date-time
@@ -1673,6 +1685,11 @@ export interface components {
              */
             catch_up_parallel_workers: number;
             /**
+             * Max Window S
+             * @description The write-unavailability budget of this cluster's switchovers and drills, in seconds: before the master goes read-only, the candidate catches up while the master keeps taking writes until the predicted window (transactions behind / its apply rate) fits this. An operation's own max_window_s wins. Null: the control plane's switchover_max_window_s (10 s by default).
+             */
+            max_window_s?: number | null;
+            /**
              * Created At
              * Format: date-time
              */
@@ -1762,6 +1779,11 @@ export interface components {
              * @description During a switchover's or a drill's catch-up, the candidate's parallel apply is raised to this many workers (its mode kept when parallel, else optimistic; one domain may use them all), and put back afterwards whatever the outcome (after a crash, by the reconciler). 0: off. Not null.
              */
             catch_up_parallel_workers?: number | null;
+            /**
+             * Max Window S
+             * @description The write-unavailability budget of this cluster's switchovers and drills, in seconds: before the master goes read-only, the candidate catches up while the master keeps taking writes until the predicted window (transactions behind / its apply rate) fits this. An operation's own max_window_s wins. Null: the control plane's switchover_max_window_s (10 s by default). Null here puts that default back.
+             */
+            max_window_s?: number | null;
         };
         /** CollectorCycle */
         CollectorCycle: {
@@ -6737,6 +6759,15 @@ export interface operations {
             };
             /** @description An id in the path does not exist */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
