@@ -2,10 +2,12 @@
 started again — it rejoins as a read-only replica of the new master (its connection, current_pos), no longer fenced,
 and nothing acknowledged is lost or applied twice; an old master holding transactions the new master never had
 (written while its replicas were stopped) is not rejoined: nothing is changed, and they are listed per domain with
-their count, first and last GTID and tables."""
+their count, first and last GTID and tables; with the cluster's auto_rejoin, a fenced master that answers again
+rejoins by itself (the failover monitor starts the rejoin)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
@@ -128,3 +130,37 @@ async def test_a_master_with_transactions_the_new_master_lacks_is_not_rejoined_a
             assert f"domain {domain}: 3 transaction(s), {domain}-1-{seq - 2} … {domain}-{newest[str(domain)]}" in error
         assert topology(ferryd.nodes) == before, "nothing was changed"
         assert await fenced(live, cluster_id, ids["master"])
+
+
+async def test_with_auto_rejoin_a_fenced_master_that_answers_again_rejoins_by_itself(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = ferryd_factory(read_only_replicas=True)
+    old = ferryd.master
+    ferryd.write(3, domains=(1, 2))
+    ferryd.converge()
+    async with live_app(collector_enabled=True, poll_interval_s=0.2, poll_timeout_s=1.0) as live:
+        cluster_id, ids = await register(live.client, ferryd, auto_rejoin=True)
+        assert (await live.client.get(f"/api/v1/clusters/{cluster_id}")).json()["auto_rejoin"] is True
+        old.kill()
+        failover = await run_operation(live.app, live.client, cluster_id, "failover", {})
+        assert failover["state"] == "succeeded", (failover["error"], failover["steps"])
+        new_id = failover["result"]["new_master_server_id"]
+        new = ferryd.replica1 if new_id == ids["replica1"] else ferryd.replica2
+        new.increment("after", "k", domain=1)
+        old.start(same_ports=True)  # writable, as a killed ferryd master starts: fenced, then rejoined
+
+        async def rejoined() -> bool:
+            return not await fenced(live, cluster_id, ids["master"])
+
+        async with asyncio.timeout(WAIT_S):
+            while not await rejoined():
+                await asyncio.sleep(0.1)
+        listed = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
+        rejoin = next(o for o in listed if o["type"] == "rejoin")
+        assert rejoin["state"] == "succeeded" and rejoin["requester"] == "failover-monitor", rejoin
+        status = old.status()
+        assert status["read_only"] is True
+        assert [(c["name"], c["master"]) for c in status["replication"]] == [("main", new.listen)]
+        old.wait_for(new.status()["gtid_binlog_pos"])
+        assert old.get("/v1/checksums")["tables"] == new.get("/v1/checksums")["tables"]

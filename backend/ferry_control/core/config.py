@@ -263,6 +263,12 @@ class Settings(BaseSettings):
         description="How long a switchover's catch-up before the window may wait for the predicted window to fit its "
         "budget; then it fails having changed nothing, with the rates and the predicted window.",
     )
+    rejoin_retry_s: float = Field(
+        300.0,
+        gt=0,
+        description="With a cluster's auto_rejoin: a fenced server's rejoin that was refused (transactions only it "
+        "has) or could not start is tried again no sooner than this.",
+    )
     switchover_catch_up_timeout_s: float = Field(
         10.0, gt=0, description="How long the candidate may take to reach the read-only master's position; then undo."
     )

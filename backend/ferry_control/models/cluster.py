@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, String, Text, true
+from sqlalchemy import JSON, ForeignKey, String, Text, false, true
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ferry_control.models.base import Base, utcnow
@@ -24,6 +24,8 @@ class Cluster(Base):
     credentials_ciphertext: Mapped[str | None] = mapped_column(Text, default=None)
     #: Automatic failover when the master is lost (off by default).
     auto_failover: Mapped[bool] = mapped_column(default=False)
+    #: A fenced former master that answers again rejoins as a replica by itself (when it has nothing others lack).
+    auto_rejoin: Mapped[bool] = mapped_column(default=False, server_default=false())
     #: The replica guard makes a replica that is seen writable read-only again (services/replica_guard.py); off, it
     #: is only flagged.
     enforce_read_only_replicas: Mapped[bool] = mapped_column(default=True, server_default=true())

@@ -40,6 +40,13 @@ CATCH_UP_PARALLEL_WORKERS = (
 )
 CATCH_UP_PARALLEL_WORKERS_MAX = 256
 
+#: The meaning of `auto_rejoin`.
+AUTO_REJOIN = (
+    "A fenced former master (replaced by a failover) that answers again rejoins by itself as a read-only replica of "
+    "the new master — only when it has no transaction the new master lacks; otherwise it stays fenced and its own "
+    "transactions are listed (the rejoin operation's result). Off: an operator starts the rejoin."
+)
+
 #: The meaning of `max_window_s`.
 MAX_WINDOW = (
     "The write-unavailability budget of this cluster's switchovers and drills, in seconds: before the master goes "
@@ -93,6 +100,7 @@ class ClusterCreate(ClusterSecrets):
         description="Discovery: a discovered master's admin port is its protocol port plus this. Unset: unknown.",
     )
     auto_failover: bool = Field(False, description="Fail over automatically when the master is lost (confirmed).")
+    auto_rejoin: bool = Field(False, description=AUTO_REJOIN)
     enforce_read_only_replicas: bool = Field(True, description=ENFORCE_READ_ONLY_REPLICAS)
     candidate_labels: list[LabelName] = Field(
         default_factory=list, max_length=LABELS_MAX, description=CANDIDATE_LABELS, examples=[["dc"]]
@@ -118,6 +126,7 @@ class ClusterUpdate(ClusterSecrets):
     description: str | None = Field(None, max_length=2000)
     admin_port_offset: int | None = Field(None, ge=-65535, le=65535)
     auto_failover: bool | None = None
+    auto_rejoin: bool | None = Field(None, description=AUTO_REJOIN + " Not null.")
     enforce_read_only_replicas: bool | None = Field(None, description=ENFORCE_READ_ONLY_REPLICAS)
     candidate_labels: list[LabelName] | None = Field(None, max_length=LABELS_MAX, description=CANDIDATE_LABELS)
     pre_operation_webhooks: list[WebhookUrl] | None = Field(None, max_length=WEBHOOKS_MAX)
@@ -183,6 +192,7 @@ class ClusterRead(BaseModel):
         "configured, or MariaDB credentials without a CA): tokens and credentials cross the network readable.",
     )
     auto_failover: bool
+    auto_rejoin: bool = Field(False, description=AUTO_REJOIN)
     enforce_read_only_replicas: bool = Field(True, description=ENFORCE_READ_ONLY_REPLICAS)
     failover_suspended_at: datetime | None = Field(
         description="Set by a failover: automatic failover stays off until an operator acknowledges."

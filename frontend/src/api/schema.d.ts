@@ -1357,6 +1357,12 @@ export interface components {
              */
             auto_failover: boolean;
             /**
+             * Auto Rejoin
+             * @description A fenced former master (replaced by a failover) that answers again rejoins by itself as a read-only replica of the new master — only when it has no transaction the new master lacks; otherwise it stays fenced and its own transactions are listed (the rejoin operation's result). Off: an operator starts the rejoin.
+             * @default false
+             */
+            auto_rejoin: boolean;
+            /**
              * Enforce Read Only Replicas
              * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks). Turning it off (or creating a cluster with it off) needs an admin token: 403 `guard_off_needs_admin` for an operator.
              * @default true
@@ -1488,6 +1494,12 @@ export interface components {
             plaintext_transport: boolean;
             /** Auto Failover */
             auto_failover: boolean;
+            /**
+             * Auto Rejoin
+             * @description A fenced former master (replaced by a failover) that answers again rejoins by itself as a read-only replica of the new master — only when it has no transaction the new master lacks; otherwise it stays fenced and its own transactions are listed (the rejoin operation's result). Off: an operator starts the rejoin.
+             * @default false
+             */
+            auto_rejoin: boolean;
             /**
              * Enforce Read Only Replicas
              * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks). Turning it off (or creating a cluster with it off) needs an admin token: 403 `guard_off_needs_admin` for an operator.
@@ -1649,6 +1661,12 @@ export interface components {
             /** Auto Failover */
             auto_failover: boolean;
             /**
+             * Auto Rejoin
+             * @description A fenced former master (replaced by a failover) that answers again rejoins by itself as a read-only replica of the new master — only when it has no transaction the new master lacks; otherwise it stays fenced and its own transactions are listed (the rejoin operation's result). Off: an operator starts the rejoin.
+             * @default false
+             */
+            auto_rejoin: boolean;
+            /**
              * Enforce Read Only Replicas
              * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks). Turning it off (or creating a cluster with it off) needs an admin token: 403 `guard_off_needs_admin` for an operator.
              * @default true
@@ -1760,6 +1778,11 @@ export interface components {
             admin_port_offset?: number | null;
             /** Auto Failover */
             auto_failover?: boolean | null;
+            /**
+             * Auto Rejoin
+             * @description A fenced former master (replaced by a failover) that answers again rejoins by itself as a read-only replica of the new master — only when it has no transaction the new master lacks; otherwise it stays fenced and its own transactions are listed (the rejoin operation's result). Off: an operator starts the rejoin. Not null.
+             */
+            auto_rejoin?: boolean | null;
             /**
              * Enforce Read Only Replicas
              * @description A server that replicates (it has a replication connection) and answers writable is made read-only again by the control plane at once (audited, an event and the read_only_enforcement_webhooks), unless an admin made it writable for its own domains; never while an operation runs on the cluster, nor on a server in maintenance (flagged instead). Off: such a replica is only flagged (a standing problem, an event and the webhooks). Turning it off (or creating a cluster with it off) needs an admin token: 403 `guard_off_needs_admin` for an operator.

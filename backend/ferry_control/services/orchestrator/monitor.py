@@ -1,7 +1,10 @@
 """The failover monitor, run after every collector cycle (so by the instance that runs the collector):
 
 - **fencing**: a fenced server (a master replaced by a failover) that answers and is writable is made read-only at
-  once; it is never repointed automatically;
+  once;
+- **rejoin**: in a cluster with `auto_rejoin` on, a fenced server that answers starts a rejoin operation (it becomes
+  a replica of the new master only when it has nothing the new master lacks; a refusal is retried no sooner than
+  `rejoin_retry_s` later, as is a start refused because another operation holds the cluster);
 - **detection**: in a cluster with automatic failover on (and not suspended by an earlier failover, nor within the
   cool-down after one), each master (a cluster may have several, each the origin of its domains) and each
   intermediate master whose last
@@ -28,7 +31,7 @@ from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.events import FailoverNotConfirmedEvent, FencedEvent
-from ferry_control.schemas.operation import FailoverParams
+from ferry_control.schemas.operation import FailoverParams, RejoinParams
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.operations import OperationService
 from ferry_control.services.orchestrator import recovery_hooks
@@ -57,6 +60,8 @@ class FailoverMonitor:
         self._settings = settings
         #: Per cluster, when an unconfirmed loss was last logged.
         self._not_confirmed_logged: dict[int, float] = {}
+        #: Per server, when a rejoin was last started for it (monotonic clock).
+        self._rejoin_started: dict[int, float] = {}
 
     async def check(self, only: set[int] | None = None) -> list[int]:
         """One pass over every cluster (of `only`, when given: those this instance collects); returns the ids of
@@ -70,6 +75,7 @@ class FailoverMonitor:
         started = []
         for cluster, servers, links in work:
             await self._fence(cluster, servers)
+            await self._rejoin(cluster, servers)
             master = self._lost_master(cluster, servers, links)
             if master is not None:
                 operation_id = await self._consider_failover(cluster, servers, master)
@@ -91,6 +97,30 @@ class FailoverMonitor:
             log.warning("fenced %s is back: made read-only", server.label)
             fenced = FencedEvent(server_id=server.id, read_only=True, reason=server.fence_reason)
             self._bus.publish(ClusterEvent.of(cluster.id, fenced))
+
+    async def _rejoin(self, cluster: Cluster, servers: list[Server]) -> None:
+        if not cluster.auto_rejoin:
+            return
+        now = time.monotonic()
+        for server in servers:
+            if not server.fenced or server.health != HealthState.healthy or server.maintenance:
+                continue
+            if now - self._rejoin_started.get(server.id, float("-inf")) < self._settings.rejoin_retry_s:
+                continue
+            self._rejoin_started[server.id] = now
+            try:
+                async with session_scope(self._sessionmaker) as session:
+                    operation, _ = await OperationService(session).start(
+                        self._runner, self._settings, cluster_id=cluster.id, type_="rejoin",
+                        params=RejoinParams(server_id=server.id), dry_run=False, requester=REQUESTER,
+                    )  # fmt: skip
+            except Conflict as e:
+                log.info(
+                    "cluster %s: %s answers again, but its rejoin waits: %s", cluster.name, server.label, e.message
+                )
+                continue
+            log.warning("cluster %s: fenced %s answers again; rejoin operation %s started",
+                        cluster.name, server.label, operation.id)  # fmt: skip
 
     def _lost_master(self, cluster: Cluster, servers: list[Server], links: list) -> Server | None:  # type: ignore[type-arg]
         if not cluster.auto_failover or cluster.failover_suspended_at is not None:
