@@ -92,3 +92,18 @@ export function useDiscoverFrom(clusterId: number) {
     onSettled: () => queryClient.invalidateQueries({ queryKey: queryKeys.cluster(clusterId) }),
   });
 }
+
+/** POST …/servers/{id}/approve (admin): the control plane may then connect to the server's address, with its
+ * cluster's credentials. */
+export function useApproveServer(clusterId: number) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: (serverId: number) =>
+      unwrap(
+        api.POST("/api/v1/clusters/{cluster_id}/servers/{server_id}/approve", {
+          params: { path: { cluster_id: clusterId, server_id: serverId } },
+        }),
+      ),
+    onSettled: () => queryClient.invalidateQueries({ queryKey: queryKeys.cluster(clusterId) }),
+  });
+}

@@ -1,9 +1,10 @@
 // Adding servers from the cluster page against a fake backend: one ferryd server alone (exactly the server's request),
 // a MariaDB seed into a cluster with no logins (the logins first, write-only and cleared, then discovery, its notes
-// shown), discovery from a registered server with its notes, and a viewer who sees none of it.
+// shown), discovery from a registered server with its notes, the servers awaiting an admin's approval (approved by
+// an admin), and a viewer who sees none of it.
 import { screen, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Schemas } from "../../api/client";
 import { RequireRole } from "../../auth/RequireRole";
 import { CLUSTER } from "../../test/fixtures";
@@ -95,6 +96,36 @@ describe("ServerAdmin", () => {
     const writes = requests.filter((r) => r.method !== "GET").map((r) => [r.method, r.path, r.body]);
     expect(writes).toEqual([
       ["POST", "/api/v1/clusters/1/discovery", { kind: "ferry", host: "10.0.0.5", protocol_port: 7302, admin_port: 7402 }],
+    ]);
+  });
+
+  it("lists the servers awaiting approval: an operator sees them, an admin approves an address", async () => {
+    const pending = { ...server(5, "made-up"), approved: false };
+    const approved = { ...pending, approved: true, approved_by: "ops-admin", approved_at: "2026-01-01T00:00:00Z" };
+    let servers = [server(1, "db1"), pending];
+    const { requests } = mockApi({
+      "GET /api/v1/clusters/1": () => ({ body: CLUSTER }),
+      "GET /api/v1/clusters/1/servers": () => ({ body: servers }),
+      "POST /api/v1/clusters/1/servers/5/approve": () => {
+        servers = [server(1, "db1"), approved];
+        return { body: approved };
+      },
+    });
+    const { unmount } = renderSignedIn(<ServerAdmin clusterId={1} />, { role: "operator" });
+    const listed = await screen.findByRole("status", { name: "Servers awaiting approval" });
+    expect(listed.textContent).toContain("made-up (server_id 5) at 10.0.0.5:7301, 10.0.0.5:7401");
+    expect(listed.textContent).not.toContain("db1");
+    expect(within(listed).queryByRole("button", { name: "Approve address" })).toBeNull();
+    unmount();
+
+    const user = userEvent.setup();
+    renderSignedIn(<ServerAdmin clusterId={1} />, { role: "admin" });
+    const forAdmin = await screen.findByRole("status", { name: "Servers awaiting approval" });
+    await user.click(await within(forAdmin).findByRole("button", { name: "Approve address" }));
+    await user.click(within(forAdmin).getByRole("button", { name: /^Approve 10\.0\.0\.5:7301, 10\.0\.0\.5:7401/ }));
+    await vi.waitFor(() => expect(screen.queryByRole("status", { name: "Servers awaiting approval" })).toBeNull());
+    expect(requests.filter((r) => r.method !== "GET").map((r) => [r.method, r.path])).toEqual([
+      ["POST", "/api/v1/clusters/1/servers/5/approve"],
     ]);
   });
 
