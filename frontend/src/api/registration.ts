@@ -30,8 +30,8 @@ export interface Registered {
 /** The POST /clusters body: empty optional logins are left out (never sent as empty strings). */
 export function clusterBody(input: RegisterClusterInput): Schemas["ClusterCreate"] {
   const body: Schemas["ClusterCreate"] = {
-    name: input.name.trim(), description: "", auto_failover: false, enforce_read_only_replicas: true,
-    catch_up_parallel_workers: 0,
+    name: input.name.trim(), description: "", auto_failover: false, auto_rejoin: false,
+    enforce_read_only_replicas: true, catch_up_parallel_workers: 0,
   };
   if (input.kind === "mariadb") {
     body.admin_port_offset = 0;

@@ -4,7 +4,8 @@ import type { Schemas } from "../api/client";
 export const CLUSTER: Schemas["ClusterRead"] = {
   id: 1, name: "prod-eu", description: "", admin_port_offset: 100, node_token_set: false, db_user_set: false,
   db_password_set: false, replication_user_set: false, replication_password_set: false, tls_ca_set: false,
-  plaintext_transport: true, auto_failover: false, enforce_read_only_replicas: true, catch_up_parallel_workers: 0,
+  plaintext_transport: true, auto_failover: false, auto_rejoin: false, enforce_read_only_replicas: true,
+  catch_up_parallel_workers: 0,
   failover_suspended_at: null, last_failover_at: null, last_failover_operation_id: null, pre_operation_webhooks: [],
   post_operation_webhooks: [], created_at: "2025-01-01T00:00:00Z", updated_at: "2025-01-01T00:00:00Z",
 };

@@ -66,7 +66,8 @@ describe("RegisterClusterForm", () => {
     const posts = requests.filter((r) => r.method === "POST");
     expect(posts.map((r) => r.path)).toEqual(["/api/v1/clusters", "/api/v1/clusters/7/discovery"]);
     expect(posts[0]!.body).toEqual({
-      name: "orders", description: "", auto_failover: false, enforce_read_only_replicas: true, catch_up_parallel_workers: 0,
+      name: "orders", description: "", auto_failover: false, auto_rejoin: false, enforce_read_only_replicas: true,
+      catch_up_parallel_workers: 0,
       admin_port_offset: 0,
       db_user: "ferry",
       db_password: DB_PASSWORD, replication_user: "ferry_repl", replication_password: REPL_PASSWORD,
