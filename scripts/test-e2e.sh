@@ -54,6 +54,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Every server of this stack is on loopback, where the specs' operators register and discover: trusted, as a
+# deployment lists its database networks (docs/security.md "Credentials follow an address only with an admin's say").
+export FERRY_SERVER_TRUSTED_HOSTS='["127.0.0.0/8"]'
 FERRY_STACK_DATABASE_URL=$(scripts/ensure-postgres.sh start "$work/pg")
 export FERRY_STACK_DATABASE_URL
 scripts/stack.sh start

@@ -1,7 +1,6 @@
 // Adding servers from the dashboard over the real API: a new cluster with no server leads an operator to the form;
 // they add one of the stack's ferryd replicas by its address alone, then run discovery from it, which registers the
-// rest of its replication graph and says so (with its notes) — and the topology shows them. The seed waits for an
-// admin's approval before discovery may visit it; what the operator's discovery registers is pending in turn.
+// rest of its replication graph and says so (with its notes) — and the topology shows them.
 import { expect, test } from "../fixtures";
 
 function hostPort(address: string): [string, string] {
@@ -30,11 +29,6 @@ test("an operator adds a server to an empty cluster and discovers from it", asyn
   await form.getByLabel(/then discover/).uncheck();
   await form.getByRole("button", { name: "Add server" }).click();
   await expect(form.getByRole("status", { name: "Added" })).toHaveText("Added seed-replica.");
-  // An operator's server at an address the deployment does not trust is pending until an admin approves it.
-  const [seed] = (await (await api.get(`/api/v1/clusters/${clusterId}/servers`)).json()) as { id: number; approved: boolean }[];
-  expect(seed.approved).toBe(false);
-  const approved = await api.post(`/api/v1/clusters/${clusterId}/servers/${seed.id}/approve`);
-  expect(approved.status(), await approved.text()).toBe(200);
 
   const discover = page.getByRole("group", { name: "Discover from a server" });
   await discover.getByLabel("Discover from").selectOption("seed-replica");
