@@ -20,7 +20,8 @@ export interface MariadbCluster {
   /** The logins mariadb_cluster.py created: Ferry's (admin), the replicas' (replication), the load writer's. */
   users: Record<"admin" | "replication" | "workload", { user: string; password: string }>;
   server: (number: number) => MariadbServer;
-  /** Runs `statements` as root on server `number`; returns the rows (tab-separated cells). */
+  /** Runs `statements` as root on server `number`; returns the rows (tab-separated cells). Throws with the server's
+   * error message when one fails. */
   sql: (number: number, statements: string) => string[][];
 }
 
@@ -38,6 +39,8 @@ export function mariadbCluster(stack: Stack, name: string): MariadbCluster {
       input: statements,
       encoding: "utf8",
       timeout: 30_000,
+      // The server's error goes into the thrown error's message rather than the run's output.
+      stdio: ["pipe", "pipe", "pipe"],
     })
       .split("\n")
       .filter((line) => line !== "")

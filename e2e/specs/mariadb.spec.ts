@@ -107,7 +107,10 @@ test("a replica stopped by a duplicate key shows MariaDB's error code and messag
     const connections = page.getByRole("table", { name: "Replication connections" });
     const row = connections.getByRole("row").filter({ has: page.getByRole("rowheader", { name: leaf, exact: true }) });
     await expect(row).toContainText("SQL error 1062");
-    await expect(row.getByRole("cell").last()).toContainText(/^1062: .*Duplicate entry '1' for key 'PRIMARY'/);
+    // Told in words first (what failed, and what to do), then the server's own code and message.
+    const error = row.getByRole("cell").last();
+    await expect(error).toContainText(new RegExp(`^${leaf.replace(/\./g, "\\.")} \\(server_id 5\\): a transaction from .* failed to apply on .*: their data differ`));
+    await expect(error).toContainText(/ 1062: .*Duplicate entry '1' for key 'PRIMARY'/);
     await expect(page.getByRole("img", { name: /Topology graph/ })).toContainText("SQL error 1062");
 
     // The API says the same, with the server's own message.
