@@ -12,7 +12,8 @@ class ExitCode(enum.IntEnum):
     error = 1
     #: Wrong flags or arguments, locally or as the API judged them (400, 422).
     usage = 2
-    #: The operation ended in its preflight checks: nothing was changed.
+    #: The operation was refused with nothing changed: its preflight checks failed, or a master move's catch-up
+    #: before the window found that its window would not fit the budget.
     refused = 3
     #: The operation started changing things and failed (it may have been undone).
     failed = 4
@@ -32,7 +33,8 @@ Exit codes:
   0  ok
   1  the API refused for another reason (conflict, server error)
   2  bad usage: wrong flags or arguments (also the API's 400 and 422)
-  3  refused by preflight: the operation's checks failed, nothing was changed
+  3  refused by preflight, or by a switchover's catch-up before the window (its
+     window would not fit the budget, --max-window): nothing was changed
   4  the operation failed (it may have been undone)
   5  auth: token missing, unknown, revoked or expired (401), or its role is not enough (403)
   6  not found (404): cluster, server, operation, run or token

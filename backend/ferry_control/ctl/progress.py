@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from ferry_control.ctl import catch_up
 from ferry_control.ctl.client import Client
 from ferry_control.ctl.errors import CtlError, ExitCode
 from ferry_control.ctl.output import Output, cell_text
@@ -19,16 +20,20 @@ from ferry_control.schemas.operation_results import CheckResult, MovesWriter
 TERMINAL_STATES = {"succeeded", "failed", "undone", "interrupted"}
 #: Steps that only check and change nothing: an operation that failed in one was refused.
 CHECK_STEPS = {"preflight", "confirm_master_lost", "identify"}
+#: A move's wait for its candidate before the window: it fails having changed nothing (the window would not fit).
+CATCH_UP_STEPS = {catch_up.STEP}
 #: Time between two reads of a running operation, in seconds.
 POLL_S = 0.2
 
 
 class StepPrinter:
-    """Prints each step's start and end once, however often the operation is read."""
+    """Prints each step's start and end once, however often the operation is read, and the catch-up before the
+    window's progress while it waits."""
 
     def __init__(self, out: Output):
         self.out = out
         self.printed: dict[int, set[str]] = {}
+        self.catch_ups: dict[int, catch_up.Progress] = {}
 
     def update(self, operation: AnyOperation) -> None:
         for index, step in enumerate(operation.steps):
@@ -38,11 +43,18 @@ class StepPrinter:
                 done.add("start")
                 if state == "running":
                     self.out.line(f"  … {name}")
+            catching_up = None
+            if step.name in CATCH_UP_STEPS:
+                catching_up = self.catch_ups.setdefault(index, catch_up.Progress(self.out))
+                if state == "running":
+                    catching_up.running(step.detail)
             if state != "running" and "end" not in done:
                 done.add("end")
                 took = f" ({step.duration_s:.3f} s)" if step.duration_s is not None else ""
                 if state == "passed":
                     self.out.line(f"  [green]✓[/] {name}{took}")
+                    if catching_up is not None:
+                        catching_up.ended(step.detail)
                 elif state == "skipped":
                     self.out.line(f"  – {name} skipped{took}")
                 else:
@@ -94,9 +106,16 @@ def failed_checks(operation: AnyOperation) -> list[CheckResult]:
 
 
 def was_refused(operation: AnyOperation) -> bool:
-    """It failed in a step that only checks: nothing was changed."""
+    """It failed in a step that only checks, or in the catch-up before the window: nothing was changed."""
+    return refused_in(operation) is not None
+
+
+def refused_in(operation: AnyOperation) -> str | None:
+    """The step that refused the operation (nothing changed), if it was refused."""
     failed = [s for s in operation.steps if s.state == "failed"]
-    return operation.state == "failed" and bool(failed) and failed[-1].name in CHECK_STEPS
+    if operation.state != "failed" or not failed or failed[-1].name not in CHECK_STEPS | CATCH_UP_STEPS:
+        return None
+    return failed[-1].name
 
 
 def raise_unless_succeeded(document: dict[str, Any]) -> None:
@@ -107,7 +126,11 @@ def raise_unless_succeeded(document: dict[str, Any]) -> None:
         return
     what = f"{operation.type} {operation.id}"
     error = operation.error or f"{what} ended {operation.state}"
-    if was_refused(operation):
+    refused = refused_in(operation)
+    if refused in CATCH_UP_STEPS:
+        # Its error says it in numbers: both rates, the predicted window, what to do.
+        raise CtlError(f"{what} refused: {error}", ExitCode.refused, code="catch_up_refused", document=document)
+    if refused is not None:
         checks = failed_checks(operation)
         lines = [f"{what} refused by preflight, nothing was changed" + ("" if checks else f": {error}")]
         lines += [f"  check {c.name} failed: {c.detail}" for c in checks]

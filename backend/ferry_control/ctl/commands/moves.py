@@ -37,6 +37,9 @@ IDEMPOTENCY = click.option(
 )
 
 
+#: A duration as the API bounds it (more than 0, at most an hour).
+SECONDS = click.FloatRange(min=0, max=3600, min_open=True)
+
 FROM = click.option(
     "--from", "source", metavar="SERVER",
     help="The source to replace (name or id): a master of several, or an intermediate master; default: implied "
@@ -49,20 +52,37 @@ FROM = click.option(
 @FROM
 @click.option("--to", "to", metavar="SERVER", help="The new master (name or id); default: the best replica.")
 @click.option("--expect-master", metavar="SERVER", help="Refuse unless this server is the master now.")
-@click.option("--dry-run", is_flag=True, help="Run the preflight checks only; nothing is changed.")
+@click.option(
+    "--dry-run", is_flag=True,
+    help="Run the preflight checks and measure the load for half a second (the forecast: rates and predicted "
+    "window, with advice); nothing is changed.",
+)  # fmt: skip
+@click.option(
+    "--max-window", "max_window_s", metavar="SECONDS", type=SECONDS,
+    help="The write-unavailability budget: before the master goes read-only, the candidate catches up while the "
+    "master takes writes until the predicted window fits this. Default: the cluster's max_window_s, else the "
+    "control plane's (10 s).",
+)  # fmt: skip
+@click.option(
+    "--prepare-timeout", "prepare_timeout_s", metavar="SECONDS", type=SECONDS,
+    help="How long that catch-up may wait; then the switchover is refused, nothing changed (exit 3). Default: the "
+    "control plane's (60 s).",
+)  # fmt: skip
 @wait_options
 @IDEMPOTENCY
 @output_option
 @pass_app
 def switchover(
     app: App, cluster: str, source: str | None, to: str | None, expect_master: str | None, dry_run: bool,
-    wait: bool, wait_timeout_s: float | None, idempotency_key: str | None,
+    max_window_s: float | None, prepare_timeout_s: float | None, wait: bool, wait_timeout_s: float | None,
+    idempotency_key: str | None,
 ) -> None:  # fmt: skip
     """Planned switchover of a source's role in CLUSTER — its master, or an intermediate master (operator).
 
     \b
-    ferryctl switchover orders --to db2 --dry-run --wait   # the preflight as a checklist
+    ferryctl switchover orders --to db2 --dry-run --wait   # checklist, forecast, advice
     ferryctl switchover orders --to db2 --wait             # steps live; exit 0 when it succeeded
+    ferryctl switchover orders --max-window 30 --wait      # accept a 30 s window
     ferryctl switchover seed000 --from s3 --to s5 --wait   # an intermediate master's role
     JSON: the operation (with --wait: as it ended; result.new_master_server_id).
     """
@@ -74,6 +94,10 @@ def switchover(
         body["candidate_server_id"] = app.client.server(found, to)["id"]
     if expect_master is not None:
         body["expected_master_server_id"] = app.client.server(found, expect_master)["id"]
+    if max_window_s is not None:
+        body["max_window_s"] = max_window_s
+    if prepare_timeout_s is not None:
+        body["prepare_timeout_s"] = prepare_timeout_s
     start(app, found, "switchover", body, wait, wait_timeout_s, idempotency_key)
 
 

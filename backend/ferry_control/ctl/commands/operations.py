@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ferry_control.ctl import catch_up
 from ferry_control.ctl.context import App, output_option, pass_app
 from ferry_control.ctl.output import Output
 from ferry_control.ctl.progress import (
@@ -19,9 +20,11 @@ from ferry_control.ctl.progress import (
     step_detail,
 )
 from ferry_control.schemas.operation import AnyOperation, SwitchoverOperation
-from ferry_control.schemas.operation_results import MovesWriter, SwitchPlanView
+from ferry_control.schemas.operation_results import MovesWriter, SwitchesMaster, SwitchoverResult, SwitchPlanView
 
 OPERATION_COLUMNS = ("id", "type", "state", "dry_run", "requester", "created_at", "finished_at")
+#: Result fields shown in their own form (`render_catch_up`), not as fields.
+CATCH_UP_FIELDS = ("catch_up_phase", "window_steps", "forecast", "advice")
 
 
 @click.group("operations")
@@ -62,8 +65,9 @@ def show_operation(app: App, cluster: str, operation_id: int) -> None:
 @output_option
 @pass_app
 def follow_operation(app: App, cluster: str, operation_id: int, wait_timeout_s: float | None) -> None:
-    """Print an operation's steps live until it ends; exit 0 if it succeeded, 3 if its preflight refused it, 4 if
-    it failed (JSON: the operation as it ended)."""
+    """Print an operation's steps live until it ends; exit 0 if it succeeded, 3 if it was refused with nothing
+    changed (its preflight, or a move's catch-up before the window), 4 if it failed (JSON: the operation as it
+    ended)."""
     found = app.client.cluster(cluster)
     finish(app, found["id"], operation_id, wait_timeout_s)
 
@@ -84,9 +88,26 @@ def render_outcome(out: Output, op: AnyOperation) -> None:
         out.fields(
             (k, ", ".join(v) if isinstance(v, list) else v)
             for k, v in figures.items()
-            if k != "checks" and (not isinstance(v, (dict, list)) or _texts(v))
+            if k != "checks" and k not in CATCH_UP_FIELDS and (not isinstance(v, (dict, list)) or _texts(v))
         )
     render_plan(out, _plan(op))
+    render_catch_up(out, op)
+
+
+def render_catch_up(out: Output, op: AnyOperation) -> None:
+    """A master move's catch-up before the window and its window's steps; a dry run's forecast and advice."""
+    result = op.result
+    if not isinstance(result, SwitchesMaster):
+        return
+    if result.catch_up_phase is not None:
+        catch_up.render_phase(out, result.catch_up_phase, "catch-up", "waited")
+    if result.window_steps:
+        catch_up.render_window(out, result.unavailable_s, result.window_steps)
+    if isinstance(result, SwitchoverResult):
+        if result.forecast is not None:
+            catch_up.render_phase(out, result.forecast, "forecast", "measured")
+        if result.advice:
+            catch_up.render_advice(out, result.advice)
 
 
 def _figures(op: AnyOperation) -> dict[str, Any]:
@@ -144,10 +165,11 @@ def render_operation(out: Output, op: AnyOperation) -> None:
     checks = op.result.checks if isinstance(op.result, MovesWriter) else None
     if checks:
         out.table("checks", ("check", "passed", "detail"), ([c.name, c.passed, c.detail] for c in checks))
-    rest = {k: v for k, v in _figures(op).items() if k not in ("checks", "plan")}
+    rest = {k: v for k, v in _figures(op).items() if k not in ("checks", "plan", *CATCH_UP_FIELDS)}
     if rest:
         out.fields(rest.items())
     render_plan(out, _plan(op))
+    render_catch_up(out, op)
     if op.state not in TERMINAL_STATES:
         out.line(f"still {op.state}: ferryctl operations follow {op.cluster_id} {op.id}")
     for check in failed_checks(op):
