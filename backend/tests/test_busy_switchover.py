@@ -3,9 +3,9 @@ the master group-commits sixteen writers' transactions while a single-threaded r
 cores it falls behind by hundreds of transactions a second; how far depends on the machine, so nothing here relies
 on it — backend/bench/busy_switchover.py measures it).
 
-- A candidate that applies nothing while the master writes (a report holds a read lock on its table) cannot fit a
-  0.2 s budget: the switchover waits in its catch-up phase, then ends having changed nothing, with both rates and the
-  predicted window in its message.
+- A candidate that applies nothing while the master writes (a report holds a read lock on its table) is flagged
+  stalled by the dry run, and cannot fit a 0.2 s budget: the switchover waits in its catch-up phase, then ends
+  having changed nothing, with both rates and the predicted window in its message.
 - With a budget the window fits, it proceeds, and holds writes no longer than that budget; every follower follows
   the new master (one slower than the load is reported following behind).
 - With the cluster's `catch_up_parallel_workers`, five switchovers in a row succeed: the candidate applies in parallel
@@ -64,6 +64,13 @@ async def test_a_busy_cluster_switches_over_by_catching_up_first(
                 start = behind(cluster, 2)
                 await eventually("replica 2 falling behind while locked", lambda: behind(cluster, 2) > start + 100)
                 before = shape(cluster)
+                # The dry run sees what the operator would: the candidate stalled, applying nothing.
+                dry = await run_operation(
+                    live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids[2], "dry_run": True}
+                )
+                assert dry["state"] == "succeeded", dry
+                assert any("is stalled in domain" in a for a in dry["result"]["advice"]), dry["result"]
+                assert dry["result"]["forecast"]["behind"] > 0, dry["result"]["forecast"]
                 # A budget the window cannot fit: it waits out its catch-up bound, then refuses in numbers.
                 refused = await run_operation(
                     live.app, live.client, cluster_id, "switchover",

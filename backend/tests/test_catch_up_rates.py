@@ -15,7 +15,7 @@ from ferry_control.services.orchestrator.catch_up_rates import (
     Sample,
     explain,
 )
-from ferry_control.services.orchestrator.prepare import NEGLIGIBLE_S, _go
+from ferry_control.services.orchestrator.prepare import NEGLIGIBLE_S, _go, advice
 
 
 def feed(tracker: RateTracker, steps: int, dt: float, commit: float, apply: float, start_behind: int = 0) -> None:
@@ -104,3 +104,18 @@ def test_predictions_are_never_negative_and_only_use_the_last_span(steps: list[t
         assert d.behind == master - candidate >= 0
         assert d.commit_rate >= 0 and d.apply_rate >= 0 and d.catch_up_s >= 0
         assert p.span_s <= max(RATE_SPAN_S, dt) + 1e-9
+
+
+def test_the_dry_runs_advice_flags_a_stalled_candidate_and_one_that_falls_behind() -> None:
+    stalled = RateTracker()
+    stalled.add(Sample(0.0, {1: 100, 2: 50}, {1: 90, 2: 50}))
+    stalled.add(Sample(0.5, {1: 150, 2: 80}, {1: 90, 2: 80}))  # domain 1 applies nothing, domain 2 keeps up
+    words = advice("s2", "s1", stalled.predict(), 10.0)
+    assert any("s2 is stalled in domain 1" in w and "60 transaction(s) wait" in w for w in words), words
+    assert not any("domain 2" in w for w in words), words
+
+    slow = RateTracker()
+    feed(slow, steps=10, dt=0.1, commit=2000, apply=1000, start_behind=100)
+    words = advice("s2", "s1", slow.predict(), 10.0)
+    assert any("falls behind while this load lasts" in w and "parallel" in w for w in words), words
+    assert advice("s2", "s1", RateTracker().add(Sample(0.0, {1: 5}, {1: 5})), 10.0) == []

@@ -113,7 +113,13 @@ def advice(candidate: str, master: str, prediction: Prediction, max_window_s: fl
     switchover now would do about a window over budget."""
     said = []
     for d in prediction.domains:
-        if prediction.measured and not d.keeps_up:
+        if prediction.measured and d.behind and d.apply_rate == 0:
+            said.append(
+                f"{candidate} is stalled in domain {d.domain}: it applied nothing in {prediction.span_s:.1f} s while "
+                f"{d.behind:,} transaction(s) wait (a lock, a stopped connection, or a delay): a switchover now would "
+                "wait for it and, at its prepare timeout, refuse — find what holds it, or choose another candidate"
+            )
+        elif prediction.measured and not d.keeps_up:
             said.append(
                 f"{candidate} applies {d.apply_rate:,.0f} txn/s while {master} commits {d.commit_rate:,.0f} txn/s in "
                 f"domain {d.domain}: it falls behind while this load lasts — raise its parallel apply (ferryctl "
