@@ -106,3 +106,44 @@ async def test_an_operations_snapshot_leaves_out_a_server_whose_status_does_not_
     assert f"gtid_binlog_pos whose seq_no {2**63} is beyond" in liar.error, liar.error
     for server_id in honest.values():
         assert snapshot.view(server_id).status is not None, snapshot.view(server_id).error
+
+
+#: Answers to an operation's changes that lie, each with the call, its error code and the words it must hold.
+CHANGE_LIES: dict[str, tuple[str, Any, str, str]] = {
+    "read-only as text": ("set_read_only", {"read_only": "no"}, "bad_read_only", "read_only is 'no', not a boolean"),
+    "read-only not a document": ("set_read_only", [True], "bad_read_only", "not an object"),
+    "reached as text": ("wait", {"reached": "yes", "position": "1-9-5"}, "bad_wait", "reached is 'yes'"),
+    "position not a position": ("wait", {"reached": True, "position": "x"}, "bad_wait", "position"),
+    "inflated position": ("wait", {"reached": True, "position": f"1-9-{2**63}"}, "bad_wait", "beyond"),
+    "landed without a number": (
+        "landed",
+        {"gtid_binlog_pos": "1-9-5", "in_flight_at_read_only": "3", "waited_ms": 1.0},
+        "bad_read_only",
+        "in_flight_at_read_only is '3'",
+    ),
+    "landed after an endless wait": (
+        "landed",
+        {"gtid_binlog_pos": "1-9-5", "in_flight_at_read_only": 0, "waited_ms": 1e300},
+        "bad_read_only",
+        "not a duration",
+    ),
+}
+
+
+@pytest.mark.parametrize("lie", sorted(CHANGE_LIES))
+async def test_lying_answers_to_an_operations_calls_are_the_nodes_protocol_error(app: FastAPI, lie: str) -> None:
+    """What a node answers a read-only change or a wait is what an operation then acts on: a lie (a truthy string
+    taken for true, a position that is none) is a protocol error, never a success."""
+    call, document, code, words = CHANGE_LIES[lie]
+    node = FakeNode(Answer.json(document))
+    drivers: DriverFactory = app.state.drivers
+    async with serving(node) as url:
+        driver = drivers.for_address(ServerKind.ferry, url.removeprefix("http://"))
+        with pytest.raises(ServerProtocolError) as refused:
+            if call == "set_read_only":
+                await driver.set_read_only(False)
+            elif call == "wait":
+                await driver.wait_for_position("1-9-5", 1.0)
+            else:
+                await driver.wait_commits_landed(1.0)
+    assert refused.value.code == code and words in refused.value.message, refused.value

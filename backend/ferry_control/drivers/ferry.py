@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ferry_control.core.config import Settings
+from ferry_control.core.gtid import position
 from ferry_control.core.untrusted_text import bounded
 from ferry_control.drivers.base import (
     SEMI_SYNC_FALLEN_BACK,
@@ -442,7 +443,10 @@ class FerryDriver(ServerDriver):
 
     async def set_read_only(self, read_only: bool) -> bool:
         body = await self._send("POST", "/v1/read-only", json={"read_only": read_only})
-        return bool(body["read_only"])
+        try:
+            return _bool(_document(body), "read_only")
+        except (KeyError, TypeError, ValueError) as e:
+            raise ServerProtocolError(self.address, "bad_read_only", f"/v1/read-only: {_reason(e)}") from e
 
     async def wait_commits_landed(self, timeout_s: float) -> WritesStopped:
         # The node answers once its commits in flight have their answers, or 409 `commits_in_flight` after the wait.
@@ -454,9 +458,9 @@ class FerryDriver(ServerDriver):
         )
         try:
             return WritesStopped(
-                position=body["gtid_binlog_pos"],
-                in_flight_at_read_only=int(body["in_flight_at_read_only"]),
-                waited_s=float(body["waited_ms"]) / 1000,
+                position=_position_text(_document(body), "gtid_binlog_pos"),
+                in_flight_at_read_only=_required_integer(body, "in_flight_at_read_only", 0, INT64_MAX),
+                waited_s=_milliseconds(body, "waited_ms") / 1000,
             )
         except (KeyError, TypeError, ValueError) as e:
             raise ServerProtocolError(
@@ -471,7 +475,10 @@ class FerryDriver(ServerDriver):
             json={"position": position, "timeout_ms": int(timeout_s * 1000)},
             extra_timeout_s=timeout_s,
         )
-        return WaitResult(reached=bool(body["reached"]), position=body["position"])
+        try:
+            return WaitResult(reached=_bool(_document(body), "reached"), position=_position_text(body, "position"))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ServerProtocolError(self.address, "bad_wait", f"/v1/wait-for-position: {_reason(e)}") from e
 
 
 def _shown(value: Any) -> str:
@@ -485,6 +492,28 @@ def _reason(e: BaseException) -> str:
     if isinstance(e, KeyError):
         return f"lacks {e.args[0]!r}" if e.args else "lacks a field"
     return str(e)
+
+
+def _document(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise TypeError(f"the document is {_shown(body)}, not an object")
+    return body
+
+
+def _milliseconds(body: dict[str, Any], key: str) -> float:
+    """A duration field: a finite number of milliseconds, not negative, at most a day."""
+    value = body[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 86_400_000:
+        raise ValueError(f"{key} is {_shown(value)}, not a duration in milliseconds")
+    return float(value)
+
+
+def _position_text(body: dict[str, Any], key: str) -> str:
+    """A GTID position field: a string that parses, every seq_no within BIGINT (what the control plane stores)."""
+    text = _text(body, key)
+    if any(gtid.seq > INT64_MAX for gtid in position(text)):
+        raise ValueError(f"{key} {_shown(text)} has a seq_no beyond {INT64_MAX}")
+    return text
 
 
 def _integer(body: dict[str, Any], key: str, low: int, high: int, optional: bool = False) -> int | None:
