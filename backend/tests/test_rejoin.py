@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
+from ferry_control.ctl.errors import ExitCode
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
-from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, register, run_operation, topology
+from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, finished, register, run_operation, serve, topology
+from tests.test_ferryctl import ferryctl
 from tests.waiting import eventually
 
 
@@ -157,10 +160,44 @@ async def test_with_auto_rejoin_a_fenced_master_that_answers_again_rejoins_by_it
             while not await rejoined():
                 await asyncio.sleep(0.1)
         listed = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
-        rejoin = next(o for o in listed if o["type"] == "rejoin")
+        rejoin = await finished(
+            live.app, live.client, cluster_id, next(o["id"] for o in listed if o["type"] == "rejoin")
+        )
         assert rejoin["state"] == "succeeded" and rejoin["requester"] == "failover-monitor", rejoin
         status = old.status()
         assert status["read_only"] is True
         assert [(c["name"], c["master"]) for c in status["replication"]] == [("main", new.listen)]
         old.wait_for(new.status()["gtid_binlog_pos"])
         assert old.get("/v1/checksums")["tables"] == new.get("/v1/checksums")["tables"]
+
+
+async def test_ferryctl_rejoin_waits_for_it_and_a_dry_run_changes_nothing(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], tmp_path: Path
+) -> None:
+    ferryd = ferryd_factory(read_only_replicas=True)
+    old = ferryd.master
+    ferryd.write(2, domains=(1,))
+    ferryd.converge()
+    async with live_app() as live:
+        await register(live.client, ferryd, name="orders")
+        old.kill()
+        async with serve(live.app) as url:
+            token = live.tokens.operator
+            failover = await ferryctl(tmp_path, "failover", "orders", "--wait", url=url, token=token)
+            assert failover.code == ExitCode.ok, (failover.out, failover.err)
+            old.start(same_ports=True)
+            old.post("/v1/read-only", {"read_only": True})
+            dry = await ferryctl(tmp_path, "rejoin", "orders", "--server", "master", "--dry-run", "--wait",
+                                 url=url, token=token)  # fmt: skip
+            assert dry.code == ExitCode.ok, (dry.out, dry.err)
+            assert "rejoin" in dry.out and "(dry run)" in dry.out, dry.out
+            assert old.status()["replication"] == []
+            viewer = await ferryctl(tmp_path, "rejoin", "orders", "--server", "master", url=url,
+                                    token=live.tokens.viewer)  # fmt: skip
+            assert viewer.code == ExitCode.auth, (viewer.out, viewer.err)
+            run = await ferryctl(tmp_path, "rejoin", "orders", "--server", "master", "--wait", "-o", "json",
+                                 url=url, token=token)  # fmt: skip
+            assert run.code == ExitCode.ok, (run.out, run.err)
+            operation = run.json()
+            assert (operation["type"], operation["state"]) == ("rejoin", "succeeded"), operation
+    assert [c["running"] for c in old.status()["replication"]] == [True]

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from datetime import UTC, datetime, timedelta
@@ -106,6 +107,13 @@ class FailoverMonitor:
             if not server.fenced or server.health != HealthState.healthy or server.maintenance:
                 continue
             if now - self._rejoin_started.get(server.id, float("-inf")) < self._settings.rejoin_retry_s:
+                continue
+            # Asked live: the record may still say healthy for a server that just died (its failed polls not yet
+            # counted), and a rejoin started then would fail and wait out the retry for nothing.
+            try:
+                async with asyncio.timeout(self._settings.poll_timeout_s):
+                    await self._drivers.for_server(server, cluster).status()
+            except (DriverError, TimeoutError):
                 continue
             self._rejoin_started[server.id] = now
             try:
