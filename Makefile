@@ -23,7 +23,15 @@ up:
 down:
 	@scripts/down.sh
 
-test: lint-engine test-engine test-python test-backend test-frontend test-e2e
+# The Debian packages the later suites use install in the background while the engine builds and tests (one apt
+# transaction, scripts/ensure-packages.sh); the backend, dashboard and end-to-end suites wait for them.
+test:
+	@packages=$$(mktemp -d /tmp/ferry-packages.XXXXXX); \
+	scripts/ensure-packages.sh start "$$packages"; \
+	$(MAKE) --no-print-directory lint-engine test-engine test-python; engine=$$?; \
+	scripts/ensure-packages.sh wait "$$packages"; installed=$$?; rm -rf "$$packages"; \
+	[ $$engine = 0 ] && [ $$installed = 0 ] || exit 1; \
+	$(MAKE) --no-print-directory -o python-module -o engine-debug test-backend test-frontend test-e2e
 	@echo "make test: every suite passed"
 
 # The inner loop: what needs no replication server and no browser. `make test` stays the definition of green.
