@@ -11,9 +11,16 @@
 //! The idle timeout only ever applies to waiting for a client's next request: a request being served (a long
 //! wait-for-position, a commit waiting for a row lock) is not cut, and once a replica's `Dump` has turned the
 //! connection into a binlog stream the master only sends, so nothing here applies to it any more.
+//!
+//! Connections that authenticate (replicas, the control plane: `Auth` with the admin token) are not counted among
+//! the others: an `Auth` moves its connection to places of their own (as many as `--max-connections`), and when
+//! every other place is taken a new connection gets one of `RESERVED_FOR_AUTH` kept places, where it may only
+//! authenticate, within `AUTHENTICATE_WITHIN` — so clients that hold every place (slow or idle ones) cannot keep a
+//! replica from following a new master, nor the control plane out.
 
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::time::Instant;
 
 use ferry_core::gtid::GtidPosition;
 use ferry_core::node::{Node, TxnError, TxnRequest};
@@ -21,12 +28,41 @@ use ferry_core::protocol::{split_frame, ErrorCode, FrameError, Request, Response
 use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::AdminToken;
 use crate::dump::{self, DumpRequest};
 use crate::frames::{read_frame, FrameLimits, Next};
 use crate::replicas::ReplicaRegistry;
+
+/// Places kept for connections that authenticate first, once every other place is taken.
+pub const RESERVED_FOR_AUTH: usize = 16;
+/// How long a connection in a kept place has to authenticate (asking nothing else first).
+pub const AUTHENTICATE_WITHIN: Duration = Duration::from_secs(5);
+
+/// The pools of places: any connection's (`--max-connections`), authenticated ones' (as many), and those kept for
+/// connections that authenticate first.
+#[derive(Clone)]
+struct Places {
+    any: Arc<Semaphore>,
+    authenticated: Arc<Semaphore>,
+    reserved: Arc<Semaphore>,
+    max: usize,
+}
+
+/// A connection's place, and the pools it may move between.
+struct Seat {
+    places: Places,
+    place: Place,
+}
+
+/// A connection's place.
+enum Place {
+    Any(#[allow(dead_code)] OwnedSemaphorePermit),
+    /// Kept for a connection that must authenticate before this instant.
+    Reserved(#[allow(dead_code)] OwnedSemaphorePermit, Instant),
+    Authenticated(#[allow(dead_code)] OwnedSemaphorePermit),
+}
 
 /// The protocol port's timeouts (`--protocol-idle-timeout-s`, `--protocol-frame-timeout-s`).
 #[derive(Debug, Clone, Copy)]
@@ -46,7 +82,12 @@ pub async fn serve(
     mut stop: watch::Receiver<bool>,
 ) {
     let max = node.config().limits.connections_max;
-    let permits = Arc::new(Semaphore::new(max));
+    let places = Places {
+        any: Arc::new(Semaphore::new(max)),
+        authenticated: Arc::new(Semaphore::new(max)),
+        reserved: Arc::new(Semaphore::new(RESERVED_FOR_AUTH)),
+        max,
+    };
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -60,17 +101,24 @@ pub async fn serve(
             _ = stop.changed() => return,
         };
         let _ = stream.set_nodelay(true);
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            tokio::spawn(refuse(stream, max));
-            continue;
+        let place = match places.any.clone().try_acquire_owned() {
+            Ok(permit) => Place::Any(permit),
+            Err(_) => match places.reserved.clone().try_acquire_owned() {
+                Ok(permit) => Place::Reserved(permit, Instant::now() + AUTHENTICATE_WITHIN),
+                Err(_) => {
+                    tokio::spawn(refuse(stream, max));
+                    continue;
+                }
+            },
         };
         let (node, token, registry, stop) = (node.clone(), token.clone(), registry.clone(), stop.clone());
+        let places = places.clone();
         tokio::spawn(async move {
-            let connection = Connection::new(stream, node, token, registry, peer.to_string(), timeouts);
+            let seat = Seat { places, place };
+            let connection = Connection::new(stream, node, token, registry, peer.to_string(), timeouts, seat);
             if let Err(e) = connection.run(stop).await {
                 tracing::debug!(%peer, "connection ended: {e}");
             }
-            drop(permit);
         });
     }
 }
@@ -92,6 +140,8 @@ struct Connection {
     /// Set by a successful `Auth`: the connection may then set server_id / seq_no and dump the binlog.
     privileged: bool,
     timeouts: Timeouts,
+    /// Its place under the caps, given back when the connection ends.
+    seat: Seat,
 }
 
 impl Connection {
@@ -102,6 +152,7 @@ impl Connection {
         registry: Arc<ReplicaRegistry>,
         peer: String,
         timeouts: Timeouts,
+        seat: Seat,
     ) -> Self {
         let (r, w) = stream.into_split();
         Connection {
@@ -113,6 +164,7 @@ impl Connection {
             peer,
             privileged: false,
             timeouts,
+            seat,
         }
     }
 
@@ -146,10 +198,15 @@ impl Connection {
         };
         let mut frame = Vec::new();
         loop {
+            let deadline = self.authenticate_by();
             let next = tokio::select! {
                 next = read_frame(&mut self.reader, &mut frame, limits) => next?,
                 _ = stop.changed() => {
                     return self.send(0, Response::error(ErrorCode::ShuttingDown, "the node is shutting down")).await;
+                }
+                _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                    let msg = self.kept_place_message("it did not authenticate in time");
+                    return self.close_with(ErrorCode::TooManyConnections, msg).await;
                 }
             };
             match next {
@@ -178,6 +235,12 @@ impl Connection {
                     return self.close_with(ErrorCode::Timeout, msg).await;
                 }
             }
+            if self.authenticate_by().is_some()
+                && !matches!(Request::decode(&frame), Ok((_, Request::Hello { .. } | Request::Auth { .. })))
+            {
+                let msg = self.kept_place_message("it asked something else first");
+                return self.close_with(ErrorCode::TooManyConnections, msg).await;
+            }
             let (request_id, response) = match Request::decode(&frame) {
                 Ok((header, Request::Dump { server_id, position, heartbeat_ms, listen, admin })) if self.privileged => {
                     let req = DumpRequest {
@@ -190,7 +253,8 @@ impl Connection {
                         admin,
                         frame_timeout: self.timeouts.frame,
                     };
-                    let Connection { reader, mut writer, node, registry, .. } = self;
+                    // `_seat` keeps the connection's place while it streams.
+                    let Connection { reader, mut writer, node, registry, seat: _seat, .. } = self;
                     return dump::serve(reader, &mut writer, &node, &registry, req, stop).await;
                 }
                 Ok((header, Request::Dump { .. })) => (
@@ -215,6 +279,32 @@ impl Connection {
                 }
             };
             self.send(request_id, response).await?;
+        }
+    }
+
+    /// Until when a connection in a kept place may take to authenticate (None: it is in another place).
+    fn authenticate_by(&self) -> Option<Instant> {
+        match self.seat.place {
+            Place::Reserved(_, deadline) if !self.privileged => Some(deadline),
+            _ => None,
+        }
+    }
+
+    fn kept_place_message(&self, why: &str) -> String {
+        format!(
+            "too many connections: this node serves at most {} at once (--max-connections); this connection had a \
+             place kept for replicas and the control plane, which authenticate first, and {why}",
+            self.seat.places.max
+        )
+    }
+
+    /// An authenticated connection leaves the places of the others for one of its own (when one is free).
+    fn authenticated(&mut self) {
+        self.privileged = true;
+        if !matches!(self.seat.place, Place::Authenticated(_)) {
+            if let Ok(permit) = self.seat.places.authenticated.clone().try_acquire_owned() {
+                self.seat.place = Place::Authenticated(permit); // the other place is given back
+            }
         }
     }
 
@@ -245,7 +335,7 @@ impl Connection {
             },
             Request::Auth { token } => match &self.token {
                 Some(expected) if expected.matches(&token) => {
-                    self.privileged = true;
+                    self.authenticated();
                     Response::AuthOk
                 }
                 Some(_) => Response::error(ErrorCode::PermissionDenied, "wrong admin token"),

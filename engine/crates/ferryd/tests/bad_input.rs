@@ -190,3 +190,36 @@ fn connections_past_the_limit_are_refused_with_an_error() {
         b.ping().await.unwrap();
     });
 }
+
+#[test]
+fn connections_that_authenticate_find_a_place_when_the_others_took_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(dir.path(), 1, &["--max-connections", "2"]);
+    rt().block_on(async {
+        // Two clients take every place (idle, as slow or forgotten clients do).
+        let mut a = Client::connect(&node.listen).await.unwrap();
+        let mut b = Client::connect(&node.listen).await.unwrap();
+        a.ping().await.unwrap();
+        b.ping().await.unwrap();
+        // A replica or the control plane authenticates first: it gets a kept place, then one of its own.
+        let mut replica = Client::connect(&node.listen).await.unwrap();
+        replica.auth(common::TOKEN).await.unwrap();
+        replica.ping().await.unwrap();
+        // Having left the kept place, the next authenticating connection finds it free too.
+        let mut control = Client::connect(&node.listen).await.unwrap();
+        control.auth(common::TOKEN).await.unwrap();
+        control.ping().await.unwrap();
+        // A client that asks anything else first in a kept place is refused and closed, saying why.
+        let mut other = Client::connect(&node.listen).await.unwrap();
+        let err = other.ping().await.unwrap_err();
+        assert_eq!(err.code(), Some(ErrorCode::TooManyConnections), "{err}");
+        assert!(
+            err.to_string().contains("at most 2") && err.to_string().contains("asked something else first"),
+            "{err}"
+        );
+        // Everyone admitted is still served.
+        for client in [&mut a, &mut b, &mut replica, &mut control] {
+            client.ping().await.unwrap();
+        }
+    });
+}
