@@ -1,5 +1,6 @@
-// A cluster's settings for operators, folded under the cluster's name: its name, description and automatic failover
-// (only what changed is sent), and deleting the cluster, which asks for the cluster's name typed out first (it
+// A cluster's settings for operators, folded under the cluster's name: its name, description, automatic failover,
+// the replica guard and its busy-cluster switchover settings — the max window (empty: the control plane's default)
+// and the candidate's parallel apply workers for the catch-up — (only what changed is sent), and deleting the cluster, which asks for the cluster's name typed out first (it
 // removes everything recorded about it) and then goes back to the overview.
 import { useState, type FormEvent } from "react";
 import { useNavigate } from "react-router-dom";
@@ -9,10 +10,27 @@ import { ErrorMessage } from "../../components/QueryState";
 
 type Cluster = Schemas["ClusterRead"];
 
+/** The busy-cluster settings as typed: numbers as text, a max window left empty meaning the default. */
+interface BusyForm {
+  maxWindow?: string;
+  parallelWorkers?: string;
+}
+
+/** What is wrong with the typed busy-cluster settings, in words (null: nothing). */
+export function busyProblem(form: BusyForm): string | null {
+  const window = (form.maxWindow ?? "").trim();
+  if (window !== "" && !(Number(window) > 0 && Number(window) <= 3600)) {
+    return "The max window is more than 0 and at most 3600 seconds (empty: the control plane's default).";
+  }
+  const workers = (form.parallelWorkers ?? "0").trim();
+  if (!/^\d+$/.test(workers) || Number(workers) > 256) return "Catch-up parallel workers: a whole number from 0 to 256.";
+  return null;
+}
+
 /** What the form changes, as a PATCH body holding only the changed fields. */
 export function changedFields(
   cluster: Cluster,
-  form: { name: string; description: string; autoFailover: boolean; enforceReadOnly?: boolean },
+  form: { name: string; description: string; autoFailover: boolean; enforceReadOnly?: boolean } & BusyForm,
 ): ClusterUpdate {
   const body: ClusterUpdate = {};
   if (form.name.trim() !== cluster.name) body.name = form.name.trim();
@@ -20,6 +38,13 @@ export function changedFields(
   if (form.autoFailover !== cluster.auto_failover) body.auto_failover = form.autoFailover;
   if (form.enforceReadOnly !== undefined && form.enforceReadOnly !== cluster.enforce_read_only_replicas) {
     body.enforce_read_only_replicas = form.enforceReadOnly;
+  }
+  if (form.maxWindow !== undefined) {
+    const window = form.maxWindow.trim() === "" ? null : Number(form.maxWindow);
+    if (window !== (cluster.max_window_s ?? null)) body.max_window_s = window;
+  }
+  if (form.parallelWorkers !== undefined && Number(form.parallelWorkers) !== (cluster.catch_up_parallel_workers ?? 0)) {
+    body.catch_up_parallel_workers = Number(form.parallelWorkers);
   }
   return body;
 }
@@ -31,8 +56,11 @@ function EditCluster({ cluster }: { cluster: Cluster }) {
     description: cluster.description,
     autoFailover: cluster.auto_failover,
     enforceReadOnly: cluster.enforce_read_only_replicas,
+    maxWindow: cluster.max_window_s == null ? "" : String(cluster.max_window_s),
+    parallelWorkers: String(cluster.catch_up_parallel_workers ?? 0),
   });
-  const body = changedFields(cluster, form);
+  const problem = busyProblem(form);
+  const body = problem ? {} : changedFields(cluster, form);
   const submit = (event: FormEvent) => {
     event.preventDefault();
     update.mutate(body);
@@ -58,10 +86,25 @@ function EditCluster({ cluster }: { cluster: Cluster }) {
           <input type="checkbox" checked={form.enforceReadOnly} onChange={(e) => setForm({ ...form, enforceReadOnly: e.target.checked })} />{" "}
           Keep replicas read-only
         </label>{" "}
+        <label title="A switchover's or drill's write-unavailability budget: the candidate catches up while the master takes writes until the predicted window fits it. Empty: the control plane's default (10 s)">
+          Max window (s){" "}
+          <input type="number" min={0} max={3600} step="any" size={6} placeholder="default" value={form.maxWindow}
+            onChange={(e) => setForm({ ...form, maxWindow: e.target.value })} />
+        </label>{" "}
+        <label title="During a switchover's or drill's catch-up the candidate applies with this many parallel workers, put back afterwards. 0: off">
+          Catch-up parallel workers{" "}
+          <input type="number" min={0} max={256} step={1} size={4} value={form.parallelWorkers}
+            onChange={(e) => setForm({ ...form, parallelWorkers: e.target.value })} />
+        </label>{" "}
         <button type="submit" disabled={update.isPending || Object.keys(body).length === 0}>
           {update.isPending ? "Saving…" : "Save"}
         </button>
-        {update.isSuccess && Object.keys(body).length === 0 ? <span role="status" className="small"> Saved.</span> : null}
+        {update.isSuccess && !problem && Object.keys(body).length === 0 ? <span role="status" className="small"> Saved.</span> : null}
+        {problem ? (
+          <p role="alert" className="error small">
+            {problem}
+          </p>
+        ) : null}
         {update.error ? <ErrorMessage error={update.error} /> : null}
       </fieldset>
     </form>

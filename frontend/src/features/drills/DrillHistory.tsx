@@ -1,7 +1,8 @@
-// Drill runs, newest first: outcome (a failure said loudly, with reasons), RTO, catch-up, what the live canary
-// writer saw, who or which schedule.
+// Drill runs, newest first: outcome (a failure said loudly, with reasons), RTO (and, opened, each switch's catch-up
+// before the window and its window's steps), catch-up, what the live canary writer saw, who or which schedule.
 import type { DrillRun, DrillSchedule } from "../../api/drills";
 import { formatDuration, formatTime } from "../../lib/format";
+import { DrillSwitchReport, hasSwitchReport } from "../operations/CatchUp";
 import { DrillOutcomeBadge } from "./DrillOutcome";
 import { WriterReport } from "./WriterReport";
 
@@ -36,7 +37,15 @@ export function DrillHistory({ runs, schedules }: { runs: DrillRun[]; schedules:
                 <DrillOutcomeBadge run={run} />
                 {run.reasons.length > 0 ? <div className={run.state === "failed" ? "error small" : "small"}>{run.reasons.join("; ")}</div> : null}
               </td>
-              <td>{formatDuration(run.rto_s)}</td>
+              <td>
+                {formatDuration(run.rto_s)}
+                {hasSwitchReport(run.details) ? (
+                  <details>
+                    <summary className="small">catch-up and window</summary>
+                    <DrillSwitchReport details={run.details} />
+                  </details>
+                ) : null}
+              </td>
               <td>{formatDuration(run.catch_up_s)}</td>
               <td>
                 <WriterReport run={run} />

@@ -1,7 +1,9 @@
-// A drill run's outcome in words: passed, failed or interrupted (loudly, with its reasons), RTO and catch-up time.
+// A drill run's outcome in words: passed, failed or interrupted (loudly, with its reasons), RTO and catch-up time,
+// then each switch's catch-up before the window and its window's steps.
 import type { DrillRun } from "../../api/drills";
 import { Badge } from "../../components/StatusBadge";
 import { formatDuration } from "../../lib/format";
+import { DrillSwitchReport } from "../operations/CatchUp";
 
 export function DrillOutcomeBadge({ run }: { run: Pick<DrillRun, "state"> }) {
   switch (run.state) {
@@ -31,6 +33,7 @@ export function DrillOutcome({ run }: { run: DrillRun }) {
           ))}
         </ul>
       ) : null}
+      <DrillSwitchReport details={run.details} />
     </div>
   );
 }

@@ -1,10 +1,11 @@
 // The cluster's operations, newest first: type, state in words, who asked, when, how long, and (expandable)
-// each step with its detail.
+// each step with its detail, and a switchover's or drill's catch-up phase and window steps.
 import { useOperations } from "../../api/queries";
 import { QueryState } from "../../components/QueryState";
 import { Badge } from "../../components/StatusBadge";
 import { formatDuration, formatTime } from "../../lib/format";
-import { stateSymbol, stateTone, unavailableSeconds } from "./operationFacts";
+import { MoveReport } from "./CatchUp";
+import { isRoleMove, stateSymbol, stateTone, unavailableSeconds } from "./operationFacts";
 import { StepProgress } from "./StepProgress";
 
 function seconds(from: string | null, to: string | null): number | null {
@@ -54,6 +55,7 @@ export function OperationHistory({ clusterId, serverName }: { clusterId: number;
                   <details>
                     <summary>{op.steps.length} steps</summary>
                     <StepProgress operation={op} serverName={serverName} />
+                    {isRoleMove(op) && op.type !== "failover" ? <MoveReport figures={op.result} /> : null}
                   </details>
                 </td>
               </tr>

@@ -1,7 +1,9 @@
-// An operation's steps as they happen (updated live), then its outcome: the error, and for a switchover or
-// failover the write-unavailability window and the new master.
+// An operation's steps as they happen (updated live; a move's catch-up before the window with its rates and predicted
+// window while it waits), then its outcome: the error, and for a switchover or failover the write-unavailability
+// window and the new master.
 import { Badge } from "../../components/StatusBadge";
 import { formatDuration, humanize } from "../../lib/format";
+import { CATCH_UP_STEP, CatchUpProgress, isCatchUpProgress } from "./CatchUp";
 import { hasEnded, masters, stateSymbol, stateTone, stepDetail, unavailableSeconds, type Operation } from "./operationFacts";
 
 export function StepProgress({ operation, serverName }: { operation: Operation; serverName: (id: number) => string }) {
@@ -24,7 +26,11 @@ export function StepProgress({ operation, serverName }: { operation: Operation; 
             </Badge>{" "}
             <strong>{humanize(step.name)}</strong>
             {step.duration_s != null ? <span className="small"> in {formatDuration(step.duration_s)}</span> : null}
-            {stepDetail(step.detail) ? <div className="small">{stepDetail(step.detail)}</div> : null}
+            {step.name === CATCH_UP_STEP && isCatchUpProgress(step.detail) ? (
+              <CatchUpProgress detail={step.detail} />
+            ) : stepDetail(step.detail) ? (
+              <div className="small">{stepDetail(step.detail)}</div>
+            ) : null}
           </li>
         ))}
         {!hasEnded(operation) ? <li className="muted">… waiting for the next step</li> : null}

@@ -1,10 +1,14 @@
 // Planned switchover: choose the source whose role moves (on a cluster of several masters or with an intermediate
 // master; a single master is the source by itself), a candidate among its replicas (or let the orchestrator pick the
-// best), preview — an intermediate master's preview shows the plan per domain — type the cluster's name, run. The
-// run names the candidate and source the preview chose, so what runs is what was shown.
+// best), optionally the window's budget (max window: how long writes may be held; unset, the cluster's or the control
+// plane's), preview — an intermediate master's preview shows the plan per domain, a master's the forecast (rates,
+// predicted window) and advice — type the cluster's name, run; its catch-up before the window is shown as it waits,
+// then the catch-up phase and the window's steps. The run names the candidate, source and budget the preview used, so
+// what runs is what was shown.
 import { useState } from "react";
 import type { Schemas } from "../../api/client";
 import { useSwitchover, type SwitchoverBody } from "../../api/mutations";
+import { MoveReport } from "./CatchUp";
 import { GuardedAction } from "./GuardedAction";
 import { masters as mastersOf } from "./operationFacts";
 import { CandidatePicker, SourcePicker } from "./ServerPicker";
@@ -24,6 +28,7 @@ interface Props {
 export function SwitchoverForm({ clusterId, clusterName, nodes, edges = [], serverName }: Props) {
   const mutation = useSwitchover(clusterId);
   const [candidate, setCandidate] = useState<string>("best");
+  const [maxWindow, setMaxWindow] = useState("");
   const sources = nodes.filter((n) => n.role === "master" || n.role === "intermediate");
   const masters = nodes.filter((n) => n.role === "master");
   const single = sources.length === 1 ? sources[0] : null;
@@ -37,6 +42,11 @@ export function SwitchoverForm({ clusterId, clusterName, nodes, edges = [], serv
   const needsSource = single === null && sources.length > 1;
   // Named only where there is a choice: a single master's switchover sends what it always did.
   const sourceField = needsSource && source ? { source_server_id: source.server_id } : {};
+  // The budget only when given (unset: the cluster's, else the control plane's); a value out of bounds holds the
+  // preview back (the field says why).
+  const budget = maxWindow.trim() === "" ? null : Number(maxWindow);
+  const budgetValid = budget === null || (Number.isFinite(budget) && budget > 0 && budget <= 3600);
+  const budgetField = budget !== null && budgetValid ? { max_window_s: budget } : {};
 
   return (
     <GuardedAction<SwitchoverBody>
@@ -45,15 +55,16 @@ export function SwitchoverForm({ clusterId, clusterName, nodes, edges = [], serv
       title="Switchover"
       verb="Switch over"
       typedConfirmation
-      paramsKey={`${candidate}/${source?.server_id ?? "none"}`}
+      paramsKey={`${candidate}/${source?.server_id ?? "none"}/${maxWindow}`}
       previewBody={() =>
-        needsSource && source === null
+        (needsSource && source === null) || !budgetValid
           ? null
           : {
               dry_run: true,
               candidate_server_id: candidateId,
               ...sourceField,
               expected_master_server_id: source?.server_id ?? masters[0]?.server_id ?? null,
+              ...budgetField,
             }
       }
       runBody={(preview) => ({
@@ -61,10 +72,16 @@ export function SwitchoverForm({ clusterId, clusterName, nodes, edges = [], serv
         candidate_server_id: mastersOf(preview).newMaster ?? candidateId,
         ...sourceField,
         expected_master_server_id: mastersOf(preview).oldMaster ?? source?.server_id ?? null,
+        ...budgetField,
       })}
       start={(variables) => mutation.mutateAsync(variables)}
       serverName={serverName}
-      outcome={(operation) => <SwitchPlan operation={operation} />}
+      outcome={(operation) => (
+        <>
+          <SwitchPlan operation={operation} />
+          {operation.type === "switchover" ? <MoveReport figures={operation.result} /> : null}
+        </>
+      )}
     >
       {needsSource ? (
         <p className="small">
@@ -75,8 +92,9 @@ export function SwitchoverForm({ clusterId, clusterName, nodes, edges = [], serv
         </p>
       ) : (
         <p className="small">
-          Current master: <strong>{source ? source.name : "none found"}</strong>. The old master turns read-only, the
-          candidate catches up to its position, is promoted, and every other server follows it.
+          Current master: <strong>{source ? source.name : "none found"}</strong>. The candidate first catches up while
+          the master still takes writes, until the predicted window fits the max window; then the old master turns
+          read-only, the candidate applies what is left, is promoted, and every other server follows it.
         </p>
       )}
       <SourcePicker
@@ -89,6 +107,16 @@ export function SwitchoverForm({ clusterId, clusterName, nodes, edges = [], serv
         }}
       />
       <CandidatePicker bestLabel="Best replica (chosen by the orchestrator)" candidates={replicas} value={candidate} onChange={setCandidate} />
+      <label title="Before the master goes read-only the candidate catches up while the master takes writes, until the predicted window fits this">
+        Max window (s){" "}
+        <input type="number" min={0} max={3600} step="any" inputMode="decimal" placeholder={`cluster's default`}
+          value={maxWindow} onChange={(e) => setMaxWindow(e.target.value)} aria-invalid={!budgetValid} />
+      </label>
+      {budgetValid ? null : (
+        <p role="alert" className="error small">
+          The max window is more than 0 and at most 3600 seconds.
+        </p>
+      )}
     </GuardedAction>
   );
 }
