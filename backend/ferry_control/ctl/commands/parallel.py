@@ -48,9 +48,7 @@ def parallel_apply(
     if mode is None and workers is None and domain_workers_max is None:
         if dry_run:
             raise click.UsageError("--dry-run goes with a change (--mode, --workers or --domain-workers-max)")
-        read = app.client.get(
-            f"/clusters/{found['id']}/servers/{target['id']}/parallel-apply", interval_s=interval_s
-        )
+        read = app.client.get(f"/clusters/{found['id']}/servers/{target['id']}/parallel-apply", interval_s=interval_s)
         app.out.document(read, lambda r: render(app.out, r))
         return
     body: dict[str, Any] = {"server_id": target["id"], "dry_run": dry_run}
