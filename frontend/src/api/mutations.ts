@@ -131,6 +131,18 @@ export function useSkipTransactions(clusterId: number) {
   );
 }
 
+export type RejoinBody = Schemas["RejoinRequest"];
+export function useRejoin(clusterId: number) {
+  return useOperationMutation<RejoinBody>(clusterId, (id, { body, idempotencyKey }) =>
+    unwrap(
+      api.POST("/api/v1/clusters/{cluster_id}/operations/rejoin", {
+        params: { path: path(id), header: header(idempotencyKey) },
+        body,
+      }),
+    ),
+  );
+}
+
 /** POST …/servers/{id}/unfence: a former master a failover fenced may be made writable again. */
 export function useUnfence(clusterId: number) {
   const queryClient = useQueryClient();

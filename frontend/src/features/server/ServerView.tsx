@@ -10,12 +10,13 @@ import type { Schemas } from "../../api/client";
 import { useAudit, useOperations, useServers, useTopology } from "../../api/queries";
 import { QueryState } from "../../components/QueryState";
 import { Badge, HealthBadge } from "../../components/StatusBadge";
-import { formatLag, formatTime, humanize } from "../../lib/format";
+import { formatTime, humanize } from "../../lib/format";
 import { LiveMaintenanceNote } from "../maintenance/MaintenanceNote";
 import { ConnectionSettings } from "../topology/ConnectionSettings";
 import { connectionState } from "../topology/connectionState";
 import { auditTouches, domainPositions, operationTouches } from "./serverFacts";
 import { ParallelApply } from "./ParallelApply";
+import { Rejoin } from "./Rejoin";
 
 const KIND_NAMES: Record<Schemas["ServerKind"], string> = { ferry: "ferryd", mariadb: "MariaDB" };
 
@@ -89,8 +90,7 @@ function Connections({ edges, names, title, side }: {
                 <th scope="row">{other != null ? names.get(other) ?? `server ${other}` : edge.master_address ?? "unknown"}</th>
                 <td className="mono">{edge.connection || "(default)"}</td>
                 <td><Badge tone={state.tone}>{state.text}</Badge></td>
-                <td>{formatLag(edge.lag ? Object.values(edge.lag).reduce<{ seconds: number; transactions: number } | null>(
-                  (worst, l) => ({ seconds: Math.max(worst?.seconds ?? 0, l.seconds), transactions: Math.max(worst?.transactions ?? 0, l.transactions) }), null) : null)}</td>
+                <td>{edge.worst_lag?.words ?? "no lag reported"}</td>
                 {side === "master" ? <td><ConnectionSettings settings={edge.settings} /></td> : null}
               </tr>
             );
@@ -233,6 +233,7 @@ export function ServerView({ clusterId, serverId }: { clusterId: number; serverI
           <p>
             Fence: {server.fenced ? <Badge tone="bad" symbol="⛔">{`fenced: ${server.fence_reason ?? "by a failover"}`}</Badge> : "no"}
           </p>
+          {server.fenced ? <Rejoin clusterId={clusterId} serverId={serverId} label={server.label} serverName={(id) => names.get(id) ?? `server ${id}`} /> : null}
           <h2>Replicates from</h2>
           <Connections edges={edges.filter((e) => e.replica_server_id === serverId)} names={names} title="Replication connections" side="master" />
           {edges.some((e) => e.replica_server_id === serverId) ? (

@@ -1,0 +1,110 @@
+// "Rejoin as a replica…" on a fenced former master's page: the rejoin operation (a dry run first, the cluster's name
+// typed, then followed live). The preview says whether it can rejoin; when it has transactions the master never had,
+// they are listed per domain (how many, first and last GTID, the newest with time and tables) and nothing runs.
+import { useState } from "react";
+import type { Schemas } from "../../api/client";
+import { useRejoin } from "../../api/mutations";
+import { useCluster } from "../../api/queries";
+import { RequireRole } from "../../auth/RequireRole";
+import { GuardedAction } from "../operations/GuardedAction";
+import type { Operation } from "../operations/operationFacts";
+
+interface Props {
+  clusterId: number;
+  serverId: number;
+  label: string;
+  serverName: (id: number) => string;
+}
+
+/** Shown to operators and admins only; viewers see the fence and no control. */
+export function Rejoin(props: Props) {
+  return (
+    <RequireRole role="operator">
+      <RejoinButton {...props} />
+    </RequireRole>
+  );
+}
+
+function RejoinButton(props: Props) {
+  const [open, setOpen] = useState(false);
+  if (open) return <RejoinForm {...props} />;
+  return (
+    <button type="button" className="danger" onClick={() => setOpen(true)}>
+      Rejoin as a replica…
+    </button>
+  );
+}
+
+function RejoinForm({ clusterId, serverId, label, serverName }: Props) {
+  const cluster = useCluster(clusterId);
+  const mutation = useRejoin(clusterId);
+  const body = (dryRun: boolean): Schemas["RejoinRequest"] => ({ dry_run: dryRun, server_id: serverId });
+  return (
+    <GuardedAction<Schemas["RejoinRequest"]>
+      clusterId={clusterId}
+      clusterName={cluster.data?.name ?? ""}
+      title={`Rejoin ${label} as a replica of the master`}
+      verb="Rejoin"
+      typedConfirmation
+      paramsKey={`${serverId}`}
+      previewBody={() => body(true)}
+      runBody={() => body(false)}
+      start={(v) => mutation.mutateAsync(v)}
+      serverName={serverName}
+      outcome={(op) => <RejoinOutcome operation={op} serverName={serverName} />}
+    >
+      <p role="note">
+        Ferry compares {label}'s transactions with the master's in every domain. With nothing only {label} has, it
+        replicates from the master again, stays read-only and is no longer fenced. Transactions only it has are never
+        dropped: they are listed, and nothing is changed.
+      </p>
+    </GuardedAction>
+  );
+}
+
+function when(us: number | null | undefined): string {
+  return us == null ? "time not known" : new Date(us / 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+}
+
+export function RejoinOutcome({ operation, serverName }: { operation: Operation; serverName: (id: number) => string }) {
+  const result = operation.type === "rejoin" ? (operation.result ?? {}) : {};
+  const onlyHere = result.only_here ?? [];
+  const source = result.master_server_id != null ? serverName(result.master_server_id) : "the master";
+  if (onlyHere.length > 0) {
+    return (
+      <div aria-label="Transactions only this server has">
+        <p role="alert">
+          It has transactions {source} never had: acknowledged before it was replaced, never replicated. Nothing was
+          changed; keep what you need from its binlog, then rebuild it or remove them before rejoining it.
+        </p>
+        <table>
+          <caption>Transactions only it has, per domain</caption>
+          <thead>
+            <tr><th>Domain</th><th>How many</th><th>First</th><th>Last</th><th>Newest (time, tables)</th></tr>
+          </thead>
+          <tbody>
+            {onlyHere.map((d) => (
+              <tr key={d.domain}>
+                <td>{d.domain}</td>
+                <td>{d.count ?? "more than its binlog lists"}</td>
+                <td className="mono">{d.first ?? "—"}</td>
+                <td className="mono">{d.last}</td>
+                <td>
+                  {(d.transactions ?? []).slice(0, 5).map((t) => (
+                    <div key={t.gtid} className="mono">{`${t.gtid} · ${when(t.commit_ts_us)} · ${(t.tables ?? []).join(", ") || "no table named"}`}</div>
+                  ))}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    );
+  }
+  if (operation.state !== "succeeded") return operation.error ? <p className="error">{operation.error}</p> : null;
+  return operation.dry_run ? (
+    <p>It has nothing {source} lacks: it can rejoin as its replica.</p>
+  ) : (
+    <p>✓ It replicates from {source} again, read-only, no longer fenced.</p>
+  );
+}
