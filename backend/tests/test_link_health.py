@@ -80,7 +80,14 @@ async def test_a_replica_delayed_on_purpose_is_neither_stalled_nor_lagging_withi
     )
     overview = await overview_of(client, cluster_id)
     assert (overview["health"], overview["problems"], overview["warnings"]) == ("healthy", [], [])
-    assert overview["worst_lag"]["seconds"] == 0.0 and overview["worst_lag"]["transactions"] == 5
+    worst = overview["worst_lag"]
+    assert (worst["delay_s"], worst["beyond_delay_s"], worst["level"], worst["transactions"]) == (
+        delay_s,
+        0.0,
+        "none",
+        5,
+    )
+    assert worst["words"].endswith("(delay 10 min 00 s, +0 s) · 5 txn"), worst
 
 
 async def _held_longer_than(

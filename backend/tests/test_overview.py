@@ -12,7 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from ferry_control.core.db import session_scope
 from ferry_control.models import DrillRun
 from ferry_control.schemas.overview import WorstLag
-from ferry_control.schemas.topology import DomainLagRead, TopologyEdge, TopologyGraph, TopologyNode
+from ferry_control.schemas.topology import TopologyEdge, TopologyGraph, TopologyNode
+from ferry_control.services.lag import domain_lag, judge
 from ferry_control.services.overview import summarize
 from tests.conftest import Tokens
 from tests.ferryd_cluster import FerrydCluster
@@ -35,7 +36,7 @@ def edge(link_id: int, replica: int, **over: object) -> TopologyEdge:
     fields: dict[str, object] = dict(
         link_id=link_id, source="replica", connection="main", master_server_id=1, master_address="127.0.0.1:7301",
         replica_server_id=replica, running=True, io_state="connected", sql_state="applying",
-        lag={1: DomainLagRead(seconds=0.2, transactions=3)}, last_error_code=None, last_error_message=None,
+        lag={1: domain_lag({"seconds": 0.2, "transactions": 3}, None)}, last_error_code=None, last_error_message=None,
         updated_at=AT,
     )  # fmt: skip
     return TopologyEdge.model_validate(fields | over)
@@ -59,7 +60,17 @@ def test_gives_health_master_replicas_and_the_worst_lag() -> None:
         "masters": ["a"],
         "replica_count": 2,
         "server_count": 3,
-        "worst_lag": {"seconds": 0.2, "transactions": 3},
+        "worst_lag": {
+            "seconds": 0.2,
+            "transactions": 3,
+            "delay_s": 0,
+            "beyond_delay_s": 0.2,
+            "level": "low",
+            "words": "200 ms · 3 txn",
+            "replica": "b (server_id 2)",
+            "connection": "main",
+            "domain": 1,
+        },
         "alerts": [],
     }
 
@@ -124,10 +135,18 @@ def test_several_masters_each_the_origin_of_its_own_domains_are_a_shape_not_a_fa
     assert (summary.health, summary.problems, summary.masters) == ("healthy", [], ["s1", "s2"])
 
 
-def test_the_worst_lag_takes_seconds_and_transactions_apart() -> None:
-    lags = {1: DomainLagRead(seconds=4.0, transactions=1), 2: DomainLagRead(seconds=0.1, transactions=50)}
+def test_the_worst_lag_is_one_connection_s_figure_named() -> None:
+    """The worst is the most seconds beyond the delay; its transactions and words are that connection's own (never
+    seconds of one connection beside transactions of another)."""
+    lags = {
+        1: domain_lag({"seconds": 4.0, "transactions": 1}, None),
+        2: domain_lag({"seconds": 0.1, "transactions": 50}, None),
+    }
     summary = summarize(graph(edges=[edge(10, 2, lag=lags), edge(11, 3, lag={})]))
-    assert summary.worst_lag == WorstLag(seconds=4.0, transactions=50)
+    assert summary.worst_lag == WorstLag(
+        **judge(4.0, 1).model_dump(), replica="b (server_id 2)", connection="main", domain=1
+    )
+    assert summary.worst_lag is not None and summary.worst_lag.words == "4.0 s · 1 txn"
 
 
 async def test_overview_of_a_registered_cluster_with_its_last_drill(
@@ -172,14 +191,34 @@ async def test_overview_of_a_registered_cluster_with_its_last_drill(
 
 
 def test_lag_is_judged_against_the_configured_delay() -> None:
-    """A replica delayed 30 s on purpose and 30 s behind is at its delay: no lag; 32 s behind is 2 s of lag."""
+    """A replica delayed 30 s on purpose and 30 s behind is at its delay: level none, in the words every surface
+    uses; 32 s behind is 2 s beyond it."""
     delayed = {"delay_s": 30}
-    at_delay = summarize(graph(edges=[edge(10, 2, lag={1: DomainLagRead(seconds=30.0, transactions=8)},
+    at_delay = summarize(graph(edges=[edge(10, 2, lag={1: domain_lag({"seconds": 30.0, "transactions": 8}, delayed)},
                                            settings=delayed)]))  # fmt: skip
-    assert (at_delay.health, at_delay.worst_lag) == ("healthy", WorstLag(seconds=0.0, transactions=8))
-    beyond = summarize(graph(edges=[edge(10, 2, lag={1: DomainLagRead(seconds=32.0, transactions=8)},
+    assert at_delay.health == "healthy" and at_delay.worst_lag is not None
+    assert (at_delay.worst_lag.seconds, at_delay.worst_lag.beyond_delay_s, at_delay.worst_lag.level) == (
+        30.0,
+        0,
+        "none",
+    )
+    assert at_delay.worst_lag.words == "30 s (delay 30 s, +0 s) · 8 txn"
+    beyond = summarize(graph(edges=[edge(10, 2, lag={1: domain_lag({"seconds": 32.0, "transactions": 8}, delayed)},
                                           settings=delayed)]))  # fmt: skip
-    assert beyond.worst_lag == WorstLag(seconds=2.0, transactions=8)
+    assert beyond.worst_lag is not None
+    assert (beyond.worst_lag.beyond_delay_s, beyond.worst_lag.level) == (2.0, "low")
+    assert beyond.worst_lag.words == "32 s (delay 30 s, +2.0 s) · 8 txn"
+
+
+def test_the_delayed_replica_at_its_delay_is_not_worse_than_a_replica_behind() -> None:
+    """A replica 3 s behind without a delay is worse than one at its 30 s delay: the overview names it."""
+    delayed = {"delay_s": 30}
+    edges = [
+        edge(10, 2, lag={1: domain_lag({"seconds": 30.0, "transactions": 400}, delayed)}, settings=delayed),
+        edge(11, 3, lag={1: domain_lag({"seconds": 3.0, "transactions": 2}, None)}),
+    ]
+    worst = summarize(graph(edges=edges)).worst_lag
+    assert worst is not None and (worst.replica, worst.words) == ("c (server_id 3)", "3.0 s · 2 txn")
 
 
 def test_a_stalled_sql_side_is_a_warning_with_its_reason() -> None:

@@ -9,17 +9,20 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ferry_control.schemas.cluster import ClusterRead
+from ferry_control.schemas.lag import LagVerdict
 from ferry_control.schemas.topology import ClusterAlert
 
 ClusterHealth = Literal["healthy", "degraded", "down", "empty"]
 
 
-class WorstLag(BaseModel):
-    seconds: float = Field(
-        description="The largest lag in seconds over every connection and domain, beyond each connection's "
-        "configured delay (a replica delayed on purpose and at its delay counts 0)."
-    )
-    transactions: int = Field(description="The largest lag in transactions (taken apart from the seconds).")
+class WorstLag(LagVerdict):
+    """The worst lag over every connection and domain, judged against each connection's configured delay (a replica
+    delayed on purpose and at its delay is not behind), with the connection it is on and its figure in the words
+    the topology, the positions and ferryctl use for it."""
+
+    replica: str = Field(description="The replica's label.")
+    connection: str | None = Field(description="The connection's name on the replica.")
+    domain: int
 
 
 class ClusterSummary(BaseModel):

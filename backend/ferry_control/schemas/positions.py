@@ -6,6 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ferry_control.schemas.lag import LagVerdict
+
 
 class PositionCell(BaseModel):
     gtid: str | None = Field(description="The server's GTID in this domain (from gtid_current_pos); None: none yet.")
@@ -13,8 +15,11 @@ class PositionCell(BaseModel):
     behind_transactions: int = Field(description="Transactions behind the most advanced server in this domain.")
     lag_seconds: float | None = Field(
         None,
-        description="The replica's lag in seconds in this domain (largest over its connections; see "
-        "DomainLagRead.seconds).",
+        description="The replica's lag in seconds in this domain (on its connection whose lag is worst judged against "
+        "its configured delay; see DomainLagRead.seconds); None on a server that replicates nothing there.",
+    )
+    lag: LagVerdict | None = Field(
+        None, description="That connection's lag judged against its configured delay, with its words (services/lag.py)."
     )
 
 
@@ -139,6 +144,16 @@ class LagSampleRead(BaseModel):
     )
 
 
+class LinkDelayRead(BaseModel):
+    """A replica connection's configured delay, as its replica last reported it."""
+
+    link_id: int
+    replica_server_id: int
+    master_server_id: int | None
+    connection: str | None
+    delay_s: int = Field(description="MASTER_DELAY: lag up to it is by design (the lag chart draws it as a band).")
+
+
 class LagHistory(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={
@@ -175,3 +190,7 @@ class LagHistory(BaseModel):
     )
     truncated: bool = Field(description="Some samples of the range are not in the answer (never the newest).")
     bucket_s: int | None = Field(None, description="The downsampling bucket in seconds; None: every sample.")
+    delays: list[LinkDelayRead] = Field(
+        default_factory=list,
+        description="The cluster's connections configured with a delay now (only those; filtered as the samples are).",
+    )

@@ -8,15 +8,18 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ferry_control.models import HealthState, LinkSource, ServerKind
+from ferry_control.schemas.lag import LagVerdict
 from ferry_control.schemas.server import REPLICAS_MAY_BE_AHEAD, MaintenanceRead
 
 
-class DomainLagRead(BaseModel):
-    transactions: int = Field(description="seq_no difference against the master's binlog position.")
+class DomainLagRead(LagVerdict):
+    """A connection's lag in one domain as the collector stored it, judged against the connection's configured delay
+    (services/lag.py): the same figure and words on every surface."""
+
     seconds: float = Field(
         description="Seconds behind, on the control plane's clock: how long ago the collector first saw the master "
         "past the replica's position in this domain (0 when it never was: caught up). Resolution: the poll "
-        "interval. When the master is not a polled server, the replica's own figure."
+        "interval. When the master is not a polled server, the replica's own figure. A configured delay included."
     )
     reported_seconds: float | None = Field(
         None,
@@ -132,6 +135,9 @@ class TopologyEdge(BaseModel):
         "connected, receiving nothing until then.",
     )
     lag: dict[int, DomainLagRead] = Field(description="Per domain.")
+    worst_lag: DomainLagRead | None = Field(
+        None, description="The worst of `lag` over the domains (services/lag.py); None without lag reported."
+    )
     last_error_code: str | None
     last_error_message: str | None
     last_error_words: str | None = Field(

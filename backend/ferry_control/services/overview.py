@@ -11,8 +11,9 @@ from ferry_control.core.secrets import SecretBox
 from ferry_control.core.security import Role
 from ferry_control.repositories.drills import DrillRepository
 from ferry_control.schemas.overview import ClusterHealth, ClusterOverview, ClusterSummary, LastDrill, WorstLag
-from ferry_control.schemas.topology import DomainLagRead, LinkStall, TopologyEdge, TopologyGraph, TopologyNode
+from ferry_control.schemas.topology import LinkStall, TopologyGraph, TopologyNode
 from ferry_control.services.clusters import ClusterService
+from ferry_control.services.lag import worst
 from ferry_control.services.topology import TopologyService
 
 
@@ -41,20 +42,14 @@ def stall_words(stall: LinkStall) -> str:
     return f"{words} ({stall.reason})" if stall.reason else words
 
 
-def beyond_delay(lag: DomainLagRead, edge: TopologyEdge) -> DomainLagRead:
-    """Lag judged against the connection's configured delay: a delayed replica exactly at its delay is not behind."""
-    delay = edge.settings.delay_s if edge.settings is not None else 0
-    return lag.model_copy(update={"seconds": max(0.0, lag.seconds - delay)}) if delay else lag
-
-
 def summarize(graph: TopologyGraph) -> ClusterSummary:
     """Health of the whole, the master(s), how many replicas, the worst lag over every connection and domain, and
     the problems in words, each server named by its label (name and server_id): unhealthy or maintenance nodes,
     connection errors (in words, with what to do), stopped replication, several masters writing one domain, and the
     alerts (a writable replica, errant transactions, …); and the warnings: a SQL side
     stalled (by a lock wait, say: it goes on once the lock is let go, so it is flagged without making the cluster
-    degraded). Lag is what exceeds each connection's configured delay. Several masters are a shape, not a fault
-    (the two-master shape: each writes its own domain)."""
+    degraded). The worst lag is judged against each connection's configured delay (services/lag.py), named with its
+    connection. Several masters are a shape, not a fault (the two-master shape: each writes its own domain)."""
     nodes, edges = graph.nodes, graph.edges
     problems: list[str] = []
     warnings: list[str] = []
@@ -89,7 +84,9 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
     elif problems:
         health = "degraded"
 
-    lags = [beyond_delay(lag, edge) for edge in edges for lag in edge.lag.values()]
+    lags = [(lag, edge, domain) for edge in edges for domain, lag in edge.lag.items()]
+    worst_lag = worst(lag for lag, _, _ in lags)
+    on = next(((edge, domain) for lag, edge, domain in lags if lag is worst_lag), None)
     return ClusterSummary(
         health=health,
         problems=problems,
@@ -100,10 +97,12 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
         alerts=list(graph.alerts),
         worst_lag=(
             WorstLag(
-                seconds=max(0.0, *(lag.seconds for lag in lags)),
-                transactions=max(0, *(lag.transactions for lag in lags)),
+                **worst_lag.model_dump(exclude={"reported_seconds"}),
+                replica=labels.get(on[0].replica_server_id, unknown_server(on[0].replica_server_id)),
+                connection=on[0].connection,
+                domain=on[1],
             )
-            if lags
+            if worst_lag is not None and on is not None
             else None
         ),
     )

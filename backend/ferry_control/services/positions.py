@@ -18,9 +18,11 @@ from ferry_control.models import HealthState, LagSample, ReplicationLink, Server
 from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.samples import SampleRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.lag import LagVerdict
 from ferry_control.schemas.positions import (
     LagHistory,
     LagSampleRead,
+    LinkDelayRead,
     PositionCell,
     PositionHistory,
     PositionMatrix,
@@ -28,6 +30,8 @@ from ferry_control.schemas.positions import (
     PositionSampleRead,
 )
 from ferry_control.services.clusters import ClusterService
+from ferry_control.services.lag import judge_stored, worst
+from ferry_control.services.link_health import configured_delay_s
 
 #: The history range when the caller gives none.
 DEFAULT_HISTORY_RANGE = timedelta(hours=1)
@@ -74,6 +78,15 @@ def lag_sample_read(sample: LagSample, link: ReplicationLink) -> LagSampleRead:
     )
 
 
+def domain_lags(links: Sequence[ReplicationLink]) -> dict[int, LagVerdict]:
+    """Per domain, the worst lag over a replica's links (services/lag.py), each against its own configured delay."""
+    verdicts: dict[int, list[LagVerdict]] = {}
+    for link in links:
+        for domain, value in (link.lag or {}).items():
+            verdicts.setdefault(int(domain), []).append(judge_stored(value, link.settings))
+    return {domain: found for domain, judged in verdicts.items() if (found := worst(judged)) is not None}
+
+
 class PositionService:
     def __init__(self, session: AsyncSession):
         self.clusters = ClusterService(session)
@@ -95,12 +108,7 @@ class PositionService:
         rows = []
         for server in servers:
             server_position = positions.get(server.id)
-            lag_seconds: dict[int, float] = {}
-            for link in links:
-                if link.replica_server_id == server.id:
-                    for lag_domain, value in (link.lag or {}).items():
-                        lag_seconds[int(lag_domain)] = max(lag_seconds.get(int(lag_domain), 0.0),
-                                                           float(value["seconds"]))  # fmt: skip
+            lag = domain_lags([link for link in links if link.replica_server_id == server.id])
             cells: dict[int, PositionCell] = {}
             if server_position is not None:
                 behind = most_advanced.difference(server_position)
@@ -110,7 +118,8 @@ class PositionService:
                         gtid=None if gtid is None else f"{gtid.domain}-{gtid.server}-{gtid.seq}",
                         seq_no=None if gtid is None else gtid.seq,
                         behind_transactions=int(behind.get(domain, 0)),
-                        lag_seconds=lag_seconds.get(domain),
+                        lag_seconds=None if domain not in lag else lag[domain].seconds,
+                        lag=lag.get(domain),
                     )
             ahead_of_all = server_position is not None and all(
                 server_position.is_ahead_of(other) for other_id, other in positions.items() if other_id != server.id
@@ -196,6 +205,13 @@ class PositionService:
     ) -> LagHistory:
         await self.clusters.get(cluster_id)
         since, until = history_range(since, until)
+        delays = [
+            LinkDelayRead(link_id=link.id, replica_server_id=link.replica_server_id,
+                          master_server_id=link.master_server_id, connection=link.name, delay_s=delay)
+            for link in await self.links.list_for_cluster(cluster_id)
+            if (delay := configured_delay_s(link.settings))
+            and (replica_server_id is None or link.replica_server_id == replica_server_id)
+        ]  # fmt: skip
         before = await self.samples.lag_before(cluster_id, since, replica_server_id, domain_id)
         at_start = [lag_sample_read(sample, link) for sample, link in before]
         count, series = await self.samples.lag_extent(cluster_id, since, until, replica_server_id, domain_id)
@@ -203,7 +219,7 @@ class PositionService:
             rows = await self.samples.lag_history(cluster_id, since, until, limit, replica_server_id, domain_id)
             samples = [lag_sample_read(sample, link) for sample, link in rows]
             return LagHistory(cluster_id=cluster_id, since=since, until=until, at_start=at_start, samples=samples,
-                              truncated=False)  # fmt: skip
+                              truncated=False, delays=delays)  # fmt: skip
         # More than a response may hold: one sample per series and bucket (its last, with the bucket's min and max),
         # buckets as wide as needed for `limit` (a range's edges can add a bucket per series: the oldest go first).
         bucket_s = bucket_seconds(since, until, limit, series)
@@ -214,4 +230,4 @@ class PositionService:
             for sample, link, lo, hi in downsampled
         ][-limit:]
         return LagHistory(cluster_id=cluster_id, since=since, until=until, at_start=at_start, samples=samples,
-                          truncated=True, bucket_s=bucket_s)  # fmt: skip
+                          truncated=True, bucket_s=bucket_s, delays=delays)  # fmt: skip

@@ -21,7 +21,6 @@ from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.server import MaintenanceRead
 from ferry_control.schemas.topology import (
     ClusterAlert,
-    DomainLagRead,
     ErrantDomainRead,
     TopologyEdge,
     TopologyGraph,
@@ -29,6 +28,7 @@ from ferry_control.schemas.topology import (
 )
 from ferry_control.services.clusters import ClusterService
 from ferry_control.services.errant import errant_words
+from ferry_control.services.lag import domain_lag, worst
 from ferry_control.services.link_health import link_settings, stall
 from ferry_control.services.replication_advice import connection_error_words
 
@@ -97,7 +97,8 @@ class TopologyService:
                 io_state=link.io_state,
                 sql_state=link.sql_state,
                 waiting_for_relay_space=link.waiting_for_relay_space,
-                lag={int(d): DomainLagRead(**v) for d, v in (link.lag or {}).items()},
+                lag=(lag := {int(d): domain_lag(v, link.settings) for d, v in (link.lag or {}).items()}),
+                worst_lag=worst(lag.values()),
                 last_error_code=link.last_error_code,
                 last_error_message=link.last_error_message,
                 last_error_words=_error_words(link, by_id, errant_of),

@@ -2,7 +2,7 @@
 // the refetch interval follows the live mode (off while server-sent events stream).
 import { useQuery } from "@tanstack/react-query";
 import { usePollInterval } from "../live/LiveContext";
-import { withLivePositions, withLiveServers, withLiveTopology } from "../live/livePositions";
+import { withLiveTopology } from "../live/livePositions";
 import { api, unwrap } from "./client";
 import { withTimeout } from "./timeout";
 import { LAG_RANGE_MS, queryKeys, type TimeWindow } from "./queryKeys";
@@ -24,18 +24,14 @@ export function useCluster(clusterId: number) {
   });
 }
 
-/** The servers as stored, their positions moved as the event stream said since (live/livePositions.ts). */
+/** The servers as stored: each one's positions, read-only flag and health from its last poll together (a server's
+ * page shows gtid_binlog_pos beside gtid_current_pos, so no position the stream said is laid over one of them). */
 export function useServers(clusterId: number) {
   const refetchInterval = usePollInterval();
   return useQuery({
     queryKey: queryKeys.servers(clusterId),
-    queryFn: async () =>
-      withLiveServers(
-        clusterId,
-        await unwrap(api.GET("/api/v1/clusters/{cluster_id}/servers", { params: { path: { cluster_id: clusterId } } })),
-        (server) => server.id,
-        Date.now(),
-      ),
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/clusters/{cluster_id}/servers", { params: { path: { cluster_id: clusterId } } })),
     refetchInterval,
   });
 }
@@ -57,19 +53,15 @@ export function useTopology(clusterId: number) {
   });
 }
 
-/** The positions matrix as stored, with what the event stream said since laid over it (live/livePositions.ts). */
+/** The positions matrix as the API computed it: each row one server's last poll (read at its `last_seen_at`) with
+ * the verdicts computed from those same positions — never live cells laid over an older snapshot's verdicts. A
+ * `position` event refetches it (at most once a second, live/useClusterEvents.ts). */
 export function usePositions(clusterId: number) {
   const refetchInterval = usePollInterval();
   return useQuery({
     queryKey: queryKeys.positions(clusterId),
-    queryFn: async () =>
-      withLivePositions(
-        clusterId,
-        await unwrap(
-          api.GET("/api/v1/clusters/{cluster_id}/positions", { params: { path: { cluster_id: clusterId } } }),
-        ),
-        Date.now(),
-      ),
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/clusters/{cluster_id}/positions", { params: { path: { cluster_id: clusterId } } })),
     refetchInterval,
   });
 }

@@ -1934,8 +1934,9 @@ export interface components {
         };
         /**
          * ConnectionSettingsRecord
-         * @description A replica connection's own settings as a plan keeps them (drivers.base.ConnectionSettings): the fields the
-         *     topology reports them with (`LinkSettingsRead`), read as a plan's parts are.
+         * @description A replica connection's own settings as a plan keeps them (drivers.base.ConnectionSettings, converted both ways
+         *     by the hub switchover): the fields the topology reports them with (`LinkSettingsRead`), read as a plan's parts
+         *     are.
          */
         ConnectionSettingsRecord: {
             /**
@@ -2064,18 +2065,44 @@ export interface components {
              */
             notes: components["schemas"]["DiscoveryNote"][];
         };
-        /** DomainLagRead */
+        /**
+         * DomainLagRead
+         * @description A connection's lag in one domain as the collector stored it, judged against the connection's configured delay
+         *     (services/lag.py): the same figure and words on every surface.
+         */
         DomainLagRead: {
             /**
+             * Seconds
+             * @description Seconds behind, on the control plane's clock: how long ago the collector first saw the master past the replica's position in this domain (0 when it never was: caught up). Resolution: the poll interval. When the master is not a polled server, the replica's own figure. A configured delay included.
+             */
+            seconds: number;
+            /**
              * Transactions
-             * @description seq_no difference against the master's binlog position.
+             * @description Transactions behind the master's binlog position.
              */
             transactions: number;
             /**
-             * Seconds
-             * @description Seconds behind, on the control plane's clock: how long ago the collector first saw the master past the replica's position in this domain (0 when it never was: caught up). Resolution: the poll interval. When the master is not a polled server, the replica's own figure.
+             * Delay S
+             * @description The connection's configured delay (MASTER_DELAY); 0 without one.
+             * @default 0
              */
-            seconds: number;
+            delay_s: number;
+            /**
+             * Beyond Delay S
+             * @description What the seconds exceed the configured delay by (never below 0): the lag that is not by design.
+             */
+            beyond_delay_s: number;
+            /**
+             * Level
+             * @description none: caught up (beyond the delay: 0 s and, without a delay, 0 transactions); high: 10 s or more beyond the delay, or (without a delay) 1,000 transactions or more; low otherwise.
+             * @enum {string}
+             */
+            level: "none" | "low" | "high";
+            /**
+             * Words
+             * @description The figure in words, as every page and ferryctl print it: `4.2 s · 12 txn`, or with a configured delay `30 s (delay 30 s, +0 s) · 445 txn`.
+             */
+            words: string;
             /**
              * Reported Seconds
              * @description The server's own figure: ferryd's per-domain lag (now minus the last applied origin commit time); MariaDB's Seconds_Behind_Master of the connection. None when the server gives none.
@@ -3042,6 +3069,11 @@ export interface components {
              * @description The downsampling bucket in seconds; None: every sample.
              */
             bucket_s?: number | null;
+            /**
+             * Delays
+             * @description The cluster's connections configured with a delay now (only those; filtered as the samples are).
+             */
+            delays?: components["schemas"]["LinkDelayRead"][];
         };
         /** LagSampleRead */
         LagSampleRead: {
@@ -3075,6 +3107,44 @@ export interface components {
              */
             seconds_max?: number | null;
         };
+        /**
+         * LagVerdict
+         * @description One connection's lag in one domain, judged against its configured delay.
+         */
+        LagVerdict: {
+            /**
+             * Seconds
+             * @description Seconds behind (see DomainLagRead.seconds), delay included.
+             */
+            seconds: number;
+            /**
+             * Transactions
+             * @description Transactions behind the master's binlog position.
+             */
+            transactions: number;
+            /**
+             * Delay S
+             * @description The connection's configured delay (MASTER_DELAY); 0 without one.
+             * @default 0
+             */
+            delay_s: number;
+            /**
+             * Beyond Delay S
+             * @description What the seconds exceed the configured delay by (never below 0): the lag that is not by design.
+             */
+            beyond_delay_s: number;
+            /**
+             * Level
+             * @description none: caught up (beyond the delay: 0 s and, without a delay, 0 transactions); high: 10 s or more beyond the delay, or (without a delay) 1,000 transactions or more; low otherwise.
+             * @enum {string}
+             */
+            level: "none" | "low" | "high";
+            /**
+             * Words
+             * @description The figure in words, as every page and ferryctl print it: `4.2 s · 12 txn`, or with a configured delay `30 s (delay 30 s, +0 s) · 445 txn`.
+             */
+            words: string;
+        };
         /** LastDrill */
         LastDrill: {
             /** Id */
@@ -3091,6 +3161,25 @@ export interface components {
             started_at: string;
             /** Rto S */
             rto_s: number | null;
+        };
+        /**
+         * LinkDelayRead
+         * @description A replica connection's configured delay, as its replica last reported it.
+         */
+        LinkDelayRead: {
+            /** Link Id */
+            link_id: number;
+            /** Replica Server Id */
+            replica_server_id: number;
+            /** Master Server Id */
+            master_server_id: number | null;
+            /** Connection */
+            connection: string | null;
+            /**
+             * Delay S
+             * @description MASTER_DELAY: lag up to it is by design (the lag chart draws it as a band).
+             */
+            delay_s: number;
         };
         /**
          * LinkEvent
@@ -3829,9 +3918,11 @@ export interface components {
             behind_transactions: number;
             /**
              * Lag Seconds
-             * @description The replica's lag in seconds in this domain (largest over its connections; see DomainLagRead.seconds).
+             * @description The replica's lag in seconds in this domain (on its connection whose lag is worst judged against its configured delay; see DomainLagRead.seconds); None on a server that replicates nothing there.
              */
             lag_seconds?: number | null;
+            /** @description That connection's lag judged against its configured delay, with its words (services/lag.py). */
+            lag?: components["schemas"]["LagVerdict"] | null;
         };
         /**
          * PositionEvent
@@ -5632,6 +5723,8 @@ export interface components {
             lag: {
                 [key: string]: components["schemas"]["DomainLagRead"];
             };
+            /** @description The worst of `lag` over the domains (services/lag.py); None without lag reported. */
+            worst_lag?: components["schemas"]["DomainLagRead"] | null;
             /** Last Error Code */
             last_error_code: string | null;
             /** Last Error Message */
@@ -5837,18 +5930,57 @@ export interface components {
             /** Duration S */
             duration_s: number;
         };
-        /** WorstLag */
+        /**
+         * WorstLag
+         * @description The worst lag over every connection and domain, judged against each connection's configured delay (a replica
+         *     delayed on purpose and at its delay is not behind), with the connection it is on and its figure in the words
+         *     the topology, the positions and ferryctl use for it.
+         */
         WorstLag: {
             /**
              * Seconds
-             * @description The largest lag in seconds over every connection and domain, beyond each connection's configured delay (a replica delayed on purpose and at its delay counts 0).
+             * @description Seconds behind (see DomainLagRead.seconds), delay included.
              */
             seconds: number;
             /**
              * Transactions
-             * @description The largest lag in transactions (taken apart from the seconds).
+             * @description Transactions behind the master's binlog position.
              */
             transactions: number;
+            /**
+             * Delay S
+             * @description The connection's configured delay (MASTER_DELAY); 0 without one.
+             * @default 0
+             */
+            delay_s: number;
+            /**
+             * Beyond Delay S
+             * @description What the seconds exceed the configured delay by (never below 0): the lag that is not by design.
+             */
+            beyond_delay_s: number;
+            /**
+             * Level
+             * @description none: caught up (beyond the delay: 0 s and, without a delay, 0 transactions); high: 10 s or more beyond the delay, or (without a delay) 1,000 transactions or more; low otherwise.
+             * @enum {string}
+             */
+            level: "none" | "low" | "high";
+            /**
+             * Words
+             * @description The figure in words, as every page and ferryctl print it: `4.2 s · 12 txn`, or with a configured delay `30 s (delay 30 s, +0 s) · 445 txn`.
+             */
+            words: string;
+            /**
+             * Replica
+             * @description The replica's label.
+             */
+            replica: string;
+            /**
+             * Connection
+             * @description The connection's name on the replica.
+             */
+            connection: string | null;
+            /** Domain */
+            domain: number;
         };
         /** WritableDomainsRead */
         WritableDomainsRead: {

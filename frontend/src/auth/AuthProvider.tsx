@@ -5,6 +5,7 @@
 import { useQueryClient } from "@tanstack/react-query";
 import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from "react";
 import { ApiError, onUnauthorized, setTokenSource, type Role } from "../api/client";
+import { formatTime } from "../lib/format";
 import { fetchMe, type Me } from "./role";
 import { onSessionChangedElsewhere, readSession, writeSession } from "./tokenStore";
 
@@ -138,7 +139,7 @@ export function AuthProvider({ children, whoAmI = fetchMe }: { children: ReactNo
     let timer: ReturnType<typeof setTimeout> | undefined;
     const wait = () => {
       const left = at - Date.now();
-      if (left <= 0) signOut(`The token expired at ${new Date(at).toLocaleString()}; sign in again.`);
+      if (left <= 0) signOut(`The token expired at ${formatTime(new Date(at).toISOString())}; sign in again.`);
       else timer = setTimeout(wait, Math.min(left, TIMER_MAX_MS));
     };
     wait();

@@ -1,6 +1,7 @@
 // Time axes of the history charts: evenly spaced ticks over a range, labelled with the date when the range is
-// longer than a few hours ("26 Nov 03:48"), and the time zone they are in (the browser's own, named: "UTC",
-// "Europe/Paris (GMT+1)"), so a 24 h axis never reads "03:48 … 03:48".
+// longer than a few hours ("26 Nov 03:48"), and the time zone they are in (the operator's choice, lib/timeZone.ts:
+// UTC, or the browser's own named with its offset: "Europe/Paris (GMT+1)"), so a 24 h axis never reads "03:48 … 03:48".
+import { formatZone } from "../lib/timeZone";
 
 /** Evenly spaced time ticks over the whole range (Recharts would place them at data points only). */
 export function timeTicks(sinceMs: number, untilMs: number, count = 6): number[] {
@@ -16,10 +17,10 @@ const DAYS_SPAN_MS = 7 * 86_400_000;
 
 const pad = (n: number) => String(n).padStart(2, "0");
 
-/** The parts of an instant in a time zone (the browser's when none is given). */
+/** The parts of an instant in a time zone (the operator's choice when none is given). */
 function parts(t: number, timeZone?: string): Record<"day" | "month" | "hour" | "minute" | "second", string> {
   const format = new Intl.DateTimeFormat("en-GB", {
-    timeZone,
+    timeZone: timeZone ?? formatZone(),
     day: "numeric",
     month: "short",
     hour: "2-digit",
@@ -46,9 +47,9 @@ export function instantLabel(t: number, timeZone?: string): string {
   return `${p.day} ${p.month} ${p.hour}:${p.minute}:${p.second}`;
 }
 
-/** The time zone the axes are in: its name, and its offset from UTC when that is not UTC ("Europe/Paris (GMT+1)"). */
+/** The time zone the axes are in (the operator's choice when none is given): its name, and its offset from UTC when that is not UTC ("Europe/Paris (GMT+1)"). */
 export function zoneLabel(at: number = Date.now(), timeZone?: string): string {
-  const zone = timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone ?? "local time";
+  const zone = timeZone ?? formatZone() ?? Intl.DateTimeFormat().resolvedOptions().timeZone ?? "local time";
   if (zone === "UTC" || zone === "Etc/UTC") return "UTC";
   const offset = new Intl.DateTimeFormat("en-GB", { timeZone: zone, timeZoneName: "shortOffset" })
     .formatToParts(new Date(at))

@@ -1,6 +1,6 @@
 // Tests of lag, duration and name formatting.
 import { describe, expect, it } from "vitest";
-import { formatDuration, formatLag, formatLagSeconds, formatLagTransactions, humanize, lagLevel, worstLag } from "./format";
+import { formatDuration, formatLagSeconds, formatLagTransactions, formatTime, humanize } from "./format";
 
 describe("formatLagSeconds", () => {
   it.each([
@@ -29,32 +29,13 @@ describe("formatLagTransactions", () => {
   });
 });
 
-describe("formatLag", () => {
-  it("joins seconds and transactions", () => {
-    expect(formatLag({ seconds: 4.2, transactions: 12 })).toBe("4.2 s · 12 txn");
-    expect(formatLag(null)).toBe("no lag reported");
-  });
-});
-
-describe("lagLevel", () => {
-  it("is none, low or high by either figure", () => {
-    expect(lagLevel({ seconds: 0, transactions: 0 })).toBe("none");
-    expect(lagLevel({ seconds: 0.2, transactions: 0 })).toBe("low");
-    expect(lagLevel({ seconds: 0, transactions: 1000 })).toBe("high");
-    expect(lagLevel({ seconds: 12, transactions: 3 })).toBe("high");
-    expect(lagLevel(undefined)).toBe("none");
-  });
-});
-
-describe("worstLag", () => {
-  it("takes the maximum of each figure separately", () => {
-    expect(
-      worstLag([
-        { seconds: 1, transactions: 50 },
-        { seconds: 3, transactions: 2 },
-      ]),
-    ).toEqual({ seconds: 3, transactions: 50 });
-    expect(worstLag([])).toBeNull();
+describe("formatTime", () => {
+  it("writes every time one way, with its zone: UTC unless another is asked for", () => {
+    expect(formatTime("2026-11-28T13:33:08.4Z", "UTC")).toBe("2026-11-28 13:33:08 UTC");
+    expect(formatTime("2026-11-28T13:33:08Z", "Europe/Berlin")).toBe("2026-11-28 14:33:08 GMT+1");
+    expect(formatTime("2026-07-01T00:00:00Z", "America/New_York")).toBe("2026-06-30 20:00:00 GMT-4");
+    expect(formatTime(null)).toBe("—");
+    expect(formatTime("not a time")).toBe("not a time");
   });
 });
 

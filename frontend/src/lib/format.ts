@@ -1,4 +1,5 @@
 // Formatting of lag, durations and times for people: units always written, no colour needed to read them.
+import { formatZone } from "./timeZone";
 
 /** Seconds of lag: "0 s", "850 ms", "4.2 s", "3 min 05 s", "2 h 03 min"; null/undefined/NaN: "—". */
 export function formatLagSeconds(seconds: number | null | undefined): string {
@@ -22,41 +23,9 @@ export function formatLagTransactions(transactions: number | null | undefined): 
   return `${Math.max(0, Math.round(transactions)).toLocaleString("en-US")} txn`;
 }
 
-/** Both at once, as on an edge: "4.2 s · 12 txn". */
-export function formatLag(lag: { seconds?: number | null; transactions?: number | null } | null | undefined): string {
-  if (!lag) return "no lag reported";
-  return `${formatLagSeconds(lag.seconds)} · ${formatLagTransactions(lag.transactions)}`;
-}
-
+/** The lag levels the API judges (services/lag.py: against the connection's configured delay); the dashboard shows
+ * the API's level and words and never judges lag itself. */
 export type LagLevel = "none" | "low" | "high";
-
-/** Thresholds of the lag levels shown beside figures (text and colour). */
-export const LAG_HIGH_SECONDS = 10;
-export const LAG_HIGH_TRANSACTIONS = 1000;
-
-export function lagLevel(lag: { seconds?: number | null; transactions?: number | null } | null | undefined): LagLevel {
-  const seconds = lag?.seconds ?? 0;
-  const transactions = lag?.transactions ?? 0;
-  if (seconds >= LAG_HIGH_SECONDS || transactions >= LAG_HIGH_TRANSACTIONS) return "high";
-  if (seconds > 0 || transactions > 0) return "low";
-  return "none";
-}
-
-/** The largest lag over domains (seconds and transactions taken apart). */
-export function worstLag(
-  lags: Iterable<{ seconds: number; transactions: number }>,
-): { seconds: number; transactions: number } | null {
-  let found = false;
-  let seconds = 0;
-  let transactions = 0;
-  for (const lag of lags) {
-    found = true;
-    seconds = Math.max(seconds, lag.seconds);
-    transactions = Math.max(transactions, lag.transactions);
-  }
-  const worst = found ? { seconds, transactions } : null;
-  return worst;
-}
 
 /** A duration in seconds: "12.3 ms", "1.250 s", "2 min 03 s". */
 export function formatDuration(seconds: number | null | undefined): string {
@@ -66,11 +35,22 @@ export function formatDuration(seconds: number | null | undefined): string {
   return formatLagSeconds(seconds);
 }
 
-/** A timestamp in the reader's locale with seconds. */
-export function formatTime(iso: string | null | undefined): string {
+/** A timestamp, the one way every page writes one: "2026-11-28 13:33:08 UTC", or in the browser's zone when the
+ * operator chose local time, "2026-11-28 14:33:08 GMT+1" (lib/timeZone.ts); `timeZone` overrides the choice. */
+export function formatTime(iso: string | null | undefined, timeZone: string | undefined = formatZone()): string {
   if (!iso) return "—";
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString(undefined, { hour12: false });
+  if (Number.isNaN(date.getTime())) return iso;
+  const found = Object.fromEntries(
+    new Intl.DateTimeFormat("en-GB", {
+      timeZone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit",
+      second: "2-digit", hourCycle: "h23", timeZoneName: "shortOffset",
+    })
+      .formatToParts(date)
+      .map((part) => [part.type, part.value]),
+  );
+  const zone = timeZone === "UTC" || found.timeZoneName === "GMT" ? "UTC" : found.timeZoneName;
+  return `${found.year}-${found.month}-${found.day} ${found.hour}:${found.minute}:${found.second} ${zone}`;
 }
 
 /** "snake_case_name" → "Snake case name" (step and check names). */

@@ -1,12 +1,11 @@
-// Positions as the event stream says them, laid over what the API stored: a `position` event moves the positions
-// matrix's cell and the server's gtid_current_pos in the servers list and the topology at once (the web process
-// reads watched servers' positions every 0.25 s; what is stored follows the collector, up to a poll interval
-// behind), and data fetched later never takes a position back to an older GTID the stream already showed. The
-// matrix's "behind" per domain and most advanced position are recomputed from its cells; which servers could be
-// master, and lag seconds, stay as the API computed them until the next fetch.
+// Positions as the event stream says them, laid over the topology's servers: a `position` event moves a server's
+// gtid_current_pos in the graph at once (the web process reads watched servers' positions every 0.25 s; what is
+// stored follows the collector, up to a poll interval behind), and a topology fetched later never takes a position
+// back to an older GTID the stream already showed. Nothing here is laid over the positions matrix or the servers
+// list: each of their rows is one poll's snapshot with the verdicts computed from it (a live cell beside an older
+// snapshot's "could be master" or gtid_binlog_pos would contradict it); a position event refetches them instead.
 import type { Schemas } from "../api/client";
 
-type PositionMatrix = Schemas["PositionMatrix"];
 type PositionEvent = Schemas["PositionEvent"];
 type Topology = Schemas["TopologyGraph"];
 
@@ -19,9 +18,6 @@ interface Seen {
 
 /** A position the stream said counts over a fetched one for this long (then what the API stored wins again). */
 export const LIVE_FRESH_MS = 5_000;
-
-/** What the stream said of a server in a domain, if anything. */
-export type SeenLookup = (serverId: number, domain: number) => Seen | undefined;
 
 const seenByCluster = new Map<number, Map<number, Map<number, Seen>>>(); // cluster → server → domain
 
@@ -47,13 +43,6 @@ export function recordPosition(clusterId: number, event: PositionEvent, now: num
 /** Forgets what the stream said of `clusterId` (its page closed). */
 export function forgetPositions(clusterId: number): void {
   seenByCluster.delete(clusterId);
-}
-
-/** The matrix with `clusterId`'s positions the stream said within LIVE_FRESH_MS laid over it (the same object when
- * nothing is newer). */
-export function withLivePositions(clusterId: number, matrix: PositionMatrix, now: number): PositionMatrix {
-  const servers = seenByCluster.get(clusterId);
-  return servers === undefined ? matrix : overlay(matrix, (server, domain) => servers.get(server)?.get(domain), now);
 }
 
 /** `position` (a server's gtid_current_pos as stored) with the domains the stream said newer within LIVE_FRESH_MS. */
@@ -112,72 +101,4 @@ function formatPosition(byDomain: Map<number, { gtid: string }>): string {
     .sort(([a], [b]) => a - b)
     .map(([, said]) => said.gtid)
     .join(",");
-}
-
-/** The matrix with every fresh `seen` position newer than its cell put in it, and each changed domain's "behind"
- * and most advanced GTID recomputed. Pure. */
-export function overlay(matrix: PositionMatrix, seen: SeenLookup, now: number): PositionMatrix {
-  const changedDomains = new Set<number>();
-  const rows = matrix.rows.map((row) => {
-    let cells: PositionMatrix["rows"][number]["cells"] | null = null;
-    for (const domain of matrix.domains) {
-      const cell = row.cells[String(domain)];
-      const said = seen(row.server_id, domain);
-      if (cell === undefined || said === undefined || now - said.at > LIVE_FRESH_MS) continue;
-      if (cell.seq_no !== null && cell.seq_no !== undefined && cell.seq_no >= said.seqNo) continue;
-      cells = cells ?? { ...row.cells };
-      cells[String(domain)] = { ...cell, gtid: said.gtid, seq_no: said.seqNo };
-      changedDomains.add(domain);
-    }
-    if (cells === null) return row;
-    return { ...row, cells, gtid_current_pos: joinPosition(row.gtid_current_pos, cells, matrix.domains) };
-  });
-  if (changedDomains.size === 0) return matrix;
-  const best = new Map<number, { gtid: string; seqNo: number }>();
-  for (const row of rows) {
-    for (const domain of matrix.domains) {
-      const cell = row.cells[String(domain)];
-      if (cell?.gtid && cell.seq_no !== null && cell.seq_no !== undefined) {
-        const current = best.get(domain);
-        if (current === undefined || cell.seq_no > current.seqNo) {
-          best.set(domain, { gtid: cell.gtid, seqNo: cell.seq_no });
-        }
-      }
-    }
-  }
-  const recomputed = rows.map((row) => {
-    let cells: PositionMatrix["rows"][number]["cells"] | null = null;
-    for (const domain of changedDomains) {
-      const cell = row.cells[String(domain)];
-      const top = best.get(domain);
-      if (cell === undefined || top === undefined) continue;
-      const behind = top.seqNo - (cell.seq_no ?? 0);
-      if (behind !== cell.behind_transactions) {
-        cells = cells ?? { ...row.cells };
-        cells[String(domain)] = { ...cell, behind_transactions: Math.max(0, behind) };
-      }
-    }
-    return cells === null ? row : { ...row, cells };
-  });
-  const mostAdvanced = [...best.entries()]
-    .sort(([a], [b]) => a - b)
-    .map(([, top]) => top.gtid)
-    .join(",");
-  return { ...matrix, rows: recomputed, most_advanced: mostAdvanced };
-}
-
-/** A server's gtid_current_pos with its domains' GTIDs taken from its cells (domains it has no cell for kept). */
-function joinPosition(
-  position: string | null,
-  cells: PositionMatrix["rows"][number]["cells"],
-  domains: number[],
-): string | null {
-  const byDomain = parsePosition(position);
-  for (const domain of domains) {
-    const cell = cells[String(domain)];
-    if (cell?.gtid && cell.seq_no !== null && cell.seq_no !== undefined) {
-      byDomain.set(domain, { gtid: cell.gtid, seqNo: cell.seq_no });
-    }
-  }
-  return byDomain.size === 0 ? position : formatPosition(byDomain);
 }

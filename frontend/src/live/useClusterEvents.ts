@@ -1,19 +1,14 @@
 // Follows a cluster's server-sent events (GET /api/v1/clusters/{id}/events) and refreshes the queries each event
-// makes stale. A `position` event moves the positions matrix at once (live/livePositions.ts) and refreshes the
-// views it concerns at most once a second (they come several times a second while servers commit). While the
+// makes stale. A `position` event moves the topology's servers at once (live/livePositions.ts) and refreshes the
+// views it concerns — the positions matrix and the servers, each a whole snapshot with its verdicts — at most once a
+// second (events come several times a second while servers commit). While the
 // stream is down the mode is "polling" (queries poll, see LiveContext) and the stream is retried with backoff.
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { authHeaders, type Schemas } from "../api/client";
 import { queryKeys } from "../api/queryKeys";
 import { parseEvent, staleQueries } from "./invalidation";
-import {
-  forgetPositions,
-  recordPosition,
-  withLivePositions,
-  withLiveServers,
-  withLiveTopology,
-} from "./livePositions";
+import { forgetPositions, recordPosition, withLiveTopology } from "./livePositions";
 import type { LiveMode } from "./LiveContext";
 import { readEventStream } from "./sse";
 
@@ -70,15 +65,7 @@ export function useClusterEvents(clusterId: number): LiveMode {
             if (data.event === "position") {
               const now = Date.now();
               recordPosition(clusterId, data, now);
-              type Matrix = Schemas["PositionMatrix"] | undefined;
-              type Servers = Schemas["ServerRead"][] | undefined;
               type Topology = Schemas["TopologyGraph"] | undefined;
-              queryClient.setQueryData(queryKeys.positions(clusterId), (matrix: Matrix) =>
-                matrix === undefined ? matrix : withLivePositions(clusterId, matrix, now),
-              );
-              queryClient.setQueryData(queryKeys.servers(clusterId), (servers: Servers) =>
-                servers === undefined ? servers : withLiveServers(clusterId, servers, (server) => server.id, now),
-              );
               queryClient.setQueryData(queryKeys.topology(clusterId), (topology: Topology) =>
                 topology === undefined ? topology : withLiveTopology(clusterId, topology, now),
               );

@@ -19,7 +19,8 @@ describe("ClustersPage", () => {
     const row = (await screen.findByRole("link", { name: "prod-eu" })).closest("tr")!;
     const cells = within(row).getAllByRole("cell").map((cell) => cell.textContent);
     expect(cells[0]).toMatch(/healthy/);
-    expect(cells.slice(1, 4)).toEqual(["a", "2 of 3 servers", "△ 200 ms · 3 txn"]);
+    // The worst lag in the API's own words (judged on the server), and the connection it is on.
+    expect(cells.slice(1, 4)).toEqual(["a", "2 of 3 servers", "△ 200 ms · 3 txnb (server_id 2) (main), domain 1"]);
     expect(cells[4]).toMatch(/passed.*RTO 210\.0 ms/);
     expect(cells[5]).toBe("off");
 

@@ -10,10 +10,15 @@ export const CLUSTER: Schemas["ClusterRead"] = {
   post_operation_webhooks: [], created_at: "2025-01-01T00:00:00Z", updated_at: "2025-01-01T00:00:00Z",
 };
 
+/** A connection's lag in one domain as the API judges it (services/lag.py): no delay unless `over` gives one. */
+export const LAG_SHORT: Schemas["DomainLagRead"] = {
+  seconds: 0.2, transactions: 3, delay_s: 0, beyond_delay_s: 0.2, level: "low", words: "200 ms · 3 txn",
+};
+
 /** CLUSTER as GET /api/v1/clusters/overview answers it: healthy, master "a", two replicas, one passed drill. */
 export const CLUSTER_OVERVIEW: Schemas["ClusterOverview"] = {
   ...CLUSTER, health: "healthy", problems: [], masters: ["a"], replica_count: 2, server_count: 3,
-  worst_lag: { seconds: 0.2, transactions: 3 },
+  worst_lag: { ...LAG_SHORT, replica: "b (server_id 2)", connection: "main", domain: 1 },
   last_drill: { id: 4, state: "passed", started_at: "2025-01-01T01:30:00Z", rto_s: 0.21 },
 };
 
@@ -26,7 +31,7 @@ const node = (id: number, name: string, role: Schemas["TopologyNode"]["role"]): 
 const edge = (linkId: number, replica: number): Schemas["TopologyEdge"] => ({
   link_id: linkId, source: "replica", connection: "main", master_server_id: 1, master_address: "127.0.0.1:7301",
   replica_server_id: replica, running: true, io_state: "connected", sql_state: "applying", waiting_for_relay_space: false,
-  lag: { "1": { seconds: 0.2, transactions: 3 } }, last_error_code: null, last_error_message: null,
+  lag: { "1": LAG_SHORT }, worst_lag: LAG_SHORT, last_error_code: null, last_error_message: null,
   updated_at: "2025-01-01T00:00:00Z",
 });
 

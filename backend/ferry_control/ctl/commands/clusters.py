@@ -35,7 +35,7 @@ def _overview_row(cluster: dict[str, Any]) -> dict[str, Any]:
     return {
         **cluster,
         "servers": cluster.get("server_count"),
-        "worst lag": None if not lag else f"{lag['seconds']:.1f} s / {lag['transactions']} trx",
+        "worst lag": None if not lag else f"{lag['words']} ({lag['replica']}, domain {lag['domain']})",
         "problems": "; ".join(cluster.get("problems") or []) or None,
     }
 

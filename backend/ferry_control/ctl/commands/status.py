@@ -24,7 +24,8 @@ def status(app: App, cluster: str) -> None:
            "problems": [<the topology's alerts and replication errors, in words>],
            "errant": [{"server", "domain", "first_gtid", "last_gtid", "transactions", "since"}, …],
            "lag": [{"link_id", "replica_server_id", "replica", "master_server_id", "master", "connection",
-                    "running", "domain", "transactions", "seconds"}, …]}
+                    "running", "domain", "transactions", "seconds", "delay_s", "level",
+                    "lag" (in the words of every page: `30 s (delay 30 s, +0 s) · 445 txn`)}, …]}
     """
     found = app.client.cluster(cluster)
     topology = app.client.get(f"/clusters/{found['id']}/topology")
@@ -68,6 +69,9 @@ def lag_rows(topology: dict[str, Any]) -> list[dict[str, Any]]:
                     "domain": int(domain),
                     "transactions": lag["transactions"],
                     "seconds": lag["seconds"],
+                    "delay_s": lag["delay_s"],
+                    "level": lag["level"],
+                    "lag": lag["words"],
                 }
             )
     return rows
@@ -111,9 +115,8 @@ def render(app: App, doc: dict[str, Any]) -> None:
     if doc["lag"]:
         out.table(
             "lag",
-            ("replica", "master", "connection", "running", "domain", "transactions", "seconds"),
-            ([r["replica"], r["master"], r["connection"], r["running"], r["domain"], r["transactions"], r["seconds"]]
-             for r in doc["lag"]),
+            ("replica", "master", "connection", "running", "domain", "lag"),
+            ([r["replica"], r["master"], r["connection"], r["running"], r["domain"], r["lag"]] for r in doc["lag"]),
         )  # fmt: skip
     else:
         out.line("lag: no replication links")

@@ -42,12 +42,12 @@ describe("lagSeries", () => {
     const edge = {
       link_id: 7, source: "replica" as const, connection: "main", master_server_id: 1, master_address: null,
       replica_server_id: 2, running: true, io_state: "connected", sql_state: "applying",
-      lag: { "3": { seconds: 0, transactions: 0 } }, last_error_code: null, last_error_message: null,
+      lag: { "3": { seconds: 0, transactions: 0, delay_s: 0, beyond_delay_s: 0, level: "none" as const, words: "0 s · 0 txn" } }, last_error_code: null, last_error_message: null,
       updated_at: "2025-01-01T00:00:00Z", waiting_for_relay_space: false,
     };
     const since = until - 60_000;
     const series = lagSeries([sample({ link_id: 7, domain_id: 1, transactions: 4 })], names, until, [
-      { ...edge, lag: { "1": { seconds: 0, transactions: 2 }, "3": { seconds: 0, transactions: 0 } } },
+      { ...edge, lag: { "1": { seconds: 0, transactions: 2, delay_s: 0, beyond_delay_s: 0, level: "low" as const, words: "0 s · 2 txn" }, "3": { seconds: 0, transactions: 0, delay_s: 0, beyond_delay_s: 0, level: "none" as const, words: "0 s · 0 txn" } } },
     ], since);
     expect(series[0]!.points.map((p) => [p.t, p.transactions])).toEqual([
       [Date.parse("2025-01-01T00:00:00Z"), 4],

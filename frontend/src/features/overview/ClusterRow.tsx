@@ -5,7 +5,7 @@
 import { Link } from "react-router-dom";
 import type { Schemas } from "../../api/client";
 import { Badge, LagBadge, type Tone } from "../../components/StatusBadge";
-import { formatDuration, formatLag, formatTime, lagLevel } from "../../lib/format";
+import { formatDuration, formatTime } from "../../lib/format";
 import { DrillOutcomeBadge } from "../drills/DrillOutcome";
 
 type ClusterOverview = Schemas["ClusterOverview"];
@@ -51,7 +51,13 @@ export function ClusterRow({ cluster }: { cluster: ClusterOverview }) {
       </td>
       <td>
         {cluster.worst_lag ? (
-          <LagBadge level={lagLevel(cluster.worst_lag)}>{formatLag(cluster.worst_lag)}</LagBadge>
+          <>
+            <LagBadge level={cluster.worst_lag.level}>{cluster.worst_lag.words}</LagBadge>
+            <div className="small muted">
+              {cluster.worst_lag.replica}
+              {cluster.worst_lag.connection ? ` (${cluster.worst_lag.connection})` : ""}, domain {cluster.worst_lag.domain}
+            </div>
+          </>
         ) : (
           <span className="muted">no replicas</span>
         )}

@@ -3,6 +3,7 @@
 import { screen, within } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 import type { Schemas } from "../../api/client";
+import { forgetPositions, recordPosition } from "../../live/livePositions";
 import { mockApi } from "../../test/mockApi";
 import { renderSignedIn } from "../../test/render";
 import { PositionsView } from "./PositionsView";
@@ -43,6 +44,31 @@ describe("PositionsView", () => {
     expect(cells("a")[0]!.textContent).toBe("1-1-1500★ most advanced");
     expect(screen.getByLabelText("Cell colours").textContent).toContain("★ most advanced in the domain");
     expect(requests.map((r) => r.path)).toEqual(["/api/v1/clusters/1/positions"]);
+  });
+
+  it("shows each row as the API read it — its time, the verdicts computed from it — whatever the stream said since", async () => {
+    const delayed: Schemas["PositionMatrix"] = {
+      ...MATRIX,
+      rows: [
+        { ...MATRIX.rows[0]!, last_seen_at: "2026-11-28T13:33:08Z" },
+        {
+          ...row(2, "d", {
+            "1": { ...cell("1-1-1050", 450), lag_seconds: 30, lag: { seconds: 30, transactions: 450, delay_s: 30, beyond_delay_s: 0, level: "none", words: "30 s (delay 30 s, +0 s) · 450 txn" } },
+          }),
+          last_seen_at: "2026-11-28T13:33:07.5Z",
+        },
+      ],
+    };
+    // A position the event stream said, newer than the matrix: not laid over it (its verdicts would contradict it).
+    recordPosition(1, { event: "position", server_id: 2, domain: 1, gtid: "1-1-1600", seq_no: 1600 }, Date.now());
+    mockApi({ "GET /api/v1/clusters/1/positions": () => ({ body: delayed }) });
+    renderSignedIn(<PositionsView clusterId={1} />, { role: "viewer" });
+    const table = await screen.findByRole("table", { name: "Positions: servers by domains" });
+    const d = within(table).getByRole("row", { name: /^d / });
+    expect(within(d).getByRole("rowheader").textContent).toBe("dread 2026-11-28 13:33:07 UTC");
+    expect(d.querySelector("[data-behind]")?.textContent).toBe("1-1-1050▼ behind 450 txn · lag 30 s (delay 30 s, +0 s) · 450 txn");
+    expect(d.lastElementChild?.textContent).toBe("no (behind in some domain)");
+    forgetPositions(1);
   });
 
   it("says a master of several could be master now of its own domains", async () => {

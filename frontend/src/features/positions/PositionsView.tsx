@@ -1,11 +1,13 @@
 // The Positions tab: servers × domains, each cell the server's GTID in that domain with how far it is behind the
-// most advanced server (the cell's colour by transactions behind, the most advanced starred) and its reported lag;
-// a column says which servers could be master now (ahead of all; a master of several, of its own domains).
+// most advanced server (the cell's colour by transactions behind, the most advanced starred) and its lag in the API's
+// words (judged against the connection's configured delay on the server); a column says which servers could be master
+// now (ahead of all; a master of several, of its own domains). Each row is one poll of its server, read at the time
+// it names, and its verdicts were computed by the API from those same positions: nothing live is laid over it.
 import type { Schemas } from "../../api/client";
 import { usePositions } from "../../api/queries";
 import { QueryState } from "../../components/QueryState";
 import { Badge, HealthBadge } from "../../components/StatusBadge";
-import { formatLagSeconds, formatLagTransactions } from "../../lib/format";
+import { formatLagTransactions, formatTime } from "../../lib/format";
 import { BEHIND_LEVELS, behindLevel } from "./behindScale";
 
 function Cell({ cell }: { cell: Schemas["PositionCell"] | undefined }) {
@@ -21,7 +23,7 @@ function Cell({ cell }: { cell: Schemas["PositionCell"] | undefined }) {
         ) : (
           <Badge tone="ok" symbol="★">most advanced</Badge>
         )}
-        {cell.lag_seconds != null ? <span> · lag {formatLagSeconds(cell.lag_seconds)}</span> : null}
+        {cell.lag ? <span data-lag> · lag {cell.lag.words}</span> : null}
       </div>
     </td>
   );
@@ -64,7 +66,12 @@ export function PositionsView({ clusterId }: { clusterId: number }) {
               <tbody>
                 {data.rows.map((row) => (
                   <tr key={row.server_id}>
-                    <th scope="row">{row.name}</th>
+                    <th scope="row">
+                      {row.name}
+                      <div className="small muted" data-read-at>
+                        {row.last_seen_at ? `read ${formatTime(row.last_seen_at)}` : "not read yet"}
+                      </div>
+                    </th>
                     <td>
                       <HealthBadge health={row.health} />
                     </td>

@@ -4,7 +4,6 @@
 // connections table.
 import type { Schemas } from "../../api/client";
 import type { Tone } from "../../components/StatusBadge";
-import { formatLag, worstLag } from "../../lib/format";
 
 type Edge = Schemas["TopologyEdge"];
 
@@ -12,15 +11,15 @@ export interface ConnectionState {
   tone: Tone;
   /** Short words: "replicating", "IO error", "SQL stopped"… */
   text: string;
-  /** The worst lag over domains, formatted, or null. */
+  /** The worst lag over domains in the API's words ("30 s (delay 30 s, +0 s) · 445 txn"), or null. */
   lag: string | null;
   /** Why, in the server's own words, where it gives them (a stall's lock wait). */
   reason?: string;
 }
 
 export function connectionState(edge: Edge): ConnectionState {
-  const lags = Object.values(edge.lag);
-  const lag = lags.length > 0 ? formatLag(worstLag(lags)) : null;
+  // The API's own figure and words (judged against the configured delay once, on the server).
+  const lag = edge.worst_lag?.words ?? null;
   if (edge.source === "master") return { tone: "muted", text: "seen by the master only", lag };
   const io = edge.io_state ?? "unknown";
   const sql = edge.sql_state ?? "unknown";
