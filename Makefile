@@ -23,14 +23,17 @@ up:
 down:
 	@scripts/down.sh
 
-# The Debian packages the later suites use install in the background while the engine builds and tests (one apt
-# transaction, scripts/ensure-packages.sh); the backend, dashboard and end-to-end suites wait for them.
+# The Debian packages the later suites use (one apt transaction, scripts/ensure-packages.sh) and the dashboard's npm
+# dependencies install in the background while the engine builds and tests; the backend, dashboard and end-to-end
+# suites wait for them.
 test:
 	@packages=$$(mktemp -d /tmp/ferry-packages.XXXXXX); \
 	scripts/ensure-packages.sh start "$$packages"; \
+	scripts/ensure-dashboard.sh deps > "$$packages/npm.log" 2>&1 & npm=$$!; \
 	$(MAKE) --no-print-directory lint-engine test-engine test-python; engine=$$?; \
+	wait $$npm; npm_rc=$$?; [ $$npm_rc = 0 ] || { echo "the dashboard's npm ci failed:" >&2; cat "$$packages/npm.log" >&2; }; \
 	scripts/ensure-packages.sh wait "$$packages"; installed=$$?; rm -rf "$$packages"; \
-	[ $$engine = 0 ] && [ $$installed = 0 ] || exit 1; \
+	[ $$engine = 0 ] && [ $$installed = 0 ] && [ $$npm_rc = 0 ] || exit 1; \
 	$(MAKE) --no-print-directory -o python-module -o engine-debug test-backend test-frontend test-e2e
 	@echo "make test: every suite passed"
 
