@@ -1,5 +1,5 @@
 """Switchovers on a busy MariaDB 10.11 cluster: durable servers (sync_binlog=1, innodb_flush_log_at_trx_commit=1), so
-the master group-commits sixteen writers' transactions while a single-threaded replica pays a flush for each (on two
+the master group-commits eight writers' transactions while a single-threaded replica pays a flush for each (on two
 cores it falls behind by hundreds of transactions a second; how far depends on the machine, so nothing here relies
 on it — backend/bench/busy_switchover.py measures it).
 
@@ -32,8 +32,8 @@ from tests.mariadb_load import (
 )
 from tests.test_mariadb_operations import assert_nothing_acknowledged_lost, checksums_equal
 
-#: Writers: on two cores, enough that a durable single-threaded replica falls behind (~700 txn/s when measured).
-CLIENTS = 16
+#: Writers: a busy master's load (the assertions do not depend on whether the replicas keep up with it).
+CLIENTS = 8
 #: Bound on the replicas' convergence after the load (a bound, not an expectation: they apply in parallel by then).
 CONVERGE_S = 600.0
 
