@@ -3,6 +3,7 @@ candidate's apply rate measured from consecutive positions, how far the candidat
 switchover started now would need (transactions behind ÷ apply rate: once the master stops, the candidate has that
 much left to apply). Pure: samples in, a prediction and its words out; the waiting is `prepare.py`'s.
 
+Whether a candidate keeps up is `apply_rates.judge`'s verdict, the one the parallel-apply page and the API give.
 Rates are taken over the samples of the last `RATE_SPAN_S` (at least `RATE_SPAN_MIN_S` of them): long enough that a
 group commit of a few hundred transactions does not read as a burst, short enough that a load that changes is seen
 within a couple of seconds."""
@@ -13,6 +14,8 @@ import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from ferry_control.services.apply_rates import judge
 
 #: The span rates are measured over, and the least span before any rate is trusted.
 RATE_SPAN_S = 2.0
@@ -47,8 +50,10 @@ class DomainRates:
 
     @property
     def keeps_up(self) -> bool:
-        """Applies at least as fast as the master commits (a candidate that lacks nothing keeps up by definition)."""
-        return self.behind == 0 or self.apply_rate >= self.commit_rate * 0.98
+        """Not falling behind as `apply_rates.judge` defines it for every surface (a candidate that lacks nothing
+        keeps up; two servers' positions are never read at one instant, so within its tolerance too)."""
+        verdict, _, _ = judge(self.commit_rate, self.apply_rate, self.behind)
+        return verdict != "falls_behind"
 
 
 @dataclass(frozen=True)
