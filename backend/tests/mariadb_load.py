@@ -15,7 +15,7 @@ import httpx
 import pymysql
 
 from ferry_control.services.orchestrator.gtid import errant_gtids
-from tests.mariadb_cluster import MariadbCluster, eventually
+from tests.mariadb_cluster import MariadbCluster, driver, eventually
 
 #: The load writer's table (in the workload user's schema): client c of domain d increments row `d<d>c<c>`.
 LOAD_TABLE = "app.load"
@@ -278,3 +278,26 @@ class MariadbLoadWriter:
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
+
+
+async def checksums_equal(cluster: MariadbCluster) -> dict[str, Any]:
+    """Every server's table checksums, at one position (the cluster converged, no writes): equal."""
+    cluster.wait_converged()
+    drivers = [driver(cluster, s.number) for s in cluster.servers]
+    try:
+        sums = [await d.checksums() for d in drivers]
+    finally:
+        for d in drivers:
+            await d.aclose()
+    assert len({s.position for s in sums}) == 1, [s.position for s in sums]
+    assert all(dict(s.tables) == dict(sums[0].tables) for s in sums), [dict(s.tables) for s in sums]
+    return dict(sums[0].tables)
+
+
+def assert_nothing_acknowledged_lost(cluster: MariadbCluster, writer: MariadbLoadWriter) -> None:
+    ledger = writer.ledger
+    for server in cluster.servers:
+        rows = load_rows(cluster, server.number)
+        for key, acked in ledger.acked.items():
+            unknown = ledger.unknown.get(key, 0)
+            assert acked <= rows[key] <= acked + unknown, (server.number, key, rows[key], acked, unknown)

@@ -25,12 +25,13 @@ from tests.mariadb_cluster import MariadbCluster, eventually
 from tests.mariadb_load import (
     LOAD_TABLE,
     MariadbLoadWriter,
+    assert_nothing_acknowledged_lost,
     assert_one_master,
+    checksums_equal,
     errant_everywhere,
     register_mariadb,
     shape,
 )
-from tests.test_mariadb_operations import assert_nothing_acknowledged_lost, checksums_equal
 
 #: Writers: a busy master's load (the assertions do not depend on whether the replicas keep up with it).
 CLIENTS = 8

@@ -26,7 +26,9 @@ from tests.helpers import WebhookReceiver, check, finished, run_operation, serve
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, driver, eventually
 from tests.mariadb_load import (
     MariadbLoadWriter,
+    assert_nothing_acknowledged_lost,
     assert_one_master,
+    checksums_equal,
     errant_everywhere,
     load_rows,
     register_mariadb,
@@ -37,29 +39,6 @@ from tests.mariadb_load import (
 SWITCHOVERS = int(os.environ.get("FERRY_MARIADB_SWITCHOVERS", "20"))
 POLL_INTERVAL_S = 0.2
 DETECTION_POLLS = 3
-
-
-async def checksums_equal(cluster: MariadbCluster) -> dict[str, Any]:
-    """Every server's table checksums, at one position (the cluster converged, no writes): equal."""
-    cluster.wait_converged()
-    drivers = [driver(cluster, s.number) for s in cluster.servers]
-    try:
-        sums = [await d.checksums() for d in drivers]
-    finally:
-        for d in drivers:
-            await d.aclose()
-    assert len({s.position for s in sums}) == 1, [s.position for s in sums]
-    assert all(dict(s.tables) == dict(sums[0].tables) for s in sums), [dict(s.tables) for s in sums]
-    return dict(sums[0].tables)
-
-
-def assert_nothing_acknowledged_lost(cluster: MariadbCluster, writer: MariadbLoadWriter) -> None:
-    ledger = writer.ledger
-    for server in cluster.servers:
-        rows = load_rows(cluster, server.number)
-        for key, acked in ledger.acked.items():
-            unknown = ledger.unknown.get(key, 0)
-            assert acked <= rows[key] <= acked + unknown, (server.number, key, rows[key], acked, unknown)
 
 
 def assert_nothing_acknowledged_after_p(acked_gtids: list[str], stops: list[tuple[int, str]]) -> None:

@@ -27,7 +27,7 @@ from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import LOAD_FIELD, LOAD_TABLE, LoadWriter, connection, register, run_operation, serve
 from tests.mariadb_cluster import MariadbCluster, driver, eventually
-from tests.mariadb_load import MariadbLoadWriter, errant_everywhere, load_rows, register_mariadb
+from tests.mariadb_load import MariadbLoadWriter, checksums_equal, errant_everywhere, load_rows, register_mariadb
 from tests.test_ferryctl import ferryctl
 from tests.test_operation_faults import left_running
 
@@ -126,21 +126,10 @@ async def test_mariadb_parallel_apply_changed_under_load_loses_and_repeats_nothi
         assert {k: rows[k] for k in ledger.acked} == ledger.acked, (
             f"s{server.number}: an increment lost or applied twice"
         )
-    await checksums_equal_mariadb(cluster)
+    await checksums_equal(cluster)
     assert errant_everywhere(cluster, 1) == {}
     for number in (2, 3):
         assert cluster.replica_status(number)[0]["Last_SQL_Errno"] == "0"
-
-
-async def checksums_equal_mariadb(cluster: MariadbCluster) -> None:
-    drivers = [driver(cluster, s.number) for s in cluster.servers]
-    try:
-        sums = [await d.checksums() for d in drivers]
-    finally:
-        for d in drivers:
-            await d.aclose()
-    assert len({s.position for s in sums}) == 1, [s.position for s in sums]
-    assert all(dict(s.tables) == dict(sums[0].tables) for s in sums), [dict(s.tables) for s in sums]
 
 
 async def test_mariadb_a_replica_that_does_not_apply_falls_behind_by_the_masters_rate(
