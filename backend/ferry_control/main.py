@@ -22,13 +22,12 @@ from ferry_control.api.audit_middleware import AuditMiddleware
 from ferry_control.api.body_limit import BodyLimitMiddleware
 from ferry_control.api.denials import DenialTally
 from ferry_control.api.deps import MetricsReader
+from ferry_control.api.errors import install_error_handlers
 from ferry_control.api.security_headers import SecurityHeadersMiddleware
-from ferry_control.api.sse import StreamHub
 from ferry_control.core.client_address import TrustedProxies
 from ferry_control.core.concurrency import ConcurrencyLimit
 from ferry_control.core.config import Settings, get_settings
 from ferry_control.core.db import create_engine, create_sessionmaker
-from ferry_control.core.errors import install_error_handlers
 from ferry_control.core.heap import startup_heap_set_aside
 from ferry_control.core.metrics import RequestMetricsMiddleware
 from ferry_control.core.priority import lower_priority
@@ -37,6 +36,7 @@ from ferry_control.dashboard import dashboard_dir, mount_dashboard
 from ferry_control.plane import ControlPlane
 from ferry_control.services.live_positions import LivePositions
 from ferry_control.services.metrics_export import export_stored_state
+from ferry_control.services.stream_hub import StreamHub
 from ferry_control.services.streams import StreamRegistry
 
 DESCRIPTION = """Ferry's control plane: clusters of ferryd nodes (MariaDB-style GTID replication), their topology,

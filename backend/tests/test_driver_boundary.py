@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from ferry_control.core.errors import DRIVER_ERROR_STATUS
+from ferry_control.api.errors import DRIVER_ERROR_STATUS
 from ferry_control.drivers.errors import ErrorKind
 
 SERVICES = Path(__file__).resolve().parents[1] / "ferry_control" / "services"

@@ -1,7 +1,7 @@
-"""One event stream's writes (`api/sse.py`'s Listener), against a client socket that takes data or stops taking it:
-a write goes out within the call while the socket takes it; behind a send that has to wait, what comes next waits
-in order, at most `backlog_max` events — the oldest dropped and counted, the newest kept —; the end goes out after
-everything written before it; a closed stream sends nothing more."""
+"""One event stream's writes (`services/stream_hub.py`'s Listener), against a client socket that takes data or stops
+taking it: a write goes out within the call while the socket takes it; behind a send that has to wait, what comes
+next waits in order, at most `backlog_max` events — the oldest dropped and counted, the newest kept —; the end goes
+out after everything written before it; a closed stream sends nothing more."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import asyncio
 
 from starlette.types import Message
 
-from ferry_control.api.sse import Listener
+from ferry_control.services.stream_hub import Listener
 
 
 class ClientSocket:

@@ -2,8 +2,8 @@
 
 A send to a socket that is not applying back-pressure finishes without ever suspending; starting a task for each
 (the usual way to avoid waiting on one slow client) costs a task, a wake-up and a turn of the loop per send. The
-event streams' fan-out (`api/sse.py`) sends one batch to a thousand streams this way: each send runs to its end in
-the fan-out's own call, and only a stream whose client is not reading gets a task to finish its send.
+event streams' fan-out (`services/stream_hub.py`) sends one batch to a thousand streams this way: each send runs to
+its end in the fan-out's own call, and only a stream whose client is not reading gets a task to finish its send.
 (Python 3.12's eager task factory does the same for every task; this is the one place that needs it.)"""
 
 from __future__ import annotations

@@ -8,13 +8,11 @@ are ignored). Results are read-mostly records: every field is optional, set by t
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
-from ferry_control.drivers.base import Check, ConnectionSettings
 from ferry_control.schemas.parallel_apply import ParallelApplySettings
 from ferry_control.schemas.topology import LinkSettingsRead
 
@@ -25,6 +23,17 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="ignore", serialize_by_alias=True, validate_by_name=True)
 
 
+class NamedCheck(Protocol):
+    """A check as a driver or a precheck reports it (drivers.base.Check has this shape)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def detail(self) -> str: ...
+
+
 class CheckResult(Record):
     """One named preflight check and what it found."""
 
@@ -33,7 +42,7 @@ class CheckResult(Record):
     detail: str
 
     @classmethod
-    def of(cls, check: Check) -> CheckResult:
+    def of(cls, check: NamedCheck) -> CheckResult:
         return cls(name=check.name, passed=check.passed, detail=check.detail)
 
 
@@ -98,15 +107,9 @@ class ReconcileReport(Record):
 
 
 class ConnectionSettingsRecord(Record, LinkSettingsRead):
-    """A replica connection's own settings as a plan keeps them (drivers.base.ConnectionSettings): the fields the
-    topology reports them with (`LinkSettingsRead`), read as a plan's parts are."""
-
-    @classmethod
-    def of(cls, settings: ConnectionSettings | None) -> ConnectionSettingsRecord | None:
-        return None if settings is None else cls.model_validate(asdict(settings))
-
-    def settings(self) -> ConnectionSettings:
-        return ConnectionSettings(**self.model_dump())
+    """A replica connection's own settings as a plan keeps them (drivers.base.ConnectionSettings, converted both ways
+    by the hub switchover): the fields the topology reports them with (`LinkSettingsRead`), read as a plan's parts
+    are."""
 
 
 class ServerConnection(Record):

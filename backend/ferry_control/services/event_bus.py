@@ -1,6 +1,7 @@
 """An in-process publish/subscribe hub for cluster events (position changes, health, links, operation steps), fed by
 the collector and the operation runner. Watchers get every event as it is published, and must not block: the event
-streams' hub (api/sse.py, which writes them to every open stream) and a worker's pickup of announced operations.
+streams' hub (services/stream_hub.py, which writes them to every open stream) and a worker's pickup of announced
+operations.
 A subscriber (`subscribe`: an in-process reader that awaits events one by one, as the tests do) has a bounded
 queue; when it is full the oldest event is dropped and counted, so a slow reader never holds the collector up.
 

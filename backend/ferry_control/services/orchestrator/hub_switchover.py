@@ -17,7 +17,7 @@ Each moved server's replication gap — the time it had no running connection to
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from functools import partial
 from typing import Any
 
@@ -38,7 +38,13 @@ from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, 
 
 
 def _settings(value: ConnectionSettingsRecord | None) -> ConnectionSettings | None:
-    return None if value is None else value.settings()
+    """A connection's settings as the plan kept them, for the driver."""
+    return None if value is None else ConnectionSettings(**value.model_dump())
+
+
+def _record(settings: ConnectionSettings | None) -> ConnectionSettingsRecord | None:
+    """A connection's settings as the driver reported them, for the plan."""
+    return None if settings is None else ConnectionSettingsRecord.model_validate(asdict(settings))
 
 
 def switch_plan(snapshot: ClusterSnapshot, source: ServerView, link: Link, others: list[Link]) -> SwitchPlanView:
@@ -88,7 +94,7 @@ async def switch_hub(
         hub_server_id=hub.info.id,
         candidate_server_id=candidate.info.id,
         candidate_connection=link.connection.name,
-        candidate_settings=ConnectionSettingsRecord.of(link.connection.settings),
+        candidate_settings=_record(link.connection.settings),
         incoming=[
             HubIncoming(
                 name=c.connection.name,
@@ -96,7 +102,7 @@ async def switch_hub(
                 master_address=c.connection.master_address,
                 running=c.connection.running,
                 # The connection's own settings move with it; the hub's delay and filters stay with the hub.
-                settings=ConnectionSettingsRecord.of(
+                settings=_record(
                     None if c.connection.settings is None else replace(c.connection.settings, delay_s=0, filters={})
                 ),
             )

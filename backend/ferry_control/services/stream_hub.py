@@ -1,14 +1,15 @@
-"""The open event streams of this process and their fan-out: what the bus delivers in one turn of the loop is
-encoded once and written to every stream of its cluster in one pass, in the caller — no task, queue or wake-up per
-stream —, and one timer per process sends the keep-alive pings and ends the streams whose token was revoked or
-expired (their tokens read in one query per interval, `services/streams.py`). The positions of the servers the
-streams show also come from live reads (`services/live_positions.py`), ahead of the collector's.
+"""The stream hub: the open event streams of this process and their fan-out. What the bus delivers in one turn of
+the loop is encoded once and written to every stream of its cluster in one pass, in the caller — no task, queue or
+wake-up per stream —, and one timer per process sends the keep-alive pings and ends the streams whose token was
+revoked or expired (their tokens read in one query per interval, `services/streams.py`). The positions of the
+servers the streams show also come from live reads (`services/live_positions.py`), ahead of the collector's.
 
-A stream is a response held open (`EventStreamResponse`): its request's own task only waits for the client to
-leave. A send normally completes at once (the socket takes it); one that has to wait — a client not reading — is
-carried on by a task of its own (`core/eager.py`) while what comes next for that stream waits behind it, at most
-`events_queue_max` events, the oldest dropped first and counted. When the process is asked to stop (SIGTERM or
-SIGINT as the server handles them) every stream ends at once, so the server can close its connections.
+A stream is a response held open (`EventStreamResponse`, `api/events.py`), written through this hub: its request's
+own task only waits for the client to leave. A send normally completes at once (the socket takes it); one that has
+to wait — a client not reading — is carried on by a task of its own (`core/eager.py`) while what comes next for
+that stream waits behind it, at most `events_queue_max` events, the oldest dropped first and counted. When the
+process is asked to stop (SIGTERM or SIGINT as the server handles them, `core/stop_signals.py`) every stream ends at
+once, so the server can close its connections.
 
 Measured (backend/bench/dashboards.py, docs/benchmarks.md): with a task, a queue and a send timeout per stream,
 a batch of events to 1,000 streams held the event loop for 60–70 ms, every request waiting behind it."""
@@ -18,19 +19,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
-import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from types import FrameType
-from typing import Any
 
-from starlette.responses import Response
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Message, Send
 
 from ferry_control.core.background import BackgroundTask
 from ferry_control.core.eager import run_eagerly
 from ferry_control.core.metrics import Metrics
+from ferry_control.core.stop_signals import on_stop_signals
 from ferry_control.schemas.events import PositionEvent, SubscribedEvent, TokenInvalidEvent
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.live_positions import LivePositions
@@ -188,7 +185,7 @@ class StreamHub:
         self._loop = asyncio.get_running_loop()
         self._stopping = False
         self._ticker.start()
-        self._restore_signals = _on_stop_signals(self._loop, self.end_all)
+        self._restore_signals = on_stop_signals(self._loop, self.end_all)
         if self._live is not None:
             self._live.start(self.watched, self._enqueue)
 
@@ -282,64 +279,3 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 
 def _batches(events: Sequence[ClusterEvent], size: int) -> list[Sequence[ClusterEvent]]:
     return [events[start : start + size] for start in range(0, len(events), size)]
-
-
-def _on_stop_signals(loop: asyncio.AbstractEventLoop, stopping: Callable[[], None]) -> Callable[[], None]:
-    """Calls `stopping` in the loop when SIGTERM or SIGINT arrives, before the handler the server installed (which
-    still runs); returns what puts that handler back. Nothing is installed where no handler of the server's is (the
-    default action stays) or off the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    installed: dict[int, Any] = {}
-    for number in (signal.SIGTERM, signal.SIGINT):
-        previous = signal.getsignal(number)
-        if not callable(previous) or previous is signal.default_int_handler:
-            continue
-
-        def handler(signum: int, frame: FrameType | None, previous: Callable[..., Any] = previous) -> None:
-            loop.call_soon_threadsafe(stopping)
-            previous(signum, frame)
-
-        signal.signal(number, handler)
-        installed[number] = (previous, handler)
-
-    def restore() -> None:
-        for number, (previous, handler) in installed.items():
-            if signal.getsignal(number) is handler:
-                signal.signal(number, previous)
-
-    return restore
-
-
-class EventStreamResponse(Response):
-    """An endless `text/event-stream` response: `subscribed`, then its cluster's events, until the client leaves,
-    its token stops authenticating or the process stops."""
-
-    media_type = "text/event-stream"
-
-    def __init__(self, hub: StreamHub, cluster_id: int, token_id: int):
-        self.status_code = 200
-        self.background = None
-        # Not cached by browsers or proxies, and not buffered by nginx-like proxies in front of the API.
-        self.init_headers({"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
-        self._hub = hub
-        self._cluster_id = cluster_id
-        self._token_id = token_id
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        start: Message = {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
-        if scope.get("method") == "HEAD":
-            await send(start)
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-            return
-        async with self._hub.registry.held(self._token_id):
-            await send(start)
-            listener = self._hub.open(send, self._cluster_id, self._token_id)
-            try:
-                # The stream is written by the hub; this task only learns when the client leaves (or, the response
-                # having ended, that it is over: a receive after the response says "disconnect").
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-            finally:
-                self._hub.forget(listener)
-                await listener.close()
