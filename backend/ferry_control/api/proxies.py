@@ -8,14 +8,10 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from ferry_control.api.deps import CurrentToken, SessionDep, SettingsDep
-from ferry_control.core.errors import NotFound, Unprocessable
-from ferry_control.repositories.clusters import ClusterRepository
-from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.common import ID_MAX, error_responses
 from ferry_control.schemas.proxies import ProxyServerState, ProxyStateRead
-from ferry_control.services.haproxy.config import ProxiedServer, ProxyLayout, render
-from ferry_control.services.proxies import proxy_states
-from ferry_control.services.roles import RoleService
+from ferry_control.services.cluster_proxies import ClusterProxies
+from ferry_control.services.haproxy.config import ProxyLayout
 
 router = APIRouter(tags=["proxies"])
 
@@ -40,6 +36,7 @@ JSON_ERRORS = {
 async def get_haproxy_config(
     request: Request,
     session: SessionDep,
+    settings: SettingsDep,
     _: CurrentToken,
     cluster_id: int = Path(ge=1, le=ID_MAX),
     writer_bind: str = Query("127.0.0.1:3306", max_length=300, description="host:port of the writer frontend."),
@@ -52,26 +49,11 @@ async def get_haproxy_config(
         None, ge=0, le=86400, description="The readers' lag limit (default: the reader_max_lag_s setting)."
     ),  # fmt: skip
 ) -> PlainTextResponse:
-    cluster = await ClusterRepository(session).get(cluster_id)
-    if cluster is None:
-        raise NotFound(f"cluster {cluster_id} does not exist")
-    # The writer first: HAProxy starts every server up until its first check, and `balance first` then picks it.
-    roles = RoleService(session)
-    servers = sorted(
-        [ProxiedServer(s.id, s.name, s.protocol_address)
-         for s in await ServerRepository(session).list_for_cluster(cluster_id) if s.protocol_address is not None],
-        key=lambda s: s.id,
-    )  # fmt: skip
-    writers = {s.id for s in servers if (await roles.writer(s.id)).ok}
-    servers.sort(key=lambda s: s.id not in writers)
     address = (
         ferry_address or f"{request.url.hostname}:{request.url.port or (443 if request.url.scheme == 'https' else 80)}"
     )
     layout = ProxyLayout(writer_bind, reader_bind, admin_socket, address, reader_max_lag_s=reader_max_lag_s)
-    try:
-        text = render(cluster.id, cluster.name, servers, layout)
-    except ValueError as e:
-        raise Unprocessable(str(e), code="validation_error") from e
+    text = await ClusterProxies(session, settings).haproxy_config(cluster_id, layout)
     return PlainTextResponse(text)
 
 
@@ -87,9 +69,7 @@ async def get_haproxy_config(
 async def get_proxies(
     session: SessionDep, settings: SettingsDep, _: CurrentToken, cluster_id: int = Path(ge=1, le=ID_MAX)
 ) -> list[ProxyStateRead]:
-    if await ClusterRepository(session).get(cluster_id) is None:
-        raise NotFound(f"cluster {cluster_id} does not exist")
-    states = await proxy_states(settings, cluster_id)
+    states = await ClusterProxies(session, settings).states(cluster_id)
     return [
         ProxyStateRead(
             proxy=s.proxy, reachable=s.reachable, error=s.error, writer_addresses=s.writer_addresses,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.models import ReplicationLink
@@ -40,6 +40,16 @@ class LinkRepository:
             return []
         statement = select(ReplicationLink).where(ReplicationLink.replica_server_id.in_(replica_server_ids))
         return (await self.session.scalars(statement.order_by(ReplicationLink.id))).all()
+
+    async def record_stopped(self, cluster_id: int, replica_server_id: int, master_server_id: int) -> None:
+        """The replica's connections to that master recorded as stopped (one UPDATE; the session's copies untouched)."""
+        await self.session.execute(
+            update(ReplicationLink)
+            .where(ReplicationLink.cluster_id == cluster_id, ReplicationLink.replica_server_id == replica_server_id,
+                   ReplicationLink.master_server_id == master_server_id)
+            .values(running=False)
+            .execution_options(synchronize_session=False)
+        )  # fmt: skip
 
     async def add(self, link: ReplicationLink) -> ReplicationLink:
         self.session.add(link)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from sqlalchemy import select, update
@@ -67,6 +67,14 @@ class OperationRepository:
             select(Operation.id).where(Operation.state == OperationState.pending).order_by(Operation.id).limit(limit)
         )
         return list((await self.session.scalars(statement)).all())
+
+    async def in_states(self, states: Collection[OperationState]) -> list[tuple[int, bool, datetime]]:
+        """(id, dry_run, created_at) of every operation in one of `states`, by id (the reconciler's look)."""
+        statement = select(Operation.id, Operation.dry_run, Operation.created_at).where(Operation.state.in_(states))
+        return [
+            (row.id, row.dry_run, row.created_at)
+            for row in await self.session.execute(statement.order_by(Operation.id))
+        ]
 
     async def latest_finished(self, cluster_id: int) -> Operation | None:
         """The cluster's newest operation that changed or could change something (no dry run) and has ended."""

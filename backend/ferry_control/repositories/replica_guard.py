@@ -36,6 +36,9 @@ class ReplicaGuardRepository:
             await self.session.flush()
         return row
 
+    async def flush(self) -> None:
+        await self.session.flush()
+
     async def record_read_only(self, cluster_id: int, server_id: int, at: datetime) -> None:
         """The server is read-only as of `at` (an older poll does not undo it; see Server.read_only_set_at)."""
         await self.session.execute(

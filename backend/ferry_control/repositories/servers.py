@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import CursorResult, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
@@ -78,5 +80,40 @@ class ServerRepository:
     async def flush(self) -> None:
         await self.session.flush()
 
+    async def refresh(self, server: Server) -> None:
+        """Reads the server's row again (its attributes after a savepoint was rolled back)."""
+        await self.session.refresh(server)
+
     def add_health_event(self, event: HealthEvent) -> None:
         self.session.add(event)
+
+    async def record_read_only(self, cluster_id: int, server_id: int, read_only: bool, at: datetime) -> None:
+        """The server's read-only flag as an operation just set it (one UPDATE; the session's copies untouched)."""
+        await self.session.execute(
+            update(Server)
+            .where(Server.id == server_id, Server.cluster_id == cluster_id)
+            .values(read_only=read_only, read_only_set_at=at)
+            .execution_options(synchronize_session=False)
+        )
+
+    async def maintenances_expired(self, now: datetime, cluster_ids: Collection[int] | None = None) -> Sequence[Server]:
+        """The servers whose maintenance is set with an end at or before `now` (of `cluster_ids`; None: every
+        cluster)."""
+        statement = select(Server).where(
+            Server.maintenance_set.is_(True), Server.maintenance_until.is_not(None), Server.maintenance_until <= now
+        )
+        if cluster_ids is not None:
+            statement = statement.where(Server.cluster_id.in_(cluster_ids))
+        return (await self.session.scalars(statement)).all()
+
+    async def end_maintenance_if_until(self, server_id: int, until: datetime) -> bool:
+        """Clears the server's maintenance if it is still set with that end — one conditional UPDATE, so one an
+        operator started again meanwhile is left alone; True when it was cleared."""
+        cleared = await self.session.execute(
+            update(Server)
+            .where(Server.id == server_id, Server.maintenance_set.is_(True), Server.maintenance_until == until)
+            .values(maintenance_set=False, maintenance_owner=None, maintenance_reason=None,
+                    maintenance_since=None, maintenance_until=None)
+            .execution_options(synchronize_session=False)
+        )  # fmt: skip
+        return cast(CursorResult[Any], cleared).rowcount == 1

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -26,6 +27,17 @@ class TokenRepository:
 
     async def get_by_name(self, name: str) -> ApiToken | None:
         return await self.session.scalar(select(ApiToken).where(ApiToken.name == name))
+
+    async def authenticating(self, token_ids: Collection[int], now: datetime) -> set[int]:
+        """Which of `token_ids` still authenticate at `now` (not revoked, not expired): one query for all of them."""
+        if not token_ids:
+            return set()
+        statement = select(ApiToken.id, ApiToken.revoked_at, ApiToken.expires_at).where(ApiToken.id.in_(token_ids))
+        return {
+            row.id
+            for row in (await self.session.execute(statement)).all()
+            if row.revoked_at is None and (row.expires_at is None or row.expires_at > now)
+        }
 
     async def list(self) -> Sequence[ApiToken]:
         return (await self.session.scalars(select(ApiToken).order_by(ApiToken.id))).all()

@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -124,7 +125,7 @@ class Collector:
         return self._background.running
 
     @property
-    def role(self) -> str | None:
+    def role(self) -> Literal["leader", "standby"] | None:
         """`leader` (this instance collects) or `standby` while running; None when stopped."""
         if not self.running:
             return None

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.core.config import Settings
+from ferry_control.core.db import release_connection
 from ferry_control.core.errors import Forbidden
 from ferry_control.core.outbound import check_host
 from ferry_control.core.untrusted_text import bounded
@@ -185,7 +186,7 @@ class DiscoveryService:
                 drivers.append(self.drivers.for_server(server, cluster))
             except DriverError as e:
                 drivers.append(str(e))
-        await self.session.commit()
+        await release_connection(self.session)
         semaphore = asyncio.Semaphore(self.settings.discovery_concurrency_max)
         timeout_s = self.settings.poll_timeout_s
 

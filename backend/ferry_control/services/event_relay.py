@@ -28,6 +28,7 @@ from sqlalchemy.engine import make_url
 
 from ferry_control.core.background import BackgroundTask
 from ferry_control.core.metrics import Metrics
+from ferry_control.repositories.notifications import Notifications
 from ferry_control.services.event_bus import ClusterEvent, EventBus, put_dropping_oldest
 
 log = logging.getLogger(__name__)
@@ -242,8 +243,7 @@ class EventRelay(OutboxRelay):
             connection = self._sender_connection
             assert connection is not None
             try:
-                async with connection.transaction(), connection.cursor() as cursor:
-                    await cursor.executemany("SELECT pg_notify(%s, %s)", [(CHANNEL, p) for p in payloads])
+                await Notifications(connection).notify(CHANNEL, payloads)
                 break
             except (psycopg.OperationalError, psycopg.InterfaceError):
                 await self._close_sender()
@@ -264,7 +264,8 @@ class EventRelay(OutboxRelay):
         while True:
             try:
                 async with await self._connect(LISTENER_APPLICATION_NAME) as connection:
-                    await connection.execute(f"LISTEN {CHANNEL}")
+                    listening = Notifications(connection)
+                    await listening.listen(CHANNEL)
                     self._set_listening(True)
                     if lost_at is not None:
                         log.warning("listening for the other instances' events again, after %.1f s without "
@@ -276,7 +277,7 @@ class EventRelay(OutboxRelay):
                         async for notify in connection.notifies(timeout=LISTEN_CHECK_S):
                             self._receive(notify.payload)
                         async with asyncio.timeout(LISTEN_CHECK_TIMEOUT_S):
-                            await connection.execute("SELECT 1")
+                            await listening.ping()
             except Exception as e:
                 self._set_listening(False)
                 lost_at = lost_at if lost_at is not None else time.monotonic()

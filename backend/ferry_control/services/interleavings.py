@@ -11,6 +11,7 @@ import logging
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ferry_control.core.db import release_connection
 from ferry_control.core.gtid import seq_by_domain
 from ferry_control.drivers.base import EventsPage
 from ferry_control.drivers.errors import DriverError
@@ -57,7 +58,7 @@ class InterleavingService:
         positions = {s.id: seq_by_domain(s.gtid_current_pos) for s in servers}
         # Nothing more is read from the database: its connection goes back to the pool before the fan-out, so slow
         # servers never hold one (the collector and operations need them).
-        await self.session.commit()
+        await release_connection(self.session)
 
         async def fetch(server: Server) -> EventsPage | str:
             if server.admin_address is None:

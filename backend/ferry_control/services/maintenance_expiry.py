@@ -13,12 +13,11 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from ferry_control.core.db import session_scope
-from ferry_control.models import Server
 from ferry_control.models.base import utcnow
+from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.events import MaintenanceEvent
 from ferry_control.services.audit import AuditService
 from ferry_control.services.event_bus import ClusterEvent, EventBus
@@ -39,23 +38,12 @@ class MaintenanceExpiry:
         now = now or utcnow()
         events: list[ClusterEvent] = []
         async with session_scope(self._sessionmaker) as session:
-            statement = select(Server).where(
-                Server.maintenance_set.is_(True), Server.maintenance_until.is_not(None), Server.maintenance_until <= now
-            )
-            if clusters is not None:
-                statement = statement.where(Server.cluster_id.in_(clusters))
-            for server in (await session.scalars(statement)).all():
+            servers = ServerRepository(session)
+            for server in await servers.maintenances_expired(now, clusters):
                 until, owner, reason = server.maintenance_until, server.maintenance_owner, server.maintenance_reason
-                cleared = await session.execute(
-                    update(Server)
-                    .where(Server.id == server.id, Server.maintenance_set.is_(True), Server.maintenance_until == until)
-                    .values(maintenance_set=False, maintenance_owner=None, maintenance_reason=None,
-                            maintenance_since=None, maintenance_until=None)
-                    .execution_options(synchronize_session=False)
-                )  # fmt: skip
-                if getattr(cleared, "rowcount", 0) != 1:
-                    continue  # started again meanwhile
                 assert until is not None
+                if not await servers.end_maintenance_if_until(server.id, until):
+                    continue  # started again meanwhile
                 await AuditService(session).record(
                     actor=None, token_id=None, action="maintenance_expired", method="-",
                     path=f"/api/v1/clusters/{server.cluster_id}/servers/{server.id}/maintenance",

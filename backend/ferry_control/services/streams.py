@@ -1,6 +1,6 @@
 """The open event streams of this process: how many each token holds and how many in all (each capped, so a client
 cannot hold the process's memory and sockets), and which of their tokens still authenticate — read for every open
-stream's token in one query (the stream hub asks once per interval, `api/sse.py`), instead of one query per
+stream's token in one query (the stream hub asks once per interval, `services/stream_hub.py`), instead of one query per
 stream."""
 
 from __future__ import annotations
@@ -10,12 +10,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from ferry_control.core.db import session_scope
 from ferry_control.core.errors import TooManyRequests
-from ferry_control.models import ApiToken
+from ferry_control.repositories.tokens import TokenRepository
 
 
 class StreamRegistry:
@@ -77,10 +76,6 @@ class StreamRegistry:
         ids = list(self._open)
         now = datetime.now(UTC)
         async with session_scope(self._sessionmaker) as session:
-            rows = (await session.execute(
-                select(ApiToken.id, ApiToken.revoked_at, ApiToken.expires_at).where(ApiToken.id.in_(ids))
-            )).all() if ids else []  # fmt: skip
-        self._valid = {
-            row.id for row in rows if row.revoked_at is None and (row.expires_at is None or row.expires_at > now)
-        }
+            valid = await TokenRepository(session).authenticating(ids, now)
+        self._valid = valid
         self.checks += 1

@@ -38,5 +38,5 @@ class WritableDomainsService:
         row.writable_domains = list(domains)
         row.writable_set_by = by[:100]
         row.writable_set_at = datetime.now(UTC)
-        await self.guards.session.flush()
+        await self.guards.flush()
         return await self.get(cluster_id, server_id)

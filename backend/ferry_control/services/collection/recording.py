@@ -112,7 +112,7 @@ class Recorder:
                         known=(servers_of[cluster_id], links_of[cluster_id]), samples=samples,
                     )  # fmt: skip
                 await samples.write()
-                await session.flush()
+                await ServerRepository(session).flush()
             return events
         except Exception as e:
             log.info("recording the cycle in one go failed (%s): recording it cluster by cluster", e)
@@ -183,7 +183,7 @@ class Recorder:
                     recorded = await self._record_links(cluster_id, servers, server_id, outcome, links, links_repo,
                                                         samples)  # fmt: skip
                     await samples.write()
-                    await session.flush()
+                    await servers_repo.flush()
                 events += recorded
             except Exception as e:
                 samples.discard()
@@ -193,7 +193,7 @@ class Recorder:
                                                     samples)  # fmt: skip
         if not shared:
             await samples.write()
-            await session.flush()
+            await servers_repo.flush()
         return events
 
     async def _unrecordable(
@@ -206,8 +206,9 @@ class Recorder:
         log.exception(
             "recording %s of the server with id %s (%s) failed: recorded as a failed poll", what, server_id, address
         )
+        repo = ServerRepository(session)
         for server in servers.values():
-            await session.refresh(server)
+            await repo.refresh(server)
         reason = f"{address}: {what} could not be recorded: {type(error).__name__}: {error}"
         return PollOutcome(outcome.target, None, bounded(reason), outcome.at)
 

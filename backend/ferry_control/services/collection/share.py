@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 
+from ferry_control.repositories.advisory_locks import AdvisoryLocks
 from ferry_control.services.event_relay import libpq_conninfo
 
 log = logging.getLogger(__name__)
@@ -63,29 +64,22 @@ class ClusterShare:
             raise
 
     async def _assign(self, clusters: list[int]) -> set[int]:
-        connection = await self._connect()
-        async with connection.cursor() as cursor:
-            await cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE %s AND datname = current_database()",
-                (APPLICATION_NAME + " %",),
-            )
-            row = await cursor.fetchone()
-            self.collectors = max(int(row[0]) if row else 1, 1)
-            share = math.ceil(len(clusters) / self.collectors) if clusters else 0
-            existing = set(clusters)
-            surplus = sorted((self.held - existing) | set(sorted(self.held & existing)[share:]))
-            for cluster_id in surplus:  # deleted clusters, and more than this instance's share
-                await cursor.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_CLASS, cluster_id))
-                self.held.discard(cluster_id)
-            for cluster_id in clusters:
-                if len(self.held) >= share:
-                    break
-                if cluster_id in self.held:
-                    continue
-                await cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_CLASS, cluster_id))
-                taken = await cursor.fetchone()
-                if taken and taken[0]:
-                    self.held.add(cluster_id)
+        locks = AdvisoryLocks(await self._connect())
+        live = await locks.sessions_named(APPLICATION_NAME + " ")
+        self.collectors = max(live if live is not None else 1, 1)
+        share = math.ceil(len(clusters) / self.collectors) if clusters else 0
+        existing = set(clusters)
+        surplus = sorted((self.held - existing) | set(sorted(self.held & existing)[share:]))
+        for cluster_id in surplus:  # deleted clusters, and more than this instance's share
+            await locks.unlock(LOCK_CLASS, cluster_id)
+            self.held.discard(cluster_id)
+        for cluster_id in clusters:
+            if len(self.held) >= share:
+                break
+            if cluster_id in self.held:
+                continue
+            if await locks.try_lock(LOCK_CLASS, cluster_id):
+                self.held.add(cluster_id)
         return set(self.held)
 
     async def alive(self) -> bool:
@@ -93,7 +87,7 @@ class ClusterShare:
         if self._connection is None or self._connection.closed:
             return False
         try:
-            await self._connection.execute("SELECT 1")
+            await AdvisoryLocks(self._connection).ping()
             return True
         except (psycopg.Error, OSError):
             await self.close()

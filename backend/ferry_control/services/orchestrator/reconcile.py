@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from ferry_control.core.background import BackgroundTask
@@ -127,8 +126,7 @@ class Reconciler:
     async def run_once(self) -> list[int]:
         """Reconciles every operation left active by a dead instance; returns their ids."""
         async with session_scope(self._sessionmaker) as session:
-            statement = select(Operation.id, Operation.dry_run, Operation.created_at).where(Operation.state.in_(ACTIVE))
-            rows = (await session.execute(statement.order_by(Operation.id))).all()
+            rows = await OperationRepository(session).in_states(ACTIVE)
         done = []
         mine = set(self._runner.running)
         for operation_id, dry_run, created_at in rows:

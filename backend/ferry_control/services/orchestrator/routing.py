@@ -20,13 +20,12 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
-from ferry_control.models import ReplicationLink, Server
 from ferry_control.repositories.clusters import ClusterRepository
+from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.operation_results import ProxyOutcome
 from ferry_control.services.haproxy import runtime
@@ -70,20 +69,9 @@ def _record(
     async def write() -> None:
         try:
             async with session_scope(sessionmaker) as session:
-                await session.execute(
-                    update(Server)
-                    .where(Server.id == server_id, Server.cluster_id == cluster_id)
-                    .values(read_only=read_only, read_only_set_at=at)
-                    .execution_options(synchronize_session=False)
-                )
+                await ServerRepository(session).record_read_only(cluster_id, server_id, read_only, at)
                 if no_longer_from is not None:
-                    await session.execute(
-                        update(ReplicationLink)
-                        .where(ReplicationLink.cluster_id == cluster_id, ReplicationLink.replica_server_id == server_id,
-                               ReplicationLink.master_server_id == no_longer_from)
-                        .values(running=False)
-                        .execution_options(synchronize_session=False)
-                    )  # fmt: skip
+                    await LinkRepository(session).record_stopped(cluster_id, server_id, no_longer_from)
         except Exception:
             log.warning("could not record read_only=%s of the server with id %s (the next poll will)",
                         read_only, server_id, exc_info=True)  # fmt: skip
