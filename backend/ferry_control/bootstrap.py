@@ -24,7 +24,6 @@ from ferry_control.drivers.base import ChangeMaster, ServerDriver, ServerStatus
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import ServerKind
-from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.schemas.cluster import ClusterCreate
 from ferry_control.schemas.server import ServerCreate
 from ferry_control.services.approval import COMMAND_LINE
@@ -155,7 +154,7 @@ async def register_cluster(
     engine = create_engine(settings)
     try:
         async with session_scope(create_sessionmaker(engine)) as session:
-            existing = await ClusterRepository(session).get_by_name(name)
+            existing = await ClusterService(session).find_by_name(name)
             if existing is not None:
                 return existing.id, f"cluster {name!r} is registered already (id {existing.id}): left as it is"
             offsets = {n.admin_port - n.protocol_port for n in nodes}

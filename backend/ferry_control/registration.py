@@ -26,7 +26,6 @@ from ferry_control.drivers.credentials import ServerCredentials
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import ServerKind
-from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.schemas.cluster import ClusterCreate, ClusterUpdate
 from ferry_control.schemas.discovery import DiscoveryRequest
 from ferry_control.services.approval import COMMAND_LINE
@@ -114,7 +113,7 @@ async def register(
         say(f"the seed {address} answers (server_id {server_id})")
         async with session_scope(create_sessionmaker(engine)) as session:
             service = ClusterService(session, settings, secrets)
-            existing = await ClusterRepository(session).get_by_name(cluster)
+            existing = await service.find_by_name(cluster)
             if existing is None:
                 row = await service.create(
                     ClusterCreate.model_validate(

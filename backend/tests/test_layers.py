@@ -15,7 +15,8 @@
   may ask of its unit of work is named apart: `core.db.release_connection` — the work so far committed and the
   connection given back before the request waits on servers, so none is held meanwhile — and only the services in
   `RELEASES_CONNECTION` call it.
-- **Routers call services only**: no module of `api/` imports a repository.
+- **Routers call services only**: no module of `api/` imports a repository, nor do the package's other ways in —
+  its top-level modules (the app, the worker, the CLI, bootstrap, registration) and `ferryctl` (`ctl/`).
 - **`core/` and `schemas/` import no driver module** (`ferry_control.drivers.*`): drivers build on them, not the
   other way round; a schema that records what a driver said has its own model of it, filled by a service."""
 
@@ -163,12 +164,13 @@ def test_the_services_releasing_their_connection_are_the_ones_named() -> None:
 
 
 def test_routers_call_services_only() -> None:
+    ways_in = _modules("api", "ctl") + sorted(PACKAGE.glob("*.py"))
     found = [
         f"ferry_control/{_relative(path)}:{line}: {what}"
-        for path in _modules("api")
+        for path in ways_in
         for line, what in imported(path, REPOSITORIES)
     ]
-    assert not found, _report(found, "routers go through a service, never to a repository")
+    assert not found, _report(found, "routers (and the other ways in) go through a service, never to a repository")
 
 
 def test_core_and_schemas_import_no_driver() -> None:

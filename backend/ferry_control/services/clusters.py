@@ -43,6 +43,9 @@ class ClusterService:
             raise NotFound(f"cluster {cluster_id} does not exist", code="cluster_not_found")
         return cluster
 
+    async def find_by_name(self, name: str) -> Cluster | None:
+        return await self.clusters.get_by_name(name)
+
     async def create(self, data: ClusterCreate, caller: Role = Role.admin) -> Cluster:
         """`caller` is the role of the token asking (the command line acts as the machine's owner: admin)."""
         if not data.enforce_read_only_replicas:
