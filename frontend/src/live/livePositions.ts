@@ -4,6 +4,7 @@
 // back to an older GTID the stream already showed. Nothing here is laid over the positions matrix or the servers
 // list: each of their rows is one poll's snapshot with the verdicts computed from it (a live cell beside an older
 // snapshot's "could be master" or gtid_binlog_pos would contradict it); a position event refetches them instead.
+import { formatPosition, parseGtid, parsePosition } from "../lib/gtid";
 import type { Schemas } from "../api/client";
 
 type PositionEvent = Schemas["PositionEvent"];
@@ -23,7 +24,7 @@ const seenByCluster = new Map<number, Map<number, Map<number, Seen>>>(); // clus
 
 /** Records a position event of `clusterId` (per server and domain the furthest said within LIVE_FRESH_MS). */
 export function recordPosition(clusterId: number, event: PositionEvent, now: number): void {
-  const seqNo = event.seq_no ?? Number(event.gtid.split("-")[2]);
+  const seqNo = event.seq_no ?? parseGtid(event.gtid)?.seq ?? NaN;
   if (!Number.isSafeInteger(seqNo)) return;
   let servers = seenByCluster.get(clusterId);
   if (servers === undefined) {
@@ -49,7 +50,7 @@ export function forgetPositions(clusterId: number): void {
 export function livePosition(clusterId: number, serverId: number, position: string | null, now: number): string | null {
   const domains = seenByCluster.get(clusterId)?.get(serverId);
   if (domains === undefined) return position;
-  const byDomain = parsePosition(position);
+  const byDomain = parsedPosition(position);
   let changed = false;
   for (const [domain, said] of domains) {
     const stored = byDomain.get(domain);
@@ -58,7 +59,7 @@ export function livePosition(clusterId: number, serverId: number, position: stri
       changed = true;
     }
   }
-  return changed ? formatPosition(byDomain) : position;
+  return changed ? formattedPosition(byDomain) : position;
 }
 
 /** Items naming a server (by `serverId`) with their `gtid_current_pos` moved as the stream said (the same array when
@@ -87,18 +88,10 @@ export function withLiveTopology(clusterId: number, topology: Topology, now: num
   return nodes === topology.nodes ? topology : { ...topology, nodes };
 }
 
-function parsePosition(position: string | null): Map<number, { gtid: string; seqNo: number }> {
-  const byDomain = new Map<number, { gtid: string; seqNo: number }>();
-  for (const gtid of (position ?? "").split(",").map((part) => part.trim())) {
-    const [domain, , seqNo] = gtid.split("-").map(Number);
-    if (gtid && domain !== undefined && seqNo !== undefined) byDomain.set(domain, { gtid, seqNo });
-  }
-  return byDomain;
+function parsedPosition(position: string | null): Map<number, { gtid: string; seqNo: number }> {
+  return new Map([...parsePosition(position)].map(([domain, g]) => [domain, { gtid: g.text, seqNo: g.seq }]));
 }
 
-function formatPosition(byDomain: Map<number, { gtid: string }>): string {
-  return [...byDomain.entries()]
-    .sort(([a], [b]) => a - b)
-    .map(([, said]) => said.gtid)
-    .join(",");
+function formattedPosition(byDomain: Map<number, { gtid: string }>): string {
+  return formatPosition(new Map([...byDomain].map(([domain, said]) => [domain, { text: said.gtid }])));
 }

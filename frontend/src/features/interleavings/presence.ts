@@ -2,6 +2,7 @@
 // (the server does not receive that domain from that origin — not downstream of it, or a connection's filter drops it
 // — as the backend works out from the replication graph); not yet (the server is behind it in that domain: it will
 // arrive); older than what is shown; or unknown (the server's binlog could not be read).
+import { parseGtid } from "../../lib/gtid";
 import type { Lane, LaneBlock } from "./align";
 
 export type Presence =
@@ -19,9 +20,10 @@ export const ABSENT_SHORT: Record<Exclude<Presence["kind"], "here">, string> = {
   unknown: "?",
 };
 
-export function parseGtid(gtid: string): { domain: number; origin: number; seq: number } {
-  const [domain, origin, seq] = gtid.split("-").map(Number) as [number, number, number];
-  return { domain, origin, seq };
+/** A block's GTID as presence compares it: its domain, the server it came from, its seq_no (NaN when malformed). */
+export function gtidParts(gtid: string): { domain: number; origin: number; seq: number } {
+  const parsed = parseGtid(gtid);
+  return parsed === null ? { domain: NaN, origin: NaN, seq: NaN } : { domain: parsed.domain, origin: parsed.server, seq: parsed.seq };
 }
 
 type LaneFacts = Pick<Lane, "blocks" | "error" | "never" | "position">;
@@ -29,7 +31,7 @@ type LaneFacts = Pick<Lane, "blocks" | "error" | "never" | "position">;
 export function presenceOf(lane: LaneFacts, gtid: string): Presence {
   const found = lane.blocks.find((block) => block.gtid === gtid);
   if (found) return { kind: "here", block: found, text: `#${found.index + 1} of ${lane.blocks.length}` };
-  const { domain, origin, seq } = parseGtid(gtid);
+  const { domain, origin, seq } = gtidParts(gtid);
   const never = lane.never.find((n) => n.domain === domain && n.origin_server_id === origin);
   if (never) return { kind: "never", reason: never.reason, text: `never here: ${never.reason}` };
   if (lane.error) return { kind: "unknown", text: `unknown: its binlog could not be read (${lane.error})` };

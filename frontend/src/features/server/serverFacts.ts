@@ -1,6 +1,7 @@
 // What the server page gathers about one server from the cluster's data — pure, tested: its positions per domain
 // (from its gtid_binlog_pos / gtid_slave_pos / gtid_current_pos), the operations that named it, the audit rows about it.
 import type { Schemas } from "../../api/client";
+import { parsePosition } from "../../lib/gtid";
 
 export interface DomainPositions {
   domain: number;
@@ -11,13 +12,7 @@ export interface DomainPositions {
 
 /** "1-1-45,2-1-20" → {1: "1-1-45", 2: "2-1-20"} (a malformed part is skipped). */
 export function byDomain(position: string | null | undefined): Map<number, string> {
-  const found = new Map<number, string>();
-  for (const part of (position ?? "").split(",")) {
-    const gtid = part.trim();
-    const domain = Number(gtid.split("-")[0]);
-    if (gtid && /^\d+-\d+-\d+$/.test(gtid)) found.set(domain, gtid);
-  }
-  return found;
+  return new Map([...parsePosition(position)].map(([domain, gtid]) => [domain, gtid.text]));
 }
 
 /** One row per domain any of the three positions has, in domain order. */
@@ -49,5 +44,5 @@ export function operationTouches(operation: Schemas["OperationRead"], serverId: 
 /** Whether an audit row is about the server: its path names it. */
 export function auditTouches(entry: Schemas["AuditEntryRead"], serverId: number): boolean {
   const details = (entry.details ?? {}) as { path_params?: Record<string, string> };
-  return details.path_params?.server_id === String(serverId);
+  return entry.server_id === serverId || details.path_params?.server_id === String(serverId);
 }
