@@ -1,6 +1,6 @@
 """Typed driver errors. Each says what kind of failure it is (`ErrorKind`: the server could not be reached, it
 refused because of its state, it knows no such thing, …) and keeps the server's own error code and message; no
-driver error carries an HTTP status — the API maps kinds to statuses in one place (core/errors.py)."""
+driver error carries an HTTP status — the API maps kinds to statuses in one place (api/errors.py)."""
 
 from __future__ import annotations
 
