@@ -48,18 +48,14 @@ async def observed(client: httpx.AsyncClient, cluster_id: int, server_id: int, w
                    condition: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:  # fmt: skip
     """Waits until the control plane's record of a server (what the collector last observed) satisfies
     `condition`; returns that record."""
-    server: dict[str, Any] = {}
-    try:
-        async with asyncio.timeout(WAIT_S):
-            while True:
-                response = await client.get(f"/api/v1/clusters/{cluster_id}/servers/{server_id}")
-                assert response.status_code == 200, response.text
-                server = response.json()
-                if condition(server):
-                    return server
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"waited {WAIT_S} s for the control plane to observe {what}; last: {server}") from None
+
+    async def record() -> dict[str, Any] | None:
+        response = await client.get(f"/api/v1/clusters/{cluster_id}/servers/{server_id}")
+        assert response.status_code == 200, response.text
+        server: dict[str, Any] = response.json()
+        return server if condition(server) else None
+
+    return await eventually(f"the control plane to observe {what}", record, WAIT_S)
 
 
 def domains_of(text: str | None) -> set[int]:

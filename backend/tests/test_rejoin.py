@@ -7,7 +7,6 @@ rejoins by itself (the failover monitor starts the rejoin)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
@@ -156,9 +155,7 @@ async def test_with_auto_rejoin_a_fenced_master_that_answers_again_rejoins_by_it
         async def rejoined() -> bool:
             return not await fenced(live, cluster_id, ids["master"])
 
-        async with asyncio.timeout(WAIT_S):
-            while not await rejoined():
-                await asyncio.sleep(0.1)
+        await eventually("the fenced old master rejoined by the monitor", rejoined, WAIT_S)
         listed = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
         rejoin = await finished(
             live.app, live.client, cluster_id, next(o["id"] for o in listed if o["type"] == "rejoin")
