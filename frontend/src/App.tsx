@@ -1,6 +1,6 @@
 // The dashboard's shell: query cache, auth, router. Signed-out visitors see the sign-in page; the rest is the
 // clusters overview, one page per cluster (its tab in the path, its view state in the query string), the
-// collector's health and, for admins, the API tokens.
+// collector's health, the audit log and, for admins, the API tokens.
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { useState } from "react";
 import { BrowserRouter, Navigate, Route, Routes } from "react-router-dom";
@@ -8,6 +8,7 @@ import { ApiError } from "./api/client";
 import { AuthProvider, useAuth } from "./auth/AuthProvider";
 import { RequireRole } from "./auth/RequireRole";
 import { Layout } from "./components/Layout";
+import { AuditPage } from "./pages/AuditPage";
 import { ClusterPage } from "./pages/ClusterPage";
 import { CollectorPage } from "./pages/CollectorPage";
 import { ClustersPage } from "./pages/ClustersPage";
@@ -34,6 +35,7 @@ function Routed() {
       <Routes>
         <Route path="/" element={<ClustersPage />} />
         <Route path="/collector" element={<CollectorPage />} />
+        <Route path="/audit" element={<AuditPage />} />
         <Route
           path="/tokens"
           element={

@@ -9,9 +9,9 @@ route's name (so the operationId and the audit action) and what the runner start
 factory's request model (a variable) is the real class FastAPI reads the body with."""
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from fastapi import APIRouter, Header, Path, Query, Response, status
+from fastapi import APIRouter, Header, Path, Query, Request, Response, status
 
 from ferry_control.api.deps import CurrentToken, DriversDep, OperatorToken, RunnerDep, SessionDep, SettingsDep
 from ferry_control.core.security import Role
@@ -78,7 +78,10 @@ async def list_operations(
     limit: int = Query(50, ge=1, le=500),
     before_id: int | None = Query(None, ge=1, le=ID_MAX, description="Page back: operations with a smaller id."),
     type_: list[OperationTypeName] | None = Query(
-        None, alias="type", max_length=8, description="Only operations of these types (repeat the parameter)."
+        None,
+        alias="type",
+        max_length=len(get_args(OperationTypeName)),
+        description="Only operations of these types (repeat the parameter; each at most once).",
     ),
     dry_run: bool | None = Query(None, description="Only dry runs (true) or only real operations (false)."),
 ) -> list[OperationRead]:
@@ -117,6 +120,7 @@ def _operation_route(
 
     async def start(
         body: OperationRequest,  # replaced below by the concrete model: the schema of the request body
+        request: Request,
         response: Response,
         session: SessionDep,
         runner: RunnerDep,
@@ -140,6 +144,8 @@ def _operation_route(
             idempotency_key=idempotency_key,
         )
         response.headers["Location"] = f"/api/v1/clusters/{cluster_id}/operations/{operation.id}"
+        # The audit row links the operation (a dry run told apart from a run by the operation itself).
+        request.state.audit_details = {"operation_id": operation.id, "dry_run": operation.dry_run}
         if not new:
             response.headers["Idempotent-Replayed"] = "true"
         return OperationRead.of(operation)

@@ -55,8 +55,8 @@ async def create_server(
     an address `server_trusted_hosts` names, it is approved (polled with its cluster's credentials); otherwise it
     is pending (`approved: false`): nothing connects to it until an admin approves it."""
     server = await approving(session, settings).create(cluster_id, data, approver(principal))
-    if server.maintenance_set:
-        request.state.audit_details = maintenance_audit(server)
+    details = maintenance_audit(server) if server.maintenance_set else {}
+    request.state.audit_details = {**details, "registered_server_id": server.id, "server": server.label}
     return ServerRead.model_validate(server)
 
 

@@ -13,7 +13,7 @@ from ferry_control.models.base import Base, BigId, utcnow
 
 class AuditEntry(Base):
     __tablename__ = "audit_log"
-    __table_args__ = (Index(None, "at"), Index(None, "cluster_id", "at"))
+    __table_args__ = (Index(None, "at"), Index(None, "cluster_id", "at"), Index(None, "server_id", "at"))
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -26,6 +26,10 @@ class AuditEntry(Base):
     method: Mapped[str] = mapped_column(String(10))
     path: Mapped[str] = mapped_column(String(500))
     cluster_id: Mapped[int | None] = mapped_column(default=None)
+    #: The server the call concerned: its path's, or the one it registered. Not a foreign key (outlives the server).
+    server_id: Mapped[int | None] = mapped_column(default=None)
+    #: The operation the call started (a dry run or a run). Not a foreign key.
+    operation_id: Mapped[int | None] = mapped_column(default=None)
     #: `succeeded`, `failed` (the request was refused or went wrong) or `denied` (authentication or role).
     outcome: Mapped[str] = mapped_column(String(16))
     status_code: Mapped[int]

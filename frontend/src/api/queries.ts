@@ -161,12 +161,34 @@ export function useOperation(clusterId: number, operationId: number | null) {
   });
 }
 
-export function useAudit(clusterId: number | null, limit = 100, outcome: "succeeded" | "failed" | "denied" | null = null) {
+export function useAudit(filter: AuditFilter) {
   const refetchInterval = usePollInterval();
+  const { clusterId = null, serverId = null, actor = null, action = null, outcome = null, since = null, until = null } = filter;
+  const limit = filter.limit ?? 100;
   return useQuery({
-    queryKey: queryKeys.audit({ clusterId, limit, outcome }),
+    queryKey: queryKeys.audit({ clusterId, serverId, actor, action, outcome, since, until, limit }),
     queryFn: () =>
-      unwrap(api.GET("/api/v1/audit", { params: { query: { cluster_id: clusterId, limit, outcome } } })),
+      unwrap(
+        api.GET("/api/v1/audit", {
+          params: {
+            query: {
+              cluster_id: clusterId, server_id: serverId, actor, action, outcome, since, until, limit,
+            },
+          },
+        }),
+      ),
     refetchInterval: refetchInterval === false ? 5000 : refetchInterval,
   });
+}
+
+/** What GET /api/v1/audit is asked for (each given narrows it; times as ISO 8601 with their zone). */
+export interface AuditFilter {
+  clusterId?: number | null;
+  serverId?: number | null;
+  actor?: string | null;
+  action?: string | null;
+  outcome?: "succeeded" | "failed" | "denied" | null;
+  since?: string | null;
+  until?: string | null;
+  limit?: number;
 }

@@ -25,7 +25,16 @@ export const queryKeys = {
   drillRun: (clusterId: number, runId: number) => ["clusters", clusterId, "drills", "run", runId] as const,
   collectorCycles: (params: { limit: number }) => ["collector", "cycles", params] as const,
   tokens: () => ["tokens"] as const,
-  audit: (params: { clusterId: number | null; limit: number; outcome: string | null }) => ["audit", params] as const,
+  audit: (params: {
+    clusterId: number | null;
+    serverId: number | null;
+    actor: string | null;
+    action: string | null;
+    outcome: string | null;
+    since: string | null;
+    until: string | null;
+    limit: number;
+  }) => ["audit", params] as const,
 };
 
 /** Milliseconds a range covers. */

@@ -983,6 +983,49 @@ export interface components {
             details: {
                 [key: string]: unknown;
             };
+            /**
+             * Server Id
+             * @description The registered server the call concerned: its path's, or the one it registered.
+             */
+            server_id?: number | null;
+            /**
+             * Operation Id
+             * @description The operation the call started (a dry run or a run).
+             */
+            operation_id?: number | null;
+            /**
+             * Kind
+             * @description run: it started an operation that changes servers; dry_run: it started a dry run (checks and a plan, nothing changed); change: any other accepted change (a token, a cluster, a server, settings); refused: it was refused or failed (see outcome and status_code).
+             * @default change
+             * @enum {string}
+             */
+            kind: "run" | "dry_run" | "change" | "refused";
+            /** @description The operation it started, with its old → new master where it moves one. */
+            operation?: components["schemas"]["AuditOperationRead"] | null;
+        };
+        /**
+         * AuditOperationRead
+         * @description The operation an audited call started, as it stands now.
+         */
+        AuditOperationRead: {
+            /** Id */
+            id: number;
+            /** Type */
+            type: string;
+            /** Dry Run */
+            dry_run: boolean;
+            /** State */
+            state: string;
+            /**
+             * Old Master
+             * @description The master the operation moves the role from (its result's, else the one it expected), by label.
+             */
+            old_master: string | null;
+            /**
+             * New Master
+             * @description The server it moves the role to (its result's, else the candidate asked for), by label.
+             */
+            new_master: string | null;
         };
         /** BringLevelOperation */
         BringLevelOperation: {
@@ -7508,7 +7551,7 @@ export interface operations {
                 limit?: number;
                 /** @description Page back: operations with a smaller id. */
                 before_id?: number | null;
-                /** @description Only operations of these types (repeat the parameter). */
+                /** @description Only operations of these types (repeat the parameter; each at most once). */
                 type?: ("switchover" | "failover" | "repoint" | "read_only" | "start_replication" | "stop_replication" | "bring_level" | "skip_transactions" | "parallel_apply" | "drill" | "rejoin")[] | null;
                 /** @description Only dry runs (true) or only real operations (false). */
                 dry_run?: boolean | null;
@@ -8940,8 +8983,17 @@ export interface operations {
                 /** @description Page back: entries with a smaller id. */
                 before_id?: number | null;
                 cluster_id?: number | null;
+                /** @description Only calls about this registered server. */
+                server_id?: number | null;
+                /** @description Only this token's calls (its name). */
                 actor?: string | null;
+                /** @description Only this action (the route's name: switchover, create_token, update_cluster, …). */
+                action?: string | null;
                 outcome?: ("succeeded" | "failed" | "denied") | null;
+                /** @description From this instant (inclusive; with a time zone). */
+                since?: string | null;
+                /** @description Up to this instant (inclusive; with a time zone). */
+                until?: string | null;
             };
             header?: never;
             path?: never;
@@ -8956,6 +9008,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AuditEntryRead"][];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description No or invalid API token */

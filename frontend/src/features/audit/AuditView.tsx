@@ -1,16 +1,17 @@
-// The Audit log tab: every state-changing request on this cluster (including refusals), newest first, with an
-// outcome filter in the URL (?outcome=denied).
+// The Audit log tab: every state-changing request on this cluster (including refusals), newest first, each typed
+// (run, dry run, change, refused) with the operation it started linked; an outcome filter in the URL
+// (?outcome=denied). The global audit page (pages/AuditPage.tsx) filters across clusters.
+import { Link } from "react-router-dom";
 import { useAudit } from "../../api/queries";
 import { QueryState } from "../../components/QueryState";
-import { Badge } from "../../components/StatusBadge";
-import { formatTime } from "../../lib/format";
 import { useUrlChoice } from "../../lib/useUrlState";
+import { AuditTable } from "./AuditTable";
 
 const OUTCOMES = ["all", "succeeded", "failed", "denied"] as const;
 
 export function AuditView({ clusterId }: { clusterId: number }) {
   const [outcome, setOutcome] = useUrlChoice("outcome", OUTCOMES, "all");
-  const audit = useAudit(clusterId, 200, outcome === "all" ? null : outcome);
+  const audit = useAudit({ clusterId, limit: 200, outcome: outcome === "all" ? null : outcome });
   return (
     <>
       <div className="toolbar">
@@ -24,42 +25,13 @@ export function AuditView({ clusterId }: { clusterId: number }) {
             ))}
           </select>
         </label>
+        <Link to={`/audit?cluster=${clusterId}`} className="small">
+          Filter by actor, action, server and time on the audit page
+        </Link>
       </div>
       <QueryState isPending={audit.isPending} error={audit.error} what="audit log">
         {audit.data?.length === 0 ? <p className="muted">Nothing recorded.</p> : null}
-        <div className="scroll-x">
-          <table className="data" aria-label="Audit log">
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Who</th>
-                <th scope="col">Action</th>
-                <th scope="col">Request</th>
-                <th scope="col">Outcome</th>
-              </tr>
-            </thead>
-            <tbody>
-              {audit.data?.map((entry) => (
-                <tr key={entry.id}>
-                  <td>{formatTime(entry.at)}</td>
-                  <td>{entry.actor ?? "anonymous"}</td>
-                  <td>{entry.action}</td>
-                  <td className="mono small">
-                    {entry.method} {entry.path}
-                  </td>
-                  <td>
-                    <Badge
-                      tone={entry.outcome === "succeeded" ? "ok" : entry.outcome === "denied" ? "warn" : "bad"}
-                      symbol={entry.outcome === "succeeded" ? "✓" : "✕"}
-                    >
-                      {`${entry.outcome} (${entry.status_code})`}
-                    </Badge>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        {audit.data && audit.data.length > 0 ? <AuditTable entries={audit.data} /> : null}
       </QueryState>
     </>
   );

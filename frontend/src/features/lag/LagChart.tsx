@@ -7,7 +7,7 @@ import { CartesianGrid, Line, LineChart, ReferenceArea, ReferenceLine, Responsiv
 import { instantLabel, timeLabel, timeTicks, zoneLabel } from "../../components/timeAxis";
 import { formatLagSeconds, formatLagTransactions } from "../../lib/format";
 import { ChartLegend } from "./ChartLegend";
-import type { LagSeries } from "./lagSeries";
+import type { DelayBand, LagSeries } from "./lagSeries";
 import { LagTooltip } from "./LagTooltip";
 import type { OperationMark } from "./operationMarks";
 import type { SeriesStyle } from "./seriesStyle";
@@ -25,9 +25,11 @@ interface LagChartProps {
   sinceMs: number;
   untilMs: number;
   onZoom?: (sinceMs: number, untilMs: number) => void;
+  /** Configured delays to draw as bands from 0 (the seconds chart). */
+  delays?: readonly DelayBand[];
 }
 
-export function LagChart({ title, metric, series, styles, hidden, onToggle, marks = [], sinceMs, untilMs, onZoom }: LagChartProps) {
+export function LagChart({ title, metric, series, styles, hidden, onToggle, marks = [], sinceMs, untilMs, onZoom, delays = [] }: LagChartProps) {
   const format = metric === "seconds" ? formatLagSeconds : formatLagTransactions;
   const drawn = series.filter((s) => !hidden.has(s.key));
   const points = drawn.reduce((n, s) => n + s.points.length, 0);
@@ -58,7 +60,25 @@ export function LagChart({ title, metric, series, styles, hidden, onToggle, mark
               height={44}
               label={{ value: `time (${zone})`, position: "insideBottom", offset: 0, className: "axis-zone" }}
             />
-            <YAxis dataKey={metric} tickFormatter={(v: number) => format(v)} width={90} allowDecimals={metric === "seconds"} />
+            <YAxis
+              dataKey={metric}
+              tickFormatter={(v: number) => format(v)}
+              width={90}
+              allowDecimals={metric === "seconds"}
+              domain={delays.length > 0 ? [0, (max: number) => Math.max(max, ...delays.map((d) => d.delayS * 1.1))] : undefined}
+            />
+            {delays.map((delay) => (
+              <ReferenceArea
+                key={delay.key}
+                y1={0}
+                y2={delay.delayS}
+                fill="#bfdbfe"
+                fillOpacity={0.35}
+                ifOverflow="extendDomain"
+                className="delay-band"
+                label={{ value: delay.label, position: "insideTopRight", fontSize: 11, fill: "#1e3a8a" }}
+              />
+            ))}
             {marks.map((mark) =>
               mark.endMs > mark.startMs ? (
                 <ReferenceArea key={`area-${mark.id}`} x1={mark.startMs} x2={mark.endMs} fill="#fde68a" fillOpacity={0.45} ifOverflow="hidden" />
@@ -102,6 +122,11 @@ export function LagChart({ title, metric, series, styles, hidden, onToggle, mark
         </ResponsiveContainer>
       </div>
       <ChartLegend title={title} items={series} styles={styles} hidden={hidden} onToggle={onToggle} />
+      {delays.length > 0 ? (
+        <p className="small muted chart-delays">
+          Configured delay (lag up to it is by design): {delays.map((d) => d.label).join("; ")}
+        </p>
+      ) : null}
       {marks.length > 0 ? (
         <p className="small muted chart-marks">
           Marked:{" "}

@@ -10,7 +10,7 @@ import type { Schemas } from "../../api/client";
 import { operation, TOPOLOGY } from "../../test/fixtures";
 import { mockApi, type RecordedRequest } from "../../test/mockApi";
 import { renderSignedIn } from "../../test/render";
-import { LagView } from "./LagView";
+import { LagView, MARKED_TYPES } from "./LagView";
 
 const SERVERS = TOPOLOGY.nodes.map((n) => ({ id: n.server_id, name: n.name }));
 
@@ -114,7 +114,7 @@ describe("LagView", () => {
 const RANGE = "range=custom&from=2025-01-01T00:00:00.000Z&to=2025-01-01T01:00:00.000Z";
 
 /** Two replicas: b lags in domain 1, c in domains 1 and 2; one switchover ran in the range, one only as a dry run. */
-function setupSeries(url: string) {
+function setupSeries(url: string, over: { operations?: () => { status?: number; body?: unknown }; delays?: unknown[] } = {}) {
   const sample = (link: number, replica: number, domain: number, at: string, seconds: number) => ({
     link_id: link, replica_server_id: replica, master_server_id: 1, connection: "main", domain_id: domain,
     transactions: seconds * 10, seconds, sampled_at: at,
@@ -123,6 +123,7 @@ function setupSeries(url: string) {
     "GET /api/v1/clusters/1/lag/history": (request) => ({
       body: {
         cluster_id: 1, since: request.query.get("since")!, until: request.query.get("until")!, truncated: false, at_start: [],
+        delays: over.delays ?? [],
         samples: [
           sample(10, 2, 1, "2025-01-01T00:10:00Z", 1),
           sample(11, 3, 1, "2025-01-01T00:20:00Z", 2),
@@ -132,12 +133,12 @@ function setupSeries(url: string) {
     }),
     "GET /api/v1/clusters/1/servers": () => ({ body: SERVERS }),
     "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
-    "GET /api/v1/clusters/1/operations": () => ({
+    "GET /api/v1/clusters/1/operations": over.operations ?? (() => ({
       body: [
         operation({ id: 5, type: "switchover", state: "succeeded", dry_run: false, started_at: "2025-01-01T00:40:00Z", finished_at: "2025-01-01T00:40:03Z" }),
         operation({ id: 6, type: "switchover", state: "succeeded", dry_run: true, started_at: "2025-01-01T00:45:00Z", finished_at: "2025-01-01T00:45:01Z" }),
       ],
-    }),
+    })),
   });
   renderSignedIn(
     <>
@@ -186,6 +187,49 @@ describe("LagView's legend, filters and marks", () => {
     expect(seconds.textContent).not.toContain("#6");
     const asked = api.requests.find((r) => r.path.endsWith("/operations"))!;
     expect(asked.query.get("dry_run")).toBe("false");
-    expect(asked.query.getAll("type")).toContain("failover");
+    // Every operation type, in one request the API takes (it refused more than 8 types, so nothing was marked).
+    expect(asked.query.getAll("type")).toEqual(MARKED_TYPES);
+    expect(asked.query.getAll("type")).toHaveLength(11);
+  });
+
+  it("says so when the operations cannot be read, and still draws the lag", async () => {
+    setupSeries(`/clusters/1/lag?${RANGE}`, {
+      operations: () => ({ status: 422, body: { error: { code: "validation_error", message: "type: at most 8 items" } } }),
+    });
+    const alert = await screen.findByRole("alert", {}, { timeout: 10_000 });
+    expect(alert.textContent).toMatch(/^Operations cannot be marked on the charts: .*at most 8 items/);
+    await waitFor(() => expect(lines("Lag in seconds")).toBe(3));
+  });
+
+  it("draws a connection's configured delay as a band on the seconds chart only", async () => {
+    setupSeries(`/clusters/1/lag?${RANGE}`, {
+      delays: [{ link_id: 11, replica_server_id: 3, master_server_id: 1, connection: "main", delay_s: 30 }],
+    });
+    const seconds = await screen.findByRole("figure", { name: "Lag in seconds" });
+    await waitFor(() => expect(seconds.textContent).toContain("Configured delay (lag up to it is by design): delay 30 s: c (main)"));
+    expect(screen.getByRole("figure", { name: "Lag in transactions" }).textContent).not.toContain("Configured delay");
+  });
+
+  it("keeps a series for the whole range whatever its server is now (a replica since promoted)", async () => {
+    const promoted = {
+      ...TOPOLOGY,
+      nodes: TOPOLOGY.nodes.map((n) => (n.server_id === 2 ? { ...n, role: "master" as const } : n.server_id === 1 ? { ...n, role: "replica" as const } : n)),
+      edges: [],
+    };
+    mockApi({
+      "GET /api/v1/clusters/1/lag/history": (request) => ({
+        body: {
+          cluster_id: 1, since: request.query.get("since")!, until: request.query.get("until")!, truncated: false, at_start: [], delays: [],
+          samples: [{ link_id: null, replica_server_id: 2, master_server_id: 1, connection: "main", domain_id: 1, transactions: 3, seconds: 0.5, sampled_at: "2025-01-01T00:10:00Z" }],
+        },
+      }),
+      "GET /api/v1/clusters/1/servers": () => ({ body: SERVERS }),
+      "GET /api/v1/clusters/1/topology": () => ({ body: promoted }),
+      "GET /api/v1/clusters/1/operations": () => ({ body: [] }),
+    });
+    renderSignedIn(<LagView clusterId={1} />, { role: "viewer", url: `/clusters/1/lag?${RANGE}` });
+    const seconds = await screen.findByRole("figure", { name: "Lag in seconds" });
+    await waitFor(() => expect(within(seconds).getAllByRole("button").map((b) => b.textContent)).toEqual(["b (main) · domain 1"]));
+    expect(screen.getByRole("checkbox", { name: "b" })).toBeTruthy();
   });
 });

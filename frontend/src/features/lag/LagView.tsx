@@ -1,7 +1,8 @@
 // The Lag tab: lag in seconds and in transactions per replica per domain over the last 5 min / 15 min / 1 h / 6 h /
 // 24 h (live or paused) or a custom range; dragging across a chart zooms into a custom range. Filters by domain and
 // by replica; the legend hides or shows single series (in both charts); the operations that really ran in the range
-// are marked on both. Range, live and filters in the URL (?range=1h&live=paused&domains=1&servers=4,
+// are marked on both (and a failure to read them is said); a connection's configured delay is a band on the seconds
+// chart. A series is drawn for the whole range from its samples, whatever its server's role is now. Range, live and filters in the URL (?range=1h&live=paused&domains=1&servers=4,
 // ?range=custom&from=…&to=…).
 import { useMemo, useState } from "react";
 import { useOperationHistory, type OperationType } from "../../api/history";
@@ -12,13 +13,13 @@ import { QueryState } from "../../components/QueryState";
 import { useTimeWindow } from "../../lib/useTimeWindow";
 import { useUrlIntList } from "../../lib/useUrlState";
 import { LagChart } from "./LagChart";
-import { lagSeries } from "./lagSeries";
+import { delayBands, lagSeries } from "./lagSeries";
 import { operationMarks } from "./operationMarks";
 import { seriesStyles } from "./seriesStyle";
 import { RANGES, TimeRangePicker } from "./TimeRangePicker";
 
-/** Every kind of operation: any of them can explain a change of lag. */
-const MARKED_TYPES: readonly OperationType[] = [
+/** Every kind of operation: any of them can explain a change of lag (the API takes them all in one request). */
+export const MARKED_TYPES: readonly OperationType[] = [
   "switchover",
   "failover",
   "drill",
@@ -28,6 +29,8 @@ const MARKED_TYPES: readonly OperationType[] = [
   "start_replication",
   "stop_replication",
   "read_only",
+  "parallel_apply",
+  "rejoin",
 ];
 
 function toggled(list: readonly number[], value: number): number[] {
@@ -69,6 +72,7 @@ export function LagView({ clusterId }: { clusterId: number }) {
       if (!next.delete(key)) next.add(key);
       return next;
     });
+  const delays = useMemo(() => delayBands(history.data?.delays ?? [], shown), [history.data, shown]);
   const chartProps = { series: shown, styles, hidden, onToggle, marks, sinceMs, untilMs, onZoom: setCustom };
 
   return (
@@ -108,7 +112,12 @@ export function LagView({ clusterId }: { clusterId: number }) {
         {shown.length === 0 ? (
           <p className="muted">No lag samples in this range (samples are recorded when lag changes).</p>
         ) : null}
-        <LagChart title="Lag in seconds" metric="seconds" {...chartProps} />
+        {operations.error ? (
+          <p className="error" role="alert">
+            Operations cannot be marked on the charts: {operations.error.message}
+          </p>
+        ) : null}
+        <LagChart title="Lag in seconds" metric="seconds" {...chartProps} delays={delays} />
         <LagChart title="Lag in transactions" metric="transactions" {...chartProps} />
       </QueryState>
     </>

@@ -16,6 +16,8 @@ export interface LagPoint {
 export interface LagSeries {
   key: string;
   label: string;
+  /** The replication link it is on (null: a link since removed, its samples kept). */
+  linkId: number | null;
   replicaServerId: number;
   domain: number;
   points: LagPoint[];
@@ -55,6 +57,7 @@ export function lagSeries(
       series = {
         key,
         label: `${replica}${via ? ` (${via})` : ""} · domain ${sample.domain_id}`,
+        linkId: sample.link_id ?? null,
         replicaServerId: sample.replica_server_id,
         domain: sample.domain_id,
         points: [],
@@ -72,4 +75,30 @@ export function lagSeries(
     if (series.points.length === 1 && first && sinceMs < first.t) series.points.unshift({ ...first, t: sinceMs });
   }
   return all.sort((a, b) => a.label.localeCompare(b.label));
+}
+
+type Delay = Schemas["LinkDelayRead"];
+
+/** A configured delay drawn on the seconds chart: lag up to it is by design. */
+export interface DelayBand {
+  key: string;
+  delayS: number;
+  /** "delay 30 s: node4 (main)" */
+  label: string;
+}
+
+/** The configured delays (the lag history's `delays`) of the links some shown series is on, one band per delay. */
+export function delayBands(delays: readonly Delay[], shown: readonly LagSeries[]): DelayBand[] {
+  const bands = new Map<number, { delayS: number; names: string[] }>();
+  for (const delay of delays) {
+    const series = shown.find((s) => s.linkId === delay.link_id);
+    if (series === undefined || delay.delay_s <= 0) continue;
+    const band = bands.get(delay.delay_s) ?? { delayS: delay.delay_s, names: [] };
+    const name = series.label.replace(/ · domain \d+$/, "");
+    if (!band.names.includes(name)) band.names.push(name);
+    bands.set(delay.delay_s, band);
+  }
+  return [...bands.values()]
+    .sort((a, b) => a.delayS - b.delayS)
+    .map((band) => ({ key: `delay-${band.delayS}`, delayS: band.delayS, label: `delay ${band.delayS} s: ${band.names.join(", ")}` }));
 }

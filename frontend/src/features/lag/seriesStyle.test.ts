@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { LagSeries } from "./lagSeries";
 import { domainDash, seriesStyles } from "./seriesStyle";
 
-const series = (key: string, domain: number): LagSeries => ({ key, label: key, replicaServerId: 1, domain, points: [] });
+const series = (key: string, domain: number): LagSeries => ({ key, label: key, linkId: 1, replicaServerId: 1, domain, points: [] });
 
 describe("seriesStyles", () => {
   it("gives every series of a chart its own colour", () => {

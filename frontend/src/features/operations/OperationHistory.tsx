@@ -1,5 +1,8 @@
 // The cluster's operations, newest first: type, state in words, who asked, when, how long, and (expandable)
-// each step with its detail, and a switchover's or drill's catch-up phase and window steps.
+// each step with its detail, and a switchover's or drill's catch-up phase and window steps; the operation an audit
+// row links to (#operation-N) marked.
+import { useEffect } from "react";
+import { useLocation } from "react-router-dom";
 import { useOperations } from "../../api/queries";
 import { QueryState } from "../../components/QueryState";
 import { Badge } from "../../components/StatusBadge";
@@ -15,6 +18,13 @@ function seconds(from: string | null, to: string | null): number | null {
 
 export function OperationHistory({ clusterId, serverName }: { clusterId: number; serverName: (id: number) => string }) {
   const operations = useOperations(clusterId);
+  // An audit row links here with #operation-N: that row is marked and scrolled to once it is drawn.
+  const { hash } = useLocation();
+  const linked = /^#operation-(\d+)$/.exec(hash)?.[1] != null ? Number(/^#operation-(\d+)$/.exec(hash)?.[1]) : null;
+  const drawn = operations.data?.some((op) => op.id === linked) ?? false;
+  useEffect(() => {
+    if (drawn && linked != null) document.getElementById(`operation-${linked}`)?.scrollIntoView?.({ block: "center" });
+  }, [drawn, linked]);
   return (
     <QueryState isPending={operations.isPending} error={operations.error} what="operations">
       {operations.data?.length === 0 ? <p className="muted">No operations yet.</p> : null}
@@ -34,7 +44,12 @@ export function OperationHistory({ clusterId, serverName }: { clusterId: number;
           {operations.data?.map((op) => {
             const unavailable = unavailableSeconds(op);
             return (
-              <tr key={op.id}>
+              <tr
+                key={op.id}
+                id={`operation-${op.id}`}
+                className={op.id === linked ? "operation-row linked" : "operation-row"}
+                aria-current={op.id === linked ? "true" : undefined}
+              >
                 <td>{op.id}</td>
                 <td>
                   {op.type}

@@ -176,7 +176,7 @@ function Positions({ server }: { server: Schemas["ServerRead"] }) {
 
 function History({ clusterId, serverId }: { clusterId: number; serverId: number }) {
   const operations = useOperations(clusterId, 200);
-  const audit = useAudit(clusterId, 500);
+  const audit = useAudit({ clusterId, serverId, limit: 50 });
   const touching = (operations.data ?? []).filter((op) => operationTouches(op, serverId)).slice(0, 10);
   const rows = (audit.data ?? []).filter((entry) => auditTouches(entry, serverId)).slice(0, 10);
   return (
