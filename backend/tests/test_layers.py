@@ -37,13 +37,16 @@ SQL_BUILDERS = {
     "literal_column", "case", "and_", "or_", "not_", "tuple_", "bindparam", "values", "table", "column", "true",
     "false", "null", "distinct", "lateral", "cte",
 }  # fmt: skip
-#: What sends SQL when called on a session, a connection or a cursor.
-SQL_CALLS = {
-    "execute", "executemany", "exec_driver_sql", "scalar", "scalars", "stream", "stream_scalars", "get", "get_one",
-    "add", "add_all", "delete", "merge", "flush", "refresh", "run_sync",
-}  # fmt: skip
-#: A name that holds a session, a connection or a cursor (`session`, `self.session`, `self._connection`, `cur`…).
+#: What sends SQL when called on a session, a connection or a cursor (`session`, `self._connection`, `cur`…).
+STATEMENT_CALLS = {"execute", "executemany", "exec_driver_sql"}
 DATABASE_HANDLE = re.compile(r"(^|_)(session|connection|conn|cursor|cur)$")
+#: What sends SQL when called on a session (`session`, `self.session`, `self.guards.session`…): its queries and its
+#: unit of work's writes.
+SESSION_CALLS = {
+    "scalar", "scalars", "stream", "stream_scalars", "get", "get_one", "add", "add_all", "delete", "merge", "flush",
+    "refresh", "run_sync",
+}  # fmt: skip
+SESSION = re.compile(r"(^|_)session$")
 #: Ending or undoing a unit of work.
 TRANSACTION_ENDS = {"commit", "rollback"}
 #: The request services that commit the work so far before they wait on servers (`core.db.release_connection`).
@@ -100,10 +103,14 @@ def _sql(path: Path) -> Iterator[tuple[int, str]]:
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
             if node.attr in SQL_BUILDERS:
                 yield node.lineno, f"uses {node.value.id}.{node.attr}"
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SQL_CALLS:
-            handle = _handle(node.func.value)
-            if handle is not None and DATABASE_HANDLE.search(handle):
-                yield node.lineno, f"calls {handle}.{node.func.attr}()"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            handle, call = _handle(node.func.value), node.func.attr
+            if handle is None:
+                continue
+            if (call in STATEMENT_CALLS and DATABASE_HANDLE.search(handle)) or (
+                call in SESSION_CALLS and SESSION.search(handle)
+            ):
+                yield node.lineno, f"calls {handle}.{call}()"
 
 
 def transaction_ends(path: Path) -> Iterator[tuple[int, str]]:
@@ -199,8 +206,9 @@ def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:
         "    await release_connection(self.session)\n"
         "    await session.rollback()\n"
         "    {}.get('key'); await self.servers.delete(server); await session.begin_nested()\n"
+        "    connection.get('master'); await cur.fetchone(); await self._session.get(Server, 1)\n"
     )
-    assert [line for line, _ in sql_outside_repositories(sample)] == [2, 2, 8, 8, 9, 10]
+    assert [line for line, _ in sql_outside_repositories(sample)] == [2, 2, 8, 8, 9, 10, 15]
     assert [line for line, _ in transaction_ends(sample)] == [11, 12, 13]
     assert [line for line, _ in imported(sample, REPOSITORIES)] == [5]
     assert [line for line, _ in imported(sample, DRIVERS)] == [6]
