@@ -210,7 +210,7 @@ describe("LagView's legend, filters and marks", () => {
     expect(screen.getByRole("figure", { name: "Lag in transactions" }).textContent).not.toContain("Configured delay");
   });
 
-  it("keeps a series for the whole range whatever its server is now (a replica since promoted)", async () => {
+  it("draws a series for the whole range from its samples, whatever its server is now (a replica since promoted)", async () => {
     const promoted = {
       ...TOPOLOGY,
       nodes: TOPOLOGY.nodes.map((n) => (n.server_id === 2 ? { ...n, role: "master" as const } : n.server_id === 1 ? { ...n, role: "replica" as const } : n)),
@@ -220,7 +220,7 @@ describe("LagView's legend, filters and marks", () => {
       "GET /api/v1/clusters/1/lag/history": (request) => ({
         body: {
           cluster_id: 1, since: request.query.get("since")!, until: request.query.get("until")!, truncated: false, at_start: [], delays: [],
-          samples: [{ link_id: null, replica_server_id: 2, master_server_id: 1, connection: "main", domain_id: 1, transactions: 3, seconds: 0.5, sampled_at: "2025-01-01T00:10:00Z" }],
+          samples: [{ link_id: 99, replica_server_id: 2, master_server_id: 1, connection: "main", domain_id: 1, transactions: 3, seconds: 0.5, sampled_at: "2025-01-01T00:10:00Z" }],
         },
       }),
       "GET /api/v1/clusters/1/servers": () => ({ body: SERVERS }),

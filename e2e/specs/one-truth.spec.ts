@@ -1,0 +1,108 @@
+// One truth per number, on seed000 (server 4 delayed 30 s on purpose): one moment of the real stack — the overview,
+// the topology, the positions and the lag history read from the API back to back, kept only when the topology read
+// before and after is the same (no collector cycle came between) — is given to the dashboard, and the overview, the
+// topology's connections, the positions matrix and the lag chart say the same figure in the same words: the delayed
+// replica's "… (delay 30 s, +… s) · … txn" everywhere, the overview's worst lag that of the connection it names, and
+// the chart's band at the configured delay.
+import type { APIRequestContext, Page } from "@playwright/test";
+import { mariadbCluster } from "../mariadb";
+import { expect, test } from "../fixtures";
+
+interface Lag {
+  seconds: number;
+  words: string;
+  delay_s: number;
+}
+interface Edge {
+  link_id: number;
+  replica_server_id: number;
+  connection: string | null;
+  source: string;
+  lag: Record<string, Lag>;
+  updated_at: string;
+}
+interface Moment {
+  overview: { id: number; worst_lag: (Lag & { replica: string; domain: number }) | null }[];
+  topology: { nodes: { server_id: number; name: string; label: string }[]; edges: Edge[] };
+  positions: { rows: { server_id: number; cells: Record<string, { lag?: Lag | null }> }[] };
+  history: unknown;
+}
+
+/** One moment of the stack's stored state, read back to back; none when the collector recorded between the reads. */
+async function moment(api: APIRequestContext, cluster: number): Promise<Moment | null> {
+  const read = async (path: string) => (await (await api.get(path)).json()) as unknown;
+  const before = JSON.stringify(await read(`/api/v1/clusters/${cluster}/topology`));
+  const overview = (await read("/api/v1/clusters/overview")) as Moment["overview"];
+  const positions = (await read(`/api/v1/clusters/${cluster}/positions`)) as Moment["positions"];
+  const until = new Date();
+  const since = new Date(until.getTime() - 15 * 60_000);
+  const history = await read(
+    `/api/v1/clusters/${cluster}/lag/history?since=${since.toISOString()}&until=${until.toISOString()}&limit=10000`,
+  );
+  const after = await read(`/api/v1/clusters/${cluster}/topology`);
+  return JSON.stringify(after) === before ? { overview, topology: after as Moment["topology"], positions, history } : null;
+}
+
+/** Serves the moment to the page instead of the live API for those four reads (the rest stays live). */
+async function freeze(page: Page, cluster: number, at: Moment): Promise<void> {
+  const serve = (body: unknown) => ({ status: 200, contentType: "application/json", body: JSON.stringify(body) });
+  const path = (rest: string) => new RegExp(`/api/v1/clusters/${rest}(\\?.*)?$`);
+  await page.route(path("overview"), (route) => route.fulfill(serve(at.overview)));
+  await page.route(path(`${cluster}/topology`), (route) => route.fulfill(serve(at.topology)));
+  await page.route(path(`${cluster}/positions`), (route) => route.fulfill(serve(at.positions)));
+  await page.route(path(`${cluster}/lag/history`), (route) => route.fulfill(serve(at.history)));
+  // The event stream would refetch: not while the moment is read.
+  await page.route(path(`${cluster}/events`), (route) => route.abort());
+}
+
+test("overview, topology, positions and lag chart agree at one moment, the delayed replica included", async ({
+  page, signIn, api, stack,
+}) => {
+  test.setTimeout(120_000);
+  const seed = mariadbCluster(stack, "seed000");
+  const delayedPort = String(seed.server(4).port);
+  let at: Moment | null = null;
+  await expect
+    .poll(async () => {
+      at = await moment(api, seed.id);
+      const delayed = at?.topology.edges.find((e) => e.source === "replica" && e.lag["1"]?.delay_s === 30);
+      return delayed !== undefined;
+    }, { timeout: 60_000, message: "one moment of seed000 with the delayed replica's lag, no collector cycle between the reads" })
+    .toBe(true);
+  const frozen = at as unknown as Moment;
+  const names = new Map(frozen.topology.nodes.map((n) => [n.server_id, n.name]));
+  const delayed = frozen.topology.edges.find((e) => e.source === "replica" && e.lag["1"]?.delay_s === 30)!;
+  const delayedName = names.get(delayed.replica_server_id)!;
+  expect(delayedName).toContain(delayedPort);
+  const truth = delayed.lag["1"]!;
+  expect(truth.words).toMatch(/^\d[\d.]* m?s \(delay 30 s, \+[\d.]+ m?s\) · [\d,]+ txn$/);
+
+  await freeze(page, seed.id, frozen);
+  await signIn("viewer");
+
+  // The overview: the worst lag is one connection's figure in its words, and the topology says the same of it.
+  const worst = frozen.overview.find((c) => c.id === seed.id)!.worst_lag!;
+  const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: "seed000", exact: true }) });
+  await expect(row.getByRole("cell").nth(3)).toContainText(worst.words);
+  await expect(row.getByRole("cell").nth(3)).toContainText(`${worst.replica}`);
+
+  // The topology: each connection's lag per domain in the API's words; the delayed replica's is the truth.
+  await page.goto(`/clusters/${seed.id}/topology`);
+  const connections = page.getByRole("table", { name: "Replication connections" });
+  const delayedRow = connections.getByRole("row").filter({ has: page.getByRole("rowheader", { name: new RegExp(delayedPort) }) });
+  await expect(delayedRow).toContainText(`domain 1: ${truth.words}`);
+  await expect(connections).toContainText(`domain ${worst.domain}: ${worst.words}`);
+
+  // The positions: the delayed replica's cell in domain 1 says the same.
+  await page.getByRole("link", { name: "Positions" }).click();
+  const matrix = page.getByRole("table", { name: "Positions: servers by domains" });
+  const positionsRow = matrix.getByRole("row").filter({ has: page.getByRole("rowheader", { name: new RegExp(delayedPort) }) });
+  await expect(positionsRow.locator("[data-behind]").first()).toContainText(`lag ${truth.words}`);
+
+  // The lag chart: the configured delay drawn as a band for that replica, and its series there.
+  await page.goto(`/clusters/${seed.id}/lag?live=paused`);
+  const seconds = page.getByRole("figure", { name: "Lag in seconds" });
+  await expect(seconds).toContainText(new RegExp(`delay 30 s: [^;]*${delayedPort}`));
+  await expect(seconds.locator(".delay-band")).toHaveCount(1);
+  await expect(seconds.getByRole("button", { name: new RegExp(`${delayedPort}.* · domain 1`) })).toBeVisible();
+});
