@@ -452,26 +452,40 @@ SET SESSION sql_log_bin = 1;
                 raise TimeoutError(f"s{number}: replication not running within {START_WAIT_S}s: {status}")
             time.sleep(PROBE_INTERVAL_S)
 
-    def upstream(self, number: int) -> set[int]:
-        """Server `number` and every server it replicates from, directly or through others."""
+    def upstream(self, number: int, links: Sequence[tuple[int, int]] | None = None) -> set[int]:
+        """Server `number` and every server it replicates from, directly or through others: by `links` ((replica,
+        master) numbers) when given, else by the shape the cluster was started with."""
+        pairs = [(link.replica, link.master) for link in self.links] if links is None else list(links)
         found = {number}
         todo = [number]
         while todo:
             replica = todo.pop()
-            for link in self.links:
-                if link.replica == replica and link.master not in found:
-                    found.add(link.master)
-                    todo.append(link.master)
+            for link_replica, master in pairs:
+                if link_replica == replica and master not in found:
+                    found.add(master)
+                    todo.append(master)
         return found
+
+    def live_links(self) -> list[tuple[int, int]]:
+        """(replica, master) numbers as the servers replicate now (a switchover may have changed the shape)."""
+        by_port = {str(s.port): s.number for s in self.servers}
+        return [
+            (s.number, by_port[status["Master_Port"]])
+            for s in self.servers
+            for status in self.replica_status(s.number)
+            if status.get("Master_Port") in by_port
+        ]
 
     def wait_converged(self, timeout_s: float = START_WAIT_S) -> str:
         """Until every server's @@gtid_current_pos has what its upstream servers have binlogged (the newest GTID of
-        each domain among them); returns the position of the most complete server (all domains)."""
+        each domain among them), upstream as the servers replicate now; returns the position of the most complete
+        server (all domains)."""
         deadline = time.monotonic() + timeout_s
         while True:
+            links = self.live_links()
             binlog = {s.number: _position(self.value(s.number, "@@gtid_binlog_pos")) for s in self.servers}
             have = {s.number: _position(self.value(s.number, "@@gtid_current_pos")) for s in self.servers}
-            want = {n: _join(binlog[m] for m in self.upstream(n)) for n in have}
+            want = {n: _join(binlog[m] for m in self.upstream(n, links)) for n in have}
             if all(have[n] == want[n] for n in have):
                 return _format(_join(have.values()))
             if time.monotonic() > deadline:

@@ -140,7 +140,7 @@ async def test_a_busy_cluster_switches_over_by_catching_up_first(
         finally:
             ledger = await writer.stop()
     assert ledger.unknown == {}, "a switchover broke a client connection mid-statement"
-    cluster.wait_converged(CONVERGE_S)
+    cluster.wait_converged(CONVERGE_S)  # as the servers replicate now
     assert_nothing_acknowledged_lost(cluster, writer)
     await checksums_equal(cluster)
     assert errant_everywhere(cluster, master_number(cluster)) == {}

@@ -135,13 +135,14 @@ class RateTracker:
         return Prediction(span_s, tuple(domains))
 
     def gaining(self) -> bool | None:
-        """Whether the candidate is catching up: lacks fewer transactions now than a span ago (None: too soon to
-        say)."""
+        """Whether the candidate is catching up: lacks fewer transactions now than a whole span ago (None: too soon
+        to say — judged only over a full `RATE_SPAN_S`, so a candidate whose applier is still starting again, as
+        MariaDB's is after its parallel apply was raised, is not taken for one that stopped gaining)."""
         if len(self.samples) < 2:
             return None
         last = self.samples[-1]
         first = next((s for s in self.samples if last.at_s - s.at_s <= RATE_SPAN_S), last)
-        if last.at_s - first.at_s < RATE_SPAN_MIN_S:
+        if self.samples[0].at_s > last.at_s - RATE_SPAN_S * 0.95:
             return None
         return _behind(last) < _behind(first)
 
