@@ -305,6 +305,11 @@ async def test_lag_in_seconds_is_measured_from_when_the_master_was_seen_past_the
         "transactions": 0,
         "seconds": 0.0,
         "reported_seconds": None,
+        # Judged against the connection's configured delay (none here): caught up, in the words every surface uses.
+        "delay_s": 0,
+        "beyond_delay_s": 0.0,
+        "level": "none",
+        "words": "0 s · 0 txn",
     }
 
 
