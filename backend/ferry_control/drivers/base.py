@@ -431,8 +431,9 @@ class ServerDriver(abc.ABC):
         )
 
     @abc.abstractmethod
-    async def set_read_only(self, read_only: bool) -> bool:
-        """Returns the read-only flag now in force."""
+    async def set_read_only(self, read_only: bool, *, confirm: bool = True) -> bool:
+        """Returns the read-only flag now in force. With `confirm` false a driver may skip reading it back (one round
+        trip less inside a move's window, where the next call reads it anyway) and return what it set."""
 
     async def master_role(self) -> MasterRole:
         """This server's master-side settings (see `MasterRole`); the default is for kinds that have none."""
@@ -442,6 +443,11 @@ class ServerDriver(abc.ABC):
         """Sets what `role` sets (its None fields are left alone); returns the role this server had before. The
         default is for kinds that have no such setting: nothing to set."""
         return MasterRole()
+
+    async def prepare_read_only(self) -> None:
+        """Reads, before a move's window, what `kill_sessions_bypassing_read_only` needs to know (MariaDB: which users
+        can write despite read-only), so inside the window it only finds and ends their sessions. The default is for
+        kinds with nothing to read."""
 
     async def kill_sessions_bypassing_read_only(self) -> int:
         """Ends the client sessions that can write despite read-only (MariaDB: users with SUPER or READ ONLY ADMIN),

@@ -441,7 +441,8 @@ class FerryDriver(ServerDriver):
     async def remove_replication(self, connection: str) -> None:
         await self._send("DELETE", f"/v1/replication/{connection}")
 
-    async def set_read_only(self, read_only: bool) -> bool:
+    async def set_read_only(self, read_only: bool, *, confirm: bool = True) -> bool:
+        # The node answers with the flag in force: confirming costs nothing more.
         body = await self._send("POST", "/v1/read-only", json={"read_only": read_only})
         try:
             return _bool(_document(body), "read_only")

@@ -26,6 +26,8 @@ SERVER_THREAD_COMMANDS = frozenset(
 )
 #: Users the server runs its own threads as.
 SERVER_THREAD_USERS = frozenset({"system user", "event_scheduler", "unauthenticated user"})
+#: How long the users `prepare_read_only` read count for the next `kill_sessions_bypassing_read_only`.
+BYPASSING_FRESH_S = 30.0
 #: A global grant that lets a session write despite read_only.
 BYPASSING_GRANT = re.compile(r"\bSUPER\b|\bREAD_ONLY ADMIN\b|\bALL PRIVILEGES\b")
 
@@ -39,8 +41,13 @@ def _grantee_user(grantee: str) -> str:
 class MariadbReadOnly(MariadbServer):
     """read_only on and off, and ending the sessions that bypass it."""
 
-    async def set_read_only(self, read_only: bool) -> bool:
+    #: When and which users `prepare_read_only` read (None: not read, or used already).
+    _bypassing_read: tuple[float, set[str]] | None = None
+
+    async def set_read_only(self, read_only: bool, *, confirm: bool = True) -> bool:
         await self.sql.query("SET GLOBAL read_only = %s", (1 if read_only else 0,))
+        if not confirm:
+            return read_only
         return bool(int(await self.sql.value("SELECT @@read_only")))
 
     #: `SET GLOBAL read_only=1` returns only once every commit in progress has landed (see the module's doc).
@@ -60,18 +67,31 @@ class MariadbReadOnly(MariadbServer):
             position=str(rows[0]["position"] or ""), in_flight_at_read_only=None, waited_s=time.perf_counter() - started
         )
 
-    async def kill_sessions_bypassing_read_only(self) -> int:
-        """Kills the client sessions of users whose privileges let them write despite read_only (SUPER or READ ONLY
-        ADMIN, granted directly or through a role, however nested: a user may SET ROLE at any time), sparing
-        replication and server threads and Ferry's own user. Returns how many were killed. Users are matched by
-        name (a grant to `u`@`h` covers every session of `u`)."""
+    async def prepare_read_only(self) -> None:
+        """Reads which users can write despite read_only, for the next `kill_sessions_bypassing_read_only` (within
+        `BYPASSING_FRESH_S`): inside a move's window only their sessions are then looked for."""
+        self._bypassing_read = (time.monotonic(), await self._bypassing_users())
+
+    async def _bypassing_users(self) -> set[str]:
         grantees = await self.sql.query(
             "SELECT DISTINCT GRANTEE FROM information_schema.USER_PRIVILEGES "
             "WHERE PRIVILEGE_TYPE IN ('SUPER', 'READ_ONLY ADMIN')"
         )
-        users = ({_grantee_user(str(g["GRANTEE"])) for g in grantees} | await self._users_with_bypassing_roles()) - {
+        return ({_grantee_user(str(g["GRANTEE"])) for g in grantees} | await self._users_with_bypassing_roles()) - {
             self.config.admin.user
         }
+
+    async def kill_sessions_bypassing_read_only(self) -> int:
+        """Kills the client sessions of users whose privileges let them write despite read_only (SUPER or READ ONLY
+        ADMIN, granted directly or through a role, however nested: a user may SET ROLE at any time), sparing
+        replication and server threads and Ferry's own user. Returns how many were killed. Users are matched by
+        name (a grant to `u`@`h` covers every session of `u`); who they are is what `prepare_read_only` read, when
+        it did so within `BYPASSING_FRESH_S` (once), else read now."""
+        read, self._bypassing_read = self._bypassing_read, None
+        if read is not None and time.monotonic() - read[0] <= BYPASSING_FRESH_S:
+            users = read[1]
+        else:
+            users = await self._bypassing_users()
         if not users:
             return 0
         sessions = await self.sql.query(

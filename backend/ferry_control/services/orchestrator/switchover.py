@@ -411,6 +411,9 @@ async def _switch_master(
         )
 
     ctx.undo_with("undo", put_back)
+    # Outside the window: who could write despite read-only (MariaDB reads grants and roles), so inside it only
+    # their sessions are looked for.
+    await master_driver.prepare_read_only()
     window_started = time.perf_counter()
     try:
         async with ctx.step("old_master_read_only") as step:
@@ -418,7 +421,8 @@ async def _switch_master(
             # The window: from here until the candidate takes writes, the steps' records wait (`hold_records`).
             await ctx.hold_records()
             window_started = time.perf_counter()
-            await master_driver.set_read_only(True)
+            # Not read back: the in-flight step next reads the flag with the position (and fails if it is off).
+            await master_driver.set_read_only(True, confirm=False)
             # read_only does not stop every user (MariaDB: SUPER, READ ONLY ADMIN): their sessions are ended.
             killed = await master_driver.kill_sessions_bypassing_read_only()
             step.detail = f"{master.info.label} refuses writes; {killed} session(s) that could bypass read-only ended"
