@@ -34,7 +34,8 @@ async def a_day_of_samples(app: FastAPI, client: httpx.AsyncClient, now: datetim
         await session.flush()
         start = now - timedelta(seconds=DAY_S - 1)
         rows = [
-            {"link_id": link.id, "domain_id": 1, "transactions": second % 7,
+            {"link_id": link.id, "cluster_id": cluster_id, "replica_server_id": ids[1], "master_server_id": ids[0],
+             "connection": "main", "domain_id": 1, "transactions": second % 7,
              "seconds": 300.0 if DAY_S // 2 <= second < DAY_S // 2 + 30 else 0.1 + (second % 5) / 10,
              "sampled_at": start + timedelta(seconds=second)}
             for second in range(DAY_S)
@@ -99,3 +100,37 @@ async def test_a_day_of_position_samples_read_with_a_small_limit_ends_with_the_n
     assert {d: s["seq_no"] for d, s in newest.items()} == {1: DAY_S - 1, 2: DAY_S - 1}, "the newest of each series"
     assert all(s["seq_no_min"] <= s["seq_no"] for s in samples)
     assert samples[0]["seq_no_min"] == 1
+
+
+async def test_a_link_s_lag_history_outlives_the_link(app: FastAPI, client: httpx.AsyncClient) -> None:
+    """A replica promoted since (its link to the old master removed) keeps its lag history for the whole range,
+    named as it was; it goes with its server."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    cluster_id, link_id = await a_day_of_samples(app, client, now)
+    since, until = (now - timedelta(minutes=5)).isoformat(), now.isoformat()
+    before = (
+        await client.get(f"/api/v1/clusters/{cluster_id}/lag/history", params={"since": since, "until": until})
+    ).json()
+    async with session_scope(app.state.sessionmaker) as session:
+        link = await session.get(ReplicationLink, link_id)
+        assert link is not None
+        replica = link.replica_server_id
+        await session.delete(link)
+    after = (
+        await client.get(f"/api/v1/clusters/{cluster_id}/lag/history", params={"since": since, "until": until})
+    ).json()
+    assert len(after["samples"]) == len(before["samples"]) == 301
+    assert after["samples"] == before["samples"] and after["at_start"] == before["at_start"]
+    assert {(s["link_id"], s["replica_server_id"], s["connection"]) for s in after["samples"]} == {
+        (link_id, replica, "main")
+    }
+    # Filtered by the replica: still there.
+    only = await client.get(f"/api/v1/clusters/{cluster_id}/lag/history",
+                            params={"since": since, "until": until, "replica_server_id": replica})  # fmt: skip
+    assert len(only.json()["samples"]) == 301
+    # The server removed: its samples go with it.
+    assert (await client.delete(f"/api/v1/clusters/{cluster_id}/servers/{replica}")).status_code == 204
+    gone = (
+        await client.get(f"/api/v1/clusters/{cluster_id}/lag/history", params={"since": since, "until": until})
+    ).json()
+    assert gone["samples"] == [] and gone["at_start"] == []

@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ferry_control.models import LagSample, PositionSample, ReplicationLink, Server
+from ferry_control.models import LagSample, PositionSample, Server
 
 
 def once(statement: Any, name: str) -> Any:
@@ -46,11 +46,16 @@ class SampleRepository:
             {"server_id": server_id, "domain_id": domain_id, "gtid": gtid, "seq_no": seq_no, "sampled_at": sampled_at}
         )
 
-    def add_lag(self, *, link_id: int, domain_id: int, transactions: int, seconds: float, sampled_at: datetime) -> None:
-        """A lag sample, written by the next `write`."""
+    def add_lag(
+        self, *, link_id: int, cluster_id: int, replica_server_id: int, master_server_id: int | None,
+        connection: str | None, domain_id: int, transactions: int, seconds: float, sampled_at: datetime,
+    ) -> None:  # fmt: skip
+        """A lag sample, written by the next `write`: it names its link's cluster, replica, master and connection
+        itself, so it outlives the link."""
         self._lags.append(
-            {"link_id": link_id, "domain_id": domain_id, "transactions": transactions, "seconds": seconds,
-             "sampled_at": sampled_at}
+            {"link_id": link_id, "cluster_id": cluster_id, "replica_server_id": replica_server_id,
+             "master_server_id": master_server_id, "connection": connection, "domain_id": domain_id,
+             "transactions": transactions, "seconds": seconds, "sampled_at": sampled_at}
         )  # fmt: skip
 
     def discard(self) -> None:
@@ -135,21 +140,20 @@ class SampleRepository:
         limit: int,
         replica_server_id: int | None = None,
         domain_id: int | None = None,
-    ) -> Sequence[Row[LagSample, ReplicationLink]]:
-        statement = self._lag_filter(select(LagSample, ReplicationLink).select_from(LagSample), cluster_id, since,
-                                     until, replica_server_id, domain_id)  # fmt: skip
+    ) -> Sequence[LagSample]:
+        statement = self._lag_filter(select(LagSample), cluster_id, since, until, replica_server_id, domain_id)
         statement = statement.order_by(LagSample.sampled_at, LagSample.id).limit(limit)
-        return (await self.session.execute(statement)).all()
+        return (await self.session.scalars(statement)).all()
 
     def _lag_filter(
         self, statement: Any, cluster_id: int, since: datetime, until: datetime, replica_server_id: int | None,
         domain_id: int | None,
     ) -> Any:  # fmt: skip
-        statement = statement.join(ReplicationLink, ReplicationLink.id == LagSample.link_id).where(
-            ReplicationLink.cluster_id == cluster_id, LagSample.sampled_at >= since, LagSample.sampled_at <= until
+        statement = statement.where(
+            LagSample.cluster_id == cluster_id, LagSample.sampled_at >= since, LagSample.sampled_at <= until
         )
         if replica_server_id is not None:
-            statement = statement.where(ReplicationLink.replica_server_id == replica_server_id)
+            statement = statement.where(LagSample.replica_server_id == replica_server_id)
         if domain_id is not None:
             statement = statement.where(LagSample.domain_id == domain_id)
         return statement
@@ -169,7 +173,7 @@ class SampleRepository:
     async def lag_downsampled(
         self, cluster_id: int, since: datetime, until: datetime, bucket_s: int, replica_server_id: int | None = None,
         domain_id: int | None = None,
-    ) -> Sequence[Row[LagSample, ReplicationLink, float, float]]:  # fmt: skip
+    ) -> Sequence[Row[LagSample, float, float]]:  # fmt: skip
         """Per series and `bucket_s`-second bucket, its last sample (the highest id: samples are stored in time
         order) with the bucket's lowest and highest seconds, as Grafana's downsampling keeps min, max and last."""
         bucket = self._bucket(LagSample.sampled_at, bucket_s)
@@ -181,9 +185,8 @@ class SampleRepository:
         ).group_by(LagSample.link_id, LagSample.domain_id, bucket)  # fmt: skip
         grouped = once(grouped, "lag_buckets")
         statement = (
-            select(LagSample, ReplicationLink, grouped.c.lo, grouped.c.hi)
+            select(LagSample, grouped.c.lo, grouped.c.hi)
             .join(grouped, LagSample.id == grouped.c.last_id)
-            .join(ReplicationLink, ReplicationLink.id == LagSample.link_id)
             .order_by(LagSample.sampled_at, LagSample.id)
         )
         return (await self.session.execute(statement)).all()
@@ -194,23 +197,21 @@ class SampleRepository:
         before: datetime,
         replica_server_id: int | None = None,
         domain_id: int | None = None,
-    ) -> list[tuple[LagSample, ReplicationLink]]:
+    ) -> list[LagSample]:
         """Each link and domain's newest sample older than `before`: its lag when a range starting there begins
         (samples are change-only, so a value holds until the next one)."""
         newest = (
             select(LagSample.link_id, LagSample.domain_id, func.max(LagSample.sampled_at).label("sampled_at"))
-            .join(ReplicationLink, ReplicationLink.id == LagSample.link_id)
-            .where(ReplicationLink.cluster_id == cluster_id, LagSample.sampled_at < before)
+            .where(LagSample.cluster_id == cluster_id, LagSample.sampled_at < before)
             .group_by(LagSample.link_id, LagSample.domain_id)
         )
         if replica_server_id is not None:
-            newest = newest.where(ReplicationLink.replica_server_id == replica_server_id)
+            newest = newest.where(LagSample.replica_server_id == replica_server_id)
         if domain_id is not None:
             newest = newest.where(LagSample.domain_id == domain_id)
         latest = newest.subquery()
         statement = (
-            select(LagSample, ReplicationLink)
-            .join(ReplicationLink, ReplicationLink.id == LagSample.link_id)
+            select(LagSample)
             .join(
                 latest,
                 (LagSample.link_id == latest.c.link_id)
@@ -219,9 +220,9 @@ class SampleRepository:
             )
             .order_by(LagSample.link_id, LagSample.domain_id, LagSample.id)
         )
-        rows = (await self.session.execute(statement)).all()
+        rows = (await self.session.scalars(statement)).all()
         # Two samples of one link and domain at the same instant: the later row wins.
-        return list({(sample.link_id, sample.domain_id): (sample, link) for sample, link in rows}.values())
+        return list({(sample.link_id, sample.domain_id): sample for sample in rows}.values())
 
     async def count_positions(self, server_id: int | None = None) -> int:
         statement = select(func.count()).select_from(PositionSample)

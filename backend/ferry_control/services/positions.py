@@ -65,12 +65,13 @@ def own_domains(server: Server, links: Sequence[ReplicationLink]) -> set[int]:
     return {gtid.domain for gtid in parse_position(server.gtid_current_pos) if gtid.server == server.reported_server_id}
 
 
-def lag_sample_read(sample: LagSample, link: ReplicationLink) -> LagSampleRead:
+def lag_sample_read(sample: LagSample) -> LagSampleRead:
+    """A sample as it names its link (the link may be gone since: a replica promoted keeps its history)."""
     return LagSampleRead(
-        link_id=link.id,
-        replica_server_id=link.replica_server_id,
-        master_server_id=link.master_server_id,
-        connection=link.name,
+        link_id=sample.link_id,
+        replica_server_id=sample.replica_server_id,
+        master_server_id=sample.master_server_id,
+        connection=sample.connection,
         domain_id=sample.domain_id,
         transactions=sample.transactions,
         seconds=sample.seconds,
@@ -213,11 +214,11 @@ class PositionService:
             and (replica_server_id is None or link.replica_server_id == replica_server_id)
         ]  # fmt: skip
         before = await self.samples.lag_before(cluster_id, since, replica_server_id, domain_id)
-        at_start = [lag_sample_read(sample, link) for sample, link in before]
+        at_start = [lag_sample_read(sample) for sample in before]
         count, series = await self.samples.lag_extent(cluster_id, since, until, replica_server_id, domain_id)
         if count <= limit:
             rows = await self.samples.lag_history(cluster_id, since, until, limit, replica_server_id, domain_id)
-            samples = [lag_sample_read(sample, link) for sample, link in rows]
+            samples = [lag_sample_read(sample) for sample in rows]
             return LagHistory(cluster_id=cluster_id, since=since, until=until, at_start=at_start, samples=samples,
                               truncated=False, delays=delays)  # fmt: skip
         # More than a response may hold: one sample per series and bucket (its last, with the bucket's min and max),
@@ -226,8 +227,8 @@ class PositionService:
         downsampled = await self.samples.lag_downsampled(cluster_id, since, until, bucket_s, replica_server_id,
                                                          domain_id)  # fmt: skip
         samples = [
-            lag_sample_read(sample, link).model_copy(update={"seconds_min": lo, "seconds_max": hi})
-            for sample, link, lo, hi in downsampled
+            lag_sample_read(sample).model_copy(update={"seconds_min": lo, "seconds_max": hi})
+            for sample, lo, hi in downsampled
         ][-limit:]
         return LagHistory(cluster_id=cluster_id, since=since, until=until, at_start=at_start, samples=samples,
                           truncated=True, bucket_s=bucket_s, delays=delays)  # fmt: skip

@@ -438,6 +438,10 @@ class Recorder:
             if previous_lag.get(domain) != value:
                 samples.add_lag(
                     link_id=link.id,
+                    cluster_id=link.cluster_id,
+                    replica_server_id=link.replica_server_id,
+                    master_server_id=link.master_server_id,
+                    connection=link.name,
                     domain_id=int(domain),
                     transactions=value["transactions"],
                     seconds=value["seconds"],
