@@ -346,7 +346,7 @@ async def test_lists_say_when_they_are_empty_and_clusters_list_shows_health_mast
             run = await ferryctl(tmp_path, "clusters", "list", url=url, token=token)
             assert run.code == 0, run.err
             line = next(line for line in run.out.splitlines() if "orders" in line)
-            assert "healthy" in line and "master" in line and " s / " in line, run.out
+            assert "healthy" in line and "master" in line and " s · " in line and " txn" in line, run.out
             listed = (await ferryctl(tmp_path, "clusters", "list", "-o", "json", url=url, token=token)).json()
             assert listed[0]["name"] == "orders" and listed[0]["health"] == "healthy" and listed[0]["masters"]
 
