@@ -7,7 +7,7 @@ import { LagTooltip } from "./LagTooltip";
 import { seriesStyles } from "./seriesStyle";
 
 const series = (key: string, points: [number, number][]): LagSeries => ({
-  key, label: key, linkId: 1, replicaServerId: 1, domain: 1, points: points.map(([t, seconds]) => ({ t, seconds, transactions: 0 })),
+  key, label: key, linkIds: [1], replicaServerId: 1, domain: 1, points: points.map(([t, seconds]) => ({ t, seconds, transactions: 0 })),
 });
 
 describe("LagTooltip", () => {

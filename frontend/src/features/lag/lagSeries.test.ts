@@ -1,7 +1,7 @@
 // Tests of lag samples → chart series.
 import { describe, expect, it } from "vitest";
 import type { Schemas } from "../../api/client";
-import { lagSeries } from "./lagSeries";
+import { delayBands, lagSeries } from "./lagSeries";
 
 const sample = (over: Partial<Schemas["LagSampleRead"]>): Schemas["LagSampleRead"] => ({
   link_id: 1,
@@ -75,6 +75,21 @@ describe("lagSeries", () => {
       [since, 7],
       [Date.parse("2025-01-01T00:00:30Z"), 2],
       [until, 2],
+    ]);
+  });
+
+  it("goes on as one series when the link between the same servers was removed and made again", () => {
+    const series = lagSeries(
+      [
+        sample({ link_id: 1, sampled_at: "2025-01-01T00:00:10Z", seconds: 2 }),
+        sample({ link_id: 7, sampled_at: "2025-01-01T00:00:40Z", seconds: 1 }),
+      ],
+      names,
+      until,
+    );
+    expect(series.map((s) => [s.label, s.linkIds])).toEqual([["b (main) · domain 1", [1, 7]]]);
+    expect(delayBands([{ link_id: 7, replica_server_id: 2, master_server_id: 1, connection: "main", delay_s: 30 }], series)).toEqual([
+      { key: "delay-30", delayS: 30, label: "delay 30 s: b (main)" },
     ]);
   });
 });

@@ -1,4 +1,4 @@
-// Turns lag samples into chart series (a pure function): one series per replica connection and domain, points
+// Turns lag samples into chart series (a pure function): one series per replica, master and domain, points
 // in time order, and, since samples are change-only (each holds until the next), the last value carried to the
 // end of the range so a steady lag still draws a line. A series begins at the range's start with the value it had
 // then (the API's `at_start`: the newest sample before the range); the connections' current lag (from the
@@ -16,8 +16,9 @@ export interface LagPoint {
 export interface LagSeries {
   key: string;
   label: string;
-  /** The replication link it is on (null: a link since removed, its samples kept). */
-  linkId: number | null;
+  /** The replication links its samples were on (a link removed and made again between the same servers is the
+   * same series). */
+  linkIds: number[];
   replicaServerId: number;
   domain: number;
   points: LagPoint[];
@@ -48,7 +49,9 @@ export function lagSeries(
     })),
   );
   for (const sample of [...startSamples, ...samples, ...currentSamples]) {
-    const key = `${sample.link_id}/${sample.domain_id}`;
+    // One series per replica, master (or connection) and domain: a link removed and made again between the same
+    // servers (a master moved away and back) goes on as the same series.
+    const key = `${sample.replica_server_id}/${sample.master_server_id ?? ""}/${sample.connection ?? ""}/${sample.domain_id}`;
     let series = byKey.get(key);
     if (!series) {
       const replica = names.get(sample.replica_server_id) ?? `server ${sample.replica_server_id}`;
@@ -57,13 +60,14 @@ export function lagSeries(
       series = {
         key,
         label: `${replica}${via ? ` (${via})` : ""} · domain ${sample.domain_id}`,
-        linkId: sample.link_id ?? null,
+        linkIds: [],
         replicaServerId: sample.replica_server_id,
         domain: sample.domain_id,
         points: [],
       };
       byKey.set(key, series);
     }
+    if (!series.linkIds.includes(sample.link_id)) series.linkIds.push(sample.link_id);
     series.points.push({ t: Date.parse(sample.sampled_at), seconds: sample.seconds, transactions: sample.transactions });
   }
   const all = [...byKey.values()];
@@ -91,7 +95,7 @@ export interface DelayBand {
 export function delayBands(delays: readonly Delay[], shown: readonly LagSeries[]): DelayBand[] {
   const bands = new Map<number, { delayS: number; names: string[] }>();
   for (const delay of delays) {
-    const series = shown.find((s) => s.linkId === delay.link_id);
+    const series = shown.find((s) => s.linkIds.includes(delay.link_id));
     if (series === undefined || delay.delay_s <= 0) continue;
     const band = bands.get(delay.delay_s) ?? { delayS: delay.delay_s, names: [] };
     const name = series.label.replace(/ · domain \d+$/, "");

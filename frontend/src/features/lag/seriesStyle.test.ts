@@ -3,13 +3,13 @@ import { describe, expect, it } from "vitest";
 import type { LagSeries } from "./lagSeries";
 import { domainDash, seriesStyles } from "./seriesStyle";
 
-const series = (key: string, domain: number): LagSeries => ({ key, label: key, linkId: 1, replicaServerId: 1, domain, points: [] });
+const series = (key: string, domain: number): LagSeries => ({ key, label: key, linkIds: [1], replicaServerId: 1, domain, points: [] });
 
 describe("seriesStyles", () => {
-  it("gives every series of a chart its own colour", () => {
-    const all = Array.from({ length: 12 }, (_, i) => series(`s${i}`, i % 3));
+  it("gives every series of a chart its own colour, up to twenty", () => {
+    const all = Array.from({ length: 20 }, (_, i) => series(`s${i}`, i % 3));
     const colors = [...seriesStyles(all).values()].map((s) => s.color);
-    expect(new Set(colors).size).toBe(12);
+    expect(new Set(colors).size).toBe(20);
   });
 
   it("draws each domain with its own dash pattern, domain 0 solid", () => {

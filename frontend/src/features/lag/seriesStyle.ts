@@ -4,10 +4,13 @@
 // their colour.
 import type { LagSeries } from "./lagSeries";
 
-/** Twelve hues far apart (Tableau 10 and two more); cycled beyond. */
+/** Twenty hues (Tableau 10, two more, and darker and lighter ones), so a cluster's series keep one each — a
+ * three-server cluster whose master moved around has up to 18 (replica, master, domain) series; cycled beyond. */
 const PALETTE = [
   "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
   "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939",
+  "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354",
+  "#756bb1", "#636363",
 ];
 
 /** Dash patterns by domain (SVG stroke-dasharray; undefined is solid), cycled beyond. */
