@@ -24,8 +24,10 @@ struct Seen {
 #[test]
 fn read_only_waits_for_commits_in_flight_and_returns_where_writes_stopped() {
     let dir = tempfile::tempdir().unwrap();
-    // A leader waits 20 ms for more members than there are writers: commits sit in the queue most of the time.
-    let node = NodeProc::start(dir.path(), 1, &["--commit-wait-count", "17", "--commit-wait-us", "20000"]);
+    // A leader waits 100 ms for more members than there are writers: commits sit in the queue nearly all the time,
+    // so read-only finds some in flight even when the writers' own runtime is slow to send the next ones (a busy
+    // machine left it none at 20 ms).
+    let node = NodeProc::start(dir.path(), 1, &["--commit-wait-count", "17", "--commit-wait-us", "100000"]);
     let (writers, domains) = (16u32, 2u32);
     let stop = Arc::new(AtomicBool::new(false));
     let tasks: Vec<_> = (0..writers)
