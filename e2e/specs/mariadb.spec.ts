@@ -38,8 +38,10 @@ test("the multi-source replica holds both domains, and its lane interleaves them
     .toEqual(expect.arrayContaining(["Domain 1", "Domain 2"]));
   const headers = await matrix.getByRole("columnheader").allTextContents();
   // A row is its server's name (a row header), then a cell per column after the first.
+  // A row header is the server's name, then when its row was read ("read … UTC").
+  const rowHeader = (name: string) => new RegExp("^" + name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") + " read ");
   const cell = (name: string, domain: number) =>
-    matrix.getByRole("row").filter({ has: page.getByRole("rowheader", { name, exact: true }) }).getByRole("cell").nth(headers.indexOf(`Domain ${domain}`) - 1);
+    matrix.getByRole("row").filter({ has: page.getByRole("rowheader", { name: rowHeader(name) }) }).getByRole("cell").nth(headers.indexOf(`Domain ${domain}`) - 1);
   await expect(cell(multi, 1)).toContainText(/^1-1-\d+/);
   await expect(cell(multi, 2)).toContainText(/^2-2-\d+/);
   // Each master has its own domain only.
