@@ -319,11 +319,11 @@ async def test_an_undo_after_the_promotion_began_recreates_the_candidates_connec
     real = FerryDriver.set_read_only
     injected = []
 
-    async def failing(self: FerryDriver, read_only: bool) -> bool:
+    async def failing(self: FerryDriver, read_only: bool, *, confirm: bool = True) -> bool:
         if self.address == ferryd.replica1.admin and not read_only and not injected:
             injected.append(read_only)  # once: the undo's own call goes through
             raise RuntimeError("injected in the promotion")
-        return await real(self, read_only)
+        return await real(self, read_only, confirm=confirm)
 
     monkeypatch.setattr(FerryDriver, "set_read_only", failing)
     async with live_app() as live:
@@ -392,10 +392,10 @@ async def test_an_undo_that_cannot_finish_says_so_and_the_operation_fails(
     Gate(monkeypatch, raises=RuntimeError("injected in the catch-up"))
     real = FerryDriver.set_read_only
 
-    async def refusing(self: FerryDriver, read_only: bool) -> bool:
+    async def refusing(self: FerryDriver, read_only: bool, *, confirm: bool = True) -> bool:
         if self.address == ferryd.master.admin and not read_only:
             raise DriverError(self.address, "injected", "read-only off refused")
-        return await real(self, read_only)
+        return await real(self, read_only, confirm=confirm)
 
     monkeypatch.setattr(FerryDriver, "set_read_only", refusing)
     async with live_app() as live:
