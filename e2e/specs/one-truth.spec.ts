@@ -104,5 +104,6 @@ test("overview, topology, positions and lag chart agree at one moment, the delay
   const seconds = page.getByRole("figure", { name: "Lag in seconds" });
   await expect(seconds).toContainText(new RegExp(`delay 30 s: [^;]*${delayedPort}`));
   await expect(seconds.locator(".delay-band")).toHaveCount(1);
-  await expect(seconds.getByRole("button", { name: new RegExp(`${delayedPort}.* · domain 1`) })).toBeVisible();
+  // After a hub move (another spec) the delayed replica has a series per master it followed: one at least is drawn.
+  await expect(seconds.getByRole("button", { name: new RegExp(`${delayedPort}.* · domain 1`) }).first()).toBeVisible();
 });
