@@ -56,9 +56,7 @@ export function lagSeries(
     if (!series) {
       const replica = names.get(sample.replica_server_id) ?? `server ${sample.replica_server_id}`;
       const master = sample.master_server_id != null ? names.get(sample.master_server_id) : null;
-      // The connection's name, or (the default connection '' has none) where it replicated from: a replica moved to
-      // another master has one series per master, and each says which.
-      const via = sample.connection || (master ? `from ${master}` : "");
+      const via = sample.connection ?? (master ? `from ${master}` : "");
       series = {
         key,
         label: `${replica}${via ? ` (${via})` : ""} · domain ${sample.domain_id}`,
