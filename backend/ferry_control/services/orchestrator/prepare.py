@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from ferry_control.core.gtid import seq_by_domain
+from ferry_control.drivers.base import ServerDriver
 from ferry_control.services.orchestrator.catch_up_rates import Prediction, RateTracker, Sample, explain
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ServerView
@@ -57,9 +58,7 @@ async def catch_up_before_window(
     published = started
     async with ctx.step("catch_up_before_window") as step:
         while True:
-            m, c = await asyncio.gather(master_driver.positions(), candidate_driver.positions())
-            now = time.monotonic()
-            prediction = tracker.add(Sample(now, seq_by_domain(m.binlog), seq_by_domain(c.current or c.slave)))
+            now, prediction = await _look(tracker, master_driver, candidate_driver)
             waited_s = now - started
             step.detail = {
                 **prediction.as_dict(),
@@ -100,9 +99,7 @@ async def forecast(master: ServerView, candidate: ServerView, seconds: float = F
     tracker = RateTracker()
     started = time.monotonic()
     while True:
-        m, c = await asyncio.gather(master_driver.positions(), candidate_driver.positions())
-        now = time.monotonic()
-        prediction = tracker.add(Sample(now, seq_by_domain(m.binlog), seq_by_domain(c.current or c.slave)))
+        now, prediction = await _look(tracker, master_driver, candidate_driver)
         if prediction.behind == 0 and len(tracker.samples) == 1 or now - started >= seconds:
             return prediction
         await asyncio.sleep(SAMPLE_INTERVAL_S)
@@ -131,6 +128,13 @@ def advice(candidate: str, master: str, prediction: Prediction, max_window_s: fl
             f"{max_window_s:g} s budget: " + explain(candidate, master, prediction, max_window_s)
         )
     return said
+
+
+async def _look(tracker: RateTracker, master: ServerDriver, candidate: ServerDriver) -> tuple[float, Prediction]:
+    """Both servers read together (the master's binlog, the candidate's current position), added to `tracker`."""
+    m, c = await asyncio.gather(master.positions(), candidate.positions())
+    now = time.monotonic()
+    return now, tracker.add(Sample(now, seq_by_domain(m.binlog), seq_by_domain(c.current or c.slave)))
 
 
 def _go(prediction: Prediction, gaining: bool | None, max_window_s: float) -> str | None:
