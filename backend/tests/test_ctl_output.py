@@ -1,6 +1,7 @@
 """`ferryctl`'s text output fits the terminal: at 80 columns no line is longer and no value is split across lines. A
 table that fits is a table; one that does not is stacked (a block per row, a field per line) and a value longer than
-its line is cut with "…"; an empty list says so."""
+its line is cut with "…"; an empty list says so; a switchover's plan wraps its sentences (the settings each moved
+connection carries) at the width."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import io
 
 from rich.console import Console
 
+from ferry_control.ctl.commands.operations import render_plan
 from ferry_control.ctl.output import Output
+from ferry_control.schemas.operation_results import MovedConnection, SwitchPlanView
 
 WIDTH = 80
 
@@ -69,3 +72,34 @@ def test_an_empty_list_says_so() -> None:
     out, buffer = output()
     out.records("servers", ("id", "name"), [], empty="no servers yet")
     assert lines(buffer) == ["no servers yet"]
+
+
+def test_a_plan_lists_each_moved_connection_with_the_settings_it_carries_wrapped_at_the_width() -> None:
+    out, buffer = output()
+    s1, s3, s4 = "s1 (server_id 1)", "s3 (server_id 3)", "s4 (server_id 4)"
+    plan = SwitchPlanView(
+        source=s3,
+        candidate=s4,
+        positions={s3: {"1": "1-1-40"}, s4: {"1": "1-1-38"}},
+        lenders={"domain 1": f"{s3} up to 1-1-40, then {s1} over 'm1'"},
+        afterwards={s4: [f"'m1' from {s1}"], s3: [f"(default connection) from {s4}"]},
+        moved=[
+            MovedConnection(server=s4, connection="m1", master=s1, settings_from=f"as on {s3}'s 'm1' to {s1}",
+                            carried=["parallel conservative × 4 workers", "heartbeat 30 s"],
+                            not_carried=["replicate_ignore_table = app.ignored"]),
+            MovedConnection(server=s3, connection="", master=s4, settings_from=f"{s4} reports none for its ''",
+                            not_carried=["delay 30 s"]),
+        ],
+    )  # fmt: skip
+    render_plan(out, plan)
+    printed = lines(buffer)
+    assert all(len(line) <= WIDTH for line in printed), printed
+    text = " ".join(line.strip() for line in printed)
+    assert f"domain 1: {s3} up to 1-1-40, then {s1} over 'm1'" in text, printed
+    assert "settings carried over:" in printed, printed
+    assert (
+        f"- {s4} replicates over 'm1' from {s1} with parallel conservative × 4 workers, heartbeat 30 s (as on {s3}'s "
+        f"'m1' to {s1}); not carried: replicate_ignore_table = app.ignored" in text
+    ), printed
+    assert f"- {s3} replicates over (default connection) from {s4} with the server's defaults" in text, printed
+    assert "not carried: delay 30 s" in text, printed

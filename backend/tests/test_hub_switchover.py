@@ -11,6 +11,7 @@ took the hub's connections, else completed)."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -70,7 +71,7 @@ async def test_the_hub_moves_to_a_replica_and_back_under_load_in_both_domains(
         assert plan["source"] == "s3 (server_id 3)" and plan["candidate"] == "s5 (server_id 5)"
         assert plan["afterwards"]["s5 (server_id 5)"] == ["'m1' from s1 (server_id 1)",
                                                                 "'m2' from s2 (server_id 2)"]  # fmt: skip
-        assert plan["afterwards"]["s3 (server_id 3)"] == ["'' from s5 (server_id 5)"]
+        assert plan["afterwards"]["s3 (server_id 3)"] == ["(default connection) from s5 (server_id 5)"]
         assert set(plan["positions"]["s3 (server_id 3)"]) >= {"1", "2"}, plan["positions"]
         assert_hub(cluster, 3)  # the dry run moved nothing
 
@@ -111,6 +112,64 @@ async def test_the_hub_moves_to_a_replica_and_back_under_load_in_both_domains(
         (s.position, dict(s.tables)) for s in sums
     ]  # the servers below the masters hold both domains: the same tables at the same position
     assert max(gaps) < 60, gaps  # bounded by the operation's own waits; figures in docs/benchmarks.md
+
+
+async def test_a_hub_dry_run_names_each_domains_source_the_settings_carried_over_and_a_delayed_candidate(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    """The hub's `m1` applies in conservative parallel mode and ignores a table; server 4 replicates 30 s behind on
+    purpose (MASTER_DELAY 30). A dry run to server 4 names masters 1 and 2 as what sends domains 1 and 2 after the
+    hub's position, over `m1` and `m2`; writes the default connection as such; lists each connection the move makes
+    with what it carries — server 4's `m1` the hub's parallel mode but not its filter, the hub's connection to server
+    4 server 4's settings without its delay, server 5's its own — and flags server 4's delay in its advice and its
+    candidate choice. A dry run left to choose takes server 5 and says why not server 4. Nothing moves."""
+    cluster = mariadb_factory(5, shape="seed000")
+    cluster.sql(3, "STOP SLAVE 'm1'; SET GLOBAL m1.slave_parallel_mode = 'conservative'; "
+                   "SET GLOBAL m1.replicate_ignore_table = 'app.ignored'; START SLAVE 'm1';")  # fmt: skip
+    cluster.sql(4, "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 30; START SLAVE;")
+    seed000_tables(cluster)
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        dry = await run_operation(live.app, live.client, cluster_id, "switchover",
+                                  {"candidate_server_id": ids[4], "dry_run": True})  # fmt: skip
+        assert dry["state"] == "succeeded", (dry["error"], dry["steps"])
+        s1, s2, s3, s4, s5 = (f"s{n} (server_id {n})" for n in range(1, 6))
+        plan = dry["result"]["plan"]
+        for domain, master, name in ((1, s1, "m1"), (2, s2, "m2")):
+            lender = plan["lenders"][f"domain {domain}"]
+            assert re.fullmatch(rf"{re.escape(s3)} up to {domain}-{domain}-\d+, then {re.escape(master)} over '{name}'",
+                                lender), lender  # fmt: skip
+        assert plan["afterwards"][s3] == [f"(default connection) from {s4}"]
+        assert plan["afterwards"][s5] == [f"(default connection) from {s4}"]
+        moved = {(m["server"], m["connection"]): m for m in plan["moved"]}
+        assert set(moved) == {(s4, "m1"), (s4, "m2"), (s3, ""), (s5, "")}, plan["moved"]
+        m1 = moved[(s4, "m1")]
+        assert m1["master"] == s1 and m1["settings_from"] == f"as on {s3}'s 'm1' to {s1}", m1
+        assert "parallel mode conservative" in " ".join(m1["carried"]), m1
+        assert m1["not_carried"] == ["replicate_ignore_table = app.ignored"], m1
+        assert not any("replicate_ignore_table" in w for w in m1["carried"]), m1
+        hub = moved[(s3, "")]
+        assert hub["master"] == s4 and hub["settings_from"].startswith(f"as on {s4}'s (default connection) to {s3}")
+        assert hub["not_carried"] == ["delay 30 s"] and not any(w.startswith("delay") for w in hub["carried"]), hub
+        assert moved[(s5, "")]["settings_from"] == "its own, kept"
+        note = f"{s4} replicates 30 s behind on purpose (MASTER_DELAY 30)"
+        (advice,) = dry["result"]["advice"]
+        assert advice.startswith(f"{note}: once {s3} stops receiving"), advice
+        assert "more than 10 s" in advice and f"nor does {s3}'s to it" in advice, advice
+        chosen = next(c for c in dry["result"]["checks"] if c["name"] == "candidate_chosen")
+        assert "; it replicates 30 s behind on purpose (MASTER_DELAY 30): it would take" in chosen["detail"], chosen
+        assert f"only after applying what {s3} received in its last 30 s" in chosen["detail"], chosen
+
+        best = await run_operation(live.app, live.client, cluster_id, "switchover",
+                                   {"source_server_id": ids[3], "dry_run": True})  # fmt: skip
+        assert best["state"] == "succeeded", (best["error"], best["steps"])
+        assert best["result"]["new_master_server_id"] == ids[5]
+        chosen = next(c for c in best["result"]["checks"] if c["name"] == "candidate_chosen")
+        assert chosen["detail"].endswith(f"; never chosen automatically: {note}"), chosen
+        assert not best["result"].get("advice"), best["result"]
+    assert connections(cluster, 3) == {"m1": (1, "Yes", "Yes"), "m2": (2, "Yes", "Yes")}
+    assert connections(cluster, 4) == {"": (3, "Yes", "Yes")}
+    assert cluster.replica_status(4)[0]["SQL_Delay"] == "30"
 
 
 async def test_a_hub_switchover_whose_candidate_cannot_catch_up_is_undone(

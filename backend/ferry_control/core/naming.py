@@ -26,3 +26,9 @@ def internal_id(row_id: int) -> str:
 def unknown_server(row_id: int) -> str:
     """A server known by its control plane id only (not registered in the cluster, or no longer)."""
     return f"the server with {internal_id(row_id)}"
+
+
+def connection_label(name: str) -> str:
+    """A replication connection as every plan and preview names it: `'m1'`, or `(default connection)` for MariaDB's
+    unnamed one (`''`, which quoted reads as nothing)."""
+    return repr(name) if name else "(default connection)"

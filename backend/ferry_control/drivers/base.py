@@ -369,6 +369,8 @@ class ServerDriver(abc.ABC):
 
     #: Which `ServerKind` this driver speaks to.
     kind: str
+    #: How the kind names a replica connection's configured delay, so messages say it in the server's words.
+    delay_setting: ClassVar[str] = "delay_s"
 
     @abc.abstractmethod
     async def status(self) -> ServerStatus: ...

@@ -147,7 +147,7 @@ class HubIncoming(Record):
     master_address: str
     running: bool
     settings: ConnectionSettingsRecord | None = Field(
-        None, description="The connection's own settings (the hub's delay and filters stay with the hub)."
+        None, description="The connection's own settings, less its delay and filters (neither is carried over)."
     )
 
 
@@ -182,15 +182,44 @@ class HubFailoverPlan(Record):
     siblings: list[ServerConnection]
 
 
+class MovedConnection(Record):
+    """A replication connection a switchover makes or repoints, with the settings it has afterwards: those it takes
+    from the connection it replaces, and those of that connection it does not take."""
+
+    server: str = Field(description="The server that has the connection afterwards (by label).")
+    connection: str = Field(description="Its name ('' is MariaDB's default connection).")
+    master: str = Field(description="The server it replicates from afterwards (by label).")
+    settings_from: str = Field(
+        description="Where its settings come from, in words (as on s3's 'm1' to s1; its own, kept)."
+    )
+    carried: list[str] = Field(
+        default_factory=list, description="Its settings afterwards, in words (empty: the server's defaults)."
+    )
+    not_carried: list[str] = Field(
+        default_factory=list,
+        description="Settings of the connection it takes them from that it does not keep (a delay, filters), in words.",
+    )
+
+
 class SwitchPlanView(Record):
     """A switchover per domain before anything moves (its dry run shows it): every involved server's position per
-    domain (by label), who lends each domain up to which GTID, and what each server replicates from afterwards."""
+    domain (by label), who lends each domain up to which GTID and who sends it afterwards, what each server
+    replicates from afterwards, and the settings each connection the move makes or repoints carries over."""
 
     source: str
     candidate: str
     positions: dict[str, dict[str, str]]
-    lenders: dict[str, str]
-    afterwards: dict[str, list[str]]
+    lenders: dict[str, str] = Field(
+        description="Per domain ('domain 1'): the source up to its GTID now, then the server that sends the rest (an "
+        "intermediate master's: the master of its connection whose binlog has the domain, and that connection)."
+    )
+    afterwards: dict[str, list[str]] = Field(
+        description="Per server (by label): each connection it replicates over afterwards and from whom, in words "
+        "('m1' from s1; (default connection) from s5)."
+    )
+    moved: list[MovedConnection] = Field(
+        default_factory=list, description="Each connection the move makes or repoints, with the settings it carries."
+    )
 
 
 class LostDomain(Record):

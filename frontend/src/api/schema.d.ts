@@ -2988,7 +2988,7 @@ export interface components {
             master_address: string;
             /** Running */
             running: boolean;
-            /** @description The connection's own settings (the hub's delay and filters stay with the hub). */
+            /** @description The connection's own settings, less its delay and filters (neither is carried over). */
             settings?: components["schemas"]["ConnectionSettingsRecord"] | null;
         };
         /**
@@ -3572,6 +3572,43 @@ export interface components {
              * @description When the token stops working (a client may forget it then); unset: it does not expire.
              */
             expires_at?: string | null;
+        };
+        /**
+         * MovedConnection
+         * @description A replication connection a switchover makes or repoints, with the settings it has afterwards: those it takes
+         *     from the connection it replaces, and those of that connection it does not take.
+         */
+        MovedConnection: {
+            /**
+             * Server
+             * @description The server that has the connection afterwards (by label).
+             */
+            server: string;
+            /**
+             * Connection
+             * @description Its name ('' is MariaDB's default connection).
+             */
+            connection: string;
+            /**
+             * Master
+             * @description The server it replicates from afterwards (by label).
+             */
+            master: string;
+            /**
+             * Settings From
+             * @description Where its settings come from, in words (as on s3's 'm1' to s1; its own, kept).
+             */
+            settings_from: string;
+            /**
+             * Carried
+             * @description Its settings afterwards, in words (empty: the server's defaults).
+             */
+            carried?: string[];
+            /**
+             * Not Carried
+             * @description Settings of the connection it takes them from that it does not keep (a delay, filters), in words.
+             */
+            not_carried?: string[];
         };
         /** NeverReceived */
         NeverReceived: {
@@ -5392,7 +5429,8 @@ export interface components {
         /**
          * SwitchPlanView
          * @description A switchover per domain before anything moves (its dry run shows it): every involved server's position per
-         *     domain (by label), who lends each domain up to which GTID, and what each server replicates from afterwards.
+         *     domain (by label), who lends each domain up to which GTID and who sends it afterwards, what each server
+         *     replicates from afterwards, and the settings each connection the move makes or repoints carries over.
          */
         SwitchPlanView: {
             /** Source */
@@ -5405,14 +5443,25 @@ export interface components {
                     [key: string]: string;
                 };
             };
-            /** Lenders */
+            /**
+             * Lenders
+             * @description Per domain ('domain 1'): the source up to its GTID now, then the server that sends the rest (an intermediate master's: the master of its connection whose binlog has the domain, and that connection).
+             */
             lenders: {
                 [key: string]: string;
             };
-            /** Afterwards */
+            /**
+             * Afterwards
+             * @description Per server (by label): each connection it replicates over afterwards and from whom, in words ('m1' from s1; (default connection) from s5).
+             */
             afterwards: {
                 [key: string]: string[];
             };
+            /**
+             * Moved
+             * @description Each connection the move makes or repoints, with the settings it carries.
+             */
+            moved?: components["schemas"]["MovedConnection"][];
         };
         /**
          * SwitchoverOperation

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ferry_control.core.naming import connection_label
 from ferry_control.ctl import catch_up
 from ferry_control.ctl.context import App, output_option, pass_app
 from ferry_control.ctl.output import Output
@@ -20,7 +21,13 @@ from ferry_control.ctl.progress import (
     step_detail,
 )
 from ferry_control.schemas.operation import AnyOperation, SwitchoverOperation
-from ferry_control.schemas.operation_results import MovesWriter, SwitchesMaster, SwitchoverResult, SwitchPlanView
+from ferry_control.schemas.operation_results import (
+    MovedConnection,
+    MovesWriter,
+    SwitchesMaster,
+    SwitchoverResult,
+    SwitchPlanView,
+)
 
 OPERATION_COLUMNS = ("id", "type", "state", "dry_run", "requester", "created_at", "finished_at")
 #: Result fields shown in their own form (`render_catch_up`), not as fields.
@@ -132,6 +139,20 @@ def render_plan(out: Output, plan: SwitchPlanView | None) -> None:
          for server, cells in plan.positions.items()),
     )  # fmt: skip
     out.fields(plan.lenders.items())
+    if plan.moved:
+        out.line("settings carried over:")
+        for moved in plan.moved:
+            catch_up.wrapped(out, moved_words(moved), "  - ", "    ")
+
+
+def moved_words(moved: MovedConnection) -> str:
+    """A connection a switchover makes or repoints, with the settings it carries over, in a sentence."""
+    carried = ", ".join(moved.carried) or "the server's defaults"
+    dropped = f"; not carried: {', '.join(moved.not_carried)}" if moved.not_carried else ""
+    return (
+        f"{moved.server} replicates over {connection_label(moved.connection)} from {moved.master} with {carried} "
+        f"({moved.settings_from}){dropped}"
+    )
 
 
 def _time(at: datetime | None) -> str | None:

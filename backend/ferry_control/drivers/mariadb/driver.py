@@ -54,6 +54,7 @@ class MariadbDriver(
     server between the drivers it builds; without it the driver has a pool of its own (closed by `aclose`)."""
 
     kind = "mariadb"
+    delay_setting = "MASTER_DELAY"
 
     def __init__(self, address: str, config: MariadbDriverConfig, connections: MariadbConnections | None = None):
         self.address = address

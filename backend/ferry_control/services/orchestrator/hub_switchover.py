@@ -4,9 +4,11 @@ below it — the two-master shape's server 3, a multi-source replica of masters 
 The masters above keep taking writes throughout; nothing is made read-only. The hub's incoming connections stop, so
 its position H stands still; the candidate (one of its replicas) applies up to H in every domain; it then takes over
 each of the hub's incoming connections under the same name, with the connection's settings (parallel apply, semi-sync
-replica side — not the hub's delay or filters, which stay with their server), starting from its own per-domain
-positions (slave_pos), so every master sends it what it lacks in that master's domains. The hub's other replicas
-and the hub itself then replicate from the candidate, over the connection name the cluster uses. Until the
+replica side, heartbeat — not its delay or filters: the hub's connections are removed, and neither is carried over),
+starting from its own per-domain positions (slave_pos), so every master sends it what it lacks in that master's
+domains. The hub's other replicas (keeping their own connection's settings) and the hub itself (with the candidate's
+connection's settings, less its delay and filters) then replicate from the candidate, over the connection name the
+cluster uses; the dry run's plan lists what each moved connection carries (switch_plan.py). Until the
 candidate's new connections start, any end but success undoes (the hub's connections run again, the candidate
 replicates from the hub as before); once one has started, the rest is completed instead. The plan is kept in the
 operation's result (`hub_switch`) before the first move, for a reconcile after a crash.
@@ -21,6 +23,7 @@ from dataclasses import asdict, replace
 from functools import partial
 from typing import Any
 
+from ferry_control.core.naming import connection_label
 from ferry_control.drivers.base import ChangeMaster, ConnectionSettings, IoState
 from ferry_control.drivers.errors import DriverError
 from ferry_control.schemas.operation_results import (
@@ -28,7 +31,6 @@ from ferry_control.schemas.operation_results import (
     HubIncoming,
     HubSwitchPlan,
     ServerConnection,
-    SwitchPlanView,
 )
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.candidates import delay_of
@@ -45,37 +47,6 @@ def _settings(value: ConnectionSettingsRecord | None) -> ConnectionSettings | No
 def _record(settings: ConnectionSettings | None) -> ConnectionSettingsRecord | None:
     """A connection's settings as the driver reported them, for the plan."""
     return None if settings is None else ConnectionSettingsRecord.model_validate(asdict(settings))
-
-
-def switch_plan(snapshot: ClusterSnapshot, source: ServerView, link: Link, others: list[Link]) -> SwitchPlanView:
-    """A switchover of `source` (a master, or an intermediate master) to `link.replica`, per domain, before anything
-    moves: every involved server's position per domain now, who lends each domain up to which GTID, and what each
-    server replicates from afterwards (the dry run shows it, the two-master shape's figure live)."""
-    candidate = link.replica
-    incoming = snapshot.links_of(source.info.id)
-    kept = [c for c in snapshot.links_of(candidate.info.id) if c.master.info.id != source.info.id]
-    involved = [source, candidate, *(o.replica for o in others)]
-    afterwards: dict[str, list[str]] = {
-        candidate.info.label: [f"{c.connection.name!r} from {c.master.info.label}" for c in [*incoming, *kept]],
-        source.info.label: [f"{link.connection.name!r} from {candidate.info.label}"],
-    }
-    for other in others:
-        afterwards[other.replica.info.label] = [f"{other.connection.name!r} from {candidate.info.label}"]
-    then = "then its master" if incoming else f"then {candidate.info.label}'s own writes"
-    return SwitchPlanView(
-        source=source.info.label,
-        candidate=candidate.info.label,
-        positions={
-            view.info.label: {str(g.domain): f"{g.domain}-{g.server}-{g.seq}" for g in view.current}
-            for view in involved
-            if view.reachable
-        },
-        lenders={
-            f"domain {g.domain}": f"{source.info.label} up to {g.domain}-{g.server}-{g.seq}, {then}"
-            for g in (source.current if source.reachable else position(""))
-        },
-        afterwards=afterwards,
-    )
 
 
 async def switch_hub(
@@ -101,7 +72,7 @@ async def switch_hub(
                 master_server_id=c.master.info.id,
                 master_address=c.connection.master_address,
                 running=c.connection.running,
-                # The connection's own settings move with it; the hub's delay and filters stay with the hub.
+                # The connection's settings move with it, less its delay and filters (switch_plan says so).
                 settings=_record(
                     None if c.connection.settings is None else replace(c.connection.settings, delay_s=0, filters={})
                 ),
@@ -126,8 +97,8 @@ async def switch_hub(
         stopped_at[hub.info.label] = time.perf_counter()
         target = (await hub_driver.positions()).current
         step.detail = (
-            f"{hub.info.label} stopped {', '.join(repr(c.connection.name) for c in incoming)} at {target}; its "
-            "masters keep taking writes"
+            f"{hub.info.label} stopped {', '.join(connection_label(c.connection.name) for c in incoming)} at "
+            f"{target}; its masters keep taking writes"
         )
     result.position = target
     await actions.candidate_catch_up(ctx, candidate, target, link.connection.name)
@@ -146,7 +117,7 @@ async def switch_hub(
                 # From here the candidate may apply what the hub never had: the move is completed, not undone.
                 ctx.undo_with("roll_forward", partial(roll_forward, ctx, snapshot, plan))
             await candidate_driver.start_replication(source.name)
-            taken.append(f"{source.name!r} from {snapshot.view(source.master_server_id).info.label}")
+            taken.append(f"{connection_label(source.name)} from {snapshot.view(source.master_server_id).info.label}")
         gaps[candidate.info.label] = round(time.perf_counter() - stopped_at[candidate.info.label], 6)
         await candidate_driver.remove_replication(link.connection.name)
         step.detail = f"{candidate.info.label} replicates {', '.join(taken)} from its own positions"
@@ -163,7 +134,8 @@ async def switch_hub(
     async with ctx.step("hub_replicates") as step:
         await _hub_under_candidate(hub_driver, candidate, plan)
         gaps[hub.info.label] = round(time.perf_counter() - stopped_at[hub.info.label], 6)
-        step.detail = f"{hub.info.label} replicates from {candidate.info.label} over {link.connection.name!r}"
+        over = connection_label(link.connection.name)
+        step.detail = f"{hub.info.label} replicates from {candidate.info.label} over {over}"
     result.replication_gaps_s = dict(gaps)
     ctx.undo_with(None)  # every move is made; verifying changes nothing
     async with ctx.step("verify") as step:

@@ -105,11 +105,13 @@ async def forecast(master: ServerView, candidate: ServerView, seconds: float = F
         await asyncio.sleep(SAMPLE_INTERVAL_S)
 
 
-def advice(candidate: str, master: str, prediction: Prediction, max_window_s: float) -> list[str]:
+def advice(candidate: str, master: str, prediction: Prediction, max_window_s: float, delay_s: int = 0) -> list[str]:
     """What a dry run recommends from its forecast: parallel apply for a candidate that cannot keep up, and what a
-    switchover now would do about a window over budget."""
+    switchover now would do about a window over budget. A candidate delayed by `delay_s` (its configured delay) is
+    neither stalled nor slow for applying nothing or less than the master commits over the forecast: it applies what
+    the master wrote that long ago (`delayed_candidate.advice` says what that costs)."""
     said = []
-    for d in prediction.domains:
+    for d in prediction.domains if not delay_s else ():
         if prediction.measured and d.behind and d.apply_rate == 0:
             said.append(
                 f"{candidate} is stalled in domain {d.domain}: it applied nothing in {prediction.span_s:.1f} s while "
@@ -125,7 +127,7 @@ def advice(candidate: str, master: str, prediction: Prediction, max_window_s: fl
     if prediction.measured and prediction.catch_up_s > max_window_s:
         said.append(
             "a switchover now would first wait (up to its prepare timeout) for the predicted window to fit the "
-            f"{max_window_s:g} s budget: " + explain(candidate, master, prediction, max_window_s)
+            f"{max_window_s:g} s budget: " + explain(candidate, master, prediction, max_window_s, delay_s=delay_s)
         )
     return said
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ferry_control.core.config import Settings
+from ferry_control.core.naming import connection_label
 from ferry_control.drivers.base import Check, ConnectionSettings, MasterRole, ServerDriver
 from ferry_control.drivers.errors import DriverError, ServerConflict
 from ferry_control.models import PromotionRule
@@ -29,10 +30,12 @@ from ferry_control.schemas.operation_results import (
 from ferry_control.services.orchestrator import actions, catch_up_parallel, prepare, routing
 from ferry_control.services.orchestrator.candidates import delay_of, filtered_domains, label_mismatch
 from ferry_control.services.orchestrator.catch_up_rates import Prediction
+from ferry_control.services.orchestrator.delayed_candidate import chosen_words, delay_note, dry_run_advice, left_out
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, join_all, position
-from ferry_control.services.orchestrator.hub_switchover import switch_hub, switch_plan
+from ferry_control.services.orchestrator.hub_switchover import switch_hub
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
+from ferry_control.services.orchestrator.switch_plan import switch_plan
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +91,7 @@ def candidate_checks(
     detail = "answers and reports no failure" if healthy else replica.error or f"reports a failure: {failure}"
     checks.append(Check("candidate_healthy", healthy, f"{info.label} {detail}"))
     c = link.connection
-    state = f"connection {c.name!r}: running={c.running}, io {c.io_state.value}, sql {c.sql_state.value}"
+    state = f"over {connection_label(c.name)}: running={c.running}, io {c.io_state.value}, sql {c.sql_state.value}"
     if c.last_error is not None:
         state += f", last error {c.last_error.side} {c.last_error.code}: {c.last_error.message}"
     checks.append(Check("candidate_replicating", link.replicating, f"{info.label} {state}"))
@@ -176,7 +179,7 @@ def plan_switchover(snapshot: ClusterSnapshot, params: SwitchoverParams, setting
     )
     incoming = snapshot.links_of(master.info.id)
     if incoming and master.status is not None and not master.status.read_only:
-        names = ", ".join(f"{link.connection.name!r} from {link.master.info.label}" for link in incoming)
+        names = ", ".join(f"{connection_label(c.connection.name)} from {c.master.info.label}" for c in incoming)
         plan.add(
             "source_shape",
             False,
@@ -193,7 +196,7 @@ def plan_switchover(snapshot: ClusterSnapshot, params: SwitchoverParams, setting
         if not plan.add(
             "candidate_chosen",
             chosen is not None,
-            f"{label} is a replica of {master.info.label}"
+            f"{label} is a replica of {master.info.label}" + chosen_words(chosen, hub=bool(incoming))
             if chosen
             else f"{label} does not replicate from {master.info.label}",
         ):
@@ -250,8 +253,8 @@ def choose_best(
     def failed(link: Link) -> list[str]:
         sources = (other_sources or {}).get(link.replica.info.id, ())
         names = [c.name for c in candidate_checks(link, master, settings, required_labels, sources) if not c.passed]
-        if delay := delay_of(link):
-            names.append(f"delayed by {delay} s (never chosen automatically)")
+        if note := delay_note(link):
+            names.append(f"{note}, so never chosen automatically")
         return names
 
     passing = [link for link in links if not failed(link)]
@@ -274,7 +277,7 @@ def choose_best(
     )
     how = "ahead of every other replica" if is_ahead(best) else "the least behind the master (the wait for P levels it)"
     rule = best.replica.info.promotion_rule.value
-    return best, f"{best.replica.info.label} chosen ({rule}): {how}"
+    return best, f"{best.replica.info.label} chosen ({rule}): {how}" + left_out([x for x in links if x is not best])
 
 
 async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResult]) -> None:
@@ -302,13 +305,18 @@ async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResul
     hub = bool(snapshot.links_of(master.info.id))
     ctx.result.plan = switch_plan(snapshot, master, link, plan.others)
     if ctx.dry_run:
+        max_window_s, timeout_s = prepare.budget(
+            ctx, ctx.params.max_window_s, ctx.params.prepare_timeout_s, (await ctx.cluster()).max_window_s
+        )
+        # A candidate delayed on purpose first (what the move would wait for), then the forecast's.
+        said = dry_run_advice(link, hub=hub, max_window_s=max_window_s, prepare_timeout_s=timeout_s,
+                              catch_up_timeout_s=settings.switchover_catch_up_timeout_s)  # fmt: skip
         if not hub:
-            max_window_s, _ = prepare.budget(
-                ctx, ctx.params.max_window_s, ctx.params.prepare_timeout_s, (await ctx.cluster()).max_window_s
-            )
             predicted = await prepare.forecast(master, candidate)
             ctx.result.forecast = catch_up_figures(predicted, max_window_s, predicted.span_s)
-            ctx.result.advice = prepare.advice(candidate.info.label, master.info.label, predicted, max_window_s)
+            said += prepare.advice(candidate.info.label, master.info.label, predicted, max_window_s, delay_of(link))
+        if said or not hub:
+            ctx.result.advice = said
         return
     if hub:
         await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
