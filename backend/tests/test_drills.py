@@ -1,17 +1,28 @@
 """Drills: schedules with cron and a time zone (next run times, bad input refused precisely), run-now on a real
 cluster (passes and stores its figures, switching back), a cluster with a broken replica (fails with the reason
-and calls the webhook — a local receiver), and the scheduler claiming a due schedule once across two instances."""
+and calls the webhook — a local receiver), the scheduler claiming a due schedule once across two instances, and a
+replica delayed on purpose: never a rotation's candidate, and flagged with what it costs when a fixed plan names it."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ferry_control.services.drill_scheduler import DrillScheduler
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
-from tests.helpers import WebhookReceiver, finished, register, serve, topology, writable_master
+from tests.helpers import (
+    WebhookReceiver,
+    check,
+    finished,
+    register,
+    run_operation,
+    serve,
+    topology,
+    writable_master,
+)
 from tests.waiting import eventually
 
 
@@ -197,3 +208,69 @@ async def test_a_drill_dry_run_is_a_switchover_dry_run_to_the_drills_candidate_a
             f"{base}/dry-run", json={"candidate_strategy": "rotation"}, headers=live.tokens.header("viewer")
         )
         assert viewer.status_code == 403
+
+
+async def test_a_rotation_passes_over_a_delayed_replica_and_a_dry_run_naming_one_says_what_it_costs(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    """replica1 replicates an hour behind on purpose (delay_s 3600). A rotation drill's dry run takes replica2 though
+    replica1's turn comes first; a fixed drill's dry run to replica1 (a switchover's) says in its advice and its
+    candidate choice what that would cost — writes refused until it applied the master's last hour, over the
+    budget, its delay gone after the move — without calling it stalled, and its plan has the master follow replica1
+    over 'main' with replica1's settings less the delay; a switchover dry run left to choose takes replica2 and says
+    why not replica1. Nothing moves."""
+    ferryd = ferryd_factory()
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    ferryd.replica1.post("/v1/replication/main/stop", {})
+    ferryd.replica1.post("/v1/replication/main/change-master", {"master": ferryd.master.listen, "delay_s": 3600})
+    ferryd.replica1.post("/v1/replication/main/start", {})
+    async with live_app(collector_enabled=True, poll_interval_s=0.2) as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        base = f"/api/v1/clusters/{cluster_id}/drills"
+
+        async def delay_seen() -> bool:
+            edges = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["edges"]
+            delays = {e["replica_server_id"]: (e["settings"] or {}).get("delay_s") for e in edges if e["running"]}
+            return delays == {ids["replica1"]: 3600, ids["replica2"]: 0}
+
+        await eventually("the collector to see both replicas replicating, replica1 with its delay", delay_seen)
+
+        async def dry_run(body: dict[str, object]) -> dict[str, Any]:
+            response = await live.client.post(f"{base}/dry-run", json=body)
+            assert response.status_code == 202, response.text
+            return await finished(live.app, live.client, cluster_id, response.json()["id"])
+
+        rotation = await dry_run({"candidate_strategy": "rotation"})
+        assert ids["replica1"] < ids["replica2"] and rotation["params"]["candidate_server_id"] == ids["replica2"]
+        assert not rotation["result"]["advice"], rotation["result"]
+
+        fixed = await dry_run({"candidate_strategy": "fixed", "candidate_server_id": ids["replica1"]})
+        assert fixed["state"] == "succeeded", fixed
+        master, replica1, replica2 = "master (server_id 1)", "replica1 (server_id 2)", "replica2 (server_id 3)"
+        note = "replicates 1 h 00 min behind on purpose (delay_s 3600)"
+        (advice,) = fixed["result"]["advice"]
+        assert advice.startswith(f"{replica1} {note}: once {master} is read-only, {replica1} takes writes only after "
+                                 f"applying what {master} wrote in its last 1 h 00 min"), advice  # fmt: skip
+        assert "over the 10 s budget" in advice and "refuses having changed nothing" in advice, advice
+        assert f"{master} follows it without a delay" in advice and "stalled" not in advice, advice
+        chosen = check(fixed, "candidate_chosen")["detail"]
+        assert chosen == (
+            f"{replica1} is a replica of {master}; it {note}: it would take writes only after applying what {master} "
+            "wrote in its last 1 h 00 min, and its delay ends with the move"
+        ), chosen
+        moved = {(m["server"], m["connection"]): m for m in fixed["result"]["plan"]["moved"]}
+        assert set(moved) == {(master, "main"), (replica2, "main")}, moved
+        follows = moved[(master, "main")]
+        assert follows["master"] == replica1 and follows["not_carried"] == ["delay 1 h 00 min"], follows
+        assert follows["settings_from"] == f"as on {replica1}'s 'main' to {master}, which is removed", follows
+        assert not any(w.startswith("delay") for w in follows["carried"]), follows
+        assert moved[(replica2, "main")]["settings_from"] == "its own, kept"
+
+        best = await run_operation(live.app, live.client, cluster_id, "switchover", {"dry_run": True})
+        assert best["state"] == "succeeded" and best["result"]["new_master_server_id"] == ids["replica2"], best
+        chosen = check(best, "candidate_chosen")["detail"]
+        assert chosen.endswith(f"; never chosen automatically: {replica1} {note}"), chosen
+
+        assert (await live.client.get(f"{base}/runs")).json() == [], "a dry run records no drill run"
+        assert writable_master(ferryd.nodes) is ferryd.master, "nothing moved"

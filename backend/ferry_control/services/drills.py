@@ -206,8 +206,9 @@ class DrillService:
 
     async def _next_in_rotation(self, cluster_id: int, source: int | None) -> int | None:
         """The replica a rotation drill would take next, from the collector's last view: among the running, not in
-        maintenance, not fenced replicas of the source (the one master when not named), the first with an id above
-        the last drill's candidate, wrapping. None when that is not clear (the switchover then picks the best)."""
+        maintenance, not fenced, not delayed replicas of the source (the one master when not named), the first with
+        an id above the last drill's candidate, wrapping. None when that is not clear (the switchover then picks the
+        best)."""
         links = [
             link for link in await LinkRepository(self.session).list_for_cluster(cluster_id)
             if link.source == LinkSource.replica and link.master_server_id is not None
@@ -222,6 +223,7 @@ class DrillService:
         eligible = sorted(
             link.replica_server_id for link in links
             if link.master_server_id == source and link.running and link.last_error_code is None
+            and not (link.settings or {}).get("delay_s")
             and (s := servers.get(link.replica_server_id)) is not None and not s.maintenance and not s.fenced
         )  # fmt: skip
         if not eligible:

@@ -36,6 +36,7 @@ from ferry_control.services.orchestrator.canary_writer import (
     report,
     verify_ledger,
 )
+from ferry_control.services.orchestrator.candidates import delay_of
 from ferry_control.services.orchestrator.gtid import join_all, position
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.hub_switchover import switch_hub
@@ -134,7 +135,8 @@ async def _update_run(ctx: Drill, run_id: int, **fields: Any) -> Any:
 
 
 async def _choose(ctx: Drill, snapshot: ClusterSnapshot) -> int | None:
-    """The candidate: the fixed one, or the replica after the last drill's candidate (by id, wrapping)."""
+    """The candidate: the fixed one, or the replica after the last drill's candidate (by id, wrapping) — never a
+    delayed one (kept for disaster recovery, it is never promoted automatically; a fixed plan may name it)."""
     if ctx.params.candidate_strategy == "fixed":
         return ctx.params.candidate_server_id
     master, _ = snapshot.source(ctx.params.source_server_id)
@@ -143,6 +145,7 @@ async def _choose(ctx: Drill, snapshot: ClusterSnapshot) -> int | None:
     replicas = sorted(
         link.replica.info.id for link in snapshot.replicas_of(master.info.id)
         if link.replicating and not link.replica.info.maintenance and not link.replica.info.fenced
+        and not delay_of(link)
     )  # fmt: skip
     if not replicas:
         return None
