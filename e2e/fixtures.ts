@@ -1,29 +1,49 @@
-// What every spec stands on: the stack, one API token per role (created once through the API with the stack's
-// admin token), `signIn` through the real sign-in form, a request context for the API, and `picture` for the
-// README's pictures (written to docs/screenshots/ when FERRY_E2E_SCREENSHOTS is set).
+// What every spec stands on: the stack, the API as the stack's admin (raw, and typed by the generated schema), one API
+// token per role and the browser signed in as the spec's role — both kept by the setup project
+// (setup/sign-in.setup.ts), which signs in through the real form once per role; `signIn` for the specs about signing
+// in, which type a token into the form themselves; the page objects (pages/); and `picture` for the README's pictures
+// (written to docs/screenshots/ when FERRY_E2E_SCREENSHOTS is set).
 import { test as base, expect, request, type APIRequestContext, type Locator, type Page } from "@playwright/test";
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { typedApi, type TypedApi } from "./api";
+import { ClusterOverview } from "./pages/overview";
+import { ServerPage } from "./pages/server";
+import { SwitchoverForm } from "./pages/switchover";
+import { Topology } from "./pages/topology";
+import { readSession, ROLES, signInThroughForm, type Role } from "./sessions";
 import { readStack, type Stack } from "./stack";
 
-export type Role = "viewer" | "operator" | "admin";
+export type { Role };
 
 interface WorkerFixtures {
   stack: Stack;
   api: APIRequestContext;
+  /** The API typed by the generated schema, as the stack's admin. */
+  client: TypedApi;
   tokens: Record<Role, string>;
 }
 
+interface TestOptions {
+  /** The role the spec's browser is signed in as from its start (the setup project's session), or null: signed out. */
+  role: Role | null;
+}
+
 interface TestFixtures {
+  /** Signs in through the sign-in form (for the specs about signing in; the others set `role`). */
   signIn: (role: Role) => Promise<void>;
+  overview: ClusterOverview;
+  topology: Topology;
+  switchoverForm: SwitchoverForm;
+  serverPage: ServerPage;
   /** The page's viewport, or `of` scrolled into view and clipped to it, as docs/screenshots/NAME.png. */
   picture: (name: string, of?: Locator) => Promise<void>;
 }
 
 const SCREENSHOT_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "docs", "screenshots");
 
-export const test = base.extend<TestFixtures, WorkerFixtures>({
+export const test = base.extend<TestFixtures & TestOptions, WorkerFixtures>({
   stack: [async ({}, use) => use(readStack()), { scope: "worker" }],
   api: [
     async ({ stack }, use) => {
@@ -36,26 +56,20 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
     },
     { scope: "worker" },
   ],
+  client: [async ({ api }, use) => use(typedApi(api)), { scope: "worker" }],
   tokens: [
-    async ({ stack, api }, use) => {
-      const tokens: Record<Role, string> = { admin: stack.admin_token, operator: "", viewer: "" };
-      for (const role of ["operator", "viewer"] as const) {
-        const response = await api.post("/api/v1/tokens", { data: { name: `e2e-${role}-${Date.now()}`, role } });
-        expect(response.status(), await response.text()).toBe(201);
-        tokens[role] = ((await response.json()) as { token: string }).token;
-      }
-      await use(tokens);
-    },
+    async ({}, use) => use(Object.fromEntries(ROLES.map((role) => [role, readSession(role).token])) as Record<Role, string>),
     { scope: "worker" },
   ],
+  role: [null, { option: true }],
+  storageState: async ({ role, storageState }, use) => use(role === null ? storageState : readSession(role).storageState),
   signIn: async ({ page, tokens }, use) => {
-    await use(async (role: Role) => {
-      await page.goto("/");
-      await page.getByLabel("API token").fill(tokens[role]);
-      await page.getByRole("button", { name: "Sign in" }).click();
-      await expect(page.getByLabel(`Signed in as ${role}`)).toBeVisible();
-    });
+    await use((role: Role) => signInThroughForm(page, tokens[role], role));
   },
+  overview: async ({ page, role }, use) => use(new ClusterOverview(page, role)),
+  topology: async ({ page, role }, use) => use(new Topology(page, role)),
+  switchoverForm: async ({ page }, use) => use(new SwitchoverForm(page)),
+  serverPage: async ({ page, role }, use) => use(new ServerPage(page, role)),
   picture: async ({ page }, use) => {
     await use(async (name: string, of?: Locator) => {
       if (!process.env.FERRY_E2E_SCREENSHOTS) return;
@@ -77,9 +91,7 @@ export async function openClusterTab(page: Page, stack: Stack, tab: string, sear
 
 /** The master's name in the control plane's topology now, or null while it does not show exactly one. */
 export async function currentMasterName(api: APIRequestContext, stack: Stack): Promise<string | null> {
-  const response = await api.get(`/api/v1/clusters/${stack.cluster_id}/topology`);
-  expect(response.ok()).toBeTruthy();
-  const topology = (await response.json()) as { nodes: { name: string; role: string }[] };
+  const topology = await typedApi(api).get("/api/v1/clusters/{cluster_id}/topology", { path: { cluster_id: stack.cluster_id } });
   const masters = topology.nodes.filter((n) => n.role === "master");
   return masters.length === 1 ? masters[0].name : null;
 }

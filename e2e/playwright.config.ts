@@ -1,12 +1,16 @@
 // Playwright over the real stack: Debian's Chromium (the suite never downloads a browser), one worker since every
-// spec drives the same cluster, the dashboard served by the API itself.
+// spec drives the same cluster, the dashboard served by the API itself. The "sign-in" setup project runs first
+// (whatever specs are picked): it signs in through the form once per role and keeps the sessions the specs start from.
 import { defineConfig } from "@playwright/test";
 import { readStack } from "./stack";
 
 const stack = readStack();
 
 export default defineConfig({
-  testDir: "./specs",
+  projects: [
+    { name: "sign-in", testDir: "./setup", testMatch: /\.setup\.ts$/ },
+    { name: "specs", testDir: "./specs", dependencies: ["sign-in"] },
+  ],
   fullyParallel: false,
   workers: 1,
   forbidOnly: true,
