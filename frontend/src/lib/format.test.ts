@@ -1,6 +1,6 @@
 // Tests of lag, duration and name formatting.
 import { describe, expect, it } from "vitest";
-import { formatDuration, formatLagSeconds, formatLagTransactions, formatTime, humanize } from "./format";
+import { connectionName, formatDuration, formatLagSeconds, formatLagTransactions, formatTime, humanize } from "./format";
 
 describe("formatLagSeconds", () => {
   it.each([
@@ -47,5 +47,13 @@ describe("formatDuration and humanize", () => {
   });
   it("humanizes step names", () => {
     expect(humanize("old_master_read_only")).toBe("Old master read only");
+  });
+});
+
+describe("connectionName", () => {
+  it("quotes a named connection and says MariaDB's unnamed one is the default connection", () => {
+    expect(connectionName("m1")).toBe("'m1'");
+    expect(connectionName("")).toBe("(default connection)");
+    expect(connectionName(null)).toBe("(default connection)");
   });
 });

@@ -58,3 +58,9 @@ export function humanize(name: string): string {
   const words = name.replace(/[_-]+/g, " ").trim();
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
+
+/** A replication connection as every plan and preview names it: "'m1'", or "(default connection)" for MariaDB's
+ * unnamed one ('', which quoted reads as nothing) — as the API's plans write it (core/naming.py). */
+export function connectionName(name: string | null | undefined): string {
+  return name ? `'${name}'` : "(default connection)";
+}

@@ -1,11 +1,13 @@
 // A drill's dry run: what the drill with the chosen plan would do, changing nothing — the switchover preflight to
-// the candidate the drill would take (fixed, or next in rotation) and its plan per domain (positions, lenders, what
-// each server replicates from afterwards), as the switchover's own dry run shows them.
+// the candidate the drill would take (fixed, or next in rotation), its plan per domain (positions, lenders, what
+// each server replicates from afterwards, the settings carried over), its forecast and advice (a candidate delayed on
+// purpose, or stalled), as the switchover's own dry run shows them.
 import { useEffect, useState } from "react";
 import type { Schemas } from "../../api/client";
 import { useDrillDryRun } from "../../api/drills";
 import { useOperation } from "../../api/queries";
 import { ErrorMessage } from "../../components/QueryState";
+import { MoveReport } from "../operations/CatchUp";
 import { Checklist } from "../operations/Checklist";
 import { hasEnded, preflightChecks } from "../operations/operationFacts";
 import { SwitchPlan } from "../operations/SwitchPlan";
@@ -38,6 +40,7 @@ export function DrillPreview({ clusterId, body, planKey }: {
             <p role="alert" className="error">✕ The drill would be refused{ended.error ? `: ${ended.error}` : ""}.</p>
           )}
           <SwitchPlan operation={ended} />
+          {ended.type === "switchover" ? <MoveReport figures={ended.result} /> : null}
         </section>
       ) : null}
     </div>

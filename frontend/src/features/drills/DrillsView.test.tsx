@@ -89,12 +89,14 @@ describe("DrillsView", () => {
     expect(screen.queryByRole("group", { name: "Run a drill now" })).toBeNull();
   });
 
-  it("previews a drill: the plan sent as a dry run, then its checks and its plan per domain, nothing run", async () => {
+  it("previews a drill: the plan sent as a dry run, then its checks, its plan per domain and its advice, nothing run", async () => {
     const PLAN = {
       source: "a (server_id 1)", candidate: "b (server_id 2)",
       positions: { "a (server_id 1)": { "1": "1-1-40" }, "b (server_id 2)": { "1": "1-1-40" } },
-      lenders: {}, afterwards: { "a (server_id 1)": ["'' from b (server_id 2)"] },
+      lenders: {}, afterwards: { "a (server_id 1)": ["(default connection) from b (server_id 2)"] },
+      moved: [{ server: "a (server_id 1)", connection: "", master: "b (server_id 2)", settings_from: "as on b (server_id 2)'s (default connection) to a (server_id 1), which is removed", carried: ["heartbeat 30 s"], not_carried: ["delay 30 s"] }],
     };
+    const ADVICE = ["b (server_id 2) replicates 30 s behind on purpose (MASTER_DELAY 30): once a (server_id 1) is read-only, …"];
     const CHECKS = [{ name: "candidate_eligible", passed: true, detail: "b (server_id 2) may be promoted" }];
     const { requests } = mockApi({
       "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
@@ -102,7 +104,7 @@ describe("DrillsView", () => {
       "GET /api/v1/clusters/1/drills/runs": () => ({ body: [] }),
       "POST /api/v1/clusters/1/drills/dry-run": () => ({ status: 202, body: operation({ id: 12 }) }),
       "GET /api/v1/clusters/1/operations/12": () => ({
-        body: operation({ id: 12, state: "succeeded", result: { checks: CHECKS, old_master_server_id: 1, new_master_server_id: 2, plan: PLAN } }),
+        body: operation({ id: 12, state: "succeeded", result: { checks: CHECKS, old_master_server_id: 1, new_master_server_id: 2, plan: PLAN, advice: ADVICE } }),
       }),
     });
     const user = userEvent.setup();
@@ -113,6 +115,10 @@ describe("DrillsView", () => {
     expect(within(preview).getByText("Plan: b (server_id 2) replaces a (server_id 1)")).toBeTruthy();
     expect(within(preview).getByText("Candidate eligible")).toBeTruthy();
     expect(within(preview).getByRole("table", { name: "Positions per domain before the switchover" })).toBeTruthy();
+    const carried = within(preview).getByRole("region", { name: "Settings carried over" });
+    expect(carried.textContent).toContain("a (server_id 1) replicates over (default connection) from b (server_id 2) with heartbeat 30 s");
+    expect(carried.textContent).toContain("; not carried: delay 30 s");
+    expect(within(within(preview).getByRole("region", { name: "Advice" })).getByText(ADVICE[0]!)).toBeTruthy();
     const writes = requests.filter((r) => r.method !== "GET").map((r) => [r.path, r.body]);
     expect(writes).toEqual([
       ["/api/v1/clusters/1/drills/dry-run", { candidate_strategy: "rotation", candidate_server_id: null, switch_back: true, webhook_url: null }],

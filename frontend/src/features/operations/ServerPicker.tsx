@@ -35,17 +35,20 @@ export function ServerPicker({
   );
 }
 
-/** "New master": `best` (the orchestrator chooses; `bestLabel` says how) or a candidate's id as a string. */
+/** "New master": `best` (the orchestrator chooses; `bestLabel` says how) or a candidate's id as a string; `note`
+ * adds what an operator should know of a candidate before choosing it (a configured delay). */
 export function CandidatePicker({
   bestLabel,
   candidates,
   value,
   onChange,
+  note,
 }: {
   bestLabel: string;
   candidates: Schemas["TopologyNode"][];
   value: string;
   onChange: (value: string) => void;
+  note?: (node: Schemas["TopologyNode"]) => string | null;
 }) {
   return (
     <label>
@@ -55,6 +58,7 @@ export function CandidatePicker({
         {candidates.map((node) => (
           <option key={node.server_id} value={String(node.server_id)}>
             {node.label} — {node.health}
+            {note?.(node) ? `, ${note(node)}` : ""}
           </option>
         ))}
       </select>

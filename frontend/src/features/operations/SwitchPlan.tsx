@@ -1,10 +1,21 @@
-// The plan of a switchover of an intermediate master, per domain, as its dry run reports it: which source is
-// replaced and by which candidate, every involved server's position in each domain now, who lends each domain up to
-// which GTID, and what each server replicates from afterwards — the two-master shape's figure, live.
+// The plan of a switchover per domain, as its dry run reports it: which source is replaced and by which candidate,
+// every involved server's position in each domain now, who lends each domain up to which GTID and who sends the rest
+// (an intermediate master's: the master over which connection), what each server replicates from afterwards — the
+// two-master shape's figure, live — and the settings each connection the move makes or repoints carries over.
 import type { Schemas } from "../../api/client";
+import { connectionName } from "../../lib/format";
 import type { Operation } from "./operationFacts";
 
 type Plan = Schemas["SwitchPlanView"];
+type Moved = Schemas["MovedConnection"];
+
+/** One moved connection in a sentence: where it replicates from, with which settings, from where, and what is not
+ * carried over. */
+export function movedWords(moved: Moved): string {
+  const carried = moved.carried?.length ? moved.carried.join(", ") : "the server's defaults";
+  const dropped = moved.not_carried?.length ? `; not carried: ${moved.not_carried.join(", ")}` : "";
+  return `${moved.server} replicates over ${connectionName(moved.connection)} from ${moved.master} with ${carried} (${moved.settings_from})${dropped}`;
+}
 
 /** The plan in an operation's result, when it has one (a switchover's). */
 export function switchPlan(operation: Operation): Plan | null {
@@ -57,6 +68,16 @@ export function SwitchPlan({ operation }: { operation: Operation }) {
           </li>
         ))}
       </ul>
+      {plan.moved && plan.moved.length > 0 ? (
+        <section aria-label="Settings carried over">
+          <h5>Settings carried over</h5>
+          <ul className="small">
+            {plan.moved.map((moved) => (
+              <li key={`${moved.server}/${moved.connection}`}>{movedWords(moved)}</li>
+            ))}
+          </ul>
+        </section>
+      ) : null}
     </div>
   );
 }

@@ -137,20 +137,27 @@ describe("switchover of an intermediate master (the two-master shape)", () => {
   const node = (id: number, role: "master" | "intermediate" | "replica") => ({
     ...TOPOLOGY.nodes[0]!, server_id: id, name: `s${id}`, label: `s${id} (server_id ${id})`, role, read_only: role !== "master",
   });
-  const edge = (linkId: number, replica: number, master: number, connection: string) => ({
+  const edge = (linkId: number, replica: number, master: number, connection: string, delay_s = 0) => ({
     ...TOPOLOGY.edges[0]!, link_id: linkId, replica_server_id: replica, master_server_id: master, connection,
+    settings: { delay_s, filters: {} },
   });
   const SEED000 = {
     cluster_id: 1,
     nodes: [node(1, "master"), node(2, "master"), node(3, "intermediate"), node(4, "replica"), node(5, "replica")],
-    edges: [edge(10, 3, 1, "m1"), edge(11, 3, 2, "m2"), edge(12, 4, 3, ""), edge(13, 5, 3, "")],
+    edges: [edge(10, 3, 1, "m1"), edge(11, 3, 2, "m2"), edge(12, 4, 3, "", 30), edge(13, 5, 3, "")],
   };
   const PLAN = {
     source: "server 3 (s3)",
     candidate: "server 5 (s5)",
     positions: { "server 3 (s3)": { "1": "1-1-40", "2": "2-2-17" }, "server 5 (s5)": { "1": "1-1-38", "2": "2-2-17" } },
-    lenders: { "domain 1": "server 3 (s3) up to 1-1-40, then its master" },
-    afterwards: { "server 5 (s5)": ["'m1' from server 1 (s1)", "'m2' from server 2 (s2)"], "server 3 (s3)": ["'' from server 5 (s5)"] },
+    lenders: { "domain 1": "server 3 (s3) up to 1-1-40, then server 1 (s1) over 'm1'" },
+    afterwards: { "server 5 (s5)": ["'m1' from server 1 (s1)", "'m2' from server 2 (s2)"], "server 3 (s3)": ["(default connection) from server 5 (s5)"] },
+    moved: [
+      { server: "server 5 (s5)", connection: "m1", master: "server 1 (s1)", settings_from: "as on server 3 (s3)'s 'm1' to server 1 (s1)",
+        carried: ["parallel mode conservative", "heartbeat 30 s"], not_carried: ["replicate_ignore_table = app.ignored"] },
+      { server: "server 3 (s3)", connection: "", master: "server 5 (s5)", settings_from: "server 5 (s5) reports none for its (default connection) to server 3 (s3), which is removed",
+        carried: [], not_carried: [] },
+    ],
   };
 
   it("asks for the source, offers that source's replicas, and shows the plan per domain", async () => {
@@ -170,7 +177,9 @@ describe("switchover of an intermediate master (the two-master shape)", () => {
     await user.selectOptions(within(form).getByLabelText("Source"), "3");
     const newMaster = within(form).getByLabelText(/New master/) as HTMLSelectElement;
     expect([...newMaster.options].map((o) => o.textContent)).toEqual([
-      "Best replica (chosen by the orchestrator)", "s4 (server_id 4) — healthy", "s5 (server_id 5) — healthy",
+      "Best replica (chosen by the orchestrator)",
+      "s4 (server_id 4) — healthy, replicates 30 s behind on purpose (never chosen as best)",
+      "s5 (server_id 5) — healthy",
     ]);
     await user.selectOptions(newMaster, "5");
     await user.click(preview);
@@ -180,6 +189,15 @@ describe("switchover of an intermediate master (the two-master shape)", () => {
     const table = within(form).getByRole("table", { name: "Positions per domain before the switchover" });
     expect(within(table).getByText("1-1-38")).toBeTruthy();
     expect(within(table).getByText("'m1' from server 1 (s1), 'm2' from server 2 (s2)")).toBeTruthy();
+    expect(within(table).getByText("(default connection) from server 5 (s5)")).toBeTruthy();
+    expect(within(form).getByText("domain 1: server 3 (s3) up to 1-1-40, then server 1 (s1) over 'm1'")).toBeTruthy();
+    const carried = within(within(form).getByRole("region", { name: "Settings carried over" })).getAllByRole("listitem");
+    expect(carried.map((item) => item.textContent)).toEqual([
+      "server 5 (s5) replicates over 'm1' from server 1 (s1) with parallel mode conservative, heartbeat 30 s (as on server 3 (s3)'s " +
+        "'m1' to server 1 (s1)); not carried: replicate_ignore_table = app.ignored",
+      "server 3 (s3) replicates over (default connection) from server 5 (s5) with the server's defaults (server 5 (s5) reports none " +
+        "for its (default connection) to server 3 (s3), which is removed)",
+    ]);
   });
 
   it("has the failover form ask which source is lost and offer only that source's replicas", async () => {

@@ -1,6 +1,6 @@
 // Planned switchover: choose the source whose role moves (on a cluster of several masters or with an intermediate
 // master; a single master is the source by itself), a candidate among its replicas (or let the orchestrator pick the
-// best), optionally the window's budget (max window: how long writes may be held; unset, the cluster's or the control
+// best; a replica delayed on purpose says so, as it is never the best), optionally the window's budget (max window: how long writes may be held; unset, the cluster's or the control
 // plane's), preview — an intermediate master's preview shows the plan per domain, a master's the forecast (rates,
 // predicted window) and advice — type the cluster's name, run; its catch-up before the window is shown as it waits,
 // then the catch-up phase and the window's steps. The run names the candidate, source and budget the preview used, so
@@ -8,6 +8,7 @@
 import { useState } from "react";
 import type { Schemas } from "../../api/client";
 import { useSwitchover, type SwitchoverBody } from "../../api/mutations";
+import { formatLagSeconds } from "../../lib/format";
 import { MoveReport } from "./CatchUp";
 import { GuardedAction } from "./GuardedAction";
 import { masters as mastersOf } from "./operationFacts";
@@ -39,6 +40,18 @@ export function SwitchoverForm({ clusterId, clusterName, nodes, edges = [], serv
     ? nodes.filter((n) => below.has(n.server_id))
     : nodes.filter((n) => n.role === "replica" || n.role === "intermediate");
   const candidateId = candidate === "best" ? null : Number(candidate);
+  // A replica's configured delay from the source (any source while none is chosen): never the orchestrator's choice.
+  const delays = new Map<number, number>();
+  for (const e of edges) {
+    const delay = e.settings?.delay_s ?? 0;
+    if (delay > 0 && (source === null || e.master_server_id === source.server_id)) {
+      delays.set(e.replica_server_id, Math.max(delay, delays.get(e.replica_server_id) ?? 0));
+    }
+  }
+  const delayNote = (node: Node) => {
+    const delay = delays.get(node.server_id);
+    return delay ? `replicates ${formatLagSeconds(delay)} behind on purpose (never chosen as best)` : null;
+  };
   const needsSource = single === null && sources.length > 1;
   // Named only where there is a choice: a single master's switchover sends what it always did.
   const sourceField = needsSource && source ? { source_server_id: source.server_id } : {};
@@ -106,7 +119,8 @@ export function SwitchoverForm({ clusterId, clusterName, nodes, edges = [], serv
           setCandidate("best");
         }}
       />
-      <CandidatePicker bestLabel="Best replica (chosen by the orchestrator)" candidates={replicas} value={candidate} onChange={setCandidate} />
+      <CandidatePicker bestLabel="Best replica (chosen by the orchestrator)" candidates={replicas} value={candidate} onChange={setCandidate}
+        note={delayNote} />
       <label title="Before the master goes read-only the candidate catches up while the master takes writes, until the predicted window fits this">
         Max window (s){" "}
         <input type="number" min={0} max={3600} step="any" inputMode="decimal" placeholder={`cluster's default`}
