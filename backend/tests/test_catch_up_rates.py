@@ -130,3 +130,14 @@ def test_the_dry_runs_advice_flags_a_stalled_candidate_and_one_that_falls_behind
     words = advice("s2", "s1", slow.predict(), 10.0)
     assert any("falls behind while this load lasts" in w and "parallel" in w for w in words), words
     assert advice("s2", "s1", RateTracker().add(Sample(0.0, {1: 5}, {1: 5})), 10.0) == []
+
+
+def test_a_delayed_candidate_is_neither_stalled_nor_slow_in_the_advice_and_its_window_says_why() -> None:
+    waiting = RateTracker()
+    waiting.add(Sample(0.0, {1: 100}, {1: 40}))
+    waiting.add(Sample(0.5, {1: 150}, {1: 40}))  # applies nothing for now: what it applies was written 30 s ago
+    words = advice("s2", "s1", waiting.predict(), 10.0, delay_s=30)
+    assert not any("stalled" in w or "parallel apply" in w for w in words), words
+    (window,) = words
+    assert "a switchover now would first wait" in window and "it is a delayed replica" in window, words
+    assert "remove its delay first, or choose another candidate" in window, words
