@@ -44,11 +44,14 @@ BACKEND = Path(__file__).resolve().parents[1]
 #: The switchover's steps once its preflight passed, each a point the API is killed after.
 STEPS = [
     "catch_up_before_window", "pre_hooks", "old_master_read_only", "wait_in_flight_commits", "candidate_catch_up",
-    "promote_candidate", "repoint_replicas", "old_master_replicates", "verify",
+    "promote_candidate", "candidate_leaves_old_master", "repoint_replicas", "old_master_replicates", "verify",
 ]  # fmt: skip
 #: Killed after these, the switchover is undone (the candidate was not promoted); after the others, completed.
+#: After `promote_candidate` the candidate is writable but still replicates from the old master, and the load writer
+#: writes only to a writable node that replicates from nobody: it took no write, so it is undone too
+#: (`test_a_switchover_left_with_its_candidate_writable_is_settled_by_what_the_candidate_took` has both cases).
 UNDONE_AFTER = {"catch_up_before_window", "pre_hooks", "old_master_read_only", "wait_in_flight_commits",
-                "candidate_catch_up"}  # fmt: skip
+                "candidate_catch_up", "promote_candidate"}  # fmt: skip
 #: A short lease: a dead instance's operation is reconciled about this long after its last renewal.
 LEASE_S = 2.0
 
@@ -344,6 +347,52 @@ async def test_a_drill_left_running_with_its_master_read_only_is_undone_and_its_
         overview = (await live.client.get("/api/v1/clusters/overview")).json()
         [mine] = [c for c in overview if c["id"] == cluster_id]
         assert [a["kind"] for a in mine["alerts"]] == ["operation_interrupted"] and mine["health"] == "degraded"
+
+
+@pytest.mark.parametrize("took_writes", [False, True], ids=["took-no-write", "took-writes"])
+async def test_a_switchover_left_with_its_candidate_writable_is_settled_by_what_the_candidate_took(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], took_writes: bool
+) -> None:
+    """The dead instance had made the candidate writable and not yet cut its connection to the read-only old master
+    (the window's end): the reconcile fences the candidate and judges it as a live stop does — it took no write:
+    undone (the old master writable again, the candidate its read-only replica); it took a client's write: completed
+    (the write is kept on the new master, which no longer replicates from the old one)."""
+    ferryd = ferryd_factory(read_only_replicas=True)
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        ferryd.master.post("/v1/read-only", {"read_only": True})
+        ferryd.replica1.post("/v1/read-only", {"read_only": False})
+        if took_writes:
+            ferryd.replica1.increment("d1", "taken", domain=1)
+        switch = {
+            "old_master_server_id": ids["master"], "new_master_server_id": ids["replica1"], "connection": "main",
+            "old_master_was_read_only": False, "candidate_was_read_only": True,
+            "others": [[ids["replica2"], "main"]],
+        }  # fmt: skip
+        step = {"name": "promote_candidate", "state": "passed", "started_at": "2026-11-25T03:00:00Z",
+                "finished_at": "2026-11-25T03:00:01Z", "duration_s": 1.0, "detail": None}  # fmt: skip
+        operation_id = await left_running(live, cluster_id, "switchover", {}, {"switch": switch}, [step])
+        assert await live.app.state.reconciler.run_once() == [operation_id]
+        operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
+    assert operation["state"] == "interrupted", operation
+    report = operation["result"]["reconciled"]
+    assert report["problems"] == [], report
+    replica1 = "replica1 (server_id 2)"
+    if not took_writes:
+        assert report["done"][0].startswith(f"{replica1} took no write"), report
+        assert report["done"][1].startswith("undone: master (server_id 1) writable again"), report
+        expected, follower_of = ferryd.master, {ferryd.replica1, ferryd.replica2}
+    else:
+        assert report["done"][0].startswith(f"{replica1} took writes as the master (1-2-"), report
+        assert report["done"][1].startswith("completed:"), report
+        expected, follower_of = ferryd.replica1, {ferryd.master, ferryd.replica2}
+    new_master = await eventually("one master followed", lambda: one_master_followed(ferryd.nodes), WAIT_S)
+    assert new_master is expected and {n for n in ferryd.nodes if n is not new_master} == follower_of
+    if took_writes:  # the write it took is on every server
+        for node in ferryd.nodes:
+            node.wait_for(ferryd.replica1.status()["gtid_binlog_pos"])
 
 
 async def test_a_master_left_read_only_with_no_operation_running_is_an_alert(

@@ -29,7 +29,8 @@ from tests.helpers import (
 
 SWITCHOVER_STEPS = [
     "preflight", "catch_up_before_window", "pre_hooks", "old_master_read_only", "wait_in_flight_commits",
-    "candidate_catch_up", "promote_candidate", "repoint_replicas", "old_master_replicates", "verify",
+    "candidate_catch_up", "promote_candidate", "candidate_leaves_old_master", "repoint_replicas",
+    "old_master_replicates", "verify",
 ]  # fmt: skip
 
 

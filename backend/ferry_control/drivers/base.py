@@ -441,9 +441,10 @@ class ServerDriver(abc.ABC):
         """This server's master-side settings (see `MasterRole`); the default is for kinds that have none."""
         return MasterRole()
 
-    async def take_master_role(self, role: MasterRole) -> MasterRole:
-        """Sets what `role` sets (its None fields are left alone); returns the role this server had before. The
-        default is for kinds that have no such setting: nothing to set."""
+    async def take_master_role(self, role: MasterRole, *, before: MasterRole | None = None) -> MasterRole:
+        """Sets what `role` sets (its None fields are left alone); returns the role this server had before —
+        `before` when the caller read it already (a move reads it ahead of its window, so inside it only what differs
+        is set). The default is for kinds that have no such setting: nothing to set."""
         return MasterRole()
 
     async def prepare_read_only(self) -> None:

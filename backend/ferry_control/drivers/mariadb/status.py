@@ -175,10 +175,12 @@ class MariadbStatus(MariadbRelayLog):
             semi_sync_wait_point=state.master_wait_point,
         )
 
-    async def take_master_role(self, role: MasterRole) -> MasterRole:
+    async def take_master_role(self, role: MasterRole, *, before: MasterRole | None = None) -> MasterRole:
         """SET GLOBAL rpl_semi_sync_master_* (REPLICATION MASTER ADMIN): the timeout and wait point first, so
-        commits never wait with the old ones once semi-sync is on."""
-        before = await self.master_role()
+        commits never wait with the old ones once semi-sync is on. Only what differs from `before` (read here when
+        not given) is set: nothing at all when the roles match."""
+        if before is None:
+            before = await self.master_role()
         if role.semi_sync_timeout_ms is not None and role.semi_sync_timeout_ms != before.semi_sync_timeout_ms:
             await self.sql.query("SET GLOBAL rpl_semi_sync_master_timeout = %s", (role.semi_sync_timeout_ms,))
         if role.semi_sync_wait_point is not None and role.semi_sync_wait_point != before.semi_sync_wait_point:

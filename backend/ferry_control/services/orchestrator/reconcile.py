@@ -7,9 +7,10 @@ it (a new fencing token, so the dead instance could not act even if it came back
 writable, who replicates from whom — against what the operation had recorded, and finishes or undoes what it had
 begun:
 
-- switchover or drill, before the candidate was promoted (it still has its connection to the old master): undone —
-  the candidate's connection running again, the old master's read-only flag as it was (writable again);
-- after the promotion began (the candidate's connection is gone): completed — the candidate writable, every other
+- switchover or drill whose candidate still replicates from the old master: the candidate fenced and judged as a
+  live stop is (no_return.py) — it took no write: undone (its connection running again, the old master's read-only
+  flag as it was, back in service on every proxy when it is the writer again); it took writes: completed;
+- once the candidate's connection to the old master is gone: completed — the candidate writable, every other
   replica and the old master replicating from it (as a switchover's roll forward does);
 - failover after the promotion: completed (the other replicas follow the new master, the old master stays fenced);
   before it: the temporary leveling connections removed, nothing else changed;
@@ -56,6 +57,7 @@ from ferry_control.schemas.operation_results import (
     SwitchesMaster,
 )
 from ferry_control.services.event_bus import ClusterEvent, EventBus
+from ferry_control.services.orchestrator import no_return, routing
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.catch_up_parallel import restore_unrestored
 from ferry_control.services.orchestrator.hooks import call_webhooks
@@ -63,7 +65,7 @@ from ferry_control.services.orchestrator.hub_failover import complete_hub_failov
 from ferry_control.services.orchestrator.hub_switchover import complete_hub_move, undo_hub_move
 from ferry_control.services.orchestrator.runner import OperationFailed, OperationRunner
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
-from ferry_control.services.orchestrator.switchover import complete_move
+from ferry_control.services.orchestrator.switchover import complete_move, put_back_servers
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,17 @@ INTERVAL_S_MAX = 30.0
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class _Routing:
+    """What `routing` needs of an operation, for a reconcile that puts a writer back in service on the proxies."""
+
+    sessionmaker: async_sessionmaker[AsyncSession]
+    cluster_id: int
+    settings: Settings
+    result: SwitchesMaster
+    runner: OperationRunner
 
 
 class Reconciler:
@@ -283,29 +296,34 @@ class Reconciler:
             return
         assert new.status is not None
         connection = next((c for c in new.status.connections if c.name == name), None)
-        pointed_at_old = connection is not None and connection.master_address == old.info.protocol_address
-        if pointed_at_old:
-            # Not promoted: undo. The candidate replicates from the old master again, which is as it was.
-            assert connection is not None
+        if connection is not None and connection.master_address == old.info.protocol_address:
+            # Not cut from the old master: the same verdict as a live stop (no_return.py) — undone when the candidate
+            # took no write, completed when it did.
             try:
-                driver = new.require_driver()
-                if not connection.running:
-                    await driver.start_replication(name)
-                    done.append(f"{new.info.label}'s connection {name!r} started again")
-                await driver.set_read_only(switch.candidate_was_read_only)
-            except DriverError as e:
-                problems.append(f"{new.info.label}: {e}")
-            was_read_only = switch.old_master_was_read_only
-            try:
-                await old.require_driver().set_read_only(was_read_only)
-                done.append(
-                    f"undone: {old.info.label} " + ("read-only as before" if was_read_only else "writable again")
-                    + f", {new.info.label} replicates from it as before"
+                verdict = await no_return.judge(new, old)
+            except no_return.Undecidable as e:
+                problems.append(f"{e}: whether it took writes as the master is unknown, so the servers are left as "
+                                "they are")  # fmt: skip
+                return
+            if not verdict.took_writes:
+                _, failed = await put_back_servers(
+                    old, new, connection,
+                    master_was_read_only=switch.old_master_was_read_only,
+                    candidate_was_read_only=switch.candidate_was_read_only,
                 )  # fmt: skip
-            except DriverError as e:
-                problems.append(f"{old.info.label} could not be put back ({e})")
-            return
-        # The promotion had begun (the candidate's connection to the old master is gone): completed.
+                done.append(verdict.detail)
+                if not failed:
+                    was = "read-only as before" if switch.old_master_was_read_only else "writable again"
+                    done.append(f"undone: {old.info.label} {was}, {new.info.label} replicates from it as before")
+                problems.extend(failed)
+                if not switch.old_master_was_read_only and not failed:
+                    await routing.writer_arrived(
+                        _Routing(self._sessionmaker, snapshot.cluster_id, self._settings, result, self._runner),
+                        old.info.id, None,
+                    )  # fmt: skip
+                return
+            done.append(verdict.detail)
+        # The candidate took writes, or the promotion had cut its connection to the old master: completed.
         others: list[tuple[ServerView, str]] = []
         for other in switch.others:
             view = snapshot.by_id.get(other.server_id)

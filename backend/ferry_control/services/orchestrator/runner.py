@@ -14,7 +14,9 @@ critical path), so GET and the SSE stream show steps live.
 An executor fails by raising `OperationFailed` (with `undone=True` when it put back what it had changed).
 
 Operations always end well: the executor runs under one guard (`ctx.guarded()`). As it changes servers it registers
-what puts them back (`ctx.undo_with(...)`: before a switchover's promotion the undo, after it the roll forward), and
+what puts them back (`ctx.undo_with(...)`: before a switchover's promotion the undo; from read-only off on its
+candidate `settle`, which undoes or rolls forward as the candidate's binlog decides, no_return.py; after it the roll
+forward), and
 whatever ends it other than success — `OperationFailed`, a driver error, any other exception, cancellation (the
 API shutting down), the operation's time bound, or the loss of the cluster's lock — runs that compensation once,
 shielded from further cancellation, and records it as a step; it moves servers only while the lock is this
@@ -34,7 +36,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Literal, TypeVar
 
@@ -344,6 +346,9 @@ class OperationContext(Generic[P, R]):
         refused = await self._claim()
         if refused is None:
             outcome = await self._compensate_holding(name, compensation, reason, kind)
+            if any(step.name == "roll_forward" for step in self.steps[first:]):
+                # A compensation that decides (a switchover's `settle`) rolled forward.
+                outcome = replace(outcome, kind="rolled forward")
         else:
             outcome = UndoOutcome(reason, f"{name} not done by this instance: {refused}", False, kind)
             log.warning("operation %s: %s", self.operation_id, outcome.summary)

@@ -1,8 +1,10 @@
 """Planned switchover: named preflight checks, then old master read-only → in-flight commits land (known exactly
 when the driver counts them, else once the position stood still a while) → its position P → the candidate reaches
-P (bounded; else undo: the old master writable again, nothing else touched) → promote the candidate → repoint every
+P (bounded; else undo: the old master writable again, nothing else touched) → promote the candidate (its
+master-side settings, then read-only off: the window ends) → cut its connection to the old master → repoint every
 other replica to it (slave_pos) → the old master replicates from it (current_pos) → verify. Records the
-write-unavailability window (read-only on → new master writable) and each step's timing."""
+write-unavailability window (read-only on → new master writable) and each step's timing. From read-only off on the
+candidate, a stop undoes or completes as the candidate's binlog says (no_return.py), live or after a crash."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 
 from ferry_control.core.config import Settings
 from ferry_control.core.naming import connection_label
-from ferry_control.drivers.base import Check, ConnectionSettings, MasterRole, ServerDriver
+from ferry_control.drivers.base import Check, ConnectionSettings, MasterRole, ReplicaConnection, ServerDriver
 from ferry_control.drivers.errors import DriverError, ServerConflict
 from ferry_control.models import PromotionRule
 from ferry_control.schemas.operation import OperationStep, SwitchoverParams
@@ -27,7 +29,7 @@ from ferry_control.schemas.operation_results import (
     ServerConnection,
     SwitchoverResult,
 )
-from ferry_control.services.orchestrator import actions, catch_up_parallel, prepare, routing
+from ferry_control.services.orchestrator import actions, catch_up_parallel, no_return, prepare, routing
 from ferry_control.services.orchestrator.candidates import delay_of, filtered_domains, label_mismatch
 from ferry_control.services.orchestrator.catch_up_rates import Prediction
 from ferry_control.services.orchestrator.delayed_candidate import chosen_words, delay_note, dry_run_advice, left_out
@@ -407,15 +409,36 @@ async def _switch_master(
         others=[ServerConnection(server_id=o.replica.info.id, connection=o.connection.name) for o in others],
     )  # fmt: skip
     await ctx.save()
-    removed = False
-    candidate_role: MasterRole | None = None  # the candidate's own, once it took the old master's
+    # The candidate's own master-side settings, read ahead of the window: inside it only what differs is set, and an
+    # undo puts them back even when taking the old master's stopped part-way.
+    candidate_role = await candidate_driver.master_role()
+    promoting = False  # the candidate's part began: an undo puts back its settings and its connection
 
     async def put_back() -> str:
-        await undo(ctx, master, link, removed, master_was_read_only, candidate_role)
+        await undo(ctx, master, link, master_was_read_only, candidate_role if promoting else None)
         return (
             f"{master.info.label} is "
             + ("read-only as before" if master_was_read_only else "writable again")
             + f" and {candidate.info.label} replicates from it as before"
+        )
+
+    async def settle() -> str:
+        """Read-only off was sent to the candidate: undone when it took no write, else completed (no_return)."""
+        async with ctx.step("settle", fenced=False) as step:
+            try:
+                verdict = await no_return.judge(candidate, master)
+            except no_return.Undecidable as e:
+                step.detail = str(e)
+                raise OperationFailed(
+                    f"{e}: whether it took writes as the master is unknown, so the servers are left as they are "
+                    f"({master.info.label} read-only, {candidate.info.label} not yet cut from it): a reconcile or an "
+                    "operator must decide"
+                ) from e
+            step.detail = verdict.detail
+        if not verdict.took_writes:
+            return await put_back()
+        return await roll_forward(
+            ctx, candidate, [(o.replica, o.connection.name) for o in others], master, old_master_settings, connection
         )
 
     ctx.undo_with("undo", put_back)
@@ -443,12 +466,13 @@ async def _switch_master(
             ctx, candidate, target, connection, timeout_s=max(settings.switchover_catch_up_timeout_s, accepted_s or 0.0)
         )
         async with ctx.step("promote_candidate") as step:
-            await candidate_driver.stop_replication(connection)
-            removed = True  # from here the undo re-creates the connection (a remove cut short may have removed it)
-            await candidate_driver.remove_replication(connection)
-            candidate_role = await candidate_driver.take_master_role(role)
-            if await candidate_driver.set_read_only(False):
-                raise OperationFailed(f"{candidate.info.label} still reports read_only after read-only off")
+            # Writable first: the candidate holds every transaction up to P and the old master refuses writes, so
+            # nothing more arrives over its connection; cutting that connection (STOP SLAVE waits for its threads)
+            # follows outside the window.
+            promoting = True
+            await candidate_driver.take_master_role(role, before=candidate_role)
+            ctx.undo_with("settle", settle)  # from here the candidate may take writes
+            await candidate_driver.set_read_only(False, confirm=False)
             unavailable = time.perf_counter() - window_started
             result.window_steps = window_shares(ctx.steps, unavailable, read_only_s)
             ctx.release_records()
@@ -456,6 +480,15 @@ async def _switch_master(
             step.detail = f"{candidate.info.label} is the master and writable" + role_taken(role, master.info.label)
     finally:
         ctx.release_records()
+    async with ctx.step("candidate_leaves_old_master") as step:
+        await candidate_driver.stop_replication(connection)
+        await candidate_driver.remove_replication(connection)
+        if await candidate_driver.set_read_only(False):  # read back, now that the window is over
+            raise OperationFailed(f"{candidate.info.label} still reports read_only after read-only off")
+        step.detail = (
+            f"{candidate.info.label} no longer replicates from {master.info.label} (connection {connection!r} "
+            "removed); read_only off confirmed"
+        )
     kept = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.name != connection
             and c.running]  # fmt: skip
     if kept:  # a multi-source candidate (one master of several replaced): it keeps the other masters' domains
@@ -552,43 +585,65 @@ async def undo(
     ctx: OperationContext[Any, Any],
     master: ServerView,
     link: Link,
-    removed: bool,
     master_was_read_only: bool,
     candidate_role: MasterRole | None = None,
 ) -> None:
-    """Puts back what a switchover changed before the new master took writes: the candidate replicates from the old
-    master again (its connection re-created with the settings it had, when the promotion had begun; its own
-    master-side settings back, when it had taken the old master's) and the old master's read-only flag is as it
-    was. Raises OperationFailed when a part could not be done."""
-    candidate, connection = link.replica, link.connection
+    """Puts back what a switchover changed before the new master took writes (`put_back_servers`; the candidate's
+    part when it had begun, `candidate_role` being its own master-side settings read before), recorded as the `undo`
+    step, and the old master back in service on every proxy when it is the writer again. Raises OperationFailed
+    when a part could not be done."""
+    candidate = link.replica
     async with ctx.step("undo", fenced=False) as step:
-        done: list[str] = []
-        problems: list[str] = []
-        if removed:  # the promotion had begun: the candidate goes back to being a replica as it was
-            try:
-                driver = candidate.require_driver()
-                await driver.set_read_only(bool(candidate.status and candidate.status.read_only))
-                exists = connection.name in await actions.connection_names(driver)
-                await actions.repoint(
-                    driver, connection.name, master.info.protocol_address or "", stop_first=exists,
-                    settings=connection.settings,
-                )  # fmt: skip
-                done.append(f"{candidate.info.label} replicates from {master.info.label} again")
-                if candidate_role is not None:
-                    await driver.take_master_role(candidate_role)
-                    done.append(f"{candidate.info.label}'s master-side settings as they were")
-            except DriverError as e:
-                problems.append(f"{candidate.info.label}: {e}")
-        try:
-            await master.require_driver().set_read_only(master_was_read_only)
-            done.append(f"{master.info.label} read_only={master_was_read_only}")
-            if not master_was_read_only:  # the writer again: back in service on every proxy
-                await routing.writer_arrived(ctx, master.info.id, candidate.info.id if removed else None)
-        except DriverError as e:
-            problems.append(f"{master.info.label}: {e}")
+        done, problems = await put_back_servers(
+            master, candidate, link.connection,
+            master_was_read_only=master_was_read_only,
+            candidate_was_read_only=(
+                None if candidate_role is None else bool(candidate.status and candidate.status.read_only)
+            ),
+            candidate_role=candidate_role,
+        )  # fmt: skip
+        if not master_was_read_only and not any(p.startswith(f"{master.info.label}:") for p in problems):
+            await routing.writer_arrived(ctx, master.info.id, candidate.info.id if candidate_role else None)
         step.detail = {"done": done, "problems": problems}
         if problems:
             raise OperationFailed("; ".join(problems))
+
+
+async def put_back_servers(
+    master: ServerView,
+    candidate: ServerView,
+    connection: ReplicaConnection,
+    *,
+    master_was_read_only: bool,
+    candidate_was_read_only: bool | None,
+    candidate_role: MasterRole | None = None,
+) -> tuple[list[str], list[str]]:
+    """The servers' part of undoing a switchover, live or after a crash (reconcile.py): when the candidate's part
+    had begun (`candidate_was_read_only` given), the candidate is read-only as it was, replicates from the old master
+    again (its connection started, or re-created with `connection`'s settings when it was cut) and, with
+    `candidate_role`, has its own master-side settings back; then the old master's read-only flag is as it was.
+    Returns what was done and what could not be (each problem starts with the server's label)."""
+    done: list[str] = []
+    problems: list[str] = []
+    if candidate_was_read_only is not None:
+        try:
+            driver = candidate.require_driver()
+            await driver.set_read_only(candidate_was_read_only)
+            await actions.ensure_connection(
+                driver, connection.name, master.info.protocol_address or "", connection.settings
+            )
+            done.append(f"{candidate.info.label} replicates from {master.info.label} again")
+            if candidate_role is not None:
+                await driver.take_master_role(candidate_role)
+                done.append(f"{candidate.info.label}'s master-side settings as they were")
+        except DriverError as e:
+            problems.append(f"{candidate.info.label}: {e}")
+    try:
+        await master.require_driver().set_read_only(master_was_read_only)
+        done.append(f"{master.info.label} " + ("read-only as before" if master_was_read_only else "writable again"))
+    except DriverError as e:
+        problems.append(f"{master.info.label}: {e}")
+    return done, problems
 
 
 async def follow_new_master(
@@ -701,7 +756,8 @@ async def complete_move(
     old_master_settings: ConnectionSettings | None = None,
     old_master_connection: str | None = None,
 ) -> tuple[list[str], list[str]]:
-    """Completes a master move past its point of no return (the new master took writes): the new master writable,
+    """Completes a master move past its point of no return (the new master took writes): the new master's
+    connections to the old master, when any is left, removed; the new master writable,
     each given replica (and connection name) not yet replicating from it repointed (slave_pos, keeping its
     connection's settings — current_pos for a replica that was a master before, see `logged_own_transactions`),
     and the old master, when given, read-only and replicating from it (current_pos, with `old_master_settings` when
@@ -711,7 +767,15 @@ async def complete_move(
     done: list[str] = []
     problems: list[str] = []
     try:
-        if await new_master.require_driver().set_read_only(False):
+        driver = new_master.require_driver()
+        if old_master is not None:  # a switchover cuts it after making the new master writable: it may be left
+            for c in await driver.replica_connections():
+                if c.master_address == old_master.info.protocol_address:
+                    if c.running:
+                        await driver.stop_replication(c.name)
+                    await driver.remove_replication(c.name)
+                    done.append(f"{new_master.info.label}'s connection {c.name!r} to {old_master.info.label} removed")
+        if await driver.set_read_only(False):
             problems.append(f"{new_master.info.label} still reports read_only")
         else:
             done.append(f"{new_master.info.label} writable")
