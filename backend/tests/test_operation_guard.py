@@ -22,6 +22,7 @@ from ferry_control.drivers.ferry import FerryDriver
 from ferry_control.models import OperationLock
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.services.orchestrator import actions, switchover
+from ferry_control.services.orchestrator.gtid import position
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster, FerrydNode
 from tests.helpers import WAIT_S, register, run_operation, step, topology, writable_master
@@ -307,37 +308,64 @@ async def test_repointing_keeps_each_replicas_connection_settings(
         assert (moved["delay_s"], moved["parallel"]) == (2, PARALLEL), moved
 
 
-async def test_an_undo_after_the_promotion_began_recreates_the_candidates_connection_with_its_settings(
-    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The candidate's connection is removed by the promotion; its read-only off then fails unexpectedly (once):
-    the undo re-creates the connection to the old master with the delay and parallel apply it had."""
+@pytest.mark.parametrize("took_writes", [False, True], ids=["took-no-write", "took-a-write"])
+async def test_a_stop_once_the_candidate_is_writable_is_settled_by_what_it_took(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch,
+    took_writes: bool,
+) -> None:  # fmt: skip
+    """The candidate is writable and its connection to the old master is cut; then something fails unexpectedly
+    (once, after the connection was really removed). The guard fences the candidate and asks what it took: nothing
+    — undone, the connection re-created with the delay and parallel apply it had, the old master writable again;
+    a client's write — rolled forward, the write kept on the new master every server then follows."""
     ferryd = ferryd_factory()
     configure(ferryd.replica1, ferryd.master, delay_s=1, parallel=PARALLEL)
     ferryd.write(2, domains=(1,))
     ferryd.converge()
-    real = FerryDriver.set_read_only
-    injected = []
+    real = FerryDriver.remove_replication
+    injected: list[str] = []
 
-    async def failing(self: FerryDriver, read_only: bool, *, confirm: bool = True) -> bool:
-        if self.address == ferryd.replica1.admin and not read_only and not injected:
-            injected.append(read_only)  # once: the undo's own call goes through
-            raise RuntimeError("injected in the promotion")
-        return await real(self, read_only, confirm=confirm)
+    async def failing(self: FerryDriver, connection_name: str) -> None:
+        await real(self, connection_name)
+        if self.address == ferryd.replica1.admin and not injected:
+            injected.append(connection_name)
+            if took_writes:  # an application found the new master meanwhile
+                injected.append(await asyncio.to_thread(ferryd.replica1.increment, "d1", "taken", domain=1))
+            raise RuntimeError("injected after the promotion")
 
-    monkeypatch.setattr(FerryDriver, "set_read_only", failing)
+    monkeypatch.setattr(FerryDriver, "remove_replication", failing)
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
         before = topology(ferryd.nodes)
         operation_id = await start_switchover(live, cluster_id, ids["replica1"])
         operation = await ended(live, cluster_id, operation_id)
+    assert step(operation, "promote_candidate")["state"] == "passed"
+    assert step(operation, "candidate_leaves_old_master")["state"] == "failed"
+    settled = step(operation, "settle")["detail"]
+    if not took_writes:
         assert operation["state"] == "undone", (operation["error"], operation["steps"])
-        assert operation["error"].startswith("internal error: RuntimeError: injected in the promotion; undone:")
-        assert step(operation, "promote_candidate")["state"] == "failed"
+        assert operation["error"].startswith("internal error: RuntimeError: injected after the promotion; undone:")
+        assert settled.startswith("replica1 (server_id 2) took no write"), settled
         assert topology(ferryd.nodes) == before
         restored = connection(ferryd.replica1)
         assert (restored["delay_s"], restored["parallel"]) == (1, PARALLEL), restored
         assert writable_master(ferryd.nodes) is ferryd.master
+        return
+    taken = injected[1]
+    assert operation["state"] == "failed", (operation["error"], operation["steps"])
+    assert "; rolled forward: " in operation["error"], operation["error"]
+    assert settled.startswith(f"replica1 (server_id 2) took writes as the master ({taken} "), settled
+    assert writable_master(ferryd.nodes) is ferryd.replica1
+    domain, _, seq = (int(x) for x in taken.split("-"))
+
+    def follows_and_holds(node: FerrydNode) -> bool:
+        status = node.status()
+        moved = [c["master"] for c in status["replication"]] == [ferryd.replica1.listen]
+        held = position(status["gtid_current_pos"]).get(domain)
+        return moved and held is not None and held.seq >= seq
+
+    for node in (ferryd.master, ferryd.replica2):
+        await eventually(f"node {node.server_id} to follow replica1 and hold {taken}",
+                         lambda node=node: follows_and_holds(node))  # fmt: skip
 
 
 async def test_a_switchover_cancelled_after_the_promotion_is_rolled_forward(
