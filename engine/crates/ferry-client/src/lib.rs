@@ -3,6 +3,29 @@
 //! One [`Client`] is one connection; requests on it are answered in order. Server refusals come back as
 //! [`ClientError::Server`] with the stable [`ErrorCode`] and the node's message.
 //!
+//! Change consumers subscribe to committed transactions by GTID position:
+//! - `subscription`: [`Subscription`], one node's stream of [`Change`]s, each with the position to store;
+//! - `follow`: [`MasterSubscription`], which follows the master among a cluster's nodes across switchovers and
+//!   failovers, resuming at its per-domain position.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), ferry_client::ClientError> {
+//! use ferry_client::{FollowOptions, Followed, MasterSubscription, SubscribeOptions};
+//! let mut options = SubscribeOptions::new("cache-invalidator", "the-consumer-token-from-its-file");
+//! options.start = Some("0-1-41,1-2-7".parse().unwrap()); // stored with the cache, or None: from now
+//! let nodes = ["10.0.0.1:7301".to_string(), "10.0.0.2:7301".to_string()];
+//! let mut changes = MasterSubscription::new(&nodes, FollowOptions::new(options))?;
+//! loop {
+//!     if let Followed::Change(change) = changes.next().await? {
+//!         for row in &change.changes {
+//!             println!("invalidate {}[{}]", row.table, row.key);
+//!         }
+//!         println!("store {} with the cache", change.position);
+//!     }
+//! }
+//! # }
+//! ```
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), ferry_client::ClientError> {
 //! let mut client = ferry_client::Client::connect("127.0.0.1:7301").await?;
@@ -11,7 +34,14 @@
 //! # Ok(()) }
 //! ```
 
+mod follow;
+mod subscription;
+
 use std::time::Duration;
+
+pub use ferry_core::binlog::reader::ReadEvent;
+pub use follow::{is_final, FollowOptions, Followed, MasterSubscription};
+pub use subscription::{decode_transaction, Change, SubscribeOptions, Subscription, Update};
 
 use ferry_core::gtid::{DomainId, Gtid, GtidPosition, SeqNo, ServerId};
 pub use ferry_core::protocol::ErrorCode;
@@ -33,6 +63,9 @@ pub enum ClientError {
     /// The node sent something this client does not understand.
     #[error("protocol: {0}")]
     Protocol(String),
+    /// A subscription's stream ended without an error frame (the node closed it, or fell silent).
+    #[error("subscription ended: {0}")]
+    Ended(String),
 }
 
 impl ClientError {

@@ -49,6 +49,9 @@ pub enum ErrorCode {
     /// An event of the transaction would exceed the node's largest-event limit (`--event-bytes-max`): refused
     /// before it reaches the commit queue, nothing written.
     EventTooLarge = 22,
+    /// A change consumer took none of its stream while the master wrote `--consumer-stall-bytes-max` bytes of
+    /// binlog: its subscription is ended (it resubscribes from the position it has).
+    ConsumerCutOff = 23,
 }
 
 impl ErrorCode {
@@ -77,6 +80,7 @@ impl ErrorCode {
             20 => BinlogUnreadable,
             21 => SeqNoExhausted,
             22 => EventTooLarge,
+            23 => ConsumerCutOff,
             _ => return None,
         })
     }
@@ -106,6 +110,7 @@ impl ErrorCode {
             BinlogUnreadable => "BINLOG_UNREADABLE",
             SeqNoExhausted => "SEQ_NO_EXHAUSTED",
             EventTooLarge => "EVENT_TOO_LARGE",
+            ConsumerCutOff => "CONSUMER_CUT_OFF",
         }
     }
 }
@@ -125,7 +130,8 @@ pub enum Request {
     Hello {
         client: String,
     },
-    /// Present the admin token to make the connection privileged (GTID overrides).
+    /// Present a token: the admin token makes the connection privileged (GTID overrides, binlog dumps); the
+    /// consumer token gives it the change consumer's read-only role (subscriptions).
     Auth {
         token: String,
     },
@@ -174,6 +180,17 @@ pub enum Request {
         /// them for topology discovery; empty when unknown.
         listen: String,
         admin: String,
+    },
+    /// Change consumer: stream the committed transactions after `position` (or, when absent, after the node's
+    /// binlog position now), of `domains` only (all when empty). Needs the consumer token (or the admin token).
+    /// Answered by `Subscribed`, then the connection carries only `ReplTxn` and `Heartbeat` responses (request
+    /// id of the subscription). The consumer is never counted for semi-sync and sends nothing more.
+    Subscribe {
+        /// The consumer's name, as the node lists it (1–64 bytes of `[A-Za-z0-9_.-]`).
+        name: String,
+        position: Option<String>,
+        heartbeat_ms: u32,
+        domains: Vec<DomainId>,
     },
 }
 
@@ -227,6 +244,11 @@ pub enum Response {
         file: String,
         offset: u64,
     },
+    /// Answers `Subscribe`: the stream starts just after `position` (what was asked, or the node's binlog
+    /// position when nothing was).
+    Subscribed {
+        position: String,
+    },
 }
 
 /// Opcodes of requests (`0x01`…) and of their responses (`0x81`…, `R_ERROR` for any refusal); exported to
@@ -243,6 +265,7 @@ pub mod op {
     pub const ROLE: u8 = 0x16;
     pub const DUMP: u8 = 0x20;
     pub const ACK: u8 = 0x21;
+    pub const SUBSCRIBE: u8 = 0x22;
 
     pub const R_ERROR: u8 = 0xFF;
     pub const R_HELLO: u8 = 0x81;
@@ -255,6 +278,7 @@ pub mod op {
     pub const R_ROLE: u8 = 0x95;
     pub const R_REPL_TXN: u8 = 0xA0;
     pub const R_HEARTBEAT: u8 = 0xA1;
+    pub const R_SUBSCRIBED: u8 = 0xA2;
 }
 
 /// Why a frame could not be turned into a request or response.
@@ -345,6 +369,16 @@ impl Request {
             Request::Dump { server_id, position, heartbeat_ms, listen, admin } => frame(op::DUMP, request_id, |e| {
                 e.u32(*server_id).str(position).u32(*heartbeat_ms).str(listen).str(admin);
             }),
+            Request::Subscribe { name, position, heartbeat_ms, domains } => frame(op::SUBSCRIBE, request_id, |e| {
+                e.str(name);
+                e.opt(position.as_deref(), |e, p| {
+                    e.str(p);
+                });
+                e.u32(*heartbeat_ms).u32(domains.len() as u32);
+                for d in domains {
+                    e.u32(*d);
+                }
+            }),
         }
     }
 
@@ -386,6 +420,17 @@ impl Request {
                 listen: d.str("listen address")?.to_string(),
                 admin: d.str("admin address")?.to_string(),
             },
+            op::SUBSCRIBE => {
+                let name = d.str("consumer name")?.to_string();
+                let position = d.opt("position flag", |d| d.str("position"))?.map(str::to_string);
+                let heartbeat_ms = d.u32("heartbeat interval")?;
+                let n = d.count("domain count", 4)?;
+                let mut domains = Vec::with_capacity(n);
+                for _ in 0..n {
+                    domains.push(d.u32("domain")?);
+                }
+                Request::Subscribe { name, position, heartbeat_ms, domains }
+            }
             other => return Err(FrameError::UnknownOperation(other)),
         };
         d.finish("request")?;
@@ -428,6 +473,9 @@ impl Response {
             }),
             Response::Heartbeat { binlog_pos, file, offset } => frame(op::R_HEARTBEAT, request_id, |e| {
                 e.str(binlog_pos).str(file).u64(*offset);
+            }),
+            Response::Subscribed { position } => frame(op::R_SUBSCRIBED, request_id, |e| {
+                e.str(position);
             }),
         }
     }
@@ -474,6 +522,7 @@ impl Response {
                 file: d.str("file")?.to_string(),
                 offset: d.u64("offset")?,
             },
+            op::R_SUBSCRIBED => Response::Subscribed { position: d.str("position")?.to_string() },
             other => return Err(FrameError::UnknownOperation(other)),
         };
         d.finish("response")?;
@@ -523,6 +572,13 @@ mod tests {
             },
             Request::PositionAt { file: "ferry-bin.000001".into(), offset: 4 },
             Request::Ack { file: "ferry-bin.000001".into(), offset: 99 },
+            Request::Subscribe {
+                name: "cache-invalidator".into(),
+                position: Some("0-1-5,1-2-3".into()),
+                heartbeat_ms: 500,
+                domains: vec![1, 0],
+            },
+            Request::Subscribe { name: "indexer".into(), position: None, heartbeat_ms: 1000, domains: vec![] },
         ];
         for (i, req) in reqs.into_iter().enumerate() {
             let bytes = req.encode(i as u32);
@@ -545,6 +601,7 @@ mod tests {
             Response::Role { read_only: false, replicates: true },
             Response::ReplTxn { file: "ferry-bin.000002".into(), end_offset: 900, events: vec![1, 2, 3], ack: true },
             Response::Heartbeat { binlog_pos: "0-1-5".into(), file: "ferry-bin.000002".into(), offset: 900 },
+            Response::Subscribed { position: "0-1-5".into() },
         ];
         for resp in resps {
             let bytes = resp.encode(7);
@@ -568,7 +625,7 @@ mod tests {
 
     #[test]
     fn error_codes_round_trip_by_number() {
-        for v in 1..=22u16 {
+        for v in 1..=23u16 {
             assert_eq!(ErrorCode::from_u16(v).unwrap() as u16, v);
         }
         assert_eq!(ErrorCode::from_u16(0), None);

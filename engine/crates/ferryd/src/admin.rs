@@ -39,6 +39,7 @@ pub use checksums::ChecksumGate;
 pub use connections::ConnectionLimits;
 
 use crate::auth::AdminToken;
+use crate::consumers::ConsumerRegistry;
 use crate::metrics::Metrics;
 use crate::replicas::ReplicaRegistry;
 use crate::replication::Replication;
@@ -53,6 +54,9 @@ pub struct AppState {
     pub token: Option<AdminToken>,
     pub metrics: Arc<Metrics>,
     pub replicas: Arc<ReplicaRegistry>,
+    /// The change consumers streaming from this node, and their bounds.
+    pub consumers: Arc<ConsumerRegistry>,
+    pub consumer_limits: crate::subscribe::ConsumerLimits,
     pub replication: Arc<Replication>,
     pub advertised: crate::Advertised,
     pub expiry: Arc<crate::expiry::Expiry>,
@@ -77,6 +81,7 @@ fn router(state: AppState) -> Router {
         .route("/v1/binlog/files/{file}/events", get(binlog::events_in_file))
         .route("/v1/checksums", get(checksums::checksums))
         .route("/v1/replicas", get(replicas))
+        .route("/v1/consumers", get(consumers))
         .merge(replication::routes())
         .route("/v1/wait-for-position", post(wait_for_position))
         .route("/metrics", get(metrics))
@@ -149,6 +154,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, Ap
     let mut body = serde_json::to_value(status).map_err(ApiError::internal)?;
     body["replication"] = serde_json::to_value(s.replication.status()).map_err(ApiError::internal)?;
     body["replicas"] = serde_json::to_value(s.replicas.list()).map_err(ApiError::internal)?;
+    body["consumers"] = consumers_body(&s)["consumers"].take();
     body["binlog_expiry"] = serde_json::to_value(s.expiry.status()).map_err(ApiError::internal)?;
     body["listen"] = json!(s.advertised.listen);
     body["admin"] = json!(s.advertised.admin);
@@ -307,7 +313,25 @@ async fn replicas(State(s): State<AppState>) -> Json<serde_json::Value> {
     Json(json!({"replicas": s.replicas.list()}))
 }
 
+/// `GET /v1/consumers`: the change consumers streaming now (each with its position and lag), the last ones cut
+/// off, and the bounds.
+async fn consumers(State(s): State<AppState>) -> Json<serde_json::Value> {
+    Json(consumers_body(&s))
+}
+
+fn consumers_body(s: &AppState) -> serde_json::Value {
+    let master = s.node.binlog_position();
+    json!({
+        "consumers": s.consumers.list(&master, ferry_core::binlog::writer::now_us()),
+        "cut_off": s.consumers.cut_off(),
+        "cut_off_total": s.consumers.cut_off_total(),
+        "consumers_max": s.consumer_limits.consumers_max,
+        "stall_bytes_max": s.consumer_limits.stall_bytes_max,
+        "buffer_bytes_max": s.node.config().limits.dump_buffer_bytes_max,
+    })
+}
+
 async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    let text = s.metrics.render(&s.node, &s.replication.status(), &s.replicas, &s.expiry.status());
+    let text = s.metrics.render(&s.node, &s.replication.status(), &s.replicas, &s.consumers, &s.expiry.status());
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text)
 }

@@ -47,6 +47,18 @@ pub struct Args {
     /// File holding the bearer token for mutating admin calls and privileged connections.
     #[arg(long)]
     pub admin_token_file: Option<PathBuf>,
+    /// File holding the change consumers' token (at least 16 characters, not the admin token): a protocol
+    /// connection that presents it may read and subscribe to committed changes, and nothing more.
+    #[arg(long)]
+    pub consumer_token_file: Option<PathBuf>,
+    /// Change consumers streaming at once; one more is refused (TOO_MANY_CONNECTIONS).
+    #[arg(long, default_value_t = 64)]
+    pub consumers_max: usize,
+    /// A change consumer whose connection takes none of its stream while the master writes this many bytes of
+    /// binlog is cut off (CONSUMER_CUT_OFF); what the master holds for it meanwhile stays within
+    /// --dump-buffer-bytes-max.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub consumer_stall_bytes_max: u64,
     /// Group commit: wait for this many members before the binlog write (with --commit-wait-us).
     #[arg(long, default_value_t = 1)]
     pub commit_wait_count: usize,
@@ -85,9 +97,9 @@ pub struct Args {
     /// a larger transaction is refused with EVENT_TOO_LARGE before it joins the commit queue.
     #[arg(long, default_value_t = Limits::default().event_bytes_max)]
     pub event_bytes_max: usize,
-    /// Bytes of binlog the master holds in memory for one replica's stream: reading ahead stops when the bytes
-    /// read and not yet sent reach it, and resumes as the replica drains (never split: a transaction larger than
-    /// it is sent alone).
+    /// Bytes of binlog the master holds in memory for one replica's or change consumer's stream: reading ahead
+    /// stops when the bytes read and not yet sent reach it, and resumes as the stream drains (never split: a
+    /// transaction larger than it is sent alone).
     #[arg(long, default_value_t = Limits::default().dump_buffer_bytes_max)]
     pub dump_buffer_bytes_max: u64,
     /// Bytes of relay log a replication connection's SQL side reads ahead of what it has applied.
@@ -127,6 +139,10 @@ pub struct Args {
 
 /// Most `--admin-connections-max` accepts.
 const ADMIN_CONNECTIONS_MAX: usize = 65_535;
+/// Most `--consumers-max` accepts.
+const CONSUMERS_MAX: usize = 65_535;
+/// Least `--consumer-stall-bytes-max` accepts: below a few events, any pause of a consumer would cut it off.
+const CONSUMER_STALL_BYTES_MIN: u64 = 4096;
 
 impl Args {
     /// The admin API's connection bounds.
@@ -151,6 +167,20 @@ impl Args {
         Ok(crate::server::Timeouts {
             idle: (self.protocol_idle_timeout_s > 0).then(|| Duration::from_secs(self.protocol_idle_timeout_s)),
             frame: Duration::from_secs(self.protocol_frame_timeout_s),
+        })
+    }
+
+    /// The change consumers' bounds.
+    pub fn consumer_limits(&self) -> anyhow::Result<crate::subscribe::ConsumerLimits> {
+        if !(1..=CONSUMERS_MAX).contains(&self.consumers_max) {
+            anyhow::bail!("--consumers-max must be between 1 and {CONSUMERS_MAX}");
+        }
+        if self.consumer_stall_bytes_max < CONSUMER_STALL_BYTES_MIN {
+            anyhow::bail!("--consumer-stall-bytes-max must be at least {CONSUMER_STALL_BYTES_MIN}");
+        }
+        Ok(crate::subscribe::ConsumerLimits {
+            consumers_max: self.consumers_max,
+            stall_bytes_max: self.consumer_stall_bytes_max,
         })
     }
 

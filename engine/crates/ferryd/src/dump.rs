@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ferry_core::binlog::seek::{find_start, SeekError};
 use ferry_core::binlog::stream::{BinlogStream, StreamedTxn};
-use ferry_core::binlog::{file_name, files_at};
+use ferry_core::binlog::{file_name, files_at, BinlogCoord, BinlogError};
 use ferry_core::gtid::GtidPosition;
 use ferry_core::node::Node;
 use ferry_core::protocol::{ErrorCode, Request, Response};
@@ -22,8 +22,8 @@ use crate::replicas::{ReplicaInfo, ReplicaRegistry};
 /// `--dump-buffer-bytes-max`).
 const BATCH_TXNS_MAX: usize = 512;
 /// Shortest and longest heartbeat interval a replica may ask for.
-const HEARTBEAT_MS_MIN: u32 = 50;
-const HEARTBEAT_MS_MAX: u32 = 60_000;
+pub(crate) const HEARTBEAT_MS_MIN: u32 = 50;
+pub(crate) const HEARTBEAT_MS_MAX: u32 = 60_000;
 
 pub struct DumpRequest {
     pub request_id: u32,
@@ -38,7 +38,7 @@ pub struct DumpRequest {
     pub frame_timeout: Duration,
 }
 
-fn seek_error(e: &SeekError) -> Response {
+pub(crate) fn seek_error(e: &SeekError) -> Response {
     let code = match e {
         SeekError::Purged { .. } => ErrorCode::PositionPurged,
         SeekError::ReplicaAhead { .. } => ErrorCode::ReplicaAhead,
@@ -68,17 +68,7 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
         }
     };
     let heartbeat = Duration::from_millis(u64::from(req.heartbeat_ms.clamp(HEARTBEAT_MS_MIN, HEARTBEAT_MS_MAX)));
-    let opened = {
-        let (node, position) = (node.clone(), position.clone());
-        tokio::task::spawn_blocking(move || {
-            let dir = node.binlog_dir();
-            let files = files_at(&dir).map_err(SeekError::Binlog)?;
-            let start = find_start(&files, &position, &node.binlog_state(), node.config().commit.strict_mode)?;
-            BinlogStream::open(&dir, &files, start).map_err(SeekError::Binlog)
-        })
-        .await
-        .expect("dump open task")
-    };
+    let opened = open_stream(node, position.clone()).await;
     let mut stream = match opened {
         Ok(s) => s,
         Err(e) => {
@@ -137,26 +127,7 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
             return writer.flush().await;
         }
         let end = node.binlog_end();
-        let (back, batch) = tokio::task::spawn_blocking(move || {
-            let mut batch: Vec<StreamedTxn> = Vec::new();
-            let mut bytes = 0u64;
-            let result = loop {
-                if batch.len() >= BATCH_TXNS_MAX || bytes >= buffer_bytes_max {
-                    break Ok(());
-                }
-                match stream.next(end) {
-                    Ok(Some(txn)) => {
-                        bytes += txn.raw.len() as u64;
-                        batch.push(txn);
-                    }
-                    Ok(None) => break Ok(()),
-                    Err(e) => break Err(e),
-                }
-            };
-            (stream, result.map(|_| batch))
-        })
-        .await
-        .expect("dump read task");
+        let (back, batch) = read_batch(stream, end, buffer_bytes_max).await;
         stream = back;
         registration.reading(&file_name(stream.file_seq()));
         let batch = match batch {
@@ -199,6 +170,48 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
             registration.sent(gtid, &file, end_offset, bytes);
         }
     }
+}
+
+/// Finds where a stream from `position` starts (the GTID rules of `ferry_core::binlog::seek`) and opens it.
+pub(crate) async fn open_stream(node: &Arc<Node>, position: GtidPosition) -> Result<BinlogStream, SeekError> {
+    let node = node.clone();
+    tokio::task::spawn_blocking(move || {
+        let dir = node.binlog_dir();
+        let files = files_at(&dir).map_err(SeekError::Binlog)?;
+        let start = find_start(&files, &position, &node.binlog_state(), node.config().commit.strict_mode)?;
+        BinlogStream::open(&dir, &files, start).map_err(SeekError::Binlog)
+    })
+    .await
+    .expect("stream open task")
+}
+
+/// Reads the next transactions of `stream` up to `end`: at most [`BATCH_TXNS_MAX`], and no more once they
+/// reach `bytes_max` (a transaction is never split). Gives the stream back with them.
+pub(crate) async fn read_batch(
+    mut stream: BinlogStream,
+    end: BinlogCoord,
+    bytes_max: u64,
+) -> (BinlogStream, Result<Vec<StreamedTxn>, BinlogError>) {
+    tokio::task::spawn_blocking(move || {
+        let mut batch: Vec<StreamedTxn> = Vec::new();
+        let mut bytes = 0u64;
+        let result = loop {
+            if batch.len() >= BATCH_TXNS_MAX || bytes >= bytes_max {
+                break Ok(());
+            }
+            match stream.next(end) {
+                Ok(Some(txn)) => {
+                    bytes += txn.raw.len() as u64;
+                    batch.push(txn);
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        (stream, result.map(|_| batch))
+    })
+    .await
+    .expect("binlog read task")
 }
 
 /// Largest frame a replica may send during a dump (confirmations are tiny).

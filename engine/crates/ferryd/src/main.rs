@@ -7,6 +7,7 @@
 mod admin;
 mod auth;
 mod config;
+mod consumers;
 mod dump;
 mod expiry;
 mod frames;
@@ -15,6 +16,7 @@ mod plaintext;
 mod replicas;
 mod replication;
 mod server;
+mod subscribe;
 
 use std::sync::Arc;
 
@@ -23,7 +25,7 @@ use clap::Parser;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::auth::AdminToken;
+use crate::auth::Credentials;
 use crate::config::Args;
 use crate::metrics::Metrics;
 
@@ -50,10 +52,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let config = args.node_config()?;
     let admin_limits = args.admin_limits()?;
     let protocol_timeouts = args.protocol_timeouts()?;
-    let token = match &args.admin_token_file {
-        Some(path) => Some(AdminToken::from_file(path)?),
-        None => None,
-    };
+    let consumer_limits = args.consumer_limits()?;
+    let credentials = Credentials::load(args.admin_token_file.as_deref(), args.consumer_token_file.as_deref())?;
+    let token = credentials.admin.clone();
     let metrics = Arc::new(Metrics::new());
     let node = tokio::task::spawn_blocking({
         let metrics = metrics.clone();
@@ -121,14 +122,16 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let registry = Arc::new(replicas::ReplicaRegistry::default());
     let replication = replication::Replication::load(node.clone(), token.clone(), advertised.clone())
         .context("loading replication settings")?;
-    let server = tokio::spawn(server::serve(
-        listener,
-        node.clone(),
-        token.clone(),
-        registry.clone(),
-        protocol_timeouts,
-        stop_rx.clone(),
-    ));
+    let consumers = Arc::new(consumers::ConsumerRegistry::default());
+    let context = server::Context {
+        node: node.clone(),
+        credentials,
+        replicas: registry.clone(),
+        consumers: consumers.clone(),
+        consumer_limits,
+        timeouts: protocol_timeouts,
+    };
+    let server = tokio::spawn(server::serve(listener, context, stop_rx.clone()));
     let expiry = Arc::new(expiry::Expiry::new(args.expiry_policy()));
     let expirer = tokio::spawn(expiry::run(expiry.clone(), node.clone(), registry.clone(), stop_rx.clone()));
     let state = admin::AppState {
@@ -136,6 +139,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         token,
         metrics,
         replicas: registry,
+        consumers,
+        consumer_limits,
         replication: replication.clone(),
         advertised,
         expiry,

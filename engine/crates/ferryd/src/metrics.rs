@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use ferry_core::commit::GroupReport;
 use ferry_core::node::{CommitObserver, Node};
 
+use crate::consumers::ConsumerRegistry;
 use crate::expiry::ExpiryStatus;
 use crate::replicas::ReplicaRegistry;
 use crate::replication::ConnectionView;
@@ -56,6 +57,8 @@ pub struct Metrics {
     replication_waiting_for_relay_space: Family<DomainLabels, Gauge>,
     binlog_expiry_held_back: Gauge,
     binlog_files_expired: Gauge,
+    consumers: Gauge,
+    consumers_cut_off: Gauge,
 }
 
 impl Metrics {
@@ -228,6 +231,14 @@ impl Metrics {
             "Binlog files deleted by expiry since the node started",
             binlog_files_expired.clone(),
         );
+        let consumers = Gauge::default();
+        registry.register("consumers", "Change consumers streaming from this node", consumers.clone());
+        let consumers_cut_off = Gauge::default();
+        registry.register(
+            "consumers_cut_off",
+            "Change consumers cut off since the node started (their connection took nothing for too long)",
+            consumers_cut_off.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             commits,
@@ -265,6 +276,8 @@ impl Metrics {
             replication_waiting_for_relay_space,
             binlog_expiry_held_back,
             binlog_files_expired,
+            consumers,
+            consumers_cut_off,
         }
     }
 
@@ -274,9 +287,12 @@ impl Metrics {
         node: &Node,
         connections: &[ConnectionView],
         replicas: &ReplicaRegistry,
+        consumers: &ConsumerRegistry,
         expiry: &ExpiryStatus,
     ) -> String {
         let status = node.status();
+        self.consumers.set(consumers.len() as i64);
+        self.consumers_cut_off.set(consumers.cut_off_total() as i64);
         self.binlog_expiry_held_back.set(i64::from(expiry.held_back.is_some()));
         self.binlog_files_expired.set(expiry.files_expired as i64);
         if let Some(semi) = &status.semi_sync {

@@ -12,6 +12,10 @@
 //! wait-for-position, a commit waiting for a row lock) is not cut, and once a replica's `Dump` has turned the
 //! connection into a binlog stream the master only sends, so nothing here applies to it any more.
 //!
+//! Roles (docs/security.md): a connection without a token may transact, read and wait; `Auth` with the consumer
+//! token gives it the change consumer's read-only role (reads and `Subscribe`, served by `subscribe`: no writes,
+//! no dumps); `Auth` with the admin token makes it privileged (binlog dumps for replicas, explicit GTIDs).
+//!
 //! Connections that authenticate (replicas, the control plane: `Auth` with the admin token) are not counted among
 //! the others: an `Auth` moves its connection to places of their own (as many as `--max-connections`), and when
 //! every other place is taken a new connection gets one of `RESERVED_FOR_AUTH` kept places, where it may only
@@ -30,10 +34,12 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
-use crate::auth::AdminToken;
+use crate::auth::{Access, Credentials};
+use crate::consumers::ConsumerRegistry;
 use crate::dump::{self, DumpRequest};
 use crate::frames::{read_frame, FrameLimits, Next};
 use crate::replicas::ReplicaRegistry;
+use crate::subscribe::{self, ConsumerLimits, SubscribeRequest};
 
 /// Places kept for connections that authenticate first, once every other place is taken.
 pub const RESERVED_FOR_AUTH: usize = 16;
@@ -73,15 +79,21 @@ pub struct Timeouts {
     pub frame: Duration,
 }
 
-pub async fn serve(
-    listener: TcpListener,
-    node: Arc<Node>,
-    token: Option<AdminToken>,
-    registry: Arc<ReplicaRegistry>,
-    timeouts: Timeouts,
-    mut stop: watch::Receiver<bool>,
-) {
-    let max = node.config().limits.connections_max;
+/// What every connection of the protocol port reaches.
+#[derive(Clone)]
+pub struct Context {
+    pub node: Arc<Node>,
+    pub credentials: Credentials,
+    /// Where dump streams register their replica.
+    pub replicas: Arc<ReplicaRegistry>,
+    /// Where subscriptions register their consumer.
+    pub consumers: Arc<ConsumerRegistry>,
+    pub consumer_limits: ConsumerLimits,
+    pub timeouts: Timeouts,
+}
+
+pub async fn serve(listener: TcpListener, context: Context, mut stop: watch::Receiver<bool>) {
+    let max = context.node.config().limits.connections_max;
     let places = Places {
         any: Arc::new(Semaphore::new(max)),
         authenticated: Arc::new(Semaphore::new(max)),
@@ -111,11 +123,11 @@ pub async fn serve(
                 }
             },
         };
-        let (node, token, registry, stop) = (node.clone(), token.clone(), registry.clone(), stop.clone());
+        let (context, stop) = (context.clone(), stop.clone());
         let places = places.clone();
         tokio::spawn(async move {
             let seat = Seat { places, place };
-            let connection = Connection::new(stream, node, token, registry, peer.to_string(), timeouts, seat);
+            let connection = Connection::new(stream, context, peer.to_string(), seat);
             if let Err(e) = connection.run(stop).await {
                 tracing::debug!(%peer, "connection ended: {e}");
             }
@@ -133,37 +145,27 @@ struct Connection {
     reader: BufReader<OwnedReadHalf>,
     writer: BufWriter<OwnedWriteHalf>,
     node: Arc<Node>,
-    token: Option<AdminToken>,
-    /// Where dump streams register their replica.
-    registry: Arc<ReplicaRegistry>,
+    context: Context,
     peer: String,
-    /// Set by a successful `Auth`: the connection may then set server_id / seq_no and dump the binlog.
-    privileged: bool,
+    /// Set by a successful `Auth`: with the admin token the connection may set server_id / seq_no and dump the
+    /// binlog; with the consumer token it may subscribe and no longer write.
+    access: Access,
     timeouts: Timeouts,
     /// Its place under the caps, given back when the connection ends.
     seat: Seat,
 }
 
 impl Connection {
-    fn new(
-        stream: TcpStream,
-        node: Arc<Node>,
-        token: Option<AdminToken>,
-        registry: Arc<ReplicaRegistry>,
-        peer: String,
-        timeouts: Timeouts,
-        seat: Seat,
-    ) -> Self {
+    fn new(stream: TcpStream, context: Context, peer: String, seat: Seat) -> Self {
         let (r, w) = stream.into_split();
         Connection {
             reader: BufReader::new(r),
             writer: BufWriter::new(w),
-            node,
-            token,
-            registry,
+            node: context.node.clone(),
+            timeouts: context.timeouts,
+            context,
             peer,
-            privileged: false,
-            timeouts,
+            access: Access::Anonymous,
             seat,
         }
     }
@@ -242,7 +244,9 @@ impl Connection {
                 return self.close_with(ErrorCode::TooManyConnections, msg).await;
             }
             let (request_id, response) = match Request::decode(&frame) {
-                Ok((header, Request::Dump { server_id, position, heartbeat_ms, listen, admin })) if self.privileged => {
+                Ok((header, Request::Dump { server_id, position, heartbeat_ms, listen, admin }))
+                    if self.access == Access::Admin =>
+                {
                     let req = DumpRequest {
                         request_id: header.request_id,
                         server_id,
@@ -254,14 +258,46 @@ impl Connection {
                         frame_timeout: self.timeouts.frame,
                     };
                     // `_seat` keeps the connection's place while it streams.
-                    let Connection { reader, mut writer, node, registry, seat: _seat, .. } = self;
-                    return dump::serve(reader, &mut writer, &node, &registry, req, stop).await;
+                    let Connection { reader, mut writer, node, context, seat: _seat, .. } = self;
+                    return dump::serve(reader, &mut writer, &node, &context.replicas, req, stop).await;
                 }
                 Ok((header, Request::Dump { .. })) => (
                     header.request_id,
                     Response::error(
                         ErrorCode::PermissionDenied,
-                        "streaming the binlog needs a privileged connection (Auth with the admin token)",
+                        if self.access == Access::Consumer {
+                            "streaming the binlog as a replica needs the admin token: a change consumer subscribes \
+                             (Subscribe) instead"
+                        } else {
+                            "streaming the binlog needs a privileged connection (Auth with the admin token)"
+                        },
+                    ),
+                ),
+                Ok((header, Request::Subscribe { name, position, heartbeat_ms, domains }))
+                    if self.access != Access::Anonymous =>
+                {
+                    let req = SubscribeRequest {
+                        request_id: header.request_id,
+                        name,
+                        position,
+                        heartbeat_ms,
+                        domains,
+                        peer: self.peer.clone(),
+                        frame_timeout: self.timeouts.frame,
+                    };
+                    // `_seat` keeps the connection's place while it streams. The stream writes to the bare socket,
+                    // so that what the consumer has taken is known.
+                    let Connection { reader, mut writer, node, context, seat: _seat, .. } = self;
+                    writer.flush().await?;
+                    let mut socket = writer.into_inner();
+                    let (consumers, limits) = (&context.consumers, context.consumer_limits);
+                    return subscribe::serve(reader, &mut socket, &node, consumers, limits, req, stop).await;
+                }
+                Ok((header, Request::Subscribe { .. })) => (
+                    header.request_id,
+                    Response::error(
+                        ErrorCode::PermissionDenied,
+                        "subscribing to changes needs Auth with the consumer token (--consumer-token-file)",
                     ),
                 ),
                 Ok((header, request)) => match self.handle(request).await {
@@ -278,6 +314,10 @@ impl Connection {
                     (id, frame_error(&e))
                 }
             };
+            if self.access == Access::Consumer && self.authenticate_by().is_some() {
+                let msg = self.kept_place_message("a change consumer's token does not take a kept place");
+                return self.close_with(ErrorCode::TooManyConnections, msg).await;
+            }
             self.send(request_id, response).await?;
         }
     }
@@ -285,7 +325,7 @@ impl Connection {
     /// Until when a connection in a kept place may take to authenticate (None: it is in another place).
     fn authenticate_by(&self) -> Option<Instant> {
         match self.seat.place {
-            Place::Reserved(_, deadline) if !self.privileged => Some(deadline),
+            Place::Reserved(_, deadline) if self.access != Access::Admin => Some(deadline),
             _ => None,
         }
     }
@@ -300,7 +340,7 @@ impl Connection {
 
     /// An authenticated connection leaves the places of the others for one of its own (when one is free).
     fn authenticated(&mut self) {
-        self.privileged = true;
+        self.access = Access::Admin;
         if !matches!(self.seat.place, Place::Authenticated(_)) {
             if let Ok(permit) = self.seat.places.authenticated.clone().try_acquire_owned() {
                 self.seat.place = Place::Authenticated(permit); // the other place is given back
@@ -312,7 +352,14 @@ impl Connection {
     /// left unconfirmed by its semi-sync replicas is neither done nor refused, and no error code says that.
     async fn handle(&mut self, request: Request) -> Option<Response> {
         if let Request::Transact { domain, server_id, seq_no, ops } = request {
-            return match self.node.execute_async(TxnRequest { domain, server_id, seq_no, ops }, self.privileged).await {
+            if self.access == Access::Consumer {
+                return Some(Response::error(
+                    ErrorCode::PermissionDenied,
+                    "this connection authenticated as a change consumer, whose role is read-only: it may not write",
+                ));
+            }
+            let privileged = self.access == Access::Admin;
+            return match self.node.execute_async(TxnRequest { domain, server_id, seq_no, ops }, privileged).await {
                 Ok(c) => {
                     Some(Response::Committed { gtid: c.gtid, commit_id: c.commit_id, commit_ts_us: c.commit_ts_us })
                 }
@@ -333,15 +380,16 @@ impl Connection {
                 default_domain: self.node.config().default_domain,
                 protocol_version: ferry_core::protocol::PROTOCOL_VERSION,
             },
-            Request::Auth { token } => match &self.token {
-                Some(expected) if expected.matches(&token) => {
+            Request::Auth { token } => match self.context.credentials.authenticate(&token) {
+                Ok(Access::Admin) => {
                     self.authenticated();
                     Response::AuthOk
                 }
-                Some(_) => Response::error(ErrorCode::PermissionDenied, "wrong admin token"),
-                None => {
-                    Response::error(ErrorCode::PermissionDenied, "this node has no admin token (--admin-token-file)")
+                Ok(access) => {
+                    self.access = access;
+                    Response::AuthOk
                 }
+                Err(why) => Response::error(ErrorCode::PermissionDenied, why),
             },
             Request::Transact { .. } => unreachable!("transactions are answered by handle"),
             Request::Get { table, key } => match self.node.read_row(&table, &key) {
@@ -374,7 +422,7 @@ impl Connection {
                     Err(e) => Response::error(ErrorCode::NodeFailed, format!("position task failed: {e}")),
                 }
             }
-            Request::Dump { .. } => unreachable!("dump requests are served by run"),
+            Request::Dump { .. } | Request::Subscribe { .. } => unreachable!("streams are served by run"),
             Request::Ack { .. } => {
                 Response::error(ErrorCode::InvalidRequest, "Ack is only meaningful during a binlog dump")
             }

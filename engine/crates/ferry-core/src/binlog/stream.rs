@@ -114,4 +114,16 @@ impl BinlogStream {
     pub fn file_seq(&self) -> u64 {
         self.file_seq
     }
+
+    /// Whether the file being read is still the one the binlog has under its name. At the end of the newest file,
+    /// `false` means the binlog was started again (RESET MASTER deleted the file, and may have made a new one of
+    /// the same name): nothing more will come through this stream.
+    pub fn reads_current_file(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let path = self.dir.join(file_name(self.file_seq));
+        match (self.raw.metadata(), std::fs::metadata(path)) {
+            (Ok(open), Ok(named)) => open.ino() == named.ino() && open.dev() == named.dev(),
+            _ => false,
+        }
+    }
 }

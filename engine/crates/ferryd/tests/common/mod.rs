@@ -9,6 +9,14 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 pub const TOKEN: &str = "test-admin-token-0123456789";
+/// The change consumers' token every node's directory holds (`consumer-token`), given with
+/// [`consumer_token_file`].
+pub const CONSUMER_TOKEN: &str = "test-consumer-token-0123456789";
+
+/// The path of the consumer token file of a node started in `dir`, for `--consumer-token-file`.
+pub fn consumer_token_file(dir: &Path) -> String {
+    dir.join("consumer-token").to_string_lossy().into_owned()
+}
 
 pub struct NodeProc {
     child: Child,
@@ -47,6 +55,7 @@ impl NodeProc {
     fn launch(dir: &Path, server_id: u32, listen: &str, extra: &[&str], with_token: bool) -> NodeProc {
         std::fs::create_dir_all(dir).unwrap();
         std::fs::write(dir.join("token"), TOKEN).unwrap();
+        std::fs::write(dir.join("consumer-token"), CONSUMER_TOKEN).unwrap();
         let stderr = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("ferryd.log")).unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_ferryd"));
         command
