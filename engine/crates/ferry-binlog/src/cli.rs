@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use clap::Parser;
 use ferry_core::{DomainId, GtidParseError, GtidPosition};
 
-/// Print the events of Ferry binlog files, one per line, like mysqlbinlog.
+/// Print the events of Ferry binlog files, one per line, like mysqlbinlog; or, with `--from-node … --follow`,
+/// the transactions a cluster commits, as they come.
 #[derive(Debug, Parser)]
 #[command(name = "ferry-binlog", version)]
 pub struct Args {
@@ -32,15 +33,35 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
 
+    /// Read from nodes instead of files: subscribe as a change consumer to whichever of these nodes
+    /// (protocol addresses, comma-separated) is the master, and follow the master across switchovers and
+    /// failovers. Needs `--follow` and `--token-file`.
+    #[arg(long, value_name = "HOST:PORT[,HOST:PORT…]", value_delimiter = ',', requires_all = ["follow", "token_file"], conflicts_with = "path")]
+    pub from_node: Vec<String>,
+
+    /// With `--from-node`: print each transaction as it commits and wait for the next, until SIGINT (or
+    /// SIGTERM, or `--stop-position` reached), then print on stderr the position to resume from. Without
+    /// `--start-position` it starts with what commits from then on.
+    #[arg(long, requires = "from_node")]
+    pub follow: bool,
+
+    /// With `--from-node`: a file holding the nodes' consumer token (their `--consumer-token-file`).
+    #[arg(long, value_name = "F", requires = "from_node")]
+    pub token_file: Option<PathBuf>,
+
+    /// With `--from-node`: the name the nodes list this consumer by (`GET /v1/consumers`).
+    #[arg(long, value_name = "NAME", default_value = "ferry-binlog", requires = "from_node")]
+    pub name: String,
+
     /// Check every event of every file instead of printing them: names each damage's file, offset and the
     /// GTIDs around it, and the `--truncate-at` offset that would cut it. Exit 0 when clean or when only the
     /// last file's last write is torn (the node trims that itself), 1 for corruption.
-    #[arg(long, conflicts_with_all = ["start_position", "stop_position", "domains", "json", "truncate_at"])]
+    #[arg(long, conflicts_with_all = ["start_position", "stop_position", "domains", "json", "truncate_at", "from_node"])]
     pub verify: bool,
 
     /// Cut PATH (the index's last binlog file) at OFFSET, the end of a whole transaction before the damage
     /// (`--verify` names it). Loses every transaction from OFFSET on; without `--i-know` only says which.
-    #[arg(long, value_name = "OFFSET", conflicts_with_all = ["start_position", "stop_position", "domains", "json"])]
+    #[arg(long, value_name = "OFFSET", conflicts_with_all = ["start_position", "stop_position", "domains", "json", "from_node"])]
     pub truncate_at: Option<u64>,
 
     /// Really cut with `--truncate-at` (see docs/operations.md, "A corrupt binlog", for what it loses).
@@ -48,13 +69,17 @@ pub struct Args {
     pub i_know: bool,
 
     /// A binlog file, or a directory holding `ferry-bin.index` (or a node's data directory, whose `binlog/` does).
-    pub path: PathBuf,
+    #[arg(required_unless_present = "from_node")]
+    pub path: Option<PathBuf>,
 }
 
 /// What to print, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
+    /// The binlog to read (empty with `--from-node`).
     pub path: PathBuf,
+    /// `--from-node … --follow`: follow a cluster instead of reading files.
+    pub remote: Option<Remote>,
     pub start: Option<GtidPosition>,
     pub stop: GtidPosition,
     /// `None` prints every domain.
@@ -62,6 +87,14 @@ pub struct Options {
     pub json: bool,
     /// `--verify` or `--truncate-at`: repair instead of printing.
     pub repair: Option<Repair>,
+}
+
+/// Where and as whom to follow a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    pub nodes: Vec<String>,
+    pub token_file: PathBuf,
+    pub name: String,
 }
 
 /// The repair path's two steps.
@@ -98,7 +131,12 @@ impl Args {
             (false, Some(offset)) => Some(Repair::TruncateAt { offset, i_know: self.i_know }),
             (false, None) => None,
         };
-        Ok(Options { path: self.path, start, stop, domains, json: self.json, repair })
+        let remote = (!self.from_node.is_empty()).then(|| Remote {
+            nodes: self.from_node,
+            token_file: self.token_file.unwrap_or_default(),
+            name: self.name,
+        });
+        Ok(Options { path: self.path.unwrap_or_default(), remote, start, stop, domains, json: self.json, repair })
     }
 }
 
@@ -122,6 +160,22 @@ mod tests {
         let o = options(&["--start-position", "1-2-5,0-1-10", "f"]).unwrap();
         assert_eq!(o.start.unwrap().to_string(), "0-1-10,1-2-5");
         assert!(o.stop.is_empty());
+    }
+
+    #[test]
+    fn following_nodes_needs_follow_and_a_token_file_and_no_path() {
+        let o = options(&["--from-node", "a:1,b:2", "--follow", "--token-file", "t", "--domain", "1"]).unwrap();
+        let remote = o.remote.unwrap();
+        assert_eq!(remote.nodes, ["a:1", "b:2"]);
+        assert_eq!((remote.token_file.to_str(), remote.name.as_str()), (Some("t"), "ferry-binlog"));
+        let refused = |argv: &[&str]| {
+            Args::try_parse_from(std::iter::once("ferry-binlog").chain(argv.iter().copied())).unwrap_err().to_string()
+        };
+        assert!(refused(&["--from-node", "a:1", "--token-file", "t"]).contains("--follow"));
+        assert!(refused(&["--from-node", "a:1", "--follow"]).contains("--token-file"));
+        assert!(refused(&["--from-node", "a:1", "--follow", "--token-file", "t", "dir"]).contains("cannot be used"));
+        assert!(refused(&["--follow", "dir"]).contains("--from-node"));
+        assert!(refused(&[]).contains("<PATH>"));
     }
 
     #[test]

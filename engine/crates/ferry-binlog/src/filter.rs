@@ -8,10 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use ferry_core::binlog::seek::StartPoint;
 use ferry_core::{DomainId, Gtid, GtidPosition};
 
-/// Where a listed domain stops: its stop GTID, and whether a transaction past it has been seen.
+/// Where a listed domain stops: its stop GTID, and whether a transaction at it or past it has been seen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Stop {
     at: Gtid,
+    reached: bool,
     passed: bool,
 }
 
@@ -28,7 +29,7 @@ pub struct TxnFilter {
 
 impl TxnFilter {
     pub fn new(start: Option<StartPoint>, domains: Option<BTreeSet<DomainId>>, stop: &GtidPosition) -> Self {
-        let stops = stop.iter().map(|at| (at.domain, Stop { at, passed: false })).collect();
+        let stops = stop.iter().map(|at| (at.domain, Stop { at, reached: false, passed: false })).collect();
         TxnFilter { start, domains, stops }
     }
 
@@ -39,6 +40,7 @@ impl TxnFilter {
         let before_stop = match self.stops.get_mut(&gtid.domain) {
             None => true,
             Some(stop) => {
+                stop.reached |= gtid.seq >= stop.at.seq;
                 stop.passed |= gtid.seq > stop.at.seq;
                 !stop.passed
             }
@@ -53,6 +55,14 @@ impl TxnFilter {
         self.domains
             .as_ref()
             .is_some_and(|domains| domains.iter().all(|d| self.stops.get(d).is_some_and(|stop| stop.passed)))
+    }
+
+    /// True once every domain that may be printed has reached its stop GTID: a reader that follows a stream
+    /// (rather than a file, where the next GTID is at hand) stops there instead of waiting for a later one.
+    pub fn reached(&self) -> bool {
+        self.domains
+            .as_ref()
+            .is_some_and(|domains| domains.iter().all(|d| self.stops.get(d).is_some_and(|stop| stop.reached)))
     }
 }
 
@@ -102,6 +112,16 @@ mod tests {
         assert!(!f.finished(), "domain 1 may still print");
         assert!(!f.admit(g(1, 2)));
         assert!(f.finished());
+    }
+
+    #[test]
+    fn a_followed_stream_stops_once_every_listed_domain_reached_its_stop() {
+        let mut f = TxnFilter::new(None, Some(BTreeSet::from([0, 1])), &pos("0-1-2,1-1-1"));
+        assert!(f.admit(g(1, 1)));
+        assert!(!f.reached(), "domain 0 is not at 0-1-2 yet");
+        assert!(f.admit(g(0, 2)));
+        assert!(f.reached() && !f.finished(), "reached, not passed");
+        assert!(!TxnFilter::new(None, None, &pos("0-1-1")).reached(), "any domain may still come");
     }
 
     #[test]

@@ -1,11 +1,16 @@
 //! `ferry-binlog`: prints the events of Ferry binlog files, like mysqlbinlog.
 //!
+//! Following (`--from-node HOST:PORT[,…] --follow --token-file F`): a cluster's committed transactions as they
+//! come, through whichever node is the master, in the same lines; on SIGINT it stops and says on stderr the
+//! position to resume from (see `follow`).
+//!
 //! Repair (docs/operations.md, "A corrupt binlog"): `--verify` checks every event and names each damage (file,
 //! offset, GTIDs around it, the offset to cut at); `--truncate-at OFFSET --i-know FILE` cuts the last file there.
 //!
-//! Exit codes: 0 when everything asked for was printed; 1 when the binlog cannot be read (a corrupt or torn
-//! event, after printing everything before it) or cannot serve `--start-position`; 2 for a bad command line,
-//! including GTID text that does not parse.
+//! Exit codes: 0 when everything asked for was printed (following: stopped by a signal or `--stop-position`);
+//! 1 when the binlog cannot be read (a corrupt or torn event, after printing everything before it) or cannot
+//! serve `--start-position` (following: the nodes refused, naming why); 2 for a bad command line, including GTID
+//! text that does not parse.
 //!
 //! Filters apply to transactions only; format descriptions, GTID lists, checkpoints and rotations are always
 //! printed. With `--start-position`, files before the one a replica would start in are skipped, and that file
@@ -14,6 +19,7 @@
 mod cli;
 mod dump;
 mod filter;
+mod follow;
 mod format;
 mod repair;
 mod start;
@@ -41,6 +47,9 @@ fn main() -> ExitCode {
     if let Some(repair) = options.repair {
         return run_repair(repair, &options.path);
     }
+    if let Some(remote) = &options.remote {
+        return run_follow(&options, remote);
+    }
     let dump = match plan(&options) {
         Ok(dump) => dump,
         Err(message) => return fail(BINLOG_FAILURE, &message),
@@ -56,6 +65,21 @@ fn main() -> ExitCode {
         Err(DumpError::Output(e)) => fail(BINLOG_FAILURE, &format!("writing the output: {e}")),
         Err(DumpError::Binlog(e)) => fail(BINLOG_FAILURE, &e),
     }
+}
+
+/// `--from-node … --follow`: exit 0 when stopped as asked, 1 when the nodes refused or the output failed; either
+/// way stderr ends with the position to resume from.
+fn run_follow(options: &Options, remote: &cli::Remote) -> ExitCode {
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let (resume, stopped) = follow::run(options, remote, &mut out);
+    let _ = out.flush(); // each transaction was flushed as it was printed
+    let code = match stopped {
+        follow::Stopped::Asked => ExitCode::SUCCESS,
+        follow::Stopped::Output(e) => fail(BINLOG_FAILURE, &format!("writing the output: {e}")),
+        follow::Stopped::Refused(why) => fail(BINLOG_FAILURE, &why),
+    };
+    eprintln!("ferry-binlog: stopped; {}", resume.describe());
+    code
 }
 
 /// `--verify` (exit 0 clean or torn last write, 1 corrupt) and `--truncate-at` (exit 0 cut, 2 without `--i-know`).

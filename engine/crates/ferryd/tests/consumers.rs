@@ -227,20 +227,21 @@ fn by_domain(gtids: impl IntoIterator<Item = Gtid>) -> BTreeMap<DomainId, Vec<Gt
     out
 }
 
-/// Follows the master among `nodes` from `start`, appending every change to `into`, until `until` changes are in
-/// it or following fails.
-async fn follow(
+/// What a consumer of the test received, and the nodes it subscribed to, in order.
+#[derive(Default)]
+struct Received {
+    changes: Vec<Change>,
     nodes: Vec<String>,
-    start: &str,
-    name: &str,
-    into: Arc<Mutex<Vec<Change>>>,
-    until: usize,
-) -> GtidPosition {
+}
+
+/// Follows the master among `nodes` from `start`, recording into `into`, until `until` changes are in it.
+async fn follow(nodes: Vec<String>, start: &str, name: &str, into: Arc<Mutex<Received>>, until: usize) -> GtidPosition {
     let mut changes = MasterSubscription::new(&nodes, FollowOptions::new(options(name, Some(start)))).unwrap();
-    while into.lock().unwrap().len() < until {
+    while into.lock().unwrap().changes.len() < until {
         match changes.next().await {
-            Ok(Followed::Change(c)) => into.lock().unwrap().push(c),
-            Ok(_) => {}
+            Ok(Followed::Change(c)) => into.lock().unwrap().changes.push(c),
+            Ok(Followed::Subscribed { node, .. }) => into.lock().unwrap().nodes.push(node),
+            Ok(Followed::NoMaster { .. }) => {}
             Err(e) => panic!("{name}: following ended: {e}"),
         }
     }
@@ -257,10 +258,10 @@ fn a_consumer_gets_every_transaction_once_in_order_across_switchovers_and_a_rest
 
     let stop = Arc::new(AtomicBool::new(false));
     let writer = rt().spawn(write_until(nodes.clone(), stop.clone()));
-    let whole = Arc::new(Mutex::new(Vec::new()));
+    let whole = Arc::new(Mutex::new(Received::default()));
     let follower = rt().spawn(follow(nodes.clone(), "", "whole", whole.clone(), usize::MAX));
     // A second consumer stops after 50 transactions and resumes from the position it stored.
-    let parts = Arc::new(Mutex::new(Vec::new()));
+    let parts = Arc::new(Mutex::new(Received::default()));
     let restarting = rt().spawn({
         let (nodes, parts) = (nodes.clone(), parts.clone());
         async move {
@@ -268,7 +269,8 @@ fn a_consumer_gets_every_transaction_once_in_order_across_switchovers_and_a_rest
             follow(nodes, &stored.to_string(), "restarting", parts, usize::MAX).await
         }
     });
-    let received = |into: &Arc<Mutex<Vec<Change>>>| into.lock().unwrap().len();
+    let received = |into: &Arc<Mutex<Received>>| into.lock().unwrap().changes.len();
+    let followed = |into: &Arc<Mutex<Received>>| into.lock().unwrap().nodes.clone();
 
     eventually(
         "the consumers under way",
@@ -277,9 +279,15 @@ fn a_consumer_gets_every_transaction_once_in_order_across_switchovers_and_a_rest
         |(w, p)| *w > 100 && *p > 100,
     );
     switchover(&a, &b, "a", "b");
+    for into in [&whole, &parts] {
+        eventually("following the new master", EVENTUALLY, || followed(into), |n| n.last() == Some(&b.listen));
+    }
     let moved = received(&whole);
     eventually("changes from the new master", EVENTUALLY, || received(&whole), |n| *n > moved + 100);
     switchover(&b, &a, "b", "a");
+    for into in [&whole, &parts] {
+        eventually("following the first master again", EVENTUALLY, || followed(into), |n| n.last() == Some(&a.listen));
+    }
     let moved = received(&whole);
     eventually("changes from the first master again", EVENTUALLY, || received(&whole), |n| *n > moved + 100);
     stop.store(true, Ordering::Relaxed);
@@ -300,7 +308,7 @@ fn a_consumer_gets_every_transaction_once_in_order_across_switchovers_and_a_rest
     follower.abort();
     restarting.abort();
     for (name, into) in [("whole", &whole), ("restarting", &parts)] {
-        let changes = into.lock().unwrap().clone();
+        let changes = into.lock().unwrap().changes.clone();
         assert_eq!(changes.len(), total, "{name}: nothing repeated");
         assert_eq!(by_domain(changes.iter().map(|c| c.gtid)), expected, "{name}: each domain once, in order");
         for g in &acknowledged {
