@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// Request and response opcodes by name (`R_…` for responses).
-const OPCODES: [(&str, u8); 22] = [
+const OPCODES: [(&str, u8); 24] = [
     ("HELLO", op::HELLO),
     ("AUTH", op::AUTH),
     ("TRANSACT", op::TRANSACT),
@@ -21,6 +21,7 @@ const OPCODES: [(&str, u8); 22] = [
     ("ROLE", op::ROLE),
     ("DUMP", op::DUMP),
     ("ACK", op::ACK),
+    ("SUBSCRIBE", op::SUBSCRIBE),
     ("R_ERROR", op::R_ERROR),
     ("R_HELLO", op::R_HELLO),
     ("R_AUTH_OK", op::R_AUTH_OK),
@@ -32,6 +33,7 @@ const OPCODES: [(&str, u8); 22] = [
     ("R_ROLE", op::R_ROLE),
     ("R_REPL_TXN", op::R_REPL_TXN),
     ("R_HEARTBEAT", op::R_HEARTBEAT),
+    ("R_SUBSCRIBED", op::R_SUBSCRIBED),
 ];
 
 /// Adds `PROTOCOL_VERSION`, `OPCODES`, `ERROR_CODES`, `ROW_OP_KINDS` and `VALUE_TYPES` to the module.

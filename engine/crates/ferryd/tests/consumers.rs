@@ -476,3 +476,37 @@ fn a_binlog_started_again_ends_a_subscription_saying_so() {
     assert_eq!(code, ErrorCode::BinlogUnreadable);
     assert!(message.contains("RESET MASTER") && message.contains("ferry-bin.000001"), "{message}");
 }
+
+#[test]
+fn a_subscription_to_some_domains_gets_theirs_only_and_its_position_names_only_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = start(dir.path(), 1, &[]);
+    let mut client = node.client();
+    let mut in_two = Vec::new();
+    rt().block_on(async {
+        for i in 0..6u32 {
+            let commit = client.transact(Txn::new().domain(1 + i % 2).increment("t", "k", "n", 1)).await.unwrap();
+            if commit.gtid.domain == 2 {
+                in_two.push(commit.gtid);
+            }
+        }
+    });
+    let mut o = options("two", Some("1-1-1"));
+    o.domains = vec![2];
+    let mut sub = rt().block_on(Subscription::open(&node.listen, &o)).unwrap();
+    assert_eq!(sub.position().to_string(), "", "domain 1 of the start position is not this subscription's");
+    let got: Vec<Gtid> = (0..3).map(|_| rt().block_on(sub.next()).unwrap().gtid).collect();
+    assert_eq!(got, in_two);
+    assert_eq!(sub.position().to_string(), in_two[2].to_string());
+    let listed = consumers(&node);
+    assert_eq!(listed["consumers"][0]["domains"], json!([2]));
+    assert_eq!(listed["consumers"][0]["lag"].as_object().unwrap().keys().collect::<Vec<_>>(), ["2"]);
+
+    // From its stored position, it goes on with domain 2's next transaction only.
+    let next = rt().block_on(client.transact(Txn::new().domain(2).increment("t", "k", "n", 1))).unwrap();
+    rt().block_on(client.transact(Txn::new().domain(1).increment("t", "k", "n", 1))).unwrap();
+    o.start = Some(sub.position().clone());
+    drop(sub);
+    let mut again = rt().block_on(Subscription::open(&node.listen, &o)).unwrap();
+    assert_eq!(rt().block_on(again.next()).unwrap().gtid, next.gtid);
+}
