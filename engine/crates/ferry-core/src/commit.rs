@@ -27,7 +27,7 @@ use crate::fault::StorageHealth;
 use crate::gtid::{DomainId, Gtid, SeqNo, ServerId};
 use crate::gtid_alloc::{AllocError, GtidAllocator, StrictModeViolation};
 use crate::row::RowChange;
-use crate::semisync::{SemiSync, WaitOutcome, WaitPoint};
+use crate::semisync::{Held, SemiSync, WaitOutcome, WaitPoint};
 use crate::store::Store;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -385,6 +385,8 @@ pub struct AwaitingReplicas {
     /// End of the group in the binlog: what the replicas must confirm.
     through: BinlogCoord,
     replies: Vec<Reply>,
+    /// The group held back from change consumers until the wait ends.
+    held: Option<Held>,
 }
 
 impl AwaitingReplicas {
@@ -392,7 +394,17 @@ impl AwaitingReplicas {
     /// confirmations, then replies.
     pub fn wait_and_reply(self) {
         let stopped = self.semi_sync.wait(self.through) == WaitOutcome::Stopped;
+        release_unless(self.held, stopped);
         self.replies.into_iter().map(|r| if stopped { r.unconfirmed() } else { r }).for_each(Reply::send);
+    }
+}
+
+/// Releases a group held back from change consumers, unless its wait ended `unconfirmed` (the node stops): then
+/// it stays held, since it may be on no replica.
+fn release_unless(held: Option<Held>, unconfirmed: bool) {
+    match held {
+        Some(held) if unconfirmed => held.keep(),
+        other => drop(other),
     }
 }
 
@@ -568,6 +580,7 @@ impl GroupCommit {
         let mut log = self.log.lock();
         self.wait_for_members();
         let group = std::mem::take(&mut *self.queue.lock());
+        let held = self.hold_for_clients(self.semi_sync.as_ref(), &log, &group);
         let outcomes = match self.config.mode {
             CommitMode::Group => self.run_group(&mut log, group, &mut None),
             // No group commit: every member is written and fsynced on its own, in queue order.
@@ -594,9 +607,21 @@ impl GroupCommit {
             outcomes.into_iter().for_each(Reply::send);
             return None;
         };
-        let (held, now): (Vec<Reply>, Vec<Reply>) = outcomes.into_iter().partition(Reply::waits_for_replicas);
+        let (waiting, now): (Vec<Reply>, Vec<Reply>) = outcomes.into_iter().partition(Reply::waits_for_replicas);
         now.into_iter().for_each(Reply::send);
-        (!held.is_empty()).then(|| AwaitingReplicas { semi_sync: semi_sync.clone(), through, replies: held })
+        if waiting.is_empty() {
+            // No commit of a client to confirm (refused, or none): nothing to hold back.
+            drop(held);
+            return None;
+        }
+        Some(AwaitingReplicas { semi_sync: semi_sync.clone(), through, replies: waiting, held })
+    }
+
+    /// With semi-sync, a group holding a client's transaction is held back from change consumers from where it
+    /// starts: registered with the binlog lock held, before the binlog's end can move past it.
+    fn hold_for_clients(&self, semi_sync: Option<&Arc<SemiSync>>, log: &CommitLog, group: &[Member]) -> Option<Held> {
+        let semi_sync = semi_sync?;
+        group.iter().any(|m| !m.txn.replicated()).then(|| semi_sync.hold(log.binlog.coord()))
     }
 
     /// Semi-sync `after_sync`: the group is written and fsynced under the binlog lock and offered to replicas;
@@ -605,10 +630,11 @@ impl GroupCommit {
     /// answers every member. A reader of the master never sees a transaction no replica has, unless semi-sync
     /// has fallen back to asynchronous. Blocking, also for replication's applier when its group holds a client
     /// transaction (several masters).
-    fn lead_after_sync(&self, semi_sync: &SemiSync) {
+    fn lead_after_sync(&self, semi_sync: &Arc<SemiSync>) {
         let mut log = self.log.lock();
         self.wait_for_members();
         let group = std::mem::take(&mut *self.queue.lock());
+        let held = self.hold_for_clients(Some(semi_sync), &log, &group);
         let groups: Vec<WrittenGroup> = match self.config.mode {
             CommitMode::PerTxnFsync => group.into_iter().map(|m| self.write_group(&mut log, vec![m])).collect(),
             _ => vec![self.write_group(&mut log, group)],
@@ -623,6 +649,7 @@ impl GroupCommit {
         drop(log);
         let clients = groups.iter().flat_map(|g| &g.written).any(|(m, _)| !m.txn.replicated());
         let stopped = clients && semi_sync.wait(through) == WaitOutcome::Stopped;
+        release_unless(held, stopped);
         let mut outcomes: Outcomes = Vec::new();
         {
             let mut turn = self.visible_turn.lock();

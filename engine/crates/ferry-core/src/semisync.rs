@@ -10,6 +10,11 @@
 //! (`crate::commit`); this module counts confirmations. Only this node's own clients wait:
 //! transactions applied by replication never do (every node of a cluster runs with semi-sync on, so that a
 //! promoted replica keeps the guarantee, and a replica must not stall its apply waiting for replicas it lacks).
+//!
+//! Change consumers are sent nothing a failover could lose: a group of this node's clients is *held* from the
+//! moment it is written ([`SemiSync::hold`], under the binlog lock, before the binlog's end moves past it) until
+//! its wait ends confirmed, timed out or asynchronous — never when the node's stop ended it — and consumers read
+//! the binlog only up to the start of the first held group ([`SemiSync::held_from`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -90,12 +95,17 @@ struct State {
     waits: u64,
     timeouts: u64,
     wait_us_total: u64,
+    /// Where each group of this node's clients whose wait has not ended starts in the binlog (how many groups
+    /// start there): change consumers are sent nothing from the first one on.
+    held: BTreeMap<BinlogCoord, usize>,
 }
 
 pub struct SemiSync {
     config: SemiSyncConfig,
     state: Mutex<State>,
     acked: Condvar,
+    /// Counts releases of held groups: a change consumer waiting at a held group wakes on it.
+    releases: tokio::sync::watch::Sender<u64>,
     /// What the timeout is measured on (the node's clock; a manual one in tests).
     clock: Arc<dyn Clock>,
 }
@@ -121,7 +131,40 @@ impl SemiSync {
 
     /// Semi-sync whose timeout runs on `clock`.
     pub fn with_clock(config: SemiSyncConfig, clock: Arc<dyn Clock>) -> Self {
-        SemiSync { config, state: Mutex::new(State::default()), acked: Condvar::new(), clock }
+        let releases = tokio::sync::watch::Sender::new(0);
+        SemiSync { config, state: Mutex::new(State::default()), acked: Condvar::new(), releases, clock }
+    }
+
+    /// Holds back from change consumers what is written from `from` on (the start of a group of this node's
+    /// clients, registered before the binlog's end moves past it) until the returned guard is dropped.
+    pub fn hold(self: &Arc<Self>, from: BinlogCoord) -> Held {
+        *self.state.lock().held.entry(from).or_default() += 1;
+        Held { semi_sync: self.clone(), from, kept: false }
+    }
+
+    fn release(&self, from: BinlogCoord) {
+        {
+            let mut state = self.state.lock();
+            let Some(count) = state.held.get_mut(&from) else {
+                debug_assert!(false, "released a group never held at {from:?}");
+                return;
+            };
+            *count -= 1;
+            if *count == 0 {
+                state.held.remove(&from);
+            }
+        }
+        self.releases.send_modify(|n| *n += 1);
+    }
+
+    /// Where the first group still held back from change consumers starts, if one is.
+    pub fn held_from(&self) -> Option<BinlogCoord> {
+        self.state.lock().held.keys().next().copied()
+    }
+
+    /// Changes whenever a held group is released.
+    pub fn releases(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.releases.subscribe()
     }
 
     pub fn config(&self) -> SemiSyncConfig {
@@ -221,6 +264,32 @@ impl SemiSync {
             waits: state.waits,
             timeouts: state.timeouts,
             wait_us_total: state.wait_us_total,
+        }
+    }
+}
+
+/// A group of this node's clients held back from change consumers ([`SemiSync::hold`]): released when dropped
+/// (its wait ended confirmed, timed out or asynchronous), unless [`Held::keep`] says otherwise.
+#[must_use = "a hold is released when dropped"]
+pub struct Held {
+    semi_sync: Arc<SemiSync>,
+    /// Where the group starts in the binlog.
+    from: BinlogCoord,
+    /// The node's stop ended the wait before K confirmations: the group stays held (it may be on no replica).
+    kept: bool,
+}
+
+impl Held {
+    /// The group stays held for as long as this node runs: its wait ended unconfirmed (the node stops).
+    pub fn keep(mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if !self.kept {
+            self.semi_sync.release(self.from);
         }
     }
 }
@@ -332,5 +401,30 @@ mod tests {
         let waiter = waiting(&s, at(50));
         clock.advance(Duration::from_secs(1));
         assert_eq!(waiter.join().unwrap(), WaitOutcome::TimedOut);
+    }
+
+    #[test]
+    fn consumers_are_held_at_the_first_group_still_waiting_and_a_stop_keeps_it_held() {
+        let clock = ManualClock::new(0);
+        let s = semi_sync(1, Duration::from_secs(1), &clock);
+        let mut releases = s.releases();
+        assert_eq!(s.held_from(), None);
+        let first = s.hold(at(10));
+        let second = s.hold(at(40));
+        let twin = s.hold(at(40));
+        assert_eq!(s.held_from(), Some(at(10)), "the first group still waiting");
+        drop(second);
+        assert_eq!(s.held_from(), Some(at(10)), "a later group's end frees nothing before the first's");
+        assert!(releases.has_changed().unwrap(), "a release wakes consumers");
+        releases.borrow_and_update();
+        drop(first);
+        assert_eq!(
+            s.held_from(),
+            Some(at(40)),
+            "two holds at 40 (a group that wrote nothing and the next one start at the same place): one is left"
+        );
+        twin.keep();
+        assert_eq!(s.held_from(), Some(at(40)), "kept: its wait ended unconfirmed");
+        assert!(releases.has_changed().unwrap());
     }
 }

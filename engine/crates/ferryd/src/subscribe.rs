@@ -4,6 +4,12 @@
 //! semi-sync (client commits never wait for it), never holds binlog files back from purges or expiry, and is
 //! listed apart (`GET /v1/consumers`).
 //!
+//! Nothing a failover could lose: with semi-sync, a consumer is sent a transaction of this node's clients only
+//! once its group's wait for the replicas' confirmations ended (confirmed, or timed out and fallen back to
+//! asynchronous) — the stream reads up to [`Node::consumers_end`], and a subscription "from now" starts at
+//! [`Node::consumers_position`]. Transactions this node applied by replication are sent as soon as they are in its
+//! binlog (they are on this replica, which a failover would promote or level from).
+//!
 //! Bounded on the master: the stream reads the binlog files, never the commit path, in batches of at most
 //! `--dump-buffer-bytes-max`, and reads the next batch only once the connection has taken the previous one.
 //! A consumer that stops reading therefore holds one batch; once the master has written
@@ -123,7 +129,10 @@ pub async fn serve<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
             Ok(p) => only(&p, &domains),
             Err(e) => return refuse(writer, id, ErrorCode::BadGtid, e.to_string()).await,
         },
-        None => only(&node.binlog_position(), &domains),
+        None => match consumers_position(node).await {
+            Ok(now) => only(&now, &domains),
+            Err(e) => return refuse(writer, id, ErrorCode::BinlogUnreadable, e).await,
+        },
     };
     let full = || {
         format!(
@@ -181,12 +190,18 @@ pub async fn serve<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
         while let Ok(Next::Frame) = read_frame(&mut reader, &mut frame, frames).await {}
     };
     let mut gone = std::pin::pin!(gone);
+    let mut released = node.consumers_released();
     let ended = loop {
         if *stop.borrow() {
             break Ended::Refused(ErrorCode::ShuttingDown, "the master is shutting down".into());
         }
+        if let Some(r) = &mut released {
+            r.borrow_and_update();
+        }
         let end = node.binlog_end();
-        let (back, batch) = read_batch(stream, end, buffer_bytes_max).await;
+        // With semi-sync: not past what its replicas have yet to confirm.
+        let readable = node.consumers_end(end);
+        let (back, batch) = read_batch(stream, readable, buffer_bytes_max).await;
         stream = back;
         let batch = match batch {
             Ok(b) => b,
@@ -208,6 +223,7 @@ pub async fn serve<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
             }
             tokio::select! {
                 _ = node.wait_for_binlog_growth(end, heartbeat) => {}
+                Some(()) = released_changed(&mut released) => continue,
                 _ = stop.changed() => continue,
                 _ = &mut gone => break Ended::Gone,
             }
@@ -265,6 +281,22 @@ pub async fn serve<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
             .await;
             Ok(())
         }
+    }
+}
+
+/// Waits until a group held back from consumers is released; `None` at once without semi-sync (never
+/// released: the `select!` branch is then disabled).
+async fn released_changed(released: &mut Option<tokio::sync::watch::Receiver<u64>>) -> Option<()> {
+    released.as_mut()?.changed().await.ok()
+}
+
+/// [`Node::consumers_position`] off the async threads (it may read a binlog file).
+async fn consumers_position(node: &Arc<Node>) -> Result<GtidPosition, String> {
+    let node = node.clone();
+    match tokio::task::spawn_blocking(move || node.consumers_position()).await {
+        Ok(Ok(position)) => Ok(position),
+        Ok(Err(e)) => Err(format!("where the stream starts: {e}")),
+        Err(e) => Err(format!("where the stream starts: {e}")),
     }
 }
 

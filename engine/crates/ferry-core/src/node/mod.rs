@@ -451,6 +451,39 @@ impl Node {
         *self.watch.end.lock()
     }
 
+    /// How far change consumers may read given the binlog's end `end`: all of it, or with semi-sync only up to
+    /// the start of the first group of this node's clients still waiting for its replicas' confirmations — a
+    /// consumer is never sent what a failover could lose (unless semi-sync fell back to asynchronous).
+    pub fn consumers_end(&self, end: BinlogCoord) -> BinlogCoord {
+        match self.semi_sync.as_ref().and_then(|s| s.held_from()) {
+            Some(held) => held.min(end),
+            None => end,
+        }
+    }
+
+    /// Changes whenever [`Node::consumers_end`] may have moved without the binlog growing (a group's wait
+    /// ended); `None` without semi-sync.
+    pub fn consumers_released(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.semi_sync.as_ref().map(|s| s.releases())
+    }
+
+    /// gtid_binlog_pos as change consumers may have it now: without the transactions held back from them
+    /// ([`Node::consumers_end`]). Reads the binlog file of the first held group.
+    pub fn consumers_position(&self) -> Result<GtidPosition, BinlogError> {
+        // Groups are held with the binlog lock held: none can start while it is taken here.
+        let (position, held) = self.commit.with_log(|log| {
+            let held = self.semi_sync.as_ref().and_then(|s| s.held_from());
+            (log.binlog.state().position().clone(), held)
+        });
+        match held {
+            None => Ok(position),
+            Some(at) => {
+                let file = self.binlog_dir().join(crate::binlog::file_name(at.file_seq));
+                crate::binlog::seek::position_at(&file, at.offset)
+            }
+        }
+    }
+
     /// Waits until the binlog end moves past `seen` or `timeout` passes; returns the end either way.
     pub async fn wait_for_binlog_growth(&self, seen: BinlogCoord, timeout: Duration) -> BinlogCoord {
         let mut moved = std::pin::pin!(self.watch.moved_async.notified());
