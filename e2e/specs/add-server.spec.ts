@@ -3,23 +3,22 @@
 // rest of its replication graph and says so (with its notes) — and the topology shows them.
 import { expect, test } from "../fixtures";
 
+test.use({ role: "operator" });
+
 function hostPort(address: string): [string, string] {
   const url = new URL(address.includes("://") ? address : `tcp://${address}`);
   return [url.hostname, url.port];
 }
 
-test("an operator adds a server to an empty cluster and discovers from it", async ({ page, signIn, api, stack }) => {
+test("an operator adds a server to an empty cluster and discovers from it", async ({ page, api, client, stack, topology }) => {
   const name = `e2e-add-${Date.now()}`;
-  const created = await api.post("/api/v1/clusters", { data: { name, node_token: stack.node_token } });
-  expect(created.status(), await created.text()).toBe(201);
-  const clusterId = ((await created.json()) as { id: number }).id;
+  const { id: clusterId } = await client.post("/api/v1/clusters", { data: { name, node_token: stack.node_token }, status: 201 });
   const replica = stack.nodes[stack.nodes.length - 1];
   const [host, protocolPort] = hostPort(replica.protocol);
   const [, adminPort] = hostPort(replica.admin);
 
-  await signIn("operator");
-  await page.goto(`/clusters/${clusterId}/topology`);
-  await expect(page.getByRole("region", { name: "No servers yet" })).toBeVisible();
+  await topology.open(clusterId, name);
+  await expect(topology.empty).toBeVisible();
   await page.getByRole("link", { name: "add a server or discover from one below" }).click();
   const form = page.getByRole("form", { name: "Add a server" });
   await form.getByLabel("Server name").fill("seed-replica");
@@ -37,9 +36,9 @@ test("an operator adds a server to an empty cluster and discovers from it", asyn
   await expect(outcome).toContainText(/From seed-replica: added \S/, { timeout: 30_000 });
   await expect(outcome.getByRole("list", { name: "Discovery notes" }).or(outcome.getByText("Discovery had no notes."))).toBeVisible();
 
-  const servers = (await (await api.get(`/api/v1/clusters/${clusterId}/servers`)).json()) as { name: string }[];
+  const servers = await client.get("/api/v1/clusters/{cluster_id}/servers", { path: { cluster_id: clusterId } });
   expect(servers.length, JSON.stringify(servers)).toBeGreaterThan(1);
-  await expect(page.getByRole("table", { name: "Servers" }).getByRole("row")).toHaveCount(servers.length + 1, { timeout: 30_000 });
+  await expect(topology.servers.getByRole("row")).toHaveCount(servers.length + 1, { timeout: 30_000 });
 
   await api.delete(`/api/v1/clusters/${clusterId}`);
 });

@@ -3,15 +3,14 @@
 // typing its name, and the overview no longer lists it.
 import { expect, test } from "../fixtures";
 
-test("an empty cluster says how to add servers; an operator edits it, then deletes it", async ({ page, signIn, api }) => {
-  const name = `e2e-empty-${Date.now()}`;
-  const created = await api.post("/api/v1/clusters", { data: { name } });
-  expect(created.status(), await created.text()).toBe(201);
-  const id = ((await created.json()) as { id: number }).id;
+test.use({ role: "operator" });
 
-  await signIn("operator");
-  await page.goto(`/clusters/${id}/topology`);
-  const box = page.getByRole("region", { name: "No servers yet" });
+test("an empty cluster says how to add servers; an operator edits it, then deletes it", async ({ page, api, client, topology }) => {
+  const name = `e2e-empty-${Date.now()}`;
+  const { id } = await client.post("/api/v1/clusters", { data: { name }, status: 201 });
+
+  await topology.open(id, name);
+  const box = topology.empty;
   await expect(box).toContainText(`${name} has no servers yet.`);
   await expect(box).toContainText(`ferryctl discover ${name}`);
 
@@ -21,7 +20,7 @@ test("an empty cluster says how to add servers; an operator edits it, then delet
   await page.getByLabel("Automatic failover").check();
   await page.getByRole("button", { name: "Save" }).click();
   await expect(page.getByRole("heading", { level: 1, name: renamed })).toBeVisible();
-  const read = (await (await api.get(`/api/v1/clusters/${id}`)).json()) as { name: string; auto_failover: boolean };
+  const read = await client.get("/api/v1/clusters/{cluster_id}", { path: { cluster_id: id } });
   expect(read).toMatchObject({ name: renamed, auto_failover: true });
 
   await page.getByLabel(/to confirm/).fill(renamed);

@@ -8,6 +8,8 @@ import type { Locator } from "@playwright/test";
 import { mariadbCluster } from "../mariadb";
 import { expect, test } from "../fixtures";
 
+test.use({ role: "viewer" });
+
 const domainsOf = (labels: string[]) => [...new Set(labels.map((l) => /domain (\d+)/.exec(l)?.[1]).filter(Boolean))].sort();
 
 /** Seconds from the dashboard's formatLagSeconds text ("0 s", "750 ms", "4.5 s", "25 s", "1 min 05 s"). */
@@ -29,7 +31,7 @@ async function peakSeconds(chart: Locator, seriesLabel: string): Promise<number 
   const ticks = await chart
     .locator(".recharts-yAxis-tick-labels .recharts-cartesian-axis-tick-value")
     .evaluateAll((texts) => texts.map((t) => ({ text: t.textContent ?? "", y: Number(t.getAttribute("y")) })));
-  const axis = ticks.map((t) => ({ value: seconds(t.text), y: t.y })).filter((t) => t.value !== null) as { value: number; y: number }[];
+  const axis = ticks.map((t) => ({ value: seconds(t.text), y: t.y })).filter((t): t is { value: number; y: number } => t.value !== null);
   if (!d || axis.length < 2) return null;
   const zero = axis.find((t) => t.value === 0);
   const top = axis.reduce((a, b) => (b.value > a.value ? b : a));
@@ -41,16 +43,16 @@ async function peakSeconds(chart: Locator, seriesLabel: string): Promise<number 
 
 test("seed000: the multi-source replica interleaves unlike each master, and the delayed replica lags by seconds", async ({
   page,
-  signIn,
   stack,
+  overview,
 }) => {
   const seed = mariadbCluster(stack, "seed000");
   const [m1, m2, multi, delayed, parallel] = [1, 2, 3, 4, 5].map((n) => seed.server(n).address);
-  await signIn("viewer");
 
   // The clusters overview lists both clusters.
-  await expect(page.getByRole("link", { name: stack.cluster_name, exact: true })).toBeVisible();
-  await expect(page.getByRole("link", { name: "seed000", exact: true })).toBeVisible();
+  await overview.open();
+  await expect(overview.link(stack.cluster_name)).toBeVisible();
+  await expect(overview.link("seed000")).toBeVisible();
 
   // Interleavings: the multi-source replica's lane (the first: discovery started from it) holds both domains, each
   // master's lane only its own, and each master's lane says it interleaves differently from the replica's.

@@ -4,9 +4,10 @@
 // canary writer saw.
 import { currentMasterName, expect, masterName, openClusterTab, test } from "../fixtures";
 
-test("a drill run from the UI passes and appears as passed in the history", async ({ page, signIn, stack, api, picture }) => {
+test.use({ role: "operator" });
+
+test("a drill run from the UI passes and appears as passed in the history", async ({ page, stack, api, picture }) => {
   const masterBefore = await masterName(api, stack);
-  await signIn("operator");
   await openClusterTab(page, stack, "drills");
 
   const form = page.getByRole("group", { name: "Run a drill now" });

@@ -8,6 +8,8 @@
 import { mariadbCluster, type MariadbCluster } from "../mariadb";
 import { expect, test } from "../fixtures";
 
+test.use({ role: "viewer" });
+
 /** The GTID domains anything on the cluster's servers holds (binlog states and replicated positions). */
 function domainsInUse(seed: MariadbCluster): Set<number> {
   const used = new Set<number>();
@@ -19,7 +21,7 @@ function domainsInUse(seed: MariadbCluster): Set<number> {
   return used;
 }
 
-test("a replica's own writes in two domains are named with their counts and GTIDs, and go once taken back", async ({ page, signIn, stack, api }) => {
+test("a replica's own writes in two domains are named with their counts and GTIDs, and go once taken back", async ({ page, stack, client, overview, topology, serverPage }) => {
   const seed = mariadbCluster(stack, "seed000");
   const leaf = seed.server(5);
   // Its own default domain first (what a client writing with the server's defaults gets), then the next free one.
@@ -30,8 +32,8 @@ test("a replica's own writes in two domains are named with their counts and GTID
   const [first, second] = domains as [number, number];
   const table = `app.e2e_errant_${Date.now()}`;
 
-  const topology = (await (await api.get(`/api/v1/clusters/${seed.id}/topology`)).json()) as { nodes: { server_id: number; name: string }[] };
-  const leafId = topology.nodes.find((n) => n.name === leaf.address)!.server_id;
+  const graph = await client.get("/api/v1/clusters/{cluster_id}/topology", { path: { cluster_id: seed.id } });
+  const leafId = graph.nodes.find((n) => n.name === leaf.address)!.server_id;
 
   // A table only server 5 has (not binlogged), then its own transactions: 3 in the first domain, 2 in the second.
   const counts: [number, number][] = [[first, 3], [second, 2]];
@@ -45,27 +47,25 @@ test("a replica's own writes in two domains are named with their counts and GTID
     const named = counts.map(([domain, count]) => `${count} in domain ${domain} (${mine[domain]![0]} … ${mine[domain]!.at(-1)})`);
     const total = counts.reduce((sum, [, count]) => sum + count, 0);
 
-    await signIn("viewer");
     // The overview: seed000 degraded, with the problem naming the server, the total, and each domain's count and GTIDs.
-    const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: "seed000", exact: true }) });
-    const health = row.getByRole("cell").first();
+    await overview.open();
+    const health = overview.health("seed000");
     await expect(health).toContainText(`${leaf.address} (server_id ${leaf.number}) took ${total} writes of its own while replicating`, { timeout: 30_000 });
     for (const words of named) await expect(health).toContainText(words);
     await expect(health).toContainText("degraded");
 
     // The topology's banner says the same.
-    await page.goto(`/clusters/${seed.id}/topology`);
-    const banner = page.getByRole("alert", { name: "Cluster alerts" });
+    await topology.open(seed.id, seed.name);
+    const banner = topology.alerts;
     await expect(banner).toContainText("Errant transactions:");
     for (const words of named) await expect(banner).toContainText(words);
 
     // The server's page: its alert, and a row per domain with the count, the first and the last GTID.
-    await page.goto(`/clusters/${seed.id}/servers/${leafId}`);
-    const article = page.getByRole("article", { name: new RegExp(`^${leaf.address.replace(/\./g, "\\.")}`) });
-    for (const words of named) await expect(article.getByRole("alert", { name: "Alerts about this server" })).toContainText(words);
-    const errant = article.getByRole("table", { name: "Errant transactions" });
+    await serverPage.open(seed.id, leafId);
+    const article = serverPage.article(new RegExp(`^${leaf.address.replace(/\./g, "\\.")}`));
+    for (const words of named) await expect(article.alerts).toContainText(words);
     for (const [domain, count] of counts) {
-      const cells = errant.getByRole("row").filter({ has: page.getByRole("rowheader", { name: String(domain), exact: true }) });
+      const cells = article.errant.getByRole("row").filter({ has: page.getByRole("rowheader", { name: String(domain), exact: true }) });
       await expect(cells.getByRole("cell")).toHaveText([String(count), mine[domain]![0]!, mine[domain]!.at(-1)!, /\d/]);
     }
   } finally {
@@ -86,7 +86,7 @@ test("a replica's own writes in two domains are named with their counts and GTID
   // The problem is gone from the API and the page: what follows finds seed000 as it was.
   await expect
     .poll(async () => {
-      const listed = (await (await api.get("/api/v1/clusters/overview")).json()) as { id: number; problems: string[] }[];
+      const listed = await client.get("/api/v1/clusters/overview");
       return listed.find((c) => c.id === seed.id)!.problems.filter((p) => p.includes("errant"));
     }, { message: "seed000's errant-transactions problem gone" })
     .toEqual([]);

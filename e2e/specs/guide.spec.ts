@@ -5,17 +5,18 @@
 // ferryd cluster has had none yet. The switchover dialog itself is only previewed (a dry run).
 import { mariadbCluster } from "../mariadb";
 import { expect, masterName, openClusterTab, test } from "../fixtures";
+import { drill, switchover } from "../runs";
 
-interface Run {
-  id: number;
-  state: string;
-}
+test.use({ role: "operator" });
 
 test("the operator's guide tour: overview, seed000's topology, positions, interleavings and lag, a switchover preview, drills, operations, and a phone's view", async ({
   page,
-  signIn,
   stack,
   api,
+  client,
+  overview,
+  topology,
+  switchoverForm: form,
   picture,
 }) => {
   test.setTimeout(300_000);
@@ -23,51 +24,31 @@ test("the operator's guide tour: overview, seed000's topology, positions, interl
   const [multi, delayed] = [seed.server(3).address, seed.server(4).address];
 
   // A drill for the histories, unless the ferryd cluster has had one.
-  const runs = (await (await api.get(`/api/v1/clusters/${stack.cluster_id}/drills/runs`)).json()) as Run[] | { items: Run[] };
-  if ((Array.isArray(runs) ? runs : runs.items).length === 0) {
+  const runs = await client.get("/api/v1/clusters/{cluster_id}/drills/runs", { path: { cluster_id: stack.cluster_id } });
+  if (runs.length === 0) {
     await masterName(api, stack);
-    const response = await api.post(`/api/v1/clusters/${stack.cluster_id}/drills/runs`, {
-      data: { candidate_strategy: "rotation", switch_back: true },
-    });
-    expect(response.status(), await response.text()).toBe(202);
-    const { id } = (await response.json()) as Run;
-    await expect
-      .poll(async () => ((await (await api.get(`/api/v1/clusters/${stack.cluster_id}/drills/runs/${id}`)).json()) as Run).state, {
-        timeout: 150_000,
-      })
-      .toBe("passed");
+    await drill(client, stack.cluster_id);
   }
 
   // A real switchover for the operations history, unless the ferryd cluster has had one (a drill's do not count).
-  const operations = (await (await api.get(`/api/v1/clusters/${stack.cluster_id}/operations`)).json()) as (Run & { type: string; dry_run: boolean })[];
+  const operations = await client.get("/api/v1/clusters/{cluster_id}/operations", { path: { cluster_id: stack.cluster_id } });
   if (!operations.some((o) => o.type === "switchover" && !o.dry_run && o.state === "succeeded")) {
     await masterName(api, stack);
-    const response = await api.post(`/api/v1/clusters/${stack.cluster_id}/operations/switchover`, { data: { dry_run: false } });
-    expect(response.status(), await response.text()).toBe(202);
-    const { id } = (await response.json()) as Run;
-    await expect
-      .poll(async () => ((await (await api.get(`/api/v1/clusters/${stack.cluster_id}/operations/${id}`)).json()) as Run).state, {
-        timeout: 120_000,
-      })
-      .toBe("succeeded");
+    await switchover(client, stack.cluster_id);
     await masterName(api, stack);
   }
 
-  await signIn("operator");
-
   // Overview: both clusters, each with its master and health.
-  await expect(page.getByRole("heading", { level: 1, name: "Clusters" })).toBeVisible();
-  await expect(page.getByRole("link", { name: stack.cluster_name, exact: true })).toBeVisible();
-  await expect(page.getByRole("link", { name: "seed000", exact: true })).toBeVisible();
+  await overview.open();
+  await expect(overview.link(stack.cluster_name)).toBeVisible();
+  await expect(overview.link("seed000")).toBeVisible();
   await picture("guide-overview");
 
   // Topology of seed000: two masters, the multi-source replica's connections m1 and m2, the delayed replica seconds behind.
-  await page.goto(`/clusters/${seed.id}/topology`);
-  await expect(page.getByRole("heading", { level: 1, name: "seed000" })).toBeVisible();
-  const connections = page.getByRole("table", { name: "Replication connections" });
-  await expect(connections.getByRole("row").filter({ hasText: /replicating|delayed/ })).toHaveCount(4);
-  await expect(connections.getByRole("row").filter({ has: page.getByRole("rowheader", { name: delayed, exact: true }) })).toContainText(/domain 1: [1-9][\d.]* s/);
-  await expect(page.getByRole("table", { name: "Servers" }).getByRole("row").filter({ hasText: "★ master" })).toHaveCount(2);
+  await topology.open(seed.id, "seed000");
+  await expect(topology.connections.getByRole("row").filter({ hasText: /replicating|delayed/ })).toHaveCount(4);
+  await expect(topology.connectionsOf(delayed)).toContainText(/domain 1: [1-9][\d.]* s/);
+  await expect(topology.servers.getByRole("row").filter({ hasText: "★ master" })).toHaveCount(2);
   await picture("guide-topology");
 
   // Positions: servers × domains, the delayed replica behind in both.
@@ -93,12 +74,10 @@ test("the operator's guide tour: overview, seed000's topology, positions, interl
 
   // A switchover on the ferryd cluster, previewed: the preflight checklist, the typed confirmation still locked.
   await openClusterTab(page, stack, "operations");
-  const form = page.getByRole("group", { name: "Switchover" });
-  await form.getByRole("button", { name: "Preview (dry run)" }).click();
-  const checks = form.getByRole("list", { name: "Preflight checks" }).getByRole("listitem");
-  await expect(checks.first()).toBeVisible();
-  await expect(form.getByRole("button", { name: "Switch over" })).toBeDisabled();
-  await picture("guide-switchover", form);
+  await form.preview();
+  await expect(form.checks.first()).toBeVisible();
+  await expect(form.run).toBeDisabled();
+  await picture("guide-switchover", form.form);
 
   // Operations history: each operation's write-unavailability window, and the table.
   const windows = page.getByRole("figure", { name: "Write unavailability per operation" });
@@ -116,12 +95,12 @@ test("the operator's guide tour: overview, seed000's topology, positions, interl
   // On a phone (390 × 844): the overview, seed000's topology and positions, each within the screen's width.
   await page.setViewportSize({ width: 390, height: 844 });
   const fitsTheScreen = async () => expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
-  await page.goto("/");
-  await expect(page.getByRole("link", { name: "seed000", exact: true })).toBeVisible();
+  await overview.open();
+  await expect(overview.link("seed000")).toBeVisible();
   await fitsTheScreen();
   await picture("guide-phone-overview");
-  await page.goto(`/clusters/${seed.id}/topology`);
-  await expect(page.getByRole("table", { name: "Servers" }).getByRole("row").filter({ hasText: "★ master" })).toHaveCount(2);
+  await topology.open(seed.id);
+  await expect(topology.servers.getByRole("row").filter({ hasText: "★ master" })).toHaveCount(2);
   await fitsTheScreen();
   await picture("guide-phone-topology");
   await page.goto(`/clusters/${seed.id}/positions`);

@@ -6,17 +6,18 @@
 import { mariadbCluster } from "../mariadb";
 import { expect, test } from "../fixtures";
 
-test("seed000 overview not degraded while s5 stuck under the lock is flagged", async ({ page, signIn, stack }) => {
+test.use({ role: "viewer" });
+
+test("seed000 overview not degraded while s5 stuck under the lock is flagged", async ({ stack, overview, topology }) => {
   test.setTimeout(120_000);
   const seed = mariadbCluster(stack, "seed000");
   const parallelPort = String(seed.server(5).port);
   const delayedPort = String(seed.server(4).port);
-  await signIn("viewer");
 
   // The overview: seed000 healthy with its two masters, and a warning naming server 5's stall once the report holds
   // the lock long enough (it holds 8 s of every 20 s).
-  const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: "seed000", exact: true }) });
-  const health = row.getByRole("cell").first();
+  await overview.open();
+  const health = overview.health("seed000");
   await expect(health).toContainText("healthy");
   await expect(health).not.toContainText("degraded");
   await expect(health.getByText(/stalled in domain 1: \d+ transactions waiting/)).toBeVisible({ timeout: 60_000 });
@@ -24,21 +25,20 @@ test("seed000 overview not degraded while s5 stuck under the lock is flagged", a
   await expect(health).toContainText("healthy");
   // The worst lag is judged against each connection's configured delay: server 4's 30 s is written with its delay
   // beside it, never as lag of its own.
-  const worst = row.getByRole("cell").nth(3);
+  const worst = overview.worstLag("seed000");
   await expect(worst).toHaveText(/^[●△▲] (\d[\d.]* m?s \(delay 30 s, \+[\d.]+ m?s\)|[^(]+) · [\d,]+ txn/);
   await expect(worst).not.toHaveText(/^[●△▲] [23]\d s · /);
 
   // The topology: server 5's connection stalled in domain 1 with the workers' wait in MariaDB's words, server 4's
   // connection a delayed replica by its setting, with the delay in its settings line.
-  await page.goto(`/clusters/${seed.id}/topology`);
-  const connections = page.getByRole("table", { name: "Replication connections" });
-  const stalled = connections.getByRole("row").filter({ hasText: "stalled in domain 1" });
+  await topology.open(seed.id, seed.name);
+  const stalled = topology.connections.getByRole("row").filter({ hasText: "stalled in domain 1" });
   await expect(stalled).toHaveCount(1, { timeout: 60_000 });
   await expect(stalled.getByRole("rowheader")).toContainText(parallelPort);
   await expect(stalled).toContainText(/workers?: Waiting for table (metadata )?lock/);
   await expect(stalled).toContainText(/optimistic|conservative|aggressive/);
-  const delayed = connections.getByRole("row").filter({ has: page.getByRole("rowheader", { name: new RegExp(delayedPort) }) });
+  const delayed = topology.connectionsOf(new RegExp(delayedPort));
   await expect(delayed).toContainText("delayed replica (30 s)");
   await expect(delayed).toContainText("delay 30 s");
-  await expect(page.getByRole("table", { name: "Servers" }).getByText("binlog format ROW")).toHaveCount(5);
+  await expect(topology.servers.getByText("binlog format ROW")).toHaveCount(5);
 });

@@ -4,17 +4,21 @@
 // nothing changes for the specs that follow) is marked on the lag chart as soon as it ended, the chart's request for
 // every operation type answered.
 import { expect, openClusterTab, test } from "../fixtures";
+import { operationSucceeded } from "../runs";
+
+test.use({ role: "operator" });
 
 test("a dry run's audit row is marked and links its operation; the lag chart marks the operation just run", async ({
-  page, signIn, api, stack,
+  page, client, stack,
 }) => {
   test.setTimeout(120_000);
   const cluster = stack.cluster_id;
-  const dry = await api.post(`/api/v1/clusters/${cluster}/operations/switchover`, { data: { dry_run: true } });
-  expect(dry.status(), await dry.text()).toBe(202);
-  const dryId = ((await dry.json()) as { id: number }).id;
+  const { id: dryId } = await client.post("/api/v1/clusters/{cluster_id}/operations/switchover", {
+    path: { cluster_id: cluster },
+    data: { dry_run: true },
+    status: 202,
+  });
 
-  await signIn("operator");
   await page.goto(`/audit?cluster=${cluster}&action=switchover`);
   const table = page.getByRole("table", { name: "Audit log" });
   const row = table.getByRole("row").filter({ has: page.locator(`[data-operation="${dryId}"]`) });
@@ -30,20 +34,14 @@ test("a dry run's audit row is marked and links its operation; the lag chart mar
   await expect(linked).toContainText("(dry run)");
 
   // A real operation, then the lag chart: it is marked there, and the operations request was answered.
-  const topology = (await (await api.get(`/api/v1/clusters/${cluster}/topology`)).json()) as {
-    nodes: { server_id: number; role: string }[];
-  };
+  const topology = await client.get("/api/v1/clusters/{cluster_id}/topology", { path: { cluster_id: cluster } });
   const replica = topology.nodes.find((node) => node.role === "replica")!;
-  const run = await api.post(`/api/v1/clusters/${cluster}/operations/read-only`, {
+  const { id: runId } = await client.post("/api/v1/clusters/{cluster_id}/operations/read-only", {
+    path: { cluster_id: cluster },
     data: { server_id: replica.server_id, read_only: true },
+    status: 202,
   });
-  expect(run.status(), await run.text()).toBe(202);
-  const runId = ((await run.json()) as { id: number }).id;
-  await expect
-    .poll(async () => ((await (await api.get(`/api/v1/clusters/${cluster}/operations/${runId}`)).json()) as { state: string }).state, {
-      timeout: 60_000,
-    })
-    .toBe("succeeded");
+  await operationSucceeded(client, cluster, runId, 60_000);
   const answered = page.waitForResponse((r) => r.url().includes(`/api/v1/clusters/${cluster}/operations?`) && r.url().includes("type="));
   await openClusterTab(page, stack, "lag");
   expect((await answered).status()).toBe(200);

@@ -4,9 +4,11 @@
 // each replicates from afterwards), types the cluster's name and runs it; the topology redraws with server 5
 // replicating m1 and m2 from the masters and server 3 below it. Then the role goes back the same way, leaving the
 // stack as it was. Each move is made just after the demo's report lock on server 5 was released.
-import type { Page } from "@playwright/test";
 import { mariadbCluster, type MariadbCluster } from "../mariadb";
 import { expect, test } from "../fixtures";
+import type { SwitchoverForm } from "../pages/switchover";
+
+test.use({ role: "operator" });
 
 /** The demo "report" on server 5 holds a lock on domain 1's table for 8 s of every 20, and a move that needs server
  * 5's SQL thread to stop within its statement bound during it is undone. Waits for the lock to be taken and then
@@ -18,68 +20,61 @@ async function afterReportLock(seed: MariadbCluster): Promise<void> {
   await expect.poll(waiting, { timeout: 40_000, message: "the demo report to release it" }).toBe(0);
 }
 
-async function moveHub(page: Page, seed: MariadbCluster, from: string, to: string): Promise<void> {
+async function moveHub(switchover: SwitchoverForm, seed: MariadbCluster, from: string, to: string): Promise<void> {
   // Should a move still be undone (the servers as they were, the operation saying why), an operator runs it again;
   // so does this test, a bounded number of times.
   for (let attempt = 1; ; attempt++) {
-    const outcome = await tryMoveHub(page, seed, from, to);
+    const outcome = await tryMoveHub(switchover, seed, from, to);
     if (outcome === "done") return;
     expect(attempt, `the move was undone ${attempt} times: ${outcome}`).toBeLessThan(4);
-    await page.getByRole("group", { name: "Switchover" }).getByRole("button", { name: "Start a new switchover" }).click();
+    await switchover.form.getByRole("button", { name: "Start a new switchover" }).click();
   }
 }
 
-async function tryMoveHub(page: Page, seed: MariadbCluster, from: string, to: string): Promise<string> {
+async function tryMoveHub(switchover: SwitchoverForm, seed: MariadbCluster, from: string, to: string): Promise<string> {
   const clusterName = seed.name;
-  const form = page.getByRole("group", { name: "Switchover" });
+  const { page, form, checks, plan } = switchover;
   await expect(form).toContainText("choose the source whose role moves");
-  const source = form.getByLabel("Source");
-  await source.selectOption((await source.locator("option", { hasText: from }).getAttribute("value"))!);
-  const candidate = form.getByRole("combobox", { name: /New master/ });
-  await candidate.selectOption((await candidate.locator("option", { hasText: to }).getAttribute("value"))!);
+  await switchover.choose(switchover.source, from);
+  await switchover.choose(switchover.candidate, to);
 
   // The preflight may find the candidate behind for a moment (the demo report holds a lock on server 5 for 8 s of
   // every 20): preview until every check passes, as an operator would.
-  const checks = form.getByRole("list", { name: "Preflight checks" }).getByRole("listitem");
   await expect(async () => {
-    await form.getByRole("button", { name: "Preview (dry run)" }).click();
+    await switchover.preview();
     await expect(checks.first()).toBeVisible();
     await expect(checks.filter({ hasText: "failed" })).toHaveCount(0);
-    await expect(form.getByRole("button", { name: "Switch over" })).toBeVisible();
+    await expect(switchover.run).toBeVisible();
   }).toPass({ timeout: 90_000 });
 
   // The plan per domain: the source and the candidate, each server's position in both domains, what follows whom.
   await expect(form.getByRole("heading", { name: new RegExp(`Plan: ${to} \\(server_id \\d+\\) replaces ${from} \\(server_id \\d+\\)`) })).toBeVisible();
-  const plan = form.getByRole("table", { name: "Positions per domain before the switchover" });
   await expect(plan.getByRole("columnheader")).toContainText(["Server", "Domain 1", "Domain 2", "Replicates from afterwards"]);
   const candidateRow = plan.getByRole("row").filter({ has: page.getByRole("rowheader", { name: new RegExp(to) }) });
   await expect(candidateRow).toContainText("'m1' from");
   await expect(candidateRow).toContainText("'m2' from");
   await expect(candidateRow).toContainText(/1-1-\d+/);
 
-  await form.getByLabel(/Type the cluster name/).fill(clusterName);
-  await expect(form.getByRole("alert").filter({ hasText: "undone" })).toHaveCount(0); // no earlier attempt's outcome
+  await switchover.confirmation.fill(clusterName);
+  const { done, undone } = switchover;
+  await expect(undone).toHaveCount(0); // no earlier attempt's outcome
   await afterReportLock(seed);
-  await form.getByRole("button", { name: "Switch over" }).click();
-  const done = form.getByRole("status").filter({ hasText: "✓ Done." });
-  const undone = form.getByRole("alert").filter({ hasText: "undone" });
+  await switchover.run.click();
   await expect(done.or(undone)).toBeVisible({ timeout: 120_000 });
   return (await done.isVisible()) ? "done" : (await undone.textContent()) ?? "undone";
 }
 
-test("an operator moves seed000's hub to a replica and back, reading the plan per domain", async ({ page, signIn, stack }) => {
+test("an operator moves seed000's hub to a replica and back, reading the plan per domain", async ({ page, stack, switchoverForm, topology }) => {
   const seed = mariadbCluster(stack, "seed000");
   const [m1, m2, hub, candidate] = [1, 2, 3, 5].map((n) => seed.server(n).address);
-  await signIn("operator");
   await page.goto(`/clusters/${seed.id}/operations`);
   await expect(page.getByRole("heading", { level: 1, name: "seed000" })).toBeVisible();
 
-  await moveHub(page, seed, hub!, candidate!);
+  await moveHub(switchoverForm, seed, hub!, candidate!);
 
   // The topology redraws: the candidate replicates m1 and m2 from the masters, the old hub from the candidate.
   await page.getByRole("link", { name: "Topology" }).click();
-  const connections = page.getByRole("table", { name: "Replication connections" });
-  const rowsOf = (replica: string) => connections.getByRole("row").filter({ has: page.getByRole("rowheader", { name: replica, exact: true }) });
+  const rowsOf = (replica: string) => topology.connectionsOf(replica);
   for (const [name, master] of [["m1", m1], ["m2", m2]]) {
     await expect(rowsOf(candidate!).filter({ hasText: master! })).toContainText(name!);
   }
@@ -88,7 +83,7 @@ test("an operator moves seed000's hub to a replica and back, reading the plan pe
 
   // And back, so the stack is as the other specs expect it.
   await page.getByRole("link", { name: "Operations" }).click();
-  await moveHub(page, seed, candidate!, hub!);
+  await moveHub(switchoverForm, seed, candidate!, hub!);
   await page.getByRole("link", { name: "Topology" }).click();
   await expect(rowsOf(hub!).filter({ hasText: m1! })).toContainText("m1");
   await expect(rowsOf(hub!).filter({ hasText: m2! })).toContainText("m2");

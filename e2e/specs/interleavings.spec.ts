@@ -8,6 +8,8 @@ import type { Locator, Page } from "@playwright/test";
 import { mariadbCluster } from "../mariadb";
 import { expect, openClusterTab, test } from "../fixtures";
 
+test.use({ role: "viewer" });
+
 /** The widest spread, in pixels, of one GTID's blocks' left edges across the lanes (measured at one instant), and
  * how many GTIDs more than one lane holds. */
 async function alignmentSpread(page: Page): Promise<{ spread: number; shared: number }> {
@@ -33,8 +35,7 @@ async function newest(page: Page): Promise<{ block: Locator; gtid: string }> {
   return { block: page.locator(`.lane li.block[data-gtid="${gtid}"]`).first(), gtid };
 }
 
-test("lanes show several domains; hovering or moving by keyboard highlights one GTID in every lane", async ({ page, signIn, stack, picture }) => {
-  await signIn("viewer");
+test("lanes show several domains; hovering or moving by keyboard highlights one GTID in every lane", async ({ page, stack, picture }) => {
   await openClusterTab(page, stack, "interleavings");
 
   const lanes = page.getByRole("group", { name: /^Binlog of / });
@@ -86,9 +87,8 @@ test("lanes show several domains; hovering or moving by keyboard highlights one 
 });
 
 
-test("lanes are aligned by GTID, the newest stays in view as it refreshes, and a hover outlives the refresh", async ({ page, signIn, stack }) => {
+test("lanes are aligned by GTID, the newest stays in view as it refreshes, and a hover outlives the refresh", async ({ page, stack }) => {
   test.setTimeout(120_000);
-  await signIn("viewer");
   await openClusterTab(page, stack, "interleavings", "?last=200");
   const lanes = page.getByRole("group", { name: /^Binlog of / });
   await expect(lanes).toHaveCount(3);
@@ -135,11 +135,10 @@ test("lanes are aligned by GTID, the newest stays in view as it refreshes, and a
   expect((await alignmentSpread(page)).spread).toBeLessThanOrEqual(2);
 });
 
-test("seed000: a lane without a GTID says never (the other master) or not yet (the delayed replica)", async ({ page, signIn, stack }) => {
+test("seed000: a lane without a GTID says never (the other master) or not yet (the delayed replica)", async ({ page, stack }) => {
   test.setTimeout(120_000);
   const seed = mariadbCluster(stack, "seed000");
   const [m1, m2, delayed] = [seed.server(1).address, seed.server(2).address, seed.server(4).address];
-  await signIn("viewer");
   await page.goto(`/clusters/${seed.id}/interleavings`);
   const lane = (name: string) => page.getByRole("group", { name: `Binlog of ${name}`, exact: true });
   await expect(page.getByRole("group", { name: /^Binlog of / })).toHaveCount(5);

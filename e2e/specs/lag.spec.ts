@@ -3,8 +3,9 @@
 // entries hide and show their series' line.
 import { expect, openClusterTab, test } from "../fixtures";
 
-test("the lag charts have data points, and they move while the page is live", async ({ page, signIn, stack, picture }) => {
-  await signIn("viewer");
+test.use({ role: "viewer" });
+
+test("the lag charts have data points, and they move while the page is live", async ({ page, stack, picture }) => {
   await openClusterTab(page, stack, "lag", "?range=5m");
 
   const seconds = page.getByRole("figure", { name: "Lag in seconds" });
@@ -25,8 +26,7 @@ test("the lag charts have data points, and they move while the page is live", as
   await picture("lag");
 });
 
-test("pressing a series' legend entry removes its line from the chart, pressing it again brings it back", async ({ page, signIn, stack }) => {
-  await signIn("viewer");
+test("pressing a series' legend entry removes its line from the chart, pressing it again brings it back", async ({ page, stack }) => {
   await openClusterTab(page, stack, "lag", "?range=15m&live=paused");
 
   const chart = page.getByRole("figure", { name: "Lag in seconds" });

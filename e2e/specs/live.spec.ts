@@ -5,6 +5,8 @@
 import { expect, masterName, openClusterTab, test } from "../fixtures";
 import { nodeAuth } from "../stack";
 
+test.use({ role: "viewer" });
+
 /** "1-1-10,2-1-7" → {1: 10, 2: 7}. */
 function parsePosition(text: string): Map<number, number> {
   const seqs = new Map<number, number>();
@@ -20,14 +22,13 @@ function atOrPast(shown: Map<number, number>, reached: Map<number, number>): boo
   return [...reached].every(([domain, seq]) => (shown.get(domain) ?? -1) >= seq);
 }
 
-test("a position change on a node shows in the page while it stays open", async ({ page, signIn, stack, api }) => {
-  await signIn("viewer");
+test("a position change on a node shows in the page while it stays open", async ({ page, stack, api, topology }) => {
   await openClusterTab(page, stack, "topology");
   await expect(page.getByRole("status").filter({ hasText: "live (server-sent events)" })).toBeVisible();
 
   const master = await masterName(api, stack);
   const node = stack.nodes.find((n) => n.name === master)!;
-  const cell = page.getByRole("table", { name: "Servers" }).getByRole("row", { name: new RegExp(`^${master} `) }).getByRole("cell").last();
+  const cell = topology.server(master).getByRole("cell").last();
   const delays: number[] = [];
   for (let sample = 0; sample < 5; sample++) {
     const status = await (await api.get(`${node.admin}/v1/status`, nodeAuth(stack))).json();

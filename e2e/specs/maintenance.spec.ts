@@ -4,18 +4,17 @@
 // audit row records the end.
 import { expect, test } from "../fixtures";
 
-test("maintenance expiring by itself", async ({ page, signIn, api }) => {
-  const name = `e2e-maint-${Date.now()}`;
-  const created = await api.post("/api/v1/clusters", { data: { name } });
-  expect(created.status(), await created.text()).toBe(201);
-  const clusterId = ((await created.json()) as { id: number }).id;
-  const added = await api.post(`/api/v1/clusters/${clusterId}/servers`, {
-    data: { name: "db-m", host: "127.0.0.1", protocol_port: 1 },
-  });
-  expect(added.status(), await added.text()).toBe(201);
-  const serverId = ((await added.json()) as { id: number }).id;
+test.use({ role: "operator" });
 
-  await signIn("operator");
+test("maintenance expiring by itself", async ({ page, api, client }) => {
+  const name = `e2e-maint-${Date.now()}`;
+  const { id: clusterId } = await client.post("/api/v1/clusters", { data: { name }, status: 201 });
+  const { id: serverId } = await client.post("/api/v1/clusters/{cluster_id}/servers", {
+    path: { cluster_id: clusterId },
+    data: { name: "db-m", host: "127.0.0.1", protocol_port: 1 },
+    status: 201,
+  });
+
   await page.goto(`/clusters/${clusterId}/operations`);
   await page.getByText("Maintenance and fences").click();
   const row = page.getByRole("table", { name: "Server flags" }).getByRole("row", { name: /^db-m / });
@@ -31,12 +30,12 @@ test("maintenance expiring by itself", async ({ page, signIn, api }) => {
   // No reload from here on: the page itself sees the end.
   await expect(row).not.toContainText("in maintenance", { timeout: 60_000 });
   await expect(row.getByRole("button", { name: "Start maintenance" })).toBeVisible();
-  const read = await api.get(`/api/v1/clusters/${clusterId}/servers/${serverId}`);
-  expect(((await read.json()) as { maintenance: boolean }).maintenance).toBe(false);
+  const read = await client.get("/api/v1/clusters/{cluster_id}/servers/{server_id}", { path: { cluster_id: clusterId, server_id: serverId } });
+  expect(read.maintenance).toBe(false);
   await expect
     .poll(
       async () => {
-        const audit = (await (await api.get(`/api/v1/audit?cluster_id=${clusterId}`)).json()) as { action: string; details: { reason?: string } }[];
+        const audit = await client.get("/api/v1/audit", { query: { cluster_id: clusterId } });
         return audit.find((e) => e.action === "maintenance_expired")?.details.reason ?? null;
       },
       { timeout: 60_000, message: "the worker records the end of the maintenance" },

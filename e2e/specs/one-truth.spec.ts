@@ -4,43 +4,34 @@
 // topology's connections, the positions matrix and the lag chart say the same figure in the same words: the delayed
 // replica's "… (delay 30 s, +… s) · … txn" everywhere, the overview's worst lag that of the connection it names, and
 // the chart's band at the configured delay.
-import type { APIRequestContext, Page } from "@playwright/test";
+import type { Page } from "@playwright/test";
+import type { Answer, Schemas, TypedApi } from "../api";
 import { mariadbCluster } from "../mariadb";
 import { expect, test } from "../fixtures";
 
-interface Lag {
-  seconds: number;
-  words: string;
-  delay_s: number;
-}
-interface Edge {
-  link_id: number;
-  replica_server_id: number;
-  connection: string | null;
-  source: string;
-  lag: Record<string, Lag>;
-  updated_at: string;
-}
+test.use({ role: "viewer" });
+
 interface Moment {
-  overview: { id: number; worst_lag: (Lag & { replica: string; domain: number }) | null }[];
-  topology: { nodes: { server_id: number; name: string; label: string }[]; edges: Edge[] };
-  positions: { rows: { server_id: number; cells: Record<string, { lag?: Lag | null }> }[] };
-  history: unknown;
+  overview: Answer<"/api/v1/clusters/overview", "get">;
+  topology: Schemas["TopologyGraph"];
+  positions: Schemas["PositionMatrix"];
+  history: Schemas["LagHistory"];
 }
 
 /** One moment of the stack's stored state, read back to back; none when the collector recorded between the reads. */
-async function moment(api: APIRequestContext, cluster: number): Promise<Moment | null> {
-  const read = async (path: string) => (await (await api.get(path)).json()) as unknown;
-  const before = JSON.stringify(await read(`/api/v1/clusters/${cluster}/topology`));
-  const overview = (await read("/api/v1/clusters/overview")) as Moment["overview"];
-  const positions = (await read(`/api/v1/clusters/${cluster}/positions`)) as Moment["positions"];
+async function moment(client: TypedApi, cluster: number): Promise<Moment | null> {
+  const path = { cluster_id: cluster };
+  const before = await client.get("/api/v1/clusters/{cluster_id}/topology", { path });
+  const overview = await client.get("/api/v1/clusters/overview");
+  const positions = await client.get("/api/v1/clusters/{cluster_id}/positions", { path });
   const until = new Date();
   const since = new Date(until.getTime() - 15 * 60_000);
-  const history = await read(
-    `/api/v1/clusters/${cluster}/lag/history?since=${since.toISOString()}&until=${until.toISOString()}&limit=10000`,
-  );
-  const after = await read(`/api/v1/clusters/${cluster}/topology`);
-  return JSON.stringify(after) === before ? { overview, topology: after as Moment["topology"], positions, history } : null;
+  const history = await client.get("/api/v1/clusters/{cluster_id}/lag/history", {
+    path,
+    query: { since: since.toISOString(), until: until.toISOString(), limit: 10000 },
+  });
+  const after = await client.get("/api/v1/clusters/{cluster_id}/topology", { path });
+  return JSON.stringify(after) === JSON.stringify(before) ? { overview, topology: after, positions, history } : null;
 }
 
 /** Serves the moment to the page instead of the live API for those four reads (the rest stays live). */
@@ -56,7 +47,7 @@ async function freeze(page: Page, cluster: number, at: Moment): Promise<void> {
 }
 
 test("overview, topology, positions and lag chart agree at one moment, the delayed replica included", async ({
-  page, signIn, api, stack,
+  page, client, stack, overview, topology,
 }) => {
   test.setTimeout(120_000);
   const seed = mariadbCluster(stack, "seed000");
@@ -64,12 +55,12 @@ test("overview, topology, positions and lag chart agree at one moment, the delay
   let at: Moment | null = null;
   await expect
     .poll(async () => {
-      at = await moment(api, seed.id);
+      at = await moment(client, seed.id);
       const delayed = at?.topology.edges.find((e) => e.source === "replica" && e.lag["1"]?.delay_s === 30);
       return delayed !== undefined;
     }, { timeout: 60_000, message: "one moment of seed000 with the delayed replica's lag, no collector cycle between the reads" })
     .toBe(true);
-  const frozen = at as unknown as Moment;
+  const frozen = (at as Moment | null)!; // set by the poll above
   const names = new Map(frozen.topology.nodes.map((n) => [n.server_id, n.name]));
   const delayed = frozen.topology.edges.find((e) => e.source === "replica" && e.lag["1"]?.delay_s === 30)!;
   const delayedName = names.get(delayed.replica_server_id)!;
@@ -78,20 +69,17 @@ test("overview, topology, positions and lag chart agree at one moment, the delay
   expect(truth.words).toMatch(/^\d[\d.]* m?s \(delay 30 s, \+[\d.]+ m?s\) · [\d,]+ txn$/);
 
   await freeze(page, seed.id, frozen);
-  await signIn("viewer");
 
   // The overview: the worst lag is one connection's figure in its words, and the topology says the same of it.
   const worst = frozen.overview.find((c) => c.id === seed.id)!.worst_lag!;
-  const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: "seed000", exact: true }) });
-  await expect(row.getByRole("cell").nth(3)).toContainText(worst.words);
-  await expect(row.getByRole("cell").nth(3)).toContainText(`${worst.replica}`);
+  await overview.open();
+  await expect(overview.worstLag("seed000")).toContainText(worst.words);
+  await expect(overview.worstLag("seed000")).toContainText(`${worst.replica}`);
 
   // The topology: each connection's lag per domain in the API's words; the delayed replica's is the truth.
-  await page.goto(`/clusters/${seed.id}/topology`);
-  const connections = page.getByRole("table", { name: "Replication connections" });
-  const delayedRow = connections.getByRole("row").filter({ has: page.getByRole("rowheader", { name: new RegExp(delayedPort) }) });
-  await expect(delayedRow).toContainText(`domain 1: ${truth.words}`);
-  await expect(connections).toContainText(`domain ${worst.domain}: ${worst.words}`);
+  await topology.open(seed.id, seed.name);
+  await expect(topology.connectionsOf(new RegExp(delayedPort))).toContainText(`domain 1: ${truth.words}`);
+  await expect(topology.connections).toContainText(`domain ${worst.domain}: ${worst.words}`);
 
   // The positions: the delayed replica's cell in domain 1 says the same.
   await page.getByRole("link", { name: "Positions" }).click();

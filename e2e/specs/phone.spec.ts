@@ -48,7 +48,7 @@ async function expectFits(page: Page, what: string): Promise<void> {
 
 test.use({ viewport: PHONE });
 
-test("no page is wider than a 390 px phone screen", async ({ page, signIn, stack, api }) => {
+test("no page is wider than a 390 px phone screen", async ({ page, signIn, stack, client }) => {
   await page.goto("/");
   await expect(page.getByLabel("API token")).toBeVisible();
   await expectFits(page, "the sign-in page");
@@ -94,7 +94,7 @@ test("no page is wider than a 390 px phone screen", async ({ page, signIn, stack
     await page.getByText("Add a server, discover servers").click();
     await expect(page.getByRole("form", { name: "Add a server" })).toBeVisible();
     await expectFits(page, `cluster ${id}, adding a server`);
-    const servers = (await (await api.get(`/api/v1/clusters/${id}/servers`)).json()) as { id: number; label: string }[];
+    const servers = await client.get("/api/v1/clusters/{cluster_id}/servers", { path: { cluster_id: id } });
     for (const server of servers) {
       await page.goto(`/clusters/${id}/servers/${server.id}`);
       await expect(page.getByRole("heading", { level: 2, name: server.label })).toBeVisible();

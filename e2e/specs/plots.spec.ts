@@ -2,49 +2,16 @@
 // there, not by clicking): the switchover's write-unavailability window and the drill's RTO drawn with their pass
 // marks; lag over a picked range, zoomed by dragging (the range kept in the URL); the collector's cycles; the
 // position matrix coloured by who is behind; a GTID picked in the interleavings and found on every server.
-import type { APIRequestContext } from "@playwright/test";
 import { expect, masterName, openClusterTab, test } from "../fixtures";
-import type { Stack } from "../stack";
+import { drill, switchover } from "../runs";
 
-interface Finished {
-  id: number;
-  state: string;
-}
+test.use({ role: "viewer" });
 
-/** Starts a switchover to the best replica and waits until it has ended; its id. */
-async function switchover(api: APIRequestContext, stack: Stack): Promise<number> {
-  const response = await api.post(`/api/v1/clusters/${stack.cluster_id}/operations/switchover`, { data: { dry_run: false } });
-  expect(response.status(), await response.text()).toBe(202);
-  const { id } = (await response.json()) as Finished;
-  await expect
-    .poll(async () => ((await (await api.get(`/api/v1/clusters/${stack.cluster_id}/operations/${id}`)).json()) as Finished).state, {
-      timeout: 120_000,
-    })
-    .toBe("succeeded");
-  return id;
-}
-
-/** Runs a drill (rotation, switch back) and waits until it has passed; its id. */
-async function drill(api: APIRequestContext, stack: Stack): Promise<number> {
-  const response = await api.post(`/api/v1/clusters/${stack.cluster_id}/drills/runs`, {
-    data: { candidate_strategy: "rotation", switch_back: true },
-  });
-  expect(response.status(), await response.text()).toBe(202);
-  const { id } = (await response.json()) as Finished;
-  await expect
-    .poll(async () => ((await (await api.get(`/api/v1/clusters/${stack.cluster_id}/drills/runs/${id}`)).json()) as Finished).state, {
-      timeout: 150_000,
-    })
-    .toBe("passed");
-  return id;
-}
-
-test("the history plots draw a real switchover and a real drill; lag zooms; a picked GTID is found on every server", async ({ page, signIn, stack, api }) => {
+test("the history plots draw a real switchover and a real drill; lag zooms; a picked GTID is found on every server", async ({ page, stack, api, client }) => {
   await masterName(api, stack); // the topology shows one master before anything is switched
-  const operationId = await switchover(api, stack);
+  const { id: operationId } = await switchover(client, stack.cluster_id);
   await masterName(api, stack);
-  const runId = await drill(api, stack);
-  await signIn("viewer");
+  const { id: runId } = await drill(client, stack.cluster_id);
 
   // Switchover and failover history: the switchover's window, marked succeeded.
   await openClusterTab(page, stack, "operations");

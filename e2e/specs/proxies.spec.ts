@@ -3,11 +3,12 @@
 import { mariadbCluster } from "../mariadb";
 import { expect, test } from "../fixtures";
 
-test("the topology page shows the proxy in front of the cluster and where its writes go", async ({ page, signIn, stack }) => {
+test.use({ role: "viewer" });
+
+test("the topology page shows the proxy in front of the cluster and where its writes go", async ({ stack, topology }) => {
   const seed = mariadbCluster(stack, "seed000");
-  await signIn("viewer");
-  await page.goto(`/clusters/${seed.id}/topology`);
-  const proxies = page.getByRole("region", { name: "Proxies" });
+  await topology.open(seed.id, seed.name);
+  const proxies = topology.proxies;
   // The proxy's checks settle on the writer within a few of their 250 ms intervals after it starts.
   await expect(proxies).toContainText(/haproxy-seed000\.sock: writes to 127\.0\.0\.1:\d+ go to \S+; reads at 127\.0\.0\.1:\d+ go to /, {
     timeout: 30_000,

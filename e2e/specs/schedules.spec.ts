@@ -2,8 +2,9 @@
 // typed, an invalid one refused before sending), see it listed with the API's next runs, edit it, delete it.
 import { expect, openClusterTab, test } from "../fixtures";
 
-test("an operator creates, edits and deletes a drill schedule, the cron previewed in words", async ({ page, signIn, stack }) => {
-  await signIn("operator");
+test.use({ role: "operator" });
+
+test("an operator creates, edits and deletes a drill schedule, the cron previewed in words", async ({ page, stack }) => {
   await openClusterTab(page, stack, "drills");
   const name = `nightly-${Date.now()}`;
 

@@ -4,25 +4,26 @@
 import { currentMasterName, expect, masterName, openClusterTab, test } from "../fixtures";
 import { nodeAuth } from "../stack";
 
-test("a switchover with typed confirmation ends with the new master shown and every step done", async ({ page, signIn, stack, api, picture }) => {
+test.use({ role: "operator" });
+
+test("a switchover with typed confirmation ends with the new master shown and every step done", async ({
+  page, stack, api, switchoverForm, topology, picture,
+}) => {
   const oldMaster = await masterName(api, stack);
-  await signIn("operator");
   await openClusterTab(page, stack, "operations");
 
-  const form = page.getByRole("group", { name: "Switchover" });
+  const { form, checks } = switchoverForm;
   await expect(form).toContainText(`Current master: ${oldMaster}`);
   // The candidate left to the orchestrator: the best replica.
-  await expect(form.getByRole("combobox", { name: /New master/ })).toHaveValue("best");
-  await form.getByRole("button", { name: "Preview (dry run)" }).click();
+  await expect(switchoverForm.candidate).toHaveValue("best");
+  await switchoverForm.preview();
 
-  const checks = form.getByRole("list", { name: "Preflight checks" }).getByRole("listitem");
   await expect(checks.first()).toBeVisible();
   await expect(checks.filter({ hasText: "failed" })).toHaveCount(0);
   expect(await checks.count()).toBeGreaterThan(3);
 
-  const run = form.getByRole("button", { name: "Switch over" });
+  const { run, confirmation } = switchoverForm;
   await expect(run).toBeDisabled();
-  const confirmation = form.getByLabel(/Type the cluster name/);
   await confirmation.fill(`${stack.cluster_name}-typo`);
   await expect(form.getByText("✕ does not match")).toBeVisible();
   await expect(run).toBeDisabled();
@@ -30,7 +31,7 @@ test("a switchover with typed confirmation ends with the new master shown and ev
   await expect(form.getByText("✓ matches")).toBeVisible();
   await run.click();
 
-  const outcome = form.getByRole("status").filter({ hasText: "✓ Done." });
+  const outcome = switchoverForm.done;
   await expect(outcome).toBeVisible({ timeout: 120_000 });
   await expect(outcome).toContainText(`(was ${oldMaster})`);
   await expect(outcome).toContainText(/Writes were unavailable for \d/);
@@ -38,7 +39,7 @@ test("a switchover with typed confirmation ends with the new master shown and ev
   expect(newMaster).toBeDefined();
   expect(newMaster).not.toBe(oldMaster);
 
-  const steps = form.getByRole("list", { name: "Steps" }).getByRole("listitem");
+  const steps = switchoverForm.steps;
   expect(await steps.count()).toBeGreaterThan(3);
   for (const step of await steps.all()) {
     await expect(step).toHaveAttribute("data-state", /^(passed|skipped)$/);
@@ -48,9 +49,8 @@ test("a switchover with typed confirmation ends with the new master shown and ev
 
   // The topology follows: the new master marked, the old one a replica of it.
   await page.getByRole("link", { name: "Topology" }).click();
-  const servers = page.getByRole("table", { name: "Servers" });
-  await expect(servers.getByRole("row", { name: new RegExp(`^${newMaster} `) })).toContainText("★ master");
-  await expect(servers.getByRole("row", { name: new RegExp(`^${oldMaster} `) })).toContainText("replica");
+  await expect(topology.server(newMaster!)).toContainText("★ master");
+  await expect(topology.server(oldMaster)).toContainText("replica");
   await expect(page.getByRole("img", { name: /2 replication connections$/ })).toBeVisible();
   await expect.poll(() => currentMasterName(api, stack)).toBe(newMaster);
 

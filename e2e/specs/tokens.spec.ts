@@ -1,10 +1,13 @@
 // The tokens page round trip over the real API: an admin creates a token from the page (the secret shown once), the
 // token works for an API call, the admin revokes it from the page (after a confirmation), and it no longer works.
 import { request } from "@playwright/test";
+import { typedApi, type Schemas } from "../api";
 import { expect, test } from "../fixtures";
 
-test("a token created on the page works until it is revoked there", async ({ page, signIn, stack }) => {
-  await signIn("admin");
+test.use({ role: "admin" });
+
+test("a token created on the page works until it is revoked there", async ({ page, stack, overview }) => {
+  await overview.open();
   await page.getByRole("link", { name: "Tokens" }).click();
   await expect(page.getByRole("heading", { name: "API tokens" })).toBeVisible();
 
@@ -17,11 +20,9 @@ test("a token created on the page works until it is revoked there", async ({ pag
   expect(secret).toMatch(/^ferry_/);
 
   const asNew = await request.newContext({ baseURL: stack.api, extraHTTPHeaders: { Authorization: `Bearer ${secret}` } });
-  const me = await asNew.get("/api/v1/me");
-  expect(me.status()).toBe(200);
-  const body = (await me.json()) as { name: string; role: string; expires_at: string };
+  const body = await typedApi(asNew).get("/api/v1/me");
   expect(body).toMatchObject({ name, role: "viewer" });
-  expect(Date.parse(body.expires_at) - Date.now()).toBeGreaterThan(23 * 3_600_000);
+  expect(Date.parse(body.expires_at ?? "") - Date.now()).toBeGreaterThan(23 * 3_600_000);
 
   await page.getByRole("button", { name: "Done" }).click();
   await expect(page.getByLabel(`Secret of ${name}`)).toHaveCount(0);
@@ -33,6 +34,6 @@ test("a token created on the page works until it is revoked there", async ({ pag
 
   const refused = await asNew.get("/api/v1/me");
   expect(refused.status()).toBe(401);
-  expect(((await refused.json()) as { error: { message: string } }).error.message).toContain("revoked");
+  expect(((await refused.json()) as Schemas["ErrorBody"]).error.message).toContain("revoked");
   await asNew.dispose();
 });
