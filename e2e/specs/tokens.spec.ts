@@ -1,5 +1,6 @@
 // The tokens page round trip over the real API: an admin creates a token from the page (the secret shown once), the
-// token works for an API call, the admin revokes it from the page (after a confirmation), and it no longer works.
+// token works for an API call, the admin revokes it from the page (after a confirmation): it leaves the list of
+// active tokens, is found under Revoked by a search, and no longer works.
 import { request } from "@playwright/test";
 import { typedApi, type Schemas } from "../api";
 import { expect, test } from "../fixtures";
@@ -30,6 +31,10 @@ test("a token created on the page works until it is revoked there", async ({ pag
   await expect(row).toContainText("active");
   await row.getByRole("button", { name: "Revoke" }).click();
   await row.getByRole("button", { name: `Revoke ${name}` }).click();
+  await expect(page.getByRole("status")).toHaveText(`Revoked ${name} (listed under Revoked).`);
+  await expect(row).toHaveCount(0); // the list shows the active tokens
+  await page.getByLabel("Show").selectOption("revoked");
+  await page.getByLabel("Search").fill(name);
   await expect(row).toContainText("revoked");
 
   const refused = await asNew.get("/api/v1/me");

@@ -1,8 +1,10 @@
-"""API tokens (admin only): create (the token is shown once), list, revoke."""
+"""API tokens (admin only): create (the token is shown once), list (by state, searched, paged), revoke."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Path, status
+from typing import Literal
+
+from fastapi import APIRouter, Path, Query, status
 
 from ferry_control.api.deps import AdminToken, SessionDep, SettingsDep
 from ferry_control.schemas.common import ID_MAX, error_responses
@@ -12,9 +14,20 @@ from ferry_control.services.tokens import TokenService
 router = APIRouter(prefix="/tokens", tags=["tokens"], responses=error_responses(401, 403, 422))
 
 
-@router.get("", response_model=list[TokenRead], summary="List API tokens")
-async def list_tokens(session: SessionDep, settings: SettingsDep, _: AdminToken) -> list[TokenRead]:
-    return [TokenRead.model_validate(t) for t in await TokenService(session, settings).list()]
+@router.get("", response_model=list[TokenRead], summary="List API tokens, newest first")
+async def list_tokens(
+    session: SessionDep,
+    settings: SettingsDep,
+    _: AdminToken,
+    state: Literal["active", "expired", "revoked", "all"] = Query(
+        "active", description="active: neither revoked nor expired (the default); expired; revoked; all."
+    ),
+    q: str | None = Query(None, max_length=100, description="Only tokens whose name or first characters contain it."),
+    limit: int = Query(100, ge=1, le=500),
+    before_id: int | None = Query(None, ge=1, le=ID_MAX, description="Page back: tokens with a smaller id."),
+) -> list[TokenRead]:
+    tokens = await TokenService(session, settings).list(state, q or None, limit, before_id)
+    return [TokenRead.model_validate(t) for t in tokens]
 
 
 @router.post(

@@ -1,11 +1,11 @@
-"""API tokens."""
+"""API tokens: look-ups for authentication, and the admin's list — filtered by state, searched, paged."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.models import ApiToken
@@ -39,8 +39,27 @@ class TokenRepository:
             if row.revoked_at is None and (row.expires_at is None or row.expires_at > now)
         }
 
-    async def list(self) -> Sequence[ApiToken]:
-        return (await self.session.scalars(select(ApiToken).order_by(ApiToken.id))).all()
+    async def page(
+        self, state: str, search: str | None, limit: int, before_id: int | None, now: datetime
+    ) -> Sequence[ApiToken]:
+        """Newest first, at most `limit`, with an id below `before_id` when given: tokens in `state` (`active`:
+        neither revoked nor expired at `now`; `expired`; `revoked`; `all`) whose name or first characters contain
+        `search` (any case)."""
+        statement = select(ApiToken).order_by(ApiToken.id.desc()).limit(limit)
+        if before_id is not None:
+            statement = statement.where(ApiToken.id < before_id)
+        condition = _in_state(state, now)
+        if condition is not None:
+            statement = statement.where(condition)
+        if search:
+            needle = search.lower()
+            statement = statement.where(
+                or_(
+                    func.lower(ApiToken.name).contains(needle, autoescape=True),
+                    func.lower(ApiToken.display_prefix).contains(needle, autoescape=True),
+                )
+            )
+        return (await self.session.scalars(statement)).all()
 
     async def add(self, token: ApiToken) -> ApiToken:
         self.session.add(token)
@@ -49,3 +68,14 @@ class TokenRepository:
 
     async def flush(self) -> None:
         await self.session.flush()
+
+
+def _in_state(state: str, now: datetime) -> ColumnElement[bool] | None:
+    unexpired = or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > now)
+    if state == "active":
+        return and_(ApiToken.revoked_at.is_(None), unexpired)
+    if state == "expired":
+        return and_(ApiToken.revoked_at.is_(None), ApiToken.expires_at <= now)
+    if state == "revoked":
+        return ApiToken.revoked_at.is_not(None)
+    return None

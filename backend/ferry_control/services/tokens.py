@@ -78,8 +78,11 @@ class TokenService:
             return False
         return row.expires_at is None or row.expires_at > datetime.now(UTC)
 
-    async def list(self) -> Sequence[ApiToken]:
-        return await self.tokens.list()
+    async def list(
+        self, state: str = "active", search: str | None = None, limit: int = 100, before_id: int | None = None
+    ) -> Sequence[ApiToken]:
+        """A page of tokens, newest first (see `TokenRepository.page`)."""
+        return await self.tokens.page(state, search, limit, before_id, datetime.now(UTC))
 
     async def revoke(self, token_id: int) -> ApiToken:
         row = await self.tokens.get(token_id)

@@ -671,11 +671,14 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * What a drill would do: a switchover dry run with its plan (checks and the plan per domain)
-         * @description Changes nothing and records no drill run: a `switchover` dry run from the plan's source to the candidate the
-         *     drill would take (fixed, or next in rotation from the collector's last view); follow it at
-         *     GET /clusters/{cluster_id}/operations/{id}: its result has the preflight checks and `plan` (positions per domain,
-         *     lenders, what each server replicates from afterwards).
+         * What a drill would do: its preflight, nothing changed (a switchover drill's: the switchover dry run)
+         * @description Changes nothing and records no drill run; follow it at GET /clusters/{cluster_id}/operations/{id}. A
+         *     switchover drill (`kind` switchover): a `switchover` dry run from the plan's source to the candidate the drill
+         *     would take (fixed, or next in rotation from the collector's last view): its result has the preflight checks and
+         *     `plan` (positions per domain, lenders, what each server replicates from afterwards). A failover drill: a `drill`
+         *     dry run whose `preflight` step names the master, the candidate, the domains it must keep and every replica that
+         *     cannot replace the master with why; its result has the candidate's checks; it fails, saying why, when no replica
+         *     can take over keeping every domain.
          */
         post: operations["dry_run_api_v1_clusters__cluster_id__drills_dry_run_post"];
         delete?: never;
@@ -725,7 +728,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List API tokens */
+        /** List API tokens, newest first */
         get: operations["list_tokens_api_v1_tokens_get"];
         put?: never;
         /** Create an API token */
@@ -1239,12 +1242,12 @@ export interface components {
             phases: components["schemas"]["CanaryPhases"];
             /**
              * Window S
-             * @description The write-unavailability window the writer saw across the switch.
+             * @description The write-unavailability window the writer saw across the switch (or the failover).
              */
             window_s: number | null;
             /**
              * Windows
-             * @description One per switch (and switch back).
+             * @description One per switch (or failover, and switch back).
              */
             windows: components["schemas"]["WriterWindow"][];
             /** Acknowledged */
@@ -2293,6 +2296,12 @@ export interface components {
          */
         DrillParams: {
             /**
+             * Kind
+             * @default switchover
+             * @enum {string}
+             */
+            kind: "switchover" | "failover";
+            /**
              * Candidate Strategy
              * @default rotation
              * @enum {string}
@@ -2309,8 +2318,11 @@ export interface components {
             source_server_id?: number | null;
             /** Webhook Url */
             webhook_url?: string | null;
-            /** Drill Run Id */
-            drill_run_id: number;
+            /**
+             * Drill Run Id
+             * @description The run it carries out (None: a failover drill's dry run).
+             */
+            drill_run_id?: number | null;
         };
         /** DrillResult */
         DrillResult: {
@@ -2341,6 +2353,17 @@ export interface components {
             replication_gaps_s?: {
                 [key: string]: number | null;
             } | null;
+            /**
+             * Role Moves To Server Id
+             * @description A better candidate the role moves to by a switchover once the failover ended.
+             */
+            role_moves_to_server_id?: number | null;
+            /**
+             * Promoted After S
+             * @description From fencing the old master (or finding it gone) to the new master writable.
+             */
+            promoted_after_s?: number | null;
+            possibly_lost?: components["schemas"]["LostReport"] | null;
             switch?: components["schemas"]["MasterSwitch"] | null;
             hub_switch?: components["schemas"]["HubSwitchPlan"] | null;
             /**
@@ -2364,6 +2387,10 @@ export interface components {
                 [key: string]: number;
             } | null;
             switchover?: components["schemas"]["SwitchFigures"] | null;
+            /** @description A failover drill's RTO, RPO and rejoin. */
+            failover?: components["schemas"]["FailoverDrillFigures"] | null;
+            /** @description A failover drill's rejoin of the old master. */
+            rejoin?: components["schemas"]["RejoinResult"] | null;
             /** Drill Webhooks */
             drill_webhooks?: components["schemas"]["WebhookCall"][] | null;
         };
@@ -2376,6 +2403,13 @@ export interface components {
          *     }
          */
         DrillRunCreate: {
+            /**
+             * Kind
+             * @description `switchover`: a planned switchover to the candidate. `failover`: the master failed over as if it were lost — fenced alive (drained on the proxies, read-only, sessions that bypass read-only ended), never killed — the candidate promoted by the failover's moves, RTO and RPO measured, then the old master rejoined as a replica of the new one; refused when no replica can take over keeping every domain.
+             * @default switchover
+             * @enum {string}
+             */
+            kind: "switchover" | "failover";
             /**
              * Candidate Strategy
              * @description `fixed`: always `candidate_server_id`; `rotation`: the next eligible replica in turn.
@@ -2390,7 +2424,7 @@ export interface components {
             candidate_server_id?: number | null;
             /**
              * Switch Back
-             * @description Switch back to the original master after verifying.
+             * @description Switch back to the original master after verifying (a failover drill: once it rejoined).
              * @default false
              */
             switch_back: boolean;
@@ -2423,6 +2457,7 @@ export interface components {
          *       },
          *       "finished_at": "2026-11-23T01:30:02Z",
          *       "id": 4,
+         *       "kind": "switchover",
          *       "operation_id": 12,
          *       "passed": true,
          *       "reasons": [],
@@ -2452,18 +2487,31 @@ export interface components {
             passed: boolean | null;
             /** Requester */
             requester: string;
+            /**
+             * Kind
+             * @description `switchover`: a planned switchover to the candidate. `failover`: the master failed over as if it were lost — fenced alive (drained on the proxies, read-only, sessions that bypass read-only ended), never killed — the candidate promoted by the failover's moves, RTO and RPO measured, then the old master rejoined as a replica of the new one; refused when no replica can take over keeping every domain.
+             * @enum {string}
+             */
+            kind: "switchover" | "failover";
             /** Reasons */
             reasons: string[];
             /**
              * Rto S
-             * @description Write unavailability of the switchover (old master read-only → new writable).
+             * @description RTO, the write unavailability: of the switchover (old master read-only → new writable); of a failover drill's failover (the old master's fence → the new master writable).
              */
             rto_s: number | null;
+            /**
+             * Rpo Lost
+             * @description A failover drill's RPO: canary writes the old master acknowledged that the new master lacked once writable (read back on it right after its promotion; 0 expected). None for a switchover drill.
+             */
+            rpo_lost?: number | null;
             /**
              * Catch Up S
              * @description How long the candidate took to reach the old master's position.
              */
             catch_up_s: number | null;
+            /** @description A failover drill's figures: RTO (the failover's and the writer's), RPO, and the rejoin. */
+            failover?: components["schemas"]["FailoverDrillFigures"] | null;
             /** @description The live canary writer's counts per phase, its window and what was lost (None: not run). */
             canary_writer?: components["schemas"]["CanaryWriterReport"] | null;
             /** Details */
@@ -2489,6 +2537,13 @@ export interface components {
          */
         DrillScheduleCreate: {
             /**
+             * Kind
+             * @description `switchover`: a planned switchover to the candidate. `failover`: the master failed over as if it were lost — fenced alive (drained on the proxies, read-only, sessions that bypass read-only ended), never killed — the candidate promoted by the failover's moves, RTO and RPO measured, then the old master rejoined as a replica of the new one; refused when no replica can take over keeping every domain.
+             * @default switchover
+             * @enum {string}
+             */
+            kind: "switchover" | "failover";
+            /**
              * Candidate Strategy
              * @description `fixed`: always `candidate_server_id`; `rotation`: the next eligible replica in turn.
              * @default rotation
@@ -2502,7 +2557,7 @@ export interface components {
             candidate_server_id?: number | null;
             /**
              * Switch Back
-             * @description Switch back to the original master after verifying.
+             * @description Switch back to the original master after verifying (a failover drill: once it rejoined).
              * @default false
              */
             switch_back: boolean;
@@ -2545,6 +2600,7 @@ export interface components {
          *       "cron": "30 2 * * 1-5",
          *       "enabled": true,
          *       "id": 1,
+         *       "kind": "switchover",
          *       "name": "nightly",
          *       "next_run_at": "2026-11-23T01:30:00Z",
          *       "next_runs": [
@@ -2568,6 +2624,12 @@ export interface components {
             timezone: string;
             /** Enabled */
             enabled: boolean;
+            /**
+             * Kind
+             * @description `switchover`: a planned switchover to the candidate. `failover`: the master failed over as if it were lost — fenced alive (drained on the proxies, read-only, sessions that bypass read-only ended), never killed — the candidate promoted by the failover's moves, RTO and RPO measured, then the old master rejoined as a replica of the new one; refused when no replica can take over keeping every domain.
+             * @enum {string}
+             */
+            kind: "switchover" | "failover";
             /**
              * Candidate Strategy
              * @enum {string}
@@ -2615,6 +2677,11 @@ export interface components {
             timezone?: string | null;
             /** Enabled */
             enabled?: boolean | null;
+            /**
+             * Kind
+             * @description `switchover`: a planned switchover to the candidate. `failover`: the master failed over as if it were lost — fenced alive (drained on the proxies, read-only, sessions that bypass read-only ended), never killed — the candidate promoted by the failover's moves, RTO and RPO measured, then the old master rejoined as a replica of the new one; refused when no replica can take over keeping every domain.
+             */
+            kind?: ("switchover" | "failover") | null;
             /** Candidate Strategy */
             candidate_strategy?: ("fixed" | "rotation") | null;
             /** Candidate Server Id */
@@ -2730,6 +2797,54 @@ export interface components {
              * @description Per-field problems for validation errors (loc, message, type, ctx).
              */
             details?: unknown;
+        };
+        /**
+         * FailoverDrillFigures
+         * @description A failover drill's figures: how long writes were unavailable, what was lost, and the old master's rejoin.
+         */
+        FailoverDrillFigures: {
+            /**
+             * Rto S
+             * @description RTO: from the old master's fence (drained on the proxies, then read-only) to the new master writable, as the failover measured it.
+             */
+            rto_s?: number | null;
+            /**
+             * Writer Rto S
+             * @description RTO as the live canary writer saw it: its last write acknowledged by the old master → its first acknowledged by the new one.
+             */
+            writer_rto_s?: number | null;
+            /**
+             * Rpo Lost
+             * @description RPO: canary writes the old master acknowledged that the new master lacked once it was writable (each read back on it right after the promotion). 0 for a live fence.
+             */
+            rpo_lost?: number | null;
+            /**
+             * Rpo Checked
+             * @description Canary writes the old master acknowledged, each looked for.
+             * @default 0
+             */
+            rpo_checked: number;
+            /**
+             * Catch Up S
+             * @description How long the candidate took to apply what the fenced old master had (inside the RTO).
+             */
+            catch_up_s?: number | null;
+            /**
+             * Lost Canaries
+             * @description The first lost ones: `key (gtid)`.
+             */
+            lost_canaries?: string[];
+            /**
+             * Only On Old Master
+             * @description Per domain, transactions of any client in the old master's binlog the new master lacked after the promotion (from both binlog states, as a rejoin compares them).
+             */
+            only_on_old_master?: components["schemas"]["OnlyHereDomain"][];
+            /**
+             * Rejoined
+             * @description The old master replicates from the new one again (the rejoin passed).
+             * @default false
+             */
+            rejoined: boolean;
         };
         /**
          * FailoverNotConfirmedEvent
@@ -2869,16 +2984,19 @@ export interface components {
             replication_gaps_s?: {
                 [key: string]: number | null;
             } | null;
-            /** Witnesses */
-            witnesses?: string[] | null;
             /**
              * Role Moves To Server Id
              * @description A better candidate the role moves to by a switchover once the failover ended.
              */
             role_moves_to_server_id?: number | null;
-            /** Promoted After S */
+            /**
+             * Promoted After S
+             * @description From fencing the old master (or finding it gone) to the new master writable.
+             */
             promoted_after_s?: number | null;
             possibly_lost?: components["schemas"]["LostReport"] | null;
+            /** Witnesses */
+            witnesses?: string[] | null;
             hub_failover?: components["schemas"]["HubFailoverPlan"] | null;
             /** Domains */
             domains?: components["schemas"]["DomainOrigin"][] | null;
@@ -6109,7 +6227,7 @@ export interface components {
              * Switch
              * @enum {string}
              */
-            switch: "switch" | "switch_back";
+            switch: "switch" | "switch_back" | "failover";
             /** Old Master Server Id */
             old_master_server_id: number;
             /** New Master Server Id */
@@ -9090,7 +9208,15 @@ export interface operations {
     };
     list_tokens_api_v1_tokens_get: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description active: neither revoked nor expired (the default); expired; revoked; all. */
+                state?: "active" | "expired" | "revoked" | "all";
+                /** @description Only tokens whose name or first characters contain it. */
+                q?: string | null;
+                limit?: number;
+                /** @description Page back: tokens with a smaller id. */
+                before_id?: number | null;
+            };
             header?: never;
             path?: never;
             cookie?: never;

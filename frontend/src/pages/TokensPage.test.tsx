@@ -1,11 +1,12 @@
-// The tokens page against a fake backend: every token listed with its role, dates and state; a token created with
-// the chosen role and an expiry counted from now, its secret shown once with a copy button; revoking asks first,
-// then sends the revocation; a viewer or operator never sees the page.
+// The tokens page against a fake backend: every token listed with its role, dates and state; the active ones asked
+// for first, another state or a search asked of the API, older ones a page at a time; a token created with the
+// chosen role and an expiry counted from now, its secret shown once with a copy button; revoking asks first, then
+// sends the revocation and says it was done; a viewer or operator never sees the page.
 import { render, screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { describe, expect, it } from "vitest";
 import { App } from "../App";
-import type { Token } from "../api/tokens";
+import { TOKEN_PAGE, type Token } from "../api/tokens";
 import { me } from "../test/fixtures";
 import { mockApi } from "../test/mockApi";
 import { renderSignedIn } from "../test/render";
@@ -39,6 +40,46 @@ describe("TokensPage", () => {
     expect(within(row("gone")).queryByRole("button", { name: "Revoke" })).toBeNull();
   });
 
+  it("asks for the active tokens first, then the chosen state and search, and older ones a page at a time", async () => {
+    const { requests } = mockApi({
+      "GET /api/v1/tokens": (r) => {
+        const before = r.query.get("before_id");
+        if (r.query.get("state") === "all" && before === null) {
+          return { body: Array.from({ length: TOKEN_PAGE }, (_, i) => token(1000 - i, `t${1000 - i}`)) };
+        }
+        if (before !== null) return { body: [token(5, "oldest")] };
+        return { body: [token(2, "ci")] };
+      },
+    });
+    const user = userEvent.setup();
+    renderSignedIn(<TokensPage />, { role: "admin" });
+    expect(await screen.findByRole("rowheader", { name: "ci" })).toBeTruthy();
+    const query = (i: number) => Object.fromEntries(requests[i]!.query);
+    expect(query(0)).toEqual({ state: "active", limit: String(TOKEN_PAGE) });
+    expect(screen.queryByRole("button", { name: "Older tokens" })).toBeNull(); // a short page is the last
+
+    await user.type(screen.getByLabelText("Search"), "c");
+    await waitFor(() => expect(requests.some((r) => r.query.get("q") === "c")).toBe(true));
+    await user.clear(screen.getByLabelText("Search"));
+    await user.selectOptions(screen.getByLabelText("Show"), "all");
+    expect(await screen.findByRole("rowheader", { name: "t1000" })).toBeTruthy();
+    await user.click(screen.getByRole("button", { name: "Older tokens" }));
+    expect(await screen.findByRole("rowheader", { name: "oldest" })).toBeTruthy();
+    const paged = requests.find((r) => r.query.get("before_id") !== null)!;
+    expect(Object.fromEntries(paged.query)).toEqual({ state: "all", limit: String(TOKEN_PAGE), before_id: "901" });
+    expect(screen.getAllByRole("rowheader")).toHaveLength(TOKEN_PAGE + 1);
+    expect(screen.queryByRole("button", { name: "Older tokens" })).toBeNull();
+  });
+
+  it("says when nothing matches a filter", async () => {
+    mockApi({ "GET /api/v1/tokens": () => ({ body: [] }) });
+    const user = userEvent.setup();
+    renderSignedIn(<TokensPage />, { role: "admin" });
+    expect(await screen.findByText("No active tokens.")).toBeTruthy();
+    await user.selectOptions(screen.getByLabelText("Show"), "revoked");
+    expect(await screen.findByText("No token matches.")).toBeTruthy();
+  });
+
   it("creates a token with a role and an expiry, and shows its secret once with a copy button", async () => {
     const { requests } = mockApi({
       "GET /api/v1/tokens": () => ({ body: [] }),
@@ -49,7 +90,7 @@ describe("TokensPage", () => {
     });
     const user = userEvent.setup();
     renderSignedIn(<TokensPage />, { role: "admin" });
-    expect(await screen.findByText("No tokens yet.")).toBeTruthy();
+    expect(await screen.findByText("No active tokens.")).toBeTruthy();
     await user.type(screen.getByLabelText("Name"), "ci");
     await user.selectOptions(screen.getByLabelText("Role"), "operator");
     await user.selectOptions(screen.getByLabelText("Expires in"), "7 days");
@@ -84,6 +125,7 @@ describe("TokensPage", () => {
     expect(requests.some((r) => r.method === "POST")).toBe(false);
     await user.click(screen.getByRole("button", { name: "Revoke ci" }));
     await waitFor(() => expect(requests.filter((r) => r.path === "/api/v1/tokens/2/revoke")).toHaveLength(1));
+    expect((await screen.findByRole("status")).textContent).toBe("Revoked ci (listed under Revoked).");
   });
 
   it.each(["viewer", "operator"] as const)("is neither linked nor shown for a %s", async (role) => {

@@ -18,11 +18,16 @@ def tokens() -> None:
 
 
 @tokens.command("list")
+@click.option("--state", type=click.Choice(["active", "expired", "revoked", "all"]), default="active",
+              show_default=True, help="Which tokens.")  # fmt: skip
+@click.option("--search", metavar="TEXT", help="Only tokens whose name or first characters contain TEXT.")
+@click.option("--limit", type=click.IntRange(1, 500), default=100, show_default=True, help="At most this many.")
+@click.option("--before-id", type=click.IntRange(min=1), help="Page back: tokens with a smaller id.")
 @output_option
 @pass_app
-def list_tokens(app: App) -> None:
-    """Every API token (never the secret itself) (JSON: the API's token objects)."""
-    rows = app.client.get("/tokens")
+def list_tokens(app: App, state: str, search: str | None, limit: int, before_id: int | None) -> None:
+    """API tokens, newest first (never the secret itself) (JSON: the API's token objects)."""
+    rows = app.client.get("/tokens", state=state, q=search, limit=limit, before_id=before_id)
     app.out.document(rows, lambda rows: app.out.records(None, TOKEN_COLUMNS, rows))
 
 
@@ -56,11 +61,9 @@ def create_token(app: App, name: str, role: str, expires_at: str | None) -> None
 @pass_app
 def revoke_token(app: App, token: str) -> None:
     """Revoke TOKEN (its name or id) (JSON: the revoked token)."""
-    rows = app.client.get("/tokens")
-    match = next((t for t in rows if t["name"] == token), None) or next(
-        (t for t in rows if token.isdigit() and t["id"] == int(token)), None
-    )
-    if match is None:
+    rows = app.client.get("/tokens", state="all", q=token, limit=500)
+    match = next((t for t in rows if t["name"] == token), None)
+    if match is None and not token.isdigit():
         raise CtlError(f"no token named {token!r}", ExitCode.not_found)
-    revoked = app.client.post(f"/tokens/{match['id']}/revoke")
+    revoked = app.client.post(f"/tokens/{match['id'] if match else int(token)}/revoke")
     app.out.document(revoked, lambda t: app.out.line(f"token {t['name']} revoked"))

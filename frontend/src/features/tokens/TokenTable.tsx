@@ -1,5 +1,6 @@
 // The API tokens: name, role, the secret's first characters, when created, until when, when last used, and their
-// state; an active one can be revoked after a confirmation (the token signed in here says so: revoking it signs out).
+// state; an active one can be revoked after a confirmation (the token signed in here says so: revoking it signs out),
+// and the page then says so (a list of active tokens no longer shows it).
 import { useAuth } from "../../auth/AuthProvider";
 import { useRevokeToken, type Token } from "../../api/tokens";
 import { ConfirmButton } from "../../components/ConfirmButton";
@@ -8,13 +9,23 @@ import { Badge } from "../../components/StatusBadge";
 import { formatTime } from "../../lib/format";
 import { tokenState } from "./tokenExpiry";
 
-export function TokenTable({ tokens }: { tokens: readonly Token[] }) {
+export function TokenTable({ tokens, empty = "No active tokens." }: { tokens: readonly Token[]; empty?: string }) {
   const revoke = useRevokeToken();
   const { name: signedInAs } = useAuth();
-  if (tokens.length === 0) return <p className="muted">No tokens yet.</p>;
+  const revoked = revoke.isSuccess && revoke.data ? (
+    <p role="status" className="small">{`Revoked ${revoke.data.name} (listed under Revoked).`}</p>
+  ) : null;
+  if (tokens.length === 0)
+    return (
+      <>
+        {revoked}
+        <p className="muted">{empty}</p>
+      </>
+    );
   return (
     <>
       {revoke.error ? <ErrorMessage error={revoke.error} /> : null}
+      {revoked}
       <div className="scroll-x">
         <table className="data" aria-label="API tokens">
           <thead>
