@@ -1,0 +1,12 @@
+"""A seeded simulation of the orchestrator: the real switchover, its compensations and the reconciler, run against an
+in-memory cluster on virtual time, with faults, and checked against invariants after every schedule.
+
+- `clock`        the virtual-time event loop; the orchestrator's modules read its clock while a schedule runs
+- `servers`      one server: binlog, GTID positions, read-only, commits in flight, replication connections
+- `replication`  how a connection connects, receives and applies (strict mode, delay, UNTIL, filters)
+- `cluster`      the servers, client writers and proxies, moved forward lazily in time
+- `faults`       unreachable servers, lost answers, an API instance crashing (between steps or inside a call)
+- `driver`       `ServerDriver` over the cluster (ferryd's or MariaDB's behaviour), and its factory
+- `proxies`      HAProxy's runtime commands (routing.py's) answered by the simulated proxies
+- `context`      the real `OperationContext` with the database parts replaced (lock, record, cluster rows)
+"""
