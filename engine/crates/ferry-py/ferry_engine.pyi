@@ -1,7 +1,8 @@
-"""Type stub of ferry_engine: Python bindings for Ferry's engine core (GTID math and the binary protocol's constants)."""
+"""Type stub of ferry_engine: Python bindings for Ferry's engine core (GTID math, the binary protocol's constants, and
+the check and decoding of a change consumer's transactions)."""
 
 from collections.abc import Iterable, Iterator
-from typing import final
+from typing import TypedDict, final
 
 __all__ = [
     "ERROR_CODES",
@@ -9,9 +10,12 @@ __all__ = [
     "PROTOCOL_VERSION",
     "ROW_OP_KINDS",
     "VALUE_TYPES",
+    "DecodedRowChange",
+    "DecodedTransaction",
     "Gtid",
     "GtidParseError",
     "GtidPosition",
+    "decode_transaction",
     "format_position",
     "parse_gtid",
     "parse_position",
@@ -99,3 +103,29 @@ ROW_OP_KINDS: dict[str, int]
 """Tags of a Transact request's operations: `PUT`, `DELETE`, `INCREMENT`."""
 VALUE_TYPES: dict[str, int]
 """Tags of a row field's value: `INT`, `TEXT`."""
+
+# A change consumer's transactions (docs/protocol.md, "Change subscriptions").
+
+class DecodedRowChange(TypedDict):
+    table: str
+    key: str
+    before: dict[str, int | str] | None
+    """The row before the change (None: it did not exist, or the master logs no before images)."""
+    after: dict[str, int | str] | None
+    """The row after the change (None: deleted)."""
+
+class DecodedTransaction(TypedDict):
+    gtid: str
+    domain: int
+    server: int
+    seq: int
+    commit_id: int
+    """The master's commit group."""
+    commit_ts_us: int
+    """Commit time on the server that first committed it, microseconds since the Unix epoch."""
+    flags: int
+    changes: list[DecodedRowChange]
+
+def decode_transaction(file: str, end_offset: int, events: bytes) -> DecodedTransaction:
+    """Checks (every event's checksum, a GTID event first, row events, a commit event last) and decodes the events of
+    one `R_REPL_TXN` frame, which ends at `end_offset` of the node's binlog `file`; ValueError says what is wrong."""
