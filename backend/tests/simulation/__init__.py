@@ -9,4 +9,8 @@ in-memory cluster on virtual time, with faults, and checked against invariants a
 - `driver`       `ServerDriver` over the cluster (ferryd's or MariaDB's behaviour), and its factory
 - `proxies`      HAProxy's runtime commands (routing.py's) answered by the simulated proxies
 - `context`      the real `OperationContext` with the database parts replaced (lock, record, cluster rows)
+- `topology`     generated topologies, writers and switchover parameters
+- `invariants`   what must hold after a schedule, as typed violations
+- `schedule`     one seeded schedule start to end (operation, crash, reconcile, settle, check), and many
+- `known`        violations of known open bugs, each with the seed that shows it
 """
