@@ -5,7 +5,9 @@ virtual time, a pure function of the seed.
 
 FERRY_SIM_SCHEDULES sets how many seeds the sweep runs (default 2,000); FERRY_SIM_SEED=<seed> runs that one alone
 and prints its whole story (with `-s`). Violations listed in tests/simulation/known.py are known open bugs: the sweep
-reports them without failing, and each one's seed is an expected failure here until it is fixed."""
+reports them without failing, and each one's seed is an expected failure here until it is fixed. Findings (an
+operation ending in an internal error, a move rolled forward although its candidate had taken no write) are printed,
+not failed on."""
 
 from __future__ import annotations
 
@@ -37,15 +39,18 @@ def test_seeded_schedules_keep_the_invariants() -> None:
                 seen[issue.name].append(report.seed)
         if new:
             failures.append(report)
-    findings = [r for r in batch.reports if r.findings]
+    findings: dict[str, list[int]] = {}
+    for report in batch.reports:
+        for finding in report.findings:
+            findings.setdefault(finding, []).append(report.seed)
     print(
         f"\n{len(batch.reports)} schedules in {batch.seconds:.1f} s ({len(batch.reports) / batch.seconds:.0f}/s); "
         f"outcomes: {batch.outcomes()}"
     )
     for name, issue_seeds in seen.items():
         print(f"known issue {name}: seeds {issue_seeds[:10]}")
-    if findings:
-        print(f"findings in {len(findings)} schedules, e.g. seed {findings[0].seed}: {findings[0].findings[0]}")
+    for finding, finding_seeds in findings.items():
+        print(f"finding (not failing): {finding}: seeds {finding_seeds[:10]}")
     if ONE_SEED:
         print(batch.reports[0].summary())
     first = failures[0] if failures else None

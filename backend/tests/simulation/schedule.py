@@ -55,7 +55,9 @@ class Report:
     faults: list[str] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)
     crash: str | None = None
-    #: What is wrong without breaking an invariant (an operation ending in an internal error).
+    #: What is wrong without breaking an invariant: an operation ending in an internal error; a move rolled forward
+    #: although its candidate had taken no write when it stopped (no_return.py would undo it; the reconcile
+    #: completes any move whose candidate's connection to the old master is gone).
     findings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -72,9 +74,11 @@ class Report:
 
 
 def base_settings() -> Settings:
+    """The defaults, but for the verification's bound: 5 s instead of 30 (replicas here catch up in milliseconds,
+    a delayed one receives at once), so a verification that cannot end — a follower left broken — costs a sixth."""
     return Settings(
         environment="test", token_pepper=SecretStr("simulation-pepper-0123456789"), collector_enabled=False,
-        drill_scheduler_enabled=False,
+        drill_scheduler_enabled=False, verify_timeout_s=5.0,
     )  # fmt: skip
 
 
@@ -163,7 +167,7 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     drivers = SimDriverFactory(cluster, api, faults, rng, mariadb=topology.mariadb)
     runner = SimRunner(settings, drivers, shared.metrics)
     report = Report(seed, topology.describe(cluster), None, [], faults.log)
-    stop_state: dict[str, bool] = {}
+    stop_state: dict[str, float] = {}
 
     def candidate_writable() -> bool:
         candidate = ctx.result.new_master_server_id
@@ -171,6 +175,7 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
 
     def on_stop() -> None:
         stop_state.setdefault("writable", candidate_writable())
+        stop_state.setdefault("at", now())
 
     params = SwitchoverParams(candidate_server_id=topology.candidate, source_server_id=topology.source)
     ctx = SimContext(
@@ -186,11 +191,12 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     runners = [runner]
     if work.done():
         crashed.cancel()
-        outcome = _live_outcome(ctx, work.result(), stop_state.get("writable", candidate_writable()))
+        outcome = _live_outcome(ctx, work.result(), bool(stop_state.get("writable", candidate_writable())))
     else:
         report.crash = api.crash_point
         writable_at_crash = candidate_writable()
         await asyncio.sleep(rng.uniform(0.0, 0.5))  # the lease lapses; clients go on writing
+        stop_state["at"] = now()
         outcome, second = await _reconcile(shared, settings, cluster, topology, ctx, faults, rng)
         outcome = Outcome(outcome.kind, outcome.by, outcome.detail, outcome.candidate, writable_at_crash)
         runners.append(second)
@@ -204,6 +210,16 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     report.violations = invariants.check(cluster, topology, outcome, stale)
     if ctx.internal_error is not None:
         report.findings.append(f"the operation ended in an internal error: {ctx.internal_error}")
+    stopped = stop_state.get("at")
+    if outcome.kind == "rolled_forward" and outcome.candidate_writable_at_stop and stopped is not None:
+        # Decided when the candidate was fenced to be judged (no_return.judge), else when it stopped.
+        fenced = [t for t in cluster.read_only_on.get(outcome.candidate or -1, []) if t >= stopped]
+        decided = fenced[0] if fenced else stopped
+        if not any(a.server == outcome.candidate and a.admitted_at <= decided for a in cluster.acked):
+            report.findings.append(
+                f"rolled forward by the {outcome.by} although the candidate had taken no write when it stopped "
+                "(no_return.py's rule would undo it)"
+            )
     api.release()
     await asyncio.wait([work])
     return report
