@@ -1,5 +1,6 @@
-"""Drills of a cluster: cron schedules with a time zone (next run times included), runs with their figures, and
-run-now (202: the run is an operation of type `drill` running in the background)."""
+"""Drills of a cluster (switchover or failover): cron schedules with a time zone (next run times included), runs with
+their figures (RTO, a failover drill's RPO), and run-now (202: the run is an operation of type `drill` running in
+the background)."""
 
 from __future__ import annotations
 
@@ -106,7 +107,7 @@ async def run_now(
     "/dry-run",
     response_model=OperationRead,
     status_code=status.HTTP_202_ACCEPTED,
-    summary="What a drill would do: a switchover dry run with its plan (checks and the plan per domain)",
+    summary="What a drill would do: its preflight, nothing changed (a switchover drill's: the switchover dry run)",
     responses=error_responses(403, 409),
 )
 async def dry_run(
@@ -117,10 +118,13 @@ async def dry_run(
     principal: OperatorToken,
     cluster_id: int = ClusterId,
 ) -> OperationRead:
-    """Changes nothing and records no drill run: a `switchover` dry run from the plan's source to the candidate the
-    drill would take (fixed, or next in rotation from the collector's last view); follow it at
-    GET /clusters/{cluster_id}/operations/{id}: its result has the preflight checks and `plan` (positions per domain,
-    lenders, what each server replicates from afterwards)."""
+    """Changes nothing and records no drill run; follow it at GET /clusters/{cluster_id}/operations/{id}. A
+    switchover drill (`kind` switchover): a `switchover` dry run from the plan's source to the candidate the drill
+    would take (fixed, or next in rotation from the collector's last view): its result has the preflight checks and
+    `plan` (positions per domain, lenders, what each server replicates from afterwards). A failover drill: a `drill`
+    dry run whose `preflight` step names the master, the candidate, the domains it must keep and every replica that
+    cannot replace the master with why; its result has the candidate's checks; it fails, saying why, when no replica
+    can take over keeping every domain."""
     operation = await DrillService(session).dry_run(runner, settings, cluster_id, data, principal.name)
     return OperationRead.of(operation)
 

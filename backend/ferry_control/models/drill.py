@@ -1,5 +1,6 @@
-"""Drill schedules (cron with a time zone) and drill runs with their figures (RTO, catch-up time, pass/fail with
-reasons). A run is carried out as an operation of type `drill` (its steps are the operation's)."""
+"""Drill schedules (cron with a time zone, the kind of drill: switchover or failover) and drill runs with their
+figures (RTO, a failover drill's RPO, catch-up time, pass/fail with reasons). A run is carried out as an operation
+of type `drill` (its steps are the operation's)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ class DrillSchedule(Base):
     cron: Mapped[str] = mapped_column(String(100))
     timezone: Mapped[str] = mapped_column(String(64), default="UTC")
     enabled: Mapped[bool] = mapped_column(default=True)
+    #: What the drill rehearses: `switchover` or `failover`.
+    kind: Mapped[str] = mapped_column(String(16), default="switchover", server_default="switchover")
     #: `fixed` (candidate_server_id) or `rotation`.
     candidate_strategy: Mapped[str] = mapped_column(String(16), default="rotation")
     candidate_server_id: Mapped[int | None] = mapped_column(ForeignKey("servers.id", ondelete="SET NULL"), default=None)
@@ -46,13 +49,24 @@ class DrillRun(Base):
     state: Mapped[str] = mapped_column(String(16), default="pending")
     #: The API token's name, or `scheduler`.
     requester: Mapped[str] = mapped_column(String(100), default="scheduler")
+    #: What it rehearsed: `switchover` or `failover`.
+    kind: Mapped[str] = mapped_column(String(16), default="switchover", server_default="switchover")
     passed: Mapped[bool | None] = mapped_column(default=None)
     reasons: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    #: Write unavailability: the switchover's window, or a failover drill's fence → new master writable.
     rto_s: Mapped[float | None] = mapped_column(default=None)
+    #: A failover drill's RPO: acknowledged canary writes the new master lacked once writable.
+    rpo_lost: Mapped[int | None] = mapped_column(default=None)
     catch_up_s: Mapped[float | None] = mapped_column(default=None)
     details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
+
+    @property
+    def failover(self) -> dict[str, Any] | None:
+        """A failover drill's figures (kept in `details`), shown on their own in the API."""
+        figures = (self.details or {}).get("failover")
+        return figures if isinstance(figures, dict) else None
 
     @property
     def canary_writer(self) -> dict[str, Any] | None:

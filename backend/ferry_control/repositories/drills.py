@@ -49,7 +49,10 @@ class DrillRepository:
         run = await self.session.get(DrillRun, run_id)
         return run if run is not None and run.cluster_id == cluster_id else None
 
-    async def run_fresh(self, run_id: int) -> DrillRun | None:
+    async def run_fresh(self, run_id: int | None) -> DrillRun | None:
+        """The run as the database has it now (None: no such run, or no run asked for — a dry run's)."""
+        if run_id is None:
+            return None
         statement = select(DrillRun).where(DrillRun.id == run_id).execution_options(populate_existing=True)
         return await self.session.scalar(statement)
 

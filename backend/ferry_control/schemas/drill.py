@@ -9,8 +9,17 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ferry_control.schemas.cluster import WebhookUrl
 from ferry_control.schemas.common import ID_MAX
+from ferry_control.schemas.operation_results import FailoverDrillFigures
 
 Strategy = Literal["fixed", "rotation"]
+#: What a drill rehearses.
+Kind = Literal["switchover", "failover"]
+KIND = (
+    "`switchover`: a planned switchover to the candidate. `failover`: the master failed over as if it were lost — "
+    "fenced alive (drained on the proxies, read-only, sessions that bypass read-only ended), never killed — the "
+    "candidate promoted by the failover's moves, RTO and RPO measured, then the old master rejoined as a replica of "
+    "the new one; refused when no replica can take over keeping every domain."
+)
 #: The meaning of a drill's `source_server_id`.
 SOURCE = (
     "The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); "
@@ -20,17 +29,20 @@ SOURCE = (
 
 
 class DrillPlan(BaseModel):
-    """What a drill switches to, and whether it switches back."""
+    """What a drill rehearses, what it moves the role to, and whether it moves it back."""
 
     model_config = ConfigDict(extra="forbid")
 
+    kind: Kind = Field("switchover", description=KIND)
     candidate_strategy: Strategy = Field(
         "rotation", description="`fixed`: always `candidate_server_id`; `rotation`: the next eligible replica in turn."
     )
     candidate_server_id: int | None = Field(
         None, ge=1, le=ID_MAX, description="The candidate for the `fixed` strategy."
     )
-    switch_back: bool = Field(False, description="Switch back to the original master after verifying.")
+    switch_back: bool = Field(
+        False, description="Switch back to the original master after verifying (a failover drill: once it rejoined)."
+    )
     source_server_id: int | None = Field(
         None, ge=1, le=ID_MAX, description=SOURCE,
     )  # fmt: skip
@@ -63,6 +75,7 @@ class DrillScheduleUpdate(BaseModel):
     cron: str | None = Field(None, min_length=9, max_length=100)
     timezone: str | None = Field(None, min_length=1, max_length=64)
     enabled: bool | None = None
+    kind: Kind | None = Field(None, description=KIND)
     candidate_strategy: Strategy | None = None
     candidate_server_id: int | None = Field(None, ge=1, le=ID_MAX)
     switch_back: bool | None = None
@@ -77,8 +90,9 @@ class DrillScheduleRead(BaseModel):
             "examples": [
                 {
                     "id": 1, "cluster_id": 1, "name": "nightly", "cron": "30 2 * * 1-5", "timezone": "Europe/Berlin",
-                    "enabled": True, "candidate_strategy": "rotation", "candidate_server_id": None,
-                    "switch_back": True, "webhook_url": None, "next_run_at": "2026-11-23T01:30:00Z",
+                    "enabled": True, "kind": "switchover", "candidate_strategy": "rotation",
+                    "candidate_server_id": None, "switch_back": True, "webhook_url": None,
+                    "next_run_at": "2026-11-23T01:30:00Z",
                     "next_runs": ["2026-11-23T01:30:00Z", "2026-11-24T01:30:00Z"], "last_run_at": None,
                     "created_at": "2026-11-21T13:00:00Z",
                 }
@@ -92,6 +106,7 @@ class DrillScheduleRead(BaseModel):
     cron: str
     timezone: str
     enabled: bool
+    kind: Kind = Field(description=KIND)
     candidate_strategy: Strategy
     candidate_server_id: int | None
     switch_back: bool
@@ -130,7 +145,7 @@ class CanaryPhases(BaseModel):
 
 
 class WriterWindow(BaseModel):
-    switch: Literal["switch", "switch_back"]
+    switch: Literal["switch", "switch_back", "failover"]
     old_master_server_id: int
     new_master_server_id: int
     window_s: float | None = Field(
@@ -166,8 +181,10 @@ class CanaryWriterReport(BaseModel):
     per_domain_max: int = Field(description="Bound on the writes per domain.")
     capped: bool = Field(description="A domain stopped writing at the bound.")
     phases: CanaryPhases
-    window_s: float | None = Field(description="The write-unavailability window the writer saw across the switch.")
-    windows: list[WriterWindow] = Field(description="One per switch (and switch back).")
+    window_s: float | None = Field(
+        description="The write-unavailability window the writer saw across the switch (or the failover)."
+    )
+    windows: list[WriterWindow] = Field(description="One per switch (or failover, and switch back).")
     acknowledged: int
     verified: bool = Field(description="Every acknowledged canary was looked for on every server.")
     lost: int = Field(description="Acknowledged canaries missing (or different) on a server: the drill fails.")
@@ -184,7 +201,8 @@ class DrillRunRead(BaseModel):
             "examples": [
                 {
                     "id": 4, "cluster_id": 1, "schedule_id": 1, "operation_id": 12, "state": "passed", "passed": True,
-                    "requester": "scheduler", "reasons": [], "rto_s": 0.21, "catch_up_s": 0.004,
+                    "requester": "scheduler", "kind": "switchover", "reasons": [], "rto_s": 0.21, "catch_up_s": 0.004,
+                    "rpo_lost": None,
                     "details": {"candidate_server_id": 2, "canaries": {"1": "1-1-77"}},
                     "started_at": "2026-11-23T01:30:00Z", "finished_at": "2026-11-23T01:30:02Z",
                 }
@@ -201,11 +219,20 @@ class DrillRunRead(BaseModel):
     )
     passed: bool | None
     requester: str
+    kind: Kind = Field(description=KIND)
     reasons: list[str]
     rto_s: float | None = Field(
-        description="Write unavailability of the switchover (old master read-only → new writable)."
+        description="RTO, the write unavailability: of the switchover (old master read-only → new writable); of a "
+        "failover drill's failover (the old master's fence → the new master writable)."
     )
+    rpo_lost: int | None = Field(
+        None, description="A failover drill's RPO: canary writes the old master acknowledged that the new master "
+        "lacked once writable (read back on it right after its promotion; 0 expected). None for a switchover drill."
+    )  # fmt: skip
     catch_up_s: float | None = Field(description="How long the candidate took to reach the old master's position.")
+    failover: FailoverDrillFigures | None = Field(
+        None, description="A failover drill's figures: RTO (the failover's and the writer's), RPO, and the rejoin."
+    )
     canary_writer: CanaryWriterReport | None = Field(
         None, description="The live canary writer's counts per phase, its window and what was lost (None: not run)."
     )

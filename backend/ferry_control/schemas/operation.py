@@ -359,12 +359,13 @@ class ParallelApplyRequest(ParallelApplyParams, OperationRequest):
 class DrillParams(OperationParams):
     """A drill's operation: its run's plan (services/drills.py) and the run it belongs to."""
 
+    kind: Literal["switchover", "failover"] = "switchover"
     candidate_strategy: Literal["fixed", "rotation"] = "rotation"
     candidate_server_id: int | None = None
     switch_back: bool = False
     source_server_id: int | None = None
     webhook_url: str | None = None
-    drill_run_id: int
+    drill_run_id: int | None = Field(None, description="The run it carries out (None: a failover drill's dry run).")
 
 
 OperationType = Literal[

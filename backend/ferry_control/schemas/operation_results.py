@@ -361,18 +361,20 @@ class SwitchoverResult(SwitchesMaster):
     advice: list[str] | None = Field(None, description="What a dry run recommends (parallel apply, the budget).")
 
 
-class DrillResult(SwitchesMaster):
-    switchover: SwitchFigures | None = None
-    drill_webhooks: list[WebhookCall] | None = None
+class ReplacesMaster(MovesWriter):
+    """The moves of a failover (also a failover drill's): the candidate promoted in the old master's place."""
 
-
-class FailoverResult(MovesWriter):
-    witnesses: list[str] | None = None
     role_moves_to_server_id: int | None = Field(
         None, description="A better candidate the role moves to by a switchover once the failover ended."
     )
-    promoted_after_s: float | None = None
+    promoted_after_s: float | None = Field(
+        None, description="From fencing the old master (or finding it gone) to the new master writable."
+    )
     possibly_lost: LostReport | None = None
+
+
+class FailoverResult(ReplacesMaster):
+    witnesses: list[str] | None = None
     hub_failover: HubFailoverPlan | None = None
     domains: list[DomainOrigin] | None = None
     follow_up_operation_id: int | None = None
@@ -407,6 +409,41 @@ class RejoinResult(OperationResult):
     only_here: list[OnlyHereDomain] | None = Field(
         None, description="Per domain, what only this server has (a rejoin refuses while there is any)."
     )
+
+
+class FailoverDrillFigures(Record):
+    """A failover drill's figures: how long writes were unavailable, what was lost, and the old master's rejoin."""
+
+    rto_s: float | None = Field(
+        None, description="RTO: from the old master's fence (drained on the proxies, then read-only) to the new master "
+        "writable, as the failover measured it."
+    )  # fmt: skip
+    writer_rto_s: float | None = Field(
+        None, description="RTO as the live canary writer saw it: its last write acknowledged by the old master → its "
+        "first acknowledged by the new one."
+    )  # fmt: skip
+    rpo_lost: int | None = Field(
+        None, description="RPO: canary writes the old master acknowledged that the new master lacked once it was "
+        "writable (each read back on it right after the promotion). 0 for a live fence."
+    )  # fmt: skip
+    rpo_checked: int = Field(0, description="Canary writes the old master acknowledged, each looked for.")
+    catch_up_s: float | None = Field(
+        None, description="How long the candidate took to apply what the fenced old master had (inside the RTO)."
+    )
+    lost_canaries: list[str] = Field(default_factory=list, description="The first lost ones: `key (gtid)`.")
+    only_on_old_master: list[OnlyHereDomain] = Field(
+        default_factory=list,
+        description="Per domain, transactions of any client in the old master's binlog the new master lacked after the "
+        "promotion (from both binlog states, as a rejoin compares them).",
+    )
+    rejoined: bool = Field(False, description="The old master replicates from the new one again (the rejoin passed).")
+
+
+class DrillResult(SwitchesMaster, ReplacesMaster):
+    switchover: SwitchFigures | None = None
+    failover: FailoverDrillFigures | None = Field(None, description="A failover drill's RTO, RPO and rejoin.")
+    rejoin: RejoinResult | None = Field(None, description="A failover drill's rejoin of the old master.")
+    drill_webhooks: list[WebhookCall] | None = None
 
 
 class ReadOnlyResult(OperationResult):

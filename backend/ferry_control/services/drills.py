@@ -1,6 +1,7 @@
 """Drill schedules and runs: schedules with validated cron expressions and time zones (next run times computed by
 cronsim in the schedule's zone, DST included, stored in UTC), and starting a run — now, or when the scheduler finds a
-schedule due. A run is a `drill_runs` row plus an operation of type `drill` that holds the cluster while it runs."""
+schedule due — of either kind (`switchover`, `failover`). A run is a `drill_runs` row plus an operation of type
+`drill` that holds the cluster while it runs."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from ferry_control.schemas.drill import DrillRunCreate, DrillScheduleCreate, Dri
 from ferry_control.schemas.operation import DrillParams, SwitchoverParams
 from ferry_control.services.clusters import ClusterService, check_webhook
 from ferry_control.services.operations import OperationService
-from ferry_control.services.orchestrator.drill import next_in_rotation
+from ferry_control.services.orchestrator.drill_parts import next_in_rotation
 from ferry_control.services.orchestrator.runner import OperationRunner
 
 #: How many upcoming run times a schedule shows.
@@ -66,6 +67,7 @@ def read_schedule(
 
 def plan_of(schedule: DrillSchedule) -> dict[str, Any]:
     return {
+        "kind": schedule.kind,
         "candidate_strategy": schedule.candidate_strategy,
         "candidate_server_id": schedule.candidate_server_id,
         "switch_back": schedule.switch_back,
@@ -113,7 +115,7 @@ class DrillService:
     async def update_schedule(self, cluster_id: int, schedule_id: int, data: DrillScheduleUpdate) -> DrillSchedule:
         schedule = await self.schedule(cluster_id, schedule_id)
         changes = data.model_dump(exclude_unset=True)
-        for required in ("cron", "timezone", "enabled", "candidate_strategy", "switch_back"):
+        for required in ("cron", "timezone", "enabled", "kind", "candidate_strategy", "switch_back"):
             if required in changes and changes[required] is None:
                 raise Conflict(f"a drill schedule's {required} cannot be removed", code="field_required")
         self._check_webhook(changes.get("webhook_url"))
@@ -178,9 +180,11 @@ class DrillService:
     async def dry_run(
         self, runner: OperationRunner, settings: Settings, cluster_id: int, data: DrillRunCreate, requester: str
     ) -> Operation:
-        """What a drill with this plan (or this schedule's) would do, changing nothing: a switchover dry run from its
-        source to the candidate it would take (fixed, or the next in rotation after the last drill's, from the
-        collector's last view of the links), whose result has the preflight checks and the plan per domain. No drill
+        """What a drill with this plan (or this schedule's) would do, changing nothing. A switchover drill: a
+        switchover dry run from its source to the candidate it would take (fixed, or the next in rotation after the
+        last drill's, from the collector's last view of the links), whose result has the preflight checks and the
+        plan per domain. A failover drill: a `drill` dry run, its preflight only (the candidate, the replicas that
+        cannot replace the master and why, the candidate's checks; refused when none keeps every domain). No drill
         run is recorded."""
         await self.clusters.get(cluster_id)
         if data.schedule_id is not None:
@@ -189,6 +193,12 @@ class DrillService:
             plan = data.model_dump(exclude={"schedule_id"})
             await self._candidate_exists(cluster_id, plan["candidate_server_id"])
             await self._candidate_exists(cluster_id, plan.get("source_server_id"), "source_server_id")
+        if plan.get("kind") == "failover":
+            operation, _ = await OperationService(self.session).start(
+                runner, settings, cluster_id=cluster_id, type_="drill", params=DrillParams(**plan), dry_run=True,
+                requester=requester,
+            )  # fmt: skip
+            return operation
         source = plan.get("source_server_id")
         candidate = plan["candidate_server_id"] if plan["candidate_strategy"] == "fixed" else None
         if candidate is None:
@@ -241,8 +251,9 @@ class DrillService:
     ) -> DrillRun:
         """Inserts the run and starts its operation (a busy cluster raises Conflict: nothing is inserted)."""
         run = DrillRun(
-            cluster_id=cluster_id, schedule_id=schedule_id, requester=requester, state="pending", reasons=[], details={}
-        )
+            cluster_id=cluster_id, schedule_id=schedule_id, requester=requester, state="pending", reasons=[],
+            details={}, kind=plan.get("kind", "switchover"),
+        )  # fmt: skip
         await self.drills.add(run)
         operation, _ = await OperationService(self.session).start(
             runner,

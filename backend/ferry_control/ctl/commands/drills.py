@@ -1,4 +1,4 @@
-"""`ferryctl drills list|run|history`: drill schedules, running a drill now, and past runs."""
+"""`ferryctl drills list|run|history`: drill schedules, running a drill now (switchover or failover), and past runs."""
 
 from __future__ import annotations
 
@@ -11,14 +11,16 @@ from ferry_control.ctl.context import App, output_option, pass_app, wait_options
 from ferry_control.ctl.errors import CtlError, ExitCode
 from ferry_control.ctl.progress import POLL_S, follow, parse, was_refused
 
-SCHEDULE_COLUMNS = ("id", "name", "cron", "timezone", "enabled", "candidate_strategy", "switch_back", "next_run_at")
-RUN_COLUMNS = ("id", "state", "passed", "rto_s", "catch_up_s", "requester", "started_at", "reasons")
+SCHEDULE_COLUMNS = (
+    "id", "name", "kind", "cron", "timezone", "enabled", "candidate_strategy", "switch_back", "next_run_at",
+)  # fmt: skip
+RUN_COLUMNS = ("id", "kind", "state", "passed", "rto_s", "rpo_lost", "catch_up_s", "requester", "started_at", "reasons")
 RUN_ENDED = {"passed", "failed"}
 
 
 @click.group("drills")
 def drills() -> None:
-    """Switchover drills: schedules, run now, history."""
+    """Drills (switchover or failover): schedules, run now, history."""
 
 
 @drills.command("list")
@@ -41,7 +43,8 @@ def list_schedules(app: App, cluster: str) -> None:
 @output_option
 @pass_app
 def history(app: App, cluster: str, limit: int) -> None:
-    """CLUSTER's drill runs, newest first: outcome, RTO, catch-up (JSON: the API's run objects)."""
+    """CLUSTER's drill runs, newest first: kind, outcome, RTO, a failover drill's RPO, catch-up (JSON: the API's run
+    objects)."""
     found = app.client.cluster(cluster)
     rows = app.client.get(f"/clusters/{found['id']}/drills/runs", limit=limit)
     app.out.document(rows, lambda rows: app.out.records("runs", RUN_COLUMNS, rows))
@@ -50,24 +53,30 @@ def history(app: App, cluster: str, limit: int) -> None:
 @drills.command("run")
 @click.argument("cluster")
 @click.option("--schedule", metavar="SCHEDULE", help="Run with this schedule's plan (name or id).")
+@click.option(
+    "--kind", type=click.Choice(["switchover", "failover"]), default="switchover", show_default=True,
+    help="switchover: a planned switchover; failover: the master failed over as if lost (fenced alive, not killed), "
+    "RTO and RPO measured, then rejoined as a replica of the new master.",
+)  # fmt: skip
 @click.option("--to", "to", metavar="SERVER", help="Always this candidate (name or id); default: rotation.")
 @click.option("--switch-back", is_flag=True, help="Switch back to the original master after verifying.")
 @wait_options
 @output_option
 @pass_app
 def run(
-    app: App, cluster: str, schedule: str | None, to: str | None, switch_back: bool, wait: bool,
+    app: App, cluster: str, schedule: str | None, kind: str, to: str | None, switch_back: bool, wait: bool,
     wait_timeout_s: float | None,
 ) -> None:  # fmt: skip
     """Run a drill on CLUSTER now (operator); with --wait, exit 0 when it passed, 3 when its preflight refused it,
-    4 when it failed.
+    4 when it failed. With --schedule, the schedule's plan (its kind included) is used.
 
     \b
     ferryctl drills run orders --switch-back --wait
+    ferryctl drills run orders --kind failover --wait
     JSON: the drill run (with --wait: as it ended).
     """
     found = app.client.cluster(cluster)
-    body: dict[str, Any] = {"switch_back": switch_back}
+    body: dict[str, Any] = {"kind": kind, "switch_back": switch_back}
     if schedule is not None:
         schedules = app.client.get(f"/clusters/{found['id']}/drills/schedules")
         match = next((s for s in schedules if s["name"] == schedule or str(s["id"]) == schedule), None)
@@ -103,5 +112,11 @@ def run(
 
 def render_run(app: App, r: dict[str, Any]) -> None:
     colour = "green" if r["state"] == "passed" else "red"
-    app.out.line(f"drill run {r['id']}: [{colour}]{r['state']}[/]")
-    app.out.fields([("rto_s", r["rto_s"]), ("catch_up_s", r["catch_up_s"]), ("reasons", r["reasons"] or None)])
+    app.out.line(f"{r.get('kind', 'switchover')} drill run {r['id']}: [{colour}]{r['state']}[/]")
+    fields: list[tuple[str, Any]] = [("rto_s", r["rto_s"])]
+    failover = r.get("failover")
+    if failover is not None:
+        fields += [("writer_rto_s", failover.get("writer_rto_s")), ("rpo_lost", r.get("rpo_lost")),
+                   ("rejoined", failover.get("rejoined"))]  # fmt: skip
+    fields += [("catch_up_s", r["catch_up_s"]), ("reasons", r["reasons"] or None)]
+    app.out.fields(fields)

@@ -9,7 +9,9 @@ non-candidate among them), pre-hooks, fence the old master first if it answers a
 and suspend automatic failover until an operator acknowledges. A delayed replica is repointed with its delay and
 its position (it re-reads from the new master what it had not applied). When the promoted server is `prefer_not`
 and a better candidate exists, the result names it (`role_moves_to_server_id`) and a switchover to it follows once
-the failover has ended (`follow_up`)."""
+the failover has ended (`follow_up`). A failover drill replaces a master that still answers (`replace_master` with
+`live`: fenced alive, as orchestrator's force-master-failover; the candidate applies all it has before the
+promotion)."""
 
 from __future__ import annotations
 
@@ -18,21 +20,27 @@ import time
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from ferry_control.core.config import Settings
 from ferry_control.drivers.errors import DriverError
 from ferry_control.schemas.operation import FailoverParams
-from ferry_control.schemas.operation_results import CheckResult, FailoverResult, LostDomain, LostReport
+from ferry_control.schemas.operation_results import (
+    CheckResult,
+    FailoverResult,
+    LostDomain,
+    LostReport,
+    ReplacesMaster,
+)
 from ferry_control.services.orchestrator import actions, routing
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.candidates import better_successor, candidate_pool, choose_candidate, delay_of
 from ferry_control.services.orchestrator.fencing import fence, suspend_automatic_failover
 from ferry_control.services.orchestrator.gtid import gtid_text, join_all, position
 from ferry_control.services.orchestrator.hub_failover import fail_over_hub, stored_incoming
-from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
-from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
-from ferry_control.services.orchestrator.switchover import follow_new_master, role_taken, roll_forward
+from ferry_control.services.orchestrator.runner import Compensation, OperationContext, OperationFailed
+from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
+from ferry_control.services.orchestrator.switchover import commits_landed, follow_new_master, role_taken, roll_forward
 
 
 @dataclass(frozen=True)
@@ -199,7 +207,28 @@ async def run_failover(ctx: OperationContext[FailoverParams, FailoverResult]) ->
                 )
             drained[link.replica.info.label] = reached.position
         step.detail = {"drained": drained, "not_waited_for": pool.excluded}
-    snapshot = await ctx.snapshot()
+    await replace_master(ctx, await ctx.snapshot(), master, wanted)
+
+
+#: A failover's result, or a failover drill's (both record the replacement).
+Replacing = TypeVar("Replacing", bound=ReplacesMaster)
+
+
+async def replace_master(
+    ctx: OperationContext[Any, Replacing],
+    snapshot: ClusterSnapshot,
+    master: ServerView,
+    wanted: int | None,
+    *,
+    live: Compensation | None = None,
+) -> None:
+    """From the choice of the candidate to the verification: choose (`wanted`, else the best), check it, fence the
+    old master first, bring the candidate level, promote it, fence the old master for good, report what may be lost,
+    repoint the others. With `live` — a master fenced alive, a failover drill's — the old master answers: once it is
+    fenced its commits in flight land and the candidate applies everything it has before it is promoted (nothing it
+    acknowledged is lost), `live` puts it back in service if the failover stops before the promotion, and automatic
+    failover is not suspended (the drill rejoins it)."""
+    settings = ctx.settings
     links = snapshot.replicas_of(master.info.id)
     async with ctx.step("choose_candidate") as step:
         pool = candidate_pool(links, master, snapshot.candidate_labels, wanted)
@@ -241,11 +270,14 @@ async def run_failover(ctx: OperationContext[FailoverParams, FailoverResult]) ->
     ]
     await ctx.save()  # the plan in the database before the first move (what a reconcile after a crash reads)
     running = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.running]
-    ctx.undo_with("undo", partial(actions.restore_connections, candidate, running, LEVEL_PREFIX))
+    ctx.undo_with("undo", live or partial(actions.restore_connections, candidate, running, LEVEL_PREFIX))
     started = time.perf_counter()
     async with ctx.step("fence_old_master_first") as step:
         await routing.writer_leaving(ctx, master.info.id)
         step.detail = await fence_first(master, settings.poll_timeout_s)
+    if live is not None:
+        async with ctx.step("candidate_applies_fenced_master") as step:
+            step.detail = await applied_from_fenced(master, chosen, settings)
     async with ctx.step("bring_level") as step:
         if level:
             step.skipped = True
@@ -305,9 +337,28 @@ async def run_failover(ctx: OperationContext[FailoverParams, FailoverResult]) ->
         report = lost_report(master, new_position, heard)
         ctx.result.possibly_lost = report
         step.detail = report.model_dump(mode="json")
-    await suspend_automatic_failover(ctx)
+    if live is None:
+        await suspend_automatic_failover(ctx)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
                             old_master=None, delayed={o.replica.info.id for o in others if delay_of(o)})  # fmt: skip
+
+
+async def applied_from_fenced(master: ServerView, link: Link, settings: Settings) -> str:
+    """A master fenced alive: its commits in flight land (its binlog position P once they have), then the candidate
+    applies up to P over its connection to it (given up at once if that breaks), so it holds everything the old
+    master acknowledged."""
+    candidate = link.replica
+    target, landed = await commits_landed(master, settings)
+    reached = await actions.wait_reached(
+        candidate.require_driver(), target, settings.switchover_catch_up_timeout_s, connection=link.connection.name
+    )
+    if not reached.reached:
+        raise OperationFailed(
+            f"{candidate.info.label} did not apply what the fenced {master.info.label} has ({target}) within "
+            f"{settings.switchover_catch_up_timeout_s} s: it is at {reached.position}"
+            + (f" ({reached.broken})" if reached.broken else "")
+        )
+    return f"{landed}; {candidate.info.label} applied it ({reached.position})"
 
 
 async def fence_first(master: ServerView, timeout_s: float) -> str:

@@ -14,6 +14,7 @@ longer fenced once it replicates."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from ferry_control.core.db import session_scope
 from ferry_control.drivers.base import ConnectionSettings
@@ -35,11 +36,19 @@ Rejoin = OperationContext[RejoinParams, RejoinResult]
 
 
 async def run_rejoin(ctx: Rejoin) -> None:
+    await rejoin(ctx, ctx.params, ctx.result)
+
+
+async def rejoin(
+    ctx: OperationContext[Any, Any], params: RejoinParams, result: RejoinResult, *, hooks: bool = True
+) -> None:
+    """The rejoin's steps, recording into `result`: the operation's, or a failover drill's rejoin of the master it
+    failed over (`hooks` off: the drill called the pre-operation webhooks before its failover)."""
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        server = snapshot.by_id.get(ctx.params.server_id)
+        server = snapshot.by_id.get(params.server_id)
         if server is None:
-            raise OperationFailed(f"no server with id {ctx.params.server_id} in this cluster")
+            raise OperationFailed(f"no server with id {params.server_id} in this cluster")
         if not server.reachable or server.status is None:
             raise OperationFailed(f"{server.info.label} does not answer: {server.error}")
         if snapshot.links_of(server.info.id):
@@ -51,10 +60,10 @@ async def run_rejoin(ctx: Rejoin) -> None:
                 f"{server.info.label} is neither fenced nor read-only: it takes writes, so it is a master, not one "
                 "to rejoin"
             )
-        source = choose_source(snapshot, server, ctx.params.master_server_id)
-        ctx.result.server_id, ctx.result.master_server_id = server.info.id, source.info.id
+        source = choose_source(snapshot, server, params.master_server_id)
+        result.server_id, result.master_server_id = server.info.id, source.info.id
         only_here = await transactions_only_here(server, source)
-        ctx.result.only_here = only_here
+        result.only_here = only_here
         if only_here:
             raise OperationFailed(
                 f"nothing was changed: {server.info.label} has transactions {source.info.label} never had — "
@@ -63,14 +72,15 @@ async def run_rejoin(ctx: Rejoin) -> None:
                 "dealt with (kept and rewound, or the server rebuilt)"
             )
         name, settings = follower_conventions(snapshot, source, ctx.settings.replication_connection_name)
-        ctx.result.connection = name
+        result.connection = name
         step.detail = (
             f"{server.info.label} has nothing {source.info.label} lacks in any domain; it will replicate from "
             f"{source.info.label} over {name!r} (current_pos)"
         )
     if ctx.dry_run:
         return
-    await ctx.pre_hooks(old_master_server_id=server.info.id, new_master_server_id=source.info.id)
+    if hooks:
+        await ctx.pre_hooks(old_master_server_id=server.info.id, new_master_server_id=source.info.id)
     address = source.info.protocol_address
     assert address is not None
     driver = server.require_driver()
