@@ -5,6 +5,7 @@ from fastapi import APIRouter
 from ferry_control.api import (
     audit_log,
     clusters,
+    consumers,
     discovery,
     drills,
     events,
@@ -28,6 +29,7 @@ for module in (
     clusters,
     servers,
     parallel_apply,
+    consumers,
     discovery,
     topology,
     positions,

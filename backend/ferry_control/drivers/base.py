@@ -208,6 +208,48 @@ class ConnectedReplica:
     admin_address: str | None = None
 
 
+@dataclass(frozen=True)
+class ChangeConsumer:
+    """An application reading this server's committed changes as a change consumer (ferryd: the consumer token;
+    docs/protocol.md "Change subscriptions"). Not a replica: never counted for semi-sync, never in `replicas`."""
+
+    name: str
+    #: Where it connected from.
+    address: str
+    #: The domains it follows (empty: every domain).
+    domains: tuple[int, ...]
+    #: Where it subscribed from, and the newest GTID per domain sent to it since.
+    start_position: str
+    position: str
+    connected_at_us: int
+    transactions_sent: int
+    #: Per domain: transactions it is behind this server's binlog, and seconds since the commit of the last one
+    #: sent (0 when caught up).
+    lag: Mapping[int, DomainLag]
+
+
+@dataclass(frozen=True)
+class CutOffConsumer:
+    """A change consumer the server cut off (it stopped reading while the server's binlog grew past a bound)."""
+
+    name: str
+    address: str
+    #: Where it was: it subscribes again from there.
+    position: str
+    at_us: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ChangeConsumers:
+    """A server's change consumers now, the last ones it cut off, and how many it serves at most."""
+
+    consumers: tuple[ChangeConsumer, ...]
+    cut_off: tuple[CutOffConsumer, ...] = ()
+    cut_off_total: int = 0
+    consumers_max: int | None = None
+
+
 #: The warning of a master whose semi-sync fell back to asynchronous (the same words for every kind).
 SEMI_SYNC_FALLEN_BACK = (
     "semi-sync fell back to asynchronous: commits are acknowledged before any replica has them, until a replica "
@@ -257,6 +299,9 @@ class ServerStatus:
     #: What the server reports that an operator should look at, in words (semi-sync fallen back to asynchronous;
     #: ferryd: binlog expiry holding a file back for a replica, or failing).
     warnings: tuple[str, ...] = ()
+    #: Its change consumers now (ferryd); None when the kind does not tell them apart from its replicas (MariaDB: a
+    #: binlog reader such as Debezium or mysqlbinlog connects as a replica).
+    consumers: tuple[ChangeConsumer, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -476,6 +521,11 @@ class ServerDriver(abc.ABC):
 
     @abc.abstractmethod
     async def recent_events(self, limit: int, domain: int | None = None, before: int | None = None) -> EventsPage: ...
+
+    async def change_consumers(self) -> ChangeConsumers | None:
+        """The applications reading this server's committed changes apart from its replicas, with their position
+        and lag; None when the kind has no such thing (MariaDB: a binlog reader connects as a replica)."""
+        return None
 
     @abc.abstractmethod
     async def checksums(self) -> Checksums: ...

@@ -21,6 +21,7 @@ from ferry_control.core.untrusted_text import bounded
 from ferry_control.drivers.base import (
     SEMI_SYNC_FALLEN_BACK,
     BinlogTransaction,
+    ChangeConsumers,
     ChangeMaster,
     Checksums,
     ConnectedReplica,
@@ -51,6 +52,7 @@ from ferry_control.drivers.errors import (
     WriteOutcomeUnknown,
     refusal,
 )
+from ferry_control.drivers.ferry_consumers import change_consumers, consumers_in
 from ferry_control.drivers.ferry_protocol import (
     FerryProtocolClient,
     ProtocolConnectionError,
@@ -305,6 +307,7 @@ class FerryDriver(ServerDriver):
                 version=_version(body),
                 replicas_may_be_ahead=_optional_bool(body, "replicas_may_be_ahead"),
                 warnings=status_warnings(body),
+                consumers=consumers_in(body),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ServerProtocolError(self.address, "bad_status", f"/v1/status: {_reason(e)}") from e
@@ -322,6 +325,13 @@ class FerryDriver(ServerDriver):
             return _items(body, "replicas", _replica, required=True)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ServerProtocolError(self.address, "bad_replicas", f"/v1/replicas: {_reason(e)}") from e
+
+    async def change_consumers(self) -> ChangeConsumers:
+        body = await self._read("/v1/consumers")
+        try:
+            return change_consumers(body)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ServerProtocolError(self.address, "bad_consumers", f"/v1/consumers: {_reason(e)}") from e
 
     async def recent_events(self, limit: int, domain: int | None = None, before: int | None = None) -> EventsPage:
         params: dict[str, Any] = {"limit": limit}

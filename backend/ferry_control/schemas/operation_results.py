@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
+from ferry_control.schemas.consumer import PlanConsumer
 from ferry_control.schemas.parallel_apply import ParallelApplySettings
 from ferry_control.schemas.topology import LinkSettingsRead
 
@@ -219,6 +220,13 @@ class SwitchPlanView(Record):
     )
     moved: list[MovedConnection] = Field(
         default_factory=list, description="Each connection the move makes or repoints, with the settings it carries."
+    )
+    consumers: list[PlanConsumer] = Field(
+        default_factory=list,
+        description="The change consumers connected now to the servers of the move, with what it does to each stream.",
+    )
+    consumers_note: str | None = Field(
+        None, description="What the servers cannot know of their consumers (which follow the master), in words."
     )
 
 

@@ -243,6 +243,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/clusters/{cluster_id}/servers/{server_id}/consumers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A server's change consumers with their position and lag per domain
+         * @description The applications reading the server's committed changes apart from its replicas (ferryd's change consumers,
+         *     docs/protocol.md "Change subscriptions"), each with its position and lag per domain, and the last ones it cut off
+         *     for not reading; `supported` false for a kind that lists binlog readers among its replicas (MariaDB). Read from
+         *     the server now: 409 `server_unreachable` when it does not answer within `poll_timeout_s`.
+         */
+        get: operations["get_consumers_api_v1_clusters__cluster_id__servers__server_id__consumers_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/clusters/{cluster_id}/discovery": {
         parameters: {
             query?: never;
@@ -2041,6 +2064,91 @@ export interface components {
             io_state: string;
             /** Last Error */
             last_error?: string | number | null;
+        };
+        /** ConsumerLagRead */
+        ConsumerLagRead: {
+            /**
+             * Transactions
+             * @description Transactions behind the server's binlog in this domain.
+             * @example 3
+             */
+            transactions: number;
+            /**
+             * Seconds
+             * @description Now minus the commit time of the last transaction sent to it (0 when caught up).
+             * @example 0.4
+             */
+            seconds: number;
+        };
+        /**
+         * ConsumerRead
+         * @description A change consumer streaming from the server now.
+         */
+        ConsumerRead: {
+            /**
+             * Name
+             * @example cache-invalidator
+             */
+            name: string;
+            /**
+             * Address
+             * @description Where it connected from.
+             * @example 10.0.0.9:51234
+             */
+            address: string;
+            /**
+             * Domains
+             * @description The domains it follows (empty: every domain).
+             * @example [
+             *       1
+             *     ]
+             */
+            domains: number[];
+            /**
+             * Start Position
+             * @description The position it subscribed from.
+             * @example 1-1-40
+             */
+            start_position: string;
+            /**
+             * Position
+             * @description The newest GTID per domain sent to it.
+             * @example 1-1-97
+             */
+            position: string;
+            /**
+             * Connected At
+             * Format: date-time
+             */
+            connected_at: string;
+            /** Transactions Sent */
+            transactions_sent: number;
+            /**
+             * Lag
+             * @description Per domain (its own when it named some).
+             */
+            lag: {
+                [key: string]: components["schemas"]["ConsumerLagRead"];
+            };
+        };
+        /**
+         * CutOffConsumerRead
+         * @description A consumer the server cut off for not reading (it subscribes again from `position`).
+         */
+        CutOffConsumerRead: {
+            /** Name */
+            name: string;
+            /** Address */
+            address: string;
+            /** Position */
+            position: string;
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            /** Reason */
+            reason: string;
         };
         /** DiscoveryNote */
         DiscoveryNote: {
@@ -4100,6 +4208,28 @@ export interface components {
              */
             domain_workers_max?: number | null;
         };
+        /**
+         * PlanConsumer
+         * @description A change consumer connected to a server of a switchover, as its plan sees it before anything moves.
+         */
+        PlanConsumer: {
+            /**
+             * Server
+             * @description The server it streams from now (by label).
+             */
+            server: string;
+            /** Name */
+            name: string;
+            /** Address */
+            address: string;
+            /** Position */
+            position: string;
+            /**
+             * Afterwards
+             * @description What the move does to its stream, in words.
+             */
+            afterwards: string;
+        };
         /** PositionCell */
         PositionCell: {
             /**
@@ -4824,6 +4954,45 @@ export interface components {
             server_id: number;
             /** Connection */
             connection: string;
+        };
+        /**
+         * ServerConsumersRead
+         * @description A server's change consumers, read from it now.
+         */
+        ServerConsumersRead: {
+            /** Server Id */
+            server_id: number;
+            /** Label */
+            label: string;
+            /** Kind */
+            kind: string;
+            /**
+             * Supported
+             * @description False when the server's kind does not tell change consumers apart from its replicas (MariaDB: a binlog reader such as Debezium connects as a replica and is listed among them).
+             */
+            supported: boolean;
+            /**
+             * Words
+             * @description The list in a sentence, or why there is none.
+             */
+            words: string;
+            /** Consumers */
+            consumers: components["schemas"]["ConsumerRead"][];
+            /**
+             * Cut Off
+             * @description The last ones cut off, oldest first.
+             */
+            cut_off: components["schemas"]["CutOffConsumerRead"][];
+            /**
+             * Cut Off Total
+             * @description Consumers cut off since the server started.
+             */
+            cut_off_total: number;
+            /**
+             * Consumers Max
+             * @description How many the server streams to at once at most (None: not said).
+             */
+            consumers_max: number | null;
         };
         /**
          * ServerCreate
@@ -5580,6 +5749,16 @@ export interface components {
              * @description Each connection the move makes or repoints, with the settings it carries.
              */
             moved?: components["schemas"]["MovedConnection"][];
+            /**
+             * Consumers
+             * @description The change consumers connected now to the servers of the move, with what it does to each stream.
+             */
+            consumers?: components["schemas"]["PlanConsumer"][];
+            /**
+             * Consumers Note
+             * @description What the servers cannot know of their consumers (which follow the master), in words.
+             */
+            consumers_note?: string | null;
         };
         /**
          * SwitchoverOperation
@@ -7245,6 +7424,67 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ParallelApplyRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_consumers_api_v1_clusters__cluster_id__servers__server_id__consumers_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+                /** @description The registered server's id. */
+                server_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServerConsumersRead"];
                 };
             };
             /** @description No or invalid API token */

@@ -1,7 +1,8 @@
 """A switchover's plan before anything moves, as its dry run (and a drill's) shows it — pure, from the operation's
 snapshot: every involved server's position per domain; per domain, the source up to its GTID now and the server that
 sends the rest afterwards; what each server replicates from afterwards; and each connection the move makes or
-repoints with the settings it carries over.
+repoints with the settings it carries over; and the change consumers connected to those servers, with what the move
+does to their streams (plan_consumers.py).
 
 What the moves carry over is what they do (hub_switchover.switch_hub, switchover.switch_master):
 
@@ -23,6 +24,7 @@ from ferry_control.drivers.base import ConnectionSettings, ReplicaConnection
 from ferry_control.schemas.operation_results import MovedConnection, SwitchPlanView
 from ferry_control.services.lag import seconds_words
 from ferry_control.services.orchestrator.gtid import position
+from ferry_control.services.orchestrator.plan_consumers import plan_consumers
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 
 
@@ -41,6 +43,7 @@ def switch_plan(snapshot: ClusterSnapshot, source: ServerView, link: Link, other
     for other in others:
         afterwards[other.replica.info.label] = [_replicates(other.connection.name, cand)]
     senders = domain_senders(incoming)
+    consumers, consumers_note = plan_consumers(source, candidate, [o.replica for o in others])
 
     def then(domain: int) -> str:
         if not incoming:
@@ -66,6 +69,8 @@ def switch_plan(snapshot: ClusterSnapshot, source: ServerView, link: Link, other
             _source_follows(link),
             *(_keeps(o, cand) for o in others),
         ],
+        consumers=consumers,
+        consumers_note=consumers_note,
     )
 
 

@@ -1,7 +1,8 @@
 // The plan of a switchover per domain, as its dry run reports it: which source is replaced and by which candidate,
 // every involved server's position in each domain now, who lends each domain up to which GTID and who sends the rest
 // (an intermediate master's: the master over which connection), what each server replicates from afterwards — the
-// two-master shape's figure, live — and the settings each connection the move makes or repoints carries over.
+// two-master shape's figure, live — the settings each connection the move makes or repoints carries over, and the
+// change consumers connected to the servers it moves with what it does to each stream (and what servers cannot know).
 import type { Schemas } from "../../api/client";
 import { connectionName } from "../../lib/format";
 import type { Operation } from "./operationFacts";
@@ -68,6 +69,19 @@ export function SwitchPlan({ operation }: { operation: Operation }) {
           </li>
         ))}
       </ul>
+      {plan.consumers && plan.consumers.length > 0 ? (
+        <section aria-label="Change consumers">
+          <h5>Change consumers</h5>
+          <ul className="small">
+            {plan.consumers.map((c) => (
+              <li key={`${c.server}/${c.name}/${c.address}`}>
+                {c.name} ({c.address}) on {c.server} at <code>{c.position || "—"}</code>: {c.afterwards}
+              </li>
+            ))}
+          </ul>
+        </section>
+      ) : null}
+      {plan.consumers_note ? <p className="small">{plan.consumers_note}</p> : null}
       {plan.moved && plan.moved.length > 0 ? (
         <section aria-label="Settings carried over">
           <h5>Settings carried over</h5>

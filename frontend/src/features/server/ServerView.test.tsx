@@ -1,7 +1,8 @@
 // The server page against a fake backend: the server's label, kind, addresses, role, binlog format and master-side
 // semi-sync; its
 // connection with its settings (delay, parallel mode × workers, semi-sync, heartbeat in the full list); its positions
-// per domain; its maintenance with owner, reason and end; and only the operations and audit rows that concern it.
+// per domain; its maintenance with owner, reason and end; its change consumers (read live: why a MariaDB server has
+// none); and only the operations and audit rows that concern it.
 import { screen, within } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 import type { Schemas } from "../../api/client";
@@ -31,6 +32,10 @@ describe("ServerView", () => {
     mockApi({
       "GET /api/v1/clusters/1/servers": () => ({ body: [SERVER] }),
       "GET /api/v1/clusters/1/topology": () => ({ body: topology }),
+      "GET /api/v1/clusters/1/servers/2/consumers": () => ({
+        body: { server_id: 2, label: "b (server_id 2)", kind: "mariadb", supported: false, consumers: [], cut_off: [],
+                cut_off_total: 0, consumers_max: null, words: "b (server_id 2) does not tell change consumers apart from its replicas" },
+      }),
       "GET /api/v1/clusters/1/operations": () => ({
         body: [operation({ id: 7, state: "succeeded", params: { candidate_server_id: 2 } } as never),
                operation({ id: 8, state: "succeeded", params: { candidate_server_id: 3 } } as never)],
@@ -58,6 +63,9 @@ describe("ServerView", () => {
     expect(within(connections).getByText("a (server_id 1)")).toBeTruthy();
     expect(within(connections).getByText("delay 30 s · optimistic × 4 (2/domain) · async")).toBeTruthy();
     expect(within(connections).getByText("1000 ms")).toBeTruthy();
+
+    expect(within(page).getByRole("heading", { name: "Change consumers" })).toBeTruthy();
+    expect(await within(page).findByText("b (server_id 2) does not tell change consumers apart from its replicas")).toBeTruthy();
 
     const positions = within(page).getByRole("table", { name: "Positions per domain" });
     expect(within(positions).getAllByRole("row").map((r) => r.textContent)).toEqual([

@@ -15,6 +15,7 @@ import { LiveMaintenanceNote } from "../maintenance/MaintenanceNote";
 import { ConnectionSettings } from "../topology/ConnectionSettings";
 import { connectionState } from "../topology/connectionState";
 import { auditTouches, domainPositions, operationTouches } from "./serverFacts";
+import { Consumers } from "./Consumers";
 import { ParallelApply } from "./ParallelApply";
 import { Rejoin } from "./Rejoin";
 
@@ -244,6 +245,8 @@ export function ServerView({ clusterId, serverId }: { clusterId: number; serverI
           ) : null}
           <h2>Replicas</h2>
           <Connections edges={edges.filter((e) => e.master_server_id === serverId)} names={names} title="Replicas" side="replica" />
+          <h2>Change consumers</h2>
+          <Consumers clusterId={clusterId} serverId={serverId} />
           <h2>Errant transactions</h2>
           <Errant node={node} alerts={(topology.data?.alerts ?? []).filter((a) => a.server_id === serverId && a.kind !== "operation_interrupted")} />
           <h2>Positions per domain</h2>
