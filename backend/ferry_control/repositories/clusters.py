@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.models import Cluster, OperationLock
+from ferry_control.repositories.chunks import chunked
 
 
 class ClusterRepository:
@@ -38,6 +39,22 @@ class ClusterRepository:
     async def delete(self, cluster: Cluster) -> None:
         await self.session.delete(cluster)
         await self.session.flush()
+
+    async def hold(self, cluster_ids: Collection[int]) -> set[int]:
+        """Which of `cluster_ids` still exist, their rows held against deletion for the rest of the transaction
+        (SELECT … FOR KEY SHARE, in id order; SQLite, one writer at a time, takes no row lock). A unit of work that
+        writes several rows of a cluster (its servers, links, samples, guard rows) holds the cluster first, as
+        deleting a cluster locks the cluster's row before its cascade reaches any of those: a delete then waits
+        for the writer to commit, or the writer, having waited for the delete, finds the cluster gone — never the
+        two waiting on each other (a deadlock, which PostgreSQL ends by failing one of them)."""
+        held: set[int] = set()
+        for chunk in chunked(sorted(set(cluster_ids))):
+            statement = (
+                select(Cluster.id).where(Cluster.id.in_(chunk)).order_by(Cluster.id)
+                .with_for_update(read=True, key_share=True)
+            )  # fmt: skip
+            held.update((await self.session.scalars(statement)).all())
+        return held
 
     async def flush(self) -> None:
         await self.session.flush()

@@ -43,6 +43,13 @@ class ClusterService:
             raise NotFound(f"cluster {cluster_id} does not exist", code="cluster_not_found")
         return cluster
 
+    async def hold(self, cluster_id: int) -> None:
+        """Holds the cluster's row against deletion for the rest of the transaction, before writing several of its
+        rows (`ClusterRepository.hold`: a delete then waits for this transaction, never deadlocks with it); 404
+        `cluster_not_found` when it was deleted meanwhile."""
+        if not await self.clusters.hold([cluster_id]):
+            raise NotFound(f"cluster {cluster_id} does not exist (deleted meanwhile)", code="cluster_not_found")
+
     async def find_by_name(self, name: str) -> Cluster | None:
         return await self.clusters.get_by_name(name)
 

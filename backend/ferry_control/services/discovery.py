@@ -15,7 +15,8 @@ From each server whose admin address is known, its status names
 
 No database connection is held while servers answer: what the graph led to so far is read as one wave, at most
 `discovery_concurrency_max` servers at once (each bounded by `poll_timeout_s`, its answer validated as a poll's is),
-after committing what was registered before it.
+after committing what was registered before it. Each transaction holds the cluster first (`ClusterService.hold`),
+so a delete of the cluster waits for it or ends the discovery with a 404 — never a deadlock with it.
 
 Only approved servers are visited (services/approval.py): every server discovery registers — the seed, a master a
 replica names, a replica a master lists — is approved when the caller is an admin or the allow-list
@@ -79,6 +80,7 @@ class DiscoveryService:
     async def discover(self, cluster_id: int, request: DiscoveryRequest, by: Approver) -> Discovery:
         """`by`: the caller, whose say approves (or not) the addresses registered (see the module's doc)."""
         cluster = await self.clusters.get(cluster_id)
+        await self.clusters.hold(cluster_id)
         seed = await self.servers.find_by_protocol_address(cluster_id, request.host, request.protocol_port)
         if seed is None:
             seed = await self._add(
@@ -205,7 +207,9 @@ class DiscoveryService:
                 except InvalidStatus as e:
                     return f"its status is not valid: {e}"
 
-        return list(await asyncio.gather(*(read(d) for d in drivers)))
+        statuses = list(await asyncio.gather(*(read(d) for d in drivers)))
+        await self.clusters.hold(cluster.id)  # the next transaction's first statement: what follows writes
+        return statuses
 
     async def _add(self, by: Approver, server: Server) -> Server:
         approve_address(server, by, self.trusted)

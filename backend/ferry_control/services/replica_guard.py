@@ -169,6 +169,8 @@ class ReplicaGuard:
         if not changes:
             return
         async with session_scope(self._sessionmaker) as session:
+            if not await ClusterRepository(session).hold([cluster.id]):
+                return  # deleted since the cycle read it (its rows with it)
             repository = ReplicaGuardRepository(session)
             for server_id, stored in changes.items():
                 row = await repository.get_or_add(cluster.id, server_id)

@@ -9,6 +9,9 @@ undo another's record. Each cluster has its savepoint around those too. As savep
 server and per cluster cost most of a cycle's CPU, the whole cycle is first recorded in one go (the servers and links
 of every cluster read in a few queries, one savepoint, one flush); only when that fails is it rolled back and
 recorded cluster by cluster, then server by server. Returns the events to publish once the transaction commits.
+The clusters are held first (`ClusterRepository.hold`), so deleting one waits for the record instead of deadlocking
+with it; a cluster deleted since its servers were polled is not recorded. What is kept in memory (the masters'
+timelines) is of the servers recorded in the cycle only.
 
 Lag per domain: `transactions`, the seq_no difference between the master's gtid_binlog_pos (this cycle's poll, else
 the last stored) and the replica's gtid_current_pos; `seconds`, the age of the collector's first sighting of the
@@ -38,6 +41,7 @@ from ferry_control.models import (
     ReplicationLink,
     Server,
 )
+from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.links import LinkRepository
 from ferry_control.repositories.samples import SampleRepository
 from ferry_control.repositories.servers import ServerRepository
@@ -98,6 +102,11 @@ class Recorder:
         by_cluster: dict[int, list[PollOutcome]] = {}
         for outcome in outcomes:
             by_cluster.setdefault(outcome.target.cluster_id, []).append(outcome)
+        # The clusters first (before any savepoint, whose rollback would let go of them): one deleted meanwhile
+        # waits for this transaction, or was deleted before it and is not recorded (ClusterRepository.hold).
+        held = await ClusterRepository(session).hold(by_cluster)
+        by_cluster = {cluster_id: polled for cluster_id, polled in by_cluster.items() if cluster_id in held}
+        self._keep_only({o.target.server_id for polled in by_cluster.values() for o in polled})
         # Fastest: every cluster in one savepoint and one flush, their servers and links read in a few queries.
         # Should anything fail, that is undone and each cluster recorded on its own (then server by server).
         try:
@@ -130,6 +139,13 @@ class Recorder:
             except Exception:
                 log.exception("recording cluster %s's poll failed: its part of this cycle is not stored", cluster_id)
         return events
+
+    def _keep_only(self, server_ids: set[int]) -> None:
+        """Forgets what is kept in memory of the servers this cycle does not record: deleted (alone or with their
+        cluster), or collected by another instance now — seeded again from the stored samples should they come
+        back, as what happened meanwhile was not seen here."""
+        self.timelines.forget(keep=server_ids)
+        self._seeded &= server_ids
 
     async def _record_cluster(
         self,
