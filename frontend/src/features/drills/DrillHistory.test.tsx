@@ -18,7 +18,7 @@ const switchFigures = (waited: number, commits: number, steps: Record<string, nu
 });
 
 const run = (over: Partial<Schemas["DrillRunRead"]>): Schemas["DrillRunRead"] => ({
-  id: 5, cluster_id: 1, schedule_id: null, operation_id: 12, state: "passed", passed: true, requester: "ops",
+  id: 5, cluster_id: 1, schedule_id: null, operation_id: 12, state: "passed", passed: true, requester: "ops", kind: "switchover",
   reasons: [], rto_s: 0.04, catch_up_s: 0.003, started_at: "2026-11-21T10:00:00Z", finished_at: "2026-11-21T10:00:09Z",
   details: {
     switchover: switchFigures(1.5, 1700, { old_master_read_only: 0.01, wait_in_flight_commits: 0.002, candidate_catch_up: 0.008, promote_candidate: 0.02 }, 0.04),

@@ -1,9 +1,11 @@
-// Drill runs, newest first: outcome (a failure said loudly, with reasons), RTO (and, opened, each switch's catch-up
-// before the window and its window's steps), catch-up, what the live canary writer saw, who or which schedule.
+// Drill runs, newest first: what each rehearsed (switchover or failover), outcome (a failure said loudly, with
+// reasons), RTO (and, opened, each switch's catch-up before the window and its window's steps, or a failover's
+// figures), a failover drill's RPO, catch-up, what the live canary writer saw, who or which schedule.
 import type { DrillRun, DrillSchedule } from "../../api/drills";
 import { formatDuration, formatTime } from "../../lib/format";
 import { DrillSwitchReport, hasSwitchReport } from "../operations/CatchUp";
 import { DrillOutcomeBadge } from "./DrillOutcome";
+import { FailoverFigures, rpoText } from "./FailoverFigures";
 import { WriterReport } from "./WriterReport";
 
 export function DrillHistory({ runs, schedules }: { runs: DrillRun[]; schedules: DrillSchedule[] }) {
@@ -17,8 +19,10 @@ export function DrillHistory({ runs, schedules }: { runs: DrillRun[]; schedules:
             <th scope="col">#</th>
             <th scope="col">Started</th>
             <th scope="col">By</th>
+            <th scope="col">Kind</th>
             <th scope="col">Outcome</th>
             <th scope="col">RTO</th>
+            <th scope="col">RPO</th>
             <th scope="col">Catch-up</th>
             <th scope="col">Live writer</th>
             <th scope="col">Operation</th>
@@ -33,6 +37,7 @@ export function DrillHistory({ runs, schedules }: { runs: DrillRun[]; schedules:
                 {run.requester}
                 {run.schedule_id != null ? <div className="small">schedule {names.get(run.schedule_id) ?? run.schedule_id}</div> : null}
               </td>
+              <td>{run.kind}</td>
               <td>
                 <DrillOutcomeBadge run={run} />
                 {run.reasons.length > 0 ? <div className={run.state === "failed" ? "error small" : "small"}>{run.reasons.join("; ")}</div> : null}
@@ -45,7 +50,14 @@ export function DrillHistory({ runs, schedules }: { runs: DrillRun[]; schedules:
                     <DrillSwitchReport details={run.details} />
                   </details>
                 ) : null}
+                {run.failover ? (
+                  <details>
+                    <summary className="small">failover figures</summary>
+                    <FailoverFigures run={run} />
+                  </details>
+                ) : null}
               </td>
+              <td className={(run.rpo_lost ?? 0) > 0 ? "error" : undefined}>{run.rpo_lost != null ? rpoText(run.rpo_lost) : "—"}</td>
               <td>{formatDuration(run.catch_up_s)}</td>
               <td>
                 <WriterReport run={run} />

@@ -1,7 +1,8 @@
-// A drill's dry run: what the drill with the chosen plan would do, changing nothing — the switchover preflight to
-// the candidate the drill would take (fixed, or next in rotation), its plan per domain (positions, lenders, what
-// each server replicates from afterwards, the settings carried over), its forecast and advice (a candidate delayed on
-// purpose, or stalled), as the switchover's own dry run shows them.
+// A drill's dry run: what the drill with the chosen plan would do, changing nothing — for a switchover drill the
+// switchover preflight to the candidate the drill would take (fixed, or next in rotation), its plan per domain
+// (positions, lenders, what each server replicates from afterwards, the settings carried over), its forecast and
+// advice (a candidate delayed on purpose, or stalled), as the switchover's own dry run shows them; for a failover
+// drill the master it would fence, the replica it would promote, and each replica that cannot take over and why.
 import { useEffect, useState } from "react";
 import type { Schemas } from "../../api/client";
 import { useDrillDryRun } from "../../api/drills";
@@ -11,6 +12,7 @@ import { MoveReport } from "../operations/CatchUp";
 import { Checklist } from "../operations/Checklist";
 import { hasEnded, preflightChecks } from "../operations/operationFacts";
 import { SwitchPlan } from "../operations/SwitchPlan";
+import { FailoverPreflight } from "./FailoverPreflight";
 
 export function DrillPreview({ clusterId, body, planKey }: {
   clusterId: number;
@@ -40,6 +42,7 @@ export function DrillPreview({ clusterId, body, planKey }: {
             <p role="alert" className="error">✕ The drill would be refused{ended.error ? `: ${ended.error}` : ""}.</p>
           )}
           <SwitchPlan operation={ended} />
+          {ended.type === "drill" ? <FailoverPreflight operation={ended} /> : null}
           {ended.type === "switchover" ? <MoveReport figures={ended.result} /> : null}
         </section>
       ) : null}

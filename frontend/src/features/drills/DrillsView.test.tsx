@@ -11,13 +11,13 @@ import { renderSignedIn } from "../../test/render";
 import { DrillsView } from "./DrillsView";
 
 const SCHEDULE: Schemas["DrillScheduleRead"] = {
-  id: 1, cluster_id: 1, name: "weekly", cron: "0 4 * * 0", timezone: "UTC", enabled: true, candidate_strategy: "rotation",
+  id: 1, cluster_id: 1, name: "weekly", cron: "0 4 * * 0", timezone: "UTC", enabled: true, kind: "switchover", candidate_strategy: "rotation",
   candidate_server_id: null, switch_back: true, webhook_url: null, next_run_at: "2026-11-22T04:00:00Z",
   next_runs: ["2026-11-22T04:00:00Z", "2026-11-29T04:00:00Z"], last_run_at: null, created_at: "2026-11-01T00:00:00Z",
 };
 
 const run = (over: Partial<Schemas["DrillRunRead"]>): Schemas["DrillRunRead"] => ({
-  id: 5, cluster_id: 1, schedule_id: null, operation_id: null, state: "pending", passed: null, requester: "ops",
+  id: 5, cluster_id: 1, schedule_id: null, operation_id: null, state: "pending", passed: null, requester: "ops", kind: "switchover",
   reasons: [], rto_s: null, catch_up_s: null, details: {}, started_at: "2026-11-21T10:00:00Z", finished_at: null, ...over,
 });
 
@@ -56,10 +56,10 @@ describe("DrillsView", () => {
     const post = requests.find((r) => r.method === "POST")!;
     expect(post.path).toBe("/api/v1/clusters/1/drills/schedules");
     expect(post.body).toEqual({
-      name: "nightly", cron: "0 3 * * *", timezone: "Europe/Berlin", enabled: true, candidate_strategy: "rotation",
+      name: "nightly", cron: "0 3 * * *", timezone: "Europe/Berlin", enabled: true, kind: "switchover", candidate_strategy: "rotation",
       candidate_server_id: null, switch_back: true, webhook_url: null,
     });
-  });
+  }, 30_000); // a bound for a loaded machine, not an expectation
 
   it("runs a drill only after the cluster's name is typed, and shows its outcome", async () => {
     const { requests } = backend();
@@ -72,7 +72,7 @@ describe("DrillsView", () => {
     await user.click(button);
     const post = requests.find((r) => r.method === "POST")!;
     expect(post.path).toBe("/api/v1/clusters/1/drills/runs");
-    expect(post.body).toEqual({ candidate_strategy: "rotation", candidate_server_id: null, switch_back: true, webhook_url: null });
+    expect(post.body).toEqual({ kind: "switchover", candidate_strategy: "rotation", candidate_server_id: null, switch_back: true, webhook_url: null });
     expect(await within(form).findByText("passed")).toBeTruthy();
     expect(within(form).getByText(/RTO 210\.0 ms/)).toBeTruthy();
   });
@@ -121,7 +121,7 @@ describe("DrillsView", () => {
     expect(within(within(preview).getByRole("region", { name: "Advice" })).getByText(ADVICE[0]!)).toBeTruthy();
     const writes = requests.filter((r) => r.method !== "GET").map((r) => [r.path, r.body]);
     expect(writes).toEqual([
-      ["/api/v1/clusters/1/drills/dry-run", { candidate_strategy: "rotation", candidate_server_id: null, switch_back: true, webhook_url: null }],
+      ["/api/v1/clusters/1/drills/dry-run", { kind: "switchover", candidate_strategy: "rotation", candidate_server_id: null, switch_back: true, webhook_url: null }],
     ]);
   });
 });

@@ -1,6 +1,7 @@
-// Run a drill now (a real switchover under a canary workload, verified): with a schedule's plan or one given
-// here, previewed first if wished (a dry run: the preflight and the plan per domain, nothing changed), after typing
-// the cluster's name; then its state, figures and the operation's steps, live.
+// Run a drill now (a real switchover, or a failover of the live master, under a canary workload, verified): with a
+// schedule's plan or one given here, previewed first if wished (a dry run: the preflight and, for a switchover, the
+// plan per domain; nothing changed), after typing the cluster's name; then its state, figures and the operation's
+// steps, live.
 import { useState } from "react";
 import type { Schemas } from "../../api/client";
 import { useDrillRun, useRunDrill, type DrillSchedule } from "../../api/drills";
@@ -40,8 +41,8 @@ export function RunNowForm({ clusterId, clusterName, schedules, nodes, serverNam
     <fieldset className="guarded" aria-label="Run a drill now">
       <legend>Run a drill now</legend>
       <p className="small">
-        A drill is a real switchover under a canary workload, then verified (canaries everywhere, checksums equal,
-        nothing lost or duplicated).
+        A drill is a real switchover — or a real failover of the live master, which then rejoins — under a canary
+        workload, then verified (canaries everywhere, checksums equal, nothing lost or duplicated).
       </p>
       <label>
         Plan{" "}

@@ -24,6 +24,7 @@ export function ScheduleForm({ clusterId, nodes, schedule, onDone }: Props) {
   const [timezone, setTimezone] = useState(schedule?.timezone ?? "UTC");
   const [enabled, setEnabled] = useState(schedule?.enabled ?? true);
   const [plan, setPlan] = useState<Plan>({
+    kind: schedule?.kind ?? "switchover",
     candidate_strategy: schedule?.candidate_strategy ?? "rotation",
     candidate_server_id: schedule?.candidate_server_id ?? null,
     source_server_id: schedule?.source_server_id ?? null,

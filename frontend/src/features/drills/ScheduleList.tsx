@@ -74,6 +74,7 @@ export function ScheduleList({ clusterId, schedules, nodes, serverName }: {
                   <div className="small">{words.ok ? words.words : words.error}</div>
                 </td>
                 <td>
+                  {schedule.kind === "failover" ? "failover: " : ""}
                   {schedule.candidate_strategy === "fixed" && schedule.candidate_server_id != null
                     ? `to ${serverName(schedule.candidate_server_id)}`
                     : "rotation"}
