@@ -13,6 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ferry_control.core.naming import unknown_server
+from ferry_control.drivers.errors import DriverError
 from ferry_control.schemas.operation import DrillParams, SwitchoverParams
 from ferry_control.schemas.operation_results import DrillResult, SwitchFigures
 from ferry_control.services.orchestrator import actions
@@ -36,6 +37,8 @@ from ferry_control.services.orchestrator.switchover import (
 
 #: Attempts at reading equal positions for the checksum comparison (each after waiting for convergence).
 CHECKSUM_ATTEMPTS = 5
+#: The error code of a server whose position moved under every reading of its own checksums.
+POSITION_MOVING = "position_moving"
 
 
 #: A drill's operation as its steps see it.
@@ -257,11 +260,19 @@ async def compare_checksums(servers: list[ServerView], wait_s: float) -> dict[st
     waits to reach the most advanced and they are read again (`CHECKSUM_ATTEMPTS` times). A cluster that kept
     taking writes throughout (its most advanced position moved at every attempt: client load) never stands at one
     position: the comparison is then not made (`compared` false, said why), and the canaries and GTIDs carry the
-    proof; one that stood still at different positions is a problem."""
+    proof; one that stood still at different positions is a problem. A server that cannot take its checksums at
+    one position of its own (`POSITION_MOVING`: MariaDB's CHECKSUM TABLE between two reads of its position, under
+    load) is a cluster taking writes at that attempt too."""
     moved = 0
     last_target = None
     for attempt in range(1, CHECKSUM_ATTEMPTS + 1):
-        sums = [await view.require_driver().checksums() for view in servers]
+        try:
+            sums = [await view.require_driver().checksums() for view in servers]
+        except DriverError as e:
+            if e.code != POSITION_MOVING:
+                raise
+            moved += 1
+            continue
         positions = {s.position for s in sums}
         if len(positions) == 1:
             tables = {view.info.label: dict(s.tables) for view, s in zip(servers, sums, strict=True)}
@@ -277,7 +288,7 @@ async def compare_checksums(servers: list[ServerView], wait_s: float) -> dict[st
         deadline = time.monotonic() + wait_s  # one bound for all the servers' waits of an attempt
         for view in servers:
             await actions.wait_reached(view.require_driver(), str(target), max(0.0, deadline - time.monotonic()))
-    if moved == CHECKSUM_ATTEMPTS - 1:
+    if moved >= CHECKSUM_ATTEMPTS - 1:
         return {"attempts": CHECKSUM_ATTEMPTS, "compared": False, "problem": None,
                 "note": f"not compared: the cluster kept taking writes over {CHECKSUM_ATTEMPTS} attempts (the "
                         "servers never stood at one position)"}  # fmt: skip
