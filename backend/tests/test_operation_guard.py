@@ -313,15 +313,16 @@ async def test_a_stop_once_the_candidate_is_writable_is_settled_by_what_it_took(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch,
     took_writes: bool,
 ) -> None:  # fmt: skip
-    """The candidate is writable and its connection to the old master is cut; then something fails unexpectedly
-    (once, after the connection was really removed). The guard fences the candidate and asks what it took: nothing
-    — undone, the connection re-created with the delay and parallel apply it had, the old master writable again;
-    a client's write — rolled forward, the write kept on the new master every server then follows."""
+    """The candidate is writable; then, as its connection to the old master is being cut, something fails
+    unexpectedly (once, after the connection was really stopped, not yet removed). The guard fences the candidate and
+    asks what it took: nothing — undone, the connection running again with the delay and parallel apply it had, the
+    old master writable again; a client's write — rolled forward, the write kept on the new master every server then
+    follows."""
     ferryd = ferryd_factory()
     configure(ferryd.replica1, ferryd.master, delay_s=1, parallel=PARALLEL)
     ferryd.write(2, domains=(1,))
     ferryd.converge()
-    real = FerryDriver.remove_replication
+    real = FerryDriver.stop_replication
     injected: list[str] = []
 
     async def failing(self: FerryDriver, connection_name: str) -> None:
@@ -332,7 +333,7 @@ async def test_a_stop_once_the_candidate_is_writable_is_settled_by_what_it_took(
                 injected.append(await asyncio.to_thread(ferryd.replica1.increment, "d1", "taken", domain=1))
             raise RuntimeError("injected after the promotion")
 
-    monkeypatch.setattr(FerryDriver, "remove_replication", failing)
+    monkeypatch.setattr(FerryDriver, "stop_replication", failing)
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
         before = topology(ferryd.nodes)

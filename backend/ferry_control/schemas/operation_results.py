@@ -129,8 +129,8 @@ class ServerConnection(Record):
 
 
 class MasterSwitch(Record):
-    """A master switchover's plan, in the database before its first move: what a reconcile after a crash undoes
-    (the candidate still replicates from the old master) or completes (its connection is gone)."""
+    """A master switchover's plan, in the database before its first move: what a reconcile after a crash undoes or
+    completes (no_return.decide)."""
 
     old_master_server_id: int
     new_master_server_id: int
@@ -138,6 +138,10 @@ class MasterSwitch(Record):
     old_master_was_read_only: bool
     candidate_was_read_only: bool
     others: list[ServerConnection] = Field(description="The other replicas to repoint, each over its connection.")
+    candidate_keeps: list[str] = Field(
+        default_factory=list,
+        description="A multi-source candidate's running connections to its other masters: running after the move.",
+    )
 
 
 class HubIncoming(Record):

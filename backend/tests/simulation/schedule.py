@@ -210,16 +210,6 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     report.violations = invariants.check(cluster, topology, outcome, stale)
     if ctx.internal_error is not None:
         report.findings.append(f"the operation ended in an internal error: {ctx.internal_error}")
-    stopped = stop_state.get("at")
-    if outcome.kind == "rolled_forward" and outcome.candidate_writable_at_stop and stopped is not None:
-        # Decided when the candidate was fenced to be judged (no_return.judge), else when it stopped.
-        fenced = [t for t in cluster.read_only_on.get(outcome.candidate or -1, []) if t >= stopped]
-        decided = fenced[0] if fenced else stopped
-        if not any(a.server == outcome.candidate and a.admitted_at <= decided for a in cluster.acked):
-            report.findings.append(
-                f"rolled forward by the {outcome.by} although the candidate had taken no write when it stopped "
-                "(no_return.py's rule would undo it)"
-            )
     api.release()
     await asyncio.wait([work])
     return report

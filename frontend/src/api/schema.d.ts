@@ -3749,8 +3749,8 @@ export interface components {
         };
         /**
          * MasterSwitch
-         * @description A master switchover's plan, in the database before its first move: what a reconcile after a crash undoes
-         *     (the candidate still replicates from the old master) or completes (its connection is gone).
+         * @description A master switchover's plan, in the database before its first move: what a reconcile after a crash undoes or
+         *     completes (no_return.decide).
          */
         MasterSwitch: {
             /** Old Master Server Id */
@@ -3771,6 +3771,11 @@ export interface components {
              * @description The other replicas to repoint, each over its connection.
              */
             others: components["schemas"]["ServerConnection"][];
+            /**
+             * Candidate Keeps
+             * @description A multi-source candidate's running connections to its other masters: running after the move.
+             */
+            candidate_keeps?: string[];
         };
         /**
          * Me

@@ -295,41 +295,39 @@ class Reconciler:
             )
             return
         assert new.status is not None
-        connection = next((c for c in new.status.connections if c.name == name), None)
-        if connection is not None and connection.master_address == old.info.protocol_address:
-            # Not cut from the old master: the same verdict as a live stop (no_return.py) — undone when the candidate
-            # took no write, completed when it did.
-            try:
-                verdict = await no_return.judge(new, old)
-            except no_return.Undecidable as e:
-                problems.append(f"{e}: whether it took writes as the master is unknown, so the servers are left as "
-                                "they are")  # fmt: skip
-                return
-            if not verdict.took_writes:
-                _, failed = await put_back_servers(
-                    old, new, connection,
-                    master_was_read_only=switch.old_master_was_read_only,
-                    candidate_was_read_only=switch.candidate_was_read_only,
+        # The same rule as a live stop (no_return.decide): completed once the candidate's connection to the old master
+        # is gone or it took writes, else undone.
+        try:
+            verdict = await no_return.decide(new, old, name, result.position)
+        except no_return.Undecidable as e:
+            problems.append(f"{e}: whether it took writes as the master is unknown; the servers are left as they are")
+            return
+        done.append(verdict.detail)
+        if not verdict.complete:
+            connection = next(c for c in new.status.connections if c.name == name)
+            _, failed = await put_back_servers(
+                old, new, connection,
+                master_was_read_only=switch.old_master_was_read_only,
+                candidate_was_read_only=switch.candidate_was_read_only,
+            )  # fmt: skip
+            if not failed:
+                was = "read-only as before" if switch.old_master_was_read_only else "writable again"
+                done.append(f"undone: {old.info.label} {was}, {new.info.label} replicates from it as before")
+            problems.extend(failed)
+            if not switch.old_master_was_read_only and not failed:
+                await routing.writer_arrived(
+                    _Routing(self._sessionmaker, snapshot.cluster_id, self._settings, result, self._runner),
+                    old.info.id, None,
                 )  # fmt: skip
-                done.append(verdict.detail)
-                if not failed:
-                    was = "read-only as before" if switch.old_master_was_read_only else "writable again"
-                    done.append(f"undone: {old.info.label} {was}, {new.info.label} replicates from it as before")
-                problems.extend(failed)
-                if not switch.old_master_was_read_only and not failed:
-                    await routing.writer_arrived(
-                        _Routing(self._sessionmaker, snapshot.cluster_id, self._settings, result, self._runner),
-                        old.info.id, None,
-                    )  # fmt: skip
-                return
-            done.append(verdict.detail)
-        # The candidate took writes, or the promotion had cut its connection to the old master: completed.
+            return
         others: list[tuple[ServerView, str]] = []
         for other in switch.others:
             view = snapshot.by_id.get(other.server_id)
             if view is not None and not view.info.maintenance:
                 others.append((view, other.connection))
-        moved, failed = await complete_move(self._settings, new, others, old, None, switch.connection)
+        moved, failed = await complete_move(
+            self._settings, new, others, old, None, switch.connection, keeps=switch.candidate_keeps
+        )
         done.append(f"completed: {new.info.label} is the master; " + "; ".join(moved))
         problems.extend(failed)
 

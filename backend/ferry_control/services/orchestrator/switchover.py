@@ -172,13 +172,14 @@ def plan_switchover(snapshot: ClusterSnapshot, params: SwitchoverParams, setting
     assert master is not None
     plan.master = master
     master_ok = master.healthy
-    plan.add(
+    if not plan.add(
         "master_healthy",
         master_ok,
         f"{master.info.label} answers and reports no failure"
         if master_ok
         else f"{master.info.label}: {master.error or (master.status and master.status.failure)}",
-    )
+    ):
+        return plan  # the candidate is chosen and checked against the master's position: unknown now
     incoming = snapshot.links_of(master.info.id)
     if incoming and master.status is not None and not master.status.read_only:
         names = ", ".join(f"{connection_label(c.connection.name)} from {c.master.info.label}" for c in incoming)
@@ -402,11 +403,15 @@ async def _switch_master(
     follower = link.connection.settings
     old_master_settings = None if follower is None else replace(follower, delay_s=0, filters={})
     # What a reconcile after a crash needs, in the database before any server is changed.
+    # A multi-source candidate keeps its other masters' connections running (they are restarted after the move).
+    kept = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.name != connection
+            and c.running]  # fmt: skip
     result.switch = MasterSwitch(
         old_master_server_id=master.info.id, new_master_server_id=candidate.info.id,
         connection=connection, old_master_was_read_only=master_was_read_only,
         candidate_was_read_only=bool(candidate.status and candidate.status.read_only),
         others=[ServerConnection(server_id=o.replica.info.id, connection=o.connection.name) for o in others],
+        candidate_keeps=kept,
     )  # fmt: skip
     await ctx.save()
     # The candidate's own master-side settings, read ahead of the window: inside it only what differs is set, and an
@@ -423,10 +428,10 @@ async def _switch_master(
         )
 
     async def settle() -> str:
-        """Read-only off was sent to the candidate: undone when it took no write, else completed (no_return)."""
+        """Read-only off was sent to the candidate: completed or undone as no_return.decide says."""
         async with ctx.step("settle", fenced=False) as step:
             try:
-                verdict = await no_return.judge(candidate, master)
+                verdict = await no_return.decide(candidate, master, connection, result.position)
             except no_return.Undecidable as e:
                 step.detail = str(e)
                 raise OperationFailed(
@@ -435,11 +440,12 @@ async def _switch_master(
                     "operator must decide"
                 ) from e
             step.detail = verdict.detail
-        if not verdict.took_writes:
+        if not verdict.complete:
             return await put_back()
         return await roll_forward(
-            ctx, candidate, [(o.replica, o.connection.name) for o in others], master, old_master_settings, connection
-        )
+            ctx, candidate, [(o.replica, o.connection.name) for o in others], master, old_master_settings, connection,
+            keeps=kept,
+        )  # fmt: skip
 
     ctx.undo_with("undo", put_back)
     # Outside the window: who could write despite read-only (MariaDB reads grants and roles), so inside it only
@@ -489,8 +495,6 @@ async def _switch_master(
             f"{candidate.info.label} no longer replicates from {master.info.label} (connection {connection!r} "
             "removed); read_only off confirmed"
         )
-    kept = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.name != connection
-            and c.running]  # fmt: skip
     if kept:  # a multi-source candidate (one master of several replaced): it keeps the other masters' domains
         async with ctx.step("candidate_keeps_connections") as step:
             await actions.restart_connections(candidate_driver, kept)
@@ -503,7 +507,7 @@ async def _switch_master(
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
                             delayed={o.replica.info.id for o in others if delay_of(o)},
                             old_master=master, old_master_settings=old_master_settings,
-                            old_master_connection=connection)  # fmt: skip
+                            old_master_connection=connection, keeps=kept)  # fmt: skip
 
 
 def catch_up_figures(predicted: Prediction, max_window_s: float, waited_s: float | None) -> CatchUpPhase:
@@ -656,6 +660,7 @@ async def follow_new_master(
     old_master_settings: ConnectionSettings | None = None,
     delayed: Collection[int] = (),
     old_master_connection: str | None = None,
+    keeps: Sequence[str] = (),
 ) -> None:
     """Repoints the replicas (slave_pos; current_pos for one that was a master before, `logged_own_transactions`),
     makes the old master (when given) replicate with current_pos — with
@@ -672,7 +677,7 @@ async def follow_new_master(
     async def complete() -> str:
         return await roll_forward(
             ctx, new_master, list(zip(replicas, connections, strict=True)), old_master, old_master_settings,
-            old_master_connection,
+            old_master_connection, keeps=keeps,
         )  # fmt: skip
 
     ctx.undo_with("roll_forward", complete)
@@ -735,12 +740,14 @@ async def roll_forward(
     old_master: ServerView | None,
     old_master_settings: ConnectionSettings | None = None,
     old_master_connection: str | None = None,
+    *,
+    keeps: Sequence[str] = (),
 ) -> str:
     """The compensation once the new master took writes: `complete_move`, recorded as the `roll_forward` step.
     Returns what it did; raises OperationFailed naming what it could not do."""
     async with ctx.step("roll_forward", fenced=False) as step:
         done, problems = await complete_move(
-            ctx.settings, new_master, replicas, old_master, old_master_settings, old_master_connection
+            ctx.settings, new_master, replicas, old_master, old_master_settings, old_master_connection, keeps=keeps
         )
         step.detail = {"done": done, "problems": problems}
         if problems:
@@ -755,13 +762,16 @@ async def complete_move(
     old_master: ServerView | None,
     old_master_settings: ConnectionSettings | None = None,
     old_master_connection: str | None = None,
+    *,
+    keeps: Sequence[str] = (),
 ) -> tuple[list[str], list[str]]:
     """Completes a master move past its point of no return (the new master took writes): the new master's
     connections to the old master, when any is left, removed; the new master writable,
     each given replica (and connection name) not yet replicating from it repointed (slave_pos, keeping its
     connection's settings — current_pos for a replica that was a master before, see `logged_own_transactions`),
     and the old master, when given, read-only and replicating from it (current_pos, with `old_master_settings` when
-    given). Returns what was done and what could not be."""
+    given); a multi-source new master's `keeps` (its connections to the other masters) running. Returns what was
+    done and what could not be."""
     address = new_master.info.protocol_address
     assert address is not None
     done: list[str] = []
@@ -779,6 +789,12 @@ async def complete_move(
             problems.append(f"{new_master.info.label} still reports read_only")
         else:
             done.append(f"{new_master.info.label} writable")
+        if keeps:
+            running = {c.name: c.running for c in await driver.replica_connections()}
+            for name in keeps:
+                if name in running and not running[name]:
+                    await driver.start_replication(name)
+                    done.append(f"{new_master.info.label}'s connection {name!r} started again")
     except DriverError as e:
         problems.append(f"{new_master.info.label}: {e}")
     followers = list(replicas)
