@@ -8,6 +8,8 @@
 //! - `apply`: parallel apply on a replica (the multi-threaded replica benchmark of docs/background.md),
 //!   self-contained (starts its own nodes).
 //! - `keepup`: a replica applying while the master is under load; its lag over time.
+//! - `consumers`: change consumers following a master under load: changes delivered per second to each, against
+//!   the master's commit rate with and without them (self-contained).
 //!
 //! Beside them: `cpu` (a process's CPU time, for figures per CPU-second), `follow` (how a client follows the
 //! master among a cluster's servers), `ledger` (the outcome of every attempt of `commit --ledger`), `nodes` (the
@@ -15,6 +17,7 @@
 
 mod apply;
 mod commit;
+mod consumers;
 mod cpu;
 mod demo;
 mod follow;
@@ -43,6 +46,8 @@ enum Command {
     Apply(apply::Args),
     /// Replica lag while the master is under load (starts its own master and replica).
     Keepup(apply::KeepUpArgs),
+    /// Changes delivered per second to change consumers against the master's commit rate (starts its own nodes).
+    Consumers(consumers::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -59,6 +64,9 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Keepup(args) => {
             tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(apply::keep_up(args))
+        }
+        Command::Consumers(args) => {
+            tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(consumers::run(args))
         }
         Command::Demo(args) => {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
