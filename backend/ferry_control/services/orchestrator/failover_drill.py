@@ -23,9 +23,10 @@ from the old one after the promotion removed its connection, so what it lacks th
 (the candidate applied the fenced master's final position), so any loss fails the drill, named; the rejoin's own
 comparison of both binlog states (any client's transactions only the old master has) is kept beside it.
 
-Until the promotion, a stop judges the candidate as a switchover's stop does (`no_return`): no write taken — the old
-master writable again and back in service on the proxies, the candidate replicating from it as before; writes taken
-— completed, everyone (the old master included) following the candidate. The switch plan (`switch`) is saved before
+Until the promotion, a stop is settled by the rule a switchover's stop follows (`no_return.decide`): the candidate
+still replicating from the old master and, fenced, holding no write of its own — undone: the old master writable
+again and back in service on the proxies, the candidate replicating from it as before; else completed, everyone (the
+old master included) following the candidate. The switch plan (`switch`) is saved before
 the fence, so a crash of the API is reconciled as a switchover's."""
 
 from __future__ import annotations
@@ -286,14 +287,15 @@ async def _rpo(
 
 
 async def settle(ctx: Drill, master: ServerView, link: Link, followers: Sequence[Link], running: Sequence[str]) -> str:
-    """The failover drill's compensation until the promotion: the candidate judged (`no_return`: fenced, then did it
-    take writes the old master lacks?). None taken: its connections as they were (a leveling's temporary ones
-    removed), the old master's read-only flag as it was and, writable, back in service on the proxies. Writes taken:
-    completed — the others and the old master follow the candidate."""
+    """The failover drill's compensation until the promotion, by the rule a switchover's stop and the reconcile
+    follow (`no_return.decide`): the candidate's connection to the old master gone, or the fenced candidate holding
+    writes the old master lacks — completed, the others and the old master follow the candidate; else undone — the
+    candidate's connections as they were (a leveling's temporary ones removed), the old master's read-only flag as
+    it was and, writable, back in service on the proxies."""
     candidate = link.replica
     async with ctx.step("settle", fenced=False) as step:
         try:
-            verdict = await no_return.judge(candidate, master)
+            verdict = await no_return.decide(candidate, master, link.connection.name, None)
         except no_return.Undecidable as e:
             step.detail = str(e)
             raise OperationFailed(
@@ -301,7 +303,7 @@ async def settle(ctx: Drill, master: ServerView, link: Link, followers: Sequence
                 f"({master.info.label} read-only): a reconcile or an operator must decide"
             ) from e
         step.detail = verdict.detail
-    if verdict.took_writes:
+    if verdict.complete:
         replicas = [(o.replica, o.connection.name) for o in followers]
         return await roll_forward(ctx, candidate, replicas, master, None, link.connection.name)
     was_read_only = bool(master.status and master.status.read_only)
