@@ -6,7 +6,7 @@ them. Settings as for the API (FERRY_*); the role is `worker` whatever FERRY_ROL
 It prints `worker ready <instance id>` on stdout once started and stops on SIGTERM or SIGINT: running operations
 get `operation_shutdown_grace_s` to finish, then are stopped and undone (runner.py), and the collector's lease is
 given back so another worker takes over at once. With `--metrics-port`, its Prometheus metrics (collector cycles,
-operations, the relay) are served on that loopback port."""
+operations, the relay) are served on that loopback port (0: a free one), said first as `worker metrics ADDRESS`."""
 
 from __future__ import annotations
 
@@ -37,7 +37,9 @@ async def run_worker(settings: Settings, *, metrics_port: int | None = None) -> 
         loop.add_signal_handler(signum, stopping.set)
     try:
         if metrics_port is not None:
-            start_http_server(metrics_port, addr="127.0.0.1", registry=plane.metrics.registry)
+            server, _ = start_http_server(metrics_port, addr="127.0.0.1", registry=plane.metrics.registry)
+            # Port 0 takes any free one: the line says which (the worker's tests read it).
+            print(f"worker metrics 127.0.0.1:{server.server_port}", flush=True)
         await plane.start()
         print(f"worker ready {plane.instance_id}", flush=True)
         with startup_heap_set_aside():  # full collections walk only what came after start-up
@@ -50,7 +52,9 @@ async def run_worker(settings: Settings, *, metrics_port: int | None = None) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ferry_control worker", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on 127.0.0.1:PORT")
+    parser.add_argument(
+        "--metrics-port", type=int, default=None, help="serve Prometheus metrics on 127.0.0.1:PORT (0: any free port)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # uvloop: the event loop the web process runs under uvicorn too (a fifth less CPU per request measured).

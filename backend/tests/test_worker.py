@@ -21,7 +21,7 @@ import pytest
 from ferry_control.core.migrate import upgrade
 from ferry_control.schemas.events import OperationEvent
 from tests.conftest import LOOPBACK_WEBHOOKS, SECRET_KEY, TOKEN_PEPPER, Live, LiveFactory
-from tests.ferryd_cluster import NODE_TOKEN, WAIT_S, FerrydCluster, free_port_pair
+from tests.ferryd_cluster import NODE_TOKEN, WAIT_S, FerrydCluster
 from tests.helpers import register, stop_process
 from tests.mariadb_cluster import eventually
 
@@ -51,6 +51,9 @@ async def worker_process(
     try:
         assert process.stdout is not None
         line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), WAIT_S)
+        if line.startswith("worker metrics "):  # with --metrics-port: where it serves them, first
+            process.metrics_address = line.split()[-1]  # type: ignore[attr-defined]
+            line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), WAIT_S)
         assert line.startswith("worker ready "), (
             f"worker said {line!r}; its log: {(tmp_path / 'worker.log').read_text()}"
         )
@@ -80,10 +83,10 @@ async def test_a_worker_collects_and_runs_what_the_web_process_accepts(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], shared_database: str, tmp_path: Path
 ) -> None:
     ferryd = ferryd_factory()
-    metrics_port, _ = free_port_pair()
     async with (
         live_app(database_url=shared_database, role="web") as live,
-        worker_process(shared_database, tmp_path, "--metrics-port", str(metrics_port)) as (worker, worker_id),
+        # Port 0: the worker binds a free port itself and says which (a port chosen here could be taken meanwhile).
+        worker_process(shared_database, tmp_path, "--metrics-port", "0") as (worker, worker_id),
     ):
         assert not live.app.state.collector.running, "a web process collects nothing"
         cluster_id, ids = await register(live.client, ferryd)
@@ -125,7 +128,7 @@ async def test_a_worker_collects_and_runs_what_the_web_process_accepts(
             await eventually("the worker's operation events to reach the web process's subscribers", relayed)
             assert {"health", "link"} <= {e.type for e in events}, "and the collector's"
         async with httpx.AsyncClient() as scraper:
-            metrics = (await scraper.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
+            metrics = (await scraper.get(f"http://{worker.metrics_address}/metrics")).text  # type: ignore[attr-defined]
         assert 'ferry_control_operation_seconds_count{state="succeeded",type="switchover"} 1.0' in metrics, metrics
         worker.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(worker.wait, WAIT_S) == 0
