@@ -38,11 +38,15 @@ test("pressing a series' legend entry removes its line from the chart, pressing 
 
   const entry = entries.first();
   const color = await entry.locator("svg path").getAttribute("stroke");
-  await expect(drawn.and(page.locator(`[stroke="${color}"]`))).toHaveCount(1);
+  // Past the palette's length (a cluster whose replicas moved between masters has a series per master) a colour is
+  // shared: the lines of this colour are as many as the entries of this colour, and one fewer once it is hidden.
+  const colors = await entries.locator("svg path").evaluateAll((paths) => paths.map((p) => p.getAttribute("stroke")));
+  const sharing = colors.filter((c) => c === color).length;
+  await expect(drawn.and(page.locator(`[stroke="${color}"]`))).toHaveCount(sharing);
   await entry.click();
   await expect(entry).toHaveAttribute("aria-pressed", "false");
   await expect(drawn).toHaveCount(total - 1);
-  await expect(drawn.and(page.locator(`[stroke="${color}"]`))).toHaveCount(0);
+  await expect(drawn.and(page.locator(`[stroke="${color}"]`))).toHaveCount(sharing - 1);
   await expect(chart).toContainText(`${total - 1} of ${total} series shown`);
 
   await entry.click();
