@@ -8,12 +8,14 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{consumer_token_file, eventually, rt, NodeProc, CONSUMER_TOKEN, EVENTUALLY, TOKEN};
+use common::{
+    eventually, post_ok, replicate_with as replicate, rt, start_with_consumers as start, NodeProc, CONSUMER_TOKEN,
+    EVENTUALLY, TOKEN,
+};
 use ferry_client::{
     Change, Client, ClientError, ErrorCode, FollowOptions, Followed, MasterSubscription, SubscribeOptions,
     Subscription, Txn,
@@ -23,29 +25,6 @@ use ferry_core::gtid::{DomainId, Gtid, GtidPosition};
 use ferry_core::protocol::{Request, Response};
 use ferry_core::row::{Row, Value};
 use serde_json::{json, Value as Json};
-
-/// A node with the consumer token file of its directory.
-fn start(dir: &Path, server_id: u32, extra: &[&str]) -> NodeProc {
-    let file = consumer_token_file(dir);
-    let mut args = vec!["--consumer-token-file", file.as_str()];
-    args.extend_from_slice(extra);
-    NodeProc::start(dir, server_id, &args)
-}
-
-fn post_ok(node: &NodeProc, path: &str, body: Json) -> Json {
-    let (code, resp) = node.post(path, body, Some(TOKEN));
-    assert_eq!(code, 200, "POST {path} on server {}: {resp}", node.server_id);
-    resp
-}
-
-fn replicate(replica: &NodeProc, name: &str, master: &NodeProc, use_gtid: &str) {
-    post_ok(
-        replica,
-        &format!("/v1/replication/{name}/change-master"),
-        json!({"master": master.listen, "use_gtid": use_gtid}),
-    );
-    post_ok(replica, &format!("/v1/replication/{name}/start"), json!({}));
-}
 
 fn options(name: &str, start: Option<&str>) -> SubscribeOptions {
     let mut o = SubscribeOptions::new(name, CONSUMER_TOKEN);

@@ -7,12 +7,14 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{consumer_token_file, eventually, rt, NodeProc, CONSUMER_TOKEN, EVENTUALLY, TOKEN};
+use common::{
+    eventually, post_ok, replicate_with as replicate, rt, start_with_consumers as start, NodeProc, CONSUMER_TOKEN,
+    EVENTUALLY,
+};
 use ferry_client::{
     Change, Client, ClientError, ErrorCode, FollowOptions, Followed, MasterSubscription, SubscribeOptions, Txn,
 };
@@ -26,29 +28,6 @@ use serde_json::{json, Value as Json};
 /// see what a failover can lose (docs/protocol.md, "Change subscriptions").
 const SEMI_SYNC: [&str; 6] =
     ["--durability", "local+network", "--semi-sync-replicas", "1", "--semi-sync-timeout-ms", "60000"];
-
-/// A node with the consumer token file of its directory.
-fn start(dir: &Path, server_id: u32, extra: &[&str]) -> NodeProc {
-    let file = consumer_token_file(dir);
-    let mut args = vec!["--consumer-token-file", file.as_str()];
-    args.extend_from_slice(extra);
-    NodeProc::start(dir, server_id, &args)
-}
-
-fn post_ok(node: &NodeProc, path: &str, body: Json) -> Json {
-    let (code, resp) = node.post(path, body, Some(TOKEN));
-    assert_eq!(code, 200, "POST {path} on server {}: {resp}", node.server_id);
-    resp
-}
-
-fn replicate(replica: &NodeProc, name: &str, master: &NodeProc, use_gtid: &str) {
-    post_ok(
-        replica,
-        &format!("/v1/replication/{name}/change-master"),
-        json!({"master": master.listen, "use_gtid": use_gtid}),
-    );
-    post_ok(replica, &format!("/v1/replication/{name}/start"), json!({}));
-}
 
 fn forget(replica: &NodeProc, name: &str) {
     let (code, resp) = replica.delete_req(&format!("/v1/replication/{name}"));

@@ -18,6 +18,31 @@ pub fn consumer_token_file(dir: &Path) -> String {
     dir.join("consumer-token").to_string_lossy().into_owned()
 }
 
+/// A node started in `dir` with the consumer token file of its directory (`--consumer-token-file`) and `extra`.
+pub fn start_with_consumers(dir: &Path, server_id: u32, extra: &[&str]) -> NodeProc {
+    let file = consumer_token_file(dir);
+    let mut args = vec!["--consumer-token-file", file.as_str()];
+    args.extend_from_slice(extra);
+    NodeProc::start(dir, server_id, &args)
+}
+
+/// POST with the admin token, which must answer 200; the answer's body.
+pub fn post_ok(node: &NodeProc, path: &str, body: serde_json::Value) -> serde_json::Value {
+    let (code, resp) = node.post(path, body, Some(TOKEN));
+    assert_eq!(code, 200, "POST {path} on server {}: {resp}", node.server_id);
+    resp
+}
+
+/// `replica` replicates from `master` over connection `name` (CHANGE MASTER with `use_gtid`, then start).
+pub fn replicate_with(replica: &NodeProc, name: &str, master: &NodeProc, use_gtid: &str) {
+    post_ok(
+        replica,
+        &format!("/v1/replication/{name}/change-master"),
+        serde_json::json!({"master": master.listen, "use_gtid": use_gtid}),
+    );
+    post_ok(replica, &format!("/v1/replication/{name}/start"), serde_json::json!({}));
+}
+
 pub struct NodeProc {
     child: Child,
     pub server_id: u32,
