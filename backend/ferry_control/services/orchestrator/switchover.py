@@ -778,8 +778,9 @@ async def complete_move(
     problems: list[str] = []
     try:
         driver = new_master.require_driver()
+        connections = await driver.replica_connections() if old_master is not None or keeps else ()
         if old_master is not None:  # a switchover cuts it after making the new master writable: it may be left
-            for c in await driver.replica_connections():
+            for c in connections:
                 if c.master_address == old_master.info.protocol_address:
                     if c.running:
                         await driver.stop_replication(c.name)
@@ -789,8 +790,8 @@ async def complete_move(
             problems.append(f"{new_master.info.label} still reports read_only")
         else:
             done.append(f"{new_master.info.label} writable")
-        if keeps:
-            running = {c.name: c.running for c in await driver.replica_connections()}
+        if keeps:  # the other masters' connections, as read before (removing the old master's leaves them be)
+            running = {c.name: c.running for c in connections}
             for name in keeps:
                 if name in running and not running[name]:
                     await driver.start_replication(name)
