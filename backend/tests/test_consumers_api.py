@@ -32,6 +32,7 @@ async def test_the_ferry_driver_reads_a_nodes_consumers_with_their_position_and_
 ) -> None:
     ferryd = with_consumers(tmp_path, ferryd_factory)
     first = ferryd.master.increment(domain=1)
+    ferryd.converge()
     drivers = DriverFactory(settings)
     try:
         master = drivers.for_address(ServerKind.ferry, ferryd.master.admin)
@@ -50,9 +51,10 @@ async def test_the_ferry_driver_reads_a_nodes_consumers_with_their_position_and_
             assert (consumer.name, consumer.domains, consumer.start_position) == ("cache", (1,), "")
             assert consumer.lag[1].transactions == 0 and consumer.transactions_sent == 1
             assert report.consumers_max == 64 and report.cut_off == ()
-            status = await master.status()
-            assert [c.name for c in status.consumers or ()] == ["cache"]
-            assert sorted(r.server_id for r in status.replicas) == [2, 3], "the replicas, listed apart"
+            status = await eventually(
+                "both replicas listed by the master", lambda: _with_replicas(master.status(), [2, 3])
+            )
+            assert [c.name for c in status.consumers or ()] == ["cache"], "the consumer, listed apart from the replicas"
         await eventually("the consumer gone", lambda: _none_listed(master.change_consumers()))
     finally:
         await drivers.aclose()
@@ -61,6 +63,12 @@ async def test_the_ferry_driver_reads_a_nodes_consumers_with_their_position_and_
 async def _listed_at(read, position: str):  # type: ignore[no-untyped-def]
     report = await read
     return report if [c.position for c in report.consumers] == [position] else None
+
+
+async def _with_replicas(read, server_ids: list[int]):  # type: ignore[no-untyped-def]
+    """The status once it lists exactly these replicas: a replica connects on its own schedule after it starts."""
+    status = await read
+    return status if sorted(r.server_id for r in status.replicas) == server_ids else None
 
 
 async def _none_listed(read) -> bool:  # type: ignore[no-untyped-def]
