@@ -35,6 +35,9 @@ test("a switchover with typed confirmation ends with the new master shown and ev
   await expect(outcome).toBeVisible({ timeout: 120_000 });
   await expect(outcome).toContainText(`(was ${oldMaster})`);
   await expect(outcome).toContainText(/Writes were unavailable for \d/);
+  // The finished run shows its result; the preview it ran from is folded away, no stale checklist above it.
+  await expect(form.getByRole("region", { name: "Result" })).toContainText(`(was ${oldMaster})`);
+  await expect(checks).toHaveCount(0);
   const newMaster = /(node\d) is the master/.exec((await outcome.textContent()) ?? "")?.[1];
   expect(newMaster).toBeDefined();
   expect(newMaster).not.toBe(oldMaster);

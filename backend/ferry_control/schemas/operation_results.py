@@ -383,6 +383,16 @@ class ReplacesMaster(MovesWriter):
         None, description="From fencing the old master (or finding it gone) to the new master writable."
     )
     possibly_lost: LostReport | None = None
+    consumers: list[PlanConsumer] | None = Field(
+        None,
+        description="The change consumers connected to the servers of the move when it was planned (its dry run "
+        "shows them), with what it does to each stream.",
+    )
+    consumers_note: str | None = Field(
+        None,
+        description="What the servers cannot know of their consumers, in words: which follow the master, and a lost "
+        "master's, which cannot be listed.",
+    )
 
 
 class FailoverResult(ReplacesMaster):

@@ -1,6 +1,8 @@
 // The guard around every state-changing operation: a dry run first (its preflight shown as a checklist), then,
 // only if it passed, a confirmation — the cluster's name typed for dangerous ones — then the real request with
-// an Idempotency-Key, and its steps followed live to the end. Changing a field throws the preview away.
+// an Idempotency-Key, and its steps followed live to the end, then its result. Once the run starts its preview is
+// folded to one line (the run's own steps and outcome replace it: a stale plan never stands above a result).
+// Changing a field throws the preview away.
 import { useEffect, useState, type ReactNode } from "react";
 import { newIdempotencyKey } from "../../api/mutations";
 import { useOperation } from "../../api/queries";
@@ -89,7 +91,12 @@ export function GuardedAction<Body>(props: GuardedActionProps<Body>) {
         </button>
       </div>
       {previewId !== null && !previewed ? <p role="status">Running the preflight…</p> : null}
-      {previewed ? (
+      {previewed && runId !== null ? (
+        <p className="small muted" data-testid="preview-folded">
+          Ran after its preview (dry run, operation {previewed.id}) passed; what the run did is below.
+        </p>
+      ) : null}
+      {previewed && runId === null ? (
         <div className="preview">
           <h4>Preflight</h4>
           <Checklist checks={preflightChecks(previewed)} />
@@ -119,8 +126,14 @@ export function GuardedAction<Body>(props: GuardedActionProps<Body>) {
         </div>
       ) : null}
       {error ? <ErrorMessage error={error} /> : null}
-      {run.data ? <StepProgress operation={run.data} serverName={props.serverName} /> : null}
-      {run.data && hasEnded(run.data) && props.outcome ? props.outcome(run.data) : null}
+      {run.data && !hasEnded(run.data) ? <StepProgress operation={run.data} serverName={props.serverName} /> : null}
+      {run.data && hasEnded(run.data) ? (
+        <section className="run-result" aria-label="Result">
+          <h4>Result</h4>
+          <StepProgress operation={run.data} serverName={props.serverName} />
+          {props.outcome ? props.outcome(run.data) : null}
+        </section>
+      ) : null}
       {runId !== null && hasEnded(run.data) ? (
         <button type="button" onClick={reset}>
           Start a new {title.toLowerCase()}

@@ -90,6 +90,12 @@ describe("switchover through the UI", () => {
     const outcome = await within(form).findByText(/Writes were unavailable for 12\.3 ms/, {}, { timeout: 4000 });
     expect(outcome.textContent).toContain("c is the master (was a)");
     expect(within(form).getAllByText("passed").length).toBeGreaterThanOrEqual(4);
+    // The finished run shows its result; the preview it ran from is folded to one line, not left above it.
+    const result = within(form).getByRole("region", { name: "Result" });
+    expect(result.textContent).toContain("c is the master (was a)");
+    expect(within(form).queryByRole("list", { name: "Preflight checks" })).toBeNull();
+    expect(within(form).queryByRole("heading", { name: "Preflight" })).toBeNull();
+    expect(within(form).getByTestId("preview-folded").textContent).toContain("operation 1");
   });
 
   it("offers no run when the preflight failed", async () => {
