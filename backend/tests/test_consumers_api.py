@@ -1,7 +1,8 @@
 """The control plane and change consumers, against real ferryd nodes: the ferry driver reads a node's consumers (its
 status and GET /v1/consumers) with their position and lag; the API shows a server's consumers read from it now (404,
-409 for a server that does not answer); a switchover's plan names each consumer of the servers it moves and what the
-move does to its stream, saying what the servers cannot know."""
+409 for a server that does not answer); a switchover's plan, a failover's dry run and a failover drill's dry run name
+each consumer of the servers they move and what the move does to its stream, saying what the servers cannot know —
+a dead master's consumers, which cannot be listed, said plainly."""
 
 from __future__ import annotations
 
@@ -14,17 +15,19 @@ from ferry_control.drivers.ferry_subscription import Subscription
 from ferry_control.models import ServerKind
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
-from tests.helpers import register, run_operation
+from tests.helpers import finished, register, run_operation
 from tests.waiting import eventually
 
 CONSUMER_TOKEN = "test-consumer-token-0123456789"
 
 
-def with_consumers(tmp_path: Path, ferryd_factory: Callable[..., FerrydCluster]) -> FerrydCluster:
+def with_consumers(
+    tmp_path: Path, ferryd_factory: Callable[..., FerrydCluster], *, read_only_replicas: bool = False
+) -> FerrydCluster:
     """Three nodes (a master and two replicas) that accept change consumers with `CONSUMER_TOKEN`."""
     token = tmp_path / "consumer-token"
     token.write_text(CONSUMER_TOKEN)
-    return ferryd_factory(("--consumer-token-file", str(token)))
+    return ferryd_factory(("--consumer-token-file", str(token)), read_only_replicas=read_only_replicas)
 
 
 async def test_the_ferry_driver_reads_a_nodes_consumers_with_their_position_and_lag(
@@ -153,3 +156,96 @@ async def test_a_switchover_plan_names_the_consumers_of_the_servers_it_moves(
         "Only the consumers connected now are known, and a server cannot tell one that follows the master (it moves "
         f"to {candidate} by itself) from one subscribed to it alone."
     )
+
+
+MASTER, REPLICA1, REPLICA2 = "master (server_id 1)", "replica1 (server_id 2)", "replica2 (server_id 3)"
+
+
+async def test_a_failover_dry_run_names_the_replicas_consumers_and_says_a_dead_masters_cannot_be_listed(
+    live_app: LiveFactory, tmp_path: Path, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = with_consumers(tmp_path, ferryd_factory)
+    ferryd.master.increment(domain=1)
+    ferryd.converge()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        opened = [
+            await Subscription.open(node.listen, token=CONSUMER_TOKEN, name=name, start="")
+            for node, name in ((ferryd.master, "on-master"), (ferryd.replica1, "on-candidate"), (ferryd.replica2, "x"))
+        ]
+        try:
+            for sub in opened:
+                await anext(sub)
+            await live.app.state.collector.run_cycle()  # the master's label names its server_id once it was read
+            ferryd.master.kill()
+            replicas = (ferryd.replica1, ferryd.replica2)
+            await eventually(
+                "both replicas to lose the killed master",
+                lambda: all(n.status()["replication"][0]["io_state"] != "connected" for n in replicas),
+                in_thread=True,
+            )
+            operation = await run_operation(
+                live.app, live.client, cluster_id, "failover",
+                {"candidate_server_id": ids["replica1"], "dry_run": True},
+            )  # fmt: skip
+        finally:
+            for sub in opened:
+                await sub.close()
+    assert (operation["state"], operation["dry_run"]) == ("succeeded", True), operation["error"]
+    result = operation["result"]
+    fates = {c["name"]: (c["server"], c["afterwards"]) for c in result["consumers"]}
+    assert fates == {
+        "on-candidate": (REPLICA1, f"unchanged: {REPLICA1} becomes the master"),
+        "x": (REPLICA2, f"unchanged: {REPLICA2} replicates from {REPLICA1} afterwards"),
+    }, result["consumers"]
+    note = result["consumers_note"]
+    assert note.startswith(f"{MASTER} does not answer ("), note
+    assert (
+        "): its consumers cannot be listed, so none listed here does not mean none. One that follows the master moves "
+        f"to {REPLICA1} from its own position once it finds {REPLICA1} writable; one subscribed to {MASTER} alone "
+        f"receives nothing until {MASTER} answers again and rejoins as a replica of {REPLICA1}."
+    ) in note, note
+    assert f"is refused when it subscribes to {REPLICA1} (REPLICA_AHEAD or DIVERGED, naming the domain)" in note, note
+    assert "Consumers not known" not in note, "the dead master is said once, plainly"
+
+
+async def test_a_failover_drill_dry_run_names_the_consumers_of_the_master_it_would_fence(
+    live_app: LiveFactory, tmp_path: Path, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    ferryd = with_consumers(tmp_path, ferryd_factory, read_only_replicas=True)
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        opened = [
+            await Subscription.open(node.listen, token=CONSUMER_TOKEN, name=name, start="")
+            for node, name in ((ferryd.master, "on-master"), (ferryd.replica2, "x"))
+        ]
+        try:
+            for sub in opened:
+                await anext(sub)
+            response = await live.client.post(
+                f"/api/v1/clusters/{cluster_id}/drills/dry-run",
+                json={"kind": "failover", "candidate_strategy": "fixed", "candidate_server_id": ids["replica1"]},
+            )
+            assert response.status_code == 202, response.text
+            operation = await finished(live.app, live.client, cluster_id, response.json()["id"])
+        finally:
+            for sub in opened:
+                await sub.close()
+    assert (operation["type"], operation["state"]) == ("drill", "succeeded"), operation["error"]
+    result = operation["result"]
+    fates = {c["name"]: (c["server"], c["afterwards"]) for c in result["consumers"]}
+    assert fates == {
+        "on-master": (
+            MASTER,
+            f"follows the master: moves to {REPLICA1} from its own position once it sees {MASTER} read-only; "
+            f"subscribed to {MASTER} alone: receives nothing new while {MASTER} is fenced, then {REPLICA1}'s commits "
+            f"once {MASTER} rejoins as its replica",
+        ),
+        "x": (REPLICA2, f"unchanged: {REPLICA2} replicates from {REPLICA1} afterwards"),
+    }, result["consumers"]
+    assert result["consumers_note"] == (
+        "Only the consumers connected now are known, and a server cannot tell one that follows the master (it moves "
+        f"to {REPLICA1} by itself) from one subscribed to it alone."
+    ), "a live fence loses nothing: no word of refusals"

@@ -2472,6 +2472,16 @@ export interface components {
              */
             promoted_after_s?: number | null;
             possibly_lost?: components["schemas"]["LostReport"] | null;
+            /**
+             * Consumers
+             * @description The change consumers connected to the servers of the move when it was planned (its dry run shows them), with what it does to each stream.
+             */
+            consumers?: components["schemas"]["PlanConsumer"][] | null;
+            /**
+             * Consumers Note
+             * @description What the servers cannot know of their consumers, in words: which follow the master, and a lost master's, which cannot be listed.
+             */
+            consumers_note?: string | null;
             switch?: components["schemas"]["MasterSwitch"] | null;
             hub_switch?: components["schemas"]["HubSwitchPlan"] | null;
             /**
@@ -3103,6 +3113,16 @@ export interface components {
              */
             promoted_after_s?: number | null;
             possibly_lost?: components["schemas"]["LostReport"] | null;
+            /**
+             * Consumers
+             * @description The change consumers connected to the servers of the move when it was planned (its dry run shows them), with what it does to each stream.
+             */
+            consumers?: components["schemas"]["PlanConsumer"][] | null;
+            /**
+             * Consumers Note
+             * @description What the servers cannot know of their consumers, in words: which follow the master, and a lost master's, which cannot be listed.
+             */
+            consumers_note?: string | null;
             /** Witnesses */
             witnesses?: string[] | null;
             hub_failover?: components["schemas"]["HubFailoverPlan"] | null;

@@ -3,15 +3,16 @@ is still connected to it — and, when automatic, at least one replica says it l
 apply what it received (the candidate rules of `candidates`: a delayed or `must_not` replica is never waited for
 nor promoted automatically), choose the most advanced candidate (ahead of the others in every domain, the better
 promotion rule first; where none is, the least behind is leveled from its peers by START … UNTIL — a more advanced
-non-candidate among them), pre-hooks, fence the old master first if it answers at all
-(read-only, sessions bypassing it ended), promote the candidate, repoint the others, fence the old master for good
-(read-only whenever it answers again, never repointed automatically), report the GTIDs that may be lost, verify,
-and suspend automatic failover until an operator acknowledges. A delayed replica is repointed with its delay and
-its position (it re-reads from the new master what it had not applied). When the promoted server is `prefer_not`
-and a better candidate exists, the result names it (`role_moves_to_server_id`) and a switchover to it follows once
-the failover has ended (`follow_up`). A failover drill replaces a master that still answers (`replace_master` with
-`live`: fenced alive, as orchestrator's force-master-failover; the candidate applies all it has before the
-promotion)."""
+non-candidate among them) and name the change consumers of the servers it moves with what happens to each stream
+(plan_consumers.py: a dead master's cannot be listed, and the plan says so), pre-hooks, fence the old master first if
+it answers at all (read-only, sessions bypassing it ended), promote the candidate, repoint the others, fence the old
+master for good (read-only whenever it answers again, never repointed automatically), report the GTIDs that may be
+lost, verify, and suspend automatic failover until an operator acknowledges. A delayed replica is repointed with its
+delay and its position (it re-reads from the new master what it had not applied). When the promoted server is
+`prefer_not` and a better candidate exists, the result names it (`role_moves_to_server_id`) and a switchover to it
+follows once the failover has ended (`follow_up`). A failover drill replaces a master that still answers
+(`replace_master` with `live`: fenced alive, as orchestrator's force-master-failover; the candidate applies all it
+has before the promotion)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from ferry_control.services.orchestrator.candidates import better_successor, can
 from ferry_control.services.orchestrator.fencing import fence, suspend_automatic_failover
 from ferry_control.services.orchestrator.gtid import gtid_text, join_all, position
 from ferry_control.services.orchestrator.hub_failover import fail_over_hub, stored_incoming
+from ferry_control.services.orchestrator.plan_consumers import plan_consumers
 from ferry_control.services.orchestrator.runner import Compensation, OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 from ferry_control.services.orchestrator.switchover import commits_landed, follow_new_master, role_taken, roll_forward
@@ -250,6 +252,12 @@ async def replace_master(
         }
     candidate = chosen.replica
     ctx.result.new_master_server_id = candidate.info.id
+    ctx.result.consumers, ctx.result.consumers_note = plan_consumers(
+        master,
+        candidate,
+        [link.replica for link in links if link is not chosen and not link.replica.info.maintenance],
+        "failover" if live is None else "failover_drill",
+    )
     if successor is not None:
         ctx.result.role_moves_to_server_id = successor.replica.info.id
     async with ctx.step("candidate_checks") as step:

@@ -4,7 +4,8 @@ replica of the new one by the rejoin's own steps, and optionally the role moved 
 
 Steps: the preflight (the source is the cluster's one master, writable; the candidate — fixed, or the next in turn
 among the replicas that may replace it — keeps every domain the master has and may be promoted, else the drill is
-refused naming each replica and why; its replication checks) → canaries in every domain on the master, received
+refused naming each replica and why; its replication checks; the change consumers of the servers it moves and what
+happens to each stream, plan_consumers.py) → canaries in every domain on the master, received
 everywhere → the live canary writer starts → the failover's moves (`failover.replace_master`, live): pre-hooks, the
 old master drained on the proxies, read-only and its sessions that bypass read-only ended (the failover's fence),
 its commits in flight landed and everything it has applied by the candidate, the candidate promoted, the old master
@@ -62,6 +63,7 @@ from ferry_control.services.orchestrator.drill_parts import (
 )
 from ferry_control.services.orchestrator.failover import replace_master
 from ferry_control.services.orchestrator.gtid import position
+from ferry_control.services.orchestrator.plan_consumers import plan_consumers
 from ferry_control.services.orchestrator.rejoin import rejoin
 from ferry_control.services.orchestrator.runner import OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
@@ -93,6 +95,8 @@ async def preflight(ctx: Drill) -> tuple[ServerView, Link]:
         checks = await candidate.require_driver().replication_checks()
         ctx.result.checks = [CheckResult.of(c) for c in checks]
         ctx.result.old_master_server_id, ctx.result.new_master_server_id = master.info.id, candidate.info.id
+        others = _others(snapshot, master, candidate)
+        ctx.result.consumers, ctx.result.consumers_note = plan_consumers(master, candidate, others, "failover_drill")
         step.detail = {
             "master": master.info.label, "candidate": candidate.info.label,
             "domains": sorted(master.binlog.domains()), "not_candidates": every.excluded,

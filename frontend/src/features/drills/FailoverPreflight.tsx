@@ -1,6 +1,8 @@
 // A failover drill's preflight as its dry run found it: the master it would fence, the replica it would promote, the
-// domains that replica must keep, and every replica that cannot take over with why (the preflight step's record).
+// domains that replica must keep, every replica that cannot take over with why (the preflight step's record), and the
+// change consumers of the servers it moves with what happens to each stream.
 import type { Operation } from "../operations/operationFacts";
+import { ReplacementConsumers } from "../operations/PlanConsumers";
 
 interface Found {
   master: string;
@@ -40,6 +42,7 @@ export function FailoverPreflight({ operation }: { operation: Operation }) {
           ))}
         </ul>
       ) : null}
+      <ReplacementConsumers operation={operation} />
     </section>
   );
 }

@@ -1,11 +1,13 @@
 // Failover from a lost source: on a cluster of several masters or with intermediate masters, which one (else the
-// only master); a candidate or the most advanced replica; preview (the candidates and why the others are not),
-// typed confirmation, run.
+// only master); a candidate or the most advanced replica; preview (the candidates and why the others are not, the
+// change consumers the move affects and what happens to their streams — a lost master's cannot be listed, and the
+// preview says so), typed confirmation, run.
 import { useState } from "react";
 import type { Schemas } from "../../api/client";
 import { useFailover, type FailoverBody } from "../../api/mutations";
 import { GuardedAction } from "./GuardedAction";
 import { masters } from "./operationFacts";
+import { ReplacementConsumers } from "./PlanConsumers";
 import { CandidatePicker, SourcePicker } from "./ServerPicker";
 
 interface Props {
@@ -43,6 +45,7 @@ export function FailoverForm({ clusterId, clusterName, nodes, edges = [], server
       })}
       start={(variables) => mutation.mutateAsync(variables)}
       serverName={serverName}
+      outcome={(operation) => <ReplacementConsumers operation={operation} />}
     >
       <p className="small">
         Only when a source is lost: the most advanced replica (levelled with its peers first) is promoted, the

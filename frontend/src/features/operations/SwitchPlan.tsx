@@ -6,6 +6,7 @@
 import type { Schemas } from "../../api/client";
 import { connectionName } from "../../lib/format";
 import type { Operation } from "./operationFacts";
+import { PlanConsumers } from "./PlanConsumers";
 
 type Plan = Schemas["SwitchPlanView"];
 type Moved = Schemas["MovedConnection"];
@@ -69,19 +70,7 @@ export function SwitchPlan({ operation }: { operation: Operation }) {
           </li>
         ))}
       </ul>
-      {plan.consumers && plan.consumers.length > 0 ? (
-        <section aria-label="Change consumers">
-          <h5>Change consumers</h5>
-          <ul className="small">
-            {plan.consumers.map((c) => (
-              <li key={`${c.server}/${c.name}/${c.address}`}>
-                {c.name} ({c.address}) on {c.server} at <code>{c.position || "—"}</code>: {c.afterwards}
-              </li>
-            ))}
-          </ul>
-        </section>
-      ) : null}
-      {plan.consumers_note ? <p className="small">{plan.consumers_note}</p> : null}
+      <PlanConsumers consumers={plan.consumers ?? []} note={plan.consumers_note ?? null} />
       {plan.moved && plan.moved.length > 0 ? (
         <section aria-label="Settings carried over">
           <h5>Settings carried over</h5>
