@@ -12,6 +12,7 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import aiomysql
 import pymysql
@@ -375,6 +376,44 @@ async def test_a_binlog_files_kept_scan_is_bounded_and_its_older_transactions_ar
         while True:
             part = await master.recent_events(7, before=before)
             assert kept(master) <= kept_max, kept(master)
+            walked += [t.gtid for t in part.transactions]
+            if part.next_before is None:
+                break
+            before = part.next_before
+        assert walked == everything
+
+
+async def test_a_listing_reads_the_binlog_from_its_end_and_walks_back_in_windows(mariadb: MariadbCluster) -> None:
+    """A file's first scan starts events_tail_bytes before its end, at an event boundary the server finds (probes of
+    one row each), so listing the newest few reads a few events, not the file; a walk back page by page, and one
+    domain's older transactions, read earlier windows and list what a driver reading the whole file lists."""
+    write(mariadb, 1, 300)
+    write(mariadb, 1, 4, domain=9, table="u")
+    write(mariadb, 1, 200)
+    async with drivers(mariadb, events_tail_bytes=10**9) as (whole, *_):
+        everything = [t.gtid for t in (await whole.recent_events(10_000)).transactions]
+        nine = [t.gtid for t in (await whole.recent_events(10_000, domain=9)).transactions]
+        newest = (await whole.recent_events(3)).transactions
+    assert len(everything) > 500 and len(nine) == 4
+    async with drivers(mariadb, events_tail_bytes=2000) as (master, *_):
+        listed: list[tuple[str, int]] = []
+        query = master.sql.query
+
+        async def counted(sql: str, args: Any = ()) -> Any:
+            rows = await query(sql, args)
+            listed.append((sql, len(rows)))
+            return rows
+
+        master.sql.query = counted  # type: ignore[method-assign]
+        page = await master.recent_events(3)
+        assert page.transactions == newest, "the same transactions, tables and offsets as a read of the whole file"
+        events_read = sum(n for sql, n in listed if "LIMIT %s, 1" not in sql and "BINLOG EVENTS" in sql)
+        assert events_read < 100, listed
+        assert [t.gtid for t in (await master.recent_events(10_000, domain=9)).transactions] == nine
+        walked: list[str] = []
+        before = None
+        while True:
+            part = await master.recent_events(45, before=before)
             walked += [t.gtid for t in part.transactions]
             if part.next_before is None:
                 break

@@ -42,6 +42,10 @@ class MariadbDriverConfig:
     events_scan_max: int = 500_000
     #: Bound on the transactions kept of a server's binlog scans between calls (the newest files' are kept first).
     events_kept_max: int = 200_000
+    #: A binlog file's first scan starts this many bytes before its end (at an event boundary the server finds,
+    #: see MariadbBinlogEvents._boundary) rather than at its start, and older transactions are read in windows going
+    #: back: a listing of recent transactions costs what it lists, not the file's size.
+    events_tail_bytes: int = 256 * 1024
     #: How many times checksums are taken before giving up on a position that keeps moving.
     checksum_attempts: int = 5
 

@@ -1,10 +1,12 @@
 """A MariaDB server's recent binlog transactions (SHOW BINLOG EVENTS, newest first, paged by a cursor), with the
 scans of its newest files kept per server so later calls read only what is new.
 
-What is kept is bounded whatever the binlog's size: each file's scan keeps at most `events_kept_max` transactions,
-its newest (a binlog file may hold millions: max_binlog_size is up to 1 GiB), and the scans kept together at most
-that many too. A listing that needs a file's transactions older than its kept ones reads them again from the file's
-start, keeping only as many as it still wants; every call reads at most `events_scan_max` events."""
+What is read is bounded by what is listed, not by the binlog's size (a binlog file may hold millions of events:
+max_binlog_size is up to 1 GiB): a file's first scan starts `events_tail_bytes` before its end, at an event boundary
+the server finds by skipping events itself (SHOW BINLOG EVENTS … LIMIT n, 1 returns one row), and a listing that
+needs older transactions reads them in windows going back from the oldest it has, each window four times the last.
+What is kept is bounded too: each file's scan keeps at most `events_kept_max` transactions, its newest, and the scans
+kept together at most that many; every call reads at most `events_scan_max` events."""
 
 from __future__ import annotations
 
@@ -16,6 +18,12 @@ from ferry_control.drivers.mariadb.rows import EVENTS_PAGE_ROWS, BinlogFileScan,
 
 #: Binlog files whose scans are kept per server (the newest ones: recent events are read from the end).
 SCANNED_FILES_KEPT = 4
+#: Bound on the probes one search for an event boundary makes (each narrows the estimate of the event sizes).
+BOUNDARY_PROBES_MAX = 12
+#: A boundary found this close before the wanted offset is close enough (the bytes between are read anyway).
+BOUNDARY_SLACK_BYTES = 32 * 1024
+#: The first guess of an event's size in bytes (a row event of a small transaction; corrected by every probe).
+EVENT_BYTES_GUESS = 100
 
 
 class MariadbBinlogEvents(MariadbServer):
@@ -31,7 +39,9 @@ class MariadbBinlogEvents(MariadbServer):
             return await self._recent_events(limit, domain, before)
 
     async def _recent_events(self, limit: int, domain: int | None, before: int | None) -> EventsPage:
-        files = [str(f["Log_name"]) for f in await self.sql.query("SHOW BINARY LOGS")]
+        listing = await self.sql.query("SHOW BINARY LOGS")
+        files = [str(f["Log_name"]) for f in listing]
+        sizes = {str(f["Log_name"]): int(f.get("File_size") or 0) for f in listing}
         end_file, end_offset = cursor_parts(before) if before is not None else (None, None)
         budget = [self.config.events_scan_max]
         found: list[BinlogTransaction] = []
@@ -40,7 +50,7 @@ class MariadbBinlogEvents(MariadbServer):
                 number = file_number(file)
                 if end_file is not None and number > end_file:
                     continue
-                scan = await self._scan(file, budget)
+                scan = await self._scan(file, sizes.get(file, 0), budget)
                 for tx in reversed(scan.transactions):
                     if end_file is not None and number == end_file and (tx.offset or 0) >= (end_offset or 0):
                         continue
@@ -49,10 +59,10 @@ class MariadbBinlogEvents(MariadbServer):
                     found.append(tx)
                     if len(found) == limit:
                         break
-                if len(found) < limit and scan.dropped:
-                    # The file's transactions older than its kept ones are wanted too: read again, keeping only
-                    # as many as are still wanted.
-                    until = (scan.transactions[0].offset or 0) if scan.transactions else scan.next_pos
+                if len(found) < limit and (scan.dropped or scan.start_pos > 4):
+                    # The file's transactions older than its kept ones are wanted too: read back from the oldest
+                    # kept, keeping only as many as are still wanted.
+                    until = (scan.transactions[0].offset or 0) if scan.transactions else scan.start_pos
                     if end_file is not None and number == end_file:
                         until = min(until, end_offset or 0)
                     found.extend(reversed(await self._older(file, until, limit - len(found), domain, budget)))
@@ -66,9 +76,9 @@ class MariadbBinlogEvents(MariadbServer):
             next_before = cursor(oldest.file or "", oldest.offset or 0)
         return EventsPage(tuple(found), next_before)
 
-    async def _scan(self, file: str, budget: list[int]) -> BinlogFileScan:
+    async def _scan(self, file: str, size: int, budget: list[int]) -> BinlogFileScan:
         """The file's scan brought up to its end, continuing a kept one when its last transaction is still where it
-        was (a RESET MASTER reuses file names)."""
+        was (a RESET MASTER reuses file names); a new one starts `events_tail_bytes` before the end (`size`)."""
         scans: dict[str, BinlogFileScan] = self.sql.binlog_scans
         scan = scans.get(file)
         if scan is not None and scan.transactions:
@@ -77,7 +87,8 @@ class MariadbBinlogEvents(MariadbServer):
             if not rows or f"GTID {last.gtid}" not in str(rows[0].get("Info") or ""):
                 scan = None
         if scan is None:
-            scan = BinlogFileScan(file, kept_max=self.config.events_kept_max)
+            start = await self._boundary(file, size - self.config.events_tail_bytes)
+            scan = BinlogFileScan(file, next_pos=start, start_pos=start, kept_max=self.config.events_kept_max)
         while True:
             if budget[0] <= 0:
                 scans[file] = scan
@@ -105,24 +116,56 @@ class MariadbBinlogEvents(MariadbServer):
         self, file: str, until: int, wanted: int, domain: int | None, budget: list[int]
     ) -> list[BinlogTransaction]:
         """The newest `wanted` transactions (of `domain`, when given) of `file` that start before offset `until`,
-        oldest first, read from the file's start and never kept: at most `wanted` are held at once."""
-        window = BinlogFileScan(file, kept_max=wanted, domain=domain)
-        while window.next_pos < until:
-            if budget[0] <= 0:
-                raise DriverError(
-                    self.address, "events_scan_limit",
-                    f"read {self.config.events_scan_max} binlog events without reaching offset {until} of {file} "
-                    f"(its transactions older than the newest {self.config.events_kept_max} are read again from its "
-                    "start): list fewer or newer transactions",
-                )  # fmt: skip
-            page = min(EVENTS_PAGE_ROWS, budget[0])
-            rows = await self.sql.query("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (file, window.next_pos, page))
-            budget[0] -= len(rows)
-            before = [row for row in rows if int(row.get("Pos") or 0) < until]
-            window.feed(before)
-            if len(rows) < page or len(before) < len(rows):
+        oldest first, read in windows going back from `until` (each four times the last, from an event boundary
+        found by _boundary) and never kept: at most what is wanted, and one window, are held at once."""
+        found: list[BinlogTransaction] = []
+        end = until
+        back = max(self.config.events_tail_bytes, 1)
+        while len(found) < wanted and end > 4:
+            start = await self._boundary(file, end - back)
+            window = BinlogFileScan(file, next_pos=start, start_pos=start, domain=domain)
+            while window.next_pos < end:
+                if budget[0] <= 0:
+                    raise DriverError(
+                        self.address, "events_scan_limit",
+                        f"read {self.config.events_scan_max} binlog events without reaching offset {end} of {file} "
+                        "going back: list fewer or newer transactions",
+                    )  # fmt: skip
+                page = min(EVENTS_PAGE_ROWS, budget[0])
+                rows = await self.sql.query("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (file, window.next_pos, page))
+                budget[0] -= len(rows)
+                before = [row for row in rows if int(row.get("Pos") or 0) < end]
+                window.feed(before)
+                if len(rows) < page or len(before) < len(rows):
+                    break
+            found = window.transactions + found
+            end = start
+            back *= 4
+        return found[-wanted:] if wanted > 0 else []
+
+    async def _boundary(self, file: str, target: int) -> int:
+        """The offset of an event of `file` at or before `target` and at most BOUNDARY_SLACK_BYTES before it (4,
+        the first event, for a target there or before), found without reading the events between: the server skips
+        `n` events from a known boundary and returns the next one's offset (SHOW BINLOG EVENTS IN f FROM p LIMIT n,
+        1), `n` estimated from the event sizes seen so far; at most BOUNDARY_PROBES_MAX probes, then the best found
+        (the caller reads from there: more bytes, the same transactions)."""
+        known = 4
+        if target - known <= BOUNDARY_SLACK_BYTES:
+            return known
+        event_bytes = float(EVENT_BYTES_GUESS)
+        for _ in range(BOUNDARY_PROBES_MAX):
+            skip = max(1, int((target - known) / event_bytes))
+            rows = await self.sql.query("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s, 1", (file, known, skip))
+            offset = int(rows[0].get("Pos") or 0) if rows else None
+            if offset is None or offset > target:
+                # Past the end or past the target: the events are larger than guessed.
+                event_bytes *= 1.5 if offset is None else max(1.1, (offset - known) / (target - known))
+                continue
+            event_bytes = max(1.0, (offset - known) / skip)
+            known = offset
+            if target - known <= BOUNDARY_SLACK_BYTES:
                 break
-        return window.transactions
+        return known
 
     def _forget_old_scans(self, files: list[str]) -> None:
         """Keeps the scans of the newest SCANNED_FILES_KEPT files, and of those only as many, newest first, as hold

@@ -250,6 +250,8 @@ class BinlogFileScan:
     file: str
     #: Where the next page starts: the end of the last event read (4 is the first event after the file's magic).
     next_pos: int = 4
+    #: Where the scan started (4: the file's first event); transactions starting before it are not in the scan.
+    start_pos: int = 4
     #: Oldest first.
     transactions: list[BinlogTransaction] = field(default_factory=list)
     #: Events read, for the caller's scan bounds.
