@@ -10,7 +10,8 @@ export class ServerPage {
     private readonly role: Role | null,
   ) {}
 
-  /** Opens the page of server `serverId` (the control plane's id) of cluster `clusterId`. */
+  /** Opens the page of the server reporting server_id `serverId` (MariaDB's, not the control plane's id) of
+   * cluster `clusterId`. */
   async open(clusterId: number, serverId: number): Promise<void> {
     await this.page.goto(`/clusters/${clusterId}/servers/${serverId}`);
     await expectSignedIn(this.page, this.role);

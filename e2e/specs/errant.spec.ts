@@ -33,7 +33,7 @@ test("a replica's own writes in two domains are named with their counts and GTID
   const table = `app.e2e_errant_${Date.now()}`;
 
   const graph = await client.get("/api/v1/clusters/{cluster_id}/topology", { path: { cluster_id: seed.id } });
-  const leafId = graph.nodes.find((n) => n.name === leaf.address)!.server_id;
+  const leafServerId = graph.nodes.find((n) => n.name === leaf.address)!.reported_server_id!;
 
   // A table only server 5 has (not binlogged), then its own transactions: 3 in the first domain, 2 in the second.
   const counts: [number, number][] = [[first, 3], [second, 2]];
@@ -61,7 +61,7 @@ test("a replica's own writes in two domains are named with their counts and GTID
     for (const words of named) await expect(banner).toContainText(words);
 
     // The server's page: its alert, and a row per domain with the count, the first and the last GTID.
-    await serverPage.open(seed.id, leafId);
+    await serverPage.open(seed.id, leafServerId);
     const article = serverPage.article(new RegExp(`^${leaf.address.replace(/\./g, "\\.")}`));
     for (const words of named) await expect(article.alerts).toContainText(words);
     for (const [domain, count] of counts) {

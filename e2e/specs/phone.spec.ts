@@ -96,7 +96,7 @@ test("no page is wider than a 390 px phone screen", async ({ page, signIn, stack
     await expectFits(page, `cluster ${id}, adding a server`);
     const servers = await client.get("/api/v1/clusters/{cluster_id}/servers", { path: { cluster_id: id } });
     for (const server of servers) {
-      await page.goto(`/clusters/${id}/servers/${server.id}`);
+      await page.goto(`/clusters/${id}/servers/${server.reported_server_id ?? `registered-${server.id}`}`);
       await expect(page.getByRole("heading", { level: 2, name: server.label })).toBeVisible();
       await expect(signedIn).toBeVisible();
       await expectFits(page, `cluster ${id}, the page of ${server.label}`);

@@ -1,7 +1,9 @@
-// A server's own page over the real API: reached from its box in the topology graph (and from the servers table),
+// A server's own page over the real API: reached from its box in the topology graph (and from the servers table)
+// at a path naming the server_id it reports (/clusters/{id}/servers/{server_id} opens that server_id),
 // it names the server by label, says its kind, address, role and binlog format, lists its replication connection
 // with its settings and its positions per domain, and shows a maintenance set on it with owner and reason.
 import { expect, openClusterTab, test } from "../fixtures";
+import { mariadbCluster } from "../mariadb";
 
 test.use({ role: "operator" });
 
@@ -10,7 +12,8 @@ test("a server's page shows its connection, its positions and its maintenance", 
   const replica = graph.nodes.find((n) => n.role === "replica")!;
   await openClusterTab(page, stack, "topology");
   await page.getByRole("link", { name: `${replica.name}: open its page` }).click();
-  await expect(page).toHaveURL(new RegExp(`/clusters/${stack.cluster_id}/servers/${replica.server_id}$`));
+  // Its path names it by the server_id it reports, not by the control plane's id.
+  await expect(page).toHaveURL(new RegExp(`/clusters/${stack.cluster_id}/servers/${replica.reported_server_id}$`));
   const article = serverPage.article(replica.label);
   await article.expectShown();
   await expect(article.root.getByText("replica", { exact: true })).toBeVisible();
@@ -33,4 +36,14 @@ test("a server's page shows its connection, its positions and its maintenance", 
   await openClusterTab(page, stack, "topology");
   await topology.servers.getByRole("link", { name: replica.name }).click();
   await article.expectShown();
+
+  // /clusters/{id}/servers/{server_id} opens the server reporting that server_id: on seed000, whose servers the
+  // control plane registered after the ferryd cluster's (its ids differ from their server_ids).
+  const seed = mariadbCluster(stack, "seed000");
+  const seedGraph = await client.get("/api/v1/clusters/{cluster_id}/topology", { path: { cluster_id: seed.id } });
+  const first = seedGraph.nodes.find((n) => n.reported_server_id === 1)!;
+  expect(first.server_id, "seed000's server_id 1 is registered under another id").not.toBe(1);
+  await serverPage.open(seed.id, 1);
+  await serverPage.article(first.label).expectShown();
+  await expect(page.getByRole("article")).toHaveCount(1);
 });

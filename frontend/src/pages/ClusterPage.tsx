@@ -1,6 +1,6 @@
 // One cluster: its header (name, live status, the settings for operators: edit, delete), the views as tabs (the tab is part of the path, each view's
 // state in the query string, kept when switching tabs), fed live by the cluster's server-sent events. A server of it
-// has a page of its own under the same header (/clusters/:clusterId/servers/:serverId).
+// has a page of its own under the same header (/clusters/:clusterId/servers/:serverId, the server_id it reports).
 import { NavLink, Navigate, useLocation, useParams } from "react-router-dom";
 import { useCluster } from "../api/queries";
 import { QueryState } from "../components/QueryState";
@@ -13,6 +13,7 @@ import { LagView } from "../features/lag/LagView";
 import { OperationsView } from "../features/operations/OperationsView";
 import { PositionsView } from "../features/positions/PositionsView";
 import { ServerView } from "../features/server/ServerView";
+import { isServerRef } from "../features/server/serverRef";
 import { TopologyView } from "../features/topology/TopologyView";
 import { TransportWarning } from "../features/topology/TransportWarning";
 import { LiveContext, type LiveMode } from "../live/LiveContext";
@@ -58,13 +59,13 @@ export function ClusterPage() {
   const params = useParams();
   const location = useLocation();
   const clusterId = Number(params.clusterId);
-  const serverId = params.serverId === undefined ? null : Number(params.serverId);
+  const serverId = params.serverId ?? null;
   const tab = serverId !== null ? "topology" : TABS.find((t) => t.id === params.tab)?.id;
   const cluster = useCluster(clusterId);
   const mode = useClusterEvents(clusterId);
 
   if (!Number.isInteger(clusterId) || clusterId < 1) return <Navigate to="/" replace />;
-  if (serverId !== null && (!Number.isInteger(serverId) || serverId < 1)) return <Navigate to={`/clusters/${clusterId}/topology`} replace />;
+  if (serverId !== null && !isServerRef(serverId)) return <Navigate to={`/clusters/${clusterId}/topology`} replace />;
   if (!tab) return <Navigate to={`/clusters/${clusterId}/topology${location.search}`} replace />;
   const current = TABS.find((t) => t.id === tab)!;
 
@@ -92,7 +93,7 @@ export function ClusterPage() {
             </nav>
             {serverId !== null ? (
               <section aria-label="Server" className="tab-panel">
-                <ServerView clusterId={clusterId} serverId={serverId} />
+                <ServerView clusterId={clusterId} serverRef={serverId} />
               </section>
             ) : (
               <section aria-label={current.label} className="tab-panel">

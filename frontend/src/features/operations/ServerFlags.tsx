@@ -13,6 +13,7 @@ import { useNow } from "../../lib/useNow";
 import { inMaintenance } from "../maintenance/maintenance";
 import { MaintenanceForm } from "../maintenance/MaintenanceForm";
 import { MaintenanceNote, useRefreshOnMaintenanceEnd } from "../maintenance/MaintenanceNote";
+import { serverPath } from "../server/serverRef";
 
 export function FailoverSuspension({ clusterId }: { clusterId: number }) {
   const cluster = useCluster(clusterId);
@@ -54,7 +55,7 @@ export function ServerFlags({ clusterId }: { clusterId: number }) {
         <tbody>
           {servers.data?.map((server) => (
             <tr key={server.id}>
-              <th scope="row"><Link to={`/clusters/${clusterId}/servers/${server.id}`}>{server.name}</Link></th>
+              <th scope="row"><Link to={serverPath(clusterId, server, servers.data)}>{server.name}</Link></th>
               <td>
                 <MaintenanceNote server={server} now={now} />{" "}
                 {inMaintenance(server, now) ? (

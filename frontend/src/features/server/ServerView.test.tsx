@@ -49,7 +49,7 @@ describe("ServerView", () => {
         ],
       }),
     });
-    renderSignedIn(<ServerView clusterId={1} serverId={2} />, { role: "viewer" });
+    renderSignedIn(<ServerView clusterId={1} serverRef="2" />, { role: "viewer" });
     const page = await screen.findByRole("article", { name: "b (server_id 2)" });
     expect(within(page).getByRole("heading", { name: "b (server_id 2)" })).toBeTruthy();
     expect(within(page).getByText("MariaDB — 10.11.6-MariaDB")).toBeTruthy();
@@ -95,7 +95,7 @@ describe("ServerView", () => {
       "GET /api/v1/clusters/1/operations": () => ({ body: [] }),
       "GET /api/v1/audit": () => ({ body: [] }),
     });
-    renderSignedIn(<ServerView clusterId={1} serverId={2} />, { role: "viewer" });
+    renderSignedIn(<ServerView clusterId={1} serverRef="2" />, { role: "viewer" });
     const page = await screen.findByRole("article", { name: "b (server_id 2)" });
     const table = await within(page).findByRole("table", { name: "Errant transactions" });
     const rows = within(table).getAllByRole("row").slice(1).map((r) => Array.from(r.children).map((c) => c.textContent));
@@ -112,7 +112,23 @@ describe("ServerView", () => {
       "GET /api/v1/clusters/1/servers": () => ({ body: [SERVER] }),
       "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
     });
-    renderSignedIn(<ServerView clusterId={1} serverId={99} />, { role: "viewer" });
-    expect((await screen.findByRole("alert")).textContent).toBe("The server with id 99 is not in this cluster (removed?).");
+    renderSignedIn(<ServerView clusterId={1} serverRef="99" />, { role: "viewer" });
+    expect((await screen.findByRole("alert")).textContent).toBe("No server of this cluster reports server_id 99 (removed, or not read yet?).");
+  });
+
+  it("opens the server by the server_id it reports, not by the control plane's id", async () => {
+    const other = { ...SERVER, id: 5, name: "e", label: "e (server_id 2)", reported_server_id: 2 } as Schemas["ServerRead"];
+    const mine = { ...SERVER, reported_server_id: 12, label: "b (server_id 12)" } as Schemas["ServerRead"];
+    mockApi({
+      "GET /api/v1/clusters/1/servers": () => ({ body: [mine, other] }),
+      "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+      "GET /api/v1/clusters/1/servers/5/consumers": () => ({ status: 404, body: { error: { code: "not_found", message: "x" } } }),
+      "GET /api/v1/clusters/1/operations": () => ({ body: [] }),
+      "GET /api/v1/audit": () => ({ body: [] }),
+    });
+    // /servers/2 is server_id 2: the server the control plane registered as 5, not the one it registered as 2.
+    renderSignedIn(<ServerView clusterId={1} serverRef="2" />, { role: "viewer" });
+    expect(await screen.findByRole("article", { name: "e (server_id 2)" })).toBeTruthy();
+    expect(screen.queryByRole("article", { name: "b (server_id 12)" })).toBeNull();
   });
 });

@@ -3,7 +3,8 @@
 // replication connection it has, with its state, lag and settings (delay, parallel mode × workers, semi-sync,
 // filters, heartbeat), and the replicas that follow it; the cluster's alerts about it (writable while it replicates,
 // errant transactions) and its errant transactions per domain; its positions per domain; and the recent operations and audit
-// rows that concern it. Every table scrolls within its box, so a phone's width holds.
+// rows that concern it. Every table scrolls within its box, so a phone's width holds. Its path names it by the
+// server_id it reports (serverRef.ts).
 import type { ReactNode } from "react";
 import { Link } from "react-router-dom";
 import type { Schemas } from "../../api/client";
@@ -18,6 +19,7 @@ import { auditTouches, domainPositions, operationTouches } from "./serverFacts";
 import { Consumers } from "./Consumers";
 import { ParallelApply } from "./ParallelApply";
 import { Rejoin } from "./Rejoin";
+import { resolveServerRef } from "./serverRef";
 
 const KIND_NAMES: Record<Schemas["ServerKind"], string> = { ferry: "ferryd", mariadb: "MariaDB" };
 
@@ -211,18 +213,38 @@ function History({ clusterId, serverId }: { clusterId: number; serverId: number 
   );
 }
 
-export function ServerView({ clusterId, serverId }: { clusterId: number; serverId: number }) {
+/** The page of the server `serverRef` names (its server_id, or registered-N: see serverRef.ts). */
+export function ServerView({ clusterId, serverRef }: { clusterId: number; serverRef: string }) {
   const servers = useServers(clusterId);
+  const resolved = servers.data ? resolveServerRef(serverRef, servers.data) : null;
+  return (
+    <QueryState isPending={servers.isPending} error={servers.error} what="server">
+      {resolved?.kind === "missing" || resolved?.kind === "invalid" ? (
+        <p role="alert" className="error">{resolved.words}</p>
+      ) : null}
+      {resolved?.kind === "ambiguous" ? (
+        <div role="alert" className="error">
+          <p>Several registered servers report server_id {serverRef}; each has its own page:</p>
+          <ul>
+            {resolved.servers.map((s) => (
+              <li key={s.id}><Link to={`/clusters/${clusterId}/servers/registered-${s.id}`}>{s.name} (the control plane's id {s.id})</Link></li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
+      {resolved?.kind === "found" ? <ServerPage clusterId={clusterId} server={resolved.server} /> : null}
+    </QueryState>
+  );
+}
+
+function ServerPage({ clusterId, server }: { clusterId: number; server: Schemas["ServerRead"] }) {
+  const serverId = server.id;
   const topology = useTopology(clusterId);
-  const server = servers.data?.find((s) => s.id === serverId);
   const node = topology.data?.nodes.find((n) => n.server_id === serverId);
   const names = new Map(topology.data?.nodes.map((n) => [n.server_id, n.label]) ?? []);
   const edges = topology.data?.edges ?? [];
   return (
-    <QueryState isPending={servers.isPending} error={servers.error} what="server">
-      {servers.data && !server ? (
-        <p role="alert" className="error">The server with id {serverId} is not in this cluster (removed?).</p>
-      ) : null}
+    <>
       {server ? (
         <article className="server-page" aria-label={server.label}>
           <h2 className="server-label">{server.label}</h2>
@@ -255,6 +277,6 @@ export function ServerView({ clusterId, serverId }: { clusterId: number; serverI
           <p><Link to={`/clusters/${clusterId}/topology`}>← the cluster's topology</Link></p>
         </article>
       ) : null}
-    </QueryState>
+    </>
   );
 }

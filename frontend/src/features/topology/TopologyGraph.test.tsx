@@ -1,5 +1,5 @@
 // The topology graph's boxes: the server's name on a line of its own, its role and MariaDB server_id on the next
-// (they never run together, as "127.0.0.1:3323INTERMEDIATE" did); each box is a link to the server's page.
+// (they never run together, as "127.0.0.1:3323INTERMEDIATE" did); each box is a link to the server's page by its server_id.
 import { render } from "@testing-library/react";
 import { MemoryRouter } from "react-router-dom";
 import { describe, expect, it } from "vitest";
@@ -16,7 +16,8 @@ describe("TopologyGraph", () => {
     expect(lines[1]!.text).toBe("REPLICA · server_id 12");
     expect(lines[1]!.y).toBeGreaterThan(lines[0]!.y);
     const link = box.querySelector("a")!;
-    expect(link.getAttribute("href")).toBe(`/clusters/${TOPOLOGY.cluster_id}/servers/2`);
+    // Addressed by the server_id it reports (12), not the control plane's id (2).
+    expect(link.getAttribute("href")).toBe(`/clusters/${TOPOLOGY.cluster_id}/servers/12`);
     expect(link.getAttribute("aria-label")).toBe("127.0.0.1:3322: open its page");
   });
 });

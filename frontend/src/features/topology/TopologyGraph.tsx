@@ -6,6 +6,7 @@ import { useEffect, useRef, useState } from "react";
 import { useNavigate } from "react-router-dom";
 import type { Schemas } from "../../api/client";
 import { healthTone } from "../../components/StatusBadge";
+import { nodeIdentity, serverPath, type ServerIdentity } from "../server/serverRef";
 import { connectionState } from "./connectionState";
 import { LABEL_H, LABEL_W, layoutTopology, NODE_H, NODE_W, type PlacedEdge, type PlacedNode } from "./layout";
 
@@ -31,7 +32,7 @@ function shorten(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-function NodeBox({ placed, fenced, clusterId }: { placed: PlacedNode; fenced: boolean; clusterId: number }) {
+function NodeBox({ placed, fenced, clusterId, all }: { placed: PlacedNode; fenced: boolean; clusterId: number; all: readonly ServerIdentity[] }) {
   const navigate = useNavigate();
   const { node, x, y, label } = placed;
   if (!node) {
@@ -51,7 +52,7 @@ function NodeBox({ placed, fenced, clusterId }: { placed: PlacedNode; fenced: bo
   ].filter(Boolean);
   const description = `${node.name}: ${node.role}, ${node.health}, ${flags.join(", ")}`;
   const software = `${node.kind === "mariadb" ? "MariaDB" : "ferryd"}${node.version ? ` ${node.version}` : ""}`;
-  const href = `/clusters/${clusterId}/servers/${node.server_id}`;
+  const href = serverPath(clusterId, nodeIdentity(node), all);
   return (
     <g
       className={`topo-node tone-${healthTone(node.health)}${isMaster ? " topo-master" : ""}`}
@@ -107,6 +108,7 @@ function EdgeLine({ placed }: { placed: PlacedEdge }) {
 export function TopologyGraph({ topology, fenced = new Set<number>() }: { topology: Topology; fenced?: ReadonlySet<number> }) {
   const [frame, available] = useWidth<HTMLDivElement>();
   const layout = layoutTopology(topology, available);
+  const identities = topology.nodes.map(nodeIdentity);
   return (
     <div ref={frame} className="topology-frame">
       <svg
@@ -127,7 +129,7 @@ export function TopologyGraph({ topology, fenced = new Set<number>() }: { topolo
         ))}
         <g role="list">
           {layout.nodes.map((placed) => (
-            <NodeBox key={placed.key} placed={placed} fenced={placed.node != null && fenced.has(placed.node.server_id)} clusterId={topology.cluster_id} />
+            <NodeBox key={placed.key} placed={placed} fenced={placed.node != null && fenced.has(placed.node.server_id)} clusterId={topology.cluster_id} all={identities} />
           ))}
         </g>
       </svg>

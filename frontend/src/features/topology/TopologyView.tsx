@@ -14,6 +14,7 @@ import { useNow } from "../../lib/useNow";
 import { MaintenanceNote, useRefreshOnMaintenanceEnd } from "../maintenance/MaintenanceNote";
 import { ClusterAlerts } from "./ClusterAlerts";
 import { ServerAdmin } from "../serverAdmin/ServerAdmin";
+import { nodeIdentity, serverPath } from "../server/serverRef";
 import { EmptyCluster } from "./EmptyCluster";
 import { ConnectionSettings } from "./ConnectionSettings";
 import { connectionState } from "./connectionState";
@@ -63,7 +64,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
               <tbody>
                 {data.nodes.map((node) => (
                   <tr key={node.server_id}>
-                    <th scope="row"><Link to={`/clusters/${clusterId}/servers/${node.server_id}`}>{node.name}</Link></th>
+                    <th scope="row"><Link to={serverPath(clusterId, nodeIdentity(node), data.nodes.map(nodeIdentity))}>{node.name}</Link></th>
                     <td>{node.role === "master" ? <strong>★ master</strong> : node.role}</td>
                     <td>
                       {KIND_NAMES[node.kind ?? "ferry"]}
