@@ -336,3 +336,39 @@ async def test_recent_cycles_show_each_cycles_duration_and_failed_polls(
     newest = (await client.get("/api/v1/collector/cycles", params={"limit": 1})).json()["cycles"]
     assert [(c["polled"], c["failed"]) for c in newest] == [(4, 1)]
     assert (await anonymous.get("/api/v1/collector/cycles")).status_code == 401
+
+    # The server behind the failed poll, with the collector's error: the silent one, never read (no server_id yet).
+    silent = next(s for s in (await client.get(f"/api/v1/clusters/{cluster_id}/servers")).json() if s["name"] == "silent")
+    await app.state.collector.run_cycle()
+    answer = await client.get("/api/v1/collector/failed-polls")
+    assert answer.status_code == 200
+    failed = answer.json()
+    assert (failed["cycles"], failed["failed"], failed["unnamed"]) == (3, 2, 0)
+    assert failed["since"] == body["cycles"][0]["finished_at"]
+    [row] = failed["servers"]
+    assert row | {"last_error": None, "first_failed_at": None, "last_failed_at": None} == {
+        "cluster_id": cluster_id,
+        "cluster": "ferry",
+        "registered_server_id": silent["id"],
+        "server_id": None,
+        "server": "silent (server_id not read yet)",
+        "failed": 2,
+        "first_failed_at": None,
+        "last_failed_at": None,
+        "last_error": None,
+    }
+    assert f"127.0.0.1:{silent_admin}" in row["last_error"], row["last_error"]
+    assert row["first_failed_at"] == body["cycles"][1]["finished_at"] < row["last_failed_at"]
+    # Over the newest cycle alone: that one failure.
+    newest_only = (await client.get("/api/v1/collector/failed-polls", params={"limit": 1})).json()
+    assert (newest_only["cycles"], newest_only["failed"], [r["failed"] for r in newest_only["servers"]]) == (1, 1, [1])
+    for bad in ("0", "901", "x"):
+        assert (await client.get("/api/v1/collector/failed-polls", params={"limit": bad})).status_code == 422
+    assert (await anonymous.get("/api/v1/collector/failed-polls")).status_code == 401
+
+    # A server removed since is still counted, said removed.
+    assert (await client.delete(f"/api/v1/clusters/{cluster_id}/servers/{silent['id']}")).status_code == 204
+    [gone] = (await client.get("/api/v1/collector/failed-polls")).json()["servers"]
+    assert (gone["server"], gone["failed"], gone["server_id"]) == (
+        f"a server removed since (registered id {silent['id']})", 2, None
+    )

@@ -5,6 +5,7 @@ worker processes (PostgreSQL relays them with LISTEN/NOTIFY instead)."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
@@ -24,6 +25,9 @@ class CollectorCycleRow(Base):
     duration_s: Mapped[float]
     polled: Mapped[int]
     failed: Mapped[int]
+    #: The servers it could not read and why: {cluster_id, registered_server_id, error} each (at most
+    #: services/collector.py's FAILURES_KEPT_MAX; None for cycles stored before they were kept).
+    failures: Mapped[list[Any] | None] = mapped_column(default=None)
 
 
 class RelayedEvent(Base):

@@ -42,6 +42,14 @@ class ServerRepository:
         statement = select(Server).options(selectinload(Server.cluster)).order_by(Server.cluster_id, Server.id)
         return (await self.session.scalars(statement)).all()
 
+    async def by_ids_with_cluster(self, ids: Collection[int]) -> dict[int, Server]:
+        """The servers of `ids` that exist, by id, each with its cluster loaded."""
+        found: dict[int, Server] = {}
+        for chunk in chunked(sorted(set(ids))):
+            statement = select(Server).where(Server.id.in_(chunk)).options(selectinload(Server.cluster))
+            found.update((server.id, server) for server in (await self.session.scalars(statement)).all())
+        return found
+
     async def get_any(self, server_id: int) -> Server | None:
         """By id alone, whatever its cluster."""
         return await self.session.get(Server, server_id)

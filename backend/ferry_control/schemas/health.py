@@ -1,4 +1,4 @@
-"""The service's own health."""
+"""The service's own health, and its collector's recent cycles and failed polls."""
 
 from __future__ import annotations
 
@@ -55,6 +55,43 @@ class CollectorCycle(BaseModel):
     duration_s: float = Field(description="How long the cycle took: every server polled and the results recorded.")
     polled: int = Field(description="Servers polled in the cycle.")
     failed: int = Field(description="Polls that got no answer or a bad one (recorded as that server's error).")
+
+
+class FailedPollServer(BaseModel):
+    """A server the collector could not read in some of the cycles shown, and the last reason."""
+
+    cluster_id: int
+    cluster: str | None = Field(description="The cluster's name (null: removed since).")
+    registered_server_id: int = Field(description="The control plane's id of the registered server.")
+    server_id: int | None = Field(description="The server_id the server reports (MariaDB's); null until read.")
+    server: str = Field(description="The server's label (`db-3 (server_id 3)`), or says it was removed since.")
+    failed: int = Field(description="Its failed polls among the cycles read.")
+    first_failed_at: datetime
+    last_failed_at: datetime
+    last_error: str = Field(description="Why its newest failed poll failed, as the collector recorded it.")
+
+
+class CollectorFailedPolls(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"cycles": 900, "since": "2026-11-21T12:45:01Z", "failed": 3,
+                 "servers": [{"cluster_id": 2, "cluster": "seed000", "registered_server_id": 7, "server_id": 3,
+                              "server": "db-3 (server_id 3)", "failed": 3, "first_failed_at": "2026-11-21T12:58:01Z",
+                              "last_failed_at": "2026-11-21T12:58:03Z",
+                              "last_error": "cannot connect to 10.0.0.3:3306: Connection refused"}]}
+            ]
+        }
+    )  # fmt: skip
+
+    cycles: int = Field(description="The cycles read: the same newest ones GET /collector/cycles shows.")
+    since: datetime | None = Field(description="When the oldest of them finished (null: none).")
+    failed: int = Field(description="Failed polls in those cycles, the sum of the cycles' `failed`.")
+    unnamed: int = Field(
+        description="Failed polls no server is named for (cycles stored before servers were kept, or past the "
+        "first 100 of a cycle)."
+    )
+    servers: list[FailedPollServer] = Field(description="Each server with failed polls, the most failures first.")
 
 
 class CollectorCycles(BaseModel):

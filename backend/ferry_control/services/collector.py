@@ -67,6 +67,23 @@ class CycleReport:
     events: list[ClusterEvent] = field(default_factory=list)
 
 
+#: Failed polls a stored cycle names (the count is exact beyond it); an error's text is cut to ERROR_TEXT_MAX.
+FAILURES_KEPT_MAX = 100
+ERROR_TEXT_MAX = 500
+
+
+@dataclass(frozen=True)
+class FailedPoll:
+    """A server the cycle could not read, and why."""
+
+    cluster_id: int
+    registered_server_id: int
+    error: str
+
+    def stored(self) -> dict[str, object]:
+        return {"cluster_id": self.cluster_id, "registered_server_id": self.registered_server_id, "error": self.error}
+
+
 @dataclass(frozen=True)
 class CycleStat:
     """One finished cycle as the collector health plot shows it."""
@@ -75,6 +92,7 @@ class CycleStat:
     duration_s: float
     polled: int
     failed: int
+    failures: tuple[FailedPoll, ...] = ()
 
 
 class Collector:
@@ -266,6 +284,11 @@ class Collector:
             outcomes = await self._poller.poll_all(targets)
             self.last_statuses = {o.target.server_id: o.status for o in outcomes if o.status is not None}
             report = CycleReport(polled=len(outcomes), failed=sum(1 for o in outcomes if o.status is None))
+            failures = tuple(
+                FailedPoll(o.target.cluster_id, o.target.server_id, (o.error or "no answer")[:ERROR_TEXT_MAX])
+                for o in outcomes
+                if o.status is None
+            )[:FAILURES_KEPT_MAX]
             if outcomes:
                 shared = clusters is not None and self.share is not None
                 if as_leader and shared and not await self.share.alive():  # type: ignore[union-attr]
@@ -280,7 +303,9 @@ class Collector:
             self._metrics.collector_cycle_seconds.observe(report.duration_s)
             self.last_cycle_at = datetime.now(UTC)
             self.last_cycle_s = report.duration_s
-            self.recent_cycles.append(CycleStat(self.last_cycle_at, report.duration_s, report.polled, report.failed))
+            self.recent_cycles.append(
+                CycleStat(self.last_cycle_at, report.duration_s, report.polled, report.failed, failures)
+            )
             await self._store_cycle(self.recent_cycles[-1])
             self.cycles += 1
             return report
@@ -290,7 +315,7 @@ class Collector:
         store it is logged, never the cycle's."""
         row = CollectorCycleRow(
             instance_id=self.lease.instance_id, finished_at=stat.finished_at, duration_s=stat.duration_s,
-            polled=stat.polled, failed=stat.failed,
+            polled=stat.polled, failed=stat.failed, failures=[f.stored() for f in stat.failures],
         )  # fmt: skip
         try:
             async with session_scope(self._sessionmaker) as session:

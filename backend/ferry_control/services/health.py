@@ -1,10 +1,12 @@
-"""The service's own health and its collector's recent cycles, as `GET /health` and `GET /collector/cycles` show
-them. A process that runs its own collector answers from it; a web process (its collector runs in a worker) answers
-from the database: the collector's lease and the cycles every collector stores."""
+"""The service's own health, its collector's recent cycles and the servers behind their failed polls, as `GET
+/health`, `GET /collector/cycles` and `GET /collector/failed-polls` show them. A process that runs its own
+collector answers from it; a web process (its collector runs in a worker) answers from the database: the
+collector's lease and the cycles every collector stores."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -13,8 +15,16 @@ from ferry_control.models import COLLECTOR_LEASE
 from ferry_control.repositories.coordination import CycleRepository
 from ferry_control.repositories.database import DatabaseRepository
 from ferry_control.repositories.leases import LeaseRepository
-from ferry_control.schemas.health import CollectorCycle, CollectorCycles, CollectorHealth, ServiceHealth
-from ferry_control.services.collector import Collector
+from ferry_control.repositories.servers import ServerRepository
+from ferry_control.schemas.health import (
+    CollectorCycle,
+    CollectorCycles,
+    CollectorFailedPolls,
+    CollectorHealth,
+    FailedPollServer,
+    ServiceHealth,
+)
+from ferry_control.services.collector import Collector, CycleStat, FailedPoll
 
 
 class HealthService:
@@ -47,30 +57,72 @@ class HealthService:
 
     async def cycles(self, limit: int) -> CollectorCycles:
         """The collector's newest `limit` cycles, oldest first."""
-        collector = self.collector
-        if not collector.running:
-            rows = await CycleRepository(self.session).newest(limit)
-            holder = await self._lease_holder()
-            instance = rows[-1].instance_id if rows else collector.lease.instance_id
-            return CollectorCycles(
-                instance_id=instance,
-                role="leader" if rows and instance == holder else None,
-                poll_interval_s=self.settings.poll_interval_s,
-                cycles=[
-                    CollectorCycle(finished_at=c.finished_at, duration_s=c.duration_s, polled=c.polled, failed=c.failed)
-                    for c in rows
-                ],
-            )
-        recent = list(collector.recent_cycles)[-limit:]
+        instance, role, stats = await self._newest(limit)
         return CollectorCycles(
-            instance_id=collector.lease.instance_id,
-            role=collector.role,
+            instance_id=instance,
+            role=role,
             poll_interval_s=self.settings.poll_interval_s,
             cycles=[
                 CollectorCycle(finished_at=c.finished_at, duration_s=c.duration_s, polled=c.polled, failed=c.failed)
-                for c in recent
+                for c in stats
             ],
         )
+
+    async def failed_polls(self, limit: int) -> CollectorFailedPolls:
+        """The servers behind the failed polls of the newest `limit` cycles, each with its count and last error."""
+        _, _, stats = await self._newest(limit)
+        by_server: dict[int, list[tuple[datetime, FailedPoll]]] = {}
+        for stat in stats:
+            for failure in stat.failures:
+                by_server.setdefault(failure.registered_server_id, []).append((stat.finished_at, failure))
+        servers = await ServerRepository(self.session).by_ids_with_cluster(by_server)
+        rows = []
+        for registered_id, failures in by_server.items():
+            server = servers.get(registered_id)
+            newest = failures[-1][1]
+            rows.append(
+                FailedPollServer(
+                    cluster_id=newest.cluster_id,
+                    cluster=server.cluster.name if server is not None else None,
+                    registered_server_id=registered_id,
+                    server_id=server.reported_server_id if server is not None else None,
+                    server=server.label
+                    if server is not None
+                    else f"a server removed since (registered id {registered_id})",
+                    failed=len(failures),
+                    first_failed_at=failures[0][0],
+                    last_failed_at=failures[-1][0],
+                    last_error=newest.error,
+                )
+            )
+        rows.sort(key=lambda r: (-r.failed, r.server))
+        failed = sum(stat.failed for stat in stats)
+        return CollectorFailedPolls(
+            cycles=len(stats),
+            since=stats[0].finished_at if stats else None,
+            failed=failed,
+            unnamed=failed - sum(r.failed for r in rows),
+            servers=rows,
+        )
+
+    async def _newest(self, limit: int) -> tuple[str, Literal["leader", "standby"] | None, list[CycleStat]]:
+        """The instance whose cycles these are, its role, and its newest `limit` cycles, oldest first: this
+        process's own collector's, else (a web process) those the collectors stored."""
+        collector = self.collector
+        if collector.running:
+            return collector.lease.instance_id, collector.role, list(collector.recent_cycles)[-limit:]
+        rows = await CycleRepository(self.session).newest(limit)
+        holder = await self._lease_holder()
+        instance = rows[-1].instance_id if rows else collector.lease.instance_id
+        stats = [
+            CycleStat(
+                r.finished_at, r.duration_s, r.polled, r.failed,
+                tuple(FailedPoll(int(f["cluster_id"]), int(f["registered_server_id"]), str(f["error"]))
+                      for f in r.failures or ()),
+            )
+            for r in rows
+        ]  # fmt: skip
+        return instance, "leader" if rows and instance == holder else None, stats
 
     async def _lease_holder(self) -> str | None:
         """The instance holding the collector's lease now (None: free or lapsed)."""

@@ -39,6 +39,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/collector/failed-polls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The servers behind the collector's failed polls
+         * @description Each server the collector could not read in the newest `limit` cycles (those GET /collector/cycles shows),
+         *     with how often, when first and last, and the last error.
+         */
+        get: operations["get_collector_failed_polls_api_v1_collector_failed_polls_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/clusters": {
         parameters: {
             query?: never;
@@ -1932,6 +1953,54 @@ export interface components {
              */
             cycles: components["schemas"]["CollectorCycle"][];
         };
+        /**
+         * CollectorFailedPolls
+         * @example {
+         *       "cycles": 900,
+         *       "failed": 3,
+         *       "servers": [
+         *         {
+         *           "cluster": "seed000",
+         *           "cluster_id": 2,
+         *           "failed": 3,
+         *           "first_failed_at": "2026-11-21T12:58:01Z",
+         *           "last_error": "cannot connect to 10.0.0.3:3306: Connection refused",
+         *           "last_failed_at": "2026-11-21T12:58:03Z",
+         *           "registered_server_id": 7,
+         *           "server": "db-3 (server_id 3)",
+         *           "server_id": 3
+         *         }
+         *       ],
+         *       "since": "2026-11-21T12:45:01Z"
+         *     }
+         */
+        CollectorFailedPolls: {
+            /**
+             * Cycles
+             * @description The cycles read: the same newest ones GET /collector/cycles shows.
+             */
+            cycles: number;
+            /**
+             * Since
+             * @description When the oldest of them finished (null: none).
+             */
+            since: string | null;
+            /**
+             * Failed
+             * @description Failed polls in those cycles, the sum of the cycles' `failed`.
+             */
+            failed: number;
+            /**
+             * Unnamed
+             * @description Failed polls no server is named for (cycles stored before servers were kept, or past the first 100 of a cycle).
+             */
+            unnamed: number;
+            /**
+             * Servers
+             * @description Each server with failed polls, the most failures first.
+             */
+            servers: components["schemas"]["FailedPollServer"][];
+        };
         /** CollectorHealth */
         CollectorHealth: {
             /** Enabled */
@@ -2915,6 +2984,54 @@ export interface components {
              * @description Per-field problems for validation errors (loc, message, type, ctx).
              */
             details?: unknown;
+        };
+        /**
+         * FailedPollServer
+         * @description A server the collector could not read in some of the cycles shown, and the last reason.
+         */
+        FailedPollServer: {
+            /** Cluster Id */
+            cluster_id: number;
+            /**
+             * Cluster
+             * @description The cluster's name (null: removed since).
+             */
+            cluster: string | null;
+            /**
+             * Registered Server Id
+             * @description The control plane's id of the registered server.
+             */
+            registered_server_id: number;
+            /**
+             * Server Id
+             * @description The server_id the server reports (MariaDB's); null until read.
+             */
+            server_id: number | null;
+            /**
+             * Server
+             * @description The server's label (`db-3 (server_id 3)`), or says it was removed since.
+             */
+            server: string;
+            /**
+             * Failed
+             * @description Its failed polls among the cycles read.
+             */
+            failed: number;
+            /**
+             * First Failed At
+             * Format: date-time
+             */
+            first_failed_at: string;
+            /**
+             * Last Failed At
+             * Format: date-time
+             */
+            last_failed_at: string;
+            /**
+             * Last Error
+             * @description Why its newest failed poll failed, as the collector recorded it.
+             */
+            last_error: string;
         };
         /**
          * FailoverDrillFigures
@@ -6490,6 +6607,47 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CollectorCycles"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_collector_failed_polls_api_v1_collector_failed_polls_get: {
+        parameters: {
+            query?: {
+                /** @description Over this many newest cycles. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectorFailedPolls"];
                 };
             };
             /** @description No or invalid API token */
