@@ -1,5 +1,5 @@
 // Read hooks for the history plots: the switchovers and failovers that really ran (no dry runs), and the
-// collector's recent cycles. One hook per endpoint; each query key holds the parameters sent.
+// collector's recent cycles and the servers behind their failed polls. One hook per endpoint; each query key holds the parameters sent.
 import { useQuery } from "@tanstack/react-query";
 import { usePollInterval } from "../live/LiveContext";
 import { api, unwrap, type Schemas } from "./client";
@@ -30,6 +30,16 @@ export function useCollectorCycles(limit = 900) {
   return useQuery({
     queryKey: queryKeys.collectorCycles({ limit }),
     queryFn: () => unwrap(api.GET("/api/v1/collector/cycles", { params: { query: { limit } } })),
+    refetchInterval: 2000,
+    placeholderData: (previous) => previous,
+  });
+}
+
+/** The servers behind the failed polls of the same newest cycles, each with its last error; refreshed every 2 s. */
+export function useCollectorFailedPolls(limit = 900) {
+  return useQuery({
+    queryKey: queryKeys.collectorFailedPolls({ limit }),
+    queryFn: () => unwrap(api.GET("/api/v1/collector/failed-polls", { params: { query: { limit } } })),
     refetchInterval: 2000,
     placeholderData: (previous) => previous,
   });

@@ -24,6 +24,7 @@ export const queryKeys = {
   drillRuns: (clusterId: number, params: { limit: number }) => ["clusters", clusterId, "drills", "runs", params] as const,
   drillRun: (clusterId: number, runId: number) => ["clusters", clusterId, "drills", "run", runId] as const,
   collectorCycles: (params: { limit: number }) => ["collector", "cycles", params] as const,
+  collectorFailedPolls: (params: { limit: number }) => ["collector", "failed-polls", params] as const,
   tokens: (params?: { state: string; search: string }) => (params ? (["tokens", params] as const) : (["tokens"] as const)),
   audit: (params: {
     clusterId: number | null;

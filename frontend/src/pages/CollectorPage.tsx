@@ -1,10 +1,13 @@
-// The collector's health: which instance answers and its role, then its recent cycles as a chart.
-import { useCollectorCycles } from "../api/history";
+// The collector's health: which instance answers and its role, its recent cycles as a chart, then the servers behind
+// their failed polls with each one's last error.
+import { useCollectorCycles, useCollectorFailedPolls } from "../api/history";
 import { QueryState } from "../components/QueryState";
 import { CollectorHealthChart } from "../features/collector/CollectorHealthChart";
+import { FailedPollsTable } from "../features/collector/FailedPolls";
 
 export function CollectorPage() {
   const cycles = useCollectorCycles();
+  const failed = useCollectorFailedPolls();
   return (
     <>
       <h1>Collector health</h1>
@@ -18,6 +21,10 @@ export function CollectorPage() {
             <CollectorHealthChart data={cycles.data} />
           </>
         ) : null}
+      </QueryState>
+      <h2>Failed polls by server</h2>
+      <QueryState isPending={failed.isPending} error={failed.error} what="failed polls">
+        {failed.data ? <FailedPollsTable data={failed.data} /> : null}
       </QueryState>
     </>
   );

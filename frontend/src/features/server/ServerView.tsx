@@ -1,4 +1,5 @@
-// One server on a page of its own: its label (name and server_id), kind and version, addresses, role, health,
+// One server on a page of its own: its label (name and server_id), for operators its settings (edit, rename,
+// remove: ServerSettings.tsx), kind and version, addresses, role, health,
 // read-only, binlog format, semi-sync as a master, promotion rule and labels; its maintenance (who, why, ends in …) and fence; each
 // replication connection it has, with its state, lag and settings (delay, parallel mode × workers, semi-sync,
 // filters, heartbeat), and the replicas that follow it; the cluster's alerts about it (writable while it replicates,
@@ -9,6 +10,7 @@ import type { ReactNode } from "react";
 import { Link } from "react-router-dom";
 import type { Schemas } from "../../api/client";
 import { useAudit, useOperations, useServers, useTopology } from "../../api/queries";
+import { RequireRole } from "../../auth/RequireRole";
 import { QueryState } from "../../components/QueryState";
 import { Badge, HealthBadge } from "../../components/StatusBadge";
 import { formatTime, humanize } from "../../lib/format";
@@ -20,6 +22,7 @@ import { Consumers } from "./Consumers";
 import { ParallelApply } from "./ParallelApply";
 import { Rejoin } from "./Rejoin";
 import { resolveServerRef } from "./serverRef";
+import { ServerSettings } from "./ServerSettings";
 
 const KIND_NAMES: Record<Schemas["ServerKind"], string> = { ferry: "ferryd", mariadb: "MariaDB" };
 
@@ -248,6 +251,9 @@ function ServerPage({ clusterId, server }: { clusterId: number; server: Schemas[
       {server ? (
         <article className="server-page" aria-label={server.label}>
           <h2 className="server-label">{server.label}</h2>
+          <RequireRole role="operator">
+            <ServerSettings server={server} />
+          </RequireRole>
           <Facts server={server} node={node} />
           <h2>Maintenance and fence</h2>
           <p>
