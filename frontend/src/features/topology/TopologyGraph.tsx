@@ -1,13 +1,15 @@
 // The topology as an SVG graph spread over the width it is given: one box per server (its name on a line of its
 // own, then its role and server id; master marked, health, read-only, maintenance in words and colour), one arrow
 // per replication connection from master to replica, labelled with its name, state and lag where the label
-// overlaps no other (layout.ts).
+// overlaps no other (layout.ts). A frame narrower than the narrowest graph (a phone) gets the servers stacked
+// instead (StackedTopology.tsx).
 import { useEffect, useRef, useState } from "react";
 import { useNavigate } from "react-router-dom";
 import type { Schemas } from "../../api/client";
 import { healthTone } from "../../components/StatusBadge";
 import { nodeIdentity, serverPath, type ServerIdentity } from "../server/serverRef";
 import { connectionState } from "./connectionState";
+import { StackedTopology } from "./StackedTopology";
 import { LABEL_H, LABEL_W, layoutTopology, NODE_H, NODE_W, type PlacedEdge, type PlacedNode } from "./layout";
 
 type Topology = Schemas["TopologyGraph"];
@@ -109,6 +111,14 @@ export function TopologyGraph({ topology, fenced = new Set<number>() }: { topolo
   const [frame, available] = useWidth<HTMLDivElement>();
   const layout = layoutTopology(topology, available);
   const identities = topology.nodes.map(nodeIdentity);
+  // Narrower than the graph's narrowest drawing (a phone): the servers stacked instead, nothing cut off sideways.
+  if (available > 0 && available < layoutTopology(topology, 0).width) {
+    return (
+      <div ref={frame} className="topology-frame">
+        <StackedTopology topology={topology} layout={layout} fenced={fenced} />
+      </div>
+    );
+  }
   return (
     <div ref={frame} className="topology-frame">
       <svg
