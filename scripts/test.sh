@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# `make test`: every suite, ordered so the two cores are busy from start to end, and the time each stage took.
+#
+#   in the background from the start   the Debian packages (ensure-packages.sh), the dashboard's npm ci, the
+#                                      backend's Python packages
+#   engine lint                        rustfmt, clippy, clippy with failpoints
+#   engine build                       every target of the workspace once (the tests, ferryd and ferry-bench share
+#                                      one feature set, so nothing is built twice) and the Python module
+#   engine failpoint tests             the fail-stop tests, built with failpoints (they need their own ferryd)
+#   together                           the engine's tests (scripts/engine-tests.py: several binaries at once; they
+#                                      mostly wait on ferryd nodes) and the Python module's tests, beside the
+#                                      dashboard's typecheck, OpenAPI check, Vitest and production build
+#   backend                            ruff, mypy and pytest against PostgreSQL, ferryd, MariaDB and HAProxy
+#   end-to-end                         Playwright in Chromium over the whole stack
+#
+# A stage that fails stops the run after the stages beside it finish; its output is printed in full. The suites'
+# own Makefile targets (make test-engine, test-backend, test-frontend, test-e2e) still run one alone.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+work=$(mktemp -d /tmp/ferry-test.XXXXXX)
+started=$SECONDS
+timings=()
+children=()
+
+# The stages beside the main line are stopped by their pids when the run ends early. A Debian install under way is
+# left to finish: stopped half-way, dpkg would leave the machine's packages half-configured.
+cleanup() {
+  for pid in "${children[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# stage NAME COMMAND...: runs it in the foreground and records how long it took; exits the run when it fails.
+stage() {
+  local name=$1 start=$SECONDS rc
+  shift
+  echo "== $name"
+  "$@"
+  rc=$?
+  timings+=("$(printf '%-28s %5d s' "$name" $((SECONDS - start)))")
+  if [ "$rc" != 0 ]; then
+    echo "make test: $name failed (exit $rc)" >&2
+    exit "$rc"
+  fi
+}
+
+# beside NAME COMMAND...: runs it in the background, its output kept in $work/NAME.log.
+beside() {
+  local name=$1
+  shift
+  (
+    start=$SECONDS
+    "$@" > "$work/$name.log" 2>&1
+    echo "$? $((SECONDS - start))" > "$work/$name.rc"
+  ) &
+  children+=($!)
+  echo "== $name (beside; its output follows when it ends)"
+}
+
+# joined NAME...: waits for those background stages, prints their output and times; fails when any failed.
+joined() {
+  local name rc seconds failed=0
+  wait "${children[@]}"
+  children=()
+  for name in "$@"; do
+    read -r rc seconds < "$work/$name.rc" || { rc=1; seconds=0; }
+    echo "== $name (exit $rc, $seconds s)"
+    cat "$work/$name.log"
+    timings+=("$(printf '%-28s %5d s' "$name" "$seconds")")
+    [ "$rc" = 0 ] || { echo "make test: $name failed (exit $rc)" >&2; failed=1; }
+  done
+  [ "$failed" = 0 ] || exit 1
+}
+
+engine_tests() {
+  scripts/engine-tests.py --doc -- --workspace &&
+    make --no-print-directory -o python-module -o engine-debug test-python
+}
+
+dashboard() {
+  scripts/ensure-dashboard.sh deps && make --no-print-directory -o python-module test-frontend
+}
+
+scripts/ensure-packages.sh start "$work/packages"
+scripts/ensure-dashboard.sh deps > "$work/npm.log" 2>&1 &
+npm=$!
+children+=("$npm")
+stage "Rust and Python tools" bash -c 'scripts/ensure-rust.sh && scripts/ensure-python.sh'
+scripts/ensure-backend.sh > "$work/backend-packages.log" 2>&1 &
+backend_packages=$!
+children+=("$backend_packages")
+
+stage "engine lint" make --no-print-directory lint-engine
+wait "$backend_packages" || { cat "$work/backend-packages.log" >&2; echo "make test: the backend's Python packages did not install" >&2; exit 1; }
+stage "engine build" make --no-print-directory engine-debug python-module FERRY_PY_PROFILE=dev
+stage "engine failpoint tests" make --no-print-directory test-engine-failpoints
+wait "$npm" || { cat "$work/npm.log" >&2; echo "make test: the dashboard's npm ci failed" >&2; exit 1; }
+children=()  # every one of them has ended
+beside "engine and Python module tests" engine_tests
+beside "dashboard" dashboard
+joined "engine and Python module tests" "dashboard"
+stage "Debian packages (waited for)" scripts/ensure-packages.sh wait "$work/packages"
+stage "backend" make --no-print-directory -o python-module -o engine-debug test-backend
+stage "end-to-end" make --no-print-directory -o python-module -o engine-debug test-e2e
+
+echo "make test: every suite passed in $((SECONDS - started)) s"
+printf '  %s\n' "${timings[@]}"
