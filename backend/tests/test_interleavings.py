@@ -7,14 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from ferry_control.core.db import session_scope
 from ferry_control.drivers.base import ChangeMaster
 from ferry_control.models import ServerKind
+from ferry_control.models.base import utcnow
+from ferry_control.repositories.samples import SampleRepository
 from ferry_control.services.gtid_reach import ReachLink, ReachServer, never_reasons
 from tests.ferryd_cluster import FerrydCluster, FerrydNode, free_port_pair
 from tests.helpers import register
@@ -109,3 +114,90 @@ def test_a_path_around_a_filter_still_delivers_and_an_unknown_master_is_not_judg
     assert never_reasons(servers, links, 2, 99) == {}, "an origin no registered server reports: nothing said"
     below_filter = never_reasons([*servers, ReachServer(6, "s6", 6)], [*links, ReachLink(6, 5, "c")], 2, 1)
     assert below_filter[6] == "domain 2 does not reach it: s5's connection a filters it out (ignore_server_ids)"
+
+
+def listed(server: dict[str, Any]) -> list[str]:
+    return [t["gtid"] for t in server["transactions"]]
+
+
+async def test_a_window_by_gtid_range_or_by_time_lists_what_it_covers_and_says_who_is_behind(
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    ferryd_factory: Callable[..., FerrydCluster],
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    """A GTID range per domain lists exactly its transactions on every server; the last N seconds start after what
+    the cluster had reached N seconds ago as the collector recorded it; a replica whose replication is stopped is
+    behind the window's newest end by exactly the transactions it lacks (seq_nos), the master by none."""
+    cluster = ferryd_factory(first_server_id=11)
+    cluster.write(8, domains=(1, 2))
+    cluster.converge()
+    cluster_id, ids = await register(client, cluster)
+    replica2 = app.state.drivers.for_address(ServerKind.ferry, cluster.replica2.admin)
+    await replica2.stop_replication("main")
+    cluster.write(3, domains=(1, 2))
+    cluster.replica1.wait_for(cluster.master.status()["gtid_binlog_pos"])
+    await app.state.collector.run_cycle()
+    url = f"/api/v1/clusters/{cluster_id}/interleavings"
+
+    # A GTID range: domain 1 from seq 3 to 6 (domain 2 not named: not listed).
+    response = await client.get(url, params={"from": "1-11-3", "to": "1-11-6"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    servers = {s["server_id"]: s for s in body["servers"]}
+    assert body["window"]["kind"] == "gtid" and body["window"]["domains"] == [1]
+    for role in ("master", "replica1", "replica2"):
+        assert listed(servers[ids[role]]) == ["1-11-6", "1-11-5", "1-11-4", "1-11-3"], role
+        assert servers[ids[role]]["truncated"] is False
+    assert body["window"]["newest"] == {"1": 6}, "the range's end"
+    assert servers[ids["replica2"]]["behind"] == {}, "it has the whole range"
+
+    # The newest transactions: replica2 lacks the last 3 of each domain; the master and replica1 lack none.
+    body = (await client.get(url, params={"limit": 5})).json()
+    servers = {s["server_id"]: s for s in body["servers"]}
+    assert body["window"] == {"kind": "count", "last_s": None, "limit": 5, "from_seq": {}, "to_seq": None,
+                              "domains": None, "newest": {"1": 11, "2": 11}}  # fmt: skip
+    assert servers[ids["replica2"]]["behind"] == {"1": 3, "2": 3}
+    assert servers[ids["replica2"]]["reached"] == {"1": 8, "2": 8}
+    assert servers[ids["master"]]["behind"] == {} and servers[ids["replica1"]]["behind"] == {}
+
+    # The last 60 s: the cluster had reached 1-11-9 and 2-11-4 a minute and a half ago (as recorded then).
+    async with session_scope(sessionmaker) as session:
+        samples = SampleRepository(session)
+        then = utcnow() - timedelta(seconds=90)
+        samples.add_position(server_id=ids["master"], domain_id=1, gtid="1-11-9", seq_no=9, sampled_at=then)
+        samples.add_position(server_id=ids["replica1"], domain_id=2, gtid="2-11-4", seq_no=4, sampled_at=then)
+        await samples.write()
+    body = (await client.get(url, params={"last_s": 60})).json()
+    servers = {s["server_id"]: s for s in body["servers"]}
+    assert body["window"]["kind"] == "time" and body["window"]["from_seq"] == {"1": 10, "2": 5}
+    # Newest first as the binlog holds them: the second write's domains 1 then 2, before them the first's domain 2.
+    second, first = ["2-11-11", "2-11-10", "2-11-9", "1-11-11", "1-11-10"], ["2-11-8", "2-11-7", "2-11-6", "2-11-5"]
+    assert listed(servers[ids["master"]]) == second + first
+    assert listed(servers[ids["replica2"]]) == [f"2-11-{n}" for n in range(8, 4, -1)]
+    assert servers[ids["replica2"]]["behind"] == {"1": 3, "2": 3}
+
+
+async def test_a_malformed_or_contradictory_window_is_refused_precisely(
+    client: httpx.AsyncClient, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    cluster = ferryd_factory(first_server_id=11)
+    cluster_id, _ = await register(client, cluster)
+    url = f"/api/v1/clusters/{cluster_id}/interleavings"
+    cases = [
+        ({"from": "1-11-5,2-11-x"}, "bad_gtid", "from: invalid GTID text \"1-11-5,2-11-x\" at column 13: expected "
+         "seq_no (a decimal number), found 'x'"),
+        ({"to": "1-11-5,1-12-6"}, "bad_gtid", "to: invalid GTID text \"1-11-5,1-12-6\" at column 8: domain 1 appears "
+         "twice in the position"),
+        ({"from": "1-11-9", "to": "1-11-5"}, "bad_range", "domain 1: from seq_no 9 is after to seq_no 5"),
+        ({"from": ""}, "bad_range", "from/to: name at least one GTID (domain-server-seq)"),
+        ({"last_s": 10, "to": "1-11-5"}, "window_conflict",
+         "last_s and from/to: choose one window, by time or by GTID"),
+    ]  # fmt: skip
+    for params, code, message in cases:
+        response = await client.get(url, params=params)
+        assert response.status_code == 422, (params, response.text)
+        assert response.json()["error"] == {"code": code, "message": message}, params
+    for params in ({"last_s": 0}, {"last_s": 3601}, {"last_s": "ten"}):
+        response = await client.get(url, params=params)
+        assert response.status_code == 422 and "last_s" in response.text, (params, response.text)

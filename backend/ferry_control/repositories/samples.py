@@ -98,6 +98,17 @@ class SampleRepository:
             statement = statement.where(PositionSample.domain_id == domain_id)
         return statement
 
+    async def reach_at(self, cluster_id: int, at: datetime) -> dict[int, int]:
+        """Per domain, the highest seq_no any of the cluster's servers had reached at `at` (their samples are
+        change-only, so the last one at or before `at` is the value then; positions only grow)."""
+        statement = (
+            select(PositionSample.domain_id, func.max(PositionSample.seq_no))
+            .join(Server, Server.id == PositionSample.server_id)
+            .where(Server.cluster_id == cluster_id, PositionSample.sampled_at <= at)
+            .group_by(PositionSample.domain_id)
+        )
+        return {int(domain): int(seq_no) for domain, seq_no in (await self.session.execute(statement)).all()}
+
     async def position_extent(
         self, cluster_id: int, since: datetime, until: datetime, server_id: int | None = None,
         domain_id: int | None = None,

@@ -1,6 +1,9 @@
-"""Interleavings: the recent transactions of every server, aligned by GTID."""
+"""Interleavings: every server's transactions within a window (by count, by time or by GTID range), aligned by
+GTID, with how far behind the window's newest end each server is."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,6 +49,21 @@ class ServerEvents(BaseModel):
         description="The (domain, origin) pairs among the GTIDs shown that this server will never receive, and why "
         "(from the replication graph and its connections' filters as the collector last saw them).",
     )
+    reached: dict[int, int] = Field(
+        default_factory=dict,
+        description="Per domain, the seq_no this server has reached: the most of its position as the collector "
+        "read it and the newest transaction its binlog showed in this read.",
+    )
+    behind: dict[int, int] = Field(
+        default_factory=dict,
+        description="Per domain, how many transactions (seq_nos) it lacks of the window's newest end "
+        "(window.newest − reached); a domain it is level in, or will never receive, is not listed.",
+    )
+    truncated: bool = Field(
+        False,
+        description="The read stopped at `limit` transactions before reaching the window's start: older ones in the "
+        "window are not listed.",
+    )
 
 
 class AlignedTransaction(BaseModel):
@@ -58,6 +76,25 @@ class AlignedTransaction(BaseModel):
     )
     positions: dict[int, int] = Field(
         description="Per registered server id that has it: its index in that server's list (0 = newest)."
+    )
+
+
+class InterleavingWindow(BaseModel):
+    kind: Literal["count", "time", "gtid"] = Field(
+        description="count: the newest `limit` transactions of each server; time: the last `last_s` seconds of "
+        "writes; gtid: the range from/to per domain."
+    )
+    last_s: int | None = None
+    limit: int = Field(description="Transactions listed per server at most.")
+    from_seq: dict[int, int] = Field(
+        description="Per domain, the window's oldest seq_no (inclusive); for a time window, one past what the "
+        "cluster's servers had reached last_s seconds ago as the collector recorded it. A domain not listed starts "
+        "at its first transaction."
+    )
+    to_seq: dict[int, int] | None = Field(description="Per domain, the window's newest seq_no (inclusive).")
+    domains: list[int] | None = Field(description="Only these domains (a GTID range's); null: every domain.")
+    newest: dict[int, int] = Field(
+        description="Per domain, the window's newest end: the most any answering server has reached (at most to)."
     )
 
 
@@ -78,3 +115,4 @@ class Interleavings(BaseModel):
     cluster_id: int
     servers: list[ServerEvents]
     union: list[AlignedTransaction] = Field(description="Every GTID seen on any server, oldest first.")
+    window: InterleavingWindow

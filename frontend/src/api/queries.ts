@@ -98,31 +98,42 @@ export function useLagHistory(clusterId: number, window: TimeWindow, domain: num
   });
 }
 
-/** Each server's recent binlog; `live` refetches every 2 s, paused keeps what is shown. */
 /** How long the dashboard waits for an interleavings answer (the backend bounds each server's part by
  * heavy_read_timeout_s, 10 s by default, and answers with that server's error) before it says so. */
 export const INTERLEAVINGS_TIMEOUT_MS = 15_000;
 
-/** Every server's recent binlog. Bounded in time: no answer within `timeoutMs` is an error saying so (not a
- * spinner forever), and it is not retried on its own — the live refresh, or the view's Retry, asks again. */
+/** The window an interleavings read covers: the newest `limit` of each server, the last `last_s` seconds, or a GTID
+ * range (`from`/`to` positions). */
+export interface InterleavingsWindow {
+  limit?: number;
+  last_s?: number;
+  from?: string;
+  to?: string;
+}
+
+/** Every server's binlog within `window` (null: nothing asked yet); `live` refetches every 2 s. Bounded in time: no
+ * answer within `timeoutMs` is an error saying so (not a spinner forever), and it is not retried on its own — the
+ * live refresh, or the view's Retry, asks again. */
 export function useInterleavings(
   clusterId: number,
-  limit: number,
+  window: InterleavingsWindow | null,
   domain: number | null,
   live: boolean,
   timeoutMs = INTERLEAVINGS_TIMEOUT_MS,
 ) {
+  const limit = window?.limit ?? 0;
   return useQuery({
-    queryKey: queryKeys.interleavings(clusterId, { limit, domain }),
+    queryKey: [...queryKeys.interleavings(clusterId, { limit, domain }), { last_s: window?.last_s, from: window?.from, to: window?.to }],
     queryFn: ({ signal }) =>
       withTimeout(signal, timeoutMs, (bounded) =>
         unwrap(
           api.GET("/api/v1/clusters/{cluster_id}/interleavings", {
-            params: { path: { cluster_id: clusterId }, query: { limit, domain } },
+            params: { path: { cluster_id: clusterId }, query: { ...window, domain } },
             signal: bounded,
           }),
         ),
       ),
+    enabled: window !== null,
     refetchInterval: live ? 2000 : false,
     placeholderData: (previous) => previous,
     retry: false,

@@ -387,7 +387,7 @@ export interface paths {
         };
         /**
          * Stream interleavings
-         * @description Reads every server's recent binlog events: `limit` is capped by the interleavings_events_max setting (422 beyond); each token may ask expensive_reads_per_min times a minute, and have heavy_reads_per_token_max in progress at once, an instance heavy_reads_max (429 beyond); each server's part is bounded by heavy_read_timeout_s (then that server's error).
+         * @description Reads every server's binlog transactions within a window: the newest `limit` of each server (the default), the last `last_s` seconds of writes, or the GTID range `from`/`to` per domain (positions, e.g. `1-1-100,2-2-40`: only the domains they name) — `last_s` and `from`/`to` exclusive (422 window_conflict); malformed GTIDs are 422 bad_gtid naming the column, a domain whose `from` is after its `to` 422 bad_range. `limit` (at most the interleavings_events_max setting, 422 beyond) bounds each server's part of a window (its default then); each token may ask expensive_reads_per_min times a minute, and have heavy_reads_per_token_max in progress at once, an instance heavy_reads_max (429 beyond); each server's part is bounded by heavy_read_timeout_s (then that server's error).
          */
         get: operations["get_interleavings_api_v1_clusters__cluster_id__interleavings_get"];
         put?: never;
@@ -3372,6 +3372,48 @@ export interface components {
             /** Others */
             others: components["schemas"]["ServerConnection"][];
         };
+        /** InterleavingWindow */
+        InterleavingWindow: {
+            /**
+             * Kind
+             * @description count: the newest `limit` transactions of each server; time: the last `last_s` seconds of writes; gtid: the range from/to per domain.
+             * @enum {string}
+             */
+            kind: "count" | "time" | "gtid";
+            /** Last S */
+            last_s?: number | null;
+            /**
+             * Limit
+             * @description Transactions listed per server at most.
+             */
+            limit: number;
+            /**
+             * From Seq
+             * @description Per domain, the window's oldest seq_no (inclusive); for a time window, one past what the cluster's servers had reached last_s seconds ago as the collector recorded it. A domain not listed starts at its first transaction.
+             */
+            from_seq: {
+                [key: string]: number;
+            };
+            /**
+             * To Seq
+             * @description Per domain, the window's newest seq_no (inclusive).
+             */
+            to_seq: {
+                [key: string]: number;
+            } | null;
+            /**
+             * Domains
+             * @description Only these domains (a GTID range's); null: every domain.
+             */
+            domains: number[] | null;
+            /**
+             * Newest
+             * @description Per domain, the window's newest end: the most any answering server has reached (at most to).
+             */
+            newest: {
+                [key: string]: number;
+            };
+        };
         /**
          * Interleavings
          * @example {
@@ -3408,6 +3450,7 @@ export interface components {
              * @description Every GTID seen on any server, oldest first.
              */
             union: components["schemas"]["AlignedTransaction"][];
+            window: components["schemas"]["InterleavingWindow"];
         };
         /**
          * LagHistory
@@ -5215,6 +5258,26 @@ export interface components {
              * @description The (domain, origin) pairs among the GTIDs shown that this server will never receive, and why (from the replication graph and its connections' filters as the collector last saw them).
              */
             never?: components["schemas"]["NeverReceived"][];
+            /**
+             * Reached
+             * @description Per domain, the seq_no this server has reached: the most of its position as the collector read it and the newest transaction its binlog showed in this read.
+             */
+            reached?: {
+                [key: string]: number;
+            };
+            /**
+             * Behind
+             * @description Per domain, how many transactions (seq_nos) it lacks of the window's newest end (window.newest − reached); a domain it is level in, or will never receive, is not listed.
+             */
+            behind?: {
+                [key: string]: number;
+            };
+            /**
+             * Truncated
+             * @description The read stopped at `limit` transactions before reaching the window's start: older ones in the window are not listed.
+             * @default false
+             */
+            truncated: boolean;
         };
         /**
          * ServerKind
@@ -8024,10 +8087,16 @@ export interface operations {
     get_interleavings_api_v1_clusters__cluster_id__interleavings_get: {
         parameters: {
             query?: {
-                /** @description Recent transactions asked of each server. */
-                limit?: number;
+                /** @description Transactions per server: the newest this many (50 unless given), or at most this many within a window (interleavings_events_max unless given). */
+                limit?: number | null;
                 /** @description Only this domain. */
                 domain?: number | null;
+                /** @description The window: the last this many seconds of writes. */
+                last_s?: number | null;
+                /** @description The window's oldest GTID per domain (inclusive). */
+                from?: string | null;
+                /** @description The window's newest GTID per domain (inclusive). */
+                to?: string | null;
             };
             header?: never;
             path: {

@@ -18,6 +18,7 @@ function events(serverId: number, name: string, oldestFirst: string[], commitIds
     error: null,
     position: {},
     never: [],
+    truncated: false,
     transactions: oldestFirst
       .map((label, i) => {
         const [domain, seq] = label.split("-").map(Number) as [number, number];
@@ -28,8 +29,11 @@ function events(serverId: number, name: string, oldestFirst: string[], commitIds
   };
 }
 
+const WINDOW: Schemas["InterleavingWindow"] = { kind: "time", last_s: 10, limit: 1000, from_seq: { 1: 1 }, to_seq: null, domains: null, newest: { 1: 2, 2: 2 } };
+
 const INTERLEAVINGS: Schemas["Interleavings"] = {
   cluster_id: 1,
+  window: WINDOW,
   servers: [events(1, "a", ["1-1", "2-1", "1-2", "2-2"]), events(2, "b", ["2-1", "1-1", "2-2", "1-2"])],
   union: [],
 };
@@ -79,13 +83,14 @@ describe("InterleavingsView", () => {
     await user.click(screen.getByRole("checkbox", { name: /domain 2/ }));
     expect(screen.getByTestId("search").textContent).toBe("?domains=2");
     expect(within(laneB).getAllByRole("listitem").map((li) => li.textContent)).toEqual(["2-1", "2-2"]);
-    expect(requests[0]!.query.get("limit")).toBe("50");
+    expect(requests[0]!.query.get("last_s")).toBe("10");
   });
 });
 
 describe("InterleavingsView: hover, never and not yet, errors", () => {
   const FIRST: Schemas["Interleavings"] = {
     cluster_id: 1,
+    window: WINDOW,
     servers: [
       events(1, "a", ["1-1", "2-1", "1-2", "2-2"]),
       events(2, "b", ["1-1", "2-1", "1-2"]),
@@ -103,7 +108,7 @@ describe("InterleavingsView: hover, never and not yet, errors", () => {
   };
   const highlightedGtids = () => [...document.querySelectorAll('[data-highlighted="true"]')].map((el) => el.getAttribute("data-gtid"));
 
-  it("keeps the hovered GTID highlighted across a refresh, though another block comes under the still pointer", async () => {
+  it("holds the lanes while a transaction is hovered, says so, and shows the newer answer once the pointer leaves", async () => {
     let calls = 0;
     mockApi({
       "GET /api/v1/clusters/1/interleavings": () => ({ body: calls++ === 0 ? FIRST : SECOND }),
@@ -111,16 +116,90 @@ describe("InterleavingsView: hover, never and not yet, errors", () => {
     });
     renderSignedIn(<InterleavingsView clusterId={1} />, { role: "viewer", url: "/clusters/1/interleavings" });
     const laneA = await screen.findByRole("group", { name: "Binlog of a" });
+    const lanes = screen.getByTestId("lanes");
+    expect(screen.queryByTestId("hover-paused")).toBeNull();
     fireEvent.mouseMove(within(laneA).getByText("2-1"), { clientX: 40, clientY: 12 });
     expect(highlightedGtids()).toEqual(["2-1-1", "2-1-1"]);
-    // The live refresh (every 2 s) brings 1-1-3; the browser then reports the pointer over whatever block moved under it.
-    await waitFor(() => expect(within(laneA).getByText("1-3")).toBeTruthy(), { timeout: 5000 });
-    fireEvent.mouseMove(within(laneA).getByText("1-2"), { clientX: 40, clientY: 12 });
+    expect(screen.getByTestId("hover-paused").textContent).toBe("⏸ Paused while the pointer is on a transaction; live again when it leaves.");
+    // The live refresh (every 2 s) answers with 1-1-3: it waits, the lanes do not move under the pointer.
+    await waitFor(() => expect(screen.getByTestId("hover-paused").textContent).toContain("a newer answer is waiting"), { timeout: 5000 });
+    expect(within(laneA).queryByText("1-3")).toBeNull();
     expect(highlightedGtids()).toEqual(["2-1-1", "2-1-1"]);
     expect(screen.getByText("GTID 2-1-1: a #2, b #2, c never")).toBeTruthy();
-    // A real move goes to the block under the pointer.
-    fireEvent.mouseMove(within(laneA).getByText("1-2"), { clientX: 41, clientY: 12 });
-    expect(highlightedGtids()).toEqual(["1-1-2", "1-1-2"]);
+    // Leaving the lanes: live again, with the newer answer.
+    fireEvent.mouseLeave(lanes, { clientX: 900, clientY: 500 });
+    expect(await within(laneA).findByText("1-3")).toBeTruthy();
+    expect(screen.queryByTestId("hover-paused")).toBeNull();
+    expect(highlightedGtids()).toEqual([]);
+  }, 10_000);
+
+  it("marks a lane short of the window's newest end with how many transactions it lacks, and one sharing nothing with the first as not comparable", async () => {
+    const window = { ...WINDOW, newest: { 1: 2, 2: 2 } };
+    const body: Schemas["Interleavings"] = {
+      cluster_id: 1,
+      window,
+      servers: [
+        events(1, "m1", ["1-1", "1-2"]),
+        { ...events(2, "m2", ["2-1", "2-2"]), never: [{ domain: 1, origin_server_id: 1, reason: "not downstream of m1" }] },
+        { ...events(4, "delayed", []), behind: { 1: 223, 2: 222 }, reached: { 1: 0, 2: 0 } },
+      ],
+      union: [],
+    };
+    mockApi({
+      "GET /api/v1/clusters/1/interleavings": () => ({ body }),
+      "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+    });
+    renderSignedIn(<InterleavingsView clusterId={1} />, { role: "viewer", url: "/clusters/1/interleavings?live=paused" });
+    const delayed = await screen.findByRole("group", { name: "Binlog of delayed" });
+    const mark = within(delayed).getByTestId("behind");
+    expect(mark.textContent).toBe("445 transactions behind ←");
+    expect(mark.getAttribute("title")).toBe("Behind the window's newest end by domain 1: 223, domain 2: 222 (seq_nos, from positions)");
+    expect(within(delayed).getByText("445 behind the newest end (domain 1: 223, domain 2: 222)")).toBeTruthy();
+    const m2 = screen.getByRole("group", { name: "Binlog of m2" });
+    expect(within(m2).getByTestId("no-overlap").textContent).toBe("no overlap to compare with m1");
+    expect(within(m2).queryByText(/same interleaving/)).toBeNull();
+    expect(within(m2).queryByTestId("behind")).toBeNull();
+    expect(screen.getByTestId("window").textContent).toContain("The last 10 s of writes: domain 1 seq 1–2, domain 2 from its first–2 (at most 1000 per server).");
+  });
+
+  it("asks for a GTID range as typed and shows the server's reason when it refuses it", async () => {
+    const requests: URLSearchParams[] = [];
+    mockApi({
+      "GET /api/v1/clusters/1/interleavings": ({ query }) => {
+        requests.push(query);
+        return query.get("from") === "1-1-9"
+          ? { status: 422, body: { error: { code: "bad_range", message: "domain 1: from seq_no 9 is after to seq_no 5" } } }
+          : { body: FIRST };
+      },
+      "GET /api/v1/clusters/1/topology": () => ({ body: TOPOLOGY }),
+    });
+    const user = userEvent.setup();
+    renderSignedIn(
+      <>
+        <InterleavingsView clusterId={1} />
+        <Search />
+      </>,
+      { role: "viewer", url: "/clusters/1/interleavings?live=paused" },
+    );
+    await screen.findByRole("group", { name: "Binlog of a" });
+    await user.selectOptions(screen.getByRole("combobox", { name: "Window" }), "gtid");
+    expect(screen.getByTestId("search").textContent).toBe("?live=paused&window=gtid");
+    const range = () => screen.getByRole("form", { name: "GTID range" });
+    expect(screen.getByText(/Give the range's first GTID/)).toBeTruthy();
+    await user.type(within(range()).getByRole("textbox", { name: "From" }), "1-1-2,2-1-1");
+    await user.type(within(range()).getByRole("textbox", { name: "To" }), "1-1-4");
+    await user.click(within(range()).getByRole("button", { name: "Show range" }));
+    await waitFor(() => expect(requests.at(-1)?.get("from")).toBe("1-1-2,2-1-1"));
+    expect(requests.at(-1)?.get("to")).toBe("1-1-4");
+    expect(requests.at(-1)?.has("last_s")).toBe(false);
+    expect(await screen.findByRole("group", { name: "Binlog of a" })).toBeTruthy();
+
+    await user.clear(within(range()).getByRole("textbox", { name: "From" }));
+    await user.type(within(range()).getByRole("textbox", { name: "From" }), "1-1-9");
+    await user.clear(within(range()).getByRole("textbox", { name: "To" }));
+    await user.type(within(range()).getByRole("textbox", { name: "To" }), "1-1-5");
+    await user.click(within(range()).getByRole("button", { name: "Show range" }));
+    expect(await screen.findByText(/domain 1: from seq_no 9 is after to seq_no 5/)).toBeTruthy();
   });
 
   it("in a lane without the hovered GTID, says in its column whether it will never come or not yet", async () => {
@@ -167,6 +246,7 @@ describe("InterleavingsView: commit groups and a picked GTID", () => {
   // Master a (server 1 in the topology) committed 1-2 and 2-2 in one group; replica b holds them apart.
   const GROUPED: Schemas["Interleavings"] = {
     cluster_id: 1,
+    window: WINDOW,
     servers: [
       events(1, "a", ["1-1", "2-1", "1-2", "2-2"], [1, 2, 3, 3]),
       events(2, "b", ["1-2", "1-1", "2-2", "2-1"], [7, 8, 9, 10]),
@@ -218,6 +298,6 @@ describe("InterleavingsView: commit groups and a picked GTID", () => {
     await user.click(screen.getByRole("button", { name: "Clear" }));
     expect(screen.getByTestId("search").textContent).toBe("");
     expect(screen.queryAllByTestId("picked-place")).toHaveLength(0);
-    expect(requests.filter((r) => r.path.endsWith("/interleavings"))[0]!.query.get("limit")).toBe("50");
+    expect(requests.filter((r) => r.path.endsWith("/interleavings"))[0]!.query.get("last_s")).toBe("10");
   });
 });

@@ -12,6 +12,7 @@ import { domainColor } from "./domainColors";
 import type { HoverEvent } from "./hover";
 import { ABSENT_SHORT, presenceOf } from "./presence";
 import { anchorAt, isAtEnd, scrollTarget, type ScrollAnchor } from "./scrollAnchor";
+import { behindText } from "./windowChoice";
 
 /** One column's width in pixels (a block and the gap after it); the stylesheet's .block width is this minus GAP_PX. */
 export const COLUMN_PX = 80;
@@ -59,6 +60,7 @@ type LaneRowProps = {
 
 function LaneRow({ lane, firstName, highlighted, onFocusGtid, laneCount, columnCount, absentShown, marks, picked, onPick }: LaneRowProps) {
   const place = picked ? pickedPlace(lane, picked) : null;
+  const behind = lane.error ? null : behindText(lane.behind);
   const held = new Set(lane.blocks.map((block) => block.gtid));
   const absent = absentShown.filter(({ gtid }) => !held.has(gtid)).map((shown) => ({ ...shown, presence: presenceOf(lane, shown.gtid) }));
   return (
@@ -71,13 +73,19 @@ function LaneRow({ lane, firstName, highlighted, onFocusGtid, laneCount, columnC
           ) : (
             <>
               <span>{lane.domainOrderKept ? "✓ each domain in order" : "✕ a domain is out of order"}</span>
-              {lane.sameInterleavingAsFirst === null ? null : (
+              {lane.sameInterleavingAsFirst === null ? null : !lane.overlapsFirst ? (
+                <div className="muted" data-testid="no-overlap">
+                  no overlap to compare with {firstName}
+                </div>
+              ) : (
                 <div title={lane.interleavingNote ?? undefined}>
                   {lane.sameInterleavingAsFirst
                     ? `= same interleaving as ${firstName}`
                     : `≠ interleaving differs from ${firstName}: ${lane.interleavingNote ?? "in order"}`}
                 </div>
               )}
+              {lane.truncated ? <div className="muted">only the newest of the window listed (its bound)</div> : null}
+              {behind ? <div className="behind-head">{behind.total} behind the newest end ({behind.detail})</div> : null}
               {lane.inColumnOrder ? null : <div>⇄ its binlog crosses the columns (hover for its own order)</div>}
             </>
           )}
@@ -88,7 +96,7 @@ function LaneRow({ lane, firstName, highlighted, onFocusGtid, laneCount, columnC
           ) : null}
         </div>
       </div>
-      <ol className="lane-blocks" style={{ gridTemplateColumns: `repeat(${columnCount}, ${COLUMN_PX - GAP_PX}px)`, columnGap: GAP_PX }}>
+      <ol className="lane-blocks" style={{ gridTemplateColumns: `repeat(${columnCount}, ${COLUMN_PX - GAP_PX}px) max-content`, columnGap: GAP_PX }}>
         {lane.blocks.map((block, i) => {
           const isHighlighted = block.gtid === highlighted;
           const tabStop = highlighted && held.has(highlighted) ? isHighlighted : i === 0;
@@ -116,6 +124,17 @@ function LaneRow({ lane, firstName, highlighted, onFocusGtid, laneCount, columnC
             </li>
           );
         })}
+        {behind ? (
+          <li
+            className="behind-mark"
+            style={{ gridColumn: columnCount + 1 }}
+            title={`Behind the window's newest end by ${behind.detail} (seq_nos, from positions)`}
+            data-testid="behind"
+            data-behind={behind.total}
+          >
+            {behind.total} transaction{behind.total === 1 ? "" : "s"} behind ←
+          </li>
+        ) : null}
         {absent.map(({ gtid, column, presence }) => (
           <li
             key={`absent ${gtid}`}

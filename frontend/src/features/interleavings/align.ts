@@ -44,6 +44,12 @@ export interface Lane {
   sameInterleavingAsFirst: boolean | null;
   /** Why it differs, in words; null when it does not. */
   interleavingNote: string | null;
+  /** It holds a GTID the first lane holds too (true for the first lane): without one there is nothing to compare. */
+  overlapsFirst: boolean;
+  /** Per domain, the transactions it lacks of the window's newest end (the server's figure, from positions). */
+  behind: Readonly<Record<string, number>>;
+  /** The server's read stopped at the window's bound before the window's start. */
+  truncated: boolean;
 }
 
 export interface Alignment {
@@ -113,6 +119,9 @@ export function alignLanes(servers: readonly ServerEvents[], domains?: readonly 
       domainOrderKept: keepsDomainOrder(inBinlogOrder),
       sameInterleavingAsFirst: null,
       interleavingNote: null,
+      overlapsFirst: true,
+      behind: server.behind ?? {},
+      truncated: server.truncated ?? false,
     };
   });
 
@@ -120,11 +129,13 @@ export function alignLanes(servers: readonly ServerEvents[], domains?: readonly 
   let interleavingsDiffer = false;
   if (first) {
     const binlogOrder = (lane: Lane) => [...lane.blocks].sort((a, b) => a.index - b.index);
+    const inFirst = new Set(first.blocks.map((block) => block.gtid));
     for (const lane of lanes.slice(1)) {
       const comparison = compareInterleaving(binlogOrder(first), binlogOrder(lane));
       lane.sameInterleavingAsFirst = comparison.same;
       lane.interleavingNote = comparison.note;
-      if (!comparison.same) interleavingsDiffer = true;
+      lane.overlapsFirst = lane.blocks.some((block) => inFirst.has(block.gtid));
+      if (!comparison.same && lane.overlapsFirst) interleavingsDiffer = true;
     }
   }
   return { lanes, columns, columnOf, domains: [...allDomains].sort((a, b) => a - b), positions, interleavingsDiffer };

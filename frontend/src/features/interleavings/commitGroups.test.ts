@@ -12,6 +12,9 @@ const lane = (serverId: number, blocks: [string, number | null][]): Lane => ({
   inColumnOrder: true, position: new Map(), never: [],
   sameInterleavingAsFirst: null,
   interleavingNote: null,
+  overlapsFirst: true,
+  behind: {},
+  truncated: false,
 });
 
 describe("commitGroupMarks", () => {
