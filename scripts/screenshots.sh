@@ -3,12 +3,14 @@
 # in Debian's Chromium from the running `make up` stack (.run/stack.json): e2e/specs/guide.spec.ts walks the tour and
 # checks what each picture shows. Needs the stack up with seed000 (plain `make up` starts it). When the ferryd
 # cluster has had no drill yet it runs one (rotation, switched back) so the histories have something to show; the
-# switchover is only previewed. Arguments go to `playwright test`.
+# switchover is only previewed. FERRY_E2E_STACK=PATH/stack.json takes them from another stack started by
+# scripts/stack.sh as `make up` starts it (seed000 with its delayed and parallel replicas, its servers named by
+# scripts/name_servers.py). Arguments go to `playwright test`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-stack_json="$root/.run/stack.json"
-[ -f "$stack_json" ] || { echo "no stack in .run/: run \`make up\` first" >&2; exit 1; }
+stack_json=$(realpath -m "${FERRY_E2E_STACK:-$root/.run/stack.json}")
+[ -f "$stack_json" ] || { echo "no stack at $stack_json: run \`make up\` first" >&2; exit 1; }
 api=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["api"])' "$stack_json")
 curl -fsS "$api/api/v1/health" > /dev/null || { echo "the API at $api does not answer: run \`make up\` first" >&2; exit 1; }
 

@@ -11,7 +11,8 @@
 # FERRY_MARIADB_DELAY_S (30 s) so lag in seconds shows, server 5 applying in parallel while a demo "report" holds
 # domain 1's table there for FERRY_MARIADB_REPORT_LOCK_S (8 s) of every 20 s, so that domain's lag climbs and
 # drains while domain 2 keeps applying, with a load writer at a varying rate; registered with its
-# logins and discovered from server 3. FERRY_MARIADB_SEED000=0 leaves it out (and MariaDB is then not needed).
+# logins and discovered from server 3, its servers then registered under the names printed, s1-s5
+# (scripts/name_servers.py). FERRY_MARIADB_SEED000=0 leaves it out (and MariaDB is then not needed).
 #
 # FERRY_STACK=mariadb: MariaDB instead of ferryd (Debian's mariadb-server, installed when absent by
 # scripts/ensure-mariadb.sh): the three-server cluster "mariadb" (server 1 the master, 2 and 3 read-only replicas,
@@ -49,6 +50,9 @@ fi
 export FERRY_RUN_DIR="$root/.run" FERRY_BIN_DIR="$root/engine/target/release"
 unset FERRY_PORT_BASE FERRY_STACK_DATABASE_URL
 scripts/stack.sh start
+# Discovery named the MariaDB servers by their addresses: registered under the names printed below (s1, s2, …), so
+# `ferryctl failover seed000 --from s1 --wait` finds what this prints.
+.venv/bin/python scripts/name_servers.py .run/stack.json
 eval "$(python3 -c '
 import json, shlex
 s = json.load(open(".run/stack.json"))
