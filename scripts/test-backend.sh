@@ -21,6 +21,8 @@ if [ $# -eq 0 ]; then set -- backend/tests; fi
 # Tests run in FERRY_TEST_WORKERS processes (pytest-xdist; default 3): each has its own databases (unique
 # names), ferryd nodes, mariadbd and HAProxy processes on ports the system hands out, and temporary directories, so
 # no two share anything. Most of a test's time is spent waiting on those servers, so on two cores three workers
-# finish soonest (measured: 2 → 263 s, 3 → 231 s, 4 → 252 s); an idle worker takes tests queued for another
-# (worksteal), so one long test does not leave a core idle at the end. FERRY_TEST_WORKERS=0 runs it in this one process.
-.venv/bin/pytest -q -n "${FERRY_TEST_WORKERS:-3}" --dist worksteal "$@"
+# finish soonest (measured: 2 → 263 s, 3 → 231 s, 4 → 252 s). Tests go out one at a time to whichever worker is free
+# (`--dist load --maxschedchunk 1`), the ones marked `long` first (backend/tests/conftest.py): the longest start at
+# once on different workers and the short ones fill in around them, so the run does not end on one worker finishing a
+# long test alone. FERRY_TEST_WORKERS=0 runs it in this one process.
+.venv/bin/pytest -q -n "${FERRY_TEST_WORKERS:-3}" --dist load --maxschedchunk 1 "$@"

@@ -22,6 +22,7 @@ work=$(mktemp -d /tmp/ferry-test.XXXXXX)
 started=$SECONDS
 timings=()
 children=()
+beside_ticks=""
 
 # The stages beside the main line are stopped by their pids when the run ends early. A Debian install under way is
 # left to finish: stopped half-way, dpkg would leave the machine's packages half-configured.
@@ -33,14 +34,28 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# stage NAME COMMAND...: runs it in the foreground and records how long it took; exits the run when it fails.
+# The machine's CPU counters (busy and total ticks, /proc/stat), to tell how busy the cores were during a stage.
+cpu_ticks() {
+  awk '/^cpu /{total=0; for (i=2; i<=NF; i++) total+=$i; print total-$5-$6, total}' /proc/stat
+}
+
+# busy_since "BUSY TOTAL": the share of the cores' time spent busy since that reading, in percent.
+busy_since() {
+  local before=($1) now
+  now=($(cpu_ticks))
+  echo $(((now[0] - before[0]) * 100 / (now[1] - before[1] + 1)))
+}
+
+# stage NAME COMMAND...: runs it in the foreground and records how long it took and how busy the cores were; exits
+# the run when it fails.
 stage() {
-  local name=$1 start=$SECONDS rc
+  local name=$1 start=$SECONDS rc ticks
   shift
   echo "== $name"
+  ticks=$(cpu_ticks)
   "$@"
   rc=$?
-  timings+=("$(printf '%-28s %5d s' "$name" $((SECONDS - start)))")
+  timings+=("$(printf '%-34s %5d s   cores %3d%% busy' "$name" $((SECONDS - start)) "$(busy_since "$ticks")")")
   if [ "$rc" != 0 ]; then
     echo "make test: $name failed (exit $rc)" >&2
     exit "$rc"
@@ -51,6 +66,7 @@ stage() {
 beside() {
   local name=$1
   shift
+  [ "${#children[@]}" != 0 ] || beside_ticks=$(cpu_ticks)
   (
     start=$SECONDS
     "$@" > "$work/$name.log" 2>&1
@@ -62,14 +78,15 @@ beside() {
 
 # joined NAME...: waits for those background stages, prints their output and times; fails when any failed.
 joined() {
-  local name rc seconds failed=0
+  local name rc seconds failed=0 busy
   wait "${children[@]}"
+  busy=$(busy_since "$beside_ticks")
   children=()
   for name in "$@"; do
     read -r rc seconds < "$work/$name.rc" || { rc=1; seconds=0; }
     echo "== $name (exit $rc, $seconds s)"
     cat "$work/$name.log"
-    timings+=("$(printf '%-28s %5d s' "$name" "$seconds")")
+    timings+=("$(printf '%-34s %5d s   cores %3d%% busy (together)' "$name" "$seconds" "$busy")")
     [ "$rc" = 0 ] || { echo "make test: $name failed (exit $rc)" >&2; failed=1; }
   done
   [ "$failed" = 0 ] || exit 1
@@ -106,5 +123,5 @@ stage "Debian packages (waited for)" scripts/ensure-packages.sh wait "$work/pack
 stage "backend" make --no-print-directory -o python-module -o engine-debug test-backend
 stage "end-to-end" make --no-print-directory -o python-module -o engine-debug test-e2e
 
-echo "make test: every suite passed in $((SECONDS - started)) s"
+echo "make test: every suite passed in $((SECONDS - started)) s (the cores' busy share counts every process on the machine)"
 printf '  %s\n' "${timings[@]}"

@@ -64,7 +64,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "long(rank=2): a test that takes a minute or more (many switchovers, a fault at every step): run before the"
+        " others, the lower ranks first (rank 1: the very longest)",
+    )
+
+
+def _start_rank(item: pytest.Item) -> int:
+    """When a test starts: the ranks of `long` first, every other test after (rank 3)."""
+    long = item.get_closest_marker("long")
+    if long is None:
+        return 3
+    return int(long.kwargs.get("rank", long.args[0] if long.args else 2))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The long tests first, the others in their order: the workers (scripts/test-backend.sh: one test at a time to
+    # whichever worker is free) start the longest at once, and the short ones fill in around them, so no worker is
+    # left running a long test alone at the end. Every worker sorts its collection the same way.
+    items.sort(key=_start_rank)
     if not config.getoption("--quick"):
         return
     kept, left = [], []

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pymysql
+import pytest
 
 from ferry_control.core.gtid import seq_by_domain
 from tests.conftest import LiveFactory
@@ -49,6 +50,7 @@ def behind(cluster: MariadbCluster, replica: int) -> int:
     return sum(max(0, seq - have.get(d, 0)) for d, seq in master.items())
 
 
+@pytest.mark.long
 async def test_a_busy_cluster_switches_over_by_catching_up_first(
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
 ) -> None:

@@ -31,6 +31,7 @@ async def cycles_after(live: Live, more: int) -> None:
     await eventually(f"{more} more collector cycles (at {collector.cycles})", lambda: collector.cycles >= target)
 
 
+@pytest.mark.long
 async def test_a_cluster_deleted_while_the_collector_records_it_answers_204_and_nothing_fails_after(
     live_app: LiveFactory, ferryd_factory, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -62,6 +62,7 @@ async def ferryctl(
     return run
 
 
+@pytest.mark.long
 async def test_status_then_switchover_with_wait(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], tmp_path: Path
 ) -> None:

@@ -257,6 +257,7 @@ HOSTILE_SEED = int(os.environ.get("FERRY_HOSTILE_SEED", "20261126"))
 MEMORY_GROWTH_MAX_MIB = 128
 
 
+@pytest.mark.long
 async def test_hostile_answers_never_stop_the_honest_cluster_and_each_names_what_was_wrong(
     live_app: LiveFactory, ferryd: FerrydCluster
 ) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pymysql
+import pytest
 
 from ferry_control.ctl.errors import ExitCode
 from tests.conftest import LiveFactory
@@ -57,6 +58,7 @@ def own_gtids(cluster: MariadbCluster, number: int) -> list[str]:
     return [g for g in state.split(",") if g and g.split("-")[0] in ("1", "2") and g.split("-")[1] == str(number)]
 
 
+@pytest.mark.long
 async def test_the_hub_moves_to_a_replica_and_back_under_load_in_both_domains(
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
 ) -> None:
@@ -114,6 +116,7 @@ async def test_the_hub_moves_to_a_replica_and_back_under_load_in_both_domains(
     assert max(gaps) < 60, gaps  # bounded by the operation's own waits; figures in docs/benchmarks.md
 
 
+@pytest.mark.long
 async def test_a_hub_dry_run_names_each_domains_source_the_settings_carried_over_and_a_delayed_candidate(
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
 ) -> None:
@@ -218,6 +221,7 @@ def hub_of(cluster: MariadbCluster) -> int | None:
     return None
 
 
+@pytest.mark.long
 async def test_killing_the_api_at_each_step_of_a_hub_switchover_leaves_one_hub(
     fault_database: str, mariadb_factory: Callable[..., MariadbCluster], tmp_path: Path
 ) -> None:

@@ -57,6 +57,7 @@ def assert_nothing_acknowledged_after_p(acked_gtids: list[str], stops: list[tupl
     assert not late, f"acknowledged after P (switchover, GTID, P): {late[:5]}"
 
 
+@pytest.mark.long
 async def test_switchovers_back_and_forth_under_load_lose_nothing(
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
 ) -> None:

@@ -70,6 +70,7 @@ def api_schema(live_database_url: str) -> Iterator[Any]:
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
+@pytest.mark.long
 def test_no_server_errors_and_answers_match_the_schema(api_schema: Any) -> None:
     """Each operation (but the endless SSE stream) gets `EXAMPLES_PER_OPERATION` generated cases, derandomized."""
     failures = []

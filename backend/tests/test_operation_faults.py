@@ -195,6 +195,7 @@ def one_master_followed(nodes: list[FerrydNode]) -> FerrydNode | None:
     return None
 
 
+@pytest.mark.long(rank=1)
 async def test_killing_the_api_at_each_step_of_a_switchover_ends_with_one_master_and_nothing_lost(
     fault_database: str, ferryd_factory: Callable[..., FerrydCluster], tmp_path: Path
 ) -> None:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ferry_control.ctl.errors import ExitCode
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
@@ -288,6 +290,7 @@ async def test_ferryd_bad_values_are_refused_and_change_nothing(
         assert connection(ferryd.replica1)["parallel"] == before
 
 
+@pytest.mark.long
 async def test_a_change_is_refused_while_another_operation_holds_the_cluster(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
 ) -> None:

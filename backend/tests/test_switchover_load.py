@@ -9,6 +9,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 
+import pytest
+
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
 from ferry_control.services.orchestrator.gtid import position
 from tests.conftest import LiveFactory
@@ -18,6 +20,7 @@ from tests.helpers import LOAD_FIELD, LOAD_TABLE, LoadWriter, register, run_oper
 SWITCHOVERS = 20
 
 
+@pytest.mark.long(rank=1)
 async def test_twenty_switchovers_under_load_lose_nothing(
     live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
 ) -> None:
