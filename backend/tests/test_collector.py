@@ -46,6 +46,11 @@ async def test_positions_matrix_lag_and_topology(
     assert all(row["gtid_current_pos"] == caught_up for row in matrix["rows"])
     assert all(row["ahead_of_all"] for row in matrix["rows"]), "equal positions are ahead of each other"
     assert sorted(matrix["could_be_master"]) == sorted(ids.values())
+    # Each row names the server by both ids, each called what it is: server_id is the one the server reports.
+    servers = (await client.get(f"/api/v1/clusters/{cluster_id}/servers")).json()
+    reported = {s["id"]: s["reported_server_id"] for s in servers}
+    assert None not in reported.values()
+    assert {row["registered_server_id"]: row["server_id"] for row in matrix["rows"]} == reported
 
     async with replication_stopped(ferryd.replica2):
         ahead = ferryd.write(4, domains=(1,))
@@ -53,7 +58,7 @@ async def test_positions_matrix_lag_and_topology(
         await app.state.collector.run_cycle()
 
         matrix = (await client.get(f"/api/v1/clusters/{cluster_id}/positions", params={"reached": ahead})).json()
-        rows = {row["server_id"]: row for row in matrix["rows"]}
+        rows = {row["registered_server_id"]: row for row in matrix["rows"]}
         behind = rows[ids["replica2"]]
         assert behind["cells"]["1"]["behind_transactions"] == 4
         assert behind["cells"]["2"]["behind_transactions"] == 0
@@ -338,7 +343,9 @@ async def test_recent_cycles_show_each_cycles_duration_and_failed_polls(
     assert (await anonymous.get("/api/v1/collector/cycles")).status_code == 401
 
     # The server behind the failed poll, with the collector's error: the silent one, never read (no server_id yet).
-    silent = next(s for s in (await client.get(f"/api/v1/clusters/{cluster_id}/servers")).json() if s["name"] == "silent")
+    silent = next(
+        s for s in (await client.get(f"/api/v1/clusters/{cluster_id}/servers")).json() if s["name"] == "silent"
+    )
     await app.state.collector.run_cycle()
     answer = await client.get("/api/v1/collector/failed-polls")
     assert answer.status_code == 200
@@ -370,5 +377,7 @@ async def test_recent_cycles_show_each_cycles_duration_and_failed_polls(
     assert (await client.delete(f"/api/v1/clusters/{cluster_id}/servers/{silent['id']}")).status_code == 204
     [gone] = (await client.get("/api/v1/collector/failed-polls")).json()["servers"]
     assert (gone["server"], gone["failed"], gone["server_id"]) == (
-        f"a server removed since (registered id {silent['id']})", 2, None
+        f"a server removed since (registered id {silent['id']})",
+        2,
+        None,
     )

@@ -284,7 +284,7 @@ async def test_last_observation_of_a_killed_server_survives_failed_polls_and_rea
         kept = ("gtid_binlog_pos", "gtid_current_pos", "read_only", "last_seen_at")
         assert {k: after[k] for k in kept} == {k: before[k] for k in kept}
         matrix = (await live.client.get(f"/api/v1/clusters/{cluster_id}/positions")).json()
-        row = next(r for r in matrix["rows"] if r["server_id"] == ids["master"])
+        row = next(r for r in matrix["rows"] if r["registered_server_id"] == ids["master"])
         assert row["last_seen_at"] == before["last_seen_at"] and row["health"] == "unreachable"
         assert {d: c["gtid"] for d, c in row["cells"].items()} == {
             str(int(g.split("-")[0])): g for g in written.split(",")

@@ -88,7 +88,7 @@ async def test_every_surface_reads_the_same_lag_at_one_moment(
     assert verdict(overview["worst_lag"]) == truth
     assert overview["worst_lag"]["replica"].startswith("replica2") and overview["worst_lag"]["domain"] == 1
     # The positions matrix: the same verdict in the replica's cell.
-    (row,) = [r for r in positions["rows"] if r["server_id"] == ids["replica2"]]
+    (row,) = [r for r in positions["rows"] if r["registered_server_id"] == ids["replica2"]]
     assert verdict(row["cells"]["1"]["lag"]) == truth and row["cells"]["1"]["lag_seconds"] == truth["seconds"]
     # The lag history: its newest sample of that series is the figure, and the delay band is the configured delay.
     series = [s for s in history["samples"] if s["link_id"] == edge["link_id"] and s["domain_id"] == 1]

@@ -74,7 +74,7 @@ async def test_seed000_is_healthy_while_a_locked_parallel_replica_is_flagged_as_
         assert {node["binlog_format"] for node in graph["nodes"]} == {"ROW"}
 
         matrix = (await client.get(f"/api/v1/clusters/{cluster_id}/positions")).json()
-        roots = {row["server_id"]: row["root_of"] for row in matrix["rows"] if row["root_of"]}
+        roots = {row["registered_server_id"]: row["root_of"] for row in matrix["rows"] if row["root_of"]}
         assert roots == {ids[1]: [1], ids[2]: [2]}
         assert {ids[1], ids[2], ids[3]} <= set(matrix["could_be_master"])  # each master of its own domain; the hub
 

@@ -24,7 +24,11 @@ class PositionCell(BaseModel):
 
 
 class PositionRow(BaseModel):
-    server_id: int
+    registered_server_id: int = Field(description="The control plane's id of the registered server (API paths).")
+    server_id: int | None = Field(
+        description="The server_id the server reports (MariaDB's @@server_id, the number in its GTIDs); null until "
+        "read."
+    )
     name: str
     health: str
     gtid_current_pos: str | None
@@ -60,7 +64,8 @@ class PositionMatrix(BaseModel):
                     "domains": [1, 2],
                     "most_advanced": "1-1-45,2-1-20",
                     "rows": [
-                        {"server_id": 1, "name": "node1", "health": "healthy", "gtid_current_pos": "1-1-45,2-1-20",
+                        {"registered_server_id": 3, "server_id": 1, "name": "node1", "health": "healthy",
+                         "gtid_current_pos": "1-1-45,2-1-20",
                          "gtid_binlog_pos": "1-1-45,2-1-20", "last_seen_at": "2026-11-21T13:00:01Z",
                          "cells": {
                              "1": {"gtid": "1-1-45", "seq_no": 45, "behind_transactions": 0, "lag_seconds": None},
@@ -68,7 +73,7 @@ class PositionMatrix(BaseModel):
                          },
                          "ahead_of_all": True, "has_reached": None}
                     ],
-                    "could_be_master": [1],
+                    "could_be_master": [3],
                 }
             ]
         }
@@ -79,8 +84,9 @@ class PositionMatrix(BaseModel):
     most_advanced: str = Field(description="The join (per-domain maximum) of every server's position.")
     rows: list[PositionRow]
     could_be_master: list[int] = Field(
-        description="Healthy servers out of maintenance whose position is ahead of every other server's, or that are "
-        "roots ahead of every other server in their own domains (`ahead_in_own_domains`)."
+        description="The registered ids (`registered_server_id`) of the healthy servers out of maintenance whose "
+        "position is ahead of every other server's, or that are roots ahead of every other server in their own domains "
+        "(`ahead_in_own_domains`)."
     )
 
 

@@ -137,7 +137,8 @@ class PositionService:
             )
             rows.append(
                 PositionRow(
-                    server_id=server.id,
+                    registered_server_id=server.id,
+                    server_id=server.reported_server_id,
                     name=server.name,
                     health=server.health.value,
                     gtid_current_pos=server.gtid_current_pos,
@@ -154,11 +155,11 @@ class PositionService:
             )
         by_id = {s.id: s for s in servers}
         could_be_master = [
-            row.server_id
+            row.registered_server_id
             for row in rows
             if (row.ahead_of_all or row.ahead_in_own_domains)
-            and by_id[row.server_id].health == HealthState.healthy
-            and not by_id[row.server_id].maintenance
+            and by_id[row.registered_server_id].health == HealthState.healthy
+            and not by_id[row.registered_server_id].maintenance
         ]
         return PositionMatrix(
             cluster_id=cluster_id,

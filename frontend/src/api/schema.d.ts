@@ -4523,7 +4523,7 @@ export interface components {
          * @example {
          *       "cluster_id": 1,
          *       "could_be_master": [
-         *         1
+         *         3
          *       ],
          *       "domains": [
          *         1,
@@ -4550,6 +4550,7 @@ export interface components {
          *           "health": "healthy",
          *           "last_seen_at": "2026-11-21T13:00:01Z",
          *           "name": "node1",
+         *           "registered_server_id": 3,
          *           "server_id": 1
          *         }
          *       ]
@@ -4569,14 +4570,22 @@ export interface components {
             rows: components["schemas"]["PositionRow"][];
             /**
              * Could Be Master
-             * @description Healthy servers out of maintenance whose position is ahead of every other server's, or that are roots ahead of every other server in their own domains (`ahead_in_own_domains`).
+             * @description The registered ids (`registered_server_id`) of the healthy servers out of maintenance whose position is ahead of every other server's, or that are roots ahead of every other server in their own domains (`ahead_in_own_domains`).
              */
             could_be_master: number[];
         };
         /** PositionRow */
         PositionRow: {
-            /** Server Id */
-            server_id: number;
+            /**
+             * Registered Server Id
+             * @description The control plane's id of the registered server (API paths).
+             */
+            registered_server_id: number;
+            /**
+             * Server Id
+             * @description The server_id the server reports (MariaDB's @@server_id, the number in its GTIDs); null until read.
+             */
+            server_id: number | null;
             /** Name */
             name: string;
             /** Health */

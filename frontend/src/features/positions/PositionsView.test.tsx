@@ -12,7 +12,7 @@ const cell = (gtid: string, behind: number): Schemas["PositionCell"] => ({
   gtid, seq_no: Number(gtid.split("-")[2]), behind_transactions: behind, lag_seconds: null,
 });
 const row = (id: number, name: string, cells: Record<string, Schemas["PositionCell"]>): Schemas["PositionRow"] => ({
-  server_id: id, name, health: "healthy", gtid_current_pos: null, gtid_binlog_pos: null, cells, ahead_of_all: id === 1,
+  registered_server_id: id, server_id: 10 + id, name, health: "healthy", gtid_current_pos: null, gtid_binlog_pos: null, cells, ahead_of_all: id === 1,
   root_of: [], ahead_in_own_domains: false,
 });
 

@@ -65,7 +65,7 @@ export function PositionsView({ clusterId }: { clusterId: number }) {
               </thead>
               <tbody>
                 {data.rows.map((row) => (
-                  <tr key={row.server_id}>
+                  <tr key={row.registered_server_id}>
                     <th scope="row">
                       {row.name}
                       <div className="small muted" data-read-at>
@@ -79,11 +79,11 @@ export function PositionsView({ clusterId }: { clusterId: number }) {
                       <Cell key={domain} cell={row.cells[String(domain)]} />
                     ))}
                     <td>
-                      {couldBe.has(row.server_id) && !row.ahead_of_all && (row.root_of ?? []).length > 0 ? (
+                      {couldBe.has(row.registered_server_id) && !row.ahead_of_all && (row.root_of ?? []).length > 0 ? (
                         <Badge tone="ok" symbol="✓">
                           {`yes, of domain${(row.root_of ?? []).length > 1 ? "s" : ""} ${(row.root_of ?? []).join(", ")} (its own)`}
                         </Badge>
-                      ) : couldBe.has(row.server_id) ? (
+                      ) : couldBe.has(row.registered_server_id) ? (
                         <Badge tone="ok" symbol="✓">yes</Badge>
                       ) : row.ahead_of_all || row.ahead_in_own_domains ? (
                         <Badge tone="warn" symbol="!">ahead of all, but not healthy or in maintenance</Badge>
