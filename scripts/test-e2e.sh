@@ -17,15 +17,8 @@ export FERRY_E2E_CHROMIUM=$chromium
 
 scripts/ensure-dashboard.sh
 scripts/ensure-mariadb.sh > /dev/null
-(
-  cd e2e
-  want=$(sha256sum package-lock.json | cut -d' ' -f1)
-  if [ "$(cat node_modules/.package-lock.sha 2>/dev/null)" != "$want" ]; then
-    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
-    echo "$want" > node_modules/.package-lock.sha
-  fi
-  npm run --silent typecheck
-)
+scripts/ensure-e2e.sh
+(cd e2e && npm run --silent typecheck)
 
 work=$(mktemp -d /tmp/ferry-e2e.XXXXXX)
 chmod 755 "$work"  # PostgreSQL runs as its own user when this runs as root: it must reach its directory

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: every suite, ordered so the two cores are busy from start to end, and the time each stage took.
 #
-#   in the background from the start   the Debian packages (ensure-packages.sh), the dashboard's npm ci, the
-#                                      backend's Python packages
+#   in the background from the start   the Debian packages (ensure-packages.sh), the npm packages of the dashboard
+#                                      and of the end-to-end suite, the backend's Python packages
 #   engine lint                        rustfmt, clippy, clippy with failpoints
 #   engine build                       every target of the workspace once (the tests, ferryd and ferry-bench share
 #                                      one feature set, so nothing is built twice) and the Python module
@@ -102,7 +102,7 @@ dashboard() {
 }
 
 scripts/ensure-packages.sh start "$work/packages"
-scripts/ensure-dashboard.sh deps > "$work/npm.log" 2>&1 &
+{ scripts/ensure-dashboard.sh deps && scripts/ensure-e2e.sh; } > "$work/npm.log" 2>&1 &
 npm=$!
 children+=("$npm")
 stage "Rust and Python tools" bash -c 'scripts/ensure-rust.sh && scripts/ensure-python.sh'
@@ -114,7 +114,7 @@ stage "engine lint" make --no-print-directory lint-engine
 wait "$backend_packages" || { cat "$work/backend-packages.log" >&2; echo "make test: the backend's Python packages did not install" >&2; exit 1; }
 stage "engine build" make --no-print-directory engine-debug python-module FERRY_PY_PROFILE=dev
 stage "engine failpoint tests" make --no-print-directory test-engine-failpoints
-wait "$npm" || { cat "$work/npm.log" >&2; echo "make test: the dashboard's npm ci failed" >&2; exit 1; }
+wait "$npm" || { cat "$work/npm.log" >&2; echo "make test: the dashboard's or the end-to-end suite's npm ci failed" >&2; exit 1; }
 children=()  # every one of them has ended
 beside "engine and Python module tests" engine_tests
 beside "dashboard" dashboard
