@@ -407,8 +407,9 @@ async def test_a_listing_reads_the_binlog_from_its_end_and_walks_back_in_windows
         master.sql.query = counted  # type: ignore[method-assign]
         page = await master.recent_events(3)
         assert page.transactions == newest, "the same transactions, tables and offsets as a read of the whole file"
+        # A fraction of the file's 2,000-odd events: a sample of its first ones, and its end from a found boundary.
         events_read = sum(n for sql, n in listed if "LIMIT %s, 1" not in sql and "BINLOG EVENTS" in sql)
-        assert events_read < 100, listed
+        assert events_read < 400, listed
         assert [t.gtid for t in (await master.recent_events(10_000, domain=9)).transactions] == nine
         walked: list[str] = []
         before = None

@@ -22,8 +22,10 @@ SCANNED_FILES_KEPT = 4
 BOUNDARY_PROBES_MAX = 12
 #: A boundary found this close before the wanted offset is close enough (the bytes between are read anyway).
 BOUNDARY_SLACK_BYTES = 32 * 1024
-#: The first guess of an event's size in bytes (a row event of a small transaction; corrected by every probe).
-EVENT_BYTES_GUESS = 100
+#: The events of a file's start whose sizes give the first estimate of an event's size (corrected by every probe).
+BOUNDARY_SAMPLE_EVENTS = 100
+#: A probe aims at this share of the distance to the target: short of it, so the next probe starts close.
+BOUNDARY_AIM = 0.95
 
 
 class MariadbBinlogEvents(MariadbServer):
@@ -147,14 +149,21 @@ class MariadbBinlogEvents(MariadbServer):
         """The offset of an event of `file` at or before `target` and at most BOUNDARY_SLACK_BYTES before it (4,
         the first event, for a target there or before), found without reading the events between: the server skips
         `n` events from a known boundary and returns the next one's offset (SHOW BINLOG EVENTS IN f FROM p LIMIT n,
-        1), `n` estimated from the event sizes seen so far; at most BOUNDARY_PROBES_MAX probes, then the best found
-        (the caller reads from there: more bytes, the same transactions)."""
+        1), `n` estimated from the size of the file's first events and aimed short of the target (a probe past it
+        makes the server read on to the file's end); at most BOUNDARY_PROBES_MAX probes, then the best found (the
+        caller reads from there: more bytes, the same transactions)."""
         known = 4
         if target - known <= BOUNDARY_SLACK_BYTES:
             return known
-        event_bytes = float(EVENT_BYTES_GUESS)
+        sample = await self.sql.query("SHOW BINLOG EVENTS IN %s FROM 4 LIMIT %s", (file, BOUNDARY_SAMPLE_EVENTS))
+        for row in sample:
+            if int(row.get("Pos") or 0) <= target:
+                known = max(known, int(row.get("Pos") or 0))
+        if len(sample) < BOUNDARY_SAMPLE_EVENTS or target - known <= BOUNDARY_SLACK_BYTES:
+            return known
+        event_bytes = max(1.0, (int(sample[-1].get("End_log_pos") or 0) - 4) / len(sample))
         for _ in range(BOUNDARY_PROBES_MAX):
-            skip = max(1, int((target - known) / event_bytes))
+            skip = max(1, int(BOUNDARY_AIM * (target - known) / event_bytes))
             rows = await self.sql.query("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s, 1", (file, known, skip))
             offset = int(rows[0].get("Pos") or 0) if rows else None
             if offset is None or offset > target:
