@@ -1,9 +1,11 @@
 // Stream interleavings: one lane per server, blocks coloured by domain and labelled domain-seq; hovering a
 // transaction (or reaching it by keyboard: Tab, then the arrow keys) highlights the same GTID in every lane (seed
 // 000's figure: each domain's order kept, the interleaving free to differ). The lanes are aligned by GTID (a GTID
-// sits at the same x in every lane), the newest is in view on load and after each refresh, a hover outlives the
-// refresh, and a lane without a GTID says whether it will never receive it (seed000's other master) or not yet (the
-// delayed replica).
+// sits at the same x in every lane), the newest is in view on load and after each refresh, the lanes hold still while
+// a transaction is hovered (said as paused) and move on once the pointer leaves, and a lane without a GTID says
+// whether it will never receive it (seed000's other master) or not yet (the delayed replica). On seed000 the window
+// is the last seconds of writes: the delayed replica's lane says how many transactions it is behind and that it has
+// nothing to compare, and a GTID range typed in the Window control lists exactly that range.
 import type { Locator, Page } from "@playwright/test";
 import { mariadbCluster } from "../mariadb";
 import { expect, openClusterTab, test } from "../fixtures";
@@ -87,9 +89,9 @@ test("lanes show several domains; hovering or moving by keyboard highlights one 
 });
 
 
-test("lanes are aligned by GTID, the newest stays in view as it refreshes, and a hover outlives the refresh", async ({ page, stack }) => {
+test("lanes are aligned by GTID, the newest stays in view as it refreshes, and the lanes hold still under a hover", async ({ page, stack }) => {
   test.setTimeout(120_000);
-  await openClusterTab(page, stack, "interleavings", "?last=200");
+  await openClusterTab(page, stack, "interleavings", "?window=n200");
   const lanes = page.getByRole("group", { name: /^Binlog of / });
   await expect(lanes).toHaveCount(3);
   await expect.poll(async () => (await alignmentSpread(page)).shared, { timeout: 30_000 }).toBeGreaterThan(10);
@@ -104,32 +106,29 @@ test("lanes are aligned by GTID, the newest stays in view as it refreshes, and a
   await expect((await newest(page)).block).toBeInViewport();
   expect((await alignmentSpread(page)).spread).toBeLessThanOrEqual(2);
 
-  // Hover a recent transaction every server holds (the demo writes fast: a window of 200 is a few seconds), then let
-  // the live refresh move the lanes under the still pointer.
+  // Hover a recent transaction every server holds: while the pointer is on it the live refresh moves nothing, and the
+  // view says it is paused (and, once a refresh answered, that a newer answer waits).
   const shared = lanes.first().locator("li.block:not(.block-partial)");
   const box = (await shared.nth((await shared.count()) - 3).boundingBox())!;
-  const pointer = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
-  await page.mouse.move(pointer.x, pointer.y);
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   const highlighted = page.locator('li.block[data-highlighted="true"]');
   await expect(highlighted.first()).toBeVisible();
   const gtid = (await highlighted.first().getAttribute("data-gtid"))!;
   const holders = page.locator(`li.block[data-gtid="${gtid}"]`);
+  const paused = page.getByTestId("hover-paused");
+  await expect(paused).toContainText("Paused while the pointer is on a transaction");
   const xBefore = (await holders.first().boundingBox())!.x;
   const before = (await newest(page)).gtid;
-  await expect.poll(async () => (await newest(page)).gtid, { timeout: 30_000, message: "a refresh while hovering" }).not.toBe(before);
-  // The lanes moved under the pointer (the newest end kept in view), yet the same GTID stays highlighted in every lane
-  // that holds it.
-  await expect.poll(async () => (await holders.first().boundingBox())!.x).toBeLessThan(xBefore - 40);
-  // What a browser does when content moves under a still pointer: it reports the pointer, at the same place, over
-  // whatever is there now.
-  await page.mouse.move(pointer.x, pointer.y);
-  const others = page.locator(`li.block[data-highlighted="true"]:not([data-gtid="${gtid}"])`);
-  const state = async () => {
-    const [lit, held, elsewhere] = [await highlighted.count(), await holders.count(), await others.count()];
-    return lit === held && held > 0 && elsewhere === 0 ? "highlighted in every lane that holds it" : `${lit} of ${held} highlighted, ${elsewhere} others`;
-  };
-  await expect.poll(state).toBe("highlighted in every lane that holds it");
+  await expect(paused).toContainText("a newer answer is waiting", { timeout: 30_000 });
+  expect((await newest(page)).gtid).toBe(before);
+  expect((await holders.first().boundingBox())!.x).toBe(xBefore);
+  expect(await highlighted.count()).toBe(await holders.count());
   await expect(page.getByText(new RegExp(`^GTID ${gtid}: `))).toBeVisible();
+
+  // The pointer leaves the lanes: live again, the newer transactions shown at once.
+  await page.getByRole("heading", { level: 1 }).hover();
+  await expect(paused).toHaveCount(0);
+  await expect.poll(async () => (await newest(page)).gtid, { timeout: 10_000 }).not.toBe(before);
 
   await page.getByRole("button", { name: "Pause" }).click();
   expect((await alignmentSpread(page)).spread).toBeLessThanOrEqual(2);
@@ -160,4 +159,25 @@ test("seed000: a lane without a GTID says never (the other master) or not yet (t
   const x = async (of: Locator) => (await of.boundingBox())!.x;
   expect(Math.abs((await x(never)) - (await x(block)))).toBeLessThanOrEqual(2);
   await expect(page.getByText(new RegExp(`^GTID ${gtid}: .*${m1.replace(/[.]/g, "\\.")} never`))).toBeVisible();
+
+  // The last 10 s (the default window): the replica 30 s behind has nothing in it; its lane says by how many
+  // transactions it is short of the newest end, and that it shares nothing to compare with the first lane.
+  await expect(page.getByTestId("window")).toContainText("The last 10 s of writes: domain 1 seq ");
+  const behind = lane(delayed).getByTestId("behind");
+  await expect(behind).toHaveText(/^\d+ transactions? behind ←$/);
+  expect(Number(await behind.getAttribute("data-behind"))).toBeGreaterThan(0);
+  await expect(lane(delayed).getByTestId("no-overlap")).toHaveText(/^no overlap to compare with /);
+  await expect(lane(delayed).getByText(/same interleaving/)).toHaveCount(0);
+
+  // A GTID range of master 2's domain, typed: exactly those six transactions, in every lane that has them.
+  const seq = Number(gtid.split("-")[2]);
+  await page.getByRole("combobox", { name: "Window" }).selectOption("gtid");
+  const range = () => page.getByRole("form", { name: "GTID range" });
+  await range().getByRole("textbox", { name: "From" }).fill(`2-2-${seq - 5}`);
+  await range().getByRole("textbox", { name: "To" }).fill(gtid);
+  await range().getByRole("button", { name: "Show range" }).click();
+  const labels = Array.from({ length: 6 }, (_, i) => `2-${seq - 5 + i}`);
+  await expect(lane(m2).locator("li.block")).toHaveText(labels);
+  await expect(lane(m1).locator("li.block")).toHaveCount(0);
+  await expect(page.getByTestId("window")).toContainText(`The GTID range: domain 2 seq ${seq - 5}–${seq}`);
 });
