@@ -180,6 +180,7 @@ class MariadbCluster:
         extra_args: Sequence[str] = (),
         die_with_parent: bool = False,
         tls: bool = False,
+        pristine: Path | None = None,
     ):
         self.root = Path(root).resolve()
         self.shape = shape
@@ -196,6 +197,10 @@ class MariadbCluster:
         #: A CA made for the cluster (root/tls/ca.pem, with the openssl command) signs each server's certificate
         #: for 127.0.0.1; clients may then verify the servers against root/tls/ca.pem.
         self.tls = tls
+        #: A directory for a pristine `mariadb-install-db` datadir, made there by the first cluster that needs it and
+        #: copied by every later one (the install is most of a cluster's start: its bootstrap fsyncs every system
+        #: table). None: each cluster installs its own. Not shared between processes: one directory per process.
+        self.pristine = Path(pristine).resolve() if pristine is not None else None
         ports = [base_port + i for i in range(servers)] if base_port else free_ports(servers)
         domains = shape_domains(shape, servers)
         self.servers = [
@@ -212,14 +217,18 @@ class MariadbCluster:
         try:
             self._made_root = not self.root.exists()
             self.root.mkdir(parents=True, exist_ok=True)
-            template = self.root / "template"
-            self._install(template)
+            if self.pristine is not None:
+                template = self._pristine_install(self.pristine)
+            else:
+                template = self.root / "template"
+                self._install(template)
             if self.tls:
                 self._make_certificates()
             for server in self.servers:
                 shutil.copytree(template, server.datadir, symlinks=True)
-            shutil.rmtree(template)
-            shutil.rmtree(self.root / "template.tmp", ignore_errors=True)
+            if self.pristine is None:
+                shutil.rmtree(template)
+                shutil.rmtree(self.root / "template.tmp", ignore_errors=True)
             for server in self.servers:
                 self._spawn(server)
             for server in self.servers:
@@ -334,6 +343,19 @@ class MariadbCluster:
             result = subprocess.run([openssl, *args], cwd=d, capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S)
             if result.returncode != 0:
                 raise RuntimeError(f"openssl {args[0]} failed: {result.stderr}")
+
+    def _pristine_install(self, directory: Path) -> Path:
+        """The datadir `mariadb-install-db` made in `directory`, made now when it is not there yet (installed beside
+        and renamed into place once complete, so a failed install is never copied)."""
+        datadir = directory / "datadir"
+        if not datadir.is_dir():
+            directory.mkdir(parents=True, exist_ok=True)
+            partial = directory / "installing"
+            shutil.rmtree(partial, ignore_errors=True)
+            self._install(partial)
+            shutil.rmtree(directory / "installing.tmp", ignore_errors=True)
+            partial.rename(datadir)
+        return datadir
 
     def _install(self, datadir: Path) -> None:
         args = [

@@ -346,14 +346,23 @@ def ferryd_factory(tmp_path: Path) -> Iterator[Callable[..., FerrydCluster]]:
             cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def mariadb_pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this test process keeps the datadir `mariadb-install-db` makes, installed once and copied for every
+    cluster (each xdist worker has its own)."""
+    return tmp_path_factory.mktemp("mariadb-pristine")
+
+
 @pytest.fixture
-def mariadb_factory(tmp_path: Path) -> Iterator[Callable[..., MariadbCluster]]:
+def mariadb_factory(tmp_path: Path, mariadb_pristine: Path) -> Iterator[Callable[..., MariadbCluster]]:
     """`mariadb_factory(servers=3, shape="star", **options)`: a fresh cluster of real mariadbd processes
     (tests/mariadb_cluster.py), always stopped and removed after the test."""
     clusters: list[MariadbCluster] = []
 
     def make(servers: int = 3, **options: Any) -> MariadbCluster:
-        cluster = MariadbCluster(tmp_path / f"mariadb{len(clusters)}", servers, die_with_parent=True, **options)
+        cluster = MariadbCluster(
+            tmp_path / f"mariadb{len(clusters)}", servers, die_with_parent=True, pristine=mariadb_pristine, **options
+        )
         clusters.append(cluster)
         cluster.start()
         return cluster

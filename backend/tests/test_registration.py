@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,8 +21,12 @@ Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture(scope="module")
-def seed000(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariadbCluster]:  # type: ignore[valid-type]
-    cluster = MariadbCluster(tmp_path_factory.mktemp("seed000"), 5, shape="seed000", die_with_parent=True)
+def seed000(  # type: ignore[valid-type]
+    tmp_path_factory: pytest.TempPathFactory, mariadb_pristine: Path
+) -> Iterator[MariadbCluster]:
+    cluster = MariadbCluster(
+        tmp_path_factory.mktemp("seed000"), 5, shape="seed000", die_with_parent=True, pristine=mariadb_pristine
+    )
     cluster.start()
     try:
         yield cluster
