@@ -12,8 +12,7 @@ from ferry_control.main import create_app
 from ferry_control.models import Operation, OperationState
 from ferry_control.repositories.operations import OperationRepository
 from ferry_control.schemas.events import EventType
-from ferry_control.schemas.operation import PARAMS
-from ferry_control.schemas.operation_results import RESULTS
+from ferry_control.schemas.operation import PARAMS, RESULTS
 
 
 async def test_operations_are_listed_newest_first_and_read_with_their_steps(

@@ -48,7 +48,7 @@ class Operation(Base):
     #: The API token's name that asked for it (or `scheduler` / `collector`).
     requester: Mapped[str] = mapped_column(String(100))
     idempotency_key: Mapped[str | None] = mapped_column(String(200), default=None)
-    #: What it found and did, as its type's result model stores it (schemas/operation_results.py `RESULTS`).
+    #: What it found and did, as its type's result model stores it (schemas/operation.py `RESULTS`).
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     error: Mapped[str | None] = mapped_column(Text, default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -4,17 +4,17 @@ that type's parameters and result), one request body per operation type, and the
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
 
 from ferry_control.models import Operation, OperationState
 from ferry_control.schemas.common import ID_MAX, GtidPositionText
 from ferry_control.schemas.operation_results import (
-    RESULTS,
     BringLevelResult,
     DrillResult,
     FailoverResult,
+    OperationResult,
     ParallelApplyResult,
     ReadOnlyResult,
     RejoinResult,
@@ -368,26 +368,6 @@ class DrillParams(OperationParams):
     drill_run_id: int | None = Field(None, description="The run it carries out (None: a failover drill's dry run).")
 
 
-OperationType = Literal[
-    "switchover", "failover", "repoint", "read_only", "start_replication", "stop_replication", "bring_level",
-    "skip_transactions", "parallel_apply", "drill", "rejoin",
-]  # fmt: skip
-#: Each operation type's parameters.
-PARAMS: dict[str, type[OperationParams]] = {
-    "switchover": SwitchoverParams,
-    "failover": FailoverParams,
-    "repoint": RepointParams,
-    "read_only": ReadOnlyParams,
-    "start_replication": StartReplicationParams,
-    "stop_replication": StopReplicationParams,
-    "bring_level": BringLevelParams,
-    "skip_transactions": SkipTransactionsParams,
-    "parallel_apply": ParallelApplyParams,
-    "drill": DrillParams,
-    "rejoin": RejoinParams,
-}
-
-
 class SwitchoverOperation(OperationReadBase):
     model_config = ConfigDict(
         json_schema_extra={
@@ -479,18 +459,25 @@ AnyOperation = Annotated[
 ]  # fmt: skip
 
 
-VARIANTS: dict[str, type[OperationReadBase]] = {
-    "switchover": SwitchoverOperation,
-    "failover": FailoverOperation,
-    "repoint": RepointOperation,
-    "read_only": ReadOnlyOperation,
-    "start_replication": StartReplicationOperation,
-    "stop_replication": StopReplicationOperation,
-    "bring_level": BringLevelOperation,
-    "skip_transactions": SkipTransactionsOperation,
-    "parallel_apply": ParallelApplyOperation,
-    "drill": DrillOperation,
-    "rejoin": RejoinOperation,
+def _variants() -> dict[str, type[OperationReadBase]]:
+    """Each type's read model by its `type`, from `AnyOperation` (its members are the types there are)."""
+    members = get_args(get_args(AnyOperation)[0])
+    return {get_args(m.model_fields["type"].annotation)[0]: m for m in members}
+
+
+#: Each operation type's read model (a member of `AnyOperation`).
+VARIANTS: dict[str, type[OperationReadBase]] = _variants()
+#: The operation types, in `AnyOperation`'s order (the API's enum of them).
+OPERATION_TYPES: tuple[str, ...] = tuple(VARIANTS)
+#: Each operation type's parameters.
+PARAMS: dict[str, type[OperationParams]] = {
+    t: v.model_fields["params"].annotation  # type: ignore[misc]
+    for t, v in VARIANTS.items()
+}
+#: Each operation type's result.
+RESULTS: dict[str, type[OperationResult]] = {
+    t: next(a for a in get_args(v.model_fields["result"].annotation) if a is not type(None))
+    for t, v in VARIANTS.items()
 }
 
 

@@ -521,22 +521,6 @@ class ParallelApplyResult(OperationResult):
     gtid_slave_pos_after: str | None = None
 
 
-#: Each operation type's result.
-RESULTS: dict[str, type[OperationResult]] = {
-    "switchover": SwitchoverResult,
-    "failover": FailoverResult,
-    "repoint": RepointResult,
-    "read_only": ReadOnlyResult,
-    "start_replication": StartReplicationResult,
-    "stop_replication": StopReplicationResult,
-    "bring_level": BringLevelResult,
-    "skip_transactions": SkipTransactionsResult,
-    "parallel_apply": ParallelApplyResult,
-    "drill": DrillResult,
-    "rejoin": RejoinResult,
-}
-
-
 class OperationHookPayload(BaseModel):
     """What the pre-operation webhooks (`stage` pre: before any change; a refusal aborts) and the post-operation ones
     (`stage` post: the final state, error and result) are POSTed. Only the fields given are sent."""

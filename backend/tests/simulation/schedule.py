@@ -4,8 +4,9 @@
 (`switchover.run_switchover`: preflight, catch-up, window, promotion, repoints, verify — with its guard's undo,
 `settle` and roll forward) runs in API instance `api-1` under the schedule's faults. When that instance crashes, it is
 frozen where it was; the lease lapses (a moment of virtual time, clients still writing), and instance `api-2` runs
-the reconciler's repair (`Reconciler._repair_switch`) on what the servers show, with what the operation had recorded.
-Then clients go on a little, stop, replication settles, and the invariants are checked (invariants.py).
+the reconciler's repair (`repairs.repair_switch`, the switchover kind's) on what the servers show, with what the
+operation had recorded. Then clients go on a little, stop, replication settles, and the invariants are checked
+(invariants.py).
 
 Everything runs on a virtual-time event loop (clock.py), so a schedule is a pure function of its seed."""
 
@@ -27,7 +28,7 @@ from ferry_control.core.metrics import Metrics
 from ferry_control.drivers.errors import DriverError
 from ferry_control.schemas.operation import SwitchoverParams, lenient
 from ferry_control.schemas.operation_results import SwitchoverResult
-from ferry_control.services.orchestrator.reconcile import Reconciler
+from ferry_control.services.orchestrator.repairs import RepairContext, repair_switch
 from ferry_control.services.orchestrator.runner import OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
 from ferry_control.services.orchestrator.switchover import run_switchover
@@ -136,7 +137,7 @@ async def _reconcile(
     instance = Instance("api-2")
     drivers = SimDriverFactory(cluster, instance, faults, rng, mariadb=topology.mariadb)
     runner = SimRunner(settings, drivers, shared.metrics)
-    reconciler = Reconciler(None, drivers, None, settings, runner)  # type: ignore[arg-type]
+    repair = RepairContext(None, settings, runner)  # type: ignore[arg-type]
     result = lenient(SwitchoverResult, ctx.stored)
     assert ctx.registered is not None
     cluster_row, servers = ctx.registered
@@ -144,7 +145,7 @@ async def _reconcile(
     snapshot = await ClusterSnapshot.take(cluster_row, servers, drivers, settings.poll_timeout_s)  # type: ignore[arg-type]
     done: list[str] = []
     problems: list[str] = []
-    await reconciler._repair_switch(snapshot, result, done, problems)
+    await repair_switch(repair, snapshot, result, done, problems)
     words = "; ".join(done) + (" | could not: " + "; ".join(problems) if problems else "")
     candidate = result.switch.new_master_server_id if result.switch else None
     if problems:

@@ -14,33 +14,10 @@
 - `prepare`    the catch-up before a switchover's window (`catch_up_rates`: its arithmetic)
 - `monitor`    after each collector cycle: fencing, automatic rejoin and automatic failover detection
 - `hooks`      webhook calls
+- `kinds`      every operation kind declared once: its models, executor, repair and API route
+- `repairs`    what a reconcile does per kind with what a dead instance left
 """
 
-from ferry_control.services.orchestrator.drill import run_drill
-from ferry_control.services.orchestrator.failover import run_failover
-from ferry_control.services.orchestrator.parallel_apply import run_parallel_apply
-from ferry_control.services.orchestrator.rejoin import run_rejoin
-from ferry_control.services.orchestrator.runner import OperationRunner
-from ferry_control.services.orchestrator.simple import (
-    run_bring_level,
-    run_read_only,
-    run_repoint,
-    run_start_replication,
-    run_stop_replication,
-)
-from ferry_control.services.orchestrator.skip import run_skip_transactions
-from ferry_control.services.orchestrator.switchover import run_switchover
+from ferry_control.services.orchestrator.kinds import register_executors
 
-
-def register_executors(runner: OperationRunner) -> None:
-    runner.register("switchover", run_switchover)
-    runner.register("failover", run_failover)
-    runner.register("repoint", run_repoint)
-    runner.register("read_only", run_read_only)
-    runner.register("start_replication", run_start_replication)
-    runner.register("stop_replication", run_stop_replication)
-    runner.register("bring_level", run_bring_level)
-    runner.register("skip_transactions", run_skip_transactions)
-    runner.register("parallel_apply", run_parallel_apply)
-    runner.register("drill", run_drill)
-    runner.register("rejoin", run_rejoin)
+__all__ = ["register_executors"]

@@ -38,7 +38,6 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from ferry_control.core.background import BackgroundTask
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
-from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import Operation, OperationState
 from ferry_control.repositories.clusters import ClusterRepository
@@ -46,26 +45,19 @@ from ferry_control.repositories.drills import DrillRepository
 from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.events import AlertEvent
-from ferry_control.schemas.operation import PARAMS, DrillParams, OperationParams, OperationStep, lenient
+from ferry_control.schemas.operation import PARAMS, RESULTS, DrillParams, OperationParams, OperationStep, lenient
 from ferry_control.schemas.operation_results import (
-    RESULTS,
     ClusterState,
-    FailoverResult,
-    HubSwitchPlan,
     OperationResult,
     ReconcileReport,
-    SwitchesMaster,
 )
 from ferry_control.services.event_bus import ClusterEvent, EventBus
-from ferry_control.services.orchestrator import no_return, routing
-from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.catch_up_parallel import restore_unrestored
 from ferry_control.services.orchestrator.hooks import call_webhooks
-from ferry_control.services.orchestrator.hub_failover import complete_hub_failover
-from ferry_control.services.orchestrator.hub_switchover import complete_hub_move, undo_hub_move
-from ferry_control.services.orchestrator.runner import OperationFailed, OperationRunner
-from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
-from ferry_control.services.orchestrator.switchover import complete_move, put_back_servers
+from ferry_control.services.orchestrator.kinds import repair_of
+from ferry_control.services.orchestrator.repairs import RepairContext
+from ferry_control.services.orchestrator.runner import OperationRunner
+from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -77,17 +69,6 @@ INTERVAL_S_MAX = 30.0
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-@dataclass(frozen=True)
-class _Routing:
-    """What `routing` needs of an operation, for a reconcile that puts a writer back in service on the proxies."""
-
-    sessionmaker: async_sessionmaker[AsyncSession]
-    cluster_id: int
-    settings: Settings
-    result: SwitchesMaster
-    runner: OperationRunner
 
 
 class Reconciler:
@@ -260,10 +241,10 @@ class Reconciler:
         found = describe(snapshot)
         done: list[str] = []
         problems: list[str] = []
-        if isinstance(facts.result, SwitchesMaster):  # a switchover or a drill
-            await self._repair_switch(snapshot, facts.result, done, problems)
-        elif isinstance(facts.result, FailoverResult):
-            await self._repair_failover(snapshot, facts.result, done, problems)
+        repair = repair_of(facts.type)
+        if repair is not None:
+            context = RepairContext(self._sessionmaker, self._settings, self._runner)
+            await repair(context, snapshot, facts.result, done, problems)
         else:
             done.append(f"{facts.type} is one move: examined only, repeat it if it is still wanted")
         restored, not_restored = await restore_unrestored(snapshot, facts.result)
@@ -271,132 +252,6 @@ class Reconciler:
         problems.extend(not_restored)
         after = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.poll_timeout_s)
         return ReconcileReport(found=found, done=done, problems=problems, after=describe(after))
-
-    async def _repair_switch(
-        self, snapshot: ClusterSnapshot, result: SwitchesMaster, done: list[str], problems: list[str]
-    ) -> None:
-        if result.hub_switch is not None:
-            await self._repair_hub_switch(snapshot, result.hub_switch, done, problems)
-            return
-        switch = result.switch
-        if switch is None:
-            done.append("it stopped before changing any server: nothing to undo")
-            return
-        old = snapshot.by_id.get(switch.old_master_server_id)
-        new = snapshot.by_id.get(switch.new_master_server_id)
-        name = switch.connection
-        if old is None or new is None:
-            problems.append("the old master or the candidate is no longer registered")
-            return
-        if not new.reachable:
-            problems.append(
-                f"{new.info.label} (the candidate) cannot be reached ({new.error}): whether it was promoted is "
-                f"unknown, so {old.info.label} is left as it is"
-            )
-            return
-        assert new.status is not None
-        # The same rule as a live stop (no_return.decide): completed once the candidate's connection to the old master
-        # is gone or it took writes, else undone.
-        try:
-            verdict = await no_return.decide(new, old, name, result.position)
-        except no_return.Undecidable as e:
-            problems.append(f"{e}: whether it took writes as the master is unknown; the servers are left as they are")
-            return
-        done.append(verdict.detail)
-        if not verdict.complete:
-            connection = next(c for c in new.status.connections if c.name == name)
-            _, failed = await put_back_servers(
-                old, new, connection,
-                master_was_read_only=switch.old_master_was_read_only,
-                candidate_was_read_only=switch.candidate_was_read_only,
-            )  # fmt: skip
-            if not failed:
-                was = "read-only as before" if switch.old_master_was_read_only else "writable again"
-                done.append(f"undone: {old.info.label} {was}, {new.info.label} replicates from it as before")
-            problems.extend(failed)
-            if not switch.old_master_was_read_only and not failed:
-                await routing.writer_arrived(
-                    _Routing(self._sessionmaker, snapshot.cluster_id, self._settings, result, self._runner),
-                    old.info.id, None,
-                )  # fmt: skip
-            return
-        others: list[tuple[ServerView, str]] = []
-        for other in switch.others:
-            view = snapshot.by_id.get(other.server_id)
-            if view is not None and not view.info.maintenance:
-                others.append((view, other.connection))
-        moved, failed = await complete_move(
-            self._settings, new, others, old, None, switch.connection, keeps=switch.candidate_keeps
-        )
-        done.append(f"completed: {new.info.label} is the master; " + "; ".join(moved))
-        problems.extend(failed)
-
-    async def _repair_hub_switch(
-        self, snapshot: ClusterSnapshot, plan: HubSwitchPlan, done: list[str], problems: list[str]
-    ) -> None:
-        """An intermediate master's switchover (`hub_switchover`): completed when the candidate had begun to
-        replicate from the hub's masters (it may hold what the hub lacks), else undone."""
-        candidate = snapshot.by_id.get(plan.candidate_server_id)
-        hub = snapshot.by_id.get(plan.hub_server_id)
-        if candidate is None or hub is None:
-            problems.append("the hub or the candidate is no longer registered")
-            return
-        if candidate.status is None:
-            problems.append(f"{candidate.info.label} (the candidate) cannot be reached ({candidate.error}): whether "
-                            f"it took over is unknown, so {hub.info.label} is left as it is")  # fmt: skip
-            return
-        incoming = {c.name for c in plan.incoming}
-        taken = [c for c in candidate.status.connections if c.name in incoming and c.running]
-        if taken:
-            moved, failed = await complete_hub_move(snapshot, plan)
-            done.append(f"completed: {candidate.info.label} replicates from the hub's masters; " + "; ".join(moved))
-            problems.extend(failed)
-            return
-        try:
-            done.append("undone: " + await undo_hub_move(snapshot, plan))
-        except OperationFailed as e:
-            problems.append(e.message)
-
-    async def _repair_failover(
-        self, snapshot: ClusterSnapshot, result: FailoverResult, done: list[str], problems: list[str]
-    ) -> None:
-        if result.hub_failover is not None:
-            moved, failed = await complete_hub_failover(snapshot, result.hub_failover)
-            done.append("completed: the lost hub's replicas are re-homed; " + "; ".join(moved))
-            problems.extend(failed)
-            return
-        new = snapshot.by_id.get(result.new_master_server_id or 0)
-        old_id = result.old_master_server_id
-        if new is None:
-            done.append("it stopped before choosing a candidate: nothing was changed")
-            return
-        if not new.reachable:
-            problems.append(f"{new.info.label} (the candidate) cannot be reached ({new.error})")
-            return
-        assert new.status is not None
-        driver = new.require_driver()
-        leveling = [c.name for c in new.status.connections if c.name.startswith(LEVEL_PREFIX)]
-        for name in leveling:
-            try:
-                await driver.remove_replication(name)
-                done.append(f"{new.info.label}: temporary connection {name!r} removed")
-            except DriverError as e:
-                problems.append(f"{new.info.label}: {e}")
-        remaining = [c for c in new.status.connections if c.name not in leveling]
-        if remaining:
-            done.append(f"{new.info.label} was not promoted: nothing else was changed (the failover may be retried)")
-            return
-        old_address = None if old_id not in snapshot.by_id else snapshot.by_id[old_id].info.protocol_address
-        others = []
-        for view in snapshot.views:
-            if view is new or view.info.id == old_id or view.info.maintenance or view.status is None:
-                continue
-            for connection in view.status.connections:
-                if connection.master_address in (old_address, new.info.protocol_address):
-                    others.append((view, connection.name))
-        moved, failed = await complete_move(self._settings, new, others, None)
-        done.append(f"completed: {new.info.label} is the master; " + "; ".join(moved))
-        problems.extend(failed)
 
     async def _alert(self, facts: Facts, error: str | None) -> None:
         data = AlertEvent(

@@ -53,9 +53,8 @@ from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.events import OperationEvent
-from ferry_control.schemas.operation import PARAMS, OperationParams, OperationStep
+from ferry_control.schemas.operation import PARAMS, RESULTS, OperationParams, OperationStep
 from ferry_control.schemas.operation_results import (
-    RESULTS,
     OperationHookPayload,
     OperationResult,
     UndoReport,
