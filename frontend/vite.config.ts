@@ -24,6 +24,8 @@ export default defineConfig({
     include: ["src/**/*.test.{ts,tsx}"],
     setupFiles: ["src/test/setup.ts"],
     restoreMocks: true,
+    // A test's bound, not its expected time: five seconds (the default) failed under load beside the engine's tests.
+    testTimeout: 60_000,
     // One test file per core: Vitest's default leaves a core to the machine, which on two cores halves the speed
     // of a suite whose files each spend most of their time in their own jsdom.
     maxWorkers: availableParallelism(),
