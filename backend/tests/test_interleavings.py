@@ -21,6 +21,7 @@ from ferry_control.models import ServerKind
 from ferry_control.models.base import utcnow
 from ferry_control.repositories.samples import SampleRepository
 from ferry_control.services.gtid_reach import ReachLink, ReachServer, never_reasons
+from ferry_control.services.interleaving_window import READ_UNBOUNDED, behind, gtid_window, time_window
 from tests.ferryd_cluster import FerrydCluster, FerrydNode, free_port_pair
 from tests.helpers import register
 
@@ -201,3 +202,20 @@ async def test_a_malformed_or_contradictory_window_is_refused_precisely(
     for params in ({"last_s": 0}, {"last_s": 3601}, {"last_s": "ten"}):
         response = await client.get(url, params=params)
         assert response.status_code == 422 and "last_s" in response.text, (params, response.text)
+
+
+def test_a_window_reads_as_far_as_its_start_in_each_domain_a_server_has_reached() -> None:
+    """The window's arithmetic without servers: what it holds, which domains a server has transactions of in it,
+    how many are left to read by seq_no, when a read has gone far enough, and behind per domain."""
+    window = gtid_window("1-1-10,2-2-5", "1-1-20")
+    assert [window.holds(1, s) for s in (9, 10, 20, 21)] == [False, True, True, False]
+    assert window.holds(2, 99) and not window.holds(2, 4) and not window.holds(3, 1), "domain 3 is not named"
+    assert window.needed({1: 30, 2: 4}) == {1}, "a server short of domain 2's start has none of it"
+    assert window.left({1: 30, 2: 4}) == 21, "1-1-10 … 1-1-30, the ten above the end read and passed over"
+    assert not window.read_far_enough({1: 11}, {1}) and window.read_far_enough({1: 10}, {1})
+    assert window.newest([{1: 30, 2: 7}, {1: 12}]) == {1: 20, 2: 7}
+    last = time_window(60, {1: 9})
+    assert last.from_seq == {1: 10} and last.left({1: 12}) == 3
+    assert last.left({1: 12, 2: 3}) == READ_UNBOUNDED, "domain 2 had no recorded position then: read to the bound"
+    assert behind({1: 20, 2: 8}, {1: 17, 2: 8}, never=[]) == {1: 3}
+    assert behind({1: 20, 2: 8}, {1: 17}, never=[2]) == {1: 3}, "never receiving domain 2 is not being behind in it"

@@ -14,6 +14,8 @@ from ferry_control.core.errors import Unprocessable
 from ferry_control.core.gtid import GtidParseError, by_domain, position
 
 WindowKind = Literal["count", "time", "gtid"]
+#: What `Window.left` says for a domain without a start: read as many as the bound allows.
+READ_UNBOUNDED = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,19 @@ class Window:
         one it has not reached the window's start in (or holds nothing of) has none to read."""
         domains = self.domains if self.domains is not None else set(reached) | set(self.from_seq)
         return {d for d in domains if reached.get(d, 0) >= self.from_seq.get(d, 0) and d in reached}
+
+    def left(self, seen: Mapping[int, int], domain: int | None = None) -> int:
+        """How many transactions the window still holds below `seen` (per domain, the oldest seq_no read so far, or
+        what the server has reached before any read) by seq_no, in the domains it has a start in (one without a
+        start is counted as READ_UNBOUNDED)."""
+        domains = [domain] if domain is not None else self.needed(seen)
+        total = 0
+        for d in domains:
+            start = self.from_seq.get(d)
+            if start is None:
+                return READ_UNBOUNDED
+            total += max(0, seen.get(d, 0) - start + 1)
+        return total
 
     def newest(self, reached_by_server: Iterable[Mapping[int, int]]) -> dict[int, int]:
         """The window's newest end per domain: the most any server has reached, at most `to`."""

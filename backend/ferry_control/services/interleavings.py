@@ -39,8 +39,8 @@ from ferry_control.services.interleaving_window import COUNT, Window, behind, ti
 
 log = logging.getLogger(__name__)
 
-#: Transactions asked of a server per page while reading a window back through its binlog.
-WINDOW_PAGE = 200
+#: Transactions asked of a server beyond those the window still holds by seq_no (other domains' may be between).
+WINDOW_MARGIN = 50
 #: A window's read goes back through at most this many times its bound in transactions (those newer than a GTID
 #: range's end are read and passed over), then stops as truncated.
 WINDOW_READ_FACTOR = 10
@@ -76,11 +76,12 @@ async def read_window(
     if domain is None and window.domains is not None and len(window.domains) == 1:
         (domain,) = window.domains  # one domain's range: the server filters the others out itself
     while True:
-        # A first page that holds a short window; then what the bound leaves, in one call (each call going back
-        # reads its part of the binlog again: few large pages, not many small ones).
-        page = await driver.recent_events(
-            min(WINDOW_PAGE if before is None else bound, bound - len(found)), domain, before
-        )
+        # As many as the window still holds by seq_no (from its start to what is reached, or the oldest seen): each
+        # call going back reads its part of the binlog again, so neither many small pages nor one past the start.
+        seen = {d: max(reached.get(d, 0), newest.get(d, 0)) for d in set(reached) | set(newest)}
+        seen.update(oldest)
+        wanted = window.left(seen, domain) + WINDOW_MARGIN
+        page = await driver.recent_events(min(wanted, bound - len(found)), domain, before)
         read += len(page.transactions)
         for t in page.transactions:
             newest.setdefault(t.domain, t.seq_no)
