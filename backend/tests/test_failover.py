@@ -22,6 +22,7 @@ from ferry_control.services.orchestrator.failover import lost_report
 from ferry_control.services.orchestrator.gtid import position
 from ferry_control.services.orchestrator.snapshot import ServerInfo, ServerView
 from tests.conftest import LiveFactory
+from tests.failure_shapes import REFUSED
 from tests.ferryd_cluster import FerrydCluster, FerrydNode
 from tests.helpers import (
     LOAD_FIELD,
@@ -230,6 +231,7 @@ async def test_manual_failover_levels_the_best_replica_from_its_peer(
         cluster_id, ids = await register(live.client, ferryd)
         refused = await run_operation(live.app, live.client, cluster_id, "failover", {})
         assert refused["state"] == "failed" and "answers and reports no failure" in refused["error"]
+        assert refused["result"]["failure"] == REFUSED, refused["result"]
 
         for node in (first, second):
             node.post("/v1/replication/main/stop", {})

@@ -21,6 +21,7 @@ import pytest
 
 from ferry_control.ctl.errors import ExitCode
 from tests.conftest import LiveFactory
+from tests.failure_shapes import UNDONE
 from tests.helpers import finished, run_operation, serve, step
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, driver, eventually
 from tests.mariadb_load import MariadbLoadWriter, load_rows, register_mariadb, seed000_tables
@@ -197,6 +198,7 @@ async def test_a_hub_switchover_whose_candidate_cannot_catch_up_is_undone(
         lock.close()
     assert operation["state"] == "undone", (operation["error"], operation["steps"])
     assert "did not reach" in operation["error"]
+    assert operation["result"]["failure"] == UNDONE, operation["result"]
     assert connections(cluster, 3) == {"m1": (1, "Yes", "Yes"), "m2": (2, "Yes", "Yes")}
     assert connections(cluster, 5) == {"": (3, "Yes", "Yes")}
     cluster.wait_converged()

@@ -22,6 +22,7 @@ from ferry_control.core.gtid import seq_by_domain
 from ferry_control.drivers.errors import ServerConflict
 from ferry_control.drivers.mariadb.errors import ReplicationNotConfigured, ReplicationRunning
 from tests.conftest import LiveFactory
+from tests.failure_shapes import REFUSED
 from tests.helpers import WebhookReceiver, check, finished, run_operation, serve, step
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, driver, eventually
 from tests.mariadb_load import (
@@ -124,7 +125,7 @@ async def assert_refused(live: Any, cluster_id: int, cluster: MariadbCluster, ca
     operation = await run_operation(live.app, live.client, cluster_id, "switchover",
                                     {"candidate_server_id": candidate_id})  # fmt: skip
     assert operation["state"] == "failed", operation
-    assert "preflight failed, nothing was changed" in operation["error"], operation["error"]
+    assert operation["result"]["failure"] == REFUSED, operation["error"]
     failed = {c["name"] for c in operation["result"]["checks"] if not c["passed"]}
     assert failing <= failed, (failing, operation["result"]["checks"])
     assert [s["name"] for s in operation["steps"]] == ["preflight"]

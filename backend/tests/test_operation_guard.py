@@ -93,11 +93,11 @@ async def ended(live: Any, cluster_id: int, operation_id: int) -> dict[str, Any]
     return operation
 
 
-def assert_undone_as_before(operation: dict[str, Any], ferryd: FerrydCluster, before: Any, why: str) -> None:
+def assert_undone_as_before(operation: dict[str, Any], ferryd: FerrydCluster, before: Any, why: str, kind: str) -> None:
     assert operation["state"] == "undone", (operation["error"], operation["steps"])
     assert operation["error"].startswith(why), operation["error"]
-    error = operation["error"]
-    assert "; undone: master (server_id 1) " in error and "writable again" in error, error
+    failure = {"kind": kind, "changed": False, "left": [], "compensation": "undone"}
+    assert operation["result"]["failure"] == failure, operation["result"]
     names = [s["name"] for s in operation["steps"]]
     assert names[-1] == "undo" and step(operation, "undo")["state"] == "passed", operation["steps"]
     assert step(operation, "old_master_read_only")["state"] == "passed"
@@ -121,7 +121,9 @@ async def test_a_cancelled_switchover_is_undone(
         assert ferryd.master.status()["read_only"], "the old master went read-only before the catch-up"
         live.app.state.runner._tasks[operation_id].cancel()
         operation = await ended(live, cluster_id, operation_id)
-        assert_undone_as_before(operation, ferryd, before, "interrupted: the API instance running it shut down")
+        assert_undone_as_before(
+            operation, ferryd, before, "interrupted: the API instance running it shut down", "shutdown"
+        )
         assert step(operation, "candidate_catch_up")["state"] == "failed"
 
 
@@ -135,7 +137,9 @@ async def test_an_unexpected_exception_is_undone(
         before = topology(ferryd.nodes)
         operation_id = await start_switchover(live, cluster_id, ids["replica2"])
         operation = await ended(live, cluster_id, operation_id)
-        assert_undone_as_before(operation, ferryd, before, "internal error: RuntimeError: injected in the catch-up")
+        assert_undone_as_before(
+            operation, ferryd, before, "internal error: RuntimeError: injected in the catch-up", "internal"
+        )
         assert step(operation, "candidate_catch_up")["detail"] == "RuntimeError: injected in the catch-up"
 
 
@@ -150,7 +154,7 @@ async def test_a_switchover_past_its_time_bound_is_stopped_and_undone(
         operation_id = await start_switchover(live, cluster_id, ids["replica1"])
         operation = await ended(live, cluster_id, operation_id)
         assert_undone_as_before(
-            operation, ferryd, before, "timed out: the operation ran longer than its bound of 3.0 s"
+            operation, ferryd, before, "timed out: the operation ran longer than its bound of 3.0 s", "timed_out"
         )
 
 
@@ -169,7 +173,10 @@ def assert_left_to_the_new_holder(operation: dict[str, Any], ferryd: FerrydClust
     """Stopped, and its undo not done here: the lock's newer holder repairs (test_operation_fencing.py)."""
     assert operation["state"] == "failed", (operation["error"], operation["steps"])
     assert operation["error"].startswith(why), operation["error"]
-    assert "not done by this instance: the cluster's operation lock was taken since" in operation["error"]
+    failure = operation["result"]["failure"]
+    assert (failure["kind"], failure["changed"], failure["compensation"]) == ("lock_lost", True, "undone"), failure
+    [left] = failure["left"]
+    assert "not done by this instance: the cluster's operation lock was taken since" in left, left
     assert "promote_candidate" not in [s["name"] for s in operation["steps"]]
     assert ferryd.master.status()["read_only"] is True
 
@@ -345,6 +352,8 @@ async def test_a_stop_once_the_candidate_is_writable_is_settled_by_what_it_took(
     if not took_writes:
         assert operation["state"] == "undone", (operation["error"], operation["steps"])
         assert operation["error"].startswith("internal error: RuntimeError: injected after the promotion; undone:")
+        failure = {"kind": "internal", "changed": False, "left": [], "compensation": "undone"}
+        assert operation["result"]["failure"] == failure, operation["result"]
         assert settled.startswith("replica1 (server_id 2) took no write"), settled
         assert topology(ferryd.nodes) == before
         restored = connection(ferryd.replica1)
@@ -354,6 +363,8 @@ async def test_a_stop_once_the_candidate_is_writable_is_settled_by_what_it_took(
     taken = injected[1]
     assert operation["state"] == "failed", (operation["error"], operation["steps"])
     assert "; rolled forward: " in operation["error"], operation["error"]
+    failure = {"kind": "internal", "changed": True, "left": [], "compensation": "rolled_forward"}
+    assert operation["result"]["failure"] == failure, operation["result"]
     assert settled.startswith(f"replica1 (server_id 2) took writes as the master ({taken} "), settled
     assert writable_master(ferryd.nodes) is ferryd.replica1
     domain, _, seq = (int(x) for x in taken.split("-"))
@@ -397,6 +408,8 @@ async def test_a_switchover_cancelled_after_the_promotion_is_rolled_forward(
         assert operation["state"] == "failed", (operation["error"], operation["steps"])
         error = operation["error"]
         assert error.startswith("interrupted: the API instance running it shut down; rolled forward: "), error
+        failure = {"kind": "shutdown", "changed": True, "left": [], "compensation": "rolled_forward"}
+        assert operation["result"]["failure"] == failure, operation["result"]
         assert step(operation, "promote_candidate")["state"] == "passed"
         assert step(operation, "repoint_replicas")["state"] == "failed"
         assert step(operation, "roll_forward")["state"] == "passed"
@@ -434,6 +447,9 @@ async def test_an_undo_that_cannot_finish_says_so_and_the_operation_fails(
         assert operation["state"] == "failed", (operation["error"], operation["steps"])
         assert operation["error"].startswith("internal error: RuntimeError: injected in the catch-up; undo incomplete:")
         assert "read-only off refused" in operation["error"]
+        failure = operation["result"]["failure"]
+        assert (failure["kind"], failure["changed"], failure["compensation"]) == ("internal", True, "undone"), failure
+        assert len(failure["left"]) == 1 and "read-only off refused" in failure["left"][0], failure
         assert step(operation, "undo")["state"] == "failed"
         assert operation["result"]["undo"]["complete"] is False
         assert ferryd.master.status()["read_only"], "still read-only: the alert names it once the collector sees it"

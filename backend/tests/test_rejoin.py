@@ -13,6 +13,7 @@ from pathlib import Path
 from ferry_control.ctl.errors import ExitCode
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
 from tests.conftest import LiveFactory
+from tests.failure_shapes import REFUSED
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, finished, register, run_operation, serve, topology
 from tests.test_ferryctl import ferryctl
@@ -119,7 +120,8 @@ async def test_a_master_with_transactions_the_new_master_lacks_is_not_rejoined_a
         assert refused["state"] == "failed", refused
         assert [s["name"] for s in refused["steps"]] == ["preflight"]
         error = refused["error"]
-        assert error.startswith("nothing was changed: master (server_id 1) has transactions"), error
+        assert refused["result"]["failure"] == REFUSED, refused["result"]
+        assert "master (server_id 1) has transactions" in error, error
         newest = dict(g.split("-", 1) for g in only_old.split(","))
         only_here = {d["domain"]: d for d in refused["result"]["only_here"]}
         assert set(only_here) == {1, 2}, only_here

@@ -15,6 +15,7 @@ from ferry_control.drivers.errors import ErrorKind, ServerConflict, ServerNotFou
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import ServerKind
 from tests.conftest import LiveFactory
+from tests.failure_shapes import REFUSED
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import connection, register, run_operation, step, stop_on_strict_mode
 
@@ -136,7 +137,7 @@ async def test_refusals_say_why_and_change_nothing(
             live.app, live.client, cluster_id, "skip-transactions", {"server_id": ids["replica1"]}
         )
         assert idle["state"] == "failed"
-        assert "only 0 transaction(s)" in idle["error"] and "nothing was changed" in idle["error"]
+        assert "only 0 transaction(s)" in idle["error"] and idle["result"]["failure"] == REFUSED
         assert connection(ferryd.replica1)["skip_counter"] == 0 and connection(ferryd.replica1)["running"] is False
 
 
@@ -156,7 +157,7 @@ async def test_a_skip_never_passes_over_another_domains_transaction(
         )
         assert refused["state"] == "failed", (refused["error"], refused["steps"])
         assert f"({failing}, {other}) span GTID domains 1, 2" in refused["error"], refused["error"]
-        assert refused["error"].endswith("nothing was changed"), refused["error"]
+        assert refused["result"]["failure"] == REFUSED, refused["result"]
         assert "skip" not in [s["name"] for s in refused["steps"]]
         stopped = connection(ferryd.replica1)
         assert stopped["skip_counter"] == 0 and stopped["running"] is False and stopped["transactions_skipped"] == 0

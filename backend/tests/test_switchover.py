@@ -13,6 +13,7 @@ import pytest
 from ferry_control.drivers.ferry import FerryDriver
 from ferry_control.schemas.events import OperationEvent
 from tests.conftest import LiveFactory
+from tests.failure_shapes import REFUSED, UNDONE
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import (
     WAIT_S,
@@ -153,7 +154,7 @@ async def assert_refused(
     assert operation["state"] == "failed", operation
     assert [s["name"] for s in operation["steps"]] == ["preflight"]
     assert not check(operation, failing)["passed"], operation["result"]["checks"]
-    assert failing in operation["error"] and "nothing was changed" in operation["error"]
+    assert failing in operation["error"] and operation["result"]["failure"] == REFUSED
     assert topology(ferryd.nodes) == before
     return operation
 
@@ -200,7 +201,8 @@ async def test_refusals_name_the_failing_check_and_change_nothing(
             and "5 transactions in domain 1" in check(refused, "candidate_lag")["detail"]
         )
         error = refused["error"]
-        assert error.startswith("nothing was changed: replica1 (server_id 2) applies 0 txn/s"), error
+        assert refused["result"]["failure"] == REFUSED, refused["result"]
+        assert "replica1 (server_id 2) applies 0 txn/s" in error, error
         assert "master (server_id 1) commits 0 txn/s in domain 1" in error, error
         assert "5 transactions behind" in error and "delayed replica" in error and "over the 2 s budget" in error
         assert topology(ferryd.nodes) == before
@@ -243,7 +245,7 @@ async def test_undo_when_the_candidate_cannot_catch_up(
         )
         assert operation["state"] == "undone", operation
         assert "did not reach" in operation["error"] and "timed out after 2.0 s" in operation["error"]
-        assert "writable again" in operation["error"]
+        assert operation["result"]["failure"] == UNDONE, operation["result"]
         catch_up = step(operation, "candidate_catch_up")
         assert catch_up["state"] == "failed" and catch_up["duration_s"] >= 2.0
         assert step(operation, "undo")["state"] == "passed"
@@ -284,7 +286,7 @@ async def test_undo_when_a_commit_stays_in_flight_after_read_only(
         error = operation["error"]
         assert "client writes did not stop within 1.0 s of read-only on" in error, error
         assert "1 client commit(s) admitted before read-only went on were still in flight after 1000 ms" in error
-        assert "writable again" in error
+        assert operation["result"]["failure"] == UNDONE, operation["result"]
         assert step(operation, "wait_in_flight_commits")["state"] == "failed"
         assert step(operation, "undo")["state"] == "passed"
         assert topology(ferryd.nodes) == before

@@ -55,6 +55,30 @@ class UndoReport(Record):
     complete: bool = Field(description="Whether everything was put back (or completed).")
 
 
+FailureKind = Literal["refused", "step_failed", "server_error", "timed_out", "lock_lost", "shutdown", "internal"]
+
+
+class Failure(Record):
+    """Why an operation did not succeed, typed (its `error` says it in words, for people)."""
+
+    kind: FailureKind = Field(
+        description="refused: its checks or conditions refused it before it changed anything; step_failed: a step's "
+        "own check failed; server_error: a server answered with an error; timed_out: it ran past its time bound; "
+        "lock_lost: it lost the cluster's operation lock; shutdown: the API instance running it shut down; internal: "
+        "an unexpected error."
+    )
+    changed: bool | None = Field(
+        description="Whether it left servers changed: false when it changed nothing or put everything back; null "
+        "when it cannot tell."
+    )
+    left: list[str] = Field(
+        default_factory=list, description="What it left changed or could not put back, in words (empty: nothing)."
+    )
+    compensation: Literal["undone", "rolled_forward"] | None = Field(
+        None, description="What its guard did about what it had changed: put back, or completed (None: nothing)."
+    )
+
+
 class WebhookCall(Record):
     """One webhook call: the target as scheme://host:port, and how it answered."""
 
@@ -320,6 +344,7 @@ class OperationResult(Record):
     """What every operation may record besides its own figures."""
 
     undo: UndoReport | None = None
+    failure: Failure | None = Field(None, description="Set when it did not succeed.")
     post_hook_failures: list[WebhookCall] | None = None
     reconciled: ReconcileReport | None = None
     parallel_apply_raised: list[ParallelApplyRaise] | None = Field(

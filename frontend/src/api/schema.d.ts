@@ -1172,6 +1172,8 @@ export interface components {
         /** BringLevelResult */
         BringLevelResult: {
             undo?: components["schemas"]["UndoReport"] | null;
+            /** @description Set when it did not succeed. */
+            failure?: components["schemas"]["Failure"] | null;
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
@@ -2504,6 +2506,8 @@ export interface components {
         /** DrillResult */
         DrillResult: {
             undo?: components["schemas"]["UndoReport"] | null;
+            /** @description Set when it did not succeed. */
+            failure?: components["schemas"]["Failure"] | null;
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
@@ -3193,6 +3197,8 @@ export interface components {
         /** FailoverResult */
         FailoverResult: {
             undo?: components["schemas"]["UndoReport"] | null;
+            /** @description Set when it did not succeed. */
+            failure?: components["schemas"]["Failure"] | null;
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
@@ -3249,6 +3255,33 @@ export interface components {
             follow_up_operation_id?: number | null;
             /** Follow Up Error */
             follow_up_error?: string | null;
+        };
+        /**
+         * Failure
+         * @description Why an operation did not succeed, typed (its `error` says it in words, for people).
+         */
+        Failure: {
+            /**
+             * Kind
+             * @description refused: its checks or conditions refused it before it changed anything; step_failed: a step's own check failed; server_error: a server answered with an error; timed_out: it ran past its time bound; lock_lost: it lost the cluster's operation lock; shutdown: the API instance running it shut down; internal: an unexpected error.
+             * @enum {string}
+             */
+            kind: "refused" | "step_failed" | "server_error" | "timed_out" | "lock_lost" | "shutdown" | "internal";
+            /**
+             * Changed
+             * @description Whether it left servers changed: false when it changed nothing or put everything back; null when it cannot tell.
+             */
+            changed: boolean | null;
+            /**
+             * Left
+             * @description What it left changed or could not put back, in words (empty: nothing).
+             */
+            left?: string[];
+            /**
+             * Compensation
+             * @description What its guard did about what it had changed: put back, or completed (None: nothing).
+             */
+            compensation?: ("undone" | "rolled_forward") | null;
         };
         /**
          * FencedEvent
@@ -4345,6 +4378,8 @@ export interface components {
         /** ParallelApplyResult */
         ParallelApplyResult: {
             undo?: components["schemas"]["UndoReport"] | null;
+            /** @description Set when it did not succeed. */
+            failure?: components["schemas"]["Failure"] | null;
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
@@ -4820,6 +4855,8 @@ export interface components {
         /** ReadOnlyResult */
         ReadOnlyResult: {
             undo?: components["schemas"]["UndoReport"] | null;
+            /** @description Set when it did not succeed. */
+            failure?: components["schemas"]["Failure"] | null;
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
@@ -4931,6 +4968,8 @@ export interface components {
         /** RejoinResult */
         RejoinResult: {
             undo?: components["schemas"]["UndoReport"] | null;
+            /** @description Set when it did not succeed. */
+            failure?: components["schemas"]["Failure"] | null;
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
@@ -5102,6 +5141,8 @@ export interface components {
         /** RepointResult */
         RepointResult: {
             undo?: components["schemas"]["UndoReport"] | null;
+            /** @description Set when it did not succeed. */
+            failure?: components["schemas"]["Failure"] | null;
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
@@ -5623,6 +5664,8 @@ export interface components {
         /** SkipTransactionsResult */
         SkipTransactionsResult: {
             undo?: components["schemas"]["UndoReport"] | null;
+            /** @description Set when it did not succeed. */
+            failure?: components["schemas"]["Failure"] | null;
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
@@ -5748,6 +5791,8 @@ export interface components {
         /** StartReplicationResult */
         StartReplicationResult: {
             undo?: components["schemas"]["UndoReport"] | null;
+            /** @description Set when it did not succeed. */
+            failure?: components["schemas"]["Failure"] | null;
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
@@ -5861,6 +5906,8 @@ export interface components {
         /** StopReplicationResult */
         StopReplicationResult: {
             undo?: components["schemas"]["UndoReport"] | null;
+            /** @description Set when it did not succeed. */
+            failure?: components["schemas"]["Failure"] | null;
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;
@@ -6117,6 +6164,8 @@ export interface components {
         /** SwitchoverResult */
         SwitchoverResult: {
             undo?: components["schemas"]["UndoReport"] | null;
+            /** @description Set when it did not succeed. */
+            failure?: components["schemas"]["Failure"] | null;
             /** Post Hook Failures */
             post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
             reconciled?: components["schemas"]["ReconcileReport"] | null;

@@ -36,6 +36,7 @@ from ferry_control.schemas.operation_results import (
 from ferry_control.services.orchestrator import actions, routing
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.candidates import better_successor, candidate_pool, choose_candidate, delay_of
+from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.fencing import fence, suspend_automatic_failover
 from ferry_control.services.orchestrator.gtid import gtid_text, join_all, position
 from ferry_control.services.orchestrator.hub_failover import fail_over_hub, stored_incoming
@@ -168,7 +169,7 @@ async def run_failover(ctx: OperationContext[FailoverParams, FailoverResult]) ->
         loss = confirm_master_lost(snapshot, need_witness=automatic, source_id=source_id)
         step.detail = loss.detail
         if not loss.confirmed:
-            raise OperationFailed(f"failover refused, nothing was changed: {loss.detail}")
+            raise refused(f"failover refused, nothing was changed: {loss.detail}")
     master = loss.master
     assert master is not None
     ctx.result.old_master_server_id, ctx.result.witnesses = master.info.id, list(loss.witnesses)
@@ -176,12 +177,12 @@ async def run_failover(ctx: OperationContext[FailoverParams, FailoverResult]) ->
     pool = candidate_pool(snapshot.replicas_of(master.info.id), master, snapshot.candidate_labels, wanted)
     if wanted is not None and not pool.eligible:
         label = snapshot.view(wanted).info.label if wanted in snapshot.by_id else f"server {wanted}"
-        raise OperationFailed(
+        raise refused(
             f"failover refused, nothing was changed: {label} cannot replace {master.info.label}: "
             + pool.excluded.get(label, "it is not a replica of the lost master")
         )
     if not pool.eligible:
-        raise OperationFailed(
+        raise refused(
             f"failover refused, nothing was changed: no replica of {master.info.label} can take over: "
             + ("; ".join(f"{label}: {why}" for label, why in pool.excluded.items()) or "it has no replicas")
         )
@@ -205,7 +206,8 @@ async def run_failover(ctx: OperationContext[FailoverParams, FailoverResult]) ->
             if not reached.reached:
                 raise OperationFailed(
                     f"{link.replica.info.label} did not apply what it received ({link.connection.received_position}) "
-                    f"within {settings.failover_relay_drain_timeout_s} s: it is at {reached.position}"
+                    f"within {settings.failover_relay_drain_timeout_s} s: it is at {reached.position}",
+                    changed=False,  # waited only: no server was changed yet
                 )
             drained[link.replica.info.label] = reached.position
         step.detail = {"drained": drained, "not_waited_for": pool.excluded}
@@ -266,7 +268,7 @@ async def replace_master(
         ctx.result.checks = [CheckResult.of(c) for c in checks]
         failed = [c for c in checks if not c.passed]
         if failed:
-            raise OperationFailed(
+            raise refused(
                 f"failover refused, nothing was changed: {candidate.info.label} cannot be the master: "
                 + "; ".join(f"{c.name}: {c.detail}" for c in failed)
             )

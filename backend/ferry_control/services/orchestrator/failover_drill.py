@@ -318,13 +318,13 @@ async def settle(ctx: Drill, master: ServerView, link: Link, followers: Sequence
             done.append(await actions.restore_connections(candidate, running, LEVEL_PREFIX))
         except OperationFailed as e:
             problems.append(e.message)
-        put, failed = await put_back_servers(
+        put = await put_back_servers(
             master, candidate, link.connection, master_was_read_only=was_read_only,
             candidate_was_read_only=bool(candidate.status and candidate.status.read_only),
         )  # fmt: skip
-        done += put
-        problems += failed
-        if not was_read_only and not any(p.startswith(f"{master.info.label}:") for p in failed):
+        done += put.done
+        problems += put.problems
+        if not was_read_only and put.master_restored:
             await routing.writer_arrived(ctx, master.info.id, None)
         step.detail = {"done": done, "problems": problems}
         if problems:

@@ -38,6 +38,7 @@ from ferry_control.schemas.operation_results import (
 )
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.candidates import CandidatePool, choose_candidate, delay_of
+from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.fencing import fence, suspend_automatic_failover
 from ferry_control.services.orchestrator.gtid import gtid_text, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
@@ -90,7 +91,7 @@ async def fail_over_hub(
         sending = masters_still_sending(snapshot, hub, incoming)
         masters = ", ".join(snapshot.label_of(c.master_server_id) for c in incoming)
         if sending and ctx.params.automatic:
-            raise OperationFailed(
+            raise refused(
                 f"failover refused, nothing was changed: {', '.join(sending)} still send(s) to {hub.info.label}: it "
                 "may be alive and only the control plane lost it"
             )
@@ -103,7 +104,7 @@ async def fail_over_hub(
     for connection in incoming:
         master = snapshot.by_id.get(connection.master_server_id)
         if master is None or not master.healthy:
-            raise OperationFailed(
+            raise refused(
                 f"failover refused, nothing was changed: {hub.info.label}'s master "
                 f"{snapshot.label_of(connection.master_server_id)} is not healthy either: fail that one over first"
             )
@@ -214,9 +215,11 @@ async def fail_over_hub(
                 problems[new_hub.info.id] = f"connection {connection.name!r} does not run"
         step.detail = {"problems": {str(k): v for k, v in problems.items()}}
         if problems or failed:
+            left = [*failed, *(f"{snapshot.label_of(k)}: {v}" for k, v in problems.items())]
             raise OperationFailed(
-                f"{new_hub.info.label} replaced {hub.info.label}, but not everything replicates: "
-                + "; ".join([*failed, *(f"{snapshot.label_of(k)}: {v}" for k, v in problems.items())])
+                f"{new_hub.info.label} replaced {hub.info.label}, but not everything replicates: " + "; ".join(left),
+                changed=True,
+                left=left,
             )
 
 

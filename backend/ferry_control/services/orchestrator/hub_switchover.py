@@ -145,7 +145,9 @@ async def switch_hub(
         if problems:
             raise OperationFailed(
                 f"{candidate.info.label} took over from {hub.info.label}, but not everything replicates: "
-                + "; ".join(problems)
+                + "; ".join(problems),
+                changed=True,
+                left=problems,
             )
 
 

@@ -21,6 +21,7 @@ from ferry_control.schemas.operation_results import ParallelApplyResult
 from ferry_control.schemas.parallel_apply import ParallelApplySettings
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.catch_up_parallel import restore, settings_of
+from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.gtid import position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.simple import _connection, _reachable
@@ -63,15 +64,15 @@ async def run_parallel_apply(ctx: OperationContext[ParallelApplyParams, Parallel
         name = _connection(view, ctx.params.connection, ctx.settings.replication_connection_name)
         connection = find(view.status.connections, name)
         if connection is None:
-            raise OperationFailed(f"{view.info.label} has no replication connection {name!r}: nothing was changed")
+            raise refused(f"{view.info.label} has no replication connection {name!r}: nothing was changed")
         driver = view.require_driver()
         have = settings_of(connection.settings)
         wanted = wanted_settings(ctx.params, have)
         why = refusal(driver.parallel_apply_limits, view.info.kind.value, wanted)
         if why is not None:
-            raise OperationFailed(f"{view.info.label}: {why}; nothing was changed")
+            raise refused(f"{view.info.label}: {why}; nothing was changed")
         if connection.until is not None:
-            raise OperationFailed(
+            raise refused(
                 f"{view.info.label}: connection {name!r} runs UNTIL {connection.until}: changing its parallel apply "
                 "would start it again without it; nothing was changed"
             )

@@ -19,7 +19,8 @@ from typing import Any
 from ferry_control.core.gtid import seq_by_domain
 from ferry_control.drivers.base import ServerDriver
 from ferry_control.services.orchestrator.catch_up_rates import Prediction, RateTracker, Sample, explain
-from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
+from ferry_control.services.orchestrator.failures import refused
+from ferry_control.services.orchestrator.runner import OperationContext
 from ferry_control.services.orchestrator.snapshot import ServerView
 
 #: Between two looks at both servers.
@@ -71,7 +72,7 @@ async def catch_up_before_window(
                 if prediction.measured and prediction.catch_up_s <= max_window_s:
                     go = f"the {timeout_s:g} s catch-up bound passed; the predicted window fits"
                 else:
-                    raise OperationFailed(
+                    raise refused(
                         "nothing was changed: "
                         + explain(
                             candidate.info.label,

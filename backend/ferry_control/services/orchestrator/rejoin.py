@@ -23,6 +23,7 @@ from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.operation import RejoinParams
 from ferry_control.schemas.operation_results import OnlyHereDomain, OnlyHereTransaction, RejoinResult
 from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.gtid import errant_gtids, parse_state, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
@@ -48,15 +49,15 @@ async def rejoin(
         snapshot = await ctx.snapshot()
         server = snapshot.by_id.get(params.server_id)
         if server is None:
-            raise OperationFailed(f"no server with id {params.server_id} in this cluster")
+            raise refused(f"no server with id {params.server_id} in this cluster")
         if not server.reachable or server.status is None:
-            raise OperationFailed(f"{server.info.label} does not answer: {server.error}")
+            raise refused(f"{server.info.label} does not answer: {server.error}")
         if snapshot.links_of(server.info.id):
-            raise OperationFailed(f"{server.info.label} replicates already: there is nothing to rejoin")
+            raise refused(f"{server.info.label} replicates already: there is nothing to rejoin")
         if snapshot.replicas_of(server.info.id):
-            raise OperationFailed(f"{server.info.label} has replicas of its own: it is a source, not a lost master")
+            raise refused(f"{server.info.label} has replicas of its own: it is a source, not a lost master")
         if not server.info.fenced and not server.status.read_only:
-            raise OperationFailed(
+            raise refused(
                 f"{server.info.label} is neither fenced nor read-only: it takes writes, so it is a master, not one "
                 "to rejoin"
             )
@@ -65,7 +66,7 @@ async def rejoin(
         only_here = await transactions_only_here(server, source)
         result.only_here = only_here
         if only_here:
-            raise OperationFailed(
+            raise refused(
                 f"nothing was changed: {server.info.label} has transactions {source.info.label} never had — "
                 + "; ".join(_words(d) for d in only_here)
                 + " — they were acknowledged before it was replaced and never replicated; it rejoins once they are "

@@ -81,11 +81,12 @@ async def repair_switch(
     done.append(verdict.detail)
     if not verdict.complete:
         connection = next(c for c in new.status.connections if c.name == name)
-        _, failed = await put_back_servers(
+        put = await put_back_servers(
             old, new, connection,
             master_was_read_only=switch.old_master_was_read_only,
             candidate_was_read_only=switch.candidate_was_read_only,
         )  # fmt: skip
+        failed = put.problems
         if not failed:
             was = "read-only as before" if switch.old_master_was_read_only else "writable again"
             done.append(f"undone: {old.info.label} {was}, {new.info.label} replicates from it as before")

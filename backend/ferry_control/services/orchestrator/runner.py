@@ -55,12 +55,17 @@ from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.events import OperationEvent
 from ferry_control.schemas.operation import PARAMS, RESULTS, OperationParams, OperationStep
 from ferry_control.schemas.operation_results import (
+    Failure,
+    FailureKind,
     OperationHookPayload,
     OperationResult,
     UndoReport,
     WebhookCall,
 )
 from ferry_control.services.event_bus import ClusterEvent, EventBus
+from ferry_control.services.orchestrator.failures import LeaseLost as LeaseLost
+from ferry_control.services.orchestrator.failures import OperationFailed as OperationFailed
+from ferry_control.services.orchestrator.failures import UndoOutcome, failure_of
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.routing import StaleProxies
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
@@ -73,41 +78,9 @@ P = TypeVar("P", bound=OperationParams)
 R = TypeVar("R", bound=OperationResult)
 
 
-class OperationFailed(Exception):
-    """Ends an operation as failed (or undone, when what it changed was put back), with a message for people."""
-
-    def __init__(self, message: str, *, undone: bool = False):
-        super().__init__(message)
-        self.message = message
-        self.undone = undone
-
-
-class LeaseLost(OperationFailed):
-    """The operation no longer holds its cluster's lock (taken over, or its lease lapsed): it must not go on."""
-
-
 #: Puts back (or completes) what an operation changed so far; returns what it did, in words, or raises
 #: OperationFailed when it could not do all of it.
 Compensation = Callable[[], Awaitable[str]]
-
-
-@dataclass(frozen=True)
-class UndoOutcome:
-    """What the guard did when the operation ended without success."""
-
-    #: Why the operation stopped.
-    reason: str
-    #: What the compensation did or could not do.
-    summary: str
-    #: Whether everything was put back (or completed).
-    complete: bool
-    #: `undone` (put back as before) or `rolled forward` (completed past the point of no return).
-    kind: str
-
-    @property
-    def message(self) -> str:
-        verb = self.kind if self.complete else {"undone": "undo", "rolled forward": "roll forward"}[self.kind]
-        return f"{self.reason}; {verb if self.complete else verb + ' incomplete'}: {self.summary}"
 
 
 @dataclass
@@ -140,6 +113,8 @@ class OperationContext(Generic[P, R]):
     fencing_token: int | None = None
     #: Why the operation was stopped from outside (shutdown, time bound, lost lock), once it was.
     stop_reason: str | None = None
+    #: That reason's kind (`Failure.kind`).
+    stop_kind: FailureKind | None = None
     #: What the guard did, once the operation ended without success and something was registered to compensate.
     undo_outcome: UndoOutcome | None = None
     _dirty: bool = False
@@ -212,7 +187,7 @@ class OperationContext(Generic[P, R]):
         if self.fencing_token is None:
             return
         if self.stop_reason is not None:
-            raise LeaseLost(self.stop_reason)
+            raise LeaseLost(self.stop_reason, self.stop_kind or "lock_lost")
         checked = time.monotonic()
         if checked < self._fence_trusted_until:
             return
@@ -230,10 +205,10 @@ class OperationContext(Generic[P, R]):
             raise LeaseLost("lost the cluster's operation lock: its lease lapsed (not renewed in time)")
         self.lease_confirmed(checked, (lock.lease_expires_at - now).total_seconds())
 
-    def stop(self, reason: str) -> None:
+    def stop(self, reason: str, kind: FailureKind) -> None:
         """Stops the operation from outside (its guard then compensates); the first reason given is kept."""
         if self.stop_reason is None:
-            self.stop_reason = reason
+            self.stop_reason, self.stop_kind = reason, kind
         if self._work is not None and not self._work.done():
             self._work.cancel()
 
@@ -257,6 +232,7 @@ class OperationContext(Generic[P, R]):
             outcome = await _uncancellable(self._compensate(registered, reason))
             self.undo_outcome = outcome
             self.result.undo = UndoReport(reason=outcome.reason, done=outcome.summary, complete=outcome.complete)
+            self.result.failure = failure_of(e, self.stop_kind, outcome)
             if isinstance(e, asyncio.CancelledError):
                 raise
             if not isinstance(e, OperationFailed | DriverError):
@@ -319,6 +295,11 @@ class OperationContext(Generic[P, R]):
                     f"another holder took the cluster's operation lock (fencing token {self.fencing_token} is no "
                     "longer current)"
                 )
+
+    def fail(self, error: BaseException) -> None:
+        """Records the typed failure of what ended the operation with `error` (unless the guard already did)."""
+        if self.result.failure is None:
+            self.result.failure = failure_of(error, self.stop_kind, self.undo_outcome)
 
     def why(self, error: BaseException) -> str:
         """Why the operation stopped, in words."""
@@ -593,7 +574,7 @@ class OperationRunner:
             try:
                 params = PARAMS.get(operation.type, OperationParams).model_validate(operation.params or {})
             except ValidationError as e:  # a row no request could have written: the operation fails, unchanged
-                params, unreadable = None, f"its parameters could not be read ({e}); nothing was changed"
+                params, unreadable = None, f"its parameters could not be read ({e})"
             ctx: OperationContext[Any, Any] = OperationContext(
                 runner=self,
                 operation_id=operation.id,
@@ -609,6 +590,8 @@ class OperationRunner:
                 # Its lock was taken over (by a reconcile of an instance that thought it dead) before it began.
                 operation.state = OperationState.failed
                 operation.error = "lost the cluster's operation lock before it began; nothing was changed"
+                ctx.result.failure = Failure(kind="lock_lost", changed=False)
+                operation.result = ctx.result.stored()
                 operation.finished_at = _now()
                 return
             ctx.fencing_token = None if lock is None else lock.fencing_token
@@ -622,6 +605,7 @@ class OperationRunner:
             self.settings.operation_timeout_s,
             ctx.stop,
             f"timed out: the operation ran longer than its bound of {self.settings.operation_timeout_s} s",
+            "timed_out",
         )
         started = time.perf_counter()
         state, error = OperationState.succeeded, None
@@ -635,23 +619,27 @@ class OperationRunner:
                     raise  # the work was stopped from inside this instance (lease, bound): handled below
                 # This task was cancelled: the API instance shuts down. The work is stopped, its guard undoes.
                 cancelled = True
-                ctx.stop("interrupted: the API instance running it shut down")
+                ctx.stop("interrupted: the API instance running it shut down", "shutdown")
                 await _uncancellable(asyncio.wait([ctx._work]))
             ctx._work.result()
         except OperationFailed as e:
             state, error = (OperationState.undone if e.undone else OperationState.failed), e.message
+            ctx.fail(e)
         except DriverError as e:
             state, error = OperationState.failed, ctx.why(e)
-        except asyncio.CancelledError:
+            ctx.fail(e)
+        except asyncio.CancelledError as e:
             outcome = ctx.undo_outcome
             if outcome is not None:
                 undone = outcome.complete and outcome.kind == "undone"
                 state, error = (OperationState.undone if undone else OperationState.failed), outcome.message
             else:
                 state, error = OperationState.failed, ctx.stop_reason or "cancelled"
+            ctx.fail(e)
         except Exception as e:
             log.exception("operation %s failed unexpectedly", operation_id)
             state, error = OperationState.failed, ctx.why(e)
+            ctx.fail(e)
         finally:
             bound.cancel()
             if heartbeat is not None:
@@ -668,9 +656,9 @@ class OperationRunner:
     async def _guarded(self, ctx: OperationContext[Any, Any]) -> None:
         executor = self.executors.get(ctx.type)
         if executor is None:
-            raise OperationFailed(f"no executor for operations of type {ctx.type!r}")
+            raise OperationFailed(f"no executor for operations of type {ctx.type!r}", kind="internal", changed=False)
         if ctx._unreadable is not None:
-            raise OperationFailed(ctx._unreadable)
+            raise OperationFailed(f"{ctx._unreadable}; nothing was changed", kind="refused", changed=False)
         async with ctx.guarded():
             await executor(ctx)
 
@@ -693,14 +681,17 @@ class OperationRunner:
             except Exception as e:
                 log.exception("renewing the lease of operation %s failed", ctx.operation_id)
                 if time.monotonic() - renewed >= lease_s:
-                    ctx.stop(f"lost the cluster's operation lock: not renewed for {lease_s} s ({_describe(e)})")
+                    ctx.stop(
+                        f"lost the cluster's operation lock: not renewed for {lease_s} s ({_describe(e)})", "lock_lost"
+                    )
                     return
                 continue
             if not held:
                 log.warning("operation %s no longer holds cluster %s", ctx.operation_id, ctx.cluster_id)
                 ctx.stop(
                     "lost the cluster's operation lock: another holder took it over (fencing token "
-                    f"{ctx.fencing_token} is no longer current)"
+                    f"{ctx.fencing_token} is no longer current)",
+                    "lock_lost",
                 )
                 return
             renewed = time.monotonic()

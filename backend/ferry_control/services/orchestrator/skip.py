@@ -24,6 +24,7 @@ from ferry_control.drivers.errors import DriverError
 from ferry_control.schemas.operation import SkipTransactionsParams
 from ferry_control.schemas.operation_results import SkipTransactionsResult, StopReason
 from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.gtid import from_gtids, parse_state, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.simple import _connection, _reachable
@@ -166,23 +167,23 @@ async def run_skip_transactions(ctx: OperationContext[SkipTransactionsParams, Sk
         name = _connection(view, ctx.params.connection, ctx.settings.replication_connection_name)
         connection = find_connection(view.status.connections, name)
         if connection is None:
-            raise OperationFailed(f"{view.info.label} has no replication connection {name!r}: nothing was changed")
+            raise refused(f"{view.info.label} has no replication connection {name!r}: nothing was changed")
         if not is_stopped(connection):
-            raise OperationFailed(why_not_stopped(view.info.label, connection) + "; nothing was changed")
+            raise refused(why_not_stopped(view.info.label, connection) + "; nothing was changed")
         master = next((link.master for link in snapshot.links_of(view.info.id) if link.connection.name == name), None)
         step.detail = {"connection": name, "master": connection.master_address, **stop_reason(connection)}
     async with ctx.step("identify") as step:
         found = await _identify(view, master, connection, count)
         step.detail = found
         if found["waiting"] is not None and found["waiting"] < count:
-            raise OperationFailed(
+            raise refused(
                 f"{view.info.label}: only {found['waiting']} transaction(s) of {found['source']} wait for connection "
                 f"{name!r}, not {count}: the skip counter would pass over the master's next transaction(s) as they "
                 "come; nothing was changed"
             )
         refusal = cross_domain_refusal(found, count)
         if refusal is not None:
-            raise OperationFailed(f"{view.info.label}, connection {name!r}: {refusal}; nothing was changed")
+            raise refused(f"{view.info.label}, connection {name!r}: {refusal}; nothing was changed")
     result = ctx.result
     result.server_id, result.connection, result.count = view.info.id, name, count
     result.stopped_by = StopReason.model_validate(stop_reason(connection))

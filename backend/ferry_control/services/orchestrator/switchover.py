@@ -33,6 +33,7 @@ from ferry_control.services.orchestrator import actions, catch_up_parallel, no_r
 from ferry_control.services.orchestrator.candidates import delay_of, filtered_domains, label_mismatch
 from ferry_control.services.orchestrator.catch_up_rates import Prediction
 from ferry_control.services.orchestrator.delayed_candidate import chosen_words, delay_note, dry_run_advice, left_out
+from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, join_all, position
 from ferry_control.services.orchestrator.hub_switchover import switch_hub
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
@@ -296,7 +297,7 @@ async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResul
         failed = plan.failed()
         step.detail = {"checks": [asdict(c) for c in plan.checks]}
         if failed:
-            raise OperationFailed(
+            raise refused(
                 "preflight failed, nothing was changed: " + "; ".join(f"{c.name}: {c.detail}" for c in failed)
             )
     assert plan.master is not None and plan.candidate is not None
@@ -598,7 +599,7 @@ async def undo(
     when a part could not be done."""
     candidate = link.replica
     async with ctx.step("undo", fenced=False) as step:
-        done, problems = await put_back_servers(
+        put = await put_back_servers(
             master, candidate, link.connection,
             master_was_read_only=master_was_read_only,
             candidate_was_read_only=(
@@ -606,11 +607,21 @@ async def undo(
             ),
             candidate_role=candidate_role,
         )  # fmt: skip
-        if not master_was_read_only and not any(p.startswith(f"{master.info.label}:") for p in problems):
+        if not master_was_read_only and put.master_restored:
             await routing.writer_arrived(ctx, master.info.id, candidate.info.id if candidate_role else None)
-        step.detail = {"done": done, "problems": problems}
-        if problems:
-            raise OperationFailed("; ".join(problems))
+        step.detail = {"done": put.done, "problems": put.problems}
+        if put.problems:
+            raise OperationFailed("; ".join(put.problems))
+
+
+@dataclass(frozen=True)
+class PutBack:
+    """What `put_back_servers` did: in words, what it could not do, and whether the old master's read-only flag is as
+    it was (then, when that is writable, it may be the proxies' writer again)."""
+
+    done: list[str]
+    problems: list[str]
+    master_restored: bool
 
 
 async def put_back_servers(
@@ -621,14 +632,16 @@ async def put_back_servers(
     master_was_read_only: bool,
     candidate_was_read_only: bool | None,
     candidate_role: MasterRole | None = None,
-) -> tuple[list[str], list[str]]:
-    """The servers' part of undoing a switchover, live or after a crash (reconcile.py): when the candidate's part
+) -> PutBack:
+    """The servers' part of undoing a switchover, live or after a crash (repairs.py): when the candidate's part
     had begun (`candidate_was_read_only` given), the candidate is read-only as it was, replicates from the old master
     again (its connection started, or re-created with `connection`'s settings when it was cut) and, with
     `candidate_role`, has its own master-side settings back; then the old master's read-only flag is as it was.
-    Returns what was done and what could not be (each problem starts with the server's label)."""
+    Returns what was done, what could not be (each problem starts with the server's label) and whether the old
+    master's flag was put back."""
     done: list[str] = []
     problems: list[str] = []
+    master_restored = False
     if candidate_was_read_only is not None:
         try:
             driver = candidate.require_driver()
@@ -645,9 +658,10 @@ async def put_back_servers(
     try:
         await master.require_driver().set_read_only(master_was_read_only)
         done.append(f"{master.info.label} " + ("read-only as before" if master_was_read_only else "writable again"))
+        master_restored = True
     except DriverError as e:
         problems.append(f"{master.info.label}: {e}")
-    return done, problems
+    return PutBack(done, problems, master_restored)
 
 
 async def follow_new_master(
@@ -727,9 +741,11 @@ async def follow_new_master(
             "problems": {labels[k]: v for k, v in problems.items()},
         }
         if problems or failures:
+            left = [*failures, *(f"{labels[k]}: {v}" for k, v in problems.items())]
             raise OperationFailed(
-                f"{new_master.info.label} is the master, but not every server follows it: "
-                + "; ".join([*failures, *(f"{labels[k]}: {v}" for k, v in problems.items())])
+                f"{new_master.info.label} is the master, but not every server follows it: " + "; ".join(left),
+                changed=True,
+                left=left,
             )
 
 
