@@ -19,6 +19,7 @@ from ferry_control.drivers.base import ChangeMaster
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
 from ferry_control.models import ServerKind
 from tests.conftest import LiveFactory
+from tests.failure_shapes import REFUSED
 from tests.ferryd_cluster import FerrydCluster, FerrydNode
 from tests.helpers import (
     LOAD_FIELD,
@@ -214,6 +215,7 @@ async def test_a_failover_drill_is_refused_where_no_replica_keeps_every_domain(
         )
         assert (dry["type"], dry["dry_run"], dry["state"]) == ("drill", True, "failed"), dry
         assert dry["error"] == f"the failover drill would be refused: {expected}", dry["error"]
+        assert dry["result"]["failure"] == REFUSED, dry["result"]
         fixed = await live.client.post(
             f"/api/v1/clusters/{cluster_id}/drills/dry-run",
             json={**plan, "candidate_strategy": "fixed", "candidate_server_id": ids["replica1"]},

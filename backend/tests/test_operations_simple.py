@@ -15,6 +15,7 @@ from sqlalchemy import update
 from ferry_control.core.db import session_scope
 from ferry_control.models import Operation, OperationLock, OperationState, Server
 from tests.conftest import LiveFactory
+from tests.failure_shapes import REFUSED
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import WebhookReceiver, register, run_operation, serve, topology
 
@@ -63,6 +64,7 @@ async def test_replication_operations_move_one_server_at_a_time(
             {"server_id": ids["replica1"], "master_server_id": ids["replica2"]},
         )
         assert loop["state"] == "failed" and "replication loop" in loop["error"]
+        assert loop["result"]["failure"] == REFUSED, loop["result"]
 
         await run("read-only", {"server_id": ids["replica1"], "read_only": True})
         assert replica1.status()["read_only"] is True
@@ -74,6 +76,7 @@ async def test_replication_operations_move_one_server_at_a_time(
             live.app, live.client, cluster_id, "read-only", {"server_id": ids["replica1"], "read_only": False}
         )
         assert refused["state"] == "failed" and "is fenced" in refused["error"]
+        assert refused["result"]["failure"] == REFUSED, refused["result"]
         unfenced = await live.client.post(f"/api/v1/clusters/{cluster_id}/servers/{ids['replica1']}/unfence")
         assert unfenced.status_code == 200 and unfenced.json()["fenced"] is False
 
@@ -177,3 +180,4 @@ async def test_an_operation_whose_stored_parameters_do_not_validate_fails_at_onc
         read = (await live.client.get(f"/api/v1/clusters/{cluster['id']}/operations/{operation_id}")).json()
         assert read["state"] == "failed" and read["error"].startswith("its parameters could not be read"), read
         assert read["steps"] == []
+        assert read["result"]["failure"] == REFUSED, read["result"]

@@ -45,6 +45,7 @@ from ferry_control.services.orchestrator.drill_parts import (
     verify_writer,
     write_canaries,
 )
+from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.gtid import position
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.hub_switchover import switch_hub
@@ -99,7 +100,7 @@ async def _preview(ctx: Drill) -> None:
             if not plan.passed:
                 raise DrillFailed([f"preflight {c.name}: {c.detail}" for c in plan.failed()])
     except DrillFailed as e:
-        raise OperationFailed(f"the {ctx.params.kind} drill would be refused: " + "; ".join(e.reasons)) from e
+        raise refused(f"the {ctx.params.kind} drill would be refused: " + "; ".join(e.reasons)) from e
 
 
 async def _end(ctx: Drill, run_id: int, details: dict[str, Any], reasons: list[str], started: float) -> None:

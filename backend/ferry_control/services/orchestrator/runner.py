@@ -154,6 +154,9 @@ class OperationContext(Generic[P, R]):
         try:
             yield handle
         except BaseException as e:
+            if name == "preflight" and isinstance(e, OperationFailed) and e.changed is None:
+                # A preflight reads and checks (a dry run is one): what stops it is a refusal, nothing changed.
+                e.kind, e.changed = "refused", False
             failed = e.message if isinstance(e, OperationFailed) else handle.detail or _describe(e)
             record.end("failed", failed, time.perf_counter() - clock)
             raise
