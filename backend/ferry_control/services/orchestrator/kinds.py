@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from ferry_control.schemas.operation import (
+    PARALLEL_APPLY_DESCRIPTION,
+    SKIP_TRANSACTIONS_DESCRIPTION,
     BringLevelOperation,
     BringLevelRequest,
     DrillOperation,
@@ -158,12 +160,7 @@ KINDS: tuple[OperationKind, ...] = (
             SkipTransactionsRequest,
             summary="Skip the transaction(s) that stopped a replica's connection, then start it again (loses them "
             "there)",
-            description="For a connection stopped by an SQL error (e.g. MariaDB's 1062 duplicate key) or stopped by "
-            "hand: names the GTIDs that will be skipped (the next ones after the replica's gtid_slave_pos in its "
-            "master's binlog, else the one the error names), sets the skip counter (sql_slave_skip_counter), starts "
-            "the connection and checks that it replicates again. The skipped transactions are not applied on that "
-            "replica and never will be: the result's `data_loss` says so. 404 `connection_not_found`, 409 "
-            "`connection_running` (nothing changed); `count` is 1 to 100.",
+            description=SKIP_TRANSACTIONS_DESCRIPTION,
             precheck=precheck_skip_transactions,
         ),
     ),
@@ -171,13 +168,7 @@ KINDS: tuple[OperationKind, ...] = (
         ParallelApplyOperation, run_parallel_apply, route=Route(
             ParallelApplyRequest,
             summary="Change a replica connection's parallel apply online (mode, workers, at most per domain)",
-            description="The connection's applying side stops at a transaction boundary and starts again at its "
-            "position (MariaDB: STOP/START SLAVE 'c' SQL_THREAD around SET GLOBAL; slave_parallel_threads is one pool "
-            "for the whole server, so a new worker count pauses every connection's SQL thread for the moment), or "
-            "takes the change between two commit groups (ferryd); the receiving side goes on; nothing is skipped or "
-            "applied twice. What the body leaves out stays as it is. 404 `connection_not_found`, 422 "
-            "`parallel_apply_invalid` (values the server's kind refuses; nothing changed). See GET "
-            "…/servers/{id}/parallel-apply for the rates.",
+            description=PARALLEL_APPLY_DESCRIPTION,
             precheck=precheck_parallel_apply,
         ),
     ),
