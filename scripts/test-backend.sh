@@ -16,7 +16,7 @@ fi
 .venv/bin/ruff format --check --config backend/pyproject.toml backend migrations
 # The type checker, strict on the whole package (backend/pyproject.toml [tool.mypy]).
 (cd backend && ../.venv/bin/mypy)
-# Arguments, when given, replace the default test path (e.g. `backend/tests/test_collector.py -x`).
+# Arguments, when given, replace the default test path (e.g. `backend/tests/collection/test_collector.py -x`).
 if [ $# -eq 0 ]; then set -- backend/tests; fi
 # Tests run in FERRY_TEST_WORKERS processes (pytest-xdist; default 3): each has its own databases (unique
 # names), ferryd nodes, mariadbd and HAProxy processes on ports the system hands out, and temporary directories, so

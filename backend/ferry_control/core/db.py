@@ -3,7 +3,8 @@
 A unit of work commits in one place: `session_scope`, when the work succeeds (it rolls back when the work raises).
 A request's session is one (`api/deps.py`), committed when the handler returns; background work (the collector,
 operations, the monitor, the CLI) opens its own. Services and repositories never commit; the one thing a request's
-service may ask of its unit of work is `release_connection`, before it waits on servers (tests/test_layers.py).
+service may ask of its unit of work is `release_connection`, before it waits on servers
+(tests/architecture/test_layers.py).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ async def release_connection(session: AsyncSession) -> None:
     """Commits the request's work so far and gives its connection back to the pool (the session takes one again,
     in a new transaction, when next used): for a request about to wait on servers, so it holds no connection (on
     SQLite, no write lock) meanwhile. What was done before is kept whatever follows, so a service calls this only
-    where its work so far stands on its own (tests/test_layers.py names the services that do)."""
+    where its work so far stands on its own (tests/architecture/test_layers.py names the services that do)."""
     await session.commit()
 
 

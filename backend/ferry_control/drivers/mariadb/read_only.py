@@ -5,7 +5,8 @@ Where writes stopped is known without waiting: `SET GLOBAL read_only=1` (10.11 `
 lock and then blocks commits — waiting for every commit in progress, each of which holds the backup-commit metadata
 lock through its binlog write — before it sets the flag, and a commit checks the flag only once it holds that lock.
 So when the statement has returned, every client commit has landed in the binlog or will be refused, and the binlog
-position read then is final (`backend/tests/test_mariadb_in_flight.py` checks it under concurrent writers)."""
+position read then is final (`backend/tests/operations/test_mariadb_operations.py` relies on it: switchovers under
+eight concurrent writers lose nothing)."""
 
 from __future__ import annotations
 

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ferry_control.ctl.errors import ExitCode
+from tests.cli.test_ferryctl import FERRYCTL, ferryctl
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster, FerrydNode
 from tests.helpers import WAIT_S, register, serve, topology, writable_master
-from tests.test_ferryctl import FERRYCTL, ferryctl
 from tests.waiting import eventually
 
 COLUMNS = 80

@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "ferry_control"
+PACKAGE = Path(__file__).resolve().parents[2] / "ferry_control"
 
 #: Where SQL may be (see the module's doc).
 SQL_HOMES = ("repositories/", "models/", "drivers/", "core/db.py")

@@ -33,10 +33,10 @@ from ferry_control.main import create_app
 from ferry_control.models import ApiToken, Cluster, ServerKind
 from ferry_control.services.audit import AuditService
 from ferry_control.services.orchestrator.hooks import call_webhooks
+from tests.collection.test_collector import sse_events
 from tests.conftest import SECRET_KEY, LiveFactory, Tokens, empty_database
 from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster
 from tests.helpers import WAIT_S, WebhookReceiver, register, run_operation, serve
-from tests.test_collector import sse_events
 
 SECRETS = {
     "node_token": "cluster-node-token-7f3a9c2e11d4",

@@ -16,12 +16,12 @@ from sqlalchemy import update
 from ferry_control.core.db import session_scope
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient, Increment
 from ferry_control.models import Server
+from tests.cli.test_ferryctl import ferryctl
 from tests.conftest import Live, LiveFactory
 from tests.ferryd_cluster import WAIT_S, FerrydCluster, free_port
 from tests.haproxy_proxy import Haproxy
 from tests.helpers import register, serve
 from tests.mariadb_cluster import eventually
-from tests.test_ferryctl import ferryctl
 
 
 async def rendered(

@@ -20,13 +20,19 @@ import pymysql
 import pytest
 
 from ferry_control.ctl.errors import ExitCode
+from tests.cli.test_ferryctl import ferryctl
 from tests.conftest import LiveFactory
 from tests.failure_shapes import UNDONE
 from tests.helpers import finished, run_operation, serve, step
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, driver, eventually
 from tests.mariadb_load import MariadbLoadWriter, load_rows, register_mariadb, seed000_tables
-from tests.test_ferryctl import ferryctl
-from tests.test_operation_faults import ApiProcess, app_settings, fault_database, killed_after, operator_token
+from tests.operations.test_operation_faults import (
+    ApiProcess,
+    app_settings,
+    fault_database,
+    killed_after,
+    operator_token,
+)
 
 __all__ = ["fault_database"]  # a fixture, imported for this module's tests
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from ferry_control.ctl.errors import ExitCode
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
+from tests.cli.test_ferryctl import ferryctl
 from tests.conftest import LiveFactory
 from tests.failure_shapes import REFUSED
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, finished, register, run_operation, serve, topology
-from tests.test_ferryctl import ferryctl
 from tests.waiting import eventually
 
 

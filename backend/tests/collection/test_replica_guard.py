@@ -16,12 +16,12 @@ import httpx
 
 from ferry_control.schemas.events import EventType
 from ferry_control.services.event_bus import ClusterEvent, Subscription
+from tests.cli.test_ferryctl import ferryctl
 from tests.conftest import Live, LiveFactory
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import WAIT_S, register, serve
 from tests.mariadb_cluster import MariadbCluster
 from tests.mariadb_load import register_mariadb
-from tests.test_ferryctl import ferryctl
 from tests.waiting import eventually
 
 POLL_S = 0.5

@@ -22,7 +22,7 @@ from ferry_control.core.gtid import (
     seq_by_domain,
 )
 
-PACKAGE = Path(__file__).resolve().parents[1] / "ferry_control"
+PACKAGE = Path(__file__).resolve().parents[2] / "ferry_control"
 #: The modules that speak to ferry_engine directly: the GTID vocabulary, and the protocol client's constants.
 ENGINE_USERS = {"core/gtid.py", "drivers/ferry_protocol.py"}
 

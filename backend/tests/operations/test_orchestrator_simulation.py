@@ -22,7 +22,7 @@ SCHEDULES = int(os.environ.get("FERRY_SIM_SCHEDULES", "2000"))
 ONE_SEED = os.environ.get("FERRY_SIM_SEED")
 REPLAY = (
     "FERRY_SIM_SEED={seed} .venv/bin/pytest -q -s -p no:cacheprovider "
-    "backend/tests/test_orchestrator_simulation.py -k seeded"
+    "backend/tests/operations/test_orchestrator_simulation.py -k seeded"
 )
 
 

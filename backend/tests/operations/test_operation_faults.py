@@ -40,7 +40,7 @@ from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster, FerrydNode
 from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, WebhookReceiver, register, serve, stop_process
 from tests.waiting import eventually
 
-BACKEND = Path(__file__).resolve().parents[1]
+BACKEND = Path(__file__).resolve().parents[2]
 #: The switchover's steps once its preflight passed, each a point the API is killed after.
 STEPS = [
     "catch_up_before_window", "pre_hooks", "old_master_read_only", "wait_in_flight_commits", "candidate_catch_up",

@@ -24,7 +24,7 @@ from ferry_control.services.orchestrator import switchover
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import WAIT_S, register
-from tests.test_operation_guard import Gate, ended, start_switchover
+from tests.operations.test_operation_guard import Gate, ended, start_switchover
 
 
 def database_down(*_: Any, **__: Any) -> Any:

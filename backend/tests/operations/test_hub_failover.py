@@ -15,7 +15,7 @@ from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import finished, register, run_operation, step
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, eventually
 from tests.mariadb_load import MariadbLoadWriter, load_rows, register_mariadb, seed000_tables
-from tests.test_hub_switchover import connections
+from tests.operations.test_hub_switchover import connections
 
 POLL_INTERVAL_S = 0.2
 DETECTION_POLLS = 3

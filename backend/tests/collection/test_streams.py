@@ -19,10 +19,10 @@ from ferry_control.core.db import session_scope
 from ferry_control.services.event_bus import ClusterEvent
 from ferry_control.services.streams import StreamRegistry
 from ferry_control.services.tokens import TokenService
+from tests.collection.test_collector import sse_events, viewer_events
 from tests.conftest import LiveFactory, migrated_database
 from tests.helpers import WAIT_S, serve
-from tests.test_collector import sse_events, viewer_events
-from tests.test_operation_faults import ApiProcess, app_settings, operator_token
+from tests.operations.test_operation_faults import ApiProcess, app_settings, operator_token
 
 
 def test_an_events_frame_is_the_server_sent_event_of_its_type_and_data() -> None:

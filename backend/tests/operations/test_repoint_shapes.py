@@ -12,7 +12,7 @@ from tests.conftest import LiveFactory
 from tests.helpers import run_operation, step
 from tests.mariadb_cluster import MariadbCluster, eventually
 from tests.mariadb_load import register_mariadb
-from tests.test_hub_switchover import connections
+from tests.operations.test_hub_switchover import connections
 
 
 async def repoint(live, cluster_id: int, server: int, master: int, **fields: object) -> dict:  # type: ignore[no-untyped-def]

@@ -15,11 +15,11 @@ import psycopg
 
 from ferry_control.services.collection.share import APPLICATION_NAME, LOCK_CLASS
 from ferry_control.services.event_relay import libpq_conninfo
+from tests.collection.test_worker import worker_process
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import WAIT_S, FerrydCluster
 from tests.helpers import register
 from tests.mariadb_cluster import eventually
-from tests.test_worker import worker_process
 
 POLL_INTERVAL_S = 0.5
 WORKER_SETTINGS = {

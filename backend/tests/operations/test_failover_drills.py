@@ -18,6 +18,7 @@ from ferry_control.ctl.errors import ExitCode
 from ferry_control.drivers.base import ChangeMaster
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
 from ferry_control.models import ServerKind
+from tests.cli.test_ferryctl import ferryctl
 from tests.conftest import LiveFactory
 from tests.failure_shapes import REFUSED
 from tests.ferryd_cluster import FerrydCluster, FerrydNode
@@ -33,7 +34,6 @@ from tests.helpers import (
     topology,
     writable_master,
 )
-from tests.test_ferryctl import ferryctl
 
 #: The steps a failover drill takes, in order (without a switch back).
 FAILOVER_DRILL_STEPS = [

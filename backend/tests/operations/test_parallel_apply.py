@@ -25,13 +25,13 @@ from ferry_control.services.orchestrator.catch_up_parallel import (
     raise_for_catch_up,
     restore,
 )
+from tests.cli.test_ferryctl import ferryctl
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import LOAD_FIELD, LOAD_TABLE, LoadWriter, connection, register, run_operation, serve
 from tests.mariadb_cluster import MariadbCluster, driver, eventually
 from tests.mariadb_load import MariadbLoadWriter, checksums_equal, errant_everywhere, load_rows, register_mariadb
-from tests.test_ferryctl import ferryctl
-from tests.test_operation_faults import left_running
+from tests.operations.test_operation_faults import left_running
 
 # -- the arithmetic ----------------------------------------------------------------------------------------------
 

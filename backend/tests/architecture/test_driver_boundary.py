@@ -12,7 +12,7 @@ from pathlib import Path
 from ferry_control.api.errors import DRIVER_ERROR_STATUS
 from ferry_control.drivers.errors import ErrorKind
 
-SERVICES = Path(__file__).resolve().parents[1] / "ferry_control" / "services"
+SERVICES = Path(__file__).resolve().parents[2] / "ferry_control" / "services"
 #: Modules of one driver (the generic ones — base, errors, factory, registry, credentials — are for everyone).
 DRIVER_MODULES = re.compile(r"^ferry_control\.drivers\.(ferry|mariadb)")
 #: A server kind's name in code or in a message.

@@ -25,7 +25,7 @@ from tests.ferryd_cluster import NODE_TOKEN, WAIT_S, FerrydCluster
 from tests.helpers import register, stop_process
 from tests.mariadb_cluster import eventually
 
-BACKEND = Path(__file__).resolve().parents[1]
+BACKEND = Path(__file__).resolve().parents[2]
 
 
 @asynccontextmanager

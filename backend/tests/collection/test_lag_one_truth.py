@@ -15,10 +15,10 @@ from fastapi import FastAPI
 
 from ferry_control.ctl.errors import ExitCode
 from ferry_control.services.lag import judge, seconds_words, worst
+from tests.cli.test_ferryctl import ferryctl
 from tests.conftest import Tokens
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import register, serve
-from tests.test_ferryctl import ferryctl
 from tests.waiting import eventually
 
 DELAY_S = 600  # far beyond the test: the writes wait unapplied for the whole test

@@ -10,10 +10,10 @@ import json
 from typing import Any
 
 from ferry_control.services.event_bus import ClusterEvent
+from tests.collection.test_collector import viewer_events
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster, free_port_pair
 from tests.helpers import WAIT_S, register, serve
-from tests.test_collector import viewer_events
 
 
 async def test_a_write_reaches_an_open_stream_without_a_collector_cycle(

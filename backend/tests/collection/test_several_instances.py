@@ -38,10 +38,10 @@ from ferry_control.services.event_relay import (
     unpack,
 )
 from ferry_control.services.tokens import TokenService
+from tests.collection.test_collector import sse_events
 from tests.conftest import LOOPBACK_SERVERS, TOKEN_PEPPER, Tokens, empty_database
 from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster
 from tests.helpers import register, serve
-from tests.test_collector import sse_events
 from tests.waiting import eventually
 
 #: Bound on every wait for a condition in these tests.

@@ -18,8 +18,8 @@ from ferry_control.services.orchestrator import register_executors
 from ferry_control.services.orchestrator.kinds import BY_NAME, KINDS, repair_of
 from ferry_control.services.orchestrator.runner import OperationRunner
 
-BACKEND = Path(__file__).resolve().parents[1] / "ferry_control"
-FRONTEND = Path(__file__).resolve().parents[2] / "frontend" / "src"
+BACKEND = Path(__file__).resolve().parents[2] / "ferry_control"
+FRONTEND = Path(__file__).resolve().parents[3] / "frontend" / "src"
 #: Kinds nothing treats apart from the others: their name written anywhere but their read model's `type` is a list of
 #: kinds by hand.
 PLAIN = ("start_replication", "stop_replication", "skip_transactions")

@@ -20,8 +20,8 @@ from ferry_control.services.event_bus import EventBus
 from ferry_control.services.maintenance_expiry import MaintenanceExpiry
 from ferry_control.services.orchestrator.candidates import candidate_pool
 from ferry_control.services.orchestrator.snapshot import Link, ServerInfo, ServerView
+from tests.api.test_clusters_servers import make_cluster
 from tests.conftest import Tokens
-from tests.test_clusters_servers import make_cluster
 
 
 async def make_server(client: httpx.AsyncClient, name: str = "db2", port: int = 7302) -> tuple[str, dict[str, Any]]:
