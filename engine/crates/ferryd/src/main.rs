@@ -49,6 +49,10 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
+    // Before anything else: from here on SIGTERM or SIGINT ends in a clean stop, also one that arrives while the
+    // node opens or the instant it first answers (with the handlers installed only once serving, a signal in
+    // between took the default action and killed the process mid-start).
+    let mut stop_signals = StopSignals::install()?;
     let config = args.node_config()?;
     let admin_limits = args.admin_limits()?;
     let protocol_timeouts = args.protocol_timeouts()?;
@@ -148,7 +152,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     };
     let admin = tokio::spawn(admin::serve(admin_listener, state, admin_limits, stop_rx));
 
-    shutdown_signal().await;
+    stop_signals.received().await;
     tracing::info!("shutting down");
     if let Some(semi_sync) = node.semi_sync() {
         semi_sync.stop(); // a commit waiting out a long semi-sync timeout does not hold the stop
@@ -185,11 +189,26 @@ impl Advertised {
     }
 }
 
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+/// SIGTERM and SIGINT, caught from the moment they are installed; a signal received before `received` is awaited is
+/// kept and ends the wait at once.
+struct StopSignals {
+    term: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn install() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(StopSignals {
+            term: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+            interrupt: signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
+        })
+    }
+
+    async fn received(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
     }
 }

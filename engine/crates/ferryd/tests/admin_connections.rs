@@ -97,6 +97,18 @@ fn sigterm_closes_idle_admin_connections_and_the_node_exits_cleanly() {
     assert_eq!(read_until_closed(silent, "a silent connection at shutdown"), "");
 }
 
+#[test]
+fn a_sigterm_the_moment_the_node_says_ready_stops_it_cleanly() {
+    // The node says ready before it has started all it serves; a stop asked that instant (a service manager's, a
+    // test's) must still be a clean one, never the signal's default action.
+    for attempt in 0..10 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut node = NodeProc::start(dir.path(), 1, &[]);
+        node.stop(); // asserts a successful exit, with the log when it is not
+        assert!(node.log().contains("shutting down"), "attempt {attempt}: {}", node.log());
+    }
+}
+
 /// Asks `GET /v1/status` with the node's token on a keep-alive connection and reads the answer's status line and
 /// headers (the body is left unread: the next request on the connection is not made).
 fn status_line_authenticated(stream: &mut TcpStream) -> String {
