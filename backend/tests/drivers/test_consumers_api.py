@@ -6,7 +6,8 @@ a dead master's consumers, which cannot be listed, said plainly."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from ferry_control.core.config import Settings
@@ -61,6 +62,23 @@ async def test_the_ferry_driver_reads_a_nodes_consumers_with_their_position_and_
         await eventually("the consumer gone", lambda: _none_listed(master.change_consumers()))
     finally:
         await drivers.aclose()
+
+
+@asynccontextmanager
+async def one_consumer_on_each(ferryd: FerrydCluster) -> AsyncIterator[None]:
+    """A consumer subscribed on each node and past its first change: "on-master", "on-candidate" (replica1), "x"
+    (replica2); all closed at the end."""
+    opened = [
+        await Subscription.open(node.listen, token=CONSUMER_TOKEN, name=name, start="")
+        for node, name in ((ferryd.master, "on-master"), (ferryd.replica1, "on-candidate"), (ferryd.replica2, "x"))
+    ]
+    try:
+        for sub in opened:
+            await anext(sub)
+        yield
+    finally:
+        for sub in opened:
+            await sub.close()
 
 
 async def _listed_at(read, position: str):  # type: ignore[no-untyped-def]
@@ -121,20 +139,11 @@ async def test_a_switchover_plan_names_the_consumers_of_the_servers_it_moves(
     ferryd.converge()
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
-        opened = [
-            await Subscription.open(node.listen, token=CONSUMER_TOKEN, name=name, start="")
-            for node, name in ((ferryd.master, "on-master"), (ferryd.replica1, "on-candidate"), (ferryd.replica2, "x"))
-        ]
-        try:
-            for sub in opened:
-                await anext(sub)
+        async with one_consumer_on_each(ferryd):
             operation = await run_operation(
                 live.app, live.client, cluster_id, "switchover",
                 {"candidate_server_id": ids["replica1"], "dry_run": True},
             )  # fmt: skip
-        finally:
-            for sub in opened:
-                await sub.close()
     assert operation["state"] == "succeeded", operation["error"]
     plan = operation["result"]["plan"]
     fates = {c["name"]: (c["server"], c["afterwards"]) for c in plan["consumers"]}
@@ -169,13 +178,7 @@ async def test_a_failover_dry_run_names_the_replicas_consumers_and_says_a_dead_m
     ferryd.converge()
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
-        opened = [
-            await Subscription.open(node.listen, token=CONSUMER_TOKEN, name=name, start="")
-            for node, name in ((ferryd.master, "on-master"), (ferryd.replica1, "on-candidate"), (ferryd.replica2, "x"))
-        ]
-        try:
-            for sub in opened:
-                await anext(sub)
+        async with one_consumer_on_each(ferryd):
             await live.app.state.collector.run_cycle()  # the master's label names its server_id once it was read
             ferryd.master.kill()
             replicas = (ferryd.replica1, ferryd.replica2)
@@ -188,9 +191,6 @@ async def test_a_failover_dry_run_names_the_replicas_consumers_and_says_a_dead_m
                 live.app, live.client, cluster_id, "failover",
                 {"candidate_server_id": ids["replica1"], "dry_run": True},
             )  # fmt: skip
-        finally:
-            for sub in opened:
-                await sub.close()
     assert (operation["state"], operation["dry_run"]) == ("succeeded", True), operation["error"]
     result = operation["result"]
     fates = {c["name"]: (c["server"], c["afterwards"]) for c in result["consumers"]}
