@@ -15,7 +15,7 @@ from ferry_control.ctl.client import Client
 from ferry_control.ctl.errors import CtlError, ExitCode
 from ferry_control.ctl.output import Output, cell_text
 from ferry_control.schemas.operation import AnyOperation, OperationRead, OperationStep
-from ferry_control.schemas.operation_results import CheckResult, MovesWriter
+from ferry_control.schemas.operation_results import CheckResult, Failure, MovesWriter
 
 TERMINAL_STATES = {"succeeded", "failed", "undone", "interrupted"}
 #: Steps that only check and change nothing: an operation that failed in one was refused.
@@ -135,4 +135,22 @@ def raise_unless_succeeded(document: dict[str, Any]) -> None:
         lines = [f"{what} refused by preflight, nothing was changed" + ("" if checks else f": {error}")]
         lines += [f"  check {c.name} failed: {c.detail}" for c in checks]
         raise CtlError("\n".join(lines), ExitCode.refused, code="preflight_refused", document=document)
-    raise CtlError(f"{what} {operation.state}: {error}", ExitCode.failed, code="operation_failed", document=document)
+    lines = [f"{what} {operation.state}: {error}"]
+    failure = operation.result.failure if operation.result is not None else None
+    if failure is not None:
+        lines.append(f"  {failure_words(failure)}")
+        lines += [f"  left changed: {what_left}" for what_left in failure.left]
+    raise CtlError("\n".join(lines), ExitCode.failed, code="operation_failed", document=document)
+
+
+def failure_words(failure: Failure) -> str:
+    """Whether an operation that failed left servers changed, from its typed failure (the dashboard says the same)."""
+    compensation = {
+        "undone": " (what it had changed was put back)",
+        "rolled_forward": " (past its point of no return: the move was completed instead of undone)",
+    }.get(failure.compensation or "", "")
+    if failure.changed is False:
+        return f"nothing was left changed{compensation}"
+    if failure.changed is True:
+        return f"servers were left changed{compensation}:"
+    return f"whether servers were left changed cannot be told{compensation}: check the cluster"

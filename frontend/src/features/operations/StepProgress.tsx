@@ -1,14 +1,26 @@
 // An operation's steps as they happen (updated live; a move's catch-up before the window with its rates and predicted
-// window while it waits), then its outcome: the error, and for a switchover or failover the write-unavailability
-// window and the new master.
+// window while it waits), then its outcome: the error with its typed failure (what kind, whether servers were left
+// changed and what), and for a switchover or failover the write-unavailability window and the new master.
 import { Badge } from "../../components/StatusBadge";
 import { formatDuration, humanize } from "../../lib/format";
 import { CATCH_UP_STEP, CatchUpProgress, isCatchUpProgress } from "./CatchUp";
-import { hasEnded, masters, stateSymbol, stateTone, stepDetail, unavailableSeconds, type Operation } from "./operationFacts";
+import {
+  failureOf,
+  failureWords,
+  hasEnded,
+  masters,
+  stateSymbol,
+  stateTone,
+  stepDetail,
+  unavailableSeconds,
+  type Operation,
+} from "./operationFacts";
 
 export function StepProgress({ operation, serverName }: { operation: Operation; serverName: (id: number) => string }) {
   const unavailable = unavailableSeconds(operation);
   const { oldMaster, newMaster } = masters(operation);
+  const failure = failureOf(operation);
+  const failed = failure ? failureWords(failure) : null;
   return (
     <section aria-label={`Operation ${operation.id} progress`} className="progress">
       <p>
@@ -39,6 +51,20 @@ export function StepProgress({ operation, serverName }: { operation: Operation; 
         <p role="alert" className="error">
           ✕ {operation.error}
         </p>
+      ) : null}
+      {failed ? (
+        <div className="failure" aria-label="Failure">
+          <p>
+            <strong>{failed.kind}.</strong> {failed.changed}
+          </p>
+          {failed.left.length > 0 ? (
+            <ul aria-label="Left changed">
+              {failed.left.map((what) => (
+                <li key={what}>{what}</li>
+              ))}
+            </ul>
+          ) : null}
+        </div>
       ) : null}
       {hasEnded(operation) && !operation.dry_run && operation.state === "succeeded" ? (
         <p role="status" className="outcome">

@@ -1,7 +1,7 @@
 // Tests of reading operation records: the checklist, whether a preview passed, ended states.
 import { describe, expect, it } from "vitest";
 import { operation } from "../../test/fixtures";
-import { hasEnded, preflightChecks, previewPassed, stepDetail } from "./operationFacts";
+import { failureOf, failureWords, hasEnded, preflightChecks, previewPassed, stepDetail } from "./operationFacts";
 
 const op: typeof operation = (over) => operation({ state: "succeeded", ...over });
 
@@ -40,5 +40,38 @@ describe("stepDetail", () => {
     expect(stepDetail({ position: "0-1-5,1-1-9", problems: [] })).toBe("position: 0-1-5,1-1-9 · problems: none");
     expect(stepDetail({ "0": "0-1-1", "1": "1-1-49" })).toBe("0: 0-1-1 · 1: 1-1-49");
     expect(stepDetail({ deep: { a: { b: 1 } } })).toBe('deep: a: {"b":1}');
+  });
+});
+
+describe("failureWords", () => {
+  it("says a refusal changed nothing", () => {
+    const failed = op({ state: "failed", error: "candidate_healthy failed", result: { failure: { kind: "refused", changed: false, left: [] } } });
+    const failure = failureOf(failed);
+    expect(failure).not.toBeNull();
+    expect(failureWords(failure!)).toEqual({ kind: "Refused before any change", changed: "Nothing was left changed.", left: [] });
+  });
+
+  it("says what an undo put back, and what a failure left changed", () => {
+    expect(failureWords({ kind: "step_failed", changed: false, left: [], compensation: "undone" }).changed).toBe(
+      "Nothing was left changed (what it had changed was put back).",
+    );
+    const left = failureWords({ kind: "timed_out", changed: true, left: ["b is still read-only"], compensation: null });
+    expect(left).toEqual({
+      kind: "Ran past its time bound",
+      changed: "Servers were left changed: check what is listed.",
+      left: ["b is still read-only"],
+    });
+  });
+
+  it("says when it cannot tell, and a roll forward", () => {
+    const words = failureWords({ kind: "lock_lost", changed: null, left: [], compensation: "rolled_forward" });
+    expect(words.changed).toBe(
+      "Whether servers were left changed cannot be told (past its point of no return: the move was completed instead of undone): check the cluster.",
+    );
+  });
+
+  it("is nothing for an operation without a typed failure", () => {
+    expect(failureOf(op({ result: {} }))).toBeNull();
+    expect(failureOf(op({ result: null }))).toBeNull();
   });
 });

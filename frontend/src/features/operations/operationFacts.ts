@@ -109,3 +109,38 @@ function readable(value: unknown, depth = 0): string {
     .map(([key, v]) => `${key}: ${readable(v, depth + 1)}`)
     .join(" · ");
 }
+
+/** Why an operation did not succeed, typed by the API (`result.failure`); its `error` says it in words. */
+export type Failure = Schemas["Failure"];
+
+/** The typed failure of an operation, when it recorded one (every type's result may carry it). */
+export function failureOf(operation: Operation): Failure | null {
+  return operation.result?.failure ?? null;
+}
+
+const FAILURE_KINDS: Record<Failure["kind"], string> = {
+  refused: "Refused before any change",
+  step_failed: "A step's own check failed",
+  server_error: "A server answered with an error",
+  timed_out: "Ran past its time bound",
+  lock_lost: "Lost the cluster's operation lock",
+  shutdown: "The API instance running it shut down",
+  internal: "An unexpected error",
+};
+
+/** What an operator needs from a typed failure: what kind, and whether the servers were left changed (and how). */
+export function failureWords(failure: Failure): { kind: string; changed: string; left: string[] } {
+  const compensation =
+    failure.compensation === "undone"
+      ? " (what it had changed was put back)"
+      : failure.compensation === "rolled_forward"
+        ? " (past its point of no return: the move was completed instead of undone)"
+        : "";
+  const changed =
+    failure.changed === false
+      ? `Nothing was left changed${compensation}.`
+      : failure.changed === true
+        ? `Servers were left changed${compensation}: check what is listed.`
+        : `Whether servers were left changed cannot be told${compensation}: check the cluster.`;
+  return { kind: FAILURE_KINDS[failure.kind], changed, left: failure.left ?? [] };
+}
