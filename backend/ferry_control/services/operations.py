@@ -81,7 +81,12 @@ class OperationService:
                     code="server_not_found",
                 )
         lock = await self.cluster_rows.lock_for_operation(cluster_id)
-        assert lock is not None, f"cluster {cluster_id} has no operation lock row"
+        if lock is None:
+            # The lock row goes with its cluster: deleted since it was read above (once locked, a delete waits).
+            raise NotFound(
+                f"cluster {cluster_id} does not exist: it was deleted while the operation was being accepted",
+                code="cluster_not_found",
+            )
         if idempotency_key is not None:
             earlier = await self.operations.get_by_idempotency_key(cluster_id, requester, idempotency_key)
             if earlier is not None:

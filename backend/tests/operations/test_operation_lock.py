@@ -1,20 +1,26 @@
 """The per-cluster operation lock is a row locked with SELECT … FOR UPDATE: on PostgreSQL a second holder (another
 API instance, i.e. another connection) cannot take it while the first transaction lives; on SQLite the lock holds
-the database's write lock."""
+the database's write lock. An operation asked of a cluster deleted between its read and the lock is a 404, never a
+crash."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from sqlalchemy import delete
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from ferry_control.core.config import Settings
 from ferry_control.core.db import create_engine, create_sessionmaker, session_scope
+from ferry_control.core.errors import NotFound
 from ferry_control.core.migrate import upgrade
-from ferry_control.models import Cluster
+from ferry_control.models import Cluster, OperationLock
 from ferry_control.repositories.clusters import ClusterRepository
+from ferry_control.schemas.operation import OperationParams
+from ferry_control.services.operations import OperationService
 
 
 async def test_a_locked_cluster_cannot_be_locked_by_another_connection(engine: AsyncEngine) -> None:
@@ -55,3 +61,17 @@ async def test_on_sqlite_the_lock_takes_the_database_write_lock(tmp_path: Path) 
             await first.rollback()
     finally:
         await engine.dispose()
+
+
+async def test_an_operation_asked_of_a_cluster_deleted_meanwhile_is_a_404_not_a_crash(session: AsyncSession) -> None:
+    # The cluster is read, then deleted by another request before its operation lock is taken: the lock row is gone
+    # with it (here removed alone, which is what the operation service sees at that moment).
+    cluster = await ClusterRepository(session).add(Cluster(name="deleted-meanwhile"))
+    await session.execute(delete(OperationLock).where(OperationLock.cluster_id == cluster.id))
+    with pytest.raises(NotFound) as raised:
+        await OperationService(session).start(
+            cast(Any, None), cast(Any, None), cluster_id=cluster.id, type_="drill", params=OperationParams(),
+            dry_run=True, requester="ops",
+        )  # fmt: skip
+    assert raised.value.code == "cluster_not_found"
+    assert "deleted while the operation was being accepted" in raised.value.message
