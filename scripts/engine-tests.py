@@ -65,7 +65,8 @@ class Outcome:
         return f"{state} {self.job.label}: {passed} passed{extra} in {self.seconds:.1f} s"
 
 
-RUNNING: dict[int, subprocess.Popen[str]] = {}
+#: The pids (and process groups) of the binaries running now, for an interrupt to stop.
+RUNNING: set[int] = set()
 
 
 def built_tests(selection: list[str]) -> list[Job]:
@@ -110,11 +111,11 @@ def run(job: Job) -> Outcome:
         text=True,
         start_new_session=True,
     )
-    RUNNING[process.pid] = process
+    RUNNING.add(process.pid)
     try:
         output, _ = process.communicate()
     finally:
-        RUNNING.pop(process.pid, None)
+        RUNNING.discard(process.pid)
     return Outcome(job, process.returncode, output, time.monotonic() - started)
 
 

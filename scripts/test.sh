@@ -97,10 +97,6 @@ engine_tests() {
     make --no-print-directory -o python-module -o engine-debug test-python
 }
 
-dashboard() {
-  scripts/ensure-dashboard.sh deps && make --no-print-directory -o python-module test-frontend
-}
-
 scripts/ensure-packages.sh start "$work/packages"
 { scripts/ensure-dashboard.sh deps && scripts/ensure-e2e.sh; } > "$work/npm.log" 2>&1 &
 npm=$!
@@ -117,7 +113,7 @@ stage "engine failpoint tests" make --no-print-directory test-engine-failpoints
 wait "$npm" || { cat "$work/npm.log" >&2; echo "make test: the dashboard's or the end-to-end suite's npm ci failed" >&2; exit 1; }
 children=()  # every one of them has ended
 beside "engine and Python module tests" engine_tests
-beside "dashboard" dashboard
+beside "dashboard" make --no-print-directory -o python-module test-frontend
 joined "engine and Python module tests" "dashboard"
 stage "Debian packages (waited for)" scripts/ensure-packages.sh wait "$work/packages"
 stage "backend" make --no-print-directory -o python-module -o engine-debug test-backend
