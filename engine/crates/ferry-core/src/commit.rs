@@ -30,6 +30,7 @@ use crate::row::RowChange;
 use crate::semisync::{Held, SemiSync, WaitOutcome, WaitPoint};
 use crate::store::Store;
 
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CommitMode {
@@ -51,6 +52,7 @@ impl std::str::FromStr for CommitMode {
 }
 
 /// When a commit is acknowledged.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Durability {

@@ -27,6 +27,7 @@ use crate::binlog::BinlogCoord;
 use crate::clock::Clock;
 
 /// Where a commit group waits for its replicas' confirmations.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitPoint {
@@ -68,6 +69,7 @@ pub struct SemiSyncConfig {
     pub wait_point: WaitPoint,
 }
 
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct SemiSyncStatus {
     /// `on` (waiting for confirmations) or `fallen_back` (asynchronous after a timeout).

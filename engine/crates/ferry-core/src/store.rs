@@ -52,6 +52,7 @@ fn redb_err<E: Into<redb::Error>>(e: E) -> StoreError {
 }
 
 /// Row count and an order-independent checksum of one table.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct TableChecksum {
     pub rows: u64,

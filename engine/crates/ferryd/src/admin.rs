@@ -7,6 +7,8 @@
 //! `{"error": {"code": "...", "message": "..."}}`.
 //!
 //! - `bearer`: the authentication layer.
+//! - `bodies`: each route's answer, typed; `schema`: the JSON Schemas of every request and answer body, as one
+//!   document (`admin-api.schema.json`).
 //! - `binlog`: RESET MASTER, DELETE_DOMAIN_ID and SHOW BINLOG EVENTS IN a file.
 //! - `checksums`: table checksums, one computation at a time.
 //! - `connections`: the accept loop (connection caps, before and after authentication; idle and authentication
@@ -24,16 +26,19 @@ use axum::routing::{get, post};
 use axum::{middleware, Json, Router};
 use ferry_core::admission::Undrained;
 use ferry_core::node::{Node, NodeError, PurgeError};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 mod bearer;
 mod binlog;
+mod bodies;
 mod checksums;
 mod connections;
 mod replication;
+#[cfg(test)]
+mod schema;
 
 pub use checksums::ChecksumGate;
 pub use connections::ConnectionLimits;
@@ -118,7 +123,8 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Json(json!({"error": {"code": self.code, "message": self.message}}));
+        let body =
+            Json(bodies::ErrorBody { error: bodies::ErrorDetail { code: self.code.into(), message: self.message } });
         if self.status == StatusCode::UNAUTHORIZED {
             return (self.status, [(header::WWW_AUTHENTICATE, "Bearer")], body).into_response();
         }
@@ -144,27 +150,28 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 }
 
 /// `GET /v1/health`: liveness, the one route without a token; it says nothing about the node.
-async fn health() -> Json<serde_json::Value> {
-    Json(json!({"ok": true}))
+async fn health() -> Json<bodies::Health> {
+    Json(bodies::Health { ok: true })
 }
 
-async fn status(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn status(State(s): State<AppState>) -> Result<Json<bodies::Status>, ApiError> {
     let node = s.node.clone();
     let status = blocking(move || node.status()).await?;
-    let mut body = serde_json::to_value(status).map_err(ApiError::internal)?;
-    body["replication"] = serde_json::to_value(s.replication.status()).map_err(ApiError::internal)?;
-    body["replicas"] = serde_json::to_value(s.replicas.list()).map_err(ApiError::internal)?;
-    body["consumers"] = consumers_body(&s)["consumers"].take();
-    body["binlog_expiry"] = serde_json::to_value(s.expiry.status()).map_err(ApiError::internal)?;
-    body["listen"] = json!(s.advertised.listen);
-    body["admin"] = json!(s.advertised.admin);
-    body["api_version"] = json!(1);
-    Ok(Json(body))
+    Ok(Json(bodies::Status {
+        node: status,
+        replication: s.replication.status(),
+        replicas: s.replicas.list(),
+        consumers: consumers_body(&s).consumers,
+        binlog_expiry: s.expiry.status(),
+        listen: s.advertised.listen.clone(),
+        admin: s.advertised.admin.clone(),
+        api_version: 1,
+    }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ReadOnlyBody {
+pub(crate) struct ReadOnlyBody {
     read_only: bool,
     /// With `read_only: true`: answer only once the client commits admitted before read-only went on have
     /// their answers (at most this long), with the binlog position at which client writes stopped.
@@ -174,7 +181,7 @@ struct ReadOnlyBody {
 async fn set_read_only(
     State(s): State<AppState>,
     body: Result<Json<ReadOnlyBody>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let body = json_body(body)?;
     let max = s.node.config().limits.wait_ms_max;
     match body.wait_for_in_flight_ms {
@@ -201,7 +208,9 @@ async fn set_read_only(
     };
     tracing::info!(read_only = body.read_only, in_flight, "read-only changed through the admin API (recorded)");
     let Some(wait_ms) = body.wait_for_in_flight_ms else {
-        return Ok(Json(json!({"read_only": s.node.is_read_only(), "commits_in_flight": s.node.commits_in_flight()})));
+        let answer =
+            bodies::ReadOnly { read_only: s.node.is_read_only(), commits_in_flight: s.node.commits_in_flight() };
+        return Ok(Json(answer).into_response());
     };
     let started = std::time::Instant::now();
     match s.node.commits_drained(std::time::Duration::from_millis(wait_ms)).await {
@@ -210,13 +219,14 @@ async fn set_read_only(
             let position = blocking(move || node.binlog_position()).await?;
             let waited_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
             tracing::info!(%position, in_flight, waited_ms, "read-only: every commit in flight has its answer");
-            Ok(Json(json!({
-                "read_only": true,
-                "commits_in_flight": 0,
-                "in_flight_at_read_only": in_flight,
-                "gtid_binlog_pos": position.to_string(),
-                "waited_ms": waited_ms,
-            })))
+            Ok(Json(bodies::WritesStopped {
+                read_only: true,
+                commits_in_flight: 0,
+                in_flight_at_read_only: in_flight,
+                gtid_binlog_pos: position.to_string(),
+                waited_ms,
+            })
+            .into_response())
         }
         Err(e @ Undrained::TimedOut { .. }) => Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -227,30 +237,30 @@ async fn set_read_only(
     }
 }
 
-async fn flush_logs(State(s): State<AppState>, body: Bytes) -> Result<Json<serde_json::Value>, ApiError> {
+async fn flush_logs(State(s): State<AppState>, body: Bytes) -> Result<Json<bodies::Flushed>, ApiError> {
     let body: binlog::FlushBody = optional_json_body(&body)?;
     if !body.delete_domain_ids.is_empty() {
         return binlog::flush_deleting_domains(s, body.delete_domain_ids).await;
     }
     let file = blocking(move || s.node.flush_logs()).await?.map_err(ApiError::internal)?;
-    Ok(Json(json!({"file": file})))
+    Ok(Json(bodies::Flushed { file, deleted_domain_ids: None, not_present: None, gtid_binlog_state: None }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct PurgeBody {
+pub(crate) struct PurgeBody {
     before: String,
 }
 
 async fn purge_logs(
     State(s): State<AppState>,
     body: Result<Json<PurgeBody>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<bodies::Purged>, ApiError> {
     let body = json_body(body)?;
     let readers = s.replicas.readers();
     let purged = blocking(move || s.node.purge_logs(&body.before, &readers)).await?;
     match purged {
-        Ok(files) => Ok(Json(json!({"purged": files}))),
+        Ok(purged) => Ok(Json(bodies::Purged { purged })),
         Err(e @ PurgeError::InUse { .. }) => {
             Err(ApiError::new(StatusCode::CONFLICT, "in_use_by_replica", e.to_string()))
         }
@@ -261,9 +271,9 @@ async fn purge_logs(
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct EventsQuery {
+pub(crate) struct EventsQuery {
     limit: Option<usize>,
     domain: Option<u32>,
     before: Option<u64>,
@@ -272,20 +282,20 @@ struct EventsQuery {
 async fn events(
     State(s): State<AppState>,
     query: Result<Query<EventsQuery>, QueryRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<bodies::EventsPage>, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let limit = q.limit.unwrap_or(100);
     if limit == 0 || limit > EVENTS_PAGE_MAX {
         return Err(ApiError::bad_request(format!("limit must be between 1 and {EVENTS_PAGE_MAX}")));
     }
     let events = s.node.recent_events(q.domain, limit, q.before);
-    let next = (events.len() == limit).then(|| events.last().map(|e| e.seq)).flatten();
-    Ok(Json(json!({"events": events, "next_before": next})))
+    let next_before = (events.len() == limit).then(|| events.last().map(|e| e.seq)).flatten();
+    Ok(Json(bodies::EventsPage { events, next_before }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct WaitBody {
+pub(crate) struct WaitBody {
     position: String,
     timeout_ms: u64,
 }
@@ -293,7 +303,7 @@ struct WaitBody {
 async fn wait_for_position(
     State(s): State<AppState>,
     body: Result<Json<WaitBody>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<bodies::Waited>, ApiError> {
     let body = json_body(body)?;
     let target: ferry_core::GtidPosition =
         body.position.parse().map_err(|e: ferry_core::GtidParseError| ApiError::bad_request(e.to_string()))?;
@@ -306,29 +316,29 @@ async fn wait_for_position(
         Ok(p) => (true, p),
         Err(p) => (false, p),
     };
-    Ok(Json(json!({"reached": reached, "position": position.to_string()})))
+    Ok(Json(bodies::Waited { reached, position: position.to_string() }))
 }
 
-async fn replicas(State(s): State<AppState>) -> Json<serde_json::Value> {
-    Json(json!({"replicas": s.replicas.list()}))
+async fn replicas(State(s): State<AppState>) -> Json<bodies::Replicas> {
+    Json(bodies::Replicas { replicas: s.replicas.list() })
 }
 
 /// `GET /v1/consumers`: the change consumers streaming now (each with its position and lag), the last ones cut
 /// off, and the bounds.
-async fn consumers(State(s): State<AppState>) -> Json<serde_json::Value> {
+async fn consumers(State(s): State<AppState>) -> Json<bodies::Consumers> {
     Json(consumers_body(&s))
 }
 
-fn consumers_body(s: &AppState) -> serde_json::Value {
+fn consumers_body(s: &AppState) -> bodies::Consumers {
     let master = s.node.binlog_position();
-    json!({
-        "consumers": s.consumers.list(&master, ferry_core::binlog::writer::now_us()),
-        "cut_off": s.consumers.cut_off(),
-        "cut_off_total": s.consumers.cut_off_total(),
-        "consumers_max": s.consumer_limits.consumers_max,
-        "stall_bytes_max": s.consumer_limits.stall_bytes_max,
-        "buffer_bytes_max": s.node.config().limits.dump_buffer_bytes_max,
-    })
+    bodies::Consumers {
+        consumers: s.consumers.list(&master, ferry_core::binlog::writer::now_us()),
+        cut_off: s.consumers.cut_off(),
+        cut_off_total: s.consumers.cut_off_total(),
+        consumers_max: s.consumer_limits.consumers_max,
+        stall_bytes_max: s.consumer_limits.stall_bytes_max,
+        buffer_bytes_max: s.node.config().limits.dump_buffer_bytes_max,
+    }
 }
 
 async fn metrics(State(s): State<AppState>) -> impl IntoResponse {

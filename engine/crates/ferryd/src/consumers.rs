@@ -14,7 +14,7 @@ use serde::Serialize;
 pub const CUT_OFF_KEPT: usize = 16;
 
 /// One subscription as the master sees it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ConsumerInfo {
     /// The name the consumer gave when it subscribed.
     pub name: String,
@@ -42,7 +42,7 @@ pub struct ConsumerInfo {
 }
 
 /// A consumer with its lag, as listed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ConsumerView {
     #[serde(flatten)]
     pub info: ConsumerInfo,
@@ -51,14 +51,14 @@ pub struct ConsumerView {
     pub lag: BTreeMap<DomainId, ConsumerLag>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ConsumerLag {
     pub transactions: u64,
     pub seconds: f64,
 }
 
 /// A consumer the master cut off.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CutOff {
     pub name: String,
     pub address: String,

@@ -18,7 +18,7 @@ use crate::replicas::ReplicaRegistry;
 pub const EXPIRY_POLL: Duration = Duration::from_millis(500);
 
 /// What expiry did and what holds it back, as the status shows it.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct ExpiryStatus {
     pub expire_logs_seconds: u64,
     pub total_bytes_max: u64,

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 
 /// One connected replica as the master sees it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ReplicaInfo {
     pub server_id: u32,
     /// Address the replica connected from.

@@ -39,6 +39,7 @@ pub struct ReaderNeed {
 }
 
 /// Why a file that should go stays.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HeldBack {
     /// The first file kept.

@@ -14,6 +14,7 @@ use crate::binlog::{BinlogError, MAGIC};
 use crate::gtid::{Gtid, ServerId};
 
 /// One event of a listing.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EventRow {
     pub log_name: String,

@@ -50,6 +50,7 @@ pub fn index_path(dir: &Path) -> PathBuf {
 }
 
 /// A place in the binlog: file sequence number and byte offset. Ordered as the binlog is.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub struct BinlogCoord {
     pub file_seq: u64,

@@ -36,6 +36,7 @@ pub struct TailRecovery {
 }
 
 /// Size and name of one binlog file.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct BinlogFileInfo {
     pub name: String,

@@ -214,6 +214,7 @@ pub enum DeleteDomainError {
 }
 
 /// One committed transaction, as the events API shows it.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct EventSummary {
     /// Node-local, increasing number of this entry (a paging cursor).
@@ -242,6 +243,7 @@ pub struct CommitCounters {
     pub refused_event_too_large: AtomicU64,
 }
 
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct CounterSnapshot {
     pub commits: u64,
@@ -268,6 +270,7 @@ pub trait CommitObserver: Send + Sync {
     fn group_committed(&self, report: &GroupReport);
 }
 
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeStatus {
     pub server_id: ServerId,

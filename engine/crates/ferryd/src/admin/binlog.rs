@@ -7,12 +7,12 @@ use axum::http::StatusCode;
 use axum::Json;
 use ferry_core::binlog::listing::{ListingError, ListingRequest};
 use ferry_core::node::DeleteDomainError;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
-use super::{blocking, json_body, ApiError, AppState, EVENTS_PAGE_MAX};
+use super::{blocking, bodies, json_body, ApiError, AppState, EVENTS_PAGE_MAX};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FileEventsQuery {
     /// Byte offset of the first event (`FROM pos`); the file's first event when absent.
@@ -44,7 +44,7 @@ pub(super) async fn events_in_file(
     State(s): State<AppState>,
     Path(file): Path<String>,
     query: Result<Query<FileEventsQuery>, QueryRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<bodies::FileEventsPage>, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let limit = q.limit.unwrap_or(100);
     if limit == 0 || limit > EVENTS_PAGE_MAX {
@@ -60,13 +60,13 @@ pub(super) async fn events_in_file(
     let name = file.clone();
     let rows = blocking(move || s.node.binlog_events_in(&name, request)).await??;
     let next_from = (rows.len() == limit).then(|| rows.last().map(|r| r.end_log_pos)).flatten();
-    Ok(Json(json!({"file": file, "events": rows, "next_from": next_from})))
+    Ok(Json(bodies::FileEventsPage { file, events: rows, next_from }))
 }
 
 /// Most domains one DELETE_DOMAIN_ID call may name.
 const DELETE_DOMAIN_IDS_MAX: usize = 1024;
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FlushBody {
     /// FLUSH BINARY LOGS DELETE_DOMAIN_ID=(...): domains the new file's GTID list leaves out.
@@ -75,21 +75,18 @@ pub(super) struct FlushBody {
 }
 
 /// `POST /v1/binlog/flush {"delete_domain_ids": [...]}`.
-pub(super) async fn flush_deleting_domains(
-    s: AppState,
-    domains: Vec<u32>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+pub(super) async fn flush_deleting_domains(s: AppState, domains: Vec<u32>) -> Result<Json<bodies::Flushed>, ApiError> {
     if domains.len() > DELETE_DOMAIN_IDS_MAX {
         return Err(ApiError::bad_request(format!("delete_domain_ids lists at most {DELETE_DOMAIN_IDS_MAX} domains")));
     }
     let node = s.node.clone();
     match blocking(move || node.flush_logs_deleting_domains(&domains)).await? {
-        Ok((file, deletion)) => Ok(Json(json!({
-            "file": file,
-            "deleted_domain_ids": deletion.deleted,
-            "not_present": deletion.not_present,
-            "gtid_binlog_state": s.node.binlog_state().to_string(),
-        }))),
+        Ok((file, deletion)) => Ok(Json(bodies::Flushed {
+            file,
+            deleted_domain_ids: Some(deletion.deleted),
+            not_present: Some(deletion.not_present),
+            gtid_binlog_state: Some(s.node.binlog_state().to_string()),
+        })),
         Err(DeleteDomainError::InBinlog(e)) => {
             Err(ApiError::new(StatusCode::CONFLICT, "domain_in_binlog", e.to_string()))
         }
@@ -100,7 +97,7 @@ pub(super) async fn flush_deleting_domains(
 /// Highest first file number RESET MASTER TO accepts (MariaDB's limit).
 const RESET_TO_MAX: u64 = 2_147_483_647;
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ResetBody {
     /// RESET MASTER TO n: the new first file's number (1 when absent).
@@ -118,7 +115,7 @@ pub(super) struct ResetBody {
 pub(super) async fn reset_master(
     State(s): State<AppState>,
     body: Result<Json<ResetBody>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<bodies::BinlogReset>, ApiError> {
     let body = json_body(body)?;
     let first_seq = body.to.unwrap_or(1);
     if first_seq == 0 || first_seq > RESET_TO_MAX {
@@ -151,11 +148,11 @@ pub(super) async fn reset_master(
     let node = s.node.clone();
     let removed =
         blocking(move || node.reset_master(first_seq, body.reuse_seq_nos)).await?.map_err(ApiError::internal)?;
-    Ok(Json(json!({
-        "deleted": removed,
-        "file": ferry_core::binlog::file_name(first_seq),
-        "gtid_binlog_state": s.node.binlog_state().to_string(),
-        "gtid_slave_pos": s.node.slave_position().to_string(),
-        "reuse_seq_nos": body.reuse_seq_nos,
-    })))
+    Ok(Json(bodies::BinlogReset {
+        deleted: removed,
+        file: ferry_core::binlog::file_name(first_seq),
+        gtid_binlog_state: s.node.binlog_state().to_string(),
+        gtid_slave_pos: s.node.slave_position().to_string(),
+        reuse_seq_nos: body.reuse_seq_nos,
+    }))
 }

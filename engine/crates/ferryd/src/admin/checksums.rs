@@ -7,10 +7,9 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::{blocking, ApiError, AppState};
+use super::{blocking, bodies, ApiError, AppState};
 
 /// The right to compute checksums: one holder at a time.
 #[derive(Clone)]
@@ -36,7 +35,7 @@ impl ChecksumGate {
     }
 }
 
-pub(super) async fn checksums(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+pub(super) async fn checksums(State(s): State<AppState>) -> Result<Json<bodies::Checksums>, ApiError> {
     let running = s.checksums.enter()?;
     let node = s.node.clone();
     let computed = blocking(move || {
@@ -44,7 +43,7 @@ pub(super) async fn checksums(State(s): State<AppState>) -> Result<Json<serde_js
         node.checksums()
     });
     let (position, sums) = computed.await?.map_err(ApiError::internal)?;
-    Ok(Json(json!({"position": position.to_string(), "tables": sums})))
+    Ok(Json(bodies::Checksums { position: position.to_string(), tables: sums }))
 }
 
 #[cfg(test)]

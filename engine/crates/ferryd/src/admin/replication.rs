@@ -10,10 +10,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
-use super::{json_body, optional_json_body, ApiError, AppState};
+use super::{bodies, json_body, optional_json_body, ApiError, AppState};
 use crate::replication::applier::{ParallelConfig, ParallelMode};
 use crate::replication::{ChangeMaster, CommandError};
 
@@ -43,13 +43,13 @@ impl From<CommandError> for ApiError {
 }
 
 /// `GET /v1/replication`: the node's three positions and every connection.
-async fn status(State(s): State<AppState>) -> Json<serde_json::Value> {
-    Json(json!({
-        "gtid_slave_pos": s.node.slave_position().to_string(),
-        "gtid_current_pos": s.node.current_position().to_string(),
-        "gtid_binlog_pos": s.node.position().to_string(),
-        "connections": s.replication.status(),
-    }))
+async fn status(State(s): State<AppState>) -> Json<bodies::Replication> {
+    Json(bodies::Replication {
+        gtid_slave_pos: s.node.slave_position().to_string(),
+        gtid_current_pos: s.node.current_position().to_string(),
+        gtid_binlog_pos: s.node.position().to_string(),
+        connections: s.replication.status(),
+    })
 }
 
 /// `POST /v1/replication/{name}/change-master`: CHANGE MASTER (creates the connection when new).
@@ -57,15 +57,15 @@ async fn change_master(
     State(s): State<AppState>,
     Path(name): Path<String>,
     body: Result<Json<ChangeMaster>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<bodies::MasterChanged>, ApiError> {
     let req = json_body(body)?;
     s.replication.change_master(&name, req).await?;
-    Ok(Json(json!({"connection": name, "gtid_slave_pos": s.node.slave_position().to_string()})))
+    Ok(Json(bodies::MasterChanged { connection: name, gtid_slave_pos: s.node.slave_position().to_string() }))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct StartBody {
+pub(super) struct StartBody {
     until: Option<String>,
     /// Start the IO side only; the SQL side waits for `resume-sql` (benchmarks time the apply alone this way).
     #[serde(default)]
@@ -77,43 +77,43 @@ async fn start_connection(
     State(s): State<AppState>,
     Path(name): Path<String>,
     body: Bytes,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<bodies::Started>, ApiError> {
     let body: StartBody = optional_json_body(&body)?;
     let until = match body.until {
         Some(text) => Some(text.parse().map_err(|e: ferry_core::GtidParseError| ApiError::bad_request(e.to_string()))?),
         None => None,
     };
     s.replication.start(&name, until, body.sql_paused)?;
-    Ok(Json(json!({"connection": name, "running": true, "sql_paused": body.sql_paused})))
+    Ok(Json(bodies::Started { connection: name, running: true, sql_paused: body.sql_paused }))
 }
 
 /// `POST /v1/replication/{name}/resume-sql`: lets a connection started with `sql_paused` apply.
-async fn resume_sql(State(s): State<AppState>, Path(name): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn resume_sql(State(s): State<AppState>, Path(name): Path<String>) -> Result<Json<bodies::SqlResumed>, ApiError> {
     s.replication.resume_sql(&name)?;
-    Ok(Json(json!({"connection": name, "sql_paused": false})))
+    Ok(Json(bodies::SqlResumed { connection: name, sql_paused: false }))
 }
 
 /// `POST /v1/replication/{name}/stop`: STOP.
 async fn stop_connection(
     State(s): State<AppState>,
     Path(name): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<bodies::Stopped>, ApiError> {
     s.replication.stop(&name).await?;
-    Ok(Json(json!({"connection": name, "running": false})))
+    Ok(Json(bodies::Stopped { connection: name, running: false }))
 }
 
 /// `DELETE /v1/replication/{name}`: stops the connection and removes it with its relay log.
 async fn remove_connection(
     State(s): State<AppState>,
     Path(name): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<bodies::Removed>, ApiError> {
     s.replication.remove(&name).await?;
-    Ok(Json(json!({"connection": name, "removed": true})))
+    Ok(Json(bodies::Removed { connection: name, removed: true }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct SkipCounterBody {
+pub(super) struct SkipCounterBody {
     /// Transactions the connection's next start passes over (0 clears the counter).
     count: u32,
 }
@@ -123,15 +123,15 @@ async fn set_skip_counter(
     State(s): State<AppState>,
     Path(name): Path<String>,
     body: Result<Json<SkipCounterBody>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<bodies::SkipCounterSet>, ApiError> {
     let body = json_body(body)?;
     s.replication.set_skip_counter(&name, u64::from(body.count))?;
-    Ok(Json(json!({"connection": name, "skip_counter": body.count})))
+    Ok(Json(bodies::SkipCounterSet { connection: name, skip_counter: body.count }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ParallelBody {
+pub(super) struct ParallelBody {
     /// `serial`, `conservative` or `optimistic`.
     mode: ParallelMode,
     /// Transactions applied at once (1 to 256), and at most per domain (1 to `workers`).
@@ -145,17 +145,17 @@ async fn set_parallel(
     State(s): State<AppState>,
     Path(name): Path<String>,
     body: Result<Json<ParallelBody>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<bodies::ParallelSet>, ApiError> {
     let body = json_body(body)?;
     let parallel =
         ParallelConfig { mode: body.mode, workers: body.workers, domain_workers_max: body.domain_workers_max };
     let running = s.replication.set_parallel(&name, parallel)?;
-    Ok(Json(json!({"connection": name, "parallel": parallel, "running": running})))
+    Ok(Json(bodies::ParallelSet { connection: name, parallel, running }))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ResetBody {
+pub(super) struct ResetBody {
     /// RESET SLAVE ALL: remove the connection's settings too.
     #[serde(default)]
     all: bool,
@@ -166,13 +166,13 @@ async fn reset(
     State(s): State<AppState>,
     Path(name): Path<String>,
     body: Bytes,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<bodies::ConnectionReset>, ApiError> {
     let all = optional_json_body::<ResetBody>(&body)?.all;
     s.replication.reset(&name, all)?;
-    Ok(Json(json!({
-        "connection": name,
-        "reset": true,
-        "removed": all,
-        "gtid_slave_pos": s.node.slave_position().to_string(),
-    })))
+    Ok(Json(bodies::ConnectionReset {
+        connection: name,
+        reset: true,
+        removed: all,
+        gtid_slave_pos: s.node.slave_position().to_string(),
+    }))
 }

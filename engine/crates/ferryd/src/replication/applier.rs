@@ -47,7 +47,7 @@ const PAUSE_POLL: Duration = Duration::from_millis(5);
 /// Most transactions read ahead of what is applied (their bytes are bounded by `--read-ahead-bytes-max`).
 const READ_AHEAD_TXNS_MAX: usize = 10_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ParallelMode {
     #[default]
@@ -57,7 +57,7 @@ pub enum ParallelMode {
 }
 
 /// How a connection applies: mode, transactions in flight at once, and how many of them one domain may have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ParallelConfig {
     #[serde(default)]
     pub mode: ParallelMode,

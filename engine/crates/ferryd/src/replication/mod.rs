@@ -55,7 +55,7 @@ pub enum CommandError {
 }
 
 /// CHANGE MASTER: where to replicate from and from which position.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChangeMaster {
     pub master: String,
@@ -97,7 +97,7 @@ fn one() -> usize {
 pub const WORKERS_MAX: usize = 256;
 
 /// One connection as the status API shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ConnectionView {
     pub name: String,
     pub master: String,

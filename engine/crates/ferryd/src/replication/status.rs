@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use ferry_core::gtid::{DomainId, Gtid, GtidPosition};
 use serde::Serialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IoState {
     Stopped,
@@ -19,7 +19,7 @@ pub enum IoState {
     Error,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SqlState {
     Stopped,
@@ -36,7 +36,7 @@ pub enum SqlState {
 }
 
 /// A replication error, with a stable code clients can match.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ReplError {
     /// `io` or `sql`.
     pub side: &'static str,
@@ -45,7 +45,7 @@ pub struct ReplError {
     pub at_us: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DomainLag {
     pub transactions: u64,
     pub seconds: f64,
