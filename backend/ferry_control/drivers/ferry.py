@@ -13,11 +13,12 @@ import json as json_module
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from ferry_control.core.config import Settings
 from ferry_control.core.gtid import position
 from ferry_control.core.untrusted_text import bounded
+from ferry_control.drivers import ferry_admin as admin
 from ferry_control.drivers.base import (
     SEMI_SYNC_FALLEN_BACK,
     BinlogTransaction,
@@ -26,9 +27,7 @@ from ferry_control.drivers.base import (
     Checksums,
     ConnectedReplica,
     ConnectionSettings,
-    DomainLag,
     EventsPage,
-    IoState,
     ParallelApplyChange,
     ParallelApplyLimits,
     Positions,
@@ -37,7 +36,6 @@ from ferry_control.drivers.base import (
     ServerDriver,
     ServerStatus,
     Skipped,
-    SqlState,
     TableChecksum,
     WaitResult,
     WritesStopped,
@@ -52,6 +50,7 @@ from ferry_control.drivers.errors import (
     WriteOutcomeUnknown,
     refusal,
 )
+from ferry_control.drivers.ferry_admin import INT64_MAX, shown
 from ferry_control.drivers.ferry_consumers import change_consumers, consumers_in
 from ferry_control.drivers.ferry_protocol import (
     FerryProtocolClient,
@@ -64,17 +63,8 @@ from ferry_control.drivers.ferry_protocol import (
 from ferry_control.drivers.kinds import KindRules
 from ferry_control.drivers.node_http import AnswerTooLarge, NodeHttp, NodeTimeout, NodeTransportError
 
-_T = TypeVar("_T")
-
 #: The longest error code of a node's refusal kept (a node's codes are short names).
 CODE_MAX = 64
-#: Bounds of what a node's binlog listing and checksums may hold (beyond them the answer is a protocol error).
-UINT32_MAX = 2**32 - 1
-INT64_MAX = 2**63 - 1
-UINT64_MAX = 2**64 - 1
-TABLES_PER_EVENT_MAX = 1024
-TABLE_NAME_MAX = 300
-CHECKSUM_TABLES_MAX = 100_000
 #: The replication filters a ferryd connection has (change-master's lists of domain ids), by their names in
 #: `ConnectionSettings.filters`, the same as MariaDB's.
 DOMAIN_FILTERS = ("do_domain_ids", "ignore_domain_ids")
@@ -287,66 +277,66 @@ class FerryDriver(ServerDriver):
     async def status(self) -> ServerStatus:
         body = await self._read("/v1/status")
         try:
-            if not isinstance(body, dict):
-                raise TypeError(f"the document is {_shown(body)}, not an object")
+            status = admin.read(admin.Status, body)
             return ServerStatus(
-                server_id=int(body["server_id"]),
-                read_only=_bool(body, "read_only"),
+                server_id=status.server_id,
+                read_only=status.read_only,
                 positions=Positions(
-                    binlog=_text(body, "gtid_binlog_pos"),
-                    slave=_text(body, "gtid_slave_pos", ""),
-                    current=_text(body, "gtid_current_pos"),
-                    binlog_state=_text(body, "gtid_binlog_state", ""),
+                    binlog=status.gtid_binlog_pos,
+                    slave=status.gtid_slave_pos,
+                    current=status.gtid_current_pos,
+                    binlog_state=status.gtid_binlog_state,
                 ),
-                connections=_items(body, "replication", _connection),
-                replicas=_items(body, "replicas", _replica),
-                failure=_optional_text(body, "failed"),
-                default_domain=int(body.get("default_domain", 0)),
-                binlog_files=_items(body, "binlog_files", lambda f: _text(f, "name")),
-                listen_address=_optional_text(body, "listen"),
-                version=_version(body),
-                replicas_may_be_ahead=_optional_bool(body, "replicas_may_be_ahead"),
-                warnings=status_warnings(body),
-                consumers=consumers_in(body),
+                connections=admin.each(status.replication, "replication", _connection),
+                replicas=tuple(_replica(r) for r in status.replicas or ()),
+                failure=status.failed,
+                default_domain=status.default_domain,
+                binlog_files=tuple(f.name for f in status.binlog_files or ()),
+                listen_address=status.listen,
+                version=_version(status),
+                replicas_may_be_ahead=status.replicas_may_be_ahead,
+                warnings=status_warnings(status),
+                consumers=consumers_in(status),
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise ServerProtocolError(self.address, "bad_status", f"/v1/status: {_reason(e)}") from e
+        except (TypeError, ValueError) as e:
+            raise ServerProtocolError(self.address, "bad_status", f"/v1/status: {e}") from e
 
     async def replica_connections(self) -> tuple[ReplicaConnection, ...]:
         body = await self._read("/v1/replication")
         try:
-            return _items(body, "connections", _connection, required=True)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise ServerProtocolError(self.address, "bad_replication", f"/v1/replication: {_reason(e)}") from e
+            return admin.each(admin.read(admin.Replication, body).connections, "connections", _connection)
+        except (TypeError, ValueError) as e:
+            raise ServerProtocolError(self.address, "bad_replication", f"/v1/replication: {e}") from e
 
     async def connected_replicas(self) -> tuple[ConnectedReplica, ...]:
         body = await self._read("/v1/replicas")
         try:
-            return _items(body, "replicas", _replica, required=True)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise ServerProtocolError(self.address, "bad_replicas", f"/v1/replicas: {_reason(e)}") from e
+            return tuple(_replica(r) for r in admin.read(admin.Replicas, body).replicas)
+        except (TypeError, ValueError) as e:
+            raise ServerProtocolError(self.address, "bad_replicas", f"/v1/replicas: {e}") from e
 
     async def change_consumers(self) -> ChangeConsumers:
         body = await self._read("/v1/consumers")
         try:
-            return change_consumers(body)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise ServerProtocolError(self.address, "bad_consumers", f"/v1/consumers: {_reason(e)}") from e
+            return change_consumers(admin.read(admin.Consumers, body))
+        except (TypeError, ValueError) as e:
+            raise ServerProtocolError(self.address, "bad_consumers", f"/v1/consumers: {e}") from e
 
     async def recent_events(self, limit: int, domain: int | None = None, before: int | None = None) -> EventsPage:
-        params: dict[str, Any] = {"limit": limit}
+        params: dict[str, int] = {"limit": limit}
         if domain is not None:
             params["domain"] = domain
         if before is not None:
             params["before"] = before
         body = await self._read("/v1/binlog/events", params)
         try:
-            events = _items(body, "events", _event, required=True)
+            page = admin.read(admin.Events, body)
+            events = admin.each(page.events, "events", _event)
             if len(events) > limit:
                 raise ValueError(f"answered {len(events)} events where at most {limit} were asked")
-            return EventsPage(transactions=events, next_before=_integer(body, "next_before", 0, INT64_MAX, True))
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise ServerProtocolError(self.address, "bad_events", f"/v1/binlog/events: {_reason(e)}") from e
+            return EventsPage(transactions=events, next_before=page.next_before)
+        except (TypeError, ValueError) as e:
+            raise ServerProtocolError(self.address, "bad_events", f"/v1/binlog/events: {e}") from e
 
     async def checksums(self) -> Checksums:
         """The node's table checksums at one position. A node computes one set at a time and answers another
@@ -362,9 +352,11 @@ class FerryDriver(ServerDriver):
                 attempt += 1
                 await asyncio.sleep(CHECKSUM_BUSY_WAIT_S)
         try:
-            return _checksums(body)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise ServerProtocolError(self.address, "bad_checksums", f"/v1/checksums: {_reason(e)}") from e
+            sums = admin.read(admin.Checksums, body)
+        except ValueError as e:
+            raise ServerProtocolError(self.address, "bad_checksums", f"/v1/checksums: {e}") from e
+        tables = {name: TableChecksum(rows=t.rows, checksum=t.checksum) for name, t in sums.tables.items()}
+        return Checksums(position=sums.position, tables=tables)
 
     # -- changes (never retried) -----------------------------------------------------------------------------
 
@@ -372,22 +364,6 @@ class FerryDriver(ServerDriver):
         settings = change.settings or ConnectionSettings(
             delay_s=change.delay_s, ignore_duplicates=change.ignore_duplicates, heartbeat_ms=change.heartbeat_ms
         )
-        body: dict[str, Any] = {
-            "master": change.master_address,
-            "use_gtid": change.use_gtid,
-            "ignore_duplicates": settings.ignore_duplicates,
-            "delay_s": settings.delay_s,
-        }
-        if change.position is not None:
-            body["position"] = change.position
-        if change.file is not None:
-            body["file"] = change.file
-            body["offset"] = change.offset
-        if settings.heartbeat_ms is not None:
-            body["heartbeat_ms"] = settings.heartbeat_ms
-        for key in ("parallel_mode", "workers", "domain_workers_max"):
-            if getattr(settings, key) is not None:
-                body[key] = getattr(settings, key)
         unknown = sorted(set(settings.filters) - set(DOMAIN_FILTERS))
         if unknown:
             raise DriverError(
@@ -396,16 +372,31 @@ class FerryDriver(ServerDriver):
                 f"ferryd connections filter by domain only ({', '.join(DOMAIN_FILTERS)}), not by {', '.join(unknown)}",
                 kind=ErrorKind.unsupported,
             )
+        filters: dict[str, list[int] | None] = {}
         for name in DOMAIN_FILTERS:
             try:
-                ids = settings.filter_ids(name)
+                filters[name] = list(settings.filter_ids(name)) or None
             except ValueError:
                 text = settings.filters.get(name, "").replace(" ", "")
                 raise DriverError(
                     self.address, "bad_filter", f"{name} must list domain ids, not {text!r}", kind=ErrorKind.bad_request
                 ) from None
-            if ids:
-                body[name] = ids
+        request = admin.ChangeMasterRequest(
+            master=change.master_address,
+            use_gtid=change.use_gtid,
+            ignore_duplicates=settings.ignore_duplicates,
+            delay_s=settings.delay_s,
+            position=change.position,
+            file=change.file,
+            offset=change.offset if change.file is not None else None,
+            heartbeat_ms=settings.heartbeat_ms,
+            parallel_mode=settings.parallel_mode,
+            workers=settings.workers,
+            domain_workers_max=settings.domain_workers_max,
+            do_domain_ids=filters["do_domain_ids"],
+            ignore_domain_ids=filters["ignore_domain_ids"],
+        )
+        body = request.body()
         await self._send("POST", f"/v1/replication/{connection}/change-master", json=body)
 
     async def set_parallel_apply(
@@ -423,7 +414,7 @@ class FerryDriver(ServerDriver):
         wanted = (mode, workers, domain_workers_max)
         if (before.parallel_mode, before.workers, before.domain_workers_max) == wanted:
             return ParallelApplyChange(before=before, after=before)
-        body = {"mode": mode, "workers": workers, "domain_workers_max": domain_workers_max}
+        body = admin.ParallelRequest(mode=mode, workers=workers, domain_workers_max=domain_workers_max).body()
         await self._send("POST", f"/v1/replication/{connection}/parallel", json=body)
         return ParallelApplyChange(before=before, after=await self._connection_settings_of(connection))
 
@@ -435,8 +426,7 @@ class FerryDriver(ServerDriver):
         return found.settings
 
     async def start_replication(self, connection: str, until: str | None = None) -> None:
-        body = {} if until is None else {"until": until}
-        await self._send("POST", f"/v1/replication/{connection}/start", json=body)
+        await self._send("POST", f"/v1/replication/{connection}/start", json=admin.StartRequest(until=until).body())
 
     async def stop_replication(self, connection: str) -> None:
         await self._send("POST", f"/v1/replication/{connection}/stop")
@@ -445,7 +435,8 @@ class FerryDriver(ServerDriver):
         """The node's skip counter: its next start passes over `count` transactions (which ones, the node does not
         say). A conflict (`conflict`) while it runs or when its start position has several domains; not found for no
         such connection."""
-        await self._send("POST", f"/v1/replication/{connection}/skip-counter", json={"count": int(count)})
+        body = admin.SkipCounterRequest(count=int(count)).body()
+        await self._send("POST", f"/v1/replication/{connection}/skip-counter", json=body)
         return Skipped(gtids=None, pending=count > 0)
 
     async def remove_replication(self, connection: str) -> None:
@@ -453,295 +444,155 @@ class FerryDriver(ServerDriver):
 
     async def set_read_only(self, read_only: bool, *, confirm: bool = True) -> bool:
         # The node answers with the flag in force: confirming costs nothing more.
-        body = await self._send("POST", "/v1/read-only", json={"read_only": read_only})
+        body = await self._send("POST", "/v1/read-only", json=admin.ReadOnlyRequest(read_only=read_only).body())
         try:
-            return _bool(_document(body), "read_only")
-        except (KeyError, TypeError, ValueError) as e:
-            raise ServerProtocolError(self.address, "bad_read_only", f"/v1/read-only: {_reason(e)}") from e
+            return admin.read(admin.ReadOnly, body).read_only
+        except ValueError as e:
+            raise ServerProtocolError(self.address, "bad_read_only", f"/v1/read-only: {e}") from e
 
     async def wait_commits_landed(self, timeout_s: float) -> WritesStopped:
         # The node answers once its commits in flight have their answers, or 409 `commits_in_flight` after the wait.
         body = await self._send(
             "POST",
             "/v1/read-only",
-            json={"read_only": True, "wait_for_in_flight_ms": int(timeout_s * 1000)},
+            json=admin.ReadOnlyRequest(read_only=True, wait_for_in_flight_ms=int(timeout_s * 1000)).body(),
             extra_timeout_s=timeout_s,
         )
         try:
+            stopped = admin.read(admin.WritesStopped, body)
             return WritesStopped(
-                position=_position_text(_document(body), "gtid_binlog_pos"),
-                in_flight_at_read_only=_required_integer(body, "in_flight_at_read_only", 0, INT64_MAX),
-                waited_s=_milliseconds(body, "waited_ms") / 1000,
+                position=_position_text("gtid_binlog_pos", stopped.gtid_binlog_pos),
+                in_flight_at_read_only=stopped.in_flight_at_read_only,
+                waited_s=_milliseconds("waited_ms", stopped.waited_ms) / 1000,
             )
-        except (KeyError, TypeError, ValueError) as e:
-            raise ServerProtocolError(
-                self.address, "bad_read_only", f"/v1/read-only with a wait lacks or mistypes {e}"
-            ) from e
+        except ValueError as e:
+            raise ServerProtocolError(self.address, "bad_read_only", f"/v1/read-only with a wait: {e}") from e
 
     async def wait_for_position(self, position: str, timeout_s: float) -> WaitResult:
         # Not a change, but a long call: sent once, with the wait added to the read timeout.
         body = await self._send(
             "POST",
             "/v1/wait-for-position",
-            json={"position": position, "timeout_ms": int(timeout_s * 1000)},
+            json=admin.WaitRequest(position=position, timeout_ms=int(timeout_s * 1000)).body(),
             extra_timeout_s=timeout_s,
         )
         try:
-            return WaitResult(reached=_bool(_document(body), "reached"), position=_position_text(body, "position"))
-        except (KeyError, TypeError, ValueError) as e:
-            raise ServerProtocolError(self.address, "bad_wait", f"/v1/wait-for-position: {_reason(e)}") from e
+            waited = admin.read(admin.Waited, body)
+            return WaitResult(reached=waited.reached, position=_position_text("position", waited.position))
+        except ValueError as e:
+            raise ServerProtocolError(self.address, "bad_wait", f"/v1/wait-for-position: {e}") from e
 
 
-def _shown(value: Any) -> str:
-    """A value a node sent, as an error message quotes it (bounded: a hostile node may send megabytes)."""
-    text = repr(value)
-    return text if len(text) <= 80 else f"{text[:77]}..."
-
-
-def _reason(e: BaseException) -> str:
-    """What was wrong with a node's document, in words: a KeyError names the missing field."""
-    if isinstance(e, KeyError):
-        return f"lacks {e.args[0]!r}" if e.args else "lacks a field"
-    return str(e)
-
-
-def _document(body: Any) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise TypeError(f"the document is {_shown(body)}, not an object")
-    return body
-
-
-def _milliseconds(body: dict[str, Any], key: str) -> float:
+def _milliseconds(key: str, value: float) -> float:
     """A duration field: a finite number of milliseconds, not negative, at most a day."""
-    value = body[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 86_400_000:
-        raise ValueError(f"{key} is {_shown(value)}, not a duration in milliseconds")
-    return float(value)
+    if not 0 <= value <= 86_400_000:
+        raise ValueError(f"{key} is {shown(value)}, not a duration in milliseconds")
+    return value
 
 
-def _position_text(body: dict[str, Any], key: str) -> str:
+def _position_text(key: str, text: str) -> str:
     """A GTID position field: a string that parses, every seq_no within BIGINT (what the control plane stores)."""
-    text = _text(body, key)
     if any(gtid.seq > INT64_MAX for gtid in position(text)):
-        raise ValueError(f"{key} {_shown(text)} has a seq_no beyond {INT64_MAX}")
+        raise ValueError(f"{key} {shown(text)} has a seq_no beyond {INT64_MAX}")
     return text
 
 
-def _integer(body: dict[str, Any], key: str, low: int, high: int, optional: bool = False) -> int | None:
-    """An integer field within low..high (None when absent and `optional`)."""
-    value = body.get(key) if optional else body[key]
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{key} is {_shown(value)}, not an integer")
-    if not low <= value <= high:
-        raise ValueError(f"{key} {value} is outside {low}..{high}")
-    return value
-
-
-def _required_integer(body: dict[str, Any], key: str, low: int, high: int) -> int:
-    value = _integer(body, key, low, high)
-    assert value is not None
-    return value
-
-
-def _event(e: dict[str, Any]) -> BinlogTransaction:
-    """One transaction of a node's binlog listing, every field checked (its GTID agreeing with its parts)."""
-    domain = _required_integer(e, "domain", 0, UINT32_MAX)
-    server_id = _required_integer(e, "server_id", 0, UINT32_MAX)
-    seq_no = _required_integer(e, "seq_no", 0, INT64_MAX)
-    gtid = _text(e, "gtid")
-    if gtid != f"{domain}-{server_id}-{seq_no}":
-        raise ValueError(f"gtid {_shown(gtid)} is not {domain}-{server_id}-{seq_no}")
-    tables = e.get("tables") or []
-    if not isinstance(tables, list) or len(tables) > TABLES_PER_EVENT_MAX:
-        raise TypeError(f"tables is {_shown(tables)}, not a list of at most {TABLES_PER_EVENT_MAX} names")
-    for table in tables:
-        if not isinstance(table, str) or len(table) > TABLE_NAME_MAX:
-            raise TypeError(f"a table name is {_shown(table)}, not a string of at most {TABLE_NAME_MAX} characters")
-    file = _optional_text(e, "file")
-    if file is not None and len(file) > TABLE_NAME_MAX:
-        raise ValueError(f"file {_shown(file)} is longer than {TABLE_NAME_MAX} characters")
+def _event(e: admin.Event) -> BinlogTransaction:
+    """One transaction of a node's binlog listing, its GTID agreeing with its parts."""
+    if e.gtid != f"{e.domain}-{e.server_id}-{e.seq_no}":
+        raise ValueError(f"gtid {shown(e.gtid)} is not {e.domain}-{e.server_id}-{e.seq_no}")
     return BinlogTransaction(
-        gtid=gtid, domain=domain, server_id=server_id, seq_no=seq_no,
-        commit_id=_integer(e, "commit_id", 0, INT64_MAX, True),
-        commit_ts_us=_integer(e, "commit_ts_us", 0, INT64_MAX, True), file=file,
-        offset=_integer(e, "offset", 0, INT64_MAX, True), tables=tuple(tables),
-        rows=_integer(e, "rows", 0, INT64_MAX, True),
+        gtid=e.gtid, domain=e.domain, server_id=e.server_id, seq_no=e.seq_no, commit_id=e.commit_id,
+        commit_ts_us=e.commit_ts_us, file=e.file, offset=e.offset, tables=tuple(e.tables or ()), rows=e.rows,
     )  # fmt: skip
 
 
-def _checksums(body: Any) -> Checksums:
-    """A node's checksums document, every field checked."""
-    if not isinstance(body, dict):
-        raise TypeError(f"the document is {_shown(body)}, not an object")
-    tables = body["tables"]
-    if not isinstance(tables, dict) or len(tables) > CHECKSUM_TABLES_MAX:
-        raise TypeError(f"tables is {_shown(tables)}, not an object of at most {CHECKSUM_TABLES_MAX} tables")
-    parsed = {}
-    for name, table in tables.items():
-        if len(name) > TABLE_NAME_MAX or not isinstance(table, dict):
-            raise TypeError(f"table {_shown(name)}: is {_shown(table)}, not an object")
-        rows = _required_integer(table, "rows", 0, INT64_MAX)
-        parsed[name] = TableChecksum(rows=rows, checksum=_required_integer(table, "checksum", 0, UINT64_MAX))
-    return Checksums(position=_text(body, "position"), tables=parsed)
-
-
-def _items(body: Any, key: str, parse: Callable[[Any], _T], *, required: bool = False) -> tuple[_T, ...]:
-    """A list of objects in a node's document, each parsed by `parse`; a malformed one is named by its place
-    (`replication[0]: …`), so an operator knows which field the node got wrong."""
-    if not isinstance(body, dict):
-        raise TypeError(f"the document is {_shown(body)}, not an object")
-    items = body[key] if required else body.get(key)
-    if items is None:
-        return ()
-    if not isinstance(items, list):
-        raise TypeError(f"{key} is {_shown(items)}, not a list")
-    parsed = []
-    for index, item in enumerate(items):
-        try:
-            if not isinstance(item, dict):
-                raise TypeError(f"is {_shown(item)}, not an object")
-            parsed.append(parse(item))
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise ValueError(f"{key}[{index}]: {_reason(e)}") from e
-    return tuple(parsed)
-
-
-def _text(body: dict[str, Any], key: str, default: str | None = None) -> str:
-    """A string field (`default` when absent and one is given; else it is required)."""
-    value = body.get(key, default) if default is not None else body[key]
-    if not isinstance(value, str):
-        raise TypeError(f"{key} is {_shown(value)}, not a string")
-    return value
-
-
-def _optional_text(body: dict[str, Any], key: str) -> str | None:
-    value = body.get(key)
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"{key} is {_shown(value)}, not a string")
-    return value
-
-
-def _bool(body: dict[str, Any], key: str) -> bool:
-    value = body[key]
-    if not isinstance(value, bool):
-        raise TypeError(f"{key} is {_shown(value)}, not a boolean")
-    return value
-
-
-def _object(body: dict[str, Any], key: str) -> dict[str, Any]:
-    """An optional object field ({} when absent)."""
-    value = body.get(key) or {}
-    if not isinstance(value, dict):
-        raise TypeError(f"{key} is {_shown(value)}, not an object")
-    return value
-
-
-def _optional_bool(body: dict[str, Any], key: str) -> bool | None:
-    """A boolean the node may leave out (older nodes): None when absent; anything but a boolean is a protocol error."""
-    value = body.get(key)
-    if value is not None and not isinstance(value, bool):
-        raise TypeError(f"{key} is {value!r}, not a boolean")
-    return value
-
-
-def status_warnings(body: dict[str, Any]) -> tuple[str, ...]:
+def status_warnings(body: admin.StatusWarnings | Mapping[str, Any]) -> tuple[str, ...]:
     """What a node's status says an operator should look at: semi-sync fallen back to asynchronous, binlog expiry
     holding a file back for a replica or failing."""
+    if not isinstance(body, admin.StatusWarnings):
+        body = admin.read(admin.StatusWarnings, body)
     found = []
-    if _object(body, "semi_sync").get("state") == "fallen_back":
+    if body.semi_sync is not None and body.semi_sync.state == "fallen_back":
         found.append(SEMI_SYNC_FALLEN_BACK)
-    expiry = _object(body, "binlog_expiry")
-    if held := _object(expiry, "held_back"):
+    expiry = body.binlog_expiry or admin.BinlogExpiry()
+    if held := expiry.held_back:
         found.append(
-            f"binlog expiry keeps {_text(held, 'file')} (and what follows) for replica {_text(held, 'replica')}, "
+            f"binlog expiry keeps {held.file} (and what follows) for replica {held.replica}, "
             "which still reads it: the binlog grows until that replica moves on"
         )
-    if error := _optional_text(expiry, "last_error"):
-        found.append(f"binlog expiry failed: {error}")
+    if expiry.last_error:
+        found.append(f"binlog expiry failed: {expiry.last_error}")
     return tuple(found)
 
 
-def _version(body: dict[str, Any]) -> str | None:
+def _version(status: admin.Status) -> str | None:
     """ferryd's version where the node reports one, else the admin API version it speaks."""
-    if body.get("version"):
-        return f"ferryd {body['version']}"
-    return f"ferryd (admin API v{body['api_version']})" if body.get("api_version") is not None else None
+    if status.version:
+        return f"ferryd {status.version}"
+    return f"ferryd (admin API v{status.api_version})" if status.api_version is not None else None
 
 
-def _connection(c: dict[str, Any]) -> ReplicaConnection:
-    error = _object(c, "last_error")
-    lag = _object(c, "lag")
+def _connection(c: admin.Connection) -> ReplicaConnection:
+    error = c.last_error
     return ReplicaConnection(
-        name=_text(c, "name"),
-        master_address=_text(c, "master"),
-        running=_bool(c, "running"),
-        io_state=IoState(c["io_state"]),
-        sql_state=SqlState(c["sql_state"]),
-        received_position=_text(c, "received_position", ""),
-        applied_position=_text(c, "applied_position", ""),
-        master_position=_text(c, "master_position", ""),
-        lag={int(domain): _domain_lag(domain, v) for domain, v in lag.items()},
+        name=c.name,
+        master_address=c.master,
+        running=c.running,
+        io_state=c.io_state,
+        sql_state=c.sql_state,
+        received_position=c.received_position,
+        applied_position=c.applied_position,
+        master_position=c.master_position,
+        lag=admin.domain_lags(c.lag),
         last_error=None
-        if not error
+        if error is None
         else ReplicationError(
-            side=_text(error, "side"),
-            code=_text(error, "code"),
-            message=_text(error, "message"),
-            at_us=None if error.get("at_us") is None else int(error["at_us"]),
-            gtid=failing_gtid(error),
+            side=error.side, code=error.code, message=error.message, at_us=error.at_us, gtid=failing_gtid(error)
         ),  # fmt: skip
-        until=_optional_text(c, "until"),
-        delay_s=int(c.get("delay_s") or 0),
-        waiting_for_relay_space=c.get("waiting_for_relay_space") is True,
+        until=c.until,
+        delay_s=c.delay_s or 0,
+        waiting_for_relay_space=c.waiting_for_relay_space is True,
         settings=_connection_settings(c),
-        skip_counter=int(c.get("skip_counter") or 0),
+        skip_counter=c.skip_counter or 0,
     )
 
 
-def failing_gtid(error: dict[str, Any]) -> str | None:
+def failing_gtid(error: admin.ReplError) -> str | None:
     """The GTID of the transaction a node's SQL error is about: its `gtid` where the node reports one, else the one
     its applier's message starts with (`applying 1-1-3: …`)."""
-    if error.get("side") != "sql":
+    if error.side != "sql":
         return None
-    if isinstance(error.get("gtid"), str):
-        return str(error["gtid"])
-    named = FAILING_GTID.match(str(error.get("message") or ""))
+    if error.gtid is not None:
+        return error.gtid
+    named = FAILING_GTID.match(error.message)
     return named.group(1) if named else None
 
 
-def _domain_lag(domain: str, value: Any) -> DomainLag:
-    if not isinstance(value, dict):
-        raise TypeError(f"lag of domain {_shown(domain)} is {_shown(value)}, not an object")
-    return DomainLag(transactions=int(value["transactions"]), seconds=float(value["seconds"]))
-
-
-def _connection_settings(c: dict[str, Any]) -> ConnectionSettings:
+def _connection_settings(c: admin.Connection) -> ConnectionSettings:
     """What ferryd reports of a connection's settings: delay, duplicates, heartbeat interval, parallel apply, domain
     filters (as text, "1,3", like MariaDB's). It has no per-connection semi-sync role (a replica always
     acknowledges)."""
-    parallel = _object(c, "parallel")
-    filters = {name: ",".join(str(int(d)) for d in c.get(name) or ()) for name in DOMAIN_FILTERS}
+    parallel = c.parallel or admin.Parallel()
+    filters = {"do_domain_ids": c.do_domain_ids, "ignore_domain_ids": c.ignore_domain_ids}
     return ConnectionSettings(
-        heartbeat_ms=None if c.get("heartbeat_ms") is None else int(c["heartbeat_ms"]),
-        filters={name: ids for name, ids in filters.items() if ids},
-        delay_s=int(c.get("delay_s") or 0),
-        ignore_duplicates=bool(c.get("ignore_duplicates", False)),
-        parallel_mode=_optional_text(parallel, "mode"),
-        workers=None if parallel.get("workers") is None else int(parallel["workers"]),
-        domain_workers_max=None if parallel.get("domain_workers_max") is None else int(parallel["domain_workers_max"]),
+        heartbeat_ms=c.heartbeat_ms,
+        filters={name: ",".join(str(d) for d in ids) for name, ids in filters.items() if ids},
+        delay_s=c.delay_s or 0,
+        ignore_duplicates=c.ignore_duplicates,
+        parallel_mode=parallel.mode,
+        workers=parallel.workers,
+        domain_workers_max=parallel.domain_workers_max,
     )
 
 
-def _replica(r: dict[str, Any]) -> ConnectedReplica:
-    address = _text(r, "address")
-    host = address.rsplit(":", 1)[0].strip("[]")
+def _replica(r: admin.Replica) -> ConnectedReplica:
+    host = r.address.rsplit(":", 1)[0].strip("[]")
     return ConnectedReplica(
-        server_id=int(r["server_id"]),
-        address=address,
+        server_id=r.server_id,
+        address=r.address,
         host=host,
-        sent_position=_text(r, "sent_position", ""),
-        listen_address=_optional_text(r, "listen"),
-        admin_address=_optional_text(r, "admin"),
+        sent_position=r.sent_position,
+        listen_address=r.listen,
+        admin_address=r.admin,
     )
