@@ -27,36 +27,37 @@ async def test_tokens_are_listed_by_state_searched_and_paged(
 ) -> None:
     admin = tokens.header("admin")
     created = {}
-    for name in ("ci-Deploy", "ci-backup", "grafana", "old-ci", "expired-ci"):
+    for name in ("deploy.CI", "backup.ci", "grafana", "old.ci", "expired.ci"):
         response = await client.post("/api/v1/tokens", json={"name": name, "role": "viewer"}, headers=admin)
         assert response.status_code == 201, response.text
         created[name] = response.json()
-    revoked = await client.post(f"/api/v1/tokens/{created['old-ci']['id']}/revoke", headers=admin)
+    revoked = await client.post(f"/api/v1/tokens/{created['old.ci']['id']}/revoke", headers=admin)
     assert revoked.status_code == 200
     async with session_scope(sessionmaker) as session:  # one that expired an hour ago
         await session.execute(
-            update(ApiToken).where(ApiToken.id == created["expired-ci"]["id"])
+            update(ApiToken).where(ApiToken.id == created["expired.ci"]["id"])
             .values(expires_at=datetime.now(UTC) - timedelta(hours=1))
         )  # fmt: skip
     fixture = ["test-admin", "test-operator", "test-viewer"]  # the suite's own, newest first
 
     active = await names(client, tokens)
-    assert active == ["grafana", "ci-backup", "ci-Deploy", *fixture], active
-    assert await names(client, tokens, state="revoked") == ["old-ci"]
-    assert await names(client, tokens, state="expired") == ["expired-ci"]
+    assert active == ["grafana", "backup.ci", "deploy.CI", *fixture], active
+    assert await names(client, tokens, state="revoked") == ["old.ci"]
+    assert await names(client, tokens, state="expired") == ["expired.ci"]
     assert len(await names(client, tokens, state="all")) == 8
 
-    assert await names(client, tokens, q="CI-") == ["ci-backup", "ci-Deploy"]  # any case, active only
-    assert await names(client, tokens, q="ci", state="all") == ["expired-ci", "old-ci", "ci-backup", "ci-Deploy"]
+    # The searches hold a "." so that no token's random first characters (URL-safe base64) can match them.
+    assert await names(client, tokens, q=".Ci") == ["backup.ci", "deploy.CI"]  # any case, active only
+    assert await names(client, tokens, q=".ci", state="all") == ["expired.ci", "old.ci", "backup.ci", "deploy.CI"]
     prefix = created["grafana"]["display_prefix"]
     assert await names(client, tokens, q=prefix) == ["grafana"]
     assert await names(client, tokens, q="100%_") == []  # wildcards are matched as text
 
     first = await names(client, tokens, state="all", limit=3)
-    assert first == ["expired-ci", "old-ci", "grafana"]
+    assert first == ["expired.ci", "old.ci", "grafana"]
     page = (await client.get("/api/v1/tokens", params={"state": "all", "limit": 3}, headers=admin)).json()
     after = await names(client, tokens, state="all", limit=3, before_id=page[-1]["id"])
-    assert after == ["ci-backup", "ci-Deploy", "test-admin"]
+    assert after == ["backup.ci", "deploy.CI", "test-admin"]
 
 
 async def test_bad_list_parameters_are_refused_and_only_admins_list(client: httpx.AsyncClient, tokens: Tokens) -> None:
