@@ -8,7 +8,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help up down test test-quick test-engine test-engine-failpoints test-python test-backend test-frontend test-e2e python-module engine-debug lint-engine bench-commit
+.PHONY: help up down test test-quick test-engine test-engine-failpoints test-python test-backend test-frontend frontend-checks frontend-unit test-e2e python-module engine-debug lint-engine bench-commit
 
 help:
 	@echo "make up      build and start three ferryd nodes and a demo workload, and the two-master MariaDB cluster `seed000` (make down stops them)"
@@ -89,14 +89,20 @@ bench-commit:
 
 # The dashboard (frontend/): npm ci when node_modules is missing or package-lock.json changed, typecheck, the
 # OpenAPI check (the generated schema and types must match the backend's app; needs the backend venv and
-# ferry_engine), Vitest, and the production build into frontend/dist.
-test-frontend: python-module
+# ferry_engine), the production build into frontend/dist, and Vitest. `make test` runs the two halves apart:
+# the checks and the build before the suites that need the dashboard, Vitest beside the end-to-end suite.
+test-frontend: frontend-checks frontend-unit
+
+frontend-checks: python-module
 	@scripts/ensure-backend.sh
 	@scripts/ensure-dashboard.sh deps
 	cd frontend && npm run --silent typecheck
 	cd frontend && npm run --silent check:openapi
-	cd frontend && npx vitest run
 	cd frontend && npm run --silent build
+
+frontend-unit:
+	@scripts/ensure-dashboard.sh deps
+	cd frontend && npx vitest run
 
 # The end-to-end suite: Playwright in Debian's Chromium over a real stack (PostgreSQL, three ferryd, the demo
 # workload, the API serving the built dashboard); scripts/test-e2e.sh starts and stops it all.

@@ -6,9 +6,21 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export FERRYD_BIN=${FERRYD_BIN:-$root/engine/target/debug/ferryd}
+# Everything the run writes (the throwaway PostgreSQL, every test's servers and files) goes under TMPDIR (/tmp
+# unless set; `make test` points it at a memory-backed directory when the machine has one, scripts/test.sh).
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/fb.XXXXXX")
+chmod 755 "$scratch"  # PostgreSQL runs as its own user when this runs as root: it must reach its directory
+pg_dir=""
+finish() {
+  local status=$?
+  [ -z "$pg_dir" ] || scripts/ensure-postgres.sh stop "$pg_dir"
+  # The tests' files are kept when the run failed, for a look at the servers' logs.
+  if [ "$status" = 0 ]; then rm -rf "$scratch"; else echo "the tests' files are kept in $scratch" >&2; fi
+}
+trap finish EXIT
 if [ -z "${FERRY_TEST_DATABASE_URL:-}" ]; then
-  pg_dir=$(mktemp -d /tmp/ferry-pg.XXXXXX)
-  trap 'scripts/ensure-postgres.sh stop "$pg_dir"; rm -rf "$pg_dir"' EXIT
+  pg_dir="$scratch/pg"
+  mkdir "$pg_dir"
   FERRY_TEST_DATABASE_URL=$(scripts/ensure-postgres.sh start "$pg_dir")
   export FERRY_TEST_DATABASE_URL
 fi
@@ -25,4 +37,8 @@ if [ $# -eq 0 ]; then set -- backend/tests; fi
 # (`--dist load --maxschedchunk 1`), the ones marked `long` first (backend/tests/conftest.py): the longest start at
 # once on different workers and the short ones fill in around them, so the run does not end on one worker finishing a
 # long test alone. FERRY_TEST_WORKERS=0 runs it in this one process.
-.venv/bin/pytest -q -n "${FERRY_TEST_WORKERS:-3}" --dist load --maxschedchunk 1 "$@"
+# pytest's temporary directories sit in the scratch directory, under a short path: a test's unix sockets (mariadbd's,
+# HAProxy's) live in them, and a socket's path must stay under 108 bytes. The longest is mariadbd's,
+# <scratch>/t/popen-gw0/<test name, 30 characters>0/mariadb0/s1/mariadbd.sock: 70 bytes and the scratch directory's
+# path (`make test`'s /dev/shm/ferry.XXXXXX/fb.XXXXXX: 31).
+.venv/bin/pytest -q -n "${FERRY_TEST_WORKERS:-3}" --dist load --maxschedchunk 1 --basetemp "$scratch/t" "$@"

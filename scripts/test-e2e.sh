@@ -20,7 +20,7 @@ scripts/ensure-mariadb.sh > /dev/null
 scripts/ensure-e2e.sh
 (cd e2e && npm run --silent typecheck)
 
-work=$(mktemp -d /tmp/ferry-e2e.XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/ferry-e2e.XXXXXX")  # TMPDIR: see scripts/test.sh
 chmod 755 "$work"  # PostgreSQL runs as its own user when this runs as root: it must reach its directory
 export FERRY_RUN_DIR="$work/stack"
 export FERRY_BIN_DIR=${FERRY_BIN_DIR:-$root/engine/target/debug}

@@ -3,15 +3,18 @@
 #
 #   in the background from the start   the Debian packages (ensure-packages.sh), the npm packages of the dashboard
 #                                      and of the end-to-end suite, the backend's Python packages
-#   engine lint                        rustfmt, clippy, clippy with failpoints
-#   engine build                       every target of the workspace once (the tests, ferryd and ferry-bench share
-#                                      one feature set, so nothing is built twice) and the Python module
-#   engine failpoint tests             the fail-stop tests, built with failpoints (they need their own ferryd)
+#   engine build                       rustfmt's check, then every target of the workspace once (the tests, ferryd
+#                                      and ferry-bench share one feature set, so nothing is built twice) and the
+#                                      Python module, clippy's lints applied as they compile (below)
+#   engine failpoint tests             the fail-stop tests, built with failpoints (they need their own ferryd), linted
+#                                      the same way
 #   together                           the engine's tests (scripts/engine-tests.py: several binaries at once; they
 #                                      mostly wait on ferryd nodes) and the Python module's tests, beside the
-#                                      dashboard's typecheck, OpenAPI check, Vitest and production build
+#                                      dashboard's typecheck, OpenAPI check and production build
 #   backend                            ruff, mypy and pytest against PostgreSQL, ferryd, MariaDB and HAProxy
-#   end-to-end                         Playwright in Chromium over the whole stack
+#   end-to-end                         Playwright in Chromium over the whole stack, beside the dashboard's Vitest:
+#                                      the specs spend a third of the cores' time waiting on the stack (a report
+#                                      lock's cycle, a maintenance's end), and Vitest fills it
 #
 # A stage that fails stops the run after the stages beside it finish; its output is printed in full. The suites'
 # own Makefile targets (make test-engine, test-backend, test-frontend, test-e2e) still run one alone.
@@ -22,6 +25,7 @@ work=$(mktemp -d /tmp/ferry-test.XXXXXX)
 started=$SECONDS
 timings=()
 children=()
+beside_names=()
 beside_ticks=""
 
 # The stages beside the main line are stopped by their pids when the run ends early. A Debian install under way is
@@ -30,9 +34,30 @@ cleanup() {
   for pid in "${children[@]}"; do
     kill "$pid" 2>/dev/null || true
   done
-  rm -rf "$work"
+  rm -rf "$work" "$scratch"
 }
+scratch=""
 trap cleanup EXIT
+
+# Where the backend's and the end-to-end suite's servers keep their files: a memory-backed directory (/dev/shm) when
+# the machine has one with room to spare, else /tmp. Their data is thrown away after each test, and what the tests
+# prove of them (a killed process, a lost connection) does not depend on the disk; on this 2-core machine the page
+# cache's writeback and the fsyncs of ferryd, MariaDB and PostgreSQL cost a third of a load test's CPU on disk
+# (test_switchover_load: 25 s of CPU on disk, 16.5 s in memory). The engine's own tests stay on disk: some of them
+# are about fsyncs.
+scratch_dir() {
+  local free_kib
+  if [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+    free_kib=$(df -k --output=avail /dev/shm | tail -n 1)
+    if [ "${free_kib:-0}" -ge $((4 * 1024 * 1024)) ]; then
+      mktemp -d /dev/shm/ferry.XXXXXX
+      return
+    fi
+  fi
+  mktemp -d /tmp/ferry-scratch.XXXXXX
+}
+scratch=$(scratch_dir)
+chmod 755 "$scratch"  # PostgreSQL runs as its own user when this runs as root: it must reach its directory
 
 # The machine's CPU counters (busy and total ticks, /proc/stat), to tell how busy the cores were during a stage.
 cpu_ticks() {
@@ -58,6 +83,8 @@ stage() {
   timings+=("$(printf '%-34s %5d s   cores %3d%% busy' "$name" $((SECONDS - start)) "$(busy_since "$ticks")")")
   if [ "$rc" != 0 ]; then
     echo "make test: $name failed (exit $rc)" >&2
+    # What runs beside it finishes first, and its output is printed too.
+    [ "${#beside_names[@]}" = 0 ] || joined "${beside_names[@]}" || true
     exit "$rc"
   fi
 }
@@ -73,15 +100,17 @@ beside() {
     echo "$? $((SECONDS - start))" > "$work/$name.rc"
   ) &
   children+=($!)
+  beside_names+=("$name")
   echo "== $name (beside; its output follows when it ends)"
 }
 
-# joined NAME...: waits for those background stages, prints their output and times; fails when any failed.
+# joined NAME...: waits for those background stages, prints their output and times; returns 1 when any failed.
 joined() {
   local name rc seconds failed=0 busy
   wait "${children[@]}"
   busy=$(busy_since "$beside_ticks")
   children=()
+  beside_names=()
   for name in "$@"; do
     read -r rc seconds < "$work/$name.rc" || { rc=1; seconds=0; }
     echo "== $name (exit $rc, $seconds s)"
@@ -89,7 +118,7 @@ joined() {
     timings+=("$(printf '%-34s %5d s   cores %3d%% busy (together)' "$name" "$seconds" "$busy")")
     [ "$rc" = 0 ] || { echo "make test: $name failed (exit $rc)" >&2; failed=1; }
   done
-  [ "$failed" = 0 ] || exit 1
+  [ "$failed" = 0 ]
 }
 
 engine_tests() {
@@ -106,18 +135,30 @@ scripts/ensure-backend.sh > "$work/backend-packages.log" 2>&1 &
 backend_packages=$!
 children+=("$backend_packages")
 
-stage "engine lint" make --no-print-directory lint-engine
+# Clippy lints the workspace's crates while they compile, not in a pass of its own: cargo runs clippy-driver (rustc
+# with clippy's lints added, producing the same artifacts) for every workspace member, the way `cargo clippy` does but
+# with code generated, and CLIPPY_ARGS makes any warning an error as `cargo clippy -- -D warnings` would. The lint
+# covers what `make lint-engine` covers: every target of the workspace (engine-debug builds --all-targets) and the
+# failpoint build's crates. A separate `cargo clippy` type-checks every dependency and workspace crate a second
+# time: clippy twice, then these builds took 294 s of CPU from cold; linting as they compile, 216 s. Every cargo command below sees the same wrapper, so nothing is built twice;
+# artifacts built with it are kept apart from a plain `cargo build`'s (cargo hashes the wrapper into their names).
+RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver) || { echo "make test: clippy-driver is missing (rustup component add clippy)" >&2; exit 1; }
+export RUSTC_WORKSPACE_WRAPPER
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 wait "$backend_packages" || { cat "$work/backend-packages.log" >&2; echo "make test: the backend's Python packages did not install" >&2; exit 1; }
-stage "engine build" make --no-print-directory engine-debug python-module FERRY_PY_PROFILE=dev
+stage "engine build" bash -c '(cd engine && cargo fmt --all --check) && make --no-print-directory engine-debug python-module FERRY_PY_PROFILE=dev'
 stage "engine failpoint tests" make --no-print-directory test-engine-failpoints
 wait "$npm" || { cat "$work/npm.log" >&2; echo "make test: the dashboard's or the end-to-end suite's npm ci failed" >&2; exit 1; }
 children=()  # every one of them has ended
 beside "engine and Python module tests" engine_tests
-beside "dashboard" make --no-print-directory -o python-module test-frontend
-joined "engine and Python module tests" "dashboard"
+beside "dashboard checks and build" make --no-print-directory -o python-module frontend-checks
+joined "engine and Python module tests" "dashboard checks and build" || exit 1
 stage "Debian packages (waited for)" scripts/ensure-packages.sh wait "$work/packages"
-stage "backend" make --no-print-directory -o python-module -o engine-debug test-backend
-stage "end-to-end" make --no-print-directory -o python-module -o engine-debug test-e2e
+echo "== the backend's and the end-to-end suite's files go to $scratch"
+stage "backend" env TMPDIR="$scratch" make --no-print-directory -o python-module -o engine-debug test-backend
+beside "dashboard unit tests (Vitest)" make --no-print-directory frontend-unit
+stage "end-to-end" env TMPDIR="$scratch" make --no-print-directory -o python-module -o engine-debug test-e2e
+joined "dashboard unit tests (Vitest)" || exit 1
 
 echo "make test: every suite passed in $((SECONDS - started)) s (the cores' busy share counts every process on the machine)"
 printf '  %s\n' "${timings[@]}"
