@@ -7,8 +7,8 @@ upper-cased (the database URL: DATABASE_URL, else FERRY_DATABASE_URL), so deploy
 set. Settings are given to `Settings(...)` one way only: as keywords of their flat names (`Settings(poll_timeout_s=5,
 collector_enabled=True)`), routed to their groups before validation; `model_copy(update=...)` takes flat names too,
 and `flat()` gives them back (`Settings(**{**settings.flat(), **changes})` builds validated changed settings). A
-group given whole (`Settings(collection=...)`) is refused, and so is an unknown name given to `model_copy`; an unknown
-keyword is ignored, as it always was.
+group given whole (`Settings(collection=...)`) is refused, and so is an unknown name (a keyword or a `model_copy`
+update).
 
 Precedence, field by field: a keyword, else the environment, else the default; a keyword for one field of a group
 leaves the environment's value of its other fields in place.
@@ -78,6 +78,12 @@ GROUPS: dict[str, type[SettingsGroup]] = {
 FLAT_NAMES: dict[str, tuple[str, str]] = {
     group.flat_name(field): (name, field) for name, group in GROUPS.items() for field in group.model_fields
 }
+#: Former settings, with what replaced them (said when one is given as a keyword).
+RETIRED = {
+    "operation_failpoint_pause_after_step": (
+        " (the fault tests' pause is the test hook FERRY_TEST_PAUSE_AFTER_STEP, core/testhooks.py)"
+    ),
+}
 #: The environment variables read instead of FERRY_<flat name> (the first set wins).
 ENV_ALIASES: dict[str, tuple[str, ...]] = {"database_url": ("DATABASE_URL", "FERRY_DATABASE_URL")}
 
@@ -121,7 +127,7 @@ class _FlatEnvironmentSource(EnvSettingsSource):
 class Settings(BaseSettings):
     """Control plane settings, by group; see each group's fields (settings_groups.py)."""
 
-    model_config = SettingsConfigDict(env_file=None, extra="ignore")
+    model_config = SettingsConfigDict(env_file=None)
 
     process: ProcessSettings = Field(default_factory=ProcessSettings)
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
@@ -159,8 +165,9 @@ class Settings(BaseSettings):
                 example = GROUPS[key].flat_name(next(iter(GROUPS[key].model_fields)))
                 raise ValueError(f"settings are given by their flat names ({example}=…), not as a group ({key}=…)")
             target = FLAT_NAMES.get(key)
-            if target is not None:
-                grouped[target[0]][target[1]] = value
+            if target is None:  # the environment gives known names only: this is a keyword
+                raise ValueError(f"{key!r} is not a setting{RETIRED.get(key, '')}")
+            grouped[target[0]][target[1]] = value
         return grouped
 
     @model_validator(mode="after")

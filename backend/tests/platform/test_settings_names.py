@@ -5,7 +5,7 @@ how they are set.
   `ENVIRONMENT_BEFORE` lists them as they were, so a renamed or dropped variable fails here, named.
 - Precedence, field by field: a keyword to `Settings(...)` (its flat name), else the environment, else the default;
   a keyword for one field of a group leaves the environment's values of the group's other fields in place.
-- Flat keywords are the one way to give settings; a group given whole is refused.
+- Flat keywords are the one way to give settings; a group given whole, or an unknown name, is refused.
 - The fault tests' hook (FERRY_TEST_PAUSE_AFTER_STEP) is not a setting, and is refused outside the `test` environment.
 """
 
@@ -188,6 +188,12 @@ def test_without_keyword_or_variable_every_setting_is_its_default() -> None:
         assert {k: v for k, v in getattr(settings, name).model_dump().items() if k in defaults} == defaults, name
 
 
+def test_a_keyword_and_the_environment_both_hold_in_one_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FERRY_POLL_INTERVAL_S", "0.5")
+    settings = Settings(environment="development", poll_timeout_s=5)
+    assert (settings.collection.poll_interval_s, settings.collection.poll_timeout_s) == (0.5, 5.0)
+
+
 def test_database_url_comes_before_ferry_database_url(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FERRY_DATABASE_URL", "postgresql://ferry@b/ferry")
     assert Settings(environment="development").database.url == "postgresql+psycopg://ferry@b/ferry"
@@ -210,6 +216,13 @@ def test_flat_keywords_set_the_grouped_fields() -> None:
     assert copied.collection.poll_timeout_s == 5.0
     assert Settings(**settings.flat()) == settings, "flat() gives back the keywords that built them"
     assert Settings(**{**settings.flat(), "poll_timeout_s": 7}).collection.poll_timeout_s == 7.0
+
+
+def test_an_unknown_keyword_is_refused() -> None:
+    with pytest.raises(ValidationError, match="'poll_intervall_s' is not a setting"):
+        Settings(environment="development", poll_intervall_s=1)
+    with pytest.raises(ValidationError, match="the test hook FERRY_TEST_PAUSE_AFTER_STEP"):
+        Settings(environment="test", token_pepper="p" * 24, operation_failpoint_pause_after_step="verify")
 
 
 def test_a_group_given_whole_is_refused() -> None:
