@@ -14,7 +14,7 @@ target_metadata = Base.metadata
 
 
 def sync_url() -> str:
-    url = config.get_main_option("sqlalchemy.url") or get_settings().database_url
+    url = config.get_main_option("sqlalchemy.url") or get_settings().database.url
     parsed = make_url(url)
     if parsed.drivername == "sqlite+aiosqlite":
         parsed = parsed.set(drivername="sqlite")

@@ -147,7 +147,7 @@ async def main() -> None:
                     if len(durations) % 10 == 0:
                         print(json.dumps({"cycles": len(durations), "last_cycle_s": round(report.duration_s, 4),
                                           "polled": report.polled}), flush=True)  # fmt: skip
-                    next_start += settings.poll_interval_s
+                    next_start += settings.collection.poll_interval_s
                     await asyncio.sleep(max(next_start - time.monotonic(), 0.0))
                 cpu_used, wall = cpu_s() - cpu_before, time.monotonic() - wall_before
         finally:

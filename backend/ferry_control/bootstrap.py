@@ -194,7 +194,7 @@ async def bootstrap(
         drivers = [factory.for_address(ServerKind.ferry, n.admin_address) for n in nodes]
         statuses = await wait_for_nodes(drivers, nodes, wait_s)
         say(f"{len(nodes)} nodes answer: {', '.join(names)}")
-        say(await wire_replication(drivers, nodes, statuses, settings.replication_connection_name))
+        say(await wire_replication(drivers, nodes, statuses, settings.operations.replication_connection_name))
     finally:
         await factory.aclose()
     cluster_id, done = await register_cluster(settings, cluster, description, nodes)

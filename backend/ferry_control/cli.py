@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "migrate":
-        upgrade(get_settings().database_url)
+        upgrade(get_settings().database.url)
         return 0
     if args.command == "generate-secret-key":
         from ferry_control.core.secrets import generate_key

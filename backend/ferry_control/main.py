@@ -57,7 +57,7 @@ def create_app(
         engines.append(create_engine(settings))
         sessionmaker = create_sessionmaker(engines[0])
         background = sessionmaker
-        if not settings.is_sqlite:
+        if not settings.database.is_sqlite:
             # Work that must never wait behind requests (a room of dashboards) gets connections of its own.
             engines.append(create_engine(settings, background=True))
             background = create_sessionmaker(engines[1])
@@ -67,22 +67,25 @@ def create_app(
     metrics = plane.metrics
     denials = DenialTally(sessionmaker)
     streams = StreamRegistry(
-        sessionmaker, settings.events_streams_per_token_max, settings.events_streams_max, settings.poll_interval_s
+        sessionmaker,
+        settings.streams.events_streams_per_token_max,
+        settings.streams.events_streams_max,
+        settings.collection.poll_interval_s,
     )
     hub = StreamHub(
         plane.bus,
         streams,
         metrics,
-        settings.poll_interval_s,
-        settings.events_ping_s,
-        settings.events_queue_max,
+        settings.collection.poll_interval_s,
+        settings.streams.events_ping_s,
+        settings.streams.events_queue_max,
         LivePositions(sessionmaker, plane.drivers, settings),
     )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if settings.role == "web":
-            lower_priority(settings.web_nice)  # the worker's work goes first on a busy machine
+        if settings.process.role == "web":
+            lower_priority(settings.process.web_nice)  # the worker's work goes first on a busy machine
         denials.start()
         await plane.start()
         hub.start()
@@ -96,7 +99,7 @@ def create_app(
             for engine in engines:
                 await engine.dispose()
 
-    docs = settings.api_docs
+    docs = settings.process.api_docs
     app = FastAPI(
         title="Ferry control plane",
         version="0.1.0",
@@ -128,11 +131,11 @@ def create_app(
     app.state.sessionmaker = sessionmaker
     app.state.metrics = metrics
     app.state.secrets = plane.secrets
-    app.state.rate_limiter = RateLimiter(settings.expensive_reads_per_min)
-    app.state.auth_failures = RateLimiter(settings.auth_failures_per_min)
-    app.state.trusted_proxies = TrustedProxies.of(settings.trusted_proxies)
+    app.state.rate_limiter = RateLimiter(settings.reads.expensive_reads_per_min)
+    app.state.auth_failures = RateLimiter(settings.security.auth_failures_per_min)
+    app.state.trusted_proxies = TrustedProxies.of(settings.security.trusted_proxies)
     app.state.denials = denials
-    app.state.heavy_reads = ConcurrencyLimit(settings.heavy_reads_per_token_max, settings.heavy_reads_max)
+    app.state.heavy_reads = ConcurrencyLimit(settings.reads.heavy_reads_per_token_max, settings.reads.heavy_reads_max)
     app.state.streams = streams
     app.state.stream_hub = hub
     app.state.drivers = plane.drivers
@@ -156,6 +159,6 @@ def create_app(
     mount_dashboard(app, dashboard_dir())
     app.add_middleware(AuditMiddleware)
     app.add_middleware(RequestMetricsMiddleware, metrics=metrics)
-    app.add_middleware(BodyLimitMiddleware, limit=settings.request_body_bytes_max)  # before any parsing
+    app.add_middleware(BodyLimitMiddleware, limit=settings.security.request_body_bytes_max)  # before any parsing
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: every answer carries them, a refusal's too
     return app

@@ -1,6 +1,6 @@
 """The control plane without its HTTP face: drivers, the event bus and its relay between processes, the collector,
 the operation runner, the failover monitor, the drill scheduler and the reconciler — built once per process and
-started for its role (settings.role):
+started for its role (settings.process.role):
 
 - `all` (the default): one process does everything, requests included (tests; a single small deployment).
 - `web`: serves requests and event streams only. An operation it accepts is announced (a `pending` operation
@@ -21,6 +21,7 @@ from ferry_control.core.config import Settings
 from ferry_control.core.instance import new_instance_id
 from ferry_control.core.metrics import Metrics
 from ferry_control.core.secrets import SecretBox
+from ferry_control.core.testhooks import TestHooks
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.services.collector import Collector
 from ferry_control.services.drill_scheduler import DrillScheduler
@@ -49,23 +50,26 @@ class ControlPlane:
         background: async_sessionmaker[AsyncSession] | None = None,
     ):
         """`sessionmaker` serves requests; `background` (default: the same) the work that must not wait for them."""
+        # The fault tests' hooks: refused here, before anything starts, unless the environment is `test`.
+        test_hooks = TestHooks.at_start_up(settings.process.environment)
         background = background or sessionmaker
         self.settings = settings
-        self.role = settings.role
+        self.role = settings.process.role
         self.instance_id = new_instance_id()
         self.metrics = Metrics()
         self.secrets = SecretBox.from_settings(settings)
         self.drivers = DriverFactory(settings, secrets=self.secrets)
-        self.bus = EventBus(settings.events_queue_max)
+        self.bus = EventBus(settings.streams.events_queue_max)
         self.relay: EventRelay | DatabaseEventRelay | None = None
-        if not settings.is_sqlite:
-            self.relay = EventRelay(settings.database_url, self.bus, self.instance_id, self.metrics)
+        if not settings.database.is_sqlite:
+            self.relay = EventRelay(settings.database.url, self.bus, self.instance_id, self.metrics)
         elif self.role != "all":  # SQLite: one process unless split into web and worker
             self.relay = DatabaseEventRelay(background, self.bus, self.instance_id, self.metrics)
         self.collector = Collector(background, self.drivers, self.bus, settings, self.metrics, self.instance_id)
         self.runner = OperationRunner(
-            background, self.drivers, self.bus, settings, self.metrics, executes=self.role != "web"
-        )
+            background, self.drivers, self.bus, settings, self.metrics, executes=self.role != "web",
+            test_hooks=test_hooks,
+        )  # fmt: skip
         register_executors(self.runner)
         self.runner.on_finish.append(FollowUps(background, self.runner, settings))
         self.runner.on_finish.append(UnsuccessfulRecoveries(background, settings))
@@ -98,9 +102,9 @@ class ControlPlane:
         self.reconciler.start()
         if self.role == "worker":
             self.pickup.start()  # operations accepted by web processes
-        if self.settings.collector_enabled:
+        if self.settings.collection.enabled:
             self.collector.start()
-        if self.settings.drill_scheduler_enabled:
+        if self.settings.drills.scheduler_enabled:
             self.scheduler.start()
         log.info("control plane %s started as %s", self.instance_id, self.role)
 

@@ -30,4 +30,4 @@ async def get_consumers(
     docs/protocol.md "Change subscriptions"), each with its position and lag per domain, and the last ones it cut off
     for not reading; `supported` false for a kind that lists binlog readers among its replicas (MariaDB). Read from
     the server now: 409 `server_unreachable` when it does not answer within `poll_timeout_s`."""
-    return await describe(session, drivers, cluster_id, server_id, settings.poll_timeout_s)
+    return await describe(session, drivers, cluster_id, server_id, settings.collection.poll_timeout_s)

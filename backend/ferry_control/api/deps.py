@@ -130,7 +130,9 @@ async def metrics_reader(
 ) -> None:
     """/metrics: the metrics_token setting's token, or any valid API token."""
     token = credentials.credentials if credentials else None
-    expected = settings.metrics_token.get_secret_value() if settings.metrics_token is not None else None
+    expected = (
+        settings.security.metrics_token.get_secret_value() if settings.security.metrics_token is not None else None
+    )
     if token and expected and hmac.compare_digest(token.encode(), expected.encode()):
         return
     if not token:

@@ -49,9 +49,10 @@ async def get_interleavings(
     ),
     to: str | None = Query(None, max_length=4000, description="The window's newest GTID per domain (inclusive)."),
 ) -> Interleavings:
-    if limit is not None and limit > settings.interleavings_events_max:
+    events_max = settings.reads.interleavings_events_max
+    if limit is not None and limit > events_max:
         raise Unprocessable(
-            f"limit: at most {settings.interleavings_events_max} transactions per server (interleavings_events_max)",
+            f"limit: at most {events_max} transactions per server (interleavings_events_max)",
             code="limit_too_large",
         )
     window = COUNT
@@ -60,8 +61,8 @@ async def get_interleavings(
             raise Unprocessable("last_s and from/to: choose one window, by time or by GTID", code="window_conflict")
         window = gtid_window(from_, to)
     windowed = window is not COUNT or last_s is not None
-    bound = limit if limit is not None else (settings.interleavings_events_max if windowed else 50)
+    bound = limit if limit is not None else (settings.reads.interleavings_events_max if windowed else 50)
     with request.app.state.heavy_reads.held(principal.token_id, "interleavings reads"):
-        return await InterleavingService(session, drivers, settings.heavy_read_timeout_s).recent(
+        return await InterleavingService(session, drivers, settings.reads.heavy_read_timeout_s).recent(
             cluster_id, bound, domain, window, last_s
         )

@@ -49,5 +49,5 @@ async def get_reader(
         None, ge=0, le=86400, description="The lag limit in seconds, in every domain (default: reader_max_lag_s)."
     ),
 ) -> RoleRead:
-    limit = settings.reader_max_lag_s if max_lag_s is None else max_lag_s
+    limit = settings.proxies.reader_max_lag_s if max_lag_s is None else max_lag_s
     return _answer(await RoleService(session).reader(_id(server), limit))

@@ -24,7 +24,7 @@ ServerId = Path(description="The registered server's id.", ge=1, le=ID_MAX, exam
 
 def approving(session: SessionDep, settings: Settings) -> ServerService:
     """The service, knowing which addresses the deployment trusts (`server_trusted_hosts`)."""
-    return ServerService(session, TrustedHosts.of(settings.server_trusted_hosts))
+    return ServerService(session, TrustedHosts.of(settings.security.server_trusted_hosts))
 
 
 def approver(principal: Principal) -> Approver:

@@ -1,449 +1,218 @@
-"""The one Settings class: every tunable of the control plane, read from the environment (prefix `FERRY_`).
+"""The control plane's settings: `Settings`, one group per concern (settings_groups.py), read from the environment.
+
+Names. Code reads a setting through its group: `settings.collection.poll_interval_s`, `settings.database.url`.
+Every setting also has a flat name, the one it had before the settings were grouped (`poll_interval_s`,
+`database_url`, `collector_enabled` for `collection.enabled`): its environment variable is `FERRY_` and the flat name
+upper-cased (the database URL: DATABASE_URL, else FERRY_DATABASE_URL), so deployments set exactly what they always
+set. Settings are given to `Settings(...)` one way only: as keywords of their flat names (`Settings(poll_timeout_s=5,
+collector_enabled=True)`), routed to their groups before validation; `model_copy(update=...)` takes flat names too,
+and `flat()` gives them back (`Settings(**{**settings.flat(), **changes})` builds validated changed settings). A
+group given whole (`Settings(collection=...)`) is refused, and so is an unknown name (a keyword or a `model_copy`
+update).
+
+Precedence, field by field: a keyword, else the environment, else the default; a keyword for one field of a group
+leaves the environment's value of its other fields in place.
 
 Units are last in the names (`_s` seconds). The default environment is `production`: placeholder secrets are
 refused at start-up, and so is a missing key for the secrets stored in the database; development conveniences (a
-generated key file) need `FERRY_ENVIRONMENT=development` and their own setting.
+generated key file) need `FERRY_ENVIRONMENT=development` and their own setting. Fault tests' hooks are not settings
+(core/testhooks.py).
 """
 
 from __future__ import annotations
 
-import ipaddress
+from collections.abc import Mapping
 from functools import lru_cache
-from pathlib import Path
-from typing import Literal
+from typing import Any, Self
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, create_model, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-#: Where the embedded SQLite database lives when DATABASE_URL is unset (beside `make up`'s other state).
-DEFAULT_SQLITE_PATH = REPO_ROOT / ".run" / "control.sqlite3"
+from ferry_control.core.settings_groups import (
+    DEFAULT_SQLITE_PATH,
+    CollectionSettings,
+    DatabaseSettings,
+    DrillSettings,
+    FailoverSettings,
+    NodeClientSettings,
+    OperationSettings,
+    ProcessSettings,
+    ProxySettings,
+    ReadSettings,
+    SecuritySettings,
+    SettingsGroup,
+    StreamSettings,
+    WebhookSettings,
+    normalize_database_url,
+)
+
+__all__ = ["DEFAULT_SQLITE_PATH", "FLAT_NAMES", "GROUPS", "Settings", "get_settings", "normalize_database_url"]
+
 #: Secrets that are fine on a laptop and nowhere else.
 PLACEHOLDER_SECRETS = frozenset({"", "changethis", "change-me", "secret", "development-pepper"})
 #: ferryd refuses admin tokens shorter than this.
 NODE_TOKEN_CHARS_MIN = 16
+ENV_PREFIX = "FERRY_"
+
+#: The groups, by their attribute on `Settings`.
+GROUPS: dict[str, type[SettingsGroup]] = {
+    "process": ProcessSettings,
+    "database": DatabaseSettings,
+    "security": SecuritySettings,
+    "collection": CollectionSettings,
+    "nodes": NodeClientSettings,
+    "streams": StreamSettings,
+    "reads": ReadSettings,
+    "operations": OperationSettings,
+    "failover": FailoverSettings,
+    "webhooks": WebhookSettings,
+    "drills": DrillSettings,
+    "proxies": ProxySettings,
+}
+#: Every setting's flat name → (its group, its field there).
+FLAT_NAMES: dict[str, tuple[str, str]] = {
+    group.flat_name(field): (name, field) for name, group in GROUPS.items() for field in group.model_fields
+}
+#: Former settings, with what replaced them (said when one is given as a keyword).
+RETIRED = {
+    "operation_failpoint_pause_after_step": (
+        " (the fault tests' pause is the test hook FERRY_TEST_PAUSE_AFTER_STEP, core/testhooks.py)"
+    ),
+}
+#: The environment variables read instead of FERRY_<flat name> (the first set wins).
+ENV_ALIASES: dict[str, tuple[str, ...]] = {"database_url": ("DATABASE_URL", "FERRY_DATABASE_URL")}
 
 
-def normalize_database_url(url: str) -> str:
-    """Async driver URLs: `postgresql://` and `postgres://` become psycopg 3, `sqlite://` becomes aiosqlite."""
-    for prefix in ("postgresql://", "postgres://", "postgresql+psycopg2://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    if url.startswith("sqlite://"):
-        return "sqlite+aiosqlite://" + url[len("sqlite://") :]
-    return url
+def env_names(flat_name: str) -> tuple[str, ...]:
+    """The environment variables that set the setting of this flat name."""
+    return ENV_ALIASES.get(flat_name, (ENV_PREFIX + flat_name.upper(),))
+
+
+class _FlatEnvironment(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_file=None, extra="ignore")
+
+
+def _flat_environment() -> type[BaseSettings]:
+    """A model of one field per flat name (each group field's type), for pydantic-settings' own environment source to
+    read and decode (JSON for lists) exactly as it read the flat settings; never validated."""
+    fields: dict[str, Any] = {}
+    for flat, (group, field) in FLAT_NAMES.items():
+        aliases = ENV_ALIASES.get(flat)
+        alias = AliasChoices(*aliases) if aliases else None
+        fields[flat] = (GROUPS[group].model_fields[field].annotation, Field(None, validation_alias=alias))
+    model: type[BaseSettings] = create_model("FlatEnvironment", __base__=_FlatEnvironment, **fields)
+    return model
+
+
+_FLAT_ENVIRONMENT = _flat_environment()
+
+
+class _FlatEnvironmentSource(EnvSettingsSource):
+    """pydantic-settings' environment source over the flat names; a value found under an alias (DATABASE_URL) is
+    keyed by its flat name, so that a keyword of that name takes precedence over it like over any other."""
+
+    def __init__(self) -> None:
+        super().__init__(_FLAT_ENVIRONMENT)
+
+    def __call__(self) -> dict[str, Any]:
+        by_alias = {aliases[0]: flat for flat, aliases in ENV_ALIASES.items()}
+        return {by_alias.get(key, key): value for key, value in super().__call__().items()}
 
 
 class Settings(BaseSettings):
-    """Control plane settings; see each field's description."""
+    """Control plane settings, by group; see each group's fields (settings_groups.py)."""
 
-    model_config = SettingsConfigDict(env_prefix="FERRY_", env_file=None, extra="ignore")
+    model_config = SettingsConfigDict(env_file=None)
 
-    environment: Literal["development", "test", "production"] = Field(
-        "production",
-        description="Placeholder secrets are refused unless this is `development`; a generated secret key file "
-        "(dev_secret_key_file) is refused in `production`.",
-    )
-    database_url: str = Field(
-        f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}",
-        validation_alias=AliasChoices("DATABASE_URL", "FERRY_DATABASE_URL"),
-        description="postgresql+psycopg://… for PostgreSQL; an embedded SQLite file when unset.",
-    )
-    database_echo: bool = False
-    role: Literal["all", "web", "worker"] = Field(
-        "all",
-        description="What this process does: `all` (requests and the background work), `web` (requests and event "
-        "streams only; operations run in a worker) or `worker` (`python -m ferry_control worker`: collection, "
-        "operations, failover monitoring, drills — no requests).",
-    )
-    web_nice: int = Field(
-        10, ge=0, le=19,
-        description="How many steps the web process (role `web`) lowers its CPU priority below the worker's, so that "
-        "on a busy machine operations, collection and failover monitoring go first (0: the same priority). At 1,000 "
-        "open dashboards on two cores, 10 kept the switchover window within about 1 ms of its idle ~5 ms where 5 "
-        "left it 10–53 % longer; reads stayed at p99 85–125 ms (docs/benchmarks.md).",
-    )  # fmt: skip
-    operation_pickup_interval_s: float = Field(
-        1.0, gt=0, le=60,
-        description="How often a worker looks for operations web processes accepted whose announcement it missed.",
-    )  # fmt: skip
-    database_pool_size: int = Field(
-        10, ge=1, le=1000,
-        description="PostgreSQL connections kept for requests (API reads and changes, event streams).",
-    )  # fmt: skip
-    database_pool_overflow: int = Field(
-        10, ge=0, le=1000, description="Further request connections opened under load and closed after."
-    )
-    database_background_pool_size: int = Field(
-        5, ge=1, le=1000,
-        description="PostgreSQL connections of their own (plus database_pool_overflow) for the collector, operations, "
-        "the failover monitor and drill scheduling, which requests therefore never hold up. SQLite: one pool.",
-    )  # fmt: skip
+    process: ProcessSettings = Field(default_factory=ProcessSettings)
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    security: SecuritySettings = Field(default_factory=SecuritySettings)
+    collection: CollectionSettings = Field(default_factory=CollectionSettings)
+    nodes: NodeClientSettings = Field(default_factory=NodeClientSettings)
+    streams: StreamSettings = Field(default_factory=StreamSettings)
+    reads: ReadSettings = Field(default_factory=ReadSettings)
+    operations: OperationSettings = Field(default_factory=OperationSettings)
+    failover: FailoverSettings = Field(default_factory=FailoverSettings)
+    webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
+    drills: DrillSettings = Field(default_factory=DrillSettings)
+    proxies: ProxySettings = Field(default_factory=ProxySettings)
 
-    token_pepper: SecretStr = Field(
-        SecretStr("development-pepper"),
-        description="Server-side secret mixed into API token hashes (HMAC-SHA256), so a stolen table is useless.",
-    )
-    node_token: SecretStr | None = Field(None, description="The ferryd nodes' admin token (mutating calls).")
-    node_token_file: Path | None = Field(None, description="A file holding the nodes' admin token.")
-    node_tls_ca_file: Path | None = Field(
-        None,
-        description="A CA certificate file (PEM): when set, the ferry driver speaks https to the nodes' admin API "
-        "and verifies their certificates against it. Unset: plain http (the cluster API says plaintext_transport).",
-    )
-    secret_keys: SecretStr | None = Field(
-        None,
-        description="Fernet keys (comma-separated, url-safe base64 of 32 bytes) for the secrets stored in the "
-        "database (cluster node tokens, database credentials). The first encrypts; every one decrypts, so a new "
-        "key goes first and an old one stays listed until `ferry_control.cli rotate-secrets` has re-encrypted "
-        "everything (docs/security.md). Required in production.",
-    )
-    dev_secret_key_file: Path | None = Field(
-        None,
-        description="Development and tests only, and only when FERRY_SECRET_KEYS is unset: a key file generated "
-        "on first use and read afterwards. Refused in production.",
-    )
-    metrics_token: SecretStr | None = Field(
-        None,
-        description="A bearer token that may read /metrics (for Prometheus), besides any valid API token.",
-    )
-
-    collector_enabled: bool = Field(True, description="Run the collector in the app's lifespan.")
-    poll_interval_s: float = Field(1.0, gt=0, description="Time between the starts of two collector cycles.")
-    poll_concurrency_max: int = Field(32, ge=1, description="Servers polled at once.")
-    poll_timeout_s: float = Field(2.0, gt=0, description="Whole time one server's poll may take.")
-    unreachable_after_failures: int = Field(
-        3, ge=1, description="Failed polls in a row that mark a server unreachable."
-    )
-    haproxy_admin_sockets: list[str] = Field(
-        default_factory=list,
-        description="HAProxy admin sockets (`level admin`) Ferry moves clusters' writers on during switchovers and "
-        "failovers: a unix socket path or host:port each. Set by the operator only, never through the API.",
-    )
-    haproxy_timeout_s: float = Field(0.5, gt=0, le=10, description="Bound on one proxy's answer to a move.")
-    reader_max_lag_s: float = Field(
-        5.0, ge=0, description="A replica lagging more than this in any domain fails the reader role check."
-    )
-    collector_share_clusters: bool = Field(
-        True,
-        description="PostgreSQL: every instance's collector polls (and watches for failover) its share of the "
-        "clusters, each cluster by exactly one live instance (an advisory lock per cluster, freed the moment its "
-        "instance dies); false: the holder of the collector lease polls them all. SQLite: one collector anyway.",
-    )
-    collector_lease_s: float = Field(
-        5.0,
-        gt=0,
-        description="With several API instances, one at a time runs the collector: it holds a lease in the "
-        "database for this long and renews it every poll interval; a standby takes over once the lease lapsed. "
-        "Must be longer than poll_interval_s (better: than a whole cycle with its slowest polls).",
-    )
-
-    node_connect_timeout_s: float = Field(1.0, gt=0)
-    node_read_timeout_s: float = Field(5.0, gt=0, description="Per request to a node (waits add their own timeout).")
-    node_answer_bytes_max: int = Field(
-        4 * 1024 * 1024,
-        ge=1024,
-        description="The largest answer read from a node's admin API; a longer one is refused as the node's error "
-        "(a hostile or broken node cannot fill the control plane's memory).",
-    )
-    node_read_retries_max: int = Field(2, ge=0, description="Retries of a failed read; mutating calls never retry.")
-    node_retry_backoff_s: float = Field(0.05, ge=0)
-
-    position_sample_full_resolution_s: int = Field(3600, ge=0, description="Samples younger than this are all kept.")
-    position_sample_bucket_s: int = Field(60, ge=1, description="Older samples keep one per server, domain, bucket.")
-    position_sample_retention_s: int = Field(7 * 86400, ge=1, description="Samples older than this are deleted.")
-    retention_interval_s: float = Field(300.0, gt=0, description="How often the collector runs the retention job.")
-
-    discovery_servers_max: int = Field(100, ge=1, description="Most servers one discovery may visit.")
-    discovery_concurrency_max: int = Field(
-        8, ge=1, le=256, description="Most servers one discovery asks for their status at once."
-    )
-    interleavings_events_max: int = Field(
-        1000, ge=1, le=1000, description="Most events one interleavings request may ask of each server (then 422)."
-    )
-    heavy_reads_per_token_max: int = Field(
-        2, ge=1, description="Interleavings reads one token may have in progress at once (429 beyond)."
-    )
-    heavy_reads_max: int = Field(
-        8, ge=1, description="Interleavings reads one API instance runs at once, all tokens together (429 beyond)."
-    )
-    heavy_read_timeout_s: float = Field(
-        10.0, gt=0, description="The most one server's part of an interleavings read may take (then its error)."
-    )
-    expensive_reads_per_min: int = Field(
-        60,
-        ge=1,
-        description="Per API token: interleavings (binlog event reads fanned out over a cluster) allowed per "
-        "minute, as a token bucket of this size refilled evenly; beyond, 429 with Retry-After.",
-    )
-    events_queue_max: int = Field(1000, ge=1, description="Events buffered per SSE subscriber before dropping.")
-    live_positions_interval_s: float = Field(
-        0.25,
-        ge=0,
-        description="How often the web process reads the positions of the servers its open dashboards show and "
-        "sends their changes to the dashboards' streams (0: off; positions then move at the collector's pace).",
-    )
-    live_positions_servers_max: int = Field(
-        50,
-        ge=0,
-        description="Most servers read that way by one web process (the others move at the collector's pace).",
-    )
-    events_ping_s: float = Field(15.0, gt=0, description="SSE keep-alive comment interval.")
-    auth_failures_per_min: int = Field(
-        30,
-        ge=1,
-        description="Failed authentications one client address may make per minute; beyond, its requests "
-        "are refused (429 `too_many_failures`) before any work, and not audited one by one.",
-    )
-    trusted_proxies: list[str] = Field(
-        default_factory=list,
-        description="Reverse proxies (IP addresses, CIDR networks) whose X-Forwarded-For names the client a failed "
-        "authentication is counted for (the nearest address it names that is not a trusted proxy); anyone else's "
-        "X-Forwarded-For is ignored. Empty: every request counts for its TCP peer.",
-    )
-    request_body_bytes_max: int = Field(
-        1024 * 1024, ge=1024, description="The largest request body read (413 `body_too_large` beyond, unparsed)."
-    )
-    api_docs: bool = Field(
-        True,
-        description="Serve the interactive API documentation (/docs, /redoc) and /openapi.json without a token: "
-        "they describe the API's shape and hold no data. False: not served.",
-    )
-    events_streams_per_token_max: int = Field(
-        50, ge=1, description="Event streams one token may hold open on one API instance (429 beyond)."
-    )
-    events_streams_max: int = Field(5000, ge=1, description="Event streams one API instance serves (429 beyond).")
-    token_last_used_resolution_s: int = Field(60, ge=0, description="How stale `last_used_at` may get (saves writes).")
-
-    # -- operations (orchestrator) ----------------------------------------------------------------------------
-    replication_connection_name: str = Field(
-        "main", pattern=r"^[A-Za-z0-9_]{1,64}$", description="Name of the connections the orchestrator creates."
-    )
-    operation_lease_s: float = Field(
-        60.0,
-        gt=0,
-        description="A running operation renews its cluster lock this often x3; a lock not renewed for "
-        "this long belongs to a dead API instance and may be taken over.",
-    )
-    operation_fence_trust_s: float = Field(
-        30.0,
-        ge=0,
-        description="How long after a renewal of its lease (or a read of its lock) an operation's steps trust that it "
-        "still holds the cluster, without reading the lock again; at most half of operation_lease_s is used. A lock "
-        "changes hands only once its lease lapsed, so this is safe while the instances' clocks agree within "
-        "operation_lease_s minus this. 0: every step reads the lock first (a database round trip, 2–3 ms each, "
-        "three of them inside a switchover's window).",
-    )
-    operation_shutdown_grace_s: float = Field(
-        30.0, ge=0, description="On shutdown, how long running operations may still finish before being cancelled."
-    )
-    operation_timeout_s: float = Field(
-        1800.0,
-        gt=0,
-        description="Bound on one operation's whole run: past it the operation is stopped and what it began undone.",
-    )
-    operation_failpoint_pause_after_step: str | None = Field(
-        None,
-        description="Fault tests only (unset in any deployment): an operation pauses for good once a step of this "
-        "name has ended and been recorded, so a test can kill the API at that point of a switchover.",
-    )
-    switchover_max_window_s: float = Field(
-        10.0,
-        gt=0,
-        le=3600,
-        description="A switchover's (and drill's) write-unavailability budget unless the operation or its cluster "
-        "gives one: before the master goes read-only, the candidate catches up while the master keeps taking writes "
-        "until the predicted window (transactions behind / its apply rate) fits this; 10 s is the MASTER_GTID_WAIT "
-        "bound of a careful hand sequence (docs/operator-guide.md).",
-    )
-    switchover_prepare_timeout_s: float = Field(
-        60.0,
-        gt=0,
-        le=3600,
-        description="How long a switchover's catch-up before the window may wait for the predicted window to fit its "
-        "budget; then it fails having changed nothing, with the rates and the predicted window.",
-    )
-    rejoin_retry_s: float = Field(
-        300.0,
-        gt=0,
-        description="With a cluster's auto_rejoin: a fenced server's rejoin that was refused (transactions only it "
-        "has) or could not start is tried again no sooner than this.",
-    )
-    switchover_catch_up_timeout_s: float = Field(
-        10.0, gt=0, description="How long the candidate may take to reach the read-only master's position; then undo."
-    )
-    in_flight_quiet_ms: int = Field(
-        50,
-        ge=0,
-        description="For servers whose driver cannot count commits in flight: after read-only on, the master's "
-        "position must stay still this long (in-flight commits done).",
-    )
-    in_flight_wait_max_s: float = Field(
-        5.0, gt=0, description="Bound on the wait for the commits in flight after read-only on (then undo)."
-    )
-    verify_timeout_s: float = Field(
-        30.0, gt=0, description="How long every server may take to replicate from the new master and converge."
-    )
-    webhook_timeout_s: float = Field(5.0, gt=0, description="Per webhook call.")
-    webhook_allowed_hosts: list[str] = Field(
-        default_factory=list,
-        description="Webhook targets allowed although they are loopback, link-local, private, unspecified or the "
-        "metadata address (refused by default): host names (exact) and IP networks in CIDR notation.",
-    )
-    server_trusted_hosts: list[str] = Field(
-        default_factory=list,
-        description="Server addresses an operator may register, discover or move a server to and have it polled at "
-        "once (with its cluster's credentials): host names (exact) and IP networks in CIDR notation an IP-literal "
-        "host falls in. Any other address an operator gives is pending until an admin approves it; an admin's "
-        "token approves what it registers.",
-    )
-    webhook_response_bytes_max: int = Field(
-        4096, ge=0, description="Most bytes of a webhook's answer read (then the connection is closed); none stored."
-    )
-    pre_operation_webhooks: list[str] = Field(
-        default_factory=list, description="URLs POSTed before an operation changes anything; a failure aborts it."
-    )
-    post_operation_webhooks: list[str] = Field(
-        default_factory=list, description="URLs POSTed when an operation ended (failures are recorded only)."
-    )
-    failure_detection_webhooks: list[str] = Field(
-        default_factory=list,
-        description="URLs POSTed when the failover monitor confirms a lost master (stage `detected`), beside the "
-        "recovery, never delaying it.",
-    )
-    read_only_enforcement_webhooks: list[str] = Field(
-        default_factory=list,
-        description="URLs POSTed when the replica guard finds a replica writable: stage `read_only_enforced` (made "
-        "read-only again), `read_only_enforcement_failed`, or `writable_replica` (only flagged: enforcement off for "
-        "its cluster, or the server in maintenance; sent once until it is read-only again).",
-    )
-    recovery_failed_webhooks: list[str] = Field(
-        default_factory=list,
-        description="URLs POSTed when an automatic failover could not start or ended without a new master (stage "
-        "`not_recovered`).",
-    )
-
-    # -- failover ---------------------------------------------------------------------------------------------
-    failover_detection_polls: int = Field(
-        3, ge=1, description="Failed collector polls of the master in a row before failover is considered."
-    )
-    master_write_probe: bool = Field(
-        False,
-        description="Opt-in: at every poll the collector commits one probe row (the drivers' canary table, the "
-        "server's default domain) on each writable master; one that does not commit within "
-        "master_write_probe_timeout_s reports a failure, which the failover monitor counts like a missed poll. "
-        "Each probe is a transaction of its own on the master, replicated like any other.",
-    )
-    master_write_probe_timeout_s: float = Field(
-        2.0, gt=0, description="How long a master's probe write may take before the master counts as failed."
-    )
-    failover_relay_drain_timeout_s: float = Field(
-        30.0, gt=0, description="How long replicas may take to apply what they received before a candidate is chosen."
-    )
-    failover_cooldown_s: float = Field(
-        600.0, ge=0, description="After a failover, no automatic failover for this long, even once acknowledged."
-    )
-    failover_not_confirmed_log_s: float = Field(
-        60.0, gt=0, description="How often an unconfirmed master loss (a control-plane-only blip) is logged."
-    )
-
-    # -- drills -----------------------------------------------------------------------------------------------
-    drill_scheduler_enabled: bool = Field(True, description="Run due drill schedules from this instance.")
-    drill_scheduler_interval_s: float = Field(5.0, gt=0, description="How often due drill schedules are looked for.")
-    drill_failure_webhooks: list[str] = Field(
-        default_factory=list, description="URLs POSTed when a drill fails (besides the schedule's own)."
-    )
-    drill_canary_table: str = Field("ferry_drill_canary", pattern=r"^[A-Za-z0-9_]{1,64}$")
-    drill_events_scan_max: int = Field(
-        5000, ge=100, description="Most recent binlog events per server scanned for duplicated GTIDs."
-    )
-    node_protocol_timeout_s: float = Field(5.0, gt=0, description="Per request on a node's binary protocol.")
-    drill_canary_interval_ms: int = Field(
-        40, ge=5, le=10_000, description="The drill's live canary writer: one write per domain this often."
-    )
-    drill_canaries_per_domain_max: int = Field(
-        2000, ge=1, le=100_000, description="Bound on the live canary writes of one drill, per domain."
-    )
-    drill_canary_lead_s: float = Field(
-        0.5, ge=0, le=60, description="How long the live canary writer runs before the switch (and after each)."
-    )
-    drill_checksum_wait_s: float = Field(
-        5.0,
-        gt=0,
-        description="Drill checksums: how long the servers may take, all together, to reach the most advanced "
-        "one's position per attempt (positions that differ are waited on at most this long, then read again).",
-    )
-    drill_canary_verify_timeout_s: float = Field(
-        30.0, gt=0, description="How long each server may take to reach the acknowledged canaries' GTIDs."
-    )
-
-    @field_validator("database_url")
     @classmethod
-    def _async_driver(cls, url: str) -> str:
-        return normalize_database_url(url)
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Keywords first, then the environment by flat name; both flat, merged field by field, then routed.
+        return init_settings, _FlatEnvironmentSource()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _route_flat_names(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        grouped: dict[str, dict[str, Any]] = {name: {} for name in GROUPS}
+        for key, value in data.items():
+            if key in GROUPS:
+                example = GROUPS[key].flat_name(next(iter(GROUPS[key].model_fields)))
+                raise ValueError(f"settings are given by their flat names ({example}=…), not as a group ({key}=…)")
+            target = FLAT_NAMES.get(key)
+            if target is None:  # the environment gives known names only: this is a keyword
+                raise ValueError(f"{key!r} is not a setting{RETIRED.get(key, '')}")
+            grouped[target[0]][target[1]] = value
+        return grouped
 
     @model_validator(mode="after")
     def _refuse_placeholders(self) -> Settings:
-        if self.environment != "development":
-            if self.token_pepper.get_secret_value() in PLACEHOLDER_SECRETS or len(self.token_pepper) < 16:
+        environment, security = self.process.environment, self.security
+        if environment != "development":
+            if security.token_pepper.get_secret_value() in PLACEHOLDER_SECRETS or len(security.token_pepper) < 16:
                 raise ValueError(
                     f"FERRY_TOKEN_PEPPER is a placeholder or shorter than 16 characters; set a real secret "
-                    f"when FERRY_ENVIRONMENT={self.environment}"
+                    f"when FERRY_ENVIRONMENT={environment}"
                 )
-        if self.environment == "production":
-            if self.secret_keys is None:
+        if environment == "production":
+            if security.secret_keys is None:
                 raise ValueError(
                     "FERRY_SECRET_KEYS is not set: the secrets stored in the database need a key in production "
                     "(generate one with `python -m ferry_control.cli generate-secret-key`)"
                 )
-            if self.dev_secret_key_file is not None:
+            if security.dev_secret_key_file is not None:
                 raise ValueError("FERRY_DEV_SECRET_KEY_FILE is for development and tests; set FERRY_SECRET_KEYS")
-        if self.metrics_token is not None and len(self.metrics_token) < NODE_TOKEN_CHARS_MIN:
+        if security.metrics_token is not None and len(security.metrics_token) < NODE_TOKEN_CHARS_MIN:
             raise ValueError(f"FERRY_METRICS_TOKEN must have at least {NODE_TOKEN_CHARS_MIN} characters")
-        if self.node_token is not None:
-            token = self.node_token.get_secret_value()
+        if security.node_token is not None:
+            token = security.node_token.get_secret_value()
             if len(token) < NODE_TOKEN_CHARS_MIN:
                 raise ValueError(f"FERRY_NODE_TOKEN must have at least {NODE_TOKEN_CHARS_MIN} characters")
-            if self.environment != "development" and token in PLACEHOLDER_SECRETS:
+            if environment != "development" and token in PLACEHOLDER_SECRETS:
                 raise ValueError("FERRY_NODE_TOKEN is a placeholder")
         return self
 
-    @model_validator(mode="after")
-    def _lease_outlives_a_poll_interval(self) -> Settings:
-        if self.collector_lease_s <= self.poll_interval_s:
-            raise ValueError(
-                f"FERRY_COLLECTOR_LEASE_S ({self.collector_lease_s}) must be longer than FERRY_POLL_INTERVAL_S "
-                f"({self.poll_interval_s}): the collector's leader renews its lease once per poll interval"
-            )
-        return self
+    def flat(self) -> dict[str, Any]:
+        """Every setting by its flat name: the keywords that build these settings again (`Settings(**s.flat())`)."""
+        return {flat: getattr(getattr(self, group), field) for flat, (group, field) in FLAT_NAMES.items()}
 
-    @field_validator("trusted_proxies")
-    @classmethod
-    def _networks(cls, entries: list[str]) -> list[str]:
-        for entry in entries:
-            if not _is_network(entry):
-                raise ValueError(f"trusted_proxies: {entry!r} is neither an IP address nor a CIDR network")
-        return entries
-
-    @field_validator("webhook_allowed_hosts", "server_trusted_hosts")
-    @classmethod
-    def _allowed_hosts(cls, entries: list[str], info: ValidationInfo) -> list[str]:
-        for entry in entries:
-            if not entry or any(c.isspace() for c in entry) or "/" in entry and not _is_network(entry):
-                raise ValueError(f"{info.field_name}: {entry!r} is neither a host name nor a CIDR network")
-        return [e.lower() for e in entries]
-
-    @property
-    def is_sqlite(self) -> bool:
-        return self.database_url.startswith("sqlite")
-
-
-def _is_network(entry: str) -> bool:
-    try:
-        ipaddress.ip_network(entry, strict=False)
-    except ValueError:
-        return False
-    return True
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with the settings of these flat names changed (not validated, as pydantic's model_copy)."""
+        changes: dict[str, dict[str, Any]] = {}
+        for key, value in (update or {}).items():
+            target = FLAT_NAMES.get(key)
+            if target is None:
+                raise TypeError(f"{key!r} is not the flat name of a setting")
+            changes.setdefault(target[0], {})[target[1]] = value
+        copied = super().model_copy(deep=deep)
+        for group, fields in changes.items():
+            setattr(copied, group, getattr(copied, group).model_copy(update=fields))
+        return copied
 
 
 @lru_cache

@@ -27,11 +27,11 @@ def create_engine(settings: Settings, *, background: bool = False) -> AsyncEngin
     """An async engine for the settings' URL; SQLite gets its directory, foreign keys, the write-ahead log and a
     busy timeout. On PostgreSQL its pool is the requests' (database_pool_size) or, with `background`, the one
     reserved for the collector, operations and the monitor (database_background_pool_size)."""
-    url = make_url(settings.database_url)
+    url = make_url(settings.database.url)
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
             Path(url.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url, echo=settings.database_echo, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+        engine = create_async_engine(url, echo=settings.database.echo, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
 
         @event.listens_for(engine.sync_engine, "connect")
         def _foreign_keys_on(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
@@ -44,10 +44,10 @@ def create_engine(settings: Settings, *, background: bool = False) -> AsyncEngin
             cursor.close()
 
         return engine
-    size = settings.database_background_pool_size if background else settings.database_pool_size
+    size = settings.database.background_pool_size if background else settings.database.pool_size
     return create_async_engine(
-        url, echo=settings.database_echo, pool_pre_ping=True, pool_size=size,
-        max_overflow=settings.database_pool_overflow,
+        url, echo=settings.database.echo, pool_pre_ping=True, pool_size=size,
+        max_overflow=settings.database.pool_overflow,
     )  # fmt: skip
 
 

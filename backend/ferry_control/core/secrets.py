@@ -35,10 +35,10 @@ class SecretBox:
     def from_settings(cls, settings: Settings) -> SecretBox | None:
         """The configured keys; else, outside production, the development key file (created when missing);
         else None (storing a secret is then refused)."""
-        if settings.secret_keys is not None:
-            return cls(split_keys(settings.secret_keys.get_secret_value()))
-        if settings.dev_secret_key_file is not None and settings.environment != "production":
-            return cls([_dev_key(settings.dev_secret_key_file)])
+        if settings.security.secret_keys is not None:
+            return cls(split_keys(settings.security.secret_keys.get_secret_value()))
+        if settings.security.dev_secret_key_file is not None and settings.process.environment != "production":
+            return cls([_dev_key(settings.security.dev_secret_key_file)])
         return None
 
     def encrypt(self, values: dict[str, Any]) -> str:

@@ -28,21 +28,23 @@ class DriverFactory:
         self._secrets = secrets
         #: https with this CA when the settings name one, else plain http.
         self._tls: ssl.SSLContext | None = (
-            ssl.create_default_context(cafile=str(settings.node_tls_ca_file)) if settings.node_tls_ca_file else None
+            ssl.create_default_context(cafile=str(settings.security.node_tls_ca_file))
+            if settings.security.node_tls_ca_file
+            else None
         )
         #: Every ferry node's admin API, one client (its connections kept per node address).
         self._node_http = NodeHttp(self._tls)
         #: One small connection pool per MariaDB server and login, kept for the factory's life.
         self._mariadb_pools = MariadbPools()
         self._ferry_config = FerryDriverConfig(
-            connect_timeout_s=settings.node_connect_timeout_s,
-            read_timeout_s=settings.node_read_timeout_s,
-            read_retries_max=settings.node_read_retries_max,
-            retry_backoff_s=settings.node_retry_backoff_s,
+            connect_timeout_s=settings.nodes.connect_timeout_s,
+            read_timeout_s=settings.nodes.read_timeout_s,
+            read_retries_max=settings.nodes.read_retries_max,
+            retry_backoff_s=settings.nodes.retry_backoff_s,
             scheme="https" if self._tls is not None else "http",
-            canary_table=settings.drill_canary_table,
-            protocol_timeout_s=settings.node_protocol_timeout_s,
-            answer_bytes_max=settings.node_answer_bytes_max,
+            canary_table=settings.drills.canary_table,
+            protocol_timeout_s=settings.nodes.protocol_timeout_s,
+            answer_bytes_max=settings.nodes.answer_bytes_max,
         )
 
     def credentials_for(self, cluster: Cluster | None) -> ServerCredentials:
@@ -65,10 +67,10 @@ class DriverFactory:
         """The cluster's own node token, else the settings' token, else the settings' token file."""
         if credentials.node_token:
             return credentials.node_token
-        if self._settings.node_token is not None:
-            return self._settings.node_token.get_secret_value()
-        if self._settings.node_token_file is not None:
-            return _read_token(self._settings.node_token_file)
+        if self._settings.security.node_token is not None:
+            return self._settings.security.node_token.get_secret_value()
+        if self._settings.security.node_token_file is not None:
+            return _read_token(self._settings.security.node_token_file)
         return None
 
     def for_address(
@@ -92,8 +94,8 @@ class DriverFactory:
             config = MariadbDriverConfig.of_login(
                 admin_address, user=credentials.db_user, password=credentials.db_password,
                 replication_user=credentials.replication_user, replication_password=credentials.replication_password,
-                tls_ca=credentials.tls_ca, connect_timeout_s=self._settings.node_connect_timeout_s,
-                statement_timeout_s=self._settings.node_read_timeout_s,
+                tls_ca=credentials.tls_ca, connect_timeout_s=self._settings.nodes.connect_timeout_s,
+                statement_timeout_s=self._settings.nodes.read_timeout_s,
             )  # fmt: skip
             return self._mariadb_pools.driver(admin_address, config)
         raise DriverError(

@@ -107,7 +107,7 @@ class FerryRules(KindRules):
         return None
 
     def plaintext(self, settings: Settings | None, secrets: Mapping[str, object]) -> bool:
-        return settings is None or settings.node_tls_ca_file is None
+        return settings is None or settings.security.node_tls_ca_file is None
 
 
 #: A node busy computing checksums for another caller is asked again this many times, this far apart.
@@ -123,11 +123,11 @@ class FerryDriverConfig:
     retry_backoff_s: float
     #: "https" when the factory has a CA to verify the nodes against (node_tls_ca_file), else "http".
     scheme: str = "http"
-    #: The table drills write their canary rows into (settings.drill_canary_table), and the bound on one request on
+    #: The table drills write their canary rows into (settings.drills.canary_table), and the bound on one request on
     #: a node's binary protocol (canaries travel by the protocol, as any client's writes).
     canary_table: str = "ferry_drill_canary"
     protocol_timeout_s: float = 5.0
-    #: The largest answer read (settings.node_answer_bytes_max); a longer one is the node's protocol error.
+    #: The largest answer read (settings.nodes.answer_bytes_max); a longer one is the node's protocol error.
     answer_bytes_max: int = 4 * 1024 * 1024
 
 

@@ -154,7 +154,7 @@ class ClusterService:
         return read
 
     def _check_webhooks(self, fields: dict[str, Any]) -> None:
-        policy = WebhookPolicy.of(self.settings.webhook_allowed_hosts if self.settings else ())
+        policy = WebhookPolicy.of(self.settings.webhooks.allowed_hosts if self.settings else ())
         for key in ("pre_operation_webhooks", "post_operation_webhooks"):
             for index, url in enumerate(fields.get(key) or []):
                 check_webhook(policy, url, f"{key}.{index}")

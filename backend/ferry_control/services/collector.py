@@ -128,11 +128,11 @@ class Collector:
         #: (None: every cluster); their failures are logged, not raised.
         self.after_cycle: list[Callable[[set[int] | None], Awaitable[object]]] = []
         #: Which instance collects, with several on one database.
-        self.lease = Lease(sessionmaker, COLLECTOR_LEASE, instance_id or new_instance_id(), settings.collector_lease_s)
+        self.lease = Lease(sessionmaker, COLLECTOR_LEASE, instance_id or new_instance_id(), settings.collection.lease_s)
         #: The clusters this instance collects, shared with the other instances (None: one collects them all).
         self.share: ClusterShare | None = None
-        if settings.collector_share_clusters and not settings.is_sqlite:
-            self.share = ClusterShare(settings.database_url, self.lease.instance_id)
+        if settings.collection.share_clusters and not settings.database.is_sqlite:
+            self.share = ClusterShare(settings.database.url, self.lease.instance_id)
         #: Whether this instance led at its last attempt (None: not tried since it started).
         self._leading: bool | None = None
 
@@ -165,7 +165,7 @@ class Collector:
                     log.info("instance %s gave the collector's lease back", self.lease.instance_id)
             except Exception:
                 log.warning("could not give the collector's lease back (another instance takes over when it "
-                            "lapses, in %s s)", self._settings.collector_lease_s, exc_info=True)  # fmt: skip
+                            "lapses, in %s s)", self._settings.collection.lease_s, exc_info=True)  # fmt: skip
         self._leading = None
         self._metrics.collector_leader.set(0)
 
@@ -175,7 +175,7 @@ class Collector:
             started = time.monotonic()
             if self.share is not None:
                 next_retention = await self._shared_cycle(next_retention)
-                await asyncio.sleep(max(self._settings.poll_interval_s - (time.monotonic() - started), 0.0))
+                await asyncio.sleep(max(self._settings.collection.poll_interval_s - (time.monotonic() - started), 0.0))
                 continue
             try:
                 if await self._lead():
@@ -190,7 +190,7 @@ class Collector:
                     await self._run_hooks()
                     if time.monotonic() >= next_retention:
                         await self.run_retention()
-                        next_retention = time.monotonic() + self._settings.retention_interval_s
+                        next_retention = time.monotonic() + self._settings.collection.retention_interval_s
             except asyncio.CancelledError:
                 raise
             except LeaseLost:
@@ -198,7 +198,7 @@ class Collector:
             except Exception:
                 log.exception("collector cycle failed")
             elapsed = time.monotonic() - started
-            await asyncio.sleep(max(self._settings.poll_interval_s - elapsed, 0.0))
+            await asyncio.sleep(max(self._settings.collection.poll_interval_s - elapsed, 0.0))
 
     async def _shared_cycle(self, next_retention: float) -> float:
         """One cycle of shared collection: this instance's clusters polled and watched; retention by the lease's
@@ -221,7 +221,7 @@ class Collector:
                 await self._run_hooks(mine)
             if leading and time.monotonic() >= next_retention:
                 await self.run_retention()
-                next_retention = time.monotonic() + self._settings.retention_interval_s
+                next_retention = time.monotonic() + self._settings.collection.retention_interval_s
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -253,7 +253,7 @@ class Collector:
     def _note_leading(self, leading: bool) -> None:
         instance = self.lease.instance_id
         if leading and not self._leading:
-            log.info("instance %s leads the collector (lease of %s s)", instance, self._settings.collector_lease_s)
+            log.info("instance %s leads the collector (lease of %s s)", instance, self._settings.collection.lease_s)
         elif not leading and self._leading:
             log.warning("instance %s lost the collector's lease to %s: standby", instance, self.lease.holder)
         elif not leading and self._leading is None:

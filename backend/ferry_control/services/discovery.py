@@ -75,7 +75,7 @@ class DiscoveryService:
         self.clusters = ClusterService(session)
         self.drivers = drivers
         self.settings = settings
-        self.trusted = TrustedHosts.of(settings.server_trusted_hosts)
+        self.trusted = TrustedHosts.of(settings.security.server_trusted_hosts)
 
     async def discover(self, cluster_id: int, request: DiscoveryRequest, by: Approver) -> Discovery:
         """`by`: the caller, whose say approves (or not) the addresses registered (see the module's doc)."""
@@ -118,7 +118,7 @@ class DiscoveryService:
                 server = queue.popleft()
                 if server.id in visited:
                     continue
-                if len(visited) >= self.settings.discovery_servers_max:
+                if len(visited) >= self.settings.collection.discovery_servers_max:
                     result.note(None, f"stopped after visiting {len(visited)} servers (discovery_servers_max)")
                     queue.clear()
                     break
@@ -189,8 +189,8 @@ class DiscoveryService:
             except DriverError as e:
                 drivers.append(str(e))
         await release_connection(self.session)
-        semaphore = asyncio.Semaphore(self.settings.discovery_concurrency_max)
-        timeout_s = self.settings.poll_timeout_s
+        semaphore = asyncio.Semaphore(self.settings.collection.discovery_concurrency_max)
+        timeout_s = self.settings.collection.poll_timeout_s
 
         async def read(driver: ServerDriver | str) -> ServerStatus | str:
             if isinstance(driver, str):

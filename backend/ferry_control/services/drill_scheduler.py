@@ -58,7 +58,7 @@ class DrillScheduler:
                 raise
             except Exception:
                 log.exception("drill scheduler tick failed")
-            await asyncio.sleep(self._settings.drill_scheduler_interval_s)
+            await asyncio.sleep(self._settings.drills.scheduler_interval_s)
 
     async def tick(self, now: datetime | None = None) -> list[int]:
         """Starts every due run; returns the ids of the drill runs it created."""
@@ -87,7 +87,7 @@ class DrillScheduler:
                     busy.append((failed.id, schedule.cluster_id, e.message, schedule.webhook_url))
         for run_id, cluster_id, reason, url in busy:
             self._metrics.drill_runs.labels("failed").inc()
-            urls = [*self._settings.drill_failure_webhooks, *([url] if url else [])]
+            urls = [*self._settings.webhooks.drill_failure, *([url] if url else [])]
             payload = {"event": "drill_failed", "drill_run_id": run_id, "cluster_id": cluster_id,
                        "reasons": [f"not run: {reason}"]}  # fmt: skip
             await call_webhooks(urls, payload, self._settings)

@@ -131,7 +131,7 @@ class DrillService:
 
     def _check_webhook(self, url: str | None) -> None:
         if url is not None:
-            policy = WebhookPolicy.of(self.settings.webhook_allowed_hosts if self.settings else ())
+            policy = WebhookPolicy.of(self.settings.webhooks.allowed_hosts if self.settings else ())
             check_webhook(policy, url, "webhook_url")
 
     async def delete_schedule(self, cluster_id: int, schedule_id: int) -> None:
@@ -174,7 +174,7 @@ class DrillService:
             plan = data.model_dump(exclude={"schedule_id"})
             await self._candidate_exists(cluster_id, plan["candidate_server_id"])
             if plan.get("webhook_url"):
-                check_webhook(WebhookPolicy.of(settings.webhook_allowed_hosts), plan["webhook_url"], "webhook_url")
+                check_webhook(WebhookPolicy.of(settings.webhooks.allowed_hosts), plan["webhook_url"], "webhook_url")
         return await self.start(runner, settings, cluster_id, plan, requester, schedule_id)
 
     async def dry_run(

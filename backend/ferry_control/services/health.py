@@ -44,7 +44,7 @@ class HealthService:
             status="ok",
             database="ok",
             collector=CollectorHealth(
-                enabled=self.settings.collector_enabled,
+                enabled=self.settings.collection.enabled,
                 running=collector.running,
                 last_cycle_at=collector.last_cycle_at,
                 last_cycle_s=collector.last_cycle_s,
@@ -61,7 +61,7 @@ class HealthService:
         return CollectorCycles(
             instance_id=instance,
             role=role,
-            poll_interval_s=self.settings.poll_interval_s,
+            poll_interval_s=self.settings.collection.poll_interval_s,
             cycles=[
                 CollectorCycle(finished_at=c.finished_at, duration_s=c.duration_s, polled=c.polled, failed=c.failed)
                 for c in stats
@@ -136,7 +136,7 @@ class HealthService:
         holder = await self._lease_holder()
         newest = await CycleRepository(self.session).newest(1)
         return CollectorHealth(
-            enabled=self.settings.collector_enabled,
+            enabled=self.settings.collection.enabled,
             running=holder is not None,
             last_cycle_at=newest[0].finished_at if newest else None,
             last_cycle_s=newest[0].duration_s if newest else None,

@@ -56,8 +56,8 @@ class LivePositions:
     ) -> None:
         self._sessionmaker = sessionmaker
         self._drivers = drivers
-        self.interval_s = settings.live_positions_interval_s
-        self._servers_max = settings.live_positions_servers_max
+        self.interval_s = settings.streams.live_positions_interval_s
+        self._servers_max = settings.streams.live_positions_servers_max
         self._targets: list[_Target] = []
         self._targets_for: frozenset[int] = frozenset()
         self._targets_due = 0.0

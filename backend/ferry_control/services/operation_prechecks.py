@@ -37,7 +37,7 @@ async def precheck_skip_transactions(
     label = server_label(server.name, status.server_id)  # as it reports itself now (a poll may not have run yet)
     name = params.connection
     if name is None:
-        name = connections[0].name if len(connections) == 1 else settings.replication_connection_name
+        name = connections[0].name if len(connections) == 1 else settings.operations.replication_connection_name
     connection = find_connection(connections, name)
     if connection is None:
         raise NotFound(
@@ -79,7 +79,7 @@ async def precheck_parallel_apply(
     connections = status.connections
     name = params.connection
     if name is None:
-        name = connections[0].name if len(connections) == 1 else settings.replication_connection_name
+        name = connections[0].name if len(connections) == 1 else settings.operations.replication_connection_name
     connection = find_connection(connections, name)
     if connection is None:
         raise NotFound(

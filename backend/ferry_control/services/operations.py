@@ -134,7 +134,7 @@ class OperationService:
             lock.operation_id = operation.id
             lock.fencing_token += 1
             lock.acquired_at = now
-            lock.lease_expires_at = now + timedelta(seconds=settings.operation_lease_s)
+            lock.lease_expires_at = now + timedelta(seconds=settings.operations.lease_s)
             await self.operations.flush()
         operation_id = operation.id
         after_commit(self.session, lambda: runner.accepted(cluster_id, operation_id, type_))

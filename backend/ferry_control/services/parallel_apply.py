@@ -39,7 +39,7 @@ async def describe(
     server = await servers.get(cluster_id, server_id)
     cluster = await servers.clusters.get(cluster_id)
     registered = list(await ServerRepository(session).list_for_cluster(cluster_id))
-    snapshot = await ClusterSnapshot.take(cluster, registered, drivers, settings.poll_timeout_s)
+    snapshot = await ClusterSnapshot.take(cluster, registered, drivers, settings.collection.poll_timeout_s)
     view = snapshot.view(server.id)
     if view.status is None:
         raise Conflict(f"{view.info.label} cannot be reached now: {view.error}", code="server_unreachable",

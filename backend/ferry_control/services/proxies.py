@@ -34,15 +34,15 @@ class ProxyState:
 
 
 async def proxy_states(settings: Settings, cluster_id: int) -> list[ProxyState]:
-    return [s for s in await asyncio.gather(*(_state(p, settings, cluster_id) for p in settings.haproxy_admin_sockets))
-            if s is not None]  # fmt: skip
+    sockets = settings.proxies.haproxy_admin_sockets
+    return [s for s in await asyncio.gather(*(_state(p, settings, cluster_id) for p in sockets)) if s is not None]
 
 
 async def _state(proxy: str, settings: Settings, cluster_id: int) -> ProxyState | None:
     try:
-        rows = await runtime.stat(proxy, settings.haproxy_timeout_s)
+        rows = await runtime.stat(proxy, settings.proxies.haproxy_timeout_s)
     except (OSError, TimeoutError, ValueError) as e:
-        reason = f"no answer within {settings.haproxy_timeout_s:g} s" if isinstance(e, TimeoutError) else str(e)
+        reason = f"no answer within {settings.proxies.haproxy_timeout_s:g} s" if isinstance(e, TimeoutError) else str(e)
         return ProxyState(proxy, reachable=False, error=f"cannot read the admin socket: {reason}")
     writer, reader = runtime.writer_backend(cluster_id), runtime.reader_backend(cluster_id)
     state = ProxyState(proxy, reachable=True)

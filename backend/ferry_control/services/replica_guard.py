@@ -281,7 +281,7 @@ class ReplicaGuard:
         self._bus.publish(ClusterEvent.of(cluster.id, data))
 
     def _webhooks(self, stage: str, cluster: Cluster, server: Server, detail: str) -> None:
-        send_in_background(self._settings.read_only_enforcement_webhooks, {
+        send_in_background(self._settings.webhooks.read_only_enforcement, {
             "stage": stage, "cluster_id": cluster.id, "cluster": cluster.name, "server_id": server.id,
             "server": server.label, "detail": detail, "at": datetime.now(UTC).isoformat(),
         }, self._settings)  # fmt: skip

@@ -26,9 +26,9 @@ class RetentionReport:
 
 
 async def apply_retention(samples: SampleRepository, settings: Settings, now: datetime) -> RetentionReport:
-    expire_before = now - timedelta(seconds=settings.position_sample_retention_s)
-    full_resolution_from = now - timedelta(seconds=settings.position_sample_full_resolution_s)
-    bucket_s = settings.position_sample_bucket_s
+    expire_before = now - timedelta(seconds=settings.collection.position_sample_retention_s)
+    full_resolution_from = now - timedelta(seconds=settings.collection.position_sample_full_resolution_s)
+    bucket_s = settings.collection.position_sample_bucket_s
     return RetentionReport(
         positions_downsampled=await samples.downsample_positions(full_resolution_from, expire_before, bucket_s),
         positions_expired=await samples.delete_positions_before(expire_before),

@@ -31,7 +31,7 @@ class TokenService:
         self.settings = settings
 
     def _hash(self, token: str) -> str:
-        return hash_token(token, self.settings.token_pepper.get_secret_value())
+        return hash_token(token, self.settings.security.token_pepper.get_secret_value())
 
     async def create(self, name: str, role: Role, expires_at: datetime | None = None) -> tuple[ApiToken, str]:
         """Returns the stored row and the token (which is not stored)."""
@@ -64,7 +64,7 @@ class TokenService:
         now = datetime.now(UTC)
         if row.expires_at is not None and row.expires_at <= now:
             raise Unauthorized(f"API token {row.name!r} expired at {row.expires_at.isoformat()}")
-        resolution = timedelta(seconds=self.settings.token_last_used_resolution_s)
+        resolution = timedelta(seconds=self.settings.security.token_last_used_resolution_s)
         if row.last_used_at is None or now - row.last_used_at >= resolution:
             row.last_used_at = now
             await self.tokens.flush()

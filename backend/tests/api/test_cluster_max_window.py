@@ -54,7 +54,7 @@ async def test_the_clusters_budget_is_its_switchovers_and_drills_unless_the_oper
     cluster_budget_s, own_budget_s = 42.0, 7.0
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd, max_window_s=cluster_budget_s)
-        default_s = live.app.state.settings.switchover_max_window_s
+        default_s = live.app.state.settings.operations.switchover_max_window_s
         assert default_s not in (cluster_budget_s, own_budget_s), "the budgets must be told apart"
 
         dry = await run_operation(live.app, live.client, cluster_id, "switchover", {"dry_run": True})

@@ -143,7 +143,7 @@ async def test_discovery_asks_at_most_its_cap_at_once_and_holds_no_database_conn
             try:
                 await eventually("three replicas asked at once", lambda: replicas.in_flight == 3 or None)
                 left_open = await asyncio.to_thread(
-                    transactions_left_open, admin_database_url, live.settings.database_url
+                    transactions_left_open, admin_database_url, live.settings.database.url
                 )
             finally:
                 replicas.hold.set()

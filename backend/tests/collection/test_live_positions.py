@@ -27,7 +27,7 @@ async def test_a_write_reaches_an_open_stream_without_a_collector_cycle(
         await send({"type": "http.response.body", "body": json.dumps(status).encode()})
 
     async with live_app(live_positions_interval_s=0.1) as live, serve(liar) as liar_url:
-        assert not live.settings.collector_enabled
+        assert not live.settings.collection.enabled
         cluster_id, ids = await register(live.client, ferryd)
         protocol_port, _ = free_port_pair()
         response = await live.client.post(

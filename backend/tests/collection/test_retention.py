@@ -58,7 +58,7 @@ async def test_retention_on_postgresql(session: AsyncSession, settings: Settings
 
 async def test_retention_on_sqlite(tmp_path: Path) -> None:
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'r.sqlite3'}", **RETENTION)
-    upgrade(settings.database_url)
+    upgrade(settings.database.url)
     engine = create_engine(settings)
     try:
         async with session_scope(create_sessionmaker(engine)) as session:

@@ -121,7 +121,7 @@ async def test_of_concurrent_attempts_one_takes_the_lease(
 def test_a_lease_shorter_than_a_poll_interval_is_refused() -> None:
     with pytest.raises(ValueError, match="FERRY_COLLECTOR_LEASE_S"):
         Settings(poll_interval_s=5.0, collector_lease_s=5.0)
-    assert Settings(poll_interval_s=5.0, collector_lease_s=15.0).collector_lease_s == 15.0
+    assert Settings(poll_interval_s=5.0, collector_lease_s=15.0).collection.lease_s == 15.0
 
 
 def test_on_sqlite_nothing_is_relayed(sqlite_url: str) -> None:

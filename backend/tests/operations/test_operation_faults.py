@@ -1,6 +1,6 @@
 """Fault tests: the API as a real process (uvicorn) on its own migrated PostgreSQL database, SIGKILLed in the middle
-of a switchover at each step in turn (the `operation_failpoint_pause_after_step` setting pauses the operation once
-that step has ended and been recorded), then started again: its reconciler finds the operation left running once
+of a switchover at each step in turn (the test hook FERRY_TEST_PAUSE_AFTER_STEP pauses the operation once that step
+has ended and been recorded), then started again: its reconciler finds the operation left running once
 the dead instance's lease lapsed, and finishes or undoes it. After each round the cluster has exactly one writable
 master with every other server replicating from it, the operation is `interrupted` with what was found and done,
 and the cluster's alerts name it; under a load writer that follows the master, no acknowledged transaction is
@@ -27,7 +27,7 @@ import httpx
 import pytest
 from sqlalchemy import update
 
-from ferry_control.core.config import Settings
+from ferry_control.core.config import Settings, env_names
 from ferry_control.core.db import create_engine, create_sessionmaker, session_scope
 from ferry_control.core.security import Role
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
@@ -80,7 +80,8 @@ def free_port() -> int:
 
 
 class ApiProcess:
-    """`uvicorn --factory ferry_control.main:create_app` as a child process, configured through FERRY_*."""
+    """`uvicorn --factory ferry_control.main:create_app` as a child process, configured through its settings'
+    environment variables (FERRY_*, DATABASE_URL) and the test hooks' (FERRY_TEST_*)."""
 
     def __init__(self, settings: dict[str, Any], log_path: Path):
         self.settings = settings
@@ -88,13 +89,17 @@ class ApiProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.base_url = ""
 
-    async def start(self, **overrides: Any) -> str:
+    async def start(self, *, pause_after_step: str | None = None, **overrides: Any) -> str:
+        """Starts the API with its settings (`overrides` by flat name) and, given `pause_after_step`, the test hook
+        that pauses every operation after that step."""
         assert self.process is None or self.process.poll() is not None, "already running"
         port = free_port()
         env = dict(os.environ)
         for name, value in {**self.settings, **overrides}.items():
-            key = "DATABASE_URL" if name == "database_url" else f"FERRY_{name.upper()}"
-            env[key] = value if isinstance(value, str) else json.dumps(value)
+            env[env_names(name)[0]] = value if isinstance(value, str) else json.dumps(value)
+        env.pop("FERRY_TEST_PAUSE_AFTER_STEP", None)
+        if pause_after_step is not None:
+            env["FERRY_TEST_PAUSE_AFTER_STEP"] = pause_after_step
         env["PYTHONPATH"] = str(BACKEND)
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
@@ -132,7 +137,7 @@ async def killed_after(
     """Starts the API paused after step `point` of the operation POSTed to `path`, SIGKILLs it there, starts it again
     and waits for its reconciler to end the operation; returns the operation as it ended and a client of the
     running API (the caller closes it)."""
-    base = await api.start(operation_failpoint_pause_after_step=point)
+    base = await api.start(pause_after_step=point)
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=WAIT_S) as client:
         response = await client.post(path, json=body)
         assert response.status_code == 202, response.text

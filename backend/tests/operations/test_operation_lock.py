@@ -45,7 +45,7 @@ async def test_a_locked_cluster_cannot_be_locked_by_another_connection(engine: A
 
 async def test_on_sqlite_the_lock_takes_the_database_write_lock(tmp_path: Path) -> None:
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'lock.sqlite3'}")
-    upgrade(settings.database_url)
+    upgrade(settings.database.url)
     engine = create_engine(settings)
     sessions = create_sessionmaker(engine)
     try:

@@ -292,10 +292,11 @@ async def test_ferryd_bad_values_are_refused_and_change_nothing(
 
 @pytest.mark.long
 async def test_a_change_is_refused_while_another_operation_holds_the_cluster(
-    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ferryd = ferryd_factory()
-    async with live_app(operation_failpoint_pause_after_step="preflight") as live:
+    monkeypatch.setenv("FERRY_TEST_PAUSE_AFTER_STEP", "preflight")  # the test hook: operations pause after it
+    async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
         before = connection(ferryd.replica1)["parallel"]
         holding = await live.client.post(f"/api/v1/clusters/{cluster_id}/operations/read-only",

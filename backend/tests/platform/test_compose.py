@@ -55,7 +55,7 @@ def test_the_api_trusts_the_x_forwarded_for_of_the_dashboards_nginx_alone() -> N
     compose = yaml.safe_load(COMPOSE.read_text())
     services: dict[str, Any] = compose["services"]
     trusted = json.loads(services["backend"]["environment"]["FERRY_TRUSTED_PROXIES"])
-    assert Settings(trusted_proxies=trusted).trusted_proxies == trusted
+    assert Settings(trusted_proxies=trusted).security.trusted_proxies == trusted
     placed = {
         name: spec["ipv4_address"]
         for name, service in services.items()

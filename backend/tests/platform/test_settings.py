@@ -10,10 +10,11 @@ from pydantic import ValidationError
 
 from ferry_control.core.config import Settings
 from ferry_control.core.secrets import SecretBox, generate_key
+from ferry_control.core.settings_groups import ProcessSettings
 
 
 def test_development_accepts_the_default_pepper() -> None:
-    assert Settings(environment="development").token_pepper.get_secret_value()
+    assert Settings(environment="development").security.token_pepper.get_secret_value()
 
 
 @pytest.mark.parametrize("environment", ["test", "production"])
@@ -30,29 +31,29 @@ def test_a_short_node_token_is_refused() -> None:
 
 
 def test_database_urls_get_async_drivers() -> None:
-    assert Settings(database_url="postgresql://u@h/db").database_url == "postgresql+psycopg://u@h/db"
-    assert Settings(database_url="sqlite:////tmp/x.db").database_url == "sqlite+aiosqlite:////tmp/x.db"
+    assert Settings(database_url="postgresql://u@h/db").database.url == "postgresql+psycopg://u@h/db"
+    assert Settings(database_url="sqlite:////tmp/x.db").database.url == "sqlite+aiosqlite:////tmp/x.db"
 
 
 def test_unset_database_url_means_an_embedded_sqlite_file(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DATABASE_URL", raising=False)
     monkeypatch.delenv("FERRY_DATABASE_URL", raising=False)
     settings = Settings()
-    assert settings.is_sqlite and settings.database_url.endswith("control.sqlite3")
+    assert settings.database.is_sqlite and settings.database.url.endswith("control.sqlite3")
 
 
 def test_the_default_environment_is_production(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FERRY_ENVIRONMENT", raising=False)
     with pytest.raises(ValidationError, match="FERRY_TOKEN_PEPPER"):
         Settings()
-    assert Settings.model_fields["environment"].default == "production"
+    assert ProcessSettings.model_fields["environment"].default == "production"
 
 
 def test_production_refuses_to_start_without_a_secret_key() -> None:
     with pytest.raises(ValidationError, match="FERRY_SECRET_KEYS"):
         Settings(environment="production", token_pepper="p" * 24)
     key = generate_key()
-    assert Settings(environment="production", token_pepper="p" * 24, secret_keys=key).secret_keys is not None
+    assert Settings(environment="production", token_pepper="p" * 24, secret_keys=key).security.secret_keys is not None
 
 
 def test_a_generated_key_file_is_for_development_only_and_only_when_asked(tmp_path: Path) -> None:
@@ -69,7 +70,7 @@ def test_a_generated_key_file_is_for_development_only_and_only_when_asked(tmp_pa
 
 
 def test_webhook_allow_list_entries_are_host_names_or_networks() -> None:
-    assert Settings(webhook_allowed_hosts=["Hooks.Internal", "10.0.0.0/8", "::1/128"]).webhook_allowed_hosts == [
+    assert Settings(webhook_allowed_hosts=["Hooks.Internal", "10.0.0.0/8", "::1/128"]).webhooks.allowed_hosts == [
         "hooks.internal", "10.0.0.0/8", "::1/128"
     ]  # fmt: skip
     with pytest.raises(ValidationError, match="webhook_allowed_hosts"):

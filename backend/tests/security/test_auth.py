@@ -201,7 +201,7 @@ async def test_failed_authentications_from_one_address_are_limited(
     missing or malformed token before any database work) and write no audit row each but one for the address and
     interval, with their count; a valid token from the same address — many users behind one proxy — is still
     served."""
-    limit = app.state.settings.auth_failures_per_min
+    limit = app.state.settings.security.auth_failures_per_min
     statuses = [
         (await anonymous.post("/api/v1/clusters", json={"name": f"c{i}"})).status_code for i in range(limit + 10)
     ]

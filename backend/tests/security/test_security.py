@@ -55,7 +55,7 @@ def client_for(app: FastAPI, tokens: Tokens, role: str) -> httpx.AsyncClient:
 
 
 def app_with(settings: Settings, sessionmaker: async_sessionmaker[AsyncSession], **changes: Any) -> FastAPI:
-    return create_app(Settings(**{**settings.model_dump(), **changes}), sessionmaker=sessionmaker)
+    return create_app(Settings(**{**settings.flat(), **changes}), sessionmaker=sessionmaker)
 
 
 def leaks(text: str) -> list[str]:
@@ -261,7 +261,7 @@ async def test_webhook_calls_check_resolved_addresses_follow_no_redirect_and_kee
 
     async with serve(receiver) as target, serve(redirecting) as redirect, serve(failing) as fail:
         port = target.rsplit(":", 1)[1]
-        strict = Settings(**{**settings.model_dump(), "webhook_allowed_hosts": []})
+        strict = Settings(**{**settings.flat(), "webhook_allowed_hosts": []})
         # A name is resolved when called, and refused when it resolves to loopback.
         [by_name] = await call_webhooks([f"http://localhost:{port}/hook?key=abc"], {"x": 1}, strict)
         assert not by_name.ok and "refused by the webhook policy" in by_name.error and "loopback" in by_name.error

@@ -26,11 +26,11 @@ async def api_from(
     settings: Settings, sessionmaker: async_sessionmaker[AsyncSession], peer: str, **changes: Any
 ) -> AsyncIterator[tuple[httpx.AsyncClient, int]]:
     """A client whose requests reach the app from `peer`, and the app's failure limit."""
-    app = create_app(Settings(**{**settings.model_dump(), **changes}), sessionmaker=sessionmaker)
+    app = create_app(Settings(**{**settings.flat(), **changes}), sessionmaker=sessionmaker)
     transport = httpx.ASGITransport(app=app, client=(peer, 40000))
     try:
         async with httpx.AsyncClient(transport=transport, base_url="http://ferry.test") as client:
-            yield client, app.state.settings.auth_failures_per_min
+            yield client, app.state.settings.security.auth_failures_per_min
     finally:
         await app.state.drivers.aclose()
 
@@ -77,6 +77,6 @@ def test_the_client_is_the_nearest_untrusted_hop() -> None:
 
 
 def test_a_trusted_proxy_is_an_address_or_a_network() -> None:
-    assert Settings(trusted_proxies=["10.9.0.5", "fd00::/8"]).trusted_proxies == ["10.9.0.5", "fd00::/8"]
+    assert Settings(trusted_proxies=["10.9.0.5", "fd00::/8"]).security.trusted_proxies == ["10.9.0.5", "fd00::/8"]
     with pytest.raises(ValidationError, match="trusted_proxies: 'nginx' is neither"):
         Settings(trusted_proxies=["nginx"])

@@ -126,7 +126,7 @@ class SimContext(OperationContext[Any, Any]):
     async def snapshot(self) -> ClusterSnapshot:
         assert self.registered is not None
         cluster, servers = self.registered
-        return await ClusterSnapshot.take(cluster, servers, self.drivers, self.settings.poll_timeout_s)
+        return await ClusterSnapshot.take(cluster, servers, self.drivers, self.settings.collection.poll_timeout_s)
 
     async def cluster(self) -> Any:
         assert self.registered is not None

@@ -142,7 +142,7 @@ async def _reconcile(
     assert ctx.registered is not None
     cluster_row, servers = ctx.registered
     CURRENT.set((instance, cluster, faults))
-    snapshot = await ClusterSnapshot.take(cluster_row, servers, drivers, settings.poll_timeout_s)  # type: ignore[arg-type]
+    snapshot = await ClusterSnapshot.take(cluster_row, servers, drivers, settings.collection.poll_timeout_s)  # type: ignore[arg-type]
     done: list[str] = []
     problems: list[str] = []
     await repair_switch(repair, snapshot, result, done, problems)

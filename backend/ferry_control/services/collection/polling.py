@@ -83,7 +83,7 @@ class Poller:
         ]  # fmt: skip
 
     async def poll_all(self, targets: Sequence[PollTarget]) -> list[PollOutcome]:
-        semaphore = asyncio.Semaphore(self._settings.poll_concurrency_max)
+        semaphore = asyncio.Semaphore(self._settings.collection.poll_concurrency_max)
 
         async def poll(target: PollTarget) -> PollOutcome:
             async with semaphore:
@@ -92,7 +92,7 @@ class Poller:
         return list(await asyncio.gather(*(poll(t) for t in targets)))
 
     async def poll(self, target: PollTarget) -> PollOutcome:
-        timeout_s = self._settings.poll_timeout_s
+        timeout_s = self._settings.collection.poll_timeout_s
         try:
             if target.credentials_error is not None:
                 raise DriverError(
@@ -122,9 +122,9 @@ class Poller:
     async def _probe(self, target: PollTarget, driver: ServerDriver, status: ServerStatus) -> ServerStatus:
         """With `master_write_probe` on, a writable master that reports no failure must also commit a probe write
         in time; when it cannot, its status reports the failure (the failover monitor counts it)."""
-        if not (self._settings.master_write_probe and target.is_master) or status.read_only or status.failure:
+        if not (self._settings.failover.master_write_probe and target.is_master) or status.read_only or status.failure:
             return status
-        reason = await driver.write_probe(status.default_domain, self._settings.master_write_probe_timeout_s)
+        reason = await driver.write_probe(status.default_domain, self._settings.failover.master_write_probe_timeout_s)
         self._metrics.collector_polls.labels("probe_failed" if reason else "probe_ok").inc()
         return status if reason is None else replace(status, failure=f"write probe: {reason}")
 

@@ -264,7 +264,7 @@ class Recorder:
         if status is None:
             server.consecutive_failures += 1
             server.last_error = outcome.error
-            if server.consecutive_failures >= self._settings.unreachable_after_failures:
+            if server.consecutive_failures >= self._settings.collection.unreachable_after_failures:
                 server.health = HealthState.unreachable
         else:
             # A server that answers but reports itself failed (it cannot write or sync) fails the check all the

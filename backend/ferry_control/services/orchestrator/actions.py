@@ -323,7 +323,7 @@ async def candidate_catch_up(
     within `timeout_s` (default `switchover_catch_up_timeout_s`; its time kept as `catch_up_s`), else the operation
     fails naming where it is and why (the connection broke, or the time ran out)."""
     result = switch_result(ctx)
-    timeout_s = timeout_s or ctx.settings.switchover_catch_up_timeout_s
+    timeout_s = timeout_s or ctx.settings.operations.switchover_catch_up_timeout_s
     async with ctx.step("candidate_catch_up") as step:
         caught = time.perf_counter()
         reached = await wait_reached(candidate.require_driver(), target, timeout_s, connection=connection)

@@ -126,7 +126,7 @@ async def _end(ctx: Drill, run_id: int, details: dict[str, Any], reasons: list[s
     if passed or run is None:
         return
     urls = [
-        *ctx.settings.drill_failure_webhooks,
+        *ctx.settings.webhooks.drill_failure,
         *([ctx.params.webhook_url] if ctx.params.webhook_url else []),
     ]
     if urls:
@@ -201,8 +201,8 @@ async def _drill(ctx: Drill, run_id: int, details: dict[str, Any]) -> None:
 
     writer = CanaryWriter(
         [WriterServer(v.info.id, v.info.label, v.require_driver()) for v in servers], sorted(canaries),
-        run_id=run_id, operation_id=ctx.operation_id, interval_s=settings.drill_canary_interval_ms / 1000,
-        per_domain_max=settings.drill_canaries_per_domain_max,
+        run_id=run_id, operation_id=ctx.operation_id, interval_s=settings.drills.canary_interval_ms / 1000,
+        per_domain_max=settings.drills.canaries_per_domain_max,
     )  # fmt: skip
     try:
         await _live_drill(ctx, run_id, details, writer, master, candidate, servers, canaries)

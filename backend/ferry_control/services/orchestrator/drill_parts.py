@@ -77,7 +77,7 @@ async def switch_preflight(
     source_id = source_id if source_id is not None else ctx.params.source_server_id
     master, _ = snapshot.source(source_id, candidate_id)
     if master is not None:
-        await snapshot.refresh(master.info.id, ctx.settings.poll_timeout_s)
+        await snapshot.refresh(master.info.id, ctx.settings.collection.poll_timeout_s)
     plan = plan_switchover(
         snapshot, SwitchoverParams(candidate_server_id=candidate_id, source_server_id=source_id), ctx.settings
     )
@@ -91,9 +91,9 @@ async def start_writer(ctx: Drill, writer: CanaryWriter) -> None:
     settings = ctx.settings
     async with ctx.step("canary_writer_start") as step:
         writer.start()
-        await asyncio.sleep(settings.drill_canary_lead_s)
-        missing = await writer.wait_acknowledged(0.0, settings.drill_canary_verify_timeout_s)
-        step.detail = {"interval_ms": settings.drill_canary_interval_ms, "phases": writer.ledger.counts()}
+        await asyncio.sleep(settings.drills.canary_lead_s)
+        missing = await writer.wait_acknowledged(0.0, settings.drills.canary_verify_timeout_s)
+        step.detail = {"interval_ms": settings.drills.canary_interval_ms, "phases": writer.ledger.counts()}
         if missing:
             raise DrillFailed([f"the live canary writer got no write acknowledged in domains {missing} before the "
                                f"switch: {refusals(writer)}"])  # fmt: skip
@@ -127,9 +127,9 @@ async def writer_after(ctx: Drill, writer: CanaryWriter, mark: SwitchMark, new_m
     write acknowledged by the new master (bounded). Returns the reasons to fail (a domain whose writes the new
     master never acknowledged)."""
     async with ctx.step(f"canary_writer_after_{mark.name}") as step:
-        await asyncio.sleep(ctx.settings.drill_canary_lead_s)
+        await asyncio.sleep(ctx.settings.drills.canary_lead_s)
         missing = await writer.wait_acknowledged(
-            mark.started_s, ctx.settings.drill_canary_verify_timeout_s, server_id=new_master.info.id
+            mark.started_s, ctx.settings.drills.canary_verify_timeout_s, server_id=new_master.info.id
         )
         step.detail = {"phases": writer.ledger.counts(), "window": writer.ledger.window(mark)}
         if missing and writer.ledger.capped:
@@ -175,7 +175,7 @@ async def verify_writer(
         await writer.stop()
         acknowledged = writer.ledger.acknowledged()
         verification = await verify_ledger(
-            writer.servers if servers is None else servers, acknowledged, ctx.settings.drill_canary_verify_timeout_s
+            writer.servers if servers is None else servers, acknowledged, ctx.settings.drills.canary_verify_timeout_s
         )
         details["canary_writer"] = report(writer, verification)
         step.detail = {**details["canary_writer"], "ledger": ledger_record(acknowledged)}
@@ -204,7 +204,7 @@ async def canaries_replicated(ctx: Drill, servers: list[ServerView], canary_posi
         for view in servers:
             names = [c.name for c in view.status.connections] if view.status else []
             reached = await actions.wait_reached(
-                view.require_driver(), canary_position, ctx.settings.switchover_catch_up_timeout_s,
+                view.require_driver(), canary_position, ctx.settings.operations.switchover_catch_up_timeout_s,
                 connection=names[0] if len(names) == 1 else None,
             )  # fmt: skip
             if not reached.reached:
@@ -243,7 +243,7 @@ async def verify(
         step.detail = {"servers": len(servers), "domains": sorted(canaries), "missing": missing}
         reasons += missing
     async with ctx.step("verify_checksums") as step:
-        outcome = await compare_checksums(servers, ctx.settings.drill_checksum_wait_s)
+        outcome = await compare_checksums(servers, ctx.settings.drills.checksum_wait_s)
         step.detail = outcome
         if outcome.get("problem"):
             reasons.append(outcome["problem"])
@@ -304,8 +304,8 @@ async def gtid_problems(ctx: Drill, servers: list[ServerView], canaries: dict[in
         seen: dict[str, int] = {}
         before = None
         scanned = 0
-        while scanned < ctx.settings.drill_events_scan_max:
-            page = await view.require_driver().recent_events(min(1000, ctx.settings.drill_events_scan_max - scanned),
+        while scanned < ctx.settings.drills.events_scan_max:
+            page = await view.require_driver().recent_events(min(1000, ctx.settings.drills.events_scan_max - scanned),
                                                              before=before)  # fmt: skip
             for transaction in page.transactions:
                 seen[transaction.gtid] = seen.get(transaction.gtid, 0) + 1

@@ -97,12 +97,14 @@ async def probe_master(snapshot: ClusterSnapshot, settings: Settings, source_id:
     time (as the collector checks at every poll); one that cannot has that failure set on its view, so
     `confirm_master_lost` sees a master that cannot work, confirmed live."""
     master, _ = snapshot.lost_root(source_id)
-    if not settings.master_write_probe or master is None or not master.healthy or master.driver is None:
+    if not settings.failover.master_write_probe or master is None or not master.healthy or master.driver is None:
         return
     assert master.status is not None
     if master.status.read_only:
         return
-    reason = await master.driver.write_probe(master.status.default_domain, settings.master_write_probe_timeout_s)
+    reason = await master.driver.write_probe(
+        master.status.default_domain, settings.failover.master_write_probe_timeout_s
+    )
     if reason is not None:
         master.status = replace(master.status, failure=f"write probe: {reason}")
 
@@ -201,12 +203,12 @@ async def run_failover(ctx: OperationContext[FailoverParams, FailoverResult]) ->
             reached = await actions.wait_reached(
                 link.replica.require_driver(),
                 link.connection.received_position,
-                settings.failover_relay_drain_timeout_s,
+                settings.failover.relay_drain_timeout_s,
             )
             if not reached.reached:
                 raise OperationFailed(
                     f"{link.replica.info.label} did not apply what it received ({link.connection.received_position}) "
-                    f"within {settings.failover_relay_drain_timeout_s} s: it is at {reached.position}",
+                    f"within {settings.failover.relay_drain_timeout_s} s: it is at {reached.position}",
                     changed=False,  # waited only: no server was changed yet
                 )
             drained[link.replica.info.label] = reached.position
@@ -284,7 +286,7 @@ async def replace_master(
     started = time.perf_counter()
     async with ctx.step("fence_old_master_first") as step:
         await routing.writer_leaving(ctx, master.info.id)
-        step.detail = await fence_first(master, settings.poll_timeout_s)
+        step.detail = await fence_first(master, settings.collection.poll_timeout_s)
     if live is not None:
         async with ctx.step("candidate_applies_fenced_master") as step:
             step.detail = await applied_from_fenced(master, chosen, settings)
@@ -298,7 +300,7 @@ async def replace_master(
                 if link is chosen or not link.replica.reachable:
                     continue
                 done = await actions.level_with(candidate, link.replica, f"{LEVEL_PREFIX}{link.replica.info.id}",
-                                                settings.switchover_catch_up_timeout_s)  # fmt: skip
+                                                settings.operations.switchover_catch_up_timeout_s)  # fmt: skip
                 if done:
                     leveled.append(done)
             step.detail = leveled
@@ -360,12 +362,15 @@ async def applied_from_fenced(master: ServerView, link: Link, settings: Settings
     candidate = link.replica
     target, landed = await commits_landed(master, settings)
     reached = await actions.wait_reached(
-        candidate.require_driver(), target, settings.switchover_catch_up_timeout_s, connection=link.connection.name
+        candidate.require_driver(),
+        target,
+        settings.operations.switchover_catch_up_timeout_s,
+        connection=link.connection.name,
     )
     if not reached.reached:
         raise OperationFailed(
             f"{candidate.info.label} did not apply what the fenced {master.info.label} has ({target}) within "
-            f"{settings.switchover_catch_up_timeout_s} s: it is at {reached.position}"
+            f"{settings.operations.switchover_catch_up_timeout_s} s: it is at {reached.position}"
             + (f" ({reached.broken})" if reached.broken else "")
         )
     return f"{landed}; {candidate.info.label} applied it ({reached.position})"

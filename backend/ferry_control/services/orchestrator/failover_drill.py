@@ -82,7 +82,7 @@ async def preflight(ctx: Drill) -> tuple[ServerView, Link]:
         master, why = snapshot.source(ctx.params.source_server_id, fixed)
         if master is None:
             raise DrillFailed([f"no master to fail over: {why}"])
-        await snapshot.refresh(master.info.id, ctx.settings.poll_timeout_s)
+        await snapshot.refresh(master.info.id, ctx.settings.collection.poll_timeout_s)
         _check_source(snapshot, master)
         links = snapshot.replicas_of(master.info.id)
         every = candidate_pool(links, master, snapshot.candidate_labels)  # each replica judged, for the record
@@ -163,8 +163,8 @@ async def run(ctx: Drill, run_id: int, details: dict[str, Any]) -> None:
     settings = ctx.settings
     writer = CanaryWriter(
         [WriterServer(v.info.id, v.info.label, v.require_driver()) for v in servers], sorted(canaries),
-        run_id=run_id, operation_id=ctx.operation_id, interval_s=settings.drill_canary_interval_ms / 1000,
-        per_domain_max=settings.drill_canaries_per_domain_max,
+        run_id=run_id, operation_id=ctx.operation_id, interval_s=settings.drills.canary_interval_ms / 1000,
+        per_domain_max=settings.drills.canaries_per_domain_max,
     )  # fmt: skip
     try:
         await _live(ctx, run_id, details, writer, master, candidate, servers, canaries)
@@ -227,7 +227,7 @@ async def _fail_over(
     """The failover's moves from a fresh view (the canaries moved the positions), the writer told when they run,
     the plan saved first; then the writer's writes through the new master. Returns the reasons to fail."""
     snapshot = await ctx.snapshot()
-    await snapshot.refresh(master_id, ctx.settings.poll_timeout_s)
+    await snapshot.refresh(master_id, ctx.settings.collection.poll_timeout_s)
     master = snapshot.view(master_id)
     link = next((lk for lk in snapshot.replicas_of(master_id) if lk.replica.info.id == candidate_id), None)
     if link is None or master.status is None:

@@ -43,11 +43,11 @@ class WebhookRefused(Exception):
 async def call_webhooks(urls: Sequence[str], payload: dict[str, Any], settings: Settings) -> list[HookOutcome]:
     if not urls:
         return []
-    policy = WebhookPolicy.of(settings.webhook_allowed_hosts)
-    async with httpx.AsyncClient(timeout=settings.webhook_timeout_s, follow_redirects=False) as client:
+    policy = WebhookPolicy.of(settings.webhooks.allowed_hosts)
+    async with httpx.AsyncClient(timeout=settings.webhooks.timeout_s, follow_redirects=False) as client:
         return list(
             await asyncio.gather(
-                *(_call(client, policy, url, payload, settings.webhook_response_bytes_max) for url in urls)
+                *(_call(client, policy, url, payload, settings.webhooks.response_bytes_max) for url in urls)
             )
         )
 

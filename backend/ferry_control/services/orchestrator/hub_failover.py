@@ -114,7 +114,7 @@ async def fail_over_hub(
             if not link.connection.running or not link.connection.received_position:
                 continue
             reached = await actions.wait_reached(link.replica.require_driver(), link.connection.received_position,
-                                                 settings.failover_relay_drain_timeout_s)  # fmt: skip
+                                                 settings.failover.relay_drain_timeout_s)  # fmt: skip
             drained[link.replica.info.label] = reached.position
         step.detail = {"drained": drained, "not_waited_for": pool.excluded}
     snapshot = await ctx.snapshot()
@@ -177,7 +177,7 @@ async def fail_over_hub(
         moved, failed = [], []
         for sibling in siblings:
             target = str(sibling.replica.current)
-            reached = await actions.wait_reached(driver, target, settings.switchover_catch_up_timeout_s)
+            reached = await actions.wait_reached(driver, target, settings.operations.switchover_catch_up_timeout_s)
             if not reached.reached:
                 failed.append(f"{sibling.replica.info.label}: {new_hub.info.label} did not reach {target} "
                               f"(it is at {reached.position}); left replicating from the lost hub")  # fmt: skip
@@ -205,7 +205,7 @@ async def fail_over_hub(
         followers = [s.replica for s in siblings if s.replica.info.label in moved]
         binlog_end = position((await driver.positions()).binlog)
         problems = await actions.wait_replicating_from(
-            followers, address, binlog_end, settings.verify_timeout_s,
+            followers, address, binlog_end, settings.operations.verify_timeout_s,
             received_only={s.replica.info.id for s in siblings if delay_of(s)},
         )  # fmt: skip
         connections = {c.name: c for c in await driver.replica_connections()}

@@ -198,7 +198,7 @@ async def verify(
         [*followers, *delayed, hub],
         _address(candidate),
         target,
-        ctx.settings.verify_timeout_s,
+        ctx.settings.operations.verify_timeout_s,
         received_only={v.info.id for v in delayed},
     )
     labels = {v.info.id: v.info.label for v in [*followers, *delayed, hub]}

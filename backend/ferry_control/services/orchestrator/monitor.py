@@ -106,12 +106,12 @@ class FailoverMonitor:
         for server in servers:
             if not server.fenced or server.health != HealthState.healthy or server.maintenance:
                 continue
-            if now - self._rejoin_started.get(server.id, float("-inf")) < self._settings.rejoin_retry_s:
+            if now - self._rejoin_started.get(server.id, float("-inf")) < self._settings.operations.rejoin_retry_s:
                 continue
             # Asked live: the record may still say healthy for a server that just died (its failed polls not yet
             # counted), and a rejoin started then would fail and wait out the retry for nothing.
             try:
-                async with asyncio.timeout(self._settings.poll_timeout_s):
+                async with asyncio.timeout(self._settings.collection.poll_timeout_s):
                     await self._drivers.for_server(server, cluster).status()
             except (DriverError, TimeoutError):
                 continue
@@ -134,7 +134,7 @@ class FailoverMonitor:
         if not cluster.auto_failover or cluster.failover_suspended_at is not None:
             return None
         if cluster.last_failover_at is not None and datetime.now(UTC) - cluster.last_failover_at < timedelta(
-            seconds=self._settings.failover_cooldown_s
+            seconds=self._settings.failover.cooldown_s
         ):
             return None
         replica_links = [link for link in links if link.source == LinkSource.replica and link.master_server_id]
@@ -145,7 +145,7 @@ class FailoverMonitor:
         lost = [
             s for s in servers
             if s.id in sources and not s.maintenance and not s.fenced
-            and s.consecutive_failures >= self._settings.failover_detection_polls
+            and s.consecutive_failures >= self._settings.failover.detection_polls
         ]  # fmt: skip
         roots = [s for s in lost if s.id not in replicating]
         if roots:
@@ -153,12 +153,12 @@ class FailoverMonitor:
         return lost[0] if len(lost) == 1 else None
 
     async def _consider_failover(self, cluster: Cluster, servers: list[Server], master: Server) -> int | None:
-        snapshot = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.poll_timeout_s)
+        snapshot = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.collection.poll_timeout_s)
         await probe_master(snapshot, self._settings, master.id)
         loss = confirm_master_lost(snapshot, need_witness=True, source_id=master.id)
         if not loss.confirmed or loss.master is None or loss.master.info.id != master.id:
             now = time.monotonic()
-            if now - self._not_confirmed_logged.get(cluster.id, 0.0) >= self._settings.failover_not_confirmed_log_s:
+            if now - self._not_confirmed_logged.get(cluster.id, 0.0) >= self._settings.failover.not_confirmed_log_s:
                 self._not_confirmed_logged[cluster.id] = now
                 log.warning("cluster %s: master %s missed polls, but failover is not confirmed: %s",
                             cluster.name, master.name, loss.detail)  # fmt: skip

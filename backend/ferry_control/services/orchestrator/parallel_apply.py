@@ -61,7 +61,7 @@ async def run_parallel_apply(ctx: OperationContext[ParallelApplyParams, Parallel
         snapshot = await ctx.snapshot()
         view = _reachable(snapshot, ctx.params.server_id, "the replica")
         assert view.status is not None
-        name = _connection(view, ctx.params.connection, ctx.settings.replication_connection_name)
+        name = _connection(view, ctx.params.connection, ctx.settings.operations.replication_connection_name)
         connection = find(view.status.connections, name)
         if connection is None:
             raise refused(f"{view.info.label} has no replication connection {name!r}: nothing was changed")

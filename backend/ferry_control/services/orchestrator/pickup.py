@@ -33,7 +33,7 @@ class OperationPickup:
         self._sessionmaker = sessionmaker
         self._runner = runner
         self._bus = bus
-        self._interval_s = settings.operation_pickup_interval_s
+        self._interval_s = settings.operations.pickup_interval_s
         self._sweeper = BackgroundTask(self._sweep_forever, "ferry-operation-pickup")
 
     def start(self) -> None:

@@ -37,8 +37,8 @@ def budget(ctx: OperationContext[Any, Any], params_max_window_s: float | None, p
            cluster_max_window_s: float | None) -> tuple[float, float]:  # fmt: skip
     """The move's window budget and catch-up bound: the operation's own, else the cluster's, else the settings'."""
     settings = ctx.settings
-    max_window_s = params_max_window_s or cluster_max_window_s or settings.switchover_max_window_s
-    timeout_s = params_timeout_s or settings.switchover_prepare_timeout_s
+    max_window_s = params_max_window_s or cluster_max_window_s or settings.operations.switchover_max_window_s
+    timeout_s = params_timeout_s or settings.operations.switchover_prepare_timeout_s
     return max_window_s, timeout_s
 
 

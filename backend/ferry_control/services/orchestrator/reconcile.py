@@ -97,7 +97,7 @@ class Reconciler:
 
     @property
     def interval_s(self) -> float:
-        return min(max(self._settings.operation_lease_s / 2, INTERVAL_S_MIN), INTERVAL_S_MAX)
+        return min(max(self._settings.operations.lease_s / 2, INTERVAL_S_MIN), INTERVAL_S_MAX)
 
     async def run_at_start(self) -> None:
         """The start-up pass, awaited before the instance serves and starts its other background tasks (a failure
@@ -128,7 +128,7 @@ class Reconciler:
                 continue
             if dry_run:
                 # A dry run changes nothing and takes no lock: one older than two leases has no live runner.
-                if created_at < _now() - timedelta(seconds=2 * self._settings.operation_lease_s):
+                if created_at < _now() - timedelta(seconds=2 * self._settings.operations.lease_s):
                     await self._end_dry_run(operation_id)
                     done.append(operation_id)
                 continue
@@ -176,7 +176,7 @@ class Reconciler:
                 lock.operation_id = operation.id
                 lock.fencing_token += 1
                 lock.acquired_at = now
-                lock.lease_expires_at = now + timedelta(seconds=self._settings.operation_lease_s)
+                lock.lease_expires_at = now + timedelta(seconds=self._settings.operations.lease_s)
                 token = lock.fencing_token
                 facts = _facts(operation)
         if token is None:
@@ -221,10 +221,10 @@ class Reconciler:
 
     async def _renew(self, cluster_id: int, operation_id: int, token: int) -> None:
         while True:
-            await asyncio.sleep(self._settings.operation_lease_s / 3)
+            await asyncio.sleep(self._settings.operations.lease_s / 3)
             try:
                 async with session_scope(self._sessionmaker) as session:
-                    until = _now() + timedelta(seconds=self._settings.operation_lease_s)
+                    until = _now() + timedelta(seconds=self._settings.operations.lease_s)
                     await ClusterRepository(session).renew_lease(cluster_id, operation_id, until, token)
             except asyncio.CancelledError:
                 raise
@@ -237,7 +237,7 @@ class Reconciler:
             if cluster is None:
                 return ReconcileReport(problems=["the cluster was deleted"])
             servers = list(await ServerRepository(session).list_for_cluster(cluster.id))
-        snapshot = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.poll_timeout_s)
+        snapshot = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.collection.poll_timeout_s)
         found = describe(snapshot)
         done: list[str] = []
         problems: list[str] = []
@@ -250,7 +250,7 @@ class Reconciler:
         restored, not_restored = await restore_unrestored(snapshot, facts.result)
         done.extend(restored)
         problems.extend(not_restored)
-        after = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.poll_timeout_s)
+        after = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.collection.poll_timeout_s)
         return ReconcileReport(found=found, done=done, problems=problems, after=describe(after))
 
     async def _alert(self, facts: Facts, error: str | None) -> None:
@@ -262,9 +262,9 @@ class Reconciler:
         async with session_scope(self._sessionmaker) as session:
             cluster = await ClusterRepository(session).get(facts.cluster_id)
             hooks = [] if cluster is None else list(cluster.post_operation_webhooks or [])
-        urls = [*self._settings.post_operation_webhooks, *hooks]
+        urls = [*self._settings.webhooks.post_operation, *hooks]
         if facts.type == "drill":
-            urls += self._settings.drill_failure_webhooks
+            urls += self._settings.webhooks.drill_failure
             if isinstance(facts.params, DrillParams) and facts.params.webhook_url:
                 urls.append(facts.params.webhook_url)
         if not urls:

@@ -49,7 +49,7 @@ def send_in_background(urls: list[str], payload: dict[str, Any], settings: Setti
 
 
 def detected(settings: Settings, cluster_id: int, cluster: str, server_id: int, server: str, detail: str) -> None:
-    send_in_background(settings.failure_detection_webhooks, {
+    send_in_background(settings.webhooks.failure_detection, {
         "stage": "detected", "cluster_id": cluster_id, "cluster": cluster, "server_id": server_id, "server": server,
         "detail": detail, "at": datetime.now(UTC).isoformat(),
     }, settings)  # fmt: skip
@@ -58,7 +58,7 @@ def detected(settings: Settings, cluster_id: int, cluster: str, server_id: int, 
 def not_recovered(
     settings: Settings, cluster_id: int, server_id: int | None, reason: str, operation_id: int | None = None
 ) -> None:
-    send_in_background(settings.recovery_failed_webhooks, {
+    send_in_background(settings.webhooks.recovery_failed, {
         "stage": "not_recovered", "cluster_id": cluster_id, "server_id": server_id, "operation_id": operation_id,
         "reason": reason, "at": datetime.now(UTC).isoformat(),
     }, settings)  # fmt: skip
@@ -73,7 +73,7 @@ class UnsuccessfulRecoveries:
         self._settings = settings
 
     async def __call__(self, cluster_id: int, operation_id: int, state: OperationState) -> None:
-        if state == OperationState.succeeded or not self._settings.recovery_failed_webhooks:
+        if state == OperationState.succeeded or not self._settings.webhooks.recovery_failed:
             return
         async with session_scope(self._sessionmaker) as session:
             operation = await OperationRepository(session).get_any(operation_id)

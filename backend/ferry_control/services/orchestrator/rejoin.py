@@ -72,7 +72,7 @@ async def rejoin(
                 + " — they were acknowledged before it was replaced and never replicated; it rejoins once they are "
                 "dealt with (kept and rewound, or the server rebuilt)"
             )
-        name, settings = follower_conventions(snapshot, source, ctx.settings.replication_connection_name)
+        name, settings = follower_conventions(snapshot, source, ctx.settings.operations.replication_connection_name)
         result.connection = name
         step.detail = (
             f"{server.info.label} has nothing {source.info.label} lacks in any domain; it will replicate from "
@@ -97,7 +97,7 @@ async def rejoin(
         target = position((await source.require_driver().positions()).binlog)
         lagging: dict[int, str] = {}
         problems = await actions.wait_replicating_from(
-            [server], address, target, ctx.settings.verify_timeout_s, lagging=lagging
+            [server], address, target, ctx.settings.operations.verify_timeout_s, lagging=lagging
         )
         if problems:
             raise OperationFailed(

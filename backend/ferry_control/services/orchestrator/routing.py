@@ -83,10 +83,10 @@ def _record(
 
 async def _tell(ctx: Any, commands: list[str]) -> None:
     settings: Settings = ctx.settings
-    proxies = settings.haproxy_admin_sockets
+    proxies = settings.proxies.haproxy_admin_sockets
     if not proxies:
         return
-    outcomes = await runtime.send_all(proxies, commands, settings.haproxy_timeout_s)
+    outcomes = await runtime.send_all(proxies, commands, settings.proxies.haproxy_timeout_s)
     reported = ctx.result.proxy_outcomes()
     stale: StaleProxies = ctx.runner.stale_proxies
     for outcome in outcomes:
@@ -118,7 +118,7 @@ class ProxySync:
             commands = await self._commands(cluster_id)
             if commands is None:
                 continue
-            outcome = await runtime.send(proxy, commands, self._settings.haproxy_timeout_s)
+            outcome = await runtime.send(proxy, commands, self._settings.proxies.haproxy_timeout_s)
             if outcome.ok:
                 self._stale.pairs.discard((proxy, cluster_id))
                 log.info("proxy %s brought in line with cluster %s's writer", proxy, cluster_id)

@@ -46,6 +46,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.core.metrics import Metrics
+from ferry_control.core.testhooks import TestHooks
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.models import Cluster, OperationState
@@ -164,10 +165,10 @@ class OperationContext(Generic[P, R]):
             record.end("skipped" if handle.skipped else "passed", handle.detail, time.perf_counter() - clock)
         finally:
             self.changed()
-        if name == self.settings.operation_failpoint_pause_after_step:
+        if name == self.runner.test_hooks.pause_after_step:
             self.release_records()
             await self.flush()
-            log.warning("operation %s pauses after step %s (operation_failpoint_pause_after_step)", self.id, name)
+            log.warning("operation %s pauses after step %s (FERRY_TEST_PAUSE_AFTER_STEP)", self.id, name)
             await asyncio.Event().wait()
 
     @property
@@ -178,8 +179,8 @@ class OperationContext(Generic[P, R]):
         """This operation held its lock at `at` (monotonic clock, taken before the statement that showed it), with
         `remaining_s` of lease left then: steps trust it for `operation_fence_trust_s` (at most half a lease) less
         what of the lease had already gone."""
-        lease_s = self.settings.operation_lease_s
-        trust_s = min(self.settings.operation_fence_trust_s, lease_s / 2)
+        lease_s = self.settings.operations.lease_s
+        trust_s = min(self.settings.operations.fence_trust_s, lease_s / 2)
         self._fence_trusted_until = max(self._fence_trusted_until, at + remaining_s - (lease_s - trust_s))
 
     async def check_fence(self) -> None:
@@ -266,7 +267,7 @@ class OperationContext(Generic[P, R]):
                 if lock.operation_id is None:
                     lock.operation_id, lock.fencing_token = self.operation_id, lock.fencing_token + 1
                     lock.acquired_at = _now()
-                lock.lease_expires_at = _now() + timedelta(seconds=self.settings.operation_lease_s)
+                lock.lease_expires_at = _now() + timedelta(seconds=self.settings.operations.lease_s)
                 self.fencing_token = lock.fencing_token
                 return None
         except Exception as e:
@@ -279,7 +280,7 @@ class OperationContext(Generic[P, R]):
     async def _keep_claim(self) -> str:
         """Renews the lease every third of its time while a compensation runs; returns (ending) why the lock is no
         longer known to be this operation's: a renewal that finds it taken over, or that fails."""
-        lease_s = self.settings.operation_lease_s
+        lease_s = self.settings.operations.lease_s
         while True:
             await asyncio.sleep(lease_s / 3)
             try:
@@ -425,7 +426,7 @@ class OperationContext(Generic[P, R]):
             if cluster is None:
                 raise OperationFailed(f"cluster {self.cluster_id} was deleted")
             servers = list(await ServerRepository(session).list_for_cluster(self.cluster_id))
-        return await ClusterSnapshot.take(cluster, servers, self.drivers, self.settings.poll_timeout_s)
+        return await ClusterSnapshot.take(cluster, servers, self.drivers, self.settings.collection.poll_timeout_s)
 
     async def cluster(self) -> Cluster:
         async with session_scope(self.sessionmaker) as session:
@@ -446,7 +447,7 @@ class OperationContext(Generic[P, R]):
     ) -> None:
         """Calls the pre-operation webhooks (settings', then the cluster's); any failure aborts, nothing changed."""
         cluster = await self.cluster()
-        urls = [*self.settings.pre_operation_webhooks, *(cluster.pre_operation_webhooks or [])]
+        urls = [*self.settings.webhooks.pre_operation, *(cluster.pre_operation_webhooks or [])]
         async with self.step("pre_hooks") as step:
             if not urls:
                 step.skipped = True
@@ -504,6 +505,7 @@ class OperationRunner:
         metrics: Metrics,
         *,
         executes: bool = True,
+        test_hooks: TestHooks | None = None,
     ):
         self.sessionmaker = sessionmaker
         self.drivers = drivers
@@ -512,6 +514,8 @@ class OperationRunner:
         self.metrics = metrics
         #: False in a web process: accepted operations are announced for a worker instead of run here.
         self.executes = executes
+        #: The fault tests' hooks (core/testhooks.py): none outside the `test` environment.
+        self.test_hooks = test_hooks or TestHooks.model_construct()
         #: Proxies that missed a move of a cluster's writer (routing.py), brought in line after the next cycle.
         self.stale_proxies = StaleProxies()
         self.executors: dict[str, Executor] = {}
@@ -550,7 +554,7 @@ class OperationRunner:
         tasks = list(self._tasks.values())
         if not tasks:
             return
-        _, pending = await asyncio.wait(tasks, timeout=self.settings.operation_shutdown_grace_s)
+        _, pending = await asyncio.wait(tasks, timeout=self.settings.operations.shutdown_grace_s)
         for task in pending:
             task.cancel()
         if pending:
@@ -605,9 +609,9 @@ class OperationRunner:
         self.publish(ctx.cluster_id, ctx.operation_id, ctx.type, OperationState.running, [])
         heartbeat = None if ctx.dry_run else asyncio.create_task(self._heartbeat(ctx))
         bound = asyncio.get_running_loop().call_later(
-            self.settings.operation_timeout_s,
+            self.settings.operations.timeout_s,
             ctx.stop,
-            f"timed out: the operation ran longer than its bound of {self.settings.operation_timeout_s} s",
+            f"timed out: the operation ran longer than its bound of {self.settings.operations.timeout_s} s",
             "timed_out",
         )
         started = time.perf_counter()
@@ -668,7 +672,7 @@ class OperationRunner:
     async def _heartbeat(self, ctx: OperationContext[Any, Any]) -> None:
         """Renews the lease every third of its time while the operation runs; stops the operation once the lock
         was taken over (another fencing token) or could not be renewed before the lease lapsed."""
-        lease_s = self.settings.operation_lease_s
+        lease_s = self.settings.operations.lease_s
         renewed = time.monotonic()
         while True:
             await asyncio.sleep(lease_s / 3)
@@ -705,7 +709,7 @@ class OperationRunner:
             cluster = await ctx.cluster()
         except OperationFailed:
             return
-        urls = [*self.settings.post_operation_webhooks, *(cluster.post_operation_webhooks or [])]
+        urls = [*self.settings.webhooks.post_operation, *(cluster.post_operation_webhooks or [])]
         if not urls:
             return
         async with ctx.step("post_hooks") as step:

@@ -86,7 +86,7 @@ async def _existing_connection(
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
         view = _reachable(snapshot, ctx.params.server_id, "the")
-        name = _connection(view, ctx.params.connection, ctx.settings.replication_connection_name)
+        name = _connection(view, ctx.params.connection, ctx.settings.operations.replication_connection_name)
         assert view.status is not None
         if not any(c.name == name for c in view.status.connections):
             raise OperationFailed(f"{view.info.label} has no replication connection {name!r}")
@@ -160,7 +160,7 @@ async def run_repoint(ctx: OperationContext[RepointParams, RepointResult]) -> No
                 f"{master.info.label} replicates from {view.info.label} through other servers: repointing would make "
                 "a replication loop"
             )
-        name = _connection(view, ctx.params.connection, ctx.settings.replication_connection_name)
+        name = _connection(view, ctx.params.connection, ctx.settings.operations.replication_connection_name)
         if dropped := dropped_domains(snapshot, view, name, master):
             raise OperationFailed(
                 f"{view.info.label} would no longer receive domain(s) {', '.join(map(str, dropped))}: "
@@ -193,8 +193,10 @@ async def run_repoint(ctx: OperationContext[RepointParams, RepointResult]) -> No
             assert master.status is not None
             running = [c.name for c in master.status.connections if c.running]
             try:
-                step.detail = await actions.level_with(master, view, f"{actions.LEVEL_PREFIX}{view.info.id}",
-                                                       ctx.settings.switchover_catch_up_timeout_s)  # fmt: skip
+                step.detail = await actions.level_with(
+                    master, view, f"{actions.LEVEL_PREFIX}{view.info.id}",
+                    ctx.settings.operations.switchover_catch_up_timeout_s,
+                )  # fmt: skip
             finally:  # what the new master replicated before goes on
                 await actions.restore_connections(master, running, actions.LEVEL_PREFIX)
     async with ctx.step("repoint") as step:
@@ -242,7 +244,7 @@ def dropped_domains(snapshot: ClusterSnapshot, view: ServerView, name: str, mast
 
 
 async def run_bring_level(ctx: OperationContext[BringLevelParams, BringLevelResult]) -> None:
-    timeout_s = ctx.params.timeout_s or ctx.settings.switchover_catch_up_timeout_s
+    timeout_s = ctx.params.timeout_s or ctx.settings.operations.switchover_catch_up_timeout_s
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
         view = _reachable(snapshot, ctx.params.server_id, "the")

@@ -290,7 +290,7 @@ async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResul
         snapshot = await ctx.snapshot()
         master, _ = snapshot.source(ctx.params.source_server_id, ctx.params.candidate_server_id)
         if master is not None:
-            await snapshot.refresh(master.info.id, settings.poll_timeout_s)
+            await snapshot.refresh(master.info.id, settings.collection.poll_timeout_s)
         plan = plan_switchover(snapshot, ctx.params, settings)
         await add_server_checks(plan)
         ctx.result.checks = [CheckResult.of(c) for c in plan.checks]
@@ -314,7 +314,7 @@ async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResul
         )
         # A candidate delayed on purpose first (what the move would wait for), then the forecast's.
         said = dry_run_advice(link, hub=hub, max_window_s=max_window_s, prepare_timeout_s=timeout_s,
-                              catch_up_timeout_s=settings.switchover_catch_up_timeout_s)  # fmt: skip
+                              catch_up_timeout_s=settings.operations.switchover_catch_up_timeout_s)  # fmt: skip
         if not hub:
             predicted = await prepare.forecast(master, candidate)
             ctx.result.forecast = catch_up_figures(predicted, max_window_s, predicted.span_s)
@@ -470,7 +470,11 @@ async def _switch_master(
         result.position = target
         # Bounded as configured, or by the window the operator accepted when that is longer.
         await actions.candidate_catch_up(
-            ctx, candidate, target, connection, timeout_s=max(settings.switchover_catch_up_timeout_s, accepted_s or 0.0)
+            ctx,
+            candidate,
+            target,
+            connection,
+            timeout_s=max(settings.operations.switchover_catch_up_timeout_s, accepted_s or 0.0),
         )
         async with ctx.step("promote_candidate") as step:
             # Writable first: the candidate holds every transaction up to P and the old master refuses writes, so
@@ -557,7 +561,7 @@ async def commits_landed(master: ServerView, settings: Settings) -> tuple[str, s
     and how that is known: exactly, when its driver knows (ferryd counts commits in flight; MariaDB's read_only=1
     waits for them itself); else (a driver that cannot) once the position has stood still for `in_flight_quiet_ms`."""
     driver = master.require_driver()
-    bound_s = settings.in_flight_wait_max_s
+    bound_s = settings.operations.in_flight_wait_max_s
     if driver.counts_commits_in_flight:
         try:
             stopped = await driver.wait_commits_landed(bound_s)
@@ -575,13 +579,14 @@ async def commits_landed(master: ServerView, settings: Settings) -> tuple[str, s
             f"{stopped.in_flight_at_read_only} commit(s) in flight at read-only on, all landed after "
             f"{stopped.waited_s * 1000:.1f} ms: P = {stopped.position}"
         )
-    target, settled = await actions.wait_quiet(driver, settings.in_flight_quiet_ms / 1000, bound_s)
+    target, settled = await actions.wait_quiet(driver, settings.operations.in_flight_quiet_ms / 1000, bound_s)
     if not settled:
         raise OperationFailed(
             f"{master.info.label}'s position kept moving for {bound_s} s after read-only on (commits still landing)"
         )
     return target, (
-        f"position still for {settings.in_flight_quiet_ms} ms (the server does not count commits in flight): "
+        f"position still for {settings.operations.in_flight_quiet_ms} ms "
+        "(the server does not count commits in flight): "
         f"P = {target}"
     )
 
@@ -711,7 +716,11 @@ async def follow_new_master(
     followers = list(replicas)
     if old_master is not None:
         async with ctx.step("old_master_replicates") as step:
-            name = settings.replication_connection_name if old_master_connection is None else old_master_connection
+            name = (
+                settings.operations.replication_connection_name
+                if old_master_connection is None
+                else old_master_connection
+            )
             try:
                 driver = old_master.require_driver()
                 exists = name in await actions.connection_names(driver)
@@ -731,7 +740,7 @@ async def follow_new_master(
         target = position((await new_master.require_driver().positions()).binlog)
         lagging: dict[int, str] = {}
         problems = await actions.wait_replicating_from(
-            followers, address, target, settings.verify_timeout_s, received_only=delayed, lagging=lagging
+            followers, address, target, settings.operations.verify_timeout_s, received_only=delayed, lagging=lagging
         )
         labels = {v.info.id: v.info.label for v in followers}
         step.detail = {
@@ -816,7 +825,9 @@ async def complete_move(
         problems.append(f"{new_master.info.label}: {e}")
     followers = list(replicas)
     if old_master is not None:
-        name = settings.replication_connection_name if old_master_connection is None else old_master_connection
+        name = (
+            settings.operations.replication_connection_name if old_master_connection is None else old_master_connection
+        )
         followers.append((old_master, name))
     for view, name in followers:
         is_old = view is old_master
