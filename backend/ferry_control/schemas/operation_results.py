@@ -55,7 +55,9 @@ class UndoReport(Record):
     complete: bool = Field(description="Whether everything was put back (or completed).")
 
 
-FailureKind = Literal["refused", "step_failed", "server_error", "timed_out", "lock_lost", "shutdown", "internal"]
+FailureKind = Literal[
+    "refused", "step_failed", "server_error", "timed_out", "lock_lost", "shutdown", "interrupted", "internal"
+]
 
 
 class Failure(Record):
@@ -64,8 +66,9 @@ class Failure(Record):
     kind: FailureKind = Field(
         description="refused: its checks or conditions refused it before it changed anything; step_failed: a step's "
         "own check failed; server_error: a server answered with an error; timed_out: it ran past its time bound; "
-        "lock_lost: it lost the cluster's operation lock; shutdown: the API instance running it shut down; internal: "
-        "an unexpected error."
+        "lock_lost: it lost the cluster's operation lock; shutdown: the API instance running it shut down; "
+        "interrupted: the API instance running it stopped without finishing it, and a reconcile settled its servers "
+        "(compensation says how; null: it could not); internal: an unexpected error."
     )
     changed: bool | None = Field(
         description="Whether it left servers changed: false when it changed nothing or put everything back; null "

@@ -234,11 +234,18 @@ async def test_killing_the_api_at_each_step_of_a_switchover_ends_with_one_master
                 assert report["problems"] == [], (point, report)
                 assert operation["steps"][-1]["name"] == "reconcile", (point, operation["steps"])
                 expected = master if point in UNDONE_AFTER else candidate
-                said = {
-                    "catch_up_before_window": "it stopped before changing any server",
-                    "pre_hooks": "it stopped before changing any server",
-                }.get(point) or ("undone:" if point in UNDONE_AFTER else "completed:")
-                assert any(line.startswith(said) for line in report["done"]), (point, report)
+                # Typed: what the reconcile did, and that nothing was left half-done.
+                failure = operation["result"]["failure"]
+                if point in ("catch_up_before_window", "pre_hooks"):  # before it changed any server
+                    assert (failure["kind"], failure["changed"], failure["compensation"]) == (
+                        "interrupted", False, None), (point, failure, report)  # fmt: skip
+                elif point in UNDONE_AFTER:
+                    assert (failure["kind"], failure["changed"], failure["compensation"]) == (
+                        "interrupted", False, "undone"), (point, failure, report)  # fmt: skip
+                else:
+                    assert (failure["kind"], failure["changed"], failure["compensation"]) == (
+                        "interrupted", True, "rolled_forward"), (point, failure, report)  # fmt: skip
+                assert failure["left"] == [], (point, failure)
                 new_master = await eventually(
                     f"one master followed after {point}", lambda: one_master_followed(nodes), WAIT_S
                 )
@@ -386,13 +393,15 @@ async def test_a_switchover_left_with_its_candidate_writable_is_settled_by_what_
     report = operation["result"]["reconciled"]
     assert report["problems"] == [], report
     replica1 = "replica1 (server_id 2)"
+    failure = operation["result"]["failure"]
     if not took_writes:
-        assert report["done"][0].startswith(f"{replica1} took no write"), report
-        assert report["done"][1].startswith("undone: master (server_id 1) writable again"), report
+        assert (failure["kind"], failure["changed"], failure["compensation"]) == ("interrupted", False, "undone")
+        assert report["done"][0].startswith(f"{replica1} took no write"), report  # the verdict's reason, in words
         expected, follower_of = ferryd.master, {ferryd.replica1, ferryd.replica2}
     else:
+        assert (failure["kind"], failure["changed"], failure["compensation"]) == (
+            "interrupted", True, "rolled_forward")  # fmt: skip
         assert report["done"][0].startswith(f"{replica1} took writes as the master (1-2-"), report
-        assert report["done"][1].startswith("completed:"), report
         expected, follower_of = ferryd.replica1, {ferryd.master, ferryd.replica2}
     new_master = await eventually("one master followed", lambda: one_master_followed(ferryd.nodes), WAIT_S)
     assert new_master is expected and {n for n in ferryd.nodes if n is not new_master} == follower_of
@@ -450,7 +459,10 @@ async def test_a_failover_left_running_after_its_promotion_is_completed(
         operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
         assert operation["state"] == "interrupted", operation
         report = operation["result"]["reconciled"]
-        assert report["problems"] == [] and report["done"][0].startswith("completed:"), report
+        assert report["problems"] == [], report
+        assert operation["result"]["failure"] == {
+            "kind": "interrupted", "changed": True, "left": [], "compensation": "rolled_forward"
+        }, report  # fmt: skip
 
         def follows() -> bool:
             connections = ferryd.replica2.status()["replication"]

@@ -3263,10 +3263,10 @@ export interface components {
         Failure: {
             /**
              * Kind
-             * @description refused: its checks or conditions refused it before it changed anything; step_failed: a step's own check failed; server_error: a server answered with an error; timed_out: it ran past its time bound; lock_lost: it lost the cluster's operation lock; shutdown: the API instance running it shut down; internal: an unexpected error.
+             * @description refused: its checks or conditions refused it before it changed anything; step_failed: a step's own check failed; server_error: a server answered with an error; timed_out: it ran past its time bound; lock_lost: it lost the cluster's operation lock; shutdown: the API instance running it shut down; interrupted: the API instance running it stopped without finishing it, and a reconcile settled its servers (compensation says how; null: it could not); internal: an unexpected error.
              * @enum {string}
              */
-            kind: "refused" | "step_failed" | "server_error" | "timed_out" | "lock_lost" | "shutdown" | "internal";
+            kind: "refused" | "step_failed" | "server_error" | "timed_out" | "lock_lost" | "shutdown" | "interrupted" | "internal";
             /**
              * Changed
              * @description Whether it left servers changed: false when it changed nothing or put everything back; null when it cannot tell.

@@ -1,12 +1,14 @@
 """How an operation fails: `OperationFailed` (a message for people, and typed: its kind, whether it left servers
 changed, what it left), what the guard's compensation did (`UndoOutcome`), and the typed failure recorded on the
-result (`result.failure`) from the error that ended it, why it was stopped from outside, and that compensation."""
+result (`result.failure`) from the error that ended it, why it was stopped from outside, and that compensation — or,
+for an operation whose API instance stopped, from what the reconcile's repair did (`RepairVerdict`)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from ferry_control.drivers.errors import DriverError
 from ferry_control.schemas.operation_results import Failure, FailureKind
@@ -89,3 +91,22 @@ def failure_of(error: BaseException, stopped: FailureKind | None, outcome: UndoO
     if isinstance(error, OperationFailed):
         return Failure(kind=kind, changed=error.changed, left=error.left)
     return Failure(kind=kind, changed=None)
+
+
+#: What a reconcile's repair did to the servers of an operation whose API instance stopped: put back as they were
+#: (`undone`), the move completed (`rolled_forward`), found them unchanged (`unchanged`: it stopped before changing
+#: any), or could not tell or settle them (`unknown`: a server unreachable, an operation of one move examined only).
+RepairVerdict = Literal["undone", "rolled_forward", "unchanged", "unknown"]
+
+
+def interrupted_failure(verdict: RepairVerdict, problems: Sequence[str]) -> Failure:
+    """The failure of an operation whose API instance stopped, once a reconcile's repair did `verdict`; `problems`
+    are what it could not do (left as they are)."""
+    left = list(problems)
+    if verdict == "unchanged":
+        return Failure(kind="interrupted", changed=bool(left), left=left)
+    if verdict == "undone":
+        return Failure(kind="interrupted", changed=bool(left), left=left, compensation="undone")
+    if verdict == "rolled_forward":
+        return Failure(kind="interrupted", changed=True, left=left, compensation="rolled_forward")
+    return Failure(kind="interrupted", changed=None, left=left)

@@ -18,10 +18,11 @@ begun:
 - whatever the type: a parallel apply raised for a catch-up and not yet put back (`result.parallel_apply_raised`,
   catch_up_parallel.py) is put back, and the record marked `restored`.
 
-The operation ends `interrupted` with `result.reconciled` (what was found, done, and could not be done) and a
-`reconcile` step; a drill's run ends `interrupted` too. Each is alerted: an `alert` event on the bus (relayed to
+The operation ends `interrupted` with `result.reconciled` (what was found, done, and could not be done), its typed
+`result.failure` (kind `interrupted`; whether servers were left changed and how the repair settled them: undone,
+rolled forward, found unchanged, or cannot tell) and a `reconcile` step; a drill's run ends `interrupted` too. Each is alerted: an `alert` event on the bus (relayed to
 every instance's SSE clients), the post-operation webhooks (and a drill's failure webhooks) with
-`stage: "reconciled"`, and the cluster's `alerts` in the topology and overview responses (services/alerts.py).
+`stage: "reconciled"`, and the cluster's `alerts` in the topology and overview responses (services/topology.py).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from ferry_control.schemas.operation_results import (
 )
 from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.orchestrator.catch_up_parallel import restore_unrestored
+from ferry_control.services.orchestrator.failures import RepairVerdict, interrupted_failure
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.kinds import repair_of
 from ferry_control.services.orchestrator.repairs import RepairContext
@@ -169,6 +171,7 @@ class Reconciler:
                     f"interrupted: the API instance running it stopped; not reconciled, operation {other_holder} "
                     "holds the cluster now",
                     ReconcileReport(at=now, problems=["the cluster is held by another"]),
+                    "unknown",
                 )
                 facts = _facts(operation)
                 token = None
@@ -184,8 +187,9 @@ class Reconciler:
             return True
         renewing = asyncio.create_task(self._renew(facts.cluster_id, operation_id, token))
         started = time.perf_counter()
+        verdict: RepairVerdict = "unknown"
         try:
-            report = await self._repair(facts)
+            report, verdict = await self._repair(facts)
         except Exception as e:
             log.exception("reconciling operation %s failed", operation_id)
             report = ReconcileReport(problems=[f"reconciling failed: {type(e).__name__}: {e}"])
@@ -202,7 +206,7 @@ class Reconciler:
         async with session_scope(self._sessionmaker) as session:
             operation = await OperationRepository(session).get_any(operation_id)
             assert operation is not None
-            _interrupt(operation, error, report)
+            _interrupt(operation, error, report, verdict)
             if facts.result.parallel_apply_raised:
                 raised = [r.model_dump(mode="json") for r in facts.result.parallel_apply_raised]
                 operation.result = {**(operation.result or {}), "parallel_apply_raised": raised}
@@ -231,27 +235,29 @@ class Reconciler:
             except Exception:
                 log.exception("renewing the lease of the reconcile of operation %s failed", operation_id)
 
-    async def _repair(self, facts: Facts) -> ReconcileReport:
+    async def _repair(self, facts: Facts) -> tuple[ReconcileReport, RepairVerdict]:
+        """What the reconcile found, did and could not do, and what it did typed."""
         async with session_scope(self._sessionmaker) as session:
             cluster = await ClusterRepository(session).get(facts.cluster_id)
             if cluster is None:
-                return ReconcileReport(problems=["the cluster was deleted"])
+                return ReconcileReport(problems=["the cluster was deleted"]), "unknown"
             servers = list(await ServerRepository(session).list_for_cluster(cluster.id))
         snapshot = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.collection.poll_timeout_s)
         found = describe(snapshot)
         done: list[str] = []
         problems: list[str] = []
         repair = repair_of(facts.type)
+        verdict: RepairVerdict = "unknown"
         if repair is not None:
             context = RepairContext(self._sessionmaker, self._settings, self._runner)
-            await repair(context, snapshot, facts.result, done, problems)
+            verdict = await repair(context, snapshot, facts.result, done, problems)
         else:
             done.append(f"{facts.type} is one move: examined only, repeat it if it is still wanted")
         restored, not_restored = await restore_unrestored(snapshot, facts.result)
         done.extend(restored)
         problems.extend(not_restored)
         after = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.collection.poll_timeout_s)
-        return ReconcileReport(found=found, done=done, problems=problems, after=describe(after))
+        return ReconcileReport(found=found, done=done, problems=problems, after=describe(after)), verdict
 
     async def _alert(self, facts: Facts, error: str | None) -> None:
         data = AlertEvent(
@@ -310,10 +316,17 @@ def _facts(operation: Operation) -> Facts:
     )  # fmt: skip
 
 
-def _interrupt(operation: Operation, error: str, report: ReconcileReport) -> None:
+def _interrupt(operation: Operation, error: str, report: ReconcileReport, verdict: RepairVerdict) -> None:
+    """Records the end of an operation whose API instance stopped: `interrupted`, the reconcile's report, and its
+    typed failure from what the repair did (`verdict`) and could not do."""
     operation.state = OperationState.interrupted
     operation.error = error
-    operation.result = {**(operation.result or {}), "reconciled": report.model_dump(mode="json")}
+    failure = interrupted_failure(verdict, report.problems)
+    operation.result = {
+        **(operation.result or {}),
+        "reconciled": report.model_dump(mode="json"),
+        "failure": failure.model_dump(mode="json"),
+    }
     steps = steps_of(operation)
     for step in steps:
         if step.state == "running":  # cut short by the crash: how long it ran is not known

@@ -1,6 +1,7 @@
 """What a reconcile does to the servers per kind of operation left by a dead API instance (reconcile.py says when):
 a switchover's or a drill's move undone or completed, a failover's completed or its leveling removed. Each kind's
-function is named by its declaration (kinds.py); the one-server operations have none (examined only)."""
+function is named by its declaration (kinds.py); the one-server operations have none (examined only). Each says what
+it did in words (`done`, `problems`) and typed (a `RepairVerdict`: the operation's `result.failure` is made of it)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ferry_control.schemas.operation_results import (
 )
 from ferry_control.services.orchestrator import no_return, routing
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
+from ferry_control.services.orchestrator.failures import RepairVerdict
 from ferry_control.services.orchestrator.hub_failover import complete_hub_failover
 from ferry_control.services.orchestrator.hub_switchover import complete_hub_move, undo_hub_move
 from ferry_control.services.orchestrator.runner import OperationFailed, OperationRunner
@@ -48,28 +50,27 @@ class _Routing:
 
 async def repair_switch(
     ctx: RepairContext, snapshot: ClusterSnapshot, result: OperationResult, done: list[str], problems: list[str]
-) -> None:
+) -> RepairVerdict:
     """A switchover's or a drill's (`SwitchesMaster`): undone while the candidate took no write, else completed."""
     assert isinstance(result, SwitchesMaster)
     if result.hub_switch is not None:
-        await _repair_hub_switch(snapshot, result.hub_switch, done, problems)
-        return
+        return await _repair_hub_switch(snapshot, result.hub_switch, done, problems)
     switch = result.switch
     if switch is None:
         done.append("it stopped before changing any server: nothing to undo")
-        return
+        return "unchanged"
     old = snapshot.by_id.get(switch.old_master_server_id)
     new = snapshot.by_id.get(switch.new_master_server_id)
     name = switch.connection
     if old is None or new is None:
         problems.append("the old master or the candidate is no longer registered")
-        return
+        return "unknown"
     if not new.reachable:
         problems.append(
             f"{new.info.label} (the candidate) cannot be reached ({new.error}): whether it was promoted is "
             f"unknown, so {old.info.label} is left as it is"
         )
-        return
+        return "unknown"
     assert new.status is not None
     # The same rule as a live stop (no_return.decide): completed once the candidate's connection to the old master
     # is gone or it took writes, else undone.
@@ -77,7 +78,7 @@ async def repair_switch(
         verdict = await no_return.decide(new, old, name, result.position)
     except no_return.Undecidable as e:
         problems.append(f"{e}: whether it took writes as the master is unknown; the servers are left as they are")
-        return
+        return "unknown"
     done.append(verdict.detail)
     if not verdict.complete:
         connection = next(c for c in new.status.connections if c.name == name)
@@ -96,7 +97,7 @@ async def repair_switch(
                 _Routing(ctx.sessionmaker, snapshot.cluster_id, ctx.settings, result, ctx.runner),
                 old.info.id, None,
             )  # fmt: skip
-        return
+        return "undone"
     others: list[tuple[ServerView, str]] = []
     for other in switch.others:
         view = snapshot.by_id.get(other.server_id)
@@ -107,53 +108,55 @@ async def repair_switch(
     )
     done.append(f"completed: {new.info.label} is the master; " + "; ".join(moved))
     problems.extend(failed)
+    return "rolled_forward"
 
 
 async def _repair_hub_switch(
     snapshot: ClusterSnapshot, plan: HubSwitchPlan, done: list[str], problems: list[str]
-) -> None:
+) -> RepairVerdict:
     """An intermediate master's switchover (`hub_switchover`): completed when the candidate had begun to
     replicate from the hub's masters (it may hold what the hub lacks), else undone."""
     candidate = snapshot.by_id.get(plan.candidate_server_id)
     hub = snapshot.by_id.get(plan.hub_server_id)
     if candidate is None or hub is None:
         problems.append("the hub or the candidate is no longer registered")
-        return
+        return "unknown"
     if candidate.status is None:
         problems.append(f"{candidate.info.label} (the candidate) cannot be reached ({candidate.error}): whether "
                         f"it took over is unknown, so {hub.info.label} is left as it is")  # fmt: skip
-        return
+        return "unknown"
     incoming = {c.name for c in plan.incoming}
     taken = [c for c in candidate.status.connections if c.name in incoming and c.running]
     if taken:
         moved, failed = await complete_hub_move(snapshot, plan)
         done.append(f"completed: {candidate.info.label} replicates from the hub's masters; " + "; ".join(moved))
         problems.extend(failed)
-        return
+        return "rolled_forward"
     try:
         done.append("undone: " + await undo_hub_move(snapshot, plan))
     except OperationFailed as e:
         problems.append(e.message)
+    return "undone"
 
 
 async def repair_failover(
     ctx: RepairContext, snapshot: ClusterSnapshot, result: OperationResult, done: list[str], problems: list[str]
-) -> None:
+) -> RepairVerdict:
     """A failover's: completed after the promotion, else its temporary leveling connections removed."""
     assert isinstance(result, FailoverResult)
     if result.hub_failover is not None:
         moved, failed = await complete_hub_failover(snapshot, result.hub_failover)
         done.append("completed: the lost hub's replicas are re-homed; " + "; ".join(moved))
         problems.extend(failed)
-        return
+        return "rolled_forward"
     new = snapshot.by_id.get(result.new_master_server_id or 0)
     old_id = result.old_master_server_id
     if new is None:
         done.append("it stopped before choosing a candidate: nothing was changed")
-        return
+        return "unchanged"
     if not new.reachable:
         problems.append(f"{new.info.label} (the candidate) cannot be reached ({new.error})")
-        return
+        return "unknown"
     assert new.status is not None
     driver = new.require_driver()
     leveling = [c.name for c in new.status.connections if c.name.startswith(LEVEL_PREFIX)]
@@ -166,7 +169,7 @@ async def repair_failover(
     remaining = [c for c in new.status.connections if c.name not in leveling]
     if remaining:
         done.append(f"{new.info.label} was not promoted: nothing else was changed (the failover may be retried)")
-        return
+        return "undone" if leveling else "unchanged"
     old_address = None if old_id not in snapshot.by_id else snapshot.by_id[old_id].info.protocol_address
     others = []
     for view in snapshot.views:
@@ -178,7 +181,9 @@ async def repair_failover(
     moved, failed = await complete_move(ctx.settings, new, others, None)
     done.append(f"completed: {new.info.label} is the master; " + "; ".join(moved))
     problems.extend(failed)
+    return "rolled_forward"
 
 
-#: A kind's repair: `(context, snapshot, the operation's result, done, problems)`, appending what it did and could not.
-Repair = Callable[[RepairContext, ClusterSnapshot, OperationResult, list[str], list[str]], Awaitable[None]]
+#: A kind's repair: `(context, snapshot, the operation's result, done, problems)`, appending what it did and could
+#: not, and returning it typed.
+Repair = Callable[[RepairContext, ClusterSnapshot, OperationResult, list[str], list[str]], Awaitable[RepairVerdict]]

@@ -70,6 +70,14 @@ describe("failureWords", () => {
     );
   });
 
+  it("says an interrupted operation was settled by a reconcile, and how", () => {
+    const words = failureWords({ kind: "interrupted", changed: true, left: [], compensation: "rolled_forward" });
+    expect(words.kind).toBe("Its API instance stopped; a reconcile settled its servers");
+    expect(words.changed).toBe(
+      "Servers were left changed (past its point of no return: the move was completed instead of undone): check what is listed.",
+    );
+  });
+
   it("is nothing for an operation without a typed failure", () => {
     expect(failureOf(op({ result: {} }))).toBeNull();
     expect(failureOf(op({ result: null }))).toBeNull();

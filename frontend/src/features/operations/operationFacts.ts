@@ -125,6 +125,7 @@ const FAILURE_KINDS: Record<Failure["kind"], string> = {
   timed_out: "Ran past its time bound",
   lock_lost: "Lost the cluster's operation lock",
   shutdown: "The API instance running it shut down",
+  interrupted: "Its API instance stopped; a reconcile settled its servers",
   internal: "An unexpected error",
 };
 
