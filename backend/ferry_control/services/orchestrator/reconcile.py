@@ -20,9 +20,10 @@ begun:
 
 The operation ends `interrupted` with `result.reconciled` (what was found, done, and could not be done), its typed
 `result.failure` (kind `interrupted`; whether servers were left changed and how the repair settled them: undone,
-rolled forward, found unchanged, or cannot tell) and a `reconcile` step; a drill's run ends `interrupted` too. Each is alerted: an `alert` event on the bus (relayed to
-every instance's SSE clients), the post-operation webhooks (and a drill's failure webhooks) with
-`stage: "reconciled"`, and the cluster's `alerts` in the topology and overview responses (services/topology.py).
+rolled forward, found unchanged, or cannot tell) and a `reconcile` step; a drill's run ends `interrupted` too. Each
+is alerted: an `alert` event on the bus (relayed to every instance's SSE clients), the post-operation webhooks (and a
+drill's failure webhooks) with `stage: "reconciled"`, and the cluster's `alerts` in the topology and overview
+responses (services/topology.py).
 """
 
 from __future__ import annotations
