@@ -1,10 +1,12 @@
 """The one-server operations against a real cluster — stop and start replication (with UNTIL), bring a server level
 with another, repoint a replica (and the loop it would make refused), read-only on and off (a fenced server is not
-made writable) — plus bad input answered precisely, post-operation webhooks, and the lock's lease: a live holder
-gets a 409, a holder whose instance died is taken over."""
+made writable) — plus bad input answered precisely, post-operation webhooks, the lock's lease (a live holder gets a
+409, a holder whose instance died is taken over), and the typed failure each failed operation records (refused,
+nothing changed; failed with nothing left changed; failed leaving the server changed, saying how)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,8 +18,10 @@ from ferry_control.core.db import session_scope
 from ferry_control.models import Operation, OperationLock, OperationState, Server
 from tests.conftest import LiveFactory
 from tests.failure_shapes import REFUSED
+from tests.fault_proxy import FaultProxy, Mode
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import WebhookReceiver, register, run_operation, serve, topology
+from tests.operations.test_failover_faults import through
 
 
 async def test_replication_operations_move_one_server_at_a_time(
@@ -79,6 +83,68 @@ async def test_replication_operations_move_one_server_at_a_time(
         assert refused["result"]["failure"] == REFUSED, refused["result"]
         unfenced = await live.client.post(f"/api/v1/clusters/{cluster_id}/servers/{ids['replica1']}/unfence")
         assert unfenced.status_code == 200 and unfenced.json()["fenced"] is False
+
+
+async def test_a_failed_operation_says_whether_it_left_the_server_changed(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    """`result.failure`, typed: refused by a preflight or by a pre-operation webhook, nothing changed; a bring-level
+    whose source sends nothing (its stream blackholed) gives up, its connection that ran started again as before
+    (failed, nothing left changed); the same with that connection stopped before: left started UNTIL the target
+    (changed, and what is left says so)."""
+    ferryd = ferryd_factory()
+    master, replica1, replica2 = ferryd.master, ferryd.replica1, ferryd.replica2
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+
+    async def refuse_read_only(payload: dict[str, Any]) -> int:
+        return 503 if payload["type"] == "read_only" else 200
+
+    receiver = WebhookReceiver(refuse_read_only)
+    async with (
+        FaultProxy("127.0.0.1", master.protocol_port) as stream,
+        serve(receiver) as hook_url,
+        live_app() as live,
+    ):
+        await asyncio.to_thread(through, replica2, stream.address)
+        cluster_id, ids = await register(live.client, ferryd, pre_operation_webhooks=[hook_url])
+        servers = f"/api/v1/clusters/{cluster_id}/servers"
+        moved = await live.client.patch(
+            f"{servers}/{ids['master']}", json={"protocol_port": stream.port}, headers=live.tokens.header("admin")
+        )
+        assert moved.status_code == 200, moved.text
+
+        async def fails(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+            operation = await run_operation(live.app, live.client, cluster_id, kind, body)
+            assert operation["state"] == "failed", (kind, operation["steps"])
+            return operation
+
+        no_such = await fails("start-replication", {"server_id": ids["replica1"], "connection": "elsewhere"})
+        assert no_such["result"]["failure"] == REFUSED, no_such["result"]
+        hooked = await fails("read-only", {"server_id": ids["replica1"], "read_only": True})
+        assert [s["name"] for s in hooked["steps"]] == ["preflight", "pre_hooks"], hooked["steps"]
+        assert hooked["result"]["failure"] == REFUSED, hooked["result"]
+        assert replica1.status()["read_only"] is False
+
+        # The master's stream to replica2 sends nothing any more; the master writes on in domain 1.
+        stream.set(Mode.blackhole)
+        until = next(g for g in ferryd.write(2, domains=(1,)).split(",") if g.startswith("1-"))
+        body = {"server_id": ids["replica2"], "source_server_id": ids["master"], "timeout_s": 1}
+        level = await fails("bring-level", body)
+        assert f"did not reach {until} within 1" in level["error"], level["error"]
+        assert level["result"]["failure"] == {
+            "kind": "step_failed", "changed": False, "left": [], "compensation": None
+        }, level["result"]  # fmt: skip
+        assert topology([replica2])[replica2.server_id][1] == [("main", stream.address, True)], "it runs, as before"
+
+        await asyncio.to_thread(replica2.post, "/v1/replication/main/stop", {})
+        level = await fails("bring-level", body)
+        label = f"replica2 (server_id {replica2.server_id})"
+        assert level["result"]["failure"] == {
+            "kind": "step_failed", "changed": True, "compensation": None,
+            "left": [f"{label}: connection 'main' started until {until} (it was stopped)"],
+        }, level["result"]  # fmt: skip
+        assert topology([replica2])[replica2.server_id][1] == [("main", stream.address, True)], "left started"
 
 
 async def test_bad_input_is_refused_precisely(

@@ -3,10 +3,12 @@ started again — it rejoins as a read-only replica of the new master (its conne
 and nothing acknowledged is lost or applied twice; an old master holding transactions the new master never had
 (written while its replicas were stopped) is not rejoined: nothing is changed, and they are listed per domain with
 their count, first and last GTID and tables; with the cluster's auto_rejoin, a fenced master that answers again
-rejoins by itself (the failover monitor starts the rejoin)."""
+rejoins by itself (the failover monitor starts the rejoin); a rejoin refused (a server that replicates already)
+records a refusal, one whose source sends nothing (its stream blackholed) records what it left changed."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,8 +17,10 @@ from ferry_control.drivers.ferry_protocol import FerryProtocolClient
 from tests.cli.test_ferryctl import ferryctl
 from tests.conftest import LiveFactory
 from tests.failure_shapes import REFUSED
+from tests.fault_proxy import FaultProxy, Mode
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, finished, register, run_operation, serve, topology
+from tests.operations.test_failover_faults import through
 from tests.waiting import eventually
 
 
@@ -200,3 +204,45 @@ async def test_ferryctl_rejoin_waits_for_it_and_a_dry_run_changes_nothing(
             operation = run.json()
             assert (operation["type"], operation["state"]) == ("rejoin", "succeeded"), operation
     assert [c["running"] for c in old.status()["replication"]] == [True]
+
+
+async def test_a_rejoin_that_cannot_follow_its_source_says_what_it_left(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    """replica2, read-only and cut loose (its connection removed), is a server to rejoin; its source's stream (a
+    fault proxy in front of the master) sends nothing: the rejoin fails in its verification, changed — the server
+    replicates from the source and does not follow it — and the typed failure says so. replica1, which replicates
+    already, is refused: nothing changed."""
+    ferryd = ferryd_factory(read_only_replicas=True)
+    master, replica1, replica2 = ferryd.master, ferryd.replica1, ferryd.replica2
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    replica2.post("/v1/replication/main/stop", {})
+    replica2.post("/v1/replication/main/reset", {"all": True})
+    async with FaultProxy("127.0.0.1", master.protocol_port) as stream, live_app(verify_timeout_s=2.0) as live:
+        await asyncio.to_thread(through, replica1, stream.address)
+        cluster_id, ids = await register(live.client, ferryd)
+        moved = await live.client.patch(
+            f"/api/v1/clusters/{cluster_id}/servers/{ids['master']}",
+            json={"protocol_port": stream.port},
+            headers=live.tokens.header("admin"),
+        )
+        assert moved.status_code == 200, moved.text
+
+        refused = await run_operation(live.app, live.client, cluster_id, "rejoin", {"server_id": ids["replica1"]})
+        assert refused["state"] == "failed" and "replicates already" in refused["error"], refused
+        assert refused["result"]["failure"] == REFUSED, refused["result"]
+
+        stream.set(Mode.blackhole)
+        rejoin = await run_operation(live.app, live.client, cluster_id, "rejoin", {"server_id": ids["replica2"]})
+        assert rejoin["state"] == "failed", rejoin
+        assert [(s["name"], s["state"]) for s in rejoin["steps"]][-2:] == [("replicate", "passed"),
+                                                                          ("verify", "failed")]  # fmt: skip
+        failure = rejoin["result"]["failure"]
+        assert (failure["kind"], failure["changed"], failure["compensation"]) == ("step_failed", True, None), failure
+        label, source = f"replica2 (server_id {replica2.server_id})", f"master (server_id {master.server_id})"
+        [left] = failure["left"]  # it was read-only before: only its connection is left
+        assert left.startswith(
+            f"{label} replicates from {source} over 'main', not following: not replicating from {stream.address}"
+        ), left
+        assert topology([replica2])[replica2.server_id] == (True, [("main", stream.address, True)])

@@ -161,7 +161,8 @@ async def restore_connections(view: ServerView, running: Sequence[str], temp_pre
     try:
         current = {c.name: c for c in await driver.replica_connections()}
     except DriverError as e:
-        raise OperationFailed(f"{view.info.label}: {e}") from e
+        # changed stays unknown: what the leveling before left on it cannot be read.
+        raise OperationFailed(f"{view.info.label}: {e}", kind="server_error") from e
     for name in current:
         if name.startswith(temp_prefix):
             try:
@@ -179,7 +180,7 @@ async def restore_connections(view: ServerView, running: Sequence[str], temp_pre
         except DriverError as e:
             problems.append(f"{view.info.label}: {e}")
     if problems:
-        raise OperationFailed("; ".join(problems))
+        raise OperationFailed("; ".join(problems), changed=True, left=problems)
     return "; ".join(done) or f"{view.info.label} replicates as before"
 
 
@@ -209,9 +210,12 @@ async def level_with(
     await driver.stop_replication(temp_connection)
     if not reached.reached:
         await driver.remove_replication(temp_connection)
+        # Its other connections are the caller's to start again; the part of the leveling done stays.
         raise OperationFailed(
             f"{target.info.label} did not get level with {peer.info.label} (until {plan.until}) within "
-            f"{timeout_s} s: it is at {reached.position}" + (f"; {reached.broken}" if reached.broken else "")
+            f"{timeout_s} s: it is at {reached.position}" + (f"; {reached.broken}" if reached.broken else ""),
+            changed=True,
+            left=[f"{target.info.label} leveled from {peer.info.label} part of the way: at {reached.position}"],
         )
     await driver.change_master(
         temp_connection, ChangeMaster(master_address=peer.info.protocol_address, position=plan.restored)

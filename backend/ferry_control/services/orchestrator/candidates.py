@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ferry_control.models import PromotionRule
+from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.gtid import ahead_of_all, behind_total, position
-from ferry_control.services.orchestrator.runner import OperationFailed
 from ferry_control.services.orchestrator.snapshot import Link, ServerInfo, ServerView
 
 
@@ -129,7 +129,7 @@ def choose_candidate(pool: list[Link], links: list[Link]) -> tuple[Link, bool, s
     every other replica of `links` already, and why. Ahead of the others first (the better promotion rule among
     those), else the least behind (leveled from its peers), the better rule breaking ties."""
     if not pool:
-        raise OperationFailed("no replica can take over: none is a candidate (see the reasons in the plan)")
+        raise refused("no replica can take over: none is a candidate (see the reasons in the plan)")
     positions = {link.replica.info.id: link.replica.current for link in links if link.replica.reachable}
 
     def others(link: Link) -> list[Any]:

@@ -64,6 +64,7 @@ async def run_drill(ctx: Drill) -> None:
     details: dict[str, Any] = {}
     reasons: list[str] = []
     undone = False
+    cause: Exception | None = None
     await _update_run(ctx, run_id, state="running")
     try:
         async with ctx.guarded():  # the switchover's undo happens before the run is ended
@@ -72,11 +73,11 @@ async def run_drill(ctx: Drill) -> None:
             else:
                 await _drill(ctx, run_id, details)
     except DrillFailed as e:
-        reasons = e.reasons
+        reasons, cause = e.reasons, e
     except OperationFailed as e:
-        reasons, undone = [e.message], e.undone
+        reasons, undone, cause = [e.message], e.undone, e
     except DriverError as e:
-        reasons = [str(e)]
+        reasons, cause = [str(e)], e
     except asyncio.CancelledError:
         outcome = ctx.undo_outcome
         reasons = [outcome.message if outcome is not None else ctx.stop_reason or "cancelled"]
@@ -84,7 +85,20 @@ async def run_drill(ctx: Drill) -> None:
         raise
     await asyncio.shield(_end(ctx, run_id, details, reasons, started))
     if reasons:
-        raise OperationFailed("drill failed: " + "; ".join(reasons), undone=undone)
+        raise _failed("drill failed: " + "; ".join(reasons), undone, cause)
+
+
+def _failed(message: str, undone: bool, cause: Exception | None) -> OperationFailed:
+    """The drill's end as failed, typed from what stopped it: its checks' refusal (nothing changed), a step's
+    failure (its kind, and what it left), a server's error. Problems its verifications found once its moves were
+    made leave `changed` unknown here: the run's details say what each move did."""
+    if isinstance(cause, DrillFailed) and cause.refusal:
+        return OperationFailed(message, kind="refused", changed=False)
+    if isinstance(cause, OperationFailed):
+        return OperationFailed(message, undone=undone, kind=cause.kind, changed=cause.changed, left=cause.left)
+    if isinstance(cause, DriverError):
+        return OperationFailed(message, kind="server_error")
+    return OperationFailed(message, undone=undone)
 
 
 async def _preview(ctx: Drill) -> None:
@@ -178,7 +192,7 @@ async def _drill(ctx: Drill, run_id: int, details: dict[str, Any]) -> None:
         step.detail = {"checks": [asdict(c) for c in plan.checks]}
         ctx.result.checks = [CheckResult.of(c) for c in plan.checks]
         if not plan.passed:
-            raise DrillFailed([f"preflight {c.name}: {c.detail}" for c in plan.failed()])
+            raise DrillFailed([f"preflight {c.name}: {c.detail}" for c in plan.failed()], refusal=True)
     assert plan.master is not None and plan.candidate is not None
     master, candidate = plan.master, plan.candidate.replica
     details.update(old_master_server_id=master.info.id, candidate_server_id=candidate.info.id)
@@ -189,7 +203,7 @@ async def _drill(ctx: Drill, run_id: int, details: dict[str, Any]) -> None:
         raise DrillFailed([
             f"{master.info.label} is one master of several: its drill is not supported yet (the live canary writer "
             "follows one writable master); drill an intermediate master, or run a switchover"
-        ])  # fmt: skip
+        ], refusal=True)  # fmt: skip
     servers = [master, plan.candidate.replica, *(o.replica for o in plan.others)]
 
     async with ctx.step("write_canaries") as step:

@@ -54,11 +54,13 @@ def figures(result: DrillResult) -> SwitchFigures:
 
 
 class DrillFailed(Exception):
-    """Ends a drill as failed, with every reason found."""
+    """Ends a drill as failed, with every reason found; a `refusal` when its checks refused it before anything was
+    changed."""
 
-    def __init__(self, reasons: list[str]):
+    def __init__(self, reasons: list[str], *, refusal: bool = False):
         super().__init__("; ".join(reasons))
         self.reasons = reasons
+        self.refusal = refusal
 
 
 def next_in_rotation(eligible: Sequence[int], last: int | None) -> int:

@@ -75,13 +75,13 @@ MOVE = "failover"
 
 async def preflight(ctx: Drill) -> tuple[ServerView, Link]:
     """The `preflight` step: the master to fail over and the link of the candidate that replaces it, its checks in
-    the result. DrillFailed (nothing changed) when either is missing."""
+    the result. DrillFailed (a refusal: nothing changed) when either is missing."""
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
         fixed = ctx.params.candidate_server_id if ctx.params.candidate_strategy == "fixed" else None
         master, why = snapshot.source(ctx.params.source_server_id, fixed)
         if master is None:
-            raise DrillFailed([f"no master to fail over: {why}"])
+            raise DrillFailed([f"no master to fail over: {why}"], refusal=True)
         await snapshot.refresh(master.info.id, ctx.settings.collection.poll_timeout_s)
         _check_source(snapshot, master)
         links = snapshot.replicas_of(master.info.id)
@@ -89,7 +89,7 @@ async def preflight(ctx: Drill) -> tuple[ServerView, Link]:
         wanted = fixed if fixed is not None else await _next_candidate(ctx, every)
         pool = candidate_pool(links, master, snapshot.candidate_labels, wanted)
         if not pool.eligible:
-            raise DrillFailed([no_candidate(master, every if wanted is None else pool, wanted, snapshot)])
+            raise DrillFailed([no_candidate(master, every if wanted is None else pool, wanted, snapshot)], refusal=True)
         link = pool.eligible[0]
         candidate = link.replica
         checks = await candidate.require_driver().replication_checks()
@@ -104,7 +104,8 @@ async def preflight(ctx: Drill) -> tuple[ServerView, Link]:
         }  # fmt: skip
         failed = [c for c in checks if not c.passed]
         if failed:
-            raise DrillFailed([f"{candidate.info.label} cannot be the master: {c.name}: {c.detail}" for c in failed])
+            reasons = [f"{candidate.info.label} cannot be the master: {c.name}: {c.detail}" for c in failed]
+            raise DrillFailed(reasons, refusal=True)
     return master, link
 
 
@@ -113,15 +114,17 @@ def _check_source(snapshot: ClusterSnapshot, master: ServerView) -> None:
     label = master.info.label
     if not master.healthy or master.status is None:
         raise DrillFailed([f"{label} does not answer ({master.error}): a failover drill fails over a live master; a "
-                           "lost one is a failover's"])  # fmt: skip
+                           "lost one is a failover's"], refusal=True)  # fmt: skip
     if snapshot.links_of(master.info.id):
         raise DrillFailed([f"{label} is an intermediate master: a failover drill fails over the cluster's master (its "
-                           "role is moved by a switchover drill)"])  # fmt: skip
+                           "role is moved by a switchover drill)"], refusal=True)  # fmt: skip
     if len(snapshot.roots()) > 1:
         raise DrillFailed([f"{label} is one master of several: its failover drill is not supported (the live canary "
-                           "writer follows one writable master)"])  # fmt: skip
+                           "writer follows one writable master)"], refusal=True)  # fmt: skip
     if master.status.read_only:
-        raise DrillFailed([f"{label} is read-only: a failover drill fails over a master that takes writes"])
+        raise DrillFailed(
+            [f"{label} is read-only: a failover drill fails over a master that takes writes"], refusal=True
+        )
 
 
 async def _next_candidate(ctx: Drill, every: CandidatePool) -> int | None:

@@ -87,7 +87,10 @@ async def rejoin(
     driver = server.require_driver()
     async with ctx.step("read_only") as step:
         if not await driver.set_read_only(True):
-            raise OperationFailed(f"{server.info.label} still reports read_only off")
+            # Writable before, it stays so: nothing changed. Read-only before, its answer contradicts that: unknown.
+            raise OperationFailed(
+                f"{server.info.label} still reports read_only off", changed=None if server.status.read_only else False
+            )
         step.detail = f"{server.info.label} is read-only"
     async with ctx.step("replicate") as step:
         exists = name in await actions.connection_names(driver)
@@ -100,8 +103,14 @@ async def rejoin(
             [server], address, target, ctx.settings.operations.verify_timeout_s, lagging=lagging
         )
         if problems:
+            problem = problems[server.info.id]
+            left = [f"{server.info.label} replicates from {source.info.label} over {name!r}, not following: {problem}"]
+            if not server.status.read_only:
+                left.append(f"{server.info.label} is read-only (it was writable)")
             raise OperationFailed(
-                f"{server.info.label} does not follow {source.info.label}: {problems[server.info.id]}"
+                f"{server.info.label} does not follow {source.info.label}: {problem}",
+                changed=True,
+                left=left,
             )
         step.detail = lagging.get(server.info.id) or f"{server.info.label} reached {target}"
     async with ctx.step("unfence") as step:
@@ -117,7 +126,7 @@ def choose_source(snapshot: ClusterSnapshot, server: ServerView, wanted: int | N
     if wanted is not None:
         source = snapshot.by_id.get(wanted)
         if source is None or not source.reachable:
-            raise OperationFailed(f"the source {snapshot.label_of(wanted)} does not answer")
+            raise refused(f"the source {snapshot.label_of(wanted)} does not answer")
     else:
         roots = [
             v for v in snapshot.views
@@ -126,13 +135,13 @@ def choose_source(snapshot: ClusterSnapshot, server: ServerView, wanted: int | N
         ]  # fmt: skip
         if len(roots) != 1:
             found = ", ".join(v.info.label for v in roots) or "none"
-            raise OperationFailed(
+            raise refused(
                 f"the cluster has {len(roots)} writable master(s) replicating from nobody ({found}): name the source "
                 "(master_server_id)"
             )
         source = roots[0]
     if source.info.protocol_address is None:
-        raise OperationFailed(f"{source.info.label} has no protocol port recorded")
+        raise refused(f"{source.info.label} has no protocol port recorded")
     return source
 
 

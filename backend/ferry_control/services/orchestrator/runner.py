@@ -424,6 +424,7 @@ class OperationContext(Generic[P, R]):
         async with session_scope(self.sessionmaker) as session:
             cluster = await ClusterRepository(session).get(self.cluster_id)
             if cluster is None:
+                # changed stays unknown: read at any point of an operation (deleted only once its lease lapsed).
                 raise OperationFailed(f"cluster {self.cluster_id} was deleted")
             servers = list(await ServerRepository(session).list_for_cluster(self.cluster_id))
         return await ClusterSnapshot.take(cluster, servers, self.drivers, self.settings.collection.poll_timeout_s)
@@ -432,6 +433,7 @@ class OperationContext(Generic[P, R]):
         async with session_scope(self.sessionmaker) as session:
             cluster = await ClusterRepository(session).get(self.cluster_id)
             if cluster is None:
+                # changed stays unknown: read at any point of an operation (deleted only once its lease lapsed).
                 raise OperationFailed(f"cluster {self.cluster_id} was deleted")
             return cluster
 
@@ -461,7 +463,9 @@ class OperationContext(Generic[P, R]):
             if failed:
                 raise OperationFailed(
                     "a pre-operation webhook refused or failed, nothing was changed: "
-                    + "; ".join(f"{o.url}: {o.error}" for o in failed)
+                    + "; ".join(f"{o.url}: {o.error}" for o in failed),
+                    kind="refused",
+                    changed=False,
                 )
 
 

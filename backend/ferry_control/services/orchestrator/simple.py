@@ -31,6 +31,7 @@ from ferry_control.schemas.operation_results import (
     StopReplicationResult,
 )
 from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.gtid import position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
@@ -40,11 +41,12 @@ CONNECT_WAIT_S = 10.0
 
 
 def _reachable(snapshot: ClusterSnapshot, server_id: int, role: str) -> ServerView:
+    """The server of a preflight, refused unless it is in the cluster and answers."""
     view = snapshot.by_id.get(server_id)
     if view is None:
-        raise OperationFailed(f"{role}, {unknown_server(server_id)}, is not in cluster {snapshot.cluster_id} any more")
+        raise refused(f"{role}, {unknown_server(server_id)}, is not in cluster {snapshot.cluster_id} any more")
     if not view.reachable:
-        raise OperationFailed(f"{role} {view.info.label} cannot be reached: {view.error}")
+        raise refused(f"{role} {view.info.label} cannot be reached: {view.error}")
     return view
 
 
@@ -63,7 +65,7 @@ async def run_read_only(ctx: OperationContext[ReadOnlyParams, ReadOnlyResult]) -
         snapshot = await ctx.snapshot()
         view = _reachable(snapshot, ctx.params.server_id, "the")
         if not wanted and view.info.fenced:
-            raise OperationFailed(
+            raise refused(
                 f"{view.info.label} is fenced (it was replaced by a failover): repoint it, or unfence it first"
             )
         step.detail = f"{view.info.label} read_only={view.status.read_only if view.status else None}"
@@ -71,9 +73,16 @@ async def run_read_only(ctx: OperationContext[ReadOnlyParams, ReadOnlyResult]) -
         return
     await ctx.pre_hooks()
     async with ctx.step("set_read_only") as step:
+        assert view.status is not None
+        before = view.status.read_only
         now = await view.require_driver().set_read_only(wanted)
         if now != wanted:
-            raise OperationFailed(f"{view.info.label} reports read_only={now} after asking for {wanted}")
+            # It answered with its flag: left changed when that is not what the preflight read.
+            raise OperationFailed(
+                f"{view.info.label} reports read_only={now} after asking for {wanted}",
+                changed=now != before,
+                left=[f"{view.info.label} read_only={now} (it was {before})"] if now != before else [],
+            )
         step.detail = f"{view.info.label} read_only={now}"
     ctx.result.server_id, ctx.result.read_only = view.info.id, wanted
 
@@ -89,7 +98,7 @@ async def _existing_connection(
         name = _connection(view, ctx.params.connection, ctx.settings.operations.replication_connection_name)
         assert view.status is not None
         if not any(c.name == name for c in view.status.connections):
-            raise OperationFailed(f"{view.info.label} has no replication connection {name!r}")
+            raise refused(f"{view.info.label} has no replication connection {name!r}")
         step.detail = f"{view.info.label} connection {name!r}"
     return view, name
 
@@ -104,28 +113,39 @@ async def run_start_replication(ctx: OperationContext[StartReplicationParams, St
         await view.require_driver().start_replication(name, until=until)
         step.detail = f"started {name!r}" + (f" until {until}" if until else "")
     async with ctx.step("verify") as step:
-        step.detail = await _wait_started(view, name, until is not None)
+        done = f"connection {name!r} started" + (f" until {until}" if until else "")
+        step.detail = await _wait_started(view, name, until is not None, done)
     ctx.result.server_id, ctx.result.connection, ctx.result.until = view.info.id, name, until
 
 
-async def _wait_started(view: ServerView, name: str, until: bool) -> str:
+async def _wait_started(view: ServerView, name: str, until: bool, done: str) -> str:
+    """Waits (bounded) until the connection that was `done` (its server changed: started, or repointed) connects,
+    or reaches its UNTIL; else fails saying how the server is left."""
     driver = view.require_driver()
     deadline = time.monotonic() + CONNECT_WAIT_S
     while True:
         connection = next((c for c in await driver.replica_connections() if c.name == name), None)
         if connection is None:
-            raise OperationFailed(f"{view.info.label}: connection {name!r} disappeared")
+            raise OperationFailed(
+                f"{view.info.label}: connection {name!r} disappeared",
+                changed=True,
+                left=[f"{view.info.label}: {done}, then it disappeared"],
+            )
         if connection.last_error is not None:
             e = connection.last_error
             raise OperationFailed(
-                f"{view.info.label}: connection {name!r} stopped on {e.side} error {e.code}: {e.message}"
+                f"{view.info.label}: connection {name!r} stopped on {e.side} error {e.code}: {e.message}",
+                changed=True,
+                left=[f"{view.info.label}: {done}; it stopped on {e.side} error {e.code}"],
             )
         if connection.io_state == IoState.connected or (until and connection.sql_state == SqlState.until_reached):
             return f"{name!r}: io {connection.io_state.value}, sql {connection.sql_state.value}"
         if time.monotonic() >= deadline:
             raise OperationFailed(
                 f"{view.info.label}: connection {name!r} did not connect within {CONNECT_WAIT_S} s "
-                f"(io {connection.io_state.value})"
+                f"(io {connection.io_state.value})",
+                changed=True,
+                left=[f"{view.info.label}: {done}; not connected (io {connection.io_state.value})"],
             )
         await asyncio.sleep(actions.STATE_POLL_S)
 
@@ -148,21 +168,21 @@ async def run_repoint(ctx: OperationContext[RepointParams, RepointResult]) -> No
         view = _reachable(snapshot, ctx.params.server_id, "the replica")
         master = _reachable(snapshot, ctx.params.master_server_id, "the new master")
         if master.info.protocol_address is None:
-            raise OperationFailed(f"{master.info.label} has no protocol port recorded")
+            raise refused(f"{master.info.label} has no protocol port recorded")
         loop = [link for link in snapshot.links_of(master.info.id) if link.master.info.id == view.info.id]
         if loop:
-            raise OperationFailed(
+            raise refused(
                 f"{master.info.label} replicates from {view.info.label} (connection {loop[0].connection.name!r}): "
                 "repointing would make a replication loop"
             )
         if view.info.id in upstream(snapshot, master.info.id):
-            raise OperationFailed(
+            raise refused(
                 f"{master.info.label} replicates from {view.info.label} through other servers: repointing would make "
                 "a replication loop"
             )
         name = _connection(view, ctx.params.connection, ctx.settings.operations.replication_connection_name)
         if dropped := dropped_domains(snapshot, view, name, master):
-            raise OperationFailed(
+            raise refused(
                 f"{view.info.label} would no longer receive domain(s) {', '.join(map(str, dropped))}: "
                 f"{master.info.label} does not have them and no other connection of {view.info.label} brings them"
             )
@@ -173,7 +193,7 @@ async def run_repoint(ctx: OperationContext[RepointParams, RepointResult]) -> No
             have = ", ".join(f"{g.domain}-{g.server}-{g.seq}" for g in master.current if g.domain in ahead) or "none"
             domains = ", ".join(map(str, sorted(ahead)))
             if master.status is None or not master.status.read_only:
-                raise OperationFailed(
+                raise refused(
                     f"{master.info.label} is behind {view.info.label} in domain(s) {domains} "
                     f"({view.info.label} has {gtids}; {master.info.label} has {have}) and takes writes, so it cannot "
                     "be leveled from its new replica: bring it level first, or choose a server that has them"
@@ -205,7 +225,7 @@ async def run_repoint(ctx: OperationContext[RepointParams, RepointResult]) -> No
         await actions.repoint(view.require_driver(), name, master.info.protocol_address, use_gtid, stop_first=exists)
         step.detail = f"{view.info.label} replicates from {master.info.protocol_address} over {name!r}"
     async with ctx.step("verify") as step:
-        step.detail = await _wait_started(view, name, until=False)
+        step.detail = await _wait_started(view, name, False, f"connection {name!r} repointed to {master.info.label}")
     if view.info.fenced:
         async with ctx.step("unfence") as step:
             async with session_scope(ctx.sessionmaker) as session:
@@ -250,7 +270,7 @@ async def run_bring_level(ctx: OperationContext[BringLevelParams, BringLevelResu
         view = _reachable(snapshot, ctx.params.server_id, "the")
         source = _reachable(snapshot, ctx.params.source_server_id, "the source")
         if source.info.protocol_address is None:
-            raise OperationFailed(f"{source.info.label} has no protocol port recorded")
+            raise refused(f"{source.info.label} has no protocol port recorded")
         behind = source.current.difference(view.current)
         step.detail = f"{view.info.label} at {view.current}; {source.info.label} at {source.current}; behind in " + (
             ", ".join(f"domain {d} by {n}" for d, n in sorted(behind.items())) or "no domain"
@@ -271,29 +291,46 @@ async def run_bring_level(ctx: OperationContext[BringLevelParams, BringLevelResu
     driver = view.require_driver()
     async with ctx.step("level") as step:
         started = time.perf_counter()
+        not_restarted: list[str] = []
         try:
-            if direct:
-                name = direct[0].connection.name
-                until = str(position(",".join(f"{g.domain}-{g.server}-{g.seq}" for g in source.current
-                                              if g.domain in behind)))  # fmt: skip
-                await driver.stop_replication(name)
-                await driver.start_replication(name, until=until)
-                reached = await actions.wait_reached(driver, until, timeout_s, connection=name)
-                if not reached.reached:
-                    raise OperationFailed(
-                        f"{view.info.label} did not reach {until} within {timeout_s} s (it is at {reached.position})"
-                        + (f": {reached.broken}" if reached.broken else "")
-                    )
-                step.detail = {"connection": name, "until": until}
-            else:
-                step.detail = await actions.level_with(view, source, f"level_{source.info.id}", timeout_s)
-        except DriverError as e:
-            raise OperationFailed(f"{e.address}: {e.code}: {e.message}") from e
-        finally:
-            for name in running:  # what was replicating before goes on replicating
-                try:
+            try:
+                if direct:
+                    name = direct[0].connection.name
+                    until = str(position(",".join(f"{g.domain}-{g.server}-{g.seq}" for g in source.current
+                                                  if g.domain in behind)))  # fmt: skip
                     await driver.stop_replication(name)
-                    await driver.start_replication(name)
-                except DriverError:
-                    pass
+                    await driver.start_replication(name, until=until)
+                    reached = await actions.wait_reached(driver, until, timeout_s, connection=name)
+                    if not reached.reached:
+                        # One that ran is started again below, as before; one that was stopped is left started.
+                        was_stopped = name not in running
+                        left = f"{view.info.label}: connection {name!r} started until {until} (it was stopped)"
+                        raise OperationFailed(
+                            f"{view.info.label} did not reach {until} within {timeout_s} s (it is at "
+                            f"{reached.position})" + (f": {reached.broken}" if reached.broken else ""),
+                            changed=was_stopped,
+                            left=[left] if was_stopped else [],
+                        )
+                    step.detail = {"connection": name, "until": until}
+                else:
+                    step.detail = await actions.level_with(view, source, f"level_{source.info.id}", timeout_s)
+            except DriverError as e:
+                # changed stays unknown: the error may have come from any of its stops, starts or leveling moves.
+                raise OperationFailed(f"{e.address}: {e.code}: {e.message}", kind="server_error") from e
+            finally:
+                for name in running:  # what was replicating before goes on replicating
+                    try:
+                        await driver.stop_replication(name)
+                        await driver.start_replication(name)
+                    except DriverError as error:
+                        not_restarted.append(f"{view.info.label}: connection {name!r} not started again ({error.code})")
+        except OperationFailed as failed:
+            if not not_restarted:
+                raise
+            raise OperationFailed(
+                f"{failed.message}; " + "; ".join(not_restarted),
+                kind=failed.kind,
+                changed=True,
+                left=[*failed.left, *not_restarted],
+            ) from failed
         ctx.result.level_s = round(time.perf_counter() - started, 6)

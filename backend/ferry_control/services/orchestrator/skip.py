@@ -225,9 +225,12 @@ async def run_skip_transactions(ctx: OperationContext[SkipTransactionsParams, Sk
         step.detail = outcome
         result.replicating, result.gtid_slave_pos = outcome["replicating"], outcome["gtid_slave_pos"]
         if not outcome["replicating"]:
+            lost = data_loss(view.info.label, gtids, count)
             raise OperationFailed(
-                f"{view.info.label}: the skip was done ({data_loss(view.info.label, gtids, count)}) "
-                f"but connection {name!r} does not replicate: {outcome['problem']}"
+                f"{view.info.label}: the skip was done ({lost}) but connection {name!r} does not replicate: "
+                f"{outcome['problem']}",
+                changed=True,
+                left=[lost, f"{view.info.label}: connection {name!r} does not replicate: {outcome['problem']}"],
             )
 
 
