@@ -522,6 +522,12 @@ class ServerDriver(abc.ABC):
     @abc.abstractmethod
     async def recent_events(self, limit: int, domain: int | None = None, before: int | None = None) -> EventsPage: ...
 
+    async def events_cursor_after(self, domain: int, seq_no: int) -> int | None:
+        """A cursor for `recent_events(before=…)` just past the transaction `domain`-…-`seq_no` (reading back from it
+        lists that transaction among the first), found without reading the binlog between it and the newest end;
+        None when the server cannot say (the reader starts at the newest end). For reading a GTID range far back."""
+        return None
+
     async def change_consumers(self) -> ChangeConsumers | None:
         """The applications reading this server's committed changes apart from its replicas, with their position
         and lag; None when the kind has no such thing (MariaDB: a binlog reader connects as a replica)."""

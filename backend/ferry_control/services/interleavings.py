@@ -71,10 +71,13 @@ async def read_window(
     found: list[BinlogTransaction] = []
     newest = {}
     oldest: dict[int, int] = {}
-    before = None
     read = 0
     if domain is None and window.domains is not None and len(window.domains) == 1:
         (domain,) = window.domains  # one domain's range: the server filters the others out itself
+    # A range that ends before the server's newest transactions is read back from its end, not from the newest.
+    before = await _range_end(driver, window, reached, domain)
+    if before is not None and window.to_seq is not None:
+        reached = {d: min(seq_no, window.to_seq.get(d, seq_no)) for d, seq_no in reached.items()}
     while True:
         # As many as the window still holds by seq_no (from its start to what is reached, or the oldest seen): each
         # call going back reads its part of the binlog again, so neither many small pages nor one past the start.
@@ -97,6 +100,27 @@ async def read_window(
         if len(found) >= bound or read >= bound * WINDOW_READ_FACTOR:
             return WindowRead(found[:bound], newest, truncated=True)
         before = page.next_before
+
+
+async def _range_end(driver: ServerDriver, window: Window, reached: dict[int, int], domain: int | None) -> int | None:
+    """Where a GTID range's read starts, when the server has written past its end in every domain it holds in the
+    range: the latest of the cursors just past each domain's end (`events_cursor_after`); None (read from the
+    newest end) for any other window, or when the server cannot say where one is."""
+    if window.kind != "gtid" or window.to_seq is None:
+        return None
+    needed = window.needed(reached)
+    if domain is not None:
+        needed &= {domain}
+    cursors = []
+    for d in sorted(needed):
+        end = window.to_seq.get(d)
+        if end is None or reached.get(d, 0) <= end:
+            return None  # the range runs to the server's newest transaction in this domain
+        found = await driver.events_cursor_after(d, end)
+        if found is None:
+            return None
+        cursors.append(found)
+    return max(cursors) if cursors else None
 
 
 def _reach_link(link: ReplicationLink) -> ReachLink:

@@ -1,7 +1,8 @@
 """The interleavings read against real ferryd nodes: each server's recent binlog with its position, and for each
 (domain, origin) among the GTIDs shown, the servers that will never receive them and why — a connection filtering the
 domain out, or a server not downstream of the origin at all — told apart from a server that only has not received
-them yet; a server that does not answer is its own error while the others are shown."""
+them yet; a server that does not answer is its own error while the others are shown. And against a real MariaDB: a
+GTID range far back read from where it ends."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ from ferry_control.models.base import utcnow
 from ferry_control.repositories.samples import SampleRepository
 from ferry_control.services.gtid_reach import ReachLink, ReachServer, never_reasons
 from ferry_control.services.interleaving_window import READ_UNBOUNDED, behind, gtid_window, time_window
+from ferry_control.services.interleavings import read_window
+from tests.drivers.test_driver_mariadb import drivers, write
 from tests.ferryd_cluster import FerrydCluster, FerrydNode, free_port_pair
 from tests.helpers import register
+from tests.mariadb_cluster import MariadbCluster
 
 
 async def add_server(client: httpx.AsyncClient, cluster_id: int, name: str, protocol_port: int, admin_port: int) -> int:
@@ -219,3 +223,19 @@ def test_a_window_reads_as_far_as_its_start_in_each_domain_a_server_has_reached(
     assert last.left({1: 12, 2: 3}) == READ_UNBOUNDED, "domain 2 had no recorded position then: read to the bound"
     assert behind({1: 20, 2: 8}, {1: 17, 2: 8}, never=[]) == {1: 3}
     assert behind({1: 20, 2: 8}, {1: 17}, never=[2]) == {1: 3}, "never receiving domain 2 is not being behind in it"
+
+
+async def test_a_gtid_range_far_back_in_a_mariadb_binlog_is_read_from_its_end_not_from_the_newest(
+    mariadb: MariadbCluster,
+) -> None:
+    """A range 2,900 transactions back, asked with a bound of 100: read back from where the range ends (the driver's
+    events_cursor_after), it is listed whole, not truncated. Read from the newest end, as it was, a read gives up
+    after ten times its bound (1,000 transactions) with nothing of the range."""
+    write(mariadb, 1, 3000)
+    async with drivers(mariadb) as (master, *_):
+        domain = (await master.recent_events(1)).transactions[0].domain
+        newest = (await master.recent_events(1)).transactions[0].seq_no
+        window = gtid_window(f"{domain}-1-100", f"{domain}-1-150")
+        read = await read_window(master, window, 100, None, {domain: newest})
+        assert not read.truncated
+        assert sorted(t.seq_no for t in read.transactions) == list(range(100, 151))

@@ -422,6 +422,44 @@ async def test_a_listing_reads_the_binlog_from_its_end_and_walks_back_in_windows
         assert walked == everything
 
 
+async def test_a_transaction_far_back_is_found_without_reading_the_binlog_after_it(mariadb: MariadbCluster) -> None:
+    """events_cursor_after: its file by the files' Gtid_list events, then halving the file's offsets; reading back
+    from the cursor lists the transaction among the first, in one big file and across several files, in a domain
+    whose transactions are rare among another's."""
+    write(mariadb, 1, 1500)
+    write(mariadb, 1, 3, domain=9, table="u")
+    write(mariadb, 1, 1500)
+    mariadb.sql(1, "FLUSH BINARY LOGS")
+    write(mariadb, 1, 1000)
+    async with drivers(mariadb, events_tail_bytes=2000) as (master, *_):
+        everything = (await master.recent_events(10_000)).transactions
+        ones = sorted(t.seq_no for t in everything if t.domain == everything[0].domain)
+        first_domain = everything[0].domain
+        listed: list[tuple[str, int]] = []
+        query = master.sql.query
+
+        async def counted(sql: str, args: Any = ()) -> Any:
+            rows = await query(sql, args)
+            listed.append((sql, len(rows)))
+            return rows
+
+        master.sql.query = counted  # type: ignore[method-assign]
+        for wanted in (ones[10], ones[1200], ones[2600], ones[-5]):
+            listed.clear()
+            at = await master.events_cursor_after(first_domain, wanted)
+            assert at is not None, wanted
+            # Probes of a few events each (and a file's first ones), not the 16,000-odd events after it.
+            read = sum(n for sql, n in listed if "LIMIT %s, 1" not in sql)
+            assert read < 1_000, (wanted, listed)
+            # Just past it: within the last halving's 64 KiB (some 280 of these transactions).
+            page = await master.recent_events(400, domain=first_domain, before=at)
+            assert wanted in [t.seq_no for t in page.transactions], (wanted, page.transactions[:3])
+        nine = sorted(t.seq_no for t in everything if t.domain == 9)
+        at = await master.events_cursor_after(9, nine[1])
+        assert at is not None
+        assert nine[1] in [t.seq_no for t in (await master.recent_events(2, domain=9, before=at)).transactions]
+
+
 async def test_kill_sessions_bypassing_read_only_kills_users_whose_roles_bypass_it(mariadb: MariadbCluster) -> None:
     """READ ONLY ADMIN through a default role, SUPER through a role nested in another: both users' sessions can
     write despite read_only, so both are ended; a user with a harmless role keeps its session."""

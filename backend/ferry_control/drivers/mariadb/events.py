@@ -6,15 +6,27 @@ max_binlog_size is up to 1 GiB): a file's first scan starts `events_tail_bytes` 
 the server finds by skipping events itself (SHOW BINLOG EVENTS … LIMIT n, 1 returns one row), and a listing that
 needs older transactions reads them in windows going back from the oldest it has, each window four times the last.
 What is kept is bounded too: each file's scan keeps at most `events_kept_max` transactions, its newest, and the scans
-kept together at most that many; every call reads at most `events_scan_max` events."""
+kept together at most that many; every call reads at most `events_scan_max` events.
+
+A GTID range far back is found without reading the binlog after it (`events_cursor_after`): the file holding a
+transaction is the newest whose Gtid_list event (the GTID state at its start) is below it, and in that file the
+offsets are halved, each probe an event boundary whose domain's next transaction says which half holds it."""
 
 from __future__ import annotations
 
+from ferry_control.core.gtid import GtidParseError, by_domain, position
 from ferry_control.drivers.base import BinlogTransaction, EventsPage
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.mariadb.config import MariadbServer
 from ferry_control.drivers.mariadb.errors import MariadbError
-from ferry_control.drivers.mariadb.rows import EVENTS_PAGE_ROWS, BinlogFileScan, cursor, cursor_parts, file_number
+from ferry_control.drivers.mariadb.rows import (
+    EVENTS_PAGE_ROWS,
+    GTID_INFO,
+    BinlogFileScan,
+    cursor,
+    cursor_parts,
+    file_number,
+)
 
 #: Binlog files whose scans are kept per server (the newest ones: recent events are read from the end).
 SCANNED_FILES_KEPT = 4
@@ -26,6 +38,15 @@ BOUNDARY_SLACK_BYTES = 32 * 1024
 BOUNDARY_SAMPLE_EVENTS = 100
 #: A probe aims at this share of the distance to the target: short of it, so the next probe starts close.
 BOUNDARY_AIM = 0.95
+#: A seek for a transaction stops halving its file once the part left is this small (read back from there).
+SEEK_SLACK_BYTES = 64 * 1024
+#: Events a seek's probe reads forward for its domain's next transaction before it gives up on the probe, in pages
+#: growing fourfold from SEEK_FIRST_PAGE (a busy domain's next transaction is a few events away).
+SEEK_PROBE_EVENTS = 2000
+SEEK_FIRST_PAGE = 20
+#: Events read at a binlog file's start to find its Gtid_list (after the format description, a start encryption
+#: event at most).
+START_STATE_EVENTS = 4
 
 
 class MariadbBinlogEvents(MariadbServer):
@@ -77,6 +98,74 @@ class MariadbBinlogEvents(MariadbServer):
             oldest = found[-1]
             next_before = cursor(oldest.file or "", oldest.offset or 0)
         return EventsPage(tuple(found), next_before)
+
+    async def events_cursor_after(self, domain: int, seq_no: int) -> int | None:
+        """A cursor just past `domain`-…-`seq_no` in the binlog (at most SEEK_SLACK_BYTES and a probe's events past
+        it): its file is the newest whose Gtid_list is below it in the domain, and that file's offsets are halved
+        until what is left is small. None when no file's start says (the reader starts at the newest end), or when
+        the binlog no longer holds it (older than its oldest file)."""
+        async with self.sql.heavy_read():
+            listing = await self.sql.query("SHOW BINARY LOGS")
+            chosen: tuple[str, int] | None = None
+            for row in reversed(listing):
+                file, size = str(row["Log_name"]), int(row.get("File_size") or 0)
+                start = await self._start_state(file)
+                if start is None:
+                    return None
+                if start.get(domain, 0) < seq_no:
+                    chosen = (file, size)
+                    break
+            if chosen is None:
+                return None
+            file, size = chosen
+            low, high = 4, size
+            while high - low > SEEK_SLACK_BYTES:
+                probe = await self._boundary(file, (low + high) // 2, start=low)
+                if probe <= low:
+                    break
+                found, decided = await self._next_seq(file, probe, high, domain)
+                if not decided:
+                    break  # no transaction of the domain near the probe: read back from the upper bound
+                if found is None or found > seq_no:
+                    high = probe
+                else:
+                    low = probe
+            return cursor(file, high)
+
+    async def _start_state(self, file: str) -> dict[int, int] | None:
+        """The GTID state at `file`'s start (its Gtid_list event: the last seq_no of each domain before it), or None
+        when the file's first events hold none."""
+        rows = await self.sql.query("SHOW BINLOG EVENTS IN %s LIMIT %s", (file, START_STATE_EVENTS))
+        for row in rows:
+            if str(row.get("Event_type") or "") != "Gtid_list":
+                continue
+            text = str(row.get("Info") or "").strip().strip("[]")
+            try:
+                return {d: g.seq for d, g in by_domain(position(text)).items()} if text else {}
+            except GtidParseError:
+                return None
+        return None
+
+    async def _next_seq(self, file: str, offset: int, end: int, domain: int) -> tuple[int | None, bool]:
+        """The seq_no of `domain`'s first transaction at or after `offset` (an event boundary) and before `end`, read
+        forward at most SEEK_PROBE_EVENTS events: (seq_no, True); (None, True) when there is none before `end` or
+        the file's end; (None, False) when the probe's events ran out first."""
+        read, page, at = 0, SEEK_FIRST_PAGE, offset
+        while read < SEEK_PROBE_EVENTS:
+            page = min(page, SEEK_PROBE_EVENTS - read)
+            rows = await self.sql.query("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (file, at, page))
+            read += len(rows)
+            for row in rows:
+                if int(row.get("Pos") or 0) >= end:
+                    return None, True
+                match = GTID_INFO.match(str(row.get("Info") or ""))
+                if match is not None and int(match.group(1)) == domain:
+                    return int(match.group(3)), True
+            if len(rows) < page:
+                return None, True  # the file's end
+            at = int(rows[-1].get("End_log_pos") or 0)
+            page *= 4
+        return None, False
 
     async def _scan(self, file: str, size: int, budget: list[int]) -> BinlogFileScan:
         """The file's scan brought up to its end, continuing a kept one when its last transaction is still where it
@@ -145,14 +234,14 @@ class MariadbBinlogEvents(MariadbServer):
             back *= 4
         return found[-wanted:] if wanted > 0 else []
 
-    async def _boundary(self, file: str, target: int) -> int:
-        """The offset of an event of `file` at or before `target` and at most BOUNDARY_SLACK_BYTES before it (4,
-        the first event, for a target there or before), found without reading the events between: the server skips
-        `n` events from a known boundary and returns the next one's offset (SHOW BINLOG EVENTS IN f FROM p LIMIT n,
-        1), `n` estimated from the size of the file's first events and aimed short of the target (a probe past it
-        makes the server read on to the file's end); at most BOUNDARY_PROBES_MAX probes, then the best found (the
-        caller reads from there: more bytes, the same transactions)."""
-        known = 4
+    async def _boundary(self, file: str, target: int, start: int = 4) -> int:
+        """The offset of an event of `file` at or before `target` and at most BOUNDARY_SLACK_BYTES before it (`start`,
+        a known event boundary, for a target there or before), found without reading the events between: the server
+        skips `n` events from a known boundary and returns the next one's offset (SHOW BINLOG EVENTS IN f FROM p
+        LIMIT n, 1), `n` estimated from the size of the file's first events and aimed short of the target (a probe
+        past it makes the server read on to the file's end); at most BOUNDARY_PROBES_MAX probes, then the best found
+        (the caller reads from there: more bytes, the same transactions)."""
+        known = start
         if target - known <= BOUNDARY_SLACK_BYTES:
             return known
         sample = await self.sql.query("SHOW BINLOG EVENTS IN %s FROM 4 LIMIT %s", (file, BOUNDARY_SAMPLE_EVENTS))
