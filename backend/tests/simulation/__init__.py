@@ -1,8 +1,8 @@
-"""A seeded simulation of the orchestrator: the real switchover, its compensations and the reconciler, run against an
-in-memory cluster on virtual time, with faults, and checked against invariants after every schedule.
+"""A seeded simulation of the orchestrator: the real switchover and failover, their compensations and the reconciler,
+run against an in-memory cluster on virtual time, with faults, and checked against invariants after every schedule.
 
 - `clock`        the virtual-time event loop; the orchestrator's modules read its clock while a schedule runs
-- `servers`      one server: binlog, GTID positions, read-only, commits in flight, replication connections
+- `servers`      one server: binlog, GTID positions, read-only, commits in flight, replication connections, down
 - `replication`  how a connection connects, receives and applies (strict mode, delay, UNTIL, filters)
 - `cluster`      the servers, client writers and proxies, moved forward lazily in time
 - `faults`       unreachable servers, lost answers, an API instance crashing (between steps or inside a call)
@@ -12,5 +12,9 @@ in-memory cluster on virtual time, with faults, and checked against invariants a
 - `topology`     generated topologies, writers and switchover parameters
 - `invariants`   what must hold after a schedule, as typed violations
 - `schedule`     one seeded schedule start to end (operation, crash, reconcile, settle, check), and many
+- `failover_schedule`   the same for a failover: the master lost (crashed or cut off), a replica perhaps crashing, the
+                 old master perhaps answering again and the failover monitor's fencing pass
+- `failover_invariants` what must hold after a failover (writes only the lost master had are its RPO, counted)
+- `database`     the rows a failover reads and writes (fenced flag, suspension, links), in memory
 - `known`        violations of known open bugs, each with the seed that shows it
 """

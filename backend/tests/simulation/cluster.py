@@ -88,7 +88,8 @@ class Cluster:
         return [s for s in self.servers.values() if s.group == "main"]
 
     def writable_main(self) -> list[Server]:
-        return [s for s in self.main() if not s.read_only]
+        """The servers of the moving cluster that take writes now (one that is down takes none)."""
+        return [s for s in self.main() if not s.read_only and not s.down]
 
     # -- time -----------------------------------------------------------------------------------------------
 
@@ -147,9 +148,9 @@ class Cluster:
         if writer.proxy is not None:
             proxy = self.proxies[writer.proxy]
             ready = [self.servers[i] for i in sorted(proxy.states) if proxy.states[i] == "ready"]
-            candidates = [s for s in ready if not s.read_only]
+            candidates = [s for s in ready if not s.read_only and not s.down]
         else:
-            candidates = [self.servers[i] for i in writer.targets if not self.servers[i].read_only]
+            candidates = [s for i in writer.targets if not (s := self.servers[i]).read_only and not s.down]
         return self.rng.choice(candidates) if candidates else None
 
     def _admit(self, writer: Writer, at: float) -> None:
@@ -171,6 +172,33 @@ class Cluster:
                 self.replicate(at)
             server.in_flight.remove(commit)
             self.acked.append(Acked(server.commit(commit.domain, at), server.id, at, commit.admitted_at))
+
+    def go_down(self, server: Server, at: float, *, crashed: bool) -> None:
+        """The server stops answering anyone. Crashed: its commits in flight never land; cut off: they land, their
+        answers never reach the clients (not acknowledged). Its replicas lose it (they retry, and apply what they
+        had received); its own connections stop receiving."""
+        self.advance(at)
+        server.down = True
+        for item in [p for p in self._pending if p[1] is server]:
+            self._pending.remove(item)
+            server.in_flight.remove(item[2])
+            if not crashed:
+                server.commit(item[2].domain, self.now)
+        for other in self.servers.values():
+            for connection in other.connections.values():
+                if connection.master_address == server.address:
+                    connection.connected = False
+        for connection in server.connections.values():
+            connection.connected, connection.relay = False, []
+
+    def come_back(self, server: Server, at: float, *, read_only: bool | None = None) -> None:
+        """The server answers again (restarted: with `read_only` as its configuration says; else as it was); its
+        running connections and its replicas' connect again."""
+        self.advance(at)
+        server.down = False
+        if read_only is not None:
+            server.read_only = read_only
+        self.replicate(at)
 
     def stop_writers(self) -> None:
         for writer in self.writers:

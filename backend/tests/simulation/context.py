@@ -18,6 +18,7 @@ from typing import Any
 
 from ferry_control.core.config import Settings
 from ferry_control.core.metrics import Metrics
+from ferry_control.core.testhooks import TestHooks
 from ferry_control.models import PromotionRule, ServerKind
 from ferry_control.services.orchestrator.routing import StaleProxies
 from ferry_control.services.orchestrator.runner import OperationContext, StepHandle
@@ -39,7 +40,8 @@ class SimRunner:
         self.settings = settings
         self.drivers = drivers
         self.metrics = metrics
-        self.sessionmaker = _no_database
+        self.test_hooks = TestHooks.model_construct()
+        self.sessionmaker: Any = _no_database
         self.stale_proxies = StaleProxies()
         self.running: list[int] = []
 

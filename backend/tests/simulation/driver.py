@@ -83,6 +83,8 @@ class SimDriver(ServerDriver):
         if fault is Fault.crash_before:
             instance.crash(f"before {name} on {self.server.name}")
             await instance.frozen()
+        if self.server.down:
+            raise ServerUnreachable(self.address, "timeout", f"{name}: no answer (the server is down)")
         self.cluster.advance(now())
         result = await effect()
         await asyncio.sleep(self._half_s)
@@ -136,6 +138,8 @@ class SimDriver(ServerDriver):
 
     def _reported(self, c: Connection) -> ReplicaConnection:
         master = self.cluster.master_of(c)
+        if master is not None and master.down:
+            master = None
         error = c.last_error
         if c.running:
             io = IoState.connected if c.connected else IoState.connecting
@@ -203,7 +207,8 @@ class SimDriver(ServerDriver):
             if c.until is not None and replication.until_done(self.server, c.until):
                 c.running, c.until_reached = False, True
                 return
-            replication.connect(self.server, c, self.cluster.master_of(c), self.cluster.now)
+            master = self.cluster.master_of(c)
+            replication.connect(self.server, c, None if master is None or master.down else master, self.cluster.now)
 
         await self._call(f"start_replication {connection!r}", do)
 
@@ -349,6 +354,10 @@ class SimDriverFactory:
 
     def credentials_for(self, cluster: Any) -> ServerCredentials:
         return NO_CREDENTIALS
+
+    def for_server(self, server: Any, cluster: Any = None) -> ServerDriver:
+        """The failover monitor's way in (a registered server's row)."""
+        return self.for_address(server.kind, server.admin_address)
 
     def for_address(
         self, kind: Any, admin_address: str, credentials: Any = None, protocol_address: str | None = None

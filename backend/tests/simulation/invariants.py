@@ -108,12 +108,20 @@ def _across_fence(cluster: Cluster, acked: Acked) -> bool:
 
 
 def _replication(
-    cluster: Cluster, topology: Topology, master: Server, have: set[tuple[int, int, int]]
+    cluster: Cluster,
+    topology: Topology,
+    master: Server,
+    have: set[tuple[int, int, int]],
+    servers: list[Server] | None = None,
+    old: Server | None = None,
 ) -> list[Violation]:
+    """Each of `servers` (every server of the moving cluster when None) follows `master` and has converged. After a
+    failover (`old`: the lost master), a server that follows a replica which crashed since is left out (its
+    intermediate master's loss is another failover's), one that still follows the old master is not."""
     found = []
     domains = set(topology.domains)
     broken_at: set[str] = set()
-    for server in cluster.main():
+    for server in cluster.main() if servers is None else servers:
         if server is master:
             continue
         path, current = [server.name], server
@@ -133,6 +141,12 @@ def _replication(
                 break
             source = cluster.master_of(live[0])
             assert source is not None
+            if old is not None and source is old:
+                found.append(Violation("replication", f"{server.name} still replicates from the old master {old.name} "
+                                       f"({' → '.join([*path, source.name])})"))  # fmt: skip
+                break
+            if source.down:
+                break
             if source.name in path:
                 found.append(Violation("replication", f"{server.name} replicates in a circle: "
                                        f"{' → '.join([*path, source.name])}"))  # fmt: skip
@@ -146,6 +160,8 @@ def _replication(
                 found.append(Violation("replication", f"{server.name} follows {master.name} but {words}"))
     if topology.multi_source is not None and topology.other_root is not None:
         replica = cluster.servers[topology.multi_source]
+        if replica.down:
+            return found
         root = cluster.servers[topology.other_root]
         if not any(c.master_address == root.address and c.running and c.last_error is None
                    for c in replica.connections.values()):  # fmt: skip
@@ -160,7 +176,7 @@ def _proxies(cluster: Cluster, master: Server, stale: set[str]) -> list[Violatio
         if proxy.name in stale:
             continue
         routed = [cluster.servers[i] for i in sorted(proxy.states) if proxy.states[i] == "ready"]
-        writers = [s.name for s in routed if not s.read_only]
+        writers = [s.name for s in routed if not s.read_only and not s.down]
         if writers != [master.name]:
             states = ", ".join(f"{cluster.servers[i].name} {st}" for i, st in sorted(proxy.states.items()))
             found.append(Violation("proxy", f"{proxy.name} sends writes to {writers or 'nobody'}, not the master "

@@ -53,7 +53,11 @@ def due(connection: Connection, entry: Entry, received_at: float) -> float:
 
 def next_change(replica: Server, connection: Connection, master: Server | None) -> float | None:
     """When this connection next receives or applies something (None: nothing pending)."""
-    if not connection.running or not connection.connected or master is None:
+    if replica.down or not connection.running or master is None:
+        return None
+    if master.down:  # lost its master: what it received it still applies
+        return due(connection, *connection.relay[0]) if connection.relay else None
+    if not connection.connected:
         return None
     times = []
     if connection.cursor < len(master.binlog):
@@ -66,8 +70,11 @@ def next_change(replica: Server, connection: Connection, master: Server | None) 
 
 def pump(replica: Server, connection: Connection, master: Server | None, now: float) -> bool:
     """Receives and applies what is due by `now`; returns whether anything changed."""
-    if not connection.running:
+    if not connection.running or replica.down:
         return False
+    if master is not None and master.down:
+        # Its master is gone (the connection retries): it applies what it had received, and receives nothing.
+        return _apply_due(replica, connection, now)
     if not connection.connected:
         if master is None:
             return False
@@ -85,6 +92,11 @@ def pump(replica: Server, connection: Connection, master: Server | None, now: fl
             continue
         connection.relay.append((entry, entry.logged_at + connection.latency_s))
         connection.received[domain] = entry.gtid
+    return _apply_due(replica, connection, now) or changed
+
+
+def _apply_due(replica: Server, connection: Connection, now: float) -> bool:
+    changed = False
     while connection.relay and connection.running:
         entry, received_at = connection.relay[0]
         at = due(connection, entry, received_at)

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +29,7 @@ from ferry_control.drivers.errors import DriverError
 from ferry_control.schemas.operation import SwitchoverParams, lenient
 from ferry_control.schemas.operation_results import SwitchoverResult
 from ferry_control.services.orchestrator.repairs import RepairContext, repair_switch
-from ferry_control.services.orchestrator.runner import OperationFailed
+from ferry_control.services.orchestrator.runner import Executor, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
 from ferry_control.services.orchestrator.switchover import run_switchover
 from tests.simulation import invariants
@@ -60,9 +60,14 @@ class Report:
     #: although its candidate had taken no write when it stopped (no_return.py would undo it; the reconcile
     #: completes any move whose candidate's connection to the old master is gone).
     findings: list[str] = field(default_factory=list)
+    #: `switchover` or `failover` (failover_schedule.py): which executor the schedule ran.
+    kind: str = "switchover"
+    #: A failover's: acknowledged writes only the lost master had (lost by design).
+    rpo: int = 0
 
     def summary(self) -> str:
-        lines = [f"seed {self.seed}: {self.topology}"]
+        lines = [f"seed {self.seed}: {self.topology}" if self.kind == "switchover" else
+                 f"{self.kind} seed {self.seed}: {self.topology}"]  # fmt: skip
         if self.outcome is not None:
             lines.append(f"outcome: {self.outcome.kind} by the {self.outcome.by}: {self.outcome.detail[:600]}")
         if self.crash:
@@ -91,11 +96,11 @@ class _Shared:
     metrics: Metrics
 
 
-async def _operate(ctx: SimContext) -> str | None:
+async def _operate(ctx: SimContext, executor: Executor = run_switchover) -> str | None:
     """The operation as the runner runs it (its guard around the executor); the error it ends with, if any."""
     try:
         async with ctx.guarded():
-            await run_switchover(ctx)
+            await executor(ctx)
     except (OperationFailed, DriverError) as e:
         return getattr(e, "message", str(e))
     except Exception as e:  # the runner records it as "internal error: …"
@@ -246,14 +251,20 @@ def run(seed: int) -> Report:
     return run_many([seed]).reports[0]
 
 
-def _run(seed: int, shared: _Shared) -> Report:
+#: One schedule of a seed: a switchover's (`_schedule`) or a failover's (failover_schedule.py).
+Schedule = Callable[[int, _Shared], Awaitable[Report]]
+
+
+def _run(seed: int, shared: _Shared, schedule: Schedule) -> Report:
     """One schedule on a fresh virtual-time loop (inside `_simulation`)."""
     loop = VirtualClockLoop()
     try:
         try:
-            return loop.run_until_complete(_schedule(seed, shared))
+            return loop.run_until_complete(schedule(seed, shared))
         except Exception as e:  # the simulation or the code under test broke: a failure of its own
-            return Report(seed, "?", None, [Violation("error", f"the schedule raised {type(e).__name__}: {e}")])
+            kind = "switchover" if schedule is _schedule else "failover"
+            raised = f"the schedule raised {type(e).__name__}: {e}"
+            return Report(seed, "?", None, [Violation("error", raised)], kind=kind)
         finally:
             _finish(loop)
     finally:
@@ -286,13 +297,13 @@ class Batch:
         return dict(sorted(counts.items()))
 
 
-def run_many(seeds: Any, *, stop_at_first: bool = False) -> Batch:
+def run_many(seeds: Any, *, stop_at_first: bool = False, schedule: Schedule | None = None) -> Batch:
     shared = _Shared(base_settings(), Metrics())
     started = time.perf_counter()
     reports = []
     with _simulation():
         for seed in seeds:
-            report = _run(seed, shared)
+            report = _run(seed, shared, schedule or _schedule)
             reports.append(report)
             if stop_at_first and report.violations:
                 break

@@ -101,6 +101,8 @@ class Server:
         self.slave_pos: dict[int, Gtid] = {}
         self.connections: dict[str, Connection] = {}
         self.in_flight: list[Commit] = []
+        #: Crashed or cut off from everyone (control plane, clients, replicas): it answers nothing, sends nothing.
+        self.down = False
 
     # -- positions ------------------------------------------------------------------------------------------
 
