@@ -10,7 +10,7 @@ kept together at most that many; every call reads at most `events_scan_max` even
 
 A GTID range far back is found without reading the binlog after it (`events_cursor_after`): the file holding a
 transaction is the newest whose Gtid_list event (the GTID state at its start) is below it, and in that file the
-offsets are halved, each probe an event boundary whose domain's next transaction says which half holds it."""
+offsets are halved, each probe an event boundary where the server's BINLOG_GTID_POS says which half holds it."""
 
 from __future__ import annotations
 
@@ -19,14 +19,7 @@ from ferry_control.drivers.base import BinlogTransaction, EventsPage
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.mariadb.config import MariadbServer
 from ferry_control.drivers.mariadb.errors import MariadbError
-from ferry_control.drivers.mariadb.rows import (
-    EVENTS_PAGE_ROWS,
-    GTID_INFO,
-    BinlogFileScan,
-    cursor,
-    cursor_parts,
-    file_number,
-)
+from ferry_control.drivers.mariadb.rows import EVENTS_PAGE_ROWS, BinlogFileScan, cursor, cursor_parts, file_number
 
 #: Binlog files whose scans are kept per server (the newest ones: recent events are read from the end).
 SCANNED_FILES_KEPT = 4
@@ -40,10 +33,6 @@ BOUNDARY_SAMPLE_EVENTS = 100
 BOUNDARY_AIM = 0.95
 #: A seek for a transaction stops halving its file once the part left is this small (read back from there).
 SEEK_SLACK_BYTES = 64 * 1024
-#: Events a seek's probe reads forward for its domain's next transaction before it gives up on the probe, in pages
-#: growing fourfold from SEEK_FIRST_PAGE (a busy domain's next transaction is a few events away).
-SEEK_PROBE_EVENTS = 2000
-SEEK_FIRST_PAGE = 20
 #: Events read at a binlog file's start to find its Gtid_list (after the format description, a start encryption
 #: event at most).
 START_STATE_EVENTS = 4
@@ -100,10 +89,10 @@ class MariadbBinlogEvents(MariadbServer):
         return EventsPage(tuple(found), next_before)
 
     async def events_cursor_after(self, domain: int, seq_no: int) -> int | None:
-        """A cursor just past `domain`-…-`seq_no` in the binlog (at most SEEK_SLACK_BYTES and a probe's events past
-        it): its file is the newest whose Gtid_list is below it in the domain, and that file's offsets are halved
-        until what is left is small. None when no file's start says (the reader starts at the newest end), or when
-        the binlog no longer holds it (older than its oldest file)."""
+        """A cursor just past `domain`-…-`seq_no` in the binlog (at most SEEK_SLACK_BYTES past it): its file is the
+        newest whose Gtid_list is below it in the domain, and that file's offsets are halved (the GTID state at each
+        probe, BINLOG_GTID_POS, says which half) until what is left is small. None when no file's start says (the
+        reader starts at the newest end), or when the binlog no longer holds it (older than its oldest file)."""
         async with self.sql.heavy_read():
             listing = await self.sql.query("SHOW BINARY LOGS")
             chosen: tuple[str, int] | None = None
@@ -123,11 +112,11 @@ class MariadbBinlogEvents(MariadbServer):
                 probe = await self._boundary(file, (low + high) // 2, start=low)
                 if probe <= low:
                     break
-                found, decided = await self._next_seq(file, probe, high, domain)
-                if not decided:
-                    break  # no transaction of the domain near the probe: read back from the upper bound
-                if found is None or found > seq_no:
-                    high = probe
+                state = await self._state_at(file, probe)
+                if state is None:
+                    break  # the server cannot say there: read back from the upper bound
+                if state.get(domain, 0) >= seq_no:
+                    high = probe  # it is before the probe
                 else:
                     low = probe
             return cursor(file, high)
@@ -146,26 +135,17 @@ class MariadbBinlogEvents(MariadbServer):
                 return None
         return None
 
-    async def _next_seq(self, file: str, offset: int, end: int, domain: int) -> tuple[int | None, bool]:
-        """The seq_no of `domain`'s first transaction at or after `offset` (an event boundary) and before `end`, read
-        forward at most SEEK_PROBE_EVENTS events: (seq_no, True); (None, True) when there is none before `end` or
-        the file's end; (None, False) when the probe's events ran out first."""
-        read, page, at = 0, SEEK_FIRST_PAGE, offset
-        while read < SEEK_PROBE_EVENTS:
-            page = min(page, SEEK_PROBE_EVENTS - read)
-            rows = await self.sql.query("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (file, at, page))
-            read += len(rows)
-            for row in rows:
-                if int(row.get("Pos") or 0) >= end:
-                    return None, True
-                match = GTID_INFO.match(str(row.get("Info") or ""))
-                if match is not None and int(match.group(1)) == domain:
-                    return int(match.group(3)), True
-            if len(rows) < page:
-                return None, True  # the file's end
-            at = int(rows[-1].get("End_log_pos") or 0)
-            page *= 4
-        return None, False
+    async def _state_at(self, file: str, offset: int) -> dict[int, int] | None:
+        """The GTID state at an event boundary of `file` (the last seq_no of each domain before it): the server's
+        BINLOG_GTID_POS, which reads the file up to there itself; None when it cannot say."""
+        rows = await self.sql.query("SELECT BINLOG_GTID_POS(%s, %s) AS pos", (file, offset))
+        text = rows[0].get("pos") if rows else None
+        if text is None:
+            return None
+        try:
+            return {d: g.seq for d, g in by_domain(position(str(text))).items()}
+        except GtidParseError:
+            return None
 
     async def _scan(self, file: str, size: int, budget: list[int]) -> BinlogFileScan:
         """The file's scan brought up to its end, continuing a kept one when its last transaction is still where it
