@@ -30,19 +30,6 @@ def _old(report: Report) -> str:
     return report.topology.split("master ", 1)[1].split(";", 1)[0]
 
 
-def _unfenced(report: Report, v: Violation) -> bool:
-    """The old master not recorded as fenced after another server was made writable, and what follows from it when
-    it answers again writable (two writable servers at the end)."""
-    if not any(x.kind == "fence" and "not recorded as fenced" in x.text for x in report.violations):
-        return False
-    old = _old(report)
-    return (
-        v.kind == "fence"
-        or (v.kind == "split_brain" and v.text.startswith("at the end") and f" {old}," in v.text)
-        or (v.kind == "outcome" and f"writable: {old}, " in v.text)
-    )
-
-
 def _multi_source_candidate(report: Report, v: Violation) -> bool:
     """The record unchanged while the candidate is writable, and what follows from the replicas left on the old
     master (which, answering again, feeds them writes the new master lacks)."""
@@ -108,16 +95,6 @@ def _repair_skips_unread_replica(report: Report, v: Violation) -> bool:
 #: Found by the failover simulation (failover_schedule.py): each a real gap of the failover executor, its guard or
 #: the reconciler's repair_failover.
 FAILOVER_KNOWN: tuple[KnownIssue, ...] = (
-    KnownIssue(
-        "failover_old_master_unfenced_after_promotion",
-        "The old master is marked fenced only by the failover's fence_old_master step: a failover stopped after the "
-        "promotion — rolled forward by its guard (a lost answer to the candidate's positions read) or completed by "
-        "the reconcile after an API crash (repair_failover completes the moves and never fences) — leaves it "
-        "unfenced, so when it answers again writable the failover monitor leaves it writable: two writable masters.",
-        matches=_unfenced,
-        seed=42,
-        schedule="failover",
-    ),
     KnownIssue(
         "failover_repair_takes_multi_source_candidate_for_unpromoted",
         "repair_failover judges the candidate promoted only when it has no connection left but leveling ones: a "

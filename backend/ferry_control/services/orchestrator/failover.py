@@ -37,7 +37,7 @@ from ferry_control.services.orchestrator import actions, routing
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.candidates import better_successor, candidate_pool, choose_candidate, delay_of
 from ferry_control.services.orchestrator.failures import refused
-from ferry_control.services.orchestrator.fencing import fence, suspend_automatic_failover
+from ferry_control.services.orchestrator.fencing import fence, record_fence, suspend_automatic_failover
 from ferry_control.services.orchestrator.gtid import gtid_text, join_all, position
 from ferry_control.services.orchestrator.hub_failover import fail_over_hub, stored_incoming
 from ferry_control.services.orchestrator.plan_consumers import plan_consumers
@@ -314,6 +314,9 @@ async def replace_master(
             if (source := snapshot.master_of(c)) is not None and source.info.id != master.info.id
         ]  # fmt: skip
         names = [c.name for c in await driver.replica_connections() if c.name not in kept]
+        # Fenced before the candidate can take a write: should the operation end anywhere after this, the old master
+        # is still never writable again beside it.
+        await record_fence(ctx, master, f"replaced by {candidate.info.label} in failover operation {ctx.operation_id}")
         # The old master's master-side settings (semi-sync) as the collector last read them, before writes come.
         role = master.info.master_role
         if role is not None:

@@ -15,11 +15,19 @@ from ferry_control.services.orchestrator.runner import OperationContext
 from ferry_control.services.orchestrator.snapshot import ServerView
 
 
-async def fence(ctx: OperationContext[Any, Any], master: ServerView, reason: str) -> None:
+async def record_fence(ctx: OperationContext[Any, Any], master: ServerView, reason: str) -> None:
+    """Marks the replaced source fenced in the database, before anything else is made writable in its place: from
+    then on, whatever ends the operation (an error, a roll forward, a crash and the reconcile's completion), the
+    failover monitor keeps it read-only whenever it answers."""
     async with session_scope(ctx.sessionmaker) as session:
         server = await ServerRepository(session).get(ctx.cluster_id, master.info.id)
-        if server is not None:
+        if server is not None and not server.fenced:
             server.fenced, server.fenced_at, server.fence_reason = True, datetime.now(UTC), reason
+
+
+async def fence(ctx: OperationContext[Any, Any], master: ServerView, reason: str) -> None:
+    """`record_fence`, and the source made read-only now if it answers."""
+    await record_fence(ctx, master, reason)
     if master.driver is not None:
         try:
             await master.driver.set_read_only(True)
