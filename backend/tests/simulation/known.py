@@ -25,29 +25,6 @@ class KnownIssue:
     schedule: str = "switchover"
 
 
-def _old(report: Report) -> str:
-    """The lost master's name (every generated topology's master is db1)."""
-    return report.topology.split("master ", 1)[1].split(";", 1)[0]
-
-
-def _multi_source_candidate(report: Report, v: Violation) -> bool:
-    """The record unchanged while the candidate is writable, and what follows from the replicas left on the old
-    master (which, answering again, feeds them writes the new master lacks)."""
-    o = report.outcome
-    return (
-        v.kind in ("outcome", "lost_write", "errant") and o is not None and o.by == "reconcile"
-        and "was not promoted" in o.detail and f"db{o.candidate} also follows" in report.topology
-    )  # fmt: skip
-
-
-def _stopped_by_promotion_left(report: Report, v: Violation) -> bool:
-    o = report.outcome
-    return (
-        v.kind == "outcome" and o is not None and o.by == "reconcile" and o.kind in ("unchanged", "undone")
-        and "no longer replicates" in v.text and "running=False" in v.text
-    )  # fmt: skip
-
-
 def _promotion_undone(report: Report, v: Violation) -> bool:
     o = report.outcome
     return (
@@ -84,36 +61,9 @@ def _leveling_moves_other_domain_back(report: Report, v: Violation) -> bool:
     )
 
 
-def _repair_skips_unread_replica(report: Report, v: Violation) -> bool:
-    o = report.outcome
-    return (
-        v.kind == "replication" and o is not None and o.by == "reconcile" and o.kind == "rolled_forward"
-        and "running=False, error=None" in v.text
-    )  # fmt: skip
-
-
 #: Found by the failover simulation (failover_schedule.py): each a real gap of the failover executor, its guard or
 #: the reconciler's repair_failover.
 FAILOVER_KNOWN: tuple[KnownIssue, ...] = (
-    KnownIssue(
-        "failover_repair_takes_multi_source_candidate_for_unpromoted",
-        "repair_failover judges the candidate promoted only when it has no connection left but leveling ones: a "
-        "multi-source candidate keeps its connection to the cluster's other master, so a promoted candidate is "
-        "recorded 'not promoted, nothing else changed' (unchanged) while it is writable and the other replicas are "
-        "left half repointed.",
-        matches=_multi_source_candidate,
-        seed=295,
-        schedule="failover",
-    ),
-    KnownIssue(
-        "failover_repair_leaves_candidate_connection_stopped",
-        "An API crash inside promote_candidate after the candidate's connection to the lost master was stopped (not "
-        "yet removed), or after a leveling stopped its connections: repair_failover removes the leveling connections "
-        "only and records unchanged/undone, leaving the candidate's connection stopped (it follows nothing).",
-        matches=_stopped_by_promotion_left,
-        seed=404,
-        schedule="failover",
-    ),
     KnownIssue(
         "failover_promotion_failure_compensated_by_pre_promotion_undo",
         "A failure inside promote_candidate (a lost answer to remove_replication, to read-only off, or to restarting "
@@ -160,15 +110,6 @@ FAILOVER_KNOWN: tuple[KnownIssue, ...] = (
         "again, the connection re-applies what it had and stops (OUT_OF_ORDER).",
         matches=_leveling_moves_other_domain_back,
         seed=1220,
-        schedule="failover",
-    ),
-    KnownIssue(
-        "failover_repair_skips_replica_it_could_not_read",
-        "repair_failover completes the moves over the replicas whose status its snapshot read: one whose answer "
-        "was lost then is left out without a problem recorded (rolled forward, nothing said), here with its "
-        "connection already changed to the new master and stopped.",
-        matches=_repair_skips_unread_replica,
-        seed=258,
         schedule="failover",
     ),
 )

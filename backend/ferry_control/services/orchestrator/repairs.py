@@ -166,14 +166,44 @@ async def repair_failover(
             done.append(f"{new.info.label}: temporary connection {name!r} removed")
         except DriverError as e:
             problems.append(f"{new.info.label}: {e}")
-    remaining = [c for c in new.status.connections if c.name not in leveling]
-    if remaining:
-        done.append(f"{new.info.label} was not promoted: nothing else was changed (the failover may be retried)")
-        return "undone" if leveling else "unchanged"
     old_address = None if old_id not in snapshot.by_id else snapshot.by_id[old_id].info.protocol_address
+    # Promoted once it is writable or its connections to the lost master are gone (its connections to the cluster's
+    # other masters, a multi-source candidate's, stay through a promotion); else the promotion had not begun, or
+    # stopped a connection of it and no more: that one is started again.
+    to_old = [
+        c for c in new.status.connections
+        if c.name not in leveling and (old_address is None or c.master_address == old_address)
+    ]  # fmt: skip
+    if new.status.read_only and to_old:
+        for connection in to_old:
+            if connection.running:
+                continue
+            try:
+                await driver.start_replication(connection.name)
+                done.append(f"{new.info.label}: connection {connection.name!r} started again")
+            except DriverError as e:
+                problems.append(f"{new.info.label}: connection {connection.name!r} not started again: {e}")
+        done.append(f"{new.info.label} was not promoted: nothing else was changed (the failover may be retried)")
+        return "undone" if leveling or any(not c.running for c in to_old) else "unchanged"
+    # A multi-source candidate's connections to the cluster's other masters are stopped and started again around
+    # its promotion: one the crash left stopped (cleanly, no error) is started again.
+    for connection in new.status.connections:
+        if connection.name in leveling or connection in to_old or connection.running or connection.last_error:
+            continue
+        try:
+            await driver.start_replication(connection.name)
+            done.append(f"{new.info.label}: connection {connection.name!r} to another master started again")
+        except DriverError as e:
+            problems.append(f"{new.info.label}: connection {connection.name!r} not started again: {e}")
     others = []
     for view in snapshot.views:
-        if view is new or view.info.id == old_id or view.info.maintenance or view.status is None:
+        if view is new or view.info.id == old_id or view.info.maintenance:
+            continue
+        if view.status is None:
+            problems.append(
+                f"{view.info.label}: its replication could not be read ({view.error}): not repointed to "
+                f"{new.info.label} — repoint it once it answers"
+            )
             continue
         for connection in view.status.connections:
             if connection.master_address in (old_address, new.info.protocol_address):
