@@ -65,6 +65,20 @@ def write(cluster: MariadbCluster, number: int, count: int, *, domain: int | Non
     cluster.sql(number, ";\n".join(statements) + ";")
 
 
+def counting_queries(driver: MariadbDriver) -> list[tuple[str, int]]:
+    """The driver's statements from now on, each with how many rows it answered."""
+    listed: list[tuple[str, int]] = []
+    query = driver.sql.query
+
+    async def counted(sql: str, args: Any = ()) -> Any:
+        rows = await query(sql, args)
+        listed.append((sql, len(rows)))
+        return rows
+
+    driver.sql.query = counted  # type: ignore[method-assign]
+    return listed
+
+
 def seq(position: str, domain: int) -> int:
     gtids = by_domain(position)
     return gtids[domain].seq if domain in gtids else 0
@@ -397,15 +411,7 @@ async def test_a_listing_reads_the_binlog_from_its_end_and_walks_back_in_windows
         newest = (await whole.recent_events(3)).transactions
     assert len(everything) > 500 and len(nine) == 4
     async with drivers(mariadb, events_tail_bytes=2000) as (master, *_):
-        listed: list[tuple[str, int]] = []
-        query = master.sql.query
-
-        async def counted(sql: str, args: Any = ()) -> Any:
-            rows = await query(sql, args)
-            listed.append((sql, len(rows)))
-            return rows
-
-        master.sql.query = counted  # type: ignore[method-assign]
+        listed = counting_queries(master)
         page = await master.recent_events(3)
         assert page.transactions == newest, "the same transactions, tables and offsets as a read of the whole file"
         # A fraction of the file's 2,000-odd events: a sample of its first ones, and its end from a found boundary.
@@ -436,15 +442,7 @@ async def test_a_transaction_far_back_is_found_without_reading_the_binlog_after_
         everything = (await master.recent_events(10_000)).transactions
         ones = sorted(t.seq_no for t in everything if t.domain == everything[0].domain)
         first_domain = everything[0].domain
-        listed: list[tuple[str, int]] = []
-        query = master.sql.query
-
-        async def counted(sql: str, args: Any = ()) -> Any:
-            rows = await query(sql, args)
-            listed.append((sql, len(rows)))
-            return rows
-
-        master.sql.query = counted  # type: ignore[method-assign]
+        listed = counting_queries(master)
 
         def near(at: int, seq_no: int, domain: int) -> bool:
             """The cursor is past the transaction, in its file, by at most the halving's last 64 KiB and a

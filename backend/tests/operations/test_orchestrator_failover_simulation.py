@@ -18,7 +18,8 @@ import os
 import pytest
 
 from tests.simulation.failover_schedule import replay, run_failovers
-from tests.simulation.known import KNOWN, KnownIssue, known
+from tests.simulation.known import KNOWN, KnownIssue
+from tests.simulation.sweep import judge
 
 SCHEDULES = int(os.environ.get("FERRY_SIM_FAILOVER_SCHEDULES", "1500"))
 ONE_SEED = os.environ.get("FERRY_SIM_FAILOVER_SEED")
@@ -32,20 +33,7 @@ FAILOVER_KNOWN = [k for k in KNOWN if k.schedule == "failover"]
 def test_seeded_failover_schedules_keep_the_invariants() -> None:
     seeds = [int(ONE_SEED)] if ONE_SEED else range(SCHEDULES)
     batch = run_failovers(seeds)
-    failures = []
-    seen: dict[str, list[int]] = {}
-    for report in batch.failed:
-        new = [v for v in report.violations if known(report, v) is None]
-        for v in report.violations:
-            issue = known(report, v)
-            if issue is not None and report.seed not in seen.setdefault(issue.name, []):
-                seen[issue.name].append(report.seed)
-        if new:
-            failures.append(report)
-    findings: dict[str, list[int]] = {}
-    for report in batch.reports:
-        for finding in report.findings:
-            findings.setdefault(finding, []).append(report.seed)
+    verdict = judge(batch.reports, batch.failed)
     rpo = sum(r.rpo for r in batch.reports)
     count = len(batch.reports)
     print(
@@ -53,17 +41,11 @@ def test_seeded_failover_schedules_keep_the_invariants() -> None:
         f"outcomes: {batch.outcomes()}; acknowledged writes only the lost master had (RPO): {rpo} in "
         f"{sum(1 for r in batch.reports if r.rpo)} schedules"
     )
-    for name, issue_seeds in seen.items():
-        print(f"known issue {name}: {len(issue_seeds)} schedules, seeds {issue_seeds[:10]}")
-    for finding, finding_seeds in findings.items():
-        print(f"finding (not failing): {finding}: seeds {finding_seeds[:10]}")
+    print("\n".join(verdict.lines()))
     if ONE_SEED:
         print(batch.reports[0].summary())
-    first = failures[0] if failures else None
-    assert first is None, (
-        f"{len(failures)} schedule(s) broke an invariant; the first, replayed by `{REPLAY.format(seed=first.seed)}`:"
-        f"\n{first.summary()}\n(also seeds {[r.seed for r in failures[1:20]]})"
-    )
+    failure = verdict.failure(REPLAY)
+    assert failure is None, failure
 
 
 def test_a_failover_seed_replays_the_same_schedule() -> None:

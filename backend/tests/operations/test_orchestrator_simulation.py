@@ -5,8 +5,8 @@ virtual time, a pure function of the seed.
 
 FERRY_SIM_SCHEDULES sets how many seeds the sweep runs (default 2,000); FERRY_SIM_SEED=<seed> runs that one alone
 and prints its whole story (with `-s`). Violations listed in tests/simulation/known.py are known open bugs: the sweep
-reports them without failing, and each one's seed is an expected failure here until it is fixed. Findings (an
-operation ending in an internal error) are printed, not failed on. A move rolled forward although its candidate took
+reports them without failing, and each one's seed is an expected failure here until it is fixed. An operation ending
+in an internal error fails the sweep (tests/simulation/sweep.py). A move rolled forward although its candidate took
 no write is by design once the candidate's connection to the old master was cut (no_return.decide, rule 1)."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import os
 
 import pytest
 
-from tests.simulation.known import KNOWN, KnownIssue, known
+from tests.simulation.known import KNOWN, KnownIssue
 from tests.simulation.schedule import run, run_many
+from tests.simulation.sweep import judge
 
 SCHEDULES = int(os.environ.get("FERRY_SIM_SCHEDULES", "2000"))
 ONE_SEED = os.environ.get("FERRY_SIM_SEED")
@@ -29,35 +30,16 @@ REPLAY = (
 def test_seeded_schedules_keep_the_invariants() -> None:
     seeds = [int(ONE_SEED)] if ONE_SEED else range(SCHEDULES)
     batch = run_many(seeds)
-    failures = []
-    seen: dict[str, list[int]] = {}
-    for report in batch.failed:
-        new = [v for v in report.violations if known(report, v) is None]
-        for v in report.violations:
-            issue = known(report, v)
-            if issue is not None and report.seed not in seen.setdefault(issue.name, []):
-                seen[issue.name].append(report.seed)
-        if new:
-            failures.append(report)
-    findings: dict[str, list[int]] = {}
-    for report in batch.reports:
-        for finding in report.findings:
-            findings.setdefault(finding, []).append(report.seed)
+    verdict = judge(batch.reports, batch.failed)
     print(
         f"\n{len(batch.reports)} schedules in {batch.seconds:.1f} s ({len(batch.reports) / batch.seconds:.0f}/s); "
         f"outcomes: {batch.outcomes()}"
     )
-    for name, issue_seeds in seen.items():
-        print(f"known issue {name}: seeds {issue_seeds[:10]}")
-    for finding, finding_seeds in findings.items():
-        print(f"finding (not failing): {finding}: seeds {finding_seeds[:10]}")
+    print("\n".join(verdict.lines()))
     if ONE_SEED:
         print(batch.reports[0].summary())
-    first = failures[0] if failures else None
-    assert first is None, (
-        f"{len(failures)} schedule(s) broke an invariant; the first, replayed by `{REPLAY.format(seed=first.seed)}`:"
-        f"\n{first.summary()}\n(also seeds {[r.seed for r in failures[1:20]]})"
-    )
+    failure = verdict.failure(REPLAY)
+    assert failure is None, failure
 
 
 def test_a_seed_replays_the_same_schedule() -> None:

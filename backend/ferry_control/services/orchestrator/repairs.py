@@ -176,13 +176,8 @@ async def repair_failover(
     ]  # fmt: skip
     if new.status.read_only and to_old:
         for connection in to_old:
-            if connection.running:
-                continue
-            try:
-                await driver.start_replication(connection.name)
-                done.append(f"{new.info.label}: connection {connection.name!r} started again")
-            except DriverError as e:
-                problems.append(f"{new.info.label}: connection {connection.name!r} not started again: {e}")
+            if not connection.running:
+                await _start_again(new, connection.name, "", done, problems)
         done.append(f"{new.info.label} was not promoted: nothing else was changed (the failover may be retried)")
         return "undone" if leveling or any(not c.running for c in to_old) else "unchanged"
     # A multi-source candidate's connections to the cluster's other masters are stopped and started again around
@@ -190,11 +185,7 @@ async def repair_failover(
     for connection in new.status.connections:
         if connection.name in leveling or connection in to_old or connection.running or connection.last_error:
             continue
-        try:
-            await driver.start_replication(connection.name)
-            done.append(f"{new.info.label}: connection {connection.name!r} to another master started again")
-        except DriverError as e:
-            problems.append(f"{new.info.label}: connection {connection.name!r} not started again: {e}")
+        await _start_again(new, connection.name, " to another master", done, problems)
     others = []
     for view in snapshot.views:
         if view is new or view.info.id == old_id or view.info.maintenance:
@@ -212,6 +203,15 @@ async def repair_failover(
     done.append(f"completed: {new.info.label} is the master; " + "; ".join(moved))
     problems.extend(failed)
     return "rolled_forward"
+
+
+async def _start_again(view: ServerView, name: str, what: str, done: list[str], problems: list[str]) -> None:
+    """Starts a connection a crash left stopped, saying so in `done` or what failed in `problems`."""
+    try:
+        await view.require_driver().start_replication(name)
+        done.append(f"{view.info.label}: connection {name!r}{what} started again")
+    except DriverError as e:
+        problems.append(f"{view.info.label}: connection {name!r}{what} not started again: {e}")
 
 
 #: A kind's repair: `(context, snapshot, the operation's result, done, problems)`, appending what it did and could
