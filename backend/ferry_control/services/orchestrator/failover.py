@@ -280,6 +280,12 @@ async def replace_master(
     others = [
         link for link in links if link is not chosen and not link.replica.info.maintenance and link.replica.reachable
     ]
+    # Servers that do not answer (whom they replicate from cannot be read: maybe the lost master): left behind, and
+    # said so when the operation ends.
+    behind = [
+        view for view in snapshot.views
+        if not view.reachable and view.info.id not in (master.info.id, candidate.info.id) and not view.info.maintenance
+    ]  # fmt: skip
     await ctx.save()  # the plan in the database before the first move (what a reconcile after a crash reads)
     running = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.running]
     ctx.undo_with("undo", live or partial(actions.restore_connections, candidate, running, LEVEL_PREFIX))
@@ -355,7 +361,8 @@ async def replace_master(
     if live is None:
         await suspend_automatic_failover(ctx)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
-                            old_master=None, delayed={o.replica.info.id for o in others if delay_of(o)})  # fmt: skip
+                            old_master=None, delayed={o.replica.info.id for o in others if delay_of(o)},
+                            unreachable=behind)  # fmt: skip
 
 
 async def applied_from_fenced(master: ServerView, link: Link, settings: Settings) -> str:

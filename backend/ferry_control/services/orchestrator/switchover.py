@@ -680,6 +680,7 @@ async def follow_new_master(
     delayed: Collection[int] = (),
     old_master_connection: str | None = None,
     keeps: Sequence[str] = (),
+    unreachable: Sequence[ServerView] = (),
 ) -> None:
     """Repoints the replicas (slave_pos; current_pos for one that was a master before, `logged_own_transactions`),
     makes the old master (when given) replicate with current_pos — with
@@ -687,11 +688,16 @@ async def follow_new_master(
     replicates from the new master and converges: received it, for the `delayed` replicas (server ids), whose delay
     holds back what they apply. The old master replicates over `old_master_connection` — the name the cluster
     already uses (the candidate's connection to it), so an adopted cluster keeps its convention (MariaDB's default
-    connection `''` stays the default) — else over `replication_connection_name`."""
+    connection `''` stays the default) — else over `replication_connection_name`. The `unreachable` replicas (of
+    the old master, not answering) cannot be repointed: the operation ends saying each is left behind."""
     settings = ctx.settings
     address = new_master.info.protocol_address
     assert address is not None
-    failures: list[str] = []
+    failures: list[str] = [
+        f"{view.info.label}: not repointed to {new_master.info.label}: it did not answer ({view.error}), so whether "
+        "it replicated from the old master could not be read; if it did, repoint it when it answers"
+        for view in unreachable
+    ]
 
     async def complete() -> str:
         return await roll_forward(
