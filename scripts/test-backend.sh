@@ -41,4 +41,5 @@ if [ $# -eq 0 ]; then set -- backend/tests; fi
 # HAProxy's) live in them, and a socket's path must stay under 108 bytes. The longest is mariadbd's,
 # <scratch>/t/popen-gw0/<test name, 30 characters>0/mariadb0/s1/mariadbd.sock: 70 bytes and the scratch directory's
 # path (`make test`'s /dev/shm/ferry.XXXXXX/fb.XXXXXX: 31).
-.venv/bin/pytest -q -n "${FERRY_TEST_WORKERS:-3}" --dist load --maxschedchunk 1 --basetemp "$scratch/t" "$@"
+# The slowest 15 are listed at the end: what to look at first when the suite's time grows.
+.venv/bin/pytest -q -n "${FERRY_TEST_WORKERS:-3}" --dist load --maxschedchunk 1 --durations 15 --basetemp "$scratch/t" "$@"
