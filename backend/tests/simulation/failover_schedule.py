@@ -130,6 +130,9 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     )  # fmt: skip
     operating = [True]
     loop = asyncio.get_running_loop()
+    #: Set once no crashed replica is still to come back (at once when none crashed, or none will).
+    replicas_settled = asyncio.Event()
+    replicas_settled.set()
 
     def replica_crashes() -> None:
         if not operating[0]:
@@ -146,7 +149,9 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
             def back() -> None:
                 cluster.come_back(victim, now(), read_only=True)
                 faults.log.append(f"{now():.6f} replica {victim.name} is back (read-only, replication started)")
+                replicas_settled.set()
 
+            replicas_settled.clear()
             loop.call_later(replica_back_after, back)
 
     if replica_crash_at is not None:
@@ -169,7 +174,7 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     report.steps = [f"{s.name} {s.state}" for s in ctx.steps]
     await asyncio.sleep(rng.uniform(0.0, 0.1))  # clients write to whatever is writable now
     cluster.stop_writers()
-    await asyncio.sleep(0.6)  # a crashed replica that comes back is back
+    await replicas_settled.wait()  # a crashed replica that comes back is back
     if old_returns:
         cluster.come_back(old, now(), read_only=old_restarts_read_only if crashed else None)
         state = "read-only" if old.read_only else "writable"
