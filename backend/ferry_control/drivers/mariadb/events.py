@@ -128,11 +128,7 @@ class MariadbBinlogEvents(MariadbServer):
         for row in rows:
             if str(row.get("Event_type") or "") != "Gtid_list":
                 continue
-            text = str(row.get("Info") or "").strip().strip("[]")
-            try:
-                return {d: g.seq for d, g in by_domain(position(text)).items()} if text else {}
-            except GtidParseError:
-                return None
+            return _seqs(str(row.get("Info") or "").strip().strip("[]"))
         return None
 
     async def _state_at(self, file: str, offset: int) -> dict[int, int] | None:
@@ -140,12 +136,7 @@ class MariadbBinlogEvents(MariadbServer):
         BINLOG_GTID_POS, which reads the file up to there itself; None when it cannot say."""
         rows = await self.sql.query("SELECT BINLOG_GTID_POS(%s, %s) AS pos", (file, offset))
         text = rows[0].get("pos") if rows else None
-        if text is None:
-            return None
-        try:
-            return {d: g.seq for d, g in by_domain(position(str(text))).items()}
-        except GtidParseError:
-            return None
+        return None if text is None else _seqs(str(text))
 
     async def _scan(self, file: str, size: int, budget: list[int]) -> BinlogFileScan:
         """The file's scan brought up to its end, continuing a kept one when its last transaction is still where it
@@ -254,3 +245,12 @@ class MariadbBinlogEvents(MariadbServer):
             kept += len(scans[file].transactions)
             if file not in files or rank >= SCANNED_FILES_KEPT or (rank > 0 and kept > self.config.events_kept_max):
                 del scans[file]
+
+
+def _seqs(text: str) -> dict[int, int] | None:
+    """A GTID state the server wrote (`1-1-620,2-2-620`, empty for none) → the seq_no of each domain; None when it
+    is no GTID state (a seek must then not trust it)."""
+    try:
+        return {d: g.seq for d, g in by_domain(position(text)).items()}
+    except GtidParseError:
+        return None
