@@ -65,6 +65,7 @@ from fastapi import FastAPI  # noqa: E402
 from ferry_control.core.gtid import seq_by_domain  # noqa: E402
 from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster, FerrydNode, protocol  # noqa: E402
 from tests.mariadb_cluster import MariadbCluster  # noqa: E402
+from tests.mariadb_hand import Sql, bypassing_users, hand_switchover, master_of  # noqa: E402
 from tests.mariadb_load import LOAD_TABLE, MariadbLoadWriter, errant_everywhere, load_rows, register_mariadb  # noqa: E402
 
 #: The writer's GTID domains.
@@ -212,51 +213,6 @@ class WriterProcess:
 # -- MariaDB: SQL over the admin login --------------------------------------------------------------------------
 
 
-class Sql:
-    """One aiomysql connection as the cluster's admin login (over TCP, as Ferry's driver connects)."""
-
-    def __init__(self, conn: aiomysql.Connection, number: int):
-        self.conn, self.number = conn, number
-
-    @classmethod
-    async def open(cls, cluster: MariadbCluster, number: int) -> Sql:
-        admin = cluster.users.admin
-        conn = await aiomysql.connect(
-            host="127.0.0.1", port=cluster.server(number).port, user=admin.name, password=admin.password,
-            autocommit=True, connect_timeout=5,
-        )  # fmt: skip
-        return cls(conn, number)
-
-    async def rows(self, statement: str, args: Any = None) -> list[dict[str, Any]]:
-        async with self.conn.cursor(aiomysql.DictCursor) as cur:
-            await cur.execute(statement, args)
-            return list(await cur.fetchall())
-
-    async def run(self, statement: str, args: Any = None) -> None:
-        async with self.conn.cursor() as cur:
-            await cur.execute(statement, args)
-
-    async def value(self, statement: str, args: Any = None) -> Any:
-        async with self.conn.cursor() as cur:
-            await cur.execute(statement, args)
-            row = await cur.fetchone()
-            return row[0] if row else None
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-def quote(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-async def master_of(sql: dict[int, Sql]) -> int:
-    writable = [n for n, s in sql.items() if int(await s.value("SELECT @@read_only")) == 0]
-    if len(writable) != 1:
-        raise SystemExit(f"expected one writable server, found {writable}")
-    return writable[0]
-
-
 async def mariadb_positions(sql: dict[int, Sql], master: int) -> tuple[float, dict[int, int]]:
     """At one moment: the master's binlog total and each replica's applied total (gtid_slave_pos) in DOMAINS."""
 
@@ -308,75 +264,6 @@ async def keep_up(
         "master_commits_per_s": round(commit_rate, 1),
         "replicas": replicas,
         "all_keep_up": all(r["keeps_up"] for r in replicas.values()),
-    }
-
-
-async def hand_switchover(
-    cluster: MariadbCluster, sql: dict[int, Sql], master: int, candidate: int, bypassing: set[str]
-) -> dict[str, Any]:
-    """The careful hand sequence (module doc); the window on the same clock as Ferry's (perf_counter from just
-    before read_only=1 is sent until read_only=0 has returned on the candidate)."""
-    m, c = sql[master], sql[candidate]
-    others = [n for n in sql if n not in (master, candidate)]
-    # Prepared beforehand, as a careful operator does: the connection names to stop and repoint.
-    candidate_connections = [str(r["Connection_name"]) for r in await c.rows("SHOW ALL SLAVES STATUS")]
-    other_connections = {n: [str(r["Connection_name"]) for r in await sql[n].rows("SHOW ALL SLAVES STATUS")]
-                         for n in others}  # fmt: skip
-    users = ", ".join(quote(u) for u in sorted(bypassing)) or "''"
-    steps: dict[str, float] = {}
-    t0 = time.perf_counter()
-    await m.run("SET GLOBAL read_only = 1")
-    sessions = await m.rows(
-        f"SELECT ID FROM information_schema.PROCESSLIST WHERE USER IN ({users}) AND ID <> CONNECTION_ID() "
-        "AND COMMAND NOT IN ('Binlog Dump', 'Slave_IO', 'Slave_SQL', 'Slave_worker', 'Daemon', 'Killed')"
-    )
-    for s in sessions:
-        await m.run(f"KILL CONNECTION {int(s['ID'])}")
-    t1 = time.perf_counter()
-    steps["read_only"] = t1 - t0
-    position = str(await m.value("SELECT @@gtid_binlog_pos"))
-    t2 = time.perf_counter()
-    steps["read_position"] = t2 - t1
-    waited = await c.value("SELECT MASTER_GTID_WAIT(%s, %s)", (position, 60))
-    t3 = time.perf_counter()
-    steps["master_gtid_wait"] = t3 - t2
-    if int(waited) != 0:
-        await m.run("SET GLOBAL read_only = 0")  # undo: nothing else was touched
-        return {"ok": False, "error": f"MASTER_GTID_WAIT({position}, 60) returned {waited}: undone",
-                "held_s": round(time.perf_counter() - t0, 4), "steps_s": steps}  # fmt: skip
-    await c.run("STOP ALL SLAVES")
-    for name in candidate_connections:
-        await c.run(f"RESET SLAVE {quote(name)} ALL")
-    await c.run("SET GLOBAL read_only = 0")
-    t4 = time.perf_counter()
-    steps["promote"] = t4 - t3
-    window = t4 - t0
-    # After the window: the others follow the new master, the old master demoted.
-    r = cluster.users.replication
-    target = (
-        f"MASTER_HOST='127.0.0.1', MASTER_PORT={cluster.server(candidate).port}, MASTER_USER={quote(r.name)}, "
-        f"MASTER_PASSWORD={quote(r.password)}, MASTER_CONNECT_RETRY=1"
-    )
-    for n, names in other_connections.items():
-        for name in names:
-            await sql[n].run(f"STOP SLAVE {quote(name)}")
-            await sql[n].run(f"CHANGE MASTER {quote(name)} TO {target}, MASTER_USE_GTID=slave_pos")
-            await sql[n].run(f"START SLAVE {quote(name)}")
-    await m.run(f"CHANGE MASTER '' TO {target}, MASTER_USE_GTID=slave_pos, MASTER_DEMOTE_TO_SLAVE=1")
-    await m.run("START SLAVE ''")
-    demoted_at = time.time()
-    # The new master has everything the old one had when it stopped taking writes.
-    have = seq_by_domain(str(await c.value("SELECT @@gtid_binlog_pos")))
-    missing = {d: s for d, s in seq_by_domain(position).items() if have.get(d, 0) < s}
-    if missing:
-        raise SystemExit(f"the hand's new master s{candidate} lacks {missing} of P = {position}")
-    return {
-        "ok": True,
-        "window_s": round(window, 6),
-        "steps_s": {k: round(v, 6) for k, v in steps.items()},
-        "sessions_killed": len(sessions),
-        "position": position,
-        "demoted_at": demoted_at,
     }
 
 
@@ -491,12 +378,7 @@ async def mariadb_level(clients: int, args: argparse.Namespace) -> dict[str, Any
         sql: dict[int, Sql] = {}
         try:
             version = cluster.value(1, "@@version")
-            grantees = cluster.sql(
-                1, "SELECT DISTINCT GRANTEE FROM information_schema.USER_PRIVILEGES "
-                "WHERE PRIVILEGE_TYPE IN ('SUPER', 'READ_ONLY ADMIN')",
-            )  # fmt: skip
-            # Users whose sessions write despite read_only, but the management login itself.
-            bypassing = {g[0].rsplit("@", 1)[0].strip("'") for g in grantees} - {cluster.users.admin.name}
+            bypassing = bypassing_users(cluster)
             async with control_plane(tmp, server_trusted_hosts=LOOPBACK) as (app, client):
                 cluster_id, ids = await register_mariadb(client, cluster, name="bench")
                 sql = {n: await Sql.open(cluster, n) for n in (1, 2, 3)}

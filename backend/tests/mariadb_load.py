@@ -140,6 +140,16 @@ class MariadbLoadWriter:
     With `record_gtids`, each acknowledged statement's GTID (@@last_gtid, read on the same connection after the
     acknowledgement) is kept.
 
+    With `keys_per_client` > 1, client c increments its rows `d<d>c<c>k<j>` in turn (transactions of one client
+    then touch different rows, so a replica applying in parallel is not serialised by row locks).
+
+    With `replica_cost_s`, each statement also costs that long wherever it is applied with read_only on — on a
+    replica, never on the master (`SLEEP(IF(@@read_only, cost, 0))`, which the binlog must carry as a statement:
+    the writer's sessions set binlog_format=STATEMENT, which takes the BINLOG ADMIN privilege) — so a
+    single-threaded replica applies at most 1/cost
+    transactions a second whatever the machine, while the master pays nothing: the replicas fall behind the master
+    by construction, as a replica paying a flush per transaction falls behind a master's group commit.
+
     `start()`, `pause()` (returns once no statement is in flight), `resume()`, `stop()` → the ledger."""
 
     def __init__(
@@ -150,8 +160,12 @@ class MariadbLoadWriter:
         rate: float = 400.0,
         masters: dict[int, int] | None = None,
         record_gtids: bool = False,
+        keys_per_client: int = 1,
+        replica_cost_s: float = 0.0,
     ):
         self.cluster = cluster
+        self.keys_per_client = keys_per_client
+        self.replica_cost_s = replica_cost_s
         self.masters = masters
         self.record_gtids = record_gtids
         self.clients = clients
@@ -165,8 +179,15 @@ class MariadbLoadWriter:
         self._tasks: list[asyncio.Task[None]] = []
         self._master_port: int | None = None
 
-    def key(self, client: int) -> str:
-        return f"d{self.domain(client)}c{client}"
+    def key(self, client: int, turn: int = 0) -> str:
+        if self.keys_per_client == 1:
+            return f"d{self.domain(client)}c{client}"
+        return f"d{self.domain(client)}c{client}k{turn % self.keys_per_client}"
+
+    def statement(self) -> str:
+        if not self.replica_cost_s:
+            return f"UPDATE {LOAD_TABLE} SET n = n + 1 WHERE k = %s"
+        return f"UPDATE {LOAD_TABLE} SET n = n + 1 + SLEEP(IF(@@read_only, {self.replica_cost_s:g}, 0)) WHERE k = %s"
 
     def domain(self, client: int) -> int:
         return 1 + client % self.domains
@@ -181,7 +202,8 @@ class MariadbLoadWriter:
                     await cur.execute(f"CREATE TABLE IF NOT EXISTS {LOAD_TABLE} (k VARCHAR(32) PRIMARY KEY, n BIGINT)")
                     for c in range(self.clients):
                         if domain is None or self.domain(c) == domain:
-                            await cur.execute(f"INSERT INTO {LOAD_TABLE} VALUES (%s, 0)", (self.key(c),))
+                            for turn in range(self.keys_per_client):
+                                await cur.execute(f"INSERT INTO {LOAD_TABLE} VALUES (%s, 0)", (self.key(c, turn),))
             finally:
                 conn.close()
         self._running.set()
@@ -234,10 +256,14 @@ class MariadbLoadWriter:
             await asyncio.sleep(0.01)
 
     async def _client(self, c: int) -> None:
-        key, domain = self.key(c), self.domain(c)
+        domain = self.domain(c)
+        statement = self.statement()
         conn: aiomysql.Connection | None = None
         last_ack = time.monotonic()
+        turn = -1
         while True:
+            turn += 1
+            key = self.key(c, turn)
             await self._running.wait()
             if self._stopping:
                 break
@@ -248,10 +274,12 @@ class MariadbLoadWriter:
                     conn = await self._connect_master(domain)
                     async with conn.cursor() as cur:
                         await cur.execute("SET SESSION gtid_domain_id = %s", (domain,))
+                        if self.replica_cost_s:
+                            await cur.execute("SET SESSION binlog_format = 'STATEMENT'")
                 gtid = None
                 try:
                     async with conn.cursor() as cur:
-                        await cur.execute(f"UPDATE {LOAD_TABLE} SET n = n + 1 WHERE k = %s", (key,))
+                        await cur.execute(statement, (key,))
                         if self.record_gtids:
                             await cur.execute("SELECT @@last_gtid")
                             (gtid,) = await cur.fetchone()
