@@ -1,7 +1,8 @@
 """Drills: schedules with cron and a time zone (next run times, bad input refused precisely), run-now on a real
 cluster (passes and stores its figures, switching back), a cluster with a broken replica (fails with the reason
 and calls the webhook — a local receiver), the scheduler claiming a due schedule once across two instances, and a
-replica delayed on purpose: never a rotation's candidate, and flagged with what it costs when a fixed plan names it."""
+replica delayed on purpose: never a rotation's candidate, and flagged with what it costs when a fixed plan names it;
+under load, a drill named to it cannot fit its window, says so in numbers and changes nothing."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ferry_control.drivers.ferry_protocol import FerryProtocolClient
 from ferry_control.services.drill_scheduler import DrillScheduler
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import (
+    LOAD_FIELD,
+    LOAD_TABLE,
+    LoadWriter,
     WebhookReceiver,
     check,
     finished,
@@ -274,3 +279,49 @@ async def test_a_rotation_passes_over_a_delayed_replica_and_a_dry_run_naming_one
 
         assert (await live.client.get(f"{base}/runs")).json() == [], "a dry run records no drill run"
         assert writable_master(ferryd.nodes) is ferryd.master, "nothing moved"
+
+
+async def test_a_drill_that_cannot_fit_its_window_under_load_says_so_in_numbers_and_changes_nothing(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    """Under a two-domain write load, a drill named to a candidate that applies nothing of it (replica1 replicates an
+    hour behind on purpose) waits in its catch-up phase for the window to fit the budget, then fails at its prepare
+    timeout: the run says why in numbers (the master's commit rate, the candidate's apply rate, how far behind, the
+    window it would hold writes for against the budget), and no server was touched — no canary written, every node's
+    role and connections as before, every acknowledged write of the load on every node."""
+    ferryd = ferryd_factory(read_only_replicas=True)
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    ferryd.replica1.post("/v1/replication/main/stop", {})
+    ferryd.replica1.post("/v1/replication/main/change-master", {"master": ferryd.master.listen, "delay_s": 3600})
+    ferryd.replica1.post("/v1/replication/main/start", {})
+    async with live_app(switchover_prepare_timeout_s=2.0) as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        writer = await LoadWriter.start(ferryd.nodes, clients=4, domains=2, rate=200.0)
+        try:
+            before = topology(ferryd.nodes)
+            response = await live.client.post(
+                f"/api/v1/clusters/{cluster_id}/drills/runs",
+                json={"candidate_strategy": "fixed", "candidate_server_id": ids["replica1"], "switch_back": True},
+            )
+            assert response.status_code == 202, response.text
+            operation = await finished(live.app, live.client, cluster_id, response.json()["operation_id"])
+            after = topology(ferryd.nodes)
+        finally:
+            summary = await writer.stop()
+        run = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/runs/{response.json()['id']}")).json()
+    assert operation["state"] == "failed", operation
+    assert operation["result"]["failure"]["changed"] is False, (operation["error"], operation["steps"], operation["result"]["failure"])
+    names = [s["name"] for s in operation["steps"]]
+    assert "catch_up_before_window" in names and "write_canaries" not in names, names
+    assert (run["state"], run["passed"]) == ("failed", False), run
+    reasons = " ".join(run["reasons"])
+    assert "txn/s" in reasons and "transactions behind" in reasons, reasons
+    assert "would hold writes" in reasons and "budget" in reasons, reasons
+    assert after == before, "the drill changed nothing"
+    assert writable_master(ferryd.nodes) is ferryd.master
+    assert summary["unknown"] == {} and summary["refused"] == 0, summary
+    async with await FerryProtocolClient.connect(ferryd.master.listen) as connection:
+        for key, acked in summary["acked"].items():
+            row = await connection.get(LOAD_TABLE, key)
+            assert row is not None and row[LOAD_FIELD] == acked, (key, row, acked)

@@ -21,6 +21,9 @@ the new master too), and nothing where they went with the connection (ferryd).""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from ferry_control.drivers.base import ConnectionSettings, ParallelApplyChange, ServerDriver
@@ -28,7 +31,9 @@ from ferry_control.drivers.errors import DriverError, ErrorKind
 from ferry_control.schemas.operation_results import OperationResult, ParallelApplyRaise
 from ferry_control.schemas.parallel_apply import ParallelApplySettings
 from ferry_control.services.orchestrator.runner import OperationContext
-from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
+from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link
+
+log = logging.getLogger(__name__)
 
 
 def settings_of(settings: ConnectionSettings | None) -> ParallelApplySettings:
@@ -170,3 +175,46 @@ async def restore_unrestored(snapshot: ClusterSnapshot, result: OperationResult)
 
 def _words(settings: ParallelApplySettings) -> str:
     return f"{settings.mode} with {settings.workers} worker(s), {settings.domain_workers_max} per domain"
+
+
+@asynccontextmanager
+async def raised_during(ctx: OperationContext[Any, Any], link: Link) -> AsyncIterator[ParallelApplyRaise | None]:
+    """With the cluster's `catch_up_parallel_workers`, the `raise_parallel_apply` step raises the candidate's
+    (`link.replica`'s) parallel apply on `link`'s connection for what runs inside (recorded first), and the
+    `restore_parallel_apply` step puts it back when that ends, whatever the outcome. Inside, a second raise to as many
+    workers finds them in force and changes nothing."""
+    raised = None
+    workers = (await ctx.cluster()).catch_up_parallel_workers or 0
+    if workers > 0:
+        async with ctx.step("raise_parallel_apply") as step:
+            candidate = link.replica
+            raised = await raise_recorded(
+                ctx, candidate.info.id, candidate.require_driver(), link.connection.name, workers
+            )
+            step.detail = (
+                f"{candidate.info.label} applies with {raised.raised.workers} worker(s) ({raised.raised.mode}) for the "
+                f"catch-up; it had {raised.previous.workers} ({raised.previous.mode})"
+                if raised is not None
+                else f"{candidate.info.label} already applies with {workers} or more workers in a parallel mode"
+            )
+    try:
+        yield raised
+    finally:
+        if raised is not None:
+            await _restore_step(ctx, link.replica, raised)
+
+
+async def _restore_step(ctx: OperationContext[Any, Any], candidate: Any, raised: ParallelApplyRaise) -> None:
+    """Puts back what `raise_parallel_apply` changed. A failure is said in its step and left recorded unrestored
+    (a reconcile of this operation puts it back); it never turns the operation's outcome."""
+    try:
+        async with ctx.step("restore_parallel_apply", fenced=False) as step:
+            change = await restore_recorded(ctx, candidate.require_driver(), raised)
+            step.detail = (
+                f"{candidate.info.label}: parallel apply back to {raised.previous.workers} worker(s) "
+                f"({raised.previous.mode})"
+                if change is not None
+                else f"{candidate.info.label}: nothing left to put back"
+            )
+    except DriverError:
+        log.exception("putting back the candidate's parallel apply failed (recorded unrestored in the result)")

@@ -2,7 +2,9 @@
 here; `failover`, failover_drill.py) is carried out by `run_drill`, which records it and says loudly when it fails.
 
 A switchover drill: the preflight of a switchover to the chosen candidate (fixed, or the next eligible replica in
-turn) → canary writes in every domain on the master (through its driver) → every server has them → the live canary
+turn) → the candidate catches up under the load until a window would fit the budget (its parallel apply raised for
+the whole drill where the cluster's `catch_up_parallel_workers` says so; a drill that cannot fit it ends there having
+changed nothing, in numbers) → canary writes in every domain on the master (through its driver) → every server has them → the live canary
 writer starts (canary_writer.py: a write per domain every `drill_canary_interval_ms` to whichever server is the
 writable master) → pre-hooks → the switchover's moves, the writer still writing → verification (the writer paused):
 the canaries are on every server with their content, table checksums are equal at one position (when the cluster is
@@ -27,7 +29,7 @@ from ferry_control.repositories.drills import DrillRepository
 from ferry_control.schemas.events import DrillEvent
 from ferry_control.schemas.operation_results import CheckResult, SwitchFigures, WebhookCall
 from ferry_control.services.event_bus import ClusterEvent
-from ferry_control.services.orchestrator import failover_drill
+from ferry_control.services.orchestrator import catch_up_parallel, failover_drill, prepare
 from ferry_control.services.orchestrator.canary_writer import CanaryWriter, WriterServer, report
 from ferry_control.services.orchestrator.candidates import delay_of
 from ferry_control.services.orchestrator.drill_parts import (
@@ -206,23 +208,31 @@ async def _drill(ctx: Drill, run_id: int, details: dict[str, Any]) -> None:
         ], refusal=True)  # fmt: skip
     servers = [master, plan.candidate.replica, *(o.replica for o in plan.others)]
 
-    async with ctx.step("write_canaries") as step:
-        canaries = await write_canaries(ctx, master, run_id)
-        details["canaries"] = {str(d): g for d, g in canaries.items()}
-        step.detail = details["canaries"]
-    canary_position = str(position(",".join(canaries.values())))
-    await canaries_replicated(ctx, servers[1:], canary_position)
+    # Before anything is written: the candidate catches up under the load (its parallel apply raised where the
+    # cluster says so, for the whole drill) until a window would fit the budget; a drill that cannot fit it ends
+    # here, having changed nothing, with the rates and the predicted window.
+    async with catch_up_parallel.raised_during(ctx, plan.candidate):
+        max_window_s, timeout_s = prepare.budget(ctx, None, None, (await ctx.cluster()).max_window_s)
+        await prepare.catch_up_before_window(
+            ctx, master, candidate, max_window_s=max_window_s, timeout_s=timeout_s, delay_s=delay_of(plan.candidate)
+        )
+        async with ctx.step("write_canaries") as step:
+            canaries = await write_canaries(ctx, master, run_id)
+            details["canaries"] = {str(d): g for d, g in canaries.items()}
+            step.detail = details["canaries"]
+        canary_position = str(position(",".join(canaries.values())))
+        await canaries_replicated(ctx, servers[1:], canary_position)
 
-    writer = CanaryWriter(
-        [WriterServer(v.info.id, v.info.label, v.require_driver()) for v in servers], sorted(canaries),
-        run_id=run_id, operation_id=ctx.operation_id, interval_s=settings.drills.canary_interval_ms / 1000,
-        per_domain_max=settings.drills.canaries_per_domain_max,
-    )  # fmt: skip
-    try:
-        await _live_drill(ctx, run_id, details, writer, master, candidate, servers, canaries)
-    finally:
-        await writer.stop()
-        details.setdefault("canary_writer", report(writer, None))
+        writer = CanaryWriter(
+            [WriterServer(v.info.id, v.info.label, v.require_driver()) for v in servers], sorted(canaries),
+            run_id=run_id, operation_id=ctx.operation_id, interval_s=settings.drills.canary_interval_ms / 1000,
+            per_domain_max=settings.drills.canaries_per_domain_max,
+        )  # fmt: skip
+        try:
+            await _live_drill(ctx, run_id, details, writer, master, candidate, servers, canaries)
+        finally:
+            await writer.stop()
+            details.setdefault("canary_writer", report(writer, None))
 
 
 async def _live_drill(

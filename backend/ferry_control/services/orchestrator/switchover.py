@@ -334,42 +334,9 @@ async def switch_master(
 ) -> None:
     """The moves of a switchover once the preflight passed (also a drill's): with the cluster's
     `catch_up_parallel_workers`, the candidate's parallel apply raised first and put back at the end whatever the
-    outcome (recorded, so a reconcile puts it back after a crash); then `_switch_master`."""
-    raised = None
-    workers = (await ctx.cluster()).catch_up_parallel_workers or 0
-    if workers > 0:
-        async with ctx.step("raise_parallel_apply") as step:
-            candidate = link.replica
-            raised = await catch_up_parallel.raise_recorded(
-                ctx, candidate.info.id, candidate.require_driver(), link.connection.name, workers
-            )
-            step.detail = (
-                f"{candidate.info.label} applies with {raised.raised.workers} worker(s) ({raised.raised.mode}) for the "
-                f"catch-up; it had {raised.previous.workers} ({raised.previous.mode})"
-                if raised is not None
-                else f"{candidate.info.label} already applies with {workers} or more workers in a parallel mode"
-            )
-    try:
+    outcome (`catch_up_parallel.raised_during`); then `_switch_master`."""
+    async with catch_up_parallel.raised_during(ctx, link):
         await _switch_master(ctx, master, link, others, announce=announce)
-    finally:
-        if raised is not None:
-            await _restore_parallel_apply(ctx, link.replica, raised)
-
-
-async def _restore_parallel_apply(ctx: OperationContext[Any, Any], candidate: ServerView, raised: Any) -> None:
-    """Puts back what `raise_parallel_apply` changed. A failure is said in its step and left recorded unrestored
-    (a reconcile of this operation puts it back); it never turns the switchover's outcome."""
-    try:
-        async with ctx.step("restore_parallel_apply", fenced=False) as step:
-            change = await catch_up_parallel.restore_recorded(ctx, candidate.require_driver(), raised)
-            step.detail = (
-                f"{candidate.info.label}: parallel apply back to {raised.previous.workers} worker(s) "
-                f"({raised.previous.mode})"
-                if change is not None
-                else f"{candidate.info.label}: nothing left to put back"
-            )
-    except DriverError:
-        log.exception("putting back the candidate's parallel apply failed (recorded unrestored in the result)")
 
 
 async def _switch_master(
