@@ -50,6 +50,7 @@ impl Node {
             store.rebase(through)?;
             reset::clear_intent(&*fs, &binlog_dir)?;
         }
+        super::rewind::complete_at_open(&config, &store, &binlog_dir)?;
         let applied = store.applied_through()?;
         let (binlog, tail) = BinlogWriter::open_keeping_on(
             fs.clone(),
@@ -233,7 +234,7 @@ fn push_recent(recent: &mut VecDeque<EventSummary>, mut entry: EventSummary) {
 
 /// Applies to the store every transaction logged after `applied` (all of them for a new store), and fills the
 /// recent-events ring from the last file. Returns how many transactions were replayed.
-fn replay(
+pub(super) fn replay(
     binlog: &BinlogWriter,
     store: &Store,
     applied: Option<BinlogCoord>,
