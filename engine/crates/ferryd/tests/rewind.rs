@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::{post_ok, replicate_with, rt, NodeProc, TOKEN};
-use ferry_client::Txn;
+use common::{post_ok, replicate_with, rt, start_with_consumers, NodeProc, CONSUMER_TOKEN, TOKEN};
+use ferry_client::{SubscribeOptions, Subscription, Txn};
 use ferry_core::gtid::Gtid;
 use ferry_core::row::Value;
 use serde_json::{json, Value as Json};
@@ -176,4 +176,24 @@ fn each_refusal_is_precise_and_changes_nothing() {
     assert_eq!((master.binlog_gtids(), checksums(&master)), before, "nothing changed");
     let (_, listing) = master.get("/v1/rewind/archives");
     assert_eq!(listing["archives"], json!([]), "nothing archived");
+}
+
+#[test]
+fn a_change_consumer_streaming_from_the_node_is_refused_while_it_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = start_with_consumers(dir.path(), 1, &[]);
+    write(&node, 1, false);
+    post_ok(&node, "/v1/read-only", json!({"read_only": true}));
+    let mut options = SubscribeOptions::new("audit", CONSUMER_TOKEN);
+    options.start = Some("".parse().unwrap());
+    let subscription = rt().block_on(Subscription::open(&node.listen, &options)).unwrap();
+    node.eventually("the consumer is listed", || node.get("/v1/consumers").1["consumers"].clone(), |c| c != &json!([]));
+    let (code, answer) = rewind(&node, json!({"to": "0-1-1,1-1-1", "dry_run": true}));
+    assert_eq!(code, 409, "{answer}");
+    assert_eq!(answer["error"]["code"], "consumers_connected");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("\"audit\""), "{answer}");
+    drop(subscription);
+    node.eventually("the consumer is gone", || node.get("/v1/consumers").1["consumers"].clone(), |c| c == &json!([]));
+    let dry = post_ok(&node, "/v1/rewind", json!({"to": "0-1-1,1-1-1", "dry_run": true}));
+    assert_eq!(dry["cut"].as_array().unwrap().len(), 6);
 }

@@ -6,9 +6,9 @@
 //! cuts every later one (a domain P leaves out is cut whole). The cut part must be the binlog's suffix: a kept
 //! transaction after a cut one would leave a hole, and is refused naming both.
 //!
-//! Order on disk (the node drives it, see `node::rewind`): the archive is written and fsynced, then the intent
-//! (`rewind.json` in the binlog directory, naming the archive and the cut), then the store is put back (one redb
-//! commit that also records the archive's name), then the binlog is truncated (index first, later files removed,
+//! Order on disk (the node drives it, see `node::rewind`): the archive is written and fsynced (as `.partial`),
+//! then the intent (`rewind.json` in the binlog directory, naming the archive and the cut), then the archive takes
+//! its name, then the store is put back (one redb commit that also records the archive's name), then the binlog is truncated (index first, later files removed,
 //! the cut file shortened), then the intent goes. A start that finds the intent completes what is left: each
 //! step can be done again.
 
@@ -234,11 +234,14 @@ pub fn is_archive_name(name: &str) -> bool {
     name.starts_with("rewind-")
         && name.ends_with(".bin")
         && name.len() <= 128
+        && !name.ends_with(PARTIAL)
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
 }
 
-/// Writes the archive `data_dir/rewind-archives/name` durably: a binlog file (magic, format description, GTID list
-/// = the state at the cut) followed by the cut transactions' events exactly as the binlog holds them.
+/// Writes the archive of `plan` durably, as `data_dir/rewind-archives/<name>.partial`: a binlog file (magic,
+/// format description, GTID list = the state at the cut) followed by the cut transactions' events exactly as the
+/// binlog holds them. It takes its name once the intent naming it is durable ([`promote_archive`]); a partial
+/// archive no intent names is a rewind that never began, removed at the next start ([`discard_partial_archives`]).
 pub fn write_archive(
     fs: &dyn Fs,
     data_dir: &Path,
@@ -246,11 +249,10 @@ pub fn write_archive(
     name: &str,
     server_id: ServerId,
     plan: &RewindPlan,
-) -> Result<PathBuf, BinlogError> {
+) -> Result<(), BinlogError> {
     let dir = data_dir.join(ARCHIVE_DIR);
     fs.create_dir_all(&dir).map_err(|e| BinlogError::io(&dir, e))?;
-    let path = dir.join(name);
-    let tmp = path.with_extension("bin.tmp");
+    let partial = dir.join(format!("{name}{PARTIAL}"));
     let mut header = MAGIC.to_vec();
     encode_event(
         &Event::FormatDescription(FormatDescription {
@@ -262,8 +264,8 @@ pub fn write_archive(
         &mut header,
     );
     encode_event(&Event::GtidList { gtids: plan.state_at_cut.gtids() }, &mut header);
-    let mut f = fs.create(&tmp).map_err(|e| BinlogError::io(&tmp, e))?;
-    fault::write_all(&mut f, &header, sites::REWIND_ARCHIVE).map_err(|e| BinlogError::io(&tmp, e))?;
+    let mut f = fs.create(&partial).map_err(|e| BinlogError::io(&partial, e))?;
+    fault::write_all(&mut f, &header, sites::REWIND_ARCHIVE).map_err(|e| BinlogError::io(&partial, e))?;
     let mut current: Option<(String, Vec<u8>)> = None;
     for t in &plan.cut {
         if current.as_ref().is_none_or(|(file, _)| *file != t.file) {
@@ -275,13 +277,46 @@ pub fn write_archive(
         let Some(events) = bytes.get(range) else {
             return Err(BinlogError::Invalid(format!("{} ends before {} ({})", t.file, t.end_offset, t.gtid())));
         };
-        fault::write_all(&mut f, events, sites::REWIND_ARCHIVE).map_err(|e| BinlogError::io(&tmp, e))?;
+        fault::write_all(&mut f, events, sites::REWIND_ARCHIVE).map_err(|e| BinlogError::io(&partial, e))?;
     }
-    f.sync_all().map_err(|e| BinlogError::io(&tmp, e))?;
+    f.sync_all().map_err(|e| BinlogError::io(&partial, e))?;
     drop(f);
-    fs.rename(&tmp, &path).map_err(|e| BinlogError::io(&path, e))?;
-    sync_dir(fs, &dir)?;
+    sync_dir(fs, &dir)
+}
+
+/// The suffix of an archive whose rewind's intent may not be durable yet.
+const PARTIAL: &str = ".partial";
+
+/// Gives the archive `name` its name (idempotent: done once the intent naming it is durable). Returns its path.
+pub fn promote_archive(fs: &dyn Fs, data_dir: &Path, name: &str) -> Result<PathBuf, BinlogError> {
+    let dir = data_dir.join(ARCHIVE_DIR);
+    let path = dir.join(name);
+    let partial = dir.join(format!("{name}{PARTIAL}"));
+    if fs.exists(&partial) {
+        fs.rename(&partial, &path).map_err(|e| BinlogError::io(&path, e))?;
+        sync_dir(fs, &dir)?;
+    }
     Ok(path)
+}
+
+/// Removes the partial archives of rewinds that never began (no intent names them); call it with no intent.
+pub fn discard_partial_archives(fs: &dyn Fs, data_dir: &Path) -> Result<(), BinlogError> {
+    let dir = data_dir.join(ARCHIVE_DIR);
+    let names = match fs.list_dir(&dir) {
+        Ok(names) => names,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(BinlogError::io(&dir, e)),
+    };
+    let partial: Vec<String> = names.into_iter().filter(|n| n.ends_with(PARTIAL)).collect();
+    for name in &partial {
+        let path = dir.join(name);
+        fs.remove_file(&path).map_err(|e| BinlogError::io(&path, e))?;
+        tracing::info!(file = %name, "removed the partial archive of a rewind that never began");
+    }
+    if !partial.is_empty() {
+        sync_dir(fs, &dir)?;
+    }
+    Ok(())
 }
 
 /// Reads an archive back: its GTID list and its transactions, every checksum checked.

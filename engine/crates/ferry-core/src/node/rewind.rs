@@ -7,7 +7,7 @@
 //! writable node, commits in flight, a failed node, and every case [`RewindRefusal`] names. The store is put back
 //! from the cut transactions' before images, newest first (a transaction logged without them is refused).
 //!
-//! Crash-safe: the archive, then the intent (both fsynced), then the store's part (one durable redb commit that
+//! Crash-safe: the archive, then the intent (both fsynced), then the archive's name, then the store's part (one durable redb commit that
 //! names the archive), then the binlog's truncation, then the intent goes. A start finding the intent completes
 //! the rewind (see [`complete_at_open`]); a failure after the intent is fail-stop, and the restart completes it.
 
@@ -63,7 +63,14 @@ impl From<BinlogError> for RewindError {
 
 impl Node {
     /// Rewinds the node to `to` (see the module's documentation); with `dry_run`, only says what would be cut.
-    pub fn rewind(&self, to: &GtidPosition, dry_run: bool) -> Result<RewindOutcome, RewindError> {
+    /// `quiesced` is asked again with the binlog lock held (no commit, no new dump stream's start can slip in):
+    /// the server's own reasons to refuse (replication running, replicas or consumers streaming), if any.
+    pub fn rewind(
+        &self,
+        to: &GtidPosition,
+        dry_run: bool,
+        quiesced: &dyn Fn() -> Option<String>,
+    ) -> Result<RewindOutcome, RewindError> {
         if let Some(why) = self.health.failure() {
             return Err(RewindError::NotQuiesced(format!("the node's storage failed ({why}): restart it first")));
         }
@@ -74,6 +81,9 @@ impl Node {
         }
         let durability = self.config.commit.durability;
         let outcome = self.commit.with_log(|log| -> Result<RewindOutcome, RewindError> {
+            if let Some(why) = quiesced() {
+                return Err(RewindError::NotQuiesced(why));
+            }
             let in_flight = self.commits_in_flight();
             if in_flight > 0 {
                 return Err(RewindError::NotQuiesced(format!(
@@ -195,7 +205,7 @@ fn slave_pos_after(slave_pos: &GtidPosition, to: &GtidPosition, cut: &[Gtid]) ->
 }
 
 /// Completes a rewind whose intent is written and whose store is through the binlog's end (or already put back):
-/// the cut's own seq_nos kept from reuse, the store put back from the archive (unless done), the binlog cut,
+/// the archive named, the cut's own seq_nos kept from reuse, the store put back from the archive (unless done), the binlog cut,
 /// the intent cleared. Each step may be done again. `expected`: the GTIDs the archive must hold (checked).
 fn finish(
     config: &NodeConfig,
@@ -205,7 +215,7 @@ fn finish(
 ) -> Result<(), NodeError> {
     let fs = &*config.fs;
     let dir = config.data_dir.join("binlog");
-    let path = config.data_dir.join(rewind::ARCHIVE_DIR).join(&intent.archive);
+    let path = rewind::promote_archive(fs, &config.data_dir, &intent.archive)?;
     let (_, txns) = rewind::read_archive(fs, &path)?;
     let gtids: Vec<Gtid> = txns.iter().map(|t| t.gtid()).collect();
     if let Some(expected) = expected {
@@ -234,6 +244,7 @@ fn finish(
 /// the store is first brought to the binlog's end (replayed and checkpointed) — the state the rewind began from.
 pub(super) fn complete_at_open(config: &NodeConfig, store: &Store, binlog_dir: &Path) -> Result<(), NodeError> {
     let Some(intent) = rewind::read_intent(&*config.fs, binlog_dir)? else {
+        rewind::discard_partial_archives(&*config.fs, &config.data_dir)?;
         return Ok(());
     };
     tracing::warn!(to = %intent.to, archive = %intent.archive, "completing a rewind a crash interrupted");

@@ -11,6 +11,7 @@ use crate::node::{NodeConfig, TxnRequest};
 use crate::row::{RowOp, Value};
 use crate::store::TableChecksum;
 use crate::vfs::sim::SimFs;
+use crate::vfs::Fs;
 
 fn pos(text: &str) -> GtidPosition {
     text.parse().unwrap()
@@ -88,7 +89,7 @@ fn a_rewind_cuts_what_only_this_node_has_archives_it_and_puts_the_store_back() {
     node.set_read_only_durably(true).unwrap();
     let before = state(&node);
 
-    let dry = node.rewind(&pos("0-1-4,1-1-4"), true).unwrap();
+    let dry = node.rewind(&pos("0-1-4,1-1-4"), true, &|| None).unwrap();
     let listed: Vec<String> = dry.cut.iter().map(|t| t.gtid.clone()).collect();
     assert_eq!(listed, extra.iter().map(Gtid::to_string).collect::<Vec<_>>());
     assert_eq!(dry.archive, None);
@@ -96,7 +97,7 @@ fn a_rewind_cuts_what_only_this_node_has_archives_it_and_puts_the_store_back() {
     assert_eq!(state(&node), before, "a dry run changes nothing");
     assert!(node.rewind_archives().is_empty());
 
-    let done = node.rewind(&pos("0-1-4,1-1-4"), false).unwrap();
+    let done = node.rewind(&pos("0-1-4,1-1-4"), false, &|| None).unwrap();
     assert_eq!(done.cut, dry.cut);
     let archive = done.archive.clone().unwrap();
     assert_eq!(state(&node), common, "binlog position and store are back at the position");
@@ -120,7 +121,7 @@ fn a_rewind_cuts_what_only_this_node_has_archives_it_and_puts_the_store_back() {
     assert_eq!(node.rewind_archives(), [archive]);
     // Running it again at the same position cuts nothing.
     node.set_read_only_durably(true).unwrap();
-    let again = node.rewind(&node.position(), false).unwrap();
+    let again = node.rewind(&node.position(), false, &|| None).unwrap();
     assert!(again.cut.is_empty() && again.archive.is_none());
 }
 
@@ -131,7 +132,7 @@ fn a_domain_left_out_of_the_position_is_cut_whole() {
     node.execute(put(0, "a", 1), false).unwrap();
     node.execute(put(3, "b", 1), false).unwrap();
     node.set_read_only_durably(true).unwrap();
-    let done = node.rewind(&pos("0-1-1"), false).unwrap();
+    let done = node.rewind(&pos("0-1-1"), false, &|| None).unwrap();
     assert_eq!(done.cut.iter().map(|t| t.gtid.as_str()).collect::<Vec<_>>(), ["3-1-1"]);
     assert_eq!(node.status().gtid_binlog_pos, "0-1-1");
     assert!(node.checksums().unwrap().1.get("t3").is_none_or(|t| t.rows == 0));
@@ -140,7 +141,7 @@ fn a_domain_left_out_of_the_position_is_cut_whole() {
 fn refused(node: &Node, to: &str) -> String {
     let before = state(node);
     let files = node.status().binlog_files.len();
-    let err = node.rewind(&pos(to), false).unwrap_err();
+    let err = node.rewind(&pos(to), false, &|| None).unwrap_err();
     assert_eq!(state(node), before, "a refusal changes nothing");
     assert_eq!(node.status().binlog_files.len(), files);
     assert!(node.rewind_archives().is_empty(), "nothing archived");
@@ -179,7 +180,7 @@ fn a_cut_transaction_without_before_images_is_refused_naming_it() {
     node.set_read_only_durably(true).unwrap();
     let text = refused(&node, "0-1-1");
     assert!(text.contains("0-1-2") && text.contains("before images"), "{text}");
-    let err = node.rewind(&pos("0-1-1"), true).unwrap_err();
+    let err = node.rewind(&pos("0-1-1"), true, &|| None).unwrap_err();
     assert!(matches!(err, RewindError::Refused(RewindRefusal::NoBeforeImages { .. })), "a dry run says so too");
 }
 
@@ -198,7 +199,7 @@ fn a_position_in_purged_files_is_refused() {
     let text = refused(&node, "");
     assert!(text.contains("leaves out domain 0"), "{text}");
     // The position at the oldest file's start is fine.
-    assert_eq!(node.rewind(&pos("0-1-2"), false).unwrap().cut.len(), 1);
+    assert_eq!(node.rewind(&pos("0-1-2"), false, &|| None).unwrap().cut.len(), 1);
 }
 
 /// A replicated transaction that is cut takes gtid_slave_pos back to the position.
@@ -225,7 +226,7 @@ fn a_cut_replicated_transaction_takes_gtid_slave_pos_back() {
     }
     assert_eq!(node.slave_position().to_string(), "0-7-2");
     node.set_read_only_durably(true).unwrap();
-    node.rewind(&pos("0-7-1"), false).unwrap();
+    node.rewind(&pos("0-7-1"), false, &|| None).unwrap();
     assert_eq!(node.slave_position().to_string(), "0-7-1");
     assert_eq!(node.read_row("t0", "r").unwrap().unwrap()["n"], Value::Int(1));
     node.stop();
@@ -277,7 +278,7 @@ fn binlog_gtids(disk: &SimFs) -> Vec<Gtid> {
 fn a_power_loss_at_any_point_of_a_rewind_leaves_the_old_state_or_the_rewound_one() {
     let (probe, node, _) = sim_node();
     let start = probe.ops();
-    node.rewind(&pos("0-1-4,1-1-4"), false).unwrap();
+    node.rewind(&pos("0-1-4,1-1-4"), false, &|| None).unwrap();
     let ops = probe.ops() - start;
     assert!(ops > 10, "{ops}");
     drop(node);
@@ -290,7 +291,7 @@ fn a_power_loss_at_any_point_of_a_rewind_leaves_the_old_state_or_the_rewound_one
             let kept = |g: &Gtid| g.domain <= 1 && g.seq <= 4;
             let cut: Vec<Gtid> = before_gtids.iter().copied().filter(|g| !kept(g)).collect();
             disk.crash_at(disk.ops() + crash_at, seed);
-            let returned = node.rewind(&pos("0-1-4,1-1-4"), false);
+            let returned = node.rewind(&pos("0-1-4,1-1-4"), false, &|| None);
             let finished = returned.is_ok() && !disk.crashed();
             disk.crash_now(seed);
             drop(node);
@@ -302,7 +303,10 @@ fn a_power_loss_at_any_point_of_a_rewind_leaves_the_old_state_or_the_rewound_one
             if got == before && !finished {
                 old_seen += 1;
                 assert_eq!(binlog_gtids(&after), before_gtids, "crash_at {crash_at} seed {seed}");
-                assert!(archives.len() <= 1, "an archive alone may be left (nothing else changed)");
+                assert!(
+                    archives.is_empty(),
+                    "crash_at {crash_at} seed {seed}: no archive of a rewind that did not happen"
+                );
             } else {
                 new_seen += 1;
                 assert_eq!(got, common, "crash_at {crash_at} seed {seed}: rewound (finished: {finished})");
@@ -311,6 +315,14 @@ fn a_power_loss_at_any_point_of_a_rewind_leaves_the_old_state_or_the_rewound_one
                 assert_eq!(archive_gtids(&node, &archives[0]), cut, "crash_at {crash_at} seed {seed}");
             }
             assert!(rewind::read_intent(&after, &std::path::Path::new(SIM_DIR).join("binlog")).unwrap().is_none());
+            let archive_dir = std::path::Path::new(SIM_DIR).join(rewind::ARCHIVE_DIR);
+            let partial: Vec<String> = after
+                .list_dir(&archive_dir)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|n| n.ends_with(".partial"))
+                .collect();
+            assert!(partial.is_empty(), "crash_at {crash_at} seed {seed}: {partial:?} left");
         }
     }
     assert!(old_seen > 0 && new_seen > 0, "both outcomes were reached ({old_seen} old, {new_seen} rewound)");

@@ -52,44 +52,48 @@ pub(super) async fn rewind(
     let body = json_body(body)?;
     let to: GtidPosition =
         body.to.parse().map_err(|e| ApiError::bad_request(format!("to is not a GTID position: {e}")))?;
+    if let Some((code, why)) = busy(&s) {
+        return Err(ApiError::new(StatusCode::CONFLICT, code, why));
+    }
+    let node = s.node.clone();
+    let quiesced = move || busy(&s).map(|(_, why)| why);
+    let outcome = blocking(move || node.rewind(&to, body.dry_run, &quiesced)).await??;
+    Ok(Json(outcome))
+}
+
+/// What streams from or into this node that a rewind would change history under: a running replication
+/// connection, connected replicas, change consumers (the error code and the message naming one). Asked before
+/// the rewind and again by the node with its binlog lock held: it takes no lock of the node's binlog.
+fn busy(s: &AppState) -> Option<(&'static str, String)> {
     if let Some(c) = s.replication.status().into_iter().find(|c| c.running) {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "replication_running",
-            format!("replication connection {:?} (from {}) is running: stop it before a rewind", c.name, c.master),
-        ));
+        let why =
+            format!("replication connection {:?} (from {}) is running: stop it before a rewind", c.name, c.master);
+        return Some(("replication_running", why));
     }
     let replicas = s.replicas.list();
     if let Some(r) = replicas.first() {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "replicas_connected",
-            format!(
-                "{} replica(s) stream from this node (server_id {} at {} among them): they may hold transactions \
-                 the rewind cuts; stop or repoint them first",
-                replicas.len(),
-                r.server_id,
-                r.address
-            ),
-        ));
+        let why = format!(
+            "{} replica(s) stream from this node (server_id {} at {} among them): they may hold transactions the \
+             rewind cuts; stop or repoint them first",
+            replicas.len(),
+            r.server_id,
+            r.address
+        );
+        return Some(("replicas_connected", why));
     }
-    let consumers = s.consumers.list(&s.node.binlog_position(), 0);
+    // Their lag is not looked at (and the binlog position is not read: this runs under the binlog lock too).
+    let consumers = s.consumers.list(&GtidPosition::new(), 0);
     if let Some(c) = consumers.first() {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "consumers_connected",
-            format!(
-                "{} change consumer(s) stream from this node ({:?} at {} among them): they would see history \
-                 change under them; stop them first",
-                consumers.len(),
-                c.info.name,
-                c.info.address
-            ),
-        ));
+        let why = format!(
+            "{} change consumer(s) stream from this node ({:?} at {} among them): they would see history change \
+             under them; stop them first",
+            consumers.len(),
+            c.info.name,
+            c.info.address
+        );
+        return Some(("consumers_connected", why));
     }
-    let node = s.node.clone();
-    let outcome = blocking(move || node.rewind(&to, body.dry_run)).await??;
-    Ok(Json(outcome))
+    None
 }
 
 /// `GET /v1/rewind/archives`: the archives earlier rewinds left, oldest first.
