@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::*;
 use crate::binlog::reader::{FileReader, Item, TransactionReader};
 use crate::binlog::MAGIC;
+use crate::commit::Durability;
 use crate::node::{NodeConfig, TxnRequest};
 use crate::row::{RowOp, Value};
 use crate::store::TableChecksum;
@@ -238,20 +239,22 @@ fn a_cut_replicated_transaction_takes_gtid_slave_pos_back() {
 
 const SIM_DIR: &str = "/node";
 
-fn sim_config(disk: &SimFs) -> NodeConfig {
+fn sim_config(disk: &SimFs, durability: Durability) -> NodeConfig {
     let mut config = NodeConfig::new(1, SIM_DIR);
     config.fs = Arc::new(disk.clone());
+    config.commit.durability = durability;
     config.binlog_file_bytes_max = 1 << 20;
     config.checkpoint_interval = std::time::Duration::from_secs(3600);
     config
 }
 
-/// A node on a fresh simulated disk with the diverged history, read-only; with its state before and the state
-/// the rewind must give.
-fn sim_node() -> (SimFs, Arc<Node>, State) {
+/// A node on a fresh simulated disk with the diverged history (made durable: with durability `none` a crash may
+/// otherwise lose some of it, rewind or not), read-only; with the state the rewind must give.
+fn sim_node(durability: Durability) -> (SimFs, Arc<Node>, State) {
     let disk = SimFs::new();
-    let node = Node::open(sim_config(&disk), None).unwrap();
+    let node = Node::open(sim_config(&disk, durability), None).unwrap();
     let (common, _) = diverge(&node);
+    node.checkpoint().unwrap();
     node.set_read_only_durably(true).unwrap();
     (disk, node, common)
 }
@@ -276,7 +279,17 @@ fn binlog_gtids(disk: &SimFs) -> Vec<Gtid> {
 /// rewind returned, rewound.
 #[test]
 fn a_power_loss_at_any_point_of_a_rewind_leaves_the_old_state_or_the_rewound_one() {
-    let (probe, node, _) = sim_node();
+    power_loss_during_a_rewind(Durability::Local);
+}
+
+/// The same with durability `none` (the binlog is fsynced by the rewind's checkpoint, not per group).
+#[test]
+fn a_power_loss_during_a_rewind_without_fsyncs_per_group_leaves_the_old_state_or_the_rewound_one() {
+    power_loss_during_a_rewind(Durability::None);
+}
+
+fn power_loss_during_a_rewind(durability: Durability) {
+    let (probe, node, _) = sim_node(durability);
     let start = probe.ops();
     node.rewind(&pos("0-1-4,1-1-4"), false, &|| None).unwrap();
     let ops = probe.ops() - start;
@@ -285,7 +298,7 @@ fn a_power_loss_at_any_point_of_a_rewind_leaves_the_old_state_or_the_rewound_one
     let (mut old_seen, mut new_seen) = (0, 0);
     for crash_at in 1..=ops + 1 {
         for seed in 0..3 {
-            let (disk, node, common) = sim_node();
+            let (disk, node, common) = sim_node(durability);
             let before = state(&node);
             let before_gtids = binlog_gtids(&disk);
             let kept = |g: &Gtid| g.domain <= 1 && g.seq <= 4;
@@ -296,7 +309,7 @@ fn a_power_loss_at_any_point_of_a_rewind_leaves_the_old_state_or_the_rewound_one
             disk.crash_now(seed);
             drop(node);
             let after = disk.after_crash().unwrap();
-            let node = Node::open(sim_config(&after), None)
+            let node = Node::open(sim_config(&after, durability), None)
                 .unwrap_or_else(|e| panic!("crash_at {crash_at} seed {seed}: restart: {e}"));
             let got = state(&node);
             let archives = node.rewind_archives();
