@@ -325,6 +325,8 @@ class Rewound(AdminModel):
     archive: str | None = None
     gtid_binlog_state: str
     gtid_slave_pos: str
+    #: The store is (would be) put back by replaying the kept binlog: a cut transaction has no before images.
+    by_replay: bool
 
 
 class RewindArchives(AdminModel):

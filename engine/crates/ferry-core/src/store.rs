@@ -35,6 +35,9 @@ pub const REPLICA_STATE: TableDefinition<(u32, u64), (u32, u64)> = TableDefiniti
 const APPLIED_THROUGH: &str = "applied_through";
 /// The archive name of the last rewind whose store part is done (see [`Store::rewind`]).
 const REWOUND_BY: &str = "rewound_by";
+/// Present while everything the store holds came from the binlog as it is on disk from its first file on (see
+/// [`Store::mark_history_in_binlog`]); RESET MASTER removes it.
+const HISTORY_IN_BINLOG: &str = "history_in_binlog";
 /// User tables live under this prefix so they can never collide with the store's own tables.
 const USER_PREFIX: &str = "t.";
 
@@ -339,6 +342,8 @@ impl Store {
                 let mut meta = txn.open_table(META).map_err(redb_err)?;
                 let coord = serde_json::to_vec(&through).expect("coordinates serialize");
                 meta.insert(APPLIED_THROUGH, coord.as_slice()).map_err(redb_err)?;
+                // The data stays, its binlog goes: the binlog no longer holds the store's history.
+                meta.remove(HISTORY_IN_BINLOG).map_err(redb_err)?;
             }
             fault::check(sites::STORE_FLUSH)?;
             txn.commit().map_err(redb_err)
@@ -402,6 +407,82 @@ impl Store {
             txn.commit().map_err(redb_err)
         };
         write().map_err(|e| StoreError::Failed(self.health.fail(format!("store rewind: {e}"))))
+    }
+
+    /// A rewind's store part by replay, in one durable redb commit: every user table emptied, the row images of
+    /// `kept` (the binlog's transactions from its first one to the cut, in order) applied, then as
+    /// [`Store::rewind`]. Only for a store whose whole history the binlog holds ([`Store::history_in_binlog`]).
+    pub fn rebuild(
+        &self,
+        kept: &mut dyn Iterator<Item = Result<Vec<RowChange>, String>>,
+        through: BinlogCoord,
+        replica_position: &GtidPosition,
+        marker: &str,
+    ) -> Result<(), StoreError> {
+        self.flush(false)?;
+        let _one_at_a_time = self.flush_lock.lock();
+        let write = || -> Result<(), StoreError> {
+            let mut txn = self.db.begin_write().map_err(redb_err)?;
+            txn.set_durability(Durability::Immediate).map_err(redb_err)?;
+            let tables: Vec<String> = txn
+                .list_tables()
+                .map_err(redb_err)?
+                .map(|h| h.name().to_string())
+                .filter(|n| n.starts_with(USER_PREFIX))
+                .collect();
+            for name in &tables {
+                txn.delete_table(user_table(name)).map_err(redb_err)?;
+            }
+            for changes in kept {
+                let changes = changes.map_err(|e| StoreError::Io(std::io::Error::other(e)))?;
+                for c in changes {
+                    let name = format!("{USER_PREFIX}{}", c.table);
+                    let mut t = txn.open_table(user_table(&name)).map_err(redb_err)?;
+                    match &c.after {
+                        Some(row) => {
+                            t.insert(c.key.as_str(), row_bytes(row).as_slice()).map_err(redb_err)?;
+                        }
+                        None => {
+                            t.remove(c.key.as_str()).map_err(redb_err)?;
+                        }
+                    }
+                }
+            }
+            {
+                let mut state = txn.open_table(REPLICA_STATE).map_err(redb_err)?;
+                state.retain(|_, _| false).map_err(redb_err)?;
+                for g in replica_position.iter() {
+                    let sub_id = self.next_sub_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    state.insert((g.domain, sub_id), (g.server, g.seq)).map_err(redb_err)?;
+                }
+                let mut meta = txn.open_table(META).map_err(redb_err)?;
+                let coord = serde_json::to_vec(&through).expect("coordinates serialize");
+                meta.insert(APPLIED_THROUGH, coord.as_slice()).map_err(redb_err)?;
+                meta.insert(REWOUND_BY, marker.as_bytes()).map_err(redb_err)?;
+            }
+            fault::check(sites::STORE_FLUSH)?;
+            txn.commit().map_err(redb_err)
+        };
+        write().map_err(|e| StoreError::Failed(self.health.fail(format!("store rebuild: {e}"))))
+    }
+
+    /// Records, durably, that everything the store holds came from the binlog from its first file on (a new store
+    /// filled by replaying a binlog that starts at file 1 with an empty GTID list). A rewind may then put the store
+    /// back by replay when before images are missing.
+    pub fn mark_history_in_binlog(&self) -> Result<(), StoreError> {
+        let txn = self.db.begin_write().map_err(redb_err)?;
+        {
+            let mut meta = txn.open_table(META).map_err(redb_err)?;
+            meta.insert(HISTORY_IN_BINLOG, b"1".as_slice()).map_err(redb_err)?;
+        }
+        txn.commit().map_err(redb_err)
+    }
+
+    /// Whether the binlog holds the store's whole history ([`Store::mark_history_in_binlog`]).
+    pub fn history_in_binlog(&self) -> Result<bool, StoreError> {
+        let read = self.db.begin_read().map_err(redb_err)?;
+        let meta = read.open_table(META).map_err(redb_err)?;
+        Ok(meta.get(HISTORY_IN_BINLOG).map_err(redb_err)?.is_some())
     }
 
     /// The archive name of the last rewind whose store part is done ([`Store::rewind`]).

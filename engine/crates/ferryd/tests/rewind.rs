@@ -48,7 +48,12 @@ fn position(node: &NodeProc) -> String {
 
 /// A master and its replica, level; then the replica stopped and writes only the master has.
 fn diverged(dir: &std::path::Path) -> (NodeProc, NodeProc) {
-    let master = NodeProc::start(&dir.join("m"), 1, &[]);
+    diverged_with(dir, &[])
+}
+
+/// [`diverged`], the master started with `extra`.
+fn diverged_with(dir: &std::path::Path, extra: &[&str]) -> (NodeProc, NodeProc) {
+    let master = NodeProc::start(&dir.join("m"), 1, extra);
     let replica = NodeProc::start(&dir.join("r"), 2, &[]);
     write(&master, 1, false);
     replicate_with(&replica, "m1", &master, "slave_pos");
@@ -96,6 +101,7 @@ fn an_old_master_is_rewound_to_its_replicas_position_and_stays_so_after_a_restar
 
     let done = post_ok(&master, "/v1/rewind", json!({"to": target}));
     assert_eq!(done["cut"], dry["cut"]);
+    assert_eq!(done["by_replay"], false, "put back from the before images");
     let archive = done["archive"].as_str().unwrap().to_string();
     assert_eq!(position(&master), target, "gtid_binlog_pos is the replica's position");
     assert_eq!(done["gtid_binlog_state"], master.status()["gtid_binlog_state"]);
@@ -122,6 +128,24 @@ fn an_old_master_is_rewound_to_its_replicas_position_and_stays_so_after_a_restar
     assert_eq!(master.binlog_gtids(), kept);
     let (_, listing) = master.get("/v1/rewind/archives");
     assert_eq!(listing["archives"], json!([archive]));
+}
+
+/// A master logging no before images (`--binlog-row-image minimal`): its store is put back by replaying its
+/// whole binlog up to the position.
+#[test]
+fn an_old_master_without_before_images_is_rewound_by_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut master, replica) = diverged_with(dir.path(), &["--binlog-row-image", "minimal"]);
+    let target = replica.status()["gtid_slave_pos"].as_str().unwrap().to_string();
+    post_ok(&master, "/v1/read-only", json!({"read_only": true}));
+    let done = post_ok(&master, "/v1/rewind", json!({"to": target}));
+    assert_eq!(done["by_replay"], true, "{done}");
+    assert_eq!(done["cut"].as_array().unwrap().len(), 11);
+    assert_eq!(position(&master), target);
+    assert_eq!(checksums(&master), checksums(&replica));
+    master.stop();
+    master.restart();
+    assert_eq!(checksums(&master), checksums(&replica), "a restart keeps it");
 }
 
 #[test]

@@ -76,9 +76,10 @@ pub enum RewindRefusal {
     NotASuffix { kept: Gtid, cut: Gtid },
     #[error(
         "{gtid} would be cut but was logged without before images (binlog_row_image minimal, flag 0x10 unset), so \
-         the rows it changed cannot be put back from the binlog; rebuild the node from a donor instead"
+         the rows it changed cannot be put back from the binlog's images, nor by replaying the kept binlog into an \
+         empty store: {why_not_replay}; rebuild the node from a donor instead"
     )]
-    NoBeforeImages { gtid: Gtid },
+    NoBeforeImages { gtid: Gtid, why_not_replay: String },
 }
 
 /// What a rewind to a position would cut, found by reading the binlog.
@@ -93,6 +94,8 @@ pub struct RewindPlan {
     /// Tables the kept transactions of the binlog change: a table only the cut part changed goes when the
     /// rewind leaves it empty (a server that never had the cut part has no such table).
     pub kept_tables: BTreeSet<String>,
+    /// The binlog starts at its beginning: file 1, with an empty GTID list.
+    pub starts_whole: bool,
 }
 
 impl RewindPlan {
@@ -111,12 +114,9 @@ impl RewindPlan {
         cut.into_iter().filter(|t| !self.kept_tables.contains(*t)).cloned().collect()
     }
 
-    /// Refused when a cut transaction was logged without before images.
-    pub fn check_restorable(&self) -> Result<(), RewindRefusal> {
-        match self.cut.iter().find(|t| t.header.flags & flags::BEFORE_IMAGES == 0) {
-            Some(t) => Err(RewindRefusal::NoBeforeImages { gtid: t.gtid() }),
-            None => Ok(()),
-        }
+    /// The first cut transaction logged without before images, if any: its rows cannot be put back from images.
+    pub fn without_before_images(&self) -> Option<Gtid> {
+        self.cut.iter().find(|t| t.header.flags & flags::BEFORE_IMAGES == 0).map(Transaction::gtid)
     }
 }
 
@@ -147,6 +147,7 @@ pub fn plan(
 ) -> Result<Result<RewindPlan, RewindRefusal>, BinlogError> {
     let first_file = files.first().cloned().unwrap_or_default();
     let initial = BinlogState::from_gtids(read_gtid_list_on(fs, &dir.join(&first_file))?);
+    let starts_whole = file_seq(&first_file) == Some(1) && initial.is_empty();
     let mut reached: BTreeSet<DomainId> = BTreeSet::new();
     for wanted in to.iter() {
         match initial.position().get(wanted.domain) {
@@ -209,7 +210,7 @@ pub fn plan(
     let cut_at = cut
         .first()
         .map(|t| BinlogCoord { file_seq: file_seq(&t.file).expect("read from a binlog file"), offset: t.offset });
-    Ok(Ok(RewindPlan { cut, cut_at, state_at_cut: state, kept_tables }))
+    Ok(Ok(RewindPlan { cut, cut_at, state_at_cut: state, kept_tables, starts_whole }))
 }
 
 /// The rows to write back, oldest before image last applied: per row, its image before the first cut
@@ -222,6 +223,49 @@ pub fn restores(cut: &[Vec<RowChange>]) -> Vec<(String, String, Option<Row>)> {
         }
     }
     out.into_iter().map(|((table, key), row)| (table, key, row)).collect()
+}
+
+/// The row changes of the binlog's transactions from its first file to `cut_at` (excluded), in order, read as
+/// they are needed.
+pub fn kept_changes(
+    fs: std::sync::Arc<dyn Fs>,
+    dir: &Path,
+    cut_at: BinlogCoord,
+) -> Result<impl Iterator<Item = Result<Vec<RowChange>, String>>, BinlogError> {
+    let files: Vec<String> =
+        read_index_on(&*fs, dir)?.into_iter().filter(|f| file_seq(f).is_some_and(|s| s <= cut_at.file_seq)).collect();
+    let dir = dir.to_path_buf();
+    let mut files = files.into_iter();
+    let mut current: Option<(u64, TransactionReader)> = None;
+    let mut done = false;
+    Ok(std::iter::from_fn(move || loop {
+        if done {
+            return None;
+        }
+        let (seq, reader) = match &mut current {
+            Some(open) => open,
+            None => {
+                let name = files.next()?;
+                let seq = file_seq(&name).expect("index holds binlog names");
+                match FileReader::open_at_on(&*fs, &dir.join(&name), MAGIC.len() as u64) {
+                    Ok(r) => current.insert((seq, TransactionReader::new(r))),
+                    Err(e) => return Some(Err(e.to_string())),
+                }
+            }
+        };
+        match reader.next_item() {
+            None => current = None,
+            Some(Err(e)) => return Some(Err(e.to_string())),
+            Some(Ok(Item::Other(_))) => {}
+            Some(Ok(Item::Transaction(t))) => {
+                if (BinlogCoord { file_seq: *seq, offset: t.offset }) >= cut_at {
+                    done = true;
+                    return None;
+                }
+                return Some(Ok(t.changes));
+            }
+        }
+    }))
 }
 
 /// The name of a new archive: the cut's start, and the time (so two rewinds never share one).
@@ -345,6 +389,10 @@ pub struct RewindIntent {
     /// Tables only the cut part changed: dropped when the rewind leaves them empty.
     #[serde(default)]
     pub drop_if_empty: Vec<String>,
+    /// The store is put back by replaying the kept binlog into it emptied (a cut transaction has no before
+    /// images), not from the cut transactions' before images.
+    #[serde(default)]
+    pub replay: bool,
 }
 
 fn intent_path(dir: &Path) -> PathBuf {
@@ -472,6 +520,7 @@ mod tests {
             cut_at: BinlogCoord { file_seq: 1, offset: 300 },
             slave_pos: String::new(),
             drop_if_empty: vec!["t".into()],
+            replay: true,
         };
         write_intent(&fs, dir.path(), &intent).unwrap();
         assert_eq!(read_intent(&fs, dir.path()).unwrap(), Some(intent));

@@ -5,7 +5,9 @@
 //! Done on the running node with the binlog lock held (no commit can slip in), on a quiesced node only: the
 //! caller refuses while replication runs or replicas and consumers stream from it; this module refuses a
 //! writable node, commits in flight, a failed node, and every case [`RewindRefusal`] names. The store is put back
-//! from the cut transactions' before images, newest first (a transaction logged without them is refused).
+//! from the cut transactions' before images, newest first; when one was logged without them, by replaying the
+//! kept binlog into the store emptied — only where the binlog holds the store's whole history (it starts at file
+//! 1 with an empty GTID list, and the store records that it was filled from it), else refused saying why.
 //!
 //! Crash-safe: the archive, then the intent (both fsynced), then the archive's name, then the store's part (one durable redb commit that
 //! names the archive), then the binlog's truncation, then the intent goes. A start finding the intent completes
@@ -41,6 +43,9 @@ pub struct RewindOutcome {
     /// gtid_binlog_state and gtid_slave_pos after the rewind (as they are, with a dry run).
     pub gtid_binlog_state: String,
     pub gtid_slave_pos: String,
+    /// True when the store is (would be) put back by replaying the kept binlog into it emptied, because a cut
+    /// transaction has no before images; false when from the cut transactions' before images.
+    pub by_replay: bool,
 }
 
 /// Why a rewind did nothing.
@@ -103,11 +108,19 @@ impl Node {
                 archive: None,
                 gtid_binlog_state: log.binlog.state().to_string(),
                 gtid_slave_pos: self.slave_position().to_string(),
+                by_replay: false,
             };
             let Some(cut_at) = plan.cut_at else {
                 return Ok(outcome);
             };
-            plan.check_restorable()?;
+            let replay = match plan.without_before_images() {
+                None => false,
+                Some(gtid) => match self.why_not_replay(&plan)? {
+                    None => true,
+                    Some(why_not_replay) => return Err(RewindRefusal::NoBeforeImages { gtid, why_not_replay }.into()),
+                },
+            };
+            outcome.by_replay = replay;
             if dry_run {
                 outcome.gtid_binlog_state = plan.state_at_cut.to_string();
                 outcome.gtid_slave_pos = slave_pos.to_string();
@@ -123,6 +136,7 @@ impl Node {
                 cut_at,
                 slave_pos: slave_pos.to_string(),
                 drop_if_empty: plan.cut_only_tables(),
+                replay,
             };
             rewind::write_intent(&*fs, &dir, &intent)?;
             // From here a failure leaves the intent: the node stops acknowledging, and its restart completes it.
@@ -170,6 +184,25 @@ impl Node {
         self.watch.moved.notify_all();
         self.watch.moved_async.notify_waiters();
         Ok(outcome)
+    }
+
+    /// Why the store cannot be put back by replaying the kept binlog into it emptied (None: it can).
+    fn why_not_replay(&self, plan: &rewind::RewindPlan) -> Result<Option<String>, NodeError> {
+        if !plan.starts_whole {
+            return Ok(Some(
+                "this node's binlog does not start at its first transaction (files were purged, or RESET MASTER TO \
+                 another number)"
+                    .into(),
+            ));
+        }
+        if !self.store.history_in_binlog()? {
+            return Ok(Some(
+                "the store holds history its binlog does not (a RESET MASTER kept the data and dropped the binlog, or \
+                 the store predates the record of it)"
+                    .into(),
+            ));
+        }
+        Ok(None)
     }
 
     /// The archives of earlier rewinds, oldest first.
@@ -228,12 +261,18 @@ fn finish(
     }
     hwm::raise_on(fs, &dir, gtids.iter().copied().filter(|g| g.server == config.server_id))?;
     if store.rewound_by()?.as_deref() != Some(intent.archive.as_str()) {
-        let changes: Vec<_> = txns.into_iter().map(|t| t.changes).collect();
         let slave_pos: GtidPosition = intent
             .slave_pos
             .parse()
             .map_err(|e| NodeError::Recovery(format!("the rewind intent's gtid_slave_pos does not parse: {e}")))?;
-        store.rewind(&rewind::restores(&changes), &intent.drop_if_empty, intent.cut_at, &slave_pos, &intent.archive)?;
+        if intent.replay {
+            let mut kept = rewind::kept_changes(config.fs.clone(), &dir, intent.cut_at)?;
+            store.rebuild(&mut kept, intent.cut_at, &slave_pos, &intent.archive)?;
+        } else {
+            let changes: Vec<_> = txns.into_iter().map(|t| t.changes).collect();
+            let restores = rewind::restores(&changes);
+            store.rewind(&restores, &intent.drop_if_empty, intent.cut_at, &slave_pos, &intent.archive)?;
+        }
     }
     rewind::truncate(fs, &dir, intent.cut_at)?;
     rewind::clear_intent(fs, &dir)?;

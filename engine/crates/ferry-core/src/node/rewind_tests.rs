@@ -170,19 +170,60 @@ fn each_refusal_names_its_reason_and_changes_nothing() {
     assert!(text.contains("1-1-5 is kept but follows 0-1-5"), "{text}");
 }
 
-#[test]
-fn a_cut_transaction_without_before_images_is_refused_naming_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = NodeConfig::new(1, dir.path());
+fn without_before_images(dir: &std::path::Path) -> Arc<Node> {
+    let mut config = NodeConfig::new(1, dir);
     config.log_before_images = false;
-    let node = Node::open(config, None).unwrap();
-    node.execute(put(0, "a", 1), false).unwrap();
-    node.execute(put(0, "a", 2), false).unwrap();
+    Node::open(config, None).unwrap()
+}
+
+/// Without before images the store is put back by replaying the kept binlog into it emptied, where the binlog
+/// holds its whole history.
+#[test]
+fn without_before_images_a_whole_binlog_is_replayed_into_the_emptied_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = without_before_images(dir.path());
+    let (common, extra) = diverge(&node);
     node.set_read_only_durably(true).unwrap();
-    let text = refused(&node, "0-1-1");
-    assert!(text.contains("0-1-2") && text.contains("before images"), "{text}");
-    let err = node.rewind(&pos("0-1-1"), true, &|| None).unwrap_err();
+    let dry = node.rewind(&pos("0-1-4,1-1-4"), true, &|| None).unwrap();
+    assert!(dry.by_replay && dry.archive.is_none());
+    let done = node.rewind(&pos("0-1-4,1-1-4"), false, &|| None).unwrap();
+    assert!(done.by_replay);
+    assert_eq!(state(&node), common);
+    assert_eq!(archive_gtids(&node, done.archive.as_ref().unwrap()), extra);
+    node.stop();
+    drop(node);
+    let node = without_before_images(dir.path());
+    assert_eq!(state(&node), common, "a restart keeps it");
+}
+
+/// ...and where it does not (RESET MASTER kept the data, dropped the binlog), refused naming the transaction and
+/// why replay cannot serve.
+#[test]
+fn without_before_images_a_binlog_missing_history_is_refused_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = without_before_images(dir.path());
+    node.execute(put(0, "a", 1), false).unwrap();
+    node.set_read_only_durably(true).unwrap();
+    node.reset_master(1, false).unwrap();
+    node.set_read_only_durably(false).unwrap();
+    node.execute(put(0, "a", 2), false).unwrap();
+    node.execute(put(0, "a", 3), false).unwrap();
+    node.set_read_only_durably(true).unwrap();
+    let text = refused(&node, "0-1-2");
+    assert!(text.contains("0-1-3") && text.contains("before images") && text.contains("RESET MASTER"), "{text}");
+    let err = node.rewind(&pos("0-1-2"), true, &|| None).unwrap_err();
     assert!(matches!(err, RewindError::Refused(RewindRefusal::NoBeforeImages { .. })), "a dry run says so too");
+    // A purge: the binlog does not start at its first transaction.
+    let dir = tempfile::tempdir().unwrap();
+    let node = without_before_images(dir.path());
+    node.execute(put(0, "a", 1), false).unwrap();
+    let second = node.flush_logs().unwrap();
+    node.execute(put(0, "a", 2), false).unwrap();
+    node.execute(put(0, "a", 3), false).unwrap();
+    node.purge_logs_before(&second).unwrap();
+    node.set_read_only_durably(true).unwrap();
+    let text = refused(&node, "0-1-2");
+    assert!(text.contains("0-1-3") && text.contains("purged"), "{text}");
 }
 
 #[test]
@@ -243,6 +284,8 @@ fn sim_config(disk: &SimFs, durability: Durability) -> NodeConfig {
     let mut config = NodeConfig::new(1, SIM_DIR);
     config.fs = Arc::new(disk.clone());
     config.commit.durability = durability;
+    // Durability `none` runs without before images: the store is put back by replay.
+    config.log_before_images = durability != Durability::None;
     config.binlog_file_bytes_max = 1 << 20;
     config.checkpoint_interval = std::time::Duration::from_secs(3600);
     config
@@ -282,16 +325,18 @@ fn a_power_loss_at_any_point_of_a_rewind_leaves_the_old_state_or_the_rewound_one
     power_loss_during_a_rewind(Durability::Local);
 }
 
-/// The same with durability `none` (the binlog is fsynced by the rewind's checkpoint, not per group).
+/// The same with durability `none` (the binlog is fsynced by the rewind's checkpoint, not per group) and no before
+/// images (the store is put back by replaying the kept binlog).
 #[test]
-fn a_power_loss_during_a_rewind_without_fsyncs_per_group_leaves_the_old_state_or_the_rewound_one() {
+fn a_power_loss_during_a_rewind_by_replay_without_fsyncs_per_group_leaves_the_old_state_or_the_rewound_one() {
     power_loss_during_a_rewind(Durability::None);
 }
 
 fn power_loss_during_a_rewind(durability: Durability) {
     let (probe, node, _) = sim_node(durability);
     let start = probe.ops();
-    node.rewind(&pos("0-1-4,1-1-4"), false, &|| None).unwrap();
+    let done = node.rewind(&pos("0-1-4,1-1-4"), false, &|| None).unwrap();
+    assert_eq!(done.by_replay, durability == Durability::None);
     let ops = probe.ops() - start;
     assert!(ops > 10, "{ops}");
     drop(node);
