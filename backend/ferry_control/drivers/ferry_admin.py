@@ -305,6 +305,36 @@ class Waited(AdminModel):
     position: str
 
 
+class CutTransaction(AdminModel):
+    """One transaction a rewind cuts (or, dry, would cut)."""
+
+    gtid: str
+    file: Annotated[str, AfterValidator(_short)]
+    offset: Int64
+    commit_ts_us: Int64
+    tables: Annotated[list[TableName], Field(max_length=TABLES_PER_EVENT_MAX)]
+    rows: Int64
+
+
+class Rewound(AdminModel):
+    """POST /v1/rewind: what the rewind cut (or would cut, with a dry run) and where it left the node."""
+
+    to: str
+    dry_run: bool
+    cut: list[CutTransaction]
+    archive: str | None = None
+    gtid_binlog_state: str
+    gtid_slave_pos: str
+    #: The store is (would be) put back by replaying the kept binlog: a cut transaction has no before images.
+    by_replay: bool
+
+
+class RewindArchives(AdminModel):
+    """GET /v1/rewind/archives."""
+
+    archives: list[str]
+
+
 #: The answers the driver reads, each with its route and the answer's key there, as the engine's schema names them
 #: (`response`, or the answer to a request that asks for more).
 ANSWERS: dict[type[AdminModel], tuple[str, str]] = {
@@ -317,6 +347,8 @@ ANSWERS: dict[type[AdminModel], tuple[str, str]] = {
     ReadOnly: ("POST /v1/read-only", "response"),
     WritesStopped: ("POST /v1/read-only", "response (wait_for_in_flight_ms)"),
     Waited: ("POST /v1/wait-for-position", "response"),
+    Rewound: ("POST /v1/rewind", "response"),
+    RewindArchives: ("GET /v1/rewind/archives", "response"),
 }
 
 
@@ -378,6 +410,11 @@ class WaitRequest(Request):
     timeout_ms: int
 
 
+class RewindRequest(Request):
+    to: str
+    dry_run: bool
+
+
 #: The requests the driver sends, each with its route.
 REQUESTS: dict[type[Request], str] = {
     ChangeMasterRequest: "POST /v1/replication/{name}/change-master",
@@ -386,6 +423,7 @@ REQUESTS: dict[type[Request], str] = {
     ParallelRequest: "POST /v1/replication/{name}/parallel",
     ReadOnlyRequest: "POST /v1/read-only",
     WaitRequest: "POST /v1/wait-for-position",
+    RewindRequest: "POST /v1/rewind",
 }
 
 

@@ -507,6 +507,14 @@ impl GroupCommit {
         self.alloc.reset(start);
     }
 
+    /// A rewind: the seq_no counters go back to `start`, and allocation stays above `used` (the cut GTIDs).
+    pub fn rewind_counters(&self, start: &crate::gtid::GtidPosition, used: impl IntoIterator<Item = Gtid>) {
+        self.alloc.rewind(start);
+        for gtid in used {
+            self.alloc.raise_floor(gtid);
+        }
+    }
+
     /// Runs `f` with the binlog lock held (checkpoints, rotation, purge, status).
     pub fn with_log<T>(&self, f: impl FnOnce(&mut CommitLog) -> T) -> T {
         f(&mut self.log.lock())

@@ -32,10 +32,27 @@ pub mod sites {
     pub const RELAY_WRITE: &str = "relay-write";
     /// The seq_no high-water mark file.
     pub const SEQ_NO_HWM: &str = "seq-no-hwm";
+    /// A rewind's archive of the transactions it cuts (written before anything else changes).
+    pub const REWIND_ARCHIVE: &str = "rewind-archive";
+    /// A rewind's intent record.
+    pub const REWIND_INTENT: &str = "rewind-intent";
+    /// A rewind's cut of the binlog file holding the cut.
+    pub const REWIND_TRUNCATE: &str = "rewind-truncate";
 
     /// Every site, for tests that go through all of them.
-    pub const ALL: [&str; 8] =
-        [BINLOG_WRITE, BINLOG_FSYNC, BINLOG_HEADER, BINLOG_INDEX, STORE_FLUSH, REPLICA_STATE, RELAY_WRITE, SEQ_NO_HWM];
+    pub const ALL: [&str; 11] = [
+        BINLOG_WRITE,
+        BINLOG_FSYNC,
+        BINLOG_HEADER,
+        BINLOG_INDEX,
+        STORE_FLUSH,
+        REPLICA_STATE,
+        RELAY_WRITE,
+        SEQ_NO_HWM,
+        REWIND_ARCHIVE,
+        REWIND_INTENT,
+        REWIND_TRUNCATE,
+    ];
 }
 
 /// An injected I/O fault.

@@ -71,6 +71,12 @@ impl GtidAllocator {
         self.floor.lock().clear();
     }
 
+    /// A rewind: the counters go back to `start` (the binlog's position after the cut), the floor stays, so what
+    /// strict mode compares with is what the binlog holds and no seq_no handed out before is handed out again.
+    pub fn rewind(&self, start: &GtidPosition) {
+        *self.newest.lock() = start.iter().map(|g| (g.domain, g)).collect();
+    }
+
     pub fn server_id(&self) -> ServerId {
         self.server_id
     }

@@ -15,7 +15,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard, RwLock};
-use redb::{Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
+use redb::{
+    Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
+    TableHandle,
+};
 use serde::Serialize;
 
 use crate::binlog::BinlogCoord;
@@ -30,6 +33,11 @@ const META: TableDefinition<&str, &[u8]> = TableDefinition::new("sys.meta");
 /// written in the same commit as the transaction's data (filled by replication).
 pub const REPLICA_STATE: TableDefinition<(u32, u64), (u32, u64)> = TableDefinition::new("sys.replica_state");
 const APPLIED_THROUGH: &str = "applied_through";
+/// The archive name of the last rewind whose store part is done (see [`Store::rewind`]).
+const REWOUND_BY: &str = "rewound_by";
+/// Present while everything the store holds came from the binlog as it is on disk from its first file on (see
+/// [`Store::mark_history_in_binlog`]); RESET MASTER removes it.
+const HISTORY_IN_BINLOG: &str = "history_in_binlog";
 /// User tables live under this prefix so they can never collide with the store's own tables.
 const USER_PREFIX: &str = "t.";
 
@@ -334,11 +342,155 @@ impl Store {
                 let mut meta = txn.open_table(META).map_err(redb_err)?;
                 let coord = serde_json::to_vec(&through).expect("coordinates serialize");
                 meta.insert(APPLIED_THROUGH, coord.as_slice()).map_err(redb_err)?;
+                // The data stays, its binlog goes: the binlog no longer holds the store's history.
+                meta.remove(HISTORY_IN_BINLOG).map_err(redb_err)?;
             }
             fault::check(sites::STORE_FLUSH)?;
             txn.commit().map_err(redb_err)
         };
         write().map_err(|e| StoreError::Failed(self.health.fail(format!("store rebase: {e}"))))
+    }
+
+    /// A rewind's store part, in one durable redb commit: every row in `rows` set to its image (None: removed),
+    /// the tables of `drop_if_empty` dropped when that leaves them empty, the binlog coordinate moved back to
+    /// `through` (the cut), gtid_slave_pos replaced by `replica_position`, and
+    /// `marker` (the rewind's archive name) recorded, so a restart knows this part is done. Everything applied
+    /// before is flushed first (the rewind's changes go on top of it).
+    pub fn rewind(
+        &self,
+        rows: &[(String, String, Option<Row>)],
+        drop_if_empty: &[String],
+        through: BinlogCoord,
+        replica_position: &GtidPosition,
+        marker: &str,
+    ) -> Result<(), StoreError> {
+        self.flush(false)?;
+        let _one_at_a_time = self.flush_lock.lock();
+        let write = || -> Result<(), StoreError> {
+            let mut txn = self.db.begin_write().map_err(redb_err)?;
+            txn.set_durability(Durability::Immediate).map_err(redb_err)?;
+            for (table, key, row) in rows {
+                let name = format!("{USER_PREFIX}{table}");
+                let mut t = txn.open_table(user_table(&name)).map_err(redb_err)?;
+                match row {
+                    Some(row) => {
+                        t.insert(key.as_str(), row_bytes(row).as_slice()).map_err(redb_err)?;
+                    }
+                    None => {
+                        t.remove(key.as_str()).map_err(redb_err)?;
+                    }
+                }
+            }
+            for table in drop_if_empty {
+                let name = format!("{USER_PREFIX}{table}");
+                let empty = match txn.open_table(user_table(&name)) {
+                    Ok(t) => t.is_empty().map_err(redb_err)?,
+                    Err(e) => return Err(redb_err(e)),
+                };
+                if empty {
+                    txn.delete_table(user_table(&name)).map_err(redb_err)?;
+                }
+            }
+            {
+                let mut state = txn.open_table(REPLICA_STATE).map_err(redb_err)?;
+                state.retain(|_, _| false).map_err(redb_err)?;
+                for g in replica_position.iter() {
+                    let sub_id = self.next_sub_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    state.insert((g.domain, sub_id), (g.server, g.seq)).map_err(redb_err)?;
+                }
+                let mut meta = txn.open_table(META).map_err(redb_err)?;
+                let coord = serde_json::to_vec(&through).expect("coordinates serialize");
+                meta.insert(APPLIED_THROUGH, coord.as_slice()).map_err(redb_err)?;
+                meta.insert(REWOUND_BY, marker.as_bytes()).map_err(redb_err)?;
+            }
+            fault::check(sites::STORE_FLUSH)?;
+            txn.commit().map_err(redb_err)
+        };
+        write().map_err(|e| StoreError::Failed(self.health.fail(format!("store rewind: {e}"))))
+    }
+
+    /// A rewind's store part by replay, in one durable redb commit: every user table emptied, the row images of
+    /// `kept` (the binlog's transactions from its first one to the cut, in order) applied, then as
+    /// [`Store::rewind`]. Only for a store whose whole history the binlog holds ([`Store::history_in_binlog`]).
+    pub fn rebuild(
+        &self,
+        kept: &mut dyn Iterator<Item = Result<Vec<RowChange>, String>>,
+        through: BinlogCoord,
+        replica_position: &GtidPosition,
+        marker: &str,
+    ) -> Result<(), StoreError> {
+        self.flush(false)?;
+        let _one_at_a_time = self.flush_lock.lock();
+        let write = || -> Result<(), StoreError> {
+            let mut txn = self.db.begin_write().map_err(redb_err)?;
+            txn.set_durability(Durability::Immediate).map_err(redb_err)?;
+            let tables: Vec<String> = txn
+                .list_tables()
+                .map_err(redb_err)?
+                .map(|h| h.name().to_string())
+                .filter(|n| n.starts_with(USER_PREFIX))
+                .collect();
+            for name in &tables {
+                txn.delete_table(user_table(name)).map_err(redb_err)?;
+            }
+            for changes in kept {
+                let changes = changes.map_err(|e| StoreError::Io(std::io::Error::other(e)))?;
+                for c in changes {
+                    let name = format!("{USER_PREFIX}{}", c.table);
+                    let mut t = txn.open_table(user_table(&name)).map_err(redb_err)?;
+                    match &c.after {
+                        Some(row) => {
+                            t.insert(c.key.as_str(), row_bytes(row).as_slice()).map_err(redb_err)?;
+                        }
+                        None => {
+                            t.remove(c.key.as_str()).map_err(redb_err)?;
+                        }
+                    }
+                }
+            }
+            {
+                let mut state = txn.open_table(REPLICA_STATE).map_err(redb_err)?;
+                state.retain(|_, _| false).map_err(redb_err)?;
+                for g in replica_position.iter() {
+                    let sub_id = self.next_sub_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    state.insert((g.domain, sub_id), (g.server, g.seq)).map_err(redb_err)?;
+                }
+                let mut meta = txn.open_table(META).map_err(redb_err)?;
+                let coord = serde_json::to_vec(&through).expect("coordinates serialize");
+                meta.insert(APPLIED_THROUGH, coord.as_slice()).map_err(redb_err)?;
+                meta.insert(REWOUND_BY, marker.as_bytes()).map_err(redb_err)?;
+            }
+            fault::check(sites::STORE_FLUSH)?;
+            txn.commit().map_err(redb_err)
+        };
+        write().map_err(|e| StoreError::Failed(self.health.fail(format!("store rebuild: {e}"))))
+    }
+
+    /// Records, durably, that everything the store holds came from the binlog from its first file on (a new store
+    /// filled by replaying a binlog that starts at file 1 with an empty GTID list). A rewind may then put the store
+    /// back by replay when before images are missing.
+    pub fn mark_history_in_binlog(&self) -> Result<(), StoreError> {
+        let txn = self.db.begin_write().map_err(redb_err)?;
+        {
+            let mut meta = txn.open_table(META).map_err(redb_err)?;
+            meta.insert(HISTORY_IN_BINLOG, b"1".as_slice()).map_err(redb_err)?;
+        }
+        txn.commit().map_err(redb_err)
+    }
+
+    /// Whether the binlog holds the store's whole history ([`Store::mark_history_in_binlog`]).
+    pub fn history_in_binlog(&self) -> Result<bool, StoreError> {
+        let read = self.db.begin_read().map_err(redb_err)?;
+        let meta = read.open_table(META).map_err(redb_err)?;
+        Ok(meta.get(HISTORY_IN_BINLOG).map_err(redb_err)?.is_some())
+    }
+
+    /// The archive name of the last rewind whose store part is done ([`Store::rewind`]).
+    pub fn rewound_by(&self) -> Result<Option<String>, StoreError> {
+        let read = self.db.begin_read().map_err(redb_err)?;
+        let meta = read.open_table(META).map_err(redb_err)?;
+        let value = meta.get(REWOUND_BY).map_err(redb_err)?;
+        Ok(value.map(|v| String::from_utf8_lossy(v.value()).into_owned()))
     }
 
     /// Records GTIDs replication passed over without applying (skip counter, domain filters) in the replica

@@ -14,6 +14,7 @@
 //! - `connections`: the accept loop (connection caps, before and after authentication; idle and authentication
 //!   timeouts).
 //! - `replication`: every `/v1/replication` route.
+//! - `rewind`: rewind to a GTID position (a DBA command, guarded) and the archives of what it cut.
 
 use std::sync::Arc;
 
@@ -37,6 +38,7 @@ mod bodies;
 mod checksums;
 mod connections;
 mod replication;
+mod rewind;
 #[cfg(test)]
 mod schema;
 
@@ -85,6 +87,9 @@ fn router(state: AppState) -> Router {
         .route("/v1/binlog/events", get(events))
         .route("/v1/binlog/files/{file}/events", get(binlog::events_in_file))
         .route("/v1/checksums", get(checksums::checksums))
+        .route("/v1/rewind", post(rewind::rewind))
+        .route("/v1/rewind/archives", get(rewind::archives))
+        .route("/v1/rewind/archives/{name}", get(rewind::archive))
         .route("/v1/replicas", get(replicas))
         .route("/v1/consumers", get(consumers))
         .merge(replication::routes())

@@ -7,6 +7,8 @@
 //! - [`delete_domain`]: FLUSH BINARY LOGS DELETE_DOMAIN_ID — which domains may leave the binlog state.
 //! - [`expiry`]: binlog expiry by age and total size, and the guard that keeps files connected replicas read.
 //! - [`listing`]: SHOW BINLOG EVENTS — one file's events from a byte offset, with MariaDB's columns.
+//! - [`rewind`]: rewind on disk — what a rewind to a position cuts, the archive of the cut part, the intent that
+//!   makes it crash-safe, the binlog's truncation.
 //! - [`reset`]: RESET MASTER on disk — every file deleted, a new first file, crash-safe by an intent file.
 //! - [`seek`]: where to start streaming for a replica's GTID position, with every error case named.
 //!
@@ -20,6 +22,7 @@ pub mod hwm;
 pub mod listing;
 pub mod reader;
 pub mod reset;
+pub mod rewind;
 pub mod seek;
 pub mod stream;
 pub mod writer;

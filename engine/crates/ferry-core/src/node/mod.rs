@@ -10,15 +10,19 @@
 //! - `binlog_admin`: FLUSH LOGS, RESET MASTER, DELETE_DOMAIN_ID, PURGE and expiry, SHOW BINLOG EVENTS.
 //! - `checkpointer`: checkpoints, the checkpointer thread, the final checkpoint at stop, the close.
 //! - `read_only_flag`: the durable read-only flag, so a read-only replica restarts read-only.
+//! - `rewind`: going back to a GTID position — the cut transactions archived, the binlog truncated, the store
+//!   put back — crash-safe by an intent completed at open.
 
 mod binlog_admin;
 mod checkpointer;
 mod open;
 pub mod read_only_flag;
 mod replica;
+mod rewind;
 mod writes;
 
 pub use replica::current_position_of;
+pub use rewind::{RewindError, RewindOutcome};
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::admission::WriteGate;
 use crate::binlog::event::flags;
-use crate::binlog::reader::{FileReader, Item, TransactionReader};
+use crate::binlog::reader::{read_gtid_list_on, FileReader, Item, TransactionReader};
 use crate::binlog::writer::BinlogWriter;
 use crate::binlog::{file_name, file_seq, hwm, reset, BinlogCoord, BinlogError, MAGIC};
 use crate::commit::{CommitLog, GroupCommit, GroupReport};
@@ -50,6 +50,7 @@ impl Node {
             store.rebase(through)?;
             reset::clear_intent(&*fs, &binlog_dir)?;
         }
+        super::rewind::complete_at_open(&config, &store, &binlog_dir)?;
         let applied = store.applied_through()?;
         let (binlog, tail) = BinlogWriter::open_keeping_on(
             fs.clone(),
@@ -76,6 +77,9 @@ impl Node {
         }
         if replayed > 0 || applied.is_none() {
             log.checkpoint(config.commit.durability)?;
+        }
+        if applied.is_none() && starts_whole(&log.binlog)? {
+            store.mark_history_in_binlog()?;
         }
         if replayed > 0 {
             tracing::info!(replayed, from = ?applied.map(|c| c.to_string()), "replayed the binlog into the store");
@@ -231,9 +235,19 @@ fn push_recent(recent: &mut VecDeque<EventSummary>, mut entry: EventSummary) {
     recent.push_back(entry);
 }
 
+/// Whether the binlog starts at its very beginning: file 1, with an empty GTID list (nothing purged, no RESET
+/// MASTER TO another number).
+pub(super) fn starts_whole(binlog: &BinlogWriter) -> Result<bool, NodeError> {
+    let first = &binlog.file_names()[0];
+    if file_seq(first) != Some(1) {
+        return Ok(false);
+    }
+    Ok(read_gtid_list_on(&**binlog.fs(), &binlog.dir().join(first))?.is_empty())
+}
+
 /// Applies to the store every transaction logged after `applied` (all of them for a new store), and fills the
 /// recent-events ring from the last file. Returns how many transactions were replayed.
-fn replay(
+pub(super) fn replay(
     binlog: &BinlogWriter,
     store: &Store,
     applied: Option<BinlogCoord>,

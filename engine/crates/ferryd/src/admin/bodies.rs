@@ -100,6 +100,13 @@ pub struct BinlogReset {
     pub reuse_seq_nos: bool,
 }
 
+/// `GET /v1/rewind/archives`: the archives of the transactions rewinds cut, oldest first (each downloadable at
+/// `GET /v1/rewind/archives/{name}`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RewindArchives {
+    pub archives: Vec<String>,
+}
+
 /// `GET /v1/binlog/events`: newest first; `next_before` pages further (null on the last page).
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct EventsPage {

@@ -6,13 +6,14 @@
 //! (every field that is always written is `required`). The document is committed as
 //! `engine/crates/ferryd/admin-api.schema.json`, for the control plane's models to be checked against; a test
 //! fails when it differs from what the code generates (`FERRY_UPDATE_SCHEMA=1 cargo test -p ferryd
-//! admin_api_schema` rewrites it). `/metrics` answers OpenMetrics text and is not in it.
+//! admin_api_schema` rewrites it). `/metrics` answers OpenMetrics text and `GET /v1/rewind/archives/{name}` a
+//! binlog file's bytes; neither is in it.
 
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
-use super::{binlog, bodies, replication, EventsQuery, PurgeBody, ReadOnlyBody, WaitBody};
+use super::{binlog, bodies, replication, rewind, EventsQuery, PurgeBody, ReadOnlyBody, WaitBody};
 use crate::replication::ChangeMaster;
 
 /// Where the committed document lives, relative to the crate.
@@ -100,6 +101,8 @@ pub fn document() -> Value {
     d.with_query::<EventsQuery, bodies::EventsPage>("GET /v1/binlog/events");
     d.with_query::<binlog::FileEventsQuery, bodies::FileEventsPage>("GET /v1/binlog/files/{file}/events");
     d.get::<bodies::Checksums>("GET /v1/checksums");
+    d.with_body::<rewind::RewindBody, ferry_core::node::RewindOutcome>("POST /v1/rewind", false);
+    d.get::<bodies::RewindArchives>("GET /v1/rewind/archives");
     d.get::<bodies::Replicas>("GET /v1/replicas");
     d.get::<bodies::Consumers>("GET /v1/consumers");
     d.with_body::<WaitBody, bodies::Waited>("POST /v1/wait-for-position", false);

@@ -210,6 +210,14 @@ impl NodeProc {
         off_runtime(|| http().get(self.url(path)).bearer_auth(TOKEN).send().unwrap().text().unwrap())
     }
 
+    /// GET with the admin token; the status code and the body's bytes (a download).
+    pub fn get_bytes(&self, path: &str) -> (u16, Vec<u8>) {
+        off_runtime(|| {
+            let resp = http().get(self.url(path)).bearer_auth(TOKEN).send().unwrap();
+            (resp.status().as_u16(), resp.bytes().unwrap().to_vec())
+        })
+    }
+
     pub fn status(&self) -> serde_json::Value {
         let (code, body) = self.get("/v1/status");
         assert_eq!(code, 200);
