@@ -2,9 +2,32 @@
 // inside their own box, the topology stacks its servers one under another, the header wraps with "Sign out"
 // readable on its dark bar.
 // Every page is visited, for the ferryd cluster and for seed000 (two masters, five MariaDB servers): each tab, the
-// server administration's forms, and each server's own page.
+// server administration's forms, and each server's own page — and on the whole tour, no page logs an error in the
+// console, throws, or has a request fail (a network failure, or an answer of 400 or more).
 import { expect, test } from "../fixtures";
 import type { Page } from "@playwright/test";
+
+/** Collects what goes wrong on `page` from now on: console errors, uncaught exceptions, requests that fail (but
+ * those the browser aborts itself when a page is left: a navigation cancels what the old page still waited for) and
+ * answers of 400 or more, each named with the page it happened on. */
+function watchProblems(page: Page): string[] {
+  const problems: string[] = [];
+  const where = () => new URL(page.url()).pathname;
+  page.on("console", (message) => {
+    if (message.type() === "error") problems.push(`${where()}: console error: ${message.text()}`);
+  });
+  page.on("pageerror", (error) => problems.push(`${where()}: uncaught ${error.name}: ${error.message}`));
+  page.on("requestfailed", (request) => {
+    const failure = request.failure()?.errorText ?? "failed";
+    if (failure !== "net::ERR_ABORTED") problems.push(`${where()}: ${request.method()} ${request.url()}: ${failure}`);
+  });
+  page.on("response", (response) => {
+    if (response.status() >= 400) {
+      problems.push(`${where()}: ${response.request().method()} ${response.url()} answered ${response.status()}`);
+    }
+  });
+  return problems;
+}
 
 const PHONE = { width: 390, height: 844 };
 const TABS = ["topology", "positions", "interleavings", "lag", "operations", "drills", "audit"];
@@ -49,7 +72,8 @@ async function expectFits(page: Page, what: string): Promise<void> {
 
 test.use({ viewport: PHONE });
 
-test("no page is wider than a 390 px phone screen", async ({ page, signIn, stack, client }) => {
+test("no page is wider than a 390 px phone screen, and none logs an error or fails a request", async ({ page, signIn, stack, client }) => {
+  const problems = watchProblems(page);
   await page.goto("/");
   await expect(page.getByLabel("API token")).toBeVisible();
   await expectFits(page, "the sign-in page");
@@ -82,6 +106,11 @@ test("no page is wider than a 390 px phone screen", async ({ page, signIn, stack
   await expect(signedIn).toBeVisible();
   await expectFits(page, "API tokens");
 
+  await page.goto("/audit");
+  await expect(signedIn).toBeVisible();
+  await expect(page.getByText(/^Loading .*…$/)).toHaveCount(0);
+  await expectFits(page, "the audit log");
+
   const clusters = [stack.cluster_id, ...(stack.mariadb_clusters ?? []).map((c) => c.id)];
   for (const id of clusters) {
     for (const tab of TABS) {
@@ -108,4 +137,5 @@ test("no page is wider than a 390 px phone screen", async ({ page, signIn, stack
       await expectFits(page, `cluster ${id}, the page of ${server.label}`);
     }
   }
+  expect(problems, "console errors, exceptions and failed requests on the tour").toEqual([]);
 });
