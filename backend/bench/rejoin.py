@@ -9,8 +9,8 @@ failover through the API, and the old master started again on its ports. Measure
 (its process ready), polling its status every 10 ms:
 
 - `fenced_s`: until it is read-only (the monitor fences a fenced master that answers again),
-- `replicating_s` (from the same moment): until it replicates from the new master (read-only, its connection running to the new master's
-  address) — the rejoin the monitor started, no operator involved,
+- `replicating_s` (from the same moment): until it replicates from the new master (read-only, its connection running
+  to the new master's address) — the rejoin the monitor started, no operator involved,
 - `caught_up_s`: until it has the new master's position read at that moment.
 
 After each run, every acknowledged increment is checked on every node (none lost, none applied twice) and the

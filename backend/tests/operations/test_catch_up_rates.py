@@ -132,6 +132,18 @@ def test_the_dry_runs_advice_flags_a_stalled_candidate_and_one_that_falls_behind
     assert advice("s2", "s1", RateTracker().add(Sample(0.0, {1: 5}, {1: 5})), 10.0) == []
 
 
+def test_a_hub_moves_advice_flags_a_stalled_candidate_in_the_hub_moves_words_and_no_budget() -> None:
+    """An intermediate master's move holds no writes: its dry run flags a stalled candidate with what the hub move
+    would do (wait for it to reach the hub's position, be undone at its bound) and says nothing of a budget."""
+    stalled = RateTracker()
+    stalled.add(Sample(0.0, {1: 100}, {1: 40}))
+    stalled.add(Sample(0.5, {1: 150}, {1: 40}))
+    (words,) = advice("s5", "s3", stalled.predict(), 0.1, hub=True)
+    assert words.startswith("s5 is stalled in domain 1: it applied nothing in 0.5 s while 110 transaction(s)"), words
+    assert "a move of s3's role now would wait for it to reach s3's position and, at its bound, be undone" in words
+    assert "budget" not in words and "prepare timeout" not in words, words
+
+
 def test_a_delayed_candidate_is_neither_stalled_nor_slow_in_the_advice_and_its_window_says_why() -> None:
     waiting = RateTracker()
     waiting.add(Sample(0.0, {1: 100}, {1: 40}))

@@ -4,16 +4,17 @@ here; `failover`, failover_drill.py) is carried out by `run_drill`, which record
 A switchover drill: the preflight of a switchover to the chosen candidate (fixed, or the next eligible replica in
 turn) → the candidate catches up under the load until a window would fit the budget (its parallel apply raised for
 the whole drill where the cluster's `catch_up_parallel_workers` says so; a drill that cannot fit it ends there having
-changed nothing, in numbers) → canary writes in every domain on the master (through its driver) → every server has them → the live canary
-writer starts (canary_writer.py: a write per domain every `drill_canary_interval_ms` to whichever server is the
-writable master) → pre-hooks → the switchover's moves, the writer still writing → verification (the writer paused):
-the canaries are on every server with their content, table checksums are equal at one position (when the cluster is
-still enough to have one), no acknowledged GTID is missing and none is duplicated in any server's recent binlog →
-optionally the switch back → the writer stops and every canary it was told had committed is read back on every
-server (one lost fails the drill, naming it). The run stores RTO (the write-unavailability window of the
-switchover), the window the writer saw, its counts per phase, catch-up time, pass/fail with reasons; a failed run is
-loud: its webhooks are called and `ferry_control_drill_runs_total{outcome="failed"}` counts it. A dry run (the
-failover kind's preview) runs the kind's preflight only and records no run."""
+changed nothing, in numbers) → canary writes in every domain on the master (through its driver) → every server has
+them → the live canary writer starts (canary_writer.py: a write per domain every `drill_canary_interval_ms` to
+whichever server is the writable master) → pre-hooks → the switchover's moves, the writer still writing →
+verification (the writer paused): the canaries are on every server with their content, table checksums are equal at
+one position (when the cluster is still enough to have one), no acknowledged GTID is missing and none is duplicated
+in any server's recent binlog → optionally the switch back → the writer stops and every canary it was told had
+committed is read back on every server (one lost fails the drill, naming it). The run stores RTO (the
+write-unavailability window of the switchover), the window the writer saw, its counts per phase, catch-up time,
+pass/fail with reasons; a failed run is loud: its webhooks are called and
+`ferry_control_drill_runs_total{outcome="failed"}` counts it. A dry run (the failover kind's preview) runs the kind's
+preflight only and records no run."""
 
 from __future__ import annotations
 

@@ -106,18 +106,28 @@ async def forecast(master: ServerView, candidate: ServerView, seconds: float = F
         await asyncio.sleep(SAMPLE_INTERVAL_S)
 
 
-def advice(candidate: str, master: str, prediction: Prediction, max_window_s: float, delay_s: int = 0) -> list[str]:
+def advice(
+    candidate: str, master: str, prediction: Prediction, max_window_s: float, delay_s: int = 0, *, hub: bool = False
+) -> list[str]:
     """What a dry run recommends from its forecast: parallel apply for a candidate that cannot keep up, and what a
     switchover now would do about a window over budget. A candidate delayed by `delay_s` (its configured delay) is
     neither stalled nor slow for applying nothing or less than the master commits over the forecast: it applies what
-    the master wrote that long ago (`delayed_candidate.advice` says what that costs)."""
+    the master wrote that long ago (`delayed_candidate.advice` says what that costs). With `hub`, `master` is an
+    intermediate master whose role moves: its move holds no writes (no budget to say), and it waits for the
+    candidate to reach the hub's position before it takes the hub's connections."""
     said = []
     for d in prediction.domains if not delay_s else ():
         if prediction.measured and d.behind and d.apply_rate == 0:
+            would = (
+                f"a move of {master}'s role now would wait for it to reach {master}'s position and, at its bound, be "
+                "undone"
+                if hub
+                else "a switchover now would wait for it and, at its prepare timeout, refuse"
+            )
             said.append(
                 f"{candidate} is stalled in domain {d.domain}: it applied nothing in {prediction.span_s:.1f} s while "
-                f"{d.behind:,} transaction(s) wait (a lock, a stopped connection, or a delay): a switchover now would "
-                "wait for it and, at its prepare timeout, refuse — find what holds it, or choose another candidate"
+                f"{d.behind:,} transaction(s) wait (a lock, a stopped connection, or a delay): {would} — find what "
+                "holds it, or choose another candidate"
             )
         elif prediction.measured and not d.keeps_up:
             said.append(
@@ -125,7 +135,7 @@ def advice(candidate: str, master: str, prediction: Prediction, max_window_s: fl
                 f"domain {d.domain}: it falls behind while this load lasts — raise its parallel apply (ferryctl "
                 "parallel-apply, or the cluster's catch_up_parallel_workers for switchovers and drills)"
             )
-    if prediction.measured and prediction.catch_up_s > max_window_s:
+    if prediction.measured and prediction.catch_up_s > max_window_s and not hub:
         said.append(
             "a switchover now would first wait (up to its prepare timeout) for the predicted window to fit the "
             f"{max_window_s:g} s budget: " + explain(candidate, master, prediction, max_window_s, delay_s=delay_s)

@@ -315,10 +315,14 @@ async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResul
         # A candidate delayed on purpose first (what the move would wait for), then the forecast's.
         said = dry_run_advice(link, hub=hub, max_window_s=max_window_s, prepare_timeout_s=timeout_s,
                               catch_up_timeout_s=settings.operations.switchover_catch_up_timeout_s)  # fmt: skip
+        # The forecast: the candidate against its source (a hub too: a candidate stalled below the hub holds its
+        # move as it would a master's). A hub's move holds no writes, so it has no window to predict.
+        predicted = await prepare.forecast(master, candidate)
         if not hub:
-            predicted = await prepare.forecast(master, candidate)
             ctx.result.forecast = catch_up_figures(predicted, max_window_s, predicted.span_s)
-            said += prepare.advice(candidate.info.label, master.info.label, predicted, max_window_s, delay_of(link))
+        said += prepare.advice(
+            candidate.info.label, master.info.label, predicted, max_window_s, delay_of(link), hub=hub
+        )
         if said or not hub:
             ctx.result.advice = said
         return
