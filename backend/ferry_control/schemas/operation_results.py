@@ -404,6 +404,12 @@ class SwitchoverResult(SwitchesMaster):
 class ReplacesMaster(MovesWriter):
     """The moves of a failover (also a failover drill's): the candidate promoted in the old master's place."""
 
+    candidate_ran: list[str] | None = Field(
+        None,
+        description="The candidate's connections running when the moves began: running again if the failover is "
+        "undone before the promotion.",
+    )
+
     role_moves_to_server_id: int | None = Field(
         None, description="A better candidate the role moves to by a switchover once the failover ended."
     )
