@@ -3999,6 +3999,8 @@ export interface components {
              * @description A multi-source candidate's running connections to its other masters: running after the move.
              */
             candidate_keeps?: string[];
+            /** @description The candidate's own master-side settings before the move (semi-sync): put back if it is undone. */
+            candidate_role?: components["schemas"]["MasterRoleRead"] | null;
         };
         /**
          * Me

@@ -30,6 +30,7 @@ from ferry_control.schemas.operation_results import (
     ServerConnection,
     SwitchoverResult,
 )
+from ferry_control.schemas.server import MasterRoleRead
 from ferry_control.services.orchestrator import actions, catch_up_parallel, moves, no_return, prepare, routing
 from ferry_control.services.orchestrator.candidates import delay_of, filtered_domains, label_mismatch
 from ferry_control.services.orchestrator.catch_up_rates import Prediction
@@ -409,23 +410,23 @@ async def _switch_master(
     # A multi-source candidate keeps its other masters' connections running (they are restarted after the move).
     kept = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.name != connection
             and c.running]  # fmt: skip
+    # The candidate's own master-side settings, read ahead of the window: inside it only what differs is set, and an
+    # undo — live, or a reconcile's — puts them back even when taking the old master's stopped part-way.
+    candidate_role = await candidate_driver.master_role()
     result.switch = switch = MasterSwitch(
         old_master_server_id=master.info.id, new_master_server_id=candidate.info.id,
         connection=connection, old_master_was_read_only=master_was_read_only,
         candidate_was_read_only=bool(candidate.status and candidate.status.read_only),
         others=[ServerConnection(server_id=o.replica.info.id, connection=o.connection.name) for o in others],
-        candidate_keeps=kept,
+        candidate_keeps=kept, candidate_role=MasterRoleRead.model_validate(asdict(candidate_role)),
     )  # fmt: skip
     await ctx.save()
-    # The candidate's own master-side settings, read ahead of the window: inside it only what differs is set, and an
-    # undo puts them back even when taking the old master's stopped part-way.
-    candidate_role = await candidate_driver.master_role()
     promoting = False  # the candidate's part began: an undo puts back its settings and its connection
 
     observed = {v.info.id: v for v in (master, candidate, *(o.replica for o in others))}
 
     async def put_back() -> str:
-        await undo(ctx, observed, candidate_role if promoting else None)
+        await undo(ctx, observed, candidate_touched=promoting)
         return (
             f"{master.info.label} is "
             + ("read-only as before" if master_was_read_only else "writable again")
@@ -592,16 +593,13 @@ async def commits_landed(master: ServerView, settings: Settings) -> tuple[str, s
     )
 
 
-async def undo(ctx: OperationContext[Any, Any], observed: Observed, candidate_role: MasterRole | None = None) -> None:
-    """The live run's undo of its recorded switch (`undo_switch`; `candidate_role` — the candidate's own master-side
-    settings, read before its promotion — given once its promotion began, else its part is known untouched),
-    recorded as the `undo` step. Raises OperationFailed when a part could not be done."""
+async def undo(ctx: OperationContext[Any, Any], observed: Observed, *, candidate_touched: bool) -> None:
+    """The live run's undo of its recorded switch (`undo_switch`; `candidate_touched` once the candidate's promotion
+    began), recorded as the `undo` step. Raises OperationFailed when a part could not be done."""
     switch = actions.switch_result(ctx).switch
     assert switch is not None
     async with ctx.step("undo", fenced=False) as step:
-        put = await undo_switch(
-            ctx, switch, observed, candidate_touched=candidate_role is not None, candidate_role=candidate_role
-        )
+        put = await undo_switch(ctx, switch, observed, candidate_touched=candidate_touched)
         step.detail = {"done": put.done, "problems": put.problems}
         if put.problems:
             raise OperationFailed("; ".join(put.problems))
@@ -613,16 +611,15 @@ async def undo_switch(
     observed: Observed,
     *,
     candidate_touched: bool = True,
-    candidate_role: MasterRole | None = None,
 ) -> Settled:
     """The one undo of a master switch, live or after a crash (repairs.py), before its point of no return
     (no_return.decide). Unless the candidate is known untouched (`candidate_touched` False: a live run stopped
     before the promotion began; a reconcile cannot know, so it always does this part): the candidate read-only as it
     was, replicating from the old master again (its connection started, or re-created with the settings it had when
-    the switch began) and, with `candidate_role` (known to the live run only: read once the plan was saved), its own
-    master-side settings back. Then the old master's read-only flag as it was and — writable again — back in service
-    as the writer on every proxy, the candidate's sessions there ended when it was touched (it may have been put in
-    service as the writer before the stop). Idempotent: what is as it was is left."""
+    the switch began) and its own master-side settings as the plan recorded them (`candidate_role`). Then the old
+    master's read-only flag as it was and — writable again — back in service as the writer on every proxy, the
+    candidate's sessions there ended when it was touched (it may have been put in service as the writer before the
+    stop). Idempotent: what is as it was is left."""
     old, new = observed.get(switch.old_master_server_id), observed.get(switch.new_master_server_id)
     if old is None or new is None:
         return Settled([], ["the old master or the candidate is no longer registered"])
@@ -632,7 +629,7 @@ async def undo_switch(
     put = await put_back_servers(
         old, new, connection, master_was_read_only=switch.old_master_was_read_only,
         candidate_was_read_only=switch.candidate_was_read_only if candidate_touched else None,
-        candidate_role=candidate_role,
+        candidate_role=None if switch.candidate_role is None else MasterRole(**switch.candidate_role.model_dump()),
     )  # fmt: skip
     if not switch.old_master_was_read_only and put.master_restored:
         await routing.writer_arrived(ctx, old.info.id, new.info.id if candidate_touched else None)
