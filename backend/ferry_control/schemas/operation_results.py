@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validat
 
 from ferry_control.schemas.consumer import PlanConsumer
 from ferry_control.schemas.parallel_apply import ParallelApplySettings
+from ferry_control.schemas.server import MasterRoleRead
 from ferry_control.schemas.topology import LinkSettingsRead
 
 
@@ -168,6 +169,10 @@ class MasterSwitch(Record):
     candidate_keeps: list[str] = Field(
         default_factory=list,
         description="A multi-source candidate's running connections to its other masters: running after the move.",
+    )
+    candidate_role: MasterRoleRead | None = Field(
+        None,
+        description="The candidate's own master-side settings before the move (semi-sync): put back if it is undone.",
     )
 
 
@@ -403,6 +408,12 @@ class SwitchoverResult(SwitchesMaster):
 
 class ReplacesMaster(MovesWriter):
     """The moves of a failover (also a failover drill's): the candidate promoted in the old master's place."""
+
+    candidate_ran: list[str] | None = Field(
+        None,
+        description="The candidate's connections running when the moves began: running again if the failover is "
+        "undone before the promotion.",
+    )
 
     role_moves_to_server_id: int | None = Field(
         None, description="A better candidate the role moves to by a switchover once the failover ended."

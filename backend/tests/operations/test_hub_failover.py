@@ -9,7 +9,11 @@ ferryd, a chain A → B → C: B killed, C re-homed under A."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+import pytest
+
+from ferry_control.services.orchestrator import hub_failover
 from tests.conftest import LiveFactory
 from tests.ferryd_cluster import FerrydCluster
 from tests.helpers import finished, register, run_operation, step
@@ -116,6 +120,46 @@ async def test_a_chain_whose_middle_is_lost_re_homes_its_end_under_the_head(
                                         {"source_server_id": ids["replica1"]})  # fmt: skip
     assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
     assert operation["result"]["new_master_server_id"] == ids["replica2"]
+    replication = ferryd.replica2.get("/v1/replication")["connections"]
+    assert [(c["name"], c["master"], c["running"]) for c in replication] == [("main", ferryd.master.listen, True)]
+    written = ferryd.master.increment("chain", "k", domain=1)
+    ferryd.replica2.wait_for(written)
+
+
+async def test_a_hub_failover_stopped_after_its_moves_began_is_completed_by_its_own_roll_forward(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chain above, the failover stopped by an unexpected error once the new hub took the lost hub's connections
+    (before it fenced the lost hub): its guard rolls forward with the move's one completion (the reconcile's too,
+    `hub_failover.complete_hub_failover`), which fences the lost hub; before, nothing compensated a hub failover."""
+    ferryd = ferryd_factory(read_only_replicas=True)
+    ferryd.write(2, domains=(1,))
+    ferryd.converge()
+    failed = []
+
+    def failing_gap(lost_at: Any) -> float | None:
+        if not failed:
+            failed.append(lost_at)
+            raise RuntimeError("injected once the new hub took the connections")
+        return None
+
+    monkeypatch.setattr(hub_failover, "_gap", failing_gap)
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd, name="chain")
+        moved = await run_operation(live.app, live.client, cluster_id, "repoint",
+                                    {"server_id": ids["replica2"], "master_server_id": ids["replica1"]})  # fmt: skip
+        assert moved["state"] == "succeeded", (moved["error"], moved["steps"])
+        await live.app.state.collector.run_cycle()  # the chain's links, stored
+        ferryd.replica1.kill()
+        operation = await run_operation(live.app, live.client, cluster_id, "failover",
+                                        {"source_server_id": ids["replica1"]})  # fmt: skip
+        hub = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids['replica1']}")).json()
+    assert failed, "the injected error did not happen"
+    assert step(operation, "new_hub_takes_connections")["state"] == "failed"
+    assert step(operation, "roll_forward")["state"] == "passed", operation["steps"]
+    assert operation["result"]["failure"]["compensation"] == "rolled_forward", operation["result"]["failure"]
+    assert "fence_old_master" not in [s["name"] for s in operation["steps"]]
+    assert hub["fenced"] is True, hub
     replication = ferryd.replica2.get("/v1/replication")["connections"]
     assert [(c["name"], c["master"], c["running"]) for c in replication] == [("main", ferryd.master.listen, True)]
     written = ferryd.master.increment("chain", "k", domain=1)

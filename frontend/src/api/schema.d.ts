@@ -2535,6 +2535,11 @@ export interface components {
                 [key: string]: number | null;
             } | null;
             /**
+             * Candidate Ran
+             * @description The candidate's connections running when the moves began: running again if the failover is undone before the promotion.
+             */
+            candidate_ran?: string[] | null;
+            /**
              * Role Moves To Server Id
              * @description A better candidate the role moves to by a switchover once the failover ended.
              */
@@ -3225,6 +3230,11 @@ export interface components {
             replication_gaps_s?: {
                 [key: string]: number | null;
             } | null;
+            /**
+             * Candidate Ran
+             * @description The candidate's connections running when the moves began: running again if the failover is undone before the promotion.
+             */
+            candidate_ran?: string[] | null;
             /**
              * Role Moves To Server Id
              * @description A better candidate the role moves to by a switchover once the failover ended.
@@ -3989,6 +3999,8 @@ export interface components {
              * @description A multi-source candidate's running connections to its other masters: running after the move.
              */
             candidate_keeps?: string[];
+            /** @description The candidate's own master-side settings before the move (semi-sync): put back if it is undone. */
+            candidate_role?: components["schemas"]["MasterRoleRead"] | null;
         };
         /**
          * Me

@@ -16,7 +16,7 @@ from ferry_control.drivers.errors import DriverError
 from ferry_control.schemas.operation_results import SwitchesMaster
 from ferry_control.services.orchestrator.gtid import level_plan, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
-from ferry_control.services.orchestrator.snapshot import ServerView
+from ferry_control.services.orchestrator.snapshot import Link, ServerView
 
 #: Longest single wait-for-position call; between calls the replication connection is looked at.
 WAIT_SLICE_S = 1.0
@@ -336,3 +336,24 @@ async def candidate_catch_up(
             why = reached.broken or f"timed out after {timeout_s} s"
             raise OperationFailed(f"{candidate.info.label} did not reach {target} (it is at {reached.position}): {why}")
         step.detail = f"{candidate.info.label} reached {target} in {caught_s:.3f} s"
+
+
+async def drain_relay_logs(candidates: Sequence[Link], timeout_s: float) -> dict[str, str]:
+    """A failover's (and a hub failover's) wait before its candidate is chosen: each candidate applies what it
+    received from the lost source (a stopped connection has no relay log to apply: it discards it at the next start).
+    One that does not within `timeout_s` ends the failover (no server was changed yet): the choice compares what the
+    candidates applied, so one still applying could be passed over, or its peers' writes lost. Returns each waited
+    for candidate's position by label."""
+    drained: dict[str, str] = {}
+    for link in candidates:
+        if not link.connection.running or not link.connection.received_position:
+            continue
+        reached = await wait_reached(link.replica.require_driver(), link.connection.received_position, timeout_s)
+        if not reached.reached:
+            raise OperationFailed(
+                f"{link.replica.info.label} did not apply what it received ({link.connection.received_position}) "
+                f"within {timeout_s} s: it is at {reached.position}",
+                changed=False,  # waited only: no server was changed yet
+            )
+        drained[link.replica.info.label] = reached.position
+    return drained

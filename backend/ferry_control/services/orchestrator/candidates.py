@@ -148,3 +148,17 @@ def choose_candidate(pool: list[Link], links: list[Link]) -> tuple[Link, bool, s
             "behind and will be leveled from its peers"
         ),
     )
+
+
+def choice_detail(
+    chosen: Link, why: str, links: Sequence[Link], candidates: Sequence[Link], excluded: dict[str, str]
+) -> dict[str, Any]:
+    """The `choose_candidate` step's detail, a failover's and a hub failover's alike: who was chosen and why, every
+    reachable replica's position, the candidates with their promotion rule, and who was not one and why."""
+    return {
+        "chosen": chosen.replica.info.label,
+        "why": why,
+        "positions": {link.replica.info.label: str(link.replica.current) for link in links if link.replica.reachable},
+        "candidates": {link.replica.info.label: link.replica.info.promotion_rule.value for link in candidates},
+        "not_candidates": excluded,
+    }

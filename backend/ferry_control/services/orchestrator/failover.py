@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
 
 from ferry_control.core.config import Settings
+from ferry_control.drivers.base import ReplicaConnection, ServerStatus
 from ferry_control.drivers.errors import DriverError
 from ferry_control.schemas.operation import FailoverParams
 from ferry_control.schemas.operation_results import (
@@ -35,15 +37,28 @@ from ferry_control.schemas.operation_results import (
 )
 from ferry_control.services.orchestrator import actions, routing
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
-from ferry_control.services.orchestrator.candidates import better_successor, candidate_pool, choose_candidate, delay_of
+from ferry_control.services.orchestrator.candidates import (
+    better_successor,
+    candidate_pool,
+    choice_detail,
+    choose_candidate,
+    delay_of,
+)
 from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.fencing import fence, record_fence, suspend_automatic_failover
 from ferry_control.services.orchestrator.gtid import gtid_text, join_all, position
 from ferry_control.services.orchestrator.hub_failover import fail_over_hub, stored_incoming
+from ferry_control.services.orchestrator.moves import FailoverMove, MoveContext, Observed, Settled
 from ferry_control.services.orchestrator.plan_consumers import plan_consumers
 from ferry_control.services.orchestrator.runner import Compensation, OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
-from ferry_control.services.orchestrator.switchover import commits_landed, follow_new_master, role_taken, roll_forward
+from ferry_control.services.orchestrator.switchover import (
+    commits_landed,
+    complete_move,
+    follow_new_master,
+    role_taken,
+    roll_forward,
+)
 
 
 @dataclass(frozen=True)
@@ -195,23 +210,7 @@ async def run_failover(ctx: OperationContext[FailoverParams, FailoverResult]) ->
     async with ctx.step("drain_relay_logs") as step:
         # Only candidates are waited for: a delayed replica (or any other that will not be promoted) keeps its relay
         # log and its delay, and is repointed with them.
-        drained: dict[str, str] = {}
-        for link in pool.eligible:
-            # A stopped connection discards its relay log at the next start: only running ones have one to apply.
-            if not link.connection.running or not link.connection.received_position:
-                continue
-            reached = await actions.wait_reached(
-                link.replica.require_driver(),
-                link.connection.received_position,
-                settings.failover.relay_drain_timeout_s,
-            )
-            if not reached.reached:
-                raise OperationFailed(
-                    f"{link.replica.info.label} did not apply what it received ({link.connection.received_position}) "
-                    f"within {settings.failover.relay_drain_timeout_s} s: it is at {reached.position}",
-                    changed=False,  # waited only: no server was changed yet
-                )
-            drained[link.replica.info.label] = reached.position
+        drained = await actions.drain_relay_logs(pool.eligible, settings.failover.relay_drain_timeout_s)
         step.detail = {"drained": drained, "not_waited_for": pool.excluded}
     await replace_master(ctx, await ctx.snapshot(), master, wanted)
 
@@ -245,15 +244,7 @@ async def replace_master(
                 f"; its promotion rule is prefer_not, so the role then moves on to {successor.replica.info.label} "
                 "(prefer) by a switchover once this failover has ended"
             )
-        step.detail = {
-            "chosen": chosen.replica.info.label,
-            "why": why,
-            "positions": {
-                link.replica.info.label: str(link.replica.current) for link in links if link.replica.reachable
-            },
-            "candidates": {link.replica.info.label: link.replica.info.promotion_rule.value for link in pool.eligible},
-            "not_candidates": pool.excluded,
-        }
+        step.detail = choice_detail(chosen, why, links, pool.eligible, pool.excluded)
     candidate = chosen.replica
     ctx.result.new_master_server_id = candidate.info.id
     ctx.result.consumers, ctx.result.consumers_note = plan_consumers(
@@ -286,9 +277,12 @@ async def replace_master(
         view for view in snapshot.views
         if not view.reachable and view.info.id not in (master.info.id, candidate.info.id) and not view.info.maintenance
     ]  # fmt: skip
-    await ctx.save()  # the plan in the database before the first move (what a reconcile after a crash reads)
     running = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.running]
-    ctx.undo_with("undo", live or partial(actions.restore_connections, candidate, running, LEVEL_PREFIX))
+    ctx.result.candidate_ran = running
+    await ctx.save()  # the plan in the database before the first move (what a reconcile after a crash reads)
+    plan = FailoverMove(master.info.id, candidate.info.id, tuple(running))
+    observed = snapshot.by_id
+    ctx.undo_with("undo", live or partial(_undo, ctx, plan, observed))
     started = time.perf_counter()
     async with ctx.step("fence_old_master_first") as step:
         await routing.writer_leaving(ctx, master.info.id)
@@ -327,6 +321,8 @@ async def replace_master(
         role = master.info.master_role
         if role is not None:
             await driver.take_master_role(role)
+        if live is None:  # from here a stop completes or undoes as the candidate says (`promoted`)
+            ctx.undo_with("settle", partial(_settle, ctx, plan, observed))
         await actions.promote(driver, names)
         await routing.writer_arrived(ctx, candidate.info.id, master.info.id)
         restart = [n for n in kept if n in running]
@@ -344,8 +340,7 @@ async def replace_master(
                 f"; it keeps replicating from {', '.join(sources)} (connections {', '.join(map(repr, kept))}): "
                 f"writes to it must stay in the domains {master.info.label} wrote, the others' domains are theirs"
             )
-    followers = [(o.replica, o.connection.name) for o in others]
-    ctx.undo_with("roll_forward", partial(roll_forward, ctx, candidate, followers, None))
+    ctx.undo_with("roll_forward", partial(roll_forward, ctx, plan, observed))
     ctx.result.promoted_after_s = round(time.perf_counter() - started, 6)
     new_position = position((await candidate.require_driver().positions()).current)
     async with ctx.step("fence_old_master") as step:
@@ -362,7 +357,149 @@ async def replace_master(
         await suspend_automatic_failover(ctx)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
                             old_master=None, delayed={o.replica.info.id for o in others if delay_of(o)},
-                            unreachable=behind)  # fmt: skip
+                            unreachable=behind, plan=plan, observed=observed)  # fmt: skip
+
+
+def promoted(status: ServerStatus, old_address: str | None) -> bool:
+    """A failover's point of no return, judged from its candidate (live, and by the reconcile after a crash): it is
+    promoted once it is writable or its connections to the lost master (at `old_address`; None: not known, then
+    every connection but a leveling's temporary ones) are gone — a multi-source candidate keeps those to the
+    cluster's other masters through its promotion. Before: undone; after: completed."""
+    return not (status.read_only and _to_lost(status.connections, old_address))
+
+
+def _to_lost(connections: Sequence[ReplicaConnection], old_address: str | None) -> list[ReplicaConnection]:
+    return [
+        c for c in connections
+        if not c.name.startswith(LEVEL_PREFIX) and (old_address is None or c.master_address == old_address)
+    ]  # fmt: skip
+
+
+def _address_of(observed: Observed, server_id: int) -> str | None:
+    view = observed.get(server_id)
+    return None if view is None else view.info.protocol_address
+
+
+async def undo_failover(ctx: MoveContext, plan: FailoverMove, observed: Observed) -> Settled:
+    """The one undo of a failover before its candidate was promoted, live or after a crash (repairs.py): the
+    candidate's temporary leveling connections removed and its connections that ran when the failover began started
+    again (a leveling stops them all; a row recorded before `candidate_ran`: those to the lost master). Nothing
+    else was changed before the promotion but the old master's fence, which stays."""
+    candidate = observed.get(plan.new_master_server_id)
+    if candidate is None:
+        return Settled([], ["the candidate is no longer registered"])
+    label = candidate.info.label
+    try:
+        driver = candidate.require_driver()
+        current = await driver.replica_connections()
+    except DriverError as e:
+        return Settled([], [f"{label}: {e}"])
+    done: list[str] = []
+    problems: list[str] = []
+    for connection in current:
+        if connection.name.startswith(LEVEL_PREFIX):
+            try:
+                await driver.remove_replication(connection.name)
+                done.append(f"{label}: temporary connection {connection.name!r} removed")
+            except DriverError as e:
+                problems.append(f"{label}: {e}")
+    if plan.candidate_ran is not None:
+        again = [c.name for c in current if c.name in plan.candidate_ran and not c.running]
+    else:
+        lost = _address_of(observed, plan.old_master_server_id)
+        again = [c.name for c in _to_lost(current, lost) if not c.running]
+    for name in again:
+        await _start_again(candidate, name, "", done, problems)
+    return Settled(done, problems)
+
+
+async def complete_failover(ctx: MoveContext, plan: FailoverMove, observed: Observed) -> Settled:
+    """The one completion of a failover once its candidate was promoted (`promoted`), live or after a crash
+    (repairs.py): the candidate's leveling connections and connections to the lost master removed, its connections
+    to the cluster's other masters that stopped cleanly started again, then `complete_move`: the candidate writable
+    and every other server that replicates from the lost master or the candidate (not in maintenance) following it
+    — one that cannot be read is named, not repointed — and the candidate in service as the writer on every proxy.
+    The lost master was recorded fenced before the promotion: it stays read-only whenever it answers."""
+    new = observed.get(plan.new_master_server_id)
+    if new is None or new.info.protocol_address is None:
+        return Settled([], ["the candidate is no longer registered"])
+    label, lost = new.info.label, _address_of(observed, plan.old_master_server_id)
+    done: list[str] = []
+    problems: list[str] = []
+    try:
+        driver = new.require_driver()
+        current = await driver.replica_connections()
+        for connection in current:
+            temporary = connection.name.startswith(LEVEL_PREFIX)
+            if temporary or (lost is not None and connection.master_address == lost):
+                if connection.running:
+                    await driver.stop_replication(connection.name)
+                await driver.remove_replication(connection.name)
+                done.append(f"{label}: connection {connection.name!r} removed")
+            elif not connection.running and connection.last_error is None:
+                await _start_again(new, connection.name, " to another master", done, problems)
+    except DriverError as e:
+        problems.append(f"{label}: {e}")
+    others: list[tuple[ServerView, str]] = []
+    for view in observed.values():
+        if view is new or view.info.id == plan.old_master_server_id or view.info.maintenance:
+            continue
+        if view.status is None:
+            problems.append(
+                f"{view.info.label}: its replication could not be read ({view.error}): not repointed to {label} — "
+                "repoint it once it answers"
+            )
+            continue
+        for connection in view.status.connections:
+            if connection.master_address in (lost, new.info.protocol_address):
+                others.append((view, connection.name))
+    completed = await complete_move(ctx.settings, new, others, None)
+    if completed.writable:
+        await routing.writer_arrived(ctx, new.info.id, plan.old_master_server_id)
+    return Settled(done + completed.done, problems + completed.problems)
+
+
+async def _start_again(view: ServerView, name: str, what: str, done: list[str], problems: list[str]) -> None:
+    """Starts a connection a stop left stopped, saying so in `done` or what failed in `problems`."""
+    try:
+        await view.require_driver().start_replication(name)
+        done.append(f"{view.info.label}: connection {name!r}{what} started again")
+    except DriverError as e:
+        problems.append(f"{view.info.label}: connection {name!r}{what} not started again: {e}")
+
+
+async def _undo(ctx: OperationContext[Any, Any], plan: FailoverMove, observed: Observed) -> str:
+    """The live run's undo before the promotion (`undo_failover`). Raises OperationFailed naming what it could not
+    do."""
+    settled = await undo_failover(ctx, plan, observed)
+    if settled.problems:
+        raise OperationFailed("; ".join(settled.problems))
+    return "; ".join(settled.done) or "nothing to put back"
+
+
+async def _settle(ctx: OperationContext[Any, Any], plan: FailoverMove, observed: Observed) -> str:
+    """The live run's compensation inside the promotion: completed or undone as `promoted` says of the candidate
+    read now (unreadable: the servers are left as they are, for a reconcile or an operator)."""
+    candidate = observed[plan.new_master_server_id]
+    async with ctx.step("settle", fenced=False) as step:
+        try:
+            status = await candidate.require_driver().status()
+        except DriverError as e:
+            step.detail = f"{candidate.info.label} could not be read ({e.code}: {e.message})"
+            raise OperationFailed(
+                f"{step.detail}: whether it was promoted is unknown, so the servers are left as they are: a reconcile "
+                "or an operator must decide"
+            ) from e
+        done = promoted(status, _address_of(observed, plan.old_master_server_id))
+        step.detail = f"{candidate.info.label} " + ("was promoted: completed" if done else "was not promoted: undone")
+    if done:
+        return await roll_forward(ctx, plan, observed)
+    async with ctx.step("undo", fenced=False) as step:
+        settled = await undo_failover(ctx, plan, observed)
+        step.detail = {"done": settled.done, "problems": settled.problems}
+        if settled.problems:
+            raise OperationFailed("; ".join(settled.problems))
+    return "; ".join(settled.done) or f"{candidate.info.label} was not promoted: nothing else was changed"
 
 
 async def applied_from_fenced(master: ServerView, link: Link, settings: Settings) -> str:

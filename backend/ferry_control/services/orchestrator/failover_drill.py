@@ -45,7 +45,7 @@ from ferry_control.schemas.operation_results import (
     RejoinResult,
     ServerConnection,
 )
-from ferry_control.services.orchestrator import actions, no_return, routing
+from ferry_control.services.orchestrator import actions, no_return
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.canary_writer import NAMED_MAX, CanaryWriter, WriterServer, report
 from ferry_control.services.orchestrator.candidates import CandidatePool, candidate_pool
@@ -63,11 +63,12 @@ from ferry_control.services.orchestrator.drill_parts import (
 )
 from ferry_control.services.orchestrator.failover import replace_master
 from ferry_control.services.orchestrator.gtid import position
+from ferry_control.services.orchestrator.moves import Observed
 from ferry_control.services.orchestrator.plan_consumers import plan_consumers
 from ferry_control.services.orchestrator.rejoin import rejoin
 from ferry_control.services.orchestrator.runner import OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
-from ferry_control.services.orchestrator.switchover import put_back_servers, roll_forward
+from ferry_control.services.orchestrator.switchover import roll_forward, undo_switch
 
 #: The name of the failover in the writer's ledger and its windows.
 MOVE = "failover"
@@ -247,9 +248,10 @@ async def _fail_over(
         others=[ServerConnection(server_id=o.replica.info.id, connection=o.connection.name) for o in followers],
     )  # fmt: skip
     running = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.running]
+    observed = {v.info.id: v for v in (master, candidate, *(o.replica for o in followers))}
 
     async def put_back() -> str:
-        return await settle(ctx, master, link, followers, running)
+        return await settle(ctx, master, link, observed, running)
 
     mark = writer.switch_started(MOVE, master_id, candidate_id)
     succeeded = False
@@ -293,13 +295,16 @@ async def _rpo(
             f"{new_master.info.label}: {named}"]  # fmt: skip
 
 
-async def settle(ctx: Drill, master: ServerView, link: Link, followers: Sequence[Link], running: Sequence[str]) -> str:
+async def settle(ctx: Drill, master: ServerView, link: Link, observed: Observed, running: Sequence[str]) -> str:
     """The failover drill's compensation until the promotion, by the rule a switchover's stop and the reconcile
-    follow (`no_return.decide`): the candidate's connection to the old master gone, or the fenced candidate holding
+    follow (`no_return.decide`) and with the master switch's one completion and undo (`switchover.complete_switch`,
+    `switchover.undo_switch`): the candidate's connection to the old master gone, or the fenced candidate holding
     writes the old master lacks — completed, the others and the old master follow the candidate; else undone — the
-    candidate's connections as they were (a leveling's temporary ones removed), the old master's read-only flag as
-    it was and, writable, back in service on the proxies."""
+    candidate's connections as they were (a leveling's temporary ones removed first), the old master's read-only
+    flag as it was and, writable, back in service on the proxies."""
     candidate = link.replica
+    switch = ctx.result.switch
+    assert switch is not None
     async with ctx.step("settle", fenced=False) as step:
         try:
             verdict = await no_return.decide(candidate, master, link.connection.name, None)
@@ -311,9 +316,7 @@ async def settle(ctx: Drill, master: ServerView, link: Link, followers: Sequence
             ) from e
         step.detail = verdict.detail
     if verdict.complete:
-        replicas = [(o.replica, o.connection.name) for o in followers]
-        return await roll_forward(ctx, candidate, replicas, master, None, link.connection.name)
-    was_read_only = bool(master.status and master.status.read_only)
+        return await roll_forward(ctx, switch, observed)
     async with ctx.step("undo", fenced=False) as step:
         done: list[str] = []
         problems: list[str] = []
@@ -321,16 +324,12 @@ async def settle(ctx: Drill, master: ServerView, link: Link, followers: Sequence
             done.append(await actions.restore_connections(candidate, running, LEVEL_PREFIX))
         except OperationFailed as e:
             problems.append(e.message)
-        put = await put_back_servers(
-            master, candidate, link.connection, master_was_read_only=was_read_only,
-            candidate_was_read_only=bool(candidate.status and candidate.status.read_only),
-        )  # fmt: skip
+        put = await undo_switch(ctx, switch, observed)
         done += put.done
         problems += put.problems
-        if not was_read_only and put.master_restored:
-            await routing.writer_arrived(ctx, master.info.id, None)
         step.detail = {"done": done, "problems": problems}
         if problems:
             raise OperationFailed("; ".join(problems))
+    was_read_only = switch.old_master_was_read_only
     return (f"{master.info.label} is " + ("read-only as before" if was_read_only else "writable again")
             + f" and {candidate.info.label} replicates from it as before")  # fmt: skip

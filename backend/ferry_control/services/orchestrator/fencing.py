@@ -11,11 +11,12 @@ from ferry_control.core.db import session_scope
 from ferry_control.drivers.errors import DriverError
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.servers import ServerRepository
+from ferry_control.services.orchestrator.moves import MoveContext
 from ferry_control.services.orchestrator.runner import OperationContext
 from ferry_control.services.orchestrator.snapshot import ServerView
 
 
-async def record_fence(ctx: OperationContext[Any, Any], master: ServerView, reason: str) -> None:
+async def record_fence(ctx: MoveContext, master: ServerView, reason: str) -> None:
     """Marks the replaced source fenced in the database, before anything else is made writable in its place: from
     then on, whatever ends the operation (an error, a roll forward, a crash and the reconcile's completion), the
     failover monitor keeps it read-only whenever it answers."""
@@ -25,7 +26,7 @@ async def record_fence(ctx: OperationContext[Any, Any], master: ServerView, reas
             server.fenced, server.fenced_at, server.fence_reason = True, datetime.now(UTC), reason
 
 
-async def fence(ctx: OperationContext[Any, Any], master: ServerView, reason: str) -> None:
+async def fence(ctx: MoveContext, master: ServerView, reason: str) -> None:
     """`record_fence`, and the source made read-only now if it answers."""
     await record_fence(ctx, master, reason)
     if master.driver is not None:

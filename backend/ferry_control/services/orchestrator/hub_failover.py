@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from ferry_control.core.db import session_scope
@@ -37,10 +38,11 @@ from ferry_control.schemas.operation_results import (
     StoredIncoming,
 )
 from ferry_control.services.orchestrator import actions
-from ferry_control.services.orchestrator.candidates import CandidatePool, choose_candidate, delay_of
+from ferry_control.services.orchestrator.candidates import CandidatePool, choice_detail, choose_candidate, delay_of
 from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.fencing import fence, suspend_automatic_failover
 from ferry_control.services.orchestrator.gtid import gtid_text, position
+from ferry_control.services.orchestrator.moves import MoveContext, Observed, Settled
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
 
@@ -109,13 +111,7 @@ async def fail_over_hub(
                 f"{snapshot.label_of(connection.master_server_id)} is not healthy either: fail that one over first"
             )
     async with ctx.step("drain_relay_logs") as step:
-        drained: dict[str, str] = {}
-        for link in pool.eligible:
-            if not link.connection.running or not link.connection.received_position:
-                continue
-            reached = await actions.wait_reached(link.replica.require_driver(), link.connection.received_position,
-                                                 settings.failover.relay_drain_timeout_s)  # fmt: skip
-            drained[link.replica.info.label] = reached.position
+        drained = await actions.drain_relay_logs(pool.eligible, settings.failover.relay_drain_timeout_s)
         step.detail = {"drained": drained, "not_waited_for": pool.excluded}
     snapshot = await ctx.snapshot()
     links = snapshot.replicas_of(hub.info.id)
@@ -125,15 +121,7 @@ async def fail_over_hub(
         chosen, ahead, why = choose_candidate(candidates, links)
         if not ahead:
             why = why.replace("will be leveled from its peers", "gets what it lacks from the hub's masters")
-        step.detail = {
-            "chosen": chosen.replica.info.label,
-            "why": why,
-            "positions": {
-                link.replica.info.label: str(link.replica.current) for link in links if link.replica.reachable
-            },
-            "candidates": {link.replica.info.label: link.replica.info.promotion_rule.value for link in candidates},
-            "not_candidates": pool.excluded,
-        }
+        step.detail = choice_detail(chosen, why, links, candidates, pool.excluded)
     new_hub = chosen.replica
     ctx.result.new_master_server_id = new_hub.info.id
     if ctx.dry_run:
@@ -142,7 +130,7 @@ async def fail_over_hub(
                 and link.replica.reachable]  # fmt: skip
     await ctx.pre_hooks(old_master_server_id=hub.info.id, new_master_server_id=new_hub.info.id)
     # What a reconcile after a crash needs, before any server is changed.
-    ctx.result.hub_failover = HubFailoverPlan(
+    ctx.result.hub_failover = plan = HubFailoverPlan(
         hub_server_id=hub.info.id,
         new_hub_server_id=new_hub.info.id,
         new_hub_connection=chosen.connection.name,
@@ -150,6 +138,8 @@ async def fail_over_hub(
         siblings=[ServerConnection(server_id=s.replica.info.id, connection=s.connection.name) for s in siblings],
     )
     await ctx.save()
+    # From here a stop completes the move (the hub is lost: there is nothing to go back to).
+    ctx.undo_with("roll_forward", partial(_roll_forward, ctx, plan, snapshot.by_id))
     lost_at = hub.info.last_seen_at
     gaps: dict[str, float | None] = {}
     driver = new_hub.require_driver()
@@ -201,6 +191,7 @@ async def fail_over_hub(
         )
         step.detail = [d.model_dump(mode="json") for d in report]
     await suspend_automatic_failover(ctx)
+    ctx.undo_with(None)  # every move is made; verifying changes nothing
     async with ctx.step("verify") as step:
         followers = [s.replica for s in siblings if s.replica.info.label in moved]
         binlog_end = position((await driver.positions()).binlog)
@@ -223,16 +214,18 @@ async def fail_over_hub(
             )
 
 
-async def complete_hub_failover(snapshot: ClusterSnapshot, plan: HubFailoverPlan) -> tuple[list[str], list[str]]:
-    """What a hub failover interrupted after its plan was saved had left: the new hub without its connection to the
-    lost hub and with each of the lost hub's connections, running; every sibling still pointed at the lost hub
-    replicating from the new hub. Returns what was done and what could not be."""
-    new_hub = snapshot.by_id.get(plan.new_hub_server_id)
-    hub = snapshot.by_id.get(plan.hub_server_id)
+async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observed: Observed) -> Settled:
+    """The one completion of a hub failover once its plan was saved, live (its guard's roll forward) or after a crash
+    (repairs.py) — the hub is lost, so there is nothing to go back to: the new hub without its connection to the lost
+    hub and with each of the lost hub's connections, running; every sibling (not in maintenance) still pointed at the
+    lost hub replicating from the new hub once the new hub is at or ahead of it in every domain (else left, and
+    named); the lost hub fenced (read-only now if it answers, and whenever it answers again)."""
+    new_hub = observed.get(plan.new_hub_server_id)
+    hub = observed.get(plan.hub_server_id)
     done: list[str] = []
     problems: list[str] = []
     if new_hub is None or hub is None or new_hub.status is None:
-        return done, ["the lost hub or its successor is not registered or does not answer"]
+        return Settled(done, ["the lost hub or its successor is not registered or does not answer"])
     try:
         driver = new_hub.require_driver()
         existing = {c.name: c for c in await driver.replica_connections()}
@@ -246,21 +239,42 @@ async def complete_hub_failover(snapshot: ClusterSnapshot, plan: HubFailoverPlan
             if did := await actions.ensure_connection(driver, connection.name, connection.master_address):
                 done.append(f"{new_hub.info.label} {did}")
     except DriverError as e:
-        return done, [f"{new_hub.info.label}: {e}"]
+        return Settled(done, [f"{new_hub.info.label}: {e}"])
     address = new_hub.info.protocol_address
     assert address is not None
+    timeout_s = ctx.settings.operations.switchover_catch_up_timeout_s
     for sibling in plan.siblings:
-        view, name = snapshot.by_id.get(sibling.server_id), sibling.connection
+        view, name = observed.get(sibling.server_id), sibling.connection
         if view is None or view.status is None or view.info.maintenance:
             continue
-        current = next((c for c in view.status.connections if c.name == name), None)
-        if current is not None and current.master_address == hub.info.protocol_address:
-            try:
-                await actions.repoint(view.require_driver(), name, address, "slave_pos")
-                done.append(f"{view.info.label} replicates from {new_hub.info.label}")
-            except DriverError as e:
-                problems.append(f"{view.info.label}: {e}")
-    return done, problems
+        try:
+            sibling_driver = view.require_driver()
+            current = next((c for c in await sibling_driver.replica_connections() if c.name == name), None)
+            if current is None or current.master_address != hub.info.protocol_address:
+                continue
+            target = str(position((await sibling_driver.positions()).current))
+            reached = await actions.wait_reached(driver, target, timeout_s)
+            if not reached.reached:
+                problems.append(f"{view.info.label}: {new_hub.info.label} did not reach {target} (it is at "
+                                f"{reached.position}); left replicating from the lost hub")  # fmt: skip
+                continue
+            await actions.repoint(sibling_driver, name, address, "slave_pos")
+            done.append(f"{view.info.label} replicates from {new_hub.info.label}")
+        except DriverError as e:
+            problems.append(f"{view.info.label}: {e}")
+    await fence(ctx, hub, f"replaced by {new_hub.info.label} in a failover")
+    done.append(f"{hub.info.label} fenced")
+    return Settled(done, problems)
+
+
+async def _roll_forward(ctx: OperationContext[Any, Any], plan: HubFailoverPlan, observed: Observed) -> str:
+    """The live run's compensation once its plan was saved: `complete_hub_failover`, recorded as a step."""
+    async with ctx.step("roll_forward", fenced=False) as step:
+        settled = await complete_hub_failover(ctx, plan, observed)
+        step.detail = {"done": settled.done, "problems": settled.problems}
+        if settled.problems:
+            raise OperationFailed("; ".join(settled.problems))
+    return "; ".join(settled.done)
 
 
 def domains_report(snapshot: ClusterSnapshot, incoming: list[Incoming], start: Any, now: Any) -> list[DomainOrigin]:

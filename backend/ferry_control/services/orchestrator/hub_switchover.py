@@ -19,12 +19,13 @@ Each moved server's replication gap — the time it had no running connection to
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, replace
 from functools import partial
 from typing import Any
 
 from ferry_control.core.naming import connection_label
-from ferry_control.drivers.base import ChangeMaster, ConnectionSettings, IoState
+from ferry_control.drivers.base import ChangeMaster, ConnectionSettings, IoState, ReplicaConnection
 from ferry_control.drivers.errors import DriverError
 from ferry_control.schemas.operation_results import (
     ConnectionSettingsRecord,
@@ -35,6 +36,7 @@ from ferry_control.schemas.operation_results import (
 from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator.candidates import delay_of
 from ferry_control.services.orchestrator.gtid import position
+from ferry_control.services.orchestrator.moves import MoveContext, Observed, Settled
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 
@@ -85,12 +87,8 @@ async def switch_hub(
     await ctx.save()
     gaps: dict[str, float] = {}
     stopped_at: dict[str, float] = {}
-    started = False
-
-    async def put_back() -> str:
-        return await undo_hub_move(snapshot, plan)
-
-    ctx.undo_with("undo", put_back)
+    observed = snapshot.by_id
+    ctx.undo_with("undo", partial(_undo, ctx, plan, observed))
     async with ctx.step("hub_stops_receiving") as step:
         for c in incoming:
             await hub_driver.stop_replication(c.connection.name)
@@ -103,6 +101,8 @@ async def switch_hub(
     result.position = target
     await actions.candidate_catch_up(ctx, candidate, target, link.connection.name)
     async with ctx.step("candidate_takes_connections") as step:
+        # From here a stop completes or undoes as the candidate's connections say (`taken_over`).
+        ctx.undo_with("settle", partial(_settle, ctx, plan, observed))
         await candidate_driver.stop_replication(link.connection.name)
         stopped_at[candidate.info.label] = time.perf_counter()
         # Every connection is made before any starts: server-wide settings (parallel workers) change only while
@@ -111,11 +111,9 @@ async def switch_hub(
             change = ChangeMaster(source.master_address, use_gtid="slave_pos", settings=_settings(source.settings))
             await candidate_driver.change_master(source.name, change)
         taken = []
+        # From here the candidate has the hub's connections (and may apply what the hub never had): completed.
+        ctx.undo_with("roll_forward", partial(roll_forward, ctx, plan, observed))
         for source in plan.incoming:
-            if not started:
-                started = True
-                # From here the candidate may apply what the hub never had: the move is completed, not undone.
-                ctx.undo_with("roll_forward", partial(roll_forward, ctx, snapshot, plan))
             await candidate_driver.start_replication(source.name)
             taken.append(f"{connection_label(source.name)} from {snapshot.view(source.master_server_id).info.label}")
         gaps[candidate.info.label] = round(time.perf_counter() - stopped_at[candidate.info.label], 6)
@@ -206,22 +204,68 @@ async def verify(
     return problems
 
 
-async def roll_forward(ctx: OperationContext[Any, Any], snapshot: ClusterSnapshot, plan: HubSwitchPlan) -> str:
+def taken_over(connections: Sequence[ReplicaConnection], plan: HubSwitchPlan) -> bool:
+    """A hub switchover's point of no return, judged from the candidate's connections (live, and by the reconcile
+    after a crash): passed once the candidate has one of the hub's incoming connections (under its name, to its
+    master) — made, whether or not it started (a lost answer to a start says nothing of whether it ran). Before,
+    nothing of the hub's masters reached the candidate: undone; after, completed (it may hold what the hub lacks,
+    and completing only adds the moves not made yet)."""
+    made = {(c.name, c.master_address) for c in connections}
+    return any((c.name, c.master_address) in made for c in plan.incoming)
+
+
+async def _undo(ctx: OperationContext[Any, Any], plan: HubSwitchPlan, observed: Observed) -> str:
+    """The live run's undo before the candidate took a connection (`undo_hub_move`)."""
+    settled = await undo_hub_move(ctx, plan, observed)
+    if settled.problems:
+        raise OperationFailed("; ".join(settled.problems))
+    return "; ".join(settled.done)
+
+
+async def _settle(ctx: OperationContext[Any, Any], plan: HubSwitchPlan, observed: Observed) -> str:
+    """The live run's compensation while the candidate takes the hub's connections: completed or undone as
+    `taken_over` says of the candidate read now (unreadable: left as it is, for a reconcile or an operator)."""
+    candidate = observed[plan.candidate_server_id]
+    async with ctx.step("settle", fenced=False) as step:
+        try:
+            connections = await candidate.require_driver().replica_connections()
+        except DriverError as e:
+            step.detail = f"{candidate.info.label} could not be read ({e.code}: {e.message})"
+            raise OperationFailed(
+                f"{step.detail}: whether it took over is unknown, so the servers are left as they are: a reconcile or "
+                "an operator must decide"
+            ) from e
+        taken = taken_over(connections, plan)
+        step.detail = f"{candidate.info.label} " + (
+            "has the hub's connections: completed" if taken else "has none of the hub's connections: undone"
+        )
+    if taken:
+        return await roll_forward(ctx, plan, observed)
+    async with ctx.step("undo", fenced=False) as step:
+        settled = await undo_hub_move(ctx, plan, observed)
+        step.detail = {"done": settled.done, "problems": settled.problems}
+        if settled.problems:
+            raise OperationFailed("; ".join(settled.problems))
+    return "; ".join(settled.done)
+
+
+async def roll_forward(ctx: OperationContext[Any, Any], plan: HubSwitchPlan, observed: Observed) -> str:
     """The compensation once the candidate took over a connection: `complete_hub_move`, recorded as a step."""
     async with ctx.step("roll_forward", fenced=False) as step:
-        done, problems = await complete_hub_move(snapshot, plan)
-        step.detail = {"done": done, "problems": problems}
-        if problems:
-            raise OperationFailed("; ".join(problems))
-    return "; ".join(done)
+        settled = await complete_hub_move(ctx, plan, observed)
+        step.detail = {"done": settled.done, "problems": settled.problems}
+        if settled.problems:
+            raise OperationFailed("; ".join(settled.problems))
+    return "; ".join(settled.done)
 
 
-async def complete_hub_move(snapshot: ClusterSnapshot, plan: HubSwitchPlan) -> tuple[list[str], list[str]]:
-    """Every move of a hub switchover that is not made yet, each at most once: the candidate has and runs each of
-    the hub's incoming connections and no longer the one to the hub; the hub's other replicas and the hub replicate
-    from the candidate. Returns what was done and what could not be."""
-    candidate = snapshot.view(plan.candidate_server_id)
-    hub = snapshot.view(plan.hub_server_id)
+async def complete_hub_move(ctx: MoveContext, plan: HubSwitchPlan, observed: Observed) -> Settled:
+    """The one completion of a hub switchover past `taken_over`, live or after a crash (repairs.py): every move not
+    made yet, each at most once: the candidate has and runs each of the hub's incoming connections and no longer the
+    one to the hub; the hub's other replicas (not in maintenance) and the hub replicate from the candidate."""
+    candidate, hub = observed.get(plan.candidate_server_id), observed.get(plan.hub_server_id)
+    if candidate is None or hub is None:
+        return Settled([], ["the hub or the candidate is no longer registered"])
     address = _address(candidate)
     done: list[str] = []
     problems: list[str] = []
@@ -237,9 +281,9 @@ async def complete_hub_move(snapshot: ClusterSnapshot, plan: HubSwitchPlan) -> t
             done.append(f"{candidate.info.label} no longer replicates from {hub.info.label}")
     except DriverError as e:
         problems.append(f"{candidate.info.label}: {e}")
-        return done, problems
+        return Settled(done, problems)
     for other in plan.others:
-        view, name = snapshot.by_id.get(other.server_id), other.connection
+        view, name = observed.get(other.server_id), other.connection
         if view is None or view.info.maintenance:
             continue
         try:
@@ -259,15 +303,16 @@ async def complete_hub_move(snapshot: ClusterSnapshot, plan: HubSwitchPlan) -> t
             done.append(f"{hub.info.label} replicates from {candidate.info.label}")
     except DriverError as e:
         problems.append(f"{hub.info.label}: {e}")
-    return done, problems
+    return Settled(done, problems)
 
 
-async def undo_hub_move(snapshot: ClusterSnapshot, plan: HubSwitchPlan) -> str:
-    """Before the candidate took over any connection: the candidate replicates from the hub as before (its
-    connection re-created with its settings if it was removed, any half-made new one removed), and the hub's
-    incoming connections that ran run again. Raises OperationFailed naming what it could not do."""
-    candidate = snapshot.view(plan.candidate_server_id)
-    hub = snapshot.view(plan.hub_server_id)
+async def undo_hub_move(ctx: MoveContext, plan: HubSwitchPlan, observed: Observed) -> Settled:
+    """The one undo of a hub switchover before `taken_over`, live or after a crash (repairs.py): the candidate
+    replicates from the hub as before (its connection re-created with its settings if it was removed, any half-made
+    new one removed), and the hub's incoming connections that ran run again."""
+    candidate, hub = observed.get(plan.candidate_server_id), observed.get(plan.hub_server_id)
+    if candidate is None or hub is None:
+        return Settled([], ["the hub or the candidate is no longer registered"])
     problems = []
     try:
         driver = candidate.require_driver()
@@ -294,5 +339,6 @@ async def undo_hub_move(snapshot: ClusterSnapshot, plan: HubSwitchPlan) -> str:
     except DriverError as e:
         problems.append(f"{hub.info.label}: {e}")
     if problems:
-        raise OperationFailed("; ".join(problems))
-    return f"{hub.info.label} receives from its masters again and {candidate.info.label} replicates from it as before"
+        return Settled([], problems)
+    again = f"{hub.info.label} receives from its masters again and {candidate.info.label} replicates from it as before"
+    return Settled([again], [])

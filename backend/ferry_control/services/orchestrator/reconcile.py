@@ -10,10 +10,11 @@ begun:
 - switchover or drill whose candidate still replicates from the old master: the candidate fenced and judged as a
   live stop is (no_return.py) — it took no write: undone (its connection running again, the old master's read-only
   flag as it was, back in service on every proxy when it is the writer again); it took writes: completed;
-- once the candidate's connection to the old master is gone: completed — the candidate writable, every other
-  replica and the old master replicating from it (as a switchover's roll forward does);
+- once the candidate's connection to the old master is gone: completed — the candidate writable and the proxies'
+  writer, every other replica and the old master replicating from it;
 - failover after the promotion: completed (the other replicas follow the new master, the old master stays fenced);
-  before it: the temporary leveling connections removed, nothing else changed;
+  before it: the temporary leveling connections removed and the candidate's connections that ran started again;
+- each by the move's one undo or completion, the live run's own (moves.py, through repairs.py);
 - the one-server operations: examined and reported only (each is one move an operator may simply repeat);
 - whatever the type: a parallel apply raised for a catch-up and not yet put back (`result.parallel_apply_raised`,
   catch_up_parallel.py) is put back, and the record marked `restored`.

@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from ferry_control.core.config import Settings
@@ -29,13 +30,15 @@ from ferry_control.schemas.operation_results import (
     ServerConnection,
     SwitchoverResult,
 )
-from ferry_control.services.orchestrator import actions, catch_up_parallel, no_return, prepare, routing
+from ferry_control.schemas.server import MasterRoleRead
+from ferry_control.services.orchestrator import actions, catch_up_parallel, moves, no_return, prepare, routing
 from ferry_control.services.orchestrator.candidates import delay_of, filtered_domains, label_mismatch
 from ferry_control.services.orchestrator.catch_up_rates import Prediction
 from ferry_control.services.orchestrator.delayed_candidate import chosen_words, delay_note, dry_run_advice, left_out
 from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.gtid import ahead_of_all, errant_gtids, join_all, position
 from ferry_control.services.orchestrator.hub_switchover import switch_hub
+from ferry_control.services.orchestrator.moves import MoveContext, Observed, Settled
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 from ferry_control.services.orchestrator.switch_plan import switch_plan
@@ -378,21 +381,23 @@ async def _switch_master(
     # A multi-source candidate keeps its other masters' connections running (they are restarted after the move).
     kept = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.name != connection
             and c.running]  # fmt: skip
-    result.switch = MasterSwitch(
+    # The candidate's own master-side settings, read ahead of the window: inside it only what differs is set, and an
+    # undo — live, or a reconcile's — puts them back even when taking the old master's stopped part-way.
+    candidate_role = await candidate_driver.master_role()
+    result.switch = switch = MasterSwitch(
         old_master_server_id=master.info.id, new_master_server_id=candidate.info.id,
         connection=connection, old_master_was_read_only=master_was_read_only,
         candidate_was_read_only=bool(candidate.status and candidate.status.read_only),
         others=[ServerConnection(server_id=o.replica.info.id, connection=o.connection.name) for o in others],
-        candidate_keeps=kept,
+        candidate_keeps=kept, candidate_role=MasterRoleRead.model_validate(asdict(candidate_role)),
     )  # fmt: skip
     await ctx.save()
-    # The candidate's own master-side settings, read ahead of the window: inside it only what differs is set, and an
-    # undo puts them back even when taking the old master's stopped part-way.
-    candidate_role = await candidate_driver.master_role()
     promoting = False  # the candidate's part began: an undo puts back its settings and its connection
 
+    observed = {v.info.id: v for v in (master, candidate, *(o.replica for o in others))}
+
     async def put_back() -> str:
-        await undo(ctx, master, link, master_was_read_only, candidate_role if promoting else None)
+        await undo(ctx, observed, candidate_touched=promoting)
         return (
             f"{master.info.label} is "
             + ("read-only as before" if master_was_read_only else "writable again")
@@ -414,10 +419,7 @@ async def _switch_master(
             step.detail = verdict.detail
         if not verdict.complete:
             return await put_back()
-        return await roll_forward(
-            ctx, candidate, [(o.replica, o.connection.name) for o in others], master, old_master_settings, connection,
-            keeps=kept,
-        )  # fmt: skip
+        return await roll_forward(ctx, switch, observed)
 
     ctx.undo_with("undo", put_back)
     # Outside the window: who could write despite read-only (MariaDB reads grants and roles), so inside it only
@@ -483,7 +485,7 @@ async def _switch_master(
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
                             delayed={o.replica.info.id for o in others if delay_of(o)},
                             old_master=master, old_master_settings=old_master_settings,
-                            old_master_connection=connection, keeps=kept)  # fmt: skip
+                            old_master_connection=connection, plan=switch, observed=observed)  # fmt: skip
 
 
 def catch_up_figures(predicted: Prediction, max_window_s: float, waited_s: float | None) -> CatchUpPhase:
@@ -562,32 +564,52 @@ async def commits_landed(master: ServerView, settings: Settings) -> tuple[str, s
     )
 
 
-async def undo(
-    ctx: OperationContext[Any, Any],
-    master: ServerView,
-    link: Link,
-    master_was_read_only: bool,
-    candidate_role: MasterRole | None = None,
-) -> None:
-    """Puts back what a switchover changed before the new master took writes (`put_back_servers`; the candidate's
-    part when it had begun, `candidate_role` being its own master-side settings read before), recorded as the `undo`
-    step, and the old master back in service on every proxy when it is the writer again. Raises OperationFailed
-    when a part could not be done."""
-    candidate = link.replica
+async def undo(ctx: OperationContext[Any, Any], observed: Observed, *, candidate_touched: bool) -> None:
+    """The live run's undo of its recorded switch (`undo_switch`; `candidate_touched` once the candidate's promotion
+    began), recorded as the `undo` step. Raises OperationFailed when a part could not be done."""
+    switch = actions.switch_result(ctx).switch
+    assert switch is not None
     async with ctx.step("undo", fenced=False) as step:
-        put = await put_back_servers(
-            master, candidate, link.connection,
-            master_was_read_only=master_was_read_only,
-            candidate_was_read_only=(
-                None if candidate_role is None else bool(candidate.status and candidate.status.read_only)
-            ),
-            candidate_role=candidate_role,
-        )  # fmt: skip
-        if not master_was_read_only and put.master_restored:
-            await routing.writer_arrived(ctx, master.info.id, candidate.info.id if candidate_role else None)
+        put = await undo_switch(ctx, switch, observed, candidate_touched=candidate_touched)
         step.detail = {"done": put.done, "problems": put.problems}
         if put.problems:
             raise OperationFailed("; ".join(put.problems))
+
+
+async def undo_switch(
+    ctx: MoveContext,
+    switch: MasterSwitch,
+    observed: Observed,
+    *,
+    candidate_touched: bool = True,
+) -> Settled:
+    """The one undo of a master switch, live or after a crash (repairs.py), before its point of no return
+    (no_return.decide). Unless the candidate is known untouched (`candidate_touched` False: a live run stopped
+    before the promotion began; a reconcile cannot know, so it always does this part): the candidate read-only as it
+    was, replicating from the old master again (its connection started, or re-created with the settings it had when
+    the switch began) and its own master-side settings as the plan recorded them (`candidate_role`). Then the old
+    master's read-only flag as it was and — writable again — back in service as the writer on every proxy, the
+    candidate's sessions there ended when it was touched (it may have been put in service as the writer before the
+    stop). Idempotent: what is as it was is left."""
+    old, new = observed.get(switch.old_master_server_id), observed.get(switch.new_master_server_id)
+    if old is None or new is None:
+        return Settled([], ["the old master or the candidate is no longer registered"])
+    connection = _switch_connection(new, switch.connection)
+    if connection is None:
+        return Settled([], [f"{new.info.label}: its connection {switch.connection!r} to the old master is unknown"])
+    put = await put_back_servers(
+        old, new, connection, master_was_read_only=switch.old_master_was_read_only,
+        candidate_was_read_only=switch.candidate_was_read_only if candidate_touched else None,
+        candidate_role=None if switch.candidate_role is None else MasterRole(**switch.candidate_role.model_dump()),
+    )  # fmt: skip
+    if not switch.old_master_was_read_only and put.master_restored:
+        await routing.writer_arrived(ctx, old.info.id, new.info.id if candidate_touched else None)
+    return Settled(put.done, put.problems)
+
+
+def _switch_connection(candidate: ServerView, name: str) -> ReplicaConnection | None:
+    """The candidate's connection to the old master as observed (a live run's preflight, or a reconcile's look)."""
+    return next((c for c in (candidate.status.connections if candidate.status else ()) if c.name == name), None)
 
 
 @dataclass(frozen=True)
@@ -650,8 +672,9 @@ async def follow_new_master(
     old_master_settings: ConnectionSettings | None = None,
     delayed: Collection[int] = (),
     old_master_connection: str | None = None,
-    keeps: Sequence[str] = (),
     unreachable: Sequence[ServerView] = (),
+    plan: object,
+    observed: Observed,
 ) -> None:
     """Repoints the replicas (slave_pos; current_pos for one that was a master before, `logged_own_transactions`),
     makes the old master (when given) replicate with current_pos — with
@@ -660,7 +683,8 @@ async def follow_new_master(
     holds back what they apply. The old master replicates over `old_master_connection` — the name the cluster
     already uses (the candidate's connection to it), so an adopted cluster keeps its convention (MariaDB's default
     connection `''` stays the default) — else over `replication_connection_name`. The `unreachable` replicas (of
-    the old master, not answering) cannot be repointed: the operation ends saying each is left behind."""
+    the old master, not answering) cannot be repointed: the operation ends saying each is left behind. Until every
+    move is made, a stop completes the move (`roll_forward`: the model's completion of `plan`, over `observed`)."""
     settings = ctx.settings
     address = new_master.info.protocol_address
     assert address is not None
@@ -670,13 +694,7 @@ async def follow_new_master(
         for view in unreachable
     ]
 
-    async def complete() -> str:
-        return await roll_forward(
-            ctx, new_master, list(zip(replicas, connections, strict=True)), old_master, old_master_settings,
-            old_master_connection, keeps=keeps,
-        )  # fmt: skip
-
-    ctx.undo_with("roll_forward", complete)
+    ctx.undo_with("roll_forward", partial(roll_forward, ctx, plan, observed))
     async with ctx.step("repoint_replicas") as step:
         moved = []
         for view, name in zip(replicas, connections, strict=True):
@@ -735,26 +753,50 @@ async def follow_new_master(
             )
 
 
-async def roll_forward(
-    ctx: OperationContext[Any, Any],
-    new_master: ServerView,
-    replicas: list[tuple[ServerView, str]],
-    old_master: ServerView | None,
-    old_master_settings: ConnectionSettings | None = None,
-    old_master_connection: str | None = None,
-    *,
-    keeps: Sequence[str] = (),
-) -> str:
-    """The compensation once the new master took writes: `complete_move`, recorded as the `roll_forward` step.
-    Returns what it did; raises OperationFailed naming what it could not do."""
+async def roll_forward(ctx: OperationContext[Any, Any], plan: object, observed: Observed) -> str:
+    """The live run's compensation once its move passed the point of no return: the model's completion
+    (`moves.complete`: a master switch's or a failover's), recorded as the `roll_forward` step. Returns what it did;
+    raises OperationFailed naming what it could not do."""
     async with ctx.step("roll_forward", fenced=False) as step:
-        done, problems = await complete_move(
-            ctx.settings, new_master, replicas, old_master, old_master_settings, old_master_connection, keeps=keeps
-        )
-        step.detail = {"done": done, "problems": problems}
-        if problems:
-            raise OperationFailed("; ".join(problems))
-    return "; ".join(done) or f"{new_master.info.label} is the master"
+        settled = await moves.complete(ctx, plan, observed)
+        step.detail = {"done": settled.done, "problems": settled.problems}
+        if settled.problems:
+            raise OperationFailed("; ".join(settled.problems))
+    return "; ".join(settled.done)
+
+
+async def complete_switch(ctx: MoveContext, switch: MasterSwitch, observed: Observed) -> Settled:
+    """The one completion of a master switch, live or after a crash (repairs.py), past its point of no return:
+    `complete_move` over the recorded others (those still registered and not in maintenance), the old master
+    following the new one over the candidate's connection name with that connection's settings (less its delay and
+    filters) when they are observed; then the new master, writable, in service as the writer on every proxy (a
+    crash may have come before the promotion told them)."""
+    old, new = observed.get(switch.old_master_server_id), observed.get(switch.new_master_server_id)
+    if old is None or new is None:
+        return Settled([], ["the old master or the candidate is no longer registered"])
+    others: list[tuple[ServerView, str]] = []
+    for other in switch.others:
+        view = observed.get(other.server_id)
+        if view is not None and not view.info.maintenance:
+            others.append((view, other.connection))
+    connection = _switch_connection(new, switch.connection)
+    follower = None if connection is None else connection.settings
+    completed = await complete_move(
+        ctx.settings, new, others, old, None if follower is None else replace(follower, delay_s=0, filters={}),
+        switch.connection, keeps=switch.candidate_keeps,
+    )  # fmt: skip
+    if completed.writable:
+        await routing.writer_arrived(ctx, new.info.id, old.info.id)
+    return Settled(completed.done, completed.problems)
+
+
+@dataclass(frozen=True)
+class Completed:
+    """What `complete_move` did, what it could not do, and whether the new master is writable."""
+
+    done: list[str]
+    problems: list[str]
+    writable: bool
 
 
 async def complete_move(
@@ -766,7 +808,7 @@ async def complete_move(
     old_master_connection: str | None = None,
     *,
     keeps: Sequence[str] = (),
-) -> tuple[list[str], list[str]]:
+) -> Completed:
     """Completes a master move past its point of no return (the new master took writes): the new master's
     connections to the old master, when any is left, removed; the new master writable,
     each given replica (and connection name) not yet replicating from it repointed (slave_pos, keeping its
@@ -778,6 +820,7 @@ async def complete_move(
     assert address is not None
     done: list[str] = []
     problems: list[str] = []
+    writable = False
     try:
         driver = new_master.require_driver()
         connections = await driver.replica_connections() if old_master is not None or keeps else ()
@@ -792,6 +835,7 @@ async def complete_move(
             problems.append(f"{new_master.info.label} still reports read_only")
         else:
             done.append(f"{new_master.info.label} writable")
+            writable = True
         if keeps:  # the other masters' connections, as read before (removing the old master's leaves them be)
             running = {c.name: c.running for c in connections}
             for name in keeps:
@@ -825,7 +869,7 @@ async def complete_move(
             done.append(f"{view.info.label} repointed to {new_master.info.label} ({use_gtid})")
         except DriverError as e:
             problems.append(f"{view.info.label}: {e}")
-    return done, problems
+    return Completed(done, problems, writable)
 
 
 async def logged_own_transactions(driver: ServerDriver) -> bool:
