@@ -328,7 +328,8 @@ async def measure(client: httpx.AsyncClient, cluster_id: int, ids: dict[str, int
         for i in range(args.switchovers):
             candidate = ids["replica1"] if i % 2 == 0 else ids["master"]
             response = await client.post(
-                f"/api/v1/clusters/{cluster_id}/operations/switchover", json={"candidate_server_id": candidate}
+                f"/api/v1/clusters/{cluster_id}/operations/switchover",
+                json={"candidate_registered_server_id": candidate},
             )
             if response.status_code != 202:
                 raise SystemExit(f"switchover {i}: {response.status_code} {response.text}")

@@ -26,7 +26,7 @@ async def precheck_skip_transactions(
     session: AsyncSession, drivers: DriverFactory, settings: Settings, cluster_id: int, params: SkipTransactionsParams
 ) -> None:
     cluster = await ClusterRepository(session).get(cluster_id)
-    server = await ServerRepository(session).get(cluster_id, params.server_id)
+    server = await ServerRepository(session).get(cluster_id, params.registered_server_id)
     if cluster is None or server is None:
         return  # the operation service answers 404 for those
     try:
@@ -59,7 +59,7 @@ async def precheck_parallel_apply(
     session: AsyncSession, drivers: DriverFactory, settings: Settings, cluster_id: int, params: ParallelApplyParams
 ) -> None:
     cluster = await ClusterRepository(session).get(cluster_id)
-    server = await ServerRepository(session).get(cluster_id, params.server_id)
+    server = await ServerRepository(session).get(cluster_id, params.registered_server_id)
     if cluster is None or server is None:
         return  # the operation service answers 404 for those
     try:

@@ -51,13 +51,17 @@ async def typed_and_filtered(client: httpx.AsyncClient, tokens: Tokens, ferryd: 
     # A switchover's dry run, and an operation that runs for real.
     dry = await client.post(
         f"/api/v1/clusters/{cluster_id}/operations/switchover",
-        json={"dry_run": True, "candidate_server_id": ids["replica1"], "expected_master_server_id": ids["master"]},
+        json={
+            "dry_run": True,
+            "candidate_registered_server_id": ids["replica1"],
+            "expected_master_registered_server_id": ids["master"],
+        },
     )
     assert dry.status_code == 202, dry.text
     await finished(client, cluster_id, dry.json()["id"])
     run = await client.post(
         f"/api/v1/clusters/{cluster_id}/operations/read-only",
-        json={"server_id": ids["replica2"], "read_only": True},
+        json={"registered_server_id": ids["replica2"], "read_only": True},
     )
     assert run.status_code == 202, run.text
     await finished(client, cluster_id, run.json()["id"])

@@ -366,7 +366,7 @@ async def test_an_sse_client_of_the_standby_sees_the_leaders_events(
                     async with leader.client() as client:
                         response = await client.post(
                             f"/api/v1/clusters/{cluster_id}/operations/switchover",
-                            json={"candidate_server_id": ids["replica2"], "dry_run": True},
+                            json={"candidate_registered_server_id": ids["replica2"], "dry_run": True},
                         )
                     assert response.status_code == 202, response.text
                     operation_id = response.json()["id"]

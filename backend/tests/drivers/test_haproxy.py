@@ -126,7 +126,7 @@ async def test_a_switchover_moves_the_proxys_writer_at_once(
             assert await write_through(writer, "k") == ferryd.master.server_id
 
             started = await live.client.post(f"/api/v1/clusters/{cluster_id}/operations/switchover",
-                                             json={"candidate_server_id": ids["replica1"]})  # fmt: skip
+                                             json={"candidate_registered_server_id": ids["replica1"]})  # fmt: skip
             assert started.status_code == 202, started.text
             async with asyncio.timeout(WAIT_S):
                 await live.app.state.runner.wait(started.json()["id"])

@@ -70,7 +70,11 @@ async def test_a_busy_cluster_switches_over_by_catching_up_first(
                 before = shape(cluster)
                 # The dry run sees what the operator would: the candidate stalled, applying nothing.
                 dry = await run_operation(
-                    live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids[2], "dry_run": True}
+                    live.app,
+                    live.client,
+                    cluster_id,
+                    "switchover",
+                    {"candidate_registered_server_id": ids[2], "dry_run": True},
                 )
                 assert dry["state"] == "succeeded", dry
                 assert any("is stalled in domain" in a for a in dry["result"]["advice"]), dry["result"]
@@ -78,7 +82,7 @@ async def test_a_busy_cluster_switches_over_by_catching_up_first(
                 # A budget the window cannot fit: it waits out its catch-up bound, then refuses in numbers.
                 refused = await run_operation(
                     live.app, live.client, cluster_id, "switchover",
-                    {"candidate_server_id": ids[2], "max_window_s": 0.2, "prepare_timeout_s": 3},
+                    {"candidate_registered_server_id": ids[2], "max_window_s": 0.2, "prepare_timeout_s": 3},
                 )  # fmt: skip
                 after = shape(cluster)
             finally:
@@ -99,7 +103,7 @@ async def test_a_busy_cluster_switches_over_by_catching_up_first(
             budget_s = 60.0
             done = await run_operation(
                 live.app, live.client, cluster_id, "switchover",
-                {"candidate_server_id": ids[2], "max_window_s": budget_s},
+                {"candidate_registered_server_id": ids[2], "max_window_s": budget_s},
             )  # fmt: skip
             assert done["state"] == "succeeded", (done["error"], done["steps"])
             assert done["result"]["unavailable_s"] <= budget_s, done["result"]
@@ -137,7 +141,7 @@ async def test_a_busy_cluster_switches_over_by_catching_up_first(
                 if server.number != master:
                     raised = await run_operation(
                         live.app, live.client, cluster_id, "parallel-apply",
-                        {"server_id": ids[server.number], "mode": "optimistic", "workers": 8},
+                        {"registered_server_id": ids[server.number], "mode": "optimistic", "workers": 8},
                     )  # fmt: skip
                     assert raised["state"] == "succeeded", (raised["error"], raised["steps"])
         finally:

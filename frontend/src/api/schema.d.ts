@@ -1111,24 +1111,24 @@ export interface components {
         /**
          * BringLevelParams
          * @example {
-         *       "server_id": 3,
-         *       "source_server_id": 2,
+         *       "registered_server_id": 3,
+         *       "source_registered_server_id": 2,
          *       "timeout_s": 30
          *     }
          */
         BringLevelParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The server to get level with.
              * @example 2
              */
-            source_server_id: number;
+            source_registered_server_id: number;
             /**
              * Timeout S
              * @description Bound on the wait; default: the catch-up timeout.
@@ -1139,8 +1139,8 @@ export interface components {
          * BringLevelRequest
          * @description The body of POST …/bring-level.
          * @example {
-         *       "server_id": 3,
-         *       "source_server_id": 2,
+         *       "registered_server_id": 3,
+         *       "source_registered_server_id": 2,
          *       "timeout_s": 30
          *     }
          */
@@ -1152,17 +1152,17 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The server to get level with.
              * @example 2
              */
-            source_server_id: number;
+            source_registered_server_id: number;
             /**
              * Timeout S
              * @description Bound on the wait; default: the catch-up timeout.
@@ -1182,10 +1182,10 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
-            /** Source Server Id */
-            source_server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
+            /** Source Registered Server Id */
+            source_registered_server_id?: number | null;
             /** Target */
             target?: string | null;
             /** Level S */
@@ -1262,8 +1262,8 @@ export interface components {
          *       "window_s": 0.061,
          *       "windows": [
          *         {
-         *           "new_master_server_id": 2,
-         *           "old_master_server_id": 1,
+         *           "new_master_registered_server_id": 2,
+         *           "old_master_registered_server_id": 1,
          *           "switch": "switch",
          *           "window_s": 0.061
          *         }
@@ -2486,15 +2486,15 @@ export interface components {
              * @enum {string}
              */
             candidate_strategy: "fixed" | "rotation";
-            /** Candidate Server Id */
-            candidate_server_id?: number | null;
+            /** Candidate Registered Server Id */
+            candidate_registered_server_id?: number | null;
             /**
              * Switch Back
              * @default false
              */
             switch_back: boolean;
-            /** Source Server Id */
-            source_server_id?: number | null;
+            /** Source Registered Server Id */
+            source_registered_server_id?: number | null;
             /** Webhook Url */
             webhook_url?: string | null;
             /**
@@ -2518,10 +2518,10 @@ export interface components {
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Checks */
             checks?: components["schemas"]["CheckResult"][] | null;
-            /** Old Master Server Id */
-            old_master_server_id?: number | null;
-            /** New Master Server Id */
-            new_master_server_id?: number | null;
+            /** Old Master Registered Server Id */
+            old_master_registered_server_id?: number | null;
+            /** New Master Registered Server Id */
+            new_master_registered_server_id?: number | null;
             /**
              * Proxies
              * @description What each HAProxy was told as the writer moved.
@@ -2535,10 +2535,10 @@ export interface components {
                 [key: string]: number | null;
             } | null;
             /**
-             * Role Moves To Server Id
+             * Role Moves To Registered Server Id
              * @description A better candidate the role moves to by a switchover once the failover ended.
              */
-            role_moves_to_server_id?: number | null;
+            role_moves_to_registered_server_id?: number | null;
             /**
              * Promoted After S
              * @description From fencing the old master (or finding it gone) to the new master writable.
@@ -2603,16 +2603,16 @@ export interface components {
             kind: "switchover" | "failover";
             /**
              * Candidate Strategy
-             * @description `fixed`: always `candidate_server_id`; `rotation`: the next eligible replica in turn.
+             * @description `fixed`: always `candidate_registered_server_id`; `rotation`: the next eligible replica in turn.
              * @default rotation
              * @enum {string}
              */
             candidate_strategy: "fixed" | "rotation";
             /**
-             * Candidate Server Id
+             * Candidate Registered Server Id
              * @description The candidate for the `fixed` strategy.
              */
-            candidate_server_id?: number | null;
+            candidate_registered_server_id?: number | null;
             /**
              * Switch Back
              * @description Switch back to the original master after verifying (a failover drill: once it rejoined).
@@ -2620,10 +2620,10 @@ export interface components {
              */
             switch_back: boolean;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
             /**
              * Webhook Url
              * @description POSTed when a run fails (besides the settings' URLs).
@@ -2644,7 +2644,7 @@ export interface components {
          *         "canaries": {
          *           "1": "1-1-77"
          *         },
-         *         "candidate_server_id": 2
+         *         "candidate_registered_server_id": 2
          *       },
          *       "finished_at": "2026-11-23T01:30:02Z",
          *       "id": 4,
@@ -2736,16 +2736,16 @@ export interface components {
             kind: "switchover" | "failover";
             /**
              * Candidate Strategy
-             * @description `fixed`: always `candidate_server_id`; `rotation`: the next eligible replica in turn.
+             * @description `fixed`: always `candidate_registered_server_id`; `rotation`: the next eligible replica in turn.
              * @default rotation
              * @enum {string}
              */
             candidate_strategy: "fixed" | "rotation";
             /**
-             * Candidate Server Id
+             * Candidate Registered Server Id
              * @description The candidate for the `fixed` strategy.
              */
-            candidate_server_id?: number | null;
+            candidate_registered_server_id?: number | null;
             /**
              * Switch Back
              * @description Switch back to the original master after verifying (a failover drill: once it rejoined).
@@ -2753,10 +2753,10 @@ export interface components {
              */
             switch_back: boolean;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
             /**
              * Webhook Url
              * @description POSTed when a run fails (besides the settings' URLs).
@@ -2826,15 +2826,15 @@ export interface components {
              * @enum {string}
              */
             candidate_strategy: "fixed" | "rotation";
-            /** Candidate Server Id */
-            candidate_server_id: number | null;
+            /** Candidate Registered Server Id */
+            candidate_registered_server_id: number | null;
             /** Switch Back */
             switch_back: boolean;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
             /** Webhook Url */
             webhook_url: string | null;
             /**
@@ -2875,15 +2875,15 @@ export interface components {
             kind?: ("switchover" | "failover") | null;
             /** Candidate Strategy */
             candidate_strategy?: ("fixed" | "rotation") | null;
-            /** Candidate Server Id */
-            candidate_server_id?: number | null;
+            /** Candidate Registered Server Id */
+            candidate_registered_server_id?: number | null;
             /** Switch Back */
             switch_back?: boolean | null;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
             /** Webhook Url */
             webhook_url?: string | null;
         };
@@ -3155,15 +3155,15 @@ export interface components {
          */
         FailoverParams: {
             /**
-             * Candidate Server Id
+             * Candidate Registered Server Id
              * @description The new master; unset: the most advanced replica (leveled from its peers first).
              */
-            candidate_server_id?: number | null;
+            candidate_registered_server_id?: number | null;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The master to replace, in a cluster of several (the two-master shape has two); unset: the only master, or of several the only one lost. The candidate is one of its direct replicas; a multi-source candidate keeps its connections to the other masters.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
             /**
              * Automatic
              * @description Started by the failover monitor (a replica must have confirmed the loss), not by a person.
@@ -3184,15 +3184,15 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Candidate Server Id
+             * Candidate Registered Server Id
              * @description The new master; unset: the most advanced replica (leveled from its peers first).
              */
-            candidate_server_id?: number | null;
+            candidate_registered_server_id?: number | null;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The master to replace, in a cluster of several (the two-master shape has two); unset: the only master, or of several the only one lost. The candidate is one of its direct replicas; a multi-source candidate keeps its connections to the other masters.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
         };
         /** FailoverResult */
         FailoverResult: {
@@ -3209,10 +3209,10 @@ export interface components {
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Checks */
             checks?: components["schemas"]["CheckResult"][] | null;
-            /** Old Master Server Id */
-            old_master_server_id?: number | null;
-            /** New Master Server Id */
-            new_master_server_id?: number | null;
+            /** Old Master Registered Server Id */
+            old_master_registered_server_id?: number | null;
+            /** New Master Registered Server Id */
+            new_master_registered_server_id?: number | null;
             /**
              * Proxies
              * @description What each HAProxy was told as the writer moved.
@@ -3226,10 +3226,10 @@ export interface components {
                 [key: string]: number | null;
             } | null;
             /**
-             * Role Moves To Server Id
+             * Role Moves To Registered Server Id
              * @description A better candidate the role moves to by a switchover once the failover ended.
              */
-            role_moves_to_server_id?: number | null;
+            role_moves_to_registered_server_id?: number | null;
             /**
              * Promoted After S
              * @description From fencing the old master (or finding it gone) to the new master writable.
@@ -3360,10 +3360,10 @@ export interface components {
          *     completes it.
          */
         HubFailoverPlan: {
-            /** Hub Server Id */
-            hub_server_id: number;
-            /** New Hub Server Id */
-            new_hub_server_id: number;
+            /** Hub Registered Server Id */
+            hub_registered_server_id: number;
+            /** New Hub Registered Server Id */
+            new_hub_registered_server_id: number;
             /** New Hub Connection */
             new_hub_connection: string;
             /** Incoming */
@@ -3378,8 +3378,8 @@ export interface components {
         HubIncoming: {
             /** Name */
             name: string;
-            /** Master Server Id */
-            master_server_id: number;
+            /** Master Registered Server Id */
+            master_registered_server_id: number;
             /** Master Address */
             master_address: string;
             /** Running */
@@ -3393,10 +3393,10 @@ export interface components {
          *     completes it once the candidate replicates from the hub's masters, else undoes it.
          */
         HubSwitchPlan: {
-            /** Hub Server Id */
-            hub_server_id: number;
-            /** Candidate Server Id */
-            candidate_server_id: number;
+            /** Hub Registered Server Id */
+            hub_registered_server_id: number;
+            /** Candidate Registered Server Id */
+            candidate_registered_server_id: number;
             /** Candidate Connection */
             candidate_connection: string;
             candidate_settings?: components["schemas"]["ConnectionSettingsRecord"] | null;
@@ -3966,10 +3966,10 @@ export interface components {
          *     completes (no_return.decide).
          */
         MasterSwitch: {
-            /** Old Master Server Id */
-            old_master_server_id: number;
-            /** New Master Server Id */
-            new_master_server_id: number;
+            /** Old Master Registered Server Id */
+            old_master_registered_server_id: number;
+            /** New Master Registered Server Id */
+            new_master_registered_server_id: number;
             /**
              * Connection
              * @description The candidate's connection to the old master; the old master's afterwards.
@@ -4255,17 +4255,17 @@ export interface components {
          * @example {
          *       "domain_workers_max": 8,
          *       "mode": "optimistic",
-         *       "server_id": 3,
+         *       "registered_server_id": 3,
          *       "workers": 8
          *     }
          */
         ParallelApplyParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -4297,8 +4297,8 @@ export interface components {
          *     what a reconcile after a crash puts back while `restored` is false.
          */
         ParallelApplyRaise: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Connection */
             connection: string;
             previous: components["schemas"]["ParallelApplySettings"];
@@ -4333,7 +4333,7 @@ export interface components {
          * @example {
          *       "domain_workers_max": 8,
          *       "mode": "optimistic",
-         *       "server_id": 3,
+         *       "registered_server_id": 3,
          *       "workers": 8
          *     }
          */
@@ -4345,11 +4345,11 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -4388,8 +4388,8 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
             before?: components["schemas"]["ParallelApplySettings"] | null;
@@ -4815,16 +4815,16 @@ export interface components {
          * ReadOnlyParams
          * @example {
          *       "read_only": true,
-         *       "server_id": 1
+         *       "registered_server_id": 1
          *     }
          */
         ReadOnlyParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /** Read Only */
             read_only: boolean;
         };
@@ -4833,7 +4833,7 @@ export interface components {
          * @description The body of POST …/read-only.
          * @example {
          *       "read_only": true,
-         *       "server_id": 1
+         *       "registered_server_id": 1
          *     }
          */
         ReadOnlyRequest: {
@@ -4844,11 +4844,11 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /** Read Only */
             read_only: boolean;
         };
@@ -4865,8 +4865,8 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
             /** Read Only */
             read_only?: boolean | null;
         };
@@ -4923,27 +4923,27 @@ export interface components {
         /**
          * RejoinParams
          * @example {
-         *       "server_id": 1
+         *       "registered_server_id": 1
          *     }
          */
         RejoinParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description The server to bring back: a fenced former master (or a stray read-only one).
              * @example 1
              */
-            server_id: number;
+            registered_server_id: number;
             /**
-             * Master Server Id
+             * Master Registered Server Id
              * @description The source it follows; unset: the cluster's one writable master that replicates from nobody.
              */
-            master_server_id?: number | null;
+            master_registered_server_id?: number | null;
         };
         /**
          * RejoinRequest
          * @description The body of POST …/rejoin.
          * @example {
-         *       "server_id": 1
+         *       "registered_server_id": 1
          *     }
          */
         RejoinRequest: {
@@ -4954,16 +4954,16 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description The server to bring back: a fenced former master (or a stray read-only one).
              * @example 1
              */
-            server_id: number;
+            registered_server_id: number;
             /**
-             * Master Server Id
+             * Master Registered Server Id
              * @description The source it follows; unset: the cluster's one writable master that replicates from nobody.
              */
-            master_server_id?: number | null;
+            master_registered_server_id?: number | null;
         };
         /** RejoinResult */
         RejoinResult: {
@@ -4978,10 +4978,10 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
-            /** Master Server Id */
-            master_server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
+            /** Master Registered Server Id */
+            master_registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
             /**
@@ -5064,24 +5064,24 @@ export interface components {
         /**
          * RepointParams
          * @example {
-         *       "master_server_id": 2,
-         *       "server_id": 3,
+         *       "master_registered_server_id": 2,
+         *       "registered_server_id": 3,
          *       "use_gtid": "slave_pos"
          *     }
          */
         RepointParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
-             * Master Server Id
+             * Master Registered Server Id
              * @description The server it should replicate from.
              * @example 2
              */
-            master_server_id: number;
+            master_registered_server_id: number;
             /**
              * Use Gtid
              * @description `current_pos` for a former master whose own transactions are in its binlog.
@@ -5100,8 +5100,8 @@ export interface components {
          * RepointRequest
          * @description The body of POST …/repoint.
          * @example {
-         *       "master_server_id": 2,
-         *       "server_id": 3,
+         *       "master_registered_server_id": 2,
+         *       "registered_server_id": 3,
          *       "use_gtid": "slave_pos"
          *     }
          */
@@ -5113,17 +5113,17 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
-             * Master Server Id
+             * Master Registered Server Id
              * @description The server it should replicate from.
              * @example 2
              */
-            master_server_id: number;
+            master_registered_server_id: number;
             /**
              * Use Gtid
              * @description `current_pos` for a former master whose own transactions are in its binlog.
@@ -5151,10 +5151,10 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
-            /** Master Server Id */
-            master_server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
+            /** Master Registered Server Id */
+            master_registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
         };
@@ -5182,11 +5182,11 @@ export interface components {
         /**
          * ServerConnection
          * @description A server and its replication connection's name, in a plan. Rows written before this model kept it as a pair
-         *     `[server_id, connection]`, read the same.
+         *     `[registered_server_id, connection]`, read the same.
          */
         ServerConnection: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Connection */
             connection: string;
         };
@@ -5601,16 +5601,16 @@ export interface components {
          * @example {
          *       "connection": "main",
          *       "count": 1,
-         *       "server_id": 3
+         *       "registered_server_id": 3
          *     }
          */
         SkipTransactionsParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -5631,7 +5631,7 @@ export interface components {
          * @example {
          *       "connection": "main",
          *       "count": 1,
-         *       "server_id": 3
+         *       "registered_server_id": 3
          *     }
          */
         SkipTransactionsRequest: {
@@ -5642,11 +5642,11 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -5674,8 +5674,8 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
             /** Count */
@@ -5732,17 +5732,17 @@ export interface components {
         /**
          * StartReplicationParams
          * @example {
-         *       "server_id": 3,
+         *       "registered_server_id": 3,
          *       "until": "1-1-40,2-2-17"
          *     }
          */
         StartReplicationParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -5759,7 +5759,7 @@ export interface components {
          * StartReplicationRequest
          * @description The body of POST …/start-replication.
          * @example {
-         *       "server_id": 3,
+         *       "registered_server_id": 3,
          *       "until": "1-1-40,2-2-17"
          *     }
          */
@@ -5771,11 +5771,11 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -5801,8 +5801,8 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
             /** Until */
@@ -5859,16 +5859,16 @@ export interface components {
         /**
          * StopReplicationParams
          * @example {
-         *       "server_id": 3
+         *       "registered_server_id": 3
          *     }
          */
         StopReplicationParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -5880,7 +5880,7 @@ export interface components {
          * StopReplicationRequest
          * @description The body of POST …/stop-replication.
          * @example {
-         *       "server_id": 3
+         *       "registered_server_id": 3
          *     }
          */
         StopReplicationRequest: {
@@ -5891,11 +5891,11 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -5916,8 +5916,8 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
         };
@@ -5928,8 +5928,8 @@ export interface components {
         StoredIncoming: {
             /** Name */
             name: string;
-            /** Master Server Id */
-            master_server_id: number;
+            /** Master Registered Server Id */
+            master_registered_server_id: number;
             /** Master Address */
             master_address: string;
         };
@@ -6031,12 +6031,12 @@ export interface components {
          *       "id": 7,
          *       "idempotency_key": "b0c7…",
          *       "params": {
-         *         "candidate_server_id": 2
+         *         "candidate_registered_server_id": 2
          *       },
          *       "requester": "alice",
          *       "result": {
-         *         "new_master_server_id": 2,
-         *         "old_master_server_id": 1,
+         *         "new_master_registered_server_id": 2,
+         *         "old_master_registered_server_id": 1,
          *         "unavailable_s": 0.41
          *       },
          *       "started_at": "2026-11-21T13:00:00Z",
@@ -6089,26 +6089,26 @@ export interface components {
         /**
          * SwitchoverParams
          * @example {
-         *       "candidate_server_id": 2,
-         *       "expected_master_server_id": 1
+         *       "candidate_registered_server_id": 2,
+         *       "expected_master_registered_server_id": 1
          *     }
          */
         SwitchoverParams: {
             /**
-             * Candidate Server Id
+             * Candidate Registered Server Id
              * @description The new master; unset: the replica ahead of all others (or made so by catching up).
              */
-            candidate_server_id?: number | null;
+            candidate_registered_server_id?: number | null;
             /**
-             * Expected Master Server Id
+             * Expected Master Registered Server Id
              * @description Refuse (check `expected_master`) unless this server is the master now.
              */
-            expected_master_server_id?: number | null;
+            expected_master_registered_server_id?: number | null;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The source whose role moves: a master of several, or an intermediate master (one with incoming connections: its candidate takes them over under the same names). Unset: the candidate's only master, else the cluster's only master.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
             /**
              * Max Window S
              * @description The write-unavailability budget: the candidate catches up while the master takes writes until the predicted window fits it. Unset: the cluster's, else the control plane's `switchover_max_window_s`.
@@ -6124,8 +6124,8 @@ export interface components {
          * SwitchoverRequest
          * @description The body of POST …/switchover.
          * @example {
-         *       "candidate_server_id": 2,
-         *       "expected_master_server_id": 1
+         *       "candidate_registered_server_id": 2,
+         *       "expected_master_registered_server_id": 1
          *     }
          */
         SwitchoverRequest: {
@@ -6136,20 +6136,20 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Candidate Server Id
+             * Candidate Registered Server Id
              * @description The new master; unset: the replica ahead of all others (or made so by catching up).
              */
-            candidate_server_id?: number | null;
+            candidate_registered_server_id?: number | null;
             /**
-             * Expected Master Server Id
+             * Expected Master Registered Server Id
              * @description Refuse (check `expected_master`) unless this server is the master now.
              */
-            expected_master_server_id?: number | null;
+            expected_master_registered_server_id?: number | null;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The source whose role moves: a master of several, or an intermediate master (one with incoming connections: its candidate takes them over under the same names). Unset: the candidate's only master, else the cluster's only master.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
             /**
              * Max Window S
              * @description The write-unavailability budget: the candidate catches up while the master takes writes until the predicted window fits it. Unset: the cluster's, else the control plane's `switchover_max_window_s`.
@@ -6176,10 +6176,10 @@ export interface components {
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Checks */
             checks?: components["schemas"]["CheckResult"][] | null;
-            /** Old Master Server Id */
-            old_master_server_id?: number | null;
-            /** New Master Server Id */
-            new_master_server_id?: number | null;
+            /** Old Master Registered Server Id */
+            old_master_registered_server_id?: number | null;
+            /** New Master Registered Server Id */
+            new_master_registered_server_id?: number | null;
             /**
              * Proxies
              * @description What each HAProxy was told as the writer moved.
@@ -6670,10 +6670,10 @@ export interface components {
              * @enum {string}
              */
             switch: "switch" | "switch_back" | "failover";
-            /** Old Master Server Id */
-            old_master_server_id: number;
-            /** New Master Server Id */
-            new_master_server_id: number;
+            /** Old Master Registered Server Id */
+            old_master_registered_server_id: number;
+            /** New Master Registered Server Id */
+            new_master_registered_server_id: number;
             /**
              * Window S
              * @description The writer's last acknowledged write on the old master → its first on the new one (None: the switch did not complete, or no write got through).

@@ -135,19 +135,21 @@ async def fail_over_hub(
             "not_candidates": pool.excluded,
         }
     new_hub = chosen.replica
-    ctx.result.new_master_server_id = new_hub.info.id
+    ctx.result.new_master_registered_server_id = new_hub.info.id
     if ctx.dry_run:
         return
     siblings = [link for link in links if link is not chosen and not link.replica.info.maintenance
                 and link.replica.reachable]  # fmt: skip
-    await ctx.pre_hooks(old_master_server_id=hub.info.id, new_master_server_id=new_hub.info.id)
+    await ctx.pre_hooks(old_master_registered_server_id=hub.info.id, new_master_registered_server_id=new_hub.info.id)
     # What a reconcile after a crash needs, before any server is changed.
     ctx.result.hub_failover = HubFailoverPlan(
-        hub_server_id=hub.info.id,
-        new_hub_server_id=new_hub.info.id,
+        hub_registered_server_id=hub.info.id,
+        new_hub_registered_server_id=new_hub.info.id,
         new_hub_connection=chosen.connection.name,
         incoming=[StoredIncoming.model_validate(asdict(c)) for c in incoming],
-        siblings=[ServerConnection(server_id=s.replica.info.id, connection=s.connection.name) for s in siblings],
+        siblings=[
+            ServerConnection(registered_server_id=s.replica.info.id, connection=s.connection.name) for s in siblings
+        ],
     )
     await ctx.save()
     lost_at = hub.info.last_seen_at
@@ -227,8 +229,8 @@ async def complete_hub_failover(snapshot: ClusterSnapshot, plan: HubFailoverPlan
     """What a hub failover interrupted after its plan was saved had left: the new hub without its connection to the
     lost hub and with each of the lost hub's connections, running; every sibling still pointed at the lost hub
     replicating from the new hub. Returns what was done and what could not be."""
-    new_hub = snapshot.by_id.get(plan.new_hub_server_id)
-    hub = snapshot.by_id.get(plan.hub_server_id)
+    new_hub = snapshot.by_id.get(plan.new_hub_registered_server_id)
+    hub = snapshot.by_id.get(plan.hub_registered_server_id)
     done: list[str] = []
     problems: list[str] = []
     if new_hub is None or hub is None or new_hub.status is None:
@@ -236,7 +238,7 @@ async def complete_hub_failover(snapshot: ClusterSnapshot, plan: HubFailoverPlan
     try:
         driver = new_hub.require_driver()
         existing = {c.name: c for c in await driver.replica_connections()}
-        incoming = [Incoming(c.name, c.master_server_id, c.master_address) for c in plan.incoming]
+        incoming = [Incoming(c.name, c.master_registered_server_id, c.master_address) for c in plan.incoming]
         names = {c.name for c in incoming}
         old = existing.get(plan.new_hub_connection)
         if old is not None and old.master_address == hub.info.protocol_address and old.name not in names:
@@ -250,7 +252,7 @@ async def complete_hub_failover(snapshot: ClusterSnapshot, plan: HubFailoverPlan
     address = new_hub.info.protocol_address
     assert address is not None
     for sibling in plan.siblings:
-        view, name = snapshot.by_id.get(sibling.server_id), sibling.connection
+        view, name = snapshot.by_id.get(sibling.registered_server_id), sibling.connection
         if view is None or view.status is None or view.info.maintenance:
             continue
         current = next((c for c in view.status.connections if c.name == name), None)

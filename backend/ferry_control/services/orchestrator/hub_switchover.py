@@ -62,14 +62,14 @@ async def switch_hub(
     incoming = snapshot.links_of(hub.info.id)
     # What a reconcile after a crash needs, in the database before any server is changed.
     plan = HubSwitchPlan(
-        hub_server_id=hub.info.id,
-        candidate_server_id=candidate.info.id,
+        hub_registered_server_id=hub.info.id,
+        candidate_registered_server_id=candidate.info.id,
         candidate_connection=link.connection.name,
         candidate_settings=_record(link.connection.settings),
         incoming=[
             HubIncoming(
                 name=c.connection.name,
-                master_server_id=c.master.info.id,
+                master_registered_server_id=c.master.info.id,
                 master_address=c.connection.master_address,
                 running=c.connection.running,
                 # The connection's settings move with it, less its delay and filters (switch_plan says so).
@@ -79,7 +79,7 @@ async def switch_hub(
             )
             for c in incoming
         ],
-        others=[ServerConnection(server_id=o.replica.info.id, connection=o.connection.name) for o in others],
+        others=[ServerConnection(registered_server_id=o.replica.info.id, connection=o.connection.name) for o in others],
     )
     result.hub_switch = plan
     await ctx.save()
@@ -117,7 +117,9 @@ async def switch_hub(
                 # From here the candidate may apply what the hub never had: the move is completed, not undone.
                 ctx.undo_with("roll_forward", partial(roll_forward, ctx, snapshot, plan))
             await candidate_driver.start_replication(source.name)
-            taken.append(f"{connection_label(source.name)} from {snapshot.view(source.master_server_id).info.label}")
+            taken.append(
+                f"{connection_label(source.name)} from {snapshot.view(source.master_registered_server_id).info.label}"
+            )
         gaps[candidate.info.label] = round(time.perf_counter() - stopped_at[candidate.info.label], 6)
         await candidate_driver.remove_replication(link.connection.name)
         step.detail = f"{candidate.info.label} replicates {', '.join(taken)} from its own positions"
@@ -181,8 +183,8 @@ async def verify(
 ) -> list[str]:
     """The candidate's connections to the hub's masters run; the hub and its former replicas replicate from the
     candidate and reach what it had when the moves ended (received, for a delayed replica)."""
-    candidate = snapshot.view(plan.candidate_server_id)
-    hub = snapshot.view(plan.hub_server_id)
+    candidate = snapshot.view(plan.candidate_registered_server_id)
+    hub = snapshot.view(plan.hub_registered_server_id)
     problems = []
     driver = candidate.require_driver()
     connections = {c.name: c for c in await driver.replica_connections()}
@@ -220,8 +222,8 @@ async def complete_hub_move(snapshot: ClusterSnapshot, plan: HubSwitchPlan) -> t
     """Every move of a hub switchover that is not made yet, each at most once: the candidate has and runs each of
     the hub's incoming connections and no longer the one to the hub; the hub's other replicas and the hub replicate
     from the candidate. Returns what was done and what could not be."""
-    candidate = snapshot.view(plan.candidate_server_id)
-    hub = snapshot.view(plan.hub_server_id)
+    candidate = snapshot.view(plan.candidate_registered_server_id)
+    hub = snapshot.view(plan.hub_registered_server_id)
     address = _address(candidate)
     done: list[str] = []
     problems: list[str] = []
@@ -239,7 +241,7 @@ async def complete_hub_move(snapshot: ClusterSnapshot, plan: HubSwitchPlan) -> t
         problems.append(f"{candidate.info.label}: {e}")
         return done, problems
     for other in plan.others:
-        view, name = snapshot.by_id.get(other.server_id), other.connection
+        view, name = snapshot.by_id.get(other.registered_server_id), other.connection
         if view is None or view.info.maintenance:
             continue
         try:
@@ -266,8 +268,8 @@ async def undo_hub_move(snapshot: ClusterSnapshot, plan: HubSwitchPlan) -> str:
     """Before the candidate took over any connection: the candidate replicates from the hub as before (its
     connection re-created with its settings if it was removed, any half-made new one removed), and the hub's
     incoming connections that ran run again. Raises OperationFailed naming what it could not do."""
-    candidate = snapshot.view(plan.candidate_server_id)
-    hub = snapshot.view(plan.hub_server_id)
+    candidate = snapshot.view(plan.candidate_registered_server_id)
+    hub = snapshot.view(plan.hub_registered_server_id)
     problems = []
     try:
         driver = candidate.require_driver()

@@ -120,7 +120,7 @@ class FailoverMonitor:
                 async with session_scope(self._sessionmaker) as session:
                     operation, _ = await OperationService(session).start(
                         self._runner, self._settings, cluster_id=cluster.id, type_="rejoin",
-                        params=RejoinParams(server_id=server.id), dry_run=False, requester=REQUESTER,
+                        params=RejoinParams(registered_server_id=server.id), dry_run=False, requester=REQUESTER,
                     )  # fmt: skip
             except Conflict as e:
                 log.info(
@@ -174,7 +174,9 @@ class FailoverMonitor:
                     self._settings,
                     cluster_id=cluster.id,
                     type_="failover",
-                    params=FailoverParams(automatic=True, candidate_server_id=None, source_server_id=master.id),
+                    params=FailoverParams(
+                        automatic=True, candidate_registered_server_id=None, source_registered_server_id=master.id
+                    ),
                     dry_run=False,
                     requester=REQUESTER,
                 )

@@ -23,6 +23,7 @@ from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.models import OperationState
 from ferry_control.repositories.operations import OperationRepository
+from ferry_control.schemas.registered_ids import stored_id
 from ferry_control.services.orchestrator.hooks import call_webhooks
 
 log = logging.getLogger(__name__)
@@ -79,5 +80,5 @@ class UnsuccessfulRecoveries:
             operation = await OperationRepository(session).get_any(operation_id)
         if operation is None or operation.type != "failover" or not (operation.params or {}).get("automatic"):
             return
-        source = (operation.params or {}).get("source_server_id")
+        source = stored_id(operation.params or {}, "source_registered_server_id")
         not_recovered(self._settings, cluster_id, source, f"failover {state.value}: {operation.error}", operation_id)

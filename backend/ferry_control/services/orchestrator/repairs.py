@@ -59,8 +59,8 @@ async def repair_switch(
     if switch is None:
         done.append("it stopped before changing any server: nothing to undo")
         return "unchanged"
-    old = snapshot.by_id.get(switch.old_master_server_id)
-    new = snapshot.by_id.get(switch.new_master_server_id)
+    old = snapshot.by_id.get(switch.old_master_registered_server_id)
+    new = snapshot.by_id.get(switch.new_master_registered_server_id)
     name = switch.connection
     if old is None or new is None:
         problems.append("the old master or the candidate is no longer registered")
@@ -100,7 +100,7 @@ async def repair_switch(
         return "undone"
     others: list[tuple[ServerView, str]] = []
     for other in switch.others:
-        view = snapshot.by_id.get(other.server_id)
+        view = snapshot.by_id.get(other.registered_server_id)
         if view is not None and not view.info.maintenance:
             others.append((view, other.connection))
     moved, failed = await complete_move(
@@ -116,8 +116,8 @@ async def _repair_hub_switch(
 ) -> RepairVerdict:
     """An intermediate master's switchover (`hub_switchover`): completed when the candidate had begun to
     replicate from the hub's masters (it may hold what the hub lacks), else undone."""
-    candidate = snapshot.by_id.get(plan.candidate_server_id)
-    hub = snapshot.by_id.get(plan.hub_server_id)
+    candidate = snapshot.by_id.get(plan.candidate_registered_server_id)
+    hub = snapshot.by_id.get(plan.hub_registered_server_id)
     if candidate is None or hub is None:
         problems.append("the hub or the candidate is no longer registered")
         return "unknown"
@@ -149,8 +149,8 @@ async def repair_failover(
         done.append("completed: the lost hub's replicas are re-homed; " + "; ".join(moved))
         problems.extend(failed)
         return "rolled_forward"
-    new = snapshot.by_id.get(result.new_master_server_id or 0)
-    old_id = result.old_master_server_id
+    new = snapshot.by_id.get(result.new_master_registered_server_id or 0)
+    old_id = result.old_master_registered_server_id
     if new is None:
         done.append("it stopped before choosing a candidate: nothing was changed")
         return "unchanged"

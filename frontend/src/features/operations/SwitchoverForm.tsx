@@ -54,7 +54,7 @@ export function SwitchoverForm({ clusterId, clusterName, nodes, edges = [], serv
   };
   const needsSource = single === null && sources.length > 1;
   // Named only where there is a choice: a single master's switchover sends what it always did.
-  const sourceField = needsSource && source ? { source_server_id: source.server_id } : {};
+  const sourceField = needsSource && source ? { source_registered_server_id: source.server_id } : {};
   // The budget only when given (unset: the cluster's, else the control plane's); a value out of bounds holds the
   // preview back (the field says why).
   const budget = maxWindow.trim() === "" ? null : Number(maxWindow);
@@ -74,17 +74,17 @@ export function SwitchoverForm({ clusterId, clusterName, nodes, edges = [], serv
           ? null
           : {
               dry_run: true,
-              candidate_server_id: candidateId,
+              candidate_registered_server_id: candidateId,
               ...sourceField,
-              expected_master_server_id: source?.server_id ?? masters[0]?.server_id ?? null,
+              expected_master_registered_server_id: source?.server_id ?? masters[0]?.server_id ?? null,
               ...budgetField,
             }
       }
       runBody={(preview) => ({
         dry_run: false,
-        candidate_server_id: mastersOf(preview).newMaster ?? candidateId,
+        candidate_registered_server_id: mastersOf(preview).newMaster ?? candidateId,
         ...sourceField,
-        expected_master_server_id: mastersOf(preview).oldMaster ?? source?.server_id ?? null,
+        expected_master_registered_server_id: mastersOf(preview).oldMaster ?? source?.server_id ?? null,
         ...budgetField,
       })}
       start={(variables) => mutation.mutateAsync(variables)}

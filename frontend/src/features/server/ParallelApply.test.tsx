@@ -56,7 +56,7 @@ describe("parallel apply", () => {
     await userEvent.type(workers, "8");
     await userEvent.click(screen.getByRole("button", { name: /preview/i }));
     await waitFor(() => expect(requests).toContainEqual({
-      dry_run: true, server_id: 2, connection: null, mode: "optimistic", workers: 8, domain_workers_max: 0,
+      dry_run: true, registered_server_id: 2, connection: null, mode: "optimistic", workers: 8, domain_workers_max: 0,
     }));
   });
 });

@@ -109,7 +109,7 @@ function ChangeParallelApply({ clusterId, read, connection, limits, serverName }
     );
   const why = refusal(limits, mode, workers, domainMax);
   const body = (dryRun: boolean): Schemas["ParallelApplyRequest"] | null =>
-    why ? null : { dry_run: dryRun, server_id: read.server_id, connection: connection.name || null, mode, workers, domain_workers_max: domainMax };
+    why ? null : { dry_run: dryRun, registered_server_id: read.server_id, connection: connection.name || null, mode, workers, domain_workers_max: domainMax };
   return (
     <GuardedAction<Schemas["ParallelApplyRequest"]>
       clusterId={clusterId}

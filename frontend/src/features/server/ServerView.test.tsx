@@ -37,8 +37,8 @@ describe("ServerView", () => {
                 cut_off_total: 0, consumers_max: null, words: "b (server_id 2) does not tell change consumers apart from its replicas" },
       }),
       "GET /api/v1/clusters/1/operations": () => ({
-        body: [operation({ id: 7, state: "succeeded", params: { candidate_server_id: 2 } } as never),
-               operation({ id: 8, state: "succeeded", params: { candidate_server_id: 3 } } as never)],
+        body: [operation({ id: 7, state: "succeeded", params: { candidate_registered_server_id: 2 } } as never),
+               operation({ id: 8, state: "succeeded", params: { candidate_registered_server_id: 3 } } as never)],
       }),
       "GET /api/v1/audit": () => ({
         body: [

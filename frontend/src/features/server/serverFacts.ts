@@ -38,7 +38,7 @@ export function operationTouches(operation: Schemas["OperationRead"], serverId: 
   const params = (operation.params ?? {}) as Record<string, unknown>;
   if (Object.entries(params).some(([key, value]) => key.endsWith("server_id") && value === serverId)) return true;
   const result = (operation.result ?? {}) as Record<string, unknown>;
-  return result.old_master_server_id === serverId || result.new_master_server_id === serverId;
+  return result.old_master_registered_server_id === serverId || result.new_master_registered_server_id === serverId;
 }
 
 /** Whether an audit row is about the server: its path names it. */

@@ -76,7 +76,7 @@ describe("skip the failing transaction", () => {
     await user.click(within(form).getByRole("button", { name: "Preview (dry run)" }));
     const posts = () => requests.filter((r) => r.method === "POST");
     expect(posts().map((r) => [r.path, r.body])).toEqual([
-      ["/api/v1/clusters/1/operations/skip-transactions", { dry_run: true, server_id: 3, connection: "main", count: 1 }],
+      ["/api/v1/clusters/1/operations/skip-transactions", { dry_run: true, registered_server_id: 3, connection: "main", count: 1 }],
     ]);
     expect(await within(form).findByText("0-1-2")).toBeTruthy();
 
@@ -87,7 +87,7 @@ describe("skip the failing transaction", () => {
     await user.click(run);
     await waitFor(() => expect(posts()).toHaveLength(2));
     const sent = posts()[1]!;
-    expect(sent.body).toEqual({ dry_run: false, server_id: 3, connection: "main", count: 1 });
+    expect(sent.body).toEqual({ dry_run: false, registered_server_id: 3, connection: "main", count: 1 });
     expect(sent.headers.get("idempotency-key")).toBeTruthy();
 
     const outcome = await within(form).findByLabelText("Skip outcome", {}, { timeout: 5000 });
