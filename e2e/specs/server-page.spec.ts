@@ -22,14 +22,14 @@ test("a server's page shows its connection, its positions and its maintenance", 
   await expect(article.positions.getByRole("row").nth(1)).toBeVisible();
 
   await client.put("/api/v1/clusters/{cluster_id}/servers/{server_id}/maintenance", {
-    path: { cluster_id: stack.cluster_id, server_id: replica.server_id },
+    path: { cluster_id: stack.cluster_id, server_id: replica.registered_server_id },
     data: { maintenance: true, reason: "server page check", duration_s: 600 },
   });
   try {
     await expect(article.root).toContainText(/in maintenance by \S+: server page check · ends in (9|10) min/, { timeout: 30_000 });
     await expect(article.audit).toContainText("Set maintenance", { timeout: 30_000 });
   } finally {
-    await api.put(`/api/v1/clusters/${stack.cluster_id}/servers/${replica.server_id}/maintenance`, { data: { maintenance: false } });
+    await api.put(`/api/v1/clusters/${stack.cluster_id}/servers/${replica.registered_server_id}/maintenance`, { data: { maintenance: false } });
   }
 
   // Back, then by the servers table.
@@ -42,7 +42,7 @@ test("a server's page shows its connection, its positions and its maintenance", 
   const seed = mariadbCluster(stack, "seed000");
   const seedGraph = await client.get("/api/v1/clusters/{cluster_id}/topology", { path: { cluster_id: seed.id } });
   const first = seedGraph.nodes.find((n) => n.reported_server_id === 1)!;
-  expect(first.server_id, "seed000's server_id 1 is registered under another id").not.toBe(1);
+  expect(first.registered_server_id, "seed000's server_id 1 is registered under another id").not.toBe(1);
   await serverPage.open(seed.id, 1);
   await serverPage.article(first.label).expectShown();
   await expect(page.getByRole("article")).toHaveCount(1);

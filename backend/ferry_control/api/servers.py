@@ -131,8 +131,8 @@ async def set_maintenance(
 def maintenance_event(server: Server) -> MaintenanceEvent:
     """An operator started or ended a server's maintenance."""
     return MaintenanceEvent(
-        server_id=server.id, maintenance=server.maintenance_set, by="operator", owner=server.maintenance_owner,
-        reason=server.maintenance_reason, until=server.maintenance_until,
+        registered_server_id=server.id, maintenance=server.maintenance_set, by="operator",
+        owner=server.maintenance_owner, reason=server.maintenance_reason, until=server.maintenance_until,
     )  # fmt: skip
 
 

@@ -77,7 +77,7 @@ async def typed_and_filtered(client: httpx.AsyncClient, tokens: Tokens, ferryd: 
     assert refused.status_code == 403
 
     topology = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
-    labels = {node["server_id"]: node["label"] for node in topology["nodes"]}
+    labels = {node["registered_server_id"]: node["label"] for node in topology["nodes"]}
     (dry_row,) = await audit(client, action="switchover", cluster_id=cluster_id)
     assert dry_row["kind"] == "dry_run" and dry_row["operation_id"] == dry.json()["id"]
     assert dry_row["operation"] | {"state": None} == {

@@ -65,7 +65,8 @@ async def test_discovery_from_one_replica_finds_its_master_and_the_masters_other
     await app.state.collector.run_cycle()
     edges = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["edges"]
     assert sorted(
-        (e["replica_server_id"], e["source"], e["connection"], e["master_server_id"]) for e in edges
+        (e["replica_registered_server_id"], e["source"], e["connection"], e["master_registered_server_id"])
+        for e in edges
     ) == sorted(
         [(found["seed"]["id"], "replica", "main", master["id"]), (other["id"], "replica", "main", master["id"])]
     )

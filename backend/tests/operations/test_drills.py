@@ -245,7 +245,9 @@ async def test_a_rotation_passes_over_a_delayed_replica_and_a_dry_run_naming_one
 
         async def delay_seen() -> bool:
             edges = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["edges"]
-            delays = {e["replica_server_id"]: (e["settings"] or {}).get("delay_s") for e in edges if e["running"]}
+            delays = {
+                e["replica_registered_server_id"]: (e["settings"] or {}).get("delay_s") for e in edges if e["running"]
+            }
             return delays == {ids["replica1"]: 3600, ids["replica2"]: 0}
 
         await eventually("the collector to see both replicas replicating, replica1 with its delay", delay_seen)

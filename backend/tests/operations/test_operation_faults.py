@@ -422,7 +422,7 @@ async def test_a_master_left_read_only_with_no_operation_running_is_an_alert(
         await live.app.state.collector.run_cycle(as_leader=True)
         topology = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
         [alert] = topology["alerts"]
-        assert (alert["kind"], alert["server_id"]) == ("master_read_only", ids["master"])
+        assert (alert["kind"], alert["registered_server_id"]) == ("master_read_only", ids["master"])
         assert "is read-only and no operation is running" in alert["message"]
         overview = (await live.client.get("/api/v1/clusters/overview")).json()
         [mine] = [c for c in overview if c["id"] == cluster_id]

@@ -1381,10 +1381,10 @@ export interface components {
             /** Message */
             message: string;
             /**
-             * Server Id
-             * @description The server concerned, if one.
+             * Registered Server Id
+             * @description The server concerned (its registered id), if one.
              */
-            server_id?: number | null;
+            registered_server_id?: number | null;
             /**
              * Operation Id
              * @description The operation concerned, if one.
@@ -2946,11 +2946,11 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /**
              * Domains
-             * @description Per domain: domain, server_id, first_gtid, last_gtid, transactions, since (empty: none now).
+             * @description Per domain: domain, server_id (its own, in these GTIDs), first_gtid, last_gtid, transactions, since (empty: none now).
              */
             domains: {
                 [key: string]: unknown;
@@ -3110,8 +3110,8 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Detail */
             detail: string;
         };
@@ -3308,8 +3308,8 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Read Only */
             read_only: boolean;
             /** Reason */
@@ -3337,8 +3337,8 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /**
              * State
              * @example unreachable
@@ -3493,8 +3493,8 @@ export interface components {
          *           "connection": "m1",
          *           "domain_id": 1,
          *           "link_id": 1,
-         *           "master_server_id": 1,
-         *           "replica_server_id": 2,
+         *           "master_registered_server_id": 1,
+         *           "replica_registered_server_id": 2,
          *           "sampled_at": "2026-11-21T11:42:10Z",
          *           "seconds": 0,
          *           "transactions": 0
@@ -3506,8 +3506,8 @@ export interface components {
          *           "connection": "m1",
          *           "domain_id": 1,
          *           "link_id": 1,
-         *           "master_server_id": 1,
-         *           "replica_server_id": 2,
+         *           "master_registered_server_id": 1,
+         *           "replica_registered_server_id": 2,
          *           "sampled_at": "2026-11-21T12:59:58Z",
          *           "seconds": 0.4,
          *           "transactions": 3
@@ -3561,10 +3561,10 @@ export interface components {
         LagSampleRead: {
             /** Link Id */
             link_id: number;
-            /** Replica Server Id */
-            replica_server_id: number;
-            /** Master Server Id */
-            master_server_id: number | null;
+            /** Replica Registered Server Id */
+            replica_registered_server_id: number;
+            /** Master Registered Server Id */
+            master_registered_server_id: number | null;
             /** Connection */
             connection: string | null;
             /** Domain Id */
@@ -3651,10 +3651,10 @@ export interface components {
         LinkDelayRead: {
             /** Link Id */
             link_id: number;
-            /** Replica Server Id */
-            replica_server_id: number;
-            /** Master Server Id */
-            master_server_id: number | null;
+            /** Replica Registered Server Id */
+            replica_registered_server_id: number;
+            /** Master Registered Server Id */
+            master_registered_server_id: number | null;
             /** Connection */
             connection: string | null;
             /**
@@ -3690,10 +3690,10 @@ export interface components {
             truncated?: boolean | null;
             /** Link Id */
             link_id: number;
-            /** Replica Server Id */
-            replica_server_id: number;
-            /** Master Server Id */
-            master_server_id?: number | null;
+            /** Replica Registered Server Id */
+            replica_registered_server_id: number;
+            /** Master Registered Server Id */
+            master_registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
             /** Removed */
@@ -3851,8 +3851,8 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Maintenance */
             maintenance: boolean;
             /**
@@ -4497,8 +4497,8 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Domain */
             domain: number;
             /** Gtid */
@@ -4514,9 +4514,9 @@ export interface components {
          *         {
          *           "domain_id": 1,
          *           "gtid": "1-1-44",
+         *           "registered_server_id": 1,
          *           "sampled_at": "2026-11-21T12:59:58Z",
-         *           "seq_no": 44,
-         *           "server_id": 1
+         *           "seq_no": 44
          *         }
          *       ],
          *       "since": "2026-11-21T12:00:00Z",
@@ -4665,8 +4665,11 @@ export interface components {
         };
         /** PositionSampleRead */
         PositionSampleRead: {
-            /** Server Id */
-            server_id: number;
+            /**
+             * Registered Server Id
+             * @description The registered server's id (the control plane's).
+             */
+            registered_server_id: number;
             /** Domain Id */
             domain_id: number;
             /** Gtid */
@@ -4772,8 +4775,8 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Read Only */
             read_only: boolean;
         };
@@ -5017,8 +5020,8 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /**
              * Action
              * @enum {string}
@@ -6348,14 +6351,17 @@ export interface components {
              */
             connection: string | null;
             /**
-             * Master Server Id
-             * @description None when the master address matches no registered server.
+             * Master Registered Server Id
+             * @description The master's registered id; None when the master address matches no registered server.
              */
-            master_server_id: number | null;
+            master_registered_server_id: number | null;
             /** Master Address */
             master_address: string | null;
-            /** Replica Server Id */
-            replica_server_id: number;
+            /**
+             * Replica Registered Server Id
+             * @description The replica's registered id.
+             */
+            replica_registered_server_id: number;
             /** Running */
             running: boolean;
             /** Io State */
@@ -6418,8 +6424,8 @@ export interface components {
          *           },
          *           "link_id": 1,
          *           "master_address": "127.0.0.1:7301",
-         *           "master_server_id": 1,
-         *           "replica_server_id": 2,
+         *           "master_registered_server_id": 1,
+         *           "replica_registered_server_id": 2,
          *           "running": true,
          *           "source": "replica",
          *           "sql_state": "applying",
@@ -6438,9 +6444,9 @@ export interface components {
          *           "name": "node1",
          *           "protocol_port": 7301,
          *           "read_only": false,
+         *           "registered_server_id": 1,
          *           "reported_server_id": 1,
          *           "role": "master",
-         *           "server_id": 1,
          *           "version": "ferryd (admin API v1)"
          *         },
          *         {
@@ -6454,9 +6460,9 @@ export interface components {
          *           "name": "node2",
          *           "protocol_port": 7302,
          *           "read_only": true,
+         *           "registered_server_id": 2,
          *           "reported_server_id": 2,
          *           "role": "replica",
-         *           "server_id": 2,
          *           "version": "ferryd (admin API v1)"
          *         }
          *       ]
@@ -6478,10 +6484,10 @@ export interface components {
         /** TopologyNode */
         TopologyNode: {
             /**
-             * Server Id
-             * @description The registered server's id (not the node's own server_id).
+             * Registered Server Id
+             * @description The control plane's id of the registered server (API paths); its own is `reported_server_id`.
              */
-            server_id: number;
+            registered_server_id: number;
             /** Name */
             name: string;
             /**
@@ -8011,8 +8017,8 @@ export interface operations {
                 since?: string | null;
                 /** @description End (inclusive); default: now. */
                 until?: string | null;
-                /** @description Only this registered server. */
-                server_id?: number | null;
+                /** @description Only this registered server (the control plane's id). */
+                registered_server_id?: number | null;
                 /** @description Only this domain. */
                 domain?: number | null;
                 limit?: number;
@@ -8080,8 +8086,8 @@ export interface operations {
                 since?: string | null;
                 /** @description End (inclusive); default: now. */
                 until?: string | null;
-                /** @description Only links of this replica. */
-                replica_server_id?: number | null;
+                /** @description Only links of this replica (its registered id). */
+                replica_registered_server_id?: number | null;
                 /** @description Only this domain. */
                 domain?: number | null;
                 limit?: number;

@@ -96,7 +96,7 @@ class FailoverMonitor:
                 log.warning("could not fence %s: %s", server.name, e)
                 continue
             log.warning("fenced %s is back: made read-only", server.label)
-            fenced = FencedEvent(server_id=server.id, read_only=True, reason=server.fence_reason)
+            fenced = FencedEvent(registered_server_id=server.id, read_only=True, reason=server.fence_reason)
             self._bus.publish(ClusterEvent.of(cluster.id, fenced))
 
     async def _rejoin(self, cluster: Cluster, servers: list[Server]) -> None:
@@ -163,7 +163,9 @@ class FailoverMonitor:
                 log.warning("cluster %s: master %s missed polls, but failover is not confirmed: %s",
                             cluster.name, master.name, loss.detail)  # fmt: skip
             self._bus.publish(
-                ClusterEvent.of(cluster.id, FailoverNotConfirmedEvent(server_id=master.id, detail=loss.detail))
+                ClusterEvent.of(
+                    cluster.id, FailoverNotConfirmedEvent(registered_server_id=master.id, detail=loss.detail)
+                )
             )
             return None
         recovery_hooks.detected(self._settings, cluster.id, cluster.name, master.id, master.name, loss.detail)

@@ -25,8 +25,8 @@ export function FailoverForm({ clusterId, clusterName, nodes, edges = [], server
   const candidateId = candidate === "best" ? null : Number(candidate);
   const sources = nodes.filter((n) => n.role === "master" || n.role === "intermediate");
   const needsSource = sources.length > 1;
-  const below = new Set(edges.filter((e) => e.master_server_id === picked).map((e) => e.replica_server_id));
-  const others = needsSource && picked !== null ? nodes.filter((n) => below.has(n.server_id)) : nodes.filter((n) => n.role !== "master");
+  const below = new Set(edges.filter((e) => e.master_registered_server_id === picked).map((e) => e.replica_registered_server_id));
+  const others = needsSource && picked !== null ? nodes.filter((n) => below.has(n.registered_server_id)) : nodes.filter((n) => n.role !== "master");
   // Named only where there is a choice: a single master's failover sends what it always did.
   const sourceField = needsSource && picked !== null ? { source_registered_server_id: picked } : {};
   return (

@@ -18,7 +18,7 @@ export function ReadOnlyForm({ clusterId, clusterName, nodes, serverName }: Prop
   const [server, setServer] = useState<number | null>(null);
   const [readOnly, setReadOnly] = useState(true);
   const body = (dryRun: boolean) => (server === null ? null : { dry_run: dryRun, registered_server_id: server, read_only: readOnly });
-  const isMaster = nodes.find((n) => n.server_id === server)?.role === "master";
+  const isMaster = nodes.find((n) => n.registered_server_id === server)?.role === "master";
   return (
     <GuardedAction<Schemas["ReadOnlyRequest"]>
       clusterId={clusterId}

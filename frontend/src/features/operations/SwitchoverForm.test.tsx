@@ -141,10 +141,10 @@ describe("switchover through the UI", () => {
 
 describe("switchover of an intermediate master (the two-master shape)", () => {
   const node = (id: number, role: "master" | "intermediate" | "replica") => ({
-    ...TOPOLOGY.nodes[0]!, server_id: id, name: `s${id}`, label: `s${id} (server_id ${id})`, role, read_only: role !== "master",
+    ...TOPOLOGY.nodes[0]!, registered_server_id: id, name: `s${id}`, label: `s${id} (server_id ${id})`, role, read_only: role !== "master",
   });
   const edge = (linkId: number, replica: number, master: number, connection: string, delay_s = 0) => ({
-    ...TOPOLOGY.edges[0]!, link_id: linkId, replica_server_id: replica, master_server_id: master, connection,
+    ...TOPOLOGY.edges[0]!, link_id: linkId, replica_registered_server_id: replica, master_registered_server_id: master, connection,
     settings: { delay_s, filters: {} },
   });
   const SEED000 = {

@@ -28,7 +28,7 @@ const SETTINGS = { delay_s: 30, ignore_duplicates: false, heartbeat_ms: 1000, pa
 
 describe("ServerView", () => {
   it("shows the server, its connection's settings, positions per domain, maintenance and what concerns it", async () => {
-    const topology = { ...TOPOLOGY, edges: TOPOLOGY.edges.map((e) => (e.replica_server_id === 2 ? { ...e, settings: SETTINGS } : e)) };
+    const topology = { ...TOPOLOGY, edges: TOPOLOGY.edges.map((e) => (e.replica_registered_server_id === 2 ? { ...e, settings: SETTINGS } : e)) };
     mockApi({
       "GET /api/v1/clusters/1/servers": () => ({ body: [SERVER] }),
       "GET /api/v1/clusters/1/topology": () => ({ body: topology }),
@@ -85,9 +85,9 @@ describe("ServerView", () => {
     const message = "b (server_id 2) took 16,879 writes of its own while replicating a (server_id 1) that no master of it has";
     const topology = {
       ...TOPOLOGY,
-      nodes: TOPOLOGY.nodes.map((n) => (n.server_id === 2 ? { ...n, errant } : n)),
-      alerts: [{ kind: "errant_transactions" as const, message, server_id: 2 },
-               { kind: "writable_replica" as const, message: "c replicates a and is writable", server_id: 3 }],
+      nodes: TOPOLOGY.nodes.map((n) => (n.registered_server_id === 2 ? { ...n, errant } : n)),
+      alerts: [{ kind: "errant_transactions" as const, message, registered_server_id: 2 },
+               { kind: "writable_replica" as const, message: "c replicates a and is writable", registered_server_id: 3 }],
     };
     mockApi({
       "GET /api/v1/clusters/1/servers": () => ({ body: [SERVER] }),

@@ -15,7 +15,7 @@ const DUPLICATE = "Could not execute Write_rows_v1 event on table app.t; Duplica
 const STOPPED: Schemas["TopologyGraph"] = {
   ...TOPOLOGY,
   edges: TOPOLOGY.edges.map((e) =>
-    e.replica_server_id === 3
+    e.replica_registered_server_id === 3
       ? { ...e, running: false, sql_state: "error", last_error_code: "1062", last_error_message: DUPLICATE }
       : e,
   ),
