@@ -10,8 +10,8 @@ test("identity in a preflight message: the refused candidate named by its name a
   const candidate = topology.nodes.find((n) => n.name !== master && n.reported_server_id !== null)!;
   expect(candidate, "a replica whose server_id was read").toBeDefined();
   const set = (rule: "must_not" | "neutral") =>
-    client.patch("/api/v1/clusters/{cluster_id}/servers/{server_id}", {
-      path: { cluster_id: stack.cluster_id, server_id: candidate.registered_server_id },
+    client.patch("/api/v1/clusters/{cluster_id}/servers/{registered_server_id}", {
+      path: { cluster_id: stack.cluster_id, registered_server_id: candidate.registered_server_id },
       data: { promotion_rule: rule },
     });
 

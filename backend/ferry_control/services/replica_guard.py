@@ -282,7 +282,7 @@ class ReplicaGuard:
 
     def _webhooks(self, stage: str, cluster: Cluster, server: Server, detail: str) -> None:
         send_in_background(self._settings.webhooks.read_only_enforcement, {
-            "stage": stage, "cluster_id": cluster.id, "cluster": cluster.name, "server_id": server.id,
+            "stage": stage, "cluster_id": cluster.id, "cluster": cluster.name, "registered_server_id": server.id,
             "server": server.label, "detail": detail, "at": datetime.now(UTC).isoformat(),
         }, self._settings)  # fmt: skip
 

@@ -97,7 +97,7 @@ async def typed_and_filtered(client: httpx.AsyncClient, tokens: Tokens, ferryd: 
     updates = await audit(client, action="update_cluster", cluster_id=cluster_id)
     assert [(r["kind"], r["actor"]) for r in updates] == [("refused", "live-viewer"), ("change", "live-operator")]
     # By server: its registration and its change, no other server's rows.
-    by_server = await audit(client, server_id=ids["replica1"])
+    by_server = await audit(client, registered_server_id=ids["replica1"])
     assert [(r["action"], r["kind"]) for r in by_server] == [("update_server", "change"), ("create_server", "change")]
     assert by_server[1]["details"]["server"].startswith("replica1")
     # By actor: only that token's rows.
@@ -116,7 +116,10 @@ async def typed_and_filtered(client: httpx.AsyncClient, tokens: Tokens, ferryd: 
         "/api/v1/audit", params={"since": "2026-11-28T13:00:00Z", "until": "2026-11-28T12:00:00Z"}
     )
     assert (backwards.status_code, backwards.json()["error"]["code"]) == (400, "empty_range")
-    assert (await client.get("/api/v1/audit", params={"server_id": 0})).status_code == 422
+    assert (await client.get("/api/v1/audit", params={"registered_server_id": 0})).status_code == 422
+    old = await client.get("/api/v1/audit", params={"server_id": 3})
+    assert old.status_code == 422
+    assert old.json()["error"]["message"].startswith("query.server_id: server_id was renamed registered_server_id: ")
 
 
 async def test_the_operations_list_takes_every_type_at_once(client: httpx.AsyncClient) -> None:

@@ -1,12 +1,14 @@
 """The control plane's server ids under their API names (`registered_server_id`, `…_registered_server_id`): a request
 body with an old name is refused naming the new one, and an operation's parameters and result stored under the old
-names are read under the new ones."""
+names are read under the new ones; the OpenAPI document has no `server_id` left that carries the internal id."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
+from ferry_control.core.config import Settings
+from ferry_control.main import create_app
 from ferry_control.schemas.operation import RepointRequest, SwitchoverParams, SwitchoverRequest
 from ferry_control.schemas.operation_results import FailoverResult, SwitchoverResult
 from ferry_control.schemas.registered_ids import new_name, renamed_field_message, stored_id
@@ -68,3 +70,35 @@ def test_a_stored_value_is_read_under_either_name() -> None:
         == 3
     )
     assert stored_id({}, "candidate_registered_server_id") is None
+
+
+def test_the_api_names_no_internal_id_server_id() -> None:
+    """Every field and parameter of the OpenAPI document that ends in `server_id` without being a
+    `…registered_server_id` is one that carries a server's own server_id (MariaDB's, the number in its GTIDs); the
+    server paths name their parameter `registered_server_id`."""
+    schema = create_app(Settings(environment="development")).openapi()
+    own = {
+        (name, field)
+        for name, component in schema["components"]["schemas"].items()
+        for field in component.get("properties") or {}
+        if field.endswith("server_id") and not field.endswith("registered_server_id")
+    }
+    assert own == {
+        ("AlignedTransaction", "origin_server_id"), ("ErrantDomainRead", "server_id"),
+        ("FailedPollServer", "server_id"), ("NeverReceived", "origin_server_id"), ("PositionRow", "server_id"),
+        ("ServerRead", "reported_server_id"), ("ServerTransaction", "origin_server_id"),
+        ("TopologyNode", "reported_server_id"),
+    }  # fmt: skip
+    parameters = {
+        (parameter["in"], parameter["name"])
+        for operations in schema["paths"].values()
+        for operation in operations.values()
+        for parameter in operation.get("parameters", [])
+        if parameter["name"].endswith("server_id")
+    }
+    assert parameters == {
+        ("path", "registered_server_id"),
+        ("query", "registered_server_id"),
+        ("query", "replica_registered_server_id"),
+    }
+    assert "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/maintenance" in schema["paths"]

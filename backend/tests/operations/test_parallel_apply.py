@@ -111,7 +111,7 @@ async def test_mariadb_parallel_apply_changed_under_load_loses_and_repeats_nothi
             assert read["kind"] == "mariadb" and read["limits"]["server_wide_workers"] is True
             assert "aggressive" in read["limits"]["modes"] and read["measured_over_s"] == 1.0
             (conn,) = read["connections"]
-            assert conn["master_server_id"] == ids[1] and conn["running"] is True
+            assert conn["master_registered_server_id"] == ids[1] and conn["running"] is True
             assert conn["settings"] == {"mode": "aggressive", "workers": 16, "domain_workers_max": 16}
             rates = {d["domain"]: d for d in conn["domains"]}
             assert {1, 2} <= set(rates), conn
@@ -235,7 +235,7 @@ async def test_ferryd_parallel_apply_changed_under_load_loses_and_repeats_nothin
             (conn,) = read["connections"]
             assert read["kind"] == "ferry" and read["limits"]["workers_max"] == 256
             assert conn["settings"] == {"mode": "optimistic", "workers": 4, "domain_workers_max": 2}
-            assert conn["master_server_id"] == ids["master"]
+            assert conn["master_registered_server_id"] == ids["master"]
             assert {d["domain"] for d in conn["domains"]} >= {1, 2, 3, 4}
             assert all(d["master_commit_rate"] > 0 for d in conn["domains"]), conn["domains"]
             paused = await writer.pause()
@@ -371,7 +371,7 @@ async def test_the_reconciler_puts_back_a_raise_a_dead_instance_left(
         had = await raise_for_catch_up(node, "main", 8)
         assert connection(ferryd.replica1)["parallel"]["workers"] == 8
         record = ParallelApplyRaise(
-            server_id=ids["replica1"], connection="main", previous=had,
+            registered_server_id=ids["replica1"], connection="main", previous=had,
             raised=ParallelApplySettings(mode="optimistic", workers=8, domain_workers_max=8),
         )  # fmt: skip
         step = {"name": "catch_up", "state": "running", "started_at": "2026-11-28T03:00:00Z", "finished_at": None,

@@ -154,7 +154,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/clusters/{cluster_id}/servers/{server_id}": {
+    "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -162,11 +162,11 @@ export interface paths {
             cookie?: never;
         };
         /** Get a server */
-        get: operations["get_server_api_v1_clusters__cluster_id__servers__server_id__get"];
+        get: operations["get_server_api_v1_clusters__cluster_id__servers__registered_server_id__get"];
         put?: never;
         post?: never;
         /** Remove a server (and its samples and links); 409 `operation_running` while an operation runs */
-        delete: operations["delete_server_api_v1_clusters__cluster_id__servers__server_id__delete"];
+        delete: operations["delete_server_api_v1_clusters__cluster_id__servers__registered_server_id__delete"];
         options?: never;
         head?: never;
         /**
@@ -175,10 +175,10 @@ export interface paths {
          *     credentials to another address takes an admin's token (403 `address_change_needs_admin`); any other move by an
          *     operator to an address `server_trusted_hosts` does not name leaves the server pending an admin's approval.
          */
-        patch: operations["update_server_api_v1_clusters__cluster_id__servers__server_id__patch"];
+        patch: operations["update_server_api_v1_clusters__cluster_id__servers__registered_server_id__patch"];
         trace?: never;
     };
-    "/api/v1/clusters/{cluster_id}/servers/{server_id}/approve": {
+    "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/approve": {
         parameters: {
             query?: never;
             header?: never;
@@ -191,14 +191,14 @@ export interface paths {
          * Approve a server's address (admin): the control plane then polls it with its cluster's credentials
          * @description Approves the address the server has now; a later move by an operator needs approving again.
          */
-        post: operations["approve_server_api_v1_clusters__cluster_id__servers__server_id__approve_post"];
+        post: operations["approve_server_api_v1_clusters__cluster_id__servers__registered_server_id__approve_post"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v1/clusters/{cluster_id}/servers/{server_id}/maintenance": {
+    "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/maintenance": {
         parameters: {
             query?: never;
             header?: never;
@@ -214,7 +214,7 @@ export interface paths {
          *     for a missing reason, a missing, past or too distant end (at most 7 days); 409 `operation_running` while an
          *     operation holds the cluster (whether a server is in maintenance decides what the operation may do with it).
          */
-        put: operations["set_maintenance_api_v1_clusters__cluster_id__servers__server_id__maintenance_put"];
+        put: operations["set_maintenance_api_v1_clusters__cluster_id__servers__registered_server_id__maintenance_put"];
         post?: never;
         delete?: never;
         options?: never;
@@ -222,7 +222,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/clusters/{cluster_id}/servers/{server_id}/unfence": {
+    "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/unfence": {
         parameters: {
             query?: never;
             header?: never;
@@ -232,14 +232,14 @@ export interface paths {
         get?: never;
         put?: never;
         /** Clear a fenced former master's fence (it stays read-only; repointing it also clears the fence) */
-        post: operations["unfence_server_api_v1_clusters__cluster_id__servers__server_id__unfence_post"];
+        post: operations["unfence_server_api_v1_clusters__cluster_id__servers__registered_server_id__unfence_post"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v1/clusters/{cluster_id}/servers/{server_id}/parallel-apply": {
+    "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/parallel-apply": {
         parameters: {
             query?: never;
             header?: never;
@@ -255,7 +255,7 @@ export interface paths {
          *     `limits`: what the server's kind accepts for a change. 409 `server_unreachable` when the server does not
          *     answer now.
          */
-        get: operations["get_parallel_apply_api_v1_clusters__cluster_id__servers__server_id__parallel_apply_get"];
+        get: operations["get_parallel_apply_api_v1_clusters__cluster_id__servers__registered_server_id__parallel_apply_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -264,7 +264,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/clusters/{cluster_id}/servers/{server_id}/consumers": {
+    "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/consumers": {
         parameters: {
             query?: never;
             header?: never;
@@ -278,7 +278,7 @@ export interface paths {
          *     for not reading; `supported` false for a kind that lists binlog readers among its replicas (MariaDB). Read from
          *     the server now: 409 `server_unreachable` when it does not answer within `poll_timeout_s`.
          */
-        get: operations["get_consumers_api_v1_clusters__cluster_id__servers__server_id__consumers_get"];
+        get: operations["get_consumers_api_v1_clusters__cluster_id__servers__registered_server_id__consumers_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -894,7 +894,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/clusters/{cluster_id}/servers/{server_id}/writable-domains": {
+    "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/writable-domains": {
         parameters: {
             query?: never;
             header?: never;
@@ -902,7 +902,7 @@ export interface paths {
             cookie?: never;
         };
         /** The domains a replicating server is writable for */
-        get: operations["get_writable_domains_api_v1_clusters__cluster_id__servers__server_id__writable_domains_get"];
+        get: operations["get_writable_domains_api_v1_clusters__cluster_id__servers__registered_server_id__writable_domains_get"];
         /**
          * Make a replicating server writable for its own domains (admin), or a plain read-only replica again
          * @description A multi-source replica that takes writes of its own, each in a domain none of its masters writes: the replica
@@ -910,7 +910,7 @@ export interface paths {
          *     still are). An empty list makes it a replica like any other: the guard makes it read-only at its next look
          *     (when its cluster enforces it). This does not change the server's read-only flag itself.
          */
-        put: operations["set_writable_domains_api_v1_clusters__cluster_id__servers__server_id__writable_domains_put"];
+        put: operations["set_writable_domains_api_v1_clusters__cluster_id__servers__registered_server_id__writable_domains_put"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1031,10 +1031,10 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * Server Id
+             * Registered Server Id
              * @description The registered server the call concerned: its path's, or the one it registered.
              */
-            server_id?: number | null;
+            registered_server_id?: number | null;
             /**
              * Operation Id
              * @description The operation the call started (a dry run or a run).
@@ -2047,10 +2047,10 @@ export interface components {
             /** Master Address */
             master_address: string;
             /**
-             * Master Server Id
+             * Master Registered Server Id
              * @description The registered server it replicates from (None: not one).
              */
-            master_server_id: number | null;
+            master_registered_server_id: number | null;
             /** Running */
             running: boolean;
             /** Sql State */
@@ -2224,10 +2224,10 @@ export interface components {
         /** DiscoveryNote */
         DiscoveryNote: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description The registered server the note is about.
              */
-            server_id?: number | null;
+            registered_server_id?: number | null;
             /** Message */
             message: string;
         };
@@ -2263,7 +2263,7 @@ export interface components {
          *       "notes": [
          *         {
          *           "message": "admin address unknown: replica seen from 127.0.0.1",
-         *           "server_id": 5
+         *           "registered_server_id": 5
          *         }
          *       ],
          *       "seed": {
@@ -3454,7 +3454,7 @@ export interface components {
          *       "servers": [
          *         {
          *           "name": "node1",
-         *           "server_id": 1,
+         *           "registered_server_id": 1,
          *           "transactions": []
          *         }
          *       ],
@@ -4314,8 +4314,8 @@ export interface components {
          * @description A server's parallel apply per connection, measured over `measured_over_s`.
          */
         ParallelApplyRead: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Label */
             label: string;
             /** Kind */
@@ -4711,8 +4711,8 @@ export interface components {
         };
         /** ProxyServerState */
         ProxyServerState: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /**
              * Writer
              * @description Its state in the writer backend (UP, DOWN, DRAIN, MAINT, …).
@@ -4746,10 +4746,10 @@ export interface components {
              */
             reader_addresses: string[];
             /**
-             * Writer Server Id
+             * Writer Registered Server Id
              * @description The server writes go to now: the first up in the writer backend (`balance first`); None: none.
              */
-            writer_server_id: number | null;
+            writer_registered_server_id: number | null;
             /** Servers */
             servers: components["schemas"]["ProxyServerState"][];
         };
@@ -5169,8 +5169,8 @@ export interface components {
         Role: "viewer" | "operator" | "admin";
         /** RoleRead */
         RoleRead: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /**
              * Role
              * @enum {string}
@@ -5198,8 +5198,8 @@ export interface components {
          * @description A server's change consumers, read from it now.
          */
         ServerConsumersRead: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Label */
             label: string;
             /** Kind */
@@ -5285,8 +5285,8 @@ export interface components {
         };
         /** ServerEvents */
         ServerEvents: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Name */
             name: string;
             /**
@@ -6642,8 +6642,8 @@ export interface components {
         };
         /** WritableDomainsRead */
         WritableDomainsRead: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Writable Domains */
             writable_domains: number[];
             /**
@@ -7311,7 +7311,7 @@ export interface operations {
             };
         };
     };
-    get_server_api_v1_clusters__cluster_id__servers__server_id__get: {
+    get_server_api_v1_clusters__cluster_id__servers__registered_server_id__get: {
         parameters: {
             query?: never;
             header?: never;
@@ -7319,7 +7319,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -7363,7 +7363,7 @@ export interface operations {
             };
         };
     };
-    delete_server_api_v1_clusters__cluster_id__servers__server_id__delete: {
+    delete_server_api_v1_clusters__cluster_id__servers__registered_server_id__delete: {
         parameters: {
             query?: never;
             header?: never;
@@ -7371,7 +7371,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -7431,7 +7431,7 @@ export interface operations {
             };
         };
     };
-    update_server_api_v1_clusters__cluster_id__servers__server_id__patch: {
+    update_server_api_v1_clusters__cluster_id__servers__registered_server_id__patch: {
         parameters: {
             query?: never;
             header?: never;
@@ -7439,7 +7439,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -7505,7 +7505,7 @@ export interface operations {
             };
         };
     };
-    approve_server_api_v1_clusters__cluster_id__servers__server_id__approve_post: {
+    approve_server_api_v1_clusters__cluster_id__servers__registered_server_id__approve_post: {
         parameters: {
             query?: never;
             header?: never;
@@ -7513,7 +7513,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -7566,7 +7566,7 @@ export interface operations {
             };
         };
     };
-    set_maintenance_api_v1_clusters__cluster_id__servers__server_id__maintenance_put: {
+    set_maintenance_api_v1_clusters__cluster_id__servers__registered_server_id__maintenance_put: {
         parameters: {
             query?: never;
             header?: never;
@@ -7574,7 +7574,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -7640,7 +7640,7 @@ export interface operations {
             };
         };
     };
-    unfence_server_api_v1_clusters__cluster_id__servers__server_id__unfence_post: {
+    unfence_server_api_v1_clusters__cluster_id__servers__registered_server_id__unfence_post: {
         parameters: {
             query?: never;
             header?: never;
@@ -7648,7 +7648,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -7710,7 +7710,7 @@ export interface operations {
             };
         };
     };
-    get_parallel_apply_api_v1_clusters__cluster_id__servers__server_id__parallel_apply_get: {
+    get_parallel_apply_api_v1_clusters__cluster_id__servers__registered_server_id__parallel_apply_get: {
         parameters: {
             query?: {
                 /** @description The time between the two readings of the replica's and its master's positions the rates are measured from (the answer takes that long). */
@@ -7721,7 +7721,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -7774,7 +7774,7 @@ export interface operations {
             };
         };
     };
-    get_consumers_api_v1_clusters__cluster_id__servers__server_id__consumers_get: {
+    get_consumers_api_v1_clusters__cluster_id__servers__registered_server_id__consumers_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -7782,7 +7782,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -9706,8 +9706,8 @@ export interface operations {
                 /** @description Page back: entries with a smaller id. */
                 before_id?: number | null;
                 cluster_id?: number | null;
-                /** @description Only calls about this registered server. */
-                server_id?: number | null;
+                /** @description Only calls about this registered server (the control plane's id). */
+                registered_server_id?: number | null;
                 /** @description Only this token's calls (its name). */
                 actor?: string | null;
                 /** @description Only this action (the route's name: switchover, create_token, update_cluster, …). */
@@ -10176,7 +10176,7 @@ export interface operations {
             };
         };
     };
-    get_writable_domains_api_v1_clusters__cluster_id__servers__server_id__writable_domains_get: {
+    get_writable_domains_api_v1_clusters__cluster_id__servers__registered_server_id__writable_domains_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -10184,7 +10184,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -10228,7 +10228,7 @@ export interface operations {
             };
         };
     };
-    set_writable_domains_api_v1_clusters__cluster_id__servers__server_id__writable_domains_put: {
+    set_writable_domains_api_v1_clusters__cluster_id__servers__registered_server_id__writable_domains_put: {
         parameters: {
             query?: never;
             header?: never;
@@ -10236,7 +10236,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };

@@ -51,7 +51,8 @@ def send_in_background(urls: list[str], payload: dict[str, Any], settings: Setti
 
 def detected(settings: Settings, cluster_id: int, cluster: str, server_id: int, server: str, detail: str) -> None:
     send_in_background(settings.webhooks.failure_detection, {
-        "stage": "detected", "cluster_id": cluster_id, "cluster": cluster, "server_id": server_id, "server": server,
+        "stage": "detected", "cluster_id": cluster_id, "cluster": cluster, "registered_server_id": server_id,
+        "server": server,
         "detail": detail, "at": datetime.now(UTC).isoformat(),
     }, settings)  # fmt: skip
 
@@ -60,7 +61,8 @@ def not_recovered(
     settings: Settings, cluster_id: int, server_id: int | None, reason: str, operation_id: int | None = None
 ) -> None:
     send_in_background(settings.webhooks.recovery_failed, {
-        "stage": "not_recovered", "cluster_id": cluster_id, "server_id": server_id, "operation_id": operation_id,
+        "stage": "not_recovered", "cluster_id": cluster_id, "registered_server_id": server_id,
+        "operation_id": operation_id,
         "reason": reason, "at": datetime.now(UTC).isoformat(),
     }, settings)  # fmt: skip
 

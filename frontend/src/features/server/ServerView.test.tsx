@@ -33,7 +33,7 @@ describe("ServerView", () => {
       "GET /api/v1/clusters/1/servers": () => ({ body: [SERVER] }),
       "GET /api/v1/clusters/1/topology": () => ({ body: topology }),
       "GET /api/v1/clusters/1/servers/2/consumers": () => ({
-        body: { server_id: 2, label: "b (server_id 2)", kind: "mariadb", supported: false, consumers: [], cut_off: [],
+        body: { registered_server_id: 2, label: "b (server_id 2)", kind: "mariadb", supported: false, consumers: [], cut_off: [],
                 cut_off_total: 0, consumers_max: null, words: "b (server_id 2) does not tell change consumers apart from its replicas" },
       }),
       "GET /api/v1/clusters/1/operations": () => ({
@@ -43,9 +43,9 @@ describe("ServerView", () => {
       "GET /api/v1/audit": () => ({
         body: [
           { id: 1, at: "2026-11-26T12:00:00Z", actor: "alice", token_id: 1, action: "set_maintenance", method: "PUT", path: "/x",
-            cluster_id: 1, outcome: "succeeded", status_code: 200, details: { path_params: { server_id: "2" }, reason: "disk swap" } },
+            cluster_id: 1, outcome: "succeeded", status_code: 200, details: { path_params: { registered_server_id: "2" }, reason: "disk swap" } },
           { id: 2, at: "2026-11-26T12:00:00Z", actor: "bob", token_id: 2, action: "unfence_server", method: "POST", path: "/y",
-            cluster_id: 1, outcome: "succeeded", status_code: 200, details: { path_params: { server_id: "3" } } },
+            cluster_id: 1, outcome: "succeeded", status_code: 200, details: { path_params: { registered_server_id: "3" } } },
         ],
       }),
     });
