@@ -282,7 +282,9 @@ async def ferry_switchover(
     app: FastAPI, client: httpx.AsyncClient, cluster_id: int, candidate_id: int
 ) -> dict[str, Any]:
     started = time.perf_counter()
-    operation = await wait_operation(app, client, cluster_id, "switchover", {"candidate_server_id": candidate_id})
+    operation = await wait_operation(
+        app, client, cluster_id, "switchover", {"candidate_registered_server_id": candidate_id}
+    )
     took = time.perf_counter() - started
     result = operation["result"] or {}
     phase = result.get("catch_up_phase") or {}
@@ -543,7 +545,7 @@ async def ferryd_level(clients: int, args: argparse.Namespace) -> dict[str, Any]
                 # Convergence: the single-threaded replicas may be far behind; parallel apply raised for that only.
                 for name in nodes:
                     if name != master:
-                        body = {"server_id": ids[name], "mode": "optimistic", "workers": 8}
+                        body = {"registered_server_id": ids[name], "mode": "optimistic", "workers": 8}
                         raised = await wait_operation(app, client, cluster_id, "parallel-apply", body)
                         if raised["state"] != "succeeded":
                             raise SystemExit(f"parallel apply on {name}: {raised['error']}")

@@ -328,7 +328,8 @@ async def measure(client: httpx.AsyncClient, cluster_id: int, ids: dict[str, int
         for i in range(args.switchovers):
             candidate = ids["replica1"] if i % 2 == 0 else ids["master"]
             response = await client.post(
-                f"/api/v1/clusters/{cluster_id}/operations/switchover", json={"candidate_server_id": candidate}
+                f"/api/v1/clusters/{cluster_id}/operations/switchover",
+                json={"candidate_registered_server_id": candidate},
             )
             if response.status_code != 202:
                 raise SystemExit(f"switchover {i}: {response.status_code} {response.text}")
@@ -370,7 +371,7 @@ async def measure(client: httpx.AsyncClient, cluster_id: int, ids: dict[str, int
 async def current_master(client: httpx.AsyncClient, cluster_id: int, ids: dict[str, int]) -> str:
     """The role name (as registered) of the server the topology shows as master."""
     topology = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
-    master_id = next(node["server_id"] for node in topology["nodes"] if node["role"] == "master")
+    master_id = next(node["registered_server_id"] for node in topology["nodes"] if node["role"] == "master")
     return next(name for name, server_id in ids.items() if server_id == master_id)
 
 
@@ -407,7 +408,7 @@ async def position_to_event(
                     subscribed.set()
                 elif line.startswith("data:") and name == "position":
                     data = json.loads(line[5:])
-                    if data["server_id"] == server_id and data.get("seq_no") is not None:
+                    if data["registered_server_id"] == server_id and data.get("seq_no") is not None:
                         seen[data["domain"]] = max(seen.get(data["domain"], -1), data["seq_no"])
                         async with changed:
                             changed.notify_all()

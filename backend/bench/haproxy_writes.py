@@ -257,7 +257,7 @@ async def switchovers(args: argparse.Namespace) -> dict[str, Any]:
                     old, new = (1, 2) if i % 2 == 0 else (2, 1)
                     started = time.monotonic()
                     response = await client.post(f"/api/v1/clusters/{cluster_id}/operations/switchover",
-                                                 json={"candidate_server_id": ids[new]})  # fmt: skip
+                                                 json={"candidate_registered_server_id": ids[new]})  # fmt: skip
                     body = await operation(client, cluster_id, response.json()["id"])
                     if body["state"] != "succeeded":
                         raise SystemExit(f"switchover {i} {body['state']}: {body['error']}")
@@ -311,7 +311,9 @@ async def failovers(args: argparse.Namespace) -> dict[str, Any]:
                         raise SystemExit(f"failover {run} {body['state']}: {body['error']}")
                     await asyncio.sleep(1.0)
                     steps = {s["name"]: s for s in body["steps"]}
-                    new_number = next(n for n, i in ids.items() if i == body["result"].get("new_master_server_id"))
+                    new_number = next(
+                        n for n, i in ids.items() if i == body["result"].get("new_master_registered_server_id")
+                    )
                     promoted = parse(steps["promote_candidate"]["finished_at"])
                     ferry_ms = 1000 * (promoted - killed_wall).total_seconds()
                     app_ms = 1000 * app_window(writer.acks, killed, time.monotonic())

@@ -101,7 +101,7 @@ async def switchover(args: argparse.Namespace) -> dict[str, Any]:
                         candidate = ids[2] if i % 2 == 0 else ids[1]
                         response = await client.post(
                             f"/api/v1/clusters/{cluster_id}/operations/switchover",
-                            json={"candidate_server_id": candidate},
+                            json={"candidate_registered_server_id": candidate},
                         )
                         operation_id = response.json()["id"]
                         await app.state.runner.wait(operation_id)

@@ -87,7 +87,7 @@ async def hub_switchover(args: argparse.Namespace) -> dict[str, Any]:
                     for i in range(args.switchovers):
                         new = 5 if i % 2 == 0 else 3
                         response = await client.post(f"/api/v1/clusters/{cluster_id}/operations/switchover",
-                                                     json={"candidate_server_id": ids[new]})  # fmt: skip
+                                                     json={"candidate_registered_server_id": ids[new]})  # fmt: skip
                         operation_id = response.json()["id"]
                         await app.state.runner.wait(operation_id)
                         operation = (

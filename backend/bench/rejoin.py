@@ -145,7 +145,7 @@ async def one_run(rate: float, run: int, args: argparse.Namespace) -> dict[str, 
                     failover = (await client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
                     if failover["state"] != "succeeded":
                         raise SystemExit(f"failover {failover['state']}: {failover['error']}")
-                    new_id = failover["result"]["new_master_server_id"]
+                    new_id = failover["result"]["new_master_registered_server_id"]
                     new = ferryd.replica1 if new_id == ids["replica1"] else ferryd.replica2
                     if writer is not None:
                         await writer.resume()

@@ -78,7 +78,7 @@ async def main() -> None:
                             candidate = ids["replica1"] if i % 2 == 0 else ids["master"]
                             response = await client.post(
                                 f"/api/v1/clusters/{cluster_id}/operations/switchover",
-                                json={"candidate_server_id": candidate},
+                                json={"candidate_registered_server_id": candidate},
                             )
                             operation_id = response.json()["id"]
                             await app.state.runner.wait(operation_id)

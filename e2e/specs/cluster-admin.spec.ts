@@ -58,7 +58,7 @@ test("a server failing its polls is named on the collector page and leads to its
     await edit.getByLabel("Name").fill("db-renamed");
     await edit.getByRole("button", { name: "Save" }).click();
     await expect(page.getByRole("heading", { level: 2, name: "db-renamed (server_id not read yet)" })).toBeVisible();
-    expect((await client.get("/api/v1/clusters/{cluster_id}/servers/{server_id}", { path: { cluster_id: id, server_id: server.id } })).name).toBe("db-renamed");
+    expect((await client.get("/api/v1/clusters/{cluster_id}/servers/{registered_server_id}", { path: { cluster_id: id, registered_server_id: server.id } })).name).toBe("db-renamed");
 
     // Removed once its name is typed: back on the topology, the cluster has no server.
     const remove = page.getByRole("form", { name: "Remove the server" });

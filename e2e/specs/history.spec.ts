@@ -38,7 +38,7 @@ test("a dry run's audit row is marked and links its operation; the lag chart mar
   const replica = topology.nodes.find((node) => node.role === "replica")!;
   const { id: runId } = await client.post("/api/v1/clusters/{cluster_id}/operations/read-only", {
     path: { cluster_id: cluster },
-    data: { server_id: replica.server_id, read_only: true },
+    data: { registered_server_id: replica.registered_server_id, read_only: true },
     status: 202,
   });
   await operationSucceeded(client, cluster, runId, 60_000);

@@ -30,7 +30,7 @@ test("maintenance expiring by itself", async ({ page, api, client }) => {
   // No reload from here on: the page itself sees the end.
   await expect(row).not.toContainText("in maintenance", { timeout: 60_000 });
   await expect(row.getByRole("button", { name: "Start maintenance" })).toBeVisible();
-  const read = await client.get("/api/v1/clusters/{cluster_id}/servers/{server_id}", { path: { cluster_id: clusterId, server_id: serverId } });
+  const read = await client.get("/api/v1/clusters/{cluster_id}/servers/{registered_server_id}", { path: { cluster_id: clusterId, registered_server_id: serverId } });
   expect(read.maintenance).toBe(false);
   await expect
     .poll(

@@ -117,8 +117,8 @@ test.describe(() => {
 
       // The API says the same, with the server's own message.
       const graph = await client.get("/api/v1/clusters/{cluster_id}/topology", { path: { cluster_id: seed.id } });
-      const leafId = graph.nodes.find((n) => n.name === leaf)!.server_id;
-      const edge = graph.edges.find((e) => e.replica_server_id === leafId)!;
+      const leafId = graph.nodes.find((n) => n.name === leaf)!.registered_server_id;
+      const edge = graph.edges.find((e) => e.replica_registered_server_id === leafId)!;
       expect(edge.last_error_code).toBe("1062");
       expect(edge.last_error_message).toContain(`Duplicate entry '1' for key 'PRIMARY'`);
 

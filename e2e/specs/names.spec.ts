@@ -10,15 +10,15 @@ test("identity in a preflight message: the refused candidate named by its name a
   const candidate = topology.nodes.find((n) => n.name !== master && n.reported_server_id !== null)!;
   expect(candidate, "a replica whose server_id was read").toBeDefined();
   const set = (rule: "must_not" | "neutral") =>
-    client.patch("/api/v1/clusters/{cluster_id}/servers/{server_id}", {
-      path: { cluster_id: stack.cluster_id, server_id: candidate.server_id },
+    client.patch("/api/v1/clusters/{cluster_id}/servers/{registered_server_id}", {
+      path: { cluster_id: stack.cluster_id, registered_server_id: candidate.registered_server_id },
       data: { promotion_rule: rule },
     });
 
   await set("must_not"); // the preflight refuses it: never to be promoted
   try {
     await openClusterTab(page, stack, "operations");
-    await form.candidate.selectOption(String(candidate.server_id));
+    await form.candidate.selectOption(String(candidate.registered_server_id));
     await form.preview();
 
     const refusal = form.checks.filter({ hasText: /candidate eligible/i });
@@ -27,7 +27,7 @@ test("identity in a preflight message: the refused candidate named by its name a
     );
     await expect(refusal).toHaveAttribute("data-passed", "false");
     // The control plane's id names no server in what the operator reads.
-    await expect(form.form).not.toContainText(`server ${candidate.server_id} `);
+    await expect(form.form).not.toContainText(`server ${candidate.registered_server_id} `);
   } finally {
     await set("neutral");
   }

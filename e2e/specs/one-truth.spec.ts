@@ -61,9 +61,9 @@ test("overview, topology, positions and lag chart agree at one moment, the delay
     }, { timeout: 60_000, message: "one moment of seed000 with the delayed replica's lag, no collector cycle between the reads" })
     .toBe(true);
   const frozen = (at as Moment | null)!; // set by the poll above
-  const names = new Map(frozen.topology.nodes.map((n) => [n.server_id, n.name]));
+  const names = new Map(frozen.topology.nodes.map((n) => [n.registered_server_id, n.name]));
   const delayed = frozen.topology.edges.find((e) => e.source === "replica" && e.lag["1"]?.delay_s === 30)!;
-  const delayedName = names.get(delayed.replica_server_id)!;
+  const delayedName = names.get(delayed.replica_registered_server_id)!;
   expect(delayedName).toContain(delayedPort);
   const truth = delayed.lag["1"]!;
   expect(truth.words).toMatch(/^\d[\d.]* m?s \(delay 30 s, \+[\d.]+ m?s\) · [\d,]+ txn$/);

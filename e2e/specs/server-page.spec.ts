@@ -1,5 +1,5 @@
 // A server's own page over the real API: reached from its box in the topology graph (and from the servers table)
-// at a path naming the server_id it reports (/clusters/{id}/servers/{server_id} opens that server_id),
+// at a path naming the server_id it reports (/clusters/{id}/servers/{registered_server_id} opens that server_id),
 // it names the server by label, says its kind, address, role and binlog format, lists its replication connection
 // with its settings and its positions per domain, and shows a maintenance set on it with owner and reason.
 import { expect, openClusterTab, test } from "../fixtures";
@@ -21,15 +21,15 @@ test("a server's page shows its connection, its positions and its maintenance", 
   await expect(article.connections).toContainText(/main/);
   await expect(article.positions.getByRole("row").nth(1)).toBeVisible();
 
-  await client.put("/api/v1/clusters/{cluster_id}/servers/{server_id}/maintenance", {
-    path: { cluster_id: stack.cluster_id, server_id: replica.server_id },
+  await client.put("/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/maintenance", {
+    path: { cluster_id: stack.cluster_id, registered_server_id: replica.registered_server_id },
     data: { maintenance: true, reason: "server page check", duration_s: 600 },
   });
   try {
     await expect(article.root).toContainText(/in maintenance by \S+: server page check · ends in (9|10) min/, { timeout: 30_000 });
     await expect(article.audit).toContainText("Set maintenance", { timeout: 30_000 });
   } finally {
-    await api.put(`/api/v1/clusters/${stack.cluster_id}/servers/${replica.server_id}/maintenance`, { data: { maintenance: false } });
+    await api.put(`/api/v1/clusters/${stack.cluster_id}/servers/${replica.registered_server_id}/maintenance`, { data: { maintenance: false } });
   }
 
   // Back, then by the servers table.
@@ -37,12 +37,12 @@ test("a server's page shows its connection, its positions and its maintenance", 
   await topology.servers.getByRole("link", { name: replica.name }).click();
   await article.expectShown();
 
-  // /clusters/{id}/servers/{server_id} opens the server reporting that server_id: on seed000, whose servers the
+  // /clusters/{id}/servers/{registered_server_id} opens the server reporting that server_id: on seed000, whose servers the
   // control plane registered after the ferryd cluster's (its ids differ from their server_ids).
   const seed = mariadbCluster(stack, "seed000");
   const seedGraph = await client.get("/api/v1/clusters/{cluster_id}/topology", { path: { cluster_id: seed.id } });
   const first = seedGraph.nodes.find((n) => n.reported_server_id === 1)!;
-  expect(first.server_id, "seed000's server_id 1 is registered under another id").not.toBe(1);
+  expect(first.registered_server_id, "seed000's server_id 1 is registered under another id").not.toBe(1);
   await serverPage.open(seed.id, 1);
   await serverPage.article(first.label).expectShown();
   await expect(page.getByRole("article")).toHaveCount(1);

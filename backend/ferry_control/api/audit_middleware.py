@@ -101,7 +101,7 @@ async def _write(session: AsyncSession, scope: Scope, status: int) -> None:
         cluster_id=_int_or_none(cluster_id),
         status_code=status,
         details=details,
-        server_id=_int_or_none(path_params.get("server_id")),
+        server_id=_int_or_none(path_params.get("registered_server_id")),
     )
 
 

@@ -13,7 +13,7 @@ router = APIRouter(prefix="/clusters/{cluster_id}/servers", tags=["servers"], re
 
 
 @router.get(
-    "/{server_id}/consumers",
+    "/{registered_server_id}/consumers",
     response_model=ServerConsumersRead,
     summary="A server's change consumers with their position and lag per domain",
     responses=error_responses(409),
@@ -24,10 +24,10 @@ async def get_consumers(
     drivers: DriversDep,
     _: CurrentToken,
     cluster_id: int = Path(ge=1, le=ID_MAX, description="The cluster's id."),
-    server_id: int = Path(ge=1, le=ID_MAX, description="The registered server's id."),
+    registered_server_id: int = Path(ge=1, le=ID_MAX, description="The registered server's id."),
 ) -> ServerConsumersRead:
     """The applications reading the server's committed changes apart from its replicas (ferryd's change consumers,
     docs/protocol.md "Change subscriptions"), each with its position and lag per domain, and the last ones it cut off
     for not reading; `supported` false for a kind that lists binlog readers among its replicas (MariaDB). Read from
     the server now: 409 `server_unreachable` when it does not answer within `poll_timeout_s`."""
-    return await describe(session, drivers, cluster_id, server_id, settings.collection.poll_timeout_s)
+    return await describe(session, drivers, cluster_id, registered_server_id, settings.collection.poll_timeout_s)

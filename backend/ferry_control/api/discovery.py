@@ -38,5 +38,5 @@ async def discover(
         seed=ServerRead.model_validate(found.seed),
         added=[ServerRead.model_validate(s) for s in found.added],
         known=[ServerRead.model_validate(s) for s in found.known],
-        notes=[DiscoveryNote(server_id=server_id, message=message) for server_id, message in found.notes],
+        notes=[DiscoveryNote(registered_server_id=server_id, message=message) for server_id, message in found.notes],
     )

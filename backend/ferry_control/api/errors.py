@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ferry_control.core.errors import AppError, UpstreamError, error_body
 from ferry_control.drivers.errors import DriverError, ErrorKind
+from ferry_control.schemas.registered_ids import renamed_field_message
 
 #: The HTTP status of a driver error a service let through, by its kind. Every kind is the server's failure, not
 #: the caller's — a server refusing Ferry's login is no 401 of the API, a connection running on a server no 409 of
@@ -24,14 +25,21 @@ DRIVER_ERROR_STATUS: dict[ErrorKind, int] = dict.fromkeys(ErrorKind, UpstreamErr
 def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
     details = []
     for e in exc.errors():
-        item: dict[str, Any] = {"loc": list(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")}
+        loc = list(e.get("loc", ()))
+        message = e.get("msg", "")
+        if e.get("type") == "extra_forbidden" and len(loc) > 1 and loc[0] == "body" and isinstance(loc[-1], str):
+            message = renamed_field_message(loc[-1]) or message
+        item: dict[str, Any] = {"loc": loc, "message": message, "type": e.get("type", "")}
         ctx = e.get("ctx")
         if ctx:
             item["ctx"] = {
                 k: v if isinstance(v, (str, int, float, bool)) or v is None else str(v) for k, v in ctx.items()
             }
         details.append(item)
-    return details
+    # An old name of a renamed field first: what the caller has to change is said at once.
+    return sorted(
+        details, key=lambda d: d["type"] != "extra_forbidden" or d["message"] == "Extra inputs are not permitted"
+    )
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -18,7 +18,7 @@ INTERVAL_S_MAX = 10.0
 
 
 @router.get(
-    "/{server_id}/parallel-apply",
+    "/{registered_server_id}/parallel-apply",
     response_model=ParallelApplyRead,
     summary="A replica's parallel apply per connection, with its apply rate against its master's commit rate",
     responses=error_responses(409),
@@ -29,7 +29,7 @@ async def get_parallel_apply(
     drivers: DriversDep,
     _: CurrentToken,
     cluster_id: int = Path(ge=1, le=ID_MAX, description="The cluster's id."),
-    server_id: int = Path(ge=1, le=ID_MAX, description="The registered server's id."),
+    registered_server_id: int = Path(ge=1, le=ID_MAX, description="The registered server's id."),
     interval_s: float = Query(
         1.0,
         ge=INTERVAL_S_MIN,
@@ -44,4 +44,4 @@ async def get_parallel_apply(
     `falls_behind` (by `falls_behind_by` txn/s), `idle`, or `unknown` (its master not registered or not reachable).
     `limits`: what the server's kind accepts for a change. 409 `server_unreachable` when the server does not
     answer now."""
-    return await describe(session, drivers, settings, cluster_id, server_id, interval_s)
+    return await describe(session, drivers, settings, cluster_id, registered_server_id, interval_s)

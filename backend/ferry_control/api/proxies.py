@@ -73,8 +73,9 @@ async def get_proxies(
     return [
         ProxyStateRead(
             proxy=s.proxy, reachable=s.reachable, error=s.error, writer_addresses=s.writer_addresses,
-            reader_addresses=s.reader_addresses, writer_server_id=s.writer_server_id,
-            servers=[ProxyServerState(server_id=i, writer=s.writer_servers.get(i), reader=s.reader_servers.get(i))
+            reader_addresses=s.reader_addresses, writer_registered_server_id=s.writer_server_id,
+            servers=[ProxyServerState(registered_server_id=i, writer=s.writer_servers.get(i),
+                                      reader=s.reader_servers.get(i))
                      for i in sorted(set(s.writer_servers) | set(s.reader_servers))],
         )
         for s in states

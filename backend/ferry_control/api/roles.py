@@ -23,8 +23,10 @@ ServerRef = Path(
 
 def _answer(answer: RoleAnswer) -> RoleRead:
     if not answer.ok:
-        raise ServiceUnavailable(answer.reason, code=f"not_{answer.role}", details={"server_id": answer.server_id})
-    return RoleRead(server_id=answer.server_id, role=answer.role, reason=answer.reason)  # type: ignore[arg-type]
+        raise ServiceUnavailable(
+            answer.reason, code=f"not_{answer.role}", details={"registered_server_id": answer.server_id}
+        )
+    return RoleRead(registered_server_id=answer.server_id, role=answer.role, reason=answer.reason)  # type: ignore[arg-type]
 
 
 def _id(server: str) -> int:

@@ -60,31 +60,33 @@ async def create_server(
     return ServerRead.model_validate(server)
 
 
-@router.get("/{server_id}", response_model=ServerRead, summary="Get a server")
+@router.get("/{registered_server_id}", response_model=ServerRead, summary="Get a server")
 async def get_server(
-    session: SessionDep, _: CurrentToken, cluster_id: int = ClusterId, server_id: int = ServerId
+    session: SessionDep, _: CurrentToken, cluster_id: int = ClusterId, registered_server_id: int = ServerId
 ) -> ServerRead:
-    return ServerRead.model_validate(await ServerService(session).get(cluster_id, server_id))
+    return ServerRead.model_validate(await ServerService(session).get(cluster_id, registered_server_id))
 
 
-@router.patch("/{server_id}", response_model=ServerRead, summary="Update a server", responses=error_responses(403, 409))
+@router.patch(
+    "/{registered_server_id}", response_model=ServerRead, summary="Update a server", responses=error_responses(403, 409)
+)
 async def update_server(
     data: ServerUpdate,
     session: SessionDep,
     settings: SettingsDep,
     principal: OperatorToken,
     cluster_id: int = ClusterId,
-    server_id: int = ServerId,
+    registered_server_id: int = ServerId,
 ) -> ServerRead:
     """Refused while an operation runs on the cluster (409 `operation_running`); moving a server that receives
     credentials to another address takes an admin's token (403 `address_change_needs_admin`); any other move by an
     operator to an address `server_trusted_hosts` does not name leaves the server pending an admin's approval."""
-    server = await approving(session, settings).update(cluster_id, server_id, data, approver(principal))
+    server = await approving(session, settings).update(cluster_id, registered_server_id, data, approver(principal))
     return ServerRead.model_validate(server)
 
 
 @router.post(
-    "/{server_id}/approve",
+    "/{registered_server_id}/approve",
     response_model=ServerRead,
     summary="Approve a server's address (admin): the control plane then polls it with its cluster's credentials",
     responses=error_responses(403),
@@ -94,15 +96,15 @@ async def approve_server(
     settings: SettingsDep,
     principal: AdminToken,
     cluster_id: int = ClusterId,
-    server_id: int = ServerId,
+    registered_server_id: int = ServerId,
 ) -> ServerRead:
     """Approves the address the server has now; a later move by an operator needs approving again."""
-    server = await approving(session, settings).approve(cluster_id, server_id, approver(principal))
+    server = await approving(session, settings).approve(cluster_id, registered_server_id, approver(principal))
     return ServerRead.model_validate(server)
 
 
 @router.put(
-    "/{server_id}/maintenance",
+    "/{registered_server_id}/maintenance",
     response_model=ServerRead,
     summary="Start maintenance (a reason and an end) or end it",
     responses=error_responses(403, 409),
@@ -114,14 +116,14 @@ async def set_maintenance(
     principal: OperatorToken,
     bus: BusDep,
     cluster_id: int = ClusterId,
-    server_id: int = ServerId,
+    registered_server_id: int = ServerId,
 ) -> ServerRead:
     """The owner is the caller's token. A maintenance ends by itself at its end (`maintenance_detail.until`): from
     then on the server is out of maintenance for candidate choice, the failover monitor and every read, and the
     worker records the end (an audit row `maintenance_expired` and a `maintenance` event). 422 with a precise message
     for a missing reason, a missing, past or too distant end (at most 7 days); 409 `operation_running` while an
     operation holds the cluster (whether a server is in maintenance decides what the operation may do with it)."""
-    server = await ServerService(session).set_maintenance(cluster_id, server_id, data, owner=principal.name)
+    server = await ServerService(session).set_maintenance(cluster_id, registered_server_id, data, owner=principal.name)
     request.state.audit_details = maintenance_audit(server)
     event = ClusterEvent.of(cluster_id, maintenance_event(server))
     after_commit(session, lambda: bus.publish(event))  # whoever refreshes on it reads the change
@@ -131,32 +133,32 @@ async def set_maintenance(
 def maintenance_event(server: Server) -> MaintenanceEvent:
     """An operator started or ended a server's maintenance."""
     return MaintenanceEvent(
-        server_id=server.id, maintenance=server.maintenance_set, by="operator", owner=server.maintenance_owner,
-        reason=server.maintenance_reason, until=server.maintenance_until,
+        registered_server_id=server.id, maintenance=server.maintenance_set, by="operator",
+        owner=server.maintenance_owner, reason=server.maintenance_reason, until=server.maintenance_until,
     )  # fmt: skip
 
 
 @router.post(
-    "/{server_id}/unfence",
+    "/{registered_server_id}/unfence",
     response_model=ServerRead,
     summary="Clear a fenced former master's fence (it stays read-only; repointing it also clears the fence)",
     responses=error_responses(403, 409),
 )
 async def unfence_server(
-    session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId, server_id: int = ServerId
+    session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId, registered_server_id: int = ServerId
 ) -> ServerRead:
-    return ServerRead.model_validate(await ServerService(session).unfence(cluster_id, server_id))
+    return ServerRead.model_validate(await ServerService(session).unfence(cluster_id, registered_server_id))
 
 
 @router.delete(
-    "/{server_id}",
+    "/{registered_server_id}",
     status_code=status.HTTP_204_NO_CONTENT,
     response_class=Response,
     summary="Remove a server (and its samples and links); 409 `operation_running` while an operation runs",
     responses=error_responses(403, 409),
 )
 async def delete_server(
-    session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId, server_id: int = ServerId
+    session: SessionDep, _: OperatorToken, cluster_id: int = ClusterId, registered_server_id: int = ServerId
 ) -> Response:
-    await ServerService(session).delete(cluster_id, server_id)
+    await ServerService(session).delete(cluster_id, registered_server_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

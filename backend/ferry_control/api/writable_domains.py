@@ -11,7 +11,7 @@ from ferry_control.schemas.replica_guard import WritableDomainsRead, WritableDom
 from ferry_control.services.writable_domains import WritableDomainsService
 
 router = APIRouter(
-    prefix="/clusters/{cluster_id}/servers/{server_id}/writable-domains",
+    prefix="/clusters/{cluster_id}/servers/{registered_server_id}/writable-domains",
     tags=["servers"],
     responses=error_responses(401, 404, 422),
 )
@@ -22,9 +22,9 @@ ServerId = Path(description="The registered server's id.", ge=1, le=ID_MAX, exam
 
 @router.get("", response_model=WritableDomainsRead, summary="The domains a replicating server is writable for")
 async def get_writable_domains(
-    session: SessionDep, _: CurrentToken, cluster_id: int = ClusterId, server_id: int = ServerId
+    session: SessionDep, _: CurrentToken, cluster_id: int = ClusterId, registered_server_id: int = ServerId
 ) -> WritableDomainsRead:
-    return await WritableDomainsService(session).get(cluster_id, server_id)
+    return await WritableDomainsService(session).get(cluster_id, registered_server_id)
 
 
 @router.put(
@@ -38,10 +38,10 @@ async def set_writable_domains(
     session: SessionDep,
     principal: AdminToken,
     cluster_id: int = ClusterId,
-    server_id: int = ServerId,
+    registered_server_id: int = ServerId,
 ) -> WritableDomainsRead:
     """A multi-source replica that takes writes of its own, each in a domain none of its masters writes: the replica
     guard leaves it writable and its own transactions in these domains are not errant (in any other domain they
     still are). An empty list makes it a replica like any other: the guard makes it read-only at its next look
     (when its cluster enforces it). This does not change the server's read-only flag itself."""
-    return await WritableDomainsService(session).set(cluster_id, server_id, data.domains, principal.name)
+    return await WritableDomainsService(session).set(cluster_id, registered_server_id, data.domains, principal.name)

@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ferry_control.models import DrillRun, DrillSchedule
+from ferry_control.schemas.registered_ids import stored_id
 
 
 class DrillRepository:
@@ -60,7 +61,7 @@ class DrillRepository:
         """The candidate of the cluster's newest drill run that chose one (for rotation)."""
         statement = select(DrillRun).where(DrillRun.cluster_id == cluster_id).order_by(DrillRun.id.desc()).limit(20)
         for run in (await self.session.scalars(statement)).all():
-            candidate = (run.details or {}).get("candidate_server_id")
+            candidate = stored_id(run.details or {}, "candidate_registered_server_id")
             if candidate is not None:
                 return int(candidate)
         return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 AuditKind = Literal["run", "dry_run", "change", "refused"]
 
@@ -51,8 +51,11 @@ class AuditEntryRead(BaseModel):
         description="The path's parameters, the error code and the idempotency key if any, and `server`: the label of "
         "the path's server when the call names one (`db-3 (server_id 3)`)."
     )
-    server_id: int | None = Field(
-        None, description="The registered server the call concerned: its path's, or the one it registered."
+    registered_server_id: int | None = Field(
+        None,
+        description="The registered server the call concerned: its path's, or the one it registered.",
+        # Read from the row, whose column keeps the older name.
+        validation_alias=AliasChoices("registered_server_id", "server_id"),
     )
     operation_id: int | None = Field(None, description="The operation the call started (a dry run or a run).")
     kind: AuditKind = Field(

@@ -42,7 +42,7 @@ class CutOffConsumerRead(BaseModel):
 class ServerConsumersRead(BaseModel):
     """A server's change consumers, read from it now."""
 
-    server_id: int
+    registered_server_id: int
     label: str
     kind: str
     supported: bool = Field(

@@ -22,7 +22,7 @@ class DiscoveryRequest(BaseModel):
 
 
 class DiscoveryNote(BaseModel):
-    server_id: int | None = Field(None, description="The registered server the note is about.")
+    registered_server_id: int | None = Field(None, description="The registered server the note is about.")
     message: str
 
 
@@ -34,7 +34,9 @@ class DiscoveryResult(BaseModel):
                     "seed": {"id": 1, "name": "127.0.0.1:7302"},
                     "added": [],
                     "known": [],
-                    "notes": [{"server_id": 5, "message": "admin address unknown: replica seen from 127.0.0.1"}],
+                    "notes": [
+                        {"registered_server_id": 5, "message": "admin address unknown: replica seen from 127.0.0.1"}
+                    ],
                 }
             ]
         }

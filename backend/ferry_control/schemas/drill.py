@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from ferry_control.schemas.cluster import WebhookUrl
 from ferry_control.schemas.common import ID_MAX
@@ -20,7 +20,7 @@ KIND = (
     "candidate promoted by the failover's moves, RTO and RPO measured, then the old master rejoined as a replica of "
     "the new one; refused when no replica can take over keeping every domain."
 )
-#: The meaning of a drill's `source_server_id`.
+#: The meaning of a drill's `source_registered_server_id`.
 SOURCE = (
     "The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); "
     "an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in "
@@ -35,23 +35,24 @@ class DrillPlan(BaseModel):
 
     kind: Kind = Field("switchover", description=KIND)
     candidate_strategy: Strategy = Field(
-        "rotation", description="`fixed`: always `candidate_server_id`; `rotation`: the next eligible replica in turn."
+        "rotation",
+        description="`fixed`: always `candidate_registered_server_id`; `rotation`: the next eligible replica in turn.",
     )
-    candidate_server_id: int | None = Field(
+    candidate_registered_server_id: int | None = Field(
         None, ge=1, le=ID_MAX, description="The candidate for the `fixed` strategy."
     )
     switch_back: bool = Field(
         False, description="Switch back to the original master after verifying (a failover drill: once it rejoined)."
     )
-    source_server_id: int | None = Field(
+    source_registered_server_id: int | None = Field(
         None, ge=1, le=ID_MAX, description=SOURCE,
     )  # fmt: skip
     webhook_url: WebhookUrl | None = Field(None, description="POSTed when a run fails (besides the settings' URLs).")
 
     @model_validator(mode="after")
     def _fixed_needs_candidate(self) -> DrillPlan:
-        if self.candidate_strategy == "fixed" and self.candidate_server_id is None:
-            raise ValueError("candidate_strategy 'fixed' needs candidate_server_id")
+        if self.candidate_strategy == "fixed" and self.candidate_registered_server_id is None:
+            raise ValueError("candidate_strategy 'fixed' needs candidate_registered_server_id")
         return self
 
 
@@ -77,9 +78,9 @@ class DrillScheduleUpdate(BaseModel):
     enabled: bool | None = None
     kind: Kind | None = Field(None, description=KIND)
     candidate_strategy: Strategy | None = None
-    candidate_server_id: int | None = Field(None, ge=1, le=ID_MAX)
+    candidate_registered_server_id: int | None = Field(None, ge=1, le=ID_MAX)
     switch_back: bool | None = None
-    source_server_id: int | None = Field(None, ge=1, le=ID_MAX, description=SOURCE)
+    source_registered_server_id: int | None = Field(None, ge=1, le=ID_MAX, description=SOURCE)
     webhook_url: WebhookUrl | None = None
 
 
@@ -91,7 +92,7 @@ class DrillScheduleRead(BaseModel):
                 {
                     "id": 1, "cluster_id": 1, "name": "nightly", "cron": "30 2 * * 1-5", "timezone": "Europe/Berlin",
                     "enabled": True, "kind": "switchover", "candidate_strategy": "rotation",
-                    "candidate_server_id": None, "switch_back": True, "webhook_url": None,
+                    "candidate_registered_server_id": None, "switch_back": True, "webhook_url": None,
                     "next_run_at": "2026-11-23T01:30:00Z",
                     "next_runs": ["2026-11-23T01:30:00Z", "2026-11-24T01:30:00Z"], "last_run_at": None,
                     "created_at": "2026-11-21T13:00:00Z",
@@ -108,9 +109,16 @@ class DrillScheduleRead(BaseModel):
     enabled: bool
     kind: Kind = Field(description=KIND)
     candidate_strategy: Strategy
-    candidate_server_id: int | None
+    # Read from the schedule's row, whose columns keep the older names.
+    candidate_registered_server_id: int | None = Field(
+        validation_alias=AliasChoices("candidate_registered_server_id", "candidate_server_id")
+    )
     switch_back: bool
-    source_server_id: int | None = Field(None, description=SOURCE)
+    source_registered_server_id: int | None = Field(
+        None,
+        description=SOURCE,
+        validation_alias=AliasChoices("source_registered_server_id", "source_server_id"),
+    )
     webhook_url: str | None
     next_run_at: datetime | None = Field(description="When the scheduler runs it next (UTC); None when disabled.")
     next_runs: list[datetime] = Field(default_factory=list, description="The next few run times (UTC).")
@@ -146,8 +154,8 @@ class CanaryPhases(BaseModel):
 
 class WriterWindow(BaseModel):
     switch: Literal["switch", "switch_back", "failover"]
-    old_master_server_id: int
-    new_master_server_id: int
+    old_master_registered_server_id: int
+    new_master_registered_server_id: int
     window_s: float | None = Field(
         description="The writer's last acknowledged write on the old master → its first on the new one (None: the "
         "switch did not complete, or no write got through)."
@@ -168,8 +176,8 @@ class CanaryWriterReport(BaseModel):
                                "during": {"acknowledged": 4, "refused": 3, "unknown": 0},
                                "after": {"acknowledged": 40, "refused": 0, "unknown": 0}},
                     "window_s": 0.061, "acknowledged": 80, "verified": True, "lost": 0, "duplicated": 0,
-                    "windows": [{"switch": "switch", "old_master_server_id": 1, "new_master_server_id": 2,
-                                 "window_s": 0.061}],
+                    "windows": [{"switch": "switch", "old_master_registered_server_id": 1,
+                                 "new_master_registered_server_id": 2, "window_s": 0.061}],
                     "lost_canaries": [], "duplicated_gtids": [], "behind": [],
                 }
             ]
@@ -203,7 +211,7 @@ class DrillRunRead(BaseModel):
                     "id": 4, "cluster_id": 1, "schedule_id": 1, "operation_id": 12, "state": "passed", "passed": True,
                     "requester": "scheduler", "kind": "switchover", "reasons": [], "rto_s": 0.21, "catch_up_s": 0.004,
                     "rpo_lost": None,
-                    "details": {"candidate_server_id": 2, "canaries": {"1": "1-1-77"}},
+                    "details": {"candidate_registered_server_id": 2, "canaries": {"1": "1-1-77"}},
                     "started_at": "2026-11-23T01:30:00Z", "finished_at": "2026-11-23T01:30:02Z",
                 }
             ]

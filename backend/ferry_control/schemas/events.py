@@ -8,9 +8,10 @@ import enum
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
 from ferry_control.schemas.operation import OperationStep
+from ferry_control.schemas.registered_ids import read_old_names
 
 
 class EventType(enum.StrEnum):
@@ -33,9 +34,15 @@ class EventType(enum.StrEnum):
 
 
 class EventData(BaseModel):
-    """What every event's data has besides its type's fields."""
+    """What every event's data has besides its type's fields. Data relayed by an instance still naming registered
+    servers' ids `server_id` (`…_server_id`) is read under their names now (schemas/registered_ids.py)."""
 
     model_config = ConfigDict(extra="ignore")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, value: Any) -> Any:
+        return read_old_names(cls.model_fields, value)
 
     event: EventType
     cluster_id: int | None = Field(None, description="Set as the stream sends it.")
@@ -57,7 +64,7 @@ class PositionEvent(EventData):
     """A server's GTID position changed in a domain (its gtid_current_pos)."""
 
     event: Literal[EventType.position] = EventType.position
-    server_id: int
+    registered_server_id: int
     domain: int
     gtid: str
     seq_no: int | None = None
@@ -65,7 +72,7 @@ class PositionEvent(EventData):
 
 class HealthEvent(EventData):
     event: Literal[EventType.health] = EventType.health
-    server_id: int
+    registered_server_id: int
     state: str = Field(examples=["unreachable"])
     previous: str | None = None
     detail: str | None = None
@@ -73,7 +80,7 @@ class HealthEvent(EventData):
 
 class ReadOnlyEvent(EventData):
     event: Literal[EventType.read_only] = EventType.read_only
-    server_id: int
+    registered_server_id: int
     read_only: bool
 
 
@@ -81,7 +88,7 @@ class FencedEvent(EventData):
     """A fenced server answered writable and was made read-only again."""
 
     event: Literal[EventType.fenced] = EventType.fenced
-    server_id: int
+    registered_server_id: int
     read_only: bool
     reason: str | None = None
 
@@ -90,7 +97,7 @@ class MaintenanceEvent(EventData):
     """A server's maintenance started or ended: by an operator, or by itself at its end (`by`: `expiry`)."""
 
     event: Literal[EventType.maintenance] = EventType.maintenance
-    server_id: int
+    registered_server_id: int
     maintenance: bool
     by: Literal["operator", "expiry"]
     owner: str | None = None
@@ -103,8 +110,8 @@ class LinkEvent(EventData):
 
     event: Literal[EventType.link] = EventType.link
     link_id: int
-    replica_server_id: int
-    master_server_id: int | None = None
+    replica_registered_server_id: int
+    master_registered_server_id: int | None = None
     connection: str | None = None
     removed: bool | None = None
     running: bool | None = None
@@ -136,7 +143,7 @@ class FailoverNotConfirmedEvent(EventData):
     """The master looked lost to the control plane only: nothing was done."""
 
     event: Literal[EventType.failover_not_confirmed] = EventType.failover_not_confirmed
-    server_id: int
+    registered_server_id: int
     detail: str
 
 
@@ -154,7 +161,7 @@ class ReplicaGuardEvent(EventData):
     the guard gave the flag back (`withdrawn`: an operation promoted the server meanwhile)."""
 
     event: Literal[EventType.replica_guard] = EventType.replica_guard
-    server_id: int
+    registered_server_id: int
     action: Literal["enforced", "failed", "flagged", "withdrawn"]
     detail: str
 
@@ -163,9 +170,10 @@ class ErrantEvent(EventData):
     """A server's errant transactions (its own writes no master of it has) were found, changed or are gone."""
 
     event: Literal[EventType.errant] = EventType.errant
-    server_id: int
+    registered_server_id: int
     domains: list[dict[str, Any]] = Field(
-        description="Per domain: domain, server_id, first_gtid, last_gtid, transactions, since (empty: none now)."
+        description="Per domain: domain, server_id (its own, in these GTIDs), first_gtid, last_gtid, transactions, "
+        "since (empty: none now)."
     )
 
 

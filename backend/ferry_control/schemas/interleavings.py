@@ -31,7 +31,7 @@ class NeverReceived(BaseModel):
 
 
 class ServerEvents(BaseModel):
-    server_id: int
+    registered_server_id: int
     name: str
     transactions: list[ServerTransaction] = Field(description="Newest first, as the server's binlog holds them.")
     error: str | None = Field(
@@ -104,7 +104,7 @@ class Interleavings(BaseModel):
             "examples": [
                 {
                     "cluster_id": 1,
-                    "servers": [{"server_id": 1, "name": "node1", "transactions": [], "error": None}],
+                    "servers": [{"registered_server_id": 1, "name": "node1", "transactions": [], "error": None}],
                     "union": [{"gtid": "1-1-45", "domain": 1, "origin_server_id": 1, "seq_no": 45,
                                "commit_ts_us": 1795267642793111, "positions": {"1": 0, "2": 0}}],
                 }

@@ -24,6 +24,7 @@ from ferry_control.schemas.operation_results import (
     StopReplicationResult,
     SwitchoverResult,
 )
+from ferry_control.schemas.registered_ids import read_old_names
 
 ConnectionName = Field(
     None,
@@ -100,6 +101,15 @@ class OperationParams(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, value: Any) -> Any:
+        """A row's ids of registered servers stored under their old names read under the new ones
+        (schemas/registered_ids.py); a request body (extra keys forbidden) is refused an old name instead."""
+        if cls.model_config.get("extra") == "forbid":
+            return value
+        return read_old_names(cls.model_fields, value)
+
     def stored(self) -> dict[str, Any]:
         """As the operation's row keeps it: the fields given (a default not asked for is not written)."""
         return self.model_dump(mode="json", exclude_unset=True)
@@ -107,19 +117,21 @@ class OperationParams(BaseModel):
 
 class SwitchoverParams(OperationParams):
     model_config = ConfigDict(
-        json_schema_extra={"examples": [{"candidate_server_id": 2, "expected_master_server_id": 1}]},
+        json_schema_extra={
+            "examples": [{"candidate_registered_server_id": 2, "expected_master_registered_server_id": 1}]
+        },
     )
 
-    candidate_server_id: int | None = Field(
+    candidate_registered_server_id: int | None = Field(
         None,
         ge=1,
         le=ID_MAX,
         description="The new master; unset: the replica ahead of all others (or made so by catching up).",
     )
-    expected_master_server_id: int | None = Field(
+    expected_master_registered_server_id: int | None = Field(
         None, ge=1, le=ID_MAX, description="Refuse (check `expected_master`) unless this server is the master now."
     )
-    source_server_id: int | None = Field(
+    source_registered_server_id: int | None = Field(
         None,
         ge=1,
         le=ID_MAX,
@@ -144,15 +156,15 @@ class SwitchoverParams(OperationParams):
 
 
 class FailoverChoice(OperationParams):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"candidate_server_id": None}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [{"candidate_registered_server_id": None}]})
 
-    candidate_server_id: int | None = Field(
+    candidate_registered_server_id: int | None = Field(
         None,
         ge=1,
         le=ID_MAX,
         description="The new master; unset: the most advanced replica (leveled from its peers first).",
     )
-    source_server_id: int | None = Field(
+    source_registered_server_id: int | None = Field(
         None,
         ge=1,
         le=ID_MAX,
@@ -170,11 +182,15 @@ class FailoverParams(FailoverChoice):
 
 class RepointParams(OperationParams):
     model_config = ConfigDict(
-        json_schema_extra={"examples": [{"server_id": 3, "master_server_id": 2, "use_gtid": "slave_pos"}]},
+        json_schema_extra={
+            "examples": [{"registered_server_id": 3, "master_registered_server_id": 2, "use_gtid": "slave_pos"}]
+        },
     )
 
-    server_id: int = ServerRef
-    master_server_id: int = Field(ge=1, le=ID_MAX, description="The server it should replicate from.", examples=[2])
+    registered_server_id: int = ServerRef
+    master_registered_server_id: int = Field(
+        ge=1, le=ID_MAX, description="The server it should replicate from.", examples=[2]
+    )
     use_gtid: Literal["slave_pos", "current_pos"] = Field(
         "slave_pos", description="`current_pos` for a former master whose own transactions are in its binlog."
     )
@@ -182,19 +198,19 @@ class RepointParams(OperationParams):
 
     @model_validator(mode="after")
     def _not_itself(self) -> RepointParams:
-        if self.server_id == self.master_server_id:
-            raise ValueError(f"the server with id {self.server_id} cannot replicate from itself")
+        if self.registered_server_id == self.master_registered_server_id:
+            raise ValueError(f"the server with id {self.registered_server_id} cannot replicate from itself")
         return self
 
 
 class RejoinParams(OperationParams):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"server_id": 1}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [{"registered_server_id": 1}]})
 
-    server_id: int = Field(
+    registered_server_id: int = Field(
         ge=1, le=ID_MAX, description="The server to bring back: a fenced former master (or a stray read-only one).",
         examples=[1],
     )  # fmt: skip
-    master_server_id: int | None = Field(
+    master_registered_server_id: int | None = Field(
         None,
         ge=1,
         le=ID_MAX,
@@ -203,22 +219,22 @@ class RejoinParams(OperationParams):
 
     @model_validator(mode="after")
     def _not_itself(self) -> RejoinParams:
-        if self.server_id == self.master_server_id:
-            raise ValueError(f"the server with id {self.server_id} cannot rejoin as a replica of itself")
+        if self.registered_server_id == self.master_registered_server_id:
+            raise ValueError(f"the server with id {self.registered_server_id} cannot rejoin as a replica of itself")
         return self
 
 
 class ReadOnlyParams(OperationParams):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"server_id": 1, "read_only": True}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [{"registered_server_id": 1, "read_only": True}]})
 
-    server_id: int = ServerRef
+    registered_server_id: int = ServerRef
     read_only: bool
 
 
 class StartReplicationParams(OperationParams):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"server_id": 3, "until": "1-1-40,2-2-17"}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [{"registered_server_id": 3, "until": "1-1-40,2-2-17"}]})
 
-    server_id: int = ServerRef
+    registered_server_id: int = ServerRef
     connection: str | None = ConnectionName
     until: GtidPositionText | None = Field(
         None, description="START … UNTIL: each listed domain up to its GTID, then the connection stops."
@@ -226,32 +242,34 @@ class StartReplicationParams(OperationParams):
 
 
 class StopReplicationParams(OperationParams):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"server_id": 3}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [{"registered_server_id": 3}]})
 
-    server_id: int = ServerRef
+    registered_server_id: int = ServerRef
     connection: str | None = ConnectionName
 
 
 class BringLevelParams(OperationParams):
     model_config = ConfigDict(
-        json_schema_extra={"examples": [{"server_id": 3, "source_server_id": 2, "timeout_s": 30}]}
+        json_schema_extra={"examples": [{"registered_server_id": 3, "source_registered_server_id": 2, "timeout_s": 30}]}
     )
 
-    server_id: int = ServerRef
-    source_server_id: int = Field(ge=1, le=ID_MAX, description="The server to get level with.", examples=[2])
+    registered_server_id: int = ServerRef
+    source_registered_server_id: int = Field(ge=1, le=ID_MAX, description="The server to get level with.", examples=[2])
     timeout_s: float | None = Field(None, gt=0, le=300, description="Bound on the wait; default: the catch-up timeout.")
 
     @model_validator(mode="after")
     def _not_itself(self) -> BringLevelParams:
-        if self.server_id == self.source_server_id:
-            raise ValueError(f"the server with id {self.server_id} is always level with itself")
+        if self.registered_server_id == self.source_registered_server_id:
+            raise ValueError(f"the server with id {self.registered_server_id} is always level with itself")
         return self
 
 
 class SkipTransactionsParams(OperationParams):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"server_id": 3, "connection": "main", "count": 1}]})
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"registered_server_id": 3, "connection": "main", "count": 1}]}
+    )
 
-    server_id: int = ServerRef
+    registered_server_id: int = ServerRef
     connection: str | None = ConnectionName
     count: int = Field(
         1,
@@ -267,10 +285,12 @@ class ParallelApplyParams(OperationParams):
     """A replica connection's parallel apply, changed online. What is left out stays as it is."""
 
     model_config = ConfigDict(
-        json_schema_extra={"examples": [{"server_id": 3, "mode": "optimistic", "workers": 8, "domain_workers_max": 8}]}
+        json_schema_extra={
+            "examples": [{"registered_server_id": 3, "mode": "optimistic", "workers": 8, "domain_workers_max": 8}]
+        }
     )
 
-    server_id: int = ServerRef
+    registered_server_id: int = ServerRef
     connection: str | None = ConnectionName
     mode: str | None = Field(
         None, pattern=r"^[a-z_]{1,32}$", examples=["optimistic"],
@@ -384,9 +404,9 @@ class DrillParams(OperationParams):
 
     kind: Literal["switchover", "failover"] = "switchover"
     candidate_strategy: Literal["fixed", "rotation"] = "rotation"
-    candidate_server_id: int | None = None
+    candidate_registered_server_id: int | None = None
     switch_back: bool = False
-    source_server_id: int | None = None
+    source_registered_server_id: int | None = None
     webhook_url: str | None = None
     drill_run_id: int | None = Field(None, description="The run it carries out (None: a failover drill's dry run).")
 
@@ -397,11 +417,12 @@ class SwitchoverOperation(OperationReadBase):
             "examples": [
                 {
                     "id": 7, "cluster_id": 1, "type": "switchover", "state": "succeeded", "dry_run": False,
-                    "params": {"candidate_server_id": 2}, "requester": "alice",
+                    "params": {"candidate_registered_server_id": 2}, "requester": "alice",
                     "steps": [{"name": "preflight", "state": "passed", "started_at": "2026-11-21T13:00:00Z",
                                "finished_at": "2026-11-21T13:00:00.2Z", "duration_s": 0.2, "detail": None}],
                     "idempotency_key": "b0c7…", "error": None,
-                    "result": {"unavailable_s": 0.41, "old_master_server_id": 1, "new_master_server_id": 2},
+                    "result": {"unavailable_s": 0.41, "old_master_registered_server_id": 1,
+                               "new_master_registered_server_id": 2},
                     "created_at": "2026-11-21T13:00:00Z", "started_at": "2026-11-21T13:00:00Z",
                     "finished_at": "2026-11-21T13:00:02Z",
                 }

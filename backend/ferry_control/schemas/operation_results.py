@@ -15,14 +15,21 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validat
 
 from ferry_control.schemas.consumer import PlanConsumer
 from ferry_control.schemas.parallel_apply import ParallelApplySettings
+from ferry_control.schemas.registered_ids import read_old_names
 from ferry_control.schemas.server import MasterRoleRead
 from ferry_control.schemas.topology import LinkSettingsRead
 
 
 class Record(BaseModel):
-    """A part of a result: unknown keys of older rows are ignored."""
+    """A part of a result: unknown keys of older rows are ignored; ids of registered servers stored under their old
+    names (`server_id`, `…_server_id`) are read under their new ones (schemas/registered_ids.py)."""
 
     model_config = ConfigDict(extra="ignore", serialize_by_alias=True, validate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, value: Any) -> Any:
+        return read_old_names(cls.model_fields, value)
 
 
 class NamedCheck(Protocol):
@@ -143,16 +150,16 @@ class ConnectionSettingsRecord(Record, LinkSettingsRead):
 
 class ServerConnection(Record):
     """A server and its replication connection's name, in a plan. Rows written before this model kept it as a pair
-    `[server_id, connection]`, read the same."""
+    `[registered_server_id, connection]`, read the same."""
 
-    server_id: int
+    registered_server_id: int
     connection: str
 
     @model_validator(mode="before")
     @classmethod
     def _pair(cls, value: Any) -> Any:
         if isinstance(value, list | tuple) and len(value) == 2:
-            return {"server_id": value[0], "connection": value[1]}
+            return {"registered_server_id": value[0], "connection": value[1]}
         return value
 
 
@@ -160,8 +167,8 @@ class MasterSwitch(Record):
     """A master switchover's plan, in the database before its first move: what a reconcile after a crash undoes or
     completes (no_return.decide)."""
 
-    old_master_server_id: int
-    new_master_server_id: int
+    old_master_registered_server_id: int
+    new_master_registered_server_id: int
     connection: str = Field(description="The candidate's connection to the old master; the old master's afterwards.")
     old_master_was_read_only: bool
     candidate_was_read_only: bool
@@ -180,7 +187,7 @@ class HubIncoming(Record):
     """One of an intermediate master's incoming connections, as its switchover moves it to the candidate."""
 
     name: str
-    master_server_id: int
+    master_registered_server_id: int
     master_address: str
     running: bool
     settings: ConnectionSettingsRecord | None = Field(
@@ -192,8 +199,8 @@ class HubSwitchPlan(Record):
     """An intermediate master's switchover (`hub_switch`), in the database before its first move: a reconcile
     completes it once the candidate replicates from the hub's masters, else undoes it."""
 
-    hub_server_id: int
-    candidate_server_id: int
+    hub_registered_server_id: int
+    candidate_registered_server_id: int
     candidate_connection: str
     candidate_settings: ConnectionSettingsRecord | None = None
     incoming: list[HubIncoming]
@@ -204,7 +211,7 @@ class StoredIncoming(Record):
     """One of a lost intermediate master's connections to its masters, as the collector last stored it."""
 
     name: str
-    master_server_id: int
+    master_registered_server_id: int
     master_address: str
 
 
@@ -212,8 +219,8 @@ class HubFailoverPlan(Record):
     """A lost intermediate master's failover (`hub_failover`), in the database before its first move: a reconcile
     completes it."""
 
-    hub_server_id: int
-    new_hub_server_id: int
+    hub_registered_server_id: int
+    new_hub_registered_server_id: int
     new_hub_connection: str
     incoming: list[StoredIncoming]
     siblings: list[ServerConnection]
@@ -341,7 +348,7 @@ class ParallelApplyRaise(Record):
     """A connection's parallel apply raised for a catch-up (`catch_up_parallel_workers`), recorded before the raise:
     what a reconcile after a crash puts back while `restored` is false."""
 
-    server_id: int
+    registered_server_id: int
     connection: str
     previous: ParallelApplySettings
     raised: ParallelApplySettings
@@ -368,8 +375,8 @@ class MovesWriter(OperationResult):
     """An operation that moves a source's role (switchover, failover, drill)."""
 
     checks: list[CheckResult] | None = None
-    old_master_server_id: int | None = None
-    new_master_server_id: int | None = None
+    old_master_registered_server_id: int | None = None
+    new_master_registered_server_id: int | None = None
     proxies: list[ProxyOutcome] | None = Field(None, description="What each HAProxy was told as the writer moved.")
     replication_gaps_s: dict[str, float | None] | None = Field(
         None, description="Per moved server (by label): how long it had no running connection to a master."
@@ -415,7 +422,7 @@ class ReplacesMaster(MovesWriter):
         "undone before the promotion.",
     )
 
-    role_moves_to_server_id: int | None = Field(
+    role_moves_to_registered_server_id: int | None = Field(
         None, description="A better candidate the role moves to by a switchover once the failover ended."
     )
     promoted_after_s: float | None = Field(
@@ -464,8 +471,8 @@ class OnlyHereDomain(Record):
 
 
 class RejoinResult(OperationResult):
-    server_id: int | None = None
-    master_server_id: int | None = None
+    registered_server_id: int | None = None
+    master_registered_server_id: int | None = None
     connection: str | None = None
     only_here: list[OnlyHereDomain] | None = Field(
         None, description="Per domain, what only this server has (a rejoin refuses while there is any)."
@@ -508,36 +515,36 @@ class DrillResult(SwitchesMaster, ReplacesMaster):
 
 
 class ReadOnlyResult(OperationResult):
-    server_id: int | None = None
+    registered_server_id: int | None = None
     read_only: bool | None = None
 
 
 class StartReplicationResult(OperationResult):
-    server_id: int | None = None
+    registered_server_id: int | None = None
     connection: str | None = None
     until: str | None = None
 
 
 class StopReplicationResult(OperationResult):
-    server_id: int | None = None
+    registered_server_id: int | None = None
     connection: str | None = None
 
 
 class RepointResult(OperationResult):
-    server_id: int | None = None
-    master_server_id: int | None = None
+    registered_server_id: int | None = None
+    master_registered_server_id: int | None = None
     connection: str | None = None
 
 
 class BringLevelResult(OperationResult):
-    server_id: int | None = None
-    source_server_id: int | None = None
+    registered_server_id: int | None = None
+    source_registered_server_id: int | None = None
     target: str | None = None
     level_s: float | None = None
 
 
 class SkipTransactionsResult(OperationResult):
-    server_id: int | None = None
+    registered_server_id: int | None = None
     connection: str | None = None
     count: int | None = None
     stopped_by: StopReason | None = None
@@ -549,7 +556,7 @@ class SkipTransactionsResult(OperationResult):
 
 
 class ParallelApplyResult(OperationResult):
-    server_id: int | None = None
+    registered_server_id: int | None = None
     connection: str | None = None
     before: ParallelApplySettings | None = None
     after: ParallelApplySettings | None = None
@@ -570,8 +577,8 @@ class OperationHookPayload(BaseModel):
     type: str
     params: SerializeAsAny[BaseModel] | None = Field(description="None when the stored parameters could not be read.")
     requester: str
-    old_master_server_id: int | None = None
-    new_master_server_id: int | None = None
+    old_master_registered_server_id: int | None = None
+    new_master_registered_server_id: int | None = None
     state: str | None = None
     error: str | None = None
     result: SerializeAsAny[OperationResult] | None = None

@@ -58,7 +58,9 @@ class ConnectionApplyRead(BaseModel):
 
     name: str
     master_address: str
-    master_server_id: int | None = Field(description="The registered server it replicates from (None: not one).")
+    master_registered_server_id: int | None = Field(
+        description="The registered server it replicates from (None: not one)."
+    )
     running: bool
     sql_state: str
     settings: ParallelApplySettings
@@ -70,7 +72,7 @@ class ConnectionApplyRead(BaseModel):
 class ParallelApplyRead(BaseModel):
     """A server's parallel apply per connection, measured over `measured_over_s`."""
 
-    server_id: int
+    registered_server_id: int
     label: str
     kind: str
     limits: ParallelApplyLimitsRead | None = Field(description="None: the kind's parallel apply cannot be changed.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from ferry_control.schemas.lag import LagVerdict
 
@@ -93,7 +93,11 @@ class PositionMatrix(BaseModel):
 class PositionSampleRead(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
-    server_id: int
+    registered_server_id: int = Field(
+        description="The registered server's id (the control plane's).",
+        # Read from the sample's row, whose column keeps the older name.
+        validation_alias=AliasChoices("registered_server_id", "server_id"),
+    )
     domain_id: int
     gtid: str
     seq_no: int
@@ -112,7 +116,7 @@ class PositionHistory(BaseModel):
                     "since": "2026-11-21T12:00:00Z",
                     "until": "2026-11-21T13:00:00Z",
                     "samples": [
-                        {"server_id": 1, "domain_id": 1, "gtid": "1-1-44", "seq_no": 44,
+                        {"registered_server_id": 1, "domain_id": 1, "gtid": "1-1-44", "seq_no": 44,
                          "sampled_at": "2026-11-21T12:59:58Z"}
                     ],
                     "truncated": False,
@@ -135,8 +139,8 @@ class PositionHistory(BaseModel):
 
 class LagSampleRead(BaseModel):
     link_id: int
-    replica_server_id: int
-    master_server_id: int | None
+    replica_registered_server_id: int
+    master_registered_server_id: int | None
     connection: str | None
     domain_id: int
     transactions: int
@@ -154,8 +158,8 @@ class LinkDelayRead(BaseModel):
     """A replica connection's configured delay, as its replica last reported it."""
 
     link_id: int
-    replica_server_id: int
-    master_server_id: int | None
+    replica_registered_server_id: int
+    master_registered_server_id: int | None
     connection: str | None
     delay_s: int = Field(description="MASTER_DELAY: lag up to it is by design (the lag chart draws it as a band).")
 
@@ -169,12 +173,14 @@ class LagHistory(BaseModel):
                     "since": "2026-11-21T12:00:00Z",
                     "until": "2026-11-21T13:00:00Z",
                     "at_start": [
-                        {"link_id": 1, "replica_server_id": 2, "master_server_id": 1, "connection": "m1",
-                         "domain_id": 1, "transactions": 0, "seconds": 0.0, "sampled_at": "2026-11-21T11:42:10Z"}
+                        {"link_id": 1, "replica_registered_server_id": 2, "master_registered_server_id": 1,
+                         "connection": "m1", "domain_id": 1, "transactions": 0, "seconds": 0.0,
+                         "sampled_at": "2026-11-21T11:42:10Z"}
                     ],
                     "samples": [
-                        {"link_id": 1, "replica_server_id": 2, "master_server_id": 1, "connection": "m1",
-                         "domain_id": 1, "transactions": 3, "seconds": 0.4, "sampled_at": "2026-11-21T12:59:58Z"}
+                        {"link_id": 1, "replica_registered_server_id": 2, "master_registered_server_id": 1,
+                         "connection": "m1", "domain_id": 1, "transactions": 3, "seconds": 0.4,
+                         "sampled_at": "2026-11-21T12:59:58Z"}
                     ],
                     "truncated": False,
                 }

@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 
 class ProxyServerState(BaseModel):
-    server_id: int
+    registered_server_id: int
     writer: str | None = Field(description="Its state in the writer backend (UP, DOWN, DRAIN, MAINT, …).")
     reader: str | None = Field(description="Its state in the reader backend.")
 
@@ -17,7 +17,7 @@ class ProxyStateRead(BaseModel):
     error: str | None
     writer_addresses: list[str] = Field(description="Where applications write (the writer frontend's addresses).")
     reader_addresses: list[str] = Field(description="Where applications read (the reader frontend's addresses).")
-    writer_server_id: int | None = Field(
+    writer_registered_server_id: int | None = Field(
         description="The server writes go to now: the first up in the writer backend (`balance first`); None: none."
     )
     servers: list[ProxyServerState]

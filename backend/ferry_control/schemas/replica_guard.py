@@ -33,7 +33,7 @@ class WritableDomainsUpdate(BaseModel):
 
 
 class WritableDomainsRead(BaseModel):
-    server_id: int
+    registered_server_id: int
     writable_domains: list[int]
     set_by: str | None = Field(description="The admin token's name that set them last (None: never set).")
     set_at: datetime | None

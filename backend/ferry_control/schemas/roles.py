@@ -8,6 +8,6 @@ from pydantic import BaseModel, Field
 
 
 class RoleRead(BaseModel):
-    server_id: int
+    registered_server_id: int
     role: Literal["writer", "reader"]
     reason: str = Field(description="Why the server holds the role (200) or does not (503, in the error message).")

@@ -114,7 +114,7 @@ class ServerUpdate(BaseModel):
     def _no_maintenance(cls, data: Any) -> Any:
         if isinstance(data, dict) and "maintenance" in data:
             raise ValueError(
-                "maintenance is set with PUT /clusters/{cluster_id}/servers/{server_id}/maintenance "
+                "maintenance is set with PUT /clusters/{cluster_id}/servers/{registered_server_id}/maintenance "
                 "(it takes a reason and an end)"
             )
         return data

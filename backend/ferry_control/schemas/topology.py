@@ -46,7 +46,9 @@ class ErrantDomainRead(BaseModel):
 
 
 class TopologyNode(BaseModel):
-    server_id: int = Field(description="The registered server's id (not the node's own server_id).")
+    registered_server_id: int = Field(
+        description="The control plane's id of the registered server (API paths); its own is `reported_server_id`."
+    )
     name: str
     label: str = Field(
         description="How every message, operation step and CLI line names the server: its name and the server_id it "
@@ -122,9 +124,11 @@ class TopologyEdge(BaseModel):
     link_id: int
     source: LinkSource = Field(description="Who reported the edge: the replica (full status) or only the master.")
     connection: str | None = Field(description="The connection's name on the replica.")
-    master_server_id: int | None = Field(description="None when the master address matches no registered server.")
+    master_registered_server_id: int | None = Field(
+        description="The master's registered id; None when the master address matches no registered server."
+    )
     master_address: str | None
-    replica_server_id: int
+    replica_registered_server_id: int = Field(description="The replica's registered id.")
     running: bool
     io_state: str | None
     sql_state: str | None
@@ -169,7 +173,7 @@ class ClusterAlert(BaseModel):
         "replicating server holds writes of its own that none of its masters has, per domain."
     )
     message: str
-    server_id: int | None = Field(None, description="The server concerned, if one.")
+    registered_server_id: int | None = Field(None, description="The server concerned (its registered id), if one.")
     operation_id: int | None = Field(None, description="The operation concerned, if one.")
 
 
@@ -180,20 +184,20 @@ class TopologyGraph(BaseModel):
                 {
                     "cluster_id": 1,
                     "nodes": [
-                        {"server_id": 1, "name": "node1",
+                        {"registered_server_id": 1, "name": "node1",
                          "label": "node1 (server_id 1)", "kind": "ferry", "version": "ferryd (admin API v1)",
                          "host": "127.0.0.1", "protocol_port": 7301,
                          "admin_port": 7401, "reported_server_id": 1, "health": "healthy", "maintenance": False,
                          "read_only": False, "role": "master", "gtid_current_pos": "1-1-45"},
-                        {"server_id": 2, "name": "node2",
+                        {"registered_server_id": 2, "name": "node2",
                          "label": "node2 (server_id 2)", "kind": "ferry", "version": "ferryd (admin API v1)",
                          "host": "127.0.0.1", "protocol_port": 7302,
                          "admin_port": 7402, "reported_server_id": 2, "health": "healthy", "maintenance": False,
                          "read_only": True, "role": "replica", "gtid_current_pos": "1-1-44"},
                     ],
                     "edges": [
-                        {"link_id": 1, "source": "replica", "connection": "m1", "master_server_id": 1,
-                         "master_address": "127.0.0.1:7301", "replica_server_id": 2, "running": True,
+                        {"link_id": 1, "source": "replica", "connection": "m1", "master_registered_server_id": 1,
+                         "master_address": "127.0.0.1:7301", "replica_registered_server_id": 2, "running": True,
                          "io_state": "connected", "sql_state": "applying",
                          "lag": {"1": {"transactions": 1, "seconds": 0.2}}, "last_error_code": None,
                          "last_error_message": None, "updated_at": "2026-11-21T13:00:01Z"}

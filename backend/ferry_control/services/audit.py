@@ -16,6 +16,7 @@ from ferry_control.repositories.audit import AuditRepository
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.audit import AuditEntryRead, AuditKind, AuditOperationRead
+from ferry_control.schemas.registered_ids import stored_id
 
 
 def outcome_for_status(status_code: int) -> str:
@@ -126,8 +127,12 @@ def operation_read(operation: Operation, labels: dict[int, str]) -> AuditOperati
     """The operation with its old and new master: its result's when it has them, else what it was asked (the master
     it expected, the candidate named)."""
     result, params = operation.result or {}, operation.params or {}
-    old = _int(result.get("old_master_server_id")) or _int(params.get("expected_master_server_id"))
-    new = _int(result.get("new_master_server_id")) or _int(params.get("candidate_server_id"))
+    old = _int(stored_id(result, "old_master_registered_server_id")) or _int(
+        stored_id(params, "expected_master_registered_server_id")
+    )
+    new = _int(stored_id(result, "new_master_registered_server_id")) or _int(
+        stored_id(params, "candidate_registered_server_id")
+    )
     return AuditOperationRead(
         id=operation.id, type=operation.type, dry_run=operation.dry_run, state=operation.state.value,
         old_master=None if old is None else labels.get(old, f"server {old}"),

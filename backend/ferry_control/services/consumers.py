@@ -50,7 +50,7 @@ async def describe(
         raise Conflict(
             f"{server.label}'s change consumers cannot be read now: {why}",
             code="server_unreachable",
-            details={"server_id": server.id},
+            details={"registered_server_id": server.id},
         ) from e
     if report is None:
         words = (
@@ -58,11 +58,11 @@ async def describe(
             "mysqlbinlog --read-from-remote-server) connects as a replica and is listed among them."
         )
         return ServerConsumersRead(
-            server_id=server.id, label=server.label, kind=server.kind.value, supported=False, words=words,
+            registered_server_id=server.id, label=server.label, kind=server.kind.value, supported=False, words=words,
             consumers=[], cut_off=[], cut_off_total=0, consumers_max=None,
         )  # fmt: skip
     return ServerConsumersRead(
-        server_id=server.id,
+        registered_server_id=server.id,
         label=server.label,
         kind=server.kind.value,
         supported=True,

@@ -65,13 +65,22 @@ def read_schedule(
     return read
 
 
+#: A schedule's columns keep the ids' older names (the API's are `…_registered_server_id`).
+_COLUMNS = {"candidate_registered_server_id": "candidate_server_id", "source_registered_server_id": "source_server_id"}
+
+
+def _columns(fields: dict[str, Any]) -> dict[str, Any]:
+    """A schedule's fields as its row's columns are named."""
+    return {_COLUMNS.get(key, key): value for key, value in fields.items()}
+
+
 def plan_of(schedule: DrillSchedule) -> dict[str, Any]:
     return {
         "kind": schedule.kind,
         "candidate_strategy": schedule.candidate_strategy,
-        "candidate_server_id": schedule.candidate_server_id,
+        "candidate_registered_server_id": schedule.candidate_server_id,
         "switch_back": schedule.switch_back,
-        "source_server_id": schedule.source_server_id,
+        "source_registered_server_id": schedule.source_server_id,
         "webhook_url": schedule.webhook_url,
     }
 
@@ -104,17 +113,17 @@ class DrillService:
         await self.clusters.get(cluster_id)
         if await self.drills.schedule_by_name(cluster_id, data.name) is not None:
             raise Conflict(f"cluster {cluster_id} has a drill schedule named {data.name!r}", code="drill_name_taken")
-        await self._candidate_exists(cluster_id, data.candidate_server_id)
-        await self._candidate_exists(cluster_id, data.source_server_id, "source_server_id")
+        await self._candidate_exists(cluster_id, data.candidate_registered_server_id)
+        await self._candidate_exists(cluster_id, data.source_registered_server_id, "source_registered_server_id")
         self._check_webhook(data.webhook_url)
-        schedule = DrillSchedule(cluster_id=cluster_id, **data.model_dump())
+        schedule = DrillSchedule(cluster_id=cluster_id, **_columns(data.model_dump()))
         self._reschedule(schedule, datetime.now(UTC))
         await self.drills.add(schedule)
         return schedule
 
     async def update_schedule(self, cluster_id: int, schedule_id: int, data: DrillScheduleUpdate) -> DrillSchedule:
         schedule = await self.schedule(cluster_id, schedule_id)
-        changes = data.model_dump(exclude_unset=True)
+        changes = _columns(data.model_dump(exclude_unset=True))
         for required in ("cron", "timezone", "enabled", "kind", "candidate_strategy", "switch_back"):
             if required in changes and changes[required] is None:
                 raise Conflict(f"a drill schedule's {required} cannot be removed", code="field_required")
@@ -122,9 +131,9 @@ class DrillService:
         for key, value in changes.items():
             setattr(schedule, key, value)
         if schedule.candidate_strategy == "fixed" and schedule.candidate_server_id is None:
-            raise AppError("candidate_strategy 'fixed' needs candidate_server_id", code="candidate_required")
+            raise AppError("candidate_strategy 'fixed' needs candidate_registered_server_id", code="candidate_required")
         await self._candidate_exists(cluster_id, schedule.candidate_server_id)
-        await self._candidate_exists(cluster_id, schedule.source_server_id, "source_server_id")
+        await self._candidate_exists(cluster_id, schedule.source_server_id, "source_registered_server_id")
         self._reschedule(schedule, datetime.now(UTC))
         await self.drills.flush()
         return schedule
@@ -142,7 +151,7 @@ class DrillService:
         schedule.next_run_at = upcoming[0] if schedule.enabled and upcoming else None
 
     async def _candidate_exists(
-        self, cluster_id: int, server_id: int | None, field: str = "candidate_server_id"
+        self, cluster_id: int, server_id: int | None, field: str = "candidate_registered_server_id"
     ) -> None:
         if server_id is not None and await self.servers.get(cluster_id, server_id) is None:
             raise NotFound(
@@ -172,7 +181,7 @@ class DrillService:
             plan = plan_of(await self.schedule(cluster_id, schedule_id))
         else:
             plan = data.model_dump(exclude={"schedule_id"})
-            await self._candidate_exists(cluster_id, plan["candidate_server_id"])
+            await self._candidate_exists(cluster_id, plan["candidate_registered_server_id"])
             if plan.get("webhook_url"):
                 check_webhook(WebhookPolicy.of(settings.webhooks.allowed_hosts), plan["webhook_url"], "webhook_url")
         return await self.start(runner, settings, cluster_id, plan, requester, schedule_id)
@@ -191,16 +200,18 @@ class DrillService:
             plan = plan_of(await self.schedule(cluster_id, data.schedule_id))
         else:
             plan = data.model_dump(exclude={"schedule_id"})
-            await self._candidate_exists(cluster_id, plan["candidate_server_id"])
-            await self._candidate_exists(cluster_id, plan.get("source_server_id"), "source_server_id")
+            await self._candidate_exists(cluster_id, plan["candidate_registered_server_id"])
+            await self._candidate_exists(
+                cluster_id, plan.get("source_registered_server_id"), "source_registered_server_id"
+            )
         if plan.get("kind") == "failover":
             operation, _ = await OperationService(self.session).start(
                 runner, settings, cluster_id=cluster_id, type_="drill", params=DrillParams(**plan), dry_run=True,
                 requester=requester,
             )  # fmt: skip
             return operation
-        source = plan.get("source_server_id")
-        candidate = plan["candidate_server_id"] if plan["candidate_strategy"] == "fixed" else None
+        source = plan.get("source_registered_server_id")
+        candidate = plan["candidate_registered_server_id"] if plan["candidate_strategy"] == "fixed" else None
         if candidate is None:
             candidate = await self._next_in_rotation(cluster_id, source)
         operation, _ = await OperationService(self.session).start(
@@ -208,7 +219,7 @@ class DrillService:
             settings,
             cluster_id=cluster_id,
             type_="switchover",
-            params=SwitchoverParams(candidate_server_id=candidate, source_server_id=source),
+            params=SwitchoverParams(candidate_registered_server_id=candidate, source_registered_server_id=source),
             dry_run=True,
             requester=requester,
         )

@@ -186,7 +186,7 @@ class InterleavingService:
             if isinstance(page, str):
                 listed.append(
                     ServerEvents(
-                        server_id=server.id,
+                        registered_server_id=server.id,
                         name=server.name,
                         transactions=[],
                         error=page,
@@ -228,7 +228,7 @@ class InterleavingService:
                     commit_times.setdefault(t.gtid, []).append((not on_origin, t.commit_ts_us))
             listed.append(
                 ServerEvents(
-                    server_id=server.id,
+                    registered_server_id=server.id,
                     name=server.name,
                     transactions=transactions,
                     position=positions[server.id],
@@ -241,15 +241,15 @@ class InterleavingService:
         for domain_id, origin in pairs:
             for server_id, reason in never_reasons(reach_servers, links, domain_id, origin).items():
                 for events in listed:
-                    if events.server_id == server_id:
+                    if events.registered_server_id == server_id:
                         events.never.append(NeverReceived(domain=domain_id, origin_server_id=origin, reason=reason))
         order = sorted(union.values(), key=lambda a: (a.commit_ts_us or 0, a.domain, a.seq_no))
-        answered = [reached[e.server_id] for e in listed if e.error is None]
+        answered = [reached[e.registered_server_id] for e in listed if e.error is None]
         newest = window.newest(answered)
         # A domain's newest end is where its origin is when the origin answered: the servers are read one after
         # another within a moment, and a replica read later must not make the origin look behind in its own domain.
         by_reported = {s.reported_server_id: s.id for s in servers if s.reported_server_id is not None}
-        failed = {e.server_id for e in listed if e.error is not None}
+        failed = {e.registered_server_id for e in listed if e.error is not None}
         latest: dict[int, AlignedTransaction] = {}
         for aligned in order:
             if aligned.seq_no >= latest.get(aligned.domain, aligned).seq_no:
@@ -260,8 +260,10 @@ class InterleavingService:
                 newest[domain_id] = min(newest[domain_id], reached[writer].get(domain_id, newest[domain_id]))
         for events in listed:
             if events.error is None:
-                events.reached = {d: reached[events.server_id][d] for d in sorted(reached[events.server_id])}
-                events.behind = behind(newest, reached[events.server_id], (n.domain for n in events.never))
+                events.reached = {
+                    d: reached[events.registered_server_id][d] for d in sorted(reached[events.registered_server_id])
+                }
+                events.behind = behind(newest, reached[events.registered_server_id], (n.domain for n in events.never))
         return Interleavings(
             cluster_id=cluster_id,
             servers=listed,

@@ -154,6 +154,6 @@ class LivePositions:
             if self._sent.get((target.server_id, gtid.domain)) == text:
                 continue
             self._sent[(target.server_id, gtid.domain)] = text
-            data = PositionEvent(server_id=target.server_id, domain=gtid.domain, gtid=text, seq_no=gtid.seq)
+            data = PositionEvent(registered_server_id=target.server_id, domain=gtid.domain, gtid=text, seq_no=gtid.seq)
             events.append(ClusterEvent.of(target.cluster_id, data))
         return events

@@ -51,7 +51,7 @@ class MaintenanceExpiry:
                     details={"maintenance": False, "owner": owner, "reason": reason, "until": until.isoformat()},
                 )  # fmt: skip
                 log.info("maintenance of %s ended by itself at %s (%s, set by %s)", server.label, until, reason, owner)
-                data = MaintenanceEvent(server_id=server.id, maintenance=False, by="expiry", owner=owner,
+                data = MaintenanceEvent(registered_server_id=server.id, maintenance=False, by="expiry", owner=owner,
                                         reason=reason, until=until)  # fmt: skip
                 events.append(ClusterEvent.of(server.cluster_id, data))
         for event in events:  # after the commit

@@ -26,7 +26,7 @@ async def precheck_skip_transactions(
     session: AsyncSession, drivers: DriverFactory, settings: Settings, cluster_id: int, params: SkipTransactionsParams
 ) -> None:
     cluster = await ClusterRepository(session).get(cluster_id)
-    server = await ServerRepository(session).get(cluster_id, params.server_id)
+    server = await ServerRepository(session).get(cluster_id, params.registered_server_id)
     if cluster is None or server is None:
         return  # the operation service answers 404 for those
     try:
@@ -44,13 +44,13 @@ async def precheck_skip_transactions(
             f"{label} has no replication connection {name!r} (it has: "
             f"{', '.join(repr(c.name) for c in connections) or 'none'})",
             code="connection_not_found",
-            details={"server_id": server.id, "connection": name},
+            details={"registered_server_id": server.id, "connection": name},
         )
     if not is_stopped(connection):
         raise Conflict(
             why_not_stopped(label, connection),
             code="connection_running",
-            details={"server_id": server.id, "connection": name, "io_state": connection.io_state.value,
+            details={"registered_server_id": server.id, "connection": name, "io_state": connection.io_state.value,
                      "sql_state": connection.sql_state.value},
         )  # fmt: skip
 
@@ -59,7 +59,7 @@ async def precheck_parallel_apply(
     session: AsyncSession, drivers: DriverFactory, settings: Settings, cluster_id: int, params: ParallelApplyParams
 ) -> None:
     cluster = await ClusterRepository(session).get(cluster_id)
-    server = await ServerRepository(session).get(cluster_id, params.server_id)
+    server = await ServerRepository(session).get(cluster_id, params.registered_server_id)
     if cluster is None or server is None:
         return  # the operation service answers 404 for those
     try:
@@ -69,7 +69,7 @@ async def precheck_parallel_apply(
     if driver.parallel_apply_limits is None:
         raise Unprocessable(
             f"{server.kind.value} servers cannot change their parallel apply", code="parallel_apply_invalid",
-            details={"server_id": server.id},
+            details={"registered_server_id": server.id},
         )  # fmt: skip
     try:
         status = await driver.status()
@@ -86,12 +86,12 @@ async def precheck_parallel_apply(
             f"{label} has no replication connection {name!r} (it has: "
             f"{', '.join(repr(c.name) for c in connections) or 'none'})",
             code="connection_not_found",
-            details={"server_id": server.id, "connection": name},
+            details={"registered_server_id": server.id, "connection": name},
         )
     wanted = wanted_settings(params, settings_of(connection.settings))
     why = refusal(driver.parallel_apply_limits, server.kind.value, wanted)
     if why is not None:
         raise Unprocessable(
             f"{label}: {why}; nothing was changed", code="parallel_apply_invalid",
-            details={"server_id": server.id, "connection": name, **wanted.model_dump()},
+            details={"registered_server_id": server.id, "connection": name, **wanted.model_dump()},
         )  # fmt: skip

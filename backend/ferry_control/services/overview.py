@@ -58,9 +58,9 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
             problems.append(f"{node.label} {node.health}")
         if node.maintenance:
             problems.append(f"{node.label} in maintenance")
-    labels = {node.server_id: node.label for node in nodes}
+    labels = {node.registered_server_id: node.label for node in nodes}
     for edge in edges:
-        replica = labels.get(edge.replica_server_id, unknown_server(edge.replica_server_id))
+        replica = labels.get(edge.replica_registered_server_id, unknown_server(edge.replica_registered_server_id))
         if edge.last_error_code:
             problems.append(edge.last_error_words or f"{replica}: {edge.last_error_code}")
         elif edge.source == "replica" and not edge.running:
@@ -98,7 +98,9 @@ def summarize(graph: TopologyGraph) -> ClusterSummary:
         worst_lag=(
             WorstLag(
                 **worst_lag.model_dump(exclude={"reported_seconds"}),
-                replica=labels.get(on[0].replica_server_id, unknown_server(on[0].replica_server_id)),
+                replica=labels.get(
+                    on[0].replica_registered_server_id, unknown_server(on[0].replica_registered_server_id)
+                ),
                 connection=on[0].connection,
                 domain=on[1],
             )

@@ -43,12 +43,12 @@ async def describe(
     view = snapshot.view(server.id)
     if view.status is None:
         raise Conflict(f"{view.info.label} cannot be reached now: {view.error}", code="server_unreachable",
-                       details={"server_id": server.id})  # fmt: skip
+                       details={"registered_server_id": server.id})  # fmt: skip
     driver = view.require_driver()
     limits = driver.parallel_apply_limits
     connections = await asyncio.gather(*(_connection(snapshot, view, c, interval_s) for c in view.status.connections))
     return ParallelApplyRead(
-        server_id=server.id, label=view.info.label, kind=view.info.kind.value,
+        registered_server_id=server.id, label=view.info.label, kind=view.info.kind.value,
         limits=None if limits is None else ParallelApplyLimitsRead.model_validate(asdict(limits)),
         measured_over_s=interval_s, connections=list(connections),
     )  # fmt: skip
@@ -71,7 +71,7 @@ async def _connection(
         words = f"not measured: its master {master.info.label} cannot be reached ({master.error})"
     return ConnectionApplyRead(
         name=connection.name, master_address=connection.master_address,
-        master_server_id=None if master is None else master.info.id, running=connection.running,
+        master_registered_server_id=None if master is None else master.info.id, running=connection.running,
         sql_state=connection.sql_state.value, settings=settings_of(connection.settings),
         domains=[DomainRatesRead.model_validate(asdict(d)) for d in domains], verdict=verdict, words=words,
     )  # fmt: skip

@@ -69,8 +69,8 @@ def lag_sample_read(sample: LagSample) -> LagSampleRead:
     """A sample as it names its link (the link may be gone since: a replica promoted keeps its history)."""
     return LagSampleRead(
         link_id=sample.link_id,
-        replica_server_id=sample.replica_server_id,
-        master_server_id=sample.master_server_id,
+        replica_registered_server_id=sample.replica_server_id,
+        master_registered_server_id=sample.master_server_id,
         connection=sample.connection,
         domain_id=sample.domain_id,
         transactions=sample.transactions,
@@ -208,8 +208,8 @@ class PositionService:
         await self.clusters.get(cluster_id)
         since, until = history_range(since, until)
         delays = [
-            LinkDelayRead(link_id=link.id, replica_server_id=link.replica_server_id,
-                          master_server_id=link.master_server_id, connection=link.name, delay_s=delay)
+            LinkDelayRead(link_id=link.id, replica_registered_server_id=link.replica_server_id,
+                          master_registered_server_id=link.master_server_id, connection=link.name, delay_s=delay)
             for link in await self.links.list_for_cluster(cluster_id)
             if (delay := configured_delay_s(link.settings))
             and (replica_server_id is None or link.replica_server_id == replica_server_id)

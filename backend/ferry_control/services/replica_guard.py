@@ -178,7 +178,7 @@ class ReplicaGuard:
                 rows[server_id] = row
         for server_id, stored in changes.items():
             report.errant_changed.append(server_id)
-            self._bus.publish(ClusterEvent.of(cluster.id, ErrantEvent(server_id=server_id, domains=stored)))
+            self._bus.publish(ClusterEvent.of(cluster.id, ErrantEvent(registered_server_id=server_id, domains=stored)))
             if stored:
                 log.warning("cluster %s: server %s holds errant transactions: %s", cluster.name, server_id, stored)
 
@@ -277,12 +277,12 @@ class ReplicaGuard:
             log.exception("could not record the audit row %s of %s", action, server.label)
 
     def _publish(self, cluster: Cluster, server: Server, action: str, detail: str) -> None:
-        data = ReplicaGuardEvent(server_id=server.id, action=action, detail=detail)  # type: ignore[arg-type]
+        data = ReplicaGuardEvent(registered_server_id=server.id, action=action, detail=detail)  # type: ignore[arg-type]
         self._bus.publish(ClusterEvent.of(cluster.id, data))
 
     def _webhooks(self, stage: str, cluster: Cluster, server: Server, detail: str) -> None:
         send_in_background(self._settings.webhooks.read_only_enforcement, {
-            "stage": stage, "cluster_id": cluster.id, "cluster": cluster.name, "server_id": server.id,
+            "stage": stage, "cluster_id": cluster.id, "cluster": cluster.name, "registered_server_id": server.id,
             "server": server.label, "detail": detail, "at": datetime.now(UTC).isoformat(),
         }, self._settings)  # fmt: skip
 

@@ -206,7 +206,11 @@ class StreamHub:
         return [listener for listeners in self._listeners.values() for listener in listeners]
 
     def _on_event(self, event: ClusterEvent) -> None:
-        if isinstance(event.data, PositionEvent) and self._live is not None and self._live.covers(event.data.server_id):
+        if (
+            isinstance(event.data, PositionEvent)
+            and self._live is not None
+            and self._live.covers(event.data.registered_server_id)
+        ):
             return  # its positions go out from live reads, never behind the collector's
         self._enqueue(event)
 

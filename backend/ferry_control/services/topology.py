@@ -52,7 +52,7 @@ class TopologyService:
         replicas = {link.replica_server_id for link in links}
         nodes = [
             TopologyNode(
-                server_id=s.id,
+                registered_server_id=s.id,
                 name=s.name,
                 label=s.label,
                 kind=s.kind,
@@ -83,16 +83,16 @@ class TopologyService:
             )
             for s in servers
         ]
-        errant_of = {n.server_id: [e.model_dump(mode="json") for e in n.errant] for n in nodes}
+        errant_of = {n.registered_server_id: [e.model_dump(mode="json") for e in n.errant] for n in nodes}
         now = datetime.now(UTC)
         edges = [
             TopologyEdge(
                 link_id=link.id,
                 source=link.source,
                 connection=link.name,
-                master_server_id=link.master_server_id,
+                master_registered_server_id=link.master_server_id,
                 master_address=link.master_address,
-                replica_server_id=link.replica_server_id,
+                replica_registered_server_id=link.replica_server_id,
                 running=link.running,
                 io_state=link.io_state,
                 sql_state=link.sql_state,
@@ -130,7 +130,7 @@ class TopologyService:
                     ClusterAlert(
                         kind="master_read_only",
                         message=f"master {node.name} is read-only and no operation is running: clients cannot write",
-                        server_id=node.server_id,
+                        registered_server_id=node.registered_server_id,
                     )
                 )
         last = await self.operations.latest_finished(cluster_id)
@@ -171,16 +171,18 @@ def replica_alerts(
 ) -> list[ClusterAlert]:
     """A replicating server that answered writable (while no operation runs: an operation owns read-only then), and
     a replicating server holding errant transactions, each in words."""
-    labels = {n.server_id: n.label for n in nodes}
+    labels = {n.registered_server_id: n.label for n in nodes}
     masters_of: dict[int, list[str]] = {}
     for edge in edges:
-        if edge.master_server_id is not None:
-            masters_of.setdefault(edge.replica_server_id, []).append(labels.get(edge.master_server_id, "?"))
+        if edge.master_registered_server_id is not None:
+            masters_of.setdefault(edge.replica_registered_server_id, []).append(
+                labels.get(edge.master_registered_server_id, "?")
+            )
         elif edge.master_address:
-            masters_of.setdefault(edge.replica_server_id, []).append(edge.master_address)
+            masters_of.setdefault(edge.replica_registered_server_id, []).append(edge.master_address)
     found = []
     for node in nodes:
-        masters = masters_of.get(node.server_id, [])
+        masters = masters_of.get(node.registered_server_id, [])
         replicates = node.role in ("replica", "intermediate") and bool(masters)
         if replicates and node.read_only is False and not node.writable_domains and not busy:
             if node.maintenance:
@@ -194,7 +196,7 @@ def replica_alerts(
                     kind="writable_replica",
                     message=f"{node.label} replicates {', '.join(masters)} and is writable: a client's write there "
                     f"splits the cluster's history ({then})",
-                    server_id=node.server_id,
+                    registered_server_id=node.registered_server_id,
                 )
             )
         if node.errant:
@@ -203,7 +205,7 @@ def replica_alerts(
                 ClusterAlert(
                     kind="errant_transactions",
                     message=errant_words(node.label, masters, findings),
-                    server_id=node.server_id,
+                    registered_server_id=node.registered_server_id,
                 )
             )
     return found

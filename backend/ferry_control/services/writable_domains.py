@@ -26,10 +26,10 @@ class WritableDomainsService:
         await self._server_exists(cluster_id, server_id)
         row = await self.guards.get(server_id)
         if row is None:
-            return WritableDomainsRead(server_id=server_id, writable_domains=[], set_by=None, set_at=None)
+            return WritableDomainsRead(registered_server_id=server_id, writable_domains=[], set_by=None, set_at=None)
         return WritableDomainsRead(
-            server_id=server_id, writable_domains=[int(d) for d in row.writable_domains], set_by=row.writable_set_by,
-            set_at=row.writable_set_at,
+            registered_server_id=server_id, writable_domains=[int(d) for d in row.writable_domains],
+            set_by=row.writable_set_by, set_at=row.writable_set_at,
         )  # fmt: skip
 
     async def set(self, cluster_id: int, server_id: int, domains: list[int], by: str) -> WritableDomainsRead:

@@ -51,13 +51,17 @@ async def typed_and_filtered(client: httpx.AsyncClient, tokens: Tokens, ferryd: 
     # A switchover's dry run, and an operation that runs for real.
     dry = await client.post(
         f"/api/v1/clusters/{cluster_id}/operations/switchover",
-        json={"dry_run": True, "candidate_server_id": ids["replica1"], "expected_master_server_id": ids["master"]},
+        json={
+            "dry_run": True,
+            "candidate_registered_server_id": ids["replica1"],
+            "expected_master_registered_server_id": ids["master"],
+        },
     )
     assert dry.status_code == 202, dry.text
     await finished(client, cluster_id, dry.json()["id"])
     run = await client.post(
         f"/api/v1/clusters/{cluster_id}/operations/read-only",
-        json={"server_id": ids["replica2"], "read_only": True},
+        json={"registered_server_id": ids["replica2"], "read_only": True},
     )
     assert run.status_code == 202, run.text
     await finished(client, cluster_id, run.json()["id"])
@@ -73,7 +77,7 @@ async def typed_and_filtered(client: httpx.AsyncClient, tokens: Tokens, ferryd: 
     assert refused.status_code == 403
 
     topology = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
-    labels = {node["server_id"]: node["label"] for node in topology["nodes"]}
+    labels = {node["registered_server_id"]: node["label"] for node in topology["nodes"]}
     (dry_row,) = await audit(client, action="switchover", cluster_id=cluster_id)
     assert dry_row["kind"] == "dry_run" and dry_row["operation_id"] == dry.json()["id"]
     assert dry_row["operation"] | {"state": None} == {
@@ -93,7 +97,7 @@ async def typed_and_filtered(client: httpx.AsyncClient, tokens: Tokens, ferryd: 
     updates = await audit(client, action="update_cluster", cluster_id=cluster_id)
     assert [(r["kind"], r["actor"]) for r in updates] == [("refused", "live-viewer"), ("change", "live-operator")]
     # By server: its registration and its change, no other server's rows.
-    by_server = await audit(client, server_id=ids["replica1"])
+    by_server = await audit(client, registered_server_id=ids["replica1"])
     assert [(r["action"], r["kind"]) for r in by_server] == [("update_server", "change"), ("create_server", "change")]
     assert by_server[1]["details"]["server"].startswith("replica1")
     # By actor: only that token's rows.
@@ -112,7 +116,10 @@ async def typed_and_filtered(client: httpx.AsyncClient, tokens: Tokens, ferryd: 
         "/api/v1/audit", params={"since": "2026-11-28T13:00:00Z", "until": "2026-11-28T12:00:00Z"}
     )
     assert (backwards.status_code, backwards.json()["error"]["code"]) == (400, "empty_range")
-    assert (await client.get("/api/v1/audit", params={"server_id": 0})).status_code == 422
+    assert (await client.get("/api/v1/audit", params={"registered_server_id": 0})).status_code == 422
+    old = await client.get("/api/v1/audit", params={"server_id": 3})
+    assert old.status_code == 422
+    assert old.json()["error"]["message"].startswith("query.server_id: server_id was renamed registered_server_id: ")
 
 
 async def test_the_operations_list_takes_every_type_at_once(client: httpx.AsyncClient) -> None:

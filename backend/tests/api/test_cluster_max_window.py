@@ -62,7 +62,7 @@ async def test_the_clusters_budget_is_its_switchovers_and_drills_unless_the_oper
         assert dry["result"]["forecast"]["max_window_s"] == cluster_budget_s, dry["result"]
 
         moved = await run_operation(
-            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica1"]}
+            live.app, live.client, cluster_id, "switchover", {"candidate_registered_server_id": ids["replica1"]}
         )
         assert moved["state"] == "succeeded", (moved["error"], moved["steps"])
         assert moved["result"]["catch_up_phase"]["max_window_s"] == cluster_budget_s, moved["result"]
@@ -70,7 +70,7 @@ async def test_the_clusters_budget_is_its_switchovers_and_drills_unless_the_oper
 
         own = await run_operation(
             live.app, live.client, cluster_id, "switchover",
-            {"candidate_server_id": ids["master"], "max_window_s": own_budget_s},
+            {"candidate_registered_server_id": ids["master"], "max_window_s": own_budget_s},
         )  # fmt: skip
         assert own["state"] == "succeeded", (own["error"], own["steps"])
         assert own["result"]["catch_up_phase"]["max_window_s"] == own_budget_s, own["result"]
@@ -78,7 +78,11 @@ async def test_the_clusters_budget_is_its_switchovers_and_drills_unless_the_oper
         # A drill goes through the same moves: the cluster's budget, there and back.
         response = await live.client.post(
             f"/api/v1/clusters/{cluster_id}/drills/runs",
-            json={"candidate_strategy": "fixed", "candidate_server_id": ids["replica2"], "switch_back": True},
+            json={
+                "candidate_strategy": "fixed",
+                "candidate_registered_server_id": ids["replica2"],
+                "switch_back": True,
+            },
         )
         assert response.status_code == 202, response.text
         drill = await finished(live.app, live.client, cluster_id, response.json()["operation_id"])

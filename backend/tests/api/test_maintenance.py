@@ -129,7 +129,7 @@ async def test_maintenance_is_not_set_through_patch(client: httpx.AsyncClient) -
     refused = await client.patch(url, json={"maintenance": True})
     assert refused.status_code == 422
     assert (
-        "maintenance is set with PUT /clusters/{cluster_id}/servers/{server_id}/maintenance"
+        "maintenance is set with PUT /clusters/{cluster_id}/servers/{registered_server_id}/maintenance"
         in (refused.json()["error"]["message"])
     )
 

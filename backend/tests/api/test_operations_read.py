@@ -31,7 +31,7 @@ async def test_operations_are_listed_newest_first_and_read_with_their_steps(
     made = [
         await repository.add(
             Operation(cluster_id=cluster["id"], type="switchover", requester="alice", state=OperationState.succeeded,
-                      steps=[step], params={"candidate_server_id": n}, idempotency_key=f"key-{n}",
+                      steps=[step], params={"candidate_registered_server_id": n}, idempotency_key=f"key-{n}",
                       finished_at=datetime.now(UTC))
         )
         for n in range(3)
@@ -78,8 +78,9 @@ async def test_operations_are_filtered_by_type_and_dry_run(client: httpx.AsyncCl
 async def test_rows_stored_before_the_typed_models_read_the_same(
     client: httpx.AsyncClient, session: AsyncSession
 ) -> None:
-    """Steps written with `+00:00` times, plans with `[server_id, connection]` pairs and keys no model knows (an
-    older version's) read as the type's models: the same facts, times in one form."""
+    """Steps written with `+00:00` times, plans with `[server_id, connection]` pairs, keys no model knows (an older
+    version's) and the ids of registered servers under their older names (`server_id`, `…_server_id`) read as the
+    type's models: the same facts, times in one form, the ids under their names now (`registered_server_id`)."""
     cluster = (await client.post("/api/v1/clusters", json={"name": "ops-stored"})).json()
     step = {
         "name": "reconcile",
@@ -105,13 +106,15 @@ async def test_rows_stored_before_the_typed_models_read_the_same(
     assert one["steps"] == [
         {**step, "started_at": "2026-11-21T13:00:00Z", "finished_at": "2026-11-21T13:00:00.500000Z"}
     ]
-    assert (one["result"]["unavailable_s"], one["result"]["new_master_server_id"]) == (0.41, 2)
-    assert one["result"]["switch"]["others"] == [{"server_id": 3, "connection": "main"}]
+    assert (one["result"]["unavailable_s"], one["result"]["new_master_registered_server_id"]) == (0.41, 2)
+    assert one["result"]["switch"]["others"] == [{"registered_server_id": 3, "connection": "main"}]
+    assert one["result"]["switch"]["old_master_registered_server_id"] == 1
+    assert "old_master_server_id" not in one["result"] and "old_master_server_id" not in one["result"]["switch"]
     assert one["result"]["reconciled"]["at"] == "2026-11-21T13:00:00.500000Z"
     assert "a_key_of_an_older_version" not in one["result"]
     assert one["params"] == {
-        "candidate_server_id": 2, "expected_master_server_id": None, "source_server_id": None, "max_window_s": None,
-        "prepare_timeout_s": None,
+        "candidate_registered_server_id": 2, "expected_master_registered_server_id": None,
+        "source_registered_server_id": None, "max_window_s": None, "prepare_timeout_s": None,
     }  # fmt: skip
 
 

@@ -24,7 +24,7 @@ AT = datetime(2025, 1, 1, tzinfo=UTC)
 
 def node(server_id: int, name: str, role: str, **over: object) -> TopologyNode:
     fields: dict[str, object] = dict(
-        server_id=server_id, name=name, label=f"{name} (server_id {server_id})", host="127.0.0.1",
+        registered_server_id=server_id, name=name, label=f"{name} (server_id {server_id})", host="127.0.0.1",
         protocol_port=7300 + server_id,
         admin_port=7400 + server_id, reported_server_id=server_id, health="healthy", maintenance=False,
         read_only=role != "master", role=role, gtid_current_pos=f"1-1-{100 + server_id}",
@@ -34,8 +34,9 @@ def node(server_id: int, name: str, role: str, **over: object) -> TopologyNode:
 
 def edge(link_id: int, replica: int, **over: object) -> TopologyEdge:
     fields: dict[str, object] = dict(
-        link_id=link_id, source="replica", connection="main", master_server_id=1, master_address="127.0.0.1:7301",
-        replica_server_id=replica, running=True, io_state="connected", sql_state="applying",
+        link_id=link_id, source="replica", connection="main", master_registered_server_id=1,
+        master_address="127.0.0.1:7301",
+        replica_registered_server_id=replica, running=True, io_state="connected", sql_state="applying",
         lag={1: domain_lag({"seconds": 0.2, "transactions": 3}, None)}, last_error_code=None, last_error_message=None,
         updated_at=AT,
     )  # fmt: skip
@@ -130,7 +131,7 @@ def test_several_masters_each_the_origin_of_its_own_domains_are_a_shape_not_a_fa
         node(3, "s3", "intermediate", gtid_current_pos="1-1-50,2-2-40"),
         node(4, "s4", "replica", gtid_current_pos="1-1-48,2-2-40"),
     ]
-    edges = [edge(10, 3), edge(11, 3, master_server_id=2), edge(12, 4, master_server_id=3)]
+    edges = [edge(10, 3), edge(11, 3, master_registered_server_id=2), edge(12, 4, master_registered_server_id=3)]
     summary = summarize(graph(nodes, edges))
     assert (summary.health, summary.problems, summary.masters) == ("healthy", [], ["s1", "s2"])
 

@@ -43,7 +43,8 @@ async def test_refusals_preflights_and_steps_name_servers_by_name_and_server_id(
 
         # Refused before it starts (the server is asked at once, before any poll recorded its server_id).
         running = await live.client.post(
-            f"/api/v1/clusters/{cluster_id}/operations/skip-transactions", json={"server_id": ids["replica1"]}
+            f"/api/v1/clusters/{cluster_id}/operations/skip-transactions",
+            json={"registered_server_id": ids["replica1"]},
         )
         assert running.status_code == 409, running.text
         message = running.json()["error"]["message"]
@@ -52,7 +53,8 @@ async def test_refusals_preflights_and_steps_name_servers_by_name_and_server_id(
         # Refused by the operation's preflight.
         refused = await run_operation(
             live.app, live.client, cluster_id, "switchover",
-            {"candidate_server_id": ids["replica1"], "expected_master_server_id": ids["replica2"]},
+            {"candidate_registered_server_id": ids["replica1"],
+             "expected_master_registered_server_id": ids["replica2"]},
         )  # fmt: skip
         assert refused["state"] == "failed", refused
         error = refused["error"]
@@ -61,7 +63,7 @@ async def test_refusals_preflights_and_steps_name_servers_by_name_and_server_id(
 
         # An operation's steps.
         operation = await run_operation(
-            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica1"]}
+            live.app, live.client, cluster_id, "switchover", {"candidate_registered_server_id": ids["replica1"]}
         )
         assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
         assert step(operation, "promote_candidate")["detail"].startswith(f"{replica1} is the master and writable")

@@ -15,7 +15,7 @@ from ferry_control.ctl.progress import raise_unless_succeeded
 def switchover(state: str, steps: list[str], failure: dict[str, Any] | None, error: str) -> dict[str, Any]:
     return {
         "id": 7, "cluster_id": 1, "type": "switchover", "state": state, "dry_run": False,
-        "params": {"candidate_server_id": 2}, "requester": "ops", "idempotency_key": None, "error": error,
+        "params": {"candidate_registered_server_id": 2}, "requester": "ops", "idempotency_key": None, "error": error,
         "steps": [{"name": name, "state": "failed", "started_at": "2025-01-01T00:00:00Z"} for name in steps],
         "result": {"failure": failure} if failure is not None else None,
         "created_at": "2025-01-01T00:00:00Z", "started_at": None, "finished_at": None,

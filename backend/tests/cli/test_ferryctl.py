@@ -110,8 +110,8 @@ async def test_status_then_switchover_with_wait(
             assert run.code == ExitCode.ok, (run.out, run.err)
             operation = run.json()
             assert operation["type"] == "switchover" and operation["state"] == "succeeded"
-            assert operation["result"]["new_master_server_id"] == ids["replica1"]
-            assert operation["result"]["old_master_server_id"] == ids["master"]
+            assert operation["result"]["new_master_registered_server_id"] == ids["replica1"]
+            assert operation["result"]["old_master_registered_server_id"] == ids["master"]
             # The live progress went to stderr, beside the JSON document: each step as it finished.
             assert "✓ preflight" in run.err and "✓ promote_candidate" in run.err
             assert writable_master(ferryd.nodes) is ferryd.replica1

@@ -67,12 +67,16 @@ async def test_positions_matrix_lag_and_topology(
         assert sorted(matrix["could_be_master"]) == sorted([ids["master"], ids["replica1"]])
 
         topology = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
-        roles = {node["server_id"]: node["role"] for node in topology["nodes"]}
+        roles = {node["registered_server_id"]: node["role"] for node in topology["nodes"]}
         assert roles == {ids["master"]: "master", ids["replica1"]: "replica", ids["replica2"]: "replica"}
-        edges = {edge["replica_server_id"]: edge for edge in topology["edges"]}
+        edges = {edge["replica_registered_server_id"]: edge for edge in topology["edges"]}
         assert set(edges) == {ids["replica1"], ids["replica2"]}
         for edge in edges.values():
-            assert (edge["connection"], edge["source"], edge["master_server_id"]) == ("main", "replica", ids["master"])
+            assert (edge["connection"], edge["source"], edge["master_registered_server_id"]) == (
+                "main",
+                "replica",
+                ids["master"],
+            )
             assert edge["master_address"] == ferryd.master.listen
         assert (edges[ids["replica1"]]["io_state"], edges[ids["replica1"]]["running"]) == ("connected", True)
         assert (edges[ids["replica2"]]["io_state"], edges[ids["replica2"]]["running"]) == ("stopped", False)
@@ -81,7 +85,8 @@ async def test_positions_matrix_lag_and_topology(
 
         lag = (
             await client.get(
-                f"/api/v1/clusters/{cluster_id}/lag/history", params={"replica_server_id": ids["replica2"], "domain": 1}
+                f"/api/v1/clusters/{cluster_id}/lag/history",
+                params={"replica_registered_server_id": ids["replica2"], "domain": 1},
             )
         ).json()
         assert lag["samples"][-1]["transactions"] == 4 and lag["samples"][-1]["connection"] == "main"
@@ -92,7 +97,8 @@ async def test_positions_matrix_lag_and_topology(
     assert all(edge["lag"]["1"]["transactions"] == 0 and edge["running"] for edge in topology["edges"])
     lag = (
         await client.get(
-            f"/api/v1/clusters/{cluster_id}/lag/history", params={"replica_server_id": ids["replica2"], "domain": 1}
+            f"/api/v1/clusters/{cluster_id}/lag/history",
+            params={"replica_registered_server_id": ids["replica2"], "domain": 1},
         )
     ).json()
     assert [s["transactions"] for s in lag["samples"]][-2:] == [4, 0]
@@ -106,7 +112,7 @@ async def test_positions_matrix_lag_and_topology(
     later = (
         await client.get(
             f"/api/v1/clusters/{cluster_id}/lag/history",
-            params={"replica_server_id": ids["replica2"], "domain": 1, "since": between.isoformat()},
+            params={"replica_registered_server_id": ids["replica2"], "domain": 1, "since": between.isoformat()},
         )
     ).json()
     assert [(s["transactions"], s["sampled_at"]) for s in later["at_start"]] == [(4, lagging["sampled_at"])]
@@ -119,7 +125,9 @@ async def test_position_samples_are_change_only(app: FastAPI, client: httpx.Asyn
     await app.state.collector.run_cycle()
     history = lambda: client.get(f"/api/v1/clusters/{cluster_id}/positions/history", params={"limit": 10000})  # noqa: E731
     first = (await history()).json()["samples"]
-    assert {(s["server_id"], s["domain_id"]) for s in first} >= {(i, d) for i in ids.values() for d in (1, 2)}
+    assert {(s["registered_server_id"], s["domain_id"]) for s in first} >= {
+        (i, d) for i in ids.values() for d in (1, 2)
+    }
 
     await app.state.collector.run_cycle()
     assert (await history()).json()["samples"] == first, "nothing changed, nothing recorded"
@@ -129,14 +137,22 @@ async def test_position_samples_are_change_only(app: FastAPI, client: httpx.Asyn
     await app.state.collector.run_cycle()
     new = (await history()).json()["samples"][len(first) :]
     gtid = next(g for g in position.split(",") if g.startswith("2-"))
-    assert sorted((s["server_id"], s["domain_id"], s["gtid"]) for s in new) == sorted(
+    assert sorted((s["registered_server_id"], s["domain_id"], s["gtid"]) for s in new) == sorted(
         (i, 2, gtid) for i in ids.values()
     )
 
     only_master = await client.get(
-        f"/api/v1/clusters/{cluster_id}/positions/history", params={"server_id": ids["master"], "domain": 2}
+        f"/api/v1/clusters/{cluster_id}/positions/history", params={"registered_server_id": ids["master"], "domain": 2}
     )
     assert only_master.json()["samples"][-1]["gtid"] == gtid
+    assert {s["registered_server_id"] for s in only_master.json()["samples"]} == {ids["master"]}
+    # The filter's old name is refused naming the new one, not answered unfiltered.
+    old = await client.get(f"/api/v1/clusters/{cluster_id}/positions/history", params={"server_id": ids["master"]})
+    assert old.status_code == 422, old.text
+    assert old.json()["error"]["message"].startswith("query.server_id: server_id was renamed registered_server_id: ")
+    old_lag = await client.get(f"/api/v1/clusters/{cluster_id}/lag/history", params={"replica_server_id": 1})
+    assert old_lag.status_code == 422
+    assert "send replica_registered_server_id" in old_lag.json()["error"]["message"]
 
 
 async def test_a_server_that_does_not_answer_becomes_unreachable(
@@ -208,7 +224,7 @@ async def test_sse_delivers_a_position_change(
                     gtid = ferryd.master.increment("sse", "k", domain=3)
                     await app.state.collector.run_cycle()
                     async for name, data in events:
-                        if name == "position" and data["server_id"] == ids["master"] and data["domain"] == 3:
+                        if name == "position" and data["registered_server_id"] == ids["master"] and data["domain"] == 3:
                             assert data["gtid"] == gtid and data["cluster_id"] == cluster_id
                             break
     finally:
@@ -277,7 +293,7 @@ async def test_a_server_answering_nonsense_is_the_only_one_in_error(
     for server_id in ids.values():
         assert servers[server_id]["health"] == "healthy" and servers[server_id]["gtid_current_pos"] == caught_up
     topology = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
-    assert {e["replica_server_id"] for e in topology["edges"]} == {ids["replica1"], ids["replica2"]}
+    assert {e["replica_registered_server_id"] for e in topology["edges"]} == {ids["replica1"], ids["replica2"]}
 
 
 async def test_lag_in_seconds_is_measured_from_when_the_master_was_seen_past_the_replica(
@@ -290,7 +306,7 @@ async def test_lag_in_seconds_is_measured_from_when_the_master_was_seen_past_the
 
     async def lag_of_replica2() -> dict:
         topology = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
-        return next(e for e in topology["edges"] if e["replica_server_id"] == ids["replica2"])["lag"]["1"]
+        return next(e for e in topology["edges"] if e["replica_registered_server_id"] == ids["replica2"])["lag"]["1"]
 
     assert (await lag_of_replica2())["seconds"] == 0.0
     async with replication_stopped(ferryd.replica2):

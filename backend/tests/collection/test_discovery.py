@@ -60,12 +60,13 @@ async def test_discovery_from_one_replica_finds_its_master_and_the_masters_other
     ), "registered with the addresses it advertises to its master"
     assert other["origin"] == "discovered"
     assert len(found["added"]) == 2, "replica1 is recognised in the master's list by its address"
-    assert not [n for n in found["notes"] if n["server_id"] == other["id"]]
+    assert not [n for n in found["notes"] if n["registered_server_id"] == other["id"]]
 
     await app.state.collector.run_cycle()
     edges = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["edges"]
     assert sorted(
-        (e["replica_server_id"], e["source"], e["connection"], e["master_server_id"]) for e in edges
+        (e["replica_registered_server_id"], e["source"], e["connection"], e["master_registered_server_id"])
+        for e in edges
     ) == sorted(
         [(found["seed"]["id"], "replica", "main", master["id"]), (other["id"], "replica", "main", master["id"])]
     )
@@ -77,8 +78,10 @@ async def test_without_an_offset_a_discovered_master_is_recorded_without_admin_p
     _, found = await discover_from_replica1(client, ferryd, None)
     assert [(s["protocol_port"], s["admin_port"]) for s in found["added"]] == [(ferryd.master.protocol_port, None)]
     master_id = found["added"][0]["id"]
-    assert any(n["server_id"] == master_id and "without an admin port" in n["message"] for n in found["notes"])
-    assert any(n["server_id"] == master_id and "not visited" in n["message"] for n in found["notes"])
+    assert any(
+        n["registered_server_id"] == master_id and "without an admin port" in n["message"] for n in found["notes"]
+    )
+    assert any(n["registered_server_id"] == master_id and "not visited" in n["message"] for n in found["notes"])
 
 
 async def test_discovering_again_adds_nothing_new(client: httpx.AsyncClient, ferryd: FerrydCluster) -> None:

@@ -100,7 +100,7 @@ def test_a_strict_mode_stop_is_told_with_the_errant_domains_and_what_to_do() -> 
 
 def _node(server_id: int, role: str, **over: object) -> TopologyNode:
     fields: dict[str, object] = dict(
-        server_id=server_id, name=f"node{server_id}", label=f"node{server_id} (server_id {server_id})",
+        registered_server_id=server_id, name=f"node{server_id}", label=f"node{server_id} (server_id {server_id})",
         host="127.0.0.1", protocol_port=7300 + server_id, admin_port=7400 + server_id, reported_server_id=server_id,
         health="healthy", maintenance=False, read_only=role != "master", role=role, gtid_current_pos="",
     )  # fmt: skip
@@ -109,8 +109,8 @@ def _node(server_id: int, role: str, **over: object) -> TopologyNode:
 
 def _edge(replica: int) -> TopologyEdge:
     return TopologyEdge.model_validate(
-        dict(link_id=replica, source="replica", connection="main", master_server_id=1,
-             master_address="127.0.0.1:7301", replica_server_id=replica, running=True, io_state="connected",
+        dict(link_id=replica, source="replica", connection="main", master_registered_server_id=1,
+             master_address="127.0.0.1:7301", replica_registered_server_id=replica, running=True, io_state="connected",
              sql_state="applying", lag={}, last_error_code=None, last_error_message=None, updated_at=AT)
     )  # fmt: skip
 
@@ -120,7 +120,7 @@ def test_a_writable_replica_is_an_alert_unless_an_operation_runs_or_it_is_allowe
              writable_domains=[3])]  # fmt: skip
     edges = [_edge(2), _edge(3)]
     alerts = replica_alerts(nodes, edges, busy=False, enforce=False)
-    assert [(a.kind, a.server_id) for a in alerts] == [("writable_replica", 2)]
+    assert [(a.kind, a.registered_server_id) for a in alerts] == [("writable_replica", 2)]
     assert alerts[0].message.startswith("node2 (server_id 2) replicates node1 (server_id 1) and is writable")
     assert "enforce_read_only_replicas is off" in alerts[0].message
     assert replica_alerts(nodes, edges, busy=True, enforce=True) == []

@@ -176,7 +176,7 @@ async def test_every_kind_of_lie_is_the_liars_error_alone_naming_what_was_wrong(
         servers[i]["health"] == "healthy" and servers[i]["gtid_current_pos"] == caught_up for i in honest.values()
     )
     topology = (await client.get(f"/api/v1/clusters/{honest_id}/topology")).json()
-    assert {e["replica_server_id"] for e in topology["edges"]} == {honest["replica1"], honest["replica2"]}
+    assert {e["replica_registered_server_id"] for e in topology["edges"]} == {honest["replica1"], honest["replica2"]}
 
 
 def _status(server_id: int, connection_name: str) -> ServerStatus:
@@ -221,8 +221,8 @@ async def test_an_answer_the_database_refuses_is_recorded_as_that_servers_failur
     refused, recorded = servers[ids["a"]], servers[ids["b"]]
     assert "its replication links could not be recorded" in refused["last_error"], refused
     assert recorded["last_error"] is None and recorded["gtid_current_pos"] == f"1-{ids['b']}-5"
-    assert [(e["replica_server_id"], e["connection"]) for e in topology["edges"]] == [(ids["b"], "main")]
-    assert any(isinstance(e.data, PositionEvent) and e.data.server_id == ids["b"] for e in events)
+    assert [(e["replica_registered_server_id"], e["connection"]) for e in topology["edges"]] == [(ids["b"], "main")]
+    assert any(isinstance(e.data, PositionEvent) and e.data.registered_server_id == ids["b"] for e in events)
 
 
 async def test_the_hooks_run_after_a_cycle_that_failed(live_app: LiveFactory) -> None:

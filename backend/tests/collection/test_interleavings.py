@@ -75,7 +75,7 @@ async def test_interleavings_say_which_servers_will_never_receive_a_domain_and_w
         await app.state.collector.run_cycle()
 
         body = (await client.get(f"/api/v1/clusters/{cluster_id}/interleavings", params={"limit": 10})).json()
-        servers = {s["server_id"]: s for s in body["servers"]}
+        servers = {s["registered_server_id"]: s for s in body["servers"]}
 
         # The one that does not answer is its own error; every other lane is there.
         assert "unreachable" in servers[ids["silent"]]["error"], servers[ids["silent"]]
@@ -149,7 +149,7 @@ async def test_a_window_by_gtid_range_or_by_time_lists_what_it_covers_and_says_w
     response = await client.get(url, params={"from": "1-11-3", "to": "1-11-6"})
     assert response.status_code == 200, response.text
     body = response.json()
-    servers = {s["server_id"]: s for s in body["servers"]}
+    servers = {s["registered_server_id"]: s for s in body["servers"]}
     assert body["window"]["kind"] == "gtid" and body["window"]["domains"] == [1]
     for role in ("master", "replica1", "replica2"):
         assert listed(servers[ids[role]]) == ["1-11-6", "1-11-5", "1-11-4", "1-11-3"], role
@@ -159,7 +159,7 @@ async def test_a_window_by_gtid_range_or_by_time_lists_what_it_covers_and_says_w
 
     # The newest transactions: replica2 lacks the last 3 of each domain; the master and replica1 lack none.
     body = (await client.get(url, params={"limit": 5})).json()
-    servers = {s["server_id"]: s for s in body["servers"]}
+    servers = {s["registered_server_id"]: s for s in body["servers"]}
     assert body["window"] == {"kind": "count", "last_s": None, "limit": 5, "from_seq": {}, "to_seq": None,
                               "domains": None, "newest": {"1": 11, "2": 11}}  # fmt: skip
     assert servers[ids["replica2"]]["behind"] == {"1": 3, "2": 3}
@@ -174,7 +174,7 @@ async def test_a_window_by_gtid_range_or_by_time_lists_what_it_covers_and_says_w
         samples.add_position(server_id=ids["replica1"], domain_id=2, gtid="2-11-4", seq_no=4, sampled_at=then)
         await samples.write()
     body = (await client.get(url, params={"last_s": 60})).json()
-    servers = {s["server_id"]: s for s in body["servers"]}
+    servers = {s["registered_server_id"]: s for s in body["servers"]}
     assert body["window"]["kind"] == "time" and body["window"]["from_seq"] == {"1": 10, "2": 5}
     # Newest first as the binlog holds them: the second write's domains 1 then 2, before them the first's domain 2.
     second, first = ["2-11-11", "2-11-10", "2-11-9", "1-11-11", "1-11-10"], ["2-11-8", "2-11-7", "2-11-6", "2-11-5"]

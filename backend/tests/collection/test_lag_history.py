@@ -121,12 +121,13 @@ async def test_a_link_s_lag_history_outlives_the_link(app: FastAPI, client: http
     ).json()
     assert len(after["samples"]) == len(before["samples"]) == 301
     assert after["samples"] == before["samples"] and after["at_start"] == before["at_start"]
-    assert {(s["link_id"], s["replica_server_id"], s["connection"]) for s in after["samples"]} == {
+    assert {(s["link_id"], s["replica_registered_server_id"], s["connection"]) for s in after["samples"]} == {
         (link_id, replica, "main")
     }
     # Filtered by the replica: still there.
     only = await client.get(f"/api/v1/clusters/{cluster_id}/lag/history",
-                            params={"since": since, "until": until, "replica_server_id": replica})  # fmt: skip
+                            params={"since": since, "until": until,
+                                    "replica_registered_server_id": replica})  # fmt: skip
     assert len(only.json()["samples"]) == 301
     # The server removed: its samples go with it.
     assert (await client.delete(f"/api/v1/clusters/{cluster_id}/servers/{replica}")).status_code == 204

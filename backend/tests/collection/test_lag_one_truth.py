@@ -60,7 +60,9 @@ async def test_every_surface_reads_the_same_lag_at_one_moment(
     async def held() -> dict[str, Any] | None:
         await app.state.collector.run_cycle()
         edges = (await client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["edges"]
-        (edge,) = [e for e in edges if e["replica_server_id"] == ids["replica2"] and e["source"] == "replica"]
+        (edge,) = [
+            e for e in edges if e["replica_registered_server_id"] == ids["replica2"] and e["source"] == "replica"
+        ]
         lag = edge["lag"].get("1")
         return edge if lag and lag["transactions"] == 5 and lag["seconds"] > 0 else None
 
@@ -79,7 +81,11 @@ async def test_every_surface_reads_the_same_lag_at_one_moment(
     for run in (status, listed, text, status_text):
         assert run.code == ExitCode.ok, run.err
 
-    (edge,) = [e for e in topology["edges"] if e["replica_server_id"] == ids["replica2"] and e["source"] == "replica"]
+    (edge,) = [
+        e
+        for e in topology["edges"]
+        if e["replica_registered_server_id"] == ids["replica2"] and e["source"] == "replica"
+    ]
     truth = verdict(edge["lag"]["1"])
     assert truth["delay_s"] == DELAY_S and truth["level"] == "none" and truth["beyond_delay_s"] == 0.0
     assert truth["words"] == f"{seconds_words(truth['seconds'])} (delay 10 min 00 s, +0 s) · 5 txn"
@@ -96,7 +102,9 @@ async def test_every_surface_reads_the_same_lag_at_one_moment(
     assert (series[-1]["seconds"], series[-1]["transactions"]) == (truth["seconds"], truth["transactions"])
     assert [(d["link_id"], d["delay_s"]) for d in history["delays"]] == [(edge["link_id"], DELAY_S)]
     # ferryctl: the same words in status and clusters list, as JSON and as text.
-    (line,) = [r for r in status.json()["lag"] if r["replica_server_id"] == ids["replica2"] and r["domain"] == 1]
+    (line,) = [
+        r for r in status.json()["lag"] if r["replica_registered_server_id"] == ids["replica2"] and r["domain"] == 1
+    ]
     assert (line["lag"], line["seconds"], line["delay_s"], line["level"]) == (
         truth["words"],
         truth["seconds"],

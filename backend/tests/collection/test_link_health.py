@@ -21,7 +21,9 @@ async def topology_edge(app: FastAPI, client: httpx.AsyncClient, cluster_id: int
     await app.state.collector.run_cycle()
     response = await client.get(f"/api/v1/clusters/{cluster_id}/topology")
     assert response.status_code == 200, response.text
-    (edge,) = [e for e in response.json()["edges"] if e["replica_server_id"] == replica and e["source"] == "replica"]
+    (edge,) = [
+        e for e in response.json()["edges"] if e["replica_registered_server_id"] == replica and e["source"] == "replica"
+    ]
     return edge  # type: ignore[no-any-return]
 
 

@@ -30,7 +30,7 @@ async def topology(app: FastAPI, client: httpx.AsyncClient, cluster_id: int) -> 
 
 
 def edge_of(graph: dict[str, Any], replica: int) -> dict[str, Any]:
-    (edge,) = [e for e in graph["edges"] if e["replica_server_id"] == replica and e["source"] == "replica"]
+    (edge,) = [e for e in graph["edges"] if e["replica_registered_server_id"] == replica and e["source"] == "replica"]
     return edge  # type: ignore[no-any-return]
 
 

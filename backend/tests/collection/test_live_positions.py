@@ -44,14 +44,18 @@ async def test_a_write_reaches_an_open_stream_without_a_collector_cycle(
                 async with asyncio.timeout(WAIT_S):
                     while waiting:
                         name, data = await anext(events)
-                        assert not (name == "position" and data["server_id"] == liar_id), "nonsense is skipped"
+                        assert not (name == "position" and data["registered_server_id"] == liar_id), (
+                            "nonsense is skipped"
+                        )
                         if name == "position" and data["domain"] == 4 and data["gtid"] == gtid:
-                            waiting.discard(data["server_id"])
+                            waiting.discard(data["registered_server_id"])
 
                 # The collector's view of the master, older than what the stream already sent, then a fence.
-                stale = {"server_id": ids["master"], "domain": 4, "gtid": "4-0-0", "seq_no": 0}
+                stale = {"registered_server_id": ids["master"], "domain": 4, "gtid": "4-0-0", "seq_no": 0}
                 live.app.state.bus.publish(ClusterEvent(cluster_id, "position", stale))
-                live.app.state.bus.publish(ClusterEvent(cluster_id, "health", {"server_id": 1, "state": "healthy"}))
+                live.app.state.bus.publish(
+                    ClusterEvent(cluster_id, "health", {"registered_server_id": 1, "state": "healthy"})
+                )
                 async with asyncio.timeout(WAIT_S):
                     name, data = await anext(events)
                     while name == "position" and data["gtid"] != "4-0-0":  # a live read may come first

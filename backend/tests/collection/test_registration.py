@@ -104,7 +104,10 @@ async def test_register_discovers_seed000_from_the_multi_source_replica(
             seed000.server(5).port: "replica",
         }
         multi = by_port[seed000.server(3).port]["id"]
-        assert sorted(e["connection"] for e in topology["edges"] if e["replica_server_id"] == multi) == ["m1", "m2"]
+        assert sorted(e["connection"] for e in topology["edges"] if e["replica_registered_server_id"] == multi) == [
+            "m1",
+            "m2",
+        ]
 
         # Again (the app's database is emptied only when it stops): the logins are replaced, the cluster and its
         # servers stay as they are.

@@ -36,7 +36,7 @@ async def guard_event(subscription: Subscription, server_id: int, action: str) -
             fields = event.data.fields()
             if (
                 event.type == EventType.replica_guard
-                and fields["server_id"] == server_id
+                and fields["registered_server_id"] == server_id
                 and fields["action"] == action
             ):
                 return event
@@ -169,7 +169,7 @@ async def test_errant_writes_in_two_domains_are_named_in_the_overview_and_ferryc
 
         async def errant_known() -> list[dict[str, Any]] | None:
             nodes = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["nodes"]
-            errant = next(n for n in nodes if n["server_id"] == ids["replica1"])["errant"]
+            errant = next(n for n in nodes if n["registered_server_id"] == ids["replica1"])["errant"]
             return errant if [(e["domain"], e["last_gtid"]) for e in errant] == [(1, mine[1][-1]),
                                                                                 (2, mine[2][-1])] else None  # fmt: skip
 
@@ -207,7 +207,7 @@ async def test_errant_writes_in_two_domains_are_named_in_the_overview_and_ferryc
 
         async def stopped_in_words() -> str | None:
             edges = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["edges"]
-            edge = next(e for e in edges if e["replica_server_id"] == ids["replica1"])
+            edge = next(e for e in edges if e["replica_registered_server_id"] == ids["replica1"])
             return edge["last_error_words"]
 
         stop = await eventually("replica1's strict-mode stop in words", stopped_in_words)
@@ -239,4 +239,4 @@ async def _has_problem(live: Live, cluster_id: int, words: str) -> bool:
 
 async def _errant_domains(live: Live, cluster_id: int, server_id: int, domains: list[int]) -> bool:
     nodes = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["nodes"]
-    return [e["domain"] for e in next(n for n in nodes if n["server_id"] == server_id)["errant"]] == domains
+    return [e["domain"] for e in next(n for n in nodes if n["registered_server_id"] == server_id)["errant"]] == domains

@@ -134,7 +134,9 @@ def test_on_sqlite_nothing_is_relayed(sqlite_url: str) -> None:
 
 def test_events_are_packed_in_order_under_the_payload_limit() -> None:
     events = [
-        ClusterEvent(cluster_id=1 + n % 3, type="position", data={"server_id": n, "domain": 1, "gtid": f"1-1-{n}"})
+        ClusterEvent(
+            cluster_id=1 + n % 3, type="position", data={"registered_server_id": n, "domain": 1, "gtid": f"1-1-{n}"}
+        )
         for n in range(500)
     ]
     payloads, dropped = pack("host-1-ab", 7, events)
@@ -149,7 +151,7 @@ def test_events_are_packed_in_order_under_the_payload_limit() -> None:
 def test_an_event_too_big_for_one_notification_keeps_its_scalar_fields() -> None:
     steps = [OperationStep.instant(f"step{n}", "passed", "é" * 1000) for n in range(10)]
     event = ClusterEvent(4, "operation", {"operation_id": 9, "type": "switchover", "state": "running", "steps": steps})
-    small = ClusterEvent(4, "position", {"server_id": 1, "domain": 2, "gtid": "2-1-5"})
+    small = ClusterEvent(4, "position", {"registered_server_id": 1, "domain": 2, "gtid": "2-1-5"})
     payloads, dropped = pack("host-1-ab", 0, [event, small])
     assert dropped == 0 and all(len(p.encode()) <= PAYLOAD_BYTES_MAX for p in payloads)
     _, received = unpack(payloads[0])
@@ -358,7 +360,7 @@ async def test_an_sse_client_of_the_standby_sees_the_leaders_events(
 
                     gtid = ferryd.master.increment("relay", "k", domain=6)
                     async for name, data in events:
-                        if name == "position" and data["server_id"] == ids["master"] and data["domain"] == 6:
+                        if name == "position" and data["registered_server_id"] == ids["master"] and data["domain"] == 6:
                             assert data["gtid"] == gtid and data["cluster_id"] == cluster_id
                             break
 
@@ -366,7 +368,7 @@ async def test_an_sse_client_of_the_standby_sees_the_leaders_events(
                     async with leader.client() as client:
                         response = await client.post(
                             f"/api/v1/clusters/{cluster_id}/operations/switchover",
-                            json={"candidate_server_id": ids["replica2"], "dry_run": True},
+                            json={"candidate_registered_server_id": ids["replica2"], "dry_run": True},
                         )
                     assert response.status_code == 202, response.text
                     operation_id = response.json()["id"]
@@ -402,7 +404,7 @@ async def test_the_relay_reconnects_after_losing_its_connections(instances: Inst
                 event = await subscription.next()
         assert (event.type, event.data.fields()) == ("health", data)
 
-    await relayed({"server_id": 1, "state": "healthy"})  # the first instance's sender is connected now
+    await relayed({"registered_server_id": 1, "state": "healthy"})  # the first instance's sender is connected now
     engine = create_sync_engine(live_database_url, poolclass=NullPool)
     with engine.connect() as connection:
         terminated = connection.execute(
@@ -416,7 +418,7 @@ async def test_the_relay_reconnects_after_losing_its_connections(instances: Inst
     assert terminated == 3, "two listeners and a sender"
     await eventually("the loss to be noticed", lambda: not second.app.state.relay.listening, WAIT_S)
     await eventually("both instances to listen again", listening, WAIT_S)
-    await relayed({"server_id": 1, "state": "unreachable"})  # the sender replaced its connection
+    await relayed({"registered_server_id": 1, "state": "unreachable"})  # the sender replaced its connection
     assert await second.metric("ferry_control_event_relay_listening ") == "ferry_control_event_relay_listening 1.0"
     dropped = await first.metric('ferry_control_event_relay_events_total{outcome="dropped"}')
     assert dropped.endswith(" 0.0")

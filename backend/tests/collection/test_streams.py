@@ -26,11 +26,11 @@ from tests.operations.test_operation_faults import ApiProcess, app_settings, ope
 
 
 def test_an_events_frame_is_the_server_sent_event_of_its_type_and_data() -> None:
-    event = ClusterEvent(7, "position", {"server_id": 1, "domain": 2, "gtid": "2-1-30", "seq_no": 30})
+    event = ClusterEvent(7, "position", {"registered_server_id": 1, "domain": 2, "gtid": "2-1-30", "seq_no": 30})
     assert event.sse_frame == f"event: position\r\ndata: {event.json}\r\n\r\n".encode()
     assert json.loads(event.json) == {
         "event": "position", "cluster_id": 7, "at": event.at.isoformat(),
-        "server_id": 1, "domain": 2, "gtid": "2-1-30", "seq_no": 30,
+        "registered_server_id": 1, "domain": 2, "gtid": "2-1-30", "seq_no": 30,
     }  # fmt: skip
     assert event.sse_frame is event.sse_frame, "encoded once, however many streams send it"
 
@@ -47,7 +47,7 @@ async def test_a_burst_of_events_reaches_a_stream_whole_and_in_order(live_app: L
                 assert (await anext(reader))[0] == "subscribed"
                 burst = 600  # more than one write's BATCH_EVENTS_MAX
                 for seq_no in range(1, burst + 1):
-                    data = {"server_id": 1, "domain": 0, "gtid": f"0-1-{seq_no}", "seq_no": seq_no}
+                    data = {"registered_server_id": 1, "domain": 0, "gtid": f"0-1-{seq_no}", "seq_no": seq_no}
                     live.app.state.bus.publish(ClusterEvent(cluster_id, "position", data))
                 seen: list[int] = []
                 async with asyncio.timeout(WAIT_S):
@@ -84,9 +84,11 @@ async def test_streams_past_the_cap_are_refused_and_the_others_keep_receiving(li
             async with other.stream("GET", url) as fourth:
                 assert fourth.status_code == 200
 
-            live.app.state.bus.publish(ClusterEvent(cluster_id, "health", {"server_id": 1, "state": "healthy"}))
+            live.app.state.bus.publish(
+                ClusterEvent(cluster_id, "health", {"registered_server_id": 1, "state": "healthy"})
+            )
             # Published from another thread (a sync callback run in a thread pool): handed to the streams' loop.
-            event = ClusterEvent(cluster_id, "health", {"server_id": 2, "state": "healthy"})
+            event = ClusterEvent(cluster_id, "health", {"registered_server_id": 2, "state": "healthy"})
             await asyncio.to_thread(live.app.state.bus.publish, event)
             async with asyncio.timeout(WAIT_S):
                 for reader in events:
@@ -94,7 +96,7 @@ async def test_streams_past_the_cap_are_refused_and_the_others_keep_receiving(li
                         name, data = await anext(reader)
                         while name != "health":
                             name, data = await anext(reader)
-                        assert data["server_id"] == server_id
+                        assert data["registered_server_id"] == server_id
 
             async with session_scope(live.app.state.sessionmaker) as session:
                 token = next(t for t in await TokenService(session, live.settings).list() if t.name == "live-viewer")
@@ -154,7 +156,7 @@ async def test_a_client_that_stops_reading_holds_no_other_stream_up(live_app: Li
                 reader = asyncio.create_task(read_fast())
                 for start in range(0, burst, 100):  # a hundred per turn of the loop, as a busy collector sends them
                     for seq_no in range(start + 1, start + 101):
-                        data = {"server_id": 1, "domain": 0, "gtid": f"0-1-{seq_no}", "seq_no": seq_no}
+                        data = {"registered_server_id": 1, "domain": 0, "gtid": f"0-1-{seq_no}", "seq_no": seq_no}
                         live.app.state.bus.publish(ClusterEvent(cluster_id, "position", data))
                     await asyncio.sleep(0)
                 async with asyncio.timeout(WAIT_S):

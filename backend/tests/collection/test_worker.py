@@ -105,7 +105,8 @@ async def test_a_worker_collects_and_runs_what_the_web_process_accepts(
             assert cycles["instance_id"] == worker_id and cycles["role"] == "leader" and cycles["cycles"], cycles
 
             started = await live.client.post(
-                f"/api/v1/clusters/{cluster_id}/operations/switchover", json={"candidate_server_id": ids["replica1"]}
+                f"/api/v1/clusters/{cluster_id}/operations/switchover",
+                json={"candidate_registered_server_id": ids["replica1"]},
             )
             assert started.status_code == 202, started.text
             operation_id = started.json()["id"]

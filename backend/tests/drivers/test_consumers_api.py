@@ -142,7 +142,7 @@ async def test_a_switchover_plan_names_the_consumers_of_the_servers_it_moves(
         async with one_consumer_on_each(ferryd):
             operation = await run_operation(
                 live.app, live.client, cluster_id, "switchover",
-                {"candidate_server_id": ids["replica1"], "dry_run": True},
+                {"candidate_registered_server_id": ids["replica1"], "dry_run": True},
             )  # fmt: skip
     assert operation["state"] == "succeeded", operation["error"]
     plan = operation["result"]["plan"]
@@ -189,7 +189,7 @@ async def test_a_failover_dry_run_names_the_replicas_consumers_and_says_a_dead_m
             )
             operation = await run_operation(
                 live.app, live.client, cluster_id, "failover",
-                {"candidate_server_id": ids["replica1"], "dry_run": True},
+                {"candidate_registered_server_id": ids["replica1"], "dry_run": True},
             )  # fmt: skip
     assert (operation["state"], operation["dry_run"]) == ("succeeded", True), operation["error"]
     result = operation["result"]
@@ -226,7 +226,11 @@ async def test_a_failover_drill_dry_run_names_the_consumers_of_the_master_it_wou
                 await anext(sub)
             response = await live.client.post(
                 f"/api/v1/clusters/{cluster_id}/drills/dry-run",
-                json={"kind": "failover", "candidate_strategy": "fixed", "candidate_server_id": ids["replica1"]},
+                json={
+                    "kind": "failover",
+                    "candidate_strategy": "fixed",
+                    "candidate_registered_server_id": ids["replica1"],
+                },
             )
             assert response.status_code == 202, response.text
             operation = await finished(live.app, live.client, cluster_id, response.json()["id"])

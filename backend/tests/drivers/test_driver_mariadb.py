@@ -145,7 +145,7 @@ async def test_semi_sync_fallen_back_on_a_writable_master_is_a_warning_and_throu
         cluster_id, ids = await register_mariadb(live.client, mariadb)
         await live.app.state.collector.run_cycle()
         topology = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
-        warnings = {node["server_id"]: node["warnings"] for node in topology["nodes"]}
+        warnings = {node["registered_server_id"]: node["warnings"] for node in topology["nodes"]}
         assert warnings == {ids[1]: [SEMI_SYNC_FALLEN_BACK], ids[2]: [], ids[3]: []}
         overview = {c["id"]: c for c in (await live.client.get("/api/v1/clusters/overview")).json()}[cluster_id]
         assert overview["health"] == "degraded"

@@ -126,7 +126,7 @@ async def test_a_switchover_moves_the_proxys_writer_at_once(
             assert await write_through(writer, "k") == ferryd.master.server_id
 
             started = await live.client.post(f"/api/v1/clusters/{cluster_id}/operations/switchover",
-                                             json={"candidate_server_id": ids["replica1"]})  # fmt: skip
+                                             json={"candidate_registered_server_id": ids["replica1"]})  # fmt: skip
             assert started.status_code == 202, started.text
             async with asyncio.timeout(WAIT_S):
                 await live.app.state.runner.wait(started.json()["id"])
@@ -151,8 +151,8 @@ async def test_a_switchover_moves_the_proxys_writer_at_once(
 
             [seen] = (await live.client.get(f"/api/v1/clusters/{cluster_id}/proxies")).json()
             assert (seen["proxy"], seen["reachable"], seen["writer_addresses"]) == (str(socket_path), True, [writer])
-            assert seen["writer_server_id"] == ids["replica1"] and len(seen["reader_addresses"]) == 1
-            assert {s["server_id"] for s in seen["servers"]} == set(ids.values())
+            assert seen["writer_registered_server_id"] == ids["replica1"] and len(seen["reader_addresses"]) == 1
+            assert {s["registered_server_id"] for s in seen["servers"]} == set(ids.values())
 
 
 async def test_a_failover_with_the_proxy_unreachable_completes_reports_it_and_the_proxy_is_brought_in_line(

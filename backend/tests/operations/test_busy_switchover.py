@@ -77,7 +77,11 @@ def master_number(cluster: MariadbCluster) -> int:
 async def parallel_apply(live: Any, cluster_id: int, server_id: int, mode: str, workers: int) -> None:
     """A replica's parallel apply changed through Ferry (the audited, guarded operation)."""
     changed = await run_operation(
-        live.app, live.client, cluster_id, "parallel-apply", {"server_id": server_id, "mode": mode, "workers": workers}
+        live.app,
+        live.client,
+        cluster_id,
+        "parallel-apply",
+        {"registered_server_id": server_id, "mode": mode, "workers": workers},
     )
     assert changed["state"] == "succeeded", (changed["error"], changed["steps"])
 
@@ -112,14 +116,18 @@ async def test_a_busy_cluster_switches_over_by_catching_up_first(
                 )
                 before = shape(cluster)
                 dry = await run_operation(
-                    live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids[2], "dry_run": True}
+                    live.app,
+                    live.client,
+                    cluster_id,
+                    "switchover",
+                    {"candidate_registered_server_id": ids[2], "dry_run": True},
                 )
                 assert dry["state"] == "succeeded", (dry["error"], dry["steps"])
                 assert any("is stalled in domain" in a for a in dry["result"]["advice"]), dry["result"]
                 assert dry["result"]["forecast"]["behind"] > 0, dry["result"]["forecast"]
                 refused = await run_operation(
                     live.app, live.client, cluster_id, "switchover",
-                    {"candidate_server_id": ids[2], "max_window_s": 0.2, "prepare_timeout_s": 3},
+                    {"candidate_registered_server_id": ids[2], "max_window_s": 0.2, "prepare_timeout_s": 3},
                 )  # fmt: skip
                 after = shape(cluster)
             finally:
@@ -141,12 +149,12 @@ async def test_a_busy_cluster_switches_over_by_catching_up_first(
             )
             dry = await run_operation(
                 live.app, live.client, cluster_id, "switchover",
-                {"candidate_server_id": ids[3], "dry_run": True, "max_window_s": BUDGET_S},
+                {"candidate_registered_server_id": ids[3], "dry_run": True, "max_window_s": BUDGET_S},
             )  # fmt: skip
             assert dry["state"] == "succeeded", dry
             assert any("falls behind while this load lasts — raise its parallel apply" in a
                        for a in dry["result"]["advice"]), dry["result"]["advice"]  # fmt: skip
-            body = {"candidate_server_id": ids[3], "max_window_s": BUDGET_S, "prepare_timeout_s": 4}
+            body = {"candidate_registered_server_id": ids[3], "max_window_s": BUDGET_S, "prepare_timeout_s": 4}
             before = shape(cluster)
             first = await run_operation(live.app, live.client, cluster_id, "switchover", body)
             names = [s["name"] for s in first["steps"]]
@@ -178,7 +186,7 @@ async def test_a_busy_cluster_switches_over_by_catching_up_first(
             # applies single-threaded again; then it takes over, and server 3, demoted likewise, does too.
             await parallel_apply(live, cluster_id, ids[1], single_mode, 0)
             levelling = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                            {"candidate_server_id": ids[1]})  # fmt: skip
+                                            {"candidate_registered_server_id": ids[1]})  # fmt: skip
             assert levelling["state"] == "succeeded", (levelling["error"], levelling["steps"])
             await parallel_apply(live, cluster_id, ids[3], single_mode, 0)
             bypassing = bypassing_users(cluster)
@@ -199,7 +207,7 @@ async def test_a_busy_cluster_switches_over_by_catching_up_first(
                     hand.append(record["window_s"])
                 else:
                     operation = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                                    {"candidate_server_id": ids[candidate]})  # fmt: skip
+                                                    {"candidate_registered_server_id": ids[candidate]})  # fmt: skip
                     assert operation["state"] == "succeeded", (i, operation["error"], operation["steps"])
                     names = [s["name"] for s in operation["steps"]]
                     assert names[:3] == ["preflight", "raise_parallel_apply", "catch_up_before_window"], names

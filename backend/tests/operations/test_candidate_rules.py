@@ -58,7 +58,7 @@ async def test_a_replica_delayed_by_an_hour_never_holds_a_failover_back(
     drain = step(operation, "drain_relay_logs")["detail"]
     assert "server" in str(drain["drained"]) and "s4" not in str(drain["drained"]), drain
     assert f"a delay of {DELAY_S} s (never promoted automatically)" in drain["not_waited_for"]["s4 (server_id 4)"]
-    new = number_of(ids, operation["result"]["new_master_server_id"])
+    new = number_of(ids, operation["result"]["new_master_registered_server_id"])
     assert new in (2, 3)
 
     # Server 4 replicates from the new master, its delay kept, nothing it had not applied passed over.
@@ -92,13 +92,15 @@ async def test_a_must_not_replica_is_never_promoted_even_the_most_advanced(
         cluster_id, ids = await register_mariadb(live.client, cluster)
         await set_rule(live.client, cluster_id, ids[2], promotion_rule="must_not")
         cluster.kill(1)
-        named = await run_operation(live.app, live.client, cluster_id, "failover", {"candidate_server_id": ids[2]})
+        named = await run_operation(
+            live.app, live.client, cluster_id, "failover", {"candidate_registered_server_id": ids[2]}
+        )
         assert named["state"] == "failed"
         assert "s2 (server_id 2) cannot replace" in named["error"] and "must_not" in named["error"], named
         assert cluster.value(2, "@@read_only") == "1" and cluster.value(3, "@@read_only") == "1", "nothing changed"
         operation = await run_operation(live.app, live.client, cluster_id, "failover", {})
     assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
-    assert operation["result"]["new_master_server_id"] == ids[3]
+    assert operation["result"]["new_master_registered_server_id"] == ids[3]
     chose = step(operation, "choose_candidate")["detail"]
     assert "its promotion rule is must_not" in chose["not_candidates"]["s2 (server_id 2)"], chose
     assert step(operation, "bring_level")["state"] == "passed", "server 3 got the newest from server 2 first"
@@ -118,8 +120,8 @@ async def test_a_prefer_not_replica_alone_ahead_is_promoted_then_the_role_moves_
         cluster.kill(1)
         operation = await run_operation(live.app, live.client, cluster_id, "failover", {})
         assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
-        assert operation["result"]["new_master_server_id"] == ids[2], "the only one ahead is promoted first"
-        assert operation["result"]["role_moves_to_server_id"] == ids[3]
+        assert operation["result"]["new_master_registered_server_id"] == ids[2], "the only one ahead is promoted first"
+        assert operation["result"]["role_moves_to_registered_server_id"] == ids[3]
         assert "prefer_not, so the role then moves on to" in step(operation, "choose_candidate")["detail"]["why"]
 
         async def follow_up_id() -> int | None:
@@ -128,7 +130,7 @@ async def test_a_prefer_not_replica_alone_ahead_is_promoted_then_the_role_moves_
 
         follow_up = await finished(live.app, live.client, cluster_id, await eventually("the follow-up", follow_up_id))
     assert (follow_up["type"], follow_up["state"]) == ("switchover", "succeeded"), (follow_up["error"], follow_up)
-    assert follow_up["result"]["new_master_server_id"] == ids[3]
+    assert follow_up["result"]["new_master_registered_server_id"] == ids[3]
     assert cluster.value(3, "@@read_only") == "0" and cluster.value(2, "@@read_only") == "1"
     await eventually("server 2 replicating from server 3", lambda: [c["Master_Port"] for c in cluster.replica_status(2)]
                      == [str(cluster.server(3).port)])  # fmt: skip
@@ -154,7 +156,7 @@ async def test_a_label_constraint_keeps_the_new_master_in_the_old_ones_dc(
         assert cluster.value(3, "@@read_only") == "1", "a dry run changes nothing"
         operation = await run_operation(live.app, live.client, cluster_id, "failover", {})
     assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
-    assert operation["result"]["new_master_server_id"] == ids[3]
+    assert operation["result"]["new_master_registered_server_id"] == ids[3]
     assert cluster.value(3, "@@gtid_current_pos") == everything
 
 
@@ -169,7 +171,7 @@ async def test_an_adopted_cluster_keeps_its_default_connection_through_switchove
         cluster_id, ids = await register_mariadb(live.client, cluster)
         for master in (2, 1):
             operation = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                            {"candidate_server_id": ids[master]})  # fmt: skip
+                                            {"candidate_registered_server_id": ids[master]})  # fmt: skip
             assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
             for number in (n for n in (1, 2, 3) if n != master):
                 rows = cluster.sql(number, "SHOW SLAVE STATUS", names=True)

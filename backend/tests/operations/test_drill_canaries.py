@@ -30,7 +30,11 @@ async def test_a_drill_under_load_reports_its_window_and_finds_every_acknowledge
         try:
             response = await live.client.post(
                 f"/api/v1/clusters/{cluster_id}/drills/runs",
-                json={"candidate_strategy": "fixed", "candidate_server_id": ids["replica1"], "switch_back": True},
+                json={
+                    "candidate_strategy": "fixed",
+                    "candidate_registered_server_id": ids["replica1"],
+                    "switch_back": True,
+                },
             )
             assert response.status_code == 202, response.text
             operation = await finished(live.app, live.client, cluster_id, response.json()["operation_id"])
@@ -53,10 +57,10 @@ async def test_a_drill_under_load_reports_its_window_and_finds_every_acknowledge
     assert (report["lost"], report["duplicated"], report["lost_canaries"], report["behind"]) == (0, 0, [], [])
     # The window the writer saw, for each switch, beside the switchover's own.
     switch, back = report["windows"]
-    assert (switch["switch"], switch["old_master_server_id"], switch["new_master_server_id"]) == (
+    assert (switch["switch"], switch["old_master_registered_server_id"], switch["new_master_registered_server_id"]) == (
         "switch", ids["master"], ids["replica1"]
     )  # fmt: skip
-    assert (back["switch"], back["new_master_server_id"]) == ("switch_back", ids["master"])
+    assert (back["switch"], back["new_master_registered_server_id"]) == ("switch_back", ids["master"])
     assert report["window_s"] == switch["window_s"] and 0 < switch["window_s"] < WAIT_S
     assert 0 < back["window_s"] < WAIT_S
     assert 0 < run["rto_s"] < WAIT_S
@@ -124,7 +128,7 @@ async def test_a_canary_lost_on_one_replica_fails_the_drill_naming_it(
             cluster_id, ids = await register(live.client, ferryd)
             response = await live.client.post(
                 f"/api/v1/clusters/{cluster_id}/drills/runs",
-                json={"candidate_strategy": "fixed", "candidate_server_id": ids["replica1"]},
+                json={"candidate_strategy": "fixed", "candidate_registered_server_id": ids["replica1"]},
             )
             assert response.status_code == 202, response.text
             operation = await finished(live.app, live.client, cluster_id, response.json()["operation_id"])

@@ -54,9 +54,15 @@ async def test_schedules_show_their_next_runs_in_their_time_zone(
         bad_zone = await live.client.post(url, json={"name": "x", "cron": "0 3 * * *", "timezone": "Mars/Olympus"})
         assert bad_zone.status_code == 400 and "unknown time zone 'Mars/Olympus'" in bad_zone.json()["error"]["message"]
         fixed = await live.client.post(url, json={"name": "x", "cron": "0 3 * * *", "candidate_strategy": "fixed"})
-        assert fixed.status_code == 422 and "needs candidate_server_id" in fixed.json()["error"]["message"]
+        assert fixed.status_code == 422 and "needs candidate_registered_server_id" in fixed.json()["error"]["message"]
         unknown = await live.client.post(
-            url, json={"name": "x", "cron": "0 3 * * *", "candidate_strategy": "fixed", "candidate_server_id": 999}
+            url,
+            json={
+                "name": "x",
+                "cron": "0 3 * * *",
+                "candidate_strategy": "fixed",
+                "candidate_registered_server_id": 999,
+            },
         )
         assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "server_not_found"
 
@@ -75,7 +81,11 @@ async def test_run_now_passes_and_stores_its_figures(
         async with live.app.state.bus.subscribe(cluster_id) as events:
             response = await live.client.post(
                 f"/api/v1/clusters/{cluster_id}/drills/runs",
-                json={"candidate_strategy": "fixed", "candidate_server_id": ids["replica2"], "switch_back": True},
+                json={
+                    "candidate_strategy": "fixed",
+                    "candidate_registered_server_id": ids["replica2"],
+                    "switch_back": True,
+                },
             )
             assert response.status_code == 202, response.text
             run = response.json()
@@ -93,7 +103,7 @@ async def test_run_now_passes_and_stores_its_figures(
         assert (run["state"], run["passed"], run["reasons"]) == ("passed", True, [])
         assert 0 < run["rto_s"] < 5 and run["catch_up_s"] >= 0
         details = run["details"]
-        assert details["candidate_server_id"] == ids["replica2"] and details["verified"] is True
+        assert details["candidate_registered_server_id"] == ids["replica2"] and details["verified"] is True
         assert set(details["canaries"]) == {"0", "1", "2"}
         assert details["switch_back"]["unavailable_s"] > 0
         names = [s["name"] for s in operation["steps"]]
@@ -120,7 +130,11 @@ async def test_a_broken_replica_fails_the_drill_and_calls_the_webhook(
         before = topology(ferryd.nodes)
         response = await live.client.post(
             f"/api/v1/clusters/{cluster_id}/drills/runs",
-            json={"candidate_strategy": "fixed", "candidate_server_id": ids["replica1"], "webhook_url": hook_url},
+            json={
+                "candidate_strategy": "fixed",
+                "candidate_registered_server_id": ids["replica1"],
+                "webhook_url": hook_url,
+            },
         )
         assert response.status_code == 202, response.text
         operation = await finished(live.app, live.client, cluster_id, response.json()["operation_id"])
@@ -163,7 +177,7 @@ async def test_the_scheduler_claims_a_due_schedule_once_across_instances(
         operation = await finished(live.app, live.client, cluster_id, run["operation_id"])
         assert operation["state"] == "succeeded", operation["error"]
         run = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/runs/{run_id}")).json()
-        assert run["passed"] is True and run["details"]["candidate_server_id"] == ids["replica1"]
+        assert run["passed"] is True and run["details"]["candidate_registered_server_id"] == ids["replica1"]
         moved = (await live.client.get(f"/api/v1/clusters/{cluster_id}/drills/schedules/{schedule['id']}")).json()
         assert datetime.fromisoformat(moved["next_run_at"]) > due and moved["last_run_at"] is not None
         assert datetime.fromisoformat(moved["next_run_at"]) > datetime.now(UTC) - timedelta(hours=1)
@@ -193,12 +207,12 @@ async def test_a_drill_dry_run_is_a_switchover_dry_run_to_the_drills_candidate_a
         rotation = await dry_run({"candidate_strategy": "rotation", "switch_back": True})
         assert (rotation["type"], rotation["dry_run"], rotation["state"]) == ("switchover", True, "succeeded")
         first = min(ids["replica1"], ids["replica2"])
-        assert rotation["params"]["candidate_server_id"] == first
+        assert rotation["params"]["candidate_registered_server_id"] == first
         plan = rotation["result"]["plan"]
         assert plan["candidate"].startswith("replica1") and plan["source"].startswith("master")
         assert set(plan["positions"]) >= {plan["source"], plan["candidate"]}
 
-        fixed = await dry_run({"candidate_strategy": "fixed", "candidate_server_id": ids["replica2"]})
+        fixed = await dry_run({"candidate_strategy": "fixed", "candidate_registered_server_id": ids["replica2"]})
         assert fixed["result"]["plan"]["candidate"].startswith("replica2")
         assert (await live.client.get(f"{base}/runs")).json() == [], "a dry run records no drill run"
         assert writable_master(ferryd.nodes) is ferryd.master, "nothing moved"
@@ -206,7 +220,7 @@ async def test_a_drill_dry_run_is_a_switchover_dry_run_to_the_drills_candidate_a
         refused = await live.client.post(f"{base}/dry-run", json={"schedule_id": 999})
         assert refused.status_code == 404 and "999" in refused.json()["error"]["message"]
         unknown = await live.client.post(
-            f"{base}/dry-run", json={"candidate_strategy": "fixed", "candidate_server_id": 999}
+            f"{base}/dry-run", json={"candidate_strategy": "fixed", "candidate_registered_server_id": 999}
         )
         assert unknown.status_code == 404 and "999" in unknown.json()["error"]["message"]
         viewer = await live.client.post(
@@ -236,7 +250,9 @@ async def test_a_rotation_passes_over_a_delayed_replica_and_a_dry_run_naming_one
 
         async def delay_seen() -> bool:
             edges = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["edges"]
-            delays = {e["replica_server_id"]: (e["settings"] or {}).get("delay_s") for e in edges if e["running"]}
+            delays = {
+                e["replica_registered_server_id"]: (e["settings"] or {}).get("delay_s") for e in edges if e["running"]
+            }
             return delays == {ids["replica1"]: 3600, ids["replica2"]: 0}
 
         await eventually("the collector to see both replicas replicating, replica1 with its delay", delay_seen)
@@ -247,10 +263,13 @@ async def test_a_rotation_passes_over_a_delayed_replica_and_a_dry_run_naming_one
             return await finished(live.app, live.client, cluster_id, response.json()["id"])
 
         rotation = await dry_run({"candidate_strategy": "rotation"})
-        assert ids["replica1"] < ids["replica2"] and rotation["params"]["candidate_server_id"] == ids["replica2"]
+        assert (
+            ids["replica1"] < ids["replica2"]
+            and rotation["params"]["candidate_registered_server_id"] == ids["replica2"]
+        )
         assert not rotation["result"]["advice"], rotation["result"]
 
-        fixed = await dry_run({"candidate_strategy": "fixed", "candidate_server_id": ids["replica1"]})
+        fixed = await dry_run({"candidate_strategy": "fixed", "candidate_registered_server_id": ids["replica1"]})
         assert fixed["state"] == "succeeded", fixed
         master, replica1, replica2 = "master (server_id 1)", "replica1 (server_id 2)", "replica2 (server_id 3)"
         note = "replicates 1 h 00 min behind on purpose (delay_s 3600)"
@@ -273,7 +292,9 @@ async def test_a_rotation_passes_over_a_delayed_replica_and_a_dry_run_naming_one
         assert moved[(replica2, "main")]["settings_from"] == "its own, kept"
 
         best = await run_operation(live.app, live.client, cluster_id, "switchover", {"dry_run": True})
-        assert best["state"] == "succeeded" and best["result"]["new_master_server_id"] == ids["replica2"], best
+        assert best["state"] == "succeeded" and best["result"]["new_master_registered_server_id"] == ids["replica2"], (
+            best
+        )
         chosen = check(best, "candidate_chosen")["detail"]
         assert chosen.endswith(f"; never chosen automatically: {replica1} {note}"), chosen
 
@@ -302,7 +323,11 @@ async def test_a_drill_that_cannot_fit_its_window_under_load_says_so_in_numbers_
             before = topology(ferryd.nodes)
             response = await live.client.post(
                 f"/api/v1/clusters/{cluster_id}/drills/runs",
-                json={"candidate_strategy": "fixed", "candidate_server_id": ids["replica1"], "switch_back": True},
+                json={
+                    "candidate_strategy": "fixed",
+                    "candidate_registered_server_id": ids["replica1"],
+                    "switch_back": True,
+                },
             )
             assert response.status_code == 202, response.text
             operation = await finished(live.app, live.client, cluster_id, response.json()["operation_id"])

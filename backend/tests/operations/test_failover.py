@@ -142,8 +142,8 @@ async def test_automatic_failover_on_sigkill_under_load_with_semi_sync(
             assert master_now["consecutive_failures"] >= DETECTION_POLLS, master_now
             assert operation["requester"] == "failover-monitor" and operation["params"]["automatic"] is True
             result = operation["result"]
-            assert result["old_master_server_id"] == ids["master"]
-            assert result["new_master_server_id"] == ids["replica1"], step(operation, "choose_candidate")
+            assert result["old_master_registered_server_id"] == ids["master"]
+            assert result["new_master_registered_server_id"] == ids["replica1"], step(operation, "choose_candidate")
             assert result["witnesses"] == ["replica1 (server_id 2)"]
             assert step(operation, "bring_level")["state"] == "skipped"
             lost = result["possibly_lost"]
@@ -247,7 +247,7 @@ async def test_manual_failover_levels_the_best_replica_from_its_peer(
         assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
         assert time.monotonic() - started < WAIT_S
         assert step(operation, "bring_level")["state"] == "passed"
-        new_id = operation["result"]["new_master_server_id"]
+        new_id = operation["result"]["new_master_registered_server_id"]
         new, other = (first, second) if new_id == ids["replica1"] else (second, first)
         assert new.status()["gtid_current_pos"] == position
         other.wait_for(position)

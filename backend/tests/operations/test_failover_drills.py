@@ -82,7 +82,7 @@ async def test_a_failover_drill_under_load_loses_nothing_and_the_old_master_rejo
             run, operation = await run_drill(
                 live,
                 cluster_id,
-                {"kind": "failover", "candidate_strategy": "fixed", "candidate_server_id": ids["replica1"]},
+                {"kind": "failover", "candidate_strategy": "fixed", "candidate_registered_server_id": ids["replica1"]},
             )
         finally:
             summary = await writer.stop()
@@ -96,7 +96,10 @@ async def test_a_failover_drill_under_load_loses_nothing_and_the_old_master_rejo
     assert "made read-only before the promotion" in step(operation, "fence_old_master_first")["detail"]
     assert "replica1 (server_id 2) applied it" in step(operation, "candidate_applies_fenced_master")["detail"]
     result = operation["result"]
-    assert (result["old_master_server_id"], result["new_master_server_id"]) == (ids["master"], ids["replica1"])
+    assert (result["old_master_registered_server_id"], result["new_master_registered_server_id"]) == (
+        ids["master"],
+        ids["replica1"],
+    )
     # RTO: the failover's (fence → writable) and the writer's; RPO: every canary the old master acknowledged is on
     # the new master.
     figures = run["failover"]
@@ -110,13 +113,14 @@ async def test_a_failover_drill_under_load_loses_nothing_and_the_old_master_rejo
     ]
     report = run["canary_writer"]
     assert (report["lost"], report["duplicated"], report["verified"]) == (0, 0, True), report
-    assert [(w["switch"], w["old_master_server_id"], w["new_master_server_id"]) for w in report["windows"]] == [
-        ("failover", ids["master"], ids["replica1"])
-    ]
+    assert [
+        (w["switch"], w["old_master_registered_server_id"], w["new_master_registered_server_id"])
+        for w in report["windows"]
+    ] == [("failover", ids["master"], ids["replica1"])]
     assert report["window_s"] == figures["writer_rto_s"]
     # The old master rejoined through the rejoin's steps: a read-only replica of the new master, no longer fenced.
     rejoin = result["rejoin"]
-    assert (rejoin["server_id"], rejoin["master_server_id"], rejoin["only_here"]) == (
+    assert (rejoin["registered_server_id"], rejoin["master_registered_server_id"], rejoin["only_here"]) == (
         ids["master"],
         ids["replica1"],
         [],
@@ -159,7 +163,7 @@ async def test_a_scheduled_failover_drill_switches_back_to_the_original_master(
 
     assert (run["state"], run["kind"], run["schedule_id"], run["rpo_lost"]) == ("passed", "failover", schedule["id"], 0)
     # The rotation took the first eligible replica; the old master rejoined it, then took the role back.
-    assert run["details"]["candidate_server_id"] == ids["replica1"]
+    assert run["details"]["candidate_registered_server_id"] == ids["replica1"]
     assert run["failover"]["rejoined"] is True and run["details"]["switch_back"]["unavailable_s"] > 0
     names = [s["name"] for s in operation["steps"]]
     assert names.index("unfence") < names.index("switch_back_preflight") < names.index("verify_live_canaries")
@@ -218,7 +222,7 @@ async def test_a_failover_drill_is_refused_where_no_replica_keeps_every_domain(
         assert dry["result"]["failure"] == REFUSED, dry["result"]
         fixed = await live.client.post(
             f"/api/v1/clusters/{cluster_id}/drills/dry-run",
-            json={**plan, "candidate_strategy": "fixed", "candidate_server_id": ids["replica1"]},
+            json={**plan, "candidate_strategy": "fixed", "candidate_registered_server_id": ids["replica1"]},
         )
         fixed_dry = await finished(live.app, live.client, cluster_id, fixed.json()["id"])
         assert fixed_dry["error"] == (

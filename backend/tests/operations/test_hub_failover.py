@@ -81,9 +81,9 @@ async def test_a_lost_hub_is_re_homed_by_the_monitor_each_replica_ahead_in_one_d
             hub = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids[3]}")).json()
         finally:
             ledger = await writer.stop()
-    assert operation["params"]["source_server_id"] == ids[3]
+    assert operation["params"]["source_registered_server_id"] == ids[3]
     assert "no longer send to it" in step(operation, "confirm_masters_lost_it")["detail"]
-    new = next(n for n, i in ids.items() if i == operation["result"]["new_master_server_id"])
+    new = next(n for n, i in ids.items() if i == operation["result"]["new_master_registered_server_id"])
     other = 9 - new
     assert new in (4, 5)
     assert connections(cluster, new) == {"m1": (1, "Yes", "Yes"), "m2": (2, "Yes", "Yes")}
@@ -112,14 +112,15 @@ async def test_a_chain_whose_middle_is_lost_re_homes_its_end_under_the_head(
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd, name="chain")
         moved = await run_operation(live.app, live.client, cluster_id, "repoint",
-                                    {"server_id": ids["replica2"], "master_server_id": ids["replica1"]})  # fmt: skip
+                                    {"registered_server_id": ids["replica2"],
+                                     "master_registered_server_id": ids["replica1"]})  # fmt: skip
         assert moved["state"] == "succeeded", (moved["error"], moved["steps"])
         await live.app.state.collector.run_cycle()  # the chain's links, stored
         ferryd.replica1.kill()
         operation = await run_operation(live.app, live.client, cluster_id, "failover",
-                                        {"source_server_id": ids["replica1"]})  # fmt: skip
+                                        {"source_registered_server_id": ids["replica1"]})  # fmt: skip
     assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
-    assert operation["result"]["new_master_server_id"] == ids["replica2"]
+    assert operation["result"]["new_master_registered_server_id"] == ids["replica2"]
     replication = ferryd.replica2.get("/v1/replication")["connections"]
     assert [(c["name"], c["master"], c["running"]) for c in replication] == [("main", ferryd.master.listen, True)]
     written = ferryd.master.increment("chain", "k", domain=1)

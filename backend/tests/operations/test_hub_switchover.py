@@ -74,7 +74,7 @@ async def test_the_hub_moves_to_a_replica_and_back_under_load_in_both_domains(
     async with live_app() as live:
         cluster_id, ids = await register_mariadb(live.client, cluster)
         dry = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                  {"candidate_server_id": ids[5], "dry_run": True})  # fmt: skip
+                                  {"candidate_registered_server_id": ids[5], "dry_run": True})  # fmt: skip
         assert dry["state"] == "succeeded", (dry["error"], dry["steps"])
         plan = dry["result"]["plan"]
         assert plan["source"] == "s3 (server_id 3)" and plan["candidate"] == "s5 (server_id 5)"
@@ -90,7 +90,7 @@ async def test_the_hub_moves_to_a_replica_and_back_under_load_in_both_domains(
             for _ in range(ROUND_TRIPS):
                 for new in (5, 3):
                     operation = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                                    {"candidate_server_id": ids[new]})  # fmt: skip
+                                                    {"candidate_registered_server_id": ids[new]})  # fmt: skip
                     assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
                     assert step(operation, "hub_stops_receiving")["state"] == "passed"
                     assert_hub(cluster, new)
@@ -141,7 +141,7 @@ async def test_a_hub_dry_run_names_each_domains_source_the_settings_carried_over
     async with live_app() as live:
         cluster_id, ids = await register_mariadb(live.client, cluster)
         dry = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                  {"candidate_server_id": ids[4], "dry_run": True})  # fmt: skip
+                                  {"candidate_registered_server_id": ids[4], "dry_run": True})  # fmt: skip
         assert dry["state"] == "succeeded", (dry["error"], dry["steps"])
         s1, s2, s3, s4, s5 = (f"s{n} (server_id {n})" for n in range(1, 6))
         plan = dry["result"]["plan"]
@@ -171,9 +171,9 @@ async def test_a_hub_dry_run_names_each_domains_source_the_settings_carried_over
         assert f"only after applying what {s3} received in its last 30 s" in chosen["detail"], chosen
 
         best = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                   {"source_server_id": ids[3], "dry_run": True})  # fmt: skip
+                                   {"source_registered_server_id": ids[3], "dry_run": True})  # fmt: skip
         assert best["state"] == "succeeded", (best["error"], best["steps"])
-        assert best["result"]["new_master_server_id"] == ids[5]
+        assert best["result"]["new_master_registered_server_id"] == ids[5]
         chosen = next(c for c in best["result"]["checks"] if c["name"] == "candidate_chosen")
         assert chosen["detail"].endswith(f"; never chosen automatically: {note}"), chosen
         assert not best["result"].get("advice"), best["result"]
@@ -199,7 +199,7 @@ async def test_a_hub_switchover_whose_candidate_cannot_catch_up_is_undone(
         async with live_app(switchover_catch_up_timeout_s=2.0) as live:
             cluster_id, ids = await register_mariadb(live.client, cluster)
             operation = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                            {"candidate_server_id": ids[5]})  # fmt: skip
+                                            {"candidate_registered_server_id": ids[5]})  # fmt: skip
     finally:
         lock.close()
     assert operation["state"] == "undone", (operation["error"], operation["steps"])
@@ -252,7 +252,7 @@ async def test_killing_the_api_at_each_step_of_a_hub_switchover_leaves_one_hub(
             candidate = 5 if hub != 5 else 3
             operation, client = await killed_after(api, headers, point,
                                                    f"/api/v1/clusters/{cluster_id}/operations/switchover",
-                                                   {"candidate_server_id": ids[candidate]})  # fmt: skip
+                                                   {"candidate_registered_server_id": ids[candidate]})  # fmt: skip
             await client.aclose()
             api.stop()
             assert operation["state"] == "interrupted", (point, operation)
@@ -314,7 +314,8 @@ async def test_a_drill_of_the_hub_moves_it_and_back_with_canaries_in_every_domai
     async with live_app() as live:
         cluster_id, ids = await register_mariadb(live.client, cluster)
         response = await live.client.post(f"/api/v1/clusters/{cluster_id}/drills/runs", json={
-            "candidate_strategy": "fixed", "candidate_server_id": ids[5], "source_server_id": ids[3],
+            "candidate_strategy": "fixed", "candidate_registered_server_id": ids[5],
+            "source_registered_server_id": ids[3],
             "switch_back": True})  # fmt: skip
         assert response.status_code == 202, response.text
         run_id = response.json()["id"]

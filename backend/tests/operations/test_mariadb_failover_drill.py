@@ -36,7 +36,7 @@ async def test_a_failover_drill_under_load_loses_nothing_and_the_old_master_rejo
         try:
             response = await live.client.post(
                 f"/api/v1/clusters/{cluster_id}/drills/runs",
-                json={"kind": "failover", "candidate_strategy": "fixed", "candidate_server_id": ids[2]},
+                json={"kind": "failover", "candidate_strategy": "fixed", "candidate_registered_server_id": ids[2]},
             )
             assert response.status_code == 202, response.text
             operation = await finished(live.app, live.client, cluster_id, response.json()["operation_id"])
@@ -90,7 +90,7 @@ async def test_a_failover_drill_stopped_before_the_promotion_puts_the_master_bac
         try:
             response = await live.client.post(
                 f"/api/v1/clusters/{cluster_id}/drills/runs",
-                json={"kind": "failover", "candidate_strategy": "fixed", "candidate_server_id": ids[2]},
+                json={"kind": "failover", "candidate_strategy": "fixed", "candidate_registered_server_id": ids[2]},
             )
             assert response.status_code == 202, response.text
             operation = await finished(live.app, live.client, cluster_id, response.json()["operation_id"])

@@ -76,7 +76,7 @@ async def test_switchovers_back_and_forth_under_load_lose_nothing(
             for i in range(SWITCHOVERS):
                 new = 2 if i % 2 == 0 else 1
                 operation = await run_operation(
-                    live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids[new]}
+                    live.app, live.client, cluster_id, "switchover", {"candidate_registered_server_id": ids[new]}
                 )
                 assert operation["state"] == "succeeded", (i, operation["error"], operation["steps"])
                 assert {c["name"] for c in operation["result"]["checks"]} >= {
@@ -123,7 +123,7 @@ async def assert_refused(live: Any, cluster_id: int, cluster: MariadbCluster, ca
     """A switchover to the candidate fails its preflight on (at least) the named checks and changes nothing."""
     before = shape(cluster)
     operation = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                    {"candidate_server_id": candidate_id})  # fmt: skip
+                                    {"candidate_registered_server_id": candidate_id})  # fmt: skip
     assert operation["state"] == "failed", operation
     assert operation["result"]["failure"] == REFUSED, operation["error"]
     failed = {c["name"] for c in operation["result"]["checks"] if not c["passed"]}
@@ -195,7 +195,7 @@ async def test_refusals_change_nothing(live_app: LiveFactory, mariadb_factory: C
         # The connections pooled before the restart were closed by the server: the driver drops them, and the
         # first dry run after it already passes.
         dry = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                  {"candidate_server_id": ids[3], "dry_run": True})  # fmt: skip
+                                  {"candidate_registered_server_id": ids[3], "dry_run": True})  # fmt: skip
         assert dry["state"] == "succeeded", (dry["error"], dry["result"])
 
 
@@ -219,7 +219,7 @@ async def test_undo_when_the_candidate_stops_applying(
     async with serve(receiver) as hook_url, live_app(switchover_catch_up_timeout_s=3.0) as live:
         cluster_id, ids = await register_mariadb(live.client, cluster, pre_operation_webhooks=[hook_url])
         operation = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                        {"candidate_server_id": ids[2]})  # fmt: skip
+                                        {"candidate_registered_server_id": ids[2]})  # fmt: skip
     assert operation["state"] == "undone", operation
     assert step(operation, "candidate_catch_up")["state"] == "failed"
     assert step(operation, "undo")["state"] == "passed", step(operation, "undo")
@@ -276,7 +276,7 @@ async def test_a_switchover_moves_semi_sync_with_the_master_role(
     async with live_app() as live:
         cluster_id, ids = await register_mariadb(live.client, cluster)
         operation = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                        {"candidate_server_id": ids[2]})  # fmt: skip
+                                        {"candidate_registered_server_id": ids[2]})  # fmt: skip
     assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
     promoted = step(operation, "promote_candidate")["detail"]
     assert promoted.endswith("semi-sync master on (AFTER_SYNC, 10000 ms), as on s1 (server_id 1)"), promoted
@@ -305,7 +305,7 @@ async def test_a_failover_gives_the_new_master_the_semi_sync_the_old_one_had(
     assert promoted.endswith("semi-sync master on (AFTER_SYNC, 10000 ms), as on s1 (server_id 1) when last seen"), (
         promoted
     )
-    new = [n for n, i in ids.items() if i == operation["result"]["new_master_server_id"]][0]
+    new = [n for n, i in ids.items() if i == operation["result"]["new_master_registered_server_id"]][0]
     assert cluster.value(new, "@@rpl_semi_sync_master_enabled") == "1"
     assert cluster.value(new, "@@rpl_semi_sync_master_wait_point") == "AFTER_SYNC"
 
@@ -353,7 +353,7 @@ async def test_failover_on_sigkill_under_load_with_semi_sync(
             operation_id = await eventually("an automatic failover", failover_id, WAIT_S * 2)
             operation = await finished(live.app, live.client, cluster_id, operation_id)
             assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
-            new = [n for n, i in ids.items() if i == operation["result"]["new_master_server_id"]][0]
+            new = [n for n, i in ids.items() if i == operation["result"]["new_master_registered_server_id"]][0]
             assert new in (2, 3)
             ledger = await writer.pause()
             assert sum(ledger.acked.values()) > 0
@@ -398,7 +398,7 @@ async def test_a_drill_writes_canaries_in_every_domain_and_verifies(
         cluster_id, ids = await register_mariadb(live.client, cluster)
         response = await live.client.post(
             f"/api/v1/clusters/{cluster_id}/drills/runs",
-            json={"candidate_strategy": "fixed", "candidate_server_id": ids[2], "switch_back": True},
+            json={"candidate_strategy": "fixed", "candidate_registered_server_id": ids[2], "switch_back": True},
         )
         assert response.status_code == 202, response.text
         run_id = response.json()["id"]
@@ -468,9 +468,11 @@ async def test_an_operator_skips_the_duplicate_key_that_stopped_a_replica_and_it
     async with live_app() as live:
         cluster_id, ids = await register_mariadb(live.client, cluster)
         url = f"/api/v1/clusters/{cluster_id}/operations/skip-transactions"
-        running = await live.client.post(url, json={"server_id": ids[2]})
+        running = await live.client.post(url, json={"registered_server_id": ids[2]})
         assert running.status_code == 409 and running.json()["error"]["code"] == "connection_running", running.text
-        operation = await run_operation(live.app, live.client, cluster_id, "skip-transactions", {"server_id": ids[3]})
+        operation = await run_operation(
+            live.app, live.client, cluster_id, "skip-transactions", {"registered_server_id": ids[3]}
+        )
     assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
     result = operation["result"]
     assert result["skipped_gtids"] == [failing] and result["replicating"] is True, result
@@ -663,7 +665,7 @@ async def test_manual_failover_levels_the_chosen_replica_from_its_peer(
     assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
     assert "no replica is ahead in every domain" in step(operation, "choose_candidate")["detail"]["why"]
     assert step(operation, "bring_level")["state"] == "passed", step(operation, "bring_level")
-    new = [n for n, i in ids.items() if i == operation["result"]["new_master_server_id"]][0]
+    new = [n for n, i in ids.items() if i == operation["result"]["new_master_registered_server_id"]][0]
     other = 5 - new
     assert cluster.value(new, "@@read_only") == "0" and cluster.replica_status(new) == []
     want = sorted(everything.split(","))

@@ -60,8 +60,8 @@ async def test_a_lost_master_of_two_is_failed_over_by_the_monitor_and_the_hub_ke
         operation_id = await eventually("an automatic failover of master 1", failover_id, WAIT_S * 2)
         operation = await finished(live.app, live.client, cluster_id, operation_id)
     assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
-    assert operation["params"]["source_server_id"] == ids[1]
-    assert operation["result"]["new_master_server_id"] == ids[3]
+    assert operation["params"]["source_registered_server_id"] == ids[1]
+    assert operation["result"]["new_master_registered_server_id"] == ids[3]
     promoted = step(operation, "promote_candidate")["detail"]
     assert "keeps replicating from s2 (server_id 2) (connections 'm2')" in promoted, promoted
 
@@ -92,7 +92,8 @@ async def test_a_planned_switchover_of_one_master_of_two_keeps_the_candidates_ot
     async with live_app() as live:
         cluster_id, ids = await register_mariadb(live.client, cluster)
         operation = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                        {"source_server_id": ids[1], "candidate_server_id": ids[3]})  # fmt: skip
+                                        {"source_registered_server_id": ids[1],
+                                         "candidate_registered_server_id": ids[3]})  # fmt: skip
         assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
         assert "keeps replicating over 'm2'" in step(operation, "candidate_keeps_connections")["detail"]
         assert cluster.value(3, "@@read_only") == "0" and cluster.value(1, "@@read_only") == "1"
@@ -102,7 +103,8 @@ async def test_a_planned_switchover_of_one_master_of_two_keeps_the_candidates_ot
             assert ports(cluster, number) == {"": (str(cluster.server(3).port), "Yes", "Yes")}, number
 
         back = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                   {"source_server_id": ids[3], "candidate_server_id": ids[1]})  # fmt: skip
+                                   {"source_registered_server_id": ids[3],
+                                    "candidate_registered_server_id": ids[1]})  # fmt: skip
         assert back["state"] == "failed"
         assert "source_shape" in back["error"] and "takes writes and also replicates ('m2' from" in back["error"]
         assert cluster.value(3, "@@read_only") == "0", "the refusal changed nothing"
@@ -127,12 +129,15 @@ async def test_a_candidate_that_filters_out_a_domain_of_its_master_is_refused_na
     async with live_app() as live:
         cluster_id, ids = await register_mariadb(live.client, cluster)
         switchover = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                         {"source_server_id": ids[1], "candidate_server_id": ids[3]})  # fmt: skip
+                                         {"source_registered_server_id": ids[1],
+                                          "candidate_registered_server_id": ids[3]})  # fmt: skip
         assert switchover["state"] == "failed"
         assert "filtering out domain(s) 5 of s1 (server_id 1)" in switchover["error"], switchover["error"]
         await live.app.state.collector.run_cycle()  # master 1's domains, as last seen before it is lost
         cluster.kill(1)
-        failover = await run_operation(live.app, live.client, cluster_id, "failover", {"source_server_id": ids[1]})
+        failover = await run_operation(
+            live.app, live.client, cluster_id, "failover", {"source_registered_server_id": ids[1]}
+        )
         assert failover["state"] == "failed"
         assert "s3 (server_id 3): it would lose domain(s) 5" in failover["error"], failover["error"]
     assert cluster.value(3, "@@read_only") == "1"

@@ -226,7 +226,7 @@ async def test_killing_the_api_at_each_step_of_a_switchover_ends_with_one_master
             candidate = next(n for n in nodes if n is not master)
             operation, client = await killed_after(
                 api, headers, point, f"/api/v1/clusters/{cluster_id}/operations/switchover",
-                {"candidate_server_id": id_of[candidate.server_id]},
+                {"candidate_registered_server_id": id_of[candidate.server_id]},
             )  # fmt: skip
             try:
                 assert operation["state"] == "interrupted", (point, operation)
@@ -317,7 +317,8 @@ async def test_a_drill_left_running_with_its_master_read_only_is_undone_and_its_
             await session.flush()
             run_id = run.id
         switch = {
-            "old_master_server_id": ids["master"], "new_master_server_id": ids["replica1"], "connection": "main",
+            "old_master_registered_server_id": ids["master"], "new_master_registered_server_id": ids["replica1"],
+                                                   "connection": "main",
             "old_master_was_read_only": False, "candidate_was_read_only": True,
             "others": [[ids["replica2"], "main"]],
         }  # fmt: skip
@@ -380,7 +381,8 @@ async def test_a_switchover_left_with_its_candidate_writable_is_settled_by_what_
         if took_writes:
             ferryd.replica1.increment("d1", "taken", domain=1)
         switch = {
-            "old_master_server_id": ids["master"], "new_master_server_id": ids["replica1"], "connection": "main",
+            "old_master_registered_server_id": ids["master"], "new_master_registered_server_id": ids["replica1"],
+                                                   "connection": "main",
             "old_master_was_read_only": False, "candidate_was_read_only": True,
             "others": [[ids["replica2"], "main"]],
         }  # fmt: skip
@@ -420,7 +422,7 @@ async def test_a_master_left_read_only_with_no_operation_running_is_an_alert(
         await live.app.state.collector.run_cycle(as_leader=True)
         topology = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
         [alert] = topology["alerts"]
-        assert (alert["kind"], alert["server_id"]) == ("master_read_only", ids["master"])
+        assert (alert["kind"], alert["registered_server_id"]) == ("master_read_only", ids["master"])
         assert "is read-only and no operation is running" in alert["message"]
         overview = (await live.client.get("/api/v1/clusters/overview")).json()
         [mine] = [c for c in overview if c["id"] == cluster_id]
@@ -451,7 +453,7 @@ async def test_a_failover_left_running_after_its_promotion_is_completed(
         ferryd.replica1.post("/v1/read-only", {"read_only": False})
         operation_id = await left_running(
             live, cluster_id, "failover", {"automatic": True},
-            {"old_master_server_id": ids["master"], "new_master_server_id": ids["replica1"]},
+            {"old_master_registered_server_id": ids["master"], "new_master_registered_server_id": ids["replica1"]},
             [{"name": "promote_candidate", "state": "passed", "started_at": "2026-11-25T03:00:00Z",
               "finished_at": "2026-11-25T03:00:01Z", "duration_s": 1.0, "detail": None}],
         )  # fmt: skip

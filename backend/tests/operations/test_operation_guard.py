@@ -74,7 +74,7 @@ def connection(node: FerrydNode, name: str = "main") -> dict[str, Any]:
 
 async def start_switchover(live: Any, cluster_id: int, candidate_id: int) -> int:
     response = await live.client.post(
-        f"/api/v1/clusters/{cluster_id}/operations/switchover", json={"candidate_server_id": candidate_id}
+        f"/api/v1/clusters/{cluster_id}/operations/switchover", json={"candidate_registered_server_id": candidate_id}
     )
     assert response.status_code == 202, response.text
     return response.json()["id"]
@@ -233,7 +233,7 @@ async def test_steps_read_the_lock_only_once_their_last_confirmation_is_older_th
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
         operation = await run_operation(
-            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica1"]}
+            live.app, live.client, cluster_id, "switchover", {"candidate_registered_server_id": ids["replica1"]}
         )
         assert operation["state"] == "succeeded", operation["error"]
         assert [s["name"] for s in operation["steps"]][:1] == ["preflight"]
@@ -243,7 +243,7 @@ async def test_steps_read_the_lock_only_once_their_last_confirmation_is_older_th
     async with live_app(operation_fence_trust_s=0) as live:
         cluster_id, ids = await register(live.client, ferryd)
         operation = await run_operation(
-            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["master"]}
+            live.app, live.client, cluster_id, "switchover", {"candidate_registered_server_id": ids["master"]}
         )
         assert operation["state"] == "succeeded", operation["error"]
         assert len(reads) == 1 + len(operation["steps"]), "a read as it starts, and before every step"
@@ -298,7 +298,7 @@ async def test_repointing_keeps_each_replicas_connection_settings(
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
         operation = await run_operation(
-            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica1"]}
+            live.app, live.client, cluster_id, "switchover", {"candidate_registered_server_id": ids["replica1"]}
         )
         assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
         moved = connection(ferryd.replica2)
@@ -307,7 +307,7 @@ async def test_repointing_keeps_each_replicas_connection_settings(
 
         repointed = await run_operation(
             live.app, live.client, cluster_id, "repoint",
-            {"server_id": ids["replica2"], "master_server_id": ids["master"]},
+            {"registered_server_id": ids["replica2"], "master_registered_server_id": ids["master"]},
         )  # fmt: skip
         assert repointed["state"] == "succeeded", (repointed["error"], repointed["steps"])
         moved = connection(ferryd.replica2)

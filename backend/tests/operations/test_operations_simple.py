@@ -39,24 +39,26 @@ async def test_replication_operations_move_one_server_at_a_time(
             assert operation["state"] == "succeeded", (kind, operation["error"], operation["steps"])
             return operation
 
-        await run("stop-replication", {"server_id": ids["replica2"]})
+        await run("stop-replication", {"registered_server_id": ids["replica2"]})
         assert topology([replica2])[3][1] == [("main", master.listen, False)]
         position = ferryd.write(3, domains=(1, 2))
         until = next(g for g in position.split(",") if g.startswith("1-"))
-        operation = await run("start-replication", {"server_id": ids["replica2"], "until": until})
+        operation = await run("start-replication", {"registered_server_id": ids["replica2"], "until": until})
         assert operation["result"]["until"] == until
         replica2.wait_for(until)
         assert replica2.status()["replication"][0]["sql_state"] == "until_reached"
         assert replica2.status()["gtid_current_pos"] != position, "domain 2 was not applied"
 
-        operation = await run("bring-level", {"server_id": ids["replica2"], "source_server_id": ids["master"]})
+        operation = await run(
+            "bring-level", {"registered_server_id": ids["replica2"], "source_registered_server_id": ids["master"]}
+        )
         assert replica2.status()["gtid_current_pos"] == position
         assert operation["result"]["target"] == position
         assert topology([replica2])[3][1] == [("main", master.listen, False)], "it was stopped before: stays so"
-        await run("start-replication", {"server_id": ids["replica2"]})
+        await run("start-replication", {"registered_server_id": ids["replica2"]})
 
         # A chain: replica2 replicates from replica1; replica1 then cannot replicate from replica2.
-        await run("repoint", {"server_id": ids["replica2"], "master_server_id": ids["replica1"]})
+        await run("repoint", {"registered_server_id": ids["replica2"], "master_registered_server_id": ids["replica1"]})
         assert topology([replica2])[3][1] == [("main", replica1.listen, True)]
         position = ferryd.write(2, domains=(1,))
         replica2.wait_for(position)
@@ -65,19 +67,23 @@ async def test_replication_operations_move_one_server_at_a_time(
             live.client,
             cluster_id,
             "repoint",
-            {"server_id": ids["replica1"], "master_server_id": ids["replica2"]},
+            {"registered_server_id": ids["replica1"], "master_registered_server_id": ids["replica2"]},
         )
         assert loop["state"] == "failed" and "replication loop" in loop["error"]
         assert loop["result"]["failure"] == REFUSED, loop["result"]
 
-        await run("read-only", {"server_id": ids["replica1"], "read_only": True})
+        await run("read-only", {"registered_server_id": ids["replica1"], "read_only": True})
         assert replica1.status()["read_only"] is True
-        await run("read-only", {"server_id": ids["replica1"], "read_only": False})
+        await run("read-only", {"registered_server_id": ids["replica1"], "read_only": False})
         assert replica1.status()["read_only"] is False
         async with session_scope(live.app.state.sessionmaker) as session:
             await session.execute(update(Server).where(Server.id == ids["replica1"]).values(fenced=True))
         refused = await run_operation(
-            live.app, live.client, cluster_id, "read-only", {"server_id": ids["replica1"], "read_only": False}
+            live.app,
+            live.client,
+            cluster_id,
+            "read-only",
+            {"registered_server_id": ids["replica1"], "read_only": False},
         )
         assert refused["state"] == "failed" and "is fenced" in refused["error"]
         assert refused["result"]["failure"] == REFUSED, refused["result"]
@@ -119,9 +125,9 @@ async def test_a_failed_operation_says_whether_it_left_the_server_changed(
             assert operation["state"] == "failed", (kind, operation["steps"])
             return operation
 
-        no_such = await fails("start-replication", {"server_id": ids["replica1"], "connection": "elsewhere"})
+        no_such = await fails("start-replication", {"registered_server_id": ids["replica1"], "connection": "elsewhere"})
         assert no_such["result"]["failure"] == REFUSED, no_such["result"]
-        hooked = await fails("read-only", {"server_id": ids["replica1"], "read_only": True})
+        hooked = await fails("read-only", {"registered_server_id": ids["replica1"], "read_only": True})
         assert [s["name"] for s in hooked["steps"]] == ["preflight", "pre_hooks"], hooked["steps"]
         assert hooked["result"]["failure"] == REFUSED, hooked["result"]
         assert replica1.status()["read_only"] is False
@@ -129,7 +135,7 @@ async def test_a_failed_operation_says_whether_it_left_the_server_changed(
         # The master's stream to replica2 sends nothing any more; the master writes on in domain 1.
         stream.set(Mode.blackhole)
         until = next(g for g in ferryd.write(2, domains=(1,)).split(",") if g.startswith("1-"))
-        body = {"server_id": ids["replica2"], "source_server_id": ids["master"], "timeout_s": 1}
+        body = {"registered_server_id": ids["replica2"], "source_registered_server_id": ids["master"], "timeout_s": 1}
         level = await fails("bring-level", body)
         assert f"did not reach {until} within 1" in level["error"], level["error"]
         assert level["result"]["failure"] == {
@@ -154,18 +160,36 @@ async def test_bad_input_is_refused_precisely(
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
         base = f"/api/v1/clusters/{cluster_id}/operations"
-        unknown = await live.client.post(f"{base}/switchover", json={"candidate_server_id": 999})
+        unknown = await live.client.post(f"{base}/switchover", json={"candidate_registered_server_id": 999})
         assert unknown.status_code == 404
         assert unknown.json()["error"]["message"] == (
-            f"candidate_server_id 999: the server with id 999 does not exist in cluster {cluster_id}"
+            f"candidate_registered_server_id 999: the server with id 999 does not exist in cluster {cluster_id}"
         )
         malformed = await live.client.post(
-            f"{base}/start-replication", json={"server_id": ids["replica1"], "until": "1-2-x"}
+            f"{base}/start-replication", json={"registered_server_id": ids["replica1"], "until": "1-2-x"}
         )
         assert malformed.status_code == 422
         assert "body.until: malformed GTID position at column 5" in malformed.json()["error"]["message"]
-        itself = await live.client.post(f"{base}/repoint", json={"server_id": 2, "master_server_id": 2})
+        itself = await live.client.post(
+            f"{base}/repoint", json={"registered_server_id": 2, "master_registered_server_id": 2}
+        )
         assert itself.status_code == 422 and "cannot replicate from itself" in itself.json()["error"]["message"]
+        # The ids' old names are refused naming the new one, and nothing is started.
+        old = await live.client.post(f"{base}/switchover", json={"candidate_server_id": ids["replica1"]})
+        assert old.status_code == 422, old.text
+        assert old.json()["error"]["message"] == (
+            "body.candidate_server_id: candidate_server_id was renamed candidate_registered_server_id: it carries the "
+            "control plane's id of a registered server (the id in API paths), while server_id in the API is the "
+            "server's own (MariaDB's @@server_id); send candidate_registered_server_id"
+        )
+        old_repoint = await live.client.post(
+            f"{base}/repoint", json={"server_id": ids["replica2"], "master_registered_server_id": ids["replica1"]}
+        )
+        assert old_repoint.status_code == 422
+        said = {tuple(d["loc"]): d["message"] for d in old_repoint.json()["error"]["details"]}
+        assert said[("body", "registered_server_id")] == "Field required"
+        assert said[("body", "server_id")].startswith("server_id was renamed registered_server_id: ")
+        assert (await live.client.get(f"{base}")).json() == []
         no_cluster = await live.client.post("/api/v1/clusters/77/operations/failover", json={})
         assert no_cluster.status_code == 404 and no_cluster.json()["error"]["message"] == "cluster 77 does not exist"
         assert (await live.client.get(f"{base}")).json() == []
@@ -177,12 +201,12 @@ async def test_post_hooks_get_the_outcome(live_app: LiveFactory, ferryd_factory:
     async with serve(receiver) as hook_url, live_app(post_operation_webhooks=[hook_url]) as live:
         cluster_id, ids = await register(live.client, ferryd)
         operation = await run_operation(
-            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica1"]}
+            live.app, live.client, cluster_id, "switchover", {"candidate_registered_server_id": ids["replica1"]}
         )
         assert operation["state"] == "succeeded" and operation["steps"][-1]["name"] == "post_hooks"
         [call] = receiver.calls
         assert (call["stage"], call["state"], call["operation_id"]) == ("post", "succeeded", operation["id"])
-        assert call["result"]["new_master_server_id"] == ids["replica1"]
+        assert call["result"]["new_master_registered_server_id"] == ids["replica1"]
 
 
 async def test_a_live_lease_is_respected_and_a_dead_one_reconciled_before_the_cluster_is_taken(
@@ -203,7 +227,7 @@ async def test_a_live_lease_is_respected_and_a_dead_one_reconciled_before_the_cl
                 .values(operation_id=ghost_id, acquired_at=datetime.now(UTC), lease_expires_at=lease)
             )  # fmt: skip
         url = f"/api/v1/clusters/{cluster_id}/operations/read-only"
-        busy = await live.client.post(url, json={"server_id": ids["replica1"], "read_only": False})
+        busy = await live.client.post(url, json={"registered_server_id": ids["replica1"], "read_only": False})
         assert busy.status_code == 409 and busy.json()["error"]["details"]["operation_id"] == ghost_id
         assert "requested by another-instance" in busy.json()["error"]["message"]
 
@@ -213,12 +237,12 @@ async def test_a_live_lease_is_respected_and_a_dead_one_reconciled_before_the_cl
                 update(OperationLock).where(OperationLock.cluster_id == cluster_id).values(lease_expires_at=expired)
             )
         # A dead holder: its servers may be half-moved, so the cluster waits for the reconciler.
-        refused = await live.client.post(url, json={"server_id": ids["replica1"], "read_only": False})
+        refused = await live.client.post(url, json={"registered_server_id": ids["replica1"], "read_only": False})
         assert refused.status_code == 409, refused.text
         error = refused.json()["error"]
         assert error["code"] == "operation_interrupted" and error["details"]["operation_id"] == ghost_id
         assert await live.app.state.reconciler.run_once() == [ghost_id]
-        taken = await live.client.post(url, json={"server_id": ids["replica1"], "read_only": False})
+        taken = await live.client.post(url, json={"registered_server_id": ids["replica1"], "read_only": False})
         assert taken.status_code == 202, taken.text
         await live.app.state.runner.wait(taken.json()["id"])
         ghost_now = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{ghost_id}")).json()
@@ -235,7 +259,7 @@ async def test_an_operation_whose_stored_parameters_do_not_validate_fails_at_onc
     async with live_app() as live:
         cluster = (await live.client.post("/api/v1/clusters", json={"name": "unreadable"})).json()
         async with session_scope(live.app.state.sessionmaker) as session:
-            params = {"server_id": "a name", "master_server_id": 2}
+            params = {"registered_server_id": "a name", "master_registered_server_id": 2}
             operation = Operation(cluster_id=cluster["id"], type="repoint", state=OperationState.pending, dry_run=True,
                                   params=params, steps=[], requester="a")  # fmt: skip
             session.add(operation)

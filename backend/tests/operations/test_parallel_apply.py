@@ -90,7 +90,7 @@ async def test_mariadb_parallel_apply_changed_under_load_loses_and_repeats_nothi
                     f"more writes before change {i}", lambda n=acked: sum(writer.ledger.acked.values()) > n + 50
                 )
                 operation = await run_operation(
-                    live.app, live.client, cluster_id, "parallel-apply", {"server_id": ids[2], **body}
+                    live.app, live.client, cluster_id, "parallel-apply", {"registered_server_id": ids[2], **body}
                 )
                 assert operation["state"] == "succeeded", (i, operation["error"], operation["steps"])
                 assert [s["name"] for s in operation["steps"]] == ["preflight", "pre_hooks", "change", "verify"]
@@ -111,7 +111,7 @@ async def test_mariadb_parallel_apply_changed_under_load_loses_and_repeats_nothi
             assert read["kind"] == "mariadb" and read["limits"]["server_wide_workers"] is True
             assert "aggressive" in read["limits"]["modes"] and read["measured_over_s"] == 1.0
             (conn,) = read["connections"]
-            assert conn["master_server_id"] == ids[1] and conn["running"] is True
+            assert conn["master_registered_server_id"] == ids[1] and conn["running"] is True
             assert conn["settings"] == {"mode": "aggressive", "workers": 16, "domain_workers_max": 16}
             rates = {d["domain"]: d for d in conn["domains"]}
             assert {1, 2} <= set(rates), conn
@@ -175,13 +175,13 @@ async def test_mariadb_bad_values_are_refused_and_change_nothing(
             ({"connection": "nope", "workers": 4}, 404, "connection_not_found", "has no replication connection 'nope'"),
         ]
         for body, status, code, words in refused:
-            response = await live.client.post(url, json={"server_id": ids[2], **body})
+            response = await live.client.post(url, json={"registered_server_id": ids[2], **body})
             assert response.status_code == status, (body, response.text)
             error = response.json()["error"]
             assert error["code"] == code and words in response.text, (body, error)
-        master = await live.client.post(url, json={"server_id": ids[1], "workers": 4})
+        master = await live.client.post(url, json={"registered_server_id": ids[1], "workers": 4})
         assert master.status_code == 404 and master.json()["error"]["code"] == "connection_not_found", master.text
-        viewer = await live.client_as("viewer").post(url, json={"server_id": ids[2], "workers": 4})
+        viewer = await live.client_as("viewer").post(url, json={"registered_server_id": ids[2], "workers": 4})
         assert viewer.status_code == 403, viewer.text
         operations = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
         assert operations == [], "nothing was recorded"
@@ -214,7 +214,11 @@ async def test_ferryd_parallel_apply_changed_under_load_loses_and_repeats_nothin
                     lambda n=applied: connection(ferryd.replica1)["transactions_applied"] > n + 100,
                 )
                 operation = await run_operation(
-                    live.app, live.client, cluster_id, "parallel-apply", {"server_id": ids["replica1"], **body}
+                    live.app,
+                    live.client,
+                    cluster_id,
+                    "parallel-apply",
+                    {"registered_server_id": ids["replica1"], **body},
                 )
                 assert operation["state"] == "succeeded", (i, operation["error"], operation["steps"])
                 result = operation["result"]
@@ -231,7 +235,7 @@ async def test_ferryd_parallel_apply_changed_under_load_loses_and_repeats_nothin
             (conn,) = read["connections"]
             assert read["kind"] == "ferry" and read["limits"]["workers_max"] == 256
             assert conn["settings"] == {"mode": "optimistic", "workers": 4, "domain_workers_max": 2}
-            assert conn["master_server_id"] == ids["master"]
+            assert conn["master_registered_server_id"] == ids["master"]
             assert {d["domain"] for d in conn["domains"]} >= {1, 2, 3, 4}
             assert all(d["master_commit_rate"] > 0 for d in conn["domains"]), conn["domains"]
             paused = await writer.pause()
@@ -272,18 +276,18 @@ async def test_ferryd_bad_values_are_refused_and_change_nothing(
             ({"domain_workers_max": 0}, "domain_workers_max 0"),
         ]
         for body, words in refused:
-            response = await live.client.post(url, json={"server_id": ids["replica1"], **body})
+            response = await live.client.post(url, json={"registered_server_id": ids["replica1"], **body})
             assert response.status_code == 422, (body, response.text)
             error = response.json()["error"]
             assert error["code"] == "parallel_apply_invalid" and words in error["message"], (body, error)
-        unknown = await live.client.post(url, json={"server_id": 999_999, "workers": 2})
+        unknown = await live.client.post(url, json={"registered_server_id": 999_999, "workers": 2})
         assert unknown.status_code == 404, unknown.text
         assert (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json() == []
         assert connection(ferryd.replica1)["parallel"] == before
 
         # A dry run says what it would set and changes nothing.
         dry = await run_operation(live.app, live.client, cluster_id, "parallel-apply",
-                                  {"server_id": ids["replica1"], "workers": 8, "domain_workers_max": 8,
+                                  {"registered_server_id": ids["replica1"], "workers": 8, "domain_workers_max": 8,
                                    "dry_run": True})  # fmt: skip
         assert dry["state"] == "succeeded" and dry["result"]["after"]["workers"] == 8, dry
         assert [s["name"] for s in dry["steps"]] == ["preflight"]
@@ -300,7 +304,7 @@ async def test_a_change_is_refused_while_another_operation_holds_the_cluster(
         cluster_id, ids = await register(live.client, ferryd)
         before = connection(ferryd.replica1)["parallel"]
         holding = await live.client.post(f"/api/v1/clusters/{cluster_id}/operations/read-only",
-                                          json={"server_id": ids["master"], "read_only": False})  # fmt: skip
+                                          json={"registered_server_id": ids["master"], "read_only": False})  # fmt: skip
         assert holding.status_code == 202, holding.text
         running = holding.json()["id"]
 
@@ -311,7 +315,7 @@ async def test_a_change_is_refused_while_another_operation_holds_the_cluster(
         await eventually("the holding operation to pause after its preflight", paused)
         response = await live.client.post(
             f"/api/v1/clusters/{cluster_id}/operations/parallel-apply",
-            json={"server_id": ids["replica1"], "mode": "optimistic", "workers": 8, "domain_workers_max": 8},
+            json={"registered_server_id": ids["replica1"], "mode": "optimistic", "workers": 8, "domain_workers_max": 8},
         )
         assert response.status_code == 409, response.text
         error = response.json()["error"]
@@ -367,13 +371,13 @@ async def test_the_reconciler_puts_back_a_raise_a_dead_instance_left(
         had = await raise_for_catch_up(node, "main", 8)
         assert connection(ferryd.replica1)["parallel"]["workers"] == 8
         record = ParallelApplyRaise(
-            server_id=ids["replica1"], connection="main", previous=had,
+            registered_server_id=ids["replica1"], connection="main", previous=had,
             raised=ParallelApplySettings(mode="optimistic", workers=8, domain_workers_max=8),
         )  # fmt: skip
         step = {"name": "catch_up", "state": "running", "started_at": "2026-11-28T03:00:00Z", "finished_at": None,
                 "duration_s": None, "detail": None}  # fmt: skip
         operation_id = await left_running(
-            live, cluster_id, "switchover", {"candidate_server_id": ids["replica1"]},
+            live, cluster_id, "switchover", {"candidate_registered_server_id": ids["replica1"]},
             {"parallel_apply_raised": [record.model_dump(mode="json")]}, [step],
         )  # fmt: skip
         assert await live.app.state.reconciler.run_once() == [operation_id]

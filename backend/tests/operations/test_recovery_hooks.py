@@ -39,12 +39,12 @@ async def test_a_lost_master_calls_detected_then_pre_post_and_not_recovered_when
         stages = [c["stage"] for c in receiver.calls]
         assert stages[0] == "detected", stages
         detected = receiver.calls[0]
-        assert (detected["cluster_id"], detected["server_id"], detected["server"]) == (
+        assert (detected["cluster_id"], detected["registered_server_id"], detected["server"]) == (
             cluster_id,
             ids["master"],
             "master",
         )
         [failed] = [c for c in receiver.calls if c["stage"] == "not_recovered"]
-        assert failed["cluster_id"] == cluster_id and failed["server_id"] == ids["master"]
+        assert failed["cluster_id"] == cluster_id and failed["registered_server_id"] == ids["master"]
         assert failed["operation_id"] is not None and "must_not" in failed["reason"], failed
         assert "post" in stages, "the failover's own hooks ran too"

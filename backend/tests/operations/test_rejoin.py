@@ -51,7 +51,7 @@ async def test_a_failed_over_master_rejoins_as_a_replica_and_nothing_is_lost(
             old.kill()
             failover = await run_operation(live.app, live.client, cluster_id, "failover", {})
             assert failover["state"] == "succeeded", (failover["error"], failover["steps"])
-            new_id = failover["result"]["new_master_server_id"]
+            new_id = failover["result"]["new_master_registered_server_id"]
             new = ferryd.replica1 if new_id == ids["replica1"] else ferryd.replica2
             assert await fenced(live, cluster_id, ids["master"])
             # Writes go on on the new master; they stop while the old one starts again: it starts writable (nothing
@@ -64,15 +64,17 @@ async def test_a_failed_over_master_rejoins_as_a_replica_and_nothing_is_lost(
             await writer.pause()
             old.start(same_ports=True)
             dry = await run_operation(live.app, live.client, cluster_id, "rejoin",
-                                      {"server_id": ids["master"], "dry_run": True})  # fmt: skip
+                                      {"registered_server_id": ids["master"], "dry_run": True})  # fmt: skip
             assert dry["state"] == "succeeded", dry
             assert topology([old])[old.server_id][1] == [], "a dry run changes nothing"
-            rejoin = await run_operation(live.app, live.client, cluster_id, "rejoin", {"server_id": ids["master"]})
+            rejoin = await run_operation(
+                live.app, live.client, cluster_id, "rejoin", {"registered_server_id": ids["master"]}
+            )
             assert rejoin["state"] == "succeeded", (rejoin["error"], rejoin["steps"])
             assert [s["name"] for s in rejoin["steps"]] == [
                 "preflight", "pre_hooks", "read_only", "replicate", "verify", "unfence",
             ]  # fmt: skip
-            assert rejoin["result"]["master_server_id"] == new_id and rejoin["result"]["only_here"] == []
+            assert rejoin["result"]["master_registered_server_id"] == new_id and rejoin["result"]["only_here"] == []
             assert not await fenced(live, cluster_id, ids["master"])
             status = old.status()
             assert status["read_only"] is True
@@ -120,7 +122,9 @@ async def test_a_master_with_transactions_the_new_master_lacks_is_not_rejoined_a
         old.start(same_ports=True)
         old.post("/v1/read-only", {"read_only": True})
         before = topology(ferryd.nodes)
-        refused = await run_operation(live.app, live.client, cluster_id, "rejoin", {"server_id": ids["master"]})
+        refused = await run_operation(
+            live.app, live.client, cluster_id, "rejoin", {"registered_server_id": ids["master"]}
+        )
         assert refused["state"] == "failed", refused
         assert [s["name"] for s in refused["steps"]] == ["preflight"]
         error = refused["error"]
@@ -153,7 +157,7 @@ async def test_with_auto_rejoin_a_fenced_master_that_answers_again_rejoins_by_it
         old.kill()
         failover = await run_operation(live.app, live.client, cluster_id, "failover", {})
         assert failover["state"] == "succeeded", (failover["error"], failover["steps"])
-        new_id = failover["result"]["new_master_server_id"]
+        new_id = failover["result"]["new_master_registered_server_id"]
         new = ferryd.replica1 if new_id == ids["replica1"] else ferryd.replica2
         new.increment("after", "k", domain=1)
         old.start(same_ports=True)  # writable, as a killed ferryd master starts: fenced, then rejoined
@@ -229,12 +233,16 @@ async def test_a_rejoin_that_cannot_follow_its_source_says_what_it_left(
         )
         assert moved.status_code == 200, moved.text
 
-        refused = await run_operation(live.app, live.client, cluster_id, "rejoin", {"server_id": ids["replica1"]})
+        refused = await run_operation(
+            live.app, live.client, cluster_id, "rejoin", {"registered_server_id": ids["replica1"]}
+        )
         assert refused["state"] == "failed" and "replicates already" in refused["error"], refused
         assert refused["result"]["failure"] == REFUSED, refused["result"]
 
         stream.set(Mode.blackhole)
-        rejoin = await run_operation(live.app, live.client, cluster_id, "rejoin", {"server_id": ids["replica2"]})
+        rejoin = await run_operation(
+            live.app, live.client, cluster_id, "rejoin", {"registered_server_id": ids["replica2"]}
+        )
         assert rejoin["state"] == "failed", rejoin
         assert [(s["name"], s["state"]) for s in rejoin["steps"]][-2:] == [("replicate", "passed"),
                                                                           ("verify", "failed")]  # fmt: skip

@@ -17,7 +17,8 @@ from tests.operations.test_hub_switchover import connections
 
 async def repoint(live, cluster_id: int, server: int, master: int, **fields: object) -> dict:  # type: ignore[no-untyped-def]
     return await run_operation(live.app, live.client, cluster_id, "repoint",
-                               {"server_id": server, "master_server_id": master, **fields})  # fmt: skip
+                               {"registered_server_id": server, "master_registered_server_id": master,
+                                **fields})  # fmt: skip
 
 
 async def test_a_move_under_a_server_behind_levels_it_first(

@@ -64,7 +64,11 @@ async def test_skipping_the_failing_transaction_names_it_and_the_replica_replica
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
         preview = await run_operation(
-            live.app, live.client, cluster_id, "skip-transactions", {"server_id": ids["replica1"], "dry_run": True}
+            live.app,
+            live.client,
+            cluster_id,
+            "skip-transactions",
+            {"registered_server_id": ids["replica1"], "dry_run": True},
         )
         assert preview["state"] == "succeeded", (preview["error"], preview["steps"])
         assert preview["result"]["skipped_gtids"] == [failing]
@@ -72,7 +76,11 @@ async def test_skipping_the_failing_transaction_names_it_and_the_replica_replica
         assert connection(ferryd.replica1)["skip_counter"] == 0 and connection(ferryd.replica1)["running"] is False
 
         operation = await run_operation(
-            live.app, live.client, cluster_id, "skip-transactions", {"server_id": ids["replica1"], "count": 1}
+            live.app,
+            live.client,
+            cluster_id,
+            "skip-transactions",
+            {"registered_server_id": ids["replica1"], "count": 1},
         )
         assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
         assert [s["name"] for s in operation["steps"]] == [
@@ -113,20 +121,22 @@ async def test_refusals_say_why_and_change_nothing(
         cluster_id, ids = await register(live.client, ferryd)
         url = f"/api/v1/clusters/{cluster_id}/operations/skip-transactions"
 
-        running = await live.client.post(url, json={"server_id": ids["replica1"]})
+        running = await live.client.post(url, json={"registered_server_id": ids["replica1"]})
         assert running.status_code == 409, running.text
         error = running.json()["error"]
         assert error["code"] == "connection_running"
         assert error["message"].startswith(
             "replica1 (server_id 2): connection 'main' is running (io connected, sql waiting_for_relay)"
         )
-        unknown = await live.client.post(url, json={"server_id": ids["replica1"], "connection": "other"})
+        unknown = await live.client.post(url, json={"registered_server_id": ids["replica1"], "connection": "other"})
         assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "connection_not_found"
         assert "has no replication connection 'other' (it has: 'main')" in unknown.json()["error"]["message"]
         for count in (0, 101):
-            bad = await live.client.post(url, json={"server_id": ids["replica1"], "count": count})
+            bad = await live.client.post(url, json={"registered_server_id": ids["replica1"], "count": count})
             assert bad.status_code == 422 and "body.count" in bad.json()["error"]["message"], bad.text
-        viewer = await live.client.post(url, json={"server_id": ids["replica1"]}, headers=live.tokens.header("viewer"))
+        viewer = await live.client.post(
+            url, json={"registered_server_id": ids["replica1"]}, headers=live.tokens.header("viewer")
+        )
         assert viewer.status_code == 403
         assert (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json() == []
         assert connection(ferryd.replica1)["running"] is True and connection(ferryd.replica1)["skip_counter"] == 0
@@ -134,7 +144,7 @@ async def test_refusals_say_why_and_change_nothing(
         # Stopped while caught up: nothing waits, so the counter would skip the master's next transaction.
         ferryd.replica1.post("/v1/replication/main/stop", {})
         idle = await run_operation(
-            live.app, live.client, cluster_id, "skip-transactions", {"server_id": ids["replica1"]}
+            live.app, live.client, cluster_id, "skip-transactions", {"registered_server_id": ids["replica1"]}
         )
         assert idle["state"] == "failed"
         assert "only 0 transaction(s)" in idle["error"] and idle["result"]["failure"] == REFUSED
@@ -153,7 +163,11 @@ async def test_a_skip_never_passes_over_another_domains_transaction(
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
         refused = await run_operation(
-            live.app, live.client, cluster_id, "skip-transactions", {"server_id": ids["replica1"], "count": 2}
+            live.app,
+            live.client,
+            cluster_id,
+            "skip-transactions",
+            {"registered_server_id": ids["replica1"], "count": 2},
         )
         assert refused["state"] == "failed", (refused["error"], refused["steps"])
         assert f"({failing}, {other}) span GTID domains 1, 2" in refused["error"], refused["error"]
@@ -163,7 +177,11 @@ async def test_a_skip_never_passes_over_another_domains_transaction(
         assert stopped["skip_counter"] == 0 and stopped["running"] is False and stopped["transactions_skipped"] == 0
 
         operation = await run_operation(
-            live.app, live.client, cluster_id, "skip-transactions", {"server_id": ids["replica1"], "count": 1}
+            live.app,
+            live.client,
+            cluster_id,
+            "skip-transactions",
+            {"registered_server_id": ids["replica1"], "count": 1},
         )
         assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
         assert operation["result"]["skipped_gtids"] == [failing]

@@ -45,13 +45,16 @@ async def test_switchover_moves_the_master_and_back(
         cluster_id, ids = await register(live.client, ferryd)
         operation = await run_operation(
             live.app, live.client, cluster_id, "switchover",
-            {"candidate_server_id": ids["replica1"], "expected_master_server_id": ids["master"]},
+            {"candidate_registered_server_id": ids["replica1"], "expected_master_registered_server_id": ids["master"]},
         )  # fmt: skip
         assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
         assert [s["name"] for s in operation["steps"]] == SWITCHOVER_STEPS
         assert all(s["state"] in ("passed", "skipped") and s["duration_s"] is not None for s in operation["steps"])
         result = operation["result"]
-        assert (result["old_master_server_id"], result["new_master_server_id"]) == (ids["master"], ids["replica1"])
+        assert (result["old_master_registered_server_id"], result["new_master_registered_server_id"]) == (
+            ids["master"],
+            ids["replica1"],
+        )
         assert 0 < result["unavailable_s"] < 5 and result["catch_up_s"] >= 0
         # The old master said exactly when its last commit in flight had landed, and where writes stopped.
         assert result["position"] == stopped_at
@@ -79,8 +82,8 @@ async def test_switchover_moves_the_master_and_back(
         assert back["state"] == "succeeded", back
         assert check(back, "candidate_chosen")["passed"]
         assert back["result"]["candidate_chosen_by"] == "orchestrator"
-        assert back["result"]["old_master_server_id"] == ids["replica1"]
-        assert back["result"]["new_master_server_id"] == ids["master"]
+        assert back["result"]["old_master_registered_server_id"] == ids["replica1"]
+        assert back["result"]["new_master_registered_server_id"] == ids["master"]
         assert writable_master(ferryd.nodes) is ferryd.master
 
         listed = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
@@ -100,12 +103,12 @@ async def test_a_replica_that_was_master_before_follows_the_next_master_from_its
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
         first = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                    {"candidate_server_id": ids["replica1"]})  # fmt: skip
+                                    {"candidate_registered_server_id": ids["replica1"]})  # fmt: skip
         assert first["state"] == "succeeded", (first["error"], first["steps"])
         ferryd.replica1.increment("second", "k", domain=2)
         ferryd.converge()
         second = await run_operation(live.app, live.client, cluster_id, "switchover",
-                                     {"candidate_server_id": ids["replica2"]})  # fmt: skip
+                                     {"candidate_registered_server_id": ids["replica2"]})  # fmt: skip
         assert second["state"] == "succeeded", (second["error"], second["steps"])
         repointed = step(second, "repoint_replicas")["detail"]["repointed"]
         assert any("(current_pos)" in moved for moved in repointed), repointed
@@ -126,7 +129,7 @@ async def test_dry_run_runs_the_preflight_only_and_the_stream_shows_its_steps(
         async with live.app.state.bus.subscribe(cluster_id) as events:
             operation = await run_operation(
                 live.app, live.client, cluster_id, "switchover",
-                {"candidate_server_id": ids["replica2"], "dry_run": True},
+                {"candidate_registered_server_id": ids["replica2"], "dry_run": True},
             )  # fmt: skip
             seen = []
             while not seen or seen[-1].state == "running":
@@ -171,7 +174,7 @@ async def test_refusals_name_the_failing_check_and_change_nothing(
         # Not replicating: its connection is stopped.
         ferryd.replica1.post("/v1/replication/main/stop", {})
         refused = await assert_refused(
-            live, cluster_id, ferryd, {"candidate_server_id": ids["replica1"]}, "candidate_replicating"
+            live, cluster_id, ferryd, {"candidate_registered_server_id": ids["replica1"]}, "candidate_replicating"
         )
         assert "running=False" in check(refused, "candidate_replicating")["detail"]
         ferryd.replica1.post("/v1/replication/main/start", {})
@@ -180,7 +183,7 @@ async def test_refusals_name_the_failing_check_and_change_nothing(
         # Errant GTID: a transaction written on the replica itself, in a domain the master also writes.
         errant = ferryd.replica2.increment("errant", "k", domain=2)
         refused = await assert_refused(
-            live, cluster_id, ferryd, {"candidate_server_id": ids["replica2"]}, "no_errant_gtids"
+            live, cluster_id, ferryd, {"candidate_registered_server_id": ids["replica2"]}, "no_errant_gtids"
         )
         detail = check(refused, "no_errant_gtids")["detail"]
         assert f"domain 2: {errant}" in detail and "written by the candidate itself" in detail
@@ -192,7 +195,7 @@ async def test_refusals_name_the_failing_check_and_change_nothing(
         ferryd.replica1.post("/v1/replication/main/start", {})
         ferryd.write(5, domains=(1,))
         before = topology(ferryd.nodes)
-        body = {"candidate_server_id": ids["replica1"], "max_window_s": 2, "prepare_timeout_s": 1}
+        body = {"candidate_registered_server_id": ids["replica1"], "max_window_s": 2, "prepare_timeout_s": 1}
         refused = await run_operation(live.app, live.client, cluster_id, "switchover", body)
         assert refused["state"] == "failed", refused
         assert [s["name"] for s in refused["steps"]] == ["preflight", "catch_up_before_window"]
@@ -210,7 +213,8 @@ async def test_refusals_name_the_failing_check_and_change_nothing(
         # The expected master is not the master.
         refused = await assert_refused(
             live, cluster_id, ferryd,
-            {"candidate_server_id": ids["replica1"], "expected_master_server_id": ids["replica2"]}, "expected_master",
+            {"candidate_registered_server_id": ids["replica1"],
+             "expected_master_registered_server_id": ids["replica2"]}, "expected_master",
         )  # fmt: skip
 
 
@@ -241,7 +245,7 @@ async def test_undo_when_the_candidate_cannot_catch_up(
         cluster_id, ids = await register(live.client, ferryd, pre_operation_webhooks=[hook_url])
         before = topology(ferryd.nodes)
         operation = await run_operation(
-            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica1"]}
+            live.app, live.client, cluster_id, "switchover", {"candidate_registered_server_id": ids["replica1"]}
         )
         assert operation["state"] == "undone", operation
         assert "did not reach" in operation["error"] and "timed out after 2.0 s" in operation["error"]
@@ -250,7 +254,10 @@ async def test_undo_when_the_candidate_cannot_catch_up(
         assert catch_up["state"] == "failed" and catch_up["duration_s"] >= 2.0
         assert step(operation, "undo")["state"] == "passed"
         assert [s["name"] for s in operation["steps"]][-1] == "undo"
-        assert receiver.calls[0]["stage"] == "pre" and receiver.calls[0]["new_master_server_id"] == ids["replica1"]
+        assert (
+            receiver.calls[0]["stage"] == "pre"
+            and receiver.calls[0]["new_master_registered_server_id"] == ids["replica1"]
+        )
         assert topology(ferryd.nodes) == before
         assert writable_master(ferryd.nodes) is ferryd.master
         ferryd.master.increment("after_undo", "k", domain=1)
@@ -280,7 +287,7 @@ async def test_undo_when_a_commit_stays_in_flight_after_read_only(
         cluster_id, ids = await register(live.client, ferryd, pre_operation_webhooks=[hook_url])
         before = topology(ferryd.nodes)
         operation = await run_operation(
-            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica1"]}
+            live.app, live.client, cluster_id, "switchover", {"candidate_registered_server_id": ids["replica1"]}
         )
         assert operation["state"] == "undone", operation
         error = operation["error"]
@@ -304,7 +311,7 @@ async def test_a_driver_that_cannot_count_commits_in_flight_falls_back_to_a_stil
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd)
         operation = await run_operation(
-            live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica2"]}
+            live.app, live.client, cluster_id, "switchover", {"candidate_registered_server_id": ids["replica2"]}
         )
         assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
         detail = step(operation, "wait_in_flight_commits")["detail"]
@@ -340,8 +347,8 @@ async def test_one_operation_per_cluster_and_idempotency_keys(
         cluster_id, ids = await register(live.client, ferryd)
         url = f"/api/v1/clusters/{cluster_id}/operations/switchover"
         first, second = await asyncio.gather(
-            live.client.post(url, json={"candidate_server_id": ids["replica1"]}),
-            live.client.post(url, json={"candidate_server_id": ids["replica2"]}),
+            live.client.post(url, json={"candidate_registered_server_id": ids["replica1"]}),
+            live.client.post(url, json={"candidate_registered_server_id": ids["replica2"]}),
         )
         assert sorted([first.status_code, second.status_code]) == [202, 409], (first.text, second.text)
         accepted, refused = (first, second) if first.status_code == 202 else (second, first)
@@ -352,19 +359,19 @@ async def test_one_operation_per_cluster_and_idempotency_keys(
         await live.app.state.runner.wait(running)
 
         headers = {"Idempotency-Key": "retry-me-0001"}
-        body = {"candidate_server_id": ids["master"]}
+        body = {"candidate_registered_server_id": ids["master"]}
         once = await live.client.post(url, json=body, headers=headers)
         again = await live.client.post(url, json=body, headers=headers)
         assert once.status_code == again.status_code == 202
         assert once.json()["id"] == again.json()["id"] and again.headers["Idempotent-Replayed"] == "true"
         await live.app.state.runner.wait(once.json()["id"])
-        other = await live.client.post(url, json={"candidate_server_id": ids["replica2"]}, headers=headers)
+        other = await live.client.post(url, json={"candidate_registered_server_id": ids["replica2"]}, headers=headers)
         assert other.status_code == 409 and other.json()["error"]["code"] == "idempotency_key_reused"
         operations = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations")).json()
         assert len(operations) == 2
         # Keys are per token: another token's same key starts its own operation, never replays this one's.
         async with live.client_as("admin") as admin:
-            theirs = await admin.post(url, json={"candidate_server_id": ids["replica2"], "dry_run": True},
+            theirs = await admin.post(url, json={"candidate_registered_server_id": ids["replica2"], "dry_run": True},
                                       headers=headers)  # fmt: skip
         assert theirs.status_code == 202 and theirs.json()["id"] != once.json()["id"], theirs.text
         assert "Idempotent-Replayed" not in theirs.headers

@@ -36,7 +36,7 @@ async def test_twenty_switchovers_under_load_lose_nothing(
             for i in range(SWITCHOVERS):
                 candidate_id = ids["replica1"] if i % 2 == 0 else ids["master"]
                 operation = await run_operation(
-                    live.app, live.client, cluster_id, "switchover", {"candidate_server_id": candidate_id}
+                    live.app, live.client, cluster_id, "switchover", {"candidate_registered_server_id": candidate_id}
                 )
                 assert operation["state"] == "succeeded", (i, operation["error"], operation["steps"])
                 windows.append(operation["result"]["unavailable_s"])

@@ -156,7 +156,7 @@ async def test_every_metric_and_label_named_exists_in_metrics(
             )  # fmt: skip
 
             switchover = await run_operation(
-                live.app, live.client, cluster_id, "switchover", {"candidate_server_id": ids["replica1"]}
+                live.app, live.client, cluster_id, "switchover", {"candidate_registered_server_id": ids["replica1"]}
             )
             assert switchover["state"] == "succeeded", switchover
             started = await live.client.post(

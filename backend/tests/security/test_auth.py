@@ -29,7 +29,7 @@ def routes(app: FastAPI) -> list[tuple[str, str]]:
     """(method, path) of every documented route, with path parameters filled with 1."""
     found = []
     for path, operations in app.openapi()["paths"].items():
-        concrete = path.replace("{cluster_id}", "1").replace("{server_id}", "1")
+        concrete = path.replace("{cluster_id}", "1").replace("{registered_server_id}", "1")
         concrete = concrete.replace("{operation_id}", "1").replace("{token_id}", "1")
         concrete = concrete.replace("{schedule_id}", "1").replace("{run_id}", "1").replace("{server}", "s1")
         assert "{" not in concrete, f"unfilled path parameter in {path}"

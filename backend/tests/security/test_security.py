@@ -140,11 +140,11 @@ async def test_a_clusters_node_token_goes_to_its_own_nodes_only(
         own_id, own = await register(live.client, ferryd, "own", node_token=NODE_TOKEN)
         other_id, other = await register(live.client, ferryd, "other")
         refused = await run_operation(
-            live.app, live.client, other_id, "read-only", {"server_id": other["replica1"], "read_only": True}
+            live.app, live.client, other_id, "read-only", {"registered_server_id": other["replica1"], "read_only": True}
         )
         assert refused["state"] == "failed" and "no_node_token" in refused["error"], refused
         done = await run_operation(
-            live.app, live.client, own_id, "read-only", {"server_id": own["replica1"], "read_only": True}
+            live.app, live.client, own_id, "read-only", {"registered_server_id": own["replica1"], "read_only": True}
         )
         assert done["state"] == "succeeded", done
         assert ferryd.replica1.status()["read_only"] is True
@@ -427,7 +427,8 @@ async def test_deleting_during_an_operation_is_a_conflict(
     async with serve(receiver) as hook_url, live_app() as live:
         cluster_id, ids = await register(live.client, ferryd, pre_operation_webhooks=[hook_url])
         started = await live.client.post(
-            f"/api/v1/clusters/{cluster_id}/operations/switchover", json={"candidate_server_id": ids["replica1"]}
+            f"/api/v1/clusters/{cluster_id}/operations/switchover",
+            json={"candidate_registered_server_id": ids["replica1"]},
         )
         assert started.status_code == 202, started.text
         async with asyncio.timeout(WAIT_S):

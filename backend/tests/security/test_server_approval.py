@@ -101,7 +101,9 @@ async def test_what_an_operators_discovery_finds_is_pending_and_not_visited(
             found = response.json()
             master = next(s for s in found["added"] if s["protocol_port"] == ferryd.master.protocol_port)
             assert master["approved"] is False, master
-            assert any(n["server_id"] == master["id"] and "pending" in n["message"] for n in found["notes"]), found
+            assert any(
+                n["registered_server_id"] == master["id"] and "pending" in n["message"] for n in found["notes"]
+            ), found
             assert master["reported_server_id"] is None, "the pending master was visited"
             # Its replicas were not listed either: only what the seed itself reported was registered.
             ports = {s["protocol_port"] for s in found["added"]}

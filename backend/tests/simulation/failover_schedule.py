@@ -75,7 +75,7 @@ async def _reconcile(
     verdict = await repair_failover(repair, snapshot, result, done, problems)
     words = "; ".join(done) + (" | could not: " + "; ".join(problems) if problems else "")
     kind = "incomplete" if problems or verdict == "unknown" else verdict
-    return Outcome(kind, "reconcile", words, result.new_master_server_id, False), runner
+    return Outcome(kind, "reconcile", words, result.new_master_registered_server_id, False), runner
 
 
 async def _monitor_fences(settings: Any, cluster: Cluster, topology: Topology, rows: list[SimpleNamespace]) -> None:
@@ -121,7 +121,8 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     faults.log.append(f"{now():.6f} master {old.name} {'crashed' if crashed else 'cut off from everyone'}")
     await asyncio.sleep(rng.uniform(0.0, 0.2))  # until the loss is noticed
 
-    params = FailoverParams(candidate_server_id=topology.candidate, source_server_id=topology.source,
+    params = FailoverParams(candidate_registered_server_id=topology.candidate,
+                            source_registered_server_id=topology.source,
                             automatic=automatic)  # fmt: skip
     ctx = SimContext(
         runner=runner, operation_id=1, cluster_id=CLUSTER_ID, type="failover",  # type: ignore[arg-type]
@@ -137,7 +138,7 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     def replica_crashes() -> None:
         if not operating[0]:
             return
-        promoted = {ctx.result.new_master_server_id, *cluster.made_writable}
+        promoted = {ctx.result.new_master_registered_server_id, *cluster.made_writable}
         choices = [s for s in cluster.main() if s is not old and not s.down and s.id not in promoted]
         if not choices:
             return

@@ -112,7 +112,7 @@ async def _operate(ctx: SimContext, executor: Executor = run_switchover) -> str 
 
 
 def _live_outcome(ctx: SimContext, error: str | None, writable_at_stop: bool) -> Outcome:
-    candidate = ctx.result.new_master_server_id
+    candidate = ctx.result.new_master_registered_server_id
     settled = [s for s in ctx.steps if s.name == "settle"]
     if error is not None and settled:
         error += f" [settle: {settled[-1].detail}]"
@@ -152,7 +152,7 @@ async def _reconcile(
     problems: list[str] = []
     await repair_switch(repair, snapshot, result, done, problems)
     words = "; ".join(done) + (" | could not: " + "; ".join(problems) if problems else "")
-    candidate = result.switch.new_master_server_id if result.switch else None
+    candidate = result.switch.new_master_registered_server_id if result.switch else None
     if problems:
         kind = "incomplete"
     elif any(d.startswith("undone") for d in done):
@@ -176,14 +176,16 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     stop_state: dict[str, float] = {}
 
     def candidate_writable() -> bool:
-        candidate = ctx.result.new_master_server_id
+        candidate = ctx.result.new_master_registered_server_id
         return candidate is not None and candidate in cluster.made_writable
 
     def on_stop() -> None:
         stop_state.setdefault("writable", candidate_writable())
         stop_state.setdefault("at", now())
 
-    params = SwitchoverParams(candidate_server_id=topology.candidate, source_server_id=topology.source)
+    params = SwitchoverParams(
+        candidate_registered_server_id=topology.candidate, source_registered_server_id=topology.source
+    )
     ctx = SimContext(
         runner=runner, operation_id=1, cluster_id=CLUSTER_ID, type="switchover",  # type: ignore[arg-type]
         params=params, result=SwitchoverResult(), dry_run=False, requester="simulation", fencing_token=1,

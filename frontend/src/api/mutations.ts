@@ -149,8 +149,8 @@ export function useUnfence(clusterId: number) {
   return useMutation({
     mutationFn: (serverId: number) =>
       unwrap(
-        api.POST("/api/v1/clusters/{cluster_id}/servers/{server_id}/unfence", {
-          params: { path: { cluster_id: clusterId, server_id: serverId } },
+        api.POST("/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/unfence", {
+          params: { path: { cluster_id: clusterId, registered_server_id: serverId } },
         }),
       ),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.cluster(clusterId) }),
@@ -176,8 +176,8 @@ export function useSetMaintenance(clusterId: number) {
   return useMutation({
     mutationFn: ({ serverId, body }: { serverId: number; body: Schemas["MaintenanceUpdate"] }) =>
       unwrap(
-        api.PUT("/api/v1/clusters/{cluster_id}/servers/{server_id}/maintenance", {
-          params: { path: { cluster_id: clusterId, server_id: serverId } },
+        api.PUT("/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/maintenance", {
+          params: { path: { cluster_id: clusterId, registered_server_id: serverId } },
           body,
         }),
       ),

@@ -183,7 +183,7 @@ export function useAudit(filter: AuditFilter) {
         api.GET("/api/v1/audit", {
           params: {
             query: {
-              cluster_id: clusterId, server_id: serverId, actor, action, outcome, since, until, limit,
+              cluster_id: clusterId, registered_server_id: serverId, actor, action, outcome, since, until, limit,
             },
           },
         }),

@@ -154,7 +154,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/clusters/{cluster_id}/servers/{server_id}": {
+    "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -162,11 +162,11 @@ export interface paths {
             cookie?: never;
         };
         /** Get a server */
-        get: operations["get_server_api_v1_clusters__cluster_id__servers__server_id__get"];
+        get: operations["get_server_api_v1_clusters__cluster_id__servers__registered_server_id__get"];
         put?: never;
         post?: never;
         /** Remove a server (and its samples and links); 409 `operation_running` while an operation runs */
-        delete: operations["delete_server_api_v1_clusters__cluster_id__servers__server_id__delete"];
+        delete: operations["delete_server_api_v1_clusters__cluster_id__servers__registered_server_id__delete"];
         options?: never;
         head?: never;
         /**
@@ -175,10 +175,10 @@ export interface paths {
          *     credentials to another address takes an admin's token (403 `address_change_needs_admin`); any other move by an
          *     operator to an address `server_trusted_hosts` does not name leaves the server pending an admin's approval.
          */
-        patch: operations["update_server_api_v1_clusters__cluster_id__servers__server_id__patch"];
+        patch: operations["update_server_api_v1_clusters__cluster_id__servers__registered_server_id__patch"];
         trace?: never;
     };
-    "/api/v1/clusters/{cluster_id}/servers/{server_id}/approve": {
+    "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/approve": {
         parameters: {
             query?: never;
             header?: never;
@@ -191,14 +191,14 @@ export interface paths {
          * Approve a server's address (admin): the control plane then polls it with its cluster's credentials
          * @description Approves the address the server has now; a later move by an operator needs approving again.
          */
-        post: operations["approve_server_api_v1_clusters__cluster_id__servers__server_id__approve_post"];
+        post: operations["approve_server_api_v1_clusters__cluster_id__servers__registered_server_id__approve_post"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v1/clusters/{cluster_id}/servers/{server_id}/maintenance": {
+    "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/maintenance": {
         parameters: {
             query?: never;
             header?: never;
@@ -214,7 +214,7 @@ export interface paths {
          *     for a missing reason, a missing, past or too distant end (at most 7 days); 409 `operation_running` while an
          *     operation holds the cluster (whether a server is in maintenance decides what the operation may do with it).
          */
-        put: operations["set_maintenance_api_v1_clusters__cluster_id__servers__server_id__maintenance_put"];
+        put: operations["set_maintenance_api_v1_clusters__cluster_id__servers__registered_server_id__maintenance_put"];
         post?: never;
         delete?: never;
         options?: never;
@@ -222,7 +222,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/clusters/{cluster_id}/servers/{server_id}/unfence": {
+    "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/unfence": {
         parameters: {
             query?: never;
             header?: never;
@@ -232,14 +232,14 @@ export interface paths {
         get?: never;
         put?: never;
         /** Clear a fenced former master's fence (it stays read-only; repointing it also clears the fence) */
-        post: operations["unfence_server_api_v1_clusters__cluster_id__servers__server_id__unfence_post"];
+        post: operations["unfence_server_api_v1_clusters__cluster_id__servers__registered_server_id__unfence_post"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v1/clusters/{cluster_id}/servers/{server_id}/parallel-apply": {
+    "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/parallel-apply": {
         parameters: {
             query?: never;
             header?: never;
@@ -255,7 +255,7 @@ export interface paths {
          *     `limits`: what the server's kind accepts for a change. 409 `server_unreachable` when the server does not
          *     answer now.
          */
-        get: operations["get_parallel_apply_api_v1_clusters__cluster_id__servers__server_id__parallel_apply_get"];
+        get: operations["get_parallel_apply_api_v1_clusters__cluster_id__servers__registered_server_id__parallel_apply_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -264,7 +264,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/clusters/{cluster_id}/servers/{server_id}/consumers": {
+    "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/consumers": {
         parameters: {
             query?: never;
             header?: never;
@@ -278,7 +278,7 @@ export interface paths {
          *     for not reading; `supported` false for a kind that lists binlog readers among its replicas (MariaDB). Read from
          *     the server now: 409 `server_unreachable` when it does not answer within `poll_timeout_s`.
          */
-        get: operations["get_consumers_api_v1_clusters__cluster_id__servers__server_id__consumers_get"];
+        get: operations["get_consumers_api_v1_clusters__cluster_id__servers__registered_server_id__consumers_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -894,7 +894,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/clusters/{cluster_id}/servers/{server_id}/writable-domains": {
+    "/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/writable-domains": {
         parameters: {
             query?: never;
             header?: never;
@@ -902,7 +902,7 @@ export interface paths {
             cookie?: never;
         };
         /** The domains a replicating server is writable for */
-        get: operations["get_writable_domains_api_v1_clusters__cluster_id__servers__server_id__writable_domains_get"];
+        get: operations["get_writable_domains_api_v1_clusters__cluster_id__servers__registered_server_id__writable_domains_get"];
         /**
          * Make a replicating server writable for its own domains (admin), or a plain read-only replica again
          * @description A multi-source replica that takes writes of its own, each in a domain none of its masters writes: the replica
@@ -910,7 +910,7 @@ export interface paths {
          *     still are). An empty list makes it a replica like any other: the guard makes it read-only at its next look
          *     (when its cluster enforces it). This does not change the server's read-only flag itself.
          */
-        put: operations["set_writable_domains_api_v1_clusters__cluster_id__servers__server_id__writable_domains_put"];
+        put: operations["set_writable_domains_api_v1_clusters__cluster_id__servers__registered_server_id__writable_domains_put"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1031,10 +1031,10 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * Server Id
+             * Registered Server Id
              * @description The registered server the call concerned: its path's, or the one it registered.
              */
-            server_id?: number | null;
+            registered_server_id?: number | null;
             /**
              * Operation Id
              * @description The operation the call started (a dry run or a run).
@@ -1111,24 +1111,24 @@ export interface components {
         /**
          * BringLevelParams
          * @example {
-         *       "server_id": 3,
-         *       "source_server_id": 2,
+         *       "registered_server_id": 3,
+         *       "source_registered_server_id": 2,
          *       "timeout_s": 30
          *     }
          */
         BringLevelParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The server to get level with.
              * @example 2
              */
-            source_server_id: number;
+            source_registered_server_id: number;
             /**
              * Timeout S
              * @description Bound on the wait; default: the catch-up timeout.
@@ -1139,8 +1139,8 @@ export interface components {
          * BringLevelRequest
          * @description The body of POST …/bring-level.
          * @example {
-         *       "server_id": 3,
-         *       "source_server_id": 2,
+         *       "registered_server_id": 3,
+         *       "source_registered_server_id": 2,
          *       "timeout_s": 30
          *     }
          */
@@ -1152,17 +1152,17 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The server to get level with.
              * @example 2
              */
-            source_server_id: number;
+            source_registered_server_id: number;
             /**
              * Timeout S
              * @description Bound on the wait; default: the catch-up timeout.
@@ -1182,10 +1182,10 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
-            /** Source Server Id */
-            source_server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
+            /** Source Registered Server Id */
+            source_registered_server_id?: number | null;
             /** Target */
             target?: string | null;
             /** Level S */
@@ -1262,8 +1262,8 @@ export interface components {
          *       "window_s": 0.061,
          *       "windows": [
          *         {
-         *           "new_master_server_id": 2,
-         *           "old_master_server_id": 1,
+         *           "new_master_registered_server_id": 2,
+         *           "old_master_registered_server_id": 1,
          *           "switch": "switch",
          *           "window_s": 0.061
          *         }
@@ -1381,10 +1381,10 @@ export interface components {
             /** Message */
             message: string;
             /**
-             * Server Id
-             * @description The server concerned, if one.
+             * Registered Server Id
+             * @description The server concerned (its registered id), if one.
              */
-            server_id?: number | null;
+            registered_server_id?: number | null;
             /**
              * Operation Id
              * @description The operation concerned, if one.
@@ -2047,10 +2047,10 @@ export interface components {
             /** Master Address */
             master_address: string;
             /**
-             * Master Server Id
+             * Master Registered Server Id
              * @description The registered server it replicates from (None: not one).
              */
-            master_server_id: number | null;
+            master_registered_server_id: number | null;
             /** Running */
             running: boolean;
             /** Sql State */
@@ -2224,10 +2224,10 @@ export interface components {
         /** DiscoveryNote */
         DiscoveryNote: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description The registered server the note is about.
              */
-            server_id?: number | null;
+            registered_server_id?: number | null;
             /** Message */
             message: string;
         };
@@ -2263,7 +2263,7 @@ export interface components {
          *       "notes": [
          *         {
          *           "message": "admin address unknown: replica seen from 127.0.0.1",
-         *           "server_id": 5
+         *           "registered_server_id": 5
          *         }
          *       ],
          *       "seed": {
@@ -2486,15 +2486,15 @@ export interface components {
              * @enum {string}
              */
             candidate_strategy: "fixed" | "rotation";
-            /** Candidate Server Id */
-            candidate_server_id?: number | null;
+            /** Candidate Registered Server Id */
+            candidate_registered_server_id?: number | null;
             /**
              * Switch Back
              * @default false
              */
             switch_back: boolean;
-            /** Source Server Id */
-            source_server_id?: number | null;
+            /** Source Registered Server Id */
+            source_registered_server_id?: number | null;
             /** Webhook Url */
             webhook_url?: string | null;
             /**
@@ -2518,10 +2518,10 @@ export interface components {
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Checks */
             checks?: components["schemas"]["CheckResult"][] | null;
-            /** Old Master Server Id */
-            old_master_server_id?: number | null;
-            /** New Master Server Id */
-            new_master_server_id?: number | null;
+            /** Old Master Registered Server Id */
+            old_master_registered_server_id?: number | null;
+            /** New Master Registered Server Id */
+            new_master_registered_server_id?: number | null;
             /**
              * Proxies
              * @description What each HAProxy was told as the writer moved.
@@ -2540,10 +2540,10 @@ export interface components {
              */
             candidate_ran?: string[] | null;
             /**
-             * Role Moves To Server Id
+             * Role Moves To Registered Server Id
              * @description A better candidate the role moves to by a switchover once the failover ended.
              */
-            role_moves_to_server_id?: number | null;
+            role_moves_to_registered_server_id?: number | null;
             /**
              * Promoted After S
              * @description From fencing the old master (or finding it gone) to the new master writable.
@@ -2608,16 +2608,16 @@ export interface components {
             kind: "switchover" | "failover";
             /**
              * Candidate Strategy
-             * @description `fixed`: always `candidate_server_id`; `rotation`: the next eligible replica in turn.
+             * @description `fixed`: always `candidate_registered_server_id`; `rotation`: the next eligible replica in turn.
              * @default rotation
              * @enum {string}
              */
             candidate_strategy: "fixed" | "rotation";
             /**
-             * Candidate Server Id
+             * Candidate Registered Server Id
              * @description The candidate for the `fixed` strategy.
              */
-            candidate_server_id?: number | null;
+            candidate_registered_server_id?: number | null;
             /**
              * Switch Back
              * @description Switch back to the original master after verifying (a failover drill: once it rejoined).
@@ -2625,10 +2625,10 @@ export interface components {
              */
             switch_back: boolean;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
             /**
              * Webhook Url
              * @description POSTed when a run fails (besides the settings' URLs).
@@ -2649,7 +2649,7 @@ export interface components {
          *         "canaries": {
          *           "1": "1-1-77"
          *         },
-         *         "candidate_server_id": 2
+         *         "candidate_registered_server_id": 2
          *       },
          *       "finished_at": "2026-11-23T01:30:02Z",
          *       "id": 4,
@@ -2741,16 +2741,16 @@ export interface components {
             kind: "switchover" | "failover";
             /**
              * Candidate Strategy
-             * @description `fixed`: always `candidate_server_id`; `rotation`: the next eligible replica in turn.
+             * @description `fixed`: always `candidate_registered_server_id`; `rotation`: the next eligible replica in turn.
              * @default rotation
              * @enum {string}
              */
             candidate_strategy: "fixed" | "rotation";
             /**
-             * Candidate Server Id
+             * Candidate Registered Server Id
              * @description The candidate for the `fixed` strategy.
              */
-            candidate_server_id?: number | null;
+            candidate_registered_server_id?: number | null;
             /**
              * Switch Back
              * @description Switch back to the original master after verifying (a failover drill: once it rejoined).
@@ -2758,10 +2758,10 @@ export interface components {
              */
             switch_back: boolean;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
             /**
              * Webhook Url
              * @description POSTed when a run fails (besides the settings' URLs).
@@ -2831,15 +2831,15 @@ export interface components {
              * @enum {string}
              */
             candidate_strategy: "fixed" | "rotation";
-            /** Candidate Server Id */
-            candidate_server_id: number | null;
+            /** Candidate Registered Server Id */
+            candidate_registered_server_id: number | null;
             /** Switch Back */
             switch_back: boolean;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
             /** Webhook Url */
             webhook_url: string | null;
             /**
@@ -2880,15 +2880,15 @@ export interface components {
             kind?: ("switchover" | "failover") | null;
             /** Candidate Strategy */
             candidate_strategy?: ("fixed" | "rotation") | null;
-            /** Candidate Server Id */
-            candidate_server_id?: number | null;
+            /** Candidate Registered Server Id */
+            candidate_registered_server_id?: number | null;
             /** Switch Back */
             switch_back?: boolean | null;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The source whose role the drill moves: unset, the cluster's only master (or the fixed candidate's only master); an intermediate master (the two-master shape's hub) is drilled with canaries written on each of its masters in their domains, its role moved to a replica (and back), the masters never stopping.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
             /** Webhook Url */
             webhook_url?: string | null;
         };
@@ -2951,11 +2951,11 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /**
              * Domains
-             * @description Per domain: domain, server_id, first_gtid, last_gtid, transactions, since (empty: none now).
+             * @description Per domain: domain, server_id (its own, in these GTIDs), first_gtid, last_gtid, transactions, since (empty: none now).
              */
             domains: {
                 [key: string]: unknown;
@@ -3115,8 +3115,8 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Detail */
             detail: string;
         };
@@ -3160,15 +3160,15 @@ export interface components {
          */
         FailoverParams: {
             /**
-             * Candidate Server Id
+             * Candidate Registered Server Id
              * @description The new master; unset: the most advanced replica (leveled from its peers first).
              */
-            candidate_server_id?: number | null;
+            candidate_registered_server_id?: number | null;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The master to replace, in a cluster of several (the two-master shape has two); unset: the only master, or of several the only one lost. The candidate is one of its direct replicas; a multi-source candidate keeps its connections to the other masters.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
             /**
              * Automatic
              * @description Started by the failover monitor (a replica must have confirmed the loss), not by a person.
@@ -3189,15 +3189,15 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Candidate Server Id
+             * Candidate Registered Server Id
              * @description The new master; unset: the most advanced replica (leveled from its peers first).
              */
-            candidate_server_id?: number | null;
+            candidate_registered_server_id?: number | null;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The master to replace, in a cluster of several (the two-master shape has two); unset: the only master, or of several the only one lost. The candidate is one of its direct replicas; a multi-source candidate keeps its connections to the other masters.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
         };
         /** FailoverResult */
         FailoverResult: {
@@ -3214,10 +3214,10 @@ export interface components {
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Checks */
             checks?: components["schemas"]["CheckResult"][] | null;
-            /** Old Master Server Id */
-            old_master_server_id?: number | null;
-            /** New Master Server Id */
-            new_master_server_id?: number | null;
+            /** Old Master Registered Server Id */
+            old_master_registered_server_id?: number | null;
+            /** New Master Registered Server Id */
+            new_master_registered_server_id?: number | null;
             /**
              * Proxies
              * @description What each HAProxy was told as the writer moved.
@@ -3236,10 +3236,10 @@ export interface components {
              */
             candidate_ran?: string[] | null;
             /**
-             * Role Moves To Server Id
+             * Role Moves To Registered Server Id
              * @description A better candidate the role moves to by a switchover once the failover ended.
              */
-            role_moves_to_server_id?: number | null;
+            role_moves_to_registered_server_id?: number | null;
             /**
              * Promoted After S
              * @description From fencing the old master (or finding it gone) to the new master writable.
@@ -3318,8 +3318,8 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Read Only */
             read_only: boolean;
             /** Reason */
@@ -3347,8 +3347,8 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /**
              * State
              * @example unreachable
@@ -3370,10 +3370,10 @@ export interface components {
          *     completes it.
          */
         HubFailoverPlan: {
-            /** Hub Server Id */
-            hub_server_id: number;
-            /** New Hub Server Id */
-            new_hub_server_id: number;
+            /** Hub Registered Server Id */
+            hub_registered_server_id: number;
+            /** New Hub Registered Server Id */
+            new_hub_registered_server_id: number;
             /** New Hub Connection */
             new_hub_connection: string;
             /** Incoming */
@@ -3388,8 +3388,8 @@ export interface components {
         HubIncoming: {
             /** Name */
             name: string;
-            /** Master Server Id */
-            master_server_id: number;
+            /** Master Registered Server Id */
+            master_registered_server_id: number;
             /** Master Address */
             master_address: string;
             /** Running */
@@ -3403,10 +3403,10 @@ export interface components {
          *     completes it once the candidate replicates from the hub's masters, else undoes it.
          */
         HubSwitchPlan: {
-            /** Hub Server Id */
-            hub_server_id: number;
-            /** Candidate Server Id */
-            candidate_server_id: number;
+            /** Hub Registered Server Id */
+            hub_registered_server_id: number;
+            /** Candidate Registered Server Id */
+            candidate_registered_server_id: number;
             /** Candidate Connection */
             candidate_connection: string;
             candidate_settings?: components["schemas"]["ConnectionSettingsRecord"] | null;
@@ -3464,7 +3464,7 @@ export interface components {
          *       "servers": [
          *         {
          *           "name": "node1",
-         *           "server_id": 1,
+         *           "registered_server_id": 1,
          *           "transactions": []
          *         }
          *       ],
@@ -3503,8 +3503,8 @@ export interface components {
          *           "connection": "m1",
          *           "domain_id": 1,
          *           "link_id": 1,
-         *           "master_server_id": 1,
-         *           "replica_server_id": 2,
+         *           "master_registered_server_id": 1,
+         *           "replica_registered_server_id": 2,
          *           "sampled_at": "2026-11-21T11:42:10Z",
          *           "seconds": 0,
          *           "transactions": 0
@@ -3516,8 +3516,8 @@ export interface components {
          *           "connection": "m1",
          *           "domain_id": 1,
          *           "link_id": 1,
-         *           "master_server_id": 1,
-         *           "replica_server_id": 2,
+         *           "master_registered_server_id": 1,
+         *           "replica_registered_server_id": 2,
          *           "sampled_at": "2026-11-21T12:59:58Z",
          *           "seconds": 0.4,
          *           "transactions": 3
@@ -3571,10 +3571,10 @@ export interface components {
         LagSampleRead: {
             /** Link Id */
             link_id: number;
-            /** Replica Server Id */
-            replica_server_id: number;
-            /** Master Server Id */
-            master_server_id: number | null;
+            /** Replica Registered Server Id */
+            replica_registered_server_id: number;
+            /** Master Registered Server Id */
+            master_registered_server_id: number | null;
             /** Connection */
             connection: string | null;
             /** Domain Id */
@@ -3661,10 +3661,10 @@ export interface components {
         LinkDelayRead: {
             /** Link Id */
             link_id: number;
-            /** Replica Server Id */
-            replica_server_id: number;
-            /** Master Server Id */
-            master_server_id: number | null;
+            /** Replica Registered Server Id */
+            replica_registered_server_id: number;
+            /** Master Registered Server Id */
+            master_registered_server_id: number | null;
             /** Connection */
             connection: string | null;
             /**
@@ -3700,10 +3700,10 @@ export interface components {
             truncated?: boolean | null;
             /** Link Id */
             link_id: number;
-            /** Replica Server Id */
-            replica_server_id: number;
-            /** Master Server Id */
-            master_server_id?: number | null;
+            /** Replica Registered Server Id */
+            replica_registered_server_id: number;
+            /** Master Registered Server Id */
+            master_registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
             /** Removed */
@@ -3861,8 +3861,8 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Maintenance */
             maintenance: boolean;
             /**
@@ -3976,10 +3976,10 @@ export interface components {
          *     completes (no_return.decide).
          */
         MasterSwitch: {
-            /** Old Master Server Id */
-            old_master_server_id: number;
-            /** New Master Server Id */
-            new_master_server_id: number;
+            /** Old Master Registered Server Id */
+            old_master_registered_server_id: number;
+            /** New Master Registered Server Id */
+            new_master_registered_server_id: number;
             /**
              * Connection
              * @description The candidate's connection to the old master; the old master's afterwards.
@@ -4267,17 +4267,17 @@ export interface components {
          * @example {
          *       "domain_workers_max": 8,
          *       "mode": "optimistic",
-         *       "server_id": 3,
+         *       "registered_server_id": 3,
          *       "workers": 8
          *     }
          */
         ParallelApplyParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -4309,8 +4309,8 @@ export interface components {
          *     what a reconcile after a crash puts back while `restored` is false.
          */
         ParallelApplyRaise: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Connection */
             connection: string;
             previous: components["schemas"]["ParallelApplySettings"];
@@ -4326,8 +4326,8 @@ export interface components {
          * @description A server's parallel apply per connection, measured over `measured_over_s`.
          */
         ParallelApplyRead: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Label */
             label: string;
             /** Kind */
@@ -4345,7 +4345,7 @@ export interface components {
          * @example {
          *       "domain_workers_max": 8,
          *       "mode": "optimistic",
-         *       "server_id": 3,
+         *       "registered_server_id": 3,
          *       "workers": 8
          *     }
          */
@@ -4357,11 +4357,11 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -4400,8 +4400,8 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
             before?: components["schemas"]["ParallelApplySettings"] | null;
@@ -4509,8 +4509,8 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Domain */
             domain: number;
             /** Gtid */
@@ -4526,9 +4526,9 @@ export interface components {
          *         {
          *           "domain_id": 1,
          *           "gtid": "1-1-44",
+         *           "registered_server_id": 1,
          *           "sampled_at": "2026-11-21T12:59:58Z",
-         *           "seq_no": 44,
-         *           "server_id": 1
+         *           "seq_no": 44
          *         }
          *       ],
          *       "since": "2026-11-21T12:00:00Z",
@@ -4677,8 +4677,11 @@ export interface components {
         };
         /** PositionSampleRead */
         PositionSampleRead: {
-            /** Server Id */
-            server_id: number;
+            /**
+             * Registered Server Id
+             * @description The registered server's id (the control plane's).
+             */
+            registered_server_id: number;
             /** Domain Id */
             domain_id: number;
             /** Gtid */
@@ -4720,8 +4723,8 @@ export interface components {
         };
         /** ProxyServerState */
         ProxyServerState: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /**
              * Writer
              * @description Its state in the writer backend (UP, DOWN, DRAIN, MAINT, …).
@@ -4755,10 +4758,10 @@ export interface components {
              */
             reader_addresses: string[];
             /**
-             * Writer Server Id
+             * Writer Registered Server Id
              * @description The server writes go to now: the first up in the writer backend (`balance first`); None: none.
              */
-            writer_server_id: number | null;
+            writer_registered_server_id: number | null;
             /** Servers */
             servers: components["schemas"]["ProxyServerState"][];
         };
@@ -4784,8 +4787,8 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Read Only */
             read_only: boolean;
         };
@@ -4827,16 +4830,16 @@ export interface components {
          * ReadOnlyParams
          * @example {
          *       "read_only": true,
-         *       "server_id": 1
+         *       "registered_server_id": 1
          *     }
          */
         ReadOnlyParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /** Read Only */
             read_only: boolean;
         };
@@ -4845,7 +4848,7 @@ export interface components {
          * @description The body of POST …/read-only.
          * @example {
          *       "read_only": true,
-         *       "server_id": 1
+         *       "registered_server_id": 1
          *     }
          */
         ReadOnlyRequest: {
@@ -4856,11 +4859,11 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /** Read Only */
             read_only: boolean;
         };
@@ -4877,8 +4880,8 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
             /** Read Only */
             read_only?: boolean | null;
         };
@@ -4935,27 +4938,27 @@ export interface components {
         /**
          * RejoinParams
          * @example {
-         *       "server_id": 1
+         *       "registered_server_id": 1
          *     }
          */
         RejoinParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description The server to bring back: a fenced former master (or a stray read-only one).
              * @example 1
              */
-            server_id: number;
+            registered_server_id: number;
             /**
-             * Master Server Id
+             * Master Registered Server Id
              * @description The source it follows; unset: the cluster's one writable master that replicates from nobody.
              */
-            master_server_id?: number | null;
+            master_registered_server_id?: number | null;
         };
         /**
          * RejoinRequest
          * @description The body of POST …/rejoin.
          * @example {
-         *       "server_id": 1
+         *       "registered_server_id": 1
          *     }
          */
         RejoinRequest: {
@@ -4966,16 +4969,16 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description The server to bring back: a fenced former master (or a stray read-only one).
              * @example 1
              */
-            server_id: number;
+            registered_server_id: number;
             /**
-             * Master Server Id
+             * Master Registered Server Id
              * @description The source it follows; unset: the cluster's one writable master that replicates from nobody.
              */
-            master_server_id?: number | null;
+            master_registered_server_id?: number | null;
         };
         /** RejoinResult */
         RejoinResult: {
@@ -4990,10 +4993,10 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
-            /** Master Server Id */
-            master_server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
+            /** Master Registered Server Id */
+            master_registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
             /**
@@ -5029,8 +5032,8 @@ export interface components {
              * @description Relayed from another instance too big for one notification: its scalar fields only.
              */
             truncated?: boolean | null;
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /**
              * Action
              * @enum {string}
@@ -5076,24 +5079,24 @@ export interface components {
         /**
          * RepointParams
          * @example {
-         *       "master_server_id": 2,
-         *       "server_id": 3,
+         *       "master_registered_server_id": 2,
+         *       "registered_server_id": 3,
          *       "use_gtid": "slave_pos"
          *     }
          */
         RepointParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
-             * Master Server Id
+             * Master Registered Server Id
              * @description The server it should replicate from.
              * @example 2
              */
-            master_server_id: number;
+            master_registered_server_id: number;
             /**
              * Use Gtid
              * @description `current_pos` for a former master whose own transactions are in its binlog.
@@ -5112,8 +5115,8 @@ export interface components {
          * RepointRequest
          * @description The body of POST …/repoint.
          * @example {
-         *       "master_server_id": 2,
-         *       "server_id": 3,
+         *       "master_registered_server_id": 2,
+         *       "registered_server_id": 3,
          *       "use_gtid": "slave_pos"
          *     }
          */
@@ -5125,17 +5128,17 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
-             * Master Server Id
+             * Master Registered Server Id
              * @description The server it should replicate from.
              * @example 2
              */
-            master_server_id: number;
+            master_registered_server_id: number;
             /**
              * Use Gtid
              * @description `current_pos` for a former master whose own transactions are in its binlog.
@@ -5163,10 +5166,10 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
-            /** Master Server Id */
-            master_server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
+            /** Master Registered Server Id */
+            master_registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
         };
@@ -5178,8 +5181,8 @@ export interface components {
         Role: "viewer" | "operator" | "admin";
         /** RoleRead */
         RoleRead: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /**
              * Role
              * @enum {string}
@@ -5194,11 +5197,11 @@ export interface components {
         /**
          * ServerConnection
          * @description A server and its replication connection's name, in a plan. Rows written before this model kept it as a pair
-         *     `[server_id, connection]`, read the same.
+         *     `[registered_server_id, connection]`, read the same.
          */
         ServerConnection: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Connection */
             connection: string;
         };
@@ -5207,8 +5210,8 @@ export interface components {
          * @description A server's change consumers, read from it now.
          */
         ServerConsumersRead: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Label */
             label: string;
             /** Kind */
@@ -5294,8 +5297,8 @@ export interface components {
         };
         /** ServerEvents */
         ServerEvents: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Name */
             name: string;
             /**
@@ -5613,16 +5616,16 @@ export interface components {
          * @example {
          *       "connection": "main",
          *       "count": 1,
-         *       "server_id": 3
+         *       "registered_server_id": 3
          *     }
          */
         SkipTransactionsParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -5643,7 +5646,7 @@ export interface components {
          * @example {
          *       "connection": "main",
          *       "count": 1,
-         *       "server_id": 3
+         *       "registered_server_id": 3
          *     }
          */
         SkipTransactionsRequest: {
@@ -5654,11 +5657,11 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -5686,8 +5689,8 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
             /** Count */
@@ -5744,17 +5747,17 @@ export interface components {
         /**
          * StartReplicationParams
          * @example {
-         *       "server_id": 3,
+         *       "registered_server_id": 3,
          *       "until": "1-1-40,2-2-17"
          *     }
          */
         StartReplicationParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -5771,7 +5774,7 @@ export interface components {
          * StartReplicationRequest
          * @description The body of POST …/start-replication.
          * @example {
-         *       "server_id": 3,
+         *       "registered_server_id": 3,
          *       "until": "1-1-40,2-2-17"
          *     }
          */
@@ -5783,11 +5786,11 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -5813,8 +5816,8 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
             /** Until */
@@ -5871,16 +5874,16 @@ export interface components {
         /**
          * StopReplicationParams
          * @example {
-         *       "server_id": 3
+         *       "registered_server_id": 3
          *     }
          */
         StopReplicationParams: {
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -5892,7 +5895,7 @@ export interface components {
          * StopReplicationRequest
          * @description The body of POST …/stop-replication.
          * @example {
-         *       "server_id": 3
+         *       "registered_server_id": 3
          *     }
          */
         StopReplicationRequest: {
@@ -5903,11 +5906,11 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Server Id
+             * Registered Server Id
              * @description A registered server's id in this cluster.
              * @example 2
              */
-            server_id: number;
+            registered_server_id: number;
             /**
              * Connection
              * @description The replica's connection name; default: its only connection, else the configured default name.
@@ -5928,8 +5931,8 @@ export interface components {
              * @description Parallel apply raised for a catch-up, and whether it was put back.
              */
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
-            /** Server Id */
-            server_id?: number | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
         };
@@ -5940,8 +5943,8 @@ export interface components {
         StoredIncoming: {
             /** Name */
             name: string;
-            /** Master Server Id */
-            master_server_id: number;
+            /** Master Registered Server Id */
+            master_registered_server_id: number;
             /** Master Address */
             master_address: string;
         };
@@ -6043,12 +6046,12 @@ export interface components {
          *       "id": 7,
          *       "idempotency_key": "b0c7…",
          *       "params": {
-         *         "candidate_server_id": 2
+         *         "candidate_registered_server_id": 2
          *       },
          *       "requester": "alice",
          *       "result": {
-         *         "new_master_server_id": 2,
-         *         "old_master_server_id": 1,
+         *         "new_master_registered_server_id": 2,
+         *         "old_master_registered_server_id": 1,
          *         "unavailable_s": 0.41
          *       },
          *       "started_at": "2026-11-21T13:00:00Z",
@@ -6101,26 +6104,26 @@ export interface components {
         /**
          * SwitchoverParams
          * @example {
-         *       "candidate_server_id": 2,
-         *       "expected_master_server_id": 1
+         *       "candidate_registered_server_id": 2,
+         *       "expected_master_registered_server_id": 1
          *     }
          */
         SwitchoverParams: {
             /**
-             * Candidate Server Id
+             * Candidate Registered Server Id
              * @description The new master; unset: the replica ahead of all others (or made so by catching up).
              */
-            candidate_server_id?: number | null;
+            candidate_registered_server_id?: number | null;
             /**
-             * Expected Master Server Id
+             * Expected Master Registered Server Id
              * @description Refuse (check `expected_master`) unless this server is the master now.
              */
-            expected_master_server_id?: number | null;
+            expected_master_registered_server_id?: number | null;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The source whose role moves: a master of several, or an intermediate master (one with incoming connections: its candidate takes them over under the same names). Unset: the candidate's only master, else the cluster's only master.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
             /**
              * Max Window S
              * @description The write-unavailability budget: the candidate catches up while the master takes writes until the predicted window fits it. Unset: the cluster's, else the control plane's `switchover_max_window_s`.
@@ -6136,8 +6139,8 @@ export interface components {
          * SwitchoverRequest
          * @description The body of POST …/switchover.
          * @example {
-         *       "candidate_server_id": 2,
-         *       "expected_master_server_id": 1
+         *       "candidate_registered_server_id": 2,
+         *       "expected_master_registered_server_id": 1
          *     }
          */
         SwitchoverRequest: {
@@ -6148,20 +6151,20 @@ export interface components {
              */
             dry_run: boolean;
             /**
-             * Candidate Server Id
+             * Candidate Registered Server Id
              * @description The new master; unset: the replica ahead of all others (or made so by catching up).
              */
-            candidate_server_id?: number | null;
+            candidate_registered_server_id?: number | null;
             /**
-             * Expected Master Server Id
+             * Expected Master Registered Server Id
              * @description Refuse (check `expected_master`) unless this server is the master now.
              */
-            expected_master_server_id?: number | null;
+            expected_master_registered_server_id?: number | null;
             /**
-             * Source Server Id
+             * Source Registered Server Id
              * @description The source whose role moves: a master of several, or an intermediate master (one with incoming connections: its candidate takes them over under the same names). Unset: the candidate's only master, else the cluster's only master.
              */
-            source_server_id?: number | null;
+            source_registered_server_id?: number | null;
             /**
              * Max Window S
              * @description The write-unavailability budget: the candidate catches up while the master takes writes until the predicted window fits it. Unset: the cluster's, else the control plane's `switchover_max_window_s`.
@@ -6188,10 +6191,10 @@ export interface components {
             parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
             /** Checks */
             checks?: components["schemas"]["CheckResult"][] | null;
-            /** Old Master Server Id */
-            old_master_server_id?: number | null;
-            /** New Master Server Id */
-            new_master_server_id?: number | null;
+            /** Old Master Registered Server Id */
+            old_master_registered_server_id?: number | null;
+            /** New Master Registered Server Id */
+            new_master_registered_server_id?: number | null;
             /**
              * Proxies
              * @description What each HAProxy was told as the writer moved.
@@ -6360,14 +6363,17 @@ export interface components {
              */
             connection: string | null;
             /**
-             * Master Server Id
-             * @description None when the master address matches no registered server.
+             * Master Registered Server Id
+             * @description The master's registered id; None when the master address matches no registered server.
              */
-            master_server_id: number | null;
+            master_registered_server_id: number | null;
             /** Master Address */
             master_address: string | null;
-            /** Replica Server Id */
-            replica_server_id: number;
+            /**
+             * Replica Registered Server Id
+             * @description The replica's registered id.
+             */
+            replica_registered_server_id: number;
             /** Running */
             running: boolean;
             /** Io State */
@@ -6430,8 +6436,8 @@ export interface components {
          *           },
          *           "link_id": 1,
          *           "master_address": "127.0.0.1:7301",
-         *           "master_server_id": 1,
-         *           "replica_server_id": 2,
+         *           "master_registered_server_id": 1,
+         *           "replica_registered_server_id": 2,
          *           "running": true,
          *           "source": "replica",
          *           "sql_state": "applying",
@@ -6450,9 +6456,9 @@ export interface components {
          *           "name": "node1",
          *           "protocol_port": 7301,
          *           "read_only": false,
+         *           "registered_server_id": 1,
          *           "reported_server_id": 1,
          *           "role": "master",
-         *           "server_id": 1,
          *           "version": "ferryd (admin API v1)"
          *         },
          *         {
@@ -6466,9 +6472,9 @@ export interface components {
          *           "name": "node2",
          *           "protocol_port": 7302,
          *           "read_only": true,
+         *           "registered_server_id": 2,
          *           "reported_server_id": 2,
          *           "role": "replica",
-         *           "server_id": 2,
          *           "version": "ferryd (admin API v1)"
          *         }
          *       ]
@@ -6490,10 +6496,10 @@ export interface components {
         /** TopologyNode */
         TopologyNode: {
             /**
-             * Server Id
-             * @description The registered server's id (not the node's own server_id).
+             * Registered Server Id
+             * @description The control plane's id of the registered server (API paths); its own is `reported_server_id`.
              */
-            server_id: number;
+            registered_server_id: number;
             /** Name */
             name: string;
             /**
@@ -6648,8 +6654,8 @@ export interface components {
         };
         /** WritableDomainsRead */
         WritableDomainsRead: {
-            /** Server Id */
-            server_id: number;
+            /** Registered Server Id */
+            registered_server_id: number;
             /** Writable Domains */
             writable_domains: number[];
             /**
@@ -6682,10 +6688,10 @@ export interface components {
              * @enum {string}
              */
             switch: "switch" | "switch_back" | "failover";
-            /** Old Master Server Id */
-            old_master_server_id: number;
-            /** New Master Server Id */
-            new_master_server_id: number;
+            /** Old Master Registered Server Id */
+            old_master_registered_server_id: number;
+            /** New Master Registered Server Id */
+            new_master_registered_server_id: number;
             /**
              * Window S
              * @description The writer's last acknowledged write on the old master → its first on the new one (None: the switch did not complete, or no write got through).
@@ -7317,7 +7323,7 @@ export interface operations {
             };
         };
     };
-    get_server_api_v1_clusters__cluster_id__servers__server_id__get: {
+    get_server_api_v1_clusters__cluster_id__servers__registered_server_id__get: {
         parameters: {
             query?: never;
             header?: never;
@@ -7325,7 +7331,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -7369,7 +7375,7 @@ export interface operations {
             };
         };
     };
-    delete_server_api_v1_clusters__cluster_id__servers__server_id__delete: {
+    delete_server_api_v1_clusters__cluster_id__servers__registered_server_id__delete: {
         parameters: {
             query?: never;
             header?: never;
@@ -7377,7 +7383,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -7437,7 +7443,7 @@ export interface operations {
             };
         };
     };
-    update_server_api_v1_clusters__cluster_id__servers__server_id__patch: {
+    update_server_api_v1_clusters__cluster_id__servers__registered_server_id__patch: {
         parameters: {
             query?: never;
             header?: never;
@@ -7445,7 +7451,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -7511,7 +7517,7 @@ export interface operations {
             };
         };
     };
-    approve_server_api_v1_clusters__cluster_id__servers__server_id__approve_post: {
+    approve_server_api_v1_clusters__cluster_id__servers__registered_server_id__approve_post: {
         parameters: {
             query?: never;
             header?: never;
@@ -7519,7 +7525,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -7572,7 +7578,7 @@ export interface operations {
             };
         };
     };
-    set_maintenance_api_v1_clusters__cluster_id__servers__server_id__maintenance_put: {
+    set_maintenance_api_v1_clusters__cluster_id__servers__registered_server_id__maintenance_put: {
         parameters: {
             query?: never;
             header?: never;
@@ -7580,7 +7586,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -7646,7 +7652,7 @@ export interface operations {
             };
         };
     };
-    unfence_server_api_v1_clusters__cluster_id__servers__server_id__unfence_post: {
+    unfence_server_api_v1_clusters__cluster_id__servers__registered_server_id__unfence_post: {
         parameters: {
             query?: never;
             header?: never;
@@ -7654,7 +7660,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -7716,7 +7722,7 @@ export interface operations {
             };
         };
     };
-    get_parallel_apply_api_v1_clusters__cluster_id__servers__server_id__parallel_apply_get: {
+    get_parallel_apply_api_v1_clusters__cluster_id__servers__registered_server_id__parallel_apply_get: {
         parameters: {
             query?: {
                 /** @description The time between the two readings of the replica's and its master's positions the rates are measured from (the answer takes that long). */
@@ -7727,7 +7733,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -7780,7 +7786,7 @@ export interface operations {
             };
         };
     };
-    get_consumers_api_v1_clusters__cluster_id__servers__server_id__consumers_get: {
+    get_consumers_api_v1_clusters__cluster_id__servers__registered_server_id__consumers_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -7788,7 +7794,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -8023,8 +8029,8 @@ export interface operations {
                 since?: string | null;
                 /** @description End (inclusive); default: now. */
                 until?: string | null;
-                /** @description Only this registered server. */
-                server_id?: number | null;
+                /** @description Only this registered server (the control plane's id). */
+                registered_server_id?: number | null;
                 /** @description Only this domain. */
                 domain?: number | null;
                 limit?: number;
@@ -8092,8 +8098,8 @@ export interface operations {
                 since?: string | null;
                 /** @description End (inclusive); default: now. */
                 until?: string | null;
-                /** @description Only links of this replica. */
-                replica_server_id?: number | null;
+                /** @description Only links of this replica (its registered id). */
+                replica_registered_server_id?: number | null;
                 /** @description Only this domain. */
                 domain?: number | null;
                 limit?: number;
@@ -9712,8 +9718,8 @@ export interface operations {
                 /** @description Page back: entries with a smaller id. */
                 before_id?: number | null;
                 cluster_id?: number | null;
-                /** @description Only calls about this registered server. */
-                server_id?: number | null;
+                /** @description Only calls about this registered server (the control plane's id). */
+                registered_server_id?: number | null;
                 /** @description Only this token's calls (its name). */
                 actor?: string | null;
                 /** @description Only this action (the route's name: switchover, create_token, update_cluster, …). */
@@ -10182,7 +10188,7 @@ export interface operations {
             };
         };
     };
-    get_writable_domains_api_v1_clusters__cluster_id__servers__server_id__writable_domains_get: {
+    get_writable_domains_api_v1_clusters__cluster_id__servers__registered_server_id__writable_domains_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -10190,7 +10196,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };
@@ -10234,7 +10240,7 @@ export interface operations {
             };
         };
     };
-    set_writable_domains_api_v1_clusters__cluster_id__servers__server_id__writable_domains_put: {
+    set_writable_domains_api_v1_clusters__cluster_id__servers__registered_server_id__writable_domains_put: {
         parameters: {
             query?: never;
             header?: never;
@@ -10242,7 +10248,7 @@ export interface operations {
                 /** @description The cluster's id. */
                 cluster_id: number;
                 /** @description The registered server's id. */
-                server_id: number;
+                registered_server_id: number;
             };
             cookie?: never;
         };

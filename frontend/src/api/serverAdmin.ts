@@ -100,8 +100,8 @@ export function useApproveServer(clusterId: number) {
   return useMutation({
     mutationFn: (serverId: number) =>
       unwrap(
-        api.POST("/api/v1/clusters/{cluster_id}/servers/{server_id}/approve", {
-          params: { path: { cluster_id: clusterId, server_id: serverId } },
+        api.POST("/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/approve", {
+          params: { path: { cluster_id: clusterId, registered_server_id: serverId } },
         }),
       ),
     onSettled: () => queryClient.invalidateQueries({ queryKey: queryKeys.cluster(clusterId) }),

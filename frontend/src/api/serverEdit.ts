@@ -80,8 +80,8 @@ export function useUpdateServer(clusterId: number, serverId: number) {
   return useMutation({
     mutationFn: (body: ServerUpdate) =>
       unwrap(
-        api.PATCH("/api/v1/clusters/{cluster_id}/servers/{server_id}", {
-          params: { path: { cluster_id: clusterId, server_id: serverId } },
+        api.PATCH("/api/v1/clusters/{cluster_id}/servers/{registered_server_id}", {
+          params: { path: { cluster_id: clusterId, registered_server_id: serverId } },
           body,
         }),
       ),
@@ -94,8 +94,8 @@ export function useDeleteServer(clusterId: number, serverId: number) {
   return useMutation({
     mutationFn: () =>
       unwrap(
-        api.DELETE("/api/v1/clusters/{cluster_id}/servers/{server_id}", {
-          params: { path: { cluster_id: clusterId, server_id: serverId } },
+        api.DELETE("/api/v1/clusters/{cluster_id}/servers/{registered_server_id}", {
+          params: { path: { cluster_id: clusterId, registered_server_id: serverId } },
         }),
       ),
     onSuccess: () => {

@@ -4,7 +4,7 @@ import { parseEvent, staleQueries } from "./invalidation";
 
 describe("staleQueries", () => {
   it("refreshes positions on a position change", () => {
-    expect(staleQueries({ event: "position", server_id: 1, domain: 1, gtid: "1-1-5" })).toContainEqual(["positions"]);
+    expect(staleQueries({ event: "position", registered_server_id: 1, domain: 1, gtid: "1-1-5" })).toContainEqual(["positions"]);
   });
   it("refreshes one operation while it runs, and the topology once it ended", () => {
     const running = { event: "operation", operation_id: 4, type: "switchover", state: "running" } as const;
@@ -12,13 +12,13 @@ describe("staleQueries", () => {
     expect(staleQueries({ ...running, state: "succeeded" })).toContainEqual(["topology"]);
   });
   it("refreshes servers and topology when a maintenance starts or ends by itself", () => {
-    const ended = { event: "maintenance", server_id: 2, maintenance: false, by: "expiry" } as const;
+    const ended = { event: "maintenance", registered_server_id: 2, maintenance: false, by: "expiry" } as const;
     expect(staleQueries(ended)).toEqual(expect.arrayContaining([["servers"], ["topology"]]));
   });
   it("refreshes the servers and topology when the replica guard acts, the topology when errant transactions change", () => {
-    const enforced = { event: "replica_guard", server_id: 3, action: "enforced", detail: "made read-only" } as const;
+    const enforced = { event: "replica_guard", registered_server_id: 3, action: "enforced", detail: "made read-only" } as const;
     expect(staleQueries(enforced)).toEqual([["servers"], ["topology"]]);
-    expect(staleQueries({ event: "errant", server_id: 3, domains: [] })).toEqual([["topology"]]);
+    expect(staleQueries({ event: "errant", registered_server_id: 3, domains: [] })).toEqual([["topology"]]);
   });
   it("ignores the subscription greeting", () => {
     expect(staleQueries({ event: "subscribed", cluster_id: 1 })).toEqual([]);
@@ -33,6 +33,6 @@ describe("parseEvent", () => {
   });
   it("refuses data that is not JSON or not of the named type", () => {
     expect(parseEvent("position", "not json")).toBeNull();
-    expect(parseEvent("position", '{"event": "health", "server_id": 1, "state": "healthy"}')).toBeNull();
+    expect(parseEvent("position", '{"event": "health", "registered_server_id": 1, "state": "healthy"}')).toBeNull();
   });
 });

@@ -31,10 +31,10 @@ export function recordPosition(clusterId: number, event: PositionEvent, now: num
     servers = new Map();
     seenByCluster.set(clusterId, servers);
   }
-  let domains = servers.get(event.server_id);
+  let domains = servers.get(event.registered_server_id);
   if (domains === undefined) {
     domains = new Map();
-    servers.set(event.server_id, domains);
+    servers.set(event.registered_server_id, domains);
   }
   const said = domains.get(event.domain);
   if (said !== undefined && said.seqNo > seqNo && now - said.at <= LIVE_FRESH_MS) return; // never back
@@ -84,7 +84,7 @@ export function withLiveServers<T extends { gtid_current_pos?: string | null }>(
 
 /** The topology with its servers' positions moved as the stream said (the same object when none moved). */
 export function withLiveTopology(clusterId: number, topology: Topology, now: number): Topology {
-  const nodes = withLiveServers(clusterId, topology.nodes, (node) => node.server_id, now);
+  const nodes = withLiveServers(clusterId, topology.nodes, (node) => node.registered_server_id, now);
   return nodes === topology.nodes ? topology : { ...topology, nodes };
 }
 

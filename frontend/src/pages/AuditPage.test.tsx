@@ -14,7 +14,7 @@ import { AuditPage } from "./AuditPage";
 const entry = (over: Partial<Schemas["AuditEntryRead"]>): Schemas["AuditEntryRead"] => ({
   id: 1, at: "2026-11-28T13:33:08Z", actor: "alice", token_id: 1, action: "switchover", method: "POST",
   path: "/api/v1/clusters/1/operations/switchover", cluster_id: 1, outcome: "succeeded", status_code: 202,
-  details: {}, server_id: null, operation_id: null, kind: "change", operation: null, ...over,
+  details: {}, registered_server_id: null, operation_id: null, kind: "change", operation: null, ...over,
 });
 
 const ROWS = [
@@ -75,7 +75,7 @@ describe("AuditPage", () => {
     await waitFor(() => expect(audits().at(-1)!.query.get("since")).not.toBeNull());
     const asked = audits().at(-1)!.query;
     expect(Object.fromEntries([...asked.entries()].filter(([k]) => k !== "since"))).toEqual({
-      cluster_id: "1", server_id: "3", actor: "alice", action: "switchover", outcome: "succeeded", limit: "500",
+      cluster_id: "1", registered_server_id: "3", actor: "alice", action: "switchover", outcome: "succeeded", limit: "500",
     });
     const since = Date.parse(asked.get("since")!);
     expect(since).toBeGreaterThanOrEqual(before - 86_400_000 - 1000);

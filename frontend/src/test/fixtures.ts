@@ -23,14 +23,14 @@ export const CLUSTER_OVERVIEW: Schemas["ClusterOverview"] = {
 };
 
 const node = (id: number, name: string, role: Schemas["TopologyNode"]["role"]): Schemas["TopologyNode"] => ({
-  server_id: id, name, label: `${name} (server_id ${id})`, kind: "ferry", version: "ferryd (admin API v1)", host: "127.0.0.1", protocol_port: 7300 + id,
+  registered_server_id: id, name, label: `${name} (server_id ${id})`, kind: "ferry", version: "ferryd (admin API v1)", host: "127.0.0.1", protocol_port: 7300 + id,
   admin_port: 7400 + id, reported_server_id: id,
   health: "healthy", maintenance: false, read_only: role !== "master", role, gtid_current_pos: `1-1-${100 + id}`,
 });
 
 const edge = (linkId: number, replica: number): Schemas["TopologyEdge"] => ({
-  link_id: linkId, source: "replica", connection: "main", master_server_id: 1, master_address: "127.0.0.1:7301",
-  replica_server_id: replica, running: true, io_state: "connected", sql_state: "applying", waiting_for_relay_space: false,
+  link_id: linkId, source: "replica", connection: "main", master_registered_server_id: 1, master_address: "127.0.0.1:7301",
+  replica_registered_server_id: replica, running: true, io_state: "connected", sql_state: "applying", waiting_for_relay_space: false,
   lag: { "1": LAG_SHORT }, worst_lag: LAG_SHORT, last_error_code: null, last_error_message: null,
   updated_at: "2025-01-01T00:00:00Z",
 });

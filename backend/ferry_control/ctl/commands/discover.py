@@ -44,4 +44,4 @@ def render(app: App, result: dict[str, Any]) -> None:
         ([how, s["id"], s["name"], s["host"], s["protocol_port"], s["admin_port"]] for how, s in rows),
     )  # fmt: skip
     for note in result["notes"]:
-        app.out.line(f"note (server {note['server_id']}): {note['message']}")
+        app.out.line(f"note (server {note['registered_server_id']}): {note['message']}")

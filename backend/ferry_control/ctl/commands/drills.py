@@ -84,7 +84,7 @@ def run(
             raise CtlError(f"no drill schedule named {schedule!r} in {found['name']!r}", ExitCode.not_found)
         body["schedule_id"] = match["id"]
     if to is not None:
-        body.update(candidate_strategy="fixed", candidate_server_id=app.client.server(found, to)["id"])
+        body.update(candidate_strategy="fixed", candidate_registered_server_id=app.client.server(found, to)["id"])
     started = app.client.post(f"/clusters/{found['id']}/drills/runs", body)
     if not wait:
         app.out.document(

@@ -84,16 +84,16 @@ def switchover(
     ferryctl switchover orders --to db2 --wait             # steps live; exit 0 when it succeeded
     ferryctl switchover orders --max-window 30 --wait      # accept a 30 s window
     ferryctl switchover seed000 --from s3 --to s5 --wait   # an intermediate master's role
-    JSON: the operation (with --wait: as it ended; result.new_master_server_id).
+    JSON: the operation (with --wait: as it ended; result.new_master_registered_server_id).
     """
     found = app.client.cluster(cluster)
     body: dict[str, Any] = {"dry_run": dry_run}
     if source is not None:
-        body["source_server_id"] = app.client.server(found, source)["id"]
+        body["source_registered_server_id"] = app.client.server(found, source)["id"]
     if to is not None:
-        body["candidate_server_id"] = app.client.server(found, to)["id"]
+        body["candidate_registered_server_id"] = app.client.server(found, to)["id"]
     if expect_master is not None:
-        body["expected_master_server_id"] = app.client.server(found, expect_master)["id"]
+        body["expected_master_registered_server_id"] = app.client.server(found, expect_master)["id"]
     if max_window_s is not None:
         body["max_window_s"] = max_window_s
     if prepare_timeout_s is not None:
@@ -124,9 +124,9 @@ def failover(
     found = app.client.cluster(cluster)
     body: dict[str, Any] = {"dry_run": dry_run}
     if source is not None:
-        body["source_server_id"] = app.client.server(found, source)["id"]
+        body["source_registered_server_id"] = app.client.server(found, source)["id"]
     if to is not None:
-        body["candidate_server_id"] = app.client.server(found, to)["id"]
+        body["candidate_registered_server_id"] = app.client.server(found, to)["id"]
     start(app, found, "failover", body, wait, wait_timeout_s, idempotency_key)
 
 

@@ -51,7 +51,7 @@ def parallel_apply(
         read = app.client.get(f"/clusters/{found['id']}/servers/{target['id']}/parallel-apply", interval_s=interval_s)
         app.out.document(read, lambda r: render(app.out, r))
         return
-    body: dict[str, Any] = {"server_id": target["id"], "dry_run": dry_run}
+    body: dict[str, Any] = {"registered_server_id": target["id"], "dry_run": dry_run}
     for key, value in (("connection", connection), ("mode", mode), ("workers", workers),
                        ("domain_workers_max", domain_workers_max)):  # fmt: skip
         if value is not None:

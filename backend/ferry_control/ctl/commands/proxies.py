@@ -55,7 +55,7 @@ def proxies(app: App, cluster: str) -> None:
 
     \b
     JSON: {"cluster": <cluster>, "proxies": [{"proxy", "reachable", "error", "writer_addresses", "reader_addresses",
-           "writer_server_id", "servers": [{"server_id", "writer", "reader"}, …]}, …]}
+           "writer_registered_server_id", "servers": [{"registered_server_id", "writer", "reader"}, …]}, …]}
     """
     found = app.client.cluster(cluster)
     doc = {"cluster": found, "proxies": app.client.get(f"/clusters/{found['id']}/proxies")}
@@ -70,8 +70,8 @@ def render(app: App, doc: dict[str, Any]) -> None:
         "proxies",
         ("proxy", "writes at", "go to server", "reads at", "error"),
         (
-            [p["proxy"], ", ".join(p["writer_addresses"]), p["writer_server_id"], ", ".join(p["reader_addresses"]),
-             p["error"]]
+            [p["proxy"], ", ".join(p["writer_addresses"]), p["writer_registered_server_id"],
+             ", ".join(p["reader_addresses"]), p["error"]]
             for p in doc["proxies"]
         ),
     )  # fmt: skip

@@ -34,10 +34,10 @@ def rejoin(
     \b
     ferryctl rejoin orders --server db1 --dry-run --wait
     ferryctl rejoin orders --server db1 --wait     # exit 0 once it follows the master
-    JSON: the operation (with --wait: as it ended; result.master_server_id, result.only_here).
+    JSON: the operation (with --wait: as it ended; result.master_registered_server_id, result.only_here).
     """
     found = app.client.cluster(cluster)
-    body: dict[str, Any] = {"server_id": app.client.server(found, server)["id"], "dry_run": dry_run}
+    body: dict[str, Any] = {"registered_server_id": app.client.server(found, server)["id"], "dry_run": dry_run}
     if source is not None:
-        body["master_server_id"] = app.client.server(found, source)["id"]
+        body["master_registered_server_id"] = app.client.server(found, source)["id"]
     start(app, found, "rejoin", body, wait, wait_timeout_s, idempotency_key)

@@ -41,7 +41,8 @@ def skip(
     JSON: the operation (with --wait: as it ended; result.skipped_gtids, result.data_loss, result.replicating).
     """
     found = app.client.cluster(cluster)
-    body: dict[str, Any] = {"server_id": app.client.server(found, server)["id"], "count": count, "dry_run": dry_run}
+    target = app.client.server(found, server)["id"]
+    body: dict[str, Any] = {"registered_server_id": target, "count": count, "dry_run": dry_run}
     if connection is not None:
         body["connection"] = connection
     start(app, found, "skip-transactions", body, wait, wait_timeout_s, idempotency_key)

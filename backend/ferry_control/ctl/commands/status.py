@@ -23,8 +23,8 @@ def status(app: App, cluster: str) -> None:
     JSON: {"cluster": <cluster>, "topology": <the topology graph>, "positions": <the positions matrix>,
            "problems": [<the topology's alerts and replication errors, in words>],
            "errant": [{"server", "domain", "first_gtid", "last_gtid", "transactions", "since"}, …],
-           "lag": [{"link_id", "replica_server_id", "replica", "master_server_id", "master", "connection",
-                    "running", "domain", "transactions", "seconds", "delay_s", "level",
+           "lag": [{"link_id", "replica_registered_server_id", "replica", "master_registered_server_id", "master",
+                    "connection", "running", "domain", "transactions", "seconds", "delay_s", "level",
                     "lag" (in the words of every page: `30 s (delay 30 s, +0 s) · 445 txn`)}, …]}
     """
     found = app.client.cluster(cluster)
@@ -53,17 +53,17 @@ def errant_rows(topology: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def lag_rows(topology: dict[str, Any]) -> list[dict[str, Any]]:
-    names = {n["server_id"]: n["name"] for n in topology["nodes"]}
+    names = {n["registered_server_id"]: n["name"] for n in topology["nodes"]}
     rows = []
     for edge in topology["edges"]:
         for domain, lag in sorted(edge["lag"].items(), key=lambda item: int(item[0])):
             rows.append(
                 {
                     "link_id": edge["link_id"],
-                    "replica_server_id": edge["replica_server_id"],
-                    "replica": names.get(edge["replica_server_id"]),
-                    "master_server_id": edge["master_server_id"],
-                    "master": names.get(edge["master_server_id"], edge["master_address"]),
+                    "replica_registered_server_id": edge["replica_registered_server_id"],
+                    "replica": names.get(edge["replica_registered_server_id"]),
+                    "master_registered_server_id": edge["master_registered_server_id"],
+                    "master": names.get(edge["master_registered_server_id"], edge["master_address"]),
                     "connection": edge["connection"],
                     "running": edge["running"],
                     "domain": int(domain),
@@ -79,12 +79,12 @@ def lag_rows(topology: dict[str, Any]) -> list[dict[str, Any]]:
 
 def render(app: App, doc: dict[str, Any]) -> None:
     out, topology, positions = app.out, doc["topology"], doc["positions"]
-    names = {n["server_id"]: n["name"] for n in topology["nodes"]}
+    names = {n["registered_server_id"]: n["name"] for n in topology["nodes"]}
     masters_of: dict[int, list[str]] = {}
     for edge in topology["edges"]:
-        master = names.get(edge["master_server_id"], edge["master_address"])
+        master = names.get(edge["master_registered_server_id"], edge["master_address"])
         state = "" if edge["running"] else " (stopped)"
-        masters_of.setdefault(edge["replica_server_id"], []).append(f"{master}{state}")
+        masters_of.setdefault(edge["replica_registered_server_id"], []).append(f"{master}{state}")
     out.line(f"[bold]cluster {doc['cluster']['name']}[/] (id {doc['cluster']['id']})")
     out.table(
         "topology",
@@ -92,7 +92,7 @@ def render(app: App, doc: dict[str, Any]) -> None:
         (
             [n["name"], n.get("reported_server_id") or "-", n["role"],
              n["health"] + (" (maintenance)" if n["maintenance"] else ""), n["read_only"],
-             masters_of.get(n["server_id"]), n["gtid_current_pos"]]
+             masters_of.get(n["registered_server_id"]), n["gtid_current_pos"]]
             for n in topology["nodes"]
         ),
     )  # fmt: skip

@@ -277,7 +277,9 @@ class Recorder:
             set_since = server.read_only_set_at is not None and server.read_only_set_at > outcome.at
             if server.read_only is not None and server.read_only != status.read_only and not set_since:
                 events.append(
-                    ClusterEvent.of(cluster_id, ReadOnlyEvent(server_id=server.id, read_only=status.read_only))
+                    ClusterEvent.of(
+                        cluster_id, ReadOnlyEvent(registered_server_id=server.id, read_only=status.read_only)
+                    )
                 )
             if not set_since:  # an operation changed it after this poll: its record stands until the next poll
                 server.read_only = status.read_only
@@ -306,7 +308,7 @@ class Recorder:
                         ClusterEvent.of(
                             cluster_id,
                             PositionEvent(
-                                server_id=server.id,
+                                registered_server_id=server.id,
                                 domain=gtid.domain,
                                 gtid=f"{gtid.domain}-{gtid.server}-{gtid.seq}",
                                 seq_no=gtid.seq,
@@ -326,7 +328,7 @@ class Recorder:
                 ClusterEvent.of(
                     cluster_id,
                     HealthChanged(
-                        server_id=server.id,
+                        registered_server_id=server.id,
                         state=server.health.value,
                         previous=previous_health.value,
                         detail=server.last_error,
@@ -382,7 +384,7 @@ class Recorder:
             links.remove(gone)
             await repo.delete(gone)
             events.append(
-                ClusterEvent.of(cluster_id, LinkEvent(link_id=gone.id, replica_server_id=server_id,
+                ClusterEvent.of(cluster_id, LinkEvent(link_id=gone.id, replica_registered_server_id=server_id,
                                                       connection=gone.name, removed=True))
             )  # fmt: skip
 
@@ -413,8 +415,8 @@ class Recorder:
                 )
                 links.append(link)
                 events.append(
-                    ClusterEvent.of(cluster_id, LinkEvent(link_id=link.id, replica_server_id=streamer.id,
-                                                          master_server_id=server_id, connection=None))
+                    ClusterEvent.of(cluster_id, LinkEvent(link_id=link.id, replica_registered_server_id=streamer.id,
+                                                          master_registered_server_id=server_id, connection=None))
                 )  # fmt: skip
         for gone in streams.values():
             links.remove(gone)
@@ -476,8 +478,8 @@ class Recorder:
                 link.cluster_id,
                 LinkEvent(
                     link_id=link.id,
-                    replica_server_id=link.replica_server_id,
-                    master_server_id=link.master_server_id,
+                    replica_registered_server_id=link.replica_server_id,
+                    master_registered_server_id=link.master_server_id,
                     connection=link.name,
                     running=link.running,
                     io_state=link.io_state,

@@ -76,8 +76,8 @@ class SwitchMark:
     """A switch the writer lived through (`switch`, `switch_back`), with when it ran (writer seconds)."""
 
     name: str
-    old_master_server_id: int
-    new_master_server_id: int
+    old_master_registered_server_id: int
+    new_master_registered_server_id: int
     started_s: float
     ended_s: float | None = None
     succeeded: bool = False
@@ -106,18 +106,19 @@ class CanaryLedger:
         the old master before its first acknowledged write on the new master (after the switch began) to that one.
         None when the switch did not complete or no write got through on the new master."""
         window: dict[str, Any] = {
-            "switch": mark.name, "old_master_server_id": mark.old_master_server_id,
-            "new_master_server_id": mark.new_master_server_id, "window_s": None,
+            "switch": mark.name, "old_master_registered_server_id": mark.old_master_registered_server_id,
+            "new_master_registered_server_id": mark.new_master_registered_server_id, "window_s": None,
         }  # fmt: skip
         acked = self.acknowledged()
         first_new = min(
-            (a.at_s for a in acked if a.server_id == mark.new_master_server_id and a.at_s >= mark.started_s),
+            (a.at_s for a in acked if a.server_id == mark.new_master_registered_server_id and a.at_s >= mark.started_s),
             default=None,
         )
         if not mark.succeeded or first_new is None:
             return window
         last_old = max(
-            (a.at_s for a in acked if a.server_id == mark.old_master_server_id and a.at_s <= first_new), default=None
+            (a.at_s for a in acked if a.server_id == mark.old_master_registered_server_id and a.at_s <= first_new),
+            default=None,
         )
         if last_old is not None:
             window["window_s"] = round(first_new - last_old, 6)
@@ -196,8 +197,10 @@ class CanaryWriter:
     def resume(self) -> None:
         self._running.set()
 
-    def switch_started(self, name: str, old_master_server_id: int, new_master_server_id: int) -> SwitchMark:
-        mark = SwitchMark(name, old_master_server_id, new_master_server_id, self.now_s())
+    def switch_started(
+        self, name: str, old_master_registered_server_id: int, new_master_registered_server_id: int
+    ) -> SwitchMark:
+        mark = SwitchMark(name, old_master_registered_server_id, new_master_registered_server_id, self.now_s())
         self.ledger.switches.append(mark)
         self.phase = "during"
         return mark
@@ -369,5 +372,5 @@ def ledger_record(acknowledged: Sequence[Attempt]) -> dict[str, Any]:
     """The acknowledged canaries as evidence, compactly: `[key, gtid, server_id, phase, at_s]` each (the first
     `RECORDED_MAX`)."""
     rows = [[a.key, a.gtid, a.server_id, a.phase, round(a.at_s, 4)] for a in acknowledged[:RECORDED_MAX]]
-    return {"fields": ["key", "gtid", "server_id", "phase", "at_s"], "acknowledged": rows,
+    return {"fields": ["key", "gtid", "registered_server_id", "phase", "at_s"], "acknowledged": rows,
             "truncated": len(acknowledged) > RECORDED_MAX}  # fmt: skip

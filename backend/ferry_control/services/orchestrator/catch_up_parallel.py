@@ -129,7 +129,7 @@ async def raise_recorded(
     wanted = raised(driver, have, workers)
     if wanted is None:
         return None
-    record = ParallelApplyRaise(server_id=server_id, connection=connection, previous=have, raised=wanted)
+    record = ParallelApplyRaise(registered_server_id=server_id, connection=connection, previous=have, raised=wanted)
     ctx.result.parallel_apply_raised = [*(ctx.result.parallel_apply_raised or []), record]
     await ctx.save()
     await _set(driver, connection, wanted)
@@ -156,11 +156,11 @@ async def restore_unrestored(snapshot: ClusterSnapshot, result: OperationResult)
     for record in result.parallel_apply_raised or []:
         if record.restored:
             continue
-        view = snapshot.by_id.get(record.server_id)
+        view = snapshot.by_id.get(record.registered_server_id)
         if view is None or not view.reachable:
             why = "no longer registered" if view is None else f"unreachable ({view.error})"
-            problems.append(f"server {record.server_id}: its parallel apply raised for catch-up could not be put back "
-                            f"to {_words(record.previous)}: {why}")  # fmt: skip
+            problems.append(f"server {record.registered_server_id}: its parallel apply raised for catch-up could not "
+                            f"be put back to {_words(record.previous)}: {why}")  # fmt: skip
             continue
         try:
             change = await restore(view.require_driver(), record.connection, record.previous)

@@ -171,8 +171,8 @@ async def _choose(ctx: Drill, snapshot: ClusterSnapshot) -> int | None:
     """The candidate: the fixed one, or the replica after the last drill's candidate (by id, wrapping) — never a
     delayed one (kept for disaster recovery, it is never promoted automatically; a fixed plan may name it)."""
     if ctx.params.candidate_strategy == "fixed":
-        return ctx.params.candidate_server_id
-    master, _ = snapshot.source(ctx.params.source_server_id)
+        return ctx.params.candidate_registered_server_id
+    master, _ = snapshot.source(ctx.params.source_registered_server_id)
     if master is None:
         return None
     replicas = sorted(
@@ -198,7 +198,7 @@ async def _drill(ctx: Drill, run_id: int, details: dict[str, Any]) -> None:
             raise DrillFailed([f"preflight {c.name}: {c.detail}" for c in plan.failed()], refusal=True)
     assert plan.master is not None and plan.candidate is not None
     master, candidate = plan.master, plan.candidate.replica
-    details.update(old_master_server_id=master.info.id, candidate_server_id=candidate.info.id)
+    details.update(old_master_registered_server_id=master.info.id, candidate_registered_server_id=candidate.info.id)
     if snapshot.links_of(master.info.id):  # an intermediate master: its own drill
         await _hub_drill(ctx, run_id, details, snapshot, plan)
         return
@@ -297,7 +297,9 @@ async def _hub_drill(
         step.detail = details["canaries"]
     canary_position = str(position(",".join(canaries.values())))
     await canaries_replicated(ctx, below, canary_position)
-    await ctx.pre_hooks(old_master_server_id=hub.info.id, new_master_server_id=link.replica.info.id)
+    await ctx.pre_hooks(
+        old_master_registered_server_id=hub.info.id, new_master_registered_server_id=link.replica.info.id
+    )
     await switch_hub(ctx, snapshot, hub, link, plan.others)
     moved = ctx.result.switchover = SwitchFigures(catch_up_s=ctx.result.catch_up_s, position=ctx.result.position)
     details["switchover"] = {**moved.model_dump(mode="json"), "replication_gaps_s": ctx.result.replication_gaps_s}

@@ -76,12 +76,14 @@ async def switch_preflight(
     """A switchover's preflight from `source_id` (else the plan's source) to `candidate_id` (None: the best), from a
     fresh snapshot with the source's own status read again."""
     snapshot = await ctx.snapshot()
-    source_id = source_id if source_id is not None else ctx.params.source_server_id
+    source_id = source_id if source_id is not None else ctx.params.source_registered_server_id
     master, _ = snapshot.source(source_id, candidate_id)
     if master is not None:
         await snapshot.refresh(master.info.id, ctx.settings.collection.poll_timeout_s)
     plan = plan_switchover(
-        snapshot, SwitchoverParams(candidate_server_id=candidate_id, source_server_id=source_id), ctx.settings
+        snapshot,
+        SwitchoverParams(candidate_registered_server_id=candidate_id, source_registered_server_id=source_id),
+        ctx.settings,
     )
     await add_server_checks(plan)
     return plan, snapshot

@@ -9,10 +9,10 @@ it answers at all (read-only, sessions bypassing it ended), promote the candidat
 master for good (read-only whenever it answers again, never repointed automatically), report the GTIDs that may be
 lost, verify, and suspend automatic failover until an operator acknowledges. A delayed replica is repointed with its
 delay and its position (it re-reads from the new master what it had not applied). When the promoted server is
-`prefer_not` and a better candidate exists, the result names it (`role_moves_to_server_id`) and a switchover to it
-follows once the failover has ended (`follow_up`). A failover drill replaces a master that still answers
-(`replace_master` with `live`: fenced alive, as orchestrator's force-master-failover; the candidate applies all it
-has before the promotion)."""
+`prefer_not` and a better candidate exists, the result names it (`role_moves_to_registered_server_id`) and a
+switchover to it follows once the failover has ended (`follow_up`). A failover drill replaces a master that still
+answers (`replace_master` with `live`: fenced alive, as orchestrator's force-master-failover; the candidate applies
+all it has before the promotion)."""
 
 from __future__ import annotations
 
@@ -181,7 +181,7 @@ async def run_failover(ctx: OperationContext[FailoverParams, FailoverResult]) ->
     automatic = ctx.params.automatic
     async with ctx.step("confirm_master_lost") as step:
         snapshot = await ctx.snapshot()
-        source_id = ctx.params.source_server_id
+        source_id = ctx.params.source_registered_server_id
         await probe_master(snapshot, settings, source_id)
         loss = confirm_master_lost(snapshot, need_witness=automatic, source_id=source_id)
         step.detail = loss.detail
@@ -189,8 +189,8 @@ async def run_failover(ctx: OperationContext[FailoverParams, FailoverResult]) ->
             raise refused(f"failover refused, nothing was changed: {loss.detail}")
     master = loss.master
     assert master is not None
-    ctx.result.old_master_server_id, ctx.result.witnesses = master.info.id, list(loss.witnesses)
-    wanted = ctx.params.candidate_server_id
+    ctx.result.old_master_registered_server_id, ctx.result.witnesses = master.info.id, list(loss.witnesses)
+    wanted = ctx.params.candidate_registered_server_id
     pool = candidate_pool(snapshot.replicas_of(master.info.id), master, snapshot.candidate_labels, wanted)
     if wanted is not None and not pool.eligible:
         label = snapshot.view(wanted).info.label if wanted in snapshot.by_id else f"server {wanted}"
@@ -246,7 +246,7 @@ async def replace_master(
             )
         step.detail = choice_detail(chosen, why, links, pool.eligible, pool.excluded)
     candidate = chosen.replica
-    ctx.result.new_master_server_id = candidate.info.id
+    ctx.result.new_master_registered_server_id = candidate.info.id
     ctx.result.consumers, ctx.result.consumers_note = plan_consumers(
         master,
         candidate,
@@ -254,7 +254,7 @@ async def replace_master(
         "failover" if live is None else "failover_drill",
     )
     if successor is not None:
-        ctx.result.role_moves_to_server_id = successor.replica.info.id
+        ctx.result.role_moves_to_registered_server_id = successor.replica.info.id
     async with ctx.step("candidate_checks") as step:
         checks = await candidate.require_driver().replication_checks()
         step.detail = {"checks": [asdict(c) for c in checks]}
@@ -267,7 +267,9 @@ async def replace_master(
             )
     if ctx.dry_run:
         return
-    await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
+    await ctx.pre_hooks(
+        old_master_registered_server_id=master.info.id, new_master_registered_server_id=candidate.info.id
+    )
     others = [
         link for link in links if link is not chosen and not link.replica.info.maintenance and link.replica.reachable
     ]

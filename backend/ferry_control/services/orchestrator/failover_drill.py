@@ -79,8 +79,8 @@ async def preflight(ctx: Drill) -> tuple[ServerView, Link]:
     the result. DrillFailed (a refusal: nothing changed) when either is missing."""
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        fixed = ctx.params.candidate_server_id if ctx.params.candidate_strategy == "fixed" else None
-        master, why = snapshot.source(ctx.params.source_server_id, fixed)
+        fixed = ctx.params.candidate_registered_server_id if ctx.params.candidate_strategy == "fixed" else None
+        master, why = snapshot.source(ctx.params.source_registered_server_id, fixed)
         if master is None:
             raise DrillFailed([f"no master to fail over: {why}"], refusal=True)
         await snapshot.refresh(master.info.id, ctx.settings.collection.poll_timeout_s)
@@ -95,7 +95,10 @@ async def preflight(ctx: Drill) -> tuple[ServerView, Link]:
         candidate = link.replica
         checks = await candidate.require_driver().replication_checks()
         ctx.result.checks = [CheckResult.of(c) for c in checks]
-        ctx.result.old_master_server_id, ctx.result.new_master_server_id = master.info.id, candidate.info.id
+        ctx.result.old_master_registered_server_id, ctx.result.new_master_registered_server_id = (
+            master.info.id,
+            candidate.info.id,
+        )
         others = _others(snapshot, master, candidate)
         ctx.result.consumers, ctx.result.consumers_note = plan_consumers(master, candidate, others, "failover_drill")
         step.detail = {
@@ -155,7 +158,7 @@ def no_candidate(master: ServerView, pool: CandidatePool, wanted: int | None, sn
 async def run(ctx: Drill, run_id: int, details: dict[str, Any]) -> None:
     master, link = await preflight(ctx)
     candidate = link.replica
-    details.update(old_master_server_id=master.info.id, candidate_server_id=candidate.info.id)
+    details.update(old_master_registered_server_id=master.info.id, candidate_registered_server_id=candidate.info.id)
     snapshot = await ctx.snapshot()
     others = _others(snapshot, master, candidate)
     servers = [master, candidate, *others]
@@ -202,8 +205,8 @@ async def _live(
     reasons += await _rpo(ctx, writer, master, candidate, figures)
     ctx.result.rejoin = RejoinResult()
     try:
-        await rejoin(ctx, RejoinParams(server_id=master.info.id, master_server_id=candidate.info.id),
-                     ctx.result.rejoin, hooks=False)  # fmt: skip
+        params = RejoinParams(registered_server_id=master.info.id, master_registered_server_id=candidate.info.id)
+        await rejoin(ctx, params, ctx.result.rejoin, hooks=False)  # fmt: skip
         figures.rejoined = True
     except OperationFailed as e:
         reasons.append(f"{master.info.label} did not rejoin as a replica of {candidate.info.label}: {e.message}")
@@ -242,10 +245,12 @@ async def _fail_over(
     # What a reconcile after a crash reads: undone while the candidate still replicates from the old master and took
     # no write, completed once it was promoted (as a switchover's).
     ctx.result.switch = MasterSwitch(
-        old_master_server_id=master_id, new_master_server_id=candidate_id, connection=link.connection.name,
+        old_master_registered_server_id=master_id, new_master_registered_server_id=candidate_id,
+        connection=link.connection.name,
         old_master_was_read_only=bool(master.status.read_only),
         candidate_was_read_only=bool(candidate.status and candidate.status.read_only),
-        others=[ServerConnection(server_id=o.replica.info.id, connection=o.connection.name) for o in followers],
+        others=[ServerConnection(registered_server_id=o.replica.info.id, connection=o.connection.name)
+                for o in followers],
     )  # fmt: skip
     running = [c.name for c in (candidate.status.connections if candidate.status else ()) if c.running]
     observed = {v.info.id: v for v in (master, candidate, *(o.replica for o in followers))}

@@ -1,6 +1,6 @@
 """Operations that follow another: when a failover promoted a `prefer_not` server because it alone could take over
-at once (see `candidates`), the role moves on to the better candidate it named (`role_moves_to_server_id`) by a
-switchover started as soon as the failover has ended and released the cluster. The failover's result records the
+at once (see `candidates`), the role moves on to the better candidate it named (`role_moves_to_registered_server_id`)
+by a switchover started as soon as the failover has ended and released the cluster. The failover's result records the
 follow-up's id (`follow_up_operation_id`), or why it could not start (`follow_up_error`)."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class FollowUps:
             if operation is None or operation.dry_run or operation.type != "failover":
                 return
             result = FailoverResult.model_validate(operation.result or {})
-            successor = result.role_moves_to_server_id
+            successor = result.role_moves_to_registered_server_id
             if successor is None:
                 return
             try:
@@ -51,8 +51,8 @@ class FollowUps:
                         cluster_id=cluster_id,
                         type_="switchover",
                         params=SwitchoverParams(
-                            candidate_server_id=successor,
-                            expected_master_server_id=result.new_master_server_id,
+                            candidate_registered_server_id=successor,
+                            expected_master_registered_server_id=result.new_master_registered_server_id,
                         ),
                         dry_run=False,
                         requester=f"failover {operation_id} (promotion rules)",

@@ -123,19 +123,21 @@ async def fail_over_hub(
             why = why.replace("will be leveled from its peers", "gets what it lacks from the hub's masters")
         step.detail = choice_detail(chosen, why, links, candidates, pool.excluded)
     new_hub = chosen.replica
-    ctx.result.new_master_server_id = new_hub.info.id
+    ctx.result.new_master_registered_server_id = new_hub.info.id
     if ctx.dry_run:
         return
     siblings = [link for link in links if link is not chosen and not link.replica.info.maintenance
                 and link.replica.reachable]  # fmt: skip
-    await ctx.pre_hooks(old_master_server_id=hub.info.id, new_master_server_id=new_hub.info.id)
+    await ctx.pre_hooks(old_master_registered_server_id=hub.info.id, new_master_registered_server_id=new_hub.info.id)
     # What a reconcile after a crash needs, before any server is changed.
     ctx.result.hub_failover = plan = HubFailoverPlan(
-        hub_server_id=hub.info.id,
-        new_hub_server_id=new_hub.info.id,
+        hub_registered_server_id=hub.info.id,
+        new_hub_registered_server_id=new_hub.info.id,
         new_hub_connection=chosen.connection.name,
         incoming=[StoredIncoming.model_validate(asdict(c)) for c in incoming],
-        siblings=[ServerConnection(server_id=s.replica.info.id, connection=s.connection.name) for s in siblings],
+        siblings=[
+            ServerConnection(registered_server_id=s.replica.info.id, connection=s.connection.name) for s in siblings
+        ],
     )
     await ctx.save()
     # From here a stop completes the move (the hub is lost: there is nothing to go back to).
@@ -220,8 +222,8 @@ async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observe
     hub and with each of the lost hub's connections, running; every sibling (not in maintenance) still pointed at the
     lost hub replicating from the new hub once the new hub is at or ahead of it in every domain (else left, and
     named); the lost hub fenced (read-only now if it answers, and whenever it answers again)."""
-    new_hub = observed.get(plan.new_hub_server_id)
-    hub = observed.get(plan.hub_server_id)
+    new_hub = observed.get(plan.new_hub_registered_server_id)
+    hub = observed.get(plan.hub_registered_server_id)
     done: list[str] = []
     problems: list[str] = []
     if new_hub is None or hub is None or new_hub.status is None:
@@ -229,7 +231,7 @@ async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observe
     try:
         driver = new_hub.require_driver()
         existing = {c.name: c for c in await driver.replica_connections()}
-        incoming = [Incoming(c.name, c.master_server_id, c.master_address) for c in plan.incoming]
+        incoming = [Incoming(c.name, c.master_registered_server_id, c.master_address) for c in plan.incoming]
         names = {c.name for c in incoming}
         old = existing.get(plan.new_hub_connection)
         if old is not None and old.master_address == hub.info.protocol_address and old.name not in names:
@@ -244,7 +246,7 @@ async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observe
     assert address is not None
     timeout_s = ctx.settings.operations.switchover_catch_up_timeout_s
     for sibling in plan.siblings:
-        view, name = observed.get(sibling.server_id), sibling.connection
+        view, name = observed.get(sibling.registered_server_id), sibling.connection
         if view is None or view.status is None or view.info.maintenance:
             continue
         try:

@@ -64,14 +64,14 @@ async def switch_hub(
     incoming = snapshot.links_of(hub.info.id)
     # What a reconcile after a crash needs, in the database before any server is changed.
     plan = HubSwitchPlan(
-        hub_server_id=hub.info.id,
-        candidate_server_id=candidate.info.id,
+        hub_registered_server_id=hub.info.id,
+        candidate_registered_server_id=candidate.info.id,
         candidate_connection=link.connection.name,
         candidate_settings=_record(link.connection.settings),
         incoming=[
             HubIncoming(
                 name=c.connection.name,
-                master_server_id=c.master.info.id,
+                master_registered_server_id=c.master.info.id,
                 master_address=c.connection.master_address,
                 running=c.connection.running,
                 # The connection's settings move with it, less its delay and filters (switch_plan says so).
@@ -81,7 +81,7 @@ async def switch_hub(
             )
             for c in incoming
         ],
-        others=[ServerConnection(server_id=o.replica.info.id, connection=o.connection.name) for o in others],
+        others=[ServerConnection(registered_server_id=o.replica.info.id, connection=o.connection.name) for o in others],
     )
     result.hub_switch = plan
     await ctx.save()
@@ -115,7 +115,9 @@ async def switch_hub(
         ctx.undo_with("roll_forward", partial(roll_forward, ctx, plan, observed))
         for source in plan.incoming:
             await candidate_driver.start_replication(source.name)
-            taken.append(f"{connection_label(source.name)} from {snapshot.view(source.master_server_id).info.label}")
+            taken.append(
+                f"{connection_label(source.name)} from {snapshot.view(source.master_registered_server_id).info.label}"
+            )
         gaps[candidate.info.label] = round(time.perf_counter() - stopped_at[candidate.info.label], 6)
         await candidate_driver.remove_replication(link.connection.name)
         step.detail = f"{candidate.info.label} replicates {', '.join(taken)} from its own positions"
@@ -179,8 +181,8 @@ async def verify(
 ) -> list[str]:
     """The candidate's connections to the hub's masters run; the hub and its former replicas replicate from the
     candidate and reach what it had when the moves ended (received, for a delayed replica)."""
-    candidate = snapshot.view(plan.candidate_server_id)
-    hub = snapshot.view(plan.hub_server_id)
+    candidate = snapshot.view(plan.candidate_registered_server_id)
+    hub = snapshot.view(plan.hub_registered_server_id)
     problems = []
     driver = candidate.require_driver()
     connections = {c.name: c for c in await driver.replica_connections()}
@@ -225,7 +227,7 @@ async def _undo(ctx: OperationContext[Any, Any], plan: HubSwitchPlan, observed: 
 async def _settle(ctx: OperationContext[Any, Any], plan: HubSwitchPlan, observed: Observed) -> str:
     """The live run's compensation while the candidate takes the hub's connections: completed or undone as
     `taken_over` says of the candidate read now (unreadable: left as it is, for a reconcile or an operator)."""
-    candidate = observed[plan.candidate_server_id]
+    candidate = observed[plan.candidate_registered_server_id]
     async with ctx.step("settle", fenced=False) as step:
         try:
             connections = await candidate.require_driver().replica_connections()
@@ -263,7 +265,7 @@ async def complete_hub_move(ctx: MoveContext, plan: HubSwitchPlan, observed: Obs
     """The one completion of a hub switchover past `taken_over`, live or after a crash (repairs.py): every move not
     made yet, each at most once: the candidate has and runs each of the hub's incoming connections and no longer the
     one to the hub; the hub's other replicas (not in maintenance) and the hub replicate from the candidate."""
-    candidate, hub = observed.get(plan.candidate_server_id), observed.get(plan.hub_server_id)
+    candidate, hub = observed.get(plan.candidate_registered_server_id), observed.get(plan.hub_registered_server_id)
     if candidate is None or hub is None:
         return Settled([], ["the hub or the candidate is no longer registered"])
     address = _address(candidate)
@@ -283,7 +285,7 @@ async def complete_hub_move(ctx: MoveContext, plan: HubSwitchPlan, observed: Obs
         problems.append(f"{candidate.info.label}: {e}")
         return Settled(done, problems)
     for other in plan.others:
-        view, name = observed.get(other.server_id), other.connection
+        view, name = observed.get(other.registered_server_id), other.connection
         if view is None or view.info.maintenance:
             continue
         try:
@@ -310,7 +312,7 @@ async def undo_hub_move(ctx: MoveContext, plan: HubSwitchPlan, observed: Observe
     """The one undo of a hub switchover before `taken_over`, live or after a crash (repairs.py): the candidate
     replicates from the hub as before (its connection re-created with its settings if it was removed, any half-made
     new one removed), and the hub's incoming connections that ran run again."""
-    candidate, hub = observed.get(plan.candidate_server_id), observed.get(plan.hub_server_id)
+    candidate, hub = observed.get(plan.candidate_registered_server_id), observed.get(plan.hub_registered_server_id)
     if candidate is None or hub is None:
         return Settled([], ["the hub or the candidate is no longer registered"])
     problems = []

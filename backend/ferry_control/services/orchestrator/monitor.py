@@ -96,7 +96,7 @@ class FailoverMonitor:
                 log.warning("could not fence %s: %s", server.name, e)
                 continue
             log.warning("fenced %s is back: made read-only", server.label)
-            fenced = FencedEvent(server_id=server.id, read_only=True, reason=server.fence_reason)
+            fenced = FencedEvent(registered_server_id=server.id, read_only=True, reason=server.fence_reason)
             self._bus.publish(ClusterEvent.of(cluster.id, fenced))
 
     async def _rejoin(self, cluster: Cluster, servers: list[Server]) -> None:
@@ -120,7 +120,7 @@ class FailoverMonitor:
                 async with session_scope(self._sessionmaker) as session:
                     operation, _ = await OperationService(session).start(
                         self._runner, self._settings, cluster_id=cluster.id, type_="rejoin",
-                        params=RejoinParams(server_id=server.id), dry_run=False, requester=REQUESTER,
+                        params=RejoinParams(registered_server_id=server.id), dry_run=False, requester=REQUESTER,
                     )  # fmt: skip
             except Conflict as e:
                 log.info(
@@ -163,7 +163,9 @@ class FailoverMonitor:
                 log.warning("cluster %s: master %s missed polls, but failover is not confirmed: %s",
                             cluster.name, master.name, loss.detail)  # fmt: skip
             self._bus.publish(
-                ClusterEvent.of(cluster.id, FailoverNotConfirmedEvent(server_id=master.id, detail=loss.detail))
+                ClusterEvent.of(
+                    cluster.id, FailoverNotConfirmedEvent(registered_server_id=master.id, detail=loss.detail)
+                )
             )
             return None
         recovery_hooks.detected(self._settings, cluster.id, cluster.name, master.id, master.name, loss.detail)
@@ -174,7 +176,9 @@ class FailoverMonitor:
                     self._settings,
                     cluster_id=cluster.id,
                     type_="failover",
-                    params=FailoverParams(automatic=True, candidate_server_id=None, source_server_id=master.id),
+                    params=FailoverParams(
+                        automatic=True, candidate_registered_server_id=None, source_registered_server_id=master.id
+                    ),
                     dry_run=False,
                     requester=REQUESTER,
                 )

@@ -59,7 +59,7 @@ async def run_parallel_apply(ctx: OperationContext[ParallelApplyParams, Parallel
     result = ctx.result
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params.server_id, "the replica")
+        view = _reachable(snapshot, ctx.params.registered_server_id, "the replica")
         assert view.status is not None
         name = _connection(view, ctx.params.connection, ctx.settings.operations.replication_connection_name)
         connection = find(view.status.connections, name)
@@ -79,7 +79,7 @@ async def run_parallel_apply(ctx: OperationContext[ParallelApplyParams, Parallel
         applying = connection.sql_state in APPLYING
         step.detail = {"connection": name, "before": have.model_dump(), "wanted": wanted.model_dump(),
                        "sql_state": connection.sql_state.value}  # fmt: skip
-    result.server_id, result.connection, result.before = view.info.id, name, have
+    result.registered_server_id, result.connection, result.before = view.info.id, name, have
     if ctx.dry_run:
         result.after = wanted
         return

@@ -23,6 +23,7 @@ from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.models import OperationState
 from ferry_control.repositories.operations import OperationRepository
+from ferry_control.schemas.registered_ids import stored_id
 from ferry_control.services.orchestrator.hooks import call_webhooks
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,8 @@ def send_in_background(urls: list[str], payload: dict[str, Any], settings: Setti
 
 def detected(settings: Settings, cluster_id: int, cluster: str, server_id: int, server: str, detail: str) -> None:
     send_in_background(settings.webhooks.failure_detection, {
-        "stage": "detected", "cluster_id": cluster_id, "cluster": cluster, "server_id": server_id, "server": server,
+        "stage": "detected", "cluster_id": cluster_id, "cluster": cluster, "registered_server_id": server_id,
+        "server": server,
         "detail": detail, "at": datetime.now(UTC).isoformat(),
     }, settings)  # fmt: skip
 
@@ -59,7 +61,8 @@ def not_recovered(
     settings: Settings, cluster_id: int, server_id: int | None, reason: str, operation_id: int | None = None
 ) -> None:
     send_in_background(settings.webhooks.recovery_failed, {
-        "stage": "not_recovered", "cluster_id": cluster_id, "server_id": server_id, "operation_id": operation_id,
+        "stage": "not_recovered", "cluster_id": cluster_id, "registered_server_id": server_id,
+        "operation_id": operation_id,
         "reason": reason, "at": datetime.now(UTC).isoformat(),
     }, settings)  # fmt: skip
 
@@ -79,5 +82,5 @@ class UnsuccessfulRecoveries:
             operation = await OperationRepository(session).get_any(operation_id)
         if operation is None or operation.type != "failover" or not (operation.params or {}).get("automatic"):
             return
-        source = (operation.params or {}).get("source_server_id")
+        source = stored_id(operation.params or {}, "source_registered_server_id")
         not_recovered(self._settings, cluster_id, source, f"failover {state.value}: {operation.error}", operation_id)

@@ -47,9 +47,9 @@ async def rejoin(
     failed over (`hooks` off: the drill called the pre-operation webhooks before its failover)."""
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        server = snapshot.by_id.get(params.server_id)
+        server = snapshot.by_id.get(params.registered_server_id)
         if server is None:
-            raise refused(f"no server with id {params.server_id} in this cluster")
+            raise refused(f"no server with id {params.registered_server_id} in this cluster")
         if not server.reachable or server.status is None:
             raise refused(f"{server.info.label} does not answer: {server.error}")
         if snapshot.links_of(server.info.id):
@@ -61,8 +61,8 @@ async def rejoin(
                 f"{server.info.label} is neither fenced nor read-only: it takes writes, so it is a master, not one "
                 "to rejoin"
             )
-        source = choose_source(snapshot, server, params.master_server_id)
-        result.server_id, result.master_server_id = server.info.id, source.info.id
+        source = choose_source(snapshot, server, params.master_registered_server_id)
+        result.registered_server_id, result.master_registered_server_id = server.info.id, source.info.id
         only_here = await transactions_only_here(server, source)
         result.only_here = only_here
         if only_here:
@@ -81,7 +81,9 @@ async def rejoin(
     if ctx.dry_run:
         return
     if hooks:
-        await ctx.pre_hooks(old_master_server_id=server.info.id, new_master_server_id=source.info.id)
+        await ctx.pre_hooks(
+            old_master_registered_server_id=server.info.id, new_master_registered_server_id=source.info.id
+        )
     address = source.info.protocol_address
     assert address is not None
     driver = server.require_driver()

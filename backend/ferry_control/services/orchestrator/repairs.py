@@ -66,8 +66,8 @@ async def repair_switch(
     if switch is None:
         done.append("it stopped before changing any server: nothing to undo")
         return "unchanged"
-    old = snapshot.by_id.get(switch.old_master_server_id)
-    new = snapshot.by_id.get(switch.new_master_server_id)
+    old = snapshot.by_id.get(switch.old_master_registered_server_id)
+    new = snapshot.by_id.get(switch.new_master_registered_server_id)
     if old is None or new is None:
         problems.append("the old master or the candidate is no longer registered")
         return "unknown"
@@ -103,8 +103,8 @@ async def _repair_hub_switch(
 ) -> RepairVerdict:
     """An intermediate master's switchover (`hub_switchover`): completed once the candidate has one of the hub's
     incoming connections (`hub_switchover.taken_over`, the live stop's rule), else undone."""
-    candidate = snapshot.by_id.get(plan.candidate_server_id)
-    hub = snapshot.by_id.get(plan.hub_server_id)
+    candidate = snapshot.by_id.get(plan.candidate_registered_server_id)
+    hub = snapshot.by_id.get(plan.hub_registered_server_id)
     if candidate is None or hub is None:
         problems.append("the hub or the candidate is no longer registered")
         return "unknown"
@@ -131,18 +131,18 @@ async def repair_failover(
         _report(await moves.complete(move, result.hub_failover, snapshot.by_id), done, problems,
                 "completed: the lost hub's replicas are re-homed")  # fmt: skip
         return "rolled_forward"
-    new = snapshot.by_id.get(result.new_master_server_id or 0)
-    if new is None or result.old_master_server_id is None:
+    new = snapshot.by_id.get(result.new_master_registered_server_id or 0)
+    if new is None or result.old_master_registered_server_id is None:
         done.append("it stopped before choosing a candidate: nothing was changed")
         return "unchanged"
     if new.status is None:
         problems.append(f"{new.info.label} (the candidate) cannot be reached ({new.error})")
         return "unknown"
     plan = FailoverMove(
-        result.old_master_server_id, new.info.id,
+        result.old_master_registered_server_id, new.info.id,
         None if result.candidate_ran is None else tuple(result.candidate_ran),
     )  # fmt: skip
-    old = snapshot.by_id.get(result.old_master_server_id)
+    old = snapshot.by_id.get(result.old_master_registered_server_id)
     if promoted(new.status, None if old is None else old.info.protocol_address):
         _report(await moves.complete(move, plan, snapshot.by_id), done, problems,
                 f"completed: {new.info.label} is the master")  # fmt: skip

@@ -445,7 +445,7 @@ class OperationContext(Generic[P, R]):
         )  # fmt: skip
 
     async def pre_hooks(
-        self, *, old_master_server_id: int | None = None, new_master_server_id: int | None = None
+        self, *, old_master_registered_server_id: int | None = None, new_master_registered_server_id: int | None = None
     ) -> None:
         """Calls the pre-operation webhooks (settings', then the cluster's); any failure aborts, nothing changed."""
         cluster = await self.cluster()
@@ -455,7 +455,10 @@ class OperationContext(Generic[P, R]):
                 step.skipped = True
                 step.detail = "no pre-operation webhooks configured"
                 return
-            moves = {"old_master_server_id": old_master_server_id, "new_master_server_id": new_master_server_id}
+            moves = {
+                "old_master_registered_server_id": old_master_registered_server_id,
+                "new_master_registered_server_id": new_master_registered_server_id,
+            }
             extra = {k: v for k, v in moves.items() if v is not None}
             outcomes = await call_webhooks(urls, self.payload("pre", **extra).body(), self.settings)
             step.detail = {"calls": [o.as_dict() for o in outcomes]}

@@ -63,7 +63,7 @@ async def run_read_only(ctx: OperationContext[ReadOnlyParams, ReadOnlyResult]) -
     wanted = ctx.params.read_only
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params.server_id, "the")
+        view = _reachable(snapshot, ctx.params.registered_server_id, "the")
         if not wanted and view.info.fenced:
             raise refused(
                 f"{view.info.label} is fenced (it was replaced by a failover): repoint it, or unfence it first"
@@ -84,7 +84,7 @@ async def run_read_only(ctx: OperationContext[ReadOnlyParams, ReadOnlyResult]) -
                 left=[f"{view.info.label} read_only={now} (it was {before})"] if now != before else [],
             )
         step.detail = f"{view.info.label} read_only={now}"
-    ctx.result.server_id, ctx.result.read_only = view.info.id, wanted
+    ctx.result.registered_server_id, ctx.result.read_only = view.info.id, wanted
 
 
 async def _existing_connection(
@@ -94,7 +94,7 @@ async def _existing_connection(
     """The preflight of start / stop replication: the server answers and has the named connection."""
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params.server_id, "the")
+        view = _reachable(snapshot, ctx.params.registered_server_id, "the")
         name = _connection(view, ctx.params.connection, ctx.settings.operations.replication_connection_name)
         assert view.status is not None
         if not any(c.name == name for c in view.status.connections):
@@ -115,7 +115,7 @@ async def run_start_replication(ctx: OperationContext[StartReplicationParams, St
     async with ctx.step("verify") as step:
         done = f"connection {name!r} started" + (f" until {until}" if until else "")
         step.detail = await _wait_started(view, name, until is not None, done)
-    ctx.result.server_id, ctx.result.connection, ctx.result.until = view.info.id, name, until
+    ctx.result.registered_server_id, ctx.result.connection, ctx.result.until = view.info.id, name, until
 
 
 async def _wait_started(view: ServerView, name: str, until: bool, done: str) -> str:
@@ -158,15 +158,15 @@ async def run_stop_replication(ctx: OperationContext[StopReplicationParams, Stop
     async with ctx.step("stop") as step:
         await view.require_driver().stop_replication(name)
         step.detail = f"stopped {name!r}"
-    ctx.result.server_id, ctx.result.connection = view.info.id, name
+    ctx.result.registered_server_id, ctx.result.connection = view.info.id, name
 
 
 async def run_repoint(ctx: OperationContext[RepointParams, RepointResult]) -> None:
     use_gtid = ctx.params.use_gtid
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params.server_id, "the replica")
-        master = _reachable(snapshot, ctx.params.master_server_id, "the new master")
+        view = _reachable(snapshot, ctx.params.registered_server_id, "the replica")
+        master = _reachable(snapshot, ctx.params.master_registered_server_id, "the new master")
         if master.info.protocol_address is None:
             raise refused(f"{master.info.label} has no protocol port recorded")
         loop = [link for link in snapshot.links_of(master.info.id) if link.master.info.id == view.info.id]
@@ -233,7 +233,11 @@ async def run_repoint(ctx: OperationContext[RepointParams, RepointResult]) -> No
                 if server is not None:
                     server.fenced, server.fenced_at, server.fence_reason = False, None, None
             step.detail = f"{view.info.label} is a replica again; no longer fenced"
-    ctx.result.server_id, ctx.result.master_server_id, ctx.result.connection = view.info.id, master.info.id, name
+    ctx.result.registered_server_id, ctx.result.master_registered_server_id, ctx.result.connection = (
+        view.info.id,
+        master.info.id,
+        name,
+    )
 
 
 def upstream(snapshot: ClusterSnapshot, server_id: int) -> set[int]:
@@ -267,15 +271,15 @@ async def run_bring_level(ctx: OperationContext[BringLevelParams, BringLevelResu
     timeout_s = ctx.params.timeout_s or ctx.settings.operations.switchover_catch_up_timeout_s
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params.server_id, "the")
-        source = _reachable(snapshot, ctx.params.source_server_id, "the source")
+        view = _reachable(snapshot, ctx.params.registered_server_id, "the")
+        source = _reachable(snapshot, ctx.params.source_registered_server_id, "the source")
         if source.info.protocol_address is None:
             raise refused(f"{source.info.label} has no protocol port recorded")
         behind = source.current.difference(view.current)
         step.detail = f"{view.info.label} at {view.current}; {source.info.label} at {source.current}; behind in " + (
             ", ".join(f"domain {d} by {n}" for d, n in sorted(behind.items())) or "no domain"
         )
-    ctx.result.server_id, ctx.result.source_server_id = view.info.id, source.info.id
+    ctx.result.registered_server_id, ctx.result.source_registered_server_id = view.info.id, source.info.id
     ctx.result.target = str(source.current)
     if ctx.dry_run:
         return

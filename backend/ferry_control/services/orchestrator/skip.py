@@ -162,7 +162,7 @@ async def run_skip_transactions(ctx: OperationContext[SkipTransactionsParams, Sk
     count = ctx.params.count
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        view = _reachable(snapshot, ctx.params.server_id, "the replica")
+        view = _reachable(snapshot, ctx.params.registered_server_id, "the replica")
         assert view.status is not None
         name = _connection(view, ctx.params.connection, ctx.settings.operations.replication_connection_name)
         connection = find_connection(view.status.connections, name)
@@ -185,7 +185,7 @@ async def run_skip_transactions(ctx: OperationContext[SkipTransactionsParams, Sk
         if refusal is not None:
             raise refused(f"{view.info.label}, connection {name!r}: {refusal}; nothing was changed")
     result = ctx.result
-    result.server_id, result.connection, result.count = view.info.id, name, count
+    result.registered_server_id, result.connection, result.count = view.info.id, name, count
     result.stopped_by = StopReason.model_validate(stop_reason(connection))
     result.skipped_gtids, result.skipped_gtids_source = found["skipped_gtids"], found["source"]
     if ctx.dry_run:

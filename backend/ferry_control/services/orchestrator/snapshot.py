@@ -226,8 +226,12 @@ class ClusterSnapshot:
         if len(lost) == 1:
             return lost[0], f"{lost[0].info.label} is the master that is lost, of several ({names})"
         if not lost:
-            return roots[0], f"every master answers ({names}): name the one to replace (source_server_id)"
-        return None, f"several masters are lost ({', '.join(r.info.label for r in lost)}): name one (source_server_id)"
+            return roots[0], f"every master answers ({names}): name the one to replace (source_registered_server_id)"
+        return (
+            None,
+            f"several masters are lost ({', '.join(r.info.label for r in lost)}): name one "
+            "(source_registered_server_id)",
+        )
 
     def source(self, source_id: int | None = None, candidate_id: int | None = None) -> tuple[ServerView | None, str]:
         """The source an operation replaces: any server others replicate from — a root, or an intermediate master

@@ -158,8 +158,8 @@ def candidate_checks(
 
 def plan_switchover(snapshot: ClusterSnapshot, params: SwitchoverParams, settings: Settings) -> SwitchoverPlan:
     plan = SwitchoverPlan()
-    master, why = snapshot.source(params.source_server_id, params.candidate_server_id)
-    expected = params.expected_master_server_id
+    master, why = snapshot.source(params.source_registered_server_id, params.candidate_registered_server_id)
+    expected = params.expected_master_registered_server_id
     if expected is not None:
         actual = master.info.label if master else "none"
         plan.add(
@@ -196,7 +196,7 @@ def plan_switchover(snapshot: ClusterSnapshot, params: SwitchoverParams, setting
         )
         return plan
     links = snapshot.replicas_of(master.info.id)
-    candidate_id = params.candidate_server_id
+    candidate_id = params.candidate_registered_server_id
     if candidate_id is not None:
         chosen = next((link for link in links if link.replica.info.id == candidate_id), None)
         label = snapshot.label_of(candidate_id)
@@ -291,7 +291,7 @@ async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResul
     settings = ctx.settings
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
-        master, _ = snapshot.source(ctx.params.source_server_id, ctx.params.candidate_server_id)
+        master, _ = snapshot.source(ctx.params.source_registered_server_id, ctx.params.candidate_registered_server_id)
         if master is not None:
             await snapshot.refresh(master.info.id, settings.collection.poll_timeout_s)
         plan = plan_switchover(snapshot, ctx.params, settings)
@@ -307,8 +307,11 @@ async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResul
     master, link = plan.master, plan.candidate
     candidate = link.replica
     assert master.status is not None and candidate.info.protocol_address is not None
-    ctx.result.old_master_server_id, ctx.result.new_master_server_id = master.info.id, candidate.info.id
-    ctx.result.candidate_chosen_by = "caller" if ctx.params.candidate_server_id else "orchestrator"
+    ctx.result.old_master_registered_server_id, ctx.result.new_master_registered_server_id = (
+        master.info.id,
+        candidate.info.id,
+    )
+    ctx.result.candidate_chosen_by = "caller" if ctx.params.candidate_registered_server_id else "orchestrator"
     hub = bool(snapshot.links_of(master.info.id))
     ctx.result.plan = switch_plan(snapshot, master, link, plan.others)
     if ctx.dry_run:
@@ -330,7 +333,9 @@ async def run_switchover(ctx: OperationContext[SwitchoverParams, SwitchoverResul
             ctx.result.advice = said
         return
     if hub:
-        await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
+        await ctx.pre_hooks(
+            old_master_registered_server_id=master.info.id, new_master_registered_server_id=candidate.info.id
+        )
         await switch_hub(ctx, snapshot, master, link, plan.others)
     else:
         await switch_master(ctx, master, link, plan.others, announce=True)
@@ -369,7 +374,9 @@ async def _switch_master(
     )
     result.catch_up_phase = catch_up_figures(predicted, max_window_s, ctx.steps[-1].duration_s)
     if announce:
-        await ctx.pre_hooks(old_master_server_id=master.info.id, new_master_server_id=candidate.info.id)
+        await ctx.pre_hooks(
+            old_master_registered_server_id=master.info.id, new_master_registered_server_id=candidate.info.id
+        )
     master_was_read_only = bool(master.status and master.status.read_only)
     connection = link.connection.name
     # Roles swap whole: the candidate takes the old master's master-side settings (semi-sync) before it takes
@@ -385,10 +392,10 @@ async def _switch_master(
     # undo — live, or a reconcile's — puts them back even when taking the old master's stopped part-way.
     candidate_role = await candidate_driver.master_role()
     result.switch = switch = MasterSwitch(
-        old_master_server_id=master.info.id, new_master_server_id=candidate.info.id,
+        old_master_registered_server_id=master.info.id, new_master_registered_server_id=candidate.info.id,
         connection=connection, old_master_was_read_only=master_was_read_only,
         candidate_was_read_only=bool(candidate.status and candidate.status.read_only),
-        others=[ServerConnection(server_id=o.replica.info.id, connection=o.connection.name) for o in others],
+        others=[ServerConnection(registered_server_id=o.replica.info.id, connection=o.connection.name) for o in others],
         candidate_keeps=kept, candidate_role=MasterRoleRead.model_validate(asdict(candidate_role)),
     )  # fmt: skip
     await ctx.save()
@@ -591,7 +598,10 @@ async def undo_switch(
     master's read-only flag as it was and — writable again — back in service as the writer on every proxy, the
     candidate's sessions there ended when it was touched (it may have been put in service as the writer before the
     stop). Idempotent: what is as it was is left."""
-    old, new = observed.get(switch.old_master_server_id), observed.get(switch.new_master_server_id)
+    old, new = (
+        observed.get(switch.old_master_registered_server_id),
+        observed.get(switch.new_master_registered_server_id),
+    )
     if old is None or new is None:
         return Settled([], ["the old master or the candidate is no longer registered"])
     connection = _switch_connection(new, switch.connection)
@@ -771,12 +781,15 @@ async def complete_switch(ctx: MoveContext, switch: MasterSwitch, observed: Obse
     following the new one over the candidate's connection name with that connection's settings (less its delay and
     filters) when they are observed; then the new master, writable, in service as the writer on every proxy (a
     crash may have come before the promotion told them)."""
-    old, new = observed.get(switch.old_master_server_id), observed.get(switch.new_master_server_id)
+    old, new = (
+        observed.get(switch.old_master_registered_server_id),
+        observed.get(switch.new_master_registered_server_id),
+    )
     if old is None or new is None:
         return Settled([], ["the old master or the candidate is no longer registered"])
     others: list[tuple[ServerView, str]] = []
     for other in switch.others:
-        view = observed.get(other.server_id)
+        view = observed.get(other.registered_server_id)
         if view is not None and not view.info.maintenance:
             others.append((view, other.connection))
     connection = _switch_connection(new, switch.connection)

@@ -12,7 +12,7 @@ import { DrillsView } from "./DrillsView";
 
 const SCHEDULE: Schemas["DrillScheduleRead"] = {
   id: 1, cluster_id: 1, name: "weekly", cron: "0 4 * * 0", timezone: "UTC", enabled: true, kind: "switchover", candidate_strategy: "rotation",
-  candidate_server_id: null, switch_back: true, webhook_url: null, next_run_at: "2026-11-22T04:00:00Z",
+  candidate_registered_server_id: null, switch_back: true, webhook_url: null, next_run_at: "2026-11-22T04:00:00Z",
   next_runs: ["2026-11-22T04:00:00Z", "2026-11-29T04:00:00Z"], last_run_at: null, created_at: "2026-11-01T00:00:00Z",
 };
 
@@ -57,7 +57,7 @@ describe("DrillsView", () => {
     expect(post.path).toBe("/api/v1/clusters/1/drills/schedules");
     expect(post.body).toEqual({
       name: "nightly", cron: "0 3 * * *", timezone: "Europe/Berlin", enabled: true, kind: "switchover", candidate_strategy: "rotation",
-      candidate_server_id: null, switch_back: true, webhook_url: null,
+      candidate_registered_server_id: null, switch_back: true, webhook_url: null,
     });
   }, 30_000); // a bound for a loaded machine, not an expectation
 
@@ -72,7 +72,7 @@ describe("DrillsView", () => {
     await user.click(button);
     const post = requests.find((r) => r.method === "POST")!;
     expect(post.path).toBe("/api/v1/clusters/1/drills/runs");
-    expect(post.body).toEqual({ kind: "switchover", candidate_strategy: "rotation", candidate_server_id: null, switch_back: true, webhook_url: null });
+    expect(post.body).toEqual({ kind: "switchover", candidate_strategy: "rotation", candidate_registered_server_id: null, switch_back: true, webhook_url: null });
     expect(await within(form).findByText("passed")).toBeTruthy();
     expect(within(form).getByText(/RTO 210\.0 ms/)).toBeTruthy();
   });
@@ -104,7 +104,7 @@ describe("DrillsView", () => {
       "GET /api/v1/clusters/1/drills/runs": () => ({ body: [] }),
       "POST /api/v1/clusters/1/drills/dry-run": () => ({ status: 202, body: operation({ id: 12 }) }),
       "GET /api/v1/clusters/1/operations/12": () => ({
-        body: operation({ id: 12, state: "succeeded", result: { checks: CHECKS, old_master_server_id: 1, new_master_server_id: 2, plan: PLAN, advice: ADVICE } }),
+        body: operation({ id: 12, state: "succeeded", result: { checks: CHECKS, old_master_registered_server_id: 1, new_master_registered_server_id: 2, plan: PLAN, advice: ADVICE } }),
       }),
     });
     const user = userEvent.setup();
@@ -121,7 +121,7 @@ describe("DrillsView", () => {
     expect(within(within(preview).getByRole("region", { name: "Advice" })).getByText(ADVICE[0]!)).toBeTruthy();
     const writes = requests.filter((r) => r.method !== "GET").map((r) => [r.path, r.body]);
     expect(writes).toEqual([
-      ["/api/v1/clusters/1/drills/dry-run", { kind: "switchover", candidate_strategy: "rotation", candidate_server_id: null, switch_back: true, webhook_url: null }],
+      ["/api/v1/clusters/1/drills/dry-run", { kind: "switchover", candidate_strategy: "rotation", candidate_registered_server_id: null, switch_back: true, webhook_url: null }],
     ]);
   });
 });

@@ -17,7 +17,7 @@ export function DrillsView({ clusterId, clusterName }: { clusterId: number; clus
   const topology = useTopology(clusterId);
   const [creating, setCreating] = useState(false);
   const nodes = topology.data?.nodes ?? [];
-  const names = new Map(nodes.map((n) => [n.server_id, n.name]));
+  const names = new Map(nodes.map((n) => [n.registered_server_id, n.name]));
   const serverName = (id: number) => names.get(id) ?? `server ${id}`;
   return (
     <>

@@ -60,7 +60,7 @@ describe("failover drills", () => {
 
     await user.type(within(form).getByLabelText(/Type the cluster name/), CLUSTER.name);
     await user.click(within(form).getByRole("button", { name: "Run drill now" }));
-    const plan = { kind: "failover", candidate_strategy: "rotation", candidate_server_id: null, switch_back: true, webhook_url: null };
+    const plan = { kind: "failover", candidate_strategy: "rotation", candidate_registered_server_id: null, switch_back: true, webhook_url: null };
     const writes = requests.filter((r) => r.method !== "GET").map((r) => [r.path, r.body]);
     expect(writes).toEqual([
       ["/api/v1/clusters/1/drills/dry-run", plan],
@@ -114,7 +114,7 @@ describe("failover drills", () => {
     const post = requests.find((r) => r.method === "POST")!;
     expect(post.body).toEqual({
       name: "failover-weekly", cron: "30 2 * * 1-5", timezone: "UTC", enabled: true, kind: "failover",
-      candidate_strategy: "rotation", candidate_server_id: null, switch_back: true, webhook_url: null,
+      candidate_strategy: "rotation", candidate_registered_server_id: null, switch_back: true, webhook_url: null,
     });
   }, 30_000);
 

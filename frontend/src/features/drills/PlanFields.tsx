@@ -11,34 +11,34 @@ export type DrillKind = Schemas["DrillRunCreate"]["kind"];
 export interface Plan {
   kind: DrillKind;
   candidate_strategy: "fixed" | "rotation";
-  candidate_server_id: number | null;
+  candidate_registered_server_id: number | null;
   switch_back: boolean;
   webhook_url: string;
-  source_server_id: number | null;
+  source_registered_server_id: number | null;
 }
 
 export const EMPTY_PLAN: Plan = {
   kind: "switchover",
   candidate_strategy: "rotation",
-  candidate_server_id: null,
+  candidate_registered_server_id: null,
   switch_back: true,
   webhook_url: "",
-  source_server_id: null,
+  source_registered_server_id: null,
 };
 
 /** The plan as the API takes it (a fixed strategy needs a candidate: null when it has none). */
 export type PlanBody = Omit<Schemas["DrillRunCreate"], "schedule_id">;
 
 export function planBody(plan: Plan): PlanBody | null {
-  if (plan.candidate_strategy === "fixed" && plan.candidate_server_id === null) return null;
+  if (plan.candidate_strategy === "fixed" && plan.candidate_registered_server_id === null) return null;
   return {
     kind: plan.kind,
     candidate_strategy: plan.candidate_strategy,
-    candidate_server_id: plan.candidate_strategy === "fixed" ? plan.candidate_server_id : null,
+    candidate_registered_server_id: plan.candidate_strategy === "fixed" ? plan.candidate_registered_server_id : null,
     switch_back: plan.switch_back,
     webhook_url: plan.webhook_url.trim() || null,
     // Named only where there is a choice: a single master's plan sends what it always did.
-    ...(plan.source_server_id !== null ? { source_server_id: plan.source_server_id } : {}),
+    ...(plan.source_registered_server_id !== null ? { source_registered_server_id: plan.source_registered_server_id } : {}),
   };
 }
 
@@ -66,7 +66,7 @@ export function PlanFields({ plan, onChange, nodes }: { plan: Plan; onChange: (p
         </p>
       ) : null}
       {sources.length > 1 ? (
-        <ServerPicker label="Source" nodes={sources} value={plan.source_server_id} onChange={(v) => onChange({ ...plan, source_server_id: v })} />
+        <ServerPicker label="Source" nodes={sources} value={plan.source_registered_server_id} onChange={(v) => onChange({ ...plan, source_registered_server_id: v })} />
       ) : null}
       <fieldset className="inline">
         <legend>Candidate</legend>
@@ -80,7 +80,7 @@ export function PlanFields({ plan, onChange, nodes }: { plan: Plan; onChange: (p
         </label>
       </fieldset>
       {plan.candidate_strategy === "fixed" ? (
-        <ServerPicker label="Candidate" nodes={nodes} value={plan.candidate_server_id} onChange={(v) => onChange({ ...plan, candidate_server_id: v })} />
+        <ServerPicker label="Candidate" nodes={nodes} value={plan.candidate_registered_server_id} onChange={(v) => onChange({ ...plan, candidate_registered_server_id: v })} />
       ) : null}
       <label>
         <input type="checkbox" checked={plan.switch_back} onChange={(e) => onChange({ ...plan, switch_back: e.target.checked })} /> switch back

@@ -26,8 +26,8 @@ export function ScheduleForm({ clusterId, nodes, schedule, onDone }: Props) {
   const [plan, setPlan] = useState<Plan>({
     kind: schedule?.kind ?? "switchover",
     candidate_strategy: schedule?.candidate_strategy ?? "rotation",
-    candidate_server_id: schedule?.candidate_server_id ?? null,
-    source_server_id: schedule?.source_server_id ?? null,
+    candidate_registered_server_id: schedule?.candidate_registered_server_id ?? null,
+    source_registered_server_id: schedule?.source_registered_server_id ?? null,
     switch_back: schedule?.switch_back ?? true,
     webhook_url: schedule?.webhook_url ?? "",
   });

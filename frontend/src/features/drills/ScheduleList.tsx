@@ -75,8 +75,8 @@ export function ScheduleList({ clusterId, schedules, nodes, serverName }: {
                 </td>
                 <td>
                   {schedule.kind === "failover" ? "failover: " : ""}
-                  {schedule.candidate_strategy === "fixed" && schedule.candidate_server_id != null
-                    ? `to ${serverName(schedule.candidate_server_id)}`
+                  {schedule.candidate_strategy === "fixed" && schedule.candidate_registered_server_id != null
+                    ? `to ${serverName(schedule.candidate_registered_server_id)}`
                     : "rotation"}
                   {schedule.switch_back ? ", switch back" : ""}
                 </td>

@@ -15,8 +15,8 @@ const report = (over: Partial<Schemas["CanaryWriterReport"]> = {}): Schemas["Can
   },
   window_s: 0.061, acknowledged: 80, verified: true, lost: 0, duplicated: 0,
   windows: [
-    { switch: "switch", old_master_server_id: 1, new_master_server_id: 2, window_s: 0.061 },
-    { switch: "switch_back", old_master_server_id: 2, new_master_server_id: 1, window_s: 0.12 },
+    { switch: "switch", old_master_registered_server_id: 1, new_master_registered_server_id: 2, window_s: 0.061 },
+    { switch: "switch_back", old_master_registered_server_id: 2, new_master_registered_server_id: 1, window_s: 0.12 },
   ],
   lost_canaries: [], duplicated_gtids: [], behind: [], ...over,
 });

@@ -60,7 +60,7 @@ export function WriterReport({ run }: { run: Pick<DrillRun, "id" | "canary_write
       <ul className="small">
         {report.windows.map((w) => (
           <li key={w.switch}>
-            {w.switch === "switch_back" ? "switch back" : w.switch} {w.old_master_server_id} → {w.new_master_server_id}: writes
+            {w.switch === "switch_back" ? "switch back" : w.switch} {w.old_master_registered_server_id} → {w.new_master_registered_server_id}: writes
             unavailable {formatDuration(w.window_s)}
           </li>
         ))}

@@ -13,7 +13,7 @@ import { InterleavingsView } from "./InterleavingsView";
 
 function events(serverId: number, name: string, oldestFirst: string[], commitIds?: number[]): Schemas["ServerEvents"] {
   return {
-    server_id: serverId,
+    registered_server_id: serverId,
     name,
     error: null,
     position: {},

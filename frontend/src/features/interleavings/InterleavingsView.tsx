@@ -72,7 +72,7 @@ export function InterleavingsView({ clusterId }: { clusterId: number }) {
   const domainsKey = domains.join(",");
   const alignment = useMemo(() => alignLanes(shown?.servers ?? [], domainsKey ? domainsKey.split(",").map(Number) : []), [shown, domainsKey]);
   const masters = useMemo(
-    () => topology.data?.nodes.filter((n) => n.role === "master").map((n) => n.server_id) ?? [],
+    () => topology.data?.nodes.filter((n) => n.role === "master").map((n) => n.registered_server_id) ?? [],
     [topology.data],
   );
   const groups = commitGroupMarks(alignment.lanes, masters);

@@ -23,7 +23,7 @@ function server(serverId: number, name: string, oldestFirst: string[], origin = 
       rows: 1,
     };
   });
-  return { server_id: serverId, name, transactions: transactions.reverse(), error: null, position: {}, never: [], truncated: false };
+  return { registered_server_id: serverId, name, transactions: transactions.reverse(), error: null, position: {}, never: [], truncated: false };
 }
 
 /** `domain-seq` labels as column inputs, oldest first. */
@@ -118,7 +118,7 @@ describe("alignLanes", () => {
   });
 
   it("keeps a server with an error as an empty lane", () => {
-    const down: ServerEvents = { server_id: 9, name: "down", transactions: [], error: "unreachable", position: {}, never: [], truncated: false };
+    const down: ServerEvents = { registered_server_id: 9, name: "down", transactions: [], error: "unreachable", position: {}, never: [], truncated: false };
     const { lanes } = alignLanes([master, down]);
     expect(lanes[1]).toMatchObject({ name: "down", error: "unreachable", blocks: [], domainOrderKept: true });
     expect(lanes[1]!.sameInterleavingAsFirst).toBe(true);

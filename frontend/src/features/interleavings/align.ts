@@ -94,7 +94,7 @@ export function alignLanes(servers: readonly ServerEvents[], domains?: readonly 
     const inBinlogOrder = transactions.map<LaneBlock>((t, index) => {
       let where = positions.get(t.gtid);
       if (!where) positions.set(t.gtid, (where = new Map()));
-      where.set(server.server_id, index);
+      where.set(server.registered_server_id, index);
       return {
         gtid: t.gtid,
         domain: t.domain,
@@ -109,7 +109,7 @@ export function alignLanes(servers: readonly ServerEvents[], domains?: readonly 
     });
     const blocks = [...inBinlogOrder].sort((a, b) => a.column - b.column);
     return {
-      serverId: server.server_id,
+      serverId: server.registered_server_id,
       name: server.name,
       error: server.error ?? null,
       blocks,

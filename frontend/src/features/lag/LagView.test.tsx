@@ -12,7 +12,7 @@ import { mockApi, type RecordedRequest } from "../../test/mockApi";
 import { renderSignedIn } from "../../test/render";
 import { LagView, MARKED_TYPES } from "./LagView";
 
-const SERVERS = TOPOLOGY.nodes.map((n) => ({ id: n.server_id, name: n.name }));
+const SERVERS = TOPOLOGY.nodes.map((n) => ({ id: n.registered_server_id, name: n.name }));
 
 function history(request: RecordedRequest): Schemas["LagHistory"] {
   return {
@@ -22,7 +22,7 @@ function history(request: RecordedRequest): Schemas["LagHistory"] {
     truncated: false,
     at_start: [],
     samples: [
-      { link_id: 10, replica_server_id: 2, master_server_id: 1, connection: "main", domain_id: 1, transactions: 4, seconds: 1.5, sampled_at: request.query.get("since")! },
+      { link_id: 10, replica_registered_server_id: 2, master_registered_server_id: 1, connection: "main", domain_id: 1, transactions: 4, seconds: 1.5, sampled_at: request.query.get("since")! },
     ],
   } as Schemas["LagHistory"];
 }
@@ -116,7 +116,7 @@ const RANGE = "range=custom&from=2025-01-01T00:00:00.000Z&to=2025-01-01T01:00:00
 /** Two replicas: b lags in domain 1, c in domains 1 and 2; one switchover ran in the range, one only as a dry run. */
 function setupSeries(url: string, over: { operations?: () => { status?: number; body?: unknown }; delays?: unknown[] } = {}) {
   const sample = (link: number, replica: number, domain: number, at: string, seconds: number) => ({
-    link_id: link, replica_server_id: replica, master_server_id: 1, connection: "main", domain_id: domain,
+    link_id: link, replica_registered_server_id: replica, master_registered_server_id: 1, connection: "main", domain_id: domain,
     transactions: seconds * 10, seconds, sampled_at: at,
   });
   const api = mockApi({
@@ -203,7 +203,7 @@ describe("LagView's legend, filters and marks", () => {
 
   it("draws a connection's configured delay as a band on the seconds chart only", async () => {
     setupSeries(`/clusters/1/lag?${RANGE}`, {
-      delays: [{ link_id: 11, replica_server_id: 3, master_server_id: 1, connection: "main", delay_s: 30 }],
+      delays: [{ link_id: 11, replica_registered_server_id: 3, master_registered_server_id: 1, connection: "main", delay_s: 30 }],
     });
     const seconds = await screen.findByRole("figure", { name: "Lag in seconds" });
     await waitFor(() => expect(seconds.textContent).toContain("Configured delay (lag up to it is by design): delay 30 s: c (main)"));
@@ -213,14 +213,14 @@ describe("LagView's legend, filters and marks", () => {
   it("draws a series for the whole range from its samples, whatever its server is now (a replica since promoted)", async () => {
     const promoted = {
       ...TOPOLOGY,
-      nodes: TOPOLOGY.nodes.map((n) => (n.server_id === 2 ? { ...n, role: "master" as const } : n.server_id === 1 ? { ...n, role: "replica" as const } : n)),
+      nodes: TOPOLOGY.nodes.map((n) => (n.registered_server_id === 2 ? { ...n, role: "master" as const } : n.registered_server_id === 1 ? { ...n, role: "replica" as const } : n)),
       edges: [],
     };
     mockApi({
       "GET /api/v1/clusters/1/lag/history": (request) => ({
         body: {
           cluster_id: 1, since: request.query.get("since")!, until: request.query.get("until")!, truncated: false, at_start: [], delays: [],
-          samples: [{ link_id: 99, replica_server_id: 2, master_server_id: 1, connection: "main", domain_id: 1, transactions: 3, seconds: 0.5, sampled_at: "2025-01-01T00:10:00Z" }],
+          samples: [{ link_id: 99, replica_registered_server_id: 2, master_registered_server_id: 1, connection: "main", domain_id: 1, transactions: 3, seconds: 0.5, sampled_at: "2025-01-01T00:10:00Z" }],
         },
       }),
       "GET /api/v1/clusters/1/servers": () => ({ body: SERVERS }),

@@ -5,8 +5,8 @@ import { delayBands, lagSeries } from "./lagSeries";
 
 const sample = (over: Partial<Schemas["LagSampleRead"]>): Schemas["LagSampleRead"] => ({
   link_id: 1,
-  replica_server_id: 2,
-  master_server_id: 1,
+  replica_registered_server_id: 2,
+  master_registered_server_id: 1,
   connection: "main",
   domain_id: 1,
   transactions: 0,
@@ -40,8 +40,8 @@ describe("lagSeries", () => {
 
   it("ends with the current lag, and draws a connection without samples flat over the range", () => {
     const edge = {
-      link_id: 7, source: "replica" as const, connection: "main", master_server_id: 1, master_address: null,
-      replica_server_id: 2, running: true, io_state: "connected", sql_state: "applying",
+      link_id: 7, source: "replica" as const, connection: "main", master_registered_server_id: 1, master_address: null,
+      replica_registered_server_id: 2, running: true, io_state: "connected", sql_state: "applying",
       lag: { "3": { seconds: 0, transactions: 0, delay_s: 0, beyond_delay_s: 0, level: "none" as const, words: "0 s · 0 txn" } }, last_error_code: null, last_error_message: null,
       updated_at: "2025-01-01T00:00:00Z", waiting_for_relay_space: false,
     };
@@ -88,7 +88,7 @@ describe("lagSeries", () => {
       until,
     );
     expect(series.map((s) => [s.label, s.linkIds])).toEqual([["b (main) · domain 1", [1, 7]]]);
-    expect(delayBands([{ link_id: 7, replica_server_id: 2, master_server_id: 1, connection: "main", delay_s: 30 }], series)).toEqual([
+    expect(delayBands([{ link_id: 7, replica_registered_server_id: 2, master_registered_server_id: 1, connection: "main", delay_s: 30 }], series)).toEqual([
       { key: "delay-30", delayS: 30, label: "delay 30 s: b (main)" },
     ]);
   });

@@ -39,8 +39,8 @@ export function lagSeries(
   const currentSamples: Sample[] = current.flatMap((edge) =>
     Object.entries(edge.lag).map(([domain, lag]) => ({
       link_id: edge.link_id,
-      replica_server_id: edge.replica_server_id,
-      master_server_id: edge.master_server_id,
+      replica_registered_server_id: edge.replica_registered_server_id,
+      master_registered_server_id: edge.master_registered_server_id,
       connection: edge.connection,
       domain_id: Number(domain),
       transactions: lag.transactions,
@@ -51,17 +51,17 @@ export function lagSeries(
   for (const sample of [...startSamples, ...samples, ...currentSamples]) {
     // One series per replica, master (or connection) and domain: a link removed and made again between the same
     // servers (a master moved away and back) goes on as the same series.
-    const key = `${sample.replica_server_id}/${sample.master_server_id ?? ""}/${sample.connection ?? ""}/${sample.domain_id}`;
+    const key = `${sample.replica_registered_server_id}/${sample.master_registered_server_id ?? ""}/${sample.connection ?? ""}/${sample.domain_id}`;
     let series = byKey.get(key);
     if (!series) {
-      const replica = names.get(sample.replica_server_id) ?? `server ${sample.replica_server_id}`;
-      const master = sample.master_server_id != null ? names.get(sample.master_server_id) : null;
+      const replica = names.get(sample.replica_registered_server_id) ?? `server ${sample.replica_registered_server_id}`;
+      const master = sample.master_registered_server_id != null ? names.get(sample.master_registered_server_id) : null;
       const via = sample.connection ?? (master ? `from ${master}` : "");
       series = {
         key,
         label: `${replica}${via ? ` (${via})` : ""} · domain ${sample.domain_id}`,
         linkIds: [],
-        replicaServerId: sample.replica_server_id,
+        replicaServerId: sample.replica_registered_server_id,
         domain: sample.domain_id,
         points: [],
       };

@@ -38,7 +38,7 @@ function backend() {
         state: "succeeded",
         steps: [step("preflight", "passed", { checks: CHECKS })],
         result: {
-          checks: CHECKS, old_master_server_id: 1, new_master_server_id: 3,
+          checks: CHECKS, old_master_registered_server_id: 1, new_master_registered_server_id: 3,
           forecast: { waited_s: 0.5, max_window_s: 30, predicted_catch_up_s: 41.2, behind: 61000, rates: [{ ...RATE, behind: 61000 }] },
           advice: [ADVICE],
         },
@@ -58,7 +58,7 @@ function backend() {
             : [step("preflight", "passed"), step("catch_up_before_window", "running", WAITING)],
           result: done
             ? {
-                old_master_server_id: 1, new_master_server_id: 3, unavailable_s: 0.02, window_steps: WINDOW_STEPS,
+                old_master_registered_server_id: 1, new_master_registered_server_id: 3, unavailable_s: 0.02, window_steps: WINDOW_STEPS,
                 catch_up_phase: { waited_s: 4.25, max_window_s: 30, predicted_catch_up_s: 0.002, behind: 3, rates: [{ ...RATE, behind: 3 }] },
               }
             : {},
@@ -82,7 +82,7 @@ describe("a switchover's catch-up before the window", () => {
     await user.type(within(form).getByLabelText(/Max window/), "30");
     await user.click(within(form).getByRole("button", { name: "Preview (dry run)" }));
     const dryRun = requests.find((r) => r.method === "POST")!;
-    expect(dryRun.body).toEqual({ dry_run: true, candidate_server_id: null, expected_master_server_id: 1, max_window_s: 30 });
+    expect(dryRun.body).toEqual({ dry_run: true, candidate_registered_server_id: null, expected_master_registered_server_id: 1, max_window_s: 30 });
 
     // The forecast: what a switchover now would need, against the budget; and what to do about it.
     const forecast = await within(form).findByRole("region", { name: "Forecast" });
@@ -95,7 +95,7 @@ describe("a switchover's catch-up before the window", () => {
     await user.type(within(form).getByLabelText(/Type the cluster name/), CLUSTER.name);
     await user.click(within(form).getByRole("button", { name: "Switch over" }));
     const real = requests.filter((r) => r.method === "POST")[1]!;
-    expect(real.body).toEqual({ dry_run: false, candidate_server_id: 3, expected_master_server_id: 1, max_window_s: 30 });
+    expect(real.body).toEqual({ dry_run: false, candidate_registered_server_id: 3, expected_master_registered_server_id: 1, max_window_s: 30 });
 
     // While it waits: behind, the predicted window against the budget, the time waited against the bound, the rates.
     const waiting = await within(form).findByLabelText("Catch-up before the window");
@@ -133,7 +133,7 @@ describe("a switchover's catch-up before the window", () => {
     expect(preview.disabled).toBe(false);
     await user.click(preview);
     expect(requests.filter((r) => r.method === "POST").map((r) => r.body)).toEqual([
-      { dry_run: true, candidate_server_id: null, expected_master_server_id: 1 },
+      { dry_run: true, candidate_registered_server_id: null, expected_master_registered_server_id: 1 },
     ]);
   }, WALK_MS);
 });

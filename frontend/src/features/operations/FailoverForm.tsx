@@ -25,10 +25,10 @@ export function FailoverForm({ clusterId, clusterName, nodes, edges = [], server
   const candidateId = candidate === "best" ? null : Number(candidate);
   const sources = nodes.filter((n) => n.role === "master" || n.role === "intermediate");
   const needsSource = sources.length > 1;
-  const below = new Set(edges.filter((e) => e.master_server_id === picked).map((e) => e.replica_server_id));
-  const others = needsSource && picked !== null ? nodes.filter((n) => below.has(n.server_id)) : nodes.filter((n) => n.role !== "master");
+  const below = new Set(edges.filter((e) => e.master_registered_server_id === picked).map((e) => e.replica_registered_server_id));
+  const others = needsSource && picked !== null ? nodes.filter((n) => below.has(n.registered_server_id)) : nodes.filter((n) => n.role !== "master");
   // Named only where there is a choice: a single master's failover sends what it always did.
-  const sourceField = needsSource && picked !== null ? { source_server_id: picked } : {};
+  const sourceField = needsSource && picked !== null ? { source_registered_server_id: picked } : {};
   return (
     <GuardedAction<FailoverBody>
       clusterId={clusterId}
@@ -37,10 +37,10 @@ export function FailoverForm({ clusterId, clusterName, nodes, edges = [], server
       verb="Fail over"
       typedConfirmation
       paramsKey={`${candidate}/${picked ?? "none"}`}
-      previewBody={() => ({ dry_run: true, candidate_server_id: candidateId, ...sourceField })}
+      previewBody={() => ({ dry_run: true, candidate_registered_server_id: candidateId, ...sourceField })}
       runBody={(preview) => ({
         dry_run: false,
-        candidate_server_id: candidateId ?? masters(preview).newMaster,
+        candidate_registered_server_id: candidateId ?? masters(preview).newMaster,
         ...sourceField,
       })}
       start={(variables) => mutation.mutateAsync(variables)}

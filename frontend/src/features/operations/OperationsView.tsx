@@ -18,7 +18,7 @@ export function OperationsView({ clusterId, clusterName }: { clusterId: number; 
   const topology = useTopology(clusterId);
   const { role } = useAuth();
   const nodes = topology.data?.nodes ?? [];
-  const names = new Map(nodes.map((n) => [n.server_id, n.name]));
+  const names = new Map(nodes.map((n) => [n.registered_server_id, n.name]));
   const serverName = (id: number) => names.get(id) ?? `server ${id}`;
   const props = { clusterId, clusterName, nodes, serverName };
   return (

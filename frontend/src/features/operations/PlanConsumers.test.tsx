@@ -31,7 +31,7 @@ function backend(consumers: Schemas["PlanConsumer"][]) {
     "GET /api/v1/clusters/1/operations/4": () => ({
       body: operation({
         id: 4, type: "failover", state: "succeeded", steps: [step("confirm_master_lost", "passed")],
-        result: { checks: [], old_master_server_id: 1, new_master_server_id: 2, consumers, consumers_note: DEAD },
+        result: { checks: [], old_master_registered_server_id: 1, new_master_registered_server_id: 2, consumers, consumers_note: DEAD },
       }),
     }),
   });
@@ -51,7 +51,7 @@ describe("a failover's change consumers", () => {
   it("names each consumer of the moved servers and says the dead master's cannot be listed", async () => {
     const { form, requests } = await preview([ON_B]);
     const posts = requests.filter((r) => r.method === "POST").map((r) => [r.path, r.body]);
-    expect(posts).toEqual([["/api/v1/clusters/1/operations/failover", { dry_run: true, candidate_server_id: null }]]);
+    expect(posts).toEqual([["/api/v1/clusters/1/operations/failover", { dry_run: true, candidate_registered_server_id: null }]]);
     const section = within(form).getByRole("region", { name: "Change consumers" });
     expect(within(section).getAllByRole("listitem").map((li) => li.textContent)).toEqual([
       "indexer (10.0.0.7:40022) on b (server_id 2) at 1-1-40: unchanged: b (server_id 2) becomes the master",

@@ -26,8 +26,8 @@ export function StartStopReplication({ clusterId, clusterName, nodes, serverName
     server === null
       ? null
       : action === "start"
-        ? { dry_run: dryRun, server_id: server, connection: connection || null, until: until.trim() || null }
-        : { dry_run: dryRun, server_id: server, connection: connection || null };
+        ? { dry_run: dryRun, registered_server_id: server, connection: connection || null, until: until.trim() || null }
+        : { dry_run: dryRun, registered_server_id: server, connection: connection || null };
   return (
     <GuardedAction<StartOrStop>
       clusterId={clusterId}
@@ -69,7 +69,7 @@ export function RepointForm({ clusterId, clusterName, nodes, serverName }: Props
   const [master, setMaster] = useState<number | null>(null);
   const [useGtid, setUseGtid] = useState<"slave_pos" | "current_pos">("slave_pos");
   const body = (dryRun: boolean): Schemas["RepointRequest"] | null =>
-    server === null || master === null ? null : { dry_run: dryRun, server_id: server, master_server_id: master, use_gtid: useGtid };
+    server === null || master === null ? null : { dry_run: dryRun, registered_server_id: server, master_registered_server_id: master, use_gtid: useGtid };
   return (
     <GuardedAction<Schemas["RepointRequest"]>
       clusterId={clusterId}

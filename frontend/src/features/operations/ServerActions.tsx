@@ -17,8 +17,8 @@ export function ReadOnlyForm({ clusterId, clusterName, nodes, serverName }: Prop
   const mutation = useReadOnly(clusterId);
   const [server, setServer] = useState<number | null>(null);
   const [readOnly, setReadOnly] = useState(true);
-  const body = (dryRun: boolean) => (server === null ? null : { dry_run: dryRun, server_id: server, read_only: readOnly });
-  const isMaster = nodes.find((n) => n.server_id === server)?.role === "master";
+  const body = (dryRun: boolean) => (server === null ? null : { dry_run: dryRun, registered_server_id: server, read_only: readOnly });
+  const isMaster = nodes.find((n) => n.registered_server_id === server)?.role === "master";
   return (
     <GuardedAction<Schemas["ReadOnlyRequest"]>
       clusterId={clusterId}
@@ -52,7 +52,7 @@ export function BringLevelForm({ clusterId, clusterName, nodes, serverName }: Pr
   const [server, setServer] = useState<number | null>(null);
   const [source, setSource] = useState<number | null>(null);
   const body = (dryRun: boolean) =>
-    server === null || source === null ? null : { dry_run: dryRun, server_id: server, source_server_id: source };
+    server === null || source === null ? null : { dry_run: dryRun, registered_server_id: server, source_registered_server_id: source };
   return (
     <GuardedAction<Schemas["BringLevelRequest"]>
       clusterId={clusterId}

@@ -24,9 +24,9 @@ export function ServerPicker({
       <select id={id} value={value ?? ""} onChange={(e) => onChange(e.target.value ? Number(e.target.value) : null)}>
         <option value="">choose…</option>
         {nodes
-          .filter((n) => n.server_id !== exclude)
+          .filter((n) => n.registered_server_id !== exclude)
           .map((n) => (
-            <option key={n.server_id} value={n.server_id}>
+            <option key={n.registered_server_id} value={n.registered_server_id}>
               {n.label} — {n.role}, {n.health}
             </option>
           ))}
@@ -56,7 +56,7 @@ export function CandidatePicker({
       <select value={value} onChange={(e) => onChange(e.target.value)}>
         <option value="best">{bestLabel}</option>
         {candidates.map((node) => (
-          <option key={node.server_id} value={String(node.server_id)}>
+          <option key={node.registered_server_id} value={String(node.registered_server_id)}>
             {node.label} — {node.health}
             {note?.(node) ? `, ${note(node)}` : ""}
           </option>

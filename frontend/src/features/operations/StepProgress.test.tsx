@@ -45,7 +45,7 @@ describe("StepProgress", () => {
       state: "succeeded",
       dry_run: false,
       steps: [step("promote_candidate", "passed")],
-      result: { old_master_server_id: 1, new_master_server_id: 2, unavailable_s: 0.25 },
+      result: { old_master_registered_server_id: 1, new_master_registered_server_id: 2, unavailable_s: 0.25 },
     });
     render(<StepProgress operation={done} serverName={name} />);
     expect(screen.queryByLabelText("Failure")).toBeNull();

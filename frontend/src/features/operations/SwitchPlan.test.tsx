@@ -29,7 +29,7 @@ const PLAN: Schemas["SwitchPlanView"] = {
 };
 
 const dryRun = (plan: Schemas["SwitchPlanView"]) =>
-  operation({ id: 7, state: "succeeded", result: { checks: [], old_master_server_id: 1, new_master_server_id: 2, plan } } as never);
+  operation({ id: 7, state: "succeeded", result: { checks: [], old_master_registered_server_id: 1, new_master_registered_server_id: 2, plan } } as never);
 
 describe("switch plan", () => {
   it("names each change consumer of the moved servers with what happens to its stream", () => {

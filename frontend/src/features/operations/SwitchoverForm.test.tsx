@@ -29,7 +29,7 @@ function backend() {
         id: 1,
         state: "succeeded",
         steps: [step("preflight", "passed", { checks: CHECKS })],
-        result: { checks: CHECKS, old_master_server_id: 1, new_master_server_id: 3, candidate_chosen_by: "orchestrator" },
+        result: { checks: CHECKS, old_master_registered_server_id: 1, new_master_registered_server_id: 3, candidate_chosen_by: "orchestrator" },
       }),
     }),
     "GET /api/v1/clusters/1/operations/2": () => {
@@ -43,7 +43,7 @@ function backend() {
           steps: done
             ? [step("preflight", "passed"), step("old_master_read_only", "passed"), step("promote_candidate", "passed"), step("verify", "passed")]
             : [step("preflight", "passed"), step("old_master_read_only", "running")],
-          result: done ? { old_master_server_id: 1, new_master_server_id: 3, unavailable_s: 0.0123 } : {},
+          result: done ? { old_master_registered_server_id: 1, new_master_registered_server_id: 3, unavailable_s: 0.0123 } : {},
         }),
       };
     },
@@ -62,7 +62,7 @@ describe("switchover through the UI", () => {
 
     const dryRun = requests.find((r) => r.method === "POST")!;
     expect(dryRun.path).toBe("/api/v1/clusters/1/operations/switchover");
-    expect(dryRun.body).toEqual({ dry_run: true, candidate_server_id: null, expected_master_server_id: 1 });
+    expect(dryRun.body).toEqual({ dry_run: true, candidate_registered_server_id: null, expected_master_registered_server_id: 1 });
 
     const checklist = await within(form).findByRole("list", { name: "Preflight checks" });
     expect(within(checklist).getAllByText("passed")).toHaveLength(3);
@@ -81,7 +81,7 @@ describe("switchover through the UI", () => {
     expect(posts).toHaveLength(2);
     const real = posts[1]!;
     expect(real.path).toBe("/api/v1/clusters/1/operations/switchover");
-    expect(real.body).toEqual({ dry_run: false, candidate_server_id: 3, expected_master_server_id: 1 });
+    expect(real.body).toEqual({ dry_run: false, candidate_registered_server_id: 3, expected_master_registered_server_id: 1 });
     expect(real.headers.get("Authorization")).toBe(`Bearer ${TEST_TOKEN}`);
     expect(real.headers.get("Idempotency-Key")).toMatch(/.{8,}/);
     expect(real.headers.get("Idempotency-Key")).not.toBe(dryRun.headers.get("Idempotency-Key"));
@@ -141,10 +141,10 @@ describe("switchover through the UI", () => {
 
 describe("switchover of an intermediate master (the two-master shape)", () => {
   const node = (id: number, role: "master" | "intermediate" | "replica") => ({
-    ...TOPOLOGY.nodes[0]!, server_id: id, name: `s${id}`, label: `s${id} (server_id ${id})`, role, read_only: role !== "master",
+    ...TOPOLOGY.nodes[0]!, registered_server_id: id, name: `s${id}`, label: `s${id} (server_id ${id})`, role, read_only: role !== "master",
   });
   const edge = (linkId: number, replica: number, master: number, connection: string, delay_s = 0) => ({
-    ...TOPOLOGY.edges[0]!, link_id: linkId, replica_server_id: replica, master_server_id: master, connection,
+    ...TOPOLOGY.edges[0]!, link_id: linkId, replica_registered_server_id: replica, master_registered_server_id: master, connection,
     settings: { delay_s, filters: {} },
   });
   const SEED000 = {
@@ -172,7 +172,7 @@ describe("switchover of an intermediate master (the two-master shape)", () => {
       "GET /api/v1/clusters/1/operations": () => ({ body: [] }),
       "POST /api/v1/clusters/1/operations/switchover": () => ({ status: 202, body: operation({ id: 7 }) }),
       "GET /api/v1/clusters/1/operations/7": () => ({
-        body: operation({ id: 7, state: "succeeded", result: { checks: CHECKS, old_master_server_id: 3, new_master_server_id: 5, plan: PLAN } }),
+        body: operation({ id: 7, state: "succeeded", result: { checks: CHECKS, old_master_registered_server_id: 3, new_master_registered_server_id: 5, plan: PLAN } }),
       }),
     });
     const user = userEvent.setup();
@@ -190,7 +190,7 @@ describe("switchover of an intermediate master (the two-master shape)", () => {
     await user.selectOptions(newMaster, "5");
     await user.click(preview);
     const dryRun = requests.find((r) => r.method === "POST")!;
-    expect(dryRun.body).toEqual({ dry_run: true, candidate_server_id: 5, source_server_id: 3, expected_master_server_id: 3 });
+    expect(dryRun.body).toEqual({ dry_run: true, candidate_registered_server_id: 5, source_registered_server_id: 3, expected_master_registered_server_id: 3 });
     expect(await within(form).findByText("Plan: server 5 (s5) replaces server 3 (s3)")).toBeTruthy();
     const table = within(form).getByRole("table", { name: "Positions per domain before the switchover" });
     expect(within(table).getByText("1-1-38")).toBeTruthy();
@@ -222,6 +222,6 @@ describe("switchover of an intermediate master (the two-master shape)", () => {
     await user.click(within(form).getByRole("button", { name: "Preview (dry run)" }));
     const dryRun = requests.find((r) => r.method === "POST")!;
     expect(dryRun.path).toBe("/api/v1/clusters/1/operations/failover");
-    expect(dryRun.body).toEqual({ dry_run: true, candidate_server_id: null, source_server_id: 1 });
+    expect(dryRun.body).toEqual({ dry_run: true, candidate_registered_server_id: null, source_registered_server_id: 1 });
   });
 });

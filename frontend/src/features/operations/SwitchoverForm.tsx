@@ -34,27 +34,27 @@ export function SwitchoverForm({ clusterId, clusterName, nodes, edges = [], serv
   const masters = nodes.filter((n) => n.role === "master");
   const single = sources.length === 1 ? sources[0] : null;
   const [picked, setPicked] = useState<number | null>(null);
-  const source = single ?? sources.find((n) => n.server_id === picked) ?? null;
-  const below = new Set(edges.filter((e) => e.master_server_id === source?.server_id).map((e) => e.replica_server_id));
+  const source = single ?? sources.find((n) => n.registered_server_id === picked) ?? null;
+  const below = new Set(edges.filter((e) => e.master_registered_server_id === source?.registered_server_id).map((e) => e.replica_registered_server_id));
   const replicas = source
-    ? nodes.filter((n) => below.has(n.server_id))
+    ? nodes.filter((n) => below.has(n.registered_server_id))
     : nodes.filter((n) => n.role === "replica" || n.role === "intermediate");
   const candidateId = candidate === "best" ? null : Number(candidate);
   // A replica's configured delay from the source (any source while none is chosen): never the orchestrator's choice.
   const delays = new Map<number, number>();
   for (const e of edges) {
     const delay = e.settings?.delay_s ?? 0;
-    if (delay > 0 && (source === null || e.master_server_id === source.server_id)) {
-      delays.set(e.replica_server_id, Math.max(delay, delays.get(e.replica_server_id) ?? 0));
+    if (delay > 0 && (source === null || e.master_registered_server_id === source.registered_server_id)) {
+      delays.set(e.replica_registered_server_id, Math.max(delay, delays.get(e.replica_registered_server_id) ?? 0));
     }
   }
   const delayNote = (node: Node) => {
-    const delay = delays.get(node.server_id);
+    const delay = delays.get(node.registered_server_id);
     return delay ? `replicates ${formatLagSeconds(delay)} behind on purpose (never chosen as best)` : null;
   };
   const needsSource = single === null && sources.length > 1;
   // Named only where there is a choice: a single master's switchover sends what it always did.
-  const sourceField = needsSource && source ? { source_server_id: source.server_id } : {};
+  const sourceField = needsSource && source ? { source_registered_server_id: source.registered_server_id } : {};
   // The budget only when given (unset: the cluster's, else the control plane's); a value out of bounds holds the
   // preview back (the field says why).
   const budget = maxWindow.trim() === "" ? null : Number(maxWindow);
@@ -68,23 +68,23 @@ export function SwitchoverForm({ clusterId, clusterName, nodes, edges = [], serv
       title="Switchover"
       verb="Switch over"
       typedConfirmation
-      paramsKey={`${candidate}/${source?.server_id ?? "none"}/${maxWindow}`}
+      paramsKey={`${candidate}/${source?.registered_server_id ?? "none"}/${maxWindow}`}
       previewBody={() =>
         (needsSource && source === null) || !budgetValid
           ? null
           : {
               dry_run: true,
-              candidate_server_id: candidateId,
+              candidate_registered_server_id: candidateId,
               ...sourceField,
-              expected_master_server_id: source?.server_id ?? masters[0]?.server_id ?? null,
+              expected_master_registered_server_id: source?.registered_server_id ?? masters[0]?.registered_server_id ?? null,
               ...budgetField,
             }
       }
       runBody={(preview) => ({
         dry_run: false,
-        candidate_server_id: mastersOf(preview).newMaster ?? candidateId,
+        candidate_registered_server_id: mastersOf(preview).newMaster ?? candidateId,
         ...sourceField,
-        expected_master_server_id: mastersOf(preview).oldMaster ?? source?.server_id ?? null,
+        expected_master_registered_server_id: mastersOf(preview).oldMaster ?? source?.registered_server_id ?? null,
         ...budgetField,
       })}
       start={(variables) => mutation.mutateAsync(variables)}

@@ -19,7 +19,7 @@ export function isRoleMove(operation: Operation): operation is RoleMove {
 /** The old and new master a switchover, failover or drill names (null where it named none yet). */
 export function masters(operation: Operation): { oldMaster: number | null; newMaster: number | null } {
   const result = isRoleMove(operation) ? operation.result : null;
-  return { oldMaster: result?.old_master_server_id ?? null, newMaster: result?.new_master_server_id ?? null };
+  return { oldMaster: result?.old_master_registered_server_id ?? null, newMaster: result?.new_master_registered_server_id ?? null };
 }
 
 /** The write-unavailability window of a switchover (or a drill's switch): read-only on → the new master writable. */

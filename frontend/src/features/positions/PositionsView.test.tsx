@@ -60,7 +60,7 @@ describe("PositionsView", () => {
       ],
     };
     // A position the event stream said, newer than the matrix: not laid over it (its verdicts would contradict it).
-    recordPosition(1, { event: "position", server_id: 2, domain: 1, gtid: "1-1-1600", seq_no: 1600 }, Date.now());
+    recordPosition(1, { event: "position", registered_server_id: 2, domain: 1, gtid: "1-1-1600", seq_no: 1600 }, Date.now());
     mockApi({ "GET /api/v1/clusters/1/positions": () => ({ body: delayed }) });
     renderSignedIn(<PositionsView clusterId={1} />, { role: "viewer" });
     const table = await screen.findByRole("table", { name: "Positions: servers by domains" });

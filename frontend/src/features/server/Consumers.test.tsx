@@ -14,7 +14,7 @@ const CONSUMER: Schemas["ConsumerRead"] = {
   lag: { "2": { transactions: 0, seconds: 0 }, "1": { transactions: 3, seconds: 0.42 } },
 };
 const READ: Schemas["ServerConsumersRead"] = {
-  server_id: 1, label: "a (server_id 1)", kind: "ferry", supported: true,
+  registered_server_id: 1, label: "a (server_id 1)", kind: "ferry", supported: true,
   words: "1 change consumer(s) stream from a (server_id 1).", consumers: [CONSUMER],
   cut_off: [{ name: "indexer", address: "10.0.0.7:40022", position: "1-1-88", at: "2026-11-26T11:00:00Z",
               reason: "cut off: the consumer's connection took none of its stream" }],
@@ -46,7 +46,7 @@ describe("change consumers", () => {
   it("says why a kind has none, and when the server does not answer", async () => {
     mockApi({
       "GET /api/v1/clusters/1/servers/2/consumers": () => ({
-        body: { ...READ, server_id: 2, kind: "mariadb", supported: false, consumers: [], cut_off: [], cut_off_total: 0,
+        body: { ...READ, registered_server_id: 2, kind: "mariadb", supported: false, consumers: [], cut_off: [], cut_off_total: 0,
                 consumers_max: null, words: "b does not tell change consumers apart from its replicas: …" },
       }),
       "GET /api/v1/clusters/1/servers/3/consumers": () => ({

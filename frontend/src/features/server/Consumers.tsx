@@ -16,8 +16,8 @@ export function useConsumers(clusterId: number, serverId: number) {
     queryKey: ["clusters", clusterId, "servers", serverId, "consumers"] as const,
     queryFn: () =>
       unwrap(
-        api.GET("/api/v1/clusters/{cluster_id}/servers/{server_id}/consumers", {
-          params: { path: { cluster_id: clusterId, server_id: serverId } },
+        api.GET("/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/consumers", {
+          params: { path: { cluster_id: clusterId, registered_server_id: serverId } },
         }),
       ),
     refetchInterval: REFRESH_MS,

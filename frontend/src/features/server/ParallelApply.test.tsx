@@ -16,9 +16,9 @@ const LIMITS: Schemas["ParallelApplyLimitsRead"] = {
   workers_min: 0, workers_max: 16383, domain_workers_min: 0, server_wide_workers: true,
 };
 const READ: Schemas["ParallelApplyRead"] = {
-  server_id: 2, label: "s2 (server_id 2)", kind: "mariadb", limits: LIMITS, measured_over_s: 1,
+  registered_server_id: 2, label: "s2 (server_id 2)", kind: "mariadb", limits: LIMITS, measured_over_s: 1,
   connections: [{
-    name: "", master_address: "127.0.0.1:3306", master_server_id: 1, running: true, sql_state: "applying",
+    name: "", master_address: "127.0.0.1:3306", master_registered_server_id: 1, running: true, sql_state: "applying",
     settings: { mode: "optimistic", workers: 0, domain_workers_max: 0 },
     domains: [{ domain: 1, master_commit_rate: 2310, apply_rate: 1480, behind: 5400, verdict: "falls_behind",
                 falls_behind_by: 830, words: "falls behind by 830 txn/s (5,400 transactions behind)" }],
@@ -56,7 +56,7 @@ describe("parallel apply", () => {
     await userEvent.type(workers, "8");
     await userEvent.click(screen.getByRole("button", { name: /preview/i }));
     await waitFor(() => expect(requests).toContainEqual({
-      dry_run: true, server_id: 2, connection: null, mode: "optimistic", workers: 8, domain_workers_max: 0,
+      dry_run: true, registered_server_id: 2, connection: null, mode: "optimistic", workers: 8, domain_workers_max: 0,
     }));
   });
 });

@@ -20,8 +20,8 @@ export function useParallelApplyRead(clusterId: number, serverId: number) {
     queryKey: ["clusters", clusterId, "servers", serverId, "parallel-apply"] as const,
     queryFn: () =>
       unwrap(
-        api.GET("/api/v1/clusters/{cluster_id}/servers/{server_id}/parallel-apply", {
-          params: { path: { cluster_id: clusterId, server_id: serverId }, query: { interval_s: 1 } },
+        api.GET("/api/v1/clusters/{cluster_id}/servers/{registered_server_id}/parallel-apply", {
+          params: { path: { cluster_id: clusterId, registered_server_id: serverId }, query: { interval_s: 1 } },
         }),
       ),
     refetchInterval: REFRESH_MS,
@@ -109,7 +109,7 @@ function ChangeParallelApply({ clusterId, read, connection, limits, serverName }
     );
   const why = refusal(limits, mode, workers, domainMax);
   const body = (dryRun: boolean): Schemas["ParallelApplyRequest"] | null =>
-    why ? null : { dry_run: dryRun, server_id: read.server_id, connection: connection.name || null, mode, workers, domain_workers_max: domainMax };
+    why ? null : { dry_run: dryRun, registered_server_id: read.registered_server_id, connection: connection.name || null, mode, workers, domain_workers_max: domainMax };
   return (
     <GuardedAction<Schemas["ParallelApplyRequest"]>
       clusterId={clusterId}
@@ -117,7 +117,7 @@ function ChangeParallelApply({ clusterId, read, connection, limits, serverName }
       title={`Change the parallel apply of ${read.label}`}
       verb="Change parallel apply"
       typedConfirmation
-      paramsKey={`${read.server_id}/${connection.name}/${mode}/${workers}/${domainMax}`}
+      paramsKey={`${read.registered_server_id}/${connection.name}/${mode}/${workers}/${domainMax}`}
       previewBody={() => body(true)}
       runBody={() => body(false)!}
       start={(v) => mutation.mutateAsync(v)}

@@ -27,14 +27,14 @@ function backend(onlyHere: typeof ONLY_HERE | []) {
         id: 1, type: "rejoin", dry_run: true, state: onlyHere.length ? "failed" : "succeeded",
         error: onlyHere.length ? "nothing was changed: a has transactions b never had — domain 1: 3 transaction(s)" : null,
         steps: [step("preflight", onlyHere.length ? "failed" : "passed")],
-        result: { server_id: 1, master_server_id: 2, only_here: onlyHere },
+        result: { registered_server_id: 1, master_registered_server_id: 2, only_here: onlyHere },
       } as never),
     }),
     "GET /api/v1/clusters/1/operations/2": () => ({
       body: operation({
         id: 2, type: "rejoin", dry_run: false, state: "succeeded",
         steps: ["preflight", "pre_hooks", "read_only", "replicate", "verify", "unfence"].map((n) => step(n, "passed")),
-        result: { server_id: 1, master_server_id: 2, connection: "main", only_here: [] },
+        result: { registered_server_id: 1, master_registered_server_id: 2, connection: "main", only_here: [] },
       } as never),
     }),
   });
@@ -51,7 +51,7 @@ describe("rejoin a fenced former master", () => {
     const form = await screen.findByRole("group", { name: "Rejoin a (server_id 1) as a replica of the master" });
     await user.click(within(form).getByRole("button", { name: "Preview (dry run)" }));
     expect(requests.filter((r) => r.method === "POST").map((r) => [r.path, r.body])).toEqual([
-      ["/api/v1/clusters/1/operations/rejoin", { dry_run: true, server_id: 1 }],
+      ["/api/v1/clusters/1/operations/rejoin", { dry_run: true, registered_server_id: 1 }],
     ]);
     const listed = await within(form).findByLabelText("Transactions only this server has", {}, { timeout: 5000 });
     expect(within(listed).getByRole("alert").textContent).toContain("It has transactions b (server_id 2) never had");
@@ -74,7 +74,7 @@ describe("rejoin a fenced former master", () => {
     await user.click(run);
     const posts = () => requests.filter((r) => r.method === "POST");
     await waitFor(() => expect(posts()).toHaveLength(2));
-    expect(posts()[1]!.body).toEqual({ dry_run: false, server_id: 1 });
+    expect(posts()[1]!.body).toEqual({ dry_run: false, registered_server_id: 1 });
     expect(posts()[1]!.headers.get("idempotency-key")).toBeTruthy();
     expect(
       await within(form).findByText("✓ It replicates from b (server_id 2) again, read-only, no longer fenced.", {}, { timeout: 5000 }),

@@ -38,7 +38,7 @@ function RejoinButton(props: Props) {
 function RejoinForm({ clusterId, serverId, label, serverName }: Props) {
   const cluster = useCluster(clusterId);
   const mutation = useRejoin(clusterId);
-  const body = (dryRun: boolean): Schemas["RejoinRequest"] => ({ dry_run: dryRun, server_id: serverId });
+  const body = (dryRun: boolean): Schemas["RejoinRequest"] => ({ dry_run: dryRun, registered_server_id: serverId });
   return (
     <GuardedAction<Schemas["RejoinRequest"]>
       clusterId={clusterId}
@@ -69,7 +69,7 @@ function when(us: number | null | undefined): string {
 export function RejoinOutcome({ operation, serverName }: { operation: Operation; serverName: (id: number) => string }) {
   const result = operation.type === "rejoin" ? (operation.result ?? {}) : {};
   const onlyHere = result.only_here ?? [];
-  const source = result.master_server_id != null ? serverName(result.master_server_id) : "the master";
+  const source = result.master_registered_server_id != null ? serverName(result.master_registered_server_id) : "the master";
   if (onlyHere.length > 0) {
     return (
       <div aria-label="Transactions only this server has">

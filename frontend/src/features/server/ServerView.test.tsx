@@ -28,24 +28,24 @@ const SETTINGS = { delay_s: 30, ignore_duplicates: false, heartbeat_ms: 1000, pa
 
 describe("ServerView", () => {
   it("shows the server, its connection's settings, positions per domain, maintenance and what concerns it", async () => {
-    const topology = { ...TOPOLOGY, edges: TOPOLOGY.edges.map((e) => (e.replica_server_id === 2 ? { ...e, settings: SETTINGS } : e)) };
+    const topology = { ...TOPOLOGY, edges: TOPOLOGY.edges.map((e) => (e.replica_registered_server_id === 2 ? { ...e, settings: SETTINGS } : e)) };
     mockApi({
       "GET /api/v1/clusters/1/servers": () => ({ body: [SERVER] }),
       "GET /api/v1/clusters/1/topology": () => ({ body: topology }),
       "GET /api/v1/clusters/1/servers/2/consumers": () => ({
-        body: { server_id: 2, label: "b (server_id 2)", kind: "mariadb", supported: false, consumers: [], cut_off: [],
+        body: { registered_server_id: 2, label: "b (server_id 2)", kind: "mariadb", supported: false, consumers: [], cut_off: [],
                 cut_off_total: 0, consumers_max: null, words: "b (server_id 2) does not tell change consumers apart from its replicas" },
       }),
       "GET /api/v1/clusters/1/operations": () => ({
-        body: [operation({ id: 7, state: "succeeded", params: { candidate_server_id: 2 } } as never),
-               operation({ id: 8, state: "succeeded", params: { candidate_server_id: 3 } } as never)],
+        body: [operation({ id: 7, state: "succeeded", params: { candidate_registered_server_id: 2 } } as never),
+               operation({ id: 8, state: "succeeded", params: { candidate_registered_server_id: 3 } } as never)],
       }),
       "GET /api/v1/audit": () => ({
         body: [
           { id: 1, at: "2026-11-26T12:00:00Z", actor: "alice", token_id: 1, action: "set_maintenance", method: "PUT", path: "/x",
-            cluster_id: 1, outcome: "succeeded", status_code: 200, details: { path_params: { server_id: "2" }, reason: "disk swap" } },
+            cluster_id: 1, outcome: "succeeded", status_code: 200, details: { path_params: { registered_server_id: "2" }, reason: "disk swap" } },
           { id: 2, at: "2026-11-26T12:00:00Z", actor: "bob", token_id: 2, action: "unfence_server", method: "POST", path: "/y",
-            cluster_id: 1, outcome: "succeeded", status_code: 200, details: { path_params: { server_id: "3" } } },
+            cluster_id: 1, outcome: "succeeded", status_code: 200, details: { path_params: { registered_server_id: "3" } } },
         ],
       }),
     });
@@ -85,9 +85,9 @@ describe("ServerView", () => {
     const message = "b (server_id 2) took 16,879 writes of its own while replicating a (server_id 1) that no master of it has";
     const topology = {
       ...TOPOLOGY,
-      nodes: TOPOLOGY.nodes.map((n) => (n.server_id === 2 ? { ...n, errant } : n)),
-      alerts: [{ kind: "errant_transactions" as const, message, server_id: 2 },
-               { kind: "writable_replica" as const, message: "c replicates a and is writable", server_id: 3 }],
+      nodes: TOPOLOGY.nodes.map((n) => (n.registered_server_id === 2 ? { ...n, errant } : n)),
+      alerts: [{ kind: "errant_transactions" as const, message, registered_server_id: 2 },
+               { kind: "writable_replica" as const, message: "c replicates a and is writable", registered_server_id: 3 }],
     };
     mockApi({
       "GET /api/v1/clusters/1/servers": () => ({ body: [SERVER] }),

@@ -89,7 +89,7 @@ function Connections({ edges, names, title, side }: {
         </thead>
         <tbody>
           {edges.map((edge) => {
-            const other = side === "master" ? edge.master_server_id : edge.replica_server_id;
+            const other = side === "master" ? edge.master_registered_server_id : edge.replica_registered_server_id;
             const state = connectionState(edge);
             return (
               <tr key={edge.link_id}>
@@ -243,8 +243,8 @@ export function ServerView({ clusterId, serverRef }: { clusterId: number; server
 function ServerPage({ clusterId, server }: { clusterId: number; server: Schemas["ServerRead"] }) {
   const serverId = server.id;
   const topology = useTopology(clusterId);
-  const node = topology.data?.nodes.find((n) => n.server_id === serverId);
-  const names = new Map(topology.data?.nodes.map((n) => [n.server_id, n.label]) ?? []);
+  const node = topology.data?.nodes.find((n) => n.registered_server_id === serverId);
+  const names = new Map(topology.data?.nodes.map((n) => [n.registered_server_id, n.label]) ?? []);
   const edges = topology.data?.edges ?? [];
   return (
     <>
@@ -264,19 +264,19 @@ function ServerPage({ clusterId, server }: { clusterId: number; server: Schemas[
           </p>
           {server.fenced ? <Rejoin clusterId={clusterId} serverId={serverId} label={server.label} serverName={(id) => names.get(id) ?? `server ${id}`} /> : null}
           <h2>Replicates from</h2>
-          <Connections edges={edges.filter((e) => e.replica_server_id === serverId)} names={names} title="Replication connections" side="master" />
-          {edges.some((e) => e.replica_server_id === serverId) ? (
+          <Connections edges={edges.filter((e) => e.replica_registered_server_id === serverId)} names={names} title="Replication connections" side="master" />
+          {edges.some((e) => e.replica_registered_server_id === serverId) ? (
             <>
               <h2>Parallel apply</h2>
               <ParallelApply clusterId={clusterId} serverId={serverId} serverName={(id) => names.get(id) ?? `server ${id}`} />
             </>
           ) : null}
           <h2>Replicas</h2>
-          <Connections edges={edges.filter((e) => e.master_server_id === serverId)} names={names} title="Replicas" side="replica" />
+          <Connections edges={edges.filter((e) => e.master_registered_server_id === serverId)} names={names} title="Replicas" side="replica" />
           <h2>Change consumers</h2>
           <Consumers clusterId={clusterId} serverId={serverId} />
           <h2>Errant transactions</h2>
-          <Errant node={node} alerts={(topology.data?.alerts ?? []).filter((a) => a.server_id === serverId && a.kind !== "operation_interrupted")} />
+          <Errant node={node} alerts={(topology.data?.alerts ?? []).filter((a) => a.registered_server_id === serverId && a.kind !== "operation_interrupted")} />
           <h2>Positions per domain</h2>
           <Positions server={server} />
           <History clusterId={clusterId} serverId={serverId} />

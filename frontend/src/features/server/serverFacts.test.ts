@@ -20,13 +20,16 @@ describe("domainPositions", () => {
 
 describe("what touches a server", () => {
   it("finds operations by a server parameter or as old or new master", () => {
-    expect(operationTouches(operation({ params: { candidate_server_id: 3 } } as never), 3)).toBe(true);
-    expect(operationTouches(operation({ result: { new_master_server_id: 3 } } as never), 3)).toBe(true);
-    expect(operationTouches(operation({ params: { candidate_server_id: 2 } } as never), 3)).toBe(false);
+    expect(operationTouches(operation({ params: { candidate_registered_server_id: 3 } } as never), 3)).toBe(true);
+    expect(operationTouches(operation({ result: { new_master_registered_server_id: 3 } } as never), 3)).toBe(true);
+    expect(operationTouches(operation({ params: { candidate_registered_server_id: 2 } } as never), 3)).toBe(false);
   });
   it("finds audit rows whose path names the server", () => {
-    const entry = (serverId: string) => ({ details: { path_params: { cluster_id: "1", server_id: serverId } } }) as unknown as Schemas["AuditEntryRead"];
+    const entry = (serverId: string) => ({ details: { path_params: { cluster_id: "1", registered_server_id: serverId } } }) as unknown as Schemas["AuditEntryRead"];
     expect(auditTouches(entry("3"), 3)).toBe(true);
     expect(auditTouches(entry("30"), 3)).toBe(false);
+    // A row written before the path parameter was renamed.
+    const older = { details: { path_params: { cluster_id: "1", server_id: "3" } } } as unknown as Schemas["AuditEntryRead"];
+    expect(auditTouches(older, 3)).toBe(true);
   });
 });

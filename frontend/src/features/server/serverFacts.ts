@@ -38,11 +38,13 @@ export function operationTouches(operation: Schemas["OperationRead"], serverId: 
   const params = (operation.params ?? {}) as Record<string, unknown>;
   if (Object.entries(params).some(([key, value]) => key.endsWith("server_id") && value === serverId)) return true;
   const result = (operation.result ?? {}) as Record<string, unknown>;
-  return result.old_master_server_id === serverId || result.new_master_server_id === serverId;
+  return result.old_master_registered_server_id === serverId || result.new_master_registered_server_id === serverId;
 }
 
-/** Whether an audit row is about the server: its path names it. */
+/** Whether an audit row is about the server: its path names it (`registered_server_id`; rows written before the
+ * path parameter was renamed name it `server_id`). */
 export function auditTouches(entry: Schemas["AuditEntryRead"], serverId: number): boolean {
   const details = (entry.details ?? {}) as { path_params?: Record<string, string> };
-  return entry.server_id === serverId || details.path_params?.server_id === String(serverId);
+  const path = details.path_params ?? {};
+  return entry.registered_server_id === serverId || (path.registered_server_id ?? path.server_id) === String(serverId);
 }

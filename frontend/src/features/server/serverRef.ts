@@ -57,8 +57,8 @@ export function resolveServerRef<S extends ServerIdentity>(ref: string, servers:
   return { kind: "missing", words: `No server of this cluster reports server_id ${serverId} (removed, or not read yet?).` };
 }
 
-/** A topology node's identity (the topology names the control plane's id `server_id`). */
-export const nodeIdentity = (node: { server_id: number; reported_server_id?: number | null }): ServerIdentity => ({
-  id: node.server_id,
+/** A topology node's identity (the topology names the control plane's id `registered_server_id`). */
+export const nodeIdentity = (node: { registered_server_id: number; reported_server_id?: number | null }): ServerIdentity => ({
+  id: node.registered_server_id,
   reported_server_id: node.reported_server_id ?? null,
 });

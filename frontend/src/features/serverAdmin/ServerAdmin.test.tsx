@@ -52,7 +52,7 @@ describe("ServerAdmin", () => {
       "PATCH /api/v1/clusters/1": () => ({ body: { ...CLUSTER, db_user_set: true, db_password_set: true } }),
       "POST /api/v1/clusters/1/discovery": () => ({
         body: { seed: server(1, "s1", "mariadb", 3306), added: [server(2, "s2", "mariadb", 3307)], known: [],
-                notes: [{ server_id: 2, message: "s2: replica seen from 10.0.0.6" }] },
+                notes: [{ registered_server_id: 2, message: "s2: replica seen from 10.0.0.6" }] },
       }),
     });
     const user = userEvent.setup();

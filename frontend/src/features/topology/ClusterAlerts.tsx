@@ -20,7 +20,7 @@ export function ClusterAlerts({ alerts }: { alerts: Alert[] | undefined }) {
     <div className="banner" role="alert" aria-label="Cluster alerts">
       <ul>
         {alerts.map((alert) => (
-          <li key={`${alert.kind}-${alert.server_id ?? ""}-${alert.operation_id ?? ""}`}>
+          <li key={`${alert.kind}-${alert.registered_server_id ?? ""}-${alert.operation_id ?? ""}`}>
             <strong>{TITLES[alert.kind]}:</strong> {alert.message}
           </li>
         ))}

@@ -18,11 +18,11 @@ describe("ProxyList", () => {
         proxies={[
           {
             proxy: "/run/haproxy/a.sock", reachable: true, error: null, writer_addresses: ["127.0.0.1:3341"],
-            reader_addresses: ["127.0.0.1:3342"], writer_server_id: 2,
+            reader_addresses: ["127.0.0.1:3342"], writer_registered_server_id: 2,
             servers: [
-              { server_id: 1, writer: "DOWN", reader: "UP" },
-              { server_id: 2, writer: "UP", reader: "DOWN" },
-              { server_id: 3, writer: "DOWN", reader: "UP 1/2" },
+              { registered_server_id: 1, writer: "DOWN", reader: "UP" },
+              { registered_server_id: 2, writer: "UP", reader: "DOWN" },
+              { registered_server_id: 3, writer: "DOWN", reader: "UP 1/2" },
             ],
           },
         ]}
@@ -38,7 +38,7 @@ describe("ProxyList", () => {
       <ProxyList
         names={NAMES}
         proxies={[{ proxy: "/x.sock", reachable: false, error: "cannot read the admin socket: refused",
-                    writer_addresses: [], reader_addresses: [], writer_server_id: null, servers: [] }]}
+                    writer_addresses: [], reader_addresses: [], writer_registered_server_id: null, servers: [] }]}
       />,
     );
     expect(screen.getByRole("alert").textContent).toBe("cannot read the admin socket: refused");

@@ -21,9 +21,9 @@ export function ProxyList({ proxies, names }: { proxies: Proxy[]; names: Map<num
             ) : (
               <>
                 writes to <span className="mono">{p.writer_addresses.join(", ") || "—"}</span> go to{" "}
-                <strong>{p.writer_server_id === null ? "no server" : name(p.writer_server_id)}</strong>; reads at{" "}
+                <strong>{p.writer_registered_server_id === null ? "no server" : name(p.writer_registered_server_id)}</strong>; reads at{" "}
                 <span className="mono">{p.reader_addresses.join(", ") || "—"}</span> go to{" "}
-                {p.servers.filter((s) => s.reader?.startsWith("UP")).map((s) => name(s.server_id)).join(", ") ||
+                {p.servers.filter((s) => s.reader?.startsWith("UP")).map((s) => name(s.registered_server_id)).join(", ") ||
                   "no server"}
                 .
               </>

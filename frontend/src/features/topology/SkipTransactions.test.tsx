@@ -15,7 +15,7 @@ const DUPLICATE = "Could not execute Write_rows_v1 event on table app.t; Duplica
 const STOPPED: Schemas["TopologyGraph"] = {
   ...TOPOLOGY,
   edges: TOPOLOGY.edges.map((e) =>
-    e.replica_server_id === 3
+    e.replica_registered_server_id === 3
       ? { ...e, running: false, sql_state: "error", last_error_code: "1062", last_error_message: DUPLICATE }
       : e,
   ),
@@ -76,7 +76,7 @@ describe("skip the failing transaction", () => {
     await user.click(within(form).getByRole("button", { name: "Preview (dry run)" }));
     const posts = () => requests.filter((r) => r.method === "POST");
     expect(posts().map((r) => [r.path, r.body])).toEqual([
-      ["/api/v1/clusters/1/operations/skip-transactions", { dry_run: true, server_id: 3, connection: "main", count: 1 }],
+      ["/api/v1/clusters/1/operations/skip-transactions", { dry_run: true, registered_server_id: 3, connection: "main", count: 1 }],
     ]);
     expect(await within(form).findByText("0-1-2")).toBeTruthy();
 
@@ -87,7 +87,7 @@ describe("skip the failing transaction", () => {
     await user.click(run);
     await waitFor(() => expect(posts()).toHaveLength(2));
     const sent = posts()[1]!;
-    expect(sent.body).toEqual({ dry_run: false, server_id: 3, connection: "main", count: 1 });
+    expect(sent.body).toEqual({ dry_run: false, registered_server_id: 3, connection: "main", count: 1 });
     expect(sent.headers.get("idempotency-key")).toBeTruthy();
 
     const outcome = await within(form).findByLabelText("Skip outcome", {}, { timeout: 5000 });

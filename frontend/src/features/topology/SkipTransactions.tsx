@@ -42,7 +42,7 @@ function SkipForm({ clusterId, edge, replicaName, serverName }: Props) {
   const valid = Number.isInteger(count) && count >= 1 && count <= COUNT_MAX;
   const plural = count === 1 ? "" : "s";
   const body = (dryRun: boolean): Schemas["SkipTransactionsRequest"] | null =>
-    valid ? { dry_run: dryRun, server_id: edge.replica_server_id, connection: edge.connection || null, count } : null;
+    valid ? { dry_run: dryRun, registered_server_id: edge.replica_registered_server_id, connection: edge.connection || null, count } : null;
   return (
     <GuardedAction<Schemas["SkipTransactionsRequest"]>
       clusterId={clusterId}
@@ -50,7 +50,7 @@ function SkipForm({ clusterId, edge, replicaName, serverName }: Props) {
       title={`Skip the failing transaction on ${replicaName}`}
       verb={`Skip ${count} transaction${plural} and restart`}
       typedConfirmation
-      paramsKey={`${edge.replica_server_id}/${edge.connection}/${count}`}
+      paramsKey={`${edge.replica_registered_server_id}/${edge.connection}/${count}`}
       previewBody={() => body(true)}
       runBody={() => body(false)!}
       start={(v) => mutation.mutateAsync(v)}

@@ -31,7 +31,7 @@ export function StackedTopology({ topology, layout, fenced }: { topology: Topolo
             </li>
           );
         }
-        const isFenced = fenced.has(node.server_id);
+        const isFenced = fenced.has(node.registered_server_id);
         const flags = [
           node.read_only === true ? "read-only" : node.read_only === false ? "writable" : "read-only ?",
           node.maintenance ? "MAINTENANCE" : null,

@@ -9,7 +9,7 @@ import { TopologyGraph } from "./TopologyGraph";
 
 describe("TopologyGraph", () => {
   it("writes each server's name and its role on separate lines", () => {
-    const topology = { ...TOPOLOGY, nodes: TOPOLOGY.nodes.map((n) => ({ ...n, name: `127.0.0.1:332${n.server_id}`, reported_server_id: 10 + n.server_id })) };
+    const topology = { ...TOPOLOGY, nodes: TOPOLOGY.nodes.map((n) => ({ ...n, name: `127.0.0.1:332${n.registered_server_id}`, reported_server_id: 10 + n.registered_server_id })) };
     const { container } = render(<MemoryRouter><TopologyGraph topology={topology} /></MemoryRouter>);
     const box = container.querySelector('[data-server="127.0.0.1:3322"]')!;
     const lines = [...box.querySelectorAll("text")].map((t) => ({ text: t.textContent, y: Number(t.getAttribute("y")) }));
@@ -26,7 +26,7 @@ describe("TopologyGraph", () => {
 
   it("stacks the servers on a screen too narrow for the graph (a phone), each with the connections it replicates over", () => {
     vi.spyOn(HTMLElement.prototype, "clientWidth", "get").mockReturnValue(350);
-    const topology = { ...TOPOLOGY, nodes: TOPOLOGY.nodes.map((n) => ({ ...n, reported_server_id: 10 + n.server_id })) };
+    const topology = { ...TOPOLOGY, nodes: TOPOLOGY.nodes.map((n) => ({ ...n, reported_server_id: 10 + n.registered_server_id })) };
     const { container, getByRole } = render(<MemoryRouter><TopologyGraph topology={topology} /></MemoryRouter>);
     expect(container.querySelector("svg")).toBeNull();
     const list = getByRole("list", { name: "Topology, stacked: 3 servers, 2 replication connections" });

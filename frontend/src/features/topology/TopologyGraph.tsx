@@ -139,7 +139,7 @@ export function TopologyGraph({ topology, fenced = new Set<number>() }: { topolo
         ))}
         <g role="list">
           {layout.nodes.map((placed) => (
-            <NodeBox key={placed.key} placed={placed} fenced={placed.node != null && fenced.has(placed.node.server_id)} clusterId={topology.cluster_id} all={identities} />
+            <NodeBox key={placed.key} placed={placed} fenced={placed.node != null && fenced.has(placed.node.registered_server_id)} clusterId={topology.cluster_id} all={identities} />
           ))}
         </g>
       </svg>

@@ -16,7 +16,7 @@ const TROUBLED: Schemas["TopologyGraph"] = {
     n.name === "c" ? { ...n, health: "unreachable" as const } : n.name === "b" ? { ...n, maintenance: true } : n,
   ),
   edges: TOPOLOGY.edges.map((e) =>
-    e.replica_server_id === 3
+    e.replica_registered_server_id === 3
       ? { ...e, running: false, io_state: "error", last_error_code: "purged", last_error_message: "1-1-5 was purged" }
       : e,
   ),
@@ -53,7 +53,7 @@ describe("TopologyView", () => {
 
   it("shows the cluster's alerts in words, and no banner without any", async () => {
     const alerts: Schemas["ClusterAlert"][] = [
-      { kind: "master_read_only", message: "master a is read-only and no operation is running", server_id: 1 },
+      { kind: "master_read_only", message: "master a is read-only and no operation is running", registered_server_id: 1 },
       { kind: "operation_interrupted", message: "operation 7 (switchover) was interrupted: undone", operation_id: 7 },
     ];
     mockApi({
@@ -89,7 +89,7 @@ describe("TopologyView", () => {
         warnings: n.name === "b" ? ["semi-sync fell back to asynchronous"] : [],
       })),
       edges: TOPOLOGY.edges.map((e) =>
-        e.replica_server_id === 3
+        e.replica_registered_server_id === 3
           ? { ...e, running: false, io_state: "connected", sql_state: "error", last_error_code: "1062", last_error_message: message }
           : e,
       ),
@@ -124,7 +124,7 @@ describe("TopologyView", () => {
       ...TOPOLOGY,
       nodes: TOPOLOGY.nodes.map((n) => ({ ...n, binlog_format: "ROW" })),
       edges: TOPOLOGY.edges.map((e) =>
-        e.replica_server_id === 3 ? { ...e, settings: { ...settings, delay_s: 0 }, stall } : { ...e, settings },
+        e.replica_registered_server_id === 3 ? { ...e, settings: { ...settings, delay_s: 0 }, stall } : { ...e, settings },
       ),
     };
     mockApi({

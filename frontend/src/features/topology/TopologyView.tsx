@@ -35,7 +35,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
   const data = topology.data;
   const now = useNow();
   useRefreshOnMaintenanceEnd(clusterId, data?.nodes, now);
-  const names = new Map(data?.nodes.map((n) => [n.server_id, n.name]) ?? []);
+  const names = new Map(data?.nodes.map((n) => [n.registered_server_id, n.name]) ?? []);
   return (
     <QueryState isPending={topology.isPending} error={topology.error} what="topology">
       {data && data.nodes.length === 0 ? <EmptyCluster clusterId={clusterId} /> : null}
@@ -63,7 +63,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
               </thead>
               <tbody>
                 {data.nodes.map((node) => (
-                  <tr key={node.server_id}>
+                  <tr key={node.registered_server_id}>
                     <th scope="row"><Link to={serverPath(clusterId, nodeIdentity(node), data.nodes.map(nodeIdentity))}>{node.name}</Link></th>
                     <td>{node.role === "master" ? <strong>★ master</strong> : node.role}</td>
                     <td>
@@ -86,7 +86,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                     <td><HealthBadge health={node.health} /></td>
                     <td>{node.read_only == null ? "unknown" : node.read_only ? <Badge tone="info">read-only</Badge> : "writable"}</td>
                     <td><MaintenanceNote server={node} now={now} short /></td>
-                    <td>{fenced.has(node.server_id) ? <Badge tone="bad" symbol="⛔">{`fenced: ${fenced.get(node.server_id)}`}</Badge> : "no"}</td>
+                    <td>{fenced.has(node.registered_server_id) ? <Badge tone="bad" symbol="⛔">{`fenced: ${fenced.get(node.registered_server_id)}`}</Badge> : "no"}</td>
                     <td className="mono">{node.gtid_current_pos ?? "—"}</td>
                   </tr>
                 ))}
@@ -116,8 +116,8 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                     const state = connectionState(edge);
                     return (
                       <tr key={edge.link_id}>
-                        <th scope="row">{names.get(edge.replica_server_id) ?? edge.replica_server_id}</th>
-                        <td>{edge.master_server_id != null ? names.get(edge.master_server_id) : edge.master_address ?? "unknown"}</td>
+                        <th scope="row">{names.get(edge.replica_registered_server_id) ?? edge.replica_registered_server_id}</th>
+                        <td>{edge.master_registered_server_id != null ? names.get(edge.master_registered_server_id) : edge.master_address ?? "unknown"}</td>
                         <td className="mono">{edge.connection ?? "—"}</td>
                         <td>
                           <Badge tone={state.tone}>{state.text}</Badge>
@@ -143,7 +143,7 @@ export function TopologyView({ clusterId }: { clusterId: number }) {
                             <SkipTransactions
                               clusterId={clusterId}
                               edge={edge}
-                              replicaName={names.get(edge.replica_server_id) ?? `server ${edge.replica_server_id}`}
+                              replicaName={names.get(edge.replica_registered_server_id) ?? `server ${edge.replica_registered_server_id}`}
                               serverName={(id) => names.get(id) ?? `server ${id}`}
                             />
                           </RequireRole>

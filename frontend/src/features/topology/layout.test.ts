@@ -7,10 +7,10 @@ import { TOPOLOGY } from "../../test/fixtures";
 import { labelBox, layoutTopology, NODE_H, NODE_W, overlaps } from "./layout";
 
 const base = TOPOLOGY.nodes[0]!;
-const node = (id: number, role: Schemas["TopologyNode"]["role"]) => ({ ...base, server_id: id, name: `127.0.0.1:332${id}`, role });
+const node = (id: number, role: Schemas["TopologyNode"]["role"]) => ({ ...base, registered_server_id: id, name: `127.0.0.1:332${id}`, role });
 const baseEdge = TOPOLOGY.edges[0]!;
 const edge = (link: number, master: number, replica: number, connection: string) => ({
-  ...baseEdge, link_id: link, master_server_id: master, replica_server_id: replica, connection,
+  ...baseEdge, link_id: link, master_registered_server_id: master, replica_registered_server_id: replica, connection,
 });
 
 const SEED000: Schemas["TopologyGraph"] = {

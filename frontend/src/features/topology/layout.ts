@@ -72,12 +72,12 @@ export interface Layout {
 
 const serverKey = (id: number) => `s${id}`;
 const masterKey = (edge: Edge) =>
-  edge.master_server_id != null ? serverKey(edge.master_server_id) : `a${edge.master_address ?? "?"}`;
+  edge.master_registered_server_id != null ? serverKey(edge.master_registered_server_id) : `a${edge.master_address ?? "?"}`;
 
 /** `availableWidth`: the width the graph may take (0: as narrow as it fits); rows spread over it, up to GAP_X_MAX. */
 export function layoutTopology(topology: Topology, availableWidth = 0): Layout {
   const labels = new Map<string, { node: PlacedNode["node"]; label: string }>();
-  for (const node of topology.nodes) labels.set(serverKey(node.server_id), { node, label: node.name });
+  for (const node of topology.nodes) labels.set(serverKey(node.registered_server_id), { node, label: node.name });
   for (const edge of topology.edges) {
     const key = masterKey(edge);
     if (!labels.has(key)) labels.set(key, { node: null, label: edge.master_address ?? "unknown master" });
@@ -85,7 +85,7 @@ export function layoutTopology(topology: Topology, availableWidth = 0): Layout {
 
   const parents = new Map<string, string[]>();
   for (const edge of topology.edges) {
-    const child = serverKey(edge.replica_server_id);
+    const child = serverKey(edge.replica_registered_server_id);
     parents.set(child, [...(parents.get(child) ?? []), masterKey(edge)]);
   }
 
@@ -128,7 +128,7 @@ export function layoutTopology(topology: Topology, availableWidth = 0): Layout {
   const nodes = [...placed.values()];
   return {
     nodes,
-    edges: placeEdges(topology.edges.map((edge) => ({ edge, from: placed.get(masterKey(edge))!, to: placed.get(serverKey(edge.replica_server_id))! })), nodes),
+    edges: placeEdges(topology.edges.map((edge) => ({ edge, from: placed.get(masterKey(edge))!, to: placed.get(serverKey(edge.replica_registered_server_id))! })), nodes),
     width,
     height: MARGIN * 2 + (depthMax + 1) * NODE_H + depthMax * GAP_Y,
   };
