@@ -4,25 +4,28 @@ refuses and lists them; asked to rewind, its dry run lists exactly those GTIDs a
 exactly them, the archive is stored and downloadable through the API (its binlog read back with ferry_engine: the
 cut GTIDs, nothing else), the old master replicates from the new master with the same checksums, and nothing
 acknowledged is lost. A viewer gets 403 on the archives, an unknown archive 404; the MariaDB driver refuses a
-rewind saying why."""
+rewind saying why; ferryctl rejoin --rewind prints what is (would be) cut and the archive."""
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from pathlib import Path
 
 import ferry_engine
 import pytest
 
+from ferry_control.ctl.errors import ExitCode
 from ferry_control.drivers.errors import DriverError, ErrorKind
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient
 from ferry_control.drivers.mariadb.config import MariadbCredentials, MariadbDriverConfig
 from ferry_control.drivers.mariadb.driver import MariadbDriver
 from ferry_control.drivers.mariadb.rewind import REWIND_REFUSAL
+from tests.cli.test_ferryctl import ferryctl
 from tests.conftest import LiveFactory
 from tests.failure_shapes import REFUSED
 from tests.ferryd_cluster import FerrydCluster
-from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, register, run_operation, topology
+from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, register, run_operation, serve, topology
 from tests.operations.test_rejoin import fenced
 from tests.waiting import eventually
 
@@ -204,3 +207,40 @@ async def test_the_mariadb_driver_refuses_a_rewind_saying_why() -> None:
             assert "binlog_row_image=FULL is not built" in REWIND_REFUSAL
     finally:
         await driver.aclose()
+
+
+async def test_ferryctl_rejoin_rewind_prints_what_is_cut_and_the_archive(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], tmp_path: Path
+) -> None:
+    ferryd = ferryd_factory(read_only_replicas=True)
+    old = ferryd.master
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd, name="orders")
+        for replica in (ferryd.replica1, ferryd.replica2):
+            replica.post("/v1/replication/main/stop", {})
+        before = old.status()["gtid_binlog_pos"]
+        only_old = gtids_between(before, ferryd.write(2, domains=(1, 2)), old.server_id)
+        await live.app.state.collector.run_cycle()
+        old.kill()
+        failover = await run_operation(live.app, live.client, cluster_id, "failover", {})
+        assert failover["state"] == "succeeded", (failover["error"], failover["steps"])
+        old.start(same_ports=True)
+        old.post("/v1/read-only", {"read_only": True})
+        async with serve(live.app) as url:
+            token = live.tokens.operator
+            dry = await ferryctl(tmp_path, "rejoin", "orders", "--server", "master", "--rewind", "--dry-run", "--wait",
+                                 url=url, token=token)  # fmt: skip
+            assert dry.code == ExitCode.ok, (dry.out, dry.err)
+            for domain, gtids in only_old.items():
+                assert f"domain {domain}: would cut 2 transaction(s), {gtids[0]} … {gtids[1]}" in dry.out, dry.out
+            assert old.status()["replication"] == [] and old.get("/v1/rewind/archives")["archives"] == []
+            run = await ferryctl(tmp_path, "rejoin", "orders", "--server", "master", "--rewind", "--wait",
+                                 url=url, token=token)  # fmt: skip
+            assert run.code == ExitCode.ok, (run.out, run.err)
+            for domain, gtids in only_old.items():
+                assert f"domain {domain}: cut 2 transaction(s), {gtids[0]} … {gtids[1]}" in run.out, run.out
+            [archive] = (await live.client.get(f"/api/v1/clusters/{cluster_id}/archives")).json()
+            assert f"archive {archive['id']} ({archive['name']})" in run.out, run.out
+    assert [c["running"] for c in old.status()["replication"]] == [True]
