@@ -3,7 +3,8 @@ transactions the new master never had (written while its replicas were stopped);
 refuses and lists them; asked to rewind, its dry run lists exactly those GTIDs and changes nothing; the real run cuts
 exactly them, the archive is stored and downloadable through the API (its binlog read back with ferry_engine: the
 cut GTIDs, nothing else), the old master replicates from the new master with the same checksums, and nothing
-acknowledged is lost. A viewer gets 403 on the archives, an unknown archive 404; the MariaDB driver refuses a
+acknowledged is lost; an archive the control plane cannot keep fails the rejoin naming it (the node keeps it).
+A viewer gets 403 on the archives, an unknown archive 404; the MariaDB driver refuses a
 rewind saying why; ferryctl rejoin --rewind prints what is (would be) cut and the archive."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ferry_control.drivers.ferry_protocol import FerryProtocolClient
 from ferry_control.drivers.mariadb.config import MariadbCredentials, MariadbDriverConfig
 from ferry_control.drivers.mariadb.driver import MariadbDriver
 from ferry_control.drivers.mariadb.rewind import REWIND_REFUSAL
+from ferry_control.services.orchestrator import rewind as rewind_module
 from tests.cli.test_ferryctl import ferryctl
 from tests.conftest import LiveFactory
 from tests.failure_shapes import REFUSED
@@ -244,3 +246,49 @@ async def test_ferryctl_rejoin_rewind_prints_what_is_cut_and_the_archive(
             [archive] = (await live.client.get(f"/api/v1/clusters/{cluster_id}/archives")).json()
             assert f"archive {archive['id']} ({archive['name']})" in run.out, run.out
     assert [c["running"] for c in old.status()["replication"]] == [True]
+
+
+async def test_an_archive_that_cannot_be_kept_fails_the_rejoin_naming_it_and_the_node_keeps_it(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The archive is larger than the control plane keeps (its bound lowered to 64 bytes): the rewind is done, the
+    download refused, and the operation fails saying so, naming the archive the node keeps; nothing is stored, the
+    server stays read-only, replicating from nobody and fenced. A rejoin afterwards has nothing to cut."""
+    monkeypatch.setattr(rewind_module, "ARCHIVE_BYTES_MAX", 64)
+    ferryd = ferryd_factory(read_only_replicas=True)
+    old = ferryd.master
+    ferryd.write(2, domains=(1, 2))
+    ferryd.converge()
+    async with live_app() as live:
+        cluster_id, ids = await register(live.client, ferryd)
+        for replica in (ferryd.replica1, ferryd.replica2):
+            replica.post("/v1/replication/main/stop", {})
+        before = old.status()["gtid_binlog_pos"]
+        only_old = gtids_between(before, ferryd.write(2, domains=(1, 2)), old.server_id)
+        await live.app.state.collector.run_cycle()
+        old.kill()
+        failover = await run_operation(live.app, live.client, cluster_id, "failover", {})
+        assert failover["state"] == "succeeded", (failover["error"], failover["steps"])
+        old.start(same_ports=True)
+        old.post("/v1/read-only", {"read_only": True})
+        failed = await run_operation(
+            live.app, live.client, cluster_id, "rejoin", {"server_id": ids["master"], "resolve": "rewind"}
+        )
+        assert failed["state"] == "failed", failed
+        assert [(s["name"], s["state"]) for s in failed["steps"]][-2:] == [("rewind", "passed"), ("archive", "failed")]
+        [name] = old.get("/v1/rewind/archives")["archives"]
+        error = failed["error"]
+        assert f"its archive {name} could not be downloaded" in error and "over the 64-byte bound" in error, error
+        assert f"archived on master (server_id {old.server_id}) as {name}" in error and "nothing is lost" in error
+        failure = failed["result"]["failure"]
+        assert failure["changed"] is True and any(name in line for line in failure["left"]), failure
+        rewind = failed["result"]["rewind"]
+        assert {d["domain"]: d["gtids"] for d in rewind["cut"]} == only_old and rewind["archive_id"] is None, rewind
+        admin = live.tokens.header("admin")
+        assert (await live.client.get(f"/api/v1/clusters/{cluster_id}/archives", headers=admin)).json() == []
+        status = old.status()
+        assert status["read_only"] is True and status["replication"] == [], status
+        assert await fenced(live, cluster_id, ids["master"])
+        again = await run_operation(live.app, live.client, cluster_id, "rejoin", {"server_id": ids["master"]})
+        assert again["state"] == "succeeded", (again["error"], again["steps"])
+        assert again["result"]["only_here"] == []

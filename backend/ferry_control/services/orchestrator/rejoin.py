@@ -81,7 +81,8 @@ async def rejoin(
                 f"nothing was changed: {server.info.label} has transactions {source.info.label} never had — "
                 + "; ".join(_words(d) for d in only_here)
                 + " — they were acknowledged before it was replaced and never replicated; it rejoins once they are "
-                "dealt with (kept and rewound, or the server rebuilt)"
+                'dealt with: rejoin it with resolve "rewind" (ferryctl rejoin --rewind) to cut them, archived '
+                "first, or rebuild the server"
             )
         name, settings = follower_conventions(snapshot, source, ctx.settings.operations.replication_connection_name)
         result.connection = name
@@ -90,7 +91,10 @@ async def rejoin(
             f"{source.info.label} over {name!r} (current_pos)"
             if result.rewind is None
             else f"{server.info.label} will be rewound to {result.rewind.to}, cutting "
-            + "; ".join(rewinding.words(d) for d in result.rewind.cut)
+            + (
+                "; ".join(rewinding.words(d) for d in result.rewind.cut)
+                or "what only it has (its own dry run runs once it is read-only)"
+            )
             + f" (archived first); then it will replicate from {source.info.label} over {name!r} (current_pos)"
         )
     if ctx.dry_run:
