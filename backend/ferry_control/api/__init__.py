@@ -3,6 +3,7 @@
 from fastapi import APIRouter
 
 from ferry_control.api import (
+    archives,
     audit_log,
     clusters,
     consumers,
@@ -36,6 +37,7 @@ for module in (
     interleavings,
     events,
     operations,
+    archives,
     drills,
     audit_log,
     tokens,

@@ -409,6 +409,27 @@ class Checksums:
     tables: Mapping[str, TableChecksum] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class RewindOutcome:
+    """What a rewind cut (or, dry, would cut): the transactions, oldest first, and the archive of them the server
+    wrote before cutting (None for a dry run or when nothing was cut)."""
+
+    to: str
+    dry_run: bool
+    cut: tuple[BinlogTransaction, ...]
+    archive: str | None
+    #: The binlog state and gtid_slave_pos the rewind left (would leave).
+    binlog_state: str
+    slave_pos: str
+
+    def cut_by_domain(self) -> dict[int, list[str]]:
+        """The cut GTIDs per domain, oldest first."""
+        found: dict[int, list[str]] = {}
+        for t in self.cut:
+            found.setdefault(t.domain, []).append(t.gtid)
+        return found
+
+
 class ServerDriver(abc.ABC):
     """How the control plane talks to one server. Every method may raise a `drivers.errors.DriverError`."""
 
@@ -532,6 +553,28 @@ class ServerDriver(abc.ABC):
         """The applications reading this server's committed changes apart from its replicas, with their position
         and lag; None when the kind has no such thing (MariaDB: a binlog reader connects as a replica)."""
         return None
+
+    async def rewind(self, to: str, dry_run: bool) -> RewindOutcome:
+        """Cuts, per domain, every transaction after `to`'s GTID (every one of a domain `to` leaves out), after
+        archiving them on the server, and puts the data back as it was at `to`; with `dry_run` only says what it would
+        cut. The server must be quiesced (read-only, replicating from nobody, no replica or consumer reading it):
+        else a `conflict` naming why, changing nothing. The default is for kinds that cannot."""
+        raise DriverError(
+            getattr(self, "address", ""),
+            "rewind_unsupported",
+            f"{self.kind} servers cannot rewind: repoint or rebuild the server by hand",
+            kind=ErrorKind.unsupported,
+        )
+
+    async def download_rewind_archive(self, name: str, bytes_max: int) -> bytes:
+        """The bytes of the archive `name` a rewind left on the server (at most `bytes_max`, else a `DriverError`
+        saying how large it is). The default is for kinds that cannot rewind."""
+        raise DriverError(
+            getattr(self, "address", ""),
+            "rewind_unsupported",
+            f"{self.kind} servers keep no rewind archives",
+            kind=ErrorKind.unsupported,
+        )
 
     @abc.abstractmethod
     async def checksums(self) -> Checksums: ...

@@ -33,6 +33,7 @@ from ferry_control.drivers.base import (
     Positions,
     ReplicaConnection,
     ReplicationError,
+    RewindOutcome,
     ServerDriver,
     ServerStatus,
     Skipped,
@@ -69,6 +70,9 @@ CODE_MAX = 64
 #: `ConnectionSettings.filters`, the same as MariaDB's.
 DOMAIN_FILTERS = ("do_domain_ids", "ignore_domain_ids")
 
+
+#: A rewind archive's name as ferryd gives it (no path: the download names nothing else).
+ARCHIVE_NAME = re.compile(r"rewind-[A-Za-z0-9.-]{1,115}\.bin")
 
 #: How a node's applier words an SQL error: `applying <gtid>: <why>`.
 FAILING_GTID = re.compile(r"applying (\d+-\d+-\d+): ")
@@ -109,6 +113,10 @@ class FerryRules(KindRules):
     def plaintext(self, settings: Settings | None, secrets: Mapping[str, object]) -> bool:
         return settings is None or settings.security.node_tls_ca_file is None
 
+
+#: How long a rewind may take beyond the read timeout (it archives, then puts the store back, maybe by replaying
+#: the kept binlog into it).
+REWIND_EXTRA_TIMEOUT_S = 300.0
 
 #: A node busy computing checksums for another caller is asked again this many times, this far apart.
 CHECKSUM_BUSY_RETRIES = 40
@@ -482,6 +490,75 @@ class FerryDriver(ServerDriver):
         except ValueError as e:
             raise ServerProtocolError(self.address, "bad_wait", f"/v1/wait-for-position: {e}") from e
 
+    async def rewind(self, to: str, dry_run: bool) -> RewindOutcome:
+        """The node's `POST /v1/rewind` (docs/node-api.md): sent once; its refusals (`not_quiesced`,
+        `replication_running`, `replicas_connected`, `consumers_connected`, `cannot_rewind`) keep the node's code and
+        message."""
+        body = await self._send(
+            "POST", "/v1/rewind", json=admin.RewindRequest(to=to, dry_run=dry_run).body(),
+            extra_timeout_s=REWIND_EXTRA_TIMEOUT_S,
+        )  # fmt: skip
+        try:
+            rewound = admin.read(admin.Rewound, body)
+            cut = admin.each(rewound.cut, "cut", _cut)
+            if rewound.dry_run != dry_run:
+                raise ValueError(f"dry_run is {shown(rewound.dry_run)} where {dry_run} was asked")
+            if not dry_run and cut and rewound.archive is None:
+                raise ValueError("archive is null although transactions were cut")
+            return RewindOutcome(
+                to=_position_text("to", rewound.to), dry_run=rewound.dry_run, cut=cut, archive=rewound.archive,
+                binlog_state=rewound.gtid_binlog_state,
+                slave_pos=_position_text("gtid_slave_pos", rewound.gtid_slave_pos),
+            )  # fmt: skip
+        except ValueError as e:
+            raise ServerProtocolError(self.address, "bad_rewind", f"/v1/rewind: {e}") from e
+
+    async def download_rewind_archive(self, name: str, bytes_max: int) -> bytes:
+        """`GET /v1/rewind/archives/{name}`: the archive's bytes, at most `bytes_max` (else `archive_too_large`; the
+        node itself answers at most 256 MiB)."""
+        if not ARCHIVE_NAME.fullmatch(name):
+            raise DriverError(
+                self.address, "bad_archive_name", f"{shown(name)} is not a rewind archive's name",
+                kind=ErrorKind.bad_request,
+            )  # fmt: skip
+        path = f"/v1/rewind/archives/{name}"
+        token = self._token()
+        if not token:
+            raise DriverError(
+                self.address, "no_node_token", "no admin token for the nodes", kind=ErrorKind.not_configured
+            )
+        try:
+            answer = await self._http.request(
+                "GET", self._url(path), headers={"Authorization": f"Bearer {token}"},
+                connect_timeout_s=self._config.connect_timeout_s, read_timeout_s=self._config.read_timeout_s,
+                bytes_max=bytes_max,
+            )  # fmt: skip
+        except AnswerTooLarge as e:
+            size = f"{e.declared} bytes" if e.declared is not None else "more bytes"
+            raise DriverError(
+                self.address,
+                "archive_too_large",
+                f"archive {name} is {size}, over the {bytes_max}-byte bound",
+            ) from e
+        except NodeTimeout as e:
+            raise ServerUnreachable(self.address, "timeout", f"GET {path} timed out ({e})") from e
+        except NodeTransportError as e:
+            raise ServerUnreachable(self.address, "unreachable", f"GET {path}: {e}") from e
+        if answer.status >= 400:
+            try:
+                error = json_module.loads(answer.content).get("error") or {}
+            except (ValueError, AttributeError):
+                error = {}
+            code = bounded(str(error.get("code", "unknown")), CODE_MAX) if isinstance(error, dict) else "unknown"
+            message = bounded(str(error.get("message", ""))) if isinstance(error, dict) else ""
+            raise refusal(self.address, refusal_kind(answer.status), code, message or f"GET {path}: {answer.status}")
+        if len(answer.content) > bytes_max:
+            raise DriverError(
+                self.address, "archive_too_large",
+                f"archive {name} is {len(answer.content)} bytes, over the {bytes_max}-byte bound",
+            )  # fmt: skip
+        return answer.content
+
 
 def _milliseconds(key: str, value: float) -> float:
     """A duration field: a finite number of milliseconds, not negative, at most a day."""
@@ -495,6 +572,18 @@ def _position_text(key: str, text: str) -> str:
     if any(gtid.seq > INT64_MAX for gtid in position(text)):
         raise ValueError(f"{key} {shown(text)} has a seq_no beyond {INT64_MAX}")
     return text
+
+
+def _cut(t: admin.CutTransaction) -> BinlogTransaction:
+    """One transaction a rewind cut (would cut)."""
+    parts = t.gtid.split("-")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"gtid {shown(t.gtid)} is not a GTID")
+    domain, server_id, seq_no = (int(p) for p in parts)
+    return BinlogTransaction(
+        gtid=t.gtid, domain=domain, server_id=server_id, seq_no=seq_no, commit_id=None, commit_ts_us=t.commit_ts_us,
+        file=t.file, offset=t.offset, tables=tuple(t.tables), rows=t.rows,
+    )  # fmt: skip
 
 
 def _event(e: admin.Event) -> BinlogTransaction:

@@ -10,6 +10,7 @@ from ferry_control.models.lease import COLLECTOR_LEASE, ServiceLease
 from ferry_control.models.operation import Operation, OperationState
 from ferry_control.models.replica_guard import ReplicaGuard
 from ferry_control.models.replication import LinkSource, ReplicationLink
+from ferry_control.models.rewind_archive import RewindArchive
 from ferry_control.models.samples import LagSample, PositionSample
 from ferry_control.models.server import HealthEvent, HealthState, PromotionRule, Server, ServerKind, ServerOrigin
 
@@ -33,6 +34,7 @@ __all__ = [
     "RelayedEvent",
     "ReplicaGuard",
     "ReplicationLink",
+    "RewindArchive",
     "Server",
     "ServerKind",
     "PromotionRule",

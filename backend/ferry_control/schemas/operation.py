@@ -216,6 +216,12 @@ class RejoinParams(OperationParams):
         le=ID_MAX,
         description="The source it follows; unset: the cluster's one writable master that replicates from nobody.",
     )
+    resolve: Literal["rewind"] | None = Field(
+        None,
+        description="What to do with transactions only this server has (acknowledged before it was replaced, never "
+        "replicated). Unset: the rejoin refuses, changing nothing, and lists them. `rewind`: the server cuts them — "
+        "archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins.",
+    )
 
     @model_validator(mode="after")
     def _not_itself(self) -> RejoinParams:

@@ -470,13 +470,31 @@ class OnlyHereDomain(Record):
     transactions: list[OnlyHereTransaction] = Field(default_factory=list)
 
 
+class CutDomain(Record):
+    """One domain's transactions a rewind cut (or, dry, would cut), oldest first."""
+
+    domain: int
+    gtids: list[str]
+
+
+class RejoinRewind(Record):
+    """A rejoin's rewind: the position the server was rewound to, what was (would be) cut, and its archive."""
+
+    to: str
+    cut: list[CutDomain] = Field(default_factory=list)
+    archive_name: str | None = Field(None, description="The archive's name on the server (it keeps its own copy).")
+    archive_id: int | None = Field(None, description="The archive kept by the control plane (GET …/archives/{id}).")
+
+
 class RejoinResult(OperationResult):
     registered_server_id: int | None = None
     master_registered_server_id: int | None = None
     connection: str | None = None
     only_here: list[OnlyHereDomain] | None = Field(
-        None, description="Per domain, what only this server has (a rejoin refuses while there is any)."
-    )
+        None, description="Per domain, what only this server has (a rejoin refuses while there is any, unless asked "
+        "to rewind them)."
+    )  # fmt: skip
+    rewind: RejoinRewind | None = Field(None, description="With `resolve: rewind`: what was (would be) cut.")
 
 
 class FailoverDrillFigures(Record):

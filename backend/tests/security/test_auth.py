@@ -32,6 +32,7 @@ def routes(app: FastAPI) -> list[tuple[str, str]]:
         concrete = path.replace("{cluster_id}", "1").replace("{registered_server_id}", "1")
         concrete = concrete.replace("{operation_id}", "1").replace("{token_id}", "1")
         concrete = concrete.replace("{schedule_id}", "1").replace("{run_id}", "1").replace("{server}", "s1")
+        concrete = concrete.replace("{archive_id}", "1")
         assert "{" not in concrete, f"unfilled path parameter in {path}"
         found += [(method, concrete) for method in operations]
     return found

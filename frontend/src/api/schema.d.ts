@@ -650,6 +650,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/clusters/{cluster_id}/archives": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List rewind archives */
+        get: operations["list_archives_api_v1_clusters__cluster_id__archives_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/clusters/{cluster_id}/archives/{archive_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download a rewind archive */
+        get: operations["download_archive_api_v1_clusters__cluster_id__archives__archive_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/clusters/{cluster_id}/drills/schedules": {
         parameters: {
             query?: never;
@@ -2201,6 +2235,16 @@ export interface components {
             lag: {
                 [key: string]: components["schemas"]["ConsumerLagRead"];
             };
+        };
+        /**
+         * CutDomain
+         * @description One domain's transactions a rewind cut (or, dry, would cut), oldest first.
+         */
+        CutDomain: {
+            /** Domain */
+            domain: number;
+            /** Gtids */
+            gtids: string[];
         };
         /**
          * CutOffConsumerRead
@@ -4953,6 +4997,11 @@ export interface components {
              * @description The source it follows; unset: the cluster's one writable master that replicates from nobody.
              */
             master_registered_server_id?: number | null;
+            /**
+             * Resolve
+             * @description What to do with transactions only this server has (acknowledged before it was replaced, never replicated). Unset: the rejoin refuses, changing nothing, and lists them. `rewind`: the server cuts them — archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins.
+             */
+            resolve?: "rewind" | null;
         };
         /**
          * RejoinRequest
@@ -4979,6 +5028,11 @@ export interface components {
              * @description The source it follows; unset: the cluster's one writable master that replicates from nobody.
              */
             master_registered_server_id?: number | null;
+            /**
+             * Resolve
+             * @description What to do with transactions only this server has (acknowledged before it was replaced, never replicated). Unset: the rejoin refuses, changing nothing, and lists them. `rewind`: the server cuts them — archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins.
+             */
+            resolve?: "rewind" | null;
         };
         /** RejoinResult */
         RejoinResult: {
@@ -5001,9 +5055,31 @@ export interface components {
             connection?: string | null;
             /**
              * Only Here
-             * @description Per domain, what only this server has (a rejoin refuses while there is any).
+             * @description Per domain, what only this server has (a rejoin refuses while there is any, unless asked to rewind them).
              */
             only_here?: components["schemas"]["OnlyHereDomain"][] | null;
+            /** @description With `resolve: rewind`: what was (would be) cut. */
+            rewind?: components["schemas"]["RejoinRewind"] | null;
+        };
+        /**
+         * RejoinRewind
+         * @description A rejoin's rewind: the position the server was rewound to, what was (would be) cut, and its archive.
+         */
+        RejoinRewind: {
+            /** To */
+            to: string;
+            /** Cut */
+            cut?: components["schemas"]["CutDomain"][];
+            /**
+             * Archive Name
+             * @description The archive's name on the server (it keeps its own copy).
+             */
+            archive_name?: string | null;
+            /**
+             * Archive Id
+             * @description The archive kept by the control plane (GET …/archives/{id}).
+             */
+            archive_id?: number | null;
         };
         /**
          * ReplicaGuardEvent
@@ -5172,6 +5248,42 @@ export interface components {
             master_registered_server_id?: number | null;
             /** Connection */
             connection?: string | null;
+        };
+        /** RewindArchiveRead */
+        RewindArchiveRead: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            /**
+             * Registered Server Id
+             * @description The registered server the rewind cut (null once it left the cluster).
+             */
+            registered_server_id: number | null;
+            /** Server Label */
+            server_label: string;
+            /**
+             * Operation Id
+             * @description The rejoin that cut these transactions.
+             */
+            operation_id: number | null;
+            /**
+             * Name
+             * @description The archive's name on the server, which keeps its own copy.
+             */
+            name: string;
+            /**
+             * Cut
+             * @description The cut GTIDs per domain, oldest first.
+             */
+            cut: components["schemas"]["CutDomain"][];
+            /** Size Bytes */
+            size_bytes: number;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
         };
         /**
          * Role
@@ -9119,6 +9231,126 @@ export interface operations {
             };
             /** @description Conflicts with the current state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_archives_api_v1_clusters__cluster_id__archives_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewindArchiveRead"][];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    download_archive_api_v1_clusters__cluster_id__archives__archive_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+                /** @description The archive's id. */
+                archive_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archive's binlog file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": unknown;
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

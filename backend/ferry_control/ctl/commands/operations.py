@@ -20,6 +20,7 @@ from ferry_control.ctl.progress import (
     raise_unless_succeeded,
     step_detail,
 )
+from ferry_control.ctl.rewind import render_rewind
 from ferry_control.schemas.operation import AnyOperation, SwitchoverOperation
 from ferry_control.schemas.operation_results import (
     MovedConnection,
@@ -99,6 +100,7 @@ def render_outcome(out: Output, op: AnyOperation) -> None:
         )
     render_plan(out, _plan(op))
     render_catch_up(out, op)
+    render_rewind(out, op)
 
 
 def render_catch_up(out: Output, op: AnyOperation) -> None:

@@ -9,10 +9,16 @@ first and last GTID, and the newest ones with their commit time, tables and rows
 nothing only it has, it replicates from the source with `current_pos` (its own binlog is folded into its position),
 over the connection name its cluster's replicas of that source use (else the setting), with a sibling replica's
 connection settings (semi-sync replica side, parallel apply; never a delay or filters), stays read-only, and is no
-longer fenced once it replicates."""
+longer fenced once it replicates.
+
+Asked to rewind (`resolve: rewind`), a server with transactions only it has is rewound before it rejoins (module
+`rewind`): per domain to the last GTID the source also has — the node's own dry run must cut exactly what the listing
+found —, its archive of the cut downloaded and stored right after the rewind answers, before anything else changes
+(a download or store that fails ends the operation naming the archive the server keeps)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +29,7 @@ from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.operation import RejoinParams
 from ferry_control.schemas.operation_results import OnlyHereDomain, OnlyHereTransaction, RejoinResult
 from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator import rewind as rewinding
 from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.gtid import errant_gtids, parse_state, position
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
@@ -63,20 +70,32 @@ async def rejoin(
             )
         source = choose_source(snapshot, server, params.master_registered_server_id)
         result.registered_server_id, result.master_registered_server_id = server.info.id, source.info.id
-        only_here = await transactions_only_here(server, source)
+        kept: dict[int, str | None] = {}
+        only_here = await transactions_only_here(server, source, kept)
         result.only_here = only_here
-        if only_here:
+        if only_here and params.resolve == "rewind":
+            to = rewinding.target(server, only_here, kept)
+            result.rewind = await rewinding.preview(server, to, only_here, only_here_rule(server, source))
+        elif only_here:
             raise refused(
                 f"nothing was changed: {server.info.label} has transactions {source.info.label} never had — "
                 + "; ".join(_words(d) for d in only_here)
                 + " — they were acknowledged before it was replaced and never replicated; it rejoins once they are "
-                "dealt with (kept and rewound, or the server rebuilt)"
+                'dealt with: rejoin it with resolve "rewind" (ferryctl rejoin --rewind) to cut them, archived '
+                "first, or rebuild the server"
             )
         name, settings = follower_conventions(snapshot, source, ctx.settings.operations.replication_connection_name)
         result.connection = name
         step.detail = (
             f"{server.info.label} has nothing {source.info.label} lacks in any domain; it will replicate from "
             f"{source.info.label} over {name!r} (current_pos)"
+            if result.rewind is None
+            else f"{server.info.label} will be rewound to {result.rewind.to}, cutting "
+            + (
+                "; ".join(rewinding.words(d) for d in result.rewind.cut)
+                or "what only it has (its own dry run runs once it is read-only)"
+            )
+            + f" (archived first); then it will replicate from {source.info.label} over {name!r} (current_pos)"
         )
     if ctx.dry_run:
         return
@@ -94,6 +113,8 @@ async def rejoin(
                 f"{server.info.label} still reports read_only off", changed=None if server.status.read_only else False
             )
         step.detail = f"{server.info.label} is read-only"
+    if result.rewind is not None:
+        await rewinding.rewind_and_archive(ctx, server, result.rewind, only_here, only_here_rule(server, source))
     async with ctx.step("replicate") as step:
         exists = name in await actions.connection_names(driver)
         await actions.repoint(driver, name, address, "current_pos", stop_first=exists, settings=settings)
@@ -139,7 +160,7 @@ def choose_source(snapshot: ClusterSnapshot, server: ServerView, wanted: int | N
             found = ", ".join(v.info.label for v in roots) or "none"
             raise refused(
                 f"the cluster has {len(roots)} writable master(s) replicating from nobody ({found}): name the source "
-                "(master_server_id)"
+                "(master_registered_server_id)"
             )
         source = roots[0]
     if source.info.protocol_address is None:
@@ -162,8 +183,11 @@ def follower_conventions(
     return name, replace(models[0].connection.settings, delay_s=0, filters={})
 
 
-async def transactions_only_here(server: ServerView, source: ServerView) -> list[OnlyHereDomain]:
-    """Per domain, the transactions `server` has and `source` does not (see the module)."""
+async def transactions_only_here(
+    server: ServerView, source: ServerView, kept: dict[int, str | None] | None = None
+) -> list[OnlyHereDomain]:
+    """Per domain, the transactions `server` has and `source` does not (see the module). Into `kept`, per such domain
+    whose listing is whole: the newest GTID of `server`'s binlog the source also has (None: none listed)."""
     assert server.status is not None and source.status is not None
     mine, theirs = server.status.positions, source.status.positions
     errant = errant_gtids(
@@ -175,28 +199,21 @@ async def transactions_only_here(server: ServerView, source: ServerView) -> list
     )
     if not errant:
         return []
-    own = server.status.server_id
-    source_state = {(g.domain, g.server): g.seq for g in parse_state(theirs.binlog_state)}
-    source_pos = position(theirs.binlog)
+    is_only_here = only_here_rule(server, source)
     found = []
     for e in errant:
         domain = e.domain
-        # Beyond the source's newest GTID in the domain, or of this server's own id beyond what the source has of it.
-        floor_own = source_state.get((domain, own), 0)
-        newest_there = source_pos.get(domain)
         listed: list[OnlyHereTransaction] = []
         count = 0
         reached_floor = False
+        floor: str | None = None
+        listing_ended = False
         try:
             before: int | None = None
             while count < EVENTS_READ_MAX:
                 page = await server.require_driver().recent_events(min(100, EVENTS_READ_MAX), domain, before)
                 for t in page.transactions:
-                    if (
-                        t.server_id == own
-                        and t.seq_no > floor_own
-                        or (newest_there is None or t.seq_no > newest_there.seq)
-                    ):
+                    if is_only_here(t.domain, t.server_id, t.seq_no):
                         count += 1
                         if len(listed) < LISTED_MAX:
                             listed.append(
@@ -205,13 +222,16 @@ async def transactions_only_here(server: ServerView, source: ServerView) -> list
                                 )
                             )
                     else:
-                        reached_floor = True
+                        reached_floor, floor = True, t.gtid
                         break
                 if reached_floor or page.next_before is None:
+                    listing_ended = not reached_floor and page.next_before is None
                     break
                 before = page.next_before
         except DriverError:
-            listed, count, reached_floor = [], 0, False
+            listed, count, reached_floor, listing_ended = [], 0, False, False
+        if kept is not None and (reached_floor or listing_ended):
+            kept[domain] = floor
         first = listed[-1].gtid if listed and reached_floor else None
         found.append(
             OnlyHereDomain(
@@ -220,6 +240,24 @@ async def transactions_only_here(server: ServerView, source: ServerView) -> list
             )
         )  # fmt: skip
     return found
+
+
+def only_here_rule(server: ServerView, source: ServerView) -> Callable[[int, int, int], bool]:
+    """Whether a transaction (domain, server_id, seq_no) of `server`'s binlog is one `source` lacks: beyond the
+    source's newest GTID in the domain, or of `server`'s own id beyond what the source has of it."""
+    assert server.status is not None and source.status is not None
+    own = server.status.server_id
+    theirs = source.status.positions
+    source_state = {(g.domain, g.server): g.seq for g in parse_state(theirs.binlog_state)}
+    source_pos = position(theirs.binlog)
+
+    def is_only_here(domain: int, server_id: int, seq_no: int) -> bool:
+        newest_there = source_pos.get(domain)
+        return (server_id == own and seq_no > source_state.get((domain, own), 0)) or (
+            newest_there is None or seq_no > newest_there.seq
+        )
+
+    return is_only_here
 
 
 def _words(d: OnlyHereDomain) -> str:

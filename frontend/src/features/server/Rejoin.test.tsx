@@ -1,7 +1,8 @@
 // "Rejoin as a replica…" on a fenced former master, against a fake backend: the dry run's exact request; a server
 // with transactions the master never had gets them listed per domain (count, first and last GTID, time and tables)
 // and no way to run; one with none can rejoin once the cluster's name is typed, with the run's exact request and its
-// outcome; a viewer sees no control.
+// outcome; one with transactions only it has can be rewound instead (previewed again: the GTIDs that would be cut;
+// the run's exact request, what it cut and the archive's id); a viewer sees no control.
 import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { describe, expect, it } from "vitest";
@@ -79,6 +80,56 @@ describe("rejoin a fenced former master", () => {
     expect(
       await within(form).findByText("✓ It replicates from b (server_id 2) again, read-only, no longer fenced.", {}, { timeout: 5000 }),
     ).toBeTruthy();
+  });
+
+  it("offers a rewind when it has transactions only it has, previews what it cuts and says where the archive is", async () => {
+    const cut = [{ domain: 1, gtids: ["1-1-7", "1-1-8", "1-1-9"] }];
+    const rewound = { to: "1-2-6", cut, archive_name: "rewind-ferry-bin.000001-900-1.bin", archive_id: 7 };
+    const only = { registered_server_id: 1, master_registered_server_id: 2, only_here: ONLY_HERE };
+    const { requests } = mockApi({
+      "GET /api/v1/clusters/1": () => ({ body: CLUSTER }),
+      "POST /api/v1/clusters/1/operations/rejoin": (req) => {
+        const b = req.body as { dry_run: boolean; resolve?: string };
+        const id = !b.resolve ? 1 : b.dry_run ? 3 : 4;
+        return { status: 202, body: operation({ id, type: "rejoin", dry_run: b.dry_run, state: "running" } as never) };
+      },
+      "GET /api/v1/clusters/1/operations/1": () => ({
+        body: operation({ id: 1, type: "rejoin", dry_run: true, state: "failed", error: "nothing was changed",
+          steps: [step("preflight", "failed")], result: only } as never),
+      }),
+      "GET /api/v1/clusters/1/operations/3": () => ({
+        body: operation({ id: 3, type: "rejoin", dry_run: true, state: "succeeded", steps: [step("preflight", "passed")],
+          result: { ...only, rewind: { ...rewound, archive_name: null, archive_id: null } } } as never),
+      }),
+      "GET /api/v1/clusters/1/operations/4": () => ({
+        body: operation({ id: 4, type: "rejoin", dry_run: false, state: "succeeded",
+          steps: ["preflight", "pre_hooks", "read_only", "rewind", "archive", "replicate", "verify", "unfence"].map((n) => step(n, "passed")),
+          result: { ...only, connection: "main", rewind: rewound } } as never),
+      }),
+    });
+    const user = userEvent.setup();
+    renderSignedIn(<Rejoin clusterId={1} serverId={1} label="a (server_id 1)" serverName={names} />, { role: "operator" });
+    await user.click(await screen.findByRole("button", { name: "Rejoin as a replica…" }));
+    const form = await screen.findByRole("group", { name: "Rejoin a (server_id 1) as a replica of the master" });
+    await user.click(within(form).getByRole("button", { name: "Preview (dry run)" }));
+    await user.click(await within(form).findByRole("button", { name: "Rewind (cut what only it has, archived first)" }, { timeout: 5000 }));
+    await user.click(within(form).getByRole("button", { name: "Preview (dry run)" }));
+    const preview = await within(form).findByLabelText("Rewind", {}, { timeout: 5000 });
+    expect(within(preview).getByRole("row", { name: "1 3 1-1-7 … 1-1-9" })).toBeTruthy();
+    expect(within(preview).getByText("Once rewound, it can rejoin as a replica of b (server_id 2).")).toBeTruthy();
+    await user.type(within(form).getByLabelText(/Type the cluster name/), "prod-eu");
+    await user.click(within(form).getByRole("button", { name: "Rejoin" }));
+    const posts = () => requests.filter((r) => r.method === "POST").map((r) => r.body);
+    await waitFor(() => expect(posts()).toHaveLength(3));
+    expect(posts()).toEqual([
+      { dry_run: true, registered_server_id: 1 },
+      { dry_run: true, registered_server_id: 1, resolve: "rewind" },
+      { dry_run: false, registered_server_id: 1, resolve: "rewind" },
+    ]);
+    const result = await within(form).findByRole("region", { name: "Result" }, { timeout: 5000 });
+    await within(result).findByText("✓ Rewound; it replicates from b (server_id 2) again, read-only, no longer fenced.", {}, { timeout: 5000 });
+    expect(within(result).getByText(/Archived first as archive 7/)).toBeTruthy();
+    expect(within(result).getByText("GET /api/v1/clusters/1/archives/7")).toBeTruthy();
   });
 
   it("shows a viewer no control", async () => {

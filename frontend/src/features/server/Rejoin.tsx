@@ -1,6 +1,8 @@
 // "Rejoin as a replica…" on a fenced former master's page: the rejoin operation (a dry run first, the cluster's name
 // typed, then followed live). The preview says whether it can rejoin; when it has transactions the master never had,
-// they are listed per domain (how many, first and last GTID, the newest with time and tables) and nothing runs.
+// they are listed per domain (how many, first and last GTID, the newest with time and tables) and nothing runs —
+// unless the operator chooses to rewind them (cut, archived first): previewed again, the GTIDs that would be cut are
+// listed, and the run says what was cut and the archive's id.
 import { useState } from "react";
 import type { Schemas } from "../../api/client";
 import { useRejoin } from "../../api/mutations";
@@ -38,7 +40,9 @@ function RejoinButton(props: Props) {
 function RejoinForm({ clusterId, serverId, label, serverName }: Props) {
   const cluster = useCluster(clusterId);
   const mutation = useRejoin(clusterId);
-  const body = (dryRun: boolean): Schemas["RejoinRequest"] => ({ dry_run: dryRun, registered_server_id: serverId });
+  const [rewind, setRewind] = useState(false);
+  const body = (dryRun: boolean): Schemas["RejoinRequest"] =>
+    rewind ? { dry_run: dryRun, registered_server_id: serverId, resolve: "rewind" } : { dry_run: dryRun, registered_server_id: serverId };
   return (
     <GuardedAction<Schemas["RejoinRequest"]>
       clusterId={clusterId}
@@ -46,18 +50,26 @@ function RejoinForm({ clusterId, serverId, label, serverName }: Props) {
       title={`Rejoin ${label} as a replica of the master`}
       verb="Rejoin"
       typedConfirmation
-      paramsKey={`${serverId}`}
+      paramsKey={`${serverId}${rewind ? "-rewind" : ""}`}
       previewBody={() => body(true)}
       runBody={() => body(false)}
       start={(v) => mutation.mutateAsync(v)}
       serverName={serverName}
-      outcome={(op) => <RejoinOutcome operation={op} serverName={serverName} />}
+      outcome={(op) => <RejoinOutcome operation={op} serverName={serverName} onRewind={() => setRewind(true)} />}
     >
       <p role="note">
         Ferry compares {label}'s transactions with the master's in every domain. With nothing only {label} has, it
         replicates from the master again, stays read-only and is no longer fenced. Transactions only it has are never
         dropped: they are listed, and nothing is changed.
       </p>
+      {rewind ? (
+        <p role="note">
+          <label>
+            <input type="checkbox" checked onChange={() => setRewind(false)} /> Rewind: cut what only {label} has,
+            archived first (the archive is kept by Ferry; operators and admins download it).
+          </label>
+        </p>
+      ) : null}
     </GuardedAction>
   );
 }
@@ -66,10 +78,18 @@ function when(us: number | null | undefined): string {
   return us == null ? "time not known" : new Date(us / 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
 }
 
-export function RejoinOutcome({ operation, serverName }: { operation: Operation; serverName: (id: number) => string }) {
+interface OutcomeProps {
+  operation: Operation;
+  serverName: (id: number) => string;
+  /** Offered when the preview lists transactions only it has: preview again with a rewind. */
+  onRewind?: () => void;
+}
+
+export function RejoinOutcome({ operation, serverName, onRewind }: OutcomeProps) {
   const result = operation.type === "rejoin" ? (operation.result ?? {}) : {};
   const onlyHere = result.only_here ?? [];
   const source = result.master_registered_server_id != null ? serverName(result.master_registered_server_id) : "the master";
+  if (result.rewind) return <RewindOutcome operation={operation} rewind={result.rewind} source={source} />;
   if (onlyHere.length > 0) {
     return (
       <div aria-label="Transactions only this server has">
@@ -98,6 +118,11 @@ export function RejoinOutcome({ operation, serverName }: { operation: Operation;
             ))}
           </tbody>
         </table>
+        {onRewind && operation.dry_run ? (
+          <button type="button" onClick={onRewind}>
+            Rewind (cut what only it has, archived first)
+          </button>
+        ) : null}
       </div>
     );
   }
@@ -106,5 +131,41 @@ export function RejoinOutcome({ operation, serverName }: { operation: Operation;
     <p>It has nothing {source} lacks: it can rejoin as its replica.</p>
   ) : (
     <p>✓ It replicates from {source} again, read-only, no longer fenced.</p>
+  );
+}
+
+function RewindOutcome(props: { operation: Operation; rewind: Schemas["RejoinRewind"]; source: string }) {
+  const { operation, rewind, source } = props;
+  const cut = rewind.cut ?? [];
+  const done = operation.state === "succeeded";
+  return (
+    <div aria-label="Rewind">
+      <table>
+        <caption>
+          {operation.dry_run ? "Would cut" : "Cut"}, per domain (rewound to <span className="mono">{rewind.to || "nothing kept"}</span>)
+        </caption>
+        <thead>
+          <tr><th>Domain</th><th>How many</th><th>GTIDs</th></tr>
+        </thead>
+        <tbody>
+          {cut.map((d) => (
+            <tr key={d.domain}>
+              <td>{d.domain}</td>
+              <td>{d.gtids.length}</td>
+              <td className="mono">{d.gtids.length > 1 ? `${d.gtids[0]} … ${d.gtids[d.gtids.length - 1]}` : d.gtids[0]}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {rewind.archive_id != null ? (
+        <p>
+          Archived first as archive {rewind.archive_id} (<span className="mono">{rewind.archive_name}</span>): download it
+          from <span className="mono">{`GET /api/v1/clusters/${operation.cluster_id}/archives/${rewind.archive_id}`}</span>.
+        </p>
+      ) : null}
+      {!done && operation.error ? <p className="error">{operation.error}</p> : null}
+      {done && operation.dry_run ? <p>Once rewound, it can rejoin as a replica of {source}.</p> : null}
+      {done && !operation.dry_run ? <p>✓ Rewound; it replicates from {source} again, read-only, no longer fenced.</p> : null}
+    </div>
   );
 }
