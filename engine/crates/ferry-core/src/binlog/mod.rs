@@ -19,6 +19,7 @@ pub mod delete_domain;
 pub mod event;
 pub mod expiry;
 pub mod hwm;
+pub mod intent;
 pub mod listing;
 pub mod reader;
 pub mod reset;

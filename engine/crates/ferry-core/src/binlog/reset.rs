@@ -3,12 +3,11 @@
 //! removed once the store has been moved onto the new binlog; a start-up that finds it completes the reset. The
 //! store was made durable before the intent was written, so the old files hold nothing it lacks.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::binlog::{file_seq, sync_dir, write_index_on, BinlogError};
+use crate::binlog::{file_seq, intent, sync_dir, write_index_on, BinlogError};
 use crate::vfs::Fs;
 
 /// The intent file's name, in the binlog directory.
@@ -25,41 +24,19 @@ fn intent_path(dir: &Path) -> PathBuf {
     dir.join(RESET_INTENT_FILE)
 }
 
-/// Records the intent durably (temporary file, fsync, rename, fsync of the directory).
+/// Records the intent durably.
 pub fn write_intent(fs: &dyn Fs, dir: &Path, intent: ResetIntent) -> Result<(), BinlogError> {
-    let path = intent_path(dir);
-    let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_vec(&intent).expect("an intent serializes");
-    fs.create(&tmp)
-        .and_then(|mut f| {
-            f.write_all(&text)?;
-            f.sync_all()
-        })
-        .map_err(|e| BinlogError::io(&tmp, e))?;
-    fs.rename(&tmp, &path).map_err(|e| BinlogError::io(&path, e))?;
-    sync_dir(fs, dir)
+    intent::write(fs, dir, &intent_path(dir), &intent, None)
 }
 
 /// The reset a crash interrupted, if any.
 pub fn read_intent(fs: &dyn Fs, dir: &Path) -> Result<Option<ResetIntent>, BinlogError> {
-    let path = intent_path(dir);
-    match fs.read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| BinlogError::Invalid(format!("{} is not a RESET MASTER intent: {e}", path.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(BinlogError::io(path, e)),
-    }
+    intent::read(fs, &intent_path(dir), "RESET MASTER")
 }
 
 /// The reset is complete: forgets the intent.
 pub fn clear_intent(fs: &dyn Fs, dir: &Path) -> Result<(), BinlogError> {
-    let path = intent_path(dir);
-    match fs.remove_file(&path) {
-        Ok(()) => sync_dir(fs, dir),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(BinlogError::io(path, e)),
-    }
+    intent::clear(fs, dir, &intent_path(dir))
 }
 
 /// Empties the index, then deletes every binlog file of `dir` (idempotent: a repeat after a crash finds fewer).

@@ -13,12 +13,12 @@
 //! step can be done again.
 
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::binlog::event::{encode_event, flags, Event, FormatDescription, BINLOG_FORMAT_VERSION};
+use crate::binlog::intent;
 use crate::binlog::reader::{read_gtid_list_on, FileReader, Item, Transaction, TransactionReader};
 use crate::binlog::writer::now_us;
 use crate::binlog::{file_name, file_seq, read_index_on, sync_dir, write_index_on, BinlogCoord, BinlogError, MAGIC};
@@ -399,42 +399,19 @@ fn intent_path(dir: &Path) -> PathBuf {
     dir.join(REWIND_INTENT_FILE)
 }
 
-/// Records the intent durably in the binlog directory `dir` (temporary file, fsync, rename, fsync of the directory).
+/// Records the intent durably in the binlog directory `dir`.
 pub fn write_intent(fs: &dyn Fs, dir: &Path, intent: &RewindIntent) -> Result<(), BinlogError> {
-    let path = intent_path(dir);
-    let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_vec(intent).expect("an intent serializes");
-    fs.create(&tmp)
-        .and_then(|mut f| {
-            fault::check(sites::REWIND_INTENT)?;
-            f.write_all(&text)?;
-            f.sync_all()
-        })
-        .map_err(|e| BinlogError::io(&tmp, e))?;
-    fs.rename(&tmp, &path).map_err(|e| BinlogError::io(&path, e))?;
-    sync_dir(fs, dir)
+    intent::write(fs, dir, &intent_path(dir), intent, Some(sites::REWIND_INTENT))
 }
 
 /// The rewind a crash interrupted, if any.
 pub fn read_intent(fs: &dyn Fs, dir: &Path) -> Result<Option<RewindIntent>, BinlogError> {
-    let path = intent_path(dir);
-    match fs.read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| BinlogError::Invalid(format!("{} is not a rewind intent: {e}", path.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(BinlogError::io(path, e)),
-    }
+    intent::read(fs, &intent_path(dir), "rewind")
 }
 
 /// The rewind is complete: forgets the intent.
 pub fn clear_intent(fs: &dyn Fs, dir: &Path) -> Result<(), BinlogError> {
-    let path = intent_path(dir);
-    match fs.remove_file(&path) {
-        Ok(()) => sync_dir(fs, dir),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(BinlogError::io(path, e)),
-    }
+    intent::clear(fs, dir, &intent_path(dir))
 }
 
 /// Cuts the binlog of `dir` at `at` (idempotent): the index loses the later files, they are deleted, and the file
