@@ -391,22 +391,33 @@ impl Store {
                     txn.delete_table(user_table(&name)).map_err(redb_err)?;
                 }
             }
-            {
-                let mut state = txn.open_table(REPLICA_STATE).map_err(redb_err)?;
-                state.retain(|_, _| false).map_err(redb_err)?;
-                for g in replica_position.iter() {
-                    let sub_id = self.next_sub_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    state.insert((g.domain, sub_id), (g.server, g.seq)).map_err(redb_err)?;
-                }
-                let mut meta = txn.open_table(META).map_err(redb_err)?;
-                let coord = serde_json::to_vec(&through).expect("coordinates serialize");
-                meta.insert(APPLIED_THROUGH, coord.as_slice()).map_err(redb_err)?;
-                meta.insert(REWOUND_BY, marker.as_bytes()).map_err(redb_err)?;
-            }
+            self.record_rewound(&txn, through, replica_position, marker)?;
             fault::check(sites::STORE_FLUSH)?;
             txn.commit().map_err(redb_err)
         };
         write().map_err(|e| StoreError::Failed(self.health.fail(format!("store rewind: {e}"))))
+    }
+
+    /// The end of a rewind's store part, in its commit `txn`: the replica state is `replica_position`, the store
+    /// covers the binlog through `through`, and `marker` says which rewind did it.
+    fn record_rewound(
+        &self,
+        txn: &redb::WriteTransaction,
+        through: BinlogCoord,
+        replica_position: &GtidPosition,
+        marker: &str,
+    ) -> Result<(), StoreError> {
+        let mut state = txn.open_table(REPLICA_STATE).map_err(redb_err)?;
+        state.retain(|_, _| false).map_err(redb_err)?;
+        for g in replica_position.iter() {
+            let sub_id = self.next_sub_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            state.insert((g.domain, sub_id), (g.server, g.seq)).map_err(redb_err)?;
+        }
+        let mut meta = txn.open_table(META).map_err(redb_err)?;
+        let coord = serde_json::to_vec(&through).expect("coordinates serialize");
+        meta.insert(APPLIED_THROUGH, coord.as_slice()).map_err(redb_err)?;
+        meta.insert(REWOUND_BY, marker.as_bytes()).map_err(redb_err)?;
+        Ok(())
     }
 
     /// A rewind's store part by replay, in one durable redb commit: every user table emptied, the row images of
@@ -448,18 +459,7 @@ impl Store {
                     }
                 }
             }
-            {
-                let mut state = txn.open_table(REPLICA_STATE).map_err(redb_err)?;
-                state.retain(|_, _| false).map_err(redb_err)?;
-                for g in replica_position.iter() {
-                    let sub_id = self.next_sub_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    state.insert((g.domain, sub_id), (g.server, g.seq)).map_err(redb_err)?;
-                }
-                let mut meta = txn.open_table(META).map_err(redb_err)?;
-                let coord = serde_json::to_vec(&through).expect("coordinates serialize");
-                meta.insert(APPLIED_THROUGH, coord.as_slice()).map_err(redb_err)?;
-                meta.insert(REWOUND_BY, marker.as_bytes()).map_err(redb_err)?;
-            }
+            self.record_rewound(&txn, through, replica_position, marker)?;
             fault::check(sites::STORE_FLUSH)?;
             txn.commit().map_err(redb_err)
         };
