@@ -35,7 +35,7 @@ from ferry_control.schemas.operation_results import (
     LostReport,
     ReplacesMaster,
 )
-from ferry_control.services.orchestrator import actions, routing
+from ferry_control.services.orchestrator import actions, moves, routing
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
 from ferry_control.services.orchestrator.candidates import (
     better_successor,
@@ -496,12 +496,8 @@ async def _settle(ctx: OperationContext[Any, Any], plan: FailoverMove, observed:
         step.detail = f"{candidate.info.label} " + ("was promoted: completed" if done else "was not promoted: undone")
     if done:
         return await roll_forward(ctx, plan, observed)
-    async with ctx.step("undo", fenced=False) as step:
-        settled = await undo_failover(ctx, plan, observed)
-        step.detail = {"done": settled.done, "problems": settled.problems}
-        if settled.problems:
-            raise OperationFailed("; ".join(settled.problems))
-    return "; ".join(settled.done) or f"{candidate.info.label} was not promoted: nothing else was changed"
+    done_words = await moves.as_step(ctx, "undo", undo_failover(ctx, plan, observed))
+    return done_words or f"{candidate.info.label} was not promoted: nothing else was changed"
 
 
 async def applied_from_fenced(master: ServerView, link: Link, settings: Settings) -> str:

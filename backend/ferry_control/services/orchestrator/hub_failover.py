@@ -37,7 +37,7 @@ from ferry_control.schemas.operation_results import (
     ServerConnection,
     StoredIncoming,
 )
-from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator import actions, moves
 from ferry_control.services.orchestrator.candidates import CandidatePool, choice_detail, choose_candidate, delay_of
 from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.fencing import fence, suspend_automatic_failover
@@ -271,12 +271,7 @@ async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observe
 
 async def _roll_forward(ctx: OperationContext[Any, Any], plan: HubFailoverPlan, observed: Observed) -> str:
     """The live run's compensation once its plan was saved: `complete_hub_failover`, recorded as a step."""
-    async with ctx.step("roll_forward", fenced=False) as step:
-        settled = await complete_hub_failover(ctx, plan, observed)
-        step.detail = {"done": settled.done, "problems": settled.problems}
-        if settled.problems:
-            raise OperationFailed("; ".join(settled.problems))
-    return "; ".join(settled.done)
+    return await moves.as_step(ctx, "roll_forward", complete_hub_failover(ctx, plan, observed))
 
 
 def domains_report(snapshot: ClusterSnapshot, incoming: list[Incoming], start: Any, now: Any) -> list[DomainOrigin]:

@@ -33,7 +33,7 @@ from ferry_control.schemas.operation_results import (
     HubSwitchPlan,
     ServerConnection,
 )
-from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator import actions, moves
 from ferry_control.services.orchestrator.candidates import delay_of
 from ferry_control.services.orchestrator.gtid import position
 from ferry_control.services.orchestrator.moves import MoveContext, Observed, Settled
@@ -243,22 +243,12 @@ async def _settle(ctx: OperationContext[Any, Any], plan: HubSwitchPlan, observed
         )
     if taken:
         return await roll_forward(ctx, plan, observed)
-    async with ctx.step("undo", fenced=False) as step:
-        settled = await undo_hub_move(ctx, plan, observed)
-        step.detail = {"done": settled.done, "problems": settled.problems}
-        if settled.problems:
-            raise OperationFailed("; ".join(settled.problems))
-    return "; ".join(settled.done)
+    return await moves.as_step(ctx, "undo", undo_hub_move(ctx, plan, observed))
 
 
 async def roll_forward(ctx: OperationContext[Any, Any], plan: HubSwitchPlan, observed: Observed) -> str:
     """The compensation once the candidate took over a connection: `complete_hub_move`, recorded as a step."""
-    async with ctx.step("roll_forward", fenced=False) as step:
-        settled = await complete_hub_move(ctx, plan, observed)
-        step.detail = {"done": settled.done, "problems": settled.problems}
-        if settled.problems:
-            raise OperationFailed("; ".join(settled.problems))
-    return "; ".join(settled.done)
+    return await moves.as_step(ctx, "roll_forward", complete_hub_move(ctx, plan, observed))
 
 
 async def complete_hub_move(ctx: MoveContext, plan: HubSwitchPlan, observed: Observed) -> Settled:

@@ -22,13 +22,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from ferry_control.core.config import Settings
 from ferry_control.schemas.operation_results import HubFailoverPlan, HubSwitchPlan, MasterSwitch
+from ferry_control.services.orchestrator.failures import OperationFailed
 from ferry_control.services.orchestrator.snapshot import ServerView
+
+if TYPE_CHECKING:
+    from ferry_control.services.orchestrator.runner import OperationContext
 
 #: The servers as the caller sees them, by server id (a live run's snapshot, or a reconcile's).
 Observed = Mapping[int, ServerView]
@@ -110,3 +114,14 @@ async def undo(ctx: MoveContext, plan: object, observed: Observed) -> Settled:
 async def complete(ctx: MoveContext, plan: object, observed: Observed) -> Settled:
     """Makes every move of `plan` not made yet, past its point of no return."""
     return await model_of(plan).complete(ctx, plan, observed)
+
+
+async def as_step(ctx: OperationContext[Any, Any], name: str, settling: Awaitable[Settled]) -> str:
+    """A live compensation (a model's undo or completion, `settling`) recorded as the step `name` with what it did
+    and could not; returns what it did, or raises OperationFailed naming what it could not do."""
+    async with ctx.step(name, fenced=False) as step:
+        settled = await settling
+        step.detail = {"done": settled.done, "problems": settled.problems}
+        if settled.problems:
+            raise OperationFailed("; ".join(settled.problems))
+    return "; ".join(settled.done)

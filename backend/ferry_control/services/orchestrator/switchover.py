@@ -767,12 +767,7 @@ async def roll_forward(ctx: OperationContext[Any, Any], plan: object, observed: 
     """The live run's compensation once its move passed the point of no return: the model's completion
     (`moves.complete`: a master switch's or a failover's), recorded as the `roll_forward` step. Returns what it did;
     raises OperationFailed naming what it could not do."""
-    async with ctx.step("roll_forward", fenced=False) as step:
-        settled = await moves.complete(ctx, plan, observed)
-        step.detail = {"done": settled.done, "problems": settled.problems}
-        if settled.problems:
-            raise OperationFailed("; ".join(settled.problems))
-    return "; ".join(settled.done)
+    return await moves.as_step(ctx, "roll_forward", moves.complete(ctx, plan, observed))
 
 
 async def complete_switch(ctx: MoveContext, switch: MasterSwitch, observed: Observed) -> Settled:
