@@ -4,7 +4,7 @@ that type's parameters and result), one request body per operation type, and the
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
 
@@ -84,6 +84,12 @@ class OperationReadBase(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+    if TYPE_CHECKING:
+        # What every kind's read model adds (its own `type`, parameters and result), as a type checker sees any kind.
+        type: str
+        params: OperationParams
+        result: OperationResult | None
 
 
 class OperationRequest(BaseModel):
@@ -501,18 +507,23 @@ class RejoinOperation(OperationReadBase):
     result: RejoinResult | None = None
 
 
-AnyOperation = Annotated[
-    SwitchoverOperation | FailoverOperation | RepointOperation | ReadOnlyOperation | StartReplicationOperation
-    | StopReplicationOperation | BringLevelOperation | SkipTransactionsOperation | ParallelApplyOperation
-    | DrillOperation | RejoinOperation,
-    Field(discriminator="type"),
-]  # fmt: skip
+def _read_models() -> tuple[type[OperationReadBase], ...]:
+    """Every operation kind's read model: each subclass of `OperationReadBase` defined above, in their order — a
+    kind's read model is its one declaration here (services/orchestrator/kinds.py declares what runs it)."""
+    return tuple(OperationReadBase.__subclasses__())
+
+
+if TYPE_CHECKING:
+    #: To a type checker: any kind's read model (narrowed by `isinstance` to one).
+    AnyOperation = OperationReadBase
+else:
+    #: Any kind's read model, discriminated by its `type` (the union of every kind's, built from their declarations).
+    AnyOperation = Annotated[Union[_read_models()], Field(discriminator="type")]  # noqa: UP007 (a runtime tuple)
 
 
 def _variants() -> dict[str, type[OperationReadBase]]:
-    """Each type's read model by its `type`, from `AnyOperation` (its members are the types there are)."""
-    members = get_args(get_args(AnyOperation)[0])
-    return {get_args(m.model_fields["type"].annotation)[0]: m for m in members}
+    """Each type's read model by its `type` (its members are the types there are)."""
+    return {get_args(m.model_fields["type"].annotation)[0]: m for m in _read_models()}
 
 
 #: Each operation type's read model (a member of `AnyOperation`).

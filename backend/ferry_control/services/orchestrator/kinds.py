@@ -2,9 +2,10 @@
 the runner's executors (`register_executors`), the reconcile's repairs (`repair_of`), the API's start routes (their
 path, route name — so the operationId and the audit action —, body and precheck) and the API's enum of types.
 
-A kind's read model (a member of `schemas.operation.AnyOperation`) names it (`type`) and carries its parameters and
-result models; the schemas' `VARIANTS`, `PARAMS`, `RESULTS` and `OPERATION_TYPES` are read from that union, and a test
-holds the union and `KINDS` to the same kinds (docs/architecture.md: adding an operation kind)."""
+A kind's read model (a subclass of `schemas.operation.OperationReadBase`, a member of `AnyOperation` by being
+defined) names it (`type`) and carries its parameters and result models; the schemas' `VARIANTS`, `PARAMS`,
+`RESULTS` and `OPERATION_TYPES` are read from those read models, and a test holds them and `KINDS` to the same kinds
+(docs/architecture.md: adding an operation kind)."""
 
 from __future__ import annotations
 
