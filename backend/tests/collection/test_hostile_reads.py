@@ -58,7 +58,7 @@ async def test_a_lying_binlog_listing_is_its_servers_error_in_the_clusters_inter
             node.answer = Answer.json(document)
             response = await client.get(f"/api/v1/clusters/{cluster_id}/interleavings", params={"limit": 5})
             assert response.status_code == 200, (lie, response.text)
-            servers = {s["server_id"]: s for s in response.json()["servers"]}
+            servers = {s["registered_server_id"]: s for s in response.json()["servers"]}
             error = servers[liar_id]["error"]
             assert error and "bad_events" in error and words in error, (lie, error)
             assert servers[liar_id]["transactions"] == [], lie

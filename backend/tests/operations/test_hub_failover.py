@@ -147,13 +147,15 @@ async def test_a_hub_failover_stopped_after_its_moves_began_is_completed_by_its_
     monkeypatch.setattr(hub_failover, "_gap", failing_gap)
     async with live_app() as live:
         cluster_id, ids = await register(live.client, ferryd, name="chain")
-        moved = await run_operation(live.app, live.client, cluster_id, "repoint",
-                                    {"server_id": ids["replica2"], "master_server_id": ids["replica1"]})  # fmt: skip
+        moved = await run_operation(
+            live.app, live.client, cluster_id, "repoint",
+            {"registered_server_id": ids["replica2"], "master_registered_server_id": ids["replica1"]},
+        )  # fmt: skip
         assert moved["state"] == "succeeded", (moved["error"], moved["steps"])
         await live.app.state.collector.run_cycle()  # the chain's links, stored
         ferryd.replica1.kill()
         operation = await run_operation(live.app, live.client, cluster_id, "failover",
-                                        {"source_server_id": ids["replica1"]})  # fmt: skip
+                                        {"source_registered_server_id": ids["replica1"]})  # fmt: skip
         hub = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids['replica1']}")).json()
     assert failed, "the injected error did not happen"
     assert step(operation, "new_hub_takes_connections")["state"] == "failed"
