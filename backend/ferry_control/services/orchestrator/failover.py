@@ -496,7 +496,7 @@ async def _settle(ctx: OperationContext[Any, Any], plan: FailoverMove, observed:
         step.detail = f"{candidate.info.label} " + ("was promoted: completed" if done else "was not promoted: undone")
     if done:
         return await roll_forward(ctx, plan, observed)
-    done_words = await moves.as_step(ctx, "undo", undo_failover(ctx, plan, observed))
+    done_words = await moves.as_step(ctx, "undo", partial(undo_failover, ctx, plan, observed))
     return done_words or f"{candidate.info.label} was not promoted: nothing else was changed"
 
 

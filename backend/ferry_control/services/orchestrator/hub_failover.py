@@ -271,7 +271,7 @@ async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observe
 
 async def _roll_forward(ctx: OperationContext[Any, Any], plan: HubFailoverPlan, observed: Observed) -> str:
     """The live run's compensation once its plan was saved: `complete_hub_failover`, recorded as a step."""
-    return await moves.as_step(ctx, "roll_forward", complete_hub_failover(ctx, plan, observed))
+    return await moves.as_step(ctx, "roll_forward", partial(complete_hub_failover, ctx, plan, observed))
 
 
 def domains_report(snapshot: ClusterSnapshot, incoming: list[Incoming], start: Any, now: Any) -> list[DomainOrigin]:

@@ -243,12 +243,12 @@ async def _settle(ctx: OperationContext[Any, Any], plan: HubSwitchPlan, observed
         )
     if taken:
         return await roll_forward(ctx, plan, observed)
-    return await moves.as_step(ctx, "undo", undo_hub_move(ctx, plan, observed))
+    return await moves.as_step(ctx, "undo", partial(undo_hub_move, ctx, plan, observed))
 
 
 async def roll_forward(ctx: OperationContext[Any, Any], plan: HubSwitchPlan, observed: Observed) -> str:
     """The compensation once the candidate took over a connection: `complete_hub_move`, recorded as a step."""
-    return await moves.as_step(ctx, "roll_forward", complete_hub_move(ctx, plan, observed))
+    return await moves.as_step(ctx, "roll_forward", partial(complete_hub_move, ctx, plan, observed))
 
 
 async def complete_hub_move(ctx: MoveContext, plan: HubSwitchPlan, observed: Observed) -> Settled:

@@ -116,11 +116,12 @@ async def complete(ctx: MoveContext, plan: object, observed: Observed) -> Settle
     return await model_of(plan).complete(ctx, plan, observed)
 
 
-async def as_step(ctx: OperationContext[Any, Any], name: str, settling: Awaitable[Settled]) -> str:
-    """A live compensation (a model's undo or completion, `settling`) recorded as the step `name` with what it did
-    and could not; returns what it did, or raises OperationFailed naming what it could not do."""
+async def as_step(ctx: OperationContext[Any, Any], name: str, settle: Callable[[], Awaitable[Settled]]) -> str:
+    """A live compensation (a model's undo or completion, `settle`, called once the step is open) recorded as the
+    step `name` with what it did and could not; returns what it did, or raises OperationFailed naming what it could
+    not do."""
     async with ctx.step(name, fenced=False) as step:
-        settled = await settling
+        settled = await settle()
         step.detail = {"done": settled.done, "problems": settled.problems}
         if settled.problems:
             raise OperationFailed("; ".join(settled.problems))

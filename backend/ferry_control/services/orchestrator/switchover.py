@@ -767,7 +767,7 @@ async def roll_forward(ctx: OperationContext[Any, Any], plan: object, observed: 
     """The live run's compensation once its move passed the point of no return: the model's completion
     (`moves.complete`: a master switch's or a failover's), recorded as the `roll_forward` step. Returns what it did;
     raises OperationFailed naming what it could not do."""
-    return await moves.as_step(ctx, "roll_forward", moves.complete(ctx, plan, observed))
+    return await moves.as_step(ctx, "roll_forward", partial(moves.complete, ctx, plan, observed))
 
 
 async def complete_switch(ctx: MoveContext, switch: MasterSwitch, observed: Observed) -> Settled:
