@@ -13,12 +13,18 @@ failover through the API, and the old master started again on its ports. Measure
   to the new master's address) — the rejoin the monitor started, no operator involved,
 - `caught_up_s`: until it has the new master's position read at that moment.
 
+With --own N, the old master first takes N transactions (in 2 domains) its replicas never receive (their
+connections stopped, as a failover without semi-sync pays): the cluster's `auto_rejoin` is off, and once the old
+master is fenced an operator's script asks for the rejoin with `resolve: rewind` at once (the node cuts them,
+archived by the control plane first); `replicating_s` then includes that rejoin, and `rejoin_s` is its operation's
+own time.
+
 After each run, every acknowledged increment is checked on every node (none lost, none applied twice) and the
 rejoined node's checksums equal the new master's at one position (the writer paused for that).
 
 Prints one JSON line per run and, last, one JSON object with the figures per rate.
 
-    .venv/bin/python backend/bench/rejoin.py [--rates 0,200,1000] [--runs 5] [--poll-interval 1.0]
+    .venv/bin/python backend/bench/rejoin.py [--rates 0,200,1000] [--runs 5] [--poll-interval 1.0] [--own N]
 """
 
 from __future__ import annotations
@@ -126,7 +132,7 @@ async def one_run(rate: float, run: int, args: argparse.Namespace) -> dict[str, 
                 transport = httpx.ASGITransport(app=app)
                 headers = {"Authorization": f"Bearer {token}"}
                 async with httpx.AsyncClient(transport=transport, base_url="http://bench", headers=headers) as client:
-                    cluster_id, ids = await register(client, ferryd, name="bench", auto_rejoin=True)
+                    cluster_id, ids = await register(client, ferryd, name="bench", auto_rejoin=not args.own)
                     old = ferryd.master
                     if rate:
                         writer = await LoadWriter.start(ferryd.nodes, clients=4, domains=2, rate=rate)
@@ -135,6 +141,11 @@ async def one_run(rate: float, run: int, args: argparse.Namespace) -> dict[str, 
                         # benchmark's business).
                         await writer.pause()
                         await asyncio.to_thread(ferryd.converge)
+                    if args.own:
+                        await asyncio.to_thread(ferryd.converge)
+                        for replica in (ferryd.replica1, ferryd.replica2):
+                            await asyncio.to_thread(replica.post, "/v1/replication/main/stop", {})
+                        await asyncio.to_thread(ferryd.write, (args.own + 1) // 2, (1, 2))
                     await app.state.collector.run_cycle()  # the topology known before the master is lost
                     await asyncio.to_thread(old.kill)
                     response = await client.post(f"/api/v1/clusters/{cluster_id}/operations/failover", json={})
@@ -150,14 +161,38 @@ async def one_run(rate: float, run: int, args: argparse.Namespace) -> dict[str, 
                     if writer is not None:
                         await writer.resume()
                         await asyncio.sleep(args.warmup)  # the load goes on on the new master
-                    await asyncio.to_thread(old.start, same_ports=True)  # answers from here
-                    fenced_s = await until("fenced", lambda: old.status()["read_only"])
-                    replicating_s = fenced_s + await until("replicating", lambda: replicates_from(old, new))
+                    await asyncio.to_thread(old.start, same_ports=True)
+                    answered = time.monotonic()  # it answers from here: every figure is from this moment
+                    await until("fenced", lambda: old.status()["read_only"])
+                    fenced_s = time.monotonic() - answered
+                    rejoin_s = cut = None
+                    if args.own:
+                        # The operator's script: the rejoin with a rewind, as soon as the old master is fenced.
+                        asked = time.monotonic()
+                        response = await client.post(
+                            f"/api/v1/clusters/{cluster_id}/operations/rejoin",
+                            json={"registered_server_id": ids["master"], "resolve": "rewind"},
+                        )
+                        if response.status_code != 202:
+                            raise SystemExit(f"rejoin refused: {response.status_code} {response.text}")
+                        await app.state.runner.wait(response.json()["id"])
+                        rejoin = (
+                            await client.get(f"/api/v1/clusters/{cluster_id}/operations/{response.json()['id']}")
+                        ).json()
+                        if rejoin["state"] != "succeeded":
+                            raise SystemExit(f"rejoin {rejoin['state']}: {rejoin['error']}")
+                        rejoin_s = time.monotonic() - asked
+                        cut = sum(len(d["gtids"]) for d in rejoin["result"]["rewind"]["cut"])
+                        if cut != 2 * ((args.own + 1) // 2):
+                            raise SystemExit(f"the rewind cut {cut} transactions, not the {args.own} only it had")
+                    await until("replicating", lambda: replicates_from(old, new))
+                    replicating_s = time.monotonic() - answered
                     target = await asyncio.to_thread(lambda: new.status()["gtid_binlog_pos"])
-                    caught_up_s = replicating_s + await until(
+                    await until(
                         "caught up",
                         lambda: old.post("/v1/wait-for-position", {"position": target, "timeout_ms": 100})["reached"],
                     )
+                    caught_up_s = time.monotonic() - answered
                     acked = 0
                     if writer is not None:
                         ledger = await writer.stop()
@@ -173,6 +208,7 @@ async def one_run(rate: float, run: int, args: argparse.Namespace) -> dict[str, 
     record = {
         "rate": rate, "run": run, "fenced_s": round(fenced_s, 3), "replicating_s": round(replicating_s, 3),
         "caught_up_s": round(caught_up_s, 3), "acked": acked,
+        "rejoin_s": None if rejoin_s is None else round(rejoin_s, 3), "cut": cut,
     }  # fmt: skip
     emit(record)
     return record
@@ -184,6 +220,7 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--poll-interval", type=float, default=1.0, help="the collector's poll interval (s)")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before the kill and the start")
+    parser.add_argument("--own", type=int, default=0, help="transactions only the old master has (rewound)")
     args = parser.parse_args()
     os.environ.setdefault("FERRYD_BIN", str(REPO_ROOT / "engine" / "target" / "release" / "ferryd"))
     levels = []
@@ -194,9 +231,11 @@ async def main() -> None:
             "fenced_s": summary([r["fenced_s"] for r in runs]),
             "replicating_s": summary([r["replicating_s"] for r in runs]),
             "caught_up_s": summary([r["caught_up_s"] for r in runs]),
+            "rejoin_s": summary([r["rejoin_s"] for r in runs if r["rejoin_s"] is not None]),
         })  # fmt: skip
     emit({
         "benchmark": "rejoin_after_failover", "poll_interval_s": args.poll_interval, "runs_per_level": args.runs,
+        "only_the_old_master_had": args.own,
         "levels": levels, "ferryd": os.environ["FERRYD_BIN"], "load_average": os.getloadavg(),
     })  # fmt: skip
 
