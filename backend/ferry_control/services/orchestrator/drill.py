@@ -31,7 +31,7 @@ from ferry_control.schemas.events import DrillEvent
 from ferry_control.schemas.operation_results import CheckResult, SwitchFigures, WebhookCall
 from ferry_control.services.event_bus import ClusterEvent
 from ferry_control.services.orchestrator import catch_up_parallel, failover_drill, prepare
-from ferry_control.services.orchestrator.canary_writer import CanaryWriter, WriterServer, report
+from ferry_control.services.orchestrator.canary_writer import CanaryWriter
 from ferry_control.services.orchestrator.candidates import delay_of
 from ferry_control.services.orchestrator.drill_parts import (
     Drill,
@@ -46,7 +46,7 @@ from ferry_control.services.orchestrator.drill_parts import (
     switch_preflight,
     verify,
     verify_writer,
-    write_canaries,
+    with_canaries,
 )
 from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.gtid import position
@@ -188,7 +188,6 @@ async def _choose(ctx: Drill, snapshot: ClusterSnapshot) -> int | None:
 
 
 async def _drill(ctx: Drill, run_id: int, details: dict[str, Any]) -> None:
-    settings = ctx.settings
     async with ctx.step("preflight") as step:
         snapshot = await ctx.snapshot()
         plan, snapshot = await switch_preflight(ctx, await _choose(ctx, snapshot))
@@ -217,23 +216,10 @@ async def _drill(ctx: Drill, run_id: int, details: dict[str, Any]) -> None:
         await prepare.catch_up_before_window(
             ctx, master, candidate, max_window_s=max_window_s, timeout_s=timeout_s, delay_s=delay_of(plan.candidate)
         )
-        async with ctx.step("write_canaries") as step:
-            canaries = await write_canaries(ctx, master, run_id)
-            details["canaries"] = {str(d): g for d, g in canaries.items()}
-            step.detail = details["canaries"]
-        canary_position = str(position(",".join(canaries.values())))
-        await canaries_replicated(ctx, servers[1:], canary_position)
-
-        writer = CanaryWriter(
-            [WriterServer(v.info.id, v.info.label, v.require_driver()) for v in servers], sorted(canaries),
-            run_id=run_id, operation_id=ctx.operation_id, interval_s=settings.drills.canary_interval_ms / 1000,
-            per_domain_max=settings.drills.canaries_per_domain_max,
+        await with_canaries(
+            ctx, run_id, details, master, servers,
+            lambda writer, canaries: _live_drill(ctx, run_id, details, writer, master, candidate, servers, canaries),
         )  # fmt: skip
-        try:
-            await _live_drill(ctx, run_id, details, writer, master, candidate, servers, canaries)
-        finally:
-            await writer.stop()
-            details.setdefault("canary_writer", report(writer, None))
 
 
 async def _live_drill(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -219,6 +219,35 @@ async def canaries_replicated(ctx: Drill, servers: list[ServerView], canary_posi
         step.detail = {"position": canary_position, "problems": problems}
         if problems:
             raise DrillFailed(problems)
+
+
+async def with_canaries(
+    ctx: Drill,
+    run_id: int,
+    details: dict[str, Any],
+    master: ServerView,
+    servers: list[ServerView],
+    live: Callable[[CanaryWriter, dict[int, str]], Awaitable[None]],
+) -> None:
+    """A drill's evidence around its moves: canary rows written in every domain of `master` (the `write_canaries`
+    step) and on every other of `servers` (`canaries_replicated`), then the live canary writer over `servers` for
+    `live(writer, canaries)`, stopped whatever its end, its report kept in `details`."""
+    async with ctx.step("write_canaries") as step:
+        canaries = await write_canaries(ctx, master, run_id)
+        details["canaries"] = {str(d): g for d, g in canaries.items()}
+        step.detail = details["canaries"]
+    await canaries_replicated(ctx, servers[1:], str(position(",".join(canaries.values()))))
+    settings = ctx.settings
+    writer = CanaryWriter(
+        [WriterServer(v.info.id, v.info.label, v.require_driver()) for v in servers], sorted(canaries),
+        run_id=run_id, operation_id=ctx.operation_id, interval_s=settings.drills.canary_interval_ms / 1000,
+        per_domain_max=settings.drills.canaries_per_domain_max,
+    )  # fmt: skip
+    try:
+        await live(writer, canaries)
+    finally:
+        await writer.stop()
+        details.setdefault("canary_writer", report(writer, None))
 
 
 def canary_key(run_id: int, domain: int) -> str:

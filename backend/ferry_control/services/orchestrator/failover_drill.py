@@ -47,22 +47,20 @@ from ferry_control.schemas.operation_results import (
 )
 from ferry_control.services.orchestrator import actions, no_return
 from ferry_control.services.orchestrator.actions import LEVEL_PREFIX
-from ferry_control.services.orchestrator.canary_writer import NAMED_MAX, CanaryWriter, WriterServer, report
+from ferry_control.services.orchestrator.canary_writer import NAMED_MAX, CanaryWriter
 from ferry_control.services.orchestrator.candidates import CandidatePool, candidate_pool
 from ferry_control.services.orchestrator.drill_parts import (
     Drill,
     DrillFailed,
-    canaries_replicated,
     next_in_rotation,
     start_writer,
     switch_back,
     verify,
     verify_writer,
-    write_canaries,
+    with_canaries,
     writer_after,
 )
 from ferry_control.services.orchestrator.failover import replace_master
-from ferry_control.services.orchestrator.gtid import position
 from ferry_control.services.orchestrator.moves import Observed
 from ferry_control.services.orchestrator.plan_consumers import plan_consumers
 from ferry_control.services.orchestrator.rejoin import rejoin
@@ -162,22 +160,10 @@ async def run(ctx: Drill, run_id: int, details: dict[str, Any]) -> None:
     snapshot = await ctx.snapshot()
     others = _others(snapshot, master, candidate)
     servers = [master, candidate, *others]
-    async with ctx.step("write_canaries") as step:
-        canaries = await write_canaries(ctx, master, run_id)
-        details["canaries"] = {str(d): g for d, g in canaries.items()}
-        step.detail = details["canaries"]
-    await canaries_replicated(ctx, servers[1:], str(position(",".join(canaries.values()))))
-    settings = ctx.settings
-    writer = CanaryWriter(
-        [WriterServer(v.info.id, v.info.label, v.require_driver()) for v in servers], sorted(canaries),
-        run_id=run_id, operation_id=ctx.operation_id, interval_s=settings.drills.canary_interval_ms / 1000,
-        per_domain_max=settings.drills.canaries_per_domain_max,
+    await with_canaries(
+        ctx, run_id, details, master, servers,
+        lambda writer, canaries: _live(ctx, run_id, details, writer, master, candidate, servers, canaries),
     )  # fmt: skip
-    try:
-        await _live(ctx, run_id, details, writer, master, candidate, servers, canaries)
-    finally:
-        await writer.stop()
-        details.setdefault("canary_writer", report(writer, None))
 
 
 def _others(snapshot: ClusterSnapshot, master: ServerView, candidate: ServerView) -> list[ServerView]:
