@@ -62,7 +62,7 @@ from ferry_control.drivers.ferry_protocol import (
     row_of,
 )
 from ferry_control.drivers.kinds import KindRules
-from ferry_control.drivers.node_http import AnswerTooLarge, NodeHttp, NodeTimeout, NodeTransportError
+from ferry_control.drivers.node_http import AnswerTooLarge, NodeAnswer, NodeHttp, NodeTimeout, NodeTransportError
 
 #: The longest error code of a node's refusal kept (a node's codes are short names).
 CODE_MAX = 64
@@ -180,8 +180,19 @@ class FerryDriver(ServerDriver):
     def _url(self, path: str) -> str:
         return f"{self._config.scheme}://{self.address}{path}"
 
-    async def _send(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
-                    extra_timeout_s: float = 0.0) -> Any:  # fmt: skip
+    async def _answer(
+        self,
+        method: str,
+        path: str,
+        *,
+        bytes_max: int,
+        too_large: Callable[[AnswerTooLarge], DriverError],
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        extra_timeout_s: float = 0.0,
+    ) -> NodeAnswer:
+        """One admin API request with the node token, its answer as sent: no token, no answer in time, or one over
+        `bytes_max` bytes (`too_large` says which error) is a DriverError."""
         token = self._token()
         if not token:
             raise DriverError(
@@ -190,41 +201,54 @@ class FerryDriver(ServerDriver):
                 "no admin token for the nodes: set FERRY_NODE_TOKEN, FERRY_NODE_TOKEN_FILE or the cluster's node_token",
                 kind=ErrorKind.not_configured,
             )
-        headers = {"Authorization": f"Bearer {token}"}
-        limit = self._config.answer_bytes_max
         try:
-            answer = await self._http.request(
-                method, self._url(path), headers=headers, json=json, params=params,
+            return await self._http.request(
+                method, self._url(path), headers={"Authorization": f"Bearer {token}"}, json=json, params=params,
                 connect_timeout_s=self._config.connect_timeout_s,
-                read_timeout_s=self._config.read_timeout_s + extra_timeout_s, bytes_max=limit,
+                read_timeout_s=self._config.read_timeout_s + extra_timeout_s, bytes_max=bytes_max,
             )  # fmt: skip
         except AnswerTooLarge as e:
-            too_large = (
-                f"{method} {path} declares {e.declared} bytes (at most {limit} are read)"
-                if e.declared is not None
-                else f"{method} {path} answered more than {limit} bytes"
-            )
-            raise ServerProtocolError(self.address, "answer_too_large", too_large) from e
+            raise too_large(e) from e
         except NodeTimeout as e:
             raise ServerUnreachable(self.address, "timeout", f"{method} {path} timed out ({e})") from e
         except NodeTransportError as e:
             raise ServerUnreachable(self.address, "unreachable", f"{method} {path}: {e}") from e
-        content = answer.content
+
+    def _refused(self, status: int, body: Any, not_a_node_error: str, no_message: str = "") -> DriverError:
+        """An answer of 400 or more: the node's error code and message, bounded; anything else it answered is not
+        quoted (it may be any server's page, and the reason is stored and shown) — `not_a_node_error` says so."""
+        error = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(error, dict):
+            error = {"message": not_a_node_error}
+        code = bounded(str(error.get("code", "unknown")), CODE_MAX)
+        message = bounded(str(error.get("message", ""))) or no_message
+        return refusal(self.address, refusal_kind(status), code, message)
+
+    async def _send(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
+                    extra_timeout_s: float = 0.0) -> Any:  # fmt: skip
+        limit = self._config.answer_bytes_max
+
+        def too_large(e: AnswerTooLarge) -> DriverError:
+            return ServerProtocolError(
+                self.address,
+                "answer_too_large",
+                f"{method} {path} declares {e.declared} bytes (at most {limit} are read)"
+                if e.declared is not None
+                else f"{method} {path} answered more than {limit} bytes",
+            )
+
+        answer = await self._answer(
+            method, path, bytes_max=limit, too_large=too_large, json=json, params=params,
+            extra_timeout_s=extra_timeout_s,
+        )  # fmt: skip
         try:
-            body = json_module.loads(content)
+            body = json_module.loads(answer.content)
         except ValueError as e:
             raise ServerProtocolError(
                 self.address, "not_json", f"{method} {path} answered {answer.status} without JSON"
             ) from e
         if answer.status >= 400:
-            # The node's error code and message, bounded; anything else it answered is not quoted (it may be any
-            # server's page, and the reason is stored and shown).
-            error = body.get("error") if isinstance(body, dict) else None
-            if not isinstance(error, dict):
-                error = {"message": f"answered {answer.status} with JSON that is not a node error"}
-            code = bounded(str(error.get("code", "unknown")), CODE_MAX)
-            message = bounded(str(error.get("message", "")))
-            raise refusal(self.address, refusal_kind(answer.status), code, message)
+            raise self._refused(answer.status, body, f"answered {answer.status} with JSON that is not a node error")
         return body
 
     async def _read(self, path: str, params: dict[str, Any] | None = None) -> Any:
@@ -522,36 +546,21 @@ class FerryDriver(ServerDriver):
                 kind=ErrorKind.bad_request,
             )  # fmt: skip
         path = f"/v1/rewind/archives/{name}"
-        token = self._token()
-        if not token:
-            raise DriverError(
-                self.address, "no_node_token", "no admin token for the nodes", kind=ErrorKind.not_configured
-            )
-        try:
-            answer = await self._http.request(
-                "GET", self._url(path), headers={"Authorization": f"Bearer {token}"},
-                connect_timeout_s=self._config.connect_timeout_s, read_timeout_s=self._config.read_timeout_s,
-                bytes_max=bytes_max,
-            )  # fmt: skip
-        except AnswerTooLarge as e:
+
+        def too_large(e: AnswerTooLarge) -> DriverError:
             size = f"{e.declared} bytes" if e.declared is not None else "more bytes"
-            raise DriverError(
-                self.address,
-                "archive_too_large",
-                f"archive {name} is {size}, over the {bytes_max}-byte bound",
-            ) from e
-        except NodeTimeout as e:
-            raise ServerUnreachable(self.address, "timeout", f"GET {path} timed out ({e})") from e
-        except NodeTransportError as e:
-            raise ServerUnreachable(self.address, "unreachable", f"GET {path}: {e}") from e
+            return DriverError(
+                self.address, "archive_too_large", f"archive {name} is {size}, over the {bytes_max}-byte bound"
+            )
+
+        answer = await self._answer("GET", path, bytes_max=bytes_max, too_large=too_large)
         if answer.status >= 400:
             try:
-                error = json_module.loads(answer.content).get("error") or {}
-            except (ValueError, AttributeError):
-                error = {}
-            code = bounded(str(error.get("code", "unknown")), CODE_MAX) if isinstance(error, dict) else "unknown"
-            message = bounded(str(error.get("message", ""))) if isinstance(error, dict) else ""
-            raise refusal(self.address, refusal_kind(answer.status), code, message or f"GET {path}: {answer.status}")
+                body = json_module.loads(answer.content)
+            except ValueError:
+                body = None
+            fallback = f"GET {path}: {answer.status}"
+            raise self._refused(answer.status, body, fallback, no_message=fallback)
         if len(answer.content) > bytes_max:
             raise DriverError(
                 self.address, "archive_too_large",
