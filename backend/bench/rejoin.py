@@ -44,15 +44,11 @@ BACKEND = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BACKEND))
 
 import httpx  # noqa: E402
+from bench.busy_switchover import wait_operation  # noqa: E402
+from bench.mariadb_operations import control_plane  # noqa: E402
 from bench.measure import quantile  # noqa: E402
 
-from ferry_control.core.config import Settings  # noqa: E402
-from ferry_control.core.db import session_scope  # noqa: E402
-from ferry_control.core.migrate import upgrade  # noqa: E402
-from ferry_control.core.security import Role  # noqa: E402
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient  # noqa: E402
-from ferry_control.main import create_app  # noqa: E402
-from ferry_control.services.tokens import TokenService  # noqa: E402
 from tests.ferryd_cluster import NODE_TOKEN, REPO_ROOT, FerrydCluster, FerrydNode  # noqa: E402
 from tests.helpers import LOAD_FIELD, LOAD_TABLE, LoadWriter, register  # noqa: E402
 
@@ -115,92 +111,70 @@ async def check_ledger(nodes: list[FerrydNode], ledger: dict[str, Any]) -> int:
 
 async def one_run(rate: float, run: int, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ferry-bench-rejoin-") as tmp:
-        database_url = f"sqlite+aiosqlite:///{tmp}/control.sqlite3"
-        upgrade(database_url)
-        settings = Settings(
-            environment="development", database_url=database_url, node_token=NODE_TOKEN, collector_enabled=True,
-            poll_interval_s=args.poll_interval, drill_scheduler_enabled=False, server_trusted_hosts=["127.0.0.0/8"],
-        )  # fmt: skip
         ferryd = FerrydCluster(Path(tmp) / "nodes", read_only_replicas=True)
         ferryd.start()
-        app = create_app(settings)
         writer: LoadWriter | None = None
         try:
-            async with app.router.lifespan_context(app):
-                async with session_scope(app.state.sessionmaker) as session:
-                    _, token = await TokenService(session, settings).create("bench", Role.operator)
-                transport = httpx.ASGITransport(app=app)
-                headers = {"Authorization": f"Bearer {token}"}
-                async with httpx.AsyncClient(transport=transport, base_url="http://bench", headers=headers) as client:
-                    cluster_id, ids = await register(client, ferryd, name="bench", auto_rejoin=not args.own)
-                    old = ferryd.master
-                    if rate:
-                        writer = await LoadWriter.start(ferryd.nodes, clients=4, domains=2, rate=rate)
-                        await asyncio.sleep(args.warmup)  # the load settles
-                        # Killed with everything replicated: a rejoin, not a rewind (what only it has is another
-                        # benchmark's business).
-                        await writer.pause()
-                        await asyncio.to_thread(ferryd.converge)
-                    if args.own:
-                        await asyncio.to_thread(ferryd.converge)
-                        for replica in (ferryd.replica1, ferryd.replica2):
-                            await asyncio.to_thread(replica.post, "/v1/replication/main/stop", {})
-                        await asyncio.to_thread(ferryd.write, (args.own + 1) // 2, (1, 2))
-                    await app.state.collector.run_cycle()  # the topology known before the master is lost
-                    await asyncio.to_thread(old.kill)
-                    response = await client.post(f"/api/v1/clusters/{cluster_id}/operations/failover", json={})
-                    if response.status_code != 202:
-                        raise SystemExit(f"failover refused: {response.status_code} {response.text}")
-                    operation_id = response.json()["id"]
-                    await app.state.runner.wait(operation_id)
-                    failover = (await client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
-                    if failover["state"] != "succeeded":
-                        raise SystemExit(f"failover {failover['state']}: {failover['error']}")
-                    new_id = failover["result"]["new_master_registered_server_id"]
-                    new = ferryd.replica1 if new_id == ids["replica1"] else ferryd.replica2
-                    if writer is not None:
-                        await writer.resume()
-                        await asyncio.sleep(args.warmup)  # the load goes on on the new master
-                    await asyncio.to_thread(old.start, same_ports=True)
-                    answered = time.monotonic()  # it answers from here: every figure is from this moment
-                    await until("fenced", lambda: old.status()["read_only"])
-                    fenced_s = time.monotonic() - answered
-                    rejoin_s = cut = None
-                    if args.own:
-                        # The operator's script: the rejoin with a rewind, as soon as the old master is fenced.
-                        asked = time.monotonic()
-                        response = await client.post(
-                            f"/api/v1/clusters/{cluster_id}/operations/rejoin",
-                            json={"registered_server_id": ids["master"], "resolve": "rewind"},
-                        )
-                        if response.status_code != 202:
-                            raise SystemExit(f"rejoin refused: {response.status_code} {response.text}")
-                        await app.state.runner.wait(response.json()["id"])
-                        rejoin = (
-                            await client.get(f"/api/v1/clusters/{cluster_id}/operations/{response.json()['id']}")
-                        ).json()
-                        if rejoin["state"] != "succeeded":
-                            raise SystemExit(f"rejoin {rejoin['state']}: {rejoin['error']}")
-                        rejoin_s = time.monotonic() - asked
-                        cut = sum(len(d["gtids"]) for d in rejoin["result"]["rewind"]["cut"])
-                        if cut != 2 * ((args.own + 1) // 2):
-                            raise SystemExit(f"the rewind cut {cut} transactions, not the {args.own} only it had")
-                    await until("replicating", lambda: replicates_from(old, new))
-                    replicating_s = time.monotonic() - answered
-                    target = await asyncio.to_thread(lambda: new.status()["gtid_binlog_pos"])
-                    await until(
-                        "caught up",
-                        lambda: old.post("/v1/wait-for-position", {"position": target, "timeout_ms": 100})["reached"],
-                    )
-                    caught_up_s = time.monotonic() - answered
-                    acked = 0
-                    if writer is not None:
-                        ledger = await writer.stop()
-                        writer = None
-                        await asyncio.to_thread(lambda: old.wait_for(new.status()["gtid_binlog_pos"]))
-                        acked = await check_ledger([old, new], ledger)
-                    if old.get("/v1/checksums")["tables"] != new.get("/v1/checksums")["tables"]:
-                        raise SystemExit("the rejoined node's checksums differ from the new master's")
+            async with control_plane(
+                tmp, node_token=NODE_TOKEN, collector_enabled=True, poll_interval_s=args.poll_interval,
+                server_trusted_hosts=["127.0.0.0/8"],
+            ) as (app, client):  # fmt: skip
+                cluster_id, ids = await register(client, ferryd, name="bench", auto_rejoin=not args.own)
+                old = ferryd.master
+                if rate:
+                    writer = await LoadWriter.start(ferryd.nodes, clients=4, domains=2, rate=rate)
+                    await asyncio.sleep(args.warmup)  # the load settles
+                    await writer.pause()
+                # Killed with everything replicated but, with --own, what it takes once its replicas stopped.
+                await asyncio.to_thread(ferryd.converge)
+                if args.own:
+                    for replica in (ferryd.replica1, ferryd.replica2):
+                        await asyncio.to_thread(replica.post, "/v1/replication/main/stop", {})
+                    await asyncio.to_thread(ferryd.write, (args.own + 1) // 2, (1, 2))
+                await app.state.collector.run_cycle()  # the topology known before the master is lost
+                await asyncio.to_thread(old.kill)
+                failover = await wait_operation(app, client, cluster_id, "failover", {})
+                if failover["state"] != "succeeded":
+                    raise SystemExit(f"failover {failover['state']}: {failover['error']}")
+                new_id = failover["result"]["new_master_registered_server_id"]
+                new = ferryd.replica1 if new_id == ids["replica1"] else ferryd.replica2
+                if writer is not None:
+                    await writer.resume()
+                    await asyncio.sleep(args.warmup)  # the load goes on on the new master
+                await asyncio.to_thread(old.start, same_ports=True)
+                answered = time.monotonic()  # it answers from here: every figure is from this moment
+                await until("fenced", lambda: old.status()["read_only"])
+                fenced_s = time.monotonic() - answered
+                rejoin_s = cut = None
+                if args.own:
+                    # The operator's script: the rejoin with a rewind, as soon as the old master is fenced.
+                    asked = time.monotonic()
+                    rejoin = await wait_operation(
+                        app, client, cluster_id, "rejoin",
+                        {"registered_server_id": ids["master"], "resolve": "rewind"},
+                    )  # fmt: skip
+                    if rejoin["state"] != "succeeded":
+                        raise SystemExit(f"rejoin {rejoin['state']}: {rejoin['error']}")
+                    rejoin_s = time.monotonic() - asked
+                    cut = sum(len(d["gtids"]) for d in rejoin["result"]["rewind"]["cut"])
+                    if cut != 2 * ((args.own + 1) // 2):
+                        raise SystemExit(f"the rewind cut {cut} transactions, not the {args.own} only it had")
+                await until("replicating", lambda: replicates_from(old, new))
+                replicating_s = time.monotonic() - answered
+                target = await asyncio.to_thread(lambda: new.status()["gtid_binlog_pos"])
+                await until(
+                    "caught up",
+                    lambda: old.post("/v1/wait-for-position", {"position": target, "timeout_ms": 100})["reached"],
+                )
+                caught_up_s = time.monotonic() - answered
+                acked = 0
+                if writer is not None:
+                    ledger = await writer.stop()
+                    writer = None
+                    await asyncio.to_thread(lambda: old.wait_for(new.status()["gtid_binlog_pos"]))
+                    acked = await check_ledger([old, new], ledger)
+                if old.get("/v1/checksums")["tables"] != new.get("/v1/checksums")["tables"]:
+                    raise SystemExit("the rejoined node's checksums differ from the new master's")
         finally:
             if writer is not None:
                 await writer.stop()
