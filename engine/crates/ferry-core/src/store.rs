@@ -55,6 +55,21 @@ pub enum StoreError {
     Failed(String),
 }
 
+/// In a rewind's commit: user table `table`'s row `key` set to `row`, or removed (None).
+fn put_row(txn: &redb::WriteTransaction, table: &str, key: &str, row: Option<&Row>) -> Result<(), StoreError> {
+    let name = format!("{USER_PREFIX}{table}");
+    let mut t = txn.open_table(user_table(&name)).map_err(redb_err)?;
+    match row {
+        Some(row) => {
+            t.insert(key, row_bytes(row).as_slice()).map_err(redb_err)?;
+        }
+        None => {
+            t.remove(key).map_err(redb_err)?;
+        }
+    }
+    Ok(())
+}
+
 fn redb_err<E: Into<redb::Error>>(e: E) -> StoreError {
     StoreError::Redb(e.into())
 }
@@ -364,22 +379,9 @@ impl Store {
         replica_position: &GtidPosition,
         marker: &str,
     ) -> Result<(), StoreError> {
-        self.flush(false)?;
-        let _one_at_a_time = self.flush_lock.lock();
-        let write = || -> Result<(), StoreError> {
-            let mut txn = self.db.begin_write().map_err(redb_err)?;
-            txn.set_durability(Durability::Immediate).map_err(redb_err)?;
+        self.rewound_commit("rewind", through, replica_position, marker, |txn| {
             for (table, key, row) in rows {
-                let name = format!("{USER_PREFIX}{table}");
-                let mut t = txn.open_table(user_table(&name)).map_err(redb_err)?;
-                match row {
-                    Some(row) => {
-                        t.insert(key.as_str(), row_bytes(row).as_slice()).map_err(redb_err)?;
-                    }
-                    None => {
-                        t.remove(key.as_str()).map_err(redb_err)?;
-                    }
-                }
+                put_row(txn, table, key, row.as_ref())?;
             }
             for table in drop_if_empty {
                 let name = format!("{USER_PREFIX}{table}");
@@ -391,11 +393,32 @@ impl Store {
                     txn.delete_table(user_table(&name)).map_err(redb_err)?;
                 }
             }
+            Ok(())
+        })
+    }
+
+    /// A rewind's store part, either way ([`Store::rewind`], [`Store::rebuild`]): everything applied flushed first,
+    /// then one durable redb commit of what `change` does to the user tables and of the rewind's record
+    /// (`record_rewound`). A failure there fails the store (`what` names the part in its reason).
+    fn rewound_commit(
+        &self,
+        what: &str,
+        through: BinlogCoord,
+        replica_position: &GtidPosition,
+        marker: &str,
+        change: impl FnOnce(&redb::WriteTransaction) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.flush(false)?;
+        let _one_at_a_time = self.flush_lock.lock();
+        let write = || -> Result<(), StoreError> {
+            let mut txn = self.db.begin_write().map_err(redb_err)?;
+            txn.set_durability(Durability::Immediate).map_err(redb_err)?;
+            change(&txn)?;
             self.record_rewound(&txn, through, replica_position, marker)?;
             fault::check(sites::STORE_FLUSH)?;
             txn.commit().map_err(redb_err)
         };
-        write().map_err(|e| StoreError::Failed(self.health.fail(format!("store rewind: {e}"))))
+        write().map_err(|e| StoreError::Failed(self.health.fail(format!("store {what}: {e}"))))
     }
 
     /// The end of a rewind's store part, in its commit `txn`: the replica state is `replica_position`, the store
@@ -430,11 +453,7 @@ impl Store {
         replica_position: &GtidPosition,
         marker: &str,
     ) -> Result<(), StoreError> {
-        self.flush(false)?;
-        let _one_at_a_time = self.flush_lock.lock();
-        let write = || -> Result<(), StoreError> {
-            let mut txn = self.db.begin_write().map_err(redb_err)?;
-            txn.set_durability(Durability::Immediate).map_err(redb_err)?;
+        self.rewound_commit("rebuild", through, replica_position, marker, |txn| {
             let tables: Vec<String> = txn
                 .list_tables()
                 .map_err(redb_err)?
@@ -447,23 +466,11 @@ impl Store {
             for changes in kept {
                 let changes = changes.map_err(|e| StoreError::Io(std::io::Error::other(e)))?;
                 for c in changes {
-                    let name = format!("{USER_PREFIX}{}", c.table);
-                    let mut t = txn.open_table(user_table(&name)).map_err(redb_err)?;
-                    match &c.after {
-                        Some(row) => {
-                            t.insert(c.key.as_str(), row_bytes(row).as_slice()).map_err(redb_err)?;
-                        }
-                        None => {
-                            t.remove(c.key.as_str()).map_err(redb_err)?;
-                        }
-                    }
+                    put_row(txn, &c.table, &c.key, c.after.as_ref())?;
                 }
             }
-            self.record_rewound(&txn, through, replica_position, marker)?;
-            fault::check(sites::STORE_FLUSH)?;
-            txn.commit().map_err(redb_err)
-        };
-        write().map_err(|e| StoreError::Failed(self.health.fail(format!("store rebuild: {e}"))))
+            Ok(())
+        })
     }
 
     /// Records, durably, that everything the store holds came from the binlog from its first file on (a new store
