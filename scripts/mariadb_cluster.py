@@ -42,6 +42,8 @@ START_WAIT_S = 60.0
 STOP_WAIT_S = 30.0
 #: Between two readiness probes.
 PROBE_INTERVAL_S = 0.05
+#: Starts of a server whose chosen port another process took first, before giving up.
+PORT_ATTEMPTS = 5
 #: Bound on one `mariadb` client invocation.
 CLIENT_TIMEOUT_S = 60.0
 #: Shapes `start` knows.
@@ -201,6 +203,8 @@ class MariadbCluster:
         #: copied by every later one (the install is most of a cluster's start: its bootstrap fsyncs every system
         #: table). None: each cluster installs its own. Not shared between processes: one directory per process.
         self.pristine = Path(pristine).resolve() if pristine is not None else None
+        #: Ports chosen here (no base_port): one another process took meanwhile is chosen again (`start`).
+        self._chosen_ports = not base_port
         ports = [base_port + i for i in range(servers)] if base_port else free_ports(servers)
         domains = shape_domains(shape, servers)
         self.servers = [
@@ -232,7 +236,7 @@ class MariadbCluster:
             for server in self.servers:
                 self._spawn(server)
             for server in self.servers:
-                self._wait_ready(server)
+                self._wait_ready_rebinding(server)
                 self.sql(server.number, self._users_sql())
             self._wire()
             self.write_state()
@@ -377,6 +381,21 @@ class MariadbCluster:
         log.close()
         self._procs[server.number] = proc
         server.pid = proc.pid
+
+    def _wait_ready_rebinding(self, server: Server) -> None:
+        """`_wait_ready`; where its port was chosen here and another process bound it between the choice and the
+        server's start (free_ports holds nothing open), the server starts again on another free port, a few times."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                self._wait_ready(server)
+                return
+            except RuntimeError:
+                taken = "Address already in use" in _tail(server.error_log)
+                if not (self._chosen_ports and taken) or attempt == PORT_ATTEMPTS:
+                    raise
+            used = {s.port for s in self.servers}
+            server.port = next(p for p in free_ports(len(used) + 1) if p not in used)
+            self._spawn(server)
 
     def _wait_ready(self, server: Server) -> None:
         """Until `SELECT 1` answers over the socket; fails early when the process exited."""
