@@ -12,7 +12,7 @@ import abc
 import asyncio
 import enum
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
@@ -430,6 +430,64 @@ class RewindOutcome:
         return found
 
 
+@dataclass(frozen=True)
+class HostAccess:
+    """How the control plane reaches a server's host for what the server's own protocol cannot do (a rebuild's file
+    copy, stopping and starting the server): an SSH login with the key the operator registered for the cluster.
+    Kinds whose rebuild goes over their own protocol (ferryd's clone) take none."""
+
+    host: str
+    port: int
+    user: str
+    #: The private key (OpenSSH PEM), decrypted only for the call.
+    private_key: str
+    #: The host's public key line(s), `known_hosts` format: the host is refused when it shows another.
+    known_hosts: str
+    #: Run on the recipient's host to stop and to start its server (the cluster's settings; default systemctl).
+    stop_command: str = "systemctl stop mariadb"
+    start_command: str = "systemctl start mariadb"
+
+
+@dataclass
+class CopyThrottle:
+    """The rate a rebuild's copy may use; the operation changes it while the copy runs (it pauses the copy while the
+    donor trails its source) and the driver follows it within a second."""
+
+    #: MB/s (10^6 bytes); None: as fast as it goes.
+    mb_s: float | None = None
+    paused: bool = False
+
+
+CopyPhase = Literal["starting", "copying", "preparing", "starting_server", "done"]
+
+
+@dataclass(frozen=True)
+class CopyProgress:
+    """Where a rebuild's copy stands, as its driver reports it (at least once a second while it runs)."""
+
+    phase: CopyPhase
+    bytes_done: int
+    #: The donor's estimate of the whole copy (None: not known yet).
+    bytes_total: int | None
+    #: Over the last few seconds.
+    rate_bytes_s: float
+    paused: bool = False
+    #: The GTID position (every domain) the copy is consistent at, once known; set when `phase` is `done`.
+    position: str | None = None
+    #: Bytes this copy did not have to fetch again because it resumed an interrupted one.
+    resumed_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class RebuildSource:
+    """The donor of a rebuild as the recipient's driver sees it: its driver (same kind) and, for kinds that copy
+    files over SSH, how to reach its host and the recipient's."""
+
+    driver: ServerDriver
+    donor_access: HostAccess | None = None
+    recipient_access: HostAccess | None = None
+
+
 class ServerDriver(abc.ABC):
     """How the control plane talks to one server. Every method may raise a `drivers.errors.DriverError`."""
 
@@ -573,6 +631,29 @@ class ServerDriver(abc.ABC):
             getattr(self, "address", ""),
             "rewind_unsupported",
             f"{self.kind} servers keep no rewind archives",
+            kind=ErrorKind.unsupported,
+        )
+
+    async def rebuild_from(
+        self,
+        source: RebuildSource,
+        *,
+        throttle: CopyThrottle,
+        on_progress: Callable[[CopyProgress], None],
+        resume: bool = False,
+    ) -> CopyProgress:
+        """Replaces this server's data with a consistent copy of the donor's, streamed and checksummed, at most at
+        `throttle`'s rate (followed while it runs), calling `on_progress` at least once a second; returns the final
+        progress, whose `position` is the GTID position the copy stands at and is now this server's gtid_slave_pos
+        (its binlog state holds nothing of its own). This server must be quiesced (read-only, replicating from
+        nobody, nobody reading it), else a `conflict`, changing nothing. `resume` continues an interrupted copy of
+        the same donor where the kind can. Cancelling the call (task cancellation) or a failure leaves this server
+        stopped (not serving, not replicating) and its copy marked incomplete — never half-joined — and raises. The
+        default is for kinds that cannot."""
+        raise DriverError(
+            getattr(self, "address", ""),
+            "rebuild_unsupported",
+            f"{self.kind} servers cannot be rebuilt from a donor by Ferry",
             kind=ErrorKind.unsupported,
         )
 
