@@ -187,6 +187,8 @@ def settings(database_url: str) -> Settings:
         poll_timeout_s=10.0,
         unreachable_after_failures=2,
         node_read_retries_max=0,
+        # A rejoin's follow-up check is its own test's subject (test_consistency_check.py), not every rejoin's.
+        verify_after_rejoin=False,
     )
 
 
@@ -293,6 +295,7 @@ def live_app(live_database_url: str) -> LiveFactory:
             "server_trusted_hosts": LOOPBACK_SERVERS, "node_token": NODE_TOKEN, "collector_enabled": False,
             "drill_scheduler_enabled": False, "poll_timeout_s": 5.0, "unreachable_after_failures": 2,
             "node_read_retries_max": 0, "switchover_catch_up_timeout_s": 10.0, "verify_timeout_s": 30.0,
+            "verify_after_rejoin": False,  # a rejoin's follow-up check is test_consistency_check.py's subject
         }  # fmt: skip
         settings = Settings(**{**fields, **overrides})
         app = create_app(settings)

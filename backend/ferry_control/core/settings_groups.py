@@ -310,6 +310,14 @@ class OperationSettings(SettingsGroup):
     replication_connection_name: str = Field(
         "main", pattern=r"^[A-Za-z0-9_]{1,64}$", description="Name of the connections the orchestrator creates."
     )
+    verify_after_rejoin: bool = Field(
+        True,
+        description="After a rejoin or a rebuild succeeded, start a consistency check of that server against its "
+        "source (an operation of its own; its id is in the rejoin's or rebuild's result).",
+    )
+    verify_chunk_rows: int = Field(
+        10_000, ge=10, le=1_000_000, description="Rows per chunk of the check started after a rejoin or a rebuild."
+    )
     pickup_interval_s: float = Field(
         1.0, gt=0, le=60,
         description="How often a worker looks for operations web processes accepted whose announcement it missed.",

@@ -409,6 +409,48 @@ class Checksums:
     tables: Mapping[str, TableChecksum] = field(default_factory=dict)
 
 
+#: A primary key's value as a chunk bound carries it: one value per key column (text, numbers; JSON-able).
+KeyValue = tuple[str | int | float, ...]
+
+
+@dataclass(frozen=True)
+class TableChunks:
+    """How a table is cut into chunks by its primary key, as its source cut it: chunk 0 holds the keys below
+    `bounds[0]`, chunk i the keys from `bounds[i-1]` (inclusive) below `bounds[i]`, the last one the keys from the
+    last bound on (`len(bounds) + 1` chunks). A table without a primary key is one chunk (`key` empty)."""
+
+    table: str
+    key: tuple[str, ...]
+    bounds: tuple[KeyValue, ...] = ()
+
+    @property
+    def count(self) -> int:
+        return len(self.bounds) + 1
+
+    def range_of(self, index: int) -> tuple[KeyValue | None, KeyValue | None]:
+        """Chunk `index`'s lower bound (inclusive; None: from the start) and upper bound (exclusive; None: to the
+        end)."""
+        lower = self.bounds[index - 1] if index > 0 else None
+        upper = self.bounds[index] if index < len(self.bounds) else None
+        return lower, upper
+
+
+@dataclass(frozen=True)
+class ChunkSum:
+    """A chunk's row count and an order-independent checksum of its rows (equal rows give equal sums)."""
+
+    rows: int
+    checksum: int
+
+
+@dataclass(frozen=True)
+class ChunkSums:
+    """Checksums of some chunks of one table, all read at one GTID position (every domain)."""
+
+    position: str
+    sums: Mapping[int, ChunkSum]
+
+
 @dataclass(frozen=True)
 class RewindOutcome:
     """What a rewind cut (or, dry, would cut): the transactions, oldest first, and the archive of them the server
@@ -659,6 +701,25 @@ class ServerDriver(abc.ABC):
 
     @abc.abstractmethod
     async def checksums(self) -> Checksums: ...
+
+    async def user_tables(self) -> tuple[str, ...]:
+        """The server's user tables (`schema.table`, the server's own schemas left out), sorted. The default: the
+        tables its checksums name."""
+        return tuple(sorted((await self.checksums()).tables))
+
+    async def chunk_bounds(self, table: str, chunk_rows: int) -> TableChunks:
+        """Cuts `table` into chunks of about `chunk_rows` rows by its primary key (read on a source, without locking;
+        the bounds need not be at one position: they only split the key space). The default: one chunk."""
+        return TableChunks(table=table, key=())
+
+    async def chunk_checksums(self, chunks: TableChunks, indexes: tuple[int, ...]) -> ChunkSums:
+        """The checksums of the chunks `indexes` of `chunks.table`, all at one GTID position, locking nothing (a
+        consistent read). On a replica stopped at a position they are that position's. The default, for a kind with
+        one chunk per table: its table checksums."""
+        sums = await self.checksums()
+        table = sums.tables.get(chunks.table)
+        found = ChunkSum(rows=table.rows, checksum=table.checksum) if table is not None else ChunkSum(0, 0)
+        return ChunkSums(position=sums.position, sums={i: found for i in indexes})
 
     async def replication_checks(self) -> list[Check]:
         """The checks this server must pass to become a master that replicas follow, in the server's own terms

@@ -6,12 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator, model_validator
 
 from ferry_control.models import Operation, OperationState
 from ferry_control.schemas.common import ID_MAX, GtidPositionText
 from ferry_control.schemas.operation_results import (
     BringLevelResult,
+    ConsistencyCheckResult,
     DrillResult,
     FailoverResult,
     OperationResult,
@@ -276,6 +277,44 @@ class BringLevelParams(OperationParams):
         return self
 
 
+class ConsistencyCheckParams(OperationParams):
+    """A replica compared with its source, table by table and chunk by chunk of primary key, at the same GTID
+    position: nothing is written and nothing is locked."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"registered_server_id": 3, "chunk_rows": 10000}]})
+
+    registered_server_id: int = Field(
+        ge=1, le=ID_MAX, description="The replica to check against the source it replicates from.", examples=[3]
+    )
+    connection: str | None = ConnectionName
+    chunk_rows: int = Field(10_000, ge=10, le=1_000_000, description="About how many rows a chunk holds.")
+    chunks_per_stop: int = Field(
+        10, ge=1, le=1000,
+        description="Chunks compared per stop of the replica at the source's position (its connection is stopped "
+        "with START … UNTIL that position, read, and started again, each time).",
+    )  # fmt: skip
+    pause_ms: int = Field(
+        0,
+        ge=0,
+        le=60_000,
+        description="Throttle: a pause between two such stops, so the replica keeps up between them.",
+    )
+    tables: list[str] | None = Field(
+        None,
+        max_length=1000,
+        description="Only these tables (`schema.table`); unset: every user table of the source.",
+    )
+
+    @field_validator("tables")
+    @classmethod
+    def _table_names(cls, value: list[str] | None) -> list[str] | None:
+        for name in value or []:
+            schema, _, table = name.partition(".")
+            if not schema or not table or len(name) > 129:
+                raise ValueError(f"a table is named `schema.table`, not {name!r}")
+        return value
+
+
 class SkipTransactionsParams(OperationParams):
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"registered_server_id": 3, "connection": "main", "count": 1}]}
@@ -348,6 +387,12 @@ class RepointRequest(RepointParams, OperationRequest):
 
 class RejoinRequest(RejoinParams, OperationRequest):
     """The body of POST …/rejoin."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ConsistencyCheckRequest(ConsistencyCheckParams, OperationRequest):
+    """The body of POST …/consistency-check."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -505,6 +550,12 @@ class RejoinOperation(OperationReadBase):
     type: Literal["rejoin"]
     params: RejoinParams
     result: RejoinResult | None = None
+
+
+class ConsistencyCheckOperation(OperationReadBase):
+    type: Literal["consistency_check"]
+    params: ConsistencyCheckParams
+    result: ConsistencyCheckResult | None = None
 
 
 def _read_models() -> tuple[type[OperationReadBase], ...]:

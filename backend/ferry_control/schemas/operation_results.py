@@ -495,6 +495,47 @@ class RejoinResult(OperationResult):
         "to rewind them)."
     )  # fmt: skip
     rewind: RejoinRewind | None = Field(None, description="With `resolve: rewind`: what was (would be) cut.")
+    consistency_check_operation_id: int | None = Field(
+        None, description="The consistency check Ferry started once it replicated again (an operation of its own)."
+    )
+    consistency_check_error: str | None = Field(None, description="Why that check could not be started.")
+
+
+#: A primary-key value as a chunk's bound shows it: one value per key column.
+KeyBound = list[str | int | float]
+
+
+class DriftedChunk(Record):
+    """A chunk whose rows differ between the replica and its source at the same position."""
+
+    index: int
+    lower: KeyBound | None = Field(None, description="Its first key (inclusive); None: from the table's start.")
+    upper: KeyBound | None = Field(None, description="The key it stops before; None: to the table's end.")
+    source_rows: int
+    replica_rows: int
+    position: str = Field(description="The GTID position both were read at.")
+
+
+class TableConsistency(Record):
+    """One table compared chunk by chunk."""
+
+    table: str
+    key: list[str] = Field(default_factory=list, description="Its primary key's columns (none: one chunk).")
+    chunks: int = 0
+    source_rows: int = 0
+    replica_rows: int = 0
+    drifted: list[DriftedChunk] = Field(default_factory=list)
+    missing_on: Literal["replica", "source"] | None = Field(None, description="The table exists on one side only.")
+
+
+class ConsistencyCheckResult(OperationResult):
+    registered_server_id: int | None = None
+    source_registered_server_id: int | None = None
+    connection: str | None = None
+    tables: list[TableConsistency] = Field(default_factory=list)
+    chunks_checked: int = 0
+    chunks_drifted: int = 0
+    consistent: bool | None = Field(None, description="Every chunk of every table equal (None: not finished).")
 
 
 class FailoverDrillFigures(Record):

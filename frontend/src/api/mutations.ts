@@ -143,6 +143,18 @@ export function useRejoin(clusterId: number) {
   );
 }
 
+export type ConsistencyCheckBody = Schemas["ConsistencyCheckRequest"];
+export function useConsistencyCheck(clusterId: number) {
+  return useOperationMutation<ConsistencyCheckBody>(clusterId, (id, { body, idempotencyKey }) =>
+    unwrap(
+      api.POST("/api/v1/clusters/{cluster_id}/operations/consistency-check", {
+        params: { path: path(id), header: header(idempotencyKey) },
+        body,
+      }),
+    ),
+  );
+}
+
 /** POST …/servers/{id}/unfence: a former master a failover fenced may be made writable again. */
 export function useUnfence(clusterId: number) {
   const queryClient = useQueryClient();

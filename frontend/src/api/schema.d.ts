@@ -650,6 +650,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/clusters/{cluster_id}/operations/consistency-check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Compare a replica with its source, table by table and chunk by chunk, at the same GTID position
+         * @description Per batch of primary-key chunks: the source's checksums in one consistent read (nothing written or locked), which names its GTID position; the replica's connection stopped and started UNTIL that position, the same chunks read there, the connection started again (on any exit). Drifted chunks are listed per table with their key range; any drift ends it failed (nothing changed). Ferry starts one by itself after a rejoin or a rebuild (the `verify_after_rejoin` setting).
+         */
+        post: operations["consistency_check_api_v1_clusters__cluster_id__operations_consistency_check_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/clusters/{cluster_id}/archives": {
         parameters: {
             query?: never;
@@ -2170,6 +2190,174 @@ export interface components {
             /** Last Error */
             last_error?: string | number | null;
         };
+        /** ConsistencyCheckOperation */
+        ConsistencyCheckOperation: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            state: components["schemas"]["OperationState"];
+            /** Dry Run */
+            dry_run: boolean;
+            /** Steps */
+            steps: components["schemas"]["OperationStep"][];
+            /** Requester */
+            requester: string;
+            /** Idempotency Key */
+            idempotency_key: string | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "consistency_check";
+            params: components["schemas"]["ConsistencyCheckParams"];
+            result?: components["schemas"]["ConsistencyCheckResult"] | null;
+        };
+        /**
+         * ConsistencyCheckParams
+         * @description A replica compared with its source, table by table and chunk by chunk of primary key, at the same GTID
+         *     position: nothing is written and nothing is locked.
+         * @example {
+         *       "chunk_rows": 10000,
+         *       "registered_server_id": 3
+         *     }
+         */
+        ConsistencyCheckParams: {
+            /**
+             * Registered Server Id
+             * @description The replica to check against the source it replicates from.
+             * @example 3
+             */
+            registered_server_id: number;
+            /**
+             * Connection
+             * @description The replica's connection name; default: its only connection, else the configured default name.
+             * @example main
+             */
+            connection?: string | null;
+            /**
+             * Chunk Rows
+             * @description About how many rows a chunk holds.
+             * @default 10000
+             */
+            chunk_rows: number;
+            /**
+             * Chunks Per Stop
+             * @description Chunks compared per stop of the replica at the source's position (its connection is stopped with START … UNTIL that position, read, and started again, each time).
+             * @default 10
+             */
+            chunks_per_stop: number;
+            /**
+             * Pause Ms
+             * @description Throttle: a pause between two such stops, so the replica keeps up between them.
+             * @default 0
+             */
+            pause_ms: number;
+            /**
+             * Tables
+             * @description Only these tables (`schema.table`); unset: every user table of the source.
+             */
+            tables?: string[] | null;
+        };
+        /**
+         * ConsistencyCheckRequest
+         * @description The body of POST …/consistency-check.
+         * @example {
+         *       "chunk_rows": 10000,
+         *       "registered_server_id": 3
+         *     }
+         */
+        ConsistencyCheckRequest: {
+            /**
+             * Dry Run
+             * @description Run the preflight only: nothing is changed; the checks are in the result.
+             * @default false
+             */
+            dry_run: boolean;
+            /**
+             * Registered Server Id
+             * @description The replica to check against the source it replicates from.
+             * @example 3
+             */
+            registered_server_id: number;
+            /**
+             * Connection
+             * @description The replica's connection name; default: its only connection, else the configured default name.
+             * @example main
+             */
+            connection?: string | null;
+            /**
+             * Chunk Rows
+             * @description About how many rows a chunk holds.
+             * @default 10000
+             */
+            chunk_rows: number;
+            /**
+             * Chunks Per Stop
+             * @description Chunks compared per stop of the replica at the source's position (its connection is stopped with START … UNTIL that position, read, and started again, each time).
+             * @default 10
+             */
+            chunks_per_stop: number;
+            /**
+             * Pause Ms
+             * @description Throttle: a pause between two such stops, so the replica keeps up between them.
+             * @default 0
+             */
+            pause_ms: number;
+            /**
+             * Tables
+             * @description Only these tables (`schema.table`); unset: every user table of the source.
+             */
+            tables?: string[] | null;
+        };
+        /** ConsistencyCheckResult */
+        ConsistencyCheckResult: {
+            undo?: components["schemas"]["UndoReport"] | null;
+            /** @description Set when it did not succeed. */
+            failure?: components["schemas"]["Failure"] | null;
+            /** Post Hook Failures */
+            post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
+            reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /**
+             * Parallel Apply Raised
+             * @description Parallel apply raised for a catch-up, and whether it was put back.
+             */
+            parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
+            /** Registered Server Id */
+            registered_server_id?: number | null;
+            /** Source Registered Server Id */
+            source_registered_server_id?: number | null;
+            /** Connection */
+            connection?: string | null;
+            /** Tables */
+            tables?: components["schemas"]["TableConsistency"][];
+            /**
+             * Chunks Checked
+             * @default 0
+             */
+            chunks_checked: number;
+            /**
+             * Chunks Drifted
+             * @default 0
+             */
+            chunks_drifted: number;
+            /**
+             * Consistent
+             * @description Every chunk of every table equal (None: not finished).
+             */
+            consistent?: boolean | null;
+        };
         /** ConsumerLagRead */
         ConsumerLagRead: {
             /**
@@ -2446,6 +2634,33 @@ export interface components {
              * @example falls behind by 310 txn/s (5,400 transactions behind)
              */
             words: string;
+        };
+        /**
+         * DriftedChunk
+         * @description A chunk whose rows differ between the replica and its source at the same position.
+         */
+        DriftedChunk: {
+            /** Index */
+            index: number;
+            /**
+             * Lower
+             * @description Its first key (inclusive); None: from the table's start.
+             */
+            lower?: (string | number)[] | null;
+            /**
+             * Upper
+             * @description The key it stops before; None: to the table's end.
+             */
+            upper?: (string | number)[] | null;
+            /** Source Rows */
+            source_rows: number;
+            /** Replica Rows */
+            replica_rows: number;
+            /**
+             * Position
+             * @description The GTID position both were read at.
+             */
+            position: string;
         };
         /** DrillEvent */
         DrillEvent: {
@@ -4205,7 +4420,7 @@ export interface components {
          * OperationRead
          * @description An operation with its live steps: `params` and `result` are its type's (discriminated by `type`).
          */
-        OperationRead: components["schemas"]["SwitchoverOperation"] | components["schemas"]["FailoverOperation"] | components["schemas"]["RepointOperation"] | components["schemas"]["ReadOnlyOperation"] | components["schemas"]["StartReplicationOperation"] | components["schemas"]["StopReplicationOperation"] | components["schemas"]["BringLevelOperation"] | components["schemas"]["SkipTransactionsOperation"] | components["schemas"]["ParallelApplyOperation"] | components["schemas"]["DrillOperation"] | components["schemas"]["RejoinOperation"];
+        OperationRead: components["schemas"]["SwitchoverOperation"] | components["schemas"]["FailoverOperation"] | components["schemas"]["RepointOperation"] | components["schemas"]["ReadOnlyOperation"] | components["schemas"]["StartReplicationOperation"] | components["schemas"]["StopReplicationOperation"] | components["schemas"]["BringLevelOperation"] | components["schemas"]["SkipTransactionsOperation"] | components["schemas"]["ParallelApplyOperation"] | components["schemas"]["DrillOperation"] | components["schemas"]["RejoinOperation"] | components["schemas"]["ConsistencyCheckOperation"];
         /**
          * OperationState
          * @enum {string}
@@ -5060,6 +5275,16 @@ export interface components {
             only_here?: components["schemas"]["OnlyHereDomain"][] | null;
             /** @description With `resolve: rewind`: what was (would be) cut. */
             rewind?: components["schemas"]["RejoinRewind"] | null;
+            /**
+             * Consistency Check Operation Id
+             * @description The consistency check Ferry started once it replicated again (an operation of its own).
+             */
+            consistency_check_operation_id?: number | null;
+            /**
+             * Consistency Check Error
+             * @description Why that check could not be started.
+             */
+            consistency_check_error?: string | null;
         };
         /**
          * RejoinRewind
@@ -6351,6 +6576,41 @@ export interface components {
              * @description What a dry run recommends (parallel apply, the budget).
              */
             advice?: string[] | null;
+        };
+        /**
+         * TableConsistency
+         * @description One table compared chunk by chunk.
+         */
+        TableConsistency: {
+            /** Table */
+            table: string;
+            /**
+             * Key
+             * @description Its primary key's columns (none: one chunk).
+             */
+            key?: string[];
+            /**
+             * Chunks
+             * @default 0
+             */
+            chunks: number;
+            /**
+             * Source Rows
+             * @default 0
+             */
+            source_rows: number;
+            /**
+             * Replica Rows
+             * @default 0
+             */
+            replica_rows: number;
+            /** Drifted */
+            drifted?: components["schemas"]["DriftedChunk"][];
+            /**
+             * Missing On
+             * @description The table exists on one side only.
+             */
+            missing_on?: ("replica" | "source") | null;
         };
         /**
          * TokenCreate
@@ -8399,7 +8659,7 @@ export interface operations {
                 /** @description Page back: operations with a smaller id. */
                 before_id?: number | null;
                 /** @description Only operations of these types (repeat the parameter; each at most once). */
-                type?: ("switchover" | "failover" | "repoint" | "read_only" | "start_replication" | "stop_replication" | "bring_level" | "skip_transactions" | "parallel_apply" | "drill" | "rejoin")[] | null;
+                type?: ("switchover" | "failover" | "repoint" | "read_only" | "start_replication" | "stop_replication" | "bring_level" | "skip_transactions" | "parallel_apply" | "drill" | "rejoin" | "consistency_check")[] | null;
                 /** @description Only dry runs (true) or only real operations (false). */
                 dry_run?: boolean | null;
             };
@@ -9190,6 +9450,81 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ParallelApplyRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted: the operation runs in the background; poll it or follow the events stream. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    consistency_check_api_v1_clusters__cluster_id__operations_consistency_check_post: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retrying with the same key gives back the same operation instead of starting another. */
+                "idempotency-key"?: string | null;
+            };
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConsistencyCheckRequest"];
             };
         };
         responses: {

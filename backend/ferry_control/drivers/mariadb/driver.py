@@ -6,6 +6,7 @@ from __future__ import annotations
 from ferry_control.drivers.base import ServerDriver
 from ferry_control.drivers.mariadb.canaries import MariadbCanaries
 from ferry_control.drivers.mariadb.checksums import MariadbChecksums
+from ferry_control.drivers.mariadb.chunks import MariadbChunks
 from ferry_control.drivers.mariadb.config import MariadbDriverConfig
 from ferry_control.drivers.mariadb.connection import MariadbConnections, PoolSettings
 from ferry_control.drivers.mariadb.events import MariadbBinlogEvents
@@ -49,6 +50,7 @@ class MariadbDriver(
     MariadbCanaries,
     MariadbBinlogEvents,
     MariadbChecksums,
+    MariadbChunks,
     MariadbRewind,
     ServerDriver,
 ):

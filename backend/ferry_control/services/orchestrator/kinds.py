@@ -18,6 +18,8 @@ from ferry_control.schemas.operation import (
     SKIP_TRANSACTIONS_DESCRIPTION,
     BringLevelOperation,
     BringLevelRequest,
+    ConsistencyCheckOperation,
+    ConsistencyCheckRequest,
     DrillOperation,
     FailoverOperation,
     FailoverRequest,
@@ -43,6 +45,7 @@ from ferry_control.schemas.operation import (
 )
 from ferry_control.schemas.operation_results import OperationResult
 from ferry_control.services.operation_prechecks import precheck_parallel_apply, precheck_skip_transactions
+from ferry_control.services.orchestrator.consistency import repair_consistency_check, run_consistency_check
 from ferry_control.services.orchestrator.drill import run_drill
 from ferry_control.services.orchestrator.failover import run_failover
 from ferry_control.services.orchestrator.parallel_apply import run_parallel_apply
@@ -174,6 +177,17 @@ KINDS: tuple[OperationKind, ...] = (
         ),
     ),
     # A drill's result is a switchover's too (`SwitchesMaster`): a failover drill's failover is one move of its own.
+    OperationKind(
+        ConsistencyCheckOperation, run_consistency_check, repair=repair_consistency_check, route=Route(
+            ConsistencyCheckRequest,
+            summary="Compare a replica with its source, table by table and chunk by chunk, at the same GTID position",
+            description="Per batch of primary-key chunks: the source's checksums in one consistent read (nothing "
+            "written or locked), which names its GTID position; the replica's connection stopped and started UNTIL "
+            "that position, the same chunks read there, the connection started again (on any exit). Drifted chunks "
+            "are listed per table with their key range; any drift ends it failed (nothing changed). Ferry starts one "
+            "by itself after a rejoin or a rebuild (the `verify_after_rejoin` setting).",
+        ),
+    ),
     OperationKind(DrillOperation, run_drill, repair=repair_switch, route=None),
 )  # fmt: skip
 

@@ -1,7 +1,8 @@
 """What a reconcile does to the servers per kind of operation left by a dead API instance (reconcile.py says when):
 a switchover's or a drill's move undone or completed, a failover's completed or undone — each judged by the rule a
 live stop follows and done by the model's one undo or completion, the live run's too (moves.py). Each kind's
-function is named by its declaration (kinds.py); the one-server operations have none (examined only). Each says what
+function is named by its declaration (kinds.py); the one-server operations have none (examined only); a consistency
+check's is beside its executor (consistency.py). Each says what
 it did in words (`done`, `problems`) and typed (a `RepairVerdict`: the operation's `result.failure` is made of it)."""
 
 from __future__ import annotations

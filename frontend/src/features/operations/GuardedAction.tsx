@@ -35,6 +35,8 @@ export interface GuardedActionProps<Body> {
   serverName: (id: number) => string;
   /** What an ended operation found or did, shown below its preview and below the run once it ended. */
   outcome?: (operation: Operation) => ReactNode;
+  /** What a running operation shows beside its steps while it runs (a rebuild's progress bar and its cancel). */
+  live?: (operation: Operation) => ReactNode;
   children: ReactNode;
 }
 
@@ -77,68 +79,73 @@ export function GuardedAction<Body>(props: GuardedActionProps<Body>) {
   const previewed = preview.data && hasEnded(preview.data) ? preview.data : null;
   const canRun = previewed != null && previewPassed(previewed) && (!typedConfirmation || typed === clusterName);
 
+  // The live part stands outside the fieldset, which is disabled while the run goes on: its controls (a cancel) stay
+  // usable.
   return (
-    <fieldset className="guarded" disabled={runId !== null && !hasEnded(run.data)}>
-      <legend>{title}</legend>
-      {props.children}
-      <div className="actions">
-        <button
-          type="button"
-          disabled={busy || previewBody === null || runId !== null}
-          onClick={() => previewBody && call(previewBody, newIdempotencyKey(), (op) => setPreviewId(op.id))}
-        >
-          Preview (dry run)
-        </button>
-      </div>
-      {previewId !== null && !previewed ? <p role="status">Running the preflight…</p> : null}
-      {previewed && runId !== null ? (
-        <p className="small muted" data-testid="preview-folded">
-          Ran after its preview (dry run, operation {previewed.id}) passed; what the run did is below.
-        </p>
-      ) : null}
-      {previewed && runId === null ? (
-        <div className="preview">
-          <h4>Preflight</h4>
-          <Checklist checks={preflightChecks(previewed)} />
-          {props.outcome ? props.outcome(previewed) : null}
-          {previewPassed(previewed) ? null : (
-            <p role="alert" className="error">
-              ✕ The preflight failed{previewed.error ? `: ${previewed.error}` : ""}. Nothing was changed.
-            </p>
-          )}
-        </div>
-      ) : null}
-      {previewed && previewPassed(previewed) && runId === null ? (
-        <div className="confirm-run">
-          {typedConfirmation ? <TypedConfirmation expected={clusterName} value={typed} onChange={setTyped} /> : null}
+    <>
+      <fieldset className="guarded" disabled={runId !== null && !hasEnded(run.data)}>
+        <legend>{title}</legend>
+        {props.children}
+        <div className="actions">
           <button
             type="button"
-            className="danger"
-            disabled={!canRun || busy}
-            onClick={() => {
-              const key = runKey ?? newIdempotencyKey();
-              setRunKey(key);
-              void call(props.runBody(previewed), key, (op) => setRunId(op.id));
-            }}
+            disabled={busy || previewBody === null || runId !== null}
+            onClick={() => previewBody && call(previewBody, newIdempotencyKey(), (op) => setPreviewId(op.id))}
           >
-            {verb}
+            Preview (dry run)
           </button>
         </div>
-      ) : null}
-      {error ? <ErrorMessage error={error} /> : null}
-      {run.data && !hasEnded(run.data) ? <StepProgress operation={run.data} serverName={props.serverName} /> : null}
-      {run.data && hasEnded(run.data) ? (
-        <section className="run-result" aria-label="Result">
-          <h4>Result</h4>
-          <StepProgress operation={run.data} serverName={props.serverName} />
-          {props.outcome ? props.outcome(run.data) : null}
-        </section>
-      ) : null}
-      {runId !== null && hasEnded(run.data) ? (
-        <button type="button" onClick={reset}>
-          Start a new {title.toLowerCase()}
-        </button>
-      ) : null}
-    </fieldset>
+        {previewId !== null && !previewed ? <p role="status">Running the preflight…</p> : null}
+        {previewed && runId !== null ? (
+          <p className="small muted" data-testid="preview-folded">
+            Ran after its preview (dry run, operation {previewed.id}) passed; what the run did is below.
+          </p>
+        ) : null}
+        {previewed && runId === null ? (
+          <div className="preview">
+            <h4>Preflight</h4>
+            <Checklist checks={preflightChecks(previewed)} />
+            {props.outcome ? props.outcome(previewed) : null}
+            {previewPassed(previewed) ? null : (
+              <p role="alert" className="error">
+                ✕ The preflight failed{previewed.error ? `: ${previewed.error}` : ""}. Nothing was changed.
+              </p>
+            )}
+          </div>
+        ) : null}
+        {previewed && previewPassed(previewed) && runId === null ? (
+          <div className="confirm-run">
+            {typedConfirmation ? <TypedConfirmation expected={clusterName} value={typed} onChange={setTyped} /> : null}
+            <button
+              type="button"
+              className="danger"
+              disabled={!canRun || busy}
+              onClick={() => {
+                const key = runKey ?? newIdempotencyKey();
+                setRunKey(key);
+                void call(props.runBody(previewed), key, (op) => setRunId(op.id));
+              }}
+            >
+              {verb}
+            </button>
+          </div>
+        ) : null}
+        {error ? <ErrorMessage error={error} /> : null}
+        {run.data && !hasEnded(run.data) ? <StepProgress operation={run.data} serverName={props.serverName} /> : null}
+        {run.data && hasEnded(run.data) ? (
+          <section className="run-result" aria-label="Result">
+            <h4>Result</h4>
+            <StepProgress operation={run.data} serverName={props.serverName} />
+            {props.outcome ? props.outcome(run.data) : null}
+          </section>
+        ) : null}
+        {runId !== null && hasEnded(run.data) ? (
+          <button type="button" onClick={reset}>
+            Start a new {title.toLowerCase()}
+          </button>
+        ) : null}
+      </fieldset>
+      {run.data && !hasEnded(run.data) && props.live ? props.live(run.data) : null}
+    </>
   );
 }

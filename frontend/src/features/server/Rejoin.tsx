@@ -130,8 +130,19 @@ export function RejoinOutcome({ operation, serverName, onRewind }: OutcomeProps)
   return operation.dry_run ? (
     <p>It has nothing {source} lacks: it can rejoin as its replica.</p>
   ) : (
-    <p>✓ It replicates from {source} again, read-only, no longer fenced.</p>
+    <>
+      <p>✓ It replicates from {source} again, read-only, no longer fenced.</p>
+      <FollowingCheck result={result} />
+    </>
   );
+}
+
+/** The consistency check Ferry started once the server replicated again (or why it could not). */
+function FollowingCheck({ result }: { result: Partial<Schemas["RejoinResult"]> }) {
+  if (result.consistency_check_operation_id != null) {
+    return <p className="small">Ferry checks it against its source, chunk by chunk: operation #{result.consistency_check_operation_id}.</p>;
+  }
+  return result.consistency_check_error ? <p className="small error">{result.consistency_check_error}</p> : null;
 }
 
 function RewindOutcome(props: { operation: Operation; rewind: Schemas["RejoinRewind"]; source: string }) {
@@ -166,6 +177,7 @@ function RewindOutcome(props: { operation: Operation; rewind: Schemas["RejoinRew
       {!done && operation.error ? <p className="error">{operation.error}</p> : null}
       {done && operation.dry_run ? <p>Once rewound, it can rejoin as a replica of {source}.</p> : null}
       {done && !operation.dry_run ? <p>✓ Rewound; it replicates from {source} again, read-only, no longer fenced.</p> : null}
+      {done && !operation.dry_run && operation.type === "rejoin" && operation.result ? <FollowingCheck result={operation.result} /> : null}
     </div>
   );
 }

@@ -20,6 +20,7 @@ import { connectionState } from "../topology/connectionState";
 import { auditTouches, domainPositions, operationTouches } from "./serverFacts";
 import { Consumers } from "./Consumers";
 import { ParallelApply } from "./ParallelApply";
+import { ConsistencyCheck } from "./ConsistencyCheck";
 import { Rejoin } from "./Rejoin";
 import { resolveServerRef } from "./serverRef";
 import { ServerSettings } from "./ServerSettings";
@@ -269,6 +270,8 @@ function ServerPage({ clusterId, server }: { clusterId: number; server: Schemas[
             <>
               <h2>Parallel apply</h2>
               <ParallelApply clusterId={clusterId} serverId={serverId} serverName={(id) => names.get(id) ?? `server ${id}`} />
+              <h2>Consistency with its source</h2>
+              <ConsistencyCheck clusterId={clusterId} serverId={serverId} label={server.label} serverName={(id) => names.get(id) ?? `server ${id}`} />
             </>
           ) : null}
           <h2>Replicas</h2>
