@@ -241,6 +241,12 @@ export function ServerView({ clusterId, serverRef }: { clusterId: number; server
   );
 }
 
+/** A read-only server that replicates from nobody and feeds nobody (its connection lost or removed): rejoinable, like a
+ * fenced former master. */
+function isStray(node: Schemas["TopologyNode"] | undefined): boolean {
+  return node != null && node.role === "standalone" && node.read_only === true;
+}
+
 function ServerPage({ clusterId, server }: { clusterId: number; server: Schemas["ServerRead"] }) {
   const serverId = server.id;
   const topology = useTopology(clusterId);
@@ -263,7 +269,9 @@ function ServerPage({ clusterId, server }: { clusterId: number; server: Schemas[
           <p>
             Fence: {server.fenced ? <Badge tone="bad" symbol="⛔">{`fenced: ${server.fence_reason ?? "by a failover"}`}</Badge> : "no"}
           </p>
-          {server.fenced ? <Rejoin clusterId={clusterId} serverId={serverId} label={server.label} serverName={(id) => names.get(id) ?? `server ${id}`} /> : null}
+          {server.fenced || isStray(node) ? (
+            <Rejoin clusterId={clusterId} serverId={serverId} label={server.label} serverName={(id) => names.get(id) ?? `server ${id}`} />
+          ) : null}
           <h2>Replicates from</h2>
           <Connections edges={edges.filter((e) => e.replica_registered_server_id === serverId)} names={names} title="Replication connections" side="master" />
           {edges.some((e) => e.replica_registered_server_id === serverId) ? (
