@@ -676,6 +676,17 @@ class ServerDriver(abc.ABC):
             kind=ErrorKind.unsupported,
         )
 
+    async def export_transactions(self, after: str, through: str, first_file: str, bytes_max: int) -> bytes:
+        """The binlog's transactions after the GTID position `after` up to `through` (inclusive), read from the
+        binlog file `first_file` on, as a replayable SQL script (at most `bytes_max`, else a `DriverError`); what a
+        rejoin archives before a rebuild. The default is for kinds that cannot."""
+        raise DriverError(
+            getattr(self, "address", ""),
+            "export_unsupported",
+            f"{self.kind} servers cannot export binlog transactions as SQL",
+            kind=ErrorKind.unsupported,
+        )
+
     async def rebuild_from(
         self,
         source: RebuildSource,

@@ -10,6 +10,7 @@ from ferry_control.drivers.mariadb.chunks import MariadbChunks
 from ferry_control.drivers.mariadb.config import MariadbDriverConfig
 from ferry_control.drivers.mariadb.connection import MariadbConnections, PoolSettings
 from ferry_control.drivers.mariadb.events import MariadbBinlogEvents
+from ferry_control.drivers.mariadb.export import MariadbExport
 from ferry_control.drivers.mariadb.parallel import MariadbParallelApply
 from ferry_control.drivers.mariadb.preflight import MariadbPreflight
 from ferry_control.drivers.mariadb.read_only import MariadbReadOnly
@@ -49,6 +50,7 @@ class MariadbDriver(
     MariadbPreflight,
     MariadbCanaries,
     MariadbBinlogEvents,
+    MariadbExport,
     MariadbChecksums,
     MariadbChunks,
     MariadbRewind,
