@@ -107,6 +107,28 @@ describe("ServerView", () => {
     expect(within(alerts).getAllByRole("listitem").map((li) => li.textContent)).toEqual([message]);
   });
 
+  it("offers an operator a rejoin for a stray read-only server and a consistency check for a replica", async () => {
+    const stray = { ...TOPOLOGY, nodes: TOPOLOGY.nodes.map((n) => (n.registered_server_id === 2 ? { ...n, role: "standalone" as const, read_only: true } : n)),
+      edges: TOPOLOGY.edges.filter((e) => e.replica_registered_server_id !== 2) };
+    const answers = (topology: Schemas["TopologyGraph"]) => ({
+      "GET /api/v1/clusters/1/servers": () => ({ body: [{ ...SERVER, maintenance: false, maintenance_detail: null }] }),
+      "GET /api/v1/clusters/1/topology": () => ({ body: topology }),
+      "GET /api/v1/clusters/1/servers/2/consumers": () => ({ body: { registered_server_id: 2, label: "b", kind: "mariadb", supported: false,
+        consumers: [], cut_off: [], cut_off_total: 0, consumers_max: null, words: "" } }),
+      "GET /api/v1/clusters/1/operations": () => ({ body: [] }),
+      "GET /api/v1/audit": () => ({ body: [] }),
+    });
+    mockApi(answers(stray));
+    const { unmount } = renderSignedIn(<ServerView clusterId={1} serverRef="2" />, { role: "operator" });
+    expect(await screen.findByRole("button", { name: "Rejoin as a replica…" })).toBeTruthy();
+    expect(screen.queryByRole("button", { name: "Check consistency with its source…" })).toBeNull();
+    unmount();
+    mockApi(answers(TOPOLOGY));
+    renderSignedIn(<ServerView clusterId={1} serverRef="2" />, { role: "operator" });
+    expect(await screen.findByRole("button", { name: "Check consistency with its source…" })).toBeTruthy();
+    expect(screen.queryByRole("button", { name: "Rejoin as a replica…" })).toBeNull();
+  });
+
   it("says when the server is not in the cluster", async () => {
     mockApi({
       "GET /api/v1/clusters/1/servers": () => ({ body: [SERVER] }),
