@@ -677,8 +677,9 @@ class ServerDriver(abc.ABC):
         )
 
     async def export_transactions(self, after: str, through: str, first_file: str, bytes_max: int) -> bytes:
-        """The binlog's transactions after the GTID position `after` up to `through` (inclusive), read from the
-        binlog file `first_file` on, as a replayable SQL script (at most `bytes_max`, else a `DriverError`); what a
+        """The binlog's transactions after the GTID position `after` up to `through` (inclusive) in the domains
+        `through` names (`after` names no other; `D-S-0` there: all of domain D), read from the binlog file
+        `first_file` on, as a replayable SQL script (at most `bytes_max`, else a `DriverError`); what a
         rejoin archives before a rebuild. The default is for kinds that cannot."""
         raise DriverError(
             getattr(self, "address", ""),

@@ -4,8 +4,8 @@
 - what a replica stopped behind the master lacks, in two domains, is exported from the master — exactly those
   transactions, each row change also written out as pseudo-SQL — and the script replayed on the replica gives it
   the master's rows and GTIDs;
-- an export larger than its bound, a binlog file name that is a path, and a driver without a replication login are
-  refused with a precise error."""
+- an export larger than its bound, a start naming a domain the end does not, a binlog file name that is a path, and a
+  driver without a replication login are refused with a precise error."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ async def test_what_a_replica_lacks_is_exported_as_sql_that_replays_it(mariadb: 
     mariadb.sql(1, "CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO app.t VALUES (1, 'kept');")
     mariadb.wait_converged()
     mariadb.sql(2, "STOP SLAVE")
-    after = mariadb.value(2, "@@gtid_slave_pos")
+    after = mariadb.value(2, "@@gtid_slave_pos") + ",7-1-0"  # domain 7: every transaction of it
     mariadb.sql(1, "INSERT INTO app.t VALUES (2, 'two'); SET SESSION gtid_domain_id = 7; "
                    "INSERT INTO app.t VALUES (3, 'three'); UPDATE app.t SET v = 'one' WHERE id = 1;")  # fmt: skip
     through = mariadb.value(1, "@@gtid_binlog_pos")
@@ -56,6 +56,9 @@ async def test_an_export_over_its_bound_a_path_and_a_missing_login_are_refused(m
         with pytest.raises(DriverError) as large:
             await master.export_transactions("", through, first_file, bytes_max=1_000)
         assert large.value.code == "export_too_large" and "exceed 1000 bytes" in large.value.message
+        with pytest.raises(DriverError) as domains:
+            await master.export_transactions("5-1-0", through, first_file, bytes_max=1_000_000)
+        assert domains.value.code == "bad_export_range"
         with pytest.raises(DriverError) as path:
             await master.export_transactions("", through, "../../etc/passwd", bytes_max=1_000_000)
         assert path.value.code == "bad_binlog_file"

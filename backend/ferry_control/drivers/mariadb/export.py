@@ -3,8 +3,10 @@ rejoin archives of an old master's transactions only it has, before the server i
 
 MariaDB's own `mariadb-binlog` reads them from the server over the replication protocol
 (`--read-from-remote-server`, as the cluster's replication user: REPLICATION SLAVE is all it needs), selected by GTID
-(`--start-position` exclusive, `--stop-position` inclusive; 10.8 and later), from the binlog file holding the first
-of them on (`--to-last-log`), `--verbose` so each row change is also written out as commented pseudo-SQL. The
+(`--start-position` exclusive — `D-S-0` for a domain whose every transaction is wanted —, `--stop-position`
+inclusive; 10.8 and later) and only in the domains `through` names (`--do-domain-ids`: a start position naming a
+domain that does not move makes it fail), from the binlog file holding the first of them on (`--to-last-log`),
+`--verbose` so each row change is also written out as commented pseudo-SQL. The
 password goes in a defaults file readable by this process's user only, never on a command line; a configured CA
 makes it TLS (`--ssl-verify-server-cert`). Its output is bounded (`bytes_max`) and its run timed; a failure names
 what mariadb-binlog said."""
@@ -18,7 +20,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ferry_control.core.gtid import canonical
+from ferry_control.core.gtid import by_domain, canonical
 from ferry_control.drivers.errors import DriverError, ErrorKind
 from ferry_control.drivers.mariadb.config import MariadbServer
 from ferry_control.drivers.mariadb.rows import split_address
@@ -74,11 +76,17 @@ class MariadbExport(MariadbServer):
             fd = os.open(options, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write("\n".join(lines) + "\n")
+            domains = sorted(by_domain(through))
+            if not domains or not set(by_domain(after)) <= set(domains):
+                raise DriverError(
+                    self.address, "bad_export_range",
+                    f"an export runs from {after!r} to {through!r}: the start names no domain the end does not",
+                )  # fmt: skip
             start = [f"--start-position={canonical(after)}"] if canonical(after) else []  # "": from the start
             args = [
                 program, f"--defaults-extra-file={options}", "--read-from-remote-server", f"--host={host}",
-                f"--port={port}", *start, f"--stop-position={canonical(through)}", "--to-last-log", "--verbose",
-                first_file,
+                f"--port={port}", f"--do-domain-ids={','.join(map(str, domains))}", *start,
+                f"--stop-position={canonical(through)}", "--to-last-log", "--verbose", first_file,
             ]  # fmt: skip
             return await self._run(args, bytes_max)
 
