@@ -3424,6 +3424,7 @@ export interface components {
             incoming: components["schemas"]["StoredIncoming"][];
             /** Siblings */
             siblings: components["schemas"]["ServerConnection"][];
+            new_hub_settings?: components["schemas"]["ConnectionSettingsRecord"] | null;
         };
         /**
          * HubIncoming

@@ -42,6 +42,7 @@ from ferry_control.services.orchestrator.candidates import CandidatePool, choice
 from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.fencing import fence, suspend_automatic_failover
 from ferry_control.services.orchestrator.gtid import gtid_text, position
+from ferry_control.services.orchestrator.hub_switchover import record_of, settings_of
 from ferry_control.services.orchestrator.moves import MoveContext, Observed, Settled
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
@@ -138,6 +139,9 @@ async def fail_over_hub(
         siblings=[
             ServerConnection(registered_server_id=s.replica.info.id, connection=s.connection.name) for s in siblings
         ],
+        new_hub_settings=record_of(
+            None if chosen.connection.settings is None else replace(chosen.connection.settings, delay_s=0, filters={})
+        ),
     )
     await ctx.save()
     # From here a stop completes the move (the hub is lost: there is nothing to go back to).
@@ -147,8 +151,7 @@ async def fail_over_hub(
     driver = new_hub.require_driver()
     start = position((await driver.positions()).current)
     async with ctx.step("new_hub_takes_connections") as step:
-        base = chosen.connection.settings
-        connection_settings = None if base is None else replace(base, delay_s=0, filters={})
+        connection_settings = settings_of(plan.new_hub_settings)
         await driver.stop_replication(chosen.connection.name)
         await driver.remove_replication(chosen.connection.name)
         for connection in incoming:
@@ -238,7 +241,9 @@ async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observe
             await driver.stop_replication(old.name)
             await driver.remove_replication(old.name)
         for connection in incoming:
-            if did := await actions.ensure_connection(driver, connection.name, connection.master_address):
+            if did := await actions.ensure_connection(
+                driver, connection.name, connection.master_address, settings_of(plan.new_hub_settings)
+            ):
                 done.append(f"{new_hub.info.label} {did}")
     except DriverError as e:
         return Settled(done, [f"{new_hub.info.label}: {e}"])

@@ -41,12 +41,12 @@ from ferry_control.services.orchestrator.runner import OperationContext, Operati
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 
 
-def _settings(value: ConnectionSettingsRecord | None) -> ConnectionSettings | None:
+def settings_of(value: ConnectionSettingsRecord | None) -> ConnectionSettings | None:
     """A connection's settings as the plan kept them, for the driver."""
     return None if value is None else ConnectionSettings(**value.model_dump())
 
 
-def _record(settings: ConnectionSettings | None) -> ConnectionSettingsRecord | None:
+def record_of(settings: ConnectionSettings | None) -> ConnectionSettingsRecord | None:
     """A connection's settings as the driver reported them, for the plan."""
     return None if settings is None else ConnectionSettingsRecord.model_validate(asdict(settings))
 
@@ -67,7 +67,7 @@ async def switch_hub(
         hub_registered_server_id=hub.info.id,
         candidate_registered_server_id=candidate.info.id,
         candidate_connection=link.connection.name,
-        candidate_settings=_record(link.connection.settings),
+        candidate_settings=record_of(link.connection.settings),
         incoming=[
             HubIncoming(
                 name=c.connection.name,
@@ -75,7 +75,7 @@ async def switch_hub(
                 master_address=c.connection.master_address,
                 running=c.connection.running,
                 # The connection's settings move with it, less its delay and filters (switch_plan says so).
-                settings=_record(
+                settings=record_of(
                     None if c.connection.settings is None else replace(c.connection.settings, delay_s=0, filters={})
                 ),
             )
@@ -108,7 +108,7 @@ async def switch_hub(
         # Every connection is made before any starts: server-wide settings (parallel workers) change only while
         # every connection of the server is stopped.
         for source in plan.incoming:
-            change = ChangeMaster(source.master_address, use_gtid="slave_pos", settings=_settings(source.settings))
+            change = ChangeMaster(source.master_address, use_gtid="slave_pos", settings=settings_of(source.settings))
             await candidate_driver.change_master(source.name, change)
         taken = []
         # From here the candidate has the hub's connections (and may apply what the hub never had): completed.
@@ -166,7 +166,7 @@ async def _hub_under_candidate(hub_driver: Any, candidate: ServerView, plan: Hub
         if c.name in names:
             await hub_driver.stop_replication(c.name)
             await hub_driver.remove_replication(c.name)
-    follower = _settings(plan.candidate_settings)
+    follower = settings_of(plan.candidate_settings)
     name = plan.candidate_connection
     await actions.repoint(hub_driver, name, _address(candidate), "slave_pos", stop_first=name in names,
                           settings=None if follower is None else replace(follower, delay_s=0, filters={}))  # fmt: skip
@@ -265,7 +265,7 @@ async def complete_hub_move(ctx: MoveContext, plan: HubSwitchPlan, observed: Obs
         driver = candidate.require_driver()
         existing = {c.name: c for c in await driver.replica_connections()}
         for c in plan.incoming:
-            if did := await actions.ensure_connection(driver, c.name, c.master_address, _settings(c.settings)):
+            if did := await actions.ensure_connection(driver, c.name, c.master_address, settings_of(c.settings)):
                 done.append(f"{candidate.info.label} {did}")
         if plan.candidate_connection in existing and plan.candidate_connection not in {c.name for c in plan.incoming}:
             await driver.stop_replication(plan.candidate_connection)
@@ -317,7 +317,7 @@ async def undo_hub_move(ctx: MoveContext, plan: HubSwitchPlan, observed: Observe
         mine = existing.get(name)
         if mine is None:
             await actions.repoint(driver, name, _address(hub), "slave_pos", stop_first=False,
-                                  settings=_settings(plan.candidate_settings))  # fmt: skip
+                                  settings=settings_of(plan.candidate_settings))  # fmt: skip
         elif not mine.running:
             await driver.start_replication(name)
     except DriverError as e:
