@@ -169,7 +169,15 @@ async def fail_over_hub(
     async with ctx.step("repoint_replicas") as step:
         address = new_hub.info.protocol_address
         assert address is not None
-        moved, failed = [], []
+        moved: list[str] = []
+        # Servers that do not answer (whom they replicate from cannot be read: maybe the lost hub) are left behind,
+        # and said so when the operation ends.
+        failed = [
+            f"{view.info.label}: not repointed to {new_hub.info.label}: it did not answer ({view.error}), so whether "
+            "it replicated from the lost hub could not be read; if it did, repoint it when it answers"
+            for view in snapshot.views
+            if not view.reachable and view.info.id not in (hub.info.id, new_hub.info.id) and not view.info.maintenance
+        ]
         for sibling in siblings:
             target = str(sibling.replica.current)
             reached = await actions.wait_reached(driver, target, settings.operations.switchover_catch_up_timeout_s)
@@ -222,9 +230,11 @@ async def fail_over_hub(
 async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observed: Observed) -> Settled:
     """The one completion of a hub failover once its plan was saved, live (its guard's roll forward) or after a crash
     (repairs.py) — the hub is lost, so there is nothing to go back to: the new hub without its connection to the lost
-    hub and with each of the lost hub's connections, running; every sibling (not in maintenance) still pointed at the
-    lost hub replicating from the new hub once the new hub is at or ahead of it in every domain (else left, and
-    named); the lost hub fenced (read-only now if it answers, and whenever it answers again)."""
+    hub and with each of the lost hub's connections, running, with the settings the live run gave them
+    (`new_hub_settings`); every sibling (not in maintenance) still pointed at the lost hub replicating from the new
+    hub once the new hub is at or ahead of it in every domain (else left, and named), one already pointed at it but
+    stopped started; a server that could not be read named; the lost hub fenced (read-only now if it answers, and
+    whenever it answers again)."""
     new_hub = observed.get(plan.new_hub_registered_server_id)
     hub = observed.get(plan.hub_registered_server_id)
     done: list[str] = []
@@ -257,6 +267,11 @@ async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observe
         try:
             sibling_driver = view.require_driver()
             current = next((c for c in await sibling_driver.replica_connections() if c.name == name), None)
+            if current is not None and current.master_address == address and not current.running:
+                # Repointed, and the answer to its start lost.
+                await sibling_driver.start_replication(name)
+                done.append(f"{view.info.label}: connection {name!r} to {new_hub.info.label} started")
+                continue
             if current is None or current.master_address != hub.info.protocol_address:
                 continue
             target = str(position((await sibling_driver.positions()).current))
@@ -269,6 +284,12 @@ async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observe
             done.append(f"{view.info.label} replicates from {new_hub.info.label}")
         except DriverError as e:
             problems.append(f"{view.info.label}: {e}")
+    for view in observed.values():
+        if view.status is None and view.info.id not in (hub.info.id, new_hub.info.id) and not view.info.maintenance:
+            problems.append(
+                f"{view.info.label}: its replication could not be read ({view.error}): not repointed to "
+                f"{new_hub.info.label} — repoint it once it answers, if it replicated from the lost hub"
+            )
     await fence(ctx, hub, f"replaced by {new_hub.info.label} in a failover")
     done.append(f"{hub.info.label} fenced")
     return Settled(done, problems)
