@@ -20,7 +20,7 @@ class _Session:
         return self._rows.get(model.__name__, {}).get(key)
 
     async def scalars(self, statement: Any) -> Any:
-        tables = {t.name for t in statement.get_final_froms()}
+        tables = {t.name for t in statement.columns_clause_froms}
         if tables != {"replication_links"}:
             raise RuntimeError(f"the simulation has no table {', '.join(sorted(tables))}")
         return SimpleNamespace(all=lambda: list(self._links))
