@@ -12,16 +12,21 @@ settled), each a sentence naming what broke. The roots never move: they are the 
   connections, and read-only when it answers again); a server an unfinished outcome names as not following is left
   out, and so is one replicating from it, down a chain;
 - the record true: a hub switchover recorded succeeded or rolled forward → the candidate has each of the hub's
-  incoming connections (name, master) running and none to the hub, and the hub and the other replicas its plan moves
-  (those that answered) replicate from the candidate; undone or unchanged → the hub has its incoming connections
-  running, and its replicas (the candidate too) replicate from it. A hub failover recorded succeeded or rolled
-  forward → the new hub has each of the lost hub's connections running, every other replica of the lost hub its plan
-  moves replicates from it, the lost hub is fenced; unchanged → every replica of the hub still has its connection to
-  it.
+  incoming connections (name, master) running, with their settings less delay and filters, and none to the hub,
+  and the hub and the other replicas its plan moves (those that answered) replicate from the candidate, the hub
+  with the candidate's old connection's settings less the same, each replica with its own; undone or unchanged →
+  the hub has its incoming connections running, and its replicas (the candidate too) replicate from it. A hub
+  failover recorded succeeded or rolled forward → the new hub has each of the lost hub's connections running, with
+  its own old connection's settings less delay and filters (the live run's and a completion's alike), every other
+  replica of the lost hub its plan moves replicates from it, the lost hub is fenced; unchanged → every replica of
+  the hub still has its connection to it.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ferry_control.drivers.base import ConnectionSettings
 from tests.simulation.cluster import Cluster
 from tests.simulation.hub_topology import HubTopology
 from tests.simulation.invariants import Outcome, Violation
@@ -158,6 +163,39 @@ def _has_incoming(cluster: Cluster, server: Server, topology: HubTopology) -> li
     return missing
 
 
+def _moved_settings(settings: ConnectionSettings) -> ConnectionSettings:
+    """A connection's settings re-created on another server: less its delay and filters."""
+    return replace(settings, delay_s=0, filters={})
+
+
+def _settings(cluster: Cluster, topology: HubTopology, new: Server, failover: bool, moving: list[int]) -> list[str]:
+    """Where a moved connection lacks the settings the move carries (in words): the candidate's connections to the
+    roots have the hub's incoming ones' (a hub switchover) or its own connection to the hub's (a hub failover), less
+    delay and filters; the hub's connection to the candidate has the candidate's old connection's, less the same;
+    a repointed replica keeps its own."""
+    hub = cluster.servers[topology.hub]
+    own = next(((name, s) for (i, name), s in topology.settings.items() if i == new.id), None)
+    wrong = []
+    for name in topology.incoming:
+        c = new.connections.get(name)
+        if c is None:
+            continue
+        want = _moved_settings(own[1] if failover and own else topology.settings[(hub.id, name)])
+        if c.settings != want:
+            wrong.append(f"{new.name}'s {name!r} has {c.settings}, not {want}")
+    if not failover and own is not None and not hub.down:
+        c = hub.connections.get(own[0])
+        if c is not None and c.master_address == new.address and c.settings != _moved_settings(own[1]):
+            wrong.append(f"{hub.name}'s {own[0]!r} has {c.settings}, not {_moved_settings(own[1])}")
+    for server_id in moving:
+        server = cluster.servers[server_id]
+        for (i, name), want in topology.settings.items():
+            c = server.connections.get(name)
+            if i == server_id and c is not None and c.master_address == new.address and c.settings != want:
+                wrong.append(f"{server.name}'s {name!r} has {c.settings}, not its own {want}")
+    return wrong
+
+
 def _record(
     cluster: Cluster, topology: HubTopology, outcome: Outcome, failover: bool, moving: list[int]
 ) -> list[Violation]:
@@ -173,6 +211,9 @@ def _record(
         if lacks := _has_incoming(cluster, new, topology):
             found.append(Violation("outcome", f"{said}, yet {new.name} lacks the hub's connection(s) "
                                    f"{', '.join(lacks)} (or they do not run)"))  # fmt: skip
+        if wrong := _settings(cluster, topology, new, failover, moving):
+            found.append(Violation("settings", f"{said}, yet a moved connection lacks its settings: "
+                                   + "; ".join(wrong)))  # fmt: skip
         if any(c.master_address == hub.address for c in new.connections.values()):
             found.append(Violation("outcome", f"{said}, yet {new.name} still has a connection to {hub.name}"))
         followers = [cluster.servers[r] for r in moving if r != new.id]

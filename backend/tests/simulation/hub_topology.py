@@ -12,9 +12,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from ferry_control.drivers.base import ConnectionSettings
+from tests.simulation import replication
 from tests.simulation.cluster import Cluster, Writer
-from tests.simulation.servers import Server
-from tests.simulation.topology import OTHER_DOMAIN, _copy, _follow, _seed_data
+from tests.simulation.servers import Connection, Server
+from tests.simulation.topology import OTHER_DOMAIN, _copy, _seed_data
 
 
 @dataclass
@@ -31,6 +33,8 @@ class HubTopology:
     #: The hub's incoming connections: name → the root it replicates from.
     incoming: dict[str, int] = field(default_factory=dict)
     domains: tuple[int, ...] = (0,)
+    #: Each connection's settings as generated ((server id, connection name) → settings): a move carries them.
+    settings: dict[tuple[int, str], ConnectionSettings] = field(default_factory=dict)
     #: The candidate named (None: the orchestrator chooses).
     candidate: int | None = None
     mariadb: bool = False
@@ -56,6 +60,22 @@ class HubTopology:
         return "; ".join(parts)
 
 
+def _follow(cluster: Cluster, topology: HubTopology, replica: Server, master: Server, name: str, delay_s: int) -> None:
+    """`replica` replicates from `master` over `name`, with settings of its own (a heartbeat, a parallel mode: what
+    a move must carry over, less the delay and filters where it re-creates the connection elsewhere)."""
+    latency_s = cluster.rng.uniform(0.0005, 0.004)
+    pick = random.Random(latency_s)  # drawn from the latency: the schedule's own stream is not moved on
+    settings = ConnectionSettings(
+        delay_s=delay_s, heartbeat_ms=pick.choice((None, 500, 2000)), parallel_mode=pick.choice((None, "optimistic"))
+    )
+    connection = Connection(
+        name=name, master_address=master.address, settings=settings, latency_s=latency_s, running=True
+    )
+    replica.connections[name] = connection
+    topology.settings[(replica.id, name)] = settings
+    replication.connect(replica, connection, master, 0.0)
+
+
 def generate_hub(rng: random.Random) -> tuple[Cluster, HubTopology]:
     cluster = Cluster(rng)
     replicas = rng.randint(1, 3)
@@ -78,7 +98,7 @@ def generate_hub(rng: random.Random) -> tuple[Cluster, HubTopology]:
     names = ["", "main", "src"]
     first = rng.choice(names)
     _copy(hub, root, set(domains))
-    _follow(cluster, hub, root, first, 0)
+    _follow(cluster, topology, hub, root, first, 0)
     topology.incoming[first] = root.id
     other = None
     if multi:
@@ -87,7 +107,7 @@ def generate_hub(rng: random.Random) -> tuple[Cluster, HubTopology]:
         _seed_data(other, OTHER_DOMAIN, rng.randint(1, 10))
         _copy(hub, other, {OTHER_DOMAIN})
         second = rng.choice([n for n in ("b", "other", "m2") if n != first])
-        _follow(cluster, hub, other, second, 0)
+        _follow(cluster, topology, hub, other, second, 0)
         topology.incoming[second] = other.id
         topology.other_root = other.id
         cluster.writers.append(Writer(0, OTHER_DOMAIN, rng.uniform(0.01, 0.05), rng.uniform(0, 0.01), (other.id,)))
@@ -98,12 +118,12 @@ def generate_hub(rng: random.Random) -> tuple[Cluster, HubTopology]:
         if index > 0 and rng.random() < 0.2:  # the first is never delayed: a switchover has a candidate
             topology.delays[replica.id] = rng.randint(1, 2)
         _copy(replica, hub, every)
-        _follow(cluster, replica, hub, rng.choice(replica_names), topology.delays.get(replica.id, 0))
+        _follow(cluster, topology, replica, hub, rng.choice(replica_names), topology.delays.get(replica.id, 0))
     if chain:
         tail = add(2 + replicas, "main")
         source = rng.choice([r for r in below if r.id not in topology.delays])
         _copy(tail, source, every)
-        _follow(cluster, tail, source, rng.choice(replica_names), 0)
+        _follow(cluster, topology, tail, source, rng.choice(replica_names), 0)
         topology.chained[tail.id] = source.id
     main_ids = tuple(s.id for s in cluster.main())
     for index in range(rng.randint(1, 3)):
