@@ -239,8 +239,13 @@ async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observe
     hub = observed.get(plan.hub_registered_server_id)
     done: list[str] = []
     problems: list[str] = []
-    if new_hub is None or hub is None or new_hub.status is None:
-        return Settled(done, ["the lost hub or its successor is not registered or does not answer"])
+    if new_hub is None or hub is None:
+        return Settled(done, ["the lost hub or its successor is no longer registered"])
+    if new_hub.status is None:
+        return Settled(done, [
+            f"{new_hub.info.label} (the new hub) does not answer ({new_hub.error}): it and the lost hub's replicas are "
+            "left as they are, for an operator once it answers"
+        ])  # fmt: skip
     try:
         driver = new_hub.require_driver()
         existing = {c.name: c for c in await driver.replica_connections()}
