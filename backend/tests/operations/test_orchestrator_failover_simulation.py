@@ -5,11 +5,15 @@ over generated topologies on an in-memory cluster (tests/simulation/failover_sch
 failover's invariants (tests/simulation/failover_invariants.py). No server, no database: virtual time, a pure
 function of the seed, on a random stream of its own (the switchover's schedules of the same seeds are untouched).
 
-FERRY_SIM_FAILOVER_SCHEDULES sets how many seeds the sweep runs (default 1,500; with the switchover's 2,000, 3,500 in
-all); FERRY_SIM_FAILOVER_SEED=<seed> runs that one alone and prints its whole story (with `-s`). Violations listed
-in tests/simulation/known.py for the failover are known open bugs: the sweep reports them without failing, and each
-one's seed is an expected failure here until it is fixed. Acknowledged writes only the lost master had are the
-failover's RPO: counted and printed, never a violation."""
+FERRY_SIM_FAILOVER_SCHEDULES sets how many seeds the sweep runs (default 1,500; with the switchover's 2,000 and the
+hub moves' 1,000, 4,500 in all); FERRY_SIM_FAILOVER_SEED=<seed> runs that one alone and prints its whole story:
+
+    FERRY_SIM_FAILOVER_SEED=<seed> .venv/bin/pytest -q -s -p no:cacheprovider \
+        backend/tests/operations/test_orchestrator_failover_simulation.py -k seeded
+
+Violations listed in tests/simulation/known.py for the failover are known open bugs: the sweep reports them without
+failing, and each one's seed is an expected failure here until it is fixed. Acknowledged writes only the lost master
+had are the failover's RPO: counted and printed, never a violation."""
 
 from __future__ import annotations
 
