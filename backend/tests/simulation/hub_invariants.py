@@ -10,7 +10,7 @@ settled), each a sentence naming what broke. The roots never move: they are the 
 - every server of the tree replicates from live sources (each connection running, without error, to a server that
   answers) that lead to every root, or is fenced: the lost hub (recorded fenced once another server took its
   connections, and read-only when it answers again); a server an unfinished outcome names as not following is left
-  out, and so is one replicating from it, down a chain;
+  out, and so is one replicating from it, down a chain, or from a replica that crashed and is still down;
 - the record true: a hub switchover recorded succeeded or rolled forward → the candidate has each of the hub's
   incoming connections (name, master) running, with their settings less delay and filters, and none to the hub,
   and the hub and the other replicas its plan moves (those that answered) replicate from the candidate, the hub
@@ -55,8 +55,10 @@ def check(
         if errant:
             shown = ", ".join(gtid_text(g) for g in sorted(errant)[:5])
             found.append(Violation("errant", f"{server.name} has {len(errant)} GTID(s) no root has: {shown}"))
-    # A failover that moved nothing leaves the lost hub's replicas on it: they wait for it, as before.
-    left = _left(cluster, tree, outcome, hub if failover and outcome.kind not in MOVED else None)
+    # A failover that moved nothing leaves the lost hub's replicas on it: they wait for it, as before; a server
+    # below a replica that crashed and is still down waits for it (its loss is another failover's).
+    down = [s for s in cluster.main() if s.down and s is not hub]
+    left = _left(cluster, tree, outcome, [*down, *([hub] if failover and outcome.kind not in MOVED else [])])
     acked = {a.gtid for a in cluster.acked}
     for server in tree:
         if failover and server is hub:
@@ -83,10 +85,10 @@ def check(
     return found
 
 
-def _left(cluster: Cluster, tree: list[Server], outcome: Outcome, hub: Server | None) -> set[str]:
-    """The servers an unfinished outcome names (by label) — and `hub` when given —, and those replicating from one
+def _left(cluster: Cluster, tree: list[Server], outcome: Outcome, waited: list[Server]) -> set[str]:
+    """The servers an unfinished outcome names (by label) — and those of `waited` —, and those replicating from one
     of them, down a chain."""
-    left = {hub.name} if hub is not None else set()
+    left = {s.name for s in waited}
     if outcome.kind not in MOVED and outcome.kind not in NOT_MOVED:
         left |= {s.name for s in tree if f"{s.name} (server_id" in outcome.detail}
     grew = True

@@ -14,8 +14,8 @@ answers, servers unreachable):
   links the collector stored (database.py). Then the lost hub perhaps answers again (restarted, or as it was) and
   the failover monitor's fencing pass runs.
 
-Then clients go on a little and stop, replication settles, and the hub moves' invariants are checked
-(hub_invariants.py)."""
+Either perhaps with a replica of the tree crashing meanwhile (back after a while, or not). Then clients go on a
+little and stop, replication settles, and the hub moves' invariants are checked (hub_invariants.py)."""
 
 from __future__ import annotations
 
@@ -77,6 +77,12 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     crashed = rng.random() < 0.6
     automatic = rng.random() < 0.5
     hub_returns = rng.random() < 0.6
+    # A replica of the tree perhaps crashing meanwhile (back after a while, or not), from a stream of its own (the
+    # schedules without one are as they were).
+    pick = random.Random(f"hub replica {seed}")
+    replica_crash_at = pick.uniform(0.0, 0.3) if pick.random() < 0.2 else None
+    replica_pick = pick.random()
+    replica_back_after = pick.uniform(0.05, 0.5) if pick.random() < 0.5 else None
     ctx: SimContext
     if failover:
         await asyncio.sleep(rng.uniform(0.02, 0.2))  # clients write
@@ -101,6 +107,34 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
             instance=api, faults=faults, registered=(cluster_row, rows),
         )  # fmt: skip
         work = asyncio.create_task(_operate(ctx, run_switchover))
+    operating = [True]
+    loop = asyncio.get_running_loop()
+    #: Set once no crashed replica is still to come back.
+    replicas_settled = asyncio.Event()
+    replicas_settled.set()
+
+    def replica_crashes() -> None:
+        if not operating[0]:
+            return
+        spared = {topology.hub, ctx.result.new_master_registered_server_id, topology.candidate}
+        choices = [s for s in cluster.main() if s.id != topology.root and s.id not in spared and not s.down]
+        if not choices:
+            return
+        victim = choices[int(replica_pick * len(choices))]
+        cluster.go_down(victim, now(), crashed=True)
+        faults.log.append(f"{now():.6f} replica {victim.name} crashed")
+        if replica_back_after is not None:
+
+            def back() -> None:
+                cluster.come_back(victim, now(), read_only=True)
+                faults.log.append(f"{now():.6f} replica {victim.name} is back (read-only, replication started)")
+                replicas_settled.set()
+
+            replicas_settled.clear()
+            loop.call_later(replica_back_after, back)
+
+    if replica_crash_at is not None:
+        loop.call_later(replica_crash_at, replica_crashes)
     CURRENT.set((api, cluster, faults))
     crashed_api = asyncio.create_task(api.crashed.wait())
     await asyncio.wait({work, crashed_api}, return_when=asyncio.FIRST_COMPLETED)
@@ -115,10 +149,12 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
         # The switchover's reconcile reads a master switch's candidate; a hub's is the operation's.
         candidate = outcome.candidate or ctx.result.new_master_registered_server_id
         outcome = Outcome(outcome.kind, outcome.by, outcome.detail, candidate, False)
+    operating[0] = False
     report.outcome = outcome
     report.steps = [f"{s.name} {s.state}" for s in ctx.steps]
     await asyncio.sleep(rng.uniform(0.0, 0.1))  # clients write to whatever is writable now
     cluster.stop_writers()
+    await replicas_settled.wait()  # a crashed replica that comes back is back
     if failover and hub_returns:
         # Restarted: read-only, as a replica's configuration says; cut off: as it was, its connections running.
         cluster.come_back(hub, now(), read_only=True if crashed else None)
