@@ -224,6 +224,9 @@ class HubFailoverPlan(Record):
     new_hub_connection: str
     incoming: list[StoredIncoming]
     siblings: list[ServerConnection]
+    #: The settings the new hub's connections to the lost hub's masters get (its connection to the lost hub's, less
+    #: its delay and filters), the live run's and a completion's alike (None: the server's defaults).
+    new_hub_settings: ConnectionSettingsRecord | None = None
 
 
 class MovedConnection(Record):

@@ -5,11 +5,15 @@ over generated topologies on an in-memory cluster (tests/simulation/failover_sch
 failover's invariants (tests/simulation/failover_invariants.py). No server, no database: virtual time, a pure
 function of the seed, on a random stream of its own (the switchover's schedules of the same seeds are untouched).
 
-FERRY_SIM_FAILOVER_SCHEDULES sets how many seeds the sweep runs (default 1,500; with the switchover's 2,000, 3,500 in
-all); FERRY_SIM_FAILOVER_SEED=<seed> runs that one alone and prints its whole story (with `-s`). Violations listed
-in tests/simulation/known.py for the failover are known open bugs: the sweep reports them without failing, and each
-one's seed is an expected failure here until it is fixed. Acknowledged writes only the lost master had are the
-failover's RPO: counted and printed, never a violation."""
+FERRY_SIM_FAILOVER_SCHEDULES sets how many seeds the sweep runs (default 1,500; with the switchover's 2,000 and the
+hub moves' 1,000, 4,500 in all); FERRY_SIM_FAILOVER_SEED=<seed> runs that one alone and prints its whole story:
+
+    FERRY_SIM_FAILOVER_SEED=<seed> .venv/bin/pytest -q -s -p no:cacheprovider \
+        backend/tests/operations/test_orchestrator_failover_simulation.py -k seeded
+
+Violations listed in tests/simulation/known.py for the failover are known open bugs: the sweep reports them without
+failing, and each one's seed is an expected failure here until it is fixed. Acknowledged writes only the lost master
+had are the failover's RPO: counted and printed, never a violation."""
 
 from __future__ import annotations
 
@@ -66,8 +70,14 @@ def test_known_failover_issue_still_shows(issue: KnownIssue) -> None:
 #: Seeds that once showed a bug, now fixed: each keeps every invariant. 597 and 292: a failure inside the promotion
 #: (a lost answer to removing the candidate's connection to the lost master, or to read-only off) was compensated by
 #: the undo registered before it, although the candidate was promoted; the live stop now settles by the reconcile's
-#: rule (`failover.promoted`) and completes with the same function (`failover.complete_failover`).
-FIXED_SEEDS = (597, 292)
+#: rule (`failover.promoted`) and completes with the same function (`failover.complete_failover`). 17: leveling from
+#: a multi-source peer copied another master's domain (now never leveled: `failover.other_masters_domains`); 1358:
+#: the same with that other master not answering; 1220: leveling moved another master's domain back (the candidate's
+#: position is now read once its connections stopped); 1521: a candidate that stopped answering once writable was
+#: left half promoted, a peer still following the old master (a stop after read-only off now completes); 1581: a
+#: write held only by a replica chained under a replica that did not answer was lost (the candidate is now leveled
+#: from such servers too, and the failover names them as left with it).
+FIXED_SEEDS = (597, 292, 17, 1358, 1220, 1521, 1581)
 
 
 @pytest.mark.parametrize("seed", FIXED_SEEDS)

@@ -4,9 +4,14 @@ and the reconciler's repair after an API crash — over generated topologies on 
 virtual time, a pure function of the seed.
 
 FERRY_SIM_SCHEDULES sets how many seeds the sweep runs (default 2,000); FERRY_SIM_SEED=<seed> runs that one alone
-and prints its whole story (with `-s`). Violations listed in tests/simulation/known.py are known open bugs: the sweep
-reports them without failing, and each one's seed is an expected failure here until it is fixed. An operation ending
-in an internal error fails the sweep (tests/simulation/sweep.py). A move rolled forward although its candidate took
+and prints its whole story (with `-s`):
+
+    FERRY_SIM_SEED=<seed> .venv/bin/pytest -q -s -p no:cacheprovider \
+        backend/tests/operations/test_orchestrator_simulation.py -k seeded
+
+Violations listed in tests/simulation/known.py are known open bugs: the sweep reports them without failing, and each
+one's seed is an expected failure here until it is fixed. An operation ending in an internal error fails the sweep
+(tests/simulation/sweep.py). A move rolled forward although its candidate took
 no write is by design once the candidate's connection to the old master was cut (no_return.decide, rule 1)."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""A seeded simulation of the orchestrator: the real switchover and failover, their compensations and the reconciler,
-run against an in-memory cluster on virtual time, with faults, and checked against invariants after every schedule.
+"""A seeded simulation of the orchestrator: the real switchover and failover (of a master, or of a hub), their
+compensations and the reconciler, run against an in-memory cluster on virtual time, with faults, and checked against
+invariants after every schedule.
 
 - `clock`        the virtual-time event loop; the orchestrator's modules read its clock while a schedule runs
 - `servers`      one server: binlog, GTID positions, read-only, commits in flight, replication connections, down
@@ -15,6 +16,10 @@ run against an in-memory cluster on virtual time, with faults, and checked again
 - `failover_schedule`   the same for a failover: the master lost (crashed or cut off), a replica perhaps crashing, the
                  old master perhaps answering again and the failover monitor's fencing pass
 - `failover_invariants` what must hold after a failover (writes only the lost master had are its RPO, counted)
+- `hub_topology` generated topologies around a hub (multi-source or chain), its replicas, delayed ones, a chain
+- `hub_schedule` the same for the hub moves: a hub switchover, or a hub failover (the hub lost), with the reconcile
+- `hub_invariants` what must hold after a hub move (the hub's replicas follow a live source or are fenced, nothing
+                 errant or lost, never two writable servers, the record true)
 - `database`     the rows a failover reads and writes (fenced flag, suspension, links), in memory
 - `known`        violations of known open bugs, each with the seed that shows it
 """

@@ -7,7 +7,9 @@ what broke. Only the servers that survive count — up at the end, the old maste
   again it is read-only (the monitor's pass made it so);
 - no acknowledged write that reached a surviving server lost: each is on the final master (writes only the dead
   master had are the failover's RPO, counted, not a violation);
-  (a server an unfinished outcome names as not following is left out of both: its record says so);
+  (a server an unfinished outcome names as not following is left out of both: its record says so — and so is one
+  replicating from it, down a chain: left with it. A failover cannot take what a replica it cannot read has not yet
+  passed on: its replicas may still receive the lost master's writes from it after the candidate was chosen);
 - no errant GTID: no surviving server holds a transaction of the cluster's domains that the final master lacks;
 - the record true: succeeded / rolled forward / moved unverified → the candidate is the one writable server, the
   proxies send writes to it, and (but for moved unverified) every surviving server replicates from it, converged;
@@ -71,8 +73,10 @@ def check(
     have = master.gtids(domains)
     # Servers an unfinished outcome names as not following: what they hold is said there (a delayed replica left on
     # the old master applies what it had received, which no candidate waited for).
-    named = outcome.kind in ("moved_unverified", "incomplete")
-    others = [s for s in surviving if s is not master and not (named and f"{s.name} (server_id" in outcome.detail)]
+    left = (
+        _left_with_named(cluster, surviving, outcome) if outcome.kind in ("moved_unverified", "incomplete") else set()
+    )
+    others = [s for s in surviving if s is not master and s.name not in left]
     lost, rpo = [], 0
     for acked in cluster.acked:
         if acked.gtid[0] not in domains or acked.gtid in have:
@@ -98,6 +102,23 @@ def check(
             found += _replication(cluster, topology, master, have, [master, *others], old)
         found += _proxies(cluster, master, stale_proxies)
     return found, rpo
+
+
+def _left_with_named(cluster: Cluster, surviving: list[Server], outcome: Outcome) -> set[str]:
+    """The servers the outcome names as not following (by label), and those replicating from one of them, down a
+    chain: a server below one left behind is left with it (what reaches it comes through that one)."""
+    left = {s.name for s in surviving if f"{s.name} (server_id" in outcome.detail}
+    grew = True
+    while grew:
+        grew = False
+        for server in surviving:
+            if server.name in left:
+                continue
+            sources = [cluster.master_of(c) for c in server.connections.values()]
+            if any(m is not None and m.name in left for m in sources):
+                left.add(server.name)
+                grew = True
+    return left
 
 
 def _left_as_they_were(

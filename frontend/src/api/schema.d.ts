@@ -3639,6 +3639,7 @@ export interface components {
             incoming: components["schemas"]["StoredIncoming"][];
             /** Siblings */
             siblings: components["schemas"]["ServerConnection"][];
+            new_hub_settings?: components["schemas"]["ConnectionSettingsRecord"] | null;
         };
         /**
          * HubIncoming

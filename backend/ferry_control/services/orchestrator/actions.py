@@ -185,23 +185,26 @@ async def restore_connections(view: ServerView, running: Sequence[str], temp_pre
 
 
 async def level_with(
-    target: ServerView, peer: ServerView, temp_connection: str, timeout_s: float
+    target: ServerView, peer: ServerView, temp_connection: str, timeout_s: float, exclude: Collection[int] = ()
 ) -> dict[str, str] | None:
-    """Brings `target` level with `peer` in every domain where the peer is ahead: every connection of the target
-    is stopped, a temporary connection to the peer starts at an explicit position (the target's, capped at the
-    peer's where the peer is behind) UNTIL the peer's GTIDs, the wait is bounded, then the temporary connection
-    is removed and gtid_slave_pos set to the join of both. The target's other connections stay stopped (the
-    caller restarts what it needs). Returns what was done, or None when the peer had nothing more."""
+    """Brings `target` level with `peer` in every domain where the peer is ahead but those of `exclude` (another
+    master's domains, which the target gets from that master: never taken from the peer, nor moved): every
+    connection of the target is stopped first — so its position, read then, stands still (a connection to another
+    master applying between the read and the stop would have its domain moved back by the explicit positions) —, a
+    temporary connection to the peer starts at an explicit position (the target's, capped at the peer's where the
+    peer is behind) UNTIL the peer's GTIDs, the wait is bounded, then the temporary connection is removed and
+    gtid_slave_pos set to the join of both (of the target's own, in the excluded domains) — also when the wait gave
+    up, from where the target got to. The target's connections stay stopped (the caller restarts what it needs).
+    Returns what was done, or None when the peer had nothing more."""
     assert target.status is not None and peer.status is not None and peer.info.protocol_address is not None
     driver = target.require_driver()
-    plan = level_plan(
-        position((await driver.positions()).current), position((await peer.require_driver().positions()).current)
-    )
-    if plan is None:
-        return None
     for c in await driver.replica_connections():
         # Every one, running or not: one stopped by its UNTIL may still hold its IO side.
         await driver.stop_replication(c.name)
+    before = position((await driver.positions()).current)
+    plan = level_plan(before, position((await peer.require_driver().positions()).current), exclude)
+    if plan is None:
+        return None
     await driver.change_master(
         temp_connection, ChangeMaster(master_address=peer.info.protocol_address, position=plan.start)
     )
@@ -209,6 +212,12 @@ async def level_with(
     reached = await wait_reached(driver, plan.until, timeout_s, connection=temp_connection)
     await driver.stop_replication(temp_connection)
     if not reached.reached:
+        # The explicit start may have moved a domain back (capped at the peer's): the target's position is put
+        # back to what it had, joined with what it got, before its connections start again.
+        got = before.join(position((await driver.positions()).current))
+        await driver.change_master(
+            temp_connection, ChangeMaster(master_address=peer.info.protocol_address, position=str(got))
+        )
         await driver.remove_replication(temp_connection)
         # Its other connections are the caller's to start again; the part of the leveling done stays.
         raise OperationFailed(

@@ -191,7 +191,8 @@ async def run_failover(ctx: OperationContext[FailoverParams, FailoverResult]) ->
     assert master is not None
     ctx.result.old_master_registered_server_id, ctx.result.witnesses = master.info.id, list(loss.witnesses)
     wanted = ctx.params.candidate_registered_server_id
-    pool = candidate_pool(snapshot.replicas_of(master.info.id), master, snapshot.candidate_labels, wanted)
+    links = snapshot.replicas_of(master.info.id)
+    pool = candidate_pool(links, master, snapshot.candidate_labels, wanted)
     if wanted is not None and not pool.eligible:
         label = snapshot.view(wanted).info.label if wanted in snapshot.by_id else f"server {wanted}"
         raise refused(
@@ -209,8 +210,12 @@ async def run_failover(ctx: OperationContext[FailoverParams, FailoverResult]) ->
         return
     async with ctx.step("drain_relay_logs") as step:
         # Only candidates are waited for: a delayed replica (or any other that will not be promoted) keeps its relay
-        # log and its delay, and is repointed with them.
-        drained = await actions.drain_relay_logs(pool.eligible, settings.failover.relay_drain_timeout_s)
+        # log and its delay, and is repointed with them. With a named candidate, the replicas that would have been
+        # candidates are waited for too: the candidate is leveled from what they applied, and a peer still applying
+        # would end with a write the new master lacks (lost there, errant on the peer).
+        peers = [] if wanted is None else candidate_pool(links, master, snapshot.candidate_labels).eligible
+        waited = [*pool.eligible, *(p for p in peers if p.replica.info.id != wanted)]
+        drained = await actions.drain_relay_logs(waited, settings.failover.relay_drain_timeout_s)
         step.detail = {"drained": drained, "not_waited_for": pool.excluded}
     await replace_master(ctx, await ctx.snapshot(), master, wanted)
 
@@ -235,9 +240,12 @@ async def replace_master(
     failover is not suspended (the drill rejoins it)."""
     settings = ctx.settings
     links = snapshot.replicas_of(master.info.id)
+    # Replicas below a server that does not answer (a chain under one of the lost master's replicas): what they
+    # hold came from the lost master through it, so the candidate is compared with them and leveled from them too.
+    chained = below_unreachable(snapshot, master)
     async with ctx.step("choose_candidate") as step:
         pool = candidate_pool(links, master, snapshot.candidate_labels, wanted)
-        chosen, level, why = choose_candidate(pool.eligible, links)
+        chosen, level, why = choose_candidate(pool.eligible, [*links, *chained])
         successor = None if wanted is not None else better_successor(chosen, pool.eligible)
         if successor is not None:
             why += (
@@ -298,11 +306,14 @@ async def replace_master(
             step.detail = f"{candidate.info.label} is already ahead of every other replica"
         else:
             leveled = []
-            for link in links:
-                if link is chosen or not link.replica.reachable:
+            # Another master's domains are never leveled: each server gets them from that master.
+            exclude = other_masters_domains(snapshot, master, links)
+            for link in [*links, *chained]:
+                if link is chosen or not link.replica.reachable or link.replica.info.id == candidate.info.id:
                     continue
                 done = await actions.level_with(candidate, link.replica, f"{LEVEL_PREFIX}{link.replica.info.id}",
-                                                settings.operations.switchover_catch_up_timeout_s)  # fmt: skip
+                                                settings.operations.switchover_catch_up_timeout_s,
+                                                exclude)  # fmt: skip
                 if done:
                     leveled.append(done)
             step.detail = leveled
@@ -326,6 +337,9 @@ async def replace_master(
         if live is None:  # from here a stop completes or undoes as the candidate says (`promoted`)
             ctx.undo_with("settle", partial(_settle, ctx, plan, observed))
         await actions.promote(driver, names)
+        # Writable now (`promoted`, as read from it by a settle): a stop from here completes, without reading it
+        # again — a candidate that stops answering here is still the master, and the others must follow it.
+        ctx.undo_with("roll_forward", partial(roll_forward, ctx, plan, observed))
         await routing.writer_arrived(ctx, candidate.info.id, master.info.id)
         restart = [n for n in kept if n in running]
         if not level:  # the leveling stopped every connection: those that ran start again
@@ -359,7 +373,49 @@ async def replace_master(
         await suspend_automatic_failover(ctx)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],
                             old_master=None, delayed={o.replica.info.id for o in others if delay_of(o)},
-                            unreachable=behind, plan=plan, observed=observed)  # fmt: skip
+                            unreachable=behind, left_with_unreachable=chained, plan=plan,
+                            observed=observed)  # fmt: skip
+
+
+def other_masters_domains(snapshot: ClusterSnapshot, master: ServerView, links: Sequence[Link]) -> set[int]:
+    """The domains the cluster's other masters (the roots that answer, but the lost `master`) write — less those
+    the lost master was seen with (its last observed binlog, what its replicas last heard of it): a multi-source
+    server gets them from those masters, so a leveling never copies them from a peer (the peer, repointed to the
+    candidate, would then be ahead of it in that domain) nor moves them."""
+    others: set[int] = set()
+    for root in snapshot.roots():
+        if root.info.id == master.info.id:
+            continue
+        if root.status is not None:
+            others |= set(root.binlog.domains())
+            continue
+        # One that does not answer now: its domains as last seen, and those whose newest GTID on a server that
+        # answers it wrote itself.
+        others |= set(position(root.info.last_binlog_pos or "").domains())
+        server_id = root.info.reported_server_id
+        others |= {g.domain for v in snapshot.views if v.status is not None for g in v.current if g.server == server_id}
+    seen = join_all([position(master.info.last_binlog_pos or ""),
+                     *(position(link.connection.master_position) for link in links)])  # fmt: skip
+    return others - set(seen.domains())
+
+
+def below_unreachable(snapshot: ClusterSnapshot, master: ServerView) -> list[Link]:
+    """The links of the reachable servers (not in maintenance) that replicate, directly or down a chain, from a
+    server other than the lost `master` that does not answer: whom that one replicates from cannot be read, so what
+    they hold may have come from the lost master."""
+    found: list[Link] = []
+    pending = [v.info.id for v in snapshot.views if not v.reachable and v.info.id != master.info.id]
+    seen = set(pending)
+    while pending:
+        for link in snapshot.replicas_of(pending.pop()):
+            replica = link.replica
+            if replica.info.id in seen or replica.info.id == master.info.id:
+                continue
+            seen.add(replica.info.id)
+            pending.append(replica.info.id)
+            if replica.reachable and not replica.info.maintenance:
+                found.append(link)
+    return found
 
 
 def promoted(status: ServerStatus, old_address: str | None) -> bool:

@@ -111,9 +111,13 @@ class LevelPlan:
     restored: str
 
 
-def level_plan(target: GtidPosition, peer: GtidPosition) -> LevelPlan | None:
-    """None when the peer has nothing the target lacks."""
-    ahead = [g for g in peer if (mine := target.get(g.domain)) is None or g.seq > mine.seq]
+def level_plan(target: GtidPosition, peer: GtidPosition, exclude: Iterable[int] = ()) -> LevelPlan | None:
+    """None when the peer has nothing the target lacks. Domains of `exclude` (another master's, which each server
+    gets from that master) are never leveled: the target keeps its own GTID there when restored."""
+    excluded = set(exclude)
+    ahead = [
+        g for g in peer if g.domain not in excluded and ((mine := target.get(g.domain)) is None or g.seq > mine.seq)
+    ]
     if not ahead:
         return None
     start: list[Gtid] = []
@@ -123,5 +127,5 @@ def level_plan(target: GtidPosition, peer: GtidPosition) -> LevelPlan | None:
     return LevelPlan(
         start=format_position(start),
         until=format_position(ahead),
-        restored=str(target.join(peer)),
+        restored=str(target.join(from_gtids(g for g in peer if g.domain not in excluded))),
     )

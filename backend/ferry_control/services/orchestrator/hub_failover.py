@@ -42,6 +42,7 @@ from ferry_control.services.orchestrator.candidates import CandidatePool, choice
 from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.fencing import fence, suspend_automatic_failover
 from ferry_control.services.orchestrator.gtid import gtid_text, position
+from ferry_control.services.orchestrator.hub_switchover import record_of, settings_of
 from ferry_control.services.orchestrator.moves import MoveContext, Observed, Settled
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
@@ -138,6 +139,9 @@ async def fail_over_hub(
         siblings=[
             ServerConnection(registered_server_id=s.replica.info.id, connection=s.connection.name) for s in siblings
         ],
+        new_hub_settings=record_of(
+            None if chosen.connection.settings is None else replace(chosen.connection.settings, delay_s=0, filters={})
+        ),
     )
     await ctx.save()
     # From here a stop completes the move (the hub is lost: there is nothing to go back to).
@@ -147,8 +151,7 @@ async def fail_over_hub(
     driver = new_hub.require_driver()
     start = position((await driver.positions()).current)
     async with ctx.step("new_hub_takes_connections") as step:
-        base = chosen.connection.settings
-        connection_settings = None if base is None else replace(base, delay_s=0, filters={})
+        connection_settings = settings_of(plan.new_hub_settings)
         await driver.stop_replication(chosen.connection.name)
         await driver.remove_replication(chosen.connection.name)
         for connection in incoming:
@@ -166,7 +169,15 @@ async def fail_over_hub(
     async with ctx.step("repoint_replicas") as step:
         address = new_hub.info.protocol_address
         assert address is not None
-        moved, failed = [], []
+        moved: list[str] = []
+        # Servers that do not answer (whom they replicate from cannot be read: maybe the lost hub) are left behind,
+        # and said so when the operation ends.
+        failed = [
+            f"{view.info.label}: not repointed to {new_hub.info.label}: it did not answer ({view.error}), so whether "
+            "it replicated from the lost hub could not be read; if it did, repoint it when it answers"
+            for view in snapshot.views
+            if not view.reachable and view.info.id not in (hub.info.id, new_hub.info.id) and not view.info.maintenance
+        ]
         for sibling in siblings:
             target = str(sibling.replica.current)
             reached = await actions.wait_reached(driver, target, settings.operations.switchover_catch_up_timeout_s)
@@ -219,15 +230,22 @@ async def fail_over_hub(
 async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observed: Observed) -> Settled:
     """The one completion of a hub failover once its plan was saved, live (its guard's roll forward) or after a crash
     (repairs.py) — the hub is lost, so there is nothing to go back to: the new hub without its connection to the lost
-    hub and with each of the lost hub's connections, running; every sibling (not in maintenance) still pointed at the
-    lost hub replicating from the new hub once the new hub is at or ahead of it in every domain (else left, and
-    named); the lost hub fenced (read-only now if it answers, and whenever it answers again)."""
+    hub and with each of the lost hub's connections, running, with the settings the live run gave them
+    (`new_hub_settings`); every sibling (not in maintenance) still pointed at the lost hub replicating from the new
+    hub once the new hub is at or ahead of it in every domain (else left, and named), one already pointed at it but
+    stopped started; a server that could not be read named; the lost hub fenced (read-only now if it answers, and
+    whenever it answers again)."""
     new_hub = observed.get(plan.new_hub_registered_server_id)
     hub = observed.get(plan.hub_registered_server_id)
     done: list[str] = []
     problems: list[str] = []
-    if new_hub is None or hub is None or new_hub.status is None:
-        return Settled(done, ["the lost hub or its successor is not registered or does not answer"])
+    if new_hub is None or hub is None:
+        return Settled(done, ["the lost hub or its successor is no longer registered"])
+    if new_hub.status is None:
+        return Settled(done, [
+            f"{new_hub.info.label} (the new hub) does not answer ({new_hub.error}): it and the lost hub's replicas are "
+            "left as they are, for an operator once it answers"
+        ])  # fmt: skip
     try:
         driver = new_hub.require_driver()
         existing = {c.name: c for c in await driver.replica_connections()}
@@ -238,7 +256,9 @@ async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observe
             await driver.stop_replication(old.name)
             await driver.remove_replication(old.name)
         for connection in incoming:
-            if did := await actions.ensure_connection(driver, connection.name, connection.master_address):
+            if did := await actions.ensure_connection(
+                driver, connection.name, connection.master_address, settings_of(plan.new_hub_settings)
+            ):
                 done.append(f"{new_hub.info.label} {did}")
     except DriverError as e:
         return Settled(done, [f"{new_hub.info.label}: {e}"])
@@ -252,6 +272,11 @@ async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observe
         try:
             sibling_driver = view.require_driver()
             current = next((c for c in await sibling_driver.replica_connections() if c.name == name), None)
+            if current is not None and current.master_address == address and not current.running:
+                # Repointed, and the answer to its start lost.
+                await sibling_driver.start_replication(name)
+                done.append(f"{view.info.label}: connection {name!r} to {new_hub.info.label} started")
+                continue
             if current is None or current.master_address != hub.info.protocol_address:
                 continue
             target = str(position((await sibling_driver.positions()).current))
@@ -264,6 +289,12 @@ async def complete_hub_failover(ctx: MoveContext, plan: HubFailoverPlan, observe
             done.append(f"{view.info.label} replicates from {new_hub.info.label}")
         except DriverError as e:
             problems.append(f"{view.info.label}: {e}")
+    for view in observed.values():
+        if view.status is None and view.info.id not in (hub.info.id, new_hub.info.id) and not view.info.maintenance:
+            problems.append(
+                f"{view.info.label}: its replication could not be read ({view.error}): not repointed to "
+                f"{new_hub.info.label} — repoint it once it answers, if it replicated from the lost hub"
+            )
     await fence(ctx, hub, f"replaced by {new_hub.info.label} in a failover")
     done.append(f"{hub.info.label} fenced")
     return Settled(done, problems)

@@ -41,12 +41,12 @@ from ferry_control.services.orchestrator.runner import OperationContext, Operati
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 
 
-def _settings(value: ConnectionSettingsRecord | None) -> ConnectionSettings | None:
+def settings_of(value: ConnectionSettingsRecord | None) -> ConnectionSettings | None:
     """A connection's settings as the plan kept them, for the driver."""
     return None if value is None else ConnectionSettings(**value.model_dump())
 
 
-def _record(settings: ConnectionSettings | None) -> ConnectionSettingsRecord | None:
+def record_of(settings: ConnectionSettings | None) -> ConnectionSettingsRecord | None:
     """A connection's settings as the driver reported them, for the plan."""
     return None if settings is None else ConnectionSettingsRecord.model_validate(asdict(settings))
 
@@ -67,7 +67,7 @@ async def switch_hub(
         hub_registered_server_id=hub.info.id,
         candidate_registered_server_id=candidate.info.id,
         candidate_connection=link.connection.name,
-        candidate_settings=_record(link.connection.settings),
+        candidate_settings=record_of(link.connection.settings),
         incoming=[
             HubIncoming(
                 name=c.connection.name,
@@ -75,7 +75,7 @@ async def switch_hub(
                 master_address=c.connection.master_address,
                 running=c.connection.running,
                 # The connection's settings move with it, less its delay and filters (switch_plan says so).
-                settings=_record(
+                settings=record_of(
                     None if c.connection.settings is None else replace(c.connection.settings, delay_s=0, filters={})
                 ),
             )
@@ -108,7 +108,7 @@ async def switch_hub(
         # Every connection is made before any starts: server-wide settings (parallel workers) change only while
         # every connection of the server is stopped.
         for source in plan.incoming:
-            change = ChangeMaster(source.master_address, use_gtid="slave_pos", settings=_settings(source.settings))
+            change = ChangeMaster(source.master_address, use_gtid="slave_pos", settings=settings_of(source.settings))
             await candidate_driver.change_master(source.name, change)
         taken = []
         # From here the candidate has the hub's connections (and may apply what the hub never had): completed.
@@ -119,7 +119,8 @@ async def switch_hub(
                 f"{connection_label(source.name)} from {snapshot.view(source.master_registered_server_id).info.label}"
             )
         gaps[candidate.info.label] = round(time.perf_counter() - stopped_at[candidate.info.label], 6)
-        await candidate_driver.remove_replication(link.connection.name)
+        if link.connection.name not in {c.name for c in plan.incoming}:  # else the change above replaced it
+            await candidate_driver.remove_replication(link.connection.name)
         step.detail = f"{candidate.info.label} replicates {', '.join(taken)} from its own positions"
     async with ctx.step("repoint_replicas") as step:
         moved = []
@@ -166,9 +167,11 @@ async def _hub_under_candidate(hub_driver: Any, candidate: ServerView, plan: Hub
         if c.name in names:
             await hub_driver.stop_replication(c.name)
             await hub_driver.remove_replication(c.name)
-    follower = _settings(plan.candidate_settings)
+    follower = settings_of(plan.candidate_settings)
     name = plan.candidate_connection
-    await actions.repoint(hub_driver, name, _address(candidate), "slave_pos", stop_first=name in names,
+    # Of the same name as one of its incoming connections (MariaDB's default '' on both sides), it was removed above.
+    kept = name in names and name not in {c.name for c in plan.incoming}
+    await actions.repoint(hub_driver, name, _address(candidate), "slave_pos", stop_first=kept,
                           settings=None if follower is None else replace(follower, delay_s=0, filters={}))  # fmt: skip
 
 
@@ -233,8 +236,10 @@ async def _settle(ctx: OperationContext[Any, Any], plan: HubSwitchPlan, observed
             connections = await candidate.require_driver().replica_connections()
         except DriverError as e:
             step.detail = f"{candidate.info.label} could not be read ({e.code}: {e.message})"
+            hub = observed[plan.hub_registered_server_id]
             raise OperationFailed(
-                f"{step.detail}: whether it took over is unknown, so the servers are left as they are: a reconcile or "
+                f"{step.detail}: whether it took over is unknown, so the servers are left as they are — "
+                f"{hub.info.label} with its connections to its masters stopped, its replicas waiting: a reconcile or "
                 "an operator must decide"
             ) from e
         taken = taken_over(connections, plan)
@@ -254,7 +259,8 @@ async def roll_forward(ctx: OperationContext[Any, Any], plan: HubSwitchPlan, obs
 async def complete_hub_move(ctx: MoveContext, plan: HubSwitchPlan, observed: Observed) -> Settled:
     """The one completion of a hub switchover past `taken_over`, live or after a crash (repairs.py): every move not
     made yet, each at most once: the candidate has and runs each of the hub's incoming connections and no longer the
-    one to the hub; the hub's other replicas (not in maintenance) and the hub replicate from the candidate."""
+    one to the hub; the hub's other replicas (not in maintenance) and the hub replicate from the candidate — also when
+    the candidate could not be read or changed (named: it may not run every connection yet), since it took over."""
     candidate, hub = observed.get(plan.candidate_registered_server_id), observed.get(plan.hub_registered_server_id)
     if candidate is None or hub is None:
         return Settled([], ["the hub or the candidate is no longer registered"])
@@ -265,34 +271,42 @@ async def complete_hub_move(ctx: MoveContext, plan: HubSwitchPlan, observed: Obs
         driver = candidate.require_driver()
         existing = {c.name: c for c in await driver.replica_connections()}
         for c in plan.incoming:
-            if did := await actions.ensure_connection(driver, c.name, c.master_address, _settings(c.settings)):
+            if did := await actions.ensure_connection(driver, c.name, c.master_address, settings_of(c.settings)):
                 done.append(f"{candidate.info.label} {did}")
         if plan.candidate_connection in existing and plan.candidate_connection not in {c.name for c in plan.incoming}:
             await driver.stop_replication(plan.candidate_connection)
             await driver.remove_replication(plan.candidate_connection)
             done.append(f"{candidate.info.label} no longer replicates from {hub.info.label}")
     except DriverError as e:
+        # The others still follow it: it has (some of) the hub's connections, and replicas reach it whether or not
+        # the control plane does; what it could not do is named.
         problems.append(f"{candidate.info.label}: {e}")
-        return Settled(done, problems)
     for other in plan.others:
         view, name = observed.get(other.registered_server_id), other.connection
         if view is None or view.info.maintenance:
             continue
         try:
             other_driver = view.require_driver()
-            current = next((c for c in await other_driver.replica_connections() if c.name == name), None)
-            if current is None or current.master_address != address:
-                await actions.repoint(other_driver, name, address, "slave_pos", stop_first=current is not None)
-                done.append(f"{view.info.label} replicates from {candidate.info.label}")
+            # Repointed if it is not yet, started if it is but stopped (a lost answer to its start).
+            if did := await actions.ensure_connection(other_driver, name, address):
+                done.append(f"{view.info.label} {did}")
         except DriverError as e:
             problems.append(f"{view.info.label}: {e}")
     try:
         hub_driver = hub.require_driver()
         hub_connections = {c.name: c for c in await hub_driver.replica_connections()}
         mine = hub_connections.get(plan.candidate_connection)
-        if mine is None or mine.master_address != address or any(c.name in hub_connections for c in plan.incoming):
+        # Its incoming connections left (one of the same name as its connection to the candidate is that one).
+        left = [
+            c.name for c in plan.incoming
+            if c.name in hub_connections and hub_connections[c.name].master_address != address
+        ]  # fmt: skip
+        if mine is None or mine.master_address != address or left:
             await _hub_under_candidate(hub_driver, candidate, plan)
             done.append(f"{hub.info.label} replicates from {candidate.info.label}")
+        elif not mine.running:  # repointed, and the answer to its start lost
+            await hub_driver.start_replication(mine.name)
+            done.append(f"{hub.info.label}: connection {mine.name!r} to {candidate.info.label} started")
     except DriverError as e:
         problems.append(f"{hub.info.label}: {e}")
     return Settled(done, problems)
@@ -317,7 +331,7 @@ async def undo_hub_move(ctx: MoveContext, plan: HubSwitchPlan, observed: Observe
         mine = existing.get(name)
         if mine is None:
             await actions.repoint(driver, name, _address(hub), "slave_pos", stop_first=False,
-                                  settings=_settings(plan.candidate_settings))  # fmt: skip
+                                  settings=settings_of(plan.candidate_settings))  # fmt: skip
         elif not mine.running:
             await driver.start_replication(name)
     except DriverError as e:

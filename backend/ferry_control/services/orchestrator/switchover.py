@@ -683,6 +683,7 @@ async def follow_new_master(
     delayed: Collection[int] = (),
     old_master_connection: str | None = None,
     unreachable: Sequence[ServerView] = (),
+    left_with_unreachable: Sequence[Link] = (),
     plan: object,
     observed: Observed,
 ) -> None:
@@ -693,7 +694,8 @@ async def follow_new_master(
     holds back what they apply. The old master replicates over `old_master_connection` — the name the cluster
     already uses (the candidate's connection to it), so an adopted cluster keeps its convention (MariaDB's default
     connection `''` stays the default) — else over `replication_connection_name`. The `unreachable` replicas (of
-    the old master, not answering) cannot be repointed: the operation ends saying each is left behind. Until every
+    the old master, not answering) cannot be repointed: the operation ends saying each is left behind, and so are the
+    `left_with_unreachable` (the links of the servers replicating from one of them, down a chain). Until every
     move is made, a stop completes the move (`roll_forward`: the model's completion of `plan`, over `observed`)."""
     settings = ctx.settings
     address = new_master.info.protocol_address
@@ -702,6 +704,10 @@ async def follow_new_master(
         f"{view.info.label}: not repointed to {new_master.info.label}: it did not answer ({view.error}), so whether "
         "it replicated from the old master could not be read; if it did, repoint it when it answers"
         for view in unreachable
+    ] + [
+        f"{link.replica.info.label}: replicates from {link.master.info.label}, which did not answer: left following "
+        f"it, not repointed to {new_master.info.label}"
+        for link in left_with_unreachable
     ]
 
     ctx.undo_with("roll_forward", partial(roll_forward, ctx, plan, observed))
