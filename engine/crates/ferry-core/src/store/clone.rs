@@ -148,11 +148,11 @@ impl CloneSource {
 }
 
 impl Store {
-    /// A staging store: `rows` of `table` written, with the recipient's `progress`, in one commit that is not
-    /// made durable (the install makes the whole staging store durable first).
+    /// A staging store: `rows` of `table` written, with the recipient's `progress`, in one durable commit (one
+    /// fsync a chunk), so that a resume after a cancel, a failure or a crash continues from exactly there.
     pub fn stage_rows(&self, table: &str, rows: &[(String, Vec<u8>)], progress: &[u8]) -> Result<(), StoreError> {
         let mut txn = self.db.begin_write().map_err(redb_err)?;
-        txn.set_durability(Durability::None).map_err(redb_err)?;
+        txn.set_durability(Durability::Immediate).map_err(redb_err)?;
         {
             let name = format!("{USER_PREFIX}{table}");
             let mut t = txn.open_table(user_table(&name)).map_err(redb_err)?;

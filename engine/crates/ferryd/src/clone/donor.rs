@@ -4,9 +4,10 @@
 //! and the exact position they reflect), summarised (every table's rows and checksum, the bytes of the whole
 //! snapshot) and then read in (table, key) order into chunks. It is held after its recipient disconnects, for
 //! `--clone-retention-s`, so that a resume with the same clone id continues the same snapshot after the
-//! (table, key) the recipient names; a clone sent whole is forgotten. At most `--clone-snapshots-max` are held
-//! (streaming or waiting for a resume): one more evicts the longest-idle waiting one, or is refused when all
-//! are streaming. A held snapshot keeps its redb read transaction (and the in-memory layers it froze) alive.
+//! (table, key) the recipient names — also after it was sent whole, since the socket's buffers may have taken
+//! its end while the recipient, throttled or paused, still had it to read. At most `--clone-snapshots-max` are
+//! held (streaming or waiting for a resume): one more evicts the longest-idle waiting one, or is refused when
+//! all are streaming. A held snapshot keeps its redb read transaction (and the in-memory layers it froze) alive.
 //!
 //! Writes to the recipient are not timed out: a recipient that throttles or pauses simply reads slowly, and the
 //! snapshot stream waits in the socket.
@@ -49,19 +50,15 @@ pub struct Donations {
     held: Mutex<HashMap<String, Held>>,
 }
 
-/// A snapshot taken out for streaming; given back (idle) when dropped, unless sent whole.
+/// A snapshot taken out for streaming; given back (idle) when dropped.
 struct Lease<'a> {
     donations: &'a Donations,
     clone_id: String,
-    finished: bool,
 }
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
-        let mut held = self.donations.held.lock();
-        if self.finished {
-            held.remove(&self.clone_id);
-        } else if let Some(h) = held.get_mut(&self.clone_id) {
+        if let Some(h) = self.donations.held.lock().get_mut(&self.clone_id) {
             h.idle_since = Some(Instant::now());
         }
     }
@@ -197,7 +194,7 @@ pub async fn serve<W: AsyncWrite + Unpin>(
             }
         }
     };
-    let mut lease = Lease { donations, clone_id: req.clone_id.clone(), finished: false };
+    let _lease = Lease { donations, clone_id: req.clone_id.clone() };
     tracing::info!(
         clone_id = %req.clone_id, peer = %req.peer, resumed = begun.resumed, position = %begun.position,
         bytes_total = begun.summary.bytes_total, "streaming a clone snapshot"
@@ -242,7 +239,6 @@ pub async fn serve<W: AsyncWrite + Unpin>(
         Ok(()) => {
             writer.write_all(&Response::CloneEnd.encode(id)).await?;
             writer.flush().await?;
-            lease.finished = true;
             tracing::info!(clone_id = %req.clone_id, "clone snapshot sent whole");
             Ok(())
         }
