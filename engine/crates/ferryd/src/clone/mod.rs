@@ -60,6 +60,8 @@ pub struct CloneView {
     pub bytes_total: Option<u64>,
     /// Over the last few seconds.
     pub rate_bytes_s: f64,
+    /// Seconds left at that rate (None: not copying, or no rate yet).
+    pub eta_s: Option<f64>,
     /// The throttle in force, MB/s (None: none).
     pub throttle_mb_s: Option<f64>,
     /// True once the copy has stopped taking bytes because it was paused.
@@ -81,6 +83,7 @@ impl CloneView {
             bytes_done: 0,
             bytes_total: None,
             rate_bytes_s: 0.0,
+            eta_s: None,
             throttle_mb_s: None,
             paused: false,
             position: None,
@@ -217,6 +220,12 @@ impl Cloning {
         let rate = rate_of(&mut inner.samples);
         let mut view = inner.view.clone();
         view.rate_bytes_s = if view.state == CloneState::Copying { rate } else { 0.0 };
+        view.eta_s = match view.bytes_total {
+            Some(total) if view.rate_bytes_s > 0.0 => {
+                Some((total.saturating_sub(view.bytes_done) as f64 / view.rate_bytes_s * 10.0).round() / 10.0)
+            }
+            _ => None,
+        };
         view
     }
 
