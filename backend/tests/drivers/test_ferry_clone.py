@@ -1,7 +1,8 @@
 """The ferry driver's rebuild (`rebuild_from`, ferryd's clone) on three real ferryd nodes: the recipient (a stopped,
 read-only replica) copies the donor (the other replica) while the master takes writes, reports its progress, and
 then replicates from the copy's position to the master's checksums; throttle and pause changes are followed while it
-copies; cancelling the call leaves the node marked, read-only, refusing to replicate or to become writable."""
+copies; cancelling the call leaves the node marked, read-only, refusing to replicate or to become writable; a failed
+clone is the driver's `clone_failed` with the node's message."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from typing import Any
 import pytest
 
 from ferry_control.drivers.base import CopyProgress, CopyThrottle, RebuildSource
-from ferry_control.drivers.errors import ServerConflict
+from ferry_control.drivers.errors import DriverError, ErrorKind, ServerBadRequest, ServerConflict
 from ferry_control.drivers.factory import DriverFactory
 from ferry_control.drivers.ferry import FerryDriver
 from ferry_control.models import ServerKind
-from tests.ferryd_cluster import FerrydCluster
+from tests.ferryd_cluster import FerrydCluster, free_port
 from tests.mariadb_cluster import eventually
 
 #: Small chunks, so that a throttled copy of a few KB takes seconds and is caught half-way.
@@ -142,3 +143,26 @@ async def test_cancelling_the_rebuild_leaves_the_node_marked_read_only_and_not_r
     with pytest.raises(ServerConflict) as refused:
         await recipient.set_read_only(False)
     assert refused.value.code == "clone_incomplete"
+
+
+async def test_a_failed_rebuild_is_a_driver_error_with_the_nodes_message(
+    drivers: DriverFactory, ferryd_factory: Callable[..., FerrydCluster]
+) -> None:
+    cluster = ferryd_factory()
+    cluster.replica2.post("/v1/replication/main/stop", {})
+    cluster.replica2.post("/v1/read-only", {"read_only": True})
+    recipient = driver_of(drivers, cluster.replica2.admin)
+    nowhere = driver_of(drivers, cluster.replica1.admin)
+    nowhere.protocol_address = f"127.0.0.1:{free_port()}"
+    seen: list[CopyProgress] = []
+    with pytest.raises(DriverError) as failed:
+        await recipient.rebuild_from(RebuildSource(driver=nowhere), throttle=CopyThrottle(), on_progress=seen.append)
+    assert failed.value.code == "clone_failed" and failed.value.kind == ErrorKind.failed, failed.value
+    assert f"connecting to the donor {nowhere.protocol_address}" in str(failed.value)
+    assert cluster.replica2.status()["clone_incomplete"]["state"] == "failed"
+    donor = RebuildSource(driver=driver_of(drivers, cluster.replica1.admin))
+    with pytest.raises(ServerBadRequest, match="throttle_mb_s 0 is not a rate"):
+        await recipient.rebuild_from(donor, throttle=CopyThrottle(mb_s=0), on_progress=seen.append)
+    with pytest.raises(ServerConflict) as refused:
+        await recipient.rebuild_from(donor, throttle=CopyThrottle(), on_progress=seen.append, resume=True)
+    assert refused.value.code == "other_donor", refused.value
