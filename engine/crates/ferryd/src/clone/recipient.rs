@@ -17,7 +17,7 @@ use ferry_core::gtid::GtidPosition;
 use ferry_core::protocol::{CloneTable, Request, Response};
 use ferry_core::store::Store;
 use serde::{Deserialize, Serialize};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use super::throttle::TokenBucket;
 use super::{Cloning, Control, STAGING_FILE};
@@ -67,7 +67,8 @@ pub(super) async fn run(cloning: &Arc<Cloning>, job: Job, mut control: watch::Re
     let resume_after = kept.as_ref().map(|p| (p.table.clone(), p.key.clone()));
     let ask = Request::Clone { clone_id: job.clone_id.clone(), resume_after, chunk_bytes: job.chunk_bytes };
     client.send_raw(&ask.encode(1)).await.map_err(|e| failed(format!("asking {} for the clone: {e}", job.donor)))?;
-    let (position, bytes_total, tables, resumed) = match next(&mut client, &job, &mut control).await? {
+    let mut stream = Stream::read(client, job.donor.clone());
+    let (position, bytes_total, tables, resumed) = match stream.next(&mut control).await? {
         Response::CloneBegin { clone_id, resumed, position, bytes_total, tables } => {
             if clone_id != job.clone_id {
                 return Err(failed(format!(
@@ -110,7 +111,7 @@ pub(super) async fn run(cloning: &Arc<Cloning>, job: Job, mut control: watch::Re
     let expected: BTreeMap<String, CloneTable> = tables.into_iter().map(|t| (t.name.clone(), t)).collect();
     let mut bucket = TokenBucket::new(control.borrow().rate, u64::from(job.chunk_bytes));
     loop {
-        let frame = next(&mut client, &job, &mut control).await.map_err(|e| match e {
+        let frame = stream.next(&mut control).await.map_err(|e| match e {
             Ended::Failed(why) => failed(format!("after {bytes_done} of {bytes_total} bytes: {why}")),
             cancelled => cancelled,
         })?;
@@ -258,30 +259,62 @@ async fn wait_turn(
     }
 }
 
-/// The donor's next frame; a cancel, silence, a closed or broken stream end the clone.
-async fn next(client: &mut Client, job: &Job, control: &mut watch::Receiver<Control>) -> Result<Response, Ended> {
-    loop {
-        if control.borrow().cancel {
-            return Err(Ended::Cancelled);
-        }
-        tokio::select! {
-            read = tokio::time::timeout(SILENCE_MAX, client.read_response()) => {
-                return match read {
-                    Err(_) => Err(failed(format!("the donor {} sent nothing for {} s", job.donor, SILENCE_MAX.as_secs()))),
-                    Ok(Ok((_, Response::Error { code, message }))) => Err(failed(format!(
-                        "the donor {} refused or ended the clone (error {code}): {message}",
-                        job.donor
-                    ))),
+/// The donor's frames, read by a task of their own (a read is not cancel-safe: one cut short by a throttle change
+/// or a cancel would lose part of a frame), handed over one at a time; the task ends with the stream or when this
+/// is dropped.
+struct Stream {
+    frames: mpsc::Receiver<Result<Response, String>>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Stream {
+    fn read(mut client: Client, donor: String) -> Self {
+        let (tx, frames) = mpsc::channel(1);
+        let reader = tokio::spawn(async move {
+            loop {
+                let read = match tokio::time::timeout(SILENCE_MAX, client.read_response()).await {
+                    Err(_) => Err(format!("the donor {donor} sent nothing for {} s", SILENCE_MAX.as_secs())),
+                    Ok(Ok((_, Response::Error { code, message }))) => {
+                        Err(format!("the donor {donor} refused or ended the clone (error {code}): {message}"))
+                    }
                     Ok(Ok((_, frame))) => Ok(frame),
                     Ok(Err(ClientError::Io(e))) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                        Err(failed(format!("the donor {} closed the connection: the stream is truncated", job.donor)))
+                        Err(format!("the donor {donor} closed the connection: the stream is truncated"))
                     }
-                    Ok(Err(e)) => Err(failed(format!("reading the donor {}'s stream: {e}", job.donor))),
+                    Ok(Err(e)) => Err(format!("reading the donor {donor}'s stream: {e}")),
                 };
+                let end = read.is_err();
+                if tx.send(read).await.is_err() || end {
+                    return;
+                }
             }
-            changed = control.changed() => {
-                if changed.is_err() {
-                    return Err(Ended::Cancelled);
+        });
+        Stream { frames, reader }
+    }
+
+    /// The donor's next frame; a cancel, silence, a closed or broken stream end the clone.
+    async fn next(&mut self, control: &mut watch::Receiver<Control>) -> Result<Response, Ended> {
+        loop {
+            if control.borrow().cancel {
+                return Err(Ended::Cancelled);
+            }
+            tokio::select! {
+                frame = self.frames.recv() => {
+                    return match frame {
+                        Some(frame) => frame.map_err(Ended::Failed),
+                        None => Err(failed("the donor's stream ended")),
+                    };
+                }
+                changed = control.changed() => {
+                    if changed.is_err() {
+                        return Err(Ended::Cancelled);
+                    }
                 }
             }
         }
