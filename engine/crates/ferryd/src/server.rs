@@ -291,8 +291,9 @@ impl Connection {
                             peer: self.peer.clone(),
                         };
                         // `_seat` keeps the connection's place while it streams.
-                        let Connection { mut writer, node, context, seat: _seat, .. } = self;
-                        return crate::clone::donor::serve(&mut writer, &node, &context.donations, req, stop).await;
+                        let Connection { mut reader, mut writer, node, context, seat: _seat, .. } = self;
+                        let donations = &context.donations;
+                        return crate::clone::donor::serve(&mut reader, &mut writer, &node, donations, req, stop).await;
                     }
                 }
                 Ok((header, Request::Clone { .. })) => (

@@ -185,6 +185,26 @@ fn a_resume_the_donor_no_longer_holds_starts_over_and_says_so() {
     assert_eq!(tables(&r), tables(&donor));
 }
 
+#[test]
+fn a_donor_holds_at_most_its_bound_of_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_master, donor) = master_and_donor_with(dir.path(), &["--clone-snapshots-max", "1"]);
+    let first = recipient(dir.path());
+    let second = NodeProc::start(&dir.path().join("r2"), 4, &["--read-only", "--clone-chunk-bytes", "2048"]);
+    post_ok(&first, "/v1/clone", json!({"donor": donor.listen, "throttle_mb_s": 0.02}));
+    first.eventually("the first clone copied some bytes", || view(&first), |v| v["bytes_done"].as_u64() > Some(0));
+    post_ok(&second, "/v1/clone", json!({"donor": donor.listen}));
+    let failed = wait_state(&second, "failed");
+    assert!(failed["error"].as_str().unwrap().contains("--clone-snapshots-max"), "{failed}");
+    let (code, _) = first.patch("/v1/clone", json!({"throttle_mb_s": null}));
+    assert_eq!(code, 200);
+    wait_state(&first, "done");
+    // The first clone's snapshot waits for a resume now, idle: a new clone evicts it.
+    post_ok(&second, "/v1/clone", json!({"donor": donor.listen}));
+    wait_state(&second, "done");
+    assert_eq!(tables(&second), tables(&donor));
+}
+
 /// The node is marked: read-only, refusing client writes, leaving read-only and starting replication, each
 /// naming the clone; a resume from another donor is refused too.
 fn refuses_while_marked(r: &NodeProc, donor: &NodeProc) {

@@ -5,9 +5,9 @@
 //! snapshot) and then read in (table, key) order into chunks. It is held after its recipient disconnects, for
 //! `--clone-retention-s`, so that a resume with the same clone id continues the same snapshot after the
 //! (table, key) the recipient names — also after it was sent whole, since the socket's buffers may have taken
-//! its end while the recipient, throttled or paused, still had it to read. At most `--clone-snapshots-max` are
-//! held (streaming or waiting for a resume): one more evicts the longest-idle waiting one, or is refused when
-//! all are streaming. A held snapshot keeps its redb read transaction (and the in-memory layers it froze) alive.
+//! its end while the recipient, throttled or paused, still had it to read. A snapshot streams until its
+//! recipient closes the connection (after `CloneEnd` too). At most `--clone-snapshots-max` are held (streaming or
+//! waiting for a resume): one more evicts the longest-idle waiting one, or is refused when all are streaming. A held snapshot keeps its redb read transaction (and the in-memory layers it froze) alive.
 //!
 //! Writes to the recipient are not timed out: a recipient that throttles or pauses simply reads slowly, and the
 //! snapshot stream waits in the socket.
@@ -21,7 +21,7 @@ use ferry_core::node::Node;
 use ferry_core::protocol::{CloneTable, ErrorCode, Response};
 use ferry_core::store::{CloneSource, CloneSummary};
 use parking_lot::Mutex;
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
 /// Bounds of a chunk's row data: the recipient's wish is kept within these.
@@ -144,8 +144,11 @@ pub struct CloneRequest {
     pub peer: String,
 }
 
-/// Streams a snapshot on `writer` until it is sent whole, the recipient goes, or the node stops.
-pub async fn serve<W: AsyncWrite + Unpin>(
+/// Streams a snapshot on `writer` until it is sent whole, the recipient goes, or the node stops; once sent whole,
+/// waits for the recipient to close the connection (`reader` ends): until then the snapshot counts as streaming
+/// (the socket's buffers may still hold its end).
+pub async fn serve<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
+    reader: &mut R,
     writer: &mut W,
     node: &Arc<Node>,
     donations: &Arc<Donations>,
@@ -240,6 +243,11 @@ pub async fn serve<W: AsyncWrite + Unpin>(
             writer.write_all(&Response::CloneEnd.encode(id)).await?;
             writer.flush().await?;
             tracing::info!(clone_id = %req.clone_id, "clone snapshot sent whole");
+            let mut byte = [0u8; 1];
+            tokio::select! {
+                _ = reader.read(&mut byte) => {}
+                _ = stop.changed() => {}
+            }
             Ok(())
         }
         Err(why) => {
