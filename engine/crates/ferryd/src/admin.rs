@@ -369,6 +369,7 @@ fn consumers_body(s: &AppState) -> bodies::Consumers {
 }
 
 async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    let text = s.metrics.render(&s.node, &s.replication.status(), &s.replicas, &s.consumers, &s.expiry.status());
+    let (connections, expiry) = (s.replication.status(), s.expiry.status());
+    let text = s.metrics.render(&s.node, &connections, &s.replicas, &s.consumers, &expiry, &s.cloning);
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text)
 }

@@ -165,6 +165,8 @@ fn a_cancelled_clone_leaves_the_node_marked_and_a_resume_continues_the_same_snap
     assert_eq!(done["bytes_done"], done["bytes_total"]);
     assert_eq!(tables(&r), tables(&donor));
     assert_eq!(r.status()["clone_incomplete"], Json::Null);
+    let metrics = r.get_text("/metrics");
+    assert!(metrics.contains("\nferry_clone_incomplete 0\n") && metrics.contains("\nferry_clone_copying 0\n"));
     let (code, _) = r.post("/v1/read-only", json!({"read_only": false}), Some(TOKEN));
     assert_eq!(code, 200, "a completed clone clears the mark");
 }
@@ -210,6 +212,7 @@ fn a_donor_holds_at_most_its_bound_of_snapshots() {
 fn refuses_while_marked(r: &NodeProc, donor: &NodeProc) {
     let status = r.status();
     assert_eq!(status["clone_incomplete"]["state"], "cancelled", "{status}");
+    assert!(r.get_text("/metrics").contains("\nferry_clone_incomplete 1\n"), "the metric says it too");
     assert_eq!(status["read_only"], true);
     let clone_id = status["clone_incomplete"]["clone_id"].as_str().unwrap().to_string();
     let (code, body) = r.post("/v1/read-only", json!({"read_only": false}), Some(TOKEN));
