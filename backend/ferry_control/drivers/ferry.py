@@ -13,7 +13,7 @@ import json as json_module
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ferry_control.core.config import Settings
 from ferry_control.core.gtid import position
@@ -27,10 +27,13 @@ from ferry_control.drivers.base import (
     Checksums,
     ConnectedReplica,
     ConnectionSettings,
+    CopyProgress,
+    CopyThrottle,
     EventsPage,
     ParallelApplyChange,
     ParallelApplyLimits,
     Positions,
+    RebuildSource,
     ReplicaConnection,
     ReplicationError,
     RewindOutcome,
@@ -117,6 +120,9 @@ class FerryRules(KindRules):
 #: How long a rewind may take beyond the read timeout (it archives, then puts the store back, maybe by replaying
 #: the kept binlog into it).
 REWIND_EXTRA_TIMEOUT_S = 300.0
+
+#: How often a clone's progress is read (the contract: at least once a second; the node is asked twice as often).
+CLONE_POLL_S = 0.25
 
 #: A node busy computing checksums for another caller is asked again this many times, this far apart.
 CHECKSUM_BUSY_RETRIES = 40
@@ -537,6 +543,77 @@ class FerryDriver(ServerDriver):
         except ValueError as e:
             raise ServerProtocolError(self.address, "bad_rewind", f"/v1/rewind: {e}") from e
 
+    async def rebuild_from(
+        self,
+        source: RebuildSource,
+        *,
+        throttle: CopyThrottle,
+        on_progress: Callable[[CopyProgress], None],
+        resume: bool = False,
+    ) -> CopyProgress:
+        """The node's clone (`POST /v1/clone` with the donor's protocol address, docs/node-api.md): the node pulls the
+        donor's consistent snapshot over the node protocol, verifies it and installs it; its progress is read every
+        `CLONE_POLL_S` and reported, `throttle` changes are sent as they happen (`PATCH`). A cancellation of this call
+        cancels the clone (`DELETE`) and is re-raised: the node stays marked `clone_incomplete`, read-only, replicating
+        from nobody. A failed clone is a `DriverError` (`clone_failed`) with the node's message. Host access is not
+        used: the copy goes over the nodes' own protocol."""
+        donor = source.driver
+        if not isinstance(donor, FerryDriver):
+            raise DriverError(
+                self.address, "rebuild_other_kind", f"a ferryd node is rebuilt from a ferryd node, not {donor.kind}",
+                kind=ErrorKind.bad_request,
+            )  # fmt: skip
+        donor_address = donor.protocol_address or (await donor.status()).listen_address
+        if not donor_address:
+            raise DriverError(
+                donor.address, "no_protocol_address", "the donor's protocol address is not known",
+                kind=ErrorKind.not_configured,
+            )  # fmt: skip
+        asked = admin.CloneRequest(donor=donor_address, throttle_mb_s=throttle.mb_s, resume=resume)
+        view = self._clone(admin.CloneStarted, await self._send("POST", "/v1/clone", json=asked.body()), "POST")
+        clone_id = view.clone_id
+        sent = (throttle.mb_s, False)
+        try:
+            while True:
+                if (throttle.mb_s, throttle.paused) != sent:
+                    change = admin.CloneChange(throttle_mb_s=throttle.mb_s, paused=throttle.paused)
+                    self._clone(admin.CloneChanged, await self._send("PATCH", "/v1/clone", json=change.body()), "PATCH")
+                    sent = (throttle.mb_s, throttle.paused)
+                if view.clone_id != clone_id:
+                    raise ServerProtocolError(
+                        self.address, "bad_clone", f"/v1/clone: shows clone {shown(view.clone_id)}, not {clone_id}"
+                    )
+                progress = _copy_progress(view)
+                on_progress(progress)
+                if view.state == "done":
+                    return progress
+                if view.state in ("failed", "cancelled", "idle"):
+                    raise DriverError(
+                        self.address, f"clone_{view.state}",
+                        view.error or f"the node's clone {clone_id} from {donor_address} ended {view.state}",
+                        kind=ErrorKind.failed,
+                    )  # fmt: skip
+                await asyncio.sleep(CLONE_POLL_S)
+                view = self._clone(admin.CloneView, await self._read("/v1/clone"), "GET")
+        except asyncio.CancelledError:
+            try:
+                await asyncio.shield(self._send("DELETE", "/v1/clone"))
+            except DriverError:
+                pass  # it had ended already (no_clone_copying) or is being installed; the node says which
+            raise
+
+    def _clone(self, model: type[admin.CloneView], body: Any, method: str) -> admin.CloneView:
+        """A clone answer read as `model` (any answer of the clone's routes is its view)."""
+        try:
+            view = admin.read(model, body)
+            if view.state != "idle" and view.clone_id is None:
+                raise ValueError(f"state {view.state} without a clone_id")
+            if view.position is not None:
+                _position_text("position", view.position)
+            return view
+        except ValueError as e:
+            raise ServerProtocolError(self.address, "bad_clone", f"{method} /v1/clone: {e}") from e
+
     async def download_rewind_archive(self, name: str, bytes_max: int) -> bytes:
         """`GET /v1/rewind/archives/{name}`: the archive's bytes, at most `bytes_max` (else `archive_too_large`; the
         node itself answers at most 256 MiB)."""
@@ -581,6 +658,20 @@ def _position_text(key: str, text: str) -> str:
     if any(gtid.seq > INT64_MAX for gtid in position(text)):
         raise ValueError(f"{key} {shown(text)} has a seq_no beyond {INT64_MAX}")
     return text
+
+
+def _copy_progress(view: admin.CloneView) -> CopyProgress:
+    """A clone's view as the driver contract reports a copy's progress."""
+    if view.state == "done":
+        phase: Literal["starting", "copying", "done"] = "done"
+    elif view.bytes_total is None:
+        phase = "starting"
+    else:
+        phase = "copying"
+    return CopyProgress(
+        phase=phase, bytes_done=view.bytes_done, bytes_total=view.bytes_total, rate_bytes_s=view.rate_bytes_s,
+        paused=view.paused, position=view.position, resumed_bytes=view.resumed_bytes,
+    )  # fmt: skip
 
 
 def _cut(t: admin.CutTransaction) -> BinlogTransaction:

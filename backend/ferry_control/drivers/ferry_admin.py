@@ -199,6 +199,16 @@ class StatusWarnings(AdminModel):
     binlog_expiry: BinlogExpiry | None = None
 
 
+class CloneIncomplete(AdminModel):
+    """A status's `clone_incomplete`: the node's unfinished clone (its data is incomplete until one completes)."""
+
+    clone_id: str
+    donor: str
+    state: Literal["copying", "failed", "cancelled"]
+    error: str | None = None
+    position: str | None = None
+
+
 class Status(StatusWarnings):
     """GET /v1/status (fields in the order they are checked: the first wrong one is named)."""
 
@@ -218,6 +228,7 @@ class Status(StatusWarnings):
     api_version: int | None = None
     replicas_may_be_ahead: bool | None = None
     consumers: list[Consumer] | None = None
+    clone_incomplete: CloneIncomplete | None = None
 
 
 class Replication(AdminModel):
@@ -335,6 +346,34 @@ class RewindArchives(AdminModel):
     archives: list[str]
 
 
+class CloneView(AdminModel):
+    """GET /v1/clone: the node's clone (as a recipient) and its progress."""
+
+    state: Literal["idle", "copying", "done", "failed", "cancelled"]
+    clone_id: str | None = None
+    donor: str | None = None
+    bytes_done: Int64
+    bytes_total: Int64 | None = None
+    rate_bytes_s: float
+    throttle_mb_s: float | None = None
+    paused: bool
+    position: str | None = None
+    resumed_bytes: Int64
+    error: str | None = None
+
+
+class CloneStarted(CloneView):
+    """POST /v1/clone: the clone started (or resumed)."""
+
+
+class CloneChanged(CloneView):
+    """PATCH /v1/clone: the clone with its new throttle or pause."""
+
+
+class CloneCancelled(CloneView):
+    """DELETE /v1/clone: the clone once it has stopped."""
+
+
 #: The answers the driver reads, each with its route and the answer's key there, as the engine's schema names them
 #: (`response`, or the answer to a request that asks for more).
 ANSWERS: dict[type[AdminModel], tuple[str, str]] = {
@@ -349,6 +388,10 @@ ANSWERS: dict[type[AdminModel], tuple[str, str]] = {
     Waited: ("POST /v1/wait-for-position", "response"),
     Rewound: ("POST /v1/rewind", "response"),
     RewindArchives: ("GET /v1/rewind/archives", "response"),
+    CloneView: ("GET /v1/clone", "response"),
+    CloneStarted: ("POST /v1/clone", "response"),
+    CloneChanged: ("PATCH /v1/clone", "response"),
+    CloneCancelled: ("DELETE /v1/clone", "response"),
 }
 
 
@@ -415,6 +458,22 @@ class RewindRequest(Request):
     dry_run: bool
 
 
+class CloneRequest(Request):
+    donor: str
+    throttle_mb_s: float | None = None
+    resume: bool
+
+
+class CloneChange(Request):
+    """Both fields always sent: a null throttle lifts it."""
+
+    throttle_mb_s: float | None
+    paused: bool
+
+    def body(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
 #: The requests the driver sends, each with its route.
 REQUESTS: dict[type[Request], str] = {
     ChangeMasterRequest: "POST /v1/replication/{name}/change-master",
@@ -424,6 +483,8 @@ REQUESTS: dict[type[Request], str] = {
     ReadOnlyRequest: "POST /v1/read-only",
     WaitRequest: "POST /v1/wait-for-position",
     RewindRequest: "POST /v1/rewind",
+    CloneRequest: "POST /v1/clone",
+    CloneChange: "PATCH /v1/clone",
 }
 
 

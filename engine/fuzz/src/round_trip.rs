@@ -7,6 +7,7 @@
 //! nothing but `std`, `ferry_core` and `crc32c` (which ferry-core depends on).
 
 use ferry_core::binlog::event::{decode_event, encode_event};
+use ferry_core::clone_chunk;
 use ferry_core::protocol::{Request, LENGTH_BYTES};
 use ferry_core::GtidPosition;
 
@@ -62,4 +63,18 @@ pub fn position_round_trips(bytes: &[u8]) -> bool {
     assert_eq!(again, position, "{text:?} formatted as {formatted:?}, which parses to another position");
     assert_eq!(again.to_string(), formatted, "formatting is not stable for {text:?}");
     true
+}
+
+/// A clone chunk's rows, sealed with their correct CRC32C: what decodes must re-encode to the same bytes and
+/// checksum, and a refusal is never for the checksum.
+pub fn clone_chunk_round_trips(data: &[u8]) -> bool {
+    let crc = crc32c::crc32c(data);
+    match clone_chunk::decode("t", data, crc) {
+        Ok(rows) => {
+            assert_eq!(clone_chunk::encode(&rows), (data.to_vec(), crc), "re-encoding {rows:?} changed its bytes");
+            true
+        }
+        Err(clone_chunk::ChunkError::Checksum { .. }) => panic!("a sealed chunk was refused for its checksum"),
+        Err(_) => false,
+    }
 }

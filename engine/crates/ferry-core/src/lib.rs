@@ -18,12 +18,14 @@
 //! - [`node`]: a node's whole write path and recovery, tying the above together.
 //! - [`vfs`]: the file layer the binlog and the store write through, and (tests) a simulated disk that loses
 //!   what was not fsynced.
+//! - [`clone_chunk`]: the checksummed chunks of rows a clone streams, and their strict decoder.
 //! - [`protocol`]: the framed, versioned binary protocol clients and nodes speak.
 //! - [`limits`]: the named limits on what a client can make a node hold.
 
 pub mod admission;
 pub mod binlog;
 pub mod clock;
+pub mod clone_chunk;
 pub mod codec;
 pub mod commit;
 pub mod fault;

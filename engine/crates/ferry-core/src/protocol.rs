@@ -192,6 +192,27 @@ pub enum Request {
         heartbeat_ms: u32,
         domains: Vec<DomainId>,
     },
+    /// Clone (privileged): stream a consistent snapshot of the node's store (docs/protocol.md "Clone"). Answered
+    /// by `CloneBegin`, then `CloneChunk`s in (table, key) order, then `CloneEnd`; the connection carries only
+    /// those (request id of the clone). With `resume_after` and a snapshot still held under `clone_id`, the
+    /// stream continues that snapshot after the given (table, key); otherwise a new snapshot starts from the
+    /// beginning (`CloneBegin.resumed` false).
+    Clone {
+        /// The recipient's name for this clone (1–64 bytes of `[A-Za-z0-9_.-]`).
+        clone_id: String,
+        resume_after: Option<(String, String)>,
+        /// Largest chunk the recipient wants (bytes of row data); the donor bounds it too.
+        chunk_bytes: u32,
+    },
+}
+
+/// One table of a clone's snapshot, as `CloneBegin` lists it: what the recipient checks its copy against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CloneTable {
+    pub name: String,
+    pub rows: u64,
+    /// The order-independent checksum of `store::TableChecksum`.
+    pub checksum: u64,
 }
 
 /// Responses, each echoing the request id of the request it answers.
@@ -249,6 +270,24 @@ pub enum Response {
     Subscribed {
         position: String,
     },
+    /// Answers `Clone`: the snapshot's GTID position (exactly the state its rows reflect), its size in chunk
+    /// bytes (see `clone_chunk`), and every table's row count and checksum.
+    CloneBegin {
+        clone_id: String,
+        /// True when this continues the snapshot an earlier stream of `clone_id` began.
+        resumed: bool,
+        position: String,
+        bytes_total: u64,
+        tables: Vec<CloneTable>,
+    },
+    /// Clone: rows of one table in key order, encoded as `clone_chunk` says, with the CRC32C of `data`.
+    CloneChunk {
+        table: String,
+        data: Vec<u8>,
+        crc32c: u32,
+    },
+    /// Clone: the snapshot was sent whole.
+    CloneEnd,
 }
 
 /// Opcodes of requests (`0x01`…) and of their responses (`0x81`…, `R_ERROR` for any refusal); exported to
@@ -266,6 +305,7 @@ pub mod op {
     pub const DUMP: u8 = 0x20;
     pub const ACK: u8 = 0x21;
     pub const SUBSCRIBE: u8 = 0x22;
+    pub const CLONE: u8 = 0x23;
 
     pub const R_ERROR: u8 = 0xFF;
     pub const R_HELLO: u8 = 0x81;
@@ -279,6 +319,9 @@ pub mod op {
     pub const R_REPL_TXN: u8 = 0xA0;
     pub const R_HEARTBEAT: u8 = 0xA1;
     pub const R_SUBSCRIBED: u8 = 0xA2;
+    pub const R_CLONE_BEGIN: u8 = 0xA3;
+    pub const R_CLONE_CHUNK: u8 = 0xA4;
+    pub const R_CLONE_END: u8 = 0xA5;
 }
 
 /// Why a frame could not be turned into a request or response.
@@ -379,6 +422,13 @@ impl Request {
                     e.u32(*d);
                 }
             }),
+            Request::Clone { clone_id, resume_after, chunk_bytes } => frame(op::CLONE, request_id, |e| {
+                e.str(clone_id);
+                e.opt(resume_after.as_ref(), |e, (table, key)| {
+                    e.str(table).str(key);
+                });
+                e.u32(*chunk_bytes);
+            }),
         }
     }
 
@@ -431,6 +481,13 @@ impl Request {
                 }
                 Request::Subscribe { name, position, heartbeat_ms, domains }
             }
+            op::CLONE => Request::Clone {
+                clone_id: d.str("clone id")?.to_string(),
+                resume_after: d.opt("resume flag", |d| {
+                    Ok((d.str("resume table")?.to_string(), d.str("resume key")?.to_string()))
+                })?,
+                chunk_bytes: d.u32("chunk bytes")?,
+            },
             other => return Err(FrameError::UnknownOperation(other)),
         };
         d.finish("request")?;
@@ -477,6 +534,18 @@ impl Response {
             Response::Subscribed { position } => frame(op::R_SUBSCRIBED, request_id, |e| {
                 e.str(position);
             }),
+            Response::CloneBegin { clone_id, resumed, position, bytes_total, tables } => {
+                frame(op::R_CLONE_BEGIN, request_id, |e| {
+                    e.str(clone_id).u8(u8::from(*resumed)).str(position).u64(*bytes_total).u32(tables.len() as u32);
+                    for t in tables {
+                        e.str(&t.name).u64(t.rows).u64(t.checksum);
+                    }
+                })
+            }
+            Response::CloneChunk { table, data, crc32c } => frame(op::R_CLONE_CHUNK, request_id, |e| {
+                e.str(table).bytes(data).u32(*crc32c);
+            }),
+            Response::CloneEnd => frame(op::R_CLONE_END, request_id, |_| {}),
         }
     }
 
@@ -523,6 +592,29 @@ impl Response {
                 offset: d.u64("offset")?,
             },
             op::R_SUBSCRIBED => Response::Subscribed { position: d.str("position")?.to_string() },
+            op::R_CLONE_BEGIN => {
+                let clone_id = d.str("clone id")?.to_string();
+                let resumed = d.bool("resumed flag")?;
+                let position = d.str("position")?.to_string();
+                let bytes_total = d.u64("bytes total")?;
+                // A table is at least a name's length prefix and two u64s.
+                let n = d.count("table count", 20)?;
+                let mut tables = Vec::with_capacity(n);
+                for _ in 0..n {
+                    tables.push(CloneTable {
+                        name: d.str("table name")?.to_string(),
+                        rows: d.u64("row count")?,
+                        checksum: d.u64("table checksum")?,
+                    });
+                }
+                Response::CloneBegin { clone_id, resumed, position, bytes_total, tables }
+            }
+            op::R_CLONE_CHUNK => Response::CloneChunk {
+                table: d.str("table name")?.to_string(),
+                data: d.bytes("chunk data")?.to_vec(),
+                crc32c: d.u32("chunk checksum")?,
+            },
+            op::R_CLONE_END => Response::CloneEnd,
             other => return Err(FrameError::UnknownOperation(other)),
         };
         d.finish("response")?;
@@ -579,6 +671,8 @@ mod tests {
                 domains: vec![1, 0],
             },
             Request::Subscribe { name: "indexer".into(), position: None, heartbeat_ms: 1000, domains: vec![] },
+            Request::Clone { clone_id: "c1".into(), resume_after: None, chunk_bytes: 65536 },
+            Request::Clone { clone_id: "c1".into(), resume_after: Some(("t".into(), "k9".into())), chunk_bytes: 1 },
         ];
         for (i, req) in reqs.into_iter().enumerate() {
             let bytes = req.encode(i as u32);
@@ -602,6 +696,15 @@ mod tests {
             Response::ReplTxn { file: "ferry-bin.000002".into(), end_offset: 900, events: vec![1, 2, 3], ack: true },
             Response::Heartbeat { binlog_pos: "0-1-5".into(), file: "ferry-bin.000002".into(), offset: 900 },
             Response::Subscribed { position: "0-1-5".into() },
+            Response::CloneBegin {
+                clone_id: "c1".into(),
+                resumed: true,
+                position: "0-1-5".into(),
+                bytes_total: 900,
+                tables: vec![CloneTable { name: "t".into(), rows: 3, checksum: 77 }],
+            },
+            Response::CloneChunk { table: "t".into(), data: vec![0, 0, 0, 0], crc32c: 9 },
+            Response::CloneEnd,
         ];
         for resp in resps {
             let bytes = resp.encode(7);

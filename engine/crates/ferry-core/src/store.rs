@@ -28,6 +28,9 @@ use crate::row::{row_bytes, row_from_bytes, Row, RowChange};
 use crate::vfs::fence::{Fence, FencedBackend};
 use crate::vfs::{self, Fs};
 
+mod clone;
+pub use clone::{CloneSource, CloneSummary};
+
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("sys.meta");
 /// `(domain_id, sub_id) → (server_id, seq_no)`: the replica's applied state, one row per applied transaction,
 /// written in the same commit as the transaction's data (filled by replication).

@@ -58,3 +58,8 @@ fn every_request_frame_in_the_corpus_re_encodes_to_its_bytes() {
 fn every_position_text_in_the_corpus_formats_stably() {
     replay("parse_position", round_trip::position_round_trips);
 }
+
+#[test]
+fn every_clone_chunk_in_the_corpus_re_encodes_to_its_bytes() {
+    replay("decode_clone_chunk", round_trip::clone_chunk_round_trips);
+}

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// Request and response opcodes by name (`R_…` for responses).
-const OPCODES: [(&str, u8); 24] = [
+const OPCODES: [(&str, u8); 28] = [
     ("HELLO", op::HELLO),
     ("AUTH", op::AUTH),
     ("TRANSACT", op::TRANSACT),
@@ -22,6 +22,7 @@ const OPCODES: [(&str, u8); 24] = [
     ("DUMP", op::DUMP),
     ("ACK", op::ACK),
     ("SUBSCRIBE", op::SUBSCRIBE),
+    ("CLONE", op::CLONE),
     ("R_ERROR", op::R_ERROR),
     ("R_HELLO", op::R_HELLO),
     ("R_AUTH_OK", op::R_AUTH_OK),
@@ -34,6 +35,9 @@ const OPCODES: [(&str, u8); 24] = [
     ("R_REPL_TXN", op::R_REPL_TXN),
     ("R_HEARTBEAT", op::R_HEARTBEAT),
     ("R_SUBSCRIBED", op::R_SUBSCRIBED),
+    ("R_CLONE_BEGIN", op::R_CLONE_BEGIN),
+    ("R_CLONE_CHUNK", op::R_CLONE_CHUNK),
+    ("R_CLONE_END", op::R_CLONE_END),
 ];
 
 /// Adds `PROTOCOL_VERSION`, `OPCODES`, `ERROR_CODES`, `ROW_OP_KINDS` and `VALUE_TYPES` to the module.

@@ -11,6 +11,7 @@
 //!   document (`admin-api.schema.json`).
 //! - `binlog`: RESET MASTER, DELETE_DOMAIN_ID and SHOW BINLOG EVENTS IN a file.
 //! - `checksums`: table checksums, one computation at a time.
+//! - `clone`: rebuilding this node from a donor's snapshot (start, progress, throttle and pause, cancel).
 //! - `connections`: the accept loop (connection caps, before and after authentication; idle and authentication
 //!   timeouts).
 //! - `replication`: every `/v1/replication` route.
@@ -36,6 +37,7 @@ mod bearer;
 mod binlog;
 mod bodies;
 mod checksums;
+mod clone;
 mod connections;
 mod replication;
 mod rewind;
@@ -69,6 +71,19 @@ pub struct AppState {
     pub expiry: Arc<crate::expiry::Expiry>,
     /// One checksum computation at a time.
     pub checksums: ChecksumGate,
+    /// This node's clone (as a recipient).
+    pub cloning: Arc<crate::clone::Cloning>,
+}
+
+impl AppState {
+    /// What streams from or into the node (for the commands that need it quiesced).
+    fn streams(&self) -> crate::quiesced::Streams {
+        crate::quiesced::Streams {
+            replication: self.replication.clone(),
+            replicas: self.replicas.clone(),
+            consumers: self.consumers.clone(),
+        }
+    }
 }
 
 /// Serves the admin API on `listener` until `stop`, within `limits`.
@@ -87,6 +102,7 @@ fn router(state: AppState) -> Router {
         .route("/v1/binlog/events", get(events))
         .route("/v1/binlog/files/{file}/events", get(binlog::events_in_file))
         .route("/v1/checksums", get(checksums::checksums))
+        .route("/v1/clone", post(clone::start).get(clone::view).patch(clone::change).delete(clone::cancel))
         .route("/v1/rewind", post(rewind::rewind))
         .route("/v1/rewind/archives", get(rewind::archives))
         .route("/v1/rewind/archives/{name}", get(rewind::archive))
@@ -170,6 +186,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<bodies::Status>, ApiEr
         binlog_expiry: s.expiry.status(),
         listen: s.advertised.listen.clone(),
         admin: s.advertised.admin.clone(),
+        clone_incomplete: s.cloning.incomplete(),
         api_version: 1,
     }))
 }
@@ -188,6 +205,11 @@ async fn set_read_only(
     body: Result<Json<ReadOnlyBody>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let body = json_body(body)?;
+    if !body.read_only {
+        if let Some(why) = s.cloning.refusal("leaving read-only") {
+            return Err(ApiError::new(StatusCode::CONFLICT, "clone_incomplete", why));
+        }
+    }
     let max = s.node.config().limits.wait_ms_max;
     match body.wait_for_in_flight_ms {
         Some(_) if !body.read_only => {
@@ -347,6 +369,7 @@ fn consumers_body(s: &AppState) -> bodies::Consumers {
 }
 
 async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    let text = s.metrics.render(&s.node, &s.replication.status(), &s.replicas, &s.consumers, &s.expiry.status());
+    let (connections, expiry) = (s.replication.status(), s.expiry.status());
+    let text = s.metrics.render(&s.node, &connections, &s.replicas, &s.consumers, &expiry, &s.cloning);
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text)
 }

@@ -51,6 +51,16 @@ pub struct Args {
     /// connection that presents it may read and subscribe to committed changes, and nothing more.
     #[arg(long)]
     pub consumer_token_file: Option<PathBuf>,
+    /// Clone donor: how long a clone's snapshot is held after its recipient disconnects, for a resume to continue
+    /// it (seconds).
+    #[arg(long, default_value_t = 600)]
+    pub clone_retention_s: u64,
+    /// Clone donor: snapshots held at once (streaming or waiting for a resume).
+    #[arg(long, default_value_t = 4)]
+    pub clone_snapshots_max: usize,
+    /// Clone recipient: row data per chunk asked of the donor (bytes; the donor keeps it within 1 KiB–1 MiB).
+    #[arg(long, default_value_t = 256 << 10)]
+    pub clone_chunk_bytes: u32,
     /// Change consumers streaming at once; one more is refused (TOO_MANY_CONNECTIONS).
     #[arg(long, default_value_t = 64)]
     pub consumers_max: usize,

@@ -6,6 +6,7 @@
 
 mod admin;
 mod auth;
+mod clone;
 mod config;
 mod consumers;
 mod dump;
@@ -13,6 +14,7 @@ mod expiry;
 mod frames;
 mod metrics;
 mod plaintext;
+mod quiesced;
 mod replicas;
 mod replication;
 mod server;
@@ -77,7 +79,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let replicates = !replication::config::load(&node.config().data_dir.join("replication.json"))
         .context("reading replication settings")?
         .is_empty();
-    let read_only = durable.at_start(args.read_only, replicates);
+    // An unfinished clone keeps the node read-only and its replication stopped, whatever else says otherwise.
+    let unfinished_clone = clone::record::read(&*node.config().fs, &node.config().data_dir)
+        .map_err(anyhow::Error::msg)
+        .context("reading the clone record")?;
+    if let Some(r) = &unfinished_clone {
+        tracing::warn!(clone_id = %r.clone_id, donor = %r.donor, state = ?r.state, "this node's clone is unfinished: read-only, replication not started");
+    }
+    let read_only = durable.at_start(args.read_only, replicates) || unfinished_clone.is_some();
     if read_only {
         tokio::task::spawn_blocking({
             let node = node.clone();
@@ -124,9 +133,27 @@ async fn run(args: Args) -> anyhow::Result<()> {
     println!("{ready}");
 
     let registry = Arc::new(replicas::ReplicaRegistry::default());
-    let replication = replication::Replication::load(node.clone(), token.clone(), advertised.clone())
+    let held = unfinished_clone.map(|r| format!("clone {} from {} is unfinished", r.clone_id, r.donor));
+    let replication = replication::Replication::load(node.clone(), token.clone(), advertised.clone(), held)
         .context("loading replication settings")?;
     let consumers = Arc::new(consumers::ConsumerRegistry::default());
+    let streams = quiesced::Streams {
+        replication: replication.clone(),
+        replicas: registry.clone(),
+        consumers: consumers.clone(),
+    };
+    let cloning = clone::Cloning::load(
+        node.clone(),
+        token.clone(),
+        streams,
+        listener.local_addr()?.to_string(),
+        args.clone_chunk_bytes,
+    )
+    .context("loading the clone state")?;
+    let donations = Arc::new(clone::donor::Donations::new(clone::donor::DonorLimits {
+        retention: std::time::Duration::from_secs(args.clone_retention_s),
+        snapshots_max: args.clone_snapshots_max.max(1),
+    }));
     let context = server::Context {
         node: node.clone(),
         credentials,
@@ -134,6 +161,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         consumers: consumers.clone(),
         consumer_limits,
         timeouts: protocol_timeouts,
+        donations,
+        cloning: cloning.clone(),
     };
     let server = tokio::spawn(server::serve(listener, context, stop_rx.clone()));
     let expiry = Arc::new(expiry::Expiry::new(args.expiry_policy()));
@@ -149,6 +178,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         advertised,
         expiry,
         checksums: admin::ChecksumGate::default(),
+        cloning,
     };
     let admin = tokio::spawn(admin::serve(admin_listener, state, admin_limits, stop_rx));
 

@@ -1,6 +1,6 @@
 //! Prometheus metrics of a node: commit pipeline counters and histograms (fed by every committed group) and
 //! gauges sampled at scrape time (read-only flag, commits in flight, binlog files, position per domain, and each
-//! memory or space bound of replication with what it holds now and at most).
+//! memory or space bound of replication with what it holds now and at most, and this node's clone).
 
 use std::sync::Mutex;
 
@@ -57,6 +57,10 @@ pub struct Metrics {
     replication_waiting_for_relay_space: Family<DomainLabels, Gauge>,
     binlog_expiry_held_back: Gauge,
     binlog_files_expired: Gauge,
+    clone_copying: Gauge,
+    clone_incomplete: Gauge,
+    clone_bytes_done: Gauge,
+    clone_bytes_total: Gauge,
     consumers: Gauge,
     consumers_cut_off: Gauge,
 }
@@ -231,6 +235,30 @@ impl Metrics {
             "Binlog files deleted by expiry since the node started",
             binlog_files_expired.clone(),
         );
+        let clone_copying = Gauge::default();
+        registry.register(
+            "clone_copying",
+            "1 while this node copies a donor's snapshot (a clone)",
+            clone_copying.clone(),
+        );
+        let clone_incomplete = Gauge::default();
+        registry.register(
+            "clone_incomplete",
+            "1 while a clone of this node is unfinished (copying, failed or cancelled): its data is incomplete",
+            clone_incomplete.clone(),
+        );
+        let clone_bytes_done = Gauge::default();
+        registry.register(
+            "clone_bytes_done",
+            "Bytes of the clone's snapshot copied and verified",
+            clone_bytes_done.clone(),
+        );
+        let clone_bytes_total = Gauge::default();
+        registry.register(
+            "clone_bytes_total",
+            "Bytes of the clone's snapshot, as its donor announced them (0 until known)",
+            clone_bytes_total.clone(),
+        );
         let consumers = Gauge::default();
         registry.register("consumers", "Change consumers streaming from this node", consumers.clone());
         let consumers_cut_off = Gauge::default();
@@ -276,6 +304,10 @@ impl Metrics {
             replication_waiting_for_relay_space,
             binlog_expiry_held_back,
             binlog_files_expired,
+            clone_copying,
+            clone_incomplete,
+            clone_bytes_done,
+            clone_bytes_total,
             consumers,
             consumers_cut_off,
         }
@@ -289,8 +321,14 @@ impl Metrics {
         replicas: &ReplicaRegistry,
         consumers: &ConsumerRegistry,
         expiry: &ExpiryStatus,
+        clone: &crate::clone::Cloning,
     ) -> String {
         let status = node.status();
+        let view = clone.view();
+        self.clone_copying.set(i64::from(view.state == crate::clone::CloneState::Copying));
+        self.clone_incomplete.set(i64::from(clone.incomplete().is_some()));
+        self.clone_bytes_done.set(view.bytes_done as i64);
+        self.clone_bytes_total.set(view.bytes_total.unwrap_or(0) as i64);
         self.consumers.set(consumers.len() as i64);
         self.consumers_cut_off.set(consumers.cut_off_total() as i64);
         self.binlog_expiry_held_back.set(i64::from(expiry.held_back.is_some()));

@@ -90,6 +90,10 @@ pub struct Context {
     pub consumers: Arc<ConsumerRegistry>,
     pub consumer_limits: ConsumerLimits,
     pub timeouts: Timeouts,
+    /// The snapshots this node holds for clones (as a donor).
+    pub donations: Arc<crate::clone::donor::Donations>,
+    /// This node's own clone (as a recipient): while unfinished, client writes are refused naming it.
+    pub cloning: Arc<crate::clone::Cloning>,
 }
 
 pub async fn serve(listener: TcpListener, context: Context, mut stop: watch::Receiver<bool>) {
@@ -273,6 +277,32 @@ impl Connection {
                         },
                     ),
                 ),
+                Ok((header, Request::Clone { clone_id, resume_after, chunk_bytes }))
+                    if self.access == Access::Admin =>
+                {
+                    if let Some(why) = self.context.cloning.refusal("serving a clone") {
+                        (header.request_id, Response::error(ErrorCode::InvalidRequest, why))
+                    } else {
+                        let req = crate::clone::donor::CloneRequest {
+                            request_id: header.request_id,
+                            clone_id,
+                            resume_after,
+                            chunk_bytes,
+                            peer: self.peer.clone(),
+                        };
+                        // `_seat` keeps the connection's place while it streams.
+                        let Connection { mut reader, mut writer, node, context, seat: _seat, .. } = self;
+                        let donations = &context.donations;
+                        return crate::clone::donor::serve(&mut reader, &mut writer, &node, donations, req, stop).await;
+                    }
+                }
+                Ok((header, Request::Clone { .. })) => (
+                    header.request_id,
+                    Response::error(
+                        ErrorCode::PermissionDenied,
+                        "a clone needs a privileged connection (Auth with the admin token)",
+                    ),
+                ),
                 Ok((header, Request::Subscribe { name, position, heartbeat_ms, domains }))
                     if self.access != Access::Anonymous =>
                 {
@@ -358,6 +388,9 @@ impl Connection {
                     "this connection authenticated as a change consumer, whose role is read-only: it may not write",
                 ));
             }
+            if let Some(why) = self.context.cloning.refusal("client writes") {
+                return Some(Response::error(ErrorCode::ReadOnly, why));
+            }
             let privileged = self.access == Access::Admin;
             return match self.node.execute_async(TxnRequest { domain, server_id, seq_no, ops }, privileged).await {
                 Ok(c) => {
@@ -422,7 +455,9 @@ impl Connection {
                     Err(e) => Response::error(ErrorCode::NodeFailed, format!("position task failed: {e}")),
                 }
             }
-            Request::Dump { .. } | Request::Subscribe { .. } => unreachable!("streams are served by run"),
+            Request::Dump { .. } | Request::Subscribe { .. } | Request::Clone { .. } => {
+                unreachable!("streams are served by run")
+            }
             Request::Ack { .. } => {
                 Response::error(ErrorCode::InvalidRequest, "Ack is only meaningful during a binlog dump")
             }

@@ -177,6 +177,38 @@ impl BinlogWriter {
         Ok(Self::create_numbered(fs, dir, server_id, max_file_bytes, first_seq)?.coord())
     }
 
+    /// A clone's binlog: every file deleted, file `first_seq` started with `state` as its GTID list (the clone's
+    /// position), so the binlog is empty and its GTID state is the position. Done again after a crash, it ends the
+    /// same (the header's length depends on the state only).
+    pub fn start_fresh_with_state(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        server_id: ServerId,
+        max_file_bytes: u64,
+        first_seq: u64,
+        state: BinlogState,
+    ) -> Result<Self, BinlogError> {
+        fs.create_dir_all(dir).map_err(|e| BinlogError::io(dir, e))?;
+        super::reset::delete_all_files(&*fs, dir)?;
+        let name = file_name(first_seq);
+        let path = dir.join(&name);
+        let file = fs.create(&path).map_err(|e| BinlogError::io(&path, e))?;
+        let mut writer = BinlogWriter {
+            fs,
+            dir: dir.to_path_buf(),
+            server_id,
+            max_file_bytes,
+            files: vec![],
+            file,
+            file_seq: first_seq,
+            offset: 0,
+            synced_offset: 0,
+            state,
+        };
+        writer.write_header(name)?;
+        Ok(writer)
+    }
+
     fn create_first(
         fs: Arc<dyn Fs>,
         dir: &Path,

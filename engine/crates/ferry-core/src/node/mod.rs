@@ -10,17 +10,21 @@
 //! - `binlog_admin`: FLUSH LOGS, RESET MASTER, DELETE_DOMAIN_ID, PURGE and expiry, SHOW BINLOG EVENTS.
 //! - `checkpointer`: checkpoints, the checkpointer thread, the final checkpoint at stop, the close.
 //! - `read_only_flag`: the durable read-only flag, so a read-only replica restarts read-only.
+//! - `clone`: a clone's install — the staging store replaces the store, the binlog starts again at the clone's
+//!   position — crash-safe by an intent completed at open.
 //! - `rewind`: going back to a GTID position — the cut transactions archived, the binlog truncated, the store
 //!   put back — crash-safe by an intent completed at open.
 
 mod binlog_admin;
 mod checkpointer;
+mod clone;
 mod open;
 pub mod read_only_flag;
 mod replica;
 mod rewind;
 mod writes;
 
+pub use clone::{CloneInstallError, CloneIntent};
 pub use replica::current_position_of;
 pub use rewind::{RewindError, RewindOutcome};
 
@@ -622,6 +626,16 @@ impl Node {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// A clone's snapshot: a consistent view of the store with the exact position its rows reflect (taken as
+    /// [`Node::checksums`] takes its view: the binlog lock held only to freeze and open it).
+    pub fn clone_source(&self) -> Result<(GtidPosition, crate::store::CloneSource), StoreError> {
+        if let Some(why) = self.health.failure() {
+            return Err(StoreError::Failed(why));
+        }
+        let (snapshot, position) = self.commit.with_log(|_| (self.store.snapshot(), self.position()));
+        Ok((position, crate::store::CloneSource::new(snapshot?)))
     }
 }
 

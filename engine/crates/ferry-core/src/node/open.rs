@@ -51,6 +51,7 @@ impl Node {
             reset::clear_intent(&*fs, &binlog_dir)?;
         }
         super::rewind::complete_at_open(&config, &store, &binlog_dir)?;
+        super::clone::complete_at_open(&config, &store, &binlog_dir)?;
         let applied = store.applied_through()?;
         let (binlog, tail) = BinlogWriter::open_keeping_on(
             fs.clone(),

@@ -48,6 +48,9 @@ pub struct Status {
     /// The protocol and admin addresses this node advertises.
     pub listen: String,
     pub admin: String,
+    /// Present while a clone of this node is unfinished (copying, failed or cancelled): the node's data is
+    /// incomplete, and it refuses client writes, leaving read-only and starting replication.
+    pub clone_incomplete: Option<crate::clone::record::CloneRecord>,
     pub api_version: u32,
 }
 

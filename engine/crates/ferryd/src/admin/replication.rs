@@ -79,6 +79,9 @@ async fn start_connection(
     body: Bytes,
 ) -> Result<Json<bodies::Started>, ApiError> {
     let body: StartBody = optional_json_body(&body)?;
+    if let Some(why) = s.cloning.refusal("starting replication") {
+        return Err(ApiError::new(axum::http::StatusCode::CONFLICT, "clone_incomplete", why));
+    }
     let until = match body.until {
         Some(text) => Some(text.parse().map_err(|e: ferry_core::GtidParseError| ApiError::bad_request(e.to_string()))?),
         None => None,

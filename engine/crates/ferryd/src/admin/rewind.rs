@@ -61,39 +61,9 @@ pub(super) async fn rewind(
     Ok(Json(outcome))
 }
 
-/// What streams from or into this node that a rewind would change history under: a running replication
-/// connection, connected replicas, change consumers (the error code and the message naming one). Asked before
-/// the rewind and again by the node with its binlog lock held: it takes no lock of the node's binlog.
+/// What streams from or into this node that a rewind would change history under (see `crate::quiesced`).
 fn busy(s: &AppState) -> Option<(&'static str, String)> {
-    if let Some(c) = s.replication.status().into_iter().find(|c| c.running) {
-        let why =
-            format!("replication connection {:?} (from {}) is running: stop it before a rewind", c.name, c.master);
-        return Some(("replication_running", why));
-    }
-    let replicas = s.replicas.list();
-    if let Some(r) = replicas.first() {
-        let why = format!(
-            "{} replica(s) stream from this node (server_id {} at {} among them): they may hold transactions the \
-             rewind cuts; stop or repoint them first",
-            replicas.len(),
-            r.server_id,
-            r.address
-        );
-        return Some(("replicas_connected", why));
-    }
-    // Their lag is not looked at (and the binlog position is not read: this runs under the binlog lock too).
-    let consumers = s.consumers.list(&GtidPosition::new(), 0);
-    if let Some(c) = consumers.first() {
-        let why = format!(
-            "{} change consumer(s) stream from this node ({:?} at {} among them): they would see history change \
-             under them; stop them first",
-            consumers.len(),
-            c.info.name,
-            c.info.address
-        );
-        return Some(("consumers_connected", why));
-    }
-    None
+    s.streams().busy("a rewind")
 }
 
 /// `GET /v1/rewind/archives`: the archives earlier rewinds left, oldest first.

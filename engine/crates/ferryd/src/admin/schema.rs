@@ -13,7 +13,7 @@ use schemars::generate::{SchemaGenerator, SchemaSettings};
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
-use super::{binlog, bodies, replication, rewind, EventsQuery, PurgeBody, ReadOnlyBody, WaitBody};
+use super::{binlog, bodies, clone, replication, rewind, EventsQuery, PurgeBody, ReadOnlyBody, WaitBody};
 use crate::replication::ChangeMaster;
 
 /// Where the committed document lives, relative to the crate.
@@ -101,6 +101,10 @@ pub fn document() -> Value {
     d.with_query::<EventsQuery, bodies::EventsPage>("GET /v1/binlog/events");
     d.with_query::<binlog::FileEventsQuery, bodies::FileEventsPage>("GET /v1/binlog/files/{file}/events");
     d.get::<bodies::Checksums>("GET /v1/checksums");
+    d.with_body::<clone::CloneBody, crate::clone::CloneView>("POST /v1/clone", false);
+    d.get::<crate::clone::CloneView>("GET /v1/clone");
+    d.with_body::<clone::ClonePatch, crate::clone::CloneView>("PATCH /v1/clone", false);
+    d.get::<crate::clone::CloneView>("DELETE /v1/clone");
     d.with_body::<rewind::RewindBody, ferry_core::node::RewindOutcome>("POST /v1/rewind", false);
     d.get::<bodies::RewindArchives>("GET /v1/rewind/archives");
     d.get::<bodies::Replicas>("GET /v1/replicas");

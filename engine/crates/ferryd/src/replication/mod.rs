@@ -195,11 +195,13 @@ fn check_parallel(parallel: &applier::ParallelConfig) -> Result<(), CommandError
 }
 
 impl Replication {
-    /// Loads the connections' settings and starts those that were running.
+    /// Loads the connections' settings and starts those that were running (unless `held`: why none may start,
+    /// an unfinished clone).
     pub fn load(
         node: Arc<Node>,
         token: Option<AdminToken>,
         advertised: crate::Advertised,
+        held: Option<String>,
     ) -> anyhow::Result<Arc<Self>> {
         let data_dir = node.config().data_dir.clone();
         let config_path = data_dir.join("replication.json");
@@ -223,6 +225,10 @@ impl Replication {
         }
         let to_start: Vec<String> =
             repl.connections.lock().iter().filter(|(_, c)| c.config.running).map(|(n, _)| n.clone()).collect();
+        if let Some(why) = held.filter(|_| !to_start.is_empty()) {
+            tracing::warn!(connections = ?to_start, "not restarting replication: {why}");
+            return Ok(repl);
+        }
         for name in to_start {
             if let Err(e) = repl.start(&name, None, false) {
                 tracing::error!(connection = %name, "could not restart replication: {e}");
@@ -598,7 +604,7 @@ mod tests {
 
     fn replication(node: &Arc<Node>) -> Arc<Replication> {
         let advertised = crate::Advertised { listen: "127.0.0.1:7301".into(), admin: "127.0.0.1:7401".into() };
-        Replication::load(node.clone(), None, advertised).unwrap()
+        Replication::load(node.clone(), None, advertised, None).unwrap()
     }
 
     fn request(body: serde_json::Value) -> ChangeMaster {

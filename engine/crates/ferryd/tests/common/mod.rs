@@ -237,6 +237,15 @@ impl NodeProc {
         })
     }
 
+    /// PATCH with the admin token; returns the status code and the JSON body.
+    pub fn patch(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        off_runtime(|| {
+            let resp = http().patch(self.url(path)).json(&body).bearer_auth(TOKEN).send().unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.json().unwrap_or(serde_json::Value::Null))
+        })
+    }
+
     /// DELETE with the admin token; returns the status code and the JSON body.
     pub fn delete_req(&self, path: &str) -> (u16, serde_json::Value) {
         off_runtime(|| {
