@@ -14,8 +14,8 @@ import sys
 import time
 import types
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 

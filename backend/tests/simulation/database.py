@@ -37,8 +37,10 @@ class LockStore:
     @classmethod
     def held_by(cls, cluster_id: int, operation_id: int, instance: str, lease_s: float) -> LockStore:
         """The lock as the operation's instance took it (token 1), with its lease, and the operation running."""
-        lock = SimpleNamespace(cluster_id=cluster_id, operation_id=operation_id, fencing_token=1,
-                               acquired_at=virtual_now(), lease_expires_at=virtual_now() + timedelta(seconds=lease_s))  # fmt: skip
+        lock = SimpleNamespace(
+            cluster_id=cluster_id, operation_id=operation_id, fencing_token=1, acquired_at=virtual_now(),
+            lease_expires_at=virtual_now() + timedelta(seconds=lease_s),
+        )  # fmt: skip
         store = cls(lock, {operation_id: SimpleNamespace(id=operation_id, state="running", error=None)})
         store.history.append((now(), 1, operation_id))
         store.owners[1] = instance

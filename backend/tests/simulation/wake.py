@@ -1,16 +1,17 @@
 """The lock's side of a schedule, and an instance waking up after its cluster was taken over.
 
 `Fencing.start`: the operation's instance holds the cluster's lock (token 1, database.py's `LockStore`) and the
-runner's own heartbeat renews it. `take_over` / `hand_back`: a reconcile by another instance takes the lock as reconcile.py does
-(the same operation, the next fencing token, a fresh lease) once the crashed holder's lease lapsed, and releases it
-with the operation recorded `interrupted`. `wake_up`: the paused instance wakes (faults.py `WakeUp`), perhaps while a
-second operation of the other instance holds the lock (the next token again; it reads, moves nothing), its pending
-call and later steps go on until the real fencing stops them, and the runner's `_finish` records its end — or, the
-operation already reconciled, leaves the record as the reconcile left it.
+runner's own heartbeat renews it. `take_over` / `hand_back`: a reconcile by another instance takes the lock as
+reconcile.py does (the same operation, the next fencing token, a fresh lease) once the crashed holder's lease lapsed,
+and releases it with the operation recorded `interrupted`. `wake_up`: the paused instance wakes (faults.py
+`WakeUp`), perhaps while a second operation of the other instance holds the lock (the next token again; it reads,
+moves nothing), its pending call and later steps go on until the real fencing stops them, and the runner's `_finish`
+records its end — or, the operation already reconciled, leaves the record as the reconcile left it.
 
 `check`: the fencing invariant — every change to a server or proxy after the takeover by an instance that runs
-operations is by the one holding the lock then (the woken instance's call pending at its pause excepted: it was sent past every check, and the servers keep
-no token), and the operation's record is the reconcile's, never the woken instance's."""
+operations is by the one holding the lock then (the woken instance's call pending at its pause excepted: it was sent
+past every check, and the servers keep no token; known.py), and the operation's record is the reconcile's, never the
+woken instance's."""
 
 from __future__ import annotations
 
@@ -182,9 +183,10 @@ def check(cluster: Cluster, store: LockStore, operation_id: int, taken_at: float
             continue
         holder = store.holder_at(change.at)
         if change.by != holder:
+            held = "free" if holder is None else f"{holder}'s"
             found.append(Violation(
                 "fencing", f"at {change.at:.6f} s {change.by} changed {change.target} ({change.call}) after the "
-                f"takeover at {taken_at:.6f} s, while the lock was {'free' if holder is None else holder + chr(39) + 's'}",
+                f"takeover at {taken_at:.6f} s, while the lock was {held}",
             ))  # fmt: skip
     row = store.operations[operation_id]
     if row.state != "interrupted":
