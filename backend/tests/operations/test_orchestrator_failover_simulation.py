@@ -1,9 +1,11 @@
 """The orchestrator's fast tier for the failover: seeded schedules of the real failover executor — its guard's undo
 and roll forward, and the reconciler's repair_failover after an API crash — with the master lost (crashed, or cut off
-from everyone), faults (API crashes between and inside steps, lost answers, servers unreachable, a replica crashing)
-over generated topologies on an in-memory cluster (tests/simulation/failover_schedule.py), each checked against the
-failover's invariants (tests/simulation/failover_invariants.py). No server, no database: virtual time, a pure
-function of the seed, on a random stream of its own (the switchover's schedules of the same seeds are untouched).
+from everyone), faults (API crashes between and inside steps — for good, or a pause the instance wakes up from
+after the reconcile took its cluster over, stopped by the real fencing —, lost answers, servers unreachable, a
+replica crashing) over generated topologies on an in-memory cluster (tests/simulation/failover_schedule.py), each
+checked against the failover's invariants (tests/simulation/failover_invariants.py; after a takeover, wake.py's). No
+server, no database: virtual time, a pure function of the seed, on a random stream of its own (the switchover's
+schedules of the same seeds are untouched).
 
 FERRY_SIM_FAILOVER_SCHEDULES sets how many seeds the sweep runs (default 1,500; with the switchover's 2,000 and the
 hub moves' 1,000, 4,500 in all); FERRY_SIM_FAILOVER_SEED=<seed> runs that one alone and prints its whole story:

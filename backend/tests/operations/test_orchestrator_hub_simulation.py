@@ -1,8 +1,9 @@
 """The orchestrator's fast tier for the hub moves: seeded schedules of the real hub switchover (its guard's undo,
 settle and roll forward; the reconciler's repair_switch after an API crash) and the real hub failover (the hub lost:
 crashed or cut off; its guard's roll forward; the reconciler's repair_failover after an API crash), with faults (API
-crashes between and inside steps, lost answers, servers unreachable) over generated topologies around a hub — a
-multi-source hub of two roots, or a chain hub of one; its replicas, delayed ones, a chain below one of them
+crashes between and inside steps — for good, or a pause the instance wakes up from after the reconcile took its
+cluster over, stopped by the real fencing —, lost answers, servers unreachable) over generated topologies around a
+hub — a multi-source hub of two roots, or a chain hub of one; its replicas, delayed ones, a chain below one of them
 (tests/simulation/hub_schedule.py) — each checked against the hub moves' invariants
 (tests/simulation/hub_invariants.py). No server, no database: virtual time, a pure function of the seed, on a random
 stream of its own.

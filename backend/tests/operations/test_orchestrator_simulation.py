@@ -1,7 +1,10 @@
 """The orchestrator's fast tier: seeded schedules of the real switchover — its guard's undo, settle and roll forward,
 and the reconciler's repair after an API crash — over generated topologies on an in-memory cluster with faults
-(tests/simulation/), each checked against the invariants (tests/simulation/invariants.py). No server, no database:
-virtual time, a pure function of the seed.
+(tests/simulation/), each checked against the invariants (tests/simulation/invariants.py). In some schedules the
+crashed instance was only paused and wakes up after the reconcile took its cluster over (perhaps while a second
+operation holds it): the real fencing must stop it — no server change after the takeover but by the lock's holder,
+its record left as the reconcile wrote it (tests/simulation/wake.py). No server, no database: virtual time, an
+in-memory lock, a pure function of the seed.
 
 FERRY_SIM_SCHEDULES sets how many seeds the sweep runs (default 2,000); FERRY_SIM_SEED=<seed> runs that one alone
 and prints its whole story (with `-s`):

@@ -7,7 +7,8 @@ failover (`failover.run_failover`: confirm the loss, drain relay logs, choose, f
 repoint, verify — with its guard's undo and roll forward) runs in API instance `api-1`, manual or automatic (a
 replica must witness the loss), under the schedule's faults (faults.py: an API crash between or inside steps, lost
 answers, servers unreachable) and perhaps a replica crashing meanwhile (back after a while, or not). When `api-1`
-crashes, `api-2` runs the reconciler's repair (`repairs.repair_failover`) on what the servers show. Then clients go
+crashes, `api-2` runs the reconciler's repair (`repairs.repair_failover`) on what the servers show, holding the
+cluster's lock; `api-1` perhaps wakes up after it (wake.py). Then clients go
 on a little and stop, the crashed replica is back if it comes back, the old master answers again now and then
 (restarted: read-only or not as its configuration says; cut off: as it was) and the failover monitor's fencing pass
 (`FailoverMonitor._fence`) runs over the servers as the collector would see them, replication settles, and the

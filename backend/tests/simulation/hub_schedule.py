@@ -14,7 +14,8 @@ answers, servers unreachable):
   links the collector stored (database.py). Then the lost hub perhaps answers again (restarted, or as it was) and
   the failover monitor's fencing pass runs.
 
-Either perhaps with a replica of the tree crashing meanwhile (back after a while, or not). Then clients go on a
+Either perhaps with a replica of the tree crashing meanwhile (back after a while, or not), and `api-1` perhaps waking
+up after the reconcile (wake.py). Then clients go on a
 little and stop, replication settles, and the hub moves' invariants are checked (hub_invariants.py)."""
 
 from __future__ import annotations

@@ -5,8 +5,12 @@
 `settle` and roll forward) runs in API instance `api-1` under the schedule's faults. When that instance crashes, it is
 frozen where it was; the lease lapses (a moment of virtual time, clients still writing), and instance `api-2` runs
 the reconciler's repair (`repairs.repair_switch`, the switchover kind's) on what the servers show, with what the
-operation had recorded. Then clients go on a little, stop, replication settles, and the invariants are checked
-(invariants.py).
+operation had recorded, holding the cluster's lock (the next fencing token, wake.py). In some schedules (one crash in
+three or so, from a random stream of its own: faults.py `draw_wake`) `api-1` was only paused: it wakes up once the
+reconcile released the cluster — perhaps while a second operation holds it — and its pending call and later steps go
+on under the real fencing (`check_fence`, the heartbeat's renewal, the compensation's claim). Then clients go on a
+little, stop, replication settles, and the invariants are checked (invariants.py, and wake.py's: after the takeover
+only the lock's holder changes a server, and the record is the reconcile's).
 
 Everything runs on a virtual-time event loop (clock.py), so a schedule is a pure function of its seed."""
 
