@@ -92,10 +92,10 @@ class SimDriver(ServerDriver):
         if self.server.down:
             raise ServerUnreachable(self.address, "timeout", f"{name}: no answer (the server is down)")
         self.cluster.advance(now())
-        result = await effect()
-        if name.startswith(CHANGES):
+        if name.startswith(CHANGES):  # it reached the server (even if the server refuses it, or it fails midway)
             in_flight = fault is Fault.crash_before and instance.woke_at is not None
             self.cluster.changes.append(Change(now(), instance.name, self.server.name, name, in_flight))
+        result = await effect()
         await asyncio.sleep(self._half_s)
         if fault is Fault.crash_after:
             instance.crash(f"after {name} on {self.server.name}")

@@ -158,7 +158,7 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
         outcome = Outcome(outcome.kind, outcome.by, outcome.detail, candidate, False)
         await fencing.hand_back(outcome.detail)
         if woken is not None:
-            await fencing.wake_up(woken, work, faults.log)
+            report.woke = await fencing.wake_up(woken, work, faults.log)
     operating[0] = False
     report.outcome = outcome
     report.steps = [f"{s.name} {s.state}" for s in ctx.steps]

@@ -49,6 +49,7 @@ WAKE_KNOWN: tuple[KnownIssue, ...] = (
     KnownIssue("paused_call_lands_after_takeover", _IN_FLIGHT_WHY, _in_flight, 392, "switchover"),
     KnownIssue("paused_call_lands_after_failover_takeover", _IN_FLIGHT_WHY, _in_flight, 1225, "failover"),
     KnownIssue("paused_call_lands_after_hub_takeover", _IN_FLIGHT_WHY, _in_flight, 162, "hub_switchover"),
+    KnownIssue("paused_call_lands_after_hub_failover_takeover", _IN_FLIGHT_WHY, _in_flight, 2269, "hub_failover"),
     KnownIssue(
         "late_reconcile_delayed_replica_write",
         "a failover crashed after its promotion and reconciled only once the lease lapsed (a wake schedule's 1 s "

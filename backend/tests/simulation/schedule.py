@@ -71,6 +71,8 @@ class Report:
     #: A woken instance's change that was pending at its pause and landed after the takeover (wake.py): past every
     #: check of the lock, which fencing at the lock cannot stop (known.py).
     in_flight: list[str] = field(default_factory=list)
+    #: How the operation of an instance that woke up after the takeover ended (None: it did not wake).
+    woke: str | None = None
 
     def summary(self) -> str:
         lines = [f"seed {self.seed}: {self.topology}" if self.kind == "switchover" else
@@ -113,9 +115,11 @@ async def _operate(ctx: SimContext, executor: Executor = run_switchover) -> str 
         if ctx.stop_reason is None:
             raise
         # Stopped from inside its instance (the heartbeat found the lock taken over): the runner's end of it.
+        ctx.fail(asyncio.CancelledError())
         outcome = ctx.undo_outcome
         return ctx.stop_reason if outcome is None else outcome.message
     except (OperationFailed, DriverError) as e:
+        ctx.fail(e)  # the runner types the failure so (`_run`)
         return getattr(e, "message", str(e))
     except Exception as e:  # the runner records it as "internal error: …"
         if ctx.instance is not None and ctx.instance.crashed.is_set():
@@ -231,7 +235,7 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
         runners.append(second)
         await fencing.hand_back(outcome.detail)
         if woken is not None:
-            await fencing.wake_up(woken, work, faults.log)
+            report.woke = await fencing.wake_up(woken, work, faults.log)
     report.outcome = outcome
     report.steps = [f"{s.name} {s.state}" for s in ctx.steps]
     await asyncio.sleep(rng.uniform(0.0, 0.1))  # clients write to whatever is writable now

@@ -77,10 +77,12 @@ class Fencing:
         assert self.other is not None
         await hand_back(self.other, self.ctx.operation_id, self._token, f"interrupted; reconciled: {detail}")
 
-    async def wake_up(self, wake: WakeUp, work: asyncio.Task[str | None], log: list[str]) -> None:
+    async def wake_up(self, wake: WakeUp, work: asyncio.Task[str | None], log: list[str]) -> str:
+        """How the woken instance's operation ended (its state, and its failure's kind)."""
         assert self.other is not None
-        await wake_up(wake, self.api, self.ctx, work, self.other, log)
+        ended = await wake_up(wake, self.api, self.ctx, work, self.other, log)
         self.ended()
+        return ended
 
     def check(self, cluster: Cluster) -> list[Violation]:
         if self.taken_at is None:
@@ -139,7 +141,7 @@ async def _hold(database: SimDatabase, token: int) -> None:
 
 async def wake_up(
     wake: WakeUp, api: Instance, ctx: SimContext, work: asyncio.Task[str | None], other: SimDatabase, log: list[str]
-) -> None:  # fmt: skip
+) -> str:  # fmt: skip
     """The paused instance wakes up (perhaps while a second operation holds the cluster) and goes on until its work
     ends; its end is recorded by the runner's `_finish`."""
     assert other.store is not None
@@ -154,8 +156,10 @@ async def wake_up(
     log.append(f"{now():.6f} {api.name} wakes up")
     await asyncio.wait([work])
     outcome = ctx.undo_outcome
-    if work.cancelled():  # stopped by its heartbeat (runner.py `_run` reads the guard's outcome then)
+    if work.cancelled():
+        # Stopped by its heartbeat: runner.py `_run` reads the guard's outcome, and types the failure (`ctx.fail`).
         error: str | None = outcome.message if outcome is not None else ctx.stop_reason or "cancelled"
+        ctx.fail(asyncio.CancelledError())
     else:
         error = work.result()
     if error is None:
@@ -165,13 +169,15 @@ async def wake_up(
     else:
         state = "failed"
     kind = ctx.result.failure.kind if ctx.result.failure is not None else None
-    log.append(f"{now():.6f} {api.name}'s operation ends {state}" + (f" ({kind})" if kind else "") + f": {error}")
+    ended = state + (f" ({kind})" if kind else "") + (" while operation 2 ran" if wake.second_operation else "")
+    log.append(f"{now():.6f} {api.name}'s operation ends {ended}: {error}")
     await OperationRunner._finish(ctx.runner, ctx, OperationState(state), error)  # type: ignore[arg-type]
     if holding is not None:
         holding.cancel()
         await asyncio.wait([holding])
         await release(other, SECOND, other.store.lock.fencing_token)
         other.store.operations[SECOND].state = "succeeded"
+    return ended
 
 
 def check(cluster: Cluster, store: LockStore, operation_id: int, taken_at: float) -> list[Violation]:
@@ -192,3 +198,16 @@ def check(cluster: Cluster, store: LockStore, operation_id: int, taken_at: float
     if row.state != "interrupted":
         found.append(Violation("record", f"the reconciled operation's record was overwritten: it ends {row.state}"))
     return found
+
+
+def woken(reports: Any) -> str:
+    """The sweep's wake-ups in a line: how many, and how the woken instances' operations ended."""
+    ends: dict[str, int] = {}
+    for report in reports:
+        if report.woke is not None:
+            ends[report.woke] = ends.get(report.woke, 0) + 1
+    landed = sum(1 for r in reports if r.in_flight)
+    return (
+        f"{sum(ends.values())} woke up after a takeover (their operations: {dict(sorted(ends.items()))}; a call "
+        f"pending at the pause landed after it in {landed})"
+    )
