@@ -15,6 +15,7 @@ import time
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 
@@ -61,6 +62,15 @@ def now() -> float:
     return _clock.now
 
 
+#: The wall clock the orchestrator's lock and lease read while a schedule runs: virtual seconds after this.
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def virtual_now() -> datetime:
+    """The simulation's virtual time as a wall-clock time (runner.py's `_now`, the lock's lease)."""
+    return EPOCH + timedelta(seconds=now())
+
+
 class _ClockModule(types.ModuleType):
     """Stands in for `time` in a module: monotonic and perf_counter read the running loop's clock; everything else
     is the real `time`."""
@@ -82,11 +92,19 @@ class _ClockModule(types.ModuleType):
 VIRTUAL_TIME_PACKAGES = ("ferry_control.services.orchestrator",)
 
 
+#: The modules whose `_now()` (the wall clock their lock and lease read) is the virtual one while a schedule runs.
+VIRTUAL_WALL_CLOCK = ("ferry_control.services.orchestrator.runner",)
+
+
 @contextmanager
 def virtual_time() -> Iterator[None]:
     """While in it, every loaded module of `VIRTUAL_TIME_PACKAGES` that imported `time` reads the running loop's
-    clock through it (the orchestrator's deadlines and measured windows are virtual seconds)."""
+    clock through it (the orchestrator's deadlines and measured windows are virtual seconds), and runner.py's `_now`
+    (the lock's lease, its expiry) is virtual time too."""
     clock = _ClockModule()
+    walls = [(sys.modules[name], sys.modules[name]._now) for name in VIRTUAL_WALL_CLOCK]  # type: ignore[attr-defined]
+    for module, _ in walls:
+        module._now = virtual_now  # type: ignore[attr-defined]
     patched = [
         module
         for name, module in list(sys.modules.items())
@@ -99,3 +117,5 @@ def virtual_time() -> Iterator[None]:
     finally:
         for module in patched:
             module.time = time  # type: ignore[attr-defined]
+        for module, real in walls:
+            module._now = real  # type: ignore[attr-defined]

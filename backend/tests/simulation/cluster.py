@@ -56,6 +56,15 @@ class Proxy:
     health: dict[int, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Change:
+    at: float
+    by: str
+    target: str
+    call: str
+    in_flight: bool = False
+
+
 class Cluster:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
@@ -71,6 +80,10 @@ class Cluster:
         #: server's read-only went on.
         self.made_writable: dict[int, float] = {}
         self.read_only_on: dict[int, list[float]] = {}
+        #: Every change the control plane made to a server or a proxy, in order: when, by which API instance, to
+        #: what, which call, and whether it was the call a paused instance had pending when it paused (sent once it
+        #: woke: past every check of the lock, which no fencing at the lock can stop — the servers keep no token).
+        self.changes: list[Change] = []
         self.commit_latency_s = (0.0, 0.002)
         self._pending: list[tuple[float, Server, Commit]] = []
 

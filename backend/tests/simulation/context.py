@@ -1,9 +1,11 @@
 """The operation's side of the simulation without a database: a runner stand-in (settings, drivers, metrics, the
 proxies that missed a move) and `SimContext`, the real `OperationContext` — its steps, its guard and compensations
 (`guarded`, `_compensate`, `undo_with`, `hold_records`) run as in production — with only what touches the database
-replaced: the lock is held for good (no fencing: one instance runs the operation; a reconcile comes after its
-crash), the record is kept in memory (`stored`: what a reconcile would read, written at each change outside the
-window as the runner's writer task does), and the cluster and its servers come from the simulation.
+replaced: the record is kept in memory (`stored`: what a reconcile would read, written at each change outside the
+window as the runner's writer task does), and the cluster and its servers come from the simulation. The fencing is
+the real one — `check_fence` before every step, the compensation's `_claim` and `_keep_claim`, and the runner's
+heartbeat (`start_heartbeat`) — over the in-memory lock of database.py, so an instance that wakes up after a
+reconcile took its cluster over (faults.py) meets exactly what production has.
 
 A step's start is also a place where the API may crash (faults.py)."""
 
@@ -21,7 +23,7 @@ from ferry_control.core.metrics import Metrics
 from ferry_control.core.testhooks import TestHooks
 from ferry_control.models import PromotionRule, ServerKind
 from ferry_control.services.orchestrator.routing import StaleProxies
-from ferry_control.services.orchestrator.runner import OperationContext, StepHandle
+from ferry_control.services.orchestrator.runner import OperationContext, OperationRunner, StepHandle
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
 from tests.simulation.clock import now
 from tests.simulation.faults import FaultPlan, Instance
@@ -105,17 +107,16 @@ class SimContext(OperationContext[Any, Any]):
         async with super().step(name, detail, fenced=fenced) as handle:
             yield handle
 
-    async def check_fence(self) -> None:
-        """The lock is this operation's for good (one instance runs it; after its crash it never acts again)."""
-
     async def _claim(self) -> str | None:
         if self.on_stop is not None:
             self.on_stop()
-        return None
+        return await super()._claim()
 
-    async def _keep_claim(self) -> str:
-        await asyncio.get_running_loop().create_future()
-        raise AssertionError("unreachable")
+    def start_heartbeat(self, work: asyncio.Task[Any]) -> asyncio.Task[None]:
+        """The runner's own lease renewal (`OperationRunner._heartbeat`) for the operation's work: it stops it once
+        a renewal finds the lock taken over."""
+        self._work = work
+        return asyncio.create_task(OperationRunner._heartbeat(self.runner, self))  # type: ignore[arg-type]
 
     def changed(self) -> None:
         if self._held:

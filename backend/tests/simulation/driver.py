@@ -46,11 +46,17 @@ from ferry_control.drivers.errors import (
 )
 from tests.simulation import replication
 from tests.simulation.clock import now
-from tests.simulation.cluster import Acked, Cluster
+from tests.simulation.cluster import Acked, Change, Cluster
 from tests.simulation.faults import Fault, FaultPlan, Instance
 from tests.simulation.servers import Connection, Server, parse_position, position_text
 
 T = TypeVar("T")
+
+#: The calls that change a server (recorded in `Cluster.changes`, with the instance that made them).
+CHANGES = (
+    "change_master", "start_replication", "stop_replication", "remove_replication", "set_read_only",
+    "wait_commits_landed", "write_canary",
+)  # fmt: skip
 
 
 class SimDriver(ServerDriver):
@@ -86,6 +92,9 @@ class SimDriver(ServerDriver):
         if self.server.down:
             raise ServerUnreachable(self.address, "timeout", f"{name}: no answer (the server is down)")
         self.cluster.advance(now())
+        if name.startswith(CHANGES):  # it reached the server (even if the server refuses it, or it fails midway)
+            in_flight = fault is Fault.crash_before and instance.woke_at is not None
+            self.cluster.changes.append(Change(now(), instance.name, self.server.name, name, in_flight))
         result = await effect()
         await asyncio.sleep(self._half_s)
         if fault is Fault.crash_after:

@@ -7,7 +7,8 @@ failover (`failover.run_failover`: confirm the loss, drain relay logs, choose, f
 repoint, verify — with its guard's undo and roll forward) runs in API instance `api-1`, manual or automatic (a
 replica must witness the loss), under the schedule's faults (faults.py: an API crash between or inside steps, lost
 answers, servers unreachable) and perhaps a replica crashing meanwhile (back after a while, or not). When `api-1`
-crashes, `api-2` runs the reconciler's repair (`repairs.repair_failover`) on what the servers show. Then clients go
+crashes, `api-2` runs the reconciler's repair (`repairs.repair_failover`) on what the servers show, holding the
+cluster's lock; `api-1` perhaps wakes up after it (wake.py). Then clients go
 on a little and stop, the crashed replica is back if it comes back, the old master answers again now and then
 (restarted: read-only or not as its configuration says; cut off: as it was) and the failover monitor's fencing pass
 (`FailoverMonitor._fence`) runs over the servers as the collector would see them, replication settles, and the
@@ -30,13 +31,13 @@ from ferry_control.services.orchestrator.failover import run_failover
 from ferry_control.services.orchestrator.monitor import FailoverMonitor
 from ferry_control.services.orchestrator.repairs import RepairContext, repair_failover
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
-from tests.simulation import failover_invariants
+from tests.simulation import failover_invariants, wake
 from tests.simulation.clock import now
 from tests.simulation.cluster import Cluster
 from tests.simulation.context import SimContext, SimRunner, registered
 from tests.simulation.database import SimDatabase
 from tests.simulation.driver import SimDriverFactory
-from tests.simulation.faults import FaultPlan, Instance
+from tests.simulation.faults import FaultPlan, Instance, draw_wake
 from tests.simulation.invariants import Outcome
 from tests.simulation.proxies import CURRENT
 from tests.simulation.schedule import Batch, Report, _faults, _live_outcome, _operate, _Shared, run_many
@@ -97,6 +98,7 @@ async def _monitor_fences(settings: Any, cluster: Cluster, topology: Topology, r
 
 async def _schedule(seed: int, shared: _Shared) -> Report:
     rng = random.Random(f"failover {seed}")
+    woken = draw_wake("failover", seed)
     cluster, topology = generate(rng)
     faults = _faults(rng)
     api = Instance("api-1", crash_at=rng.randrange(1, CRASH_CALLS_MAX) if rng.random() < 0.5 else None)
@@ -159,17 +161,25 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
         loop.call_later(replica_crash_at, replica_crashes)
     CURRENT.set((api, cluster, faults))
     work = asyncio.create_task(_operate(ctx, run_failover))
+    fencing = wake.Fencing(api, ctx, *(cluster_row, rows))
+    runner.sessionmaker = fencing.database
+    fencing.start(work)
     crashed_api = asyncio.create_task(api.crashed.wait())
     await asyncio.wait({work, crashed_api}, return_when=asyncio.FIRST_COMPLETED)
     runners = [runner]
     if work.done():
         crashed_api.cancel()
+        fencing.ended()
         outcome = _live_outcome(ctx, work.result(), True)
     else:
         report.crash = api.crash_point
-        await asyncio.sleep(rng.uniform(0.0, 0.5))  # the lease lapses; clients go on writing
+        # The lease lapses (a paused holder's for real); clients go on writing.
+        await fencing.take_over(rng.uniform(0.0, 0.5), wait_for_lease=woken is not None)
         outcome, second = await _reconcile(shared, settings, cluster, topology, ctx, faults, rng)
         runners.append(second)
+        await fencing.hand_back(outcome.detail)
+        if woken is not None:
+            report.woke = await fencing.wake_up(woken, work, faults.log)
     operating[0] = False
     report.outcome = outcome
     report.steps = [f"{s.name} {s.state}" for s in ctx.steps]
@@ -188,6 +198,8 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     report.violations, report.rpo = failover_invariants.check(
         cluster, topology, outcome, stale, old_fenced=fenced, sources=sources
     )
+    report.violations += fencing.check(cluster)
+    report.in_flight = fencing.in_flight(cluster)
     if ctx.internal_error is not None:
         report.findings.append(f"the operation ended in an internal error: {ctx.internal_error}")
     api.release()

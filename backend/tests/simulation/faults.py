@@ -4,10 +4,13 @@ boundary) from the schedule's own random stream:
 - a server unreachable for a while (every call to it fails, nothing done);
 - a lost answer: the call fails before it took effect, or after (the server did it, the caller cannot know);
 - the API instance running the operation crashes: before a call takes effect, after it, or between two steps. From
-  then on that instance is frozen — each of its pending and later calls waits forever, nothing of it runs again — and
-  the harness hands the servers to a reconcile by another instance.
+  then on that instance is frozen — each of its pending and later calls (and its database statements) waits — and
+  the harness hands the servers to a reconcile by another instance. Mostly it stays frozen for good; in some
+  schedules (`draw_wake`, from a random stream of its own) it was only paused — a long GC pause, a VM frozen, a
+  partition healed — and wakes up once the reconcile is done (perhaps while another operation holds the cluster):
+  its pending call and its later steps go on, and only the real fencing (runner.py) may stop them.
 
-An `Instance` is one API process as the servers see it: its calls, and whether it died."""
+An `Instance` is one API process as the servers see it: its calls, and whether it died or sleeps."""
 
 from __future__ import annotations
 
@@ -36,6 +39,8 @@ class Instance:
     """One API process: its calls are counted; once crashed, it never acts again."""
 
     def __init__(self, name: str, *, crash_at: int | None = None) -> None:
+        #: When it woke up from its pause (None: never paused, or never woke).
+        self.woke_at: float | None = None
         self.name = name
         #: The index of the call (or step boundary) at which it crashes; None: never.
         self.crash_at = crash_at
@@ -43,6 +48,7 @@ class Instance:
         self.crashed = asyncio.Event()
         self.crash_point: str | None = None
         self._released = asyncio.get_running_loop().create_future()
+        self._woken = asyncio.get_running_loop().create_future()
 
     def count(self) -> int:
         self.calls += 1
@@ -54,13 +60,45 @@ class Instance:
             self.crashed.set()
 
     async def frozen(self) -> None:
-        """Waits until the schedule ends, then fails: a crashed instance's call."""
-        await asyncio.shield(self._released)
+        """Waits until the schedule ends, then fails: a crashed instance's call — or, when it wakes up before,
+        returns: the paused call goes on where it stopped."""
+        await asyncio.wait({self._released, self._woken}, return_when=asyncio.FIRST_COMPLETED)
+        if self._woken.done():
+            return
         raise Dead(self.name, "dead", "this API instance crashed")
+
+    def wake(self, at: float) -> None:
+        """The pause ends: every call waiting in `frozen` goes on, and later ones run (it crashes no more)."""
+        if self.crashed.is_set() and not self._woken.done():
+            self.woke_at = at
+            self.crashed.clear()
+            self._woken.set_result(None)
 
     def release(self) -> None:
         if not self._released.done():
             self._released.set_result(None)
+
+
+@dataclass(frozen=True)
+class WakeUp:
+    """A crash that was a pause: the instance wakes up `after_s` once the reconcile released the cluster; with
+    `second_operation`, another operation (of the reconcile's instance) holds the cluster's lock meanwhile."""
+
+    after_s: float
+    second_operation: bool
+
+
+#: Of the schedules whose instance crashes, the share where it wakes up again.
+WAKE_RATE = 0.3
+
+
+def draw_wake(kind: str, seed: int) -> WakeUp | None:
+    """Whether a crash of this schedule is a pause, from a random stream of its own (`Random("wake <kind> <seed>")`):
+    every other draw of the schedule is unchanged, so a schedule whose instance stays frozen is as it was."""
+    rng = random.Random(f"wake {kind} {seed}")
+    if rng.random() >= WAKE_RATE:
+        return None
+    return WakeUp(after_s=rng.uniform(0.0, 0.3), second_operation=rng.random() < 0.5)
 
 
 @dataclass

@@ -14,7 +14,8 @@ answers, servers unreachable):
   links the collector stored (database.py). Then the lost hub perhaps answers again (restarted, or as it was) and
   the failover monitor's fencing pass runs.
 
-Either perhaps with a replica of the tree crashing meanwhile (back after a while, or not). Then clients go on a
+Either perhaps with a replica of the tree crashing meanwhile (back after a while, or not), and `api-1` perhaps waking
+up after the reconcile (wake.py). Then clients go on a
 little and stop, replication settles, and the hub moves' invariants are checked (hub_invariants.py)."""
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ from ferry_control.schemas.operation import FailoverParams, SwitchoverParams
 from ferry_control.schemas.operation_results import FailoverResult, SwitchoverResult
 from ferry_control.services.orchestrator.failover import run_failover
 from ferry_control.services.orchestrator.switchover import run_switchover
-from tests.simulation import failover_schedule, hub_invariants, schedule
+from tests.simulation import failover_schedule, hub_invariants, schedule, wake
 from tests.simulation.clock import now
 from tests.simulation.context import SimContext, SimRunner
 from tests.simulation.database import SimDatabase
 from tests.simulation.driver import SimDriverFactory
-from tests.simulation.faults import Instance
+from tests.simulation.faults import Instance, draw_wake
 from tests.simulation.hub_topology import generate_hub
 from tests.simulation.invariants import Outcome
 from tests.simulation.proxies import CURRENT
@@ -56,6 +57,7 @@ def _outcome(ctx: SimContext, error: str | None) -> Outcome:
 
 async def _schedule(seed: int, shared: _Shared) -> Report:
     rng = random.Random(f"hub {seed}")
+    woken = draw_wake("hub", seed)
     cluster, topology = generate_hub(rng)
     failover = rng.random() < 0.5
     faults = _faults(rng)
@@ -136,19 +138,27 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     if replica_crash_at is not None:
         loop.call_later(replica_crash_at, replica_crashes)
     CURRENT.set((api, cluster, faults))
+    fencing = wake.Fencing(api, ctx, *(cluster_row, rows, links))
+    runner.sessionmaker = fencing.database
+    fencing.start(work)
     crashed_api = asyncio.create_task(api.crashed.wait())
     await asyncio.wait({work, crashed_api}, return_when=asyncio.FIRST_COMPLETED)
     if work.done():
         crashed_api.cancel()
+        fencing.ended()
         outcome = _outcome(ctx, work.result())
     else:
         report.crash = api.crash_point
-        await asyncio.sleep(rng.uniform(0.0, 0.5))  # the lease lapses; clients go on writing
+        # The lease lapses (a paused holder's for real); clients go on writing.
+        await fencing.take_over(rng.uniform(0.0, 0.5), wait_for_lease=woken is not None)
         repair = failover_schedule._reconcile if failover else schedule._reconcile
         outcome, _ = await repair(shared, settings, cluster, topology, ctx, faults, rng)  # type: ignore[arg-type]
         # The switchover's reconcile reads a master switch's candidate; a hub's is the operation's.
         candidate = outcome.candidate or ctx.result.new_master_registered_server_id
         outcome = Outcome(outcome.kind, outcome.by, outcome.detail, candidate, False)
+        await fencing.hand_back(outcome.detail)
+        if woken is not None:
+            report.woke = await fencing.wake_up(woken, work, faults.log)
     operating[0] = False
     report.outcome = outcome
     report.steps = [f"{s.name} {s.state}" for s in ctx.steps]
@@ -168,7 +178,8 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     moving = [] if plan is None else [o.registered_server_id for o in (plan.siblings if failover else plan.others)]
     report.violations = hub_invariants.check(
         cluster, topology, outcome, failover=failover, hub_fenced=fenced, moving=moving
-    )
+    ) + fencing.check(cluster)
+    report.in_flight = fencing.in_flight(cluster)
     if ctx.internal_error is not None:
         report.findings.append(f"the operation ended in an internal error: {ctx.internal_error}")
     api.release()

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from ferry_control.services.haproxy import runtime
 from tests.simulation.clock import now
-from tests.simulation.cluster import Cluster
+from tests.simulation.cluster import Change, Cluster
 from tests.simulation.faults import Fault, FaultPlan, Instance
 
 #: The API instance the running task belongs to.
@@ -41,6 +41,8 @@ async def send_all(proxies: Sequence[str], commands: Sequence[str], timeout_s: f
         cluster.advance(now())
         proxy = cluster.proxies[name]
         errors = [e for e in (cluster.proxy_command(proxy, c) for c in commands) if e is not None]
+        in_flight = fault is Fault.crash_before and instance.woke_at is not None
+        cluster.changes.append(Change(now(), instance.name, f"proxy {name}", "; ".join(commands), in_flight))
         await asyncio.sleep(0.0002)
         if fault is Fault.crash_after:
             instance.crash(f"after telling proxy {name} {commands}")

@@ -5,8 +5,12 @@
 `settle` and roll forward) runs in API instance `api-1` under the schedule's faults. When that instance crashes, it is
 frozen where it was; the lease lapses (a moment of virtual time, clients still writing), and instance `api-2` runs
 the reconciler's repair (`repairs.repair_switch`, the switchover kind's) on what the servers show, with what the
-operation had recorded. Then clients go on a little, stop, replication settles, and the invariants are checked
-(invariants.py).
+operation had recorded, holding the cluster's lock (the next fencing token, wake.py). In some schedules (one crash in
+three or so, from a random stream of its own: faults.py `draw_wake`) `api-1` was only paused: it wakes up once the
+reconcile released the cluster — perhaps while a second operation holds it — and its pending call and later steps go
+on under the real fencing (`check_fence`, the heartbeat's renewal, the compensation's claim). Then clients go on a
+little, stop, replication settles, and the invariants are checked (invariants.py, and wake.py's: after the takeover
+only the lock's holder changes a server, and the record is the reconcile's).
 
 Everything runs on a virtual-time event loop (clock.py), so a schedule is a pure function of its seed."""
 
@@ -32,12 +36,12 @@ from ferry_control.services.orchestrator.repairs import RepairContext, repair_sw
 from ferry_control.services.orchestrator.runner import Executor, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
 from ferry_control.services.orchestrator.switchover import run_switchover
-from tests.simulation import invariants
+from tests.simulation import invariants, wake
 from tests.simulation.clock import VirtualClockLoop, now, virtual_time
 from tests.simulation.cluster import Cluster
 from tests.simulation.context import SimContext, SimRunner, registered
 from tests.simulation.driver import SimDriverFactory
-from tests.simulation.faults import FaultPlan, Instance
+from tests.simulation.faults import FaultPlan, Instance, draw_wake
 from tests.simulation.invariants import Outcome, Violation
 from tests.simulation.proxies import CURRENT, simulated_proxies
 from tests.simulation.topology import CLUSTER_ID, Topology, generate
@@ -64,6 +68,11 @@ class Report:
     kind: str = "switchover"
     #: A failover's: acknowledged writes only the lost master had (lost by design).
     rpo: int = 0
+    #: A woken instance's change that was pending at its pause and landed after the takeover (wake.py): past every
+    #: check of the lock, which fencing at the lock cannot stop (known.py).
+    in_flight: list[str] = field(default_factory=list)
+    #: How the operation of an instance that woke up after the takeover ended (None: it did not wake).
+    woke: str | None = None
 
     def summary(self) -> str:
         lines = [f"seed {self.seed}: {self.topology}" if self.kind == "switchover" else
@@ -74,6 +83,7 @@ class Report:
             lines.append(f"api-1 crashed {self.crash}")
         lines.append("faults: " + ("; ".join(self.faults) or "none"))
         lines.append("steps: " + ", ".join(self.steps))
+        lines += [f"in flight: {f}" for f in self.in_flight]
         lines += [f"finding: {f}" for f in self.findings]
         lines += [f"VIOLATION: {v}" for v in self.violations]
         return "\n".join(lines)
@@ -84,7 +94,7 @@ def base_settings() -> Settings:
     a delayed one receives at once), so a verification that cannot end — a follower left broken — costs a sixth."""
     return Settings(
         environment="test", token_pepper=SecretStr("simulation-pepper-0123456789"), collector_enabled=False,
-        drill_scheduler_enabled=False, verify_timeout_s=5.0,
+        drill_scheduler_enabled=False, verify_timeout_s=5.0, operation_lease_s=wake.LEASE_S,
     )  # fmt: skip
 
 
@@ -101,7 +111,15 @@ async def _operate(ctx: SimContext, executor: Executor = run_switchover) -> str 
     try:
         async with ctx.guarded():
             await executor(ctx)
+    except asyncio.CancelledError:
+        if ctx.stop_reason is None:
+            raise
+        # Stopped from inside its instance (the heartbeat found the lock taken over): the runner's end of it.
+        ctx.fail(asyncio.CancelledError())
+        outcome = ctx.undo_outcome
+        return ctx.stop_reason if outcome is None else outcome.message
     except (OperationFailed, DriverError) as e:
+        ctx.fail(e)  # the runner types the failure so (`_run`)
         return getattr(e, "message", str(e))
     except Exception as e:  # the runner records it as "internal error: …"
         if ctx.instance is not None and ctx.instance.crashed.is_set():
@@ -174,6 +192,7 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     runner = SimRunner(settings, drivers, shared.metrics)
     report = Report(seed, topology.describe(cluster), None, [], faults.log)
     stop_state: dict[str, float] = {}
+    woken = draw_wake("switchover", seed)
 
     def candidate_writable() -> bool:
         candidate = ctx.result.new_master_registered_server_id
@@ -191,23 +210,32 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
         params=params, result=SwitchoverResult(), dry_run=False, requester="simulation", fencing_token=1,
         instance=api, faults=faults, registered=registered(CLUSTER_ID, cluster.servers.values()), on_stop=on_stop,
     )  # fmt: skip
+    assert ctx.registered is not None
+    fencing = wake.Fencing(api, ctx, *ctx.registered)
+    runner.sessionmaker = fencing.database
     await asyncio.sleep(rng.uniform(0.0, 0.05))
     CURRENT.set((api, cluster, faults))
     work = asyncio.create_task(_operate(ctx))
+    fencing.start(work)
     crashed = asyncio.create_task(api.crashed.wait())
     await asyncio.wait({work, crashed}, return_when=asyncio.FIRST_COMPLETED)
     runners = [runner]
     if work.done():
         crashed.cancel()
+        fencing.ended()
         outcome = _live_outcome(ctx, work.result(), bool(stop_state.get("writable", candidate_writable())))
     else:
         report.crash = api.crash_point
         writable_at_crash = candidate_writable()
-        await asyncio.sleep(rng.uniform(0.0, 0.5))  # the lease lapses; clients go on writing
+        # The lease lapses (a paused holder's for real); clients go on writing.
+        await fencing.take_over(rng.uniform(0.0, 0.5), wait_for_lease=woken is not None)
         stop_state["at"] = now()
         outcome, second = await _reconcile(shared, settings, cluster, topology, ctx, faults, rng)
         outcome = Outcome(outcome.kind, outcome.by, outcome.detail, outcome.candidate, writable_at_crash)
         runners.append(second)
+        await fencing.hand_back(outcome.detail)
+        if woken is not None:
+            report.woke = await fencing.wake_up(woken, work, faults.log)
     report.outcome = outcome
     report.steps = [f"{s.name} {s.state}" for s in ctx.steps]
     await asyncio.sleep(rng.uniform(0.0, 0.1))  # clients write to whatever is writable now
@@ -215,7 +243,8 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     await asyncio.sleep(max(topology.delays.values(), default=0) + 1.0)
     cluster.advance(now())
     stale = {proxy for r in runners for proxy, _ in r.stale_proxies.pairs}
-    report.violations = invariants.check(cluster, topology, outcome, stale)
+    report.violations = invariants.check(cluster, topology, outcome, stale) + fencing.check(cluster)
+    report.in_flight = fencing.in_flight(cluster)
     if ctx.internal_error is not None:
         report.findings.append(f"the operation ended in an internal error: {ctx.internal_error}")
     api.release()
