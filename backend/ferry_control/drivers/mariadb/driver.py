@@ -12,6 +12,7 @@ from ferry_control.drivers.mariadb.events import MariadbBinlogEvents
 from ferry_control.drivers.mariadb.parallel import MariadbParallelApply
 from ferry_control.drivers.mariadb.preflight import MariadbPreflight
 from ferry_control.drivers.mariadb.read_only import MariadbReadOnly
+from ferry_control.drivers.mariadb.rebuild import MariadbRebuild
 from ferry_control.drivers.mariadb.replication import MariadbReplication
 from ferry_control.drivers.mariadb.rewind import MariadbRewind
 from ferry_control.drivers.mariadb.status import MariadbStatus
@@ -50,6 +51,7 @@ class MariadbDriver(
     MariadbBinlogEvents,
     MariadbChecksums,
     MariadbRewind,
+    MariadbRebuild,
     ServerDriver,
 ):
     """One MariaDB server at `address` (`host:port`, its SQL port). `connections` lets a factory share one pool per

@@ -32,6 +32,7 @@ from ferry_control.services.orchestrator import actions
 from ferry_control.services.orchestrator import rewind as rewinding
 from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.gtid import errant_gtids, parse_state, position
+from ferry_control.services.orchestrator.rebuild_mark import is_rebuild_mark
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
 
@@ -59,6 +60,11 @@ async def rejoin(
             raise refused(f"no server with id {params.registered_server_id} in this cluster")
         if not server.reachable or server.status is None:
             raise refused(f"{server.info.label} does not answer: {server.error}")
+        if is_rebuild_mark(server.info.fence_reason):
+            raise refused(
+                f"{server.info.label} is marked by a rebuild that did not complete ({server.info.fence_reason}): its "
+                "data may be incomplete; rebuild it again instead; nothing was changed"
+            )
         if snapshot.links_of(server.info.id):
             raise refused(f"{server.info.label} replicates already: there is nothing to rejoin")
         if snapshot.replicas_of(server.info.id):
