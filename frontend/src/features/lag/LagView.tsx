@@ -32,6 +32,7 @@ const EVERY_TYPE: Record<OperationType, true> = {
   read_only: true,
   parallel_apply: true,
   rejoin: true,
+  rebuild: true,
 };
 export const MARKED_TYPES = Object.keys(EVERY_TYPE) as OperationType[];
 
