@@ -154,10 +154,14 @@ async def _left_marked(ctx: Rebuild, server_id: int, label: str, error: BaseExce
     except Exception:
         pass
     progress = ctx.result.progress
-    left = [
-        f"{label} is left stopped (its server not serving, not replicating) and marked (fenced): its copy is "
-        "incomplete" + (f" ({progress.bytes_done:,} bytes copied)" if progress is not None else "")
-    ]
+    if progress is None or progress.phase == "preflight":
+        # Ended before the copy began (its replication stopping, or the driver's own refusal): its data is as it was.
+        left = [f"{label} is left marked (fenced), its replication stopped and read-only; its data was not touched"]
+    else:
+        left = [
+            f"{label} is left stopped (its server not serving, not replicating) and marked (fenced): its copy is "
+            f"incomplete ({progress.bytes_done:,} bytes copied)"
+        ]
     kind = ctx.stop_kind if cancelled and ctx.stop_kind is not None else (
         "server_error" if isinstance(error, DriverError) else error.kind if isinstance(error, OperationFailed)
         else "internal"
