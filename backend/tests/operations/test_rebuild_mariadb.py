@@ -3,8 +3,8 @@ loopback port, with its own host key and the cluster's key authorised): a replic
 is rebuilt from a donor replica with mariadb-backup while a load writer runs on the master, and afterwards replicates
 from the right position (every acknowledged increment exactly once, checksums equal), with its progress moving in
 `GET …/operations/{id}` while it ran; a cancellation half-way leaves it stopped and marked; preflight refusals change
-nothing. The stop and start commands are scripts written here: stop by pid, start with the cluster's own command
-line."""
+nothing; a rebuild left running by a dead API instance is reconciled leaving its recipient marked. The stop and start
+commands are scripts written here: stop by pid, start with the cluster's own command line."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from ferry_control.core.db import session_scope
+from ferry_control.repositories.servers import ServerRepository
 from tests.conftest import LiveFactory
 from tests.failure_shapes import REFUSED
 from tests.helpers import finished
@@ -31,6 +33,7 @@ from tests.mariadb_load import (
     register_mariadb,
     shape,
 )
+from tests.operations.test_operation_faults import left_running
 
 SSHD = "/usr/sbin/sshd"
 pytestmark = pytest.mark.skipif(
@@ -265,3 +268,39 @@ async def test_preflight_refusals_change_nothing(
         assert answers(cluster, 3)
         server = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids[3]}")).json()
         assert server["fenced"] is False
+
+
+async def test_a_rebuild_left_running_by_a_dead_instance_stays_marked(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    """The reconcile of a rebuild whose API instance died after marking its recipient: the recipient stays marked
+    (its copy may be incomplete), the operation is interrupted and says so; one that died before marking changed
+    nothing."""
+    cluster = mariadb_factory(3)
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        async with session_scope(live.app.state.sessionmaker) as session:
+            row = await ServerRepository(session).get(cluster_id, ids[3])
+            assert row is not None
+            row.fenced, row.fence_reason = True, "rebuild: being rebuilt from s2 by operation 1"
+        step = {"name": "copy", "state": "running", "started_at": "2026-11-29T04:00:00Z", "finished_at": None,
+                "duration_s": None, "detail": None}  # fmt: skip
+        result = {"registered_server_id": ids[3], "donor_registered_server_id": ids[2], "marked": True,
+                  "progress": {"phase": "copying", "bytes_done": 1000}}  # fmt: skip
+        operation_id = await left_running(live, cluster_id, "rebuild", {"registered_server_id": ids[3]}, result, [step])
+        assert await live.app.state.reconciler.run_once() == [operation_id]
+        operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
+        assert operation["state"] == "interrupted", operation
+        failure = operation["result"]["failure"]
+        assert failure["kind"] == "interrupted" and any("left marked" in w for w in failure["left"]), failure
+        server = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids[3]}")).json()
+        assert server["fenced"] is True and server["fence_reason"].startswith("rebuild:"), server
+        assert "interrupted" in server["fence_reason"], server
+
+        before = shape(cluster)
+        operation_id = await left_running(live, cluster_id, "rebuild", {"registered_server_id": ids[2]},
+                                          {"registered_server_id": ids[2]}, [])  # fmt: skip
+        assert await live.app.state.reconciler.run_once() == [operation_id]
+        operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
+        assert operation["state"] == "interrupted" and operation["result"]["failure"]["changed"] is False, operation
+        assert shape(cluster) == before
