@@ -223,11 +223,14 @@ class RejoinParams(OperationParams):
         le=ID_MAX,
         description="The source it follows; unset: the cluster's one writable master that replicates from nobody.",
     )
-    resolve: Literal["rewind"] | None = Field(
+    resolve: Literal["rewind", "rebuild"] | None = Field(
         None,
         description="What to do with transactions only this server has (acknowledged before it was replaced, never "
         "replicated). Unset: the rejoin refuses, changing nothing, and lists them. `rewind`: the server cuts them — "
-        "archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins.",
+        "archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins. "
+        "`rebuild`: what its binlog tells of them (GTIDs, times, tables, rows) is archived by the control plane "
+        "(GET …/archives), then the server is rebuilt from a donor (as POST …/operations/rebuild does) and "
+        "replicates from the source.",
     )
 
     @model_validator(mode="after")

@@ -504,6 +504,12 @@ class RejoinResult(OperationResult):
         "to rewind them)."
     )  # fmt: skip
     rewind: RejoinRewind | None = Field(None, description="With `resolve: rewind`: what was (would be) cut.")
+    rebuild: RebuildResult | None = Field(
+        None, description="With `resolve: rebuild`: the rebuild (donor, position, progress while it copies)."
+    )
+    rebuild_archive_id: int | None = Field(
+        None, description="With `resolve: rebuild`: the archive of what only this server had (GET …/archives/{id})."
+    )
 
 
 RebuildPhase = Literal["preflight", "starting", "copying", "preparing", "starting_server", "done", "replicating"]

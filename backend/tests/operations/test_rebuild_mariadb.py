@@ -3,12 +3,14 @@ loopback port, with its own host key and the cluster's key authorised): a replic
 is rebuilt from a donor replica with mariadb-backup while a load writer runs on the master, and afterwards replicates
 from the right position (every acknowledged increment exactly once, checksums equal), with its progress moving in
 `GET …/operations/{id}` while it ran; a cancellation half-way leaves it stopped and marked; preflight refusals change
-nothing; a rebuild left running by a dead API instance is reconciled leaving its recipient marked. The stop and start
+nothing; a rebuild left running by a dead API instance is reconciled leaving its recipient marked; a rejoin with
+`resolve: rebuild` archives what only the old master has, then rebuilds it. The stop and start
 commands are scripts written here: stop by pid, start with the cluster's own command line."""
 
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import shlex
 import shutil
@@ -304,3 +306,48 @@ async def test_a_rebuild_left_running_by_a_dead_instance_stays_marked(
         operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
         assert operation["state"] == "interrupted" and operation["result"]["failure"]["changed"] is False, operation
         assert shape(cluster) == before
+
+
+async def test_a_rejoin_with_transactions_only_it_has_rebuilds_it_archiving_them_first(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster], sshd: Sshd
+) -> None:
+    """A fenced former master with a transaction the master never had: a rejoin refuses it, listing it; with
+    `resolve: rebuild` what its binlog tells of it is archived by the control plane, then it is rebuilt from a donor
+    and replicates from the master, the transaction gone, no longer fenced."""
+    cluster = mariadb_factory(3)
+    cluster.sql(1, "CREATE TABLE app.kv (k INT PRIMARY KEY, v INT); INSERT INTO app.kv VALUES (1, 1)")
+    cluster.wait_converged()
+    stop, start, pid_file = server_scripts(cluster, 3, sshd.root)
+    cluster.sql(3, "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = 0; INSERT INTO app.kv VALUES (2, 2); "
+                   "SET GLOBAL read_only = 1")  # fmt: skip
+    errant = cluster.value(3, "@@gtid_binlog_pos")
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        await set_host_access(live, cluster_id, sshd, stop, start)
+        async with session_scope(live.app.state.sessionmaker) as session:
+            row = await ServerRepository(session).get(cluster_id, ids[3])
+            assert row is not None
+            row.fenced, row.fence_reason = True, "replaced by a failover"
+        base = f"/api/v1/clusters/{cluster_id}/operations/rejoin"
+        refused = await live.client.post(base, json={"registered_server_id": ids[3]})
+        operation = await finished(live.app, live.client, cluster_id, refused.json()["id"])
+        assert operation["result"]["failure"] == REFUSED and operation["result"]["only_here"], operation
+        response = await live.client.post(base, json={"registered_server_id": ids[3], "resolve": "rebuild"})
+        assert response.status_code == 202, response.text
+        try:
+            operation = await follow(live, cluster_id, response.json()["id"], [])
+        finally:
+            adopt(cluster, 3, pid_file)
+        assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+        result = operation["result"]
+        assert result["rebuild"]["donor_registered_server_id"] == ids[2] and result["rebuild"]["position"], result
+        archive = await live.client.get(f"/api/v1/clusters/{cluster_id}/archives/{result['rebuild_archive_id']}")
+        assert archive.status_code == 200, archive.text
+        gtids = {t["gtid"] for d in json.loads(archive.content) for t in d["transactions"]}
+        assert set(errant.split(",")) & gtids, (errant, gtids)
+        server = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids[3]}")).json()
+        assert server["fenced"] is False, server
+    assert shape(cluster)[3] == ("1", [("", str(cluster.server(1).port), "Yes", "Yes", "Slave_Pos")])
+    cluster.wait_converged()
+    assert cluster.sql(3, "SELECT k FROM app.kv ORDER BY k") == [["1"]]
+    await checksums_equal(cluster)

@@ -5360,9 +5360,9 @@ export interface components {
             master_registered_server_id?: number | null;
             /**
              * Resolve
-             * @description What to do with transactions only this server has (acknowledged before it was replaced, never replicated). Unset: the rejoin refuses, changing nothing, and lists them. `rewind`: the server cuts them — archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins.
+             * @description What to do with transactions only this server has (acknowledged before it was replaced, never replicated). Unset: the rejoin refuses, changing nothing, and lists them. `rewind`: the server cuts them — archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins. `rebuild`: what its binlog tells of them (GTIDs, times, tables, rows) is archived by the control plane (GET …/archives), then the server is rebuilt from a donor (as POST …/operations/rebuild does) and replicates from the source.
              */
-            resolve?: "rewind" | null;
+            resolve?: ("rewind" | "rebuild") | null;
         };
         /**
          * RejoinRequest
@@ -5391,9 +5391,9 @@ export interface components {
             master_registered_server_id?: number | null;
             /**
              * Resolve
-             * @description What to do with transactions only this server has (acknowledged before it was replaced, never replicated). Unset: the rejoin refuses, changing nothing, and lists them. `rewind`: the server cuts them — archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins.
+             * @description What to do with transactions only this server has (acknowledged before it was replaced, never replicated). Unset: the rejoin refuses, changing nothing, and lists them. `rewind`: the server cuts them — archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins. `rebuild`: what its binlog tells of them (GTIDs, times, tables, rows) is archived by the control plane (GET …/archives), then the server is rebuilt from a donor (as POST …/operations/rebuild does) and replicates from the source.
              */
-            resolve?: "rewind" | null;
+            resolve?: ("rewind" | "rebuild") | null;
         };
         /** RejoinResult */
         RejoinResult: {
@@ -5421,6 +5421,13 @@ export interface components {
             only_here?: components["schemas"]["OnlyHereDomain"][] | null;
             /** @description With `resolve: rewind`: what was (would be) cut. */
             rewind?: components["schemas"]["RejoinRewind"] | null;
+            /** @description With `resolve: rebuild`: the rebuild (donor, position, progress while it copies). */
+            rebuild?: components["schemas"]["RebuildResult"] | null;
+            /**
+             * Rebuild Archive Id
+             * @description With `resolve: rebuild`: the archive of what only this server had (GET …/archives/{id}).
+             */
+            rebuild_archive_id?: number | null;
         };
         /**
          * RejoinRewind

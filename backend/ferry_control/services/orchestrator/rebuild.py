@@ -15,6 +15,7 @@ too, and says so (`repair_rebuild`)."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,49 +32,83 @@ from ferry_control.services.orchestrator.failures import OperationFailed, Repair
 from ferry_control.services.orchestrator.gtid import position
 from ferry_control.services.orchestrator.rebuild_copy import copy
 from ferry_control.services.orchestrator.rebuild_mark import REBUILD_MARK
-from ferry_control.services.orchestrator.rebuild_plan import plan
+from ferry_control.services.orchestrator.rebuild_plan import RebuildPlan, plan
 from ferry_control.services.orchestrator.runner import OperationContext
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
 
 Rebuild = OperationContext[RebuildParams, RebuildResult]
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What a rebuild's preflight settled: the servers and connection (`RebuildPlan`), the driver's source, and the
+    donor lag that pauses the copy."""
+
+    chosen: RebuildPlan
+    source: RebuildSource
+    lag_pause_s: float
+
+
 async def run_rebuild(ctx: Rebuild) -> None:
     params, result = ctx.params, ctx.result
     async with ctx.step("preflight") as step:
-        snapshot = await ctx.snapshot()
-        chosen = plan(snapshot, params, ctx.settings.operations.replication_connection_name)
-        recipient, donor, source = chosen.recipient, chosen.donor, chosen.source
-        result.registered_server_id = recipient.info.id
-        result.donor_registered_server_id = donor.info.id
-        result.source_registered_server_id = source.info.id
-        result.connection = chosen.connection
-        driver, donor_driver = recipient.require_driver(), donor.require_driver()
-        cluster = await ctx.cluster()
-        lag_pause_s = float((cluster.host_access or {}).get("donor_lag_pause_s") or DONOR_LAG_PAUSE_S)
-        rebuild_source = RebuildSource(driver=donor_driver)
-        if driver.rebuild_needs_host_access:
-            try:
-                donor_access = ctx.drivers.host_access(cluster, donor.info.host)
-                recipient_access = ctx.drivers.host_access(cluster, recipient.info.host)
-            except DriverError as e:
-                raise refused(f"the cluster's host access cannot be read: {e.message}; nothing was changed") from e
-            if donor_access is None or recipient_access is None:
-                raise refused(
-                    f"{recipient.info.kind.value} servers are rebuilt over SSH: set the cluster's host access first "
-                    "(PUT …/host-access, an admin's call); nothing was changed"
-                )
-            rebuild_source = RebuildSource(donor_driver, donor_access, recipient_access)
-        step.detail = (
-            f"{recipient.info.label} will be rebuilt from {donor.info.label}"
-            + (f" (at most {params.throttle_mb_s:g} MB/s)" if params.throttle_mb_s else "")
-            + f", then replicate from {source.info.label} over {chosen.connection!r} (slave_pos at the copy's "
-            f"position); the copy pauses while {donor.info.label} trails by more than {lag_pause_s:g} s"
-        )
-    result.progress = RebuildProgress(phase="preflight")
+        prepared = await prepare(ctx, await ctx.snapshot(), params, result)
+        step.detail = describe(prepared, params)
     if ctx.dry_run:
         return
     await ctx.pre_hooks()
+    await rebuild_steps(ctx, prepared, params, result)
+
+
+async def prepare(
+    ctx: OperationContext[Any, Any], snapshot: ClusterSnapshot, params: RebuildParams, result: RebuildResult
+) -> Prepared:
+    """The preflight's checks and choices (a refusal, nothing changed, when it cannot go on), recorded in `result`."""
+    chosen = plan(snapshot, params, ctx.settings.operations.replication_connection_name)
+    recipient, donor = chosen.recipient, chosen.donor
+    result.registered_server_id = recipient.info.id
+    result.donor_registered_server_id = donor.info.id
+    result.source_registered_server_id = chosen.source.info.id
+    result.connection = chosen.connection
+    driver, donor_driver = recipient.require_driver(), donor.require_driver()
+    cluster = await ctx.cluster()
+    lag_pause_s = float((cluster.host_access or {}).get("donor_lag_pause_s") or DONOR_LAG_PAUSE_S)
+    rebuild_source = RebuildSource(driver=donor_driver)
+    if driver.rebuild_needs_host_access:
+        try:
+            donor_access = ctx.drivers.host_access(cluster, donor.info.host)
+            recipient_access = ctx.drivers.host_access(cluster, recipient.info.host)
+        except DriverError as e:
+            raise refused(f"the cluster's host access cannot be read: {e.message}; nothing was changed") from e
+        if donor_access is None or recipient_access is None:
+            raise refused(
+                f"{recipient.info.kind.value} servers are rebuilt over SSH: set the cluster's host access first "
+                "(PUT …/host-access, an admin's call); nothing was changed"
+            )
+        rebuild_source = RebuildSource(donor_driver, donor_access, recipient_access)
+    result.progress = RebuildProgress(phase="preflight")
+    return Prepared(chosen, rebuild_source, lag_pause_s)
+
+
+def describe(prepared: Prepared, params: RebuildParams) -> str:
+    chosen = prepared.chosen
+    donor = chosen.donor.info.label
+    return (
+        f"{chosen.recipient.info.label} will be rebuilt from {donor}"
+        + (f" (at most {params.throttle_mb_s:g} MB/s)" if params.throttle_mb_s else "")
+        + f", then replicate from {chosen.source.info.label} over {chosen.connection!r} (slave_pos at the copy's "
+        f"position); the copy pauses while {donor} trails by more than {prepared.lag_pause_s:g} s"
+    )
+
+
+async def rebuild_steps(
+    ctx: OperationContext[Any, Any], prepared: Prepared, params: RebuildParams, result: RebuildResult
+) -> None:
+    """mark → quiesce → copy → replicate → verify → unmark, recording into `result` (the operation's, or a rejoin's
+    `rebuild`)."""
+    chosen = prepared.chosen
+    recipient, donor, source = chosen.recipient, chosen.donor, chosen.source
+    driver = recipient.require_driver()
     label = recipient.info.label
     async with ctx.step("mark") as step:
         await _mark(ctx, recipient.info.id, f"{REBUILD_MARK} being rebuilt from {donor.info.label} by operation "
@@ -86,18 +121,17 @@ async def run_rebuild(ctx: Rebuild) -> None:
                 await driver.stop_replication(name)
             if not await driver.set_read_only(True):
                 raise OperationFailed(f"{label} still reports read_only off")
-            step.detail = (
-                f"{label}: connections stopped ({', '.join(map(repr, chosen.connections)) or 'none'}), read-only"
-            )
+            stopped = ", ".join(map(repr, chosen.connections)) or "none"
+            step.detail = f"{label}: connections stopped ({stopped}), read-only"
         async with ctx.step("copy") as step:
             done = await copy(
-                ctx, driver, rebuild_source, throttle_mb_s=params.throttle_mb_s, lag_pause_s=lag_pause_s,
-                donor_label=donor.info.label, resume=params.resume,
+                ctx, result, driver, prepared.source, throttle_mb_s=params.throttle_mb_s,
+                lag_pause_s=prepared.lag_pause_s, donor_label=donor.info.label, resume=params.resume,
             )  # fmt: skip
             result.position = done.position or ""
             step.detail = f"{done.bytes_done:,} bytes copied from {donor.info.label}; consistent at {result.position!r}"
     except BaseException as e:
-        await _left_marked(ctx, recipient.info.id, label, e)
+        await _left_marked(ctx, result, recipient.info.id, label, e)
         raise
     address = source.info.protocol_address
     assert address is not None
@@ -139,7 +173,9 @@ async def _unmark(ctx: OperationContext[Any, Any], server_id: int) -> None:
             row.fenced, row.fenced_at, row.fence_reason = False, None, None
 
 
-async def _left_marked(ctx: Rebuild, server_id: int, label: str, error: BaseException) -> None:
+async def _left_marked(
+    ctx: OperationContext[Any, Any], result: RebuildResult, server_id: int, label: str, error: BaseException
+) -> None:
     """After the copy began and did not complete: the recipient stays marked, its reason saying why, and the typed
     failure says what was left (`changed: true`)."""
     cancelled = isinstance(error, asyncio.CancelledError)
@@ -153,7 +189,7 @@ async def _left_marked(ctx: Rebuild, server_id: int, label: str, error: BaseExce
         await asyncio.shield(_mark(ctx, server_id, reason))
     except Exception:
         pass
-    progress = ctx.result.progress
+    progress = result.progress
     if progress is None or progress.phase == "preflight":
         # Ended before the copy began (its replication stopping, or the driver's own refusal): its data is as it was.
         left = [f"{label} is left marked (fenced), its replication stopped and read-only; its data was not touched"]

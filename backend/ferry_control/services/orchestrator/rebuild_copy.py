@@ -39,10 +39,10 @@ async def donor_lag_s(donor: ServerDriver) -> float:
 
 
 async def copy(
-    ctx: OperationContext[Any, RebuildResult], recipient: ServerDriver, source: RebuildSource, *,
+    ctx: OperationContext[Any, Any], result: RebuildResult, recipient: ServerDriver, source: RebuildSource, *,
     throttle_mb_s: float | None, lag_pause_s: float, donor_label: str, resume: bool,
 ) -> CopyProgress:  # fmt: skip
-    result = ctx.result
+    """The copy, its progress into `result` (the operation's, or a rejoin's `rebuild`), published by `ctx`."""
     throttle = CopyThrottle(mb_s=throttle_mb_s)
     reason: list[str | None] = [None]
     published = [0.0]

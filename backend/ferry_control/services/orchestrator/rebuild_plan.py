@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from ferry_control.core.gtid import seq_by_domain
 from ferry_control.drivers.base import ConnectionSettings
 from ferry_control.schemas.operation import RebuildParams
+from ferry_control.services.orchestrator import rejoin as rejoining  # (a module: rejoin builds on this one)
 from ferry_control.services.orchestrator.failures import refused
-from ferry_control.services.orchestrator.rejoin import follower_conventions
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 
 
@@ -68,7 +68,7 @@ def plan(snapshot: ClusterSnapshot, params: RebuildParams, default_connection: s
     if len(own) == 1:
         name, settings = own[0].connection.name, own[0].connection.settings
     else:
-        name, settings = follower_conventions(snapshot, source, default_connection)
+        name, settings = rejoining.follower_conventions(snapshot, source, default_connection)
     connections = tuple(c.name for c in recipient.status.connections)
     return RebuildPlan(recipient, donor, source, name, settings, connections)
 
