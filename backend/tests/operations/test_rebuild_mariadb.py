@@ -2,7 +2,8 @@
 loopback port, with its own host key and the cluster's key authorised): a replica whose data directory was removed
 is rebuilt from a donor replica with mariadb-backup while a load writer runs on the master, and afterwards replicates
 from the right position (every acknowledged increment exactly once, checksums equal), with its progress moving in
-`GET …/operations/{id}` while it ran; a cancellation half-way leaves it stopped and marked; preflight refusals change
+`GET …/operations/{id}` while it ran; the copy pauses while its donor trails and goes on once it caught up; a
+cancellation half-way leaves it stopped and marked; preflight refusals change
 nothing; a rebuild left running by a dead API instance is reconciled leaving its recipient marked; a rejoin with
 `resolve: rebuild` archives what only the old master has, then rebuilds it. The stop and start
 commands are scripts written here: stop by pid, start with the cluster's own command line."""
@@ -351,3 +352,51 @@ async def test_a_rejoin_with_transactions_only_it_has_rebuilds_it_archiving_them
     cluster.wait_converged()
     assert cluster.sql(3, "SELECT k FROM app.kv ORDER BY k") == [["1"]]
     await checksums_equal(cluster)
+
+
+async def test_the_copy_pauses_while_the_donor_trails_and_goes_on_once_it_caught_up(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster], sshd: Sshd
+) -> None:
+    """A donor delayed by 3 s under writes trails by more than the cluster's 1 s: the copy pauses and says why; once
+    the writes stop and the donor caught up, it goes on and the rebuild completes."""
+    cluster = mariadb_factory(3)
+    cluster.sql(2, "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 3; START SLAVE")
+    stop, start, pid_file = server_scripts(cluster, 3, sshd.root)
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        await set_host_access(live, cluster_id, sshd, stop, start, donor_lag_pause_s=1)
+        writer = await MariadbLoadWriter(cluster, clients=1, domains=1, rate=50).start()
+        try:
+
+            def trailing_with_every_domain() -> bool:
+                domains = {g.split("-")[0] for g in cluster.value(2, "@@gtid_current_pos").split(",") if g}
+                return domains >= {"0", "1"} and int(cluster.replica_status(2)[0]["Seconds_Behind_Master"] or 0) >= 2
+
+            await eventually(
+                "the delayed donor to have every domain and trail by 2 s", trailing_with_every_domain, in_thread=True
+            )
+            response = await live.client.post(
+                f"/api/v1/clusters/{cluster_id}/operations/rebuild",
+                json={"registered_server_id": ids[3], "donor_registered_server_id": ids[2], "throttle_mb_s": 8},
+            )
+            assert response.status_code == 202, response.text
+            url = f"/api/v1/clusters/{cluster_id}/operations/{response.json()['id']}"
+
+            async def paused() -> dict[str, Any] | None:
+                operation = (await live.client.get(url)).json()
+                assert operation["state"] in ("pending", "running"), (operation["error"], operation["steps"])
+                progress = (operation.get("result") or {}).get("progress") or {}
+                return progress if progress.get("paused") else None
+
+            progress = await eventually("the copy to pause while the donor trails", paused, timeout_s=60)
+            assert "trails its source" in progress["paused_reason"] and progress["eta_s"] is None, progress
+        finally:
+            await writer.stop()
+        try:
+            operation = await follow(live, cluster_id, response.json()["id"], [])
+        finally:
+            adopt(cluster, 3, pid_file)
+        assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+        assert operation["result"]["progress"]["paused"] is False
+    cluster.wait_converged()
+    assert_nothing_acknowledged_lost(cluster, writer)
