@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, in one apt transaction (one `apt-get update`, one install), every Debian package the test suites use that
 # is missing: PostgreSQL (the backend's database), MariaDB server and client (private mariadbd instances), HAProxy
-# (private proxies) and Chromium (the end-to-end suite). The scripts that need each (ensure-postgres.sh,
+# (private proxies), mariadb-backup and OpenSSH's server (a rebuild's copy between private mariadbd instances, over a
+# private sshd) and Chromium (the end-to-end suite). The scripts that need each (ensure-postgres.sh,
 # ensure-mariadb.sh, ensure-haproxy.sh, test-e2e.sh) still install their own when run alone; `make test` runs this
 # first in the background so the downloads and unpacking overlap the engine's build and tests.
 #   scripts/ensure-packages.sh             install what is missing now
@@ -19,6 +20,8 @@ missing() {
   if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then packages+=(postgresql); fi
   if ! have mariadbd || ! have mariadb-install-db || ! have mariadb; then packages+=(mariadb-server mariadb-client); fi
   if ! have haproxy; then packages+=(haproxy); fi
+  if ! have mariadb-backup || ! have mbstream; then packages+=(mariadb-backup); fi
+  if ! have sshd || ! have ssh-keygen; then packages+=(openssh-server); fi
   if [ ! -x "${FERRY_E2E_CHROMIUM:-/usr/bin/chromium}" ]; then packages+=(chromium); fi
   echo "${packages[@]}"
 }

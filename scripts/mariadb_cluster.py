@@ -277,6 +277,14 @@ class MariadbCluster:
         self._wait_ready(server)
         self.write_state()
 
+    def adopt(self, number: int, pid: int | None) -> None:
+        """Server `number` now runs as `pid` (started by something else — a rebuild's start command; None: not
+        running): the process this object started is reaped, and `stop` stops `pid` instead."""
+        proc = self._procs.pop(number, None)
+        if proc is not None:
+            stop_pid(proc.pid, self.server(number).datadir, proc)
+        self.server(number).pid = pid
+
     # -- servers -------------------------------------------------------------------------------------------
 
     def server(self, number: int) -> Server:

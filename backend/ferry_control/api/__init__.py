@@ -11,6 +11,7 @@ from ferry_control.api import (
     drills,
     events,
     health,
+    host_access,
     interleavings,
     me,
     operations,
@@ -28,6 +29,7 @@ router = APIRouter(prefix="/api/v1")
 for module in (
     health,
     clusters,
+    host_access,
     servers,
     parallel_apply,
     consumers,

@@ -74,6 +74,29 @@ async def get_operation(
     return _for_role(OperationRead.of(operation), principal.role)
 
 
+@router.post(
+    "/{operation_id}/cancel",
+    response_model=OperationRead,
+    status_code=status.HTTP_202_ACCEPTED,
+    summary="Cancel a running operation",
+    description="Stops the operation as its other stops do (its guard puts back what it can; its failure's kind is "
+    "`cancelled`, with `changed` and `left` saying what it left). A rebuild leaves its recipient stopped and marked, "
+    "never half-joined. 409 `operation_not_running` when it is not pending or running.",
+    responses=error_responses(403, 409),
+)
+async def cancel_operation(
+    request: Request,
+    session: SessionDep,
+    runner: RunnerDep,
+    principal: OperatorToken,
+    cluster_id: int = Path(ge=1, le=ID_MAX),
+    operation_id: int = Path(ge=1, le=ID_MAX),
+) -> OperationRead:
+    operation = await OperationService(session).cancel(runner, cluster_id, operation_id, principal.name)
+    request.state.audit_details = {"operation_id": operation.id, "type": operation.type}
+    return OperationRead.of(operation)
+
+
 def _for_role(read: OperationRead, role: Role) -> OperationRead:
     """A viewer does not see a drill's webhook URL among the parameters."""
     operation = read.root

@@ -19,6 +19,7 @@ from ferry_control.ctl.commands.moves import ack_failover, failover, switchover
 from ferry_control.ctl.commands.operations import operations
 from ferry_control.ctl.commands.parallel import parallel_apply
 from ferry_control.ctl.commands.proxies import haproxy_config, proxies
+from ferry_control.ctl.commands.rebuild import rebuild
 from ferry_control.ctl.commands.rejoin import rejoin
 from ferry_control.ctl.commands.servers import servers
 from ferry_control.ctl.commands.skip import skip
@@ -106,6 +107,7 @@ for command in (
     ack_failover,
     skip,
     rejoin,
+    rebuild,
     parallel_apply,
     drills,
     operations,

@@ -14,8 +14,9 @@ from ferry_control.ctl import catch_up
 from ferry_control.ctl.client import Client
 from ferry_control.ctl.errors import CtlError, ExitCode
 from ferry_control.ctl.output import Output, cell_text
+from ferry_control.ctl.rebuild_progress import CopyProgress
 from ferry_control.schemas.operation import AnyOperation, OperationRead, OperationStep
-from ferry_control.schemas.operation_results import CheckResult, Failure, MovesWriter
+from ferry_control.schemas.operation_results import CheckResult, Failure, MovesWriter, RebuildResult
 
 TERMINAL_STATES = {"succeeded", "failed", "undone", "interrupted"}
 #: Steps that only check and change nothing: an operation that failed in one was refused.
@@ -34,6 +35,8 @@ class StepPrinter:
         self.out = out
         self.printed: dict[int, set[str]] = {}
         self.catch_ups: dict[int, catch_up.Progress] = {}
+        #: A rebuild's copy: bytes, rate and ETA while its `copy` step runs.
+        self.copy = CopyProgress(out)
 
     def update(self, operation: AnyOperation) -> None:
         for index, step in enumerate(operation.steps):
@@ -48,6 +51,8 @@ class StepPrinter:
                 catching_up = self.catch_ups.setdefault(index, catch_up.Progress(self.out))
                 if state == "running":
                     catching_up.running(step.detail)
+            if step.name == "copy" and state == "running" and isinstance(operation.result, RebuildResult):
+                self.copy.update(operation.result.progress)
             if state != "running" and "end" not in done:
                 done.add("end")
                 took = f" ({step.duration_s:.3f} s)" if step.duration_s is not None else ""

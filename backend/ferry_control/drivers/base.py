@@ -688,6 +688,10 @@ class ServerDriver(abc.ABC):
             kind=ErrorKind.unsupported,
         )
 
+    #: Whether `rebuild_from` needs `RebuildSource.donor_access` and `recipient_access` (the cluster's host access:
+    #: a kind that copies files over SSH); a rebuild's preflight refuses without them, before anything changes.
+    rebuild_needs_host_access: ClassVar[bool] = False
+
     async def rebuild_from(
         self,
         source: RebuildSource,

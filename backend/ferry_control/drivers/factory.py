@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ferry_control.core.config import Settings
 from ferry_control.core.secrets import SecretBox, SecretsUnavailable
-from ferry_control.drivers.base import ServerDriver
+from ferry_control.drivers.base import HostAccess, ServerDriver
 from ferry_control.drivers.credentials import NO_CREDENTIALS, ServerCredentials
 from ferry_control.drivers.errors import DriverError, ErrorKind
 from ferry_control.drivers.ferry import FerryDriver, FerryDriverConfig
@@ -62,6 +62,27 @@ class DriverFactory:
             return ServerCredentials.of(self._secrets.decrypt(cluster.credentials_ciphertext))
         except SecretsUnavailable as e:
             raise DriverError(cluster.name, "secrets_unavailable", str(e), kind=ErrorKind.not_configured) from e
+
+    def host_access(self, cluster: Cluster, host: str) -> HostAccess | None:
+        """How to reach `host` (a server of `cluster`) over SSH: the cluster's host access with its private key
+        decrypted for the call (schemas/host_access.py); None when the cluster has none set."""
+        settings = cluster.host_access
+        if settings is None or not cluster.host_access_key_ciphertext:
+            return None
+        if self._secrets is None:
+            raise DriverError(
+                cluster.name, "secrets_unavailable", "the cluster has a stored SSH key but no secret key is set",
+                kind=ErrorKind.not_configured,
+            )  # fmt: skip
+        try:
+            key = self._secrets.decrypt(cluster.host_access_key_ciphertext)["private_key"]
+        except (SecretsUnavailable, KeyError) as e:
+            raise DriverError(cluster.name, "secrets_unavailable", str(e), kind=ErrorKind.not_configured) from e
+        return HostAccess(
+            host=host, port=int(settings["port"]), user=str(settings["user"]), private_key=str(key),
+            known_hosts=str(settings["known_hosts"]), stop_command=str(settings["stop_command"]),
+            start_command=str(settings["start_command"]),
+        )  # fmt: skip
 
     def node_token(self, credentials: ServerCredentials) -> str | None:
         """The cluster's own node token, else the settings' token, else the settings' token file."""

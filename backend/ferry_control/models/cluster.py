@@ -22,6 +22,11 @@ class Cluster(Base):
     #: The cluster's secrets (node token, database credentials) as one Fernet token of their JSON (core/secrets.py);
     #: never returned by the API. None: the cluster has none (ferry nodes use the FERRY_NODE_TOKEN setting).
     credentials_ciphertext: Mapped[str | None] = mapped_column(Text, default=None)
+    #: How the control plane reaches the cluster's hosts for a rebuild (`schemas.host_access.HostAccessSettings`
+    #: without the key): SSH user and port, known_hosts lines, stop/start commands, donor lag pause. None: not set.
+    host_access: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    #: That login's private key, one Fernet token (core/secrets.py) as the credentials are; never returned.
+    host_access_key_ciphertext: Mapped[str | None] = mapped_column(Text, default=None)
     #: Automatic failover when the master is lost (off by default).
     auto_failover: Mapped[bool] = mapped_column(default=False)
     #: A fenced former master that answers again rejoins as a replica by itself (when it has nothing others lack).

@@ -51,6 +51,8 @@ class Operation(Base):
     #: What it found and did, as its type's result model stores it (schemas/operation.py `RESULTS`).
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     error: Mapped[str | None] = mapped_column(Text, default=None)
+    #: Who asked to cancel it while it ran (`POST …/cancel`); the process running it stops it.
+    cancel_requested_by: Mapped[str | None] = mapped_column(String(100), default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(default=None)
     finished_at: Mapped[datetime | None] = mapped_column(default=None)

@@ -18,6 +18,7 @@ from ferry_control.schemas.operation_results import (
     OperationResult,
     ParallelApplyResult,
     ReadOnlyResult,
+    RebuildResult,
     RejoinResult,
     RepointResult,
     SkipTransactionsResult,
@@ -223,17 +224,46 @@ class RejoinParams(OperationParams):
         le=ID_MAX,
         description="The source it follows; unset: the cluster's one writable master that replicates from nobody.",
     )
-    resolve: Literal["rewind"] | None = Field(
+    resolve: Literal["rewind", "rebuild"] | None = Field(
         None,
         description="What to do with transactions only this server has (acknowledged before it was replaced, never "
         "replicated). Unset: the rejoin refuses, changing nothing, and lists them. `rewind`: the server cuts them — "
-        "archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins.",
+        "archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins. "
+        "`rebuild`: what its binlog tells of them (GTIDs, times, tables, rows) is archived by the control plane "
+        "(GET …/archives), then the server is rebuilt from a donor (as POST …/operations/rebuild does) and "
+        "replicates from the source.",
     )
 
     @model_validator(mode="after")
     def _not_itself(self) -> RejoinParams:
         if self.registered_server_id == self.master_registered_server_id:
             raise ValueError(f"the server with id {self.registered_server_id} cannot rejoin as a replica of itself")
+        return self
+
+
+class RebuildParams(OperationParams):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"registered_server_id": 3, "throttle_mb_s": 100}]})
+
+    registered_server_id: int = Field(
+        ge=1, le=ID_MAX, description="The server to rebuild (the recipient): a replica, never the master.", examples=[3]
+    )
+    donor_registered_server_id: int | None = Field(
+        None, ge=1, le=ID_MAX,
+        description="The server to copy from; unset: a healthy replica (not the recipient) with every domain, the "
+        "least lagging.",
+    )  # fmt: skip
+    force_master_donor: bool = Field(
+        False, description="Allow the master as the donor (its copy loads it; refused otherwise)."
+    )
+    throttle_mb_s: float | None = Field(
+        None, gt=0, le=100_000, description="The copy's rate limit in MB/s (10^6 bytes); unset: as fast as it goes."
+    )
+    resume: bool = Field(False, description="Continue an interrupted copy from the same donor, where the kind can.")
+
+    @model_validator(mode="after")
+    def _not_itself(self) -> RebuildParams:
+        if self.registered_server_id == self.donor_registered_server_id:
+            raise ValueError(f"the server with id {self.registered_server_id} cannot be rebuilt from itself")
         return self
 
 
@@ -397,6 +427,12 @@ class ConsistencyCheckRequest(ConsistencyCheckParams, OperationRequest):
     model_config = ConfigDict(extra="forbid")
 
 
+class RebuildRequest(RebuildParams, OperationRequest):
+    """The body of POST …/rebuild."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class ReadOnlyRequest(ReadOnlyParams, OperationRequest):
     """The body of POST …/read-only."""
 
@@ -441,6 +477,20 @@ PARALLEL_APPLY_DESCRIPTION = (
     "applied twice. What the body leaves out stays as it is. 404 `connection_not_found`, 422 "
     "`parallel_apply_invalid` (values the server's kind refuses; nothing changed). See GET "
     "…/servers/{id}/parallel-apply for the rates."
+)
+
+
+#: The API's description of POST …/operations/rebuild (here, beside its body: it names how each server kind copies).
+REBUILD_DESCRIPTION = (
+    "Preflight (nothing changed when refused): the recipient is a replica of this cluster that "
+    "answers; the donor (named, else the least lagging healthy replica with every domain) is of its kind, "
+    "answers, has every domain, and is the master only with force_master_donor; the host access its kind needs "
+    "is set. Then the recipient is marked (fenced, with a reason), its replication stopped, read-only; the "
+    "copy runs (MariaDB: mariadb-backup streamed over SSH through the control plane; ferryd: its clone), "
+    "throttled by throttle_mb_s and paused while the donor trails by more than the cluster's "
+    "donor_lag_pause_s; it replicates from its source with MASTER_USE_GTID=slave_pos at the copy's position, "
+    "and is unmarked once it follows. `result.progress` (phase, bytes, rate, ETA, paused) moves about once a "
+    "second. POST …/{operation_id}/cancel stops it: the recipient is left stopped and marked."
 )
 
 
@@ -556,6 +606,12 @@ class ConsistencyCheckOperation(OperationReadBase):
     type: Literal["consistency_check"]
     params: ConsistencyCheckParams
     result: ConsistencyCheckResult | None = None
+
+
+class RebuildOperation(OperationReadBase):
+    type: Literal["rebuild"]
+    params: RebuildParams
+    result: RebuildResult | None = None
 
 
 def _read_models() -> tuple[type[OperationReadBase], ...]:

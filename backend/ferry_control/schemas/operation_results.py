@@ -64,7 +64,15 @@ class UndoReport(Record):
 
 
 FailureKind = Literal[
-    "refused", "step_failed", "server_error", "timed_out", "lock_lost", "shutdown", "interrupted", "internal"
+    "refused",
+    "step_failed",
+    "server_error",
+    "timed_out",
+    "lock_lost",
+    "shutdown",
+    "interrupted",
+    "internal",
+    "cancelled",
 ]
 
 
@@ -76,7 +84,8 @@ class Failure(Record):
         "own check failed; server_error: a server answered with an error; timed_out: it ran past its time bound; "
         "lock_lost: it lost the cluster's operation lock; shutdown: the API instance running it shut down; "
         "interrupted: the API instance running it stopped without finishing it, and a reconcile settled its servers "
-        "(compensation says how; null: it could not); internal: an unexpected error."
+        "(compensation says how; null: it could not); internal: an unexpected error; cancelled: an operator "
+        "cancelled it while it ran (POST …/cancel)."
     )
     changed: bool | None = Field(
         description="Whether it left servers changed: false when it changed nothing or put everything back; null "
@@ -502,6 +511,12 @@ class RejoinResult(OperationResult):
         None, description="The consistency check Ferry started once it replicated again (an operation of its own)."
     )
     consistency_check_error: str | None = Field(None, description="Why that check could not be started.")
+    rebuild: RebuildResult | None = Field(
+        None, description="With `resolve: rebuild`: the rebuild (donor, position, progress while it copies)."
+    )
+    rebuild_archive_id: int | None = Field(
+        None, description="With `resolve: rebuild`: the archive of what only this server had (GET …/archives/{id})."
+    )
 
 
 #: A primary-key value as a chunk's bound shows it: one value per key column.
@@ -539,6 +554,34 @@ class ConsistencyCheckResult(OperationResult):
     chunks_checked: int = 0
     chunks_drifted: int = 0
     consistent: bool | None = Field(None, description="Every chunk of every table equal (None: not finished).")
+
+
+RebuildPhase = Literal["preflight", "starting", "copying", "preparing", "starting_server", "done", "replicating"]
+
+
+class RebuildProgress(Record):
+    """Where a rebuild's copy stands (updated about once a second while it runs): what the dashboard's progress bar
+    and `ferryctl rebuild --wait` show."""
+
+    phase: RebuildPhase
+    bytes_done: int = 0
+    bytes_total: int | None = Field(None, description="The donor's estimate of the whole copy (null: not known yet).")
+    rate_bytes_s: float = Field(0.0, description="Bytes per second over the last few seconds.")
+    eta_s: float | None = Field(None, description="Seconds left at that rate (null: not known, or paused).")
+    paused: bool = False
+    paused_reason: str | None = Field(None, description="Why the copy is paused (the donor trails its source).")
+
+
+class RebuildResult(OperationResult):
+    registered_server_id: int | None = Field(None, description="The server rebuilt (the recipient).")
+    donor_registered_server_id: int | None = Field(None, description="The server its data was copied from.")
+    source_registered_server_id: int | None = Field(None, description="Who it replicates from afterwards.")
+    connection: str | None = Field(None, description="The replication connection it replicates over afterwards.")
+    position: str | None = Field(None, description="The GTID position the copy is consistent at (its gtid_slave_pos).")
+    progress: RebuildProgress | None = None
+    marked: bool | None = Field(
+        None, description="Whether the recipient was marked (fenced with a reason saying so) while it was rebuilt."
+    )
 
 
 class FailoverDrillFigures(Record):

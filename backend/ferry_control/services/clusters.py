@@ -138,6 +138,12 @@ class ClusterService:
                 except SecretsUnavailable as e:
                     raise Conflict(f"cluster {cluster.name!r}: {e}", code="secrets_unavailable") from e
                 rotated += 1
+            if cluster.host_access_key_ciphertext:
+                # The host access's private key (services/host_access.py) is one more secret of the cluster.
+                try:
+                    cluster.host_access_key_ciphertext = self.secrets.rotate(cluster.host_access_key_ciphertext)
+                except SecretsUnavailable as e:
+                    raise Conflict(f"cluster {cluster.name!r}: {e}", code="secrets_unavailable") from e
         await self.clusters.flush()
         return rotated
 

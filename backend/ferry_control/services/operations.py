@@ -1,4 +1,4 @@
-"""Operations: list and read them, and start one.
+"""Operations: list and read them, start one, and cancel a running one.
 
 Starting takes the cluster's operation lock row (SELECT … FOR UPDATE, so concurrent requests — on any API instance —
 are serialised), then: the same Idempotency-Key as an earlier request gives back that operation; a cluster held by
@@ -57,6 +57,27 @@ class OperationService:
             raise NotFound(
                 f"operation {operation_id} does not exist in cluster {cluster_id}", code="operation_not_found"
             )
+        return operation
+
+    async def cancel(self, runner: OperationRunner, cluster_id: int, operation_id: int, requester: str) -> Operation:
+        """Asks a running operation to stop (as its other stops do; its failure's kind is `cancelled`): at once when
+        this process runs it, else by the process running it at its next lease renewal (the request is recorded on
+        its row). 409 `operation_not_running` when it is not pending or running."""
+        operation = await self.get(cluster_id, operation_id)
+        if operation.state not in ACTIVE_STATES:
+            raise Conflict(
+                f"operation {operation_id} ({operation.type}) is {operation.state.value}: only a running operation can "
+                "be cancelled",
+                code="operation_not_running",
+                details={"operation_id": operation_id, "state": operation.state.value},
+            )
+        operation.cancel_requested_by = operation.cancel_requested_by or requester[:100]
+        await self.operations.flush()
+
+        def stop_here() -> None:
+            runner.cancel(operation_id, requester)
+
+        after_commit(self.session, stop_here)
         return operation
 
     async def start(

@@ -131,6 +131,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/clusters/{cluster_id}/host-access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get the cluster's host access (never its private key) */
+        get: operations["get_host_access_api_v1_clusters__cluster_id__host_access_get"];
+        /**
+         * Set the cluster's host access: SSH login, known_hosts, stop/start commands (admin)
+         * @description The SSH login a rebuild reaches the cluster's hosts with. `private_key` is write-only (stored encrypted, never returned; left out: the stored key is kept). `known_hosts` is required: a host showing a key not listed for it is refused. 422 `host_access_invalid` names what is wrong with the key or a known_hosts line; 409 `operation_running` while an operation holds the cluster.
+         */
+        put: operations["put_host_access_api_v1_clusters__cluster_id__host_access_put"];
+        post?: never;
+        /** Clear the cluster's host access, key included (admin) */
+        delete: operations["delete_host_access_api_v1_clusters__cluster_id__host_access_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/clusters/{cluster_id}/servers": {
         parameters: {
             query?: never;
@@ -465,6 +487,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/clusters/{cluster_id}/operations/{operation_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a running operation
+         * @description Stops the operation as its other stops do (its guard puts back what it can; its failure's kind is `cancelled`, with `changed` and `left` saying what it left). A rebuild leaves its recipient stopped and marked, never half-joined. 409 `operation_not_running` when it is not pending or running.
+         */
+        post: operations["cancel_operation_api_v1_clusters__cluster_id__operations__operation_id__cancel_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/clusters/{cluster_id}/operations/switchover": {
         parameters: {
             query?: never;
@@ -644,6 +686,26 @@ export interface paths {
          * @description The connection's applying side stops at a transaction boundary and starts again at its position (MariaDB: STOP/START SLAVE 'c' SQL_THREAD around SET GLOBAL; slave_parallel_threads is one pool for the whole server, so a new worker count pauses every connection's SQL thread for the moment), or takes the change between two commit groups (ferryd); the receiving side goes on; nothing is skipped or applied twice. What the body leaves out stays as it is. 404 `connection_not_found`, 422 `parallel_apply_invalid` (values the server's kind refuses; nothing changed). See GET …/servers/{id}/parallel-apply for the rates.
          */
         post: operations["parallel_apply_api_v1_clusters__cluster_id__operations_parallel_apply_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/clusters/{cluster_id}/operations/rebuild": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rebuild a replica from a donor (its data replaced by a copy), then replicate from the copy's position
+         * @description Preflight (nothing changed when refused): the recipient is a replica of this cluster that answers; the donor (named, else the least lagging healthy replica with every domain) is of its kind, answers, has every domain, and is the master only with force_master_donor; the host access its kind needs is set. Then the recipient is marked (fenced, with a reason), its replication stopped, read-only; the copy runs (MariaDB: mariadb-backup streamed over SSH through the control plane; ferryd: its clone), throttled by throttle_mb_s and paused while the donor trails by more than the cluster's donor_lag_pause_s; it replicates from its source with MASTER_USE_GTID=slave_pos at the copy's position, and is unmarked once it follows. `result.progress` (phase, bytes, rate, ETA, paused) moves about once a second. POST …/{operation_id}/cancel stops it: the recipient is left stopped and marked.
+         */
+        post: operations["rebuild_api_v1_clusters__cluster_id__operations_rebuild_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3532,10 +3594,10 @@ export interface components {
         Failure: {
             /**
              * Kind
-             * @description refused: its checks or conditions refused it before it changed anything; step_failed: a step's own check failed; server_error: a server answered with an error; timed_out: it ran past its time bound; lock_lost: it lost the cluster's operation lock; shutdown: the API instance running it shut down; interrupted: the API instance running it stopped without finishing it, and a reconcile settled its servers (compensation says how; null: it could not); internal: an unexpected error.
+             * @description refused: its checks or conditions refused it before it changed anything; step_failed: a step's own check failed; server_error: a server answered with an error; timed_out: it ran past its time bound; lock_lost: it lost the cluster's operation lock; shutdown: the API instance running it shut down; interrupted: the API instance running it stopped without finishing it, and a reconcile settled its servers (compensation says how; null: it could not); internal: an unexpected error; cancelled: an operator cancelled it while it ran (POST …/cancel).
              * @enum {string}
              */
-            kind: "refused" | "step_failed" | "server_error" | "timed_out" | "lock_lost" | "shutdown" | "interrupted" | "internal";
+            kind: "refused" | "step_failed" | "server_error" | "timed_out" | "lock_lost" | "shutdown" | "interrupted" | "internal" | "cancelled";
             /**
              * Changed
              * @description Whether it left servers changed: false when it changed nothing or put everything back; null when it cannot tell.
@@ -3623,6 +3685,102 @@ export interface components {
          * @enum {string}
          */
         HealthState: "unknown" | "healthy" | "failing" | "unreachable";
+        /**
+         * HostAccessRead
+         * @description A cluster's host access as the API shows it: never the key, only whether one is stored and its public half's
+         *     fingerprint.
+         */
+        HostAccessRead: {
+            /**
+             * User
+             * @description The SSH login's user.
+             * @example ferry
+             */
+            user: string;
+            /**
+             * Port
+             * @description The hosts' SSH port.
+             * @default 22
+             */
+            port: number;
+            /**
+             * Known Hosts
+             * @description The hosts' public keys, `known_hosts` format (one `host[,host…] keytype base64` a line; e.g. the output of `ssh-keyscan`). Required: a host that shows a key not listed for it is refused.
+             */
+            known_hosts: string;
+            /**
+             * Stop Command
+             * @description Run on a rebuild's recipient host to stop its server.
+             * @default systemctl stop mariadb
+             */
+            stop_command: string;
+            /**
+             * Start Command
+             * @description Run on a rebuild's recipient host to start its server.
+             * @default systemctl start mariadb
+             */
+            start_command: string;
+            /**
+             * Donor Lag Pause S
+             * @description A rebuild's copy pauses while its donor's replication lag exceeds this (seconds), and goes on once it is back under it.
+             * @default 60
+             */
+            donor_lag_pause_s: number;
+            /** Private Key Set */
+            private_key_set: boolean;
+            /**
+             * Public Key Fingerprint
+             * @description SHA256 fingerprint of the stored key's public half (as `ssh-keygen -l` prints it).
+             */
+            public_key_fingerprint?: string | null;
+        };
+        /**
+         * HostAccessWrite
+         * @description The body of PUT …/host-access (admin only): the settings, and the private key (OpenSSH or PEM text, without
+         *     a passphrase). `private_key` left out keeps the stored key; required when none is stored.
+         */
+        HostAccessWrite: {
+            /**
+             * User
+             * @description The SSH login's user.
+             * @example ferry
+             */
+            user: string;
+            /**
+             * Port
+             * @description The hosts' SSH port.
+             * @default 22
+             */
+            port: number;
+            /**
+             * Known Hosts
+             * @description The hosts' public keys, `known_hosts` format (one `host[,host…] keytype base64` a line; e.g. the output of `ssh-keyscan`). Required: a host that shows a key not listed for it is refused.
+             */
+            known_hosts: string;
+            /**
+             * Stop Command
+             * @description Run on a rebuild's recipient host to stop its server.
+             * @default systemctl stop mariadb
+             */
+            stop_command: string;
+            /**
+             * Start Command
+             * @description Run on a rebuild's recipient host to start its server.
+             * @default systemctl start mariadb
+             */
+            start_command: string;
+            /**
+             * Donor Lag Pause S
+             * @description A rebuild's copy pauses while its donor's replication lag exceeds this (seconds), and goes on once it is back under it.
+             * @default 60
+             */
+            donor_lag_pause_s: number;
+            /**
+             * Private Key
+             * @description The login's private key (text, not a path); write-only, stored encrypted, never returned. Left out: the stored key is kept.
+             */
+            private_key?: string | null;
+        };
         /**
          * HubFailoverPlan
          * @description A lost intermediate master's failover (`hub_failover`), in the database before its first move: a reconcile
@@ -4421,7 +4579,7 @@ export interface components {
          * OperationRead
          * @description An operation with its live steps: `params` and `result` are its type's (discriminated by `type`).
          */
-        OperationRead: components["schemas"]["SwitchoverOperation"] | components["schemas"]["FailoverOperation"] | components["schemas"]["RepointOperation"] | components["schemas"]["ReadOnlyOperation"] | components["schemas"]["StartReplicationOperation"] | components["schemas"]["StopReplicationOperation"] | components["schemas"]["BringLevelOperation"] | components["schemas"]["SkipTransactionsOperation"] | components["schemas"]["ParallelApplyOperation"] | components["schemas"]["DrillOperation"] | components["schemas"]["RejoinOperation"] | components["schemas"]["ConsistencyCheckOperation"];
+        OperationRead: components["schemas"]["SwitchoverOperation"] | components["schemas"]["FailoverOperation"] | components["schemas"]["RepointOperation"] | components["schemas"]["ReadOnlyOperation"] | components["schemas"]["StartReplicationOperation"] | components["schemas"]["StopReplicationOperation"] | components["schemas"]["BringLevelOperation"] | components["schemas"]["SkipTransactionsOperation"] | components["schemas"]["ParallelApplyOperation"] | components["schemas"]["DrillOperation"] | components["schemas"]["RejoinOperation"] | components["schemas"]["ConsistencyCheckOperation"] | components["schemas"]["RebuildOperation"];
         /**
          * OperationState
          * @enum {string}
@@ -5145,6 +5303,209 @@ export interface components {
             /** Read Only */
             read_only?: boolean | null;
         };
+        /** RebuildOperation */
+        RebuildOperation: {
+            /** Id */
+            id: number;
+            /** Cluster Id */
+            cluster_id: number;
+            state: components["schemas"]["OperationState"];
+            /** Dry Run */
+            dry_run: boolean;
+            /** Steps */
+            steps: components["schemas"]["OperationStep"][];
+            /** Requester */
+            requester: string;
+            /** Idempotency Key */
+            idempotency_key: string | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "rebuild";
+            params: components["schemas"]["RebuildParams"];
+            result?: components["schemas"]["RebuildResult"] | null;
+        };
+        /**
+         * RebuildParams
+         * @example {
+         *       "registered_server_id": 3,
+         *       "throttle_mb_s": 100
+         *     }
+         */
+        RebuildParams: {
+            /**
+             * Registered Server Id
+             * @description The server to rebuild (the recipient): a replica, never the master.
+             * @example 3
+             */
+            registered_server_id: number;
+            /**
+             * Donor Registered Server Id
+             * @description The server to copy from; unset: a healthy replica (not the recipient) with every domain, the least lagging.
+             */
+            donor_registered_server_id?: number | null;
+            /**
+             * Force Master Donor
+             * @description Allow the master as the donor (its copy loads it; refused otherwise).
+             * @default false
+             */
+            force_master_donor: boolean;
+            /**
+             * Throttle Mb S
+             * @description The copy's rate limit in MB/s (10^6 bytes); unset: as fast as it goes.
+             */
+            throttle_mb_s?: number | null;
+            /**
+             * Resume
+             * @description Continue an interrupted copy from the same donor, where the kind can.
+             * @default false
+             */
+            resume: boolean;
+        };
+        /**
+         * RebuildProgress
+         * @description Where a rebuild's copy stands (updated about once a second while it runs): what the dashboard's progress bar
+         *     and `ferryctl rebuild --wait` show.
+         */
+        RebuildProgress: {
+            /**
+             * Phase
+             * @enum {string}
+             */
+            phase: "preflight" | "starting" | "copying" | "preparing" | "starting_server" | "done" | "replicating";
+            /**
+             * Bytes Done
+             * @default 0
+             */
+            bytes_done: number;
+            /**
+             * Bytes Total
+             * @description The donor's estimate of the whole copy (null: not known yet).
+             */
+            bytes_total?: number | null;
+            /**
+             * Rate Bytes S
+             * @description Bytes per second over the last few seconds.
+             * @default 0
+             */
+            rate_bytes_s: number;
+            /**
+             * Eta S
+             * @description Seconds left at that rate (null: not known, or paused).
+             */
+            eta_s?: number | null;
+            /**
+             * Paused
+             * @default false
+             */
+            paused: boolean;
+            /**
+             * Paused Reason
+             * @description Why the copy is paused (the donor trails its source).
+             */
+            paused_reason?: string | null;
+        };
+        /**
+         * RebuildRequest
+         * @description The body of POST …/rebuild.
+         * @example {
+         *       "registered_server_id": 3,
+         *       "throttle_mb_s": 100
+         *     }
+         */
+        RebuildRequest: {
+            /**
+             * Dry Run
+             * @description Run the preflight only: nothing is changed; the checks are in the result.
+             * @default false
+             */
+            dry_run: boolean;
+            /**
+             * Registered Server Id
+             * @description The server to rebuild (the recipient): a replica, never the master.
+             * @example 3
+             */
+            registered_server_id: number;
+            /**
+             * Donor Registered Server Id
+             * @description The server to copy from; unset: a healthy replica (not the recipient) with every domain, the least lagging.
+             */
+            donor_registered_server_id?: number | null;
+            /**
+             * Force Master Donor
+             * @description Allow the master as the donor (its copy loads it; refused otherwise).
+             * @default false
+             */
+            force_master_donor: boolean;
+            /**
+             * Throttle Mb S
+             * @description The copy's rate limit in MB/s (10^6 bytes); unset: as fast as it goes.
+             */
+            throttle_mb_s?: number | null;
+            /**
+             * Resume
+             * @description Continue an interrupted copy from the same donor, where the kind can.
+             * @default false
+             */
+            resume: boolean;
+        };
+        /** RebuildResult */
+        RebuildResult: {
+            undo?: components["schemas"]["UndoReport"] | null;
+            /** @description Set when it did not succeed. */
+            failure?: components["schemas"]["Failure"] | null;
+            /** Post Hook Failures */
+            post_hook_failures?: components["schemas"]["WebhookCall"][] | null;
+            reconciled?: components["schemas"]["ReconcileReport"] | null;
+            /**
+             * Parallel Apply Raised
+             * @description Parallel apply raised for a catch-up, and whether it was put back.
+             */
+            parallel_apply_raised?: components["schemas"]["ParallelApplyRaise"][] | null;
+            /**
+             * Registered Server Id
+             * @description The server rebuilt (the recipient).
+             */
+            registered_server_id?: number | null;
+            /**
+             * Donor Registered Server Id
+             * @description The server its data was copied from.
+             */
+            donor_registered_server_id?: number | null;
+            /**
+             * Source Registered Server Id
+             * @description Who it replicates from afterwards.
+             */
+            source_registered_server_id?: number | null;
+            /**
+             * Connection
+             * @description The replication connection it replicates over afterwards.
+             */
+            connection?: string | null;
+            /**
+             * Position
+             * @description The GTID position the copy is consistent at (its gtid_slave_pos).
+             */
+            position?: string | null;
+            progress?: components["schemas"]["RebuildProgress"] | null;
+            /**
+             * Marked
+             * @description Whether the recipient was marked (fenced with a reason saying so) while it was rebuilt.
+             */
+            marked?: boolean | null;
+        };
         /**
          * ReconcileReport
          * @description What the reconciler found, did and could not do for an operation a dead instance left (`reconciled`).
@@ -5215,9 +5576,9 @@ export interface components {
             master_registered_server_id?: number | null;
             /**
              * Resolve
-             * @description What to do with transactions only this server has (acknowledged before it was replaced, never replicated). Unset: the rejoin refuses, changing nothing, and lists them. `rewind`: the server cuts them — archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins.
+             * @description What to do with transactions only this server has (acknowledged before it was replaced, never replicated). Unset: the rejoin refuses, changing nothing, and lists them. `rewind`: the server cuts them — archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins. `rebuild`: what its binlog tells of them (GTIDs, times, tables, rows) is archived by the control plane (GET …/archives), then the server is rebuilt from a donor (as POST …/operations/rebuild does) and replicates from the source.
              */
-            resolve?: "rewind" | null;
+            resolve?: ("rewind" | "rebuild") | null;
         };
         /**
          * RejoinRequest
@@ -5246,9 +5607,9 @@ export interface components {
             master_registered_server_id?: number | null;
             /**
              * Resolve
-             * @description What to do with transactions only this server has (acknowledged before it was replaced, never replicated). Unset: the rejoin refuses, changing nothing, and lists them. `rewind`: the server cuts them — archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins.
+             * @description What to do with transactions only this server has (acknowledged before it was replaced, never replicated). Unset: the rejoin refuses, changing nothing, and lists them. `rewind`: the server cuts them — archived first, the archive downloaded and kept by the control plane (GET …/archives) — and rejoins. `rebuild`: what its binlog tells of them (GTIDs, times, tables, rows) is archived by the control plane (GET …/archives), then the server is rebuilt from a donor (as POST …/operations/rebuild does) and replicates from the source.
              */
-            resolve?: "rewind" | null;
+            resolve?: ("rewind" | "rebuild") | null;
         };
         /** RejoinResult */
         RejoinResult: {
@@ -5286,6 +5647,13 @@ export interface components {
              * @description Why that check could not be started.
              */
             consistency_check_error?: string | null;
+            /** @description With `resolve: rebuild`: the rebuild (donor, position, progress while it copies). */
+            rebuild?: components["schemas"]["RebuildResult"] | null;
+            /**
+             * Rebuild Archive Id
+             * @description With `resolve: rebuild`: the archive of what only this server had (GET …/archives/{id}).
+             */
+            rebuild_archive_id?: number | null;
         };
         /**
          * RejoinRewind
@@ -7574,6 +7942,194 @@ export interface operations {
             };
         };
     };
+    get_host_access_api_v1_clusters__cluster_id__host_access_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostAccessRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    put_host_access_api_v1_clusters__cluster_id__host_access_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HostAccessWrite"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostAccessRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_host_access_api_v1_clusters__cluster_id__host_access_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list_servers_api_v1_clusters__cluster_id__servers_get: {
         parameters: {
             query?: never;
@@ -8660,7 +9216,7 @@ export interface operations {
                 /** @description Page back: operations with a smaller id. */
                 before_id?: number | null;
                 /** @description Only operations of these types (repeat the parameter; each at most once). */
-                type?: ("switchover" | "failover" | "repoint" | "read_only" | "start_replication" | "stop_replication" | "bring_level" | "skip_transactions" | "parallel_apply" | "drill" | "rejoin" | "consistency_check")[] | null;
+                type?: ("switchover" | "failover" | "repoint" | "read_only" | "start_replication" | "stop_replication" | "bring_level" | "skip_transactions" | "parallel_apply" | "drill" | "rejoin" | "consistency_check" | "rebuild")[] | null;
                 /** @description Only dry runs (true) or only real operations (false). */
                 dry_run?: boolean | null;
             };
@@ -8742,6 +9298,74 @@ export interface operations {
             };
             /** @description An id in the path does not exist */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    cancel_operation_api_v1_clusters__cluster_id__operations__operation_id__cancel_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster_id: number;
+                operation_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9451,6 +10075,81 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ParallelApplyRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted: the operation runs in the background; poll it or follow the events stream. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationRead"];
+                };
+            };
+            /** @description No or invalid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An id in the path does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation error (the body, query or path is malformed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    rebuild_api_v1_clusters__cluster_id__operations_rebuild_post: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retrying with the same key gives back the same operation instead of starting another. */
+                "idempotency-key"?: string | null;
+            };
+            path: {
+                /** @description The cluster's id. */
+                cluster_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RebuildRequest"];
             };
         };
         responses: {

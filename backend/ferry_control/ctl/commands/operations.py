@@ -66,6 +66,26 @@ def show_operation(app: App, cluster: str, operation_id: int) -> None:
     app.out.document(operation, lambda op: render_operation(app.out, parse(op)))
 
 
+@operations.command("cancel")
+@click.argument("cluster")
+@click.argument("operation_id", type=click.IntRange(1))
+@output_option
+@pass_app
+def cancel_operation(app: App, cluster: str, operation_id: int) -> None:
+    """Cancel a running operation (operator): it stops as its other stops do, its failure's kind `cancelled`; a
+    rebuild leaves its server stopped and marked. Exit 4 with `operation_not_running` when it is not running (JSON:
+    the operation as the API answered)."""
+    found = app.client.cluster(cluster)
+    operation = app.client.post(f"/clusters/{found['id']}/operations/{operation_id}/cancel", {})
+    app.out.document(
+        operation,
+        lambda op: app.out.line(
+            f"cancel of operation {operation_id} asked; follow it: ferryctl operations "
+            f"follow {found['id']} {operation_id}"
+        ),  # fmt: skip
+    )
+
+
 @operations.command("follow")
 @click.argument("cluster")
 @click.argument("operation_id", type=click.IntRange(1))

@@ -14,6 +14,7 @@ from ferry_control.drivers.mariadb.export import MariadbExport
 from ferry_control.drivers.mariadb.parallel import MariadbParallelApply
 from ferry_control.drivers.mariadb.preflight import MariadbPreflight
 from ferry_control.drivers.mariadb.read_only import MariadbReadOnly
+from ferry_control.drivers.mariadb.rebuild import MariadbRebuild
 from ferry_control.drivers.mariadb.replication import MariadbReplication
 from ferry_control.drivers.mariadb.rewind import MariadbRewind
 from ferry_control.drivers.mariadb.status import MariadbStatus
@@ -54,6 +55,7 @@ class MariadbDriver(
     MariadbChecksums,
     MariadbChunks,
     MariadbRewind,
+    MariadbRebuild,
     ServerDriver,
 ):
     """One MariaDB server at `address` (`host:port`, its SQL port). `connections` lets a factory share one pool per

@@ -15,6 +15,7 @@ from typing import Any, get_args
 
 from ferry_control.schemas.operation import (
     PARALLEL_APPLY_DESCRIPTION,
+    REBUILD_DESCRIPTION,
     SKIP_TRANSACTIONS_DESCRIPTION,
     BringLevelOperation,
     BringLevelRequest,
@@ -30,6 +31,8 @@ from ferry_control.schemas.operation import (
     ParallelApplyRequest,
     ReadOnlyOperation,
     ReadOnlyRequest,
+    RebuildOperation,
+    RebuildRequest,
     RejoinOperation,
     RejoinRequest,
     RepointOperation,
@@ -49,6 +52,7 @@ from ferry_control.services.orchestrator.consistency import repair_consistency_c
 from ferry_control.services.orchestrator.drill import run_drill
 from ferry_control.services.orchestrator.failover import run_failover
 from ferry_control.services.orchestrator.parallel_apply import run_parallel_apply
+from ferry_control.services.orchestrator.rebuild import repair_rebuild, run_rebuild
 from ferry_control.services.orchestrator.rejoin import run_rejoin
 from ferry_control.services.orchestrator.repairs import Repair, repair_failover, repair_switch
 from ferry_control.services.orchestrator.runner import Executor, OperationRunner
@@ -174,6 +178,14 @@ KINDS: tuple[OperationKind, ...] = (
             summary="Change a replica connection's parallel apply online (mode, workers, at most per domain)",
             description=PARALLEL_APPLY_DESCRIPTION,
             precheck=precheck_parallel_apply,
+        ),
+    ),
+    OperationKind(
+        RebuildOperation, run_rebuild, repair=repair_rebuild, route=Route(
+            RebuildRequest,
+            summary="Rebuild a replica from a donor (its data replaced by a copy), then replicate from the copy's "
+            "position",
+            description=REBUILD_DESCRIPTION,
         ),
     ),
     # A drill's result is a switchover's too (`SwitchesMaster`): a failover drill's failover is one move of its own.

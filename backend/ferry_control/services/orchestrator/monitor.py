@@ -37,6 +37,7 @@ from ferry_control.services.event_bus import ClusterEvent, EventBus
 from ferry_control.services.operations import OperationService
 from ferry_control.services.orchestrator import recovery_hooks
 from ferry_control.services.orchestrator.failover import confirm_master_lost, probe_master
+from ferry_control.services.orchestrator.rebuild_mark import is_rebuild_mark
 from ferry_control.services.orchestrator.runner import OperationRunner
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
 
@@ -106,6 +107,8 @@ class FailoverMonitor:
         for server in servers:
             if not server.fenced or server.health != HealthState.healthy or server.maintenance:
                 continue
+            if is_rebuild_mark(server.fence_reason):
+                continue  # marked by a rebuild that did not complete: its data is not to be trusted
             if now - self._rejoin_started.get(server.id, float("-inf")) < self._settings.operations.rejoin_retry_s:
                 continue
             # Asked live: the record may still say healthy for a server that just died (its failed polls not yet

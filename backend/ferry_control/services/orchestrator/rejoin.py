@@ -28,10 +28,11 @@ from ferry_control.drivers.errors import DriverError
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.operation import RejoinParams
 from ferry_control.schemas.operation_results import OnlyHereDomain, OnlyHereTransaction, RejoinResult
-from ferry_control.services.orchestrator import actions
+from ferry_control.services.orchestrator import actions, rejoin_rebuild
 from ferry_control.services.orchestrator import rewind as rewinding
 from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.gtid import errant_gtids, parse_state, position
+from ferry_control.services.orchestrator.rebuild_mark import is_rebuild_mark
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
 
@@ -59,6 +60,11 @@ async def rejoin(
             raise refused(f"no server with id {params.registered_server_id} in this cluster")
         if not server.reachable or server.status is None:
             raise refused(f"{server.info.label} does not answer: {server.error}")
+        if is_rebuild_mark(server.info.fence_reason):
+            raise refused(
+                f"{server.info.label} is marked by a rebuild that did not complete ({server.info.fence_reason}): its "
+                "data may be incomplete; rebuild it again instead; nothing was changed"
+            )
         if snapshot.links_of(server.info.id):
             raise refused(f"{server.info.label} replicates already: there is nothing to rejoin")
         if snapshot.replicas_of(server.info.id):
@@ -73,7 +79,10 @@ async def rejoin(
         kept: dict[int, str | None] = {}
         only_here = await transactions_only_here(server, source, kept)
         result.only_here = only_here
-        if only_here and params.resolve == "rewind":
+        prepared = None
+        if only_here and params.resolve == "rebuild":
+            prepared = await rejoin_rebuild.prepare(ctx, snapshot, server, source, result)
+        elif only_here and params.resolve == "rewind":
             to = rewinding.target(server, only_here, kept)
             result.rewind = await rewinding.preview(server, to, only_here, only_here_rule(server, source))
         elif only_here:
@@ -82,27 +91,39 @@ async def rejoin(
                 + "; ".join(_words(d) for d in only_here)
                 + " — they were acknowledged before it was replaced and never replicated; it rejoins once they are "
                 'dealt with: rejoin it with resolve "rewind" (ferryctl rejoin --rewind) to cut them, archived '
-                "first, or rebuild the server"
+                'first, or with resolve "rebuild" to rebuild it from a donor, what its binlog tells of them archived '
+                "first"
             )
         name, settings = follower_conventions(snapshot, source, ctx.settings.operations.replication_connection_name)
         result.connection = name
-        step.detail = (
-            f"{server.info.label} has nothing {source.info.label} lacks in any domain; it will replicate from "
-            f"{source.info.label} over {name!r} (current_pos)"
-            if result.rewind is None
-            else f"{server.info.label} will be rewound to {result.rewind.to}, cutting "
-            + (
-                "; ".join(rewinding.words(d) for d in result.rewind.cut)
-                or "what only it has (its own dry run runs once it is read-only)"
+        if prepared is not None:
+            step.detail = (
+                f"{server.info.label} has transactions {source.info.label} never had — "
+                + "; ".join(_words(d) for d in only_here)
+                + " — archived by the control plane first; then "
+                + rejoin_rebuild.describe(prepared, server)
             )
-            + f" (archived first); then it will replicate from {source.info.label} over {name!r} (current_pos)"
-        )
+        else:
+            step.detail = (
+                f"{server.info.label} has nothing {source.info.label} lacks in any domain; it will replicate from "
+                f"{source.info.label} over {name!r} (current_pos)"
+                if result.rewind is None
+                else f"{server.info.label} will be rewound to {result.rewind.to}, cutting "
+                + (
+                    "; ".join(rewinding.words(d) for d in result.rewind.cut)
+                    or "what only it has (its own dry run runs once it is read-only)"
+                )
+                + f" (archived first); then it will replicate from {source.info.label} over {name!r} (current_pos)"
+            )
     if ctx.dry_run:
         return
     if hooks:
         await ctx.pre_hooks(
             old_master_registered_server_id=server.info.id, new_master_registered_server_id=source.info.id
         )
+    if prepared is not None:
+        await rejoin_rebuild.archive_and_rebuild(ctx, server, only_here, prepared, result)
+        return
     address = source.info.protocol_address
     assert address is not None
     driver = server.require_driver()

@@ -527,6 +527,8 @@ class OperationRunner:
         self.stale_proxies = StaleProxies()
         self.executors: dict[str, Executor] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        #: The contexts of the operations running here (a cancellation stops one through its `stop`).
+        self._contexts: dict[int, OperationContext[Any, Any]] = {}
         #: Called with (cluster_id, operation_id, final state) when an operation ends (drills use it).
         self.on_finish: list[Callable[[int, int, OperationState], Awaitable[None]]] = []
 
@@ -551,6 +553,16 @@ class OperationRunner:
         task = self._tasks.get(operation_id)
         if task is not None:
             await asyncio.shield(task)
+
+    def cancel(self, operation_id: int, requester: str) -> bool:
+        """Stops an operation running here as its other stops do (its guard compensates; the failure's kind is
+        `cancelled`); False when it does not run here (the process running it stops it at its next lease renewal,
+        from the request recorded on its row)."""
+        ctx = self._contexts.get(operation_id)
+        if ctx is None:
+            return False
+        ctx.stop(f"cancelled by {requester}", "cancelled")
+        return True
 
     @property
     def running(self) -> list[int]:
@@ -614,6 +626,7 @@ class OperationRunner:
             if not await OperationRepository(session).claim(operation.id, _now()):
                 return  # another process claimed it first
         self.publish(ctx.cluster_id, ctx.operation_id, ctx.type, OperationState.running, [])
+        self._contexts[operation_id] = ctx
         heartbeat = None if ctx.dry_run else asyncio.create_task(self._heartbeat(ctx))
         bound = asyncio.get_running_loop().call_later(
             self.settings.operations.timeout_s,
@@ -656,6 +669,7 @@ class OperationRunner:
             ctx.fail(e)
         finally:
             bound.cancel()
+            self._contexts.pop(operation_id, None)
             if heartbeat is not None:
                 heartbeat.cancel()
         if not ctx.dry_run:
@@ -690,6 +704,8 @@ class OperationRunner:
                     held = await ClusterRepository(session).renew_lease(
                         ctx.cluster_id, ctx.operation_id, until, ctx.fencing_token
                     )
+                    operation = await OperationRepository(session).get_any(ctx.operation_id)
+                    cancelled_by = None if operation is None else operation.cancel_requested_by
             except asyncio.CancelledError:
                 raise
             except Exception as e:
@@ -710,6 +726,9 @@ class OperationRunner:
                 return
             renewed = time.monotonic()
             ctx.lease_confirmed(asked, lease_s)
+            if cancelled_by is not None:
+                ctx.stop(f"cancelled by {cancelled_by}", "cancelled")
+                return
 
     async def _post_hooks(self, ctx: OperationContext[Any, Any], state: OperationState, error: str | None) -> None:
         try:

@@ -46,6 +46,8 @@ class ServerInfo:
     #: Whether operations may promote it, and its labels (what `candidate_labels` compares).
     promotion_rule: PromotionRule = PromotionRule.neutral
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: Why it is fenced (None: not fenced, or no reason recorded).
+    fence_reason: str | None = None
     #: An admin (or the allow-list) approved its address: only then is it contacted (services/approval.py).
     approved: bool = False
 
@@ -68,6 +70,7 @@ class ServerInfo:
             admin_address=server.admin_address,
             maintenance=server.maintenance,
             fenced=server.fenced,
+            fence_reason=server.fence_reason,
             last_binlog_pos=server.gtid_binlog_pos,
             last_seen_at=server.last_seen_at,
             replicas_may_be_ahead=server.replicas_may_be_ahead,

@@ -33,6 +33,7 @@ const EVERY_TYPE: Record<OperationType, true> = {
   parallel_apply: true,
   rejoin: true,
   consistency_check: true,
+  rebuild: true,
 };
 export const MARKED_TYPES = Object.keys(EVERY_TYPE) as OperationType[];
 

@@ -127,6 +127,7 @@ const FAILURE_KINDS: Record<Failure["kind"], string> = {
   shutdown: "The API instance running it shut down",
   interrupted: "Its API instance stopped; a reconcile settled its servers",
   internal: "An unexpected error",
+  cancelled: "Cancelled by an operator while it ran",
 };
 
 /** What an operator needs from a typed failure: what kind, and whether the servers were left changed (and how). */
