@@ -45,7 +45,13 @@ def test_the_reconciles_repairs_are_the_declared_ones() -> None:
     for kind in KINDS:
         assert repair_of(kind.name) is kind.repair
     assert repair_of("no_such_kind") is None
-    assert {k.name for k in KINDS if k.repair is not None} == {"switchover", "failover", "drill", "rebuild"}
+    assert {k.name for k in KINDS if k.repair is not None} == {
+        "switchover",
+        "failover",
+        "drill",
+        "rebuild",
+        "consistency_check",
+    }
 
 
 def test_the_apis_routes_and_enum_are_the_declared_ones() -> None:
