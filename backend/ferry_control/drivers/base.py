@@ -676,6 +676,9 @@ class ServerDriver(abc.ABC):
             kind=ErrorKind.unsupported,
         )
 
+    #: Whether `export_transactions` works for this kind (a rejoin's rebuild archives its SQL, else the listing).
+    exports_transactions: ClassVar[bool] = False
+
     async def export_transactions(self, after: str, through: str, first_file: str, bytes_max: int) -> bytes:
         """The binlog's transactions after the GTID position `after` up to `through` (inclusive) in the domains
         `through` names (`after` names no other; `D-S-0` there: all of domain D), read from the binlog file

@@ -68,6 +68,17 @@ class OperationRepository:
         )
         return list((await self.session.scalars(statement)).all())
 
+    async def cancel_requested(self, ids: Collection[int]) -> dict[int, str]:
+        """Of the operations `ids`, those still running whose cancellation was asked: id → who asked."""
+        if not ids:
+            return {}
+        statement = select(Operation.id, Operation.cancel_requested_by).where(
+            Operation.id.in_(list(ids)),
+            Operation.state == OperationState.running,
+            Operation.cancel_requested_by.is_not(None),
+        )
+        return {row.id: str(row.cancel_requested_by) for row in await self.session.execute(statement)}
+
     async def in_states(self, states: Collection[OperationState]) -> list[tuple[int, bool, datetime]]:
         """(id, dry_run, created_at) of every operation in one of `states`, by id (the reconciler's look)."""
         statement = select(Operation.id, Operation.dry_run, Operation.created_at).where(Operation.state.in_(states))

@@ -498,7 +498,16 @@ class RejoinRewind(Record):
     archive_id: int | None = Field(None, description="The archive kept by the control plane (GET …/archives/{id}).")
 
 
-class RejoinResult(OperationResult):
+class FollowedByCheck(Record):
+    """An operation after which Ferry checks the server it brought back against its source (follow_up.py)."""
+
+    consistency_check_operation_id: int | None = Field(
+        None, description="The consistency check Ferry started once it replicated again (an operation of its own)."
+    )
+    consistency_check_error: str | None = Field(None, description="Why that check could not be started.")
+
+
+class RejoinResult(OperationResult, FollowedByCheck):
     registered_server_id: int | None = None
     master_registered_server_id: int | None = None
     connection: str | None = None
@@ -507,10 +516,6 @@ class RejoinResult(OperationResult):
         "to rewind them)."
     )  # fmt: skip
     rewind: RejoinRewind | None = Field(None, description="With `resolve: rewind`: what was (would be) cut.")
-    consistency_check_operation_id: int | None = Field(
-        None, description="The consistency check Ferry started once it replicated again (an operation of its own)."
-    )
-    consistency_check_error: str | None = Field(None, description="Why that check could not be started.")
     rebuild: RebuildResult | None = Field(
         None, description="With `resolve: rebuild`: the rebuild (donor, position, progress while it copies)."
     )
@@ -572,7 +577,7 @@ class RebuildProgress(Record):
     paused_reason: str | None = Field(None, description="Why the copy is paused (the donor trails its source).")
 
 
-class RebuildResult(OperationResult):
+class RebuildResult(OperationResult, FollowedByCheck):
     registered_server_id: int | None = Field(None, description="The server rebuilt (the recipient).")
     donor_registered_server_id: int | None = Field(None, description="The server its data was copied from.")
     source_registered_server_id: int | None = Field(None, description="Who it replicates from afterwards.")

@@ -155,6 +155,36 @@ export function useConsistencyCheck(clusterId: number) {
   );
 }
 
+export type RebuildBody = Schemas["RebuildRequest"];
+export function useRebuild(clusterId: number) {
+  return useOperationMutation<RebuildBody>(clusterId, (id, { body, idempotencyKey }) =>
+    unwrap(
+      api.POST("/api/v1/clusters/{cluster_id}/operations/rebuild", {
+        params: { path: path(id), header: header(idempotencyKey) },
+        body,
+      }),
+    ),
+  );
+}
+
+/** POST …/operations/{id}/cancel: a running operation stops through its own compensation (a rebuild leaves its server
+ * stopped and marked). */
+export function useCancelOperation(clusterId: number) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: (operationId: number) =>
+      unwrap(
+        api.POST("/api/v1/clusters/{cluster_id}/operations/{operation_id}/cancel", {
+          params: { path: { cluster_id: clusterId, operation_id: operationId } },
+        }),
+      ),
+    onSuccess: (_data, operationId) => {
+      void queryClient.invalidateQueries({ queryKey: queryKeys.operation(clusterId, operationId) });
+      afterStart(queryClient, clusterId);
+    },
+  });
+}
+
 /** POST …/servers/{id}/unfence: a former master a failover fenced may be made writable again. */
 export function useUnfence(clusterId: number) {
   const queryClient = useQueryClient();

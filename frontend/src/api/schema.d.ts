@@ -5463,6 +5463,16 @@ export interface components {
         };
         /** RebuildResult */
         RebuildResult: {
+            /**
+             * Consistency Check Operation Id
+             * @description The consistency check Ferry started once it replicated again (an operation of its own).
+             */
+            consistency_check_operation_id?: number | null;
+            /**
+             * Consistency Check Error
+             * @description Why that check could not be started.
+             */
+            consistency_check_error?: string | null;
             undo?: components["schemas"]["UndoReport"] | null;
             /** @description Set when it did not succeed. */
             failure?: components["schemas"]["Failure"] | null;
@@ -5613,6 +5623,16 @@ export interface components {
         };
         /** RejoinResult */
         RejoinResult: {
+            /**
+             * Consistency Check Operation Id
+             * @description The consistency check Ferry started once it replicated again (an operation of its own).
+             */
+            consistency_check_operation_id?: number | null;
+            /**
+             * Consistency Check Error
+             * @description Why that check could not be started.
+             */
+            consistency_check_error?: string | null;
             undo?: components["schemas"]["UndoReport"] | null;
             /** @description Set when it did not succeed. */
             failure?: components["schemas"]["Failure"] | null;
@@ -5637,16 +5657,6 @@ export interface components {
             only_here?: components["schemas"]["OnlyHereDomain"][] | null;
             /** @description With `resolve: rewind`: what was (would be) cut. */
             rewind?: components["schemas"]["RejoinRewind"] | null;
-            /**
-             * Consistency Check Operation Id
-             * @description The consistency check Ferry started once it replicated again (an operation of its own).
-             */
-            consistency_check_operation_id?: number | null;
-            /**
-             * Consistency Check Error
-             * @description Why that check could not be started.
-             */
-            consistency_check_error?: string | null;
             /** @description With `resolve: rebuild`: the rebuild (donor, position, progress while it copies). */
             rebuild?: components["schemas"]["RebuildResult"] | null;
             /**

@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import ClassVar
 
 from ferry_control.core.gtid import by_domain, canonical
 from ferry_control.drivers.errors import DriverError, ErrorKind
@@ -44,6 +45,8 @@ def _option_text(value: str) -> str:
 
 class MariadbExport(MariadbServer):
     """The binlog transactions between two positions, as SQL."""
+
+    exports_transactions: ClassVar[bool] = True
 
     async def export_transactions(self, after: str, through: str, first_file: str, bytes_max: int) -> bytes:
         program = _program()

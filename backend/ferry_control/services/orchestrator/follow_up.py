@@ -22,14 +22,14 @@ from ferry_control.models import Operation, OperationState
 from ferry_control.repositories.operations import OperationRepository
 from ferry_control.repositories.servers import ServerRepository
 from ferry_control.schemas.operation import ConsistencyCheckParams, SwitchoverParams
-from ferry_control.schemas.operation_results import FailoverResult, RejoinResult
+from ferry_control.schemas.operation_results import FailoverResult, RebuildResult, RejoinResult
 from ferry_control.services.operations import OperationService
 from ferry_control.services.orchestrator.runner import OperationRunner
 
 log = logging.getLogger(__name__)
 
 #: The kinds after which the server they brought back is checked against its source, and their result models.
-RESULTS: dict[str, type[RejoinResult]] = {"rejoin": RejoinResult}
+RESULTS: dict[str, type[RejoinResult] | type[RebuildResult]] = {"rejoin": RejoinResult, "rebuild": RebuildResult}
 VERIFIED_AFTER = frozenset(RESULTS)
 
 

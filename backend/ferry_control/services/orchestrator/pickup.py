@@ -1,7 +1,8 @@
 """A worker's pickup of the operations web processes accept: each is announced as a `pending` operation event
 (relayed between processes) and launched here at once; a sweep every `operation_pickup_interval_s` launches any
-pending operation whose announcement was missed (the worker was restarting, the relay was down). Of several
-workers, the runner's claim lets exactly one run each."""
+pending operation whose announcement was missed (the worker was restarting, the relay was down), and stops the
+operations running here whose cancellation a web process recorded (so a cancel takes effect within that period, not
+at the next lease renewal). Of several workers, the runner's claim lets exactly one run each."""
 
 from __future__ import annotations
 
@@ -50,12 +51,16 @@ class OperationPickup:
             self._runner.launch(event.data.operation_id)
 
     async def sweep(self) -> int:
-        """Launches every pending operation not running here; returns how many were launched."""
+        """Launches every pending operation not running here, and stops those running here whose cancellation was
+        asked; returns how many were launched."""
         async with session_scope(self._sessionmaker) as session:
             pending = await OperationRepository(session).pending_ids()
+            cancels = await OperationRepository(session).cancel_requested(self._runner.running)
         fresh = [i for i in pending if i not in self._runner.running]
         for operation_id in fresh:
             self._runner.launch(operation_id)
+        for operation_id, requester in cancels.items():
+            self._runner.cancel(operation_id, requester)
         return len(fresh)
 
     async def _sweep_forever(self) -> None:

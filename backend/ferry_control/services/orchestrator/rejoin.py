@@ -32,6 +32,7 @@ from ferry_control.services.orchestrator import actions, rejoin_rebuild
 from ferry_control.services.orchestrator import rewind as rewinding
 from ferry_control.services.orchestrator.failures import refused
 from ferry_control.services.orchestrator.gtid import errant_gtids, parse_state, position
+from ferry_control.services.orchestrator.only_here_export import ExportRange, export_range
 from ferry_control.services.orchestrator.rebuild_mark import is_rebuild_mark
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
@@ -77,11 +78,15 @@ async def rejoin(
         source = choose_source(snapshot, server, params.master_registered_server_id)
         result.registered_server_id, result.master_registered_server_id = server.info.id, source.info.id
         kept: dict[int, str | None] = {}
-        only_here = await transactions_only_here(server, source, kept)
+        files: dict[int, str] = {}
+        only_here = await transactions_only_here(server, source, kept, files)
         result.only_here = only_here
         prepared = None
+        span: ExportRange | None = None
         if only_here and params.resolve == "rebuild":
             prepared = await rejoin_rebuild.prepare(ctx, snapshot, server, source, result)
+            if server.require_driver().exports_transactions:
+                span = export_range(server, only_here, kept, files)
         elif only_here and params.resolve == "rewind":
             to = rewinding.target(server, only_here, kept)
             result.rewind = await rewinding.preview(server, to, only_here, only_here_rule(server, source))
@@ -122,7 +127,7 @@ async def rejoin(
             old_master_registered_server_id=server.info.id, new_master_registered_server_id=source.info.id
         )
     if prepared is not None:
-        await rejoin_rebuild.archive_and_rebuild(ctx, server, only_here, prepared, result)
+        await rejoin_rebuild.archive_and_rebuild(ctx, server, only_here, prepared, result, span)
         return
     address = source.info.protocol_address
     assert address is not None
@@ -205,10 +210,15 @@ def follower_conventions(
 
 
 async def transactions_only_here(
-    server: ServerView, source: ServerView, kept: dict[int, str | None] | None = None
+    server: ServerView,
+    source: ServerView,
+    kept: dict[int, str | None] | None = None,
+    files: dict[int, str] | None = None,
 ) -> list[OnlyHereDomain]:
     """Per domain, the transactions `server` has and `source` does not (see the module). Into `kept`, per such domain
-    whose listing is whole: the newest GTID of `server`'s binlog the source also has (None: none listed)."""
+    whose listing is whole: the newest GTID of `server`'s binlog the source also has (None: none listed); into
+    `files`, per such domain, the binlog file holding that GTID (else its oldest transaction only here): where they
+    start."""
     assert server.status is not None and source.status is not None
     mine, theirs = server.status.positions, source.status.positions
     errant = errant_gtids(
@@ -229,11 +239,14 @@ async def transactions_only_here(
         reached_floor = False
         floor: str | None = None
         listing_ended = False
+        oldest_file: str | None = None
         try:
             before: int | None = None
             while count < EVENTS_READ_MAX:
                 page = await server.require_driver().recent_events(min(100, EVENTS_READ_MAX), domain, before)
                 for t in page.transactions:
+                    if t.file is not None:
+                        oldest_file = t.file
                     if is_only_here(t.domain, t.server_id, t.seq_no):
                         count += 1
                         if len(listed) < LISTED_MAX:
@@ -253,6 +266,8 @@ async def transactions_only_here(
             listed, count, reached_floor, listing_ended = [], 0, False, False
         if kept is not None and (reached_floor or listing_ended):
             kept[domain] = floor
+            if files is not None and oldest_file is not None:
+                files[domain] = oldest_file
         first = listed[-1].gtid if listed and reached_floor else None
         found.append(
             OnlyHereDomain(

@@ -8,6 +8,7 @@ import type { Schemas } from "../../api/client";
 import { useRejoin } from "../../api/mutations";
 import { useCluster } from "../../api/queries";
 import { RequireRole } from "../../auth/RequireRole";
+import { CopyProgressBar } from "../operations/CopyProgress";
 import { GuardedAction } from "../operations/GuardedAction";
 import type { Operation } from "../operations/operationFacts";
 
@@ -40,9 +41,9 @@ function RejoinButton(props: Props) {
 function RejoinForm({ clusterId, serverId, label, serverName }: Props) {
   const cluster = useCluster(clusterId);
   const mutation = useRejoin(clusterId);
-  const [rewind, setRewind] = useState(false);
+  const [resolve, setResolve] = useState<"rewind" | "rebuild" | null>(null);
   const body = (dryRun: boolean): Schemas["RejoinRequest"] =>
-    rewind ? { dry_run: dryRun, registered_server_id: serverId, resolve: "rewind" } : { dry_run: dryRun, registered_server_id: serverId };
+    resolve ? { dry_run: dryRun, registered_server_id: serverId, resolve } : { dry_run: dryRun, registered_server_id: serverId };
   return (
     <GuardedAction<Schemas["RejoinRequest"]>
       clusterId={clusterId}
@@ -50,23 +51,37 @@ function RejoinForm({ clusterId, serverId, label, serverName }: Props) {
       title={`Rejoin ${label} as a replica of the master`}
       verb="Rejoin"
       typedConfirmation
-      paramsKey={`${serverId}${rewind ? "-rewind" : ""}`}
+      paramsKey={`${serverId}-${resolve ?? "plain"}`}
       previewBody={() => body(true)}
       runBody={() => body(false)}
       start={(v) => mutation.mutateAsync(v)}
       serverName={serverName}
-      outcome={(op) => <RejoinOutcome operation={op} serverName={serverName} onRewind={() => setRewind(true)} />}
+      outcome={(op) => (
+        <RejoinOutcome operation={op} serverName={serverName} onRewind={() => setResolve("rewind")} onRebuild={() => setResolve("rebuild")} />
+      )}
+      live={(op) => {
+        const progress = op.type === "rejoin" ? op.result?.rebuild?.progress : null;
+        return progress ? <CopyProgressBar progress={progress} /> : null;
+      }}
     >
       <p role="note">
         Ferry compares {label}'s transactions with the master's in every domain. With nothing only {label} has, it
         replicates from the master again, stays read-only and is no longer fenced. Transactions only it has are never
         dropped: they are listed, and nothing is changed.
       </p>
-      {rewind ? (
+      {resolve === "rewind" ? (
         <p role="note">
           <label>
-            <input type="checkbox" checked onChange={() => setRewind(false)} /> Rewind: cut what only {label} has,
+            <input type="checkbox" checked onChange={() => setResolve(null)} /> Rewind: cut what only {label} has,
             archived first (the archive is kept by Ferry; operators and admins download it).
+          </label>
+        </p>
+      ) : null}
+      {resolve === "rebuild" ? (
+        <p role="note">
+          <label>
+            <input type="checkbox" checked onChange={() => setResolve(null)} /> Rebuild: archive what only {label} has
+            (kept by Ferry), then replace its data with a copy of a donor's.
           </label>
         </p>
       ) : null}
@@ -83,13 +98,16 @@ interface OutcomeProps {
   serverName: (id: number) => string;
   /** Offered when the preview lists transactions only it has: preview again with a rewind. */
   onRewind?: () => void;
+  /** Likewise, with a rebuild from a donor. */
+  onRebuild?: () => void;
 }
 
-export function RejoinOutcome({ operation, serverName, onRewind }: OutcomeProps) {
+export function RejoinOutcome({ operation, serverName, onRewind, onRebuild }: OutcomeProps) {
   const result = operation.type === "rejoin" ? (operation.result ?? {}) : {};
   const onlyHere = result.only_here ?? [];
   const source = result.master_registered_server_id != null ? serverName(result.master_registered_server_id) : "the master";
   if (result.rewind) return <RewindOutcome operation={operation} rewind={result.rewind} source={source} />;
+  if (result.rebuild) return <RebuildInRejoin operation={operation} source={source} serverName={serverName} />;
   if (onlyHere.length > 0) {
     return (
       <div aria-label="Transactions only this server has">
@@ -123,6 +141,11 @@ export function RejoinOutcome({ operation, serverName, onRewind }: OutcomeProps)
             Rewind (cut what only it has, archived first)
           </button>
         ) : null}
+        {onRebuild && operation.dry_run ? (
+          <button type="button" onClick={onRebuild}>
+            Rebuild from a donor (what only it has archived first)
+          </button>
+        ) : null}
       </div>
     );
   }
@@ -134,6 +157,34 @@ export function RejoinOutcome({ operation, serverName, onRewind }: OutcomeProps)
       <p>✓ It replicates from {source} again, read-only, no longer fenced.</p>
       <FollowingCheck result={result} />
     </>
+  );
+}
+
+/** A rejoin that rebuilt: the archive of what only it had, the donor, and the copy as it ended. */
+function RebuildInRejoin({ operation, source, serverName }: { operation: Operation; source: string; serverName: (id: number) => string }) {
+  const result = operation.type === "rejoin" ? operation.result : null;
+  const rebuild = result?.rebuild;
+  if (!result || !rebuild) return null;
+  const donor = rebuild.donor_registered_server_id != null ? serverName(rebuild.donor_registered_server_id) : "a donor";
+  const done = operation.state === "succeeded";
+  return (
+    <div aria-label="Rebuild">
+      {rebuild.progress ? <CopyProgressBar progress={rebuild.progress} /> : null}
+      {result.rebuild_archive_id != null ? (
+        <p>
+          What only it had is archive {result.rebuild_archive_id}: download it from{" "}
+          <span className="mono">{`GET /api/v1/clusters/${operation.cluster_id}/archives/${result.rebuild_archive_id}`}</span>.
+        </p>
+      ) : null}
+      {done && operation.dry_run ? <p>It can be rebuilt from {donor}, then replicate from {source}.</p> : null}
+      {done && !operation.dry_run ? (
+        <>
+          <p>✓ Rebuilt from {donor}; it replicates from {source} again, read-only, no longer fenced.</p>
+          <FollowingCheck result={result} />
+        </>
+      ) : null}
+      {!done && operation.error ? <p className="error">{operation.error}</p> : null}
+    </div>
   );
 }
 

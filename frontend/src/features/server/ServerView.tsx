@@ -21,6 +21,7 @@ import { auditTouches, domainPositions, operationTouches } from "./serverFacts";
 import { Consumers } from "./Consumers";
 import { ParallelApply } from "./ParallelApply";
 import { ConsistencyCheck } from "./ConsistencyCheck";
+import { Rebuild } from "./Rebuild";
 import { Rejoin } from "./Rejoin";
 import { resolveServerRef } from "./serverRef";
 import { ServerSettings } from "./ServerSettings";
@@ -271,6 +272,9 @@ function ServerPage({ clusterId, server }: { clusterId: number; server: Schemas[
           </p>
           {server.fenced || isStray(node) ? (
             <Rejoin clusterId={clusterId} serverId={serverId} label={server.label} serverName={(id) => names.get(id) ?? `server ${id}`} />
+          ) : null}
+          {node != null && node.role !== "master" ? (
+            <Rebuild clusterId={clusterId} serverId={serverId} label={server.label} serverName={(id) => names.get(id) ?? `server ${id}`} />
           ) : null}
           <h2>Replicates from</h2>
           <Connections edges={edges.filter((e) => e.replica_registered_server_id === serverId)} names={names} title="Replication connections" side="master" />
