@@ -29,7 +29,7 @@ use crate::vfs::fence::{Fence, FencedBackend};
 use crate::vfs::{self, Fs};
 
 mod clone;
-pub use clone::{CloneSource, CloneSummary};
+pub use clone::{CloneSource, CloneSummary, StagingBatch};
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("sys.meta");
 /// `(domain_id, sub_id) → (server_id, seq_no)`: the replica's applied state, one row per applied transaction,

@@ -61,6 +61,10 @@ pub struct Args {
     /// Clone recipient: row data per chunk asked of the donor (bytes; the donor keeps it within 1 KiB–1 MiB).
     #[arg(long, default_value_t = 256 << 10)]
     pub clone_chunk_bytes: u32,
+    /// Clone recipient: row data written to the staging store between its durable commits (bytes, at least 1;
+    /// each commit also records where a resume continues, so a crash loses at most this much of the copy).
+    #[arg(long, default_value_t = 32 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub clone_durable_bytes: u64,
     /// Change consumers streaming at once; one more is refused (TOO_MANY_CONNECTIONS).
     #[arg(long, default_value_t = 64)]
     pub consumers_max: usize,

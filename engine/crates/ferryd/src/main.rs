@@ -148,6 +148,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         streams,
         listener.local_addr()?.to_string(),
         args.clone_chunk_bytes,
+        args.clone_durable_bytes,
     )
     .context("loading the clone state")?;
     let donations = Arc::new(clone::donor::Donations::new(clone::donor::DonorLimits {

@@ -171,6 +171,36 @@ fn a_cancelled_clone_leaves_the_node_marked_and_a_resume_continues_the_same_snap
     assert_eq!(code, 200, "a completed clone clears the mark");
 }
 
+/// The recipient's staging store is durable every `--clone-durable-bytes` of rows: killed between two durable
+/// points, the node (restarted) shows the copy failed, and a resume continues from the last durable point — it
+/// keeps bytes, copies the rest, and ends equal to the donor.
+#[test]
+fn a_resume_after_a_crash_continues_from_the_last_durable_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_master, donor) = master_and_donor(dir.path());
+    let extra = ["--read-only", "--clone-chunk-bytes", "2048", "--clone-durable-bytes", "8192"];
+    let mut r = NodeProc::start(&dir.path().join("r"), 3, &extra);
+    post_ok(&r, "/v1/clone", json!({"donor": donor.listen, "throttle_mb_s": 0.02}));
+    r.eventually("the clone copied past two durable points", || view(&r), |v| v["bytes_done"].as_u64() > Some(20_000));
+    r.sigkill();
+    r.restart();
+    let shown = view(&r);
+    assert_eq!(shown["state"], "failed", "{shown}");
+    assert!(!r.status()["clone_incomplete"].is_null(), "the node stays marked: {shown}");
+    let resumed = post_ok(&r, "/v1/clone", json!({"donor": donor.listen, "resume": true}));
+    assert_eq!(resumed["state"], "copying");
+    let done = wait_state(&r, "done");
+    let kept = done["resumed_bytes"].as_u64().unwrap();
+    assert!(
+        kept >= 8192 && kept < done["bytes_total"].as_u64().unwrap(),
+        "the resume continued from a durable point past the first: {done}\n{}",
+        r.log()
+    );
+    assert_eq!(done["bytes_done"], done["bytes_total"]);
+    assert_eq!(tables(&r), tables(&donor));
+    assert_eq!(r.status()["clone_incomplete"], Json::Null);
+}
+
 #[test]
 fn a_resume_the_donor_no_longer_holds_starts_over_and_says_so() {
     let dir = tempfile::tempdir().unwrap();

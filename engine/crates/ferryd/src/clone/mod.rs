@@ -148,6 +148,8 @@ pub struct Cloning {
     own_listen: String,
     /// Row data per chunk asked of the donor (`--clone-chunk-bytes`).
     chunk_bytes: u32,
+    /// Row data staged between durable commits (`--clone-durable-bytes`).
+    durable_bytes: u64,
     inner: Mutex<Inner>,
 }
 
@@ -160,6 +162,7 @@ impl Cloning {
         streams: Streams,
         own_listen: String,
         chunk_bytes: u32,
+        durable_bytes: u64,
     ) -> anyhow::Result<Arc<Self>> {
         let record = record::read(&*node.config().fs, &node.config().data_dir).map_err(anyhow::Error::msg)?;
         let mut view = CloneView::idle();
@@ -182,6 +185,7 @@ impl Cloning {
             streams,
             own_listen,
             chunk_bytes,
+            durable_bytes,
             inner: Mutex::new(Inner {
                 view,
                 record,
@@ -327,6 +331,7 @@ impl Cloning {
             resume: start.resume,
             token: self.token.clone().expect("checked above"),
             chunk_bytes: self.chunk_bytes,
+            durable_bytes: self.durable_bytes,
         };
         let this = self.clone();
         inner.task = Some(tokio::spawn(async move {

@@ -1,7 +1,10 @@
 //! The recipient's clone task: connects to the donor as a replica does (the admin token), asks for the snapshot
 //! (resuming after what the staging store holds, when asked to), takes its chunks within the throttle, checks
-//! each chunk (CRC32C, order, encoding, the snapshot's announced size) and writes it into the staging store with
-//! the progress a resume starts from; at the end checks every table's rows and checksum against the donor's,
+//! each chunk (CRC32C, order, encoding, the snapshot's announced size) and hands it to the staging writer, a
+//! thread of its own behind a bounded channel (so checking the next chunks overlaps writing the last ones): it
+//! writes the chunks into the staging store with the progress a resume starts from, one durable commit every
+//! `--clone-durable-bytes` of rows and one when the copy ends however it ends (done, cancelled, failed), so a
+//! resume continues exactly where the copy stopped, or after a crash from the last durable commit; at the end checks every table's rows and checksum against the donor's,
 //! makes the staging store durable and installs it ([`ferry_core::node::Node::install_clone`]). Anything the
 //! donor sends that is not that stream fails the clone, naming what was wrong; the staging store is then never
 //! installed.
@@ -27,6 +30,8 @@ use crate::auth::AdminToken;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest silence of the donor while the recipient waits for its next frame.
 const SILENCE_MAX: Duration = Duration::from_secs(60);
+/// Checked chunks waiting for the staging writer.
+const WRITE_AHEAD: usize = 8;
 
 /// One clone to run.
 pub(super) struct Job {
@@ -35,6 +40,8 @@ pub(super) struct Job {
     pub resume: bool,
     pub token: AdminToken,
     pub chunk_bytes: u32,
+    /// Row data staged between durable commits.
+    pub durable_bytes: u64,
 }
 
 /// How a clone that did not complete ended.
@@ -109,67 +116,132 @@ pub(super) async fn run(cloning: &Arc<Cloning>, job: Job, mut control: watch::Re
     }
     cloning.begun(&position, bytes_total, bytes_done).map_err(|e| failed(format!("recording the position: {e}")))?;
     let expected: BTreeMap<String, CloneTable> = tables.into_iter().map(|t| (t.name.clone(), t)).collect();
-    let mut bucket = TokenBucket::new(control.borrow().rate, u64::from(job.chunk_bytes));
-    loop {
-        let frame = stream.next(&mut control).await.map_err(|e| match e {
-            Ended::Failed(why) => failed(format!("after {bytes_done} of {bytes_total} bytes: {why}")),
-            cancelled => cancelled,
-        })?;
-        let (table, data, crc32c) = match frame {
-            Response::CloneChunk { table, data, crc32c } => (table, data, crc32c),
-            Response::CloneEnd => break,
-            other => return Err(unexpected(&job, &other, "a chunk (CloneChunk) or the end (CloneEnd)")),
+    let (to_writer, chunks) = mpsc::channel(WRITE_AHEAD);
+    let store = staging.clone();
+    let durable_bytes = job.durable_bytes;
+    let writer = tokio::task::spawn_blocking(move || write_staged(&store, chunks, durable_bytes));
+    let copy = Copy { position: &position, bytes_total, bytes_done, after, expected: &expected };
+    let copied = copy.run(cloning, &job, &mut stream, &mut control, &to_writer).await;
+    drop(to_writer); // the writer commits what it holds and ends
+    let written = writer.await.map_err(|e| format!("{e}")).and_then(|w| w);
+    if let Err(why) = written {
+        return Err(failed(format!("writing the staging store: {why}")));
+    }
+    copied?;
+    verify_and_install(cloning, &job, staging, &expected, &parsed).await
+}
+
+/// A chunk checked and handed to the staging writer, with the progress it brings.
+struct Staged {
+    table: String,
+    rows: Vec<(String, Vec<u8>)>,
+    progress: Vec<u8>,
+}
+
+/// The staging writer: the chunks, in order, into `staging`, in durable commits of about `durable_bytes` of rows
+/// each (every commit records the progress of its last chunk), and a last one when the channel closes.
+fn write_staged(staging: &Store, mut chunks: mpsc::Receiver<Staged>, durable_bytes: u64) -> Result<(), String> {
+    let mut batch = None;
+    while let Some(chunk) = chunks.blocking_recv() {
+        let open = match &mut batch {
+            Some(open) => open,
+            None => batch.insert(staging.stage_batch().map_err(|e| e.to_string())?),
         };
-        if !expected.contains_key(&table) {
-            return Err(failed(format!("the donor sent a chunk of table {table:?}, which its snapshot does not list")));
+        open.stage_rows(&chunk.table, &chunk.rows, &chunk.progress).map_err(|e| e.to_string())?;
+        if open.bytes() >= durable_bytes {
+            batch.take().expect("open").commit().map_err(|e| e.to_string())?;
         }
-        let rows =
-            clone_chunk::decode(&table, &data, crc32c).map_err(|e| failed(format!("the donor {}: {e}", job.donor)))?;
-        let Some((first, _)) = rows.first() else {
-            return Err(failed(format!("the donor sent an empty chunk of table {table:?}")));
-        };
-        if let Some((t, k)) = &after {
-            if (t.as_str(), k.as_str()) >= (table.as_str(), first.as_str()) {
+    }
+    match batch {
+        Some(open) => open.commit().map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
+}
+
+/// The copy of the chunks after the stream's beginning.
+struct Copy<'a> {
+    position: &'a str,
+    bytes_total: u64,
+    bytes_done: u64,
+    after: Option<(String, String)>,
+    expected: &'a BTreeMap<String, CloneTable>,
+}
+
+impl Copy<'_> {
+    /// Takes, checks and hands every chunk to the staging writer until the donor's end.
+    async fn run(
+        self,
+        cloning: &Arc<Cloning>,
+        job: &Job,
+        stream: &mut Stream,
+        control: &mut watch::Receiver<Control>,
+        to_writer: &mpsc::Sender<Staged>,
+    ) -> Result<(), Ended> {
+        let (position, bytes_total, expected) = (self.position, self.bytes_total, self.expected);
+        let mut bytes_done = self.bytes_done;
+        let mut after = self.after;
+        let mut bucket = TokenBucket::new(control.borrow().rate, u64::from(job.chunk_bytes));
+        loop {
+            let frame = stream.next(control).await.map_err(|e| match e {
+                Ended::Failed(why) => failed(format!("after {bytes_done} of {bytes_total} bytes: {why}")),
+                cancelled => cancelled,
+            })?;
+            let (table, data, crc32c) = match frame {
+                Response::CloneChunk { table, data, crc32c } => (table, data, crc32c),
+                Response::CloneEnd => break,
+                other => return Err(unexpected(job, &other, "a chunk (CloneChunk) or the end (CloneEnd)")),
+            };
+            if !expected.contains_key(&table) {
                 return Err(failed(format!(
+                    "the donor sent a chunk of table {table:?}, which its snapshot does not list"
+                )));
+            }
+            let rows = clone_chunk::decode(&table, &data, crc32c)
+                .map_err(|e| failed(format!("the donor {}: {e}", job.donor)))?;
+            let Some((first, _)) = rows.first() else {
+                return Err(failed(format!("the donor sent an empty chunk of table {table:?}")));
+            };
+            if let Some((t, k)) = &after {
+                if (t.as_str(), k.as_str()) >= (table.as_str(), first.as_str()) {
+                    return Err(failed(format!(
                     "the donor's chunk of table {table:?} starts at key {first:?}, not after ({t:?}, {k:?}) already \
                      copied: the stream is out of order"
                 )));
+                }
             }
+            let bytes: u64 = rows.iter().map(|(k, r)| clone_chunk::row_chunk_bytes(k, r)).sum();
+            if bytes_done + bytes > bytes_total {
+                return Err(failed(format!(
+                    "the donor sent {} bytes, more than the {bytes_total} its snapshot announced",
+                    bytes_done + bytes
+                )));
+            }
+            wait_turn(cloning, &mut bucket, control, bytes).await?;
+            bytes_done += bytes;
+            let last = rows.last().expect("not empty").0.clone();
+            let progress = Progress {
+                clone_id: job.clone_id.clone(),
+                position: position.to_string(),
+                table: table.clone(),
+                key: last.clone(),
+                bytes_done,
+            };
+            let text = serde_json::to_vec(&progress).expect("progress serializes");
+            if to_writer.send(Staged { table, rows, progress: text }).await.is_err() {
+                return Err(failed("the staging writer stopped")); // its own error is the one reported
+            }
+            after = Some((progress.table, last));
+            cloning.progressed(bytes_done);
         }
-        let bytes: u64 = rows.iter().map(|(k, r)| clone_chunk::row_chunk_bytes(k, r)).sum();
-        if bytes_done + bytes > bytes_total {
+        if bytes_done != bytes_total {
             return Err(failed(format!(
-                "the donor sent {} bytes, more than the {bytes_total} its snapshot announced",
-                bytes_done + bytes
-            )));
-        }
-        wait_turn(cloning, &mut bucket, &mut control, bytes).await?;
-        bytes_done += bytes;
-        let last = rows.last().expect("not empty").0.clone();
-        let progress = Progress {
-            clone_id: job.clone_id.clone(),
-            position: position.clone(),
-            table: table.clone(),
-            key: last.clone(),
-            bytes_done,
-        };
-        let text = serde_json::to_vec(&progress).expect("progress serializes");
-        let store = staging.clone();
-        let written = tokio::task::spawn_blocking(move || store.stage_rows(&table, &rows, &text))
-            .await
-            .map_err(|e| failed(format!("writing the staging store: {e}")))?;
-        written.map_err(|e| failed(format!("writing the staging store: {e}")))?;
-        after = Some((progress.table, last));
-        cloning.progressed(bytes_done);
-    }
-    if bytes_done != bytes_total {
-        return Err(failed(format!(
             "the donor {} ended the clone after {bytes_done} of the {bytes_total} bytes it announced: the stream is \
              truncated",
             job.donor
         )));
+        }
+        Ok(())
     }
-    verify_and_install(cloning, &job, staging, &expected, &parsed).await
 }
 
 /// Every table's rows and checksum against the donor's, then the install.
