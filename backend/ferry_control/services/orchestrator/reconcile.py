@@ -42,6 +42,7 @@ from ferry_control.core.background import BackgroundTask
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.drivers.factory import DriverFactory
+from ferry_control.drivers.fencing import Acting, acting_for, scope_of
 from ferry_control.models import Operation, OperationState
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.drills import DrillRepository
@@ -191,7 +192,8 @@ class Reconciler:
         started = time.perf_counter()
         verdict: RepairVerdict = "unknown"
         try:
-            report, verdict = await self._repair(facts)
+            with acting_for(Acting(scope_of(facts.cluster_id), lambda: token)):
+                report, verdict = await self._repair(facts)
         except Exception as e:
             log.exception("reconciling operation %s failed", operation_id)
             report = ReconcileReport(problems=[f"reconciling failed: {type(e).__name__}: {e}"])

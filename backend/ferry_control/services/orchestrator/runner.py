@@ -49,6 +49,7 @@ from ferry_control.core.metrics import Metrics
 from ferry_control.core.testhooks import TestHooks
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
+from ferry_control.drivers.fencing import Acting, acting_for, scope_of
 from ferry_control.models import Cluster, OperationState
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.operations import OperationRepository
@@ -624,7 +625,11 @@ class OperationRunner:
         started = time.perf_counter()
         state, error = OperationState.succeeded, None
         cancelled = False
-        ctx._work = asyncio.create_task(self._guarded(ctx), name=f"ferry-operation-{operation_id}-work")
+        # Its changes carry its fencing token (read live: the heartbeat may take the lock again); a server that has
+        # seen a newer one refuses them, and stops the work as a lost lock does.
+        acting = Acting(scope_of(ctx.cluster_id), lambda: ctx.fencing_token, lambda why: ctx.stop(why, "lock_lost"))
+        with acting_for(acting):
+            ctx._work = asyncio.create_task(self._guarded(ctx), name=f"ferry-operation-{operation_id}-work")
         try:
             try:
                 await asyncio.shield(ctx._work)
