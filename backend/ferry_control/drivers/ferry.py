@@ -516,6 +516,13 @@ class FerryDriver(ServerDriver):
         except ValueError as e:
             raise ServerProtocolError(self.address, "bad_read_only", f"/v1/read-only with a wait: {e}") from e
 
+    async def raise_fence(self) -> bool:
+        acting = fencing.current()
+        if acting is None or acting.header() is None:
+            return False
+        await self._send("POST", "/v1/fence")  # the node records the header's token (or refuses it: `stale_fence`)
+        return True
+
     async def wait_for_position(self, position: str, timeout_s: float) -> WaitResult:
         # Not a change, but a long call: sent once, with the wait added to the read timeout.
         body = await self._send(

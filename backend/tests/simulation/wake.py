@@ -20,6 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from ferry_control.core.db import session_scope
+from ferry_control.drivers.fencing import Acting, scope_of
 from ferry_control.models import OperationState
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.services.orchestrator.runner import OperationRunner
@@ -72,6 +73,10 @@ class Fencing:
         await asyncio.sleep(lapse_s)
         self.taken_at = now()
         self._token = await take(self.other, self.ctx.operation_id)
+
+    def reconciling(self) -> Acting:
+        """On whose behalf the reconcile's repair changes the servers (its fencing token), as reconcile.py sets it."""
+        return Acting(scope_of(self.ctx.cluster_id), lambda: self._token)
 
     async def hand_back(self, detail: str) -> None:
         assert self.other is not None

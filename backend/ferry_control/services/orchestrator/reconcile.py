@@ -60,6 +60,7 @@ from ferry_control.services.orchestrator.catch_up_parallel import restore_unrest
 from ferry_control.services.orchestrator.failures import RepairVerdict, interrupted_failure
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.kinds import repair_of
+from ferry_control.services.orchestrator.raise_fences import raise_fences
 from ferry_control.services.orchestrator.repairs import RepairContext
 from ferry_control.services.orchestrator.runner import OperationRunner
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
@@ -249,7 +250,7 @@ class Reconciler:
         snapshot = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.collection.poll_timeout_s)
         found = describe(snapshot)
         done: list[str] = []
-        problems: list[str] = []
+        problems: list[str] = await raise_fences(snapshot)
         repair = repair_of(facts.type)
         verdict: RepairVerdict = "unknown"
         if repair is not None:

@@ -210,6 +210,12 @@ class OperationContext(Generic[P, R]):
             raise LeaseLost("lost the cluster's operation lock: its lease lapsed (not renewed in time)")
         self.lease_confirmed(checked, (lock.lease_expires_at - now).total_seconds())
 
+    def acting(self) -> Acting:
+        """On whose behalf its work's changes are sent: its cluster's scope and its fencing token, read when each is
+        sent (the heartbeat may take the lock again, with a new token); a server that has seen a newer token refuses
+        the change (drivers/fencing.py), and that stops the work as a lost lock does."""
+        return Acting(scope_of(self.cluster_id), lambda: self.fencing_token, lambda why: self.stop(why, "lock_lost"))
+
     def stop(self, reason: str, kind: FailureKind) -> None:
         """Stops the operation from outside (its guard then compensates); the first reason given is kept."""
         if self.stop_reason is None:
@@ -625,10 +631,7 @@ class OperationRunner:
         started = time.perf_counter()
         state, error = OperationState.succeeded, None
         cancelled = False
-        # Its changes carry its fencing token (read live: the heartbeat may take the lock again); a server that has
-        # seen a newer one refuses them, and stops the work as a lost lock does.
-        acting = Acting(scope_of(ctx.cluster_id), lambda: ctx.fencing_token, lambda why: ctx.stop(why, "lock_lost"))
-        with acting_for(acting):
+        with acting_for(ctx.acting()):
             ctx._work = asyncio.create_task(self._guarded(ctx), name=f"ferry-operation-{operation_id}-work")
         try:
             try:

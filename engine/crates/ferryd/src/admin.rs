@@ -115,6 +115,7 @@ fn router(state: AppState) -> Router {
         .route("/v1/consumers", get(consumers))
         .merge(replication::routes())
         .route("/v1/wait-for-position", post(wait_for_position))
+        .route("/v1/fence", post(fence::raise))
         .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn_with_state(state.fences.clone(), fence::require_fresh))
         .route_layer(middleware::from_fn_with_state(state.token.clone(), bearer::require_token));

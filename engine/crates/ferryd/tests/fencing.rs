@@ -66,3 +66,19 @@ fn a_malformed_header_is_refused_400_saying_why() {
     }
     assert_eq!(node.status()["read_only"], false);
 }
+
+#[test]
+fn raising_the_fence_records_the_token_and_changes_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(dir.path(), 1, &[]);
+    let (code, body) = node.post_with("/v1/fence", json!({}), &[(FENCE, "ferry/cp-1/cluster/2:4")]);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!((body["scope"].as_str(), body["token"].as_u64()), (Some("ferry/cp-1/cluster/2"), Some(4)));
+    assert_eq!(node.status()["read_only"], false);
+    let (code, body) = read_only(&node, true, Some("ferry/cp-1/cluster/2:3"));
+    assert_eq!((code, body["error"]["code"].as_str()), (409, Some("stale_fence")), "{body}");
+    let (code, body) = node.post_with("/v1/fence", json!({}), &[(FENCE, "ferry/cp-1/cluster/2:3")]);
+    assert_eq!((code, body["error"]["code"].as_str()), (409, Some("stale_fence")), "{body}");
+    let (code, body) = node.post_with("/v1/fence", json!({}), &[]);
+    assert_eq!((code, body["error"]["code"].as_str()), (400, Some("bad_request")), "{body}");
+}

@@ -117,6 +117,16 @@ pub(super) fn parse(headers: &HeaderMap) -> Result<Option<Fence>, ApiError> {
     Ok(Some(Fence { scope: scope.to_string(), token }))
 }
 
+/// `POST /v1/fence`: records the header's token (the middleware did, or refused a stale one) and changes nothing
+/// else — a new holder raises the fence on every node of its cluster before it repairs any, so that a change sent
+/// before by the holder it took over from is refused even on a node it has no change for.
+pub(super) async fn raise(headers: HeaderMap) -> Result<axum::Json<super::bodies::Fenced>, ApiError> {
+    match parse(&headers)? {
+        Some(Fence { scope, token }) => Ok(axum::Json(super::bodies::Fenced { scope, token })),
+        None => Err(ApiError::bad_request("POST /v1/fence needs an X-Ferry-Fence header ('<scope>:<token>')")),
+    }
+}
+
 /// Whether a request changes the node (and is fenced when it carries the header).
 fn changes(method: &Method, path: &str) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) && path != "/v1/wait-for-position"

@@ -125,6 +125,7 @@ pub fn document() -> Value {
     d.get::<bodies::Replicas>("GET /v1/replicas");
     d.get::<bodies::Consumers>("GET /v1/consumers");
     d.with_body::<WaitBody, bodies::Waited>("POST /v1/wait-for-position", false);
+    d.get::<bodies::Fenced>("POST /v1/fence");
     d.get::<bodies::Replication>("GET /v1/replication");
     d.get::<bodies::Removed>("DELETE /v1/replication/{name}");
     d.with_body::<ChangeMaster, bodies::MasterChanged>("POST /v1/replication/{name}/change-master", false);
