@@ -10,6 +10,11 @@ MariaDB's (drivers/mariadb/): `SET GLOBAL read_only=1` returns only once every c
 in-flight wait only reads the position (counting nothing); START SLAVE of a running connection and STOP SLAVE of a
 stopped one change nothing (a warning), RESET SLAVE ALL of a running one stops it first.
 
+ferryd's fencing tokens (docs/node-api.md "Fencing tokens"): a change carries the token of the operation or
+reconcile it is sent for (drivers/fencing.py, read when it is sent — before a pause), the server keeps the highest
+per scope (`Server.fences`) and refuses a lower one (`StaleFence`) before it takes effect; `raise_fence` records
+one. MariaDB's flavour keeps none.
+
 Every call goes through `_call`: half a round trip to the server, the fault decided for it (faults.py), the cluster
 moved to now, the effect, half a round trip back. A driver belongs to one API `Instance`: a crashed instance's calls
 never come back."""

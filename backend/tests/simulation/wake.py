@@ -10,7 +10,8 @@ records its end — or, the operation already reconciled, leaves the record as t
 
 `check`: the fencing invariant — every change to a server or proxy after the takeover by an instance that runs
 operations is by the one holding the lock then (the woken instance's call pending at its pause excepted: it was sent
-past every check, and the servers keep no token; known.py), and the operation's record is the reconcile's, never the
+past every check; ferryd servers refuse it — the driver keeps their fencing tokens, raised by the reconcile —, MariaDB
+servers and proxies keep no token and take it: known.py), and the operation's record is the reconcile's, never the
 woken instance's."""
 
 from __future__ import annotations
