@@ -318,9 +318,10 @@ async def replace_master(
                 if done:
                     leveled.append(done)
             step.detail = leveled
-    async with ctx.step("hold_delayed_replicas") as step:
-        step.detail = await hold_delayed(others)
-        step.skipped = not step.detail
+    if live is None:  # a master fenced alive gave the candidate all it has (`applied_from_fenced`): nothing to hold
+        async with ctx.step("hold_delayed_replicas") as step:
+            step.detail = await hold_delayed(others)
+            step.skipped = not step.detail
     async with ctx.step("promote_candidate") as step:
         driver = candidate.require_driver()
         # Only its connections to the lost master go (and a leveling's temporary ones): a multi-source candidate
