@@ -603,6 +603,14 @@ class ServerDriver(abc.ABC):
         """Returns the read-only flag now in force. With `confirm` false a driver may skip reading it back (one round
         trip less inside a move's window, where the next call reads it anyway) and return what it set."""
 
+    async def raise_fence(self) -> bool:
+        """Makes the server refuse, from now on, changes sent with an older fencing token of the cluster than the
+        one the caller acts with (drivers/fencing.py) — changing nothing else; False when there is nothing to raise:
+        the kind keeps no fencing token (MariaDB), or no operation's token is set. A new holder of a cluster raises
+        it on every server before repairing any, so a change its predecessor sent before is refused even where the
+        new holder has nothing to change."""
+        return False
+
     async def master_role(self) -> MasterRole:
         """This server's master-side settings (see `MasterRole`); the default is for kinds that have none."""
         return MasterRole()

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from ferry_control.core.config import Settings
 from ferry_control.core.gtid import position
 from ferry_control.core.untrusted_text import bounded
+from ferry_control.drivers import fencing
 from ferry_control.drivers import ferry_admin as admin
 from ferry_control.drivers.base import (
     SEMI_SYNC_FALLEN_BACK,
@@ -69,6 +70,8 @@ from ferry_control.drivers.node_http import AnswerTooLarge, NodeAnswer, NodeHttp
 
 #: The longest error code of a node's refusal kept (a node's codes are short names).
 CODE_MAX = 64
+#: The header a state-changing admin request carries the fencing token of the operation it is sent for in.
+FENCE_HEADER = "X-Ferry-Fence"
 #: The replication filters a ferryd connection has (change-master's lists of domain ids), by their names in
 #: `ConnectionSettings.filters`, the same as MariaDB's.
 DOMAIN_FILTERS = ("do_domain_ids", "ignore_domain_ids")
@@ -207,9 +210,14 @@ class FerryDriver(ServerDriver):
                 "no admin token for the nodes: set FERRY_NODE_TOKEN, FERRY_NODE_TOKEN_FILE or the cluster's node_token",
                 kind=ErrorKind.not_configured,
             )
+        headers = {"Authorization": f"Bearer {token}"}
+        acting = fencing.current()
+        fence = None if method == "GET" or acting is None else acting.header()
+        if fence is not None:  # the node refuses it once it has seen a newer token of the cluster (`stale_fence`)
+            headers[FENCE_HEADER] = fence
         try:
             return await self._http.request(
-                method, self._url(path), headers={"Authorization": f"Bearer {token}"}, json=json, params=params,
+                method, self._url(path), headers=headers, json=json, params=params,
                 connect_timeout_s=self._config.connect_timeout_s,
                 read_timeout_s=self._config.read_timeout_s + extra_timeout_s, bytes_max=bytes_max,
             )  # fmt: skip
@@ -228,6 +236,8 @@ class FerryDriver(ServerDriver):
             error = {"message": not_a_node_error}
         code = bounded(str(error.get("code", "unknown")), CODE_MAX)
         message = bounded(str(error.get("message", ""))) or no_message
+        if status == 409 and code == fencing.STALE_FENCE:
+            return fencing.stale(self.address, message)
         return refusal(self.address, refusal_kind(status), code, message)
 
     async def _send(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
@@ -505,6 +515,13 @@ class FerryDriver(ServerDriver):
             )
         except ValueError as e:
             raise ServerProtocolError(self.address, "bad_read_only", f"/v1/read-only with a wait: {e}") from e
+
+    async def raise_fence(self) -> bool:
+        acting = fencing.current()
+        if acting is None or acting.header() is None:
+            return False
+        await self._send("POST", "/v1/fence")  # the node records the header's token (or refuses it: `stale_fence`)
+        return True
 
     async def wait_for_position(self, position: str, timeout_s: float) -> WaitResult:
         # Not a change, but a long call: sent once, with the wait added to the read timeout.

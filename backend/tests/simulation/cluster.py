@@ -82,7 +82,8 @@ class Cluster:
         self.read_only_on: dict[int, list[float]] = {}
         #: Every change the control plane made to a server or a proxy, in order: when, by which API instance, to
         #: what, which call, and whether it was the call a paused instance had pending when it paused (sent once it
-        #: woke: past every check of the lock, which no fencing at the lock can stop — the servers keep no token).
+        #: woke: past every check of the lock, which no fencing at the lock can stop; only a server that keeps the
+        #: token refuses it — a ferryd's does, driver.py; MariaDB and proxies keep none).
         self.changes: list[Change] = []
         self.commit_latency_s = (0.0, 0.002)
         self._pending: list[tuple[float, Server, Commit]] = []

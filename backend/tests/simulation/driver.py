@@ -10,6 +10,11 @@ MariaDB's (drivers/mariadb/): `SET GLOBAL read_only=1` returns only once every c
 in-flight wait only reads the position (counting nothing); START SLAVE of a running connection and STOP SLAVE of a
 stopped one change nothing (a warning), RESET SLAVE ALL of a running one stops it first.
 
+ferryd's fencing tokens (docs/node-api.md "Fencing tokens"): a change carries the token of the operation or
+reconcile it is sent for (drivers/fencing.py, read when it is sent — before a pause), the server keeps the highest
+per scope (`Server.fences`) and refuses a lower one (`StaleFence`) before it takes effect; `raise_fence` records
+one. MariaDB's flavour keeps none.
+
 Every call goes through `_call`: half a round trip to the server, the fault decided for it (faults.py), the cluster
 moved to now, the effect, half a round trip back. A driver belongs to one API `Instance`: a crashed instance's calls
 never come back."""
@@ -21,6 +26,7 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from ferry_control.drivers import fencing
 from ferry_control.drivers.base import (
     BinlogTransaction,
     ChangeMaster,
@@ -52,6 +58,12 @@ from tests.simulation.servers import Connection, Server, parse_position, positio
 
 T = TypeVar("T")
 
+#: The changes ferryd fences (its admin API's; a canary's write goes through the protocol, as a client's).
+FENCED = (
+    "change_master", "start_replication", "stop_replication", "remove_replication", "set_read_only",
+    "wait_commits_landed", "raise_fence",
+)  # fmt: skip
+
 #: The calls that change a server (recorded in `Cluster.changes`, with the instance that made them).
 CHANGES = (
     "change_master", "start_replication", "stop_replication", "remove_replication", "set_read_only",
@@ -78,6 +90,9 @@ class SimDriver(ServerDriver):
 
     async def _call(self, name: str, effect: Callable[[], Awaitable[T]]) -> T:
         instance = self.instance
+        # ferryd's fencing (docs/node-api.md): the token is the one of when the call was sent, before any pause.
+        acting = None if self.mariadb or not name.startswith(FENCED) else fencing.current()
+        fence = None if acting is None else acting.header()
         if instance.crashed.is_set():
             await instance.frozen()
         fault = self.faults.decide(instance, f"server {self.server.name}", name, now())
@@ -92,6 +107,8 @@ class SimDriver(ServerDriver):
         if self.server.down:
             raise ServerUnreachable(self.address, "timeout", f"{name}: no answer (the server is down)")
         self.cluster.advance(now())
+        if fence is not None:
+            self._admit(fence)
         if name.startswith(CHANGES):  # it reached the server (even if the server refuses it, or it fails midway)
             in_flight = fault is Fault.crash_before and instance.woke_at is not None
             self.cluster.changes.append(Change(now(), instance.name, self.server.name, name, in_flight))
@@ -104,6 +121,15 @@ class SimDriver(ServerDriver):
         if fault is Fault.lost_after:
             raise ServerUnreachable(self.address, "timeout", f"{name}: no answer ({fault.value})")
         return result
+
+    def _admit(self, fence: str) -> None:
+        """ferryd's fencing: a change carrying a token lower than the highest this server has seen in its scope is
+        refused (`stale_fence`) and does nothing; a higher one is remembered (the node's `fences.json`)."""
+        scope, token_text = fence.rsplit(":", 1)
+        token, highest = int(token_text), self.server.fences.get(scope)
+        if highest is not None and token < highest:
+            raise fencing.stale(self.address, f"fencing token {token} of scope '{scope}' is stale: seen {highest}")
+        self.server.fences[scope] = token
 
     def _connection(self, name: str) -> Connection:
         found = self.server.connections.get(name)
@@ -234,6 +260,17 @@ class SimDriver(ServerDriver):
             del self.server.connections[connection]  # stopped first (ferryd's DELETE, MariaDB's driver after 1198)
 
         await self._call(f"remove_replication {connection!r}", do)
+
+    # -- fencing -----------------------------------------------------------------------------------------------
+
+    async def raise_fence(self) -> bool:
+        if self.mariadb or fencing.current() is None:
+            return False  # MariaDB keeps no fencing token
+
+        async def do() -> bool:
+            return True  # `_call` admitted (recorded) the token
+
+        return await self._call("raise_fence", do)
 
     # -- read-only and waits -------------------------------------------------------------------------------
 

@@ -24,11 +24,13 @@ import random
 from types import SimpleNamespace
 from typing import Any
 
+from ferry_control.drivers.fencing import acting_for
 from ferry_control.models import HealthState
 from ferry_control.schemas.operation import FailoverParams, lenient
 from ferry_control.schemas.operation_results import FailoverResult
 from ferry_control.services.orchestrator.failover import run_failover
 from ferry_control.services.orchestrator.monitor import FailoverMonitor
+from ferry_control.services.orchestrator.raise_fences import raise_fences
 from ferry_control.services.orchestrator.repairs import RepairContext, repair_failover
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
 from tests.simulation import failover_invariants, wake
@@ -72,7 +74,7 @@ async def _reconcile(
     CURRENT.set((instance, cluster, faults))
     snapshot = await ClusterSnapshot.take(cluster_row, servers, drivers, settings.collection.poll_timeout_s)  # type: ignore[arg-type]
     done: list[str] = []
-    problems: list[str] = []
+    problems: list[str] = await raise_fences(snapshot)  # as reconcile.py does
     verdict = await repair_failover(repair, snapshot, result, done, problems)
     words = "; ".join(done) + (" | could not: " + "; ".join(problems) if problems else "")
     kind = "incomplete" if problems or verdict == "unknown" else verdict
@@ -160,8 +162,9 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     if replica_crash_at is not None:
         loop.call_later(replica_crash_at, replica_crashes)
     CURRENT.set((api, cluster, faults))
-    work = asyncio.create_task(_operate(ctx, run_failover))
     fencing = wake.Fencing(api, ctx, *(cluster_row, rows))
+    with acting_for(ctx.acting()):  # its changes carry its fencing token, as runner.py sends them
+        work = asyncio.create_task(_operate(ctx, run_failover))
     runner.sessionmaker = fencing.database
     fencing.start(work)
     crashed_api = asyncio.create_task(api.crashed.wait())
@@ -175,7 +178,8 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
         report.crash = api.crash_point
         # The lease lapses (a paused holder's for real); clients go on writing.
         await fencing.take_over(rng.uniform(0.0, 0.5), wait_for_lease=woken is not None)
-        outcome, second = await _reconcile(shared, settings, cluster, topology, ctx, faults, rng)
+        with acting_for(fencing.reconciling()):
+            outcome, second = await _reconcile(shared, settings, cluster, topology, ctx, faults, rng)
         runners.append(second)
         await fencing.hand_back(outcome.detail)
         if woken is not None:

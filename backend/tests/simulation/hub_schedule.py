@@ -25,6 +25,7 @@ import random
 from types import SimpleNamespace
 from typing import Any
 
+from ferry_control.drivers.fencing import acting_for
 from ferry_control.models import LinkSource
 from ferry_control.schemas.operation import FailoverParams, SwitchoverParams
 from ferry_control.schemas.operation_results import FailoverResult, SwitchoverResult
@@ -98,7 +99,8 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
             params=params, result=FailoverResult(), dry_run=False, requester="simulation", fencing_token=1,
             instance=api, faults=faults, registered=(cluster_row, rows),
         )  # fmt: skip
-        work = asyncio.create_task(_operate(ctx, run_failover))
+        with acting_for(ctx.acting()):  # its changes carry its fencing token, as runner.py sends them
+            work = asyncio.create_task(_operate(ctx, run_failover))
     else:
         await asyncio.sleep(rng.uniform(0.0, 0.05))
         params = SwitchoverParams(candidate_registered_server_id=topology.candidate,
@@ -108,7 +110,8 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
             params=params, result=SwitchoverResult(), dry_run=False, requester="simulation", fencing_token=1,
             instance=api, faults=faults, registered=(cluster_row, rows),
         )  # fmt: skip
-        work = asyncio.create_task(_operate(ctx, run_switchover))
+        with acting_for(ctx.acting()):
+            work = asyncio.create_task(_operate(ctx, run_switchover))
     operating = [True]
     loop = asyncio.get_running_loop()
     #: Set once no crashed replica is still to come back.
@@ -152,7 +155,8 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
         # The lease lapses (a paused holder's for real); clients go on writing.
         await fencing.take_over(rng.uniform(0.0, 0.5), wait_for_lease=woken is not None)
         repair = failover_schedule._reconcile if failover else schedule._reconcile
-        outcome, _ = await repair(shared, settings, cluster, topology, ctx, faults, rng)  # type: ignore[arg-type]
+        with acting_for(fencing.reconciling()):
+            outcome, _ = await repair(shared, settings, cluster, topology, ctx, faults, rng)  # type: ignore[arg-type]
         # The switchover's reconcile reads a master switch's candidate; a hub's is the operation's.
         candidate = outcome.candidate or ctx.result.new_master_registered_server_id
         outcome = Outcome(outcome.kind, outcome.by, outcome.detail, candidate, False)

@@ -30,8 +30,10 @@ from pydantic import SecretStr
 from ferry_control.core.config import Settings
 from ferry_control.core.metrics import Metrics
 from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.fencing import acting_for
 from ferry_control.schemas.operation import SwitchoverParams, lenient
 from ferry_control.schemas.operation_results import SwitchoverResult
+from ferry_control.services.orchestrator.raise_fences import raise_fences
 from ferry_control.services.orchestrator.repairs import RepairContext, repair_switch
 from ferry_control.services.orchestrator.runner import Executor, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
@@ -167,7 +169,7 @@ async def _reconcile(
     CURRENT.set((instance, cluster, faults))
     snapshot = await ClusterSnapshot.take(cluster_row, servers, drivers, settings.collection.poll_timeout_s)  # type: ignore[arg-type]
     done: list[str] = []
-    problems: list[str] = []
+    problems: list[str] = await raise_fences(snapshot)  # as reconcile.py does
     await repair_switch(repair, snapshot, result, done, problems)
     words = "; ".join(done) + (" | could not: " + "; ".join(problems) if problems else "")
     candidate = result.switch.new_master_registered_server_id if result.switch else None
@@ -215,7 +217,8 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
     runner.sessionmaker = fencing.database
     await asyncio.sleep(rng.uniform(0.0, 0.05))
     CURRENT.set((api, cluster, faults))
-    work = asyncio.create_task(_operate(ctx))
+    with acting_for(ctx.acting()):  # its changes carry its fencing token, as runner.py sends them
+        work = asyncio.create_task(_operate(ctx))
     fencing.start(work)
     crashed = asyncio.create_task(api.crashed.wait())
     await asyncio.wait({work, crashed}, return_when=asyncio.FIRST_COMPLETED)
@@ -230,7 +233,8 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
         # The lease lapses (a paused holder's for real); clients go on writing.
         await fencing.take_over(rng.uniform(0.0, 0.5), wait_for_lease=woken is not None)
         stop_state["at"] = now()
-        outcome, second = await _reconcile(shared, settings, cluster, topology, ctx, faults, rng)
+        with acting_for(fencing.reconciling()):
+            outcome, second = await _reconcile(shared, settings, cluster, topology, ctx, faults, rng)
         outcome = Outcome(outcome.kind, outcome.by, outcome.detail, outcome.candidate, writable_at_crash)
         runners.append(second)
         await fencing.hand_back(outcome.detail)

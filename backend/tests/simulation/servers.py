@@ -93,6 +93,8 @@ class Server:
         #: `main` (the cluster whose master moves) or `other` (a root only a multi-source replica follows).
         self.group = group
         self.read_only = True
+        #: ferryd's fencing tokens: the highest seen per scope (kept on disk: a restart keeps them).
+        self.fences: dict[str, int] = {}
         self.binlog: list[Entry] = []
         self.index: dict[Gtid, int] = {}
         self.last_in_domain: dict[int, Gtid] = {}

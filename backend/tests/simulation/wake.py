@@ -10,7 +10,8 @@ records its end — or, the operation already reconciled, leaves the record as t
 
 `check`: the fencing invariant — every change to a server or proxy after the takeover by an instance that runs
 operations is by the one holding the lock then (the woken instance's call pending at its pause excepted: it was sent
-past every check, and the servers keep no token; known.py), and the operation's record is the reconcile's, never the
+past every check; ferryd servers refuse it — the driver keeps their fencing tokens, raised by the reconcile —, MariaDB
+servers and proxies keep no token and take it: known.py), and the operation's record is the reconcile's, never the
 woken instance's."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from ferry_control.core.db import session_scope
+from ferry_control.drivers.fencing import Acting, scope_of
 from ferry_control.models import OperationState
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.services.orchestrator.runner import OperationRunner
@@ -72,6 +74,10 @@ class Fencing:
         await asyncio.sleep(lapse_s)
         self.taken_at = now()
         self._token = await take(self.other, self.ctx.operation_id)
+
+    def reconciling(self) -> Acting:
+        """On whose behalf the reconcile's repair changes the servers (its fencing token), as reconcile.py sets it."""
+        return Acting(scope_of(self.ctx.cluster_id), lambda: self._token)
 
     async def hand_back(self, detail: str) -> None:
         assert self.other is not None

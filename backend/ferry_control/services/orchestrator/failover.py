@@ -7,8 +7,9 @@ non-candidate among them) and name the change consumers of the servers it moves 
 (plan_consumers.py: a dead master's cannot be listed, and the plan says so), pre-hooks, fence the old master first if
 it answers at all (read-only, sessions bypassing it ended), promote the candidate, repoint the others, fence the old
 master for good (read-only whenever it answers again, never repointed automatically), report the GTIDs that may be
-lost, verify, and suspend automatic failover until an operator acknowledges. A delayed replica is repointed with its
-delay and its position (it re-reads from the new master what it had not applied). When the promoted server is
+lost, verify, and suspend automatic failover until an operator acknowledges. A delayed replica is held before the
+promotion (`hold_delayed`: it applies nothing more the candidate may lack) and repointed with its delay and its
+position (it re-reads from the new master what it had not applied). When the promoted server is
 `prefer_not` and a better candidate exists, the result names it (`role_moves_to_registered_server_id`) and a
 switchover to it follows once the failover has ended (`follow_up`). A failover drill replaces a master that still
 answers (`replace_master` with `live`: fenced alive, as orchestrator's force-master-failover; the candidate applies
@@ -317,6 +318,10 @@ async def replace_master(
                 if done:
                     leveled.append(done)
             step.detail = leveled
+    if live is None:  # a master fenced alive gave the candidate all it has (`applied_from_fenced`): nothing to hold
+        async with ctx.step("hold_delayed_replicas") as step:
+            step.detail = await hold_delayed(others)
+            step.skipped = not step.detail
     async with ctx.step("promote_candidate") as step:
         driver = candidate.require_driver()
         # Only its connections to the lost master go (and a leveling's temporary ones): a multi-source candidate
@@ -375,6 +380,30 @@ async def replace_master(
                             old_master=None, delayed={o.replica.info.id for o in others if delay_of(o)},
                             unreachable=behind, left_with_unreachable=chained, plan=plan,
                             observed=observed)  # fmt: skip
+
+
+async def hold_delayed(others: Sequence[Link]) -> list[str]:
+    """Stops the delayed replicas' connections to the lost master before the candidate is promoted: what such a replica
+    received but has not applied yet (its relay log) may hold writes of the lost master the candidate lacks — it is
+    never waited for nor leveled from —, and applied once its delay ran out it would be errant on that replica and
+    lost on the new master. Held, it applies nothing more; its repoint (live, or a reconcile's completion however
+    late) takes it on from what it applied, with its delay (`follow_new_master`). A failover undone before the
+    promotion starts them again (`undo_failover`). Returns what was held, in words; a replica that does not answer
+    is not held (it is named when it is repointed)."""
+    held = []
+    for link in others:
+        if not delay_of(link) or not link.connection.running or link.replica.driver is None:
+            continue
+        try:
+            await link.replica.driver.stop_replication(link.connection.name)
+        except DriverError as e:
+            held.append(
+                f"{link.replica.info.label}: connection {link.connection.name!r} not held: {e.code}: {e.message}"
+            )
+            continue
+        held.append(f"{link.replica.info.label}: delayed connection {link.connection.name!r} stopped (its relay log "
+                    "unapplied) until it follows the new master")  # fmt: skip
+    return held
 
 
 def other_masters_domains(snapshot: ClusterSnapshot, master: ServerView, links: Sequence[Link]) -> set[int]:
@@ -468,7 +497,27 @@ async def undo_failover(ctx: MoveContext, plan: FailoverMove, observed: Observed
         again = [c.name for c in _to_lost(current, lost) if not c.running]
     for name in again:
         await _start_again(candidate, name, "", done, problems)
+    await _release_delayed(observed, plan, done, problems)
     return Settled(done, problems)
+
+
+async def _release_delayed(observed: Observed, plan: FailoverMove, done: list[str], problems: list[str]) -> None:
+    """Starts again the delayed replicas' connections to the lost master that `hold_delayed` stopped (stopped
+    without an error: a hold's) — the failover is undone, nothing replaces their master."""
+    lost = _address_of(observed, plan.old_master_server_id)
+    for view in observed.values():
+        if view.info.id in (plan.new_master_server_id, plan.old_master_server_id) or view.driver is None:
+            continue
+        if view.status is None or not any(c.delay_s for c in view.status.connections):
+            continue
+        try:
+            current = await view.driver.replica_connections()
+        except DriverError as e:
+            problems.append(f"{view.info.label}: {e}")
+            continue
+        for c in _to_lost(current, lost):
+            if c.delay_s and not c.running and c.last_error is None and lost is not None:
+                await _start_again(view, c.name, " (held by the failover)", done, problems)
 
 
 async def complete_failover(ctx: MoveContext, plan: FailoverMove, observed: Observed) -> Settled:

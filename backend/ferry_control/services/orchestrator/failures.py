@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ferry_control.drivers.errors import DriverError
+from ferry_control.drivers.fencing import StaleFence
 from ferry_control.schemas.operation_results import Failure, FailureKind
 
 
@@ -75,6 +76,8 @@ def failure_of(error: BaseException, stopped: FailureKind | None, outcome: UndoO
         kind = stopped or "shutdown"
     elif isinstance(error, OperationFailed):
         kind = error.kind
+    elif isinstance(error, StaleFence):
+        kind = "lock_lost"  # a server has seen a newer fencing token of the cluster: another holder took it
     elif isinstance(error, DriverError):
         kind = "server_error"
     else:

@@ -42,6 +42,7 @@ from ferry_control.core.background import BackgroundTask
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.drivers.factory import DriverFactory
+from ferry_control.drivers.fencing import Acting, acting_for, scope_of
 from ferry_control.models import Operation, OperationState
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.drills import DrillRepository
@@ -59,6 +60,7 @@ from ferry_control.services.orchestrator.catch_up_parallel import restore_unrest
 from ferry_control.services.orchestrator.failures import RepairVerdict, interrupted_failure
 from ferry_control.services.orchestrator.hooks import call_webhooks
 from ferry_control.services.orchestrator.kinds import repair_of
+from ferry_control.services.orchestrator.raise_fences import raise_fences
 from ferry_control.services.orchestrator.repairs import RepairContext
 from ferry_control.services.orchestrator.runner import OperationRunner
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot
@@ -191,7 +193,8 @@ class Reconciler:
         started = time.perf_counter()
         verdict: RepairVerdict = "unknown"
         try:
-            report, verdict = await self._repair(facts)
+            with acting_for(Acting(scope_of(facts.cluster_id), lambda: token)):
+                report, verdict = await self._repair(facts)
         except Exception as e:
             log.exception("reconciling operation %s failed", operation_id)
             report = ReconcileReport(problems=[f"reconciling failed: {type(e).__name__}: {e}"])
@@ -247,7 +250,7 @@ class Reconciler:
         snapshot = await ClusterSnapshot.take(cluster, servers, self._drivers, self._settings.collection.poll_timeout_s)
         found = describe(snapshot)
         done: list[str] = []
-        problems: list[str] = []
+        problems: list[str] = await raise_fences(snapshot)
         repair = repair_of(facts.type)
         verdict: RepairVerdict = "unknown"
         if repair is not None:

@@ -49,6 +49,7 @@ from ferry_control.core.metrics import Metrics
 from ferry_control.core.testhooks import TestHooks
 from ferry_control.drivers.errors import DriverError
 from ferry_control.drivers.factory import DriverFactory
+from ferry_control.drivers.fencing import Acting, acting_for, scope_of
 from ferry_control.models import Cluster, OperationState
 from ferry_control.repositories.clusters import ClusterRepository
 from ferry_control.repositories.operations import OperationRepository
@@ -208,6 +209,12 @@ class OperationContext(Generic[P, R]):
         if lock.lease_expires_at is None or lock.lease_expires_at <= now:
             raise LeaseLost("lost the cluster's operation lock: its lease lapsed (not renewed in time)")
         self.lease_confirmed(checked, (lock.lease_expires_at - now).total_seconds())
+
+    def acting(self) -> Acting:
+        """On whose behalf its work's changes are sent: its cluster's scope and its fencing token, read when each is
+        sent (the heartbeat may take the lock again, with a new token); a server that has seen a newer token refuses
+        the change (drivers/fencing.py), and that stops the work as a lost lock does."""
+        return Acting(scope_of(self.cluster_id), lambda: self.fencing_token, lambda why: self.stop(why, "lock_lost"))
 
     def stop(self, reason: str, kind: FailureKind) -> None:
         """Stops the operation from outside (its guard then compensates); the first reason given is kept."""
@@ -637,7 +644,8 @@ class OperationRunner:
         started = time.perf_counter()
         state, error = OperationState.succeeded, None
         cancelled = False
-        ctx._work = asyncio.create_task(self._guarded(ctx), name=f"ferry-operation-{operation_id}-work")
+        with acting_for(ctx.acting()):
+            ctx._work = asyncio.create_task(self._guarded(ctx), name=f"ferry-operation-{operation_id}-work")
         try:
             try:
                 await asyncio.shield(ctx._work)

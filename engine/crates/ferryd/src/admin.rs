@@ -12,6 +12,8 @@
 //! - `binlog`: RESET MASTER, DELETE_DOMAIN_ID and SHOW BINLOG EVENTS IN a file.
 //! - `checksums`: table checksums, one computation at a time.
 //! - `clone`: rebuilding this node from a donor's snapshot (start, progress, throttle and pause, cancel).
+//! - `fence`: fencing tokens (`X-Ferry-Fence`): a state-changing request carrying a token lower than one this node
+//!   has seen in its scope is refused 409 `stale_fence` (after authentication, before its handler).
 //! - `connections`: the accept loop (connection caps, before and after authentication; idle and authentication
 //!   timeouts).
 //! - `replication`: every `/v1/replication` route.
@@ -39,6 +41,7 @@ mod bodies;
 mod checksums;
 mod clone;
 mod connections;
+pub mod fence;
 mod replication;
 mod rewind;
 #[cfg(test)]
@@ -73,6 +76,8 @@ pub struct AppState {
     pub checksums: ChecksumGate,
     /// This node's clone (as a recipient).
     pub cloning: Arc<crate::clone::Cloning>,
+    /// The highest fencing token seen per scope (`fence`).
+    pub fences: Arc<fence::Fences>,
 }
 
 impl AppState {
@@ -110,7 +115,9 @@ fn router(state: AppState) -> Router {
         .route("/v1/consumers", get(consumers))
         .merge(replication::routes())
         .route("/v1/wait-for-position", post(wait_for_position))
+        .route("/v1/fence", post(fence::raise))
         .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(state.fences.clone(), fence::require_fresh))
         .route_layer(middleware::from_fn_with_state(state.token.clone(), bearer::require_token));
     Router::new()
         .route("/v1/health", get(health))

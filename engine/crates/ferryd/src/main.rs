@@ -180,6 +180,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         expiry,
         checksums: admin::ChecksumGate::default(),
         cloning,
+        fences: Arc::new(
+            admin::fence::Fences::load(node.config().fs.clone(), &node.config().data_dir)
+                .map_err(anyhow::Error::msg)
+                .context("loading the fencing tokens (fences.json)")?,
+        ),
     };
     let admin = tokio::spawn(admin::serve(admin_listener, state, admin_limits, stop_rx));
 

@@ -35,6 +35,13 @@ pub struct Health {
     pub ok: bool,
 }
 
+/// `POST /v1/fence`: the fencing token now the highest this node keeps in its scope.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Fenced {
+    pub scope: String,
+    pub token: u64,
+}
+
 /// `GET /v1/status`: the node's own status with its replication connections, connected replicas, change
 /// consumers, binlog expiry and advertised addresses.
 #[derive(Debug, Serialize, JsonSchema)]

@@ -83,9 +83,24 @@ impl Document {
             "api_version": 1,
             "routes": self.routes,
             "error": error,
+            "headers": headers(),
             "$defs": definitions,
         })
     }
+}
+
+/// The request headers the routes read besides `Authorization` (`fence`).
+fn headers() -> Value {
+    json!({
+        "X-Ferry-Fence": {
+            "description": "The fencing token of the operation on whose behalf a state-changing request (any method \
+                but GET, POST /v1/wait-for-position excepted) is sent. The node keeps the highest token seen per \
+                scope, durably, and refuses a lower one with 409 `stale_fence`; a malformed value is 400 \
+                `bad_request`. Optional: a request without it is not fenced.",
+            "schema": {"type": "string", "pattern": "^[A-Za-z0-9._/:-]{1,128}:[0-9]{1,20}$"},
+            "refusal": {"status": 409, "code": "stale_fence"},
+        }
+    })
 }
 
 /// The admin API's schema document.
@@ -110,6 +125,7 @@ pub fn document() -> Value {
     d.get::<bodies::Replicas>("GET /v1/replicas");
     d.get::<bodies::Consumers>("GET /v1/consumers");
     d.with_body::<WaitBody, bodies::Waited>("POST /v1/wait-for-position", false);
+    d.get::<bodies::Fenced>("POST /v1/fence");
     d.get::<bodies::Replication>("GET /v1/replication");
     d.get::<bodies::Removed>("DELETE /v1/replication/{name}");
     d.with_body::<ChangeMaster, bodies::MasterChanged>("POST /v1/replication/{name}/change-master", false);

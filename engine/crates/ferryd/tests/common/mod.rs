@@ -237,6 +237,20 @@ impl NodeProc {
         })
     }
 
+    /// POST with the admin token and extra headers; returns the status code and the JSON body.
+    #[allow(dead_code)]
+    pub fn post_with(&self, path: &str, body: serde_json::Value, headers: &[(&str, &str)]) -> (u16, serde_json::Value) {
+        off_runtime(|| {
+            let mut req = http().post(self.url(path)).json(&body).bearer_auth(TOKEN);
+            for (name, value) in headers {
+                req = req.header(*name, *value);
+            }
+            let resp = req.send().unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.json().unwrap_or(serde_json::Value::Null))
+        })
+    }
+
     /// PATCH with the admin token; returns the status code and the JSON body.
     pub fn patch(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
         off_runtime(|| {
