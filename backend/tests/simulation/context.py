@@ -70,6 +70,7 @@ def registered(cluster_id: int, servers: Any) -> tuple[SimpleNamespace, list[Sim
             admin_address=s.admin_address,
             maintenance=False,
             fenced=False,
+            fence_reason=None,
             approved=True,
             gtid_binlog_pos=None,
             last_seen_at=None,

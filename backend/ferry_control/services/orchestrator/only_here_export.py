@@ -36,7 +36,7 @@ def export_range(
         raise refused(
             f"nothing was changed: {server.info.label}'s binlog listing does not reach, in domain(s) "
             f"{', '.join(map(str, unknown))}, a transaction the source also has: what only it has cannot be exported "
-            "here — export it by hand (mariadb-binlog) before rebuilding the server"
+            "here — export it by hand from its binlog before rebuilding the server"
         )
     newest = {g.domain: g for g in position(server.status.positions.binlog)}
     after, through = [], []

@@ -17,6 +17,8 @@ interface Props {
   serverId: number;
   label: string;
   serverName: (id: number) => string;
+  /** Told when the operator opens the dialog (the page keeps it while the rejoin makes the server a replica). */
+  onOpen?: () => void;
 }
 
 /** Shown to operators and admins only; viewers see the fence and no control. */
@@ -32,7 +34,14 @@ function RejoinButton(props: Props) {
   const [open, setOpen] = useState(false);
   if (open) return <RejoinForm {...props} />;
   return (
-    <button type="button" className="danger" onClick={() => setOpen(true)}>
+    <button
+      type="button"
+      className="danger"
+      onClick={() => {
+        setOpen(true);
+        props.onOpen?.();
+      }}
+    >
       Rejoin as a replica…
     </button>
   );

@@ -6,7 +6,7 @@
 // errant transactions) and its errant transactions per domain; its positions per domain; and the recent operations and audit
 // rows that concern it. Every table scrolls within its box, so a phone's width holds. Its path names it by the
 // server_id it reports (serverRef.ts).
-import type { ReactNode } from "react";
+import { useState, type ReactNode } from "react";
 import { Link } from "react-router-dom";
 import type { Schemas } from "../../api/client";
 import { useAudit, useOperations, useServers, useTopology } from "../../api/queries";
@@ -254,6 +254,8 @@ function ServerPage({ clusterId, server }: { clusterId: number; server: Schemas[
   const node = topology.data?.nodes.find((n) => n.registered_server_id === serverId);
   const names = new Map(topology.data?.nodes.map((n) => [n.registered_server_id, n.label]) ?? []);
   const edges = topology.data?.edges ?? [];
+  // Once opened, the rejoin dialog stays while its run makes the server a replica (no longer fenced nor stray).
+  const [rejoinOpened, setRejoinOpened] = useState(false);
   return (
     <>
       {server ? (
@@ -270,8 +272,14 @@ function ServerPage({ clusterId, server }: { clusterId: number; server: Schemas[
           <p>
             Fence: {server.fenced ? <Badge tone="bad" symbol="⛔">{`fenced: ${server.fence_reason ?? "by a failover"}`}</Badge> : "no"}
           </p>
-          {server.fenced || isStray(node) ? (
-            <Rejoin clusterId={clusterId} serverId={serverId} label={server.label} serverName={(id) => names.get(id) ?? `server ${id}`} />
+          {server.fenced || isStray(node) || rejoinOpened ? (
+            <Rejoin
+              clusterId={clusterId}
+              serverId={serverId}
+              label={server.label}
+              serverName={(id) => names.get(id) ?? `server ${id}`}
+              onOpen={() => setRejoinOpened(true)}
+            />
           ) : null}
           {node != null && node.role !== "master" ? (
             <Rebuild clusterId={clusterId} serverId={serverId} label={server.label} serverName={(id) => names.get(id) ?? `server ${id}`} />
