@@ -41,7 +41,10 @@ class LockStore:
             cluster_id=cluster_id, operation_id=operation_id, fencing_token=1, acquired_at=virtual_now(),
             lease_expires_at=virtual_now() + timedelta(seconds=lease_s),
         )  # fmt: skip
-        store = cls(lock, {operation_id: SimpleNamespace(id=operation_id, state="running", error=None, cancel_requested_by=None)})
+        store = cls(
+            lock,
+            {operation_id: SimpleNamespace(id=operation_id, state="running", error=None, cancel_requested_by=None)},
+        )
         store.history.append((now(), 1, operation_id))
         store.owners[1] = instance
         return store
