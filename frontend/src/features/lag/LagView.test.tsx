@@ -189,7 +189,7 @@ describe("LagView's legend, filters and marks", () => {
     expect(asked.query.get("dry_run")).toBe("false");
     // Every operation type, in one request the API takes (it refused more than 8 types, so nothing was marked).
     expect(asked.query.getAll("type")).toEqual(MARKED_TYPES);
-    expect(asked.query.getAll("type")).toHaveLength(12);
+    expect(asked.query.getAll("type")).toHaveLength(13);
   });
 
   it("says so when the operations cannot be read, and still draws the lag", async () => {
