@@ -133,3 +133,41 @@ async def test_a_worker_collects_and_runs_what_the_web_process_accepts(
         assert 'ferry_control_operation_seconds_count{state="succeeded",type="switchover"} 1.0' in metrics, metrics
         worker.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(worker.wait, WAIT_S) == 0
+
+
+async def test_a_cancel_asked_of_the_web_process_stops_the_workers_operation_at_its_next_sweep(
+    live_app: LiveFactory, ferryd_factory: Callable[..., FerrydCluster], live_database_url: str, tmp_path: Path
+) -> None:
+    """A rebuild the worker runs, throttled to 20 bytes/s (its copy waits its turn for minutes), cancelled through the
+    web process: the worker's lease is renewed only every 200 s here, so only its pickup sweep (every 0.5 s) can see
+    the cancellation in time — the rebuild ends `cancelled`, its server left marked."""
+    ferryd = ferryd_factory(read_only_replicas=True)
+    ferryd.write(5, domains=(1,))
+    ferryd.converge()
+    async with (
+        live_app(database_url=live_database_url, role="web") as live,
+        worker_process(live_database_url, tmp_path, env={"FERRY_OPERATION_LEASE_S": "600"}),
+    ):
+        cluster_id, ids = await register(live.client, ferryd)
+        started = await live.client.post(
+            f"/api/v1/clusters/{cluster_id}/operations/rebuild",
+            json={"registered_server_id": ids["replica2"], "donor_registered_server_id": ids["replica1"],
+                  "throttle_mb_s": 0.00002},
+        )  # fmt: skip
+        assert started.status_code == 202, started.text
+        operation_id = started.json()["id"]
+
+        async def copying() -> bool:
+            operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
+            return any(s["name"] == "copy" and s["state"] == "running" for s in operation["steps"])
+
+        await eventually("the worker's rebuild to be copying", copying)
+        cancel = await live.client.post(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}/cancel")
+        assert cancel.status_code == 202, cancel.text
+        state = await eventually(
+            "the worker to stop the cancelled rebuild", lambda: operation_state(live, cluster_id, operation_id)
+        )
+        operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
+        server = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids['replica2']}")).json()
+    assert state == "failed" and operation["result"]["failure"]["kind"] == "cancelled", operation["result"]
+    assert server["fenced"] is True, "a cancelled rebuild leaves its server marked"

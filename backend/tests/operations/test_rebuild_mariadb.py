@@ -402,3 +402,75 @@ async def test_the_copy_pauses_while_the_donor_trails_and_goes_on_once_it_caught
         assert operation["result"]["progress"]["paused"] is False
     cluster.wait_converged()
     assert_nothing_acknowledged_lost(cluster, writer)
+
+
+async def test_a_killed_master_with_writes_only_it_had_is_rebuilt_after_the_failover_and_rejoins(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster], sshd: Sshd
+) -> None:
+    """The day after, end to end: the master SIGKILLed under a two-domain writer with semi-sync off, holding a
+    transaction in each domain its replicas never received (their IO threads stopped first); a failover; the old
+    master started again is fenced (read-only). A rejoin refuses, listing what only it has in both domains; with
+    `resolve: rebuild` they are archived first as SQL (each row change written out), the server is rebuilt from a
+    donor and replicates from the new master, no longer fenced: nothing the writer was told had committed is lost,
+    and every server's checksums are equal."""
+    cluster = mariadb_factory(3)
+    seed(cluster, rows=500)
+    async with live_app(collector_enabled=True, poll_interval_s=0.2, poll_timeout_s=2.0) as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        writer = await MariadbLoadWriter(cluster, clients=4, domains=2, rate=200).start()
+        try:
+            await eventually(
+                "writes in domains 1 and 2 on the master",
+                lambda: {g.split("-")[0] for g in cluster.value(1, "@@gtid_binlog_pos").split(",")} >= {"1", "2"},
+                in_thread=True,
+            )
+            await writer.pause()
+            cluster.wait_converged()
+            for number in (2, 3):
+                cluster.sql(number, "STOP SLAVE IO_THREAD")
+            for domain in (1, 2):
+                cluster.sql(1, f"SET SESSION gtid_domain_id = {domain}; "
+                               f"INSERT INTO app.seed VALUES ({100000 + domain}, 'only here, {domain}')")  # fmt: skip
+            cluster.kill(1)
+            for number in (2, 3):
+                cluster.sql(number, "START SLAVE IO_THREAD")
+            failover = await live.client.post(f"/api/v1/clusters/{cluster_id}/operations/failover", json={})
+            assert failover.status_code == 202, failover.text
+            failed_over = await finished(live.app, live.client, cluster_id, failover.json()["id"])
+            assert failed_over["state"] == "succeeded", (failed_over["error"], failed_over["steps"])
+            # The old master starts writable (read_only is off in its configuration) until the control plane fences
+            # it: the writer, which follows whichever server is writable, waits for that (what it wrote there would
+            # be only the old master's, archived below, not acknowledged-and-kept).
+            cluster.restart(1)
+            await eventually(
+                "the fenced old master made read-only", lambda: cluster.value(1, "@@read_only") == "1", in_thread=True
+            )
+            writer.resume()
+            stop, start, pid_file = server_scripts(cluster, 1, sshd.root)
+            await set_host_access(live, cluster_id, sshd, stop, start)
+            base = f"/api/v1/clusters/{cluster_id}/operations/rejoin"
+            refused = await live.client.post(base, json={"registered_server_id": ids[1]})
+            listed = await finished(live.app, live.client, cluster_id, refused.json()["id"])
+            assert listed["result"]["failure"] == REFUSED, listed["result"]
+            assert {d["domain"] for d in listed["result"]["only_here"]} == {1, 2}, listed["result"]["only_here"]
+            response = await live.client.post(base, json={"registered_server_id": ids[1], "resolve": "rebuild"})
+            assert response.status_code == 202, response.text
+            try:
+                operation = await follow(live, cluster_id, response.json()["id"], [])
+            finally:
+                adopt(cluster, 1, pid_file)
+            assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+            archive = await live.client.get(
+                f"/api/v1/clusters/{cluster_id}/archives/{operation['result']['rebuild_archive_id']}"
+            )
+            assert archive.status_code == 200, archive.text
+            script = archive.content.decode()
+            assert "###   @2='only here, 1'" in script and "###   @2='only here, 2'" in script, script
+            server = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{ids[1]}")).json()
+            assert server["fenced"] is False, server
+        finally:
+            await writer.stop()
+    cluster.wait_converged()
+    assert cluster.sql(1, "SELECT COUNT(*) FROM app.seed WHERE id > 100000") == [["0"]], "rebuilt without them"
+    assert_nothing_acknowledged_lost(cluster, writer)
+    await checksums_equal(cluster)
