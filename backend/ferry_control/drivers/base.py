@@ -702,6 +702,9 @@ class ServerDriver(abc.ABC):
     #: Whether `rebuild_from` needs `RebuildSource.donor_access` and `recipient_access` (the cluster's host access:
     #: a kind that copies files over SSH); a rebuild's preflight refuses without them, before anything changes.
     rebuild_needs_host_access: ClassVar[bool] = False
+    #: Whether `rebuild_from(…, resume=True)` can continue an interrupted copy; a rebuild's preflight refuses a
+    #: resume where it cannot, before anything changes.
+    rebuild_resumes: ClassVar[bool] = False
 
     async def rebuild_from(
         self,

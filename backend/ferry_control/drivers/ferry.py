@@ -13,7 +13,7 @@ import json as json_module
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ferry_control.core.config import Settings
 from ferry_control.core.gtid import position
@@ -164,6 +164,8 @@ class FerryDriver(ServerDriver):
     """One ferryd node at `admin_address` (`host:port`), over the factory's shared HTTP client."""
 
     kind = "ferry"
+    #: ferryd's clone resumes from the donor's retained snapshot (docs/node-api.md, /v1/clone).
+    rebuild_resumes: ClassVar[bool] = True
     #: ferryd counts its client commits in flight and answers a read-only call once they have landed.
     counts_commits_in_flight = True
     parallel_apply_limits = FERRY_PARALLEL_LIMITS

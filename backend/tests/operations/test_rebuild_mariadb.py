@@ -260,6 +260,7 @@ async def test_preflight_refusals_change_nothing(
         await set_host_access(live, cluster_id, sshd, stop, start)
         await refused({"registered_server_id": ids[3], "donor_registered_server_id": ids[1]}, "is the master")
         await refused({"registered_server_id": ids[1]}, "is a master")
+        await refused({"registered_server_id": ids[3], "resume": True}, "cannot resume an interrupted copy")
         same = await live.client.post(base, json={"registered_server_id": ids[3], "donor_registered_server_id": ids[3]})
         assert same.status_code == 422 and "itself" in same.text, same.text
         dry = await live.client.post(base, json={"registered_server_id": ids[3], "dry_run": True})

@@ -74,6 +74,11 @@ async def prepare(
     cluster = await ctx.cluster()
     lag_pause_s = float((cluster.host_access or {}).get("donor_lag_pause_s") or DONOR_LAG_PAUSE_S)
     rebuild_source = RebuildSource(driver=donor_driver)
+    if params.resume and not driver.rebuild_resumes:
+        raise refused(
+            f"{recipient.info.label} cannot resume an interrupted copy: start the rebuild again without resume; "
+            "nothing was changed"
+        )
     if driver.rebuild_needs_host_access:
         try:
             donor_access = ctx.drivers.host_access(cluster, donor.info.host)
