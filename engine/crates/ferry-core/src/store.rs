@@ -750,7 +750,8 @@ mod tests {
     use super::*;
     use crate::row::Value;
 
-    fn change(key: &str, n: Option<i64>) -> RowChange {
+    /// A change of row `key` of table `t` to `{n}` (None: its deletion); the clone tests' too.
+    pub(super) fn change(key: &str, n: Option<i64>) -> RowChange {
         RowChange {
             table: "t".into(),
             key: key.into(),

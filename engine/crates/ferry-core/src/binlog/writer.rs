@@ -160,7 +160,14 @@ impl BinlogWriter {
     /// GTID list is empty. Returns the names deleted.
     pub fn reset(&mut self, first_seq: u64) -> Result<Vec<String>, BinlogError> {
         let removed = super::reset::delete_all_files(&*self.fs, &self.dir)?;
-        *self = Self::create_numbered(self.fs.clone(), &self.dir, self.server_id, self.max_file_bytes, first_seq)?;
+        *self = Self::create_numbered(
+            self.fs.clone(),
+            &self.dir,
+            self.server_id,
+            self.max_file_bytes,
+            first_seq,
+            BinlogState::new(),
+        )?;
         Ok(removed)
     }
 
@@ -174,7 +181,7 @@ impl BinlogWriter {
         first_seq: u64,
     ) -> Result<BinlogCoord, BinlogError> {
         super::reset::delete_all_files(&*fs, dir)?;
-        Ok(Self::create_numbered(fs, dir, server_id, max_file_bytes, first_seq)?.coord())
+        Ok(Self::create_numbered(fs, dir, server_id, max_file_bytes, first_seq, BinlogState::new())?.coord())
     }
 
     /// A clone's binlog: every file deleted, file `first_seq` started with `state` as its GTID list (the clone's
@@ -190,23 +197,7 @@ impl BinlogWriter {
     ) -> Result<Self, BinlogError> {
         fs.create_dir_all(dir).map_err(|e| BinlogError::io(dir, e))?;
         super::reset::delete_all_files(&*fs, dir)?;
-        let name = file_name(first_seq);
-        let path = dir.join(&name);
-        let file = fs.create(&path).map_err(|e| BinlogError::io(&path, e))?;
-        let mut writer = BinlogWriter {
-            fs,
-            dir: dir.to_path_buf(),
-            server_id,
-            max_file_bytes,
-            files: vec![],
-            file,
-            file_seq: first_seq,
-            offset: 0,
-            synced_offset: 0,
-            state,
-        };
-        writer.write_header(name)?;
-        Ok(writer)
+        Self::create_numbered(fs, dir, server_id, max_file_bytes, first_seq, state)
     }
 
     fn create_first(
@@ -215,15 +206,17 @@ impl BinlogWriter {
         server_id: ServerId,
         max_file_bytes: u64,
     ) -> Result<Self, BinlogError> {
-        Self::create_numbered(fs, dir, server_id, max_file_bytes, 1)
+        Self::create_numbered(fs, dir, server_id, max_file_bytes, 1, BinlogState::new())
     }
 
+    /// File `seq` created with `state` as its GTID list (its header written and fsynced), the binlog's only file.
     fn create_numbered(
         fs: Arc<dyn Fs>,
         dir: &Path,
         server_id: ServerId,
         max_file_bytes: u64,
         seq: u64,
+        state: BinlogState,
     ) -> Result<Self, BinlogError> {
         let name = file_name(seq);
         let path = dir.join(&name);
@@ -238,7 +231,7 @@ impl BinlogWriter {
             file_seq: seq,
             offset: 0,
             synced_offset: 0,
-            state: BinlogState::new(),
+            state,
         };
         writer.write_header(name)?;
         Ok(writer)

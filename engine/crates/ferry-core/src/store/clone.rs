@@ -280,15 +280,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::row::{RowChange, Value};
-
-    fn change(key: &str, n: Option<i64>) -> RowChange {
-        RowChange {
-            table: "t".into(),
-            key: key.into(),
-            before: None,
-            after: n.map(|n| [("n".to_string(), Value::Int(n))].into()),
-        }
-    }
+    use crate::store::tests::change;
 
     /// The source reads the snapshot in key order whatever mix of flushed and in-memory rows it holds, and its
     /// summary equals the snapshot's checksums; a staging store filled from it installs into another store with
