@@ -146,18 +146,7 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
         choices = [s for s in cluster.main() if s is not old and not s.down and s.id not in promoted]
         if not choices:
             return
-        victim = choices[int(replica_pick * len(choices))]
-        cluster.go_down(victim, now(), crashed=True)
-        faults.log.append(f"{now():.6f} replica {victim.name} crashed")
-        if replica_back_after is not None:
-
-            def back() -> None:
-                cluster.come_back(victim, now(), read_only=True)
-                faults.log.append(f"{now():.6f} replica {victim.name} is back (read-only, replication started)")
-                replicas_settled.set()
-
-            replicas_settled.clear()
-            loop.call_later(replica_back_after, back)
+        crash_a_replica(loop, cluster, faults, choices, replica_pick, replica_back_after, replicas_settled)
 
     if replica_crash_at is not None:
         loop.call_later(replica_crash_at, replica_crashes)
@@ -218,3 +207,29 @@ def replay(seed: int) -> Report:
 
 def run_failovers(seeds: Any) -> Batch:
     return run_many(seeds, schedule=_schedule)
+
+
+def crash_a_replica(
+    loop: asyncio.AbstractEventLoop,
+    cluster: Cluster,
+    faults: FaultPlan,
+    choices: list[Any],
+    pick: float,
+    back_after: float | None,
+    settled: asyncio.Event,
+) -> None:
+    """Crashes the replica `pick` (a draw in [0, 1)) chooses among `choices`, logged; with `back_after`, it comes
+    back that much later, read-only and replicating, and `settled` is clear until then (the hub schedules' too)."""
+    victim = choices[int(pick * len(choices))]
+    cluster.go_down(victim, now(), crashed=True)
+    faults.log.append(f"{now():.6f} replica {victim.name} crashed")
+    if back_after is None:
+        return
+
+    def back() -> None:
+        cluster.come_back(victim, now(), read_only=True)
+        faults.log.append(f"{now():.6f} replica {victim.name} is back (read-only, replication started)")
+        settled.set()
+
+    settled.clear()
+    loop.call_later(back_after, back)

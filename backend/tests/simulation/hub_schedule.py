@@ -125,18 +125,9 @@ async def _schedule(seed: int, shared: _Shared) -> Report:
         choices = [s for s in cluster.main() if s.id != topology.root and s.id not in spared and not s.down]
         if not choices:
             return
-        victim = choices[int(replica_pick * len(choices))]
-        cluster.go_down(victim, now(), crashed=True)
-        faults.log.append(f"{now():.6f} replica {victim.name} crashed")
-        if replica_back_after is not None:
-
-            def back() -> None:
-                cluster.come_back(victim, now(), read_only=True)
-                faults.log.append(f"{now():.6f} replica {victim.name} is back (read-only, replication started)")
-                replicas_settled.set()
-
-            replicas_settled.clear()
-            loop.call_later(replica_back_after, back)
+        failover_schedule.crash_a_replica(
+            loop, cluster, faults, choices, replica_pick, replica_back_after, replicas_settled
+        )
 
     if replica_crash_at is not None:
         loop.call_later(replica_crash_at, replica_crashes)
