@@ -12,6 +12,7 @@ import { ErrorMessage } from "../../components/QueryState";
 import { CopyProgressBar } from "../operations/CopyProgress";
 import { GuardedAction } from "../operations/GuardedAction";
 import { hasEnded, type Operation } from "../operations/operationFacts";
+import { FollowingCheck } from "./FollowingCheck";
 
 interface Props {
   clusterId: number;
@@ -162,9 +163,7 @@ function RebuildOutcome({ operation, label, serverName }: { operation: Operation
           replicates from {source ?? "its source"}, read-only, no longer marked.
         </p>
       ) : null}
-      {operation.state === "succeeded" && result.consistency_check_operation_id != null ? (
-        <p className="small">Ferry checks it against its source, chunk by chunk: operation #{result.consistency_check_operation_id}.</p>
-      ) : null}
+      {operation.state === "succeeded" ? <FollowingCheck result={result} /> : null}
     </div>
   );
 }

@@ -10,6 +10,7 @@ import { useCluster } from "../../api/queries";
 import { RequireRole } from "../../auth/RequireRole";
 import { CopyProgressBar } from "../operations/CopyProgress";
 import { GuardedAction } from "../operations/GuardedAction";
+import { FollowingCheck } from "./FollowingCheck";
 import type { Operation } from "../operations/operationFacts";
 
 interface Props {
@@ -195,14 +196,6 @@ function RebuildInRejoin({ operation, source, serverName }: { operation: Operati
       {!done && operation.error ? <p className="error">{operation.error}</p> : null}
     </div>
   );
-}
-
-/** The consistency check Ferry started once the server replicated again (or why it could not). */
-function FollowingCheck({ result }: { result: Partial<Schemas["RejoinResult"]> }) {
-  if (result.consistency_check_operation_id != null) {
-    return <p className="small">Ferry checks it against its source, chunk by chunk: operation #{result.consistency_check_operation_id}.</p>;
-  }
-  return result.consistency_check_error ? <p className="small error">{result.consistency_check_error}</p> : null;
 }
 
 function RewindOutcome(props: { operation: Operation; rewind: Schemas["RejoinRewind"]; source: string }) {
