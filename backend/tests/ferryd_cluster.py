@@ -29,6 +29,14 @@ ADMIN_PORT_OFFSET = 100
 WAIT_S = 30.0
 #: A protocol connection unused this long is replaced before the next transaction (ferryd's idle timeout: 300 s).
 PROTOCOL_IDLE_REUSE_S = 60.0
+#: One HTTP client for every node's admin API. A client per call (`httpx.get`) builds a TLS context each time, which
+#: cost more CPU than the request itself in the suite's poll loops; no connection is kept alive, so a node killed and
+#: restarted on its port is never answered on a connection to its former process.
+ADMIN_HTTP = httpx.Client(
+    headers={"Authorization": f"Bearer {NODE_TOKEN}"},
+    timeout=WAIT_S,
+    limits=httpx.Limits(max_keepalive_connections=0),
+)
 
 
 def _protocol_helper() -> ModuleType:
@@ -140,16 +148,12 @@ class FerrydNode:
     # -- admin API ---------------------------------------------------------------------------------------
 
     def get(self, path: str) -> Any:
-        response = httpx.get(
-            f"http://{self.admin}{path}", headers={"Authorization": f"Bearer {NODE_TOKEN}"}, timeout=WAIT_S
-        )
+        response = ADMIN_HTTP.get(f"http://{self.admin}{path}")
         response.raise_for_status()
         return response.json()
 
     def post(self, path: str, body: Any) -> Any:
-        response = httpx.post(
-            f"http://{self.admin}{path}", json=body, headers={"Authorization": f"Bearer {NODE_TOKEN}"}, timeout=WAIT_S
-        )
+        response = ADMIN_HTTP.post(f"http://{self.admin}{path}", json=body)
         assert response.status_code == 200, f"{path}: {response.status_code} {response.text}"
         return response.json()
 

@@ -12,8 +12,11 @@ from typing import TypeVar
 
 #: Default bound on a wait: generous, so that only a condition that never holds fails, never a slow machine.
 WAIT_S = 30.0
-#: Pause between two checks.
+#: Pause after the first check; each later pause is twice the one before, up to POLL_MAX_S. A condition that holds
+#: at once is seen at once, and one that takes seconds is checked ten times a second, not fifty: the checks (an admin
+#: API call to each node, a `mariadb` client per query) cost CPU that the servers under test need on a small machine.
 POLL_S = 0.02
+POLL_MAX_S = 0.1
 
 T = TypeVar("T")
 
@@ -22,13 +25,15 @@ def wait_until(what: str, check: Callable[[], T | None], timeout_s: float = WAIT
     """Calls `check` until it returns something truthy (returned), failing after `timeout_s` with `what`. For code
     outside an event loop; inside one, use `eventually`."""
     deadline = time.monotonic() + timeout_s
+    pause = POLL_S
     while True:
         result = check()
         if result:
             return result
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last: {result!r})")
-        time.sleep(POLL_S)
+        time.sleep(pause)
+        pause = min(pause * 2, POLL_MAX_S)
 
 
 async def eventually(
@@ -43,6 +48,7 @@ async def eventually(
     loop — often serving the app under test — goes on meanwhile."""
     last: object = None
     bound = asyncio.timeout(timeout_s)  # also bounds a check that hangs
+    pause = POLL_S
     try:
         async with bound:
             while True:
@@ -51,7 +57,8 @@ async def eventually(
                     last = await last
                 if last:
                     return last  # type: ignore[return-value]
-                await asyncio.sleep(POLL_S)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, POLL_MAX_S)
     except TimeoutError:
         if not bound.expired():
             raise

@@ -3,26 +3,14 @@ its timings, and the result. Written by the orchestrator; read through the API."
 
 from __future__ import annotations
 
-import enum
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, Enum, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+from ferry_control.core.enums import OperationState
 from ferry_control.models.base import Base, utcnow
-
-
-class OperationState(enum.StrEnum):
-    pending = "pending"
-    running = "running"
-    succeeded = "succeeded"
-    failed = "failed"
-    #: Failed, and what it had changed was put back.
-    undone = "undone"
-    #: Its API instance died while it ran (crash, kill): an instance reconciled it later with the servers (finished
-    #: or undone what it had begun; the result's `reconciled` says what was found and done).
-    interrupted = "interrupted"
 
 
 class Operation(Base):

@@ -3,21 +3,14 @@ address is unknown, the stream its master reports."""
 
 from __future__ import annotations
 
-import enum
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, Enum, ForeignKey, Index, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
+from ferry_control.core.enums import LinkSource
 from ferry_control.models.base import Base, utcnow
-
-
-class LinkSource(enum.StrEnum):
-    #: From the replica's own connection status (name, states, lag).
-    replica = "replica"
-    #: From the master's list of connected replicas (no connection name, no states).
-    master = "master"
 
 
 class ReplicationLink(Base):

@@ -11,49 +11,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import JSON, BigInteger, Enum, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from ferry_control.core.enums import HealthState, PromotionRule, ServerKind, ServerOrigin
 from ferry_control.core.naming import server_label
 from ferry_control.models.base import Base, BigId, utcnow
 
 if TYPE_CHECKING:
     from ferry_control.models.cluster import Cluster
-
-
-class ServerKind(enum.StrEnum):
-    """Which driver speaks to the server."""
-
-    ferry = "ferry"
-    mariadb = "mariadb"
-
-
-class HealthState(enum.StrEnum):
-    #: Never polled, or its admin address is not known.
-    unknown = "unknown"
-    healthy = "healthy"
-    #: Answers, but reports a failure (ferryd: a binlog write or fsync failed; it refuses writes).
-    failing = "failing"
-    #: `unreachable_after_failures` polls in a row failed.
-    unreachable = "unreachable"
-
-
-class PromotionRule(enum.StrEnum):
-    """Whether a failover or switchover may make this server a master (orchestrator's promotion rules, Patroni's
-    failover_priority): `prefer` first, `neutral`, `prefer_not` only when no better one can (and then the role is
-    moved on to a better one in a second step), `must_not` never."""
-
-    prefer = "prefer"
-    neutral = "neutral"
-    prefer_not = "prefer_not"
-    must_not = "must_not"
-
-    @property
-    def rank(self) -> int:
-        """Lower is better."""
-        return list(PromotionRule).index(self)
-
-
-class ServerOrigin(enum.StrEnum):
-    registered = "registered"
-    discovered = "discovered"
 
 
 @dataclass(frozen=True)

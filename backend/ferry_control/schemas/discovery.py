@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ferry_control.models import ServerKind
+from ferry_control.core.enums import ServerKind
 from ferry_control.schemas.server import Host, ServerRead
 
 

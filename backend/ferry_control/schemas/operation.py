@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_a
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator, model_validator
 
-from ferry_control.models import Operation, OperationState
+from ferry_control.core.enums import OperationState
 from ferry_control.schemas.common import ID_MAX, GtidPositionText
 from ferry_control.schemas.operation_results import (
     BringLevelResult,
@@ -27,6 +27,9 @@ from ferry_control.schemas.operation_results import (
     SwitchoverResult,
 )
 from ferry_control.schemas.registered_ids import read_old_names
+
+if TYPE_CHECKING:
+    from ferry_control.models import Operation
 
 ConnectionName = Field(
     None,

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ferry_control.core.enums import HealthState, PromotionRule, ServerKind, ServerOrigin
 from ferry_control.core.outbound import check_host
-from ferry_control.models import HealthState, PromotionRule, ServerKind, ServerOrigin
 
 Port = int
 #: A host name or an IP literal: no scheme, port, path or spaces (an IPv6 literal is kept without brackets).

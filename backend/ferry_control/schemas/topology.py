@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ferry_control.models import HealthState, LinkSource, ServerKind
+from ferry_control.core.enums import HealthState, LinkSource, ServerKind
 from ferry_control.schemas.lag import LagVerdict
 from ferry_control.schemas.server import REPLICAS_MAY_BE_AHEAD, MaintenanceRead
 

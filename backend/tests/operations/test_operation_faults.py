@@ -109,15 +109,17 @@ class ApiProcess:
             )  # fmt: skip
         self.base_url = f"http://127.0.0.1:{port}"
 
-        async def healthy() -> bool:
-            assert self.process is not None and self.process.poll() is None, self.log_path.read_text()
-            try:
-                async with httpx.AsyncClient(timeout=2.0) as client:
-                    return (await client.get(f"{self.base_url}/api/v1/health")).status_code == 200
-            except httpx.HTTPError:
-                return False
+        # One client for every poll: a client per poll builds a TLS context each time, more CPU than the poll.
+        async with httpx.AsyncClient(timeout=2.0, limits=httpx.Limits(max_keepalive_connections=0)) as client:
 
-        await eventually("the API process to answer", healthy, WAIT_S)
+            async def healthy() -> bool:
+                assert self.process is not None and self.process.poll() is None, self.log_path.read_text()
+                try:
+                    return (await client.get(f"{self.base_url}/api/v1/health")).status_code == 200
+                except httpx.HTTPError:
+                    return False
+
+            await eventually("the API process to answer", healthy, WAIT_S)
         return self.base_url
 
     def kill(self) -> None:
