@@ -211,12 +211,16 @@ start_api() {
   exit 1
 }
 
-# The worker: started unless running, then awaited until it prints "worker ready" (at most 30 s).
-start_worker() {
+# The worker: started unless running (launch_worker), then awaited until it prints "worker ready" (await_worker, at
+# most 30 s). The API starts in between: each spends seconds loading the control plane, and the two load side by side.
+launch_worker() {
   alive "$run/worker.pid" && return 0
   (cd backend && exec nohup ../.venv/bin/python -m ferry_control worker) > "$run/worker.out" 2>> "$run/worker.log" \
     < /dev/null &
   echo $! > "$run/worker.pid"
+}
+
+await_worker() {
   for _ in $(seq 1 300); do
     if ! alive "$run/worker.pid"; then
       echo "the worker failed to start; last lines of $run/worker.log:" >&2
@@ -444,8 +448,9 @@ start() {
     migrate
   fi
   start_mariadb_clusters
-  start_worker
+  launch_worker
   start_api
+  await_worker
   create_api_token
   start_proxies
   write_stack_json

@@ -18,6 +18,8 @@ finish() {
   if [ "$status" = 0 ]; then rm -rf "$scratch"; else echo "the tests' files are kept in $scratch" >&2; fi
 }
 trap finish EXIT
+# Stopped (make test stops what runs beside a failed stage), it still stops its PostgreSQL on the way out.
+trap 'exit 143' TERM INT
 if [ -z "${FERRY_TEST_DATABASE_URL:-}" ]; then
   pg_dir="$scratch/pg"
   mkdir "$pg_dir"

@@ -8,13 +8,15 @@
 #                                      Python module, clippy's lints applied as they compile (below)
 #   engine failpoint tests             the fail-stop tests, built with failpoints (they need their own ferryd), linted
 #                                      the same way
-#   together                           the engine's tests (scripts/engine-tests.py: several binaries at once; they
+#   then, from here to the end         the backend: ruff, mypy and pytest against PostgreSQL, ferryd, MariaDB and
+#                                      HAProxy, beside everything below. Its tests spend a fifth of their time
+#                                      waiting on their servers, and the end-to-end suite half of its own: run one
+#                                      after the other the cores sat a quarter idle; together they keep both busy.
+#     together                         the engine's tests (scripts/engine-tests.py: several binaries at once; they
 #                                      mostly wait on ferryd nodes) and the Python module's tests, beside the
 #                                      dashboard's typecheck, OpenAPI check and production build
-#   backend                            ruff, mypy and pytest against PostgreSQL, ferryd, MariaDB and HAProxy
-#   end-to-end                         Playwright in Chromium over the whole stack, beside the dashboard's Vitest:
-#                                      the specs spend a third of the cores' time waiting on the stack (a report
-#                                      lock's cycle, a maintenance's end), and Vitest fills it
+#     end-to-end                       Playwright in Chromium over the whole stack
+#     Vitest                           the dashboard's unit tests
 #
 # A stage that fails stops the run after the stages beside it finish; its output is printed in full. The suites'
 # own Makefile targets (make test-engine, test-backend, test-frontend, test-e2e) still run one alone.
@@ -25,14 +27,19 @@ work=$(mktemp -d /tmp/ferry-test.XXXXXX)
 started=$SECONDS
 timings=()
 children=()
-beside_names=()
-beside_ticks=""
 
-# The stages beside the main line are stopped by their pids when the run ends early. A Debian install under way is
-# left to finish: stopped half-way, dpkg would leave the machine's packages half-configured.
+# The stages beside the main line are stopped when the run ends early: the package installs by their pids, a stage
+# beside with every process it started by its process group's id (beside starts each in a group of its own). A
+# Debian install under way is left to finish: stopped half-way, dpkg would leave the machine's packages
+# half-configured.
+declare -A pid_of=() ticks_of=()
 cleanup() {
+  local pid
   for pid in "${children[@]}"; do
     kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${pid_of[@]}"; do
+    kill -- "-$pid" 2>/dev/null || true
   done
   rm -rf "$work" "$scratch"
 }
@@ -84,38 +91,41 @@ stage() {
   if [ "$rc" != 0 ]; then
     echo "make test: $name failed (exit $rc)" >&2
     # What runs beside it finishes first, and its output is printed too.
-    [ "${#beside_names[@]}" = 0 ] || joined "${beside_names[@]}" || true
+    [ "${#pid_of[@]}" = 0 ] || joined "${!pid_of[@]}" || true
     exit "$rc"
   fi
 }
 
-# beside NAME COMMAND...: runs it in the background, its output kept in $work/NAME.log.
+# beside NAME COMMAND...: runs it in the background in a process group of its own (job control on for that one
+# start), its output kept in $work/NAME.log.
 beside() {
   local name=$1
   shift
-  [ "${#children[@]}" != 0 ] || beside_ticks=$(cpu_ticks)
+  ticks_of[$name]=$(cpu_ticks)
+  set -m
   (
     start=$SECONDS
     "$@" > "$work/$name.log" 2>&1
     echo "$? $((SECONDS - start))" > "$work/$name.rc"
   ) &
-  children+=($!)
-  beside_names+=("$name")
+  pid_of[$name]=$!
+  set +m
   echo "== $name (beside; its output follows when it ends)"
 }
 
 # joined NAME...: waits for those background stages, prints their output and times; returns 1 when any failed.
 joined() {
   local name rc seconds failed=0 busy
-  wait "${children[@]}"
-  busy=$(busy_since "$beside_ticks")
-  children=()
-  beside_names=()
   for name in "$@"; do
+    wait "${pid_of[$name]}"
+  done
+  for name in "$@"; do
+    busy=$(busy_since "${ticks_of[$name]}")
+    unset "pid_of[$name]"
     read -r rc seconds < "$work/$name.rc" || { rc=1; seconds=0; }
     echo "== $name (exit $rc, $seconds s)"
     cat "$work/$name.log"
-    timings+=("$(printf '%-34s %5d s   cores %3d%% busy (together)' "$name" "$seconds" "$busy")")
+    timings+=("$(printf '%-34s %5d s   cores %3d%% busy (beside)' "$name" "$seconds" "$busy")")
     [ "$rc" = 0 ] || { echo "make test: $name failed (exit $rc)" >&2; failed=1; }
   done
   [ "$failed" = 0 ]
@@ -148,17 +158,17 @@ export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 wait "$backend_packages" || { cat "$work/backend-packages.log" >&2; echo "make test: the backend's Python packages did not install" >&2; exit 1; }
 stage "engine build" bash -c '(cd engine && cargo fmt --all --check) && make --no-print-directory engine-debug python-module FERRY_PY_PROFILE=dev'
 stage "engine failpoint tests" make --no-print-directory test-engine-failpoints
+stage "Debian packages (waited for)" scripts/ensure-packages.sh wait "$work/packages"
+echo "== the backend's and the end-to-end suite's files go to $scratch"
+beside "backend" env TMPDIR="$scratch" make --no-print-directory -o python-module -o engine-debug test-backend
 wait "$npm" || { cat "$work/npm.log" >&2; echo "make test: the dashboard's or the end-to-end suite's npm ci failed" >&2; exit 1; }
 children=()  # every one of them has ended
 beside "engine and Python module tests" engine_tests
 beside "dashboard checks and build" make --no-print-directory -o python-module frontend-checks
-joined "engine and Python module tests" "dashboard checks and build" || exit 1
-stage "Debian packages (waited for)" scripts/ensure-packages.sh wait "$work/packages"
-echo "== the backend's and the end-to-end suite's files go to $scratch"
-stage "backend" env TMPDIR="$scratch" make --no-print-directory -o python-module -o engine-debug test-backend
-beside "dashboard unit tests (Vitest)" make --no-print-directory frontend-unit
+joined "engine and Python module tests" "dashboard checks and build" || { joined backend || true; exit 1; }
 stage "end-to-end" env TMPDIR="$scratch" make --no-print-directory -o python-module -o engine-debug test-e2e
-joined "dashboard unit tests (Vitest)" || exit 1
+stage "dashboard unit tests (Vitest)" make --no-print-directory frontend-unit
+joined "backend" || exit 1
 
 echo "make test: every suite passed in $((SECONDS - started)) s (the cores' busy share counts every process on the machine)"
 printf '  %s\n' "${timings[@]}"
