@@ -40,6 +40,7 @@
 #   FERRY_PORT_BASE        node N listens on BASE+N, its admin API on BASE+100+N  (7300)
 #   FERRY_MARIADB_PORT_BASE  star server N on BASE+10+N, seed000 server N on BASE+20+N   (3300)
 #   FERRY_API_PORT         the API's port                                         (8000)
+#   FERRY_HAPROXY_CHECK_INTERVAL_MS  how often the proxies ask for the writer role (250; the reader's: 1 s or this)
 #   FERRY_BIN_DIR          where ferryd and ferry-bench are                       (engine/target/release)
 #   FERRY_STACK_DATABASE_URL  the API's database     (unset: embedded SQLite in FERRY_RUN_DIR, one file per stack)
 set -euo pipefail
@@ -55,6 +56,7 @@ case "$stack_kind" in
 esac
 mariadb_base=${FERRY_MARIADB_PORT_BASE:-3300}
 api_port=${FERRY_API_PORT:-8000}
+check_interval_ms=${FERRY_HAPROXY_CHECK_INTERVAL_MS:-250}
 bin=$(realpath -m "${FERRY_BIN_DIR:-$root/engine/target/release}")
 api="http://127.0.0.1:$api_port"
 token_file="$run/admin-token"
@@ -377,7 +379,7 @@ start_proxy() { # start_proxy NAME ID WRITER READER
   local name=$1 id=$2 cfg="$run/haproxy-$1.cfg" check_token
   alive "$run/haproxy-$name.pid" && return 0
   curl -fsS -H "Authorization: Bearer $api_token" -o "$cfg" \
-    "$api/api/v1/clusters/$id/haproxy-config?writer_bind=127.0.0.1:$3&reader_bind=127.0.0.1:$4&admin_socket=$run/haproxy-$name.sock&ferry_address=127.0.0.1:$api_port" \
+    "$api/api/v1/clusters/$id/haproxy-config?writer_bind=127.0.0.1:$3&reader_bind=127.0.0.1:$4&admin_socket=$run/haproxy-$name.sock&ferry_address=127.0.0.1:$api_port&check_interval_ms=$check_interval_ms" \
     || { echo "rendering the HAProxy configuration of $name failed" >&2; exit 1; }
   check_token=$(cli create-token --name "haproxy-$name-$(date +%Y%m%d-%H%M%S)-$$" --role viewer)
   FERRY_CHECK_TOKEN=$check_token "$haproxy" -f "$cfg" -D -p "$run/haproxy-$name.pid" >> "$run/haproxy-$name.log" 2>&1 \

@@ -31,6 +31,10 @@ export FERRY_API_PORT=${FERRY_E2E_API_PORT:-28000}
 export FERRY_STACK=ferryd FERRY_MARIADB_SEED000=1 FERRY_MARIADB_DELAY_S=${FERRY_MARIADB_DELAY_S:-30} \
   FERRY_MARIADB_REPORT_LOCK_S=${FERRY_MARIADB_REPORT_LOCK_S:-8}
 export FERRY_MARIADB_PORT_BASE=${FERRY_E2E_MARIADB_PORT_BASE:-23300}
+# The proxies ask for the writer role once a second rather than four times: Ferry moves the writer through their admin
+# sockets at once, which is what the specs watch, and the checks at 250 ms cost a twentieth of a core
+# (the API's and PostgreSQL's time, the stack idle: 11.5 % and 2.5 % of a core against 7.2 % and 1.7 % at 1 s).
+export FERRY_HAPROXY_CHECK_INTERVAL_MS=${FERRY_HAPROXY_CHECK_INTERVAL_MS:-1000}
 cleanup() {
   local status=$?
   scripts/stack.sh stop > /dev/null || true

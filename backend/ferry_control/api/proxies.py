@@ -47,12 +47,23 @@ async def get_haproxy_config(
     ),
     reader_max_lag_s: float | None = Query(
         None, ge=0, le=86400, description="The readers' lag limit (default: the reader_max_lag_s setting)."
-    ),  # fmt: skip
+    ),
+    check_interval_ms: int = Query(
+        250,
+        ge=100,
+        le=60000,
+        description="How often HAProxy asks for each server's writer role, in milliseconds; "
+        "the reader role is asked every second, or at this interval when it is longer. Every check is an API "
+        "request: a proxy in front of N servers sends about N × (1000 / this + 1) a second.",
+    ),
 ) -> PlainTextResponse:
     address = (
         ferry_address or f"{request.url.hostname}:{request.url.port or (443 if request.url.scheme == 'https' else 80)}"
     )
-    layout = ProxyLayout(writer_bind, reader_bind, admin_socket, address, reader_max_lag_s=reader_max_lag_s)
+    layout = ProxyLayout(
+        writer_bind, reader_bind, admin_socket, address, check_interval_ms=check_interval_ms,
+        reader_max_lag_s=reader_max_lag_s,
+    )  # fmt: skip
     text = await ClusterProxies(session, settings).haproxy_config(cluster_id, layout)
     return PlainTextResponse(text)
 

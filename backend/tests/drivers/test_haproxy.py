@@ -7,6 +7,7 @@ line once it answers."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,6 +17,7 @@ from sqlalchemy import update
 from ferry_control.core.db import session_scope
 from ferry_control.drivers.ferry_protocol import FerryProtocolClient, Increment
 from ferry_control.models import Server
+from ferry_control.services.haproxy.runtime import reader_backend, writer_backend
 from tests.cli.test_ferryctl import ferryctl
 from tests.conftest import Live, LiveFactory
 from tests.ferryd_cluster import WAIT_S, FerrydCluster, free_port
@@ -79,6 +81,35 @@ async def test_the_rendered_configuration_passes_haproxy_check_and_refuses_a_lin
             refused = await live.client.get(f"/api/v1/clusters/{cluster_id}/haproxy-config", params={name: value})
             assert refused.status_code == 422, (name, refused.text)
             assert name in refused.json()["error"]["message"]
+
+
+async def test_the_check_interval_is_the_callers_within_bounds_and_readers_are_asked_at_most_once_a_second(
+    live_app: LiveFactory, ferryd: FerrydCluster, tmp_path: Path
+) -> None:
+    """Every check is a request to the API: an operator with many proxies asks less often."""
+    async with live_app() as live:
+        cluster_id, _ = await register(live.client, ferryd)
+        url = f"/api/v1/clusters/{cluster_id}/haproxy-config"
+        base = {"ferry_address": "127.0.0.1:8000", "admin_socket": str(tmp_path / "admin.sock")}
+
+        def intervals(config: str) -> tuple[set[str], set[str]]:
+            """The `inter` of the writer backend's servers, and of the reader backend's."""
+            writer = config.split(f"\nbackend {writer_backend(cluster_id)}\n")[1].split("\n\n")[0]
+            reader = config.split(f"\nbackend {reader_backend(cluster_id)}\n")[1].split("\n\n")[0]
+            return set(re.findall(r"inter (\d+ms)", writer)), set(re.findall(r"inter (\d+ms)", reader))
+
+        default = await live.client.get(url, params=base)
+        assert default.status_code == 200, default.text
+        assert intervals(default.text) == ({"250ms"}, {"1000ms"})
+        slower = await live.client.get(url, params={**base, "check_interval_ms": 2000})
+        assert slower.status_code == 200, slower.text
+        assert intervals(slower.text) == ({"2000ms"}, {"2000ms"})
+        checked = Haproxy(tmp_path, slower.text, live.tokens.viewer).check()
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        for value in (99, 60001, "soon"):
+            refused = await live.client.get(url, params={**base, "check_interval_ms": value})
+            assert refused.status_code == 422, (value, refused.text)
+            assert "check_interval_ms" in refused.json()["error"]["message"]
 
 
 async def test_role_endpoints_answer_200_for_the_role_and_503_naming_why(

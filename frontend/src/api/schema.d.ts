@@ -11369,6 +11369,8 @@ export interface operations {
                 ferry_address?: string | null;
                 /** @description The readers' lag limit (default: the reader_max_lag_s setting). */
                 reader_max_lag_s?: number | null;
+                /** @description How often HAProxy asks for each server's writer role, in milliseconds; the reader role is asked every second, or at this interval when it is longer. Every check is an API request: a proxy in front of N servers sends about N × (1000 / this + 1) a second. */
+                check_interval_ms?: number;
             };
             header?: never;
             path: {

@@ -20,12 +20,19 @@ from ferry_control.ctl.context import App, output_option, pass_app
               help="the admin socket: a path, or host:port; list it in FERRY_HAPROXY_ADMIN_SOCKETS")  # fmt: skip
 @click.option("--ferry-address", default=None, help="Ferry's API as HAProxy reaches it (host:port; default: the API's)")
 @click.option("--reader-max-lag-s", type=float, default=None, help="the readers' lag limit (default: the API's)")
+@click.option(
+    "--check-interval-ms",
+    type=click.IntRange(100, 60000),
+    default=250,
+    show_default=True,
+    help="how often HAProxy asks for each server's writer role (the reader role: every second, or this)",
+)
 @click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="write it to this file instead of standard output")  # fmt: skip
 @pass_app
 def haproxy_config(
     app: App, cluster: str, writer_bind: str, reader_bind: str, admin_socket: str, ferry_address: str | None,
-    reader_max_lag_s: float | None, out_file: Path | None,
+    reader_max_lag_s: float | None, check_interval_ms: int, out_file: Path | None,
 ) -> None:  # fmt: skip
     """Render the HAProxy configuration of CLUSTER: a writer frontend (the master), a reader frontend (replicas
     within the lag limit), their checks against Ferry's role endpoints, the admin socket. Check it with
@@ -37,6 +44,7 @@ def haproxy_config(
     text = app.client.text(
         f"/clusters/{found['id']}/haproxy-config", writer_bind=writer_bind, reader_bind=reader_bind,
         admin_socket=admin_socket, ferry_address=ferry_address, reader_max_lag_s=reader_max_lag_s,
+        check_interval_ms=check_interval_ms,
     )  # fmt: skip
     if out_file is None:
         click.echo(text, nl=False)

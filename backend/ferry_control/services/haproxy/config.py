@@ -43,6 +43,8 @@ class ProxyLayout:
     admin_socket: str
     #: Ferry's API as the proxy reaches it (host:port), for the role checks.
     ferry_address: str
+    #: How often HAProxy asks for each server's writer role; the reader role is asked every second, or at this
+    #: interval when it is longer.
     check_interval_ms: int = 250
     reader_max_lag_s: float | None = None
 
@@ -102,6 +104,7 @@ def render(cluster_id: int, cluster_name: str, servers: Sequence[ProxiedServer],
         return lines
 
     interval = f"inter {layout.check_interval_ms}ms"
+    reader_interval = f"inter {max(1000, layout.check_interval_ms)}ms"
     lines = [
         f"# HAProxy for Ferry's cluster {safe_name} (id {cluster_id}), rendered {datetime.now(UTC):%Y-%m-%d %H:%M}Z.",
         f"# The role checks need {TOKEN_VARIABLE} (a viewer API token) in HAProxy's environment.",
@@ -134,7 +137,7 @@ def render(cluster_id: int, cluster_name: str, servers: Sequence[ProxiedServer],
         f"backend {reader}",
         "    balance roundrobin",
         *check("reader", lag),
-        *server_lines("inter 1s fall 2 rise 2 on-marked-down shutdown-sessions"),
+        *server_lines(f"{reader_interval} fall 2 rise 2 on-marked-down shutdown-sessions"),
         "",
     ]
     return "\n".join(lines)
