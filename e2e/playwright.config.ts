@@ -1,4 +1,5 @@
-// Playwright over the real stack: Debian's Chromium (the suite never downloads a browser), one worker since every
+// Playwright over the real stack: Debian's Chromium, its headless shell (the suite never downloads a browser;
+// scripts/test-e2e.sh says why the shell), one worker since every
 // spec drives the same cluster, the dashboard served by the API itself. The "sign-in" setup project runs first
 // (whatever specs are picked): it signs in through the form once per role and keeps the sessions the specs start from.
 import { defineConfig } from "@playwright/test";
@@ -27,7 +28,7 @@ export default defineConfig({
     trace: "retain-on-failure",
     screenshot: "only-on-failure",
     launchOptions: {
-      executablePath: process.env.FERRY_E2E_CHROMIUM ?? "/usr/bin/chromium",
+      executablePath: process.env.FERRY_E2E_CHROMIUM ?? "/usr/bin/chromium-headless-shell",
       args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
     },
   },

@@ -22,7 +22,7 @@ missing() {
   if ! have haproxy; then packages+=(haproxy); fi
   if ! have mariadb-backup || ! have mbstream; then packages+=(mariadb-backup); fi
   if ! have sshd || ! have ssh-keygen; then packages+=(openssh-server); fi
-  if [ ! -x "${FERRY_E2E_CHROMIUM:-/usr/bin/chromium}" ]; then packages+=(chromium); fi
+  if [ ! -x "${FERRY_E2E_CHROMIUM:-/usr/bin/chromium-headless-shell}" ]; then packages+=(chromium-headless-shell); fi
   echo "${packages[@]}"
 }
 

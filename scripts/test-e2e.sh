@@ -8,10 +8,13 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-chromium=${FERRY_E2E_CHROMIUM:-/usr/bin/chromium}
+# Chromium's headless shell (Debian's chromium-headless-shell: the same Blink and V8 as the chromium package, without
+# the browser's windowing layers), which Playwright itself runs for headless tests: the whole suite took 94 s of CPU
+# in it against 155 s in the full browser (60 processes against 194), and 200 s of wall time against 238.
+chromium=${FERRY_E2E_CHROMIUM:-/usr/bin/chromium-headless-shell}
 if [ ! -x "$chromium" ]; then
-  echo "installing Chromium from Debian packages…" >&2
-  scripts/apt-install.sh chromium
+  echo "installing Chromium's headless shell from Debian packages…" >&2
+  scripts/apt-install.sh chromium-headless-shell
 fi
 export FERRY_E2E_CHROMIUM=$chromium
 

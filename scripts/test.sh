@@ -4,8 +4,9 @@
 #   in the background from the start   the Debian packages (ensure-packages.sh), the npm packages of the dashboard
 #                                      and of the end-to-end suite, the backend's Python packages
 #   engine build                       rustfmt's check, then every target of the workspace once (the tests, ferryd
-#                                      and ferry-bench share one feature set, so nothing is built twice) and the
-#                                      Python module, clippy's lints applied as they compile (below)
+#                                      and ferry-bench share one feature set, so nothing is built twice), clippy's
+#                                      lints applied as they compile (below), while the backend's packages install
+#   Python module                      built into the virtualenv once those packages are in it
 #   engine failpoint tests             the fail-stop tests, built with failpoints (they need their own ferryd), linted
 #                                      the same way
 #   then, from here to the end         the backend: ruff, mypy and pytest against PostgreSQL, ferryd, MariaDB and
@@ -155,8 +156,10 @@ children+=("$backend_packages")
 RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver) || { echo "make test: clippy-driver is missing (rustup component add clippy)" >&2; exit 1; }
 export RUSTC_WORKSPACE_WRAPPER
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+stage "engine build" bash -c '(cd engine && cargo fmt --all --check) && make --no-print-directory engine-debug'
+# The Python module goes into the virtualenv the backend's packages are installed into: after them, not beside.
 wait "$backend_packages" || { cat "$work/backend-packages.log" >&2; echo "make test: the backend's Python packages did not install" >&2; exit 1; }
-stage "engine build" bash -c '(cd engine && cargo fmt --all --check) && make --no-print-directory engine-debug python-module FERRY_PY_PROFILE=dev'
+stage "Python module" make --no-print-directory python-module FERRY_PY_PROFILE=dev
 stage "engine failpoint tests" make --no-print-directory test-engine-failpoints
 stage "Debian packages (waited for)" scripts/ensure-packages.sh wait "$work/packages"
 echo "== the backend's and the end-to-end suite's files go to $scratch"
