@@ -16,8 +16,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,6 +33,7 @@ from ferry_control.models import DrillRun, Operation, OperationLock, OperationSt
 from ferry_control.services.orchestrator.gtid import position
 from ferry_control.services.tokens import TokenService
 from tests import conftest
+from tests.api_forks import ApiForks, ForkedApi
 from tests.conftest import TOKEN_PEPPER, LiveFactory, migrated_database
 from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster, FerrydNode
 from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, WebhookReceiver, register, serve, stop_process
@@ -80,13 +79,14 @@ def free_port() -> int:
 
 
 class ApiProcess:
-    """`uvicorn --factory ferry_control.main:create_app` as a child process, configured through its settings'
-    environment variables (FERRY_*, DATABASE_URL) and the test hooks' (FERRY_TEST_*)."""
+    """`uvicorn --factory ferry_control.main:create_app` as a process of its own (forked, tests/api_forks.py),
+    configured through its settings' environment variables (FERRY_*, DATABASE_URL) and the test hooks'
+    (FERRY_TEST_*)."""
 
     def __init__(self, settings: dict[str, Any], log_path: Path):
         self.settings = settings
         self.log_path = log_path
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: ForkedApi | None = None
         self.base_url = ""
 
     async def start(self, *, pause_after_step: str | None = None, **overrides: Any) -> str:
@@ -101,12 +101,9 @@ class ApiProcess:
         if pause_after_step is not None:
             env["FERRY_TEST_PAUSE_AFTER_STEP"] = pause_after_step
         env["PYTHONPATH"] = str(BACKEND)
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "--factory", "ferry_control.main:create_app",
-                 "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-                cwd=BACKEND, env=env, stdout=log, stderr=subprocess.STDOUT,
-            )  # fmt: skip
+        # `uvicorn --factory ferry_control.main:create_app`, forked from a process that imported it once
+        # (tests/api_forks.py says why and what the instance shares: nothing it made itself).
+        self.process = ApiForks.shared().spawn(env, BACKEND, self.log_path, "127.0.0.1", port)
         self.base_url = f"http://127.0.0.1:{port}"
 
         # One client for every poll: a client per poll builds a TLS context each time, more CPU than the poll.
