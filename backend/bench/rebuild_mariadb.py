@@ -23,7 +23,6 @@ import getpass
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,38 +44,13 @@ from ferry_control.core.migrate import upgrade  # noqa: E402
 from ferry_control.core.security import Role  # noqa: E402
 from ferry_control.main import create_app  # noqa: E402
 from ferry_control.services.tokens import TokenService  # noqa: E402
-from tests.mariadb_cluster import MariadbCluster, cluster_module  # noqa: E402
+from tests.mariadb_cluster import MariadbCluster  # noqa: E402
 from tests.mariadb_load import MariadbLoadWriter, checksums_equal, register_mariadb  # noqa: E402
-from tests.operations.test_rebuild_mariadb import SSHD, Sshd, adopt, server_scripts  # noqa: E402
+from tests.operations.test_rebuild_mariadb import adopt, private_sshd, server_scripts  # noqa: E402
 
 ROW_BYTES = 4000
 ROWS_PER_INSERT = 500
 PHASE_S = 900.0
-
-
-@asynccontextmanager
-async def sshd(root: Path) -> AsyncIterator[Sshd]:
-    """A private sshd as the current user on a free loopback port (the tests' fixture, as a context)."""
-    root.mkdir()
-    for name in ("host_key", "client_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(root / name)], check=True)
-    (root / "authorized_keys").write_text((root / "client_key.pub").read_text())
-    port = cluster_module.free_ports(1)[0]
-    (root / "sshd_config").write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {root / 'host_key'}\nPidFile {root / 'sshd.pid'}\n"
-        f"AuthorizedKeysFile {root / 'authorized_keys'}\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-        "PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nUsePAM no\nStrictModes no\n"
-    )
-    if os.geteuid() == 0:
-        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
-    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(root / "sshd_config")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        host_key = (root / "host_key.pub").read_text().split()
-        yield Sshd(port, (root / "client_key").read_text(), f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n", root)
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 @asynccontextmanager
@@ -115,39 +89,41 @@ async def one_run(root: Path, megabytes: int, rate: int) -> dict[str, Any]:
     cluster.start()
     try:
         fill(cluster, megabytes)
-        async with sshd(root / "sshd") as ssh, control_plane(root) as client:
-            cluster_id, ids = await register_mariadb(client, cluster)
-            stop, start, pid_file = server_scripts(cluster, 3, ssh.root)
-            body = {"user": getpass.getuser(), "port": ssh.port, "private_key": ssh.private_key,
-                    "known_hosts": ssh.known_hosts, "stop_command": stop, "start_command": start}  # fmt: skip
-            answer = await client.put(f"/api/v1/clusters/{cluster_id}/host-access", json=body)
-            assert answer.status_code == 200, answer.text
-            writer = await MariadbLoadWriter(cluster, clients=2, domains=2, rate=rate).start() if rate else None
-            try:
-                started = time.perf_counter()
-                response = await client.post(
-                    f"/api/v1/clusters/{cluster_id}/operations/rebuild",
-                    json={"registered_server_id": ids[3], "donor_registered_server_id": ids[2]},
-                )
-                assert response.status_code == 202, response.text
-                operation_id = response.json()["id"]
-                deadline = time.monotonic() + PHASE_S
-                while True:
-                    operation = (await client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
-                    if operation["state"] not in ("pending", "running"):
-                        break
-                    if time.monotonic() > deadline:
-                        raise SystemExit(f"rebuild {operation_id} still running after {PHASE_S} s")
-                    await asyncio.sleep(0.2)  # polling the operation's record, as a client of the API does
-                total_s = time.perf_counter() - started
-            finally:
-                adopt(cluster, 3, pid_file)
-                if writer is not None:
-                    await writer.stop()
-            if operation["state"] != "succeeded":
-                raise SystemExit(f"the rebuild failed: {operation['error']} {operation['steps']}")
-            copy = next(s for s in operation["steps"] if s["name"] == "copy")
-            copied = operation["result"]["progress"]["bytes_done"]
+        with private_sshd(root / "sshd") as ssh:
+            async with control_plane(root) as client:
+                cluster_id, ids = await register_mariadb(client, cluster)
+                stop, start, pid_file = server_scripts(cluster, 3, ssh.root)
+                body = {"user": getpass.getuser(), "port": ssh.port, "private_key": ssh.private_key,
+                        "known_hosts": ssh.known_hosts, "stop_command": stop, "start_command": start}  # fmt: skip
+                answer = await client.put(f"/api/v1/clusters/{cluster_id}/host-access", json=body)
+                assert answer.status_code == 200, answer.text
+                writer = await MariadbLoadWriter(cluster, clients=2, domains=2, rate=rate).start() if rate else None
+                try:
+                    started = time.perf_counter()
+                    response = await client.post(
+                        f"/api/v1/clusters/{cluster_id}/operations/rebuild",
+                        json={"registered_server_id": ids[3], "donor_registered_server_id": ids[2]},
+                    )
+                    assert response.status_code == 202, response.text
+                    operation_id = response.json()["id"]
+                    url = f"/api/v1/clusters/{cluster_id}/operations/{operation_id}"
+                    deadline = time.monotonic() + PHASE_S
+                    while True:
+                        operation = (await client.get(url)).json()
+                        if operation["state"] not in ("pending", "running"):
+                            break
+                        if time.monotonic() > deadline:
+                            raise SystemExit(f"rebuild {operation_id} still running after {PHASE_S} s")
+                        await asyncio.sleep(0.2)  # polling the operation's record, as a client of the API does
+                    total_s = time.perf_counter() - started
+                finally:
+                    adopt(cluster, 3, pid_file)
+                    if writer is not None:
+                        await writer.stop()
+                if operation["state"] != "succeeded":
+                    raise SystemExit(f"the rebuild failed: {operation['error']} {operation['steps']}")
+                copy = next(s for s in operation["steps"] if s["name"] == "copy")
+                copied = operation["result"]["progress"]["bytes_done"]
         cluster.wait_converged()
         await checksums_equal(cluster)
         baseline = disk_rate(root, copied)

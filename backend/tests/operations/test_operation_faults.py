@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,7 +34,7 @@ from ferry_control.services.tokens import TokenService
 from tests import conftest
 from tests.api_forks import ApiForks, ForkedApi
 from tests.conftest import TOKEN_PEPPER, LiveFactory, migrated_database
-from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster, FerrydNode
+from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster, FerrydNode, free_port
 from tests.helpers import LOAD_FIELD, LOAD_TABLE, WAIT_S, LoadWriter, WebhookReceiver, register, serve, stop_process
 from tests.waiting import eventually
 
@@ -72,12 +71,6 @@ def app_settings(database_url: str) -> dict[str, Any]:
     return fields
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class ApiProcess:
     """`uvicorn --factory ferry_control.main:create_app` as a process of its own (forked, tests/api_forks.py),
     configured through its settings' environment variables (FERRY_*, DATABASE_URL) and the test hooks'
@@ -100,7 +93,6 @@ class ApiProcess:
         env.pop("FERRY_TEST_PAUSE_AFTER_STEP", None)
         if pause_after_step is not None:
             env["FERRY_TEST_PAUSE_AFTER_STEP"] = pause_after_step
-        env["PYTHONPATH"] = str(BACKEND)
         # `uvicorn --factory ferry_control.main:create_app`, forked from a process that imported it once
         # (tests/api_forks.py says why and what the instance shares: nothing it made itself).
         self.process = ApiForks.shared().spawn(env, BACKEND, self.log_path, "127.0.0.1", port)

@@ -16,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,11 +53,10 @@ class Sshd:
     root: Path
 
 
-@pytest.fixture
-def sshd(tmp_path: Path) -> Iterator[Sshd]:
-    """A private sshd as the current user, on a free loopback port, with a generated host key and one authorised key;
-    stopped by its pid."""
-    root = tmp_path / "sshd"
+@contextmanager
+def private_sshd(root: Path) -> Iterator[Sshd]:
+    """A private sshd as the current user, on a free loopback port, with a generated host key and one authorised key,
+    its files in `root` (made here); stopped by its pid (the `sshd` fixture's, and the rebuild benchmark's)."""
     root.mkdir()
     for name in ("host_key", "client_key"):
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(root / name)], check=True)
@@ -80,6 +80,12 @@ def sshd(tmp_path: Path) -> Iterator[Sshd]:
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+@pytest.fixture
+def sshd(tmp_path: Path) -> Iterator[Sshd]:
+    with private_sshd(tmp_path / "sshd") as running:
+        yield running
 
 
 def server_scripts(cluster: MariadbCluster, number: int, root: Path) -> tuple[str, str, Path]:
