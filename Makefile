@@ -55,7 +55,7 @@ test-engine: test-engine-failpoints
 test-engine-failpoints:
 	@scripts/ensure-rust.sh
 	scripts/engine-tests.py -- -p ferry-core -p ferryd --features ferry-core/failpoints,ferryd/failpoints \
-	  --test storage_failures --test storage_failed --test rewind_failed
+	  --test storage_failures --test storage_failed --test rewind_failed --test dump_seek_slow
 
 # ferry_engine built by maturin into .venv (the backend imports it too). Optimised by default (the stack `make up`
 # runs); `make test` builds it with FERRY_PY_PROFILE=dev: the suites need its behaviour, not its speed, and the dev

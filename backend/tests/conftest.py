@@ -296,6 +296,9 @@ def live_app(live_database_url: str) -> LiveFactory:
             "drill_scheduler_enabled": False, "poll_timeout_s": 5.0, "unreachable_after_failures": 2,
             "node_read_retries_max": 0, "switchover_catch_up_timeout_s": 10.0, "verify_timeout_s": 30.0,
             "verify_after_rejoin": False,  # a rejoin's follow-up check is test_consistency_check.py's subject
+            # A proxy's answer is awaited on the test's own event loop, which its load writers share: a busy machine
+            # delays it past the production bound without the proxy being slow.
+            "haproxy_timeout_s": 10.0,
         }  # fmt: skip
         settings = Settings(**{**fields, **overrides})
         app = create_app(settings)

@@ -136,7 +136,8 @@ async def killed_after(
 
         async def paused_after_point() -> bool:
             operation = (await client.get(url)).json()
-            assert operation["state"] in ("pending", "running"), (point, operation)
+            seen = [(s["name"], s["state"], s.get("detail")) for s in operation["steps"]]
+            assert operation["state"] in ("pending", "running"), (point, operation["state"], operation["error"], seen)
             steps = operation["steps"]
             return bool(steps) and steps[-1]["name"] == point and steps[-1]["state"] != "running"
 

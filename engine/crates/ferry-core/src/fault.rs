@@ -7,7 +7,8 @@
 //!
 //! Failpoints (the `fail` crate) exist only with the `failpoints` feature; without it [`injected`] is a constant
 //! `None` and compiles away. Each I/O site has a name in [`sites`]; a test configures one with an action
-//! `return(eio)`, `return(enospc)` or `return(short)` (a short write: half the bytes land, then ENOSPC).
+//! `return(eio)`, `return(enospc)` or `return(short)` (a short write: half the bytes land, then ENOSPC). A site
+//! checked by [`delay`] is held up instead (`sleep(ms)`).
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,7 +40,11 @@ pub mod sites {
     /// A rewind's cut of the binlog file holding the cut.
     pub const REWIND_TRUNCATE: &str = "rewind-truncate";
 
-    /// Every site, for tests that go through all of them.
+    /// Not an I/O site: where a master's binlog stream finds its start, held up by a test (`sleep(ms)`, through
+    /// [`super::delay`]) as a long binlog's read holds it up.
+    pub const DUMP_SEEK: &str = "dump-seek";
+
+    /// Every I/O site, for tests that go through all of them.
     pub const ALL: [&str; 11] = [
         BINLOG_WRITE,
         BINLOG_FSYNC,
@@ -94,6 +99,19 @@ pub fn injected(site: &str) -> Option<Fault> {
 pub fn injected(_site: &str) -> Option<Fault> {
     None
 }
+
+/// Holds the caller up at `site` when a test configures it so (`FAILPOINTS=site=sleep(ms)`); nothing without the
+/// `failpoints` feature.
+#[cfg(feature = "failpoints")]
+pub fn delay(site: &str) {
+    fail::eval(site, |_| ());
+}
+
+/// Holds the caller up at `site` when a test configures it so (`FAILPOINTS=site=sleep(ms)`); nothing without the
+/// `failpoints` feature.
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub fn delay(_site: &str) {}
 
 /// `write_all` with the failpoint `site` in front of it.
 pub fn write_all(out: &mut impl io::Write, bytes: &[u8], site: &str) -> io::Result<()> {

@@ -1,6 +1,7 @@
 //! The master side of replication: a `Dump` request turns a protocol connection into a binlog stream. The start
 //! is found by the GTID rules of `ferry_core::binlog::seek` (an error names the domain and both GTIDs and ends
-//! the stream); transactions are sent as soon as their group is durable, and heartbeats when idle.
+//! the stream); transactions are sent as soon as their group is durable, and heartbeats when idle or while the start
+//! is being found.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,7 +69,21 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
         }
     };
     let heartbeat = Duration::from_millis(u64::from(req.heartbeat_ms.clamp(HEARTBEAT_MS_MIN, HEARTBEAT_MS_MAX)));
-    let opened = open_stream(node, position.clone()).await;
+    // Finding the start reads the binlog from the chosen file's header to the replica's GTIDs: on a long file, longer
+    // than the replica waits for a sign of life. Heartbeats go out meanwhile, as when the stream is idle.
+    let opened = {
+        let open = open_stream(node, position.clone());
+        tokio::pin!(open);
+        loop {
+            tokio::select! {
+                opened = &mut open => break opened,
+                _ = tokio::time::sleep(heartbeat) => {
+                    writer.write_all(&send(heartbeat_now(node))).await?;
+                    writer.flush().await?;
+                }
+            }
+        }
+    };
     let mut stream = match opened {
         Ok(s) => s,
         Err(e) => {
@@ -145,12 +160,7 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
                 _ = stop.changed() => {}
             }
             if node.binlog_end() <= seen {
-                let beat = Response::Heartbeat {
-                    binlog_pos: node.position().to_string(),
-                    file: file_name(seen.file_seq),
-                    offset: seen.offset,
-                };
-                writer.write_all(&send(beat)).await?;
+                writer.write_all(&send(heartbeat_now(node))).await?;
                 writer.flush().await?;
             }
             continue;
@@ -172,10 +182,17 @@ pub async fn serve<R: AsyncReadExt + Unpin + Send + 'static, W: AsyncWriteExt + 
     }
 }
 
+/// A heartbeat: the master's position and the end of its binlog now.
+fn heartbeat_now(node: &Node) -> Response {
+    let end = node.binlog_end();
+    Response::Heartbeat { binlog_pos: node.position().to_string(), file: file_name(end.file_seq), offset: end.offset }
+}
+
 /// Finds where a stream from `position` starts (the GTID rules of `ferry_core::binlog::seek`) and opens it.
 pub(crate) async fn open_stream(node: &Arc<Node>, position: GtidPosition) -> Result<BinlogStream, SeekError> {
     let node = node.clone();
     tokio::task::spawn_blocking(move || {
+        ferry_core::fault::delay(ferry_core::fault::sites::DUMP_SEEK);
         let dir = node.binlog_dir();
         let files = files_at(&dir).map_err(SeekError::Binlog)?;
         let start = find_start(&files, &position, &node.binlog_state(), node.config().commit.strict_mode)?;

@@ -219,16 +219,22 @@ fn a_masters_buffer_for_a_slow_replica_stops_at_its_bound_and_replication_comple
     );
     replicate(&replica, &master, json!({"sql_paused": true}));
     wait_connection(&replica, "waiting_for_relay_space", |c| c["waiting_for_relay_space"] == true);
-    // The stream is stuck on the full socket: what the master holds for the replica stays within the bound.
-    let listed = master.eventually(
-        "the master holding bytes for the replica",
-        || master.get("/v1/replicas").1["replicas"][0].clone(),
-        |r| r["buffered_bytes"].as_u64().unwrap_or(0) > 0,
+    // The stream is stuck on the full socket: what the master holds for the replica stays within the bound. Until
+    // the socket's buffers are full the master still sends, and between two batches it holds nothing: the listing
+    // and the gauge are read together until both show bytes held (as they do for good once it is stuck), and every
+    // reading on the way is within the bound.
+    master.eventually(
+        "the master holding bytes for the replica, by its listing and its gauge",
+        || {
+            let listed = master.get("/v1/replicas").1["replicas"][0].clone();
+            let now = metric(&master, "ferry_dump_buffer_bytes");
+            let buffered = listed["buffered_bytes"].as_u64().unwrap_or(0);
+            assert!(buffered < DUMP_BUFFER_BYTES_MAX + largest, "{listed}");
+            assert!(now < DUMP_BUFFER_BYTES_MAX + largest, "ferry_dump_buffer_bytes {now}");
+            (listed, now)
+        },
+        |(listed, now)| listed["buffered_bytes"].as_u64().unwrap_or(0) > 0 && *now > 0,
     );
-    let buffered = listed["buffered_bytes"].as_u64().unwrap();
-    assert!(buffered < DUMP_BUFFER_BYTES_MAX + largest, "{listed}");
-    let now = metric(&master, "ferry_dump_buffer_bytes");
-    assert!(now > 0 && now < DUMP_BUFFER_BYTES_MAX + largest, "ferry_dump_buffer_bytes {now}");
     write(&master, "b", 20, DUMP_ROW_TEXT_BYTES);
 
     resume_sql(&replica);
@@ -242,7 +248,7 @@ fn a_masters_buffer_for_a_slow_replica_stops_at_its_bound_and_replication_comple
     assert_eq!(listed["transactions_sent"], DUMP_TXNS + 20);
     eventually(
         "the dump buffer drained",
-        Duration::from_secs(10),
+        common::EVENTUALLY,
         || metric(&master, "ferry_dump_buffer_bytes"),
         |b| *b == 0,
     );

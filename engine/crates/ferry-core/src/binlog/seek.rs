@@ -33,7 +33,8 @@ pub enum SeekError {
 pub struct StartPoint {
     /// Index of the file to start in, among the files given to [`find_start`].
     pub file_index: usize,
-    /// Offset in that file of the first event to read (just past its header).
+    /// Offset in that file of the first event to read: just past its header, or past the transactions the replica
+    /// has that [`find_start`] read to verify its position.
     pub offset: u64,
     /// Domains whose events are skipped up to and including this GTID.
     pub skip_through: BTreeMap<DomainId, Gtid>,
@@ -113,9 +114,13 @@ pub fn find_start(
         }
     }
     let offset = after_header(&files[file_index])?;
-    let start = StartPoint { file_index, offset, skip_through: pending.clone() };
+    let mut start = StartPoint { file_index, offset, skip_through: pending.clone() };
 
-    // Verify every pending GTID is really there by reading forward until each is found or proven absent.
+    // Verify every pending GTID is really there by reading forward until each is found or proven absent. The
+    // transactions read on the way that the replica has are passed over by the start point too: the stream begins
+    // at the first one it sends (or after the last one read), not at the file's header, so a replica near the end of
+    // a long file is not made to wait for a second read of it.
+    let mut skipping = true;
     'files: for (i, path) in files.iter().enumerate().skip(file_index) {
         if pending.is_empty() {
             break;
@@ -126,6 +131,14 @@ pub fn find_start(
                 continue;
             };
             let seen = txn.gtid();
+            if skipping {
+                let mut after = start.clone();
+                if after.admit(seen) {
+                    skipping = false; // the stream starts here, with the skip state as it stands
+                } else {
+                    start = StartPoint { file_index: i, offset: txn.end_offset, skip_through: after.skip_through };
+                }
+            }
             let Some(&wanted) = pending.get(&seen.domain) else {
                 continue;
             };
@@ -154,7 +167,6 @@ pub fn find_start(
         }
         // The master never wrote this domain: nothing of it to send or skip.
     }
-    let mut start = start;
     start.skip_through.retain(|d, _| current.position().get(*d).is_some());
     Ok(start)
 }
@@ -275,6 +287,40 @@ mod tests {
         let mut b = TestBinlog::new();
         b.write("0-1-1,0-1-2");
         assert_eq!(b.stream_from("0-1-1,9-7-40", true).unwrap(), gtids("0-1-2"));
+    }
+
+    /// The GTID of the first transaction at or after the start point.
+    fn first_at(files: &[PathBuf], start: &StartPoint) -> Option<String> {
+        TransactionReader::new(FileReader::open_at(&files[start.file_index], start.offset).unwrap()).find_map(|item| {
+            match item.unwrap() {
+                Item::Transaction(t) => Some(t.gtid().to_string()),
+                Item::Other(_) => None,
+            }
+        })
+    }
+
+    #[test]
+    fn the_start_passes_over_the_transactions_the_replica_has_that_verifying_it_read() {
+        let mut b = TestBinlog::new();
+        b.write("0-1-1,1-1-1,0-1-2,1-1-2,0-1-3").rotate().write("1-1-3,0-1-4");
+        let files = b.files();
+        // Both GTIDs are in the first file: the stream begins at the first transaction sent, nothing left to skip.
+        let start = find_start(&files, &"0-1-2,1-1-2".parse().unwrap(), b.writer.state(), true).unwrap();
+        assert_eq!((start.file_index, first_at(&files, &start).as_deref()), (0, Some("0-1-3")));
+        assert!(start.skip_through.is_empty(), "{start:?}");
+        assert_eq!(b.stream_from("0-1-2,1-1-2", true).unwrap(), gtids("0-1-3,1-1-3,0-1-4"));
+        // Domain 0 needs 0-1-2 before domain 1's GTID goes by: the start stops there, still skipping domain 1.
+        let start = find_start(&files, &"0-1-1,1-1-2".parse().unwrap(), b.writer.state(), true).unwrap();
+        assert_eq!((start.file_index, first_at(&files, &start).as_deref()), (0, Some("0-1-2")));
+        assert_eq!(start.skip_through, BTreeMap::from([(1, "1-1-2".parse().unwrap())]));
+        assert_eq!(b.stream_from("0-1-1,1-1-2", true).unwrap(), gtids("0-1-2,0-1-3,1-1-3,0-1-4"));
+        // In a later file than the header's: the start is after the replica's last GTID there.
+        let start = find_start(&files, &"0-1-3,1-1-3".parse().unwrap(), b.writer.state(), true).unwrap();
+        assert_eq!((start.file_index, first_at(&files, &start).as_deref()), (1, Some("0-1-4")));
+        assert_eq!(b.stream_from("0-1-3,1-1-3", true).unwrap(), gtids("0-1-4"));
+        // A replica with everything starts at the end.
+        let start = find_start(&files, &"0-1-4,1-1-3".parse().unwrap(), b.writer.state(), true).unwrap();
+        assert_eq!((start.file_index, first_at(&files, &start)), (1, None));
     }
 
     #[test]
