@@ -15,7 +15,7 @@ Each binary's output is kept and printed when it fails; a line per binary says h
 any binary failed, did not build, or when the selection held no test binary at all. An interrupt stops every binary
 still running (each runs in its own process group, with the ferryd nodes it started).
 
-    scripts/engine-tests.py [--jobs N] [--doc] -- <cargo test selection, e.g. --workspace>
+    scripts/engine-tests.py [--jobs N] [--test-threads N] [--doc] -- <cargo test selection, e.g. --workspace>
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Job:
     argv: list[str]
     cwd: Path
     env: dict[str, str]
-    unit: bool  # a crate's own unit tests (many tests each): started first, they are the longest
+    unit: bool  # a crate's own unit tests, or a test directory's binary (many tests each): started first, the longest
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,9 @@ class Outcome:
 RUNNING: set[int] = set()
 
 
-def built_tests(selection: list[str]) -> list[Job]:
-    """Builds the selection's test binaries with cargo and returns one job per binary."""
+def built_tests(selection: list[str], test_threads: int) -> list[Job]:
+    """Builds the selection's test binaries with cargo and returns one job per binary; an integration test binary
+    runs `test_threads` of its tests at once."""
     command = ["cargo", "test", "--locked", "--no-run", "--message-format=json-render-diagnostics", *selection]
     build = subprocess.run(command, cwd=ENGINE, stdout=subprocess.PIPE, text=True)
     if build.returncode != 0:
@@ -87,11 +88,17 @@ def built_tests(selection: list[str]) -> list[Job]:
         package = manifest.parent.name
         kind = message["target"]["kind"][0]
         unit = kind in ("lib", "bin", "proc-macro", "cdylib")
-        name = f"{package} unit tests ({kind})" if unit else f"{package} tests/{message['target']['name']}.rs"
+        source = Path(message["target"]["src_path"]).relative_to(manifest.parent)
+        name = f"{package} unit tests ({kind})" if unit else f"{package} {source}"
         env = dict(os.environ, CARGO_MANIFEST_DIR=str(manifest.parent), CARGO_PKG_NAME=package)
         deps = str(target / "debug" / "deps")
         env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (deps, os.environ.get("LD_LIBRARY_PATH")) if p)
-        jobs.append(Job(name, [message["executable"]], manifest.parent, env, unit))
+        argv = [message["executable"]]
+        if not unit:
+            # Integration tests wait on the processes they start: more of them at once than there are cores.
+            argv.append(f"--test-threads={test_threads}")
+        # A binary of a test directory (tests/<name>/main.rs) holds many modules: started first, with the unit tests.
+        jobs.append(Job(name, argv, manifest.parent, env, unit or source.name == "main.rs"))
     return jobs
 
 
@@ -132,15 +139,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("FERRY_ENGINE_TEST_JOBS", "4")))
     parser.add_argument("--doc", action="store_true", help="run the workspace's doc tests too")
+    parser.add_argument(
+        "--test-threads",
+        type=int,
+        default=int(os.environ.get("FERRY_ENGINE_TEST_THREADS", "6")),
+        help="tests at once within one integration test binary",
+    )
     parser.add_argument("selection", nargs="*", help="cargo test's selection (after --)")
     args = parser.parse_args()
-    if args.jobs < 1:
-        parser.error("--jobs must be at least 1")
+    if args.jobs < 1 or args.test_threads < 1:
+        parser.error("--jobs and --test-threads must be at least 1")
     signal.signal(signal.SIGINT, stop_running)
     signal.signal(signal.SIGTERM, stop_running)
 
     started = time.monotonic()
-    jobs = built_tests(args.selection)
+    jobs = built_tests(args.selection, args.test_threads)
     if args.doc:
         jobs.append(doc_tests())
     if not jobs:

@@ -27,6 +27,8 @@ pub struct Dump {
     pub files: Vec<PathBuf>,
     /// Index in `files` of the first file to read (files before it are skipped whole).
     pub first_file: usize,
+    /// Where reading goes on in the first file after its header (0: from the header on).
+    pub first_offset: u64,
     pub filter: TxnFilter,
     pub json: bool,
 }
@@ -35,28 +37,50 @@ impl Dump {
     pub fn run(mut self, out: &mut impl Write) -> Result<(), DumpError> {
         // Verdict on the transaction being read, from its GTID event; `None` between transactions.
         let mut printing: Option<bool> = None;
-        for path in &self.files[self.first_file..] {
-            for read in FileReader::open(path).map_err(DumpError::Binlog)? {
-                let read = read.map_err(DumpError::Binlog)?;
-                let print = match &read.event {
-                    Event::Gtid(g) => {
-                        let admitted = self.filter.admit(g.gtid);
-                        if self.filter.finished() {
-                            return Ok(());
-                        }
-                        printing = Some(admitted);
-                        admitted
+        let files = std::mem::take(&mut self.files);
+        for (i, path) in files[self.first_file..].iter().enumerate() {
+            let mut reader = FileReader::open(path).map_err(DumpError::Binlog)?;
+            if i == 0 && self.first_offset > 0 {
+                // The file's header (format description, GTID list) is printed; then reading goes on at the start
+                // point, past the transactions the start position has that finding it read.
+                for _ in 0..2 {
+                    let Some(read) = reader.next() else { break };
+                    if self.take(out, read.map_err(DumpError::Binlog)?, &mut printing)? {
+                        return Ok(());
                     }
-                    Event::Rows { .. } => printing.unwrap_or(true),
-                    Event::Commit { .. } => printing.take().unwrap_or(true),
-                    _ => true,
-                };
-                if print {
-                    self.write(out, &read).map_err(DumpError::Output)?;
+                }
+                if reader.offset() < self.first_offset {
+                    reader = FileReader::open_at(path, self.first_offset).map_err(DumpError::Binlog)?;
+                }
+            }
+            for read in reader {
+                if self.take(out, read.map_err(DumpError::Binlog)?, &mut printing)? {
+                    return Ok(());
                 }
             }
         }
         Ok(())
+    }
+
+    /// Prints `read` when the filter lets it through; true once the filter has finished (nothing more to print).
+    fn take(&mut self, out: &mut impl Write, read: ReadEvent, printing: &mut Option<bool>) -> Result<bool, DumpError> {
+        let print = match &read.event {
+            Event::Gtid(g) => {
+                let admitted = self.filter.admit(g.gtid);
+                if self.filter.finished() {
+                    return Ok(true);
+                }
+                *printing = Some(admitted);
+                admitted
+            }
+            Event::Rows { .. } => printing.unwrap_or(true),
+            Event::Commit { .. } => printing.take().unwrap_or(true),
+            _ => true,
+        };
+        if print {
+            self.write(out, &read).map_err(DumpError::Output)?;
+        }
+        Ok(false)
     }
 
     fn write(&self, out: &mut impl Write, read: &ReadEvent) -> std::io::Result<()> {

@@ -108,9 +108,9 @@ fn plan(options: &Options) -> Result<Dump, String> {
             Some(start::start_point(&files, position).map_err(|e| format!("--start-position {position}: {e}"))?)
         }
     };
-    let first_file = start.as_ref().map_or(0, |s| s.file_index);
+    let (first_file, first_offset) = start.as_ref().map_or((0, 0), |s| (s.file_index, s.offset));
     let filter = TxnFilter::new(start, options.domains.clone(), &options.stop);
-    Ok(Dump { files, first_file, filter, json: options.json })
+    Ok(Dump { files, first_file, first_offset, filter, json: options.json })
 }
 
 /// A node's data directory keeps its binlog in `binlog/`: accept it as well as the binlog directory itself.

@@ -36,6 +36,12 @@ fn start_position_prints_what_a_replica_there_would_be_sent() {
     assert_eq!(run.gtids(), ["1-1-2", "0-1-3", "0-1-4", "1-1-3", "0-1-5"]);
     // A skipped transaction is skipped whole.
     assert_eq!(count(&run.stdout, "rows"), 5);
+    // The first file's header is printed, then reading goes on where the replica's stream would start (after 0-1-2:
+    // the transactions before it, which finding the start read, are not read again).
+    let first: Vec<&str> = run.lines().into_iter().take(3).collect();
+    assert!(first[0].starts_with("ferry-bin.000001 @4 format_description"), "{}", run.stdout);
+    assert!(first[1].contains(" gtid_list ["), "{}", run.stdout);
+    assert!(first[2].contains(" gtid 1-1-2 "), "{}", run.stdout);
 }
 
 #[test]

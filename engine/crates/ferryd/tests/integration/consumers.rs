@@ -5,14 +5,12 @@
 //! when it restarts from its stored position; and one that stops reading is cut off at its byte bound without
 //! a client commit under semi-sync waiting for it.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{
+use crate::common::{
     eventually, post_ok, replicate_with as replicate, rt, start_with_consumers as start, NodeProc, CONSUMER_TOKEN,
     EVENTUALLY, TOKEN,
 };

@@ -1,9 +1,7 @@
 //! The DBA's binlog controls on a real node: SHOW BINLOG EVENTS by file and offset, FLUSH BINARY LOGS
 //! DELETE_DOMAIN_ID, binlog expiry and the purge guard that keeps what connected replicas read, RESET MASTER.
 
-mod common;
-
-use common::{rt, NodeProc, TOKEN};
+use crate::common::{rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use serde_json::{json, Value};
 

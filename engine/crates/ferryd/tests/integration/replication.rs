@@ -1,9 +1,7 @@
 //! GTID replication between real `ferryd` processes: streaming, crash-safe resume, reconnects, and every error
 //! that must stop replication with the domain and the GTIDs named.
 
-mod common;
-
-use common::{rt, NodeProc, TOKEN};
+use crate::common::{rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use serde_json::{json, Value};
 

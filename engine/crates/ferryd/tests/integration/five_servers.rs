@@ -4,11 +4,9 @@
 //! server to server; a replica moves to another master by GTID with no duplicate and no gap; and after both
 //! masters stop, server 5 is brought level with server 4 by START UNTIL, promoted, and everyone follows it.
 
-mod common;
-
 use std::collections::{BTreeMap, HashSet};
 
-use common::{rt, NodeProc, TOKEN};
+use crate::common::{rt, NodeProc, TOKEN};
 use ferry_client::{Client, Txn};
 use ferry_core::gtid::Gtid;
 use serde_json::{json, Value};

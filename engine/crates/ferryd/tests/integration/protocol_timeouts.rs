@@ -3,11 +3,9 @@
 //! cut by it, nor is a replica's binlog stream (the master only sends on it); and a frame begun — even one that
 //! declares the largest allowed length — must arrive whole within `--protocol-frame-timeout-s`.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{eventually, rt, NodeProc, TOKEN};
+use crate::common::{eventually, rt, NodeProc, TOKEN};
 use ferry_client::{Client, ErrorCode};
 use ferry_core::limits::Limits;
 use ferry_core::protocol::Response;

@@ -1,12 +1,10 @@
 //! Parallel apply on a real replica: in order within a domain, free across domains, equal data at the end,
 //! and crash safety when the replica is SIGKILLed in the middle of applying in parallel.
 
-mod common;
-
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
-use common::{rt, NodeProc, TOKEN};
+use crate::common::{rt, NodeProc, TOKEN};
 use ferry_client::{Client, Txn};
 use ferry_core::gtid::Gtid;
 use ferry_core::row::Value;

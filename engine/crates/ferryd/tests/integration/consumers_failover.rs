@@ -4,14 +4,12 @@
 //! all done through the admin API — receive every acknowledged transaction exactly once, in each domain's
 //! order, with row images equal to the data, also when they restart from their stored positions mid-run.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{
+use crate::common::{
     eventually, post_ok, replicate_with as replicate, rt, start_with_consumers as start, NodeProc, CONSUMER_TOKEN,
     EVENTUALLY,
 };

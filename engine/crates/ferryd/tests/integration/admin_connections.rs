@@ -3,13 +3,11 @@
 //! connection that sends no request head within `--admin-idle-timeout-s` is closed, as is a keep-alive
 //! connection idle after its answer; and SIGTERM does not wait for idle connections.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{eventually, NodeProc};
+use crate::common::{eventually, NodeProc};
 
 /// Generous bound on every wait for the node to close a connection.
 const CLOSE_WITHIN: Duration = Duration::from_secs(60);
@@ -112,7 +110,8 @@ fn a_sigterm_the_moment_the_node_says_ready_stops_it_cleanly() {
 /// Asks `GET /v1/status` with the node's token on a keep-alive connection and reads the answer's status line and
 /// headers (the body is left unread: the next request on the connection is not made).
 fn status_line_authenticated(stream: &mut TcpStream) -> String {
-    let request = format!("GET /v1/status HTTP/1.1\r\nhost: ferryd\r\nauthorization: Bearer {}\r\n\r\n", common::TOKEN);
+    let request =
+        format!("GET /v1/status HTTP/1.1\r\nhost: ferryd\r\nauthorization: Bearer {}\r\n\r\n", crate::common::TOKEN);
     stream.write_all(request.as_bytes()).unwrap();
     let mut answer = Vec::new();
     let mut byte = [0u8; 1];

@@ -1,8 +1,6 @@
 //! Bad input gets a precise error, the node keeps serving every other client, and nothing is half-written.
 
-mod common;
-
-use common::{rt, NodeProc};
+use crate::common::{rt, NodeProc};
 use ferry_client::{Client, ClientError, ErrorCode, Txn};
 use ferry_core::protocol::{Request, Response};
 use ferry_core::row::{Row, Value};
@@ -203,11 +201,11 @@ fn connections_that_authenticate_find_a_place_when_the_others_took_them_all() {
         b.ping().await.unwrap();
         // A replica or the control plane authenticates first: it gets a kept place, then one of its own.
         let mut replica = Client::connect(&node.listen).await.unwrap();
-        replica.auth(common::TOKEN).await.unwrap();
+        replica.auth(crate::common::TOKEN).await.unwrap();
         replica.ping().await.unwrap();
         // Having left the kept place, the next authenticating connection finds it free too.
         let mut control = Client::connect(&node.listen).await.unwrap();
-        control.auth(common::TOKEN).await.unwrap();
+        control.auth(crate::common::TOKEN).await.unwrap();
         control.ping().await.unwrap();
         // A client that asks anything else first in a kept place is refused and closed, saying why.
         let mut other = Client::connect(&node.listen).await.unwrap();

@@ -4,14 +4,12 @@
 //! test shows the bound reached and never passed (by the relay directory's size on disk and by the gauges),
 //! the nodes serving meanwhile, and replication completing once the pressure is gone.
 
-mod common;
-
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually, rt, NodeProc, TOKEN};
+use crate::common::{eventually, rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use ferry_core::row::{Row, Value};
 use serde_json::{json, Value as Json};
@@ -248,7 +246,7 @@ fn a_masters_buffer_for_a_slow_replica_stops_at_its_bound_and_replication_comple
     assert_eq!(listed["transactions_sent"], DUMP_TXNS + 20);
     eventually(
         "the dump buffer drained",
-        common::EVENTUALLY,
+        crate::common::EVENTUALLY,
         || metric(&master, "ferry_dump_buffer_bytes"),
         |b| *b == 0,
     );

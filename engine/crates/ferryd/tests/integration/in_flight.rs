@@ -2,14 +2,12 @@
 //! still be in the commit queue; `POST /v1/read-only` with `wait_for_in_flight_ms` answers once every such
 //! commit has its answer, with the binlog position at which client writes stopped.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{rt, NodeProc, TOKEN};
+use crate::common::{rt, NodeProc, TOKEN};
 use ferry_client::{ErrorCode, Txn};
 use ferry_core::{Gtid, GtidPosition};
 use serde_json::json;

@@ -3,9 +3,7 @@
 //! domain whose seq_no is exhausted, and settings refused at start-up. Each refusal writes nothing and the node
 //! keeps serving and replicating.
 
-mod common;
-
-use common::{rt, NodeProc, TOKEN};
+use crate::common::{rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use ferry_core::protocol::ErrorCode;
 use ferry_core::row::{Row, Value};

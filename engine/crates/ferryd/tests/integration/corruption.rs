@@ -2,11 +2,9 @@
 //! non-zero naming the file, the offset and the GTIDs around it, and cuts nothing), while a torn last write is
 //! trimmed (and said so in the log) without losing an acknowledged transaction or reusing its seq_no.
 
-mod common;
-
 use std::process::Command;
 
-use common::{rt, NodeProc, TOKEN};
+use crate::common::{rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use ferry_core::binlog::event::{encode_event, Event, GtidEvent};
 use ferry_core::binlog::file_name;

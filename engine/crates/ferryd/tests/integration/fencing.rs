@@ -2,9 +2,7 @@
 //! seen in its scope is refused 409 `stale_fence` and changes nothing, across a restart too; other scopes, reads
 //! and requests without the header are not affected.
 
-mod common;
-
-use common::NodeProc;
+use crate::common::NodeProc;
 use serde_json::json;
 
 const FENCE: &str = "X-Ferry-Fence";

@@ -3,13 +3,11 @@
 //! replica has every transaction exactly once, in each domain's order, with the master's data; refused values
 //! change nothing; the change is saved with the connection.
 
-mod common;
-
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use common::{rt, NodeProc, TOKEN};
+use crate::common::{rt, NodeProc, TOKEN};
 use ferry_client::{Client, Txn};
 use ferry_core::gtid::Gtid;
 use ferry_core::row::Value;

@@ -6,12 +6,10 @@
 //! - GTIDs are strictly increasing per domain in the binlog, with no duplicate,
 //! - the store equals a replay of the binlog (same rows, same checksums).
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
-use common::{rt, NodeProc};
+use crate::common::{rt, NodeProc};
 use ferry_client::{Client, Txn};
 use ferry_core::gtid::Gtid;
 use ferry_core::row::{row_bytes, Row, Value};

@@ -3,9 +3,7 @@
 //! replica's, the archive it serves holds exactly the cut transactions, and a restart keeps it so — and every
 //! refusal, each changing nothing.
 
-mod common;
-
-use common::{post_ok, replicate_with, rt, start_with_consumers, NodeProc, CONSUMER_TOKEN, TOKEN};
+use crate::common::{post_ok, replicate_with, rt, start_with_consumers, NodeProc, CONSUMER_TOKEN, TOKEN};
 use ferry_client::{SubscribeOptions, Subscription, Txn};
 use ferry_core::gtid::Gtid;
 use ferry_core::row::Value;

@@ -1,8 +1,6 @@
 //! The DBA's replication controls between real `ferryd` processes: the skip counter and the domain filters.
 
-mod common;
-
-use common::{rt, NodeProc, TOKEN};
+use crate::common::{rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use serde_json::{json, Value};
 

@@ -1,11 +1,9 @@
 //! Transactions over TCP against a real `ferryd`: row operations, per-key serialisation, domains, privileged
 //! GTIDs and strict mode, read-only, and waiting for a position.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{rt, NodeProc, TOKEN};
+use crate::common::{rt, NodeProc, TOKEN};
 use ferry_client::{Client, ErrorCode, Txn};
 use ferry_core::row::{Row, Value};
 

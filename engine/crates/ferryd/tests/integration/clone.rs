@@ -4,13 +4,11 @@
 //! replication, across a restart) and a resume continues the same snapshot; pause holds the copy still; a
 //! hostile donor (a bad chunk checksum, a truncated stream, nonsense) fails the clone precisely.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use common::{post_ok, replicate_with, rt, NodeProc, TOKEN};
+use crate::common::{post_ok, replicate_with, rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use ferry_core::protocol::{CloneTable, Request, Response};
 use ferry_core::row::Value;

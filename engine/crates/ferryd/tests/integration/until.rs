@@ -3,9 +3,7 @@
 //! seq_no — also when the UNTIL seq_no falls in a hole; once every listed domain has reached or passed its UNTIL
 //! the connection stops; unlisted domains stop at once.
 
-mod common;
-
-use common::{rt, NodeProc, TOKEN};
+use crate::common::{rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use serde_json::{json, Value};
 

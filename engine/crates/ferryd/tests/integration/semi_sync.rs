@@ -3,11 +3,9 @@
 //! asynchronous replication and says so (status and metrics) until a replica has caught up again. Only a node's
 //! own clients' commits wait: a replica applying its master's transactions never waits for replicas of its own.
 
-mod common;
-
 use std::time::Instant;
 
-use common::{rt, NodeProc, TOKEN};
+use crate::common::{rt, NodeProc, TOKEN};
 use serde_json::{json, Value};
 
 fn semi(node: &NodeProc) -> Value {

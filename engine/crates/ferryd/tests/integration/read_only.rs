@@ -2,9 +2,7 @@
 //! read-only and refuses a client's write before a GTID is taken; a node the operator made writable stays
 //! writable; a node that replicates starts read-only unless the operator ever made it writable.
 
-mod common;
-
-use common::{rt, NodeProc, TOKEN};
+use crate::common::{rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use serde_json::json;
 

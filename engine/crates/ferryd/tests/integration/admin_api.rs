@@ -1,9 +1,7 @@
 //! The admin HTTP API of a real node: status, authentication of every route but the liveness check, read-only,
 //! flush and purge, recent events, checksums and metrics, and optional bodies left out.
 
-mod common;
-
-use common::{rt, NodeProc, TOKEN};
+use crate::common::{rt, NodeProc, TOKEN};
 use ferry_client::Txn;
 use serde_json::json;
 
