@@ -26,6 +26,9 @@ from tests.helpers import register, stop_process
 from tests.mariadb_cluster import eventually
 
 BACKEND = Path(__file__).resolve().parents[2]
+#: Bound on the worker's start (a Python process importing the control plane, then its database): generous, for a
+#: machine busy with the rest of the suite.
+STARTED_S = 90.0
 
 
 @asynccontextmanager
@@ -48,12 +51,22 @@ async def worker_process(
         [sys.executable, "-m", "ferry_control", "worker", *args], cwd=BACKEND, env=settings, stdout=subprocess.PIPE,
         stderr=log, text=True,
     )  # fmt: skip
-    try:
+
+    async def said() -> str:
+        """The worker's next line on its standard output; a process start is bounded by STARTED_S."""
         assert process.stdout is not None
-        line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), WAIT_S)
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), STARTED_S)
+        except TimeoutError:
+            raise AssertionError(
+                f"the worker said nothing within {STARTED_S:g} s; its log: {(tmp_path / 'worker.log').read_text()}"
+            ) from None
+
+    try:
+        line = await said()
         if line.startswith("worker metrics "):  # with --metrics-port: where it serves them, first
             process.metrics_address = line.split()[-1]  # type: ignore[attr-defined]
-            line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), WAIT_S)
+            line = await said()
         assert line.startswith("worker ready "), (
             f"worker said {line!r}; its log: {(tmp_path / 'worker.log').read_text()}"
         )
