@@ -184,7 +184,10 @@ def settings(database_url: str) -> Settings:
         node_token=NODE_TOKEN,
         collector_enabled=False,
         drill_scheduler_enabled=False,
+        # Generous for a machine busy with the rest of the suite (the production defaults are 2 s and 5 s); the
+        # tests of a slow or silent server set their own.
         poll_timeout_s=10.0,
+        node_read_timeout_s=10.0,
         unreachable_after_failures=2,
         node_read_retries_max=0,
         # A rejoin's follow-up check is its own test's subject (test_consistency_check.py), not every rejoin's.

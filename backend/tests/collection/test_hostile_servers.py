@@ -165,8 +165,9 @@ async def test_every_kind_of_lie_is_the_liars_error_alone_naming_what_was_wrong(
     caught_up = ferryd.converge()
     async with liars(client, {name: answer for name, (answer, _) in LIES.items()}) as (liars_id, ids):
         report = await app.state.collector.run_cycle()
-        assert (report.polled, report.failed) == (3 + len(LIES), len(LIES))
         recorded = await servers_of(client, liars_id)
+        honest_errors = {i: row["last_error"] for i, row in (await servers_of(client, honest_id)).items()}
+        assert (report.polled, report.failed) == (3 + len(LIES), len(LIES)), honest_errors
     for name, (_, words) in LIES.items():
         row = recorded[ids[name]]
         assert row["last_error"] and words in row["last_error"], f"{name}: {row['last_error']!r}"
