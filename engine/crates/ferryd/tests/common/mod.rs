@@ -335,3 +335,17 @@ fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 fn http() -> reqwest::blocking::Client {
     reqwest::blocking::Client::builder().timeout(std::time::Duration::from_secs(180)).build().unwrap()
 }
+
+/// Each domain's GTIDs in the same order on both servers, each exactly once.
+pub fn assert_same_order_per_domain(master: &NodeProc, replica: &NodeProc) {
+    let per_domain = |gtids: Vec<ferry_core::gtid::Gtid>| {
+        let mut m: std::collections::BTreeMap<u32, Vec<ferry_core::gtid::Gtid>> = std::collections::BTreeMap::new();
+        let mut seen = std::collections::HashSet::new();
+        for g in gtids {
+            assert!(seen.insert(g), "{g} is in the binlog twice");
+            m.entry(g.domain).or_default().push(g);
+        }
+        m
+    };
+    assert_eq!(per_domain(replica.binlog_gtids()), per_domain(master.binlog_gtids()));
+}

@@ -1,12 +1,10 @@
 //! Parallel apply on a real replica: in order within a domain, free across domains, equal data at the end,
 //! and crash safety when the replica is SIGKILLed in the middle of applying in parallel.
 
-use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
-use crate::common::{rt, NodeProc, TOKEN};
+use crate::common::{assert_same_order_per_domain, rt, NodeProc, TOKEN};
 use ferry_client::{Client, Txn};
-use ferry_core::gtid::Gtid;
 use ferry_core::row::Value;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value as Json};
@@ -40,20 +38,6 @@ fn load(master: &NodeProc, domains: u32, clients: u32, per_client: u32, tag: &st
             t.await.unwrap();
         }
     });
-}
-
-/// Each domain's GTIDs in the same order on both servers, each exactly once.
-fn assert_same_order_per_domain(master: &NodeProc, replica: &NodeProc) {
-    let per_domain = |gtids: Vec<Gtid>| {
-        let mut m: BTreeMap<u32, Vec<Gtid>> = BTreeMap::new();
-        let mut seen = HashSet::new();
-        for g in gtids {
-            assert!(seen.insert(g), "{g} is in the binlog twice");
-            m.entry(g.domain).or_default().push(g);
-        }
-        m
-    };
-    assert_eq!(per_domain(replica.binlog_gtids()), per_domain(master.binlog_gtids()));
 }
 
 fn converge(replica: &NodeProc, master: &NodeProc) {

@@ -3,13 +3,11 @@
 //! replica has every transaction exactly once, in each domain's order, with the master's data; refused values
 //! change nothing; the change is saved with the connection.
 
-use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::common::{rt, NodeProc, TOKEN};
+use crate::common::{assert_same_order_per_domain, rt, NodeProc, TOKEN};
 use ferry_client::{Client, Txn};
-use ferry_core::gtid::Gtid;
 use ferry_core::row::Value;
 use serde_json::{json, Value as Json};
 
@@ -55,20 +53,6 @@ fn connection(replica: &NodeProc) -> Json {
 
 fn set_parallel(replica: &NodeProc, body: Json) -> (u16, Json) {
     replica.post("/v1/replication/m/parallel", body, Some(TOKEN))
-}
-
-/// Each domain's GTIDs in the same order on both servers, each exactly once.
-fn assert_same_order_per_domain(master: &NodeProc, replica: &NodeProc) {
-    let per_domain = |gtids: Vec<Gtid>| {
-        let mut m: BTreeMap<u32, Vec<Gtid>> = BTreeMap::new();
-        let mut seen = HashSet::new();
-        for g in gtids {
-            assert!(seen.insert(g), "{g} is in the binlog twice");
-            m.entry(g.domain).or_default().push(g);
-        }
-        m
-    };
-    assert_eq!(per_domain(replica.binlog_gtids()), per_domain(master.binlog_gtids()));
 }
 
 #[test]
