@@ -13,8 +13,9 @@
 //! text that does not parse.
 //!
 //! Filters apply to transactions only; format descriptions, GTID lists, checkpoints and rotations are always
-//! printed. With `--start-position`, files before the one a replica would start in are skipped, and that file
-//! is printed from its header (so its GTID list shows the state the listed transactions follow).
+//! printed. With `--start-position`, files before the one a replica would start in are skipped, and that file's
+//! header is printed (its GTID list shows the state the listed transactions follow); reading then goes on where the
+//! replica's stream would start, past the transactions it has that finding the start read (their checkpoints too).
 
 mod cli;
 mod dump;
