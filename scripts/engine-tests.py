@@ -44,7 +44,7 @@ class Job:
     argv: list[str]
     cwd: Path
     env: dict[str, str]
-    unit: bool  # a crate's own unit tests, or a test directory's binary (many tests each): started first, the longest
+    long: bool  # many tests (a crate's unit tests, a test directory's binary, the doc tests): started first
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def built_tests(selection: list[str], test_threads: int) -> list[Job]:
 
 def doc_tests() -> Job:
     """The workspace's doc tests: cargo compiles and runs them itself."""
-    return Job("doc tests", ["cargo", "test", "--locked", "--doc", "--workspace"], ENGINE, dict(os.environ), unit=True)
+    return Job("doc tests", ["cargo", "test", "--locked", "--doc", "--workspace"], ENGINE, dict(os.environ), long=True)
 
 
 def run(job: Job) -> Outcome:
@@ -159,7 +159,7 @@ def main() -> int:
     if not jobs:
         print(f"engine-tests: no test binary in the selection {args.selection}", file=sys.stderr)
         return 1
-    jobs.sort(key=lambda j: not j.unit)  # stable: cargo's order otherwise
+    jobs.sort(key=lambda j: not j.long)  # stable: cargo's order otherwise
     failed = []
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for future in as_completed([pool.submit(run, job) for job in jobs]):

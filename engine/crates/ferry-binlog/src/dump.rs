@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use ferry_core::binlog::event::Event;
 use ferry_core::binlog::reader::{FileReader, ReadEvent};
+use ferry_core::binlog::seek::after_header;
 use ferry_core::binlog::BinlogError;
 
 use crate::filter::TxnFilter;
@@ -43,7 +44,8 @@ impl Dump {
             if i == 0 && self.first_offset > 0 {
                 // The file's header (format description, GTID list) is printed; then reading goes on at the start
                 // point, past the transactions the start position has that finding it read.
-                for _ in 0..2 {
+                let header_end = after_header(path).map_err(DumpError::Binlog)?;
+                while reader.offset() < header_end {
                     let Some(read) = reader.next() else { break };
                     if self.take(out, read.map_err(DumpError::Binlog)?, &mut printing)? {
                         return Ok(());

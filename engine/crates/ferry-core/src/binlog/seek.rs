@@ -60,7 +60,7 @@ impl StartPoint {
 }
 
 /// Offset of the first event after the format description and GTID list of a file.
-fn after_header(path: &Path) -> Result<u64, BinlogError> {
+pub fn after_header(path: &Path) -> Result<u64, BinlogError> {
     let mut reader = FileReader::open(path)?;
     for _ in 0..2 {
         reader
@@ -132,11 +132,16 @@ pub fn find_start(
             };
             let seen = txn.gtid();
             if skipping {
-                let mut after = start.clone();
-                if after.admit(seen) {
-                    skipping = false; // the stream starts here, with the skip state as it stands
+                let through = start.skip_through.get(&seen.domain).copied();
+                if start.admit(seen) {
+                    // The stream starts here, with the skip state as it stood: its own `admit` of this transaction
+                    // (past a hole, it drops the domain's entry) is still to come.
+                    skipping = false;
+                    if let Some(through) = through {
+                        start.skip_through.insert(seen.domain, through);
+                    }
                 } else {
-                    start = StartPoint { file_index: i, offset: txn.end_offset, skip_through: after.skip_through };
+                    (start.file_index, start.offset) = (i, txn.end_offset);
                 }
             }
             let Some(&wanted) = pending.get(&seen.domain) else {
