@@ -349,3 +349,32 @@ pub fn assert_same_order_per_domain(master: &NodeProc, replica: &NodeProc) {
     };
     assert_eq!(per_domain(replica.binlog_gtids()), per_domain(master.binlog_gtids()));
 }
+
+/// What a change consumer of a test received, and the nodes it subscribed to, in order.
+#[derive(Default)]
+pub struct Received {
+    pub changes: Vec<ferry_client::Change>,
+    pub nodes: Vec<String>,
+}
+
+/// Follows the master among `nodes` (`MasterSubscription` with `options`), recording into `into`, until `until`
+/// changes are in it; returns the position to resume from.
+pub async fn follow(
+    nodes: Vec<String>,
+    options: ferry_client::FollowOptions,
+    name: &str,
+    into: std::sync::Arc<std::sync::Mutex<Received>>,
+    until: usize,
+) -> ferry_core::gtid::GtidPosition {
+    use ferry_client::Followed;
+    let mut changes = ferry_client::MasterSubscription::new(&nodes, options).unwrap();
+    while into.lock().unwrap().changes.len() < until {
+        match changes.next().await {
+            Ok(Followed::Change(c)) => into.lock().unwrap().changes.push(c),
+            Ok(Followed::Subscribed { node, .. }) => into.lock().unwrap().nodes.push(node),
+            Ok(Followed::NoMaster { .. }) => {}
+            Err(e) => panic!("{name}: following ended: {e}"),
+        }
+    }
+    changes.position().unwrap().clone()
+}

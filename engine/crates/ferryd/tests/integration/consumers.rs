@@ -11,13 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    eventually, post_ok, replicate_with as replicate, rt, start_with_consumers as start, NodeProc, CONSUMER_TOKEN,
-    EVENTUALLY, TOKEN,
+    self, eventually, post_ok, replicate_with as replicate, rt, start_with_consumers as start, NodeProc, Received,
+    CONSUMER_TOKEN, EVENTUALLY, TOKEN,
 };
-use ferry_client::{
-    Change, Client, ClientError, ErrorCode, FollowOptions, Followed, MasterSubscription, SubscribeOptions,
-    Subscription, Txn,
-};
+use ferry_client::{Client, ClientError, ErrorCode, FollowOptions, SubscribeOptions, Subscription, Txn};
 use ferry_core::binlog::event::Event;
 use ferry_core::gtid::{DomainId, Gtid, GtidPosition};
 use ferry_core::protocol::{Request, Response};
@@ -204,25 +201,9 @@ fn by_domain(gtids: impl IntoIterator<Item = Gtid>) -> BTreeMap<DomainId, Vec<Gt
     out
 }
 
-/// What a consumer of the test received, and the nodes it subscribed to, in order.
-#[derive(Default)]
-struct Received {
-    changes: Vec<Change>,
-    nodes: Vec<String>,
-}
-
 /// Follows the master among `nodes` from `start`, recording into `into`, until `until` changes are in it.
 async fn follow(nodes: Vec<String>, start: &str, name: &str, into: Arc<Mutex<Received>>, until: usize) -> GtidPosition {
-    let mut changes = MasterSubscription::new(&nodes, FollowOptions::new(options(name, Some(start)))).unwrap();
-    while into.lock().unwrap().changes.len() < until {
-        match changes.next().await {
-            Ok(Followed::Change(c)) => into.lock().unwrap().changes.push(c),
-            Ok(Followed::Subscribed { node, .. }) => into.lock().unwrap().nodes.push(node),
-            Ok(Followed::NoMaster { .. }) => {}
-            Err(e) => panic!("{name}: following ended: {e}"),
-        }
-    }
-    changes.position().unwrap().clone()
+    common::follow(nodes, FollowOptions::new(options(name, Some(start))), name, into, until).await
 }
 
 #[test]

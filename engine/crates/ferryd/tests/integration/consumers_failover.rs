@@ -10,12 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{
-    eventually, post_ok, replicate_with as replicate, rt, start_with_consumers as start, NodeProc, CONSUMER_TOKEN,
-    EVENTUALLY,
+    self, eventually, post_ok, replicate_with as replicate, rt, start_with_consumers as start, NodeProc, Received,
+    CONSUMER_TOKEN, EVENTUALLY,
 };
-use ferry_client::{
-    Change, Client, ClientError, ErrorCode, FollowOptions, Followed, MasterSubscription, SubscribeOptions, Txn,
-};
+use ferry_client::{Change, Client, ClientError, ErrorCode, FollowOptions, SubscribeOptions, Txn};
 use ferry_core::binlog::BinlogCoord;
 use ferry_core::gtid::{DomainId, Gtid, GtidPosition};
 use ferry_core::protocol::{Request, Response};
@@ -208,13 +206,6 @@ async fn write_ledger(nodes: Vec<String>, stop: Arc<AtomicBool>) -> Written {
     written
 }
 
-/// What a consumer of the test received, and the nodes it subscribed to, in order.
-#[derive(Default)]
-struct Received {
-    changes: Vec<Change>,
-    nodes: Vec<String>,
-}
-
 fn follow_options(name: &str, start: &str) -> FollowOptions {
     let mut o = SubscribeOptions::new(name, CONSUMER_TOKEN);
     o.start = Some(start.parse().unwrap());
@@ -227,16 +218,7 @@ fn follow_options(name: &str, start: &str) -> FollowOptions {
 /// Follows the master among `nodes` from `start`, recording into `into`, until `until` changes are in it;
 /// returns the position to resume from.
 async fn follow(nodes: Vec<String>, start: String, name: &str, into: Arc<Mutex<Received>>, until: usize) -> String {
-    let mut changes = MasterSubscription::new(&nodes, follow_options(name, &start)).unwrap();
-    while into.lock().unwrap().changes.len() < until {
-        match changes.next().await {
-            Ok(Followed::Change(c)) => into.lock().unwrap().changes.push(c),
-            Ok(Followed::Subscribed { node, .. }) => into.lock().unwrap().nodes.push(node),
-            Ok(Followed::NoMaster { .. }) => {}
-            Err(e) => panic!("{name}: following ended: {e}"),
-        }
-    }
-    changes.position().unwrap().to_string()
+    common::follow(nodes, follow_options(name, &start), name, into, until).await.to_string()
 }
 
 /// Planned switchover through the admin API: the old master read-only once its commits in flight have their
