@@ -133,15 +133,20 @@ class FerrydNode:
         raise RuntimeError(f"ferryd {self.server_id} did not start:\n{last_error}")
 
     def increment(self, table: str = "t", key: str = "k", by: int = 1, *, domain: int | None = None) -> str:
-        """Commits one transaction; returns its GTID. A connection idle for a while is replaced first: ferryd closes
-        idle protocol connections (`--protocol-idle-timeout-s`), and a long test session can leave it unused longer."""
+        """Commits one transaction; returns its GTID."""
+        return self.increment_keys(table, [key], by, domain=domain)
+
+    def increment_keys(self, table: str, keys: list[str], by: int = 1, *, domain: int | None = None) -> str:
+        """Commits one transaction incrementing every key of `keys`; returns its GTID. A connection idle for a while
+        is replaced first: ferryd closes idle protocol connections (`--protocol-idle-timeout-s`), and a long test
+        session can leave it unused longer."""
         assert self.sock is not None
         if time.monotonic() - self.sock_used_at > PROTOCOL_IDLE_REUSE_S:
             self.sock.close()
             host, port = self.listen.rsplit(":", 1)
             self.sock = socket.create_connection((host, int(port)), timeout=WAIT_S)
         self.request_id += 1
-        gtid = protocol.transact(self.sock, self.request_id, [(table, key, "n", by)], domain).gtid
+        gtid = protocol.transact(self.sock, self.request_id, [(table, key, "n", by) for key in keys], domain).gtid
         self.sock_used_at = time.monotonic()
         return gtid
 

@@ -20,11 +20,15 @@ from ferry_control.models import ServerKind
 from tests.ferryd_cluster import FerrydCluster, free_port
 from tests.mariadb_cluster import eventually
 
-#: Small chunks, so that a throttled copy of a few KB takes seconds and is caught half-way.
-CHUNK_ARGS = ("--clone-chunk-bytes", "2048")
-#: About 6 KB of rows (each some 30 bytes of chunk): at THROTTLE_MB_S a copy takes about two seconds.
-ROWS = 200
-THROTTLE_MB_S = 0.003
+#: The smallest chunks the donor sends (1 KiB), so that a throttled copy takes many of them.
+CHUNK_ARGS = ("--clone-chunk-bytes", "1024")
+#: About 60 KB of rows (each some 30 bytes of chunk), written in transactions of ROWS_PER_TRANSACTION.
+ROWS = 2000
+ROWS_PER_TRANSACTION = 500
+#: About 1 KB/s: a throttled copy takes its first chunk within a second or so and would need a minute for all of
+#: them, so a pause or a cancel sent once bytes arrived always lands while it copies, however slow the machine
+#: (the tests lift the throttle once they saw what they wait for).
+THROTTLE_MB_S = 0.001
 
 
 @pytest.fixture
@@ -36,8 +40,8 @@ async def drivers(settings):  # type: ignore[no-untyped-def]
 
 def quiesced_recipient(cluster: FerrydCluster) -> None:
     """Rows on the master, level everywhere; then the second replica stopped and read-only (a rebuild's recipient)."""
-    for i in range(ROWS):
-        cluster.master.increment("t", f"k{i:04}")
+    for first in range(0, ROWS, ROWS_PER_TRANSACTION):
+        cluster.master.increment_keys("t", [f"k{i:04}" for i in range(first, min(first + ROWS_PER_TRANSACTION, ROWS))])
     cluster.converge()
     cluster.replica2.post("/v1/replication/main/stop", {})
     cluster.replica2.post("/v1/read-only", {"read_only": True})

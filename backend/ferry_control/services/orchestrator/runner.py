@@ -628,8 +628,17 @@ class OperationRunner:
                 operation.finished_at = _now()
                 return
             ctx.fencing_token = None if lock is None else lock.fencing_token
-            if lock is not None and lock.lease_expires_at is not None:
-                ctx.lease_confirmed(asked, (lock.lease_expires_at - asked_at).total_seconds())
+            if lock is not None:
+                # The lease ran from the request's commit: renewed with the claim, in its transaction, so a start
+                # delayed on a busy instance begins with a whole lease. A reconcile that took the cluster meanwhile
+                # changed the fencing token: the renewal finds nothing, and that reconcile records the operation.
+                lease_s = self.settings.operations.lease_s
+                until = asked_at + timedelta(seconds=lease_s)
+                if not await ClusterRepository(session).renew_lease(
+                    operation.cluster_id, operation.id, until, ctx.fencing_token
+                ):
+                    return
+                ctx.lease_confirmed(asked, lease_s)
             if not await OperationRepository(session).claim(operation.id, _now()):
                 return  # another process claimed it first
         self.publish(ctx.cluster_id, ctx.operation_id, ctx.type, OperationState.running, [])
