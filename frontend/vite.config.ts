@@ -19,10 +19,7 @@ export default defineConfig({
     proxy: { "/api": { target: apiUrl, changeOrigin: false } },
   },
   test: {
-    environment: "jsdom",
     globals: true,
-    include: ["src/**/*.test.{ts,tsx}"],
-    setupFiles: ["src/test/setup.ts"],
     restoreMocks: true,
     // A test's bound, not its expected time: five seconds (the default) failed under load beside the engine's tests.
     testTimeout: 60_000,
@@ -30,5 +27,15 @@ export default defineConfig({
     // of a suite whose files each spend most of their time in their own jsdom.
     maxWorkers: availableParallelism(),
     minWorkers: availableParallelism(),
+    // Two kinds of test files: the logic's (`*.test.ts`: GTIDs, formats, series, layouts) run in Node, and the
+    // components' (`*.test.tsx`) in a DOM of their own (jsdom, with Testing Library's cleanup between tests). A jsdom
+    // costs a file more than half a second of CPU to set up, which the logic's 27 files do not need.
+    projects: [
+      { extends: true, test: { name: "logic", environment: "node", include: ["src/**/*.test.ts"] } },
+      {
+        extends: true,
+        test: { name: "components", environment: "jsdom", include: ["src/**/*.test.tsx"], setupFiles: ["src/test/setup.ts"] },
+      },
+    ],
   },
 });

@@ -43,6 +43,11 @@ cleanup() {
     kill -- "-$pid" 2>/dev/null || true
   done
   rm -rf "$work"
+  # The stages' times are printed after a failure too: a slow machine's run is read from them.
+  if [ "$passed" != 1 ] && [ "${#timings[@]}" != 0 ]; then
+    echo "make test: failed after $((SECONDS - started)) s; the stages that ended:" >&2
+    printf '  %s\n' "${timings[@]}" >&2
+  fi
   # After a failure the servers' files stay for a look (the suites say where); after a pass they go.
   if [ "$passed" = 1 ]; then
     rm -rf "$scratch"

@@ -22,6 +22,7 @@ from tests.waiting import WAIT_S, eventually
 #: Clusters registered, discovered and deleted in a row (before the fix, one DELETE in a few met a deadlock).
 TRIES = 36
 PING = ": ping"
+WRITES_PER_S = 100.0
 
 
 async def cycles_after(live: Live, more: int) -> None:
@@ -37,7 +38,8 @@ async def test_a_cluster_deleted_while_the_collector_records_it_answers_204_and_
 ) -> None:
     caplog.set_level(logging.INFO, logger="ferry_control")
     ferryd = ferryd_factory(read_only_replicas=True)
-    writer = await LoadWriter.start(ferryd.nodes, clients=2, domains=3)
+    # A hundred commits a second move every server's position in every 50 ms cycle; more only burns the machine.
+    writer = await LoadWriter.start(ferryd.nodes, clients=2, domains=3, rate=WRITES_PER_S)
     seed = ferryd.replica2
     try:
         async with (
