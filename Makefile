@@ -8,7 +8,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help up down test test-quick test-engine test-engine-failpoints test-python test-backend test-frontend frontend-checks frontend-unit test-e2e python-module engine-debug lint-engine bench-commit
+.PHONY: help up down test test-quick test-engine test-engine-failpoints test-python test-backend test-frontend frontend-checks frontend-unit test-e2e python-module engine-debug lint-backend lint-engine bench-commit
 
 help:
 	@echo "make up      build and start three ferryd nodes and a demo workload, and the two-master MariaDB cluster `seed000` (make down stops them)"
@@ -37,6 +37,14 @@ test-quick: python-module
 	scripts/test-backend.sh --quick backend/tests
 	cd frontend && npm run --silent typecheck
 	cd frontend && npx vitest run
+
+# The backend's lints and types: ruff's checks and formatting, mypy strict on the whole package and its tests
+# (backend/pyproject.toml [tool.mypy]).
+lint-backend:
+	@scripts/ensure-backend.sh
+	.venv/bin/ruff check --config backend/pyproject.toml backend migrations
+	.venv/bin/ruff format --check --config backend/pyproject.toml backend migrations
+	cd backend && ../.venv/bin/mypy
 
 lint-engine:
 	@scripts/ensure-rust.sh

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lints the backend (ruff), type-checks it (mypy) and runs its pytest suite against a throwaway PostgreSQL
 # (scripts/ensure-postgres.sh) and real ferryd nodes. FERRY_TEST_DATABASE_URL, when set, names an existing server
-# to use instead.
+# to use instead. FERRY_BACKEND_LINT=0 leaves out ruff and mypy (`make lint-backend`): `make test` runs them beside,
+# so that the suite starts at once.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -26,10 +27,7 @@ if [ -z "${FERRY_TEST_DATABASE_URL:-}" ]; then
   FERRY_TEST_DATABASE_URL=$(scripts/ensure-postgres.sh start "$pg_dir")
   export FERRY_TEST_DATABASE_URL
 fi
-.venv/bin/ruff check --config backend/pyproject.toml backend migrations
-.venv/bin/ruff format --check --config backend/pyproject.toml backend migrations
-# The type checker, strict on the whole package (backend/pyproject.toml [tool.mypy]).
-(cd backend && ../.venv/bin/mypy)
+if [ "${FERRY_BACKEND_LINT:-1}" != 0 ]; then make --no-print-directory lint-backend; fi
 # Arguments, when given, replace the default test path (e.g. `backend/tests/collection/test_collector.py -x`).
 if [ $# -eq 0 ]; then set -- backend/tests; fi
 # Tests run in FERRY_TEST_WORKERS processes (pytest-xdist; default 3): each has its own databases (unique

@@ -50,8 +50,10 @@ STEPS = [
 #: (`test_a_switchover_left_with_its_candidate_writable_is_settled_by_what_the_candidate_took` has both cases).
 UNDONE_AFTER = {"catch_up_before_window", "pre_hooks", "old_master_read_only", "wait_in_flight_commits",
                 "candidate_catch_up", "promote_candidate"}  # fmt: skip
-#: A short lease: a dead instance's operation is reconciled about this long after its last renewal.
-LEASE_S = 2.0
+#: A short lease: a dead instance's operation is reconciled about this long after its last renewal. The live instance
+#: renews it every third of it, so it stops its own operation only after a stall of that long: 3 s leaves a busy
+#: machine room (a second more per killed step, spent waiting).
+LEASE_S = 3.0
 
 
 def app_settings(database_url: str) -> dict[str, Any]:
