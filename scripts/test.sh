@@ -181,10 +181,10 @@ beside "backend" env TMPDIR="$scratch" FERRY_BACKEND_LINT=0 make --no-print-dire
 wait "$npm" || { cat "$work/npm.log" >&2; echo "make test: the dashboard's or the end-to-end suite's npm ci failed" >&2; exit 1; }
 children=()  # every one of them has ended
 beside "engine and Python module tests" engine_tests
-beside "backend lints, dashboard checks, build and Vitest" bash -c \
+beside "lints, dashboard build and Vitest" bash -c \
   'make --no-print-directory lint-backend && make --no-print-directory -o python-module frontend-checks &&
    make --no-print-directory frontend-unit'
-joined "engine and Python module tests" "backend lints, dashboard checks, build and Vitest" ||
+joined "engine and Python module tests" "lints, dashboard build and Vitest" ||
   { joined backend || true; exit 1; }
 joined "backend" || exit 1
 stage "end-to-end" env TMPDIR="$scratch" make --no-print-directory -o python-module -o engine-debug test-e2e
