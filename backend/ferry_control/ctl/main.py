@@ -4,6 +4,7 @@ code, never as a stack trace."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import traceback
@@ -12,25 +13,45 @@ from typing import Any
 import click
 import httpx
 
-from ferry_control.ctl.commands.clusters import clusters
-from ferry_control.ctl.commands.discover import discover
-from ferry_control.ctl.commands.drills import drills
-from ferry_control.ctl.commands.moves import ack_failover, failover, switchover
-from ferry_control.ctl.commands.operations import operations
-from ferry_control.ctl.commands.parallel import parallel_apply
-from ferry_control.ctl.commands.proxies import haproxy_config, proxies
-from ferry_control.ctl.commands.rebuild import rebuild
-from ferry_control.ctl.commands.rejoin import rejoin
-from ferry_control.ctl.commands.servers import servers
-from ferry_control.ctl.commands.skip import skip
-from ferry_control.ctl.commands.status import status
-from ferry_control.ctl.commands.tokens import tokens
 from ferry_control.ctl.context import OUTPUT_FORMATS, App
 from ferry_control.ctl.errors import EXIT_CODES_HELP, CtlError, ExitCode
 
+#: Each command by its name: `module:attribute`, imported when the command runs (or `--help` lists them), so that a
+#: run loads its own command's code only — the operation models a switchover follows cost a `status` half its start.
+COMMANDS = {
+    "ack-failover": "ferry_control.ctl.commands.moves:ack_failover",
+    "clusters": "ferry_control.ctl.commands.clusters:clusters",
+    "discover": "ferry_control.ctl.commands.discover:discover",
+    "drills": "ferry_control.ctl.commands.drills:drills",
+    "failover": "ferry_control.ctl.commands.moves:failover",
+    "haproxy-config": "ferry_control.ctl.commands.proxies:haproxy_config",
+    "operations": "ferry_control.ctl.commands.operations:operations",
+    "parallel-apply": "ferry_control.ctl.commands.parallel:parallel_apply",
+    "proxies": "ferry_control.ctl.commands.proxies:proxies",
+    "rebuild": "ferry_control.ctl.commands.rebuild:rebuild",
+    "rejoin": "ferry_control.ctl.commands.rejoin:rejoin",
+    "servers": "ferry_control.ctl.commands.servers:servers",
+    "skip": "ferry_control.ctl.commands.skip:skip",
+    "status": "ferry_control.ctl.commands.status:status",
+    "switchover": "ferry_control.ctl.commands.moves:switchover",
+    "tokens": "ferry_control.ctl.commands.tokens:tokens",
+}
+
 
 class FerryGroup(click.Group):
-    """Turns a `CtlError` raised anywhere below into its message and exit code."""
+    """Turns a `CtlError` raised anywhere below into its message and exit code; loads each command when it is
+    asked for (`COMMANDS`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attribute = COMMANDS[cmd_name].split(":")
+            command = getattr(importlib.import_module(module), attribute)
+            assert isinstance(command, click.Command) and command.name == cmd_name, (cmd_name, command)
+            self.add_command(command)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -95,27 +116,6 @@ def cli(
     tokens are named by name or id. Every command takes --output json (also after the command's name).
     """
     ctx.obj = App(url, token, config_path, timeout_s, output)
-
-
-for command in (
-    clusters,
-    servers,
-    discover,
-    status,
-    switchover,
-    failover,
-    ack_failover,
-    skip,
-    rejoin,
-    rebuild,
-    parallel_apply,
-    drills,
-    operations,
-    tokens,
-    haproxy_config,
-    proxies,
-):
-    cli.add_command(command)
 
 
 def main() -> None:
