@@ -14,8 +14,8 @@
 #                                      once; they mostly wait on ferryd nodes) and the Python module's tests, and
 #                                      the backend's lints (ruff, mypy: `make lint-backend`) then the dashboard's
 #                                      typecheck, OpenAPI check, production build and unit tests (Vitest). The
-#                                      backend's suite is the longest of the three: its lints (a minute and a half
-#                                      of mypy on a clean clone) run in the shortest.
+#                                      backend's suite is the longest of the three: its lints (mypy type-checks
+#                                      from scratch on a clean clone) run in a shorter one.
 #   end-to-end                         Playwright in Chromium over the whole stack, alone: its pages wait on the
 #                                      stack's collection cycles, and beside the backend on a machine running at half
 #                                      speed two of its specs missed their deadlines (the backend's tests had the

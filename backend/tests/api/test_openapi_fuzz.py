@@ -18,7 +18,7 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from ferry_control.core.config import Settings
 from ferry_control.core.db import create_sessionmaker, session_scope
@@ -34,7 +34,7 @@ from tests.ferryd_cluster import NODE_TOKEN
 EXAMPLES_PER_OPERATION = 20
 
 
-async def _seed(sessionmaker: Any, settings: Settings, engine: AsyncEngine) -> str:
+async def _seed(sessionmaker: Any, settings: Settings) -> str:
     async with session_scope(sessionmaker) as session:
         _, token = await TokenService(session, settings).create("fuzz-operator", Role.operator)
         cluster = await ClusterRepository(session).add(Cluster(name="fuzz"))
@@ -43,7 +43,6 @@ async def _seed(sessionmaker: Any, settings: Settings, engine: AsyncEngine) -> s
             session.add(
                 Server(cluster_id=cluster.id, name=f"s{i}", host="127.0.0.1", protocol_port=port, admin_port=port)
             )
-    await engine.dispose()
     return token
 
 
@@ -54,11 +53,12 @@ def api_schema(live_database_url: str) -> Iterator[Any]:
         collector_enabled=False, drill_scheduler_enabled=False, node_read_retries_max=0, poll_timeout_s=1.0,
         node_connect_timeout_s=0.5, operation_shutdown_grace_s=0.0,
     )  # fmt: skip
-    # A pool (a connection per request costs more than the request): the seed's connections are closed with it, so
-    # that every pooled connection is opened on the loop the schema's client runs every call of the app on.
+    # A pool (a connection per request costs more than the request); the seed's connections are closed right after
+    # it, so that every pooled connection is opened on the loop the schema's client runs every call of the app on.
     engine = create_async_engine(live_database_url)
     sessionmaker = create_sessionmaker(engine)
-    token = asyncio.run(_seed(sessionmaker, settings_, engine))
+    token = asyncio.run(_seed(sessionmaker, settings_))
+    asyncio.run(engine.dispose())
     app = create_app(settings_, sessionmaker=sessionmaker)
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     schema.config.headers = {"Authorization": f"Bearer {token}"}
