@@ -33,7 +33,7 @@ test-quick: python-module
 	@scripts/ensure-backend.sh
 	@scripts/ensure-dashboard.sh deps
 	cd engine && cargo fmt --all --check
-	cd engine && cargo test --workspace --lib --locked
+	cd engine && cargo test --workspace --lib --locked $(ENGINE_TEST_FEATURES)
 	scripts/test-backend.sh --quick backend/tests
 	cd frontend && npm run --silent typecheck
 	cd frontend && npx vitest run
@@ -52,17 +52,23 @@ lint-engine:
 	cd engine && cargo clippy --workspace --all-targets --locked -- -D warnings
 	cd engine && cargo clippy -p ferry-core -p ferryd --all-targets --features failpoints --locked -- -D warnings
 
-# The engine's tests: what `cargo test --workspace` runs, several test binaries at a time (scripts/engine-tests.py),
-# then the fail-stop tests.
-test-engine: test-engine-failpoints
-	scripts/engine-tests.py --doc -- --workspace
+# The engine's debug build and every run of its tests carry the failpoints (ferry-core's and ferryd's `failpoints`
+# feature; never a release build): the fail-stop tests inject I/O errors through them, and unset each is one lookup
+# in an empty table. One feature set for every target of the workspace means one build: a build of the fail-stop tests
+# of their own recompiled some fifty dependencies (a narrower selection unifies their features differently) and
+# swapped target/debug/ferryd for a build with failpoints until the next workspace build.
+ENGINE_TEST_FEATURES = --features ferry-core/failpoints,ferryd/failpoints
 
-# The fail-stop tests: I/O errors injected at every write and fsync site. Failpoints are built only here, in one build
-# for both crates; it replaces target/debug/ferryd with a ferryd that has them, until the next build of the workspace
-# (engine-tests.py's own build puts the plain one back).
+# The engine's tests: what `cargo test --workspace` runs (the fail-stop tests with them), several test binaries at a
+# time (scripts/engine-tests.py).
+test-engine:
+	@scripts/ensure-rust.sh
+	scripts/engine-tests.py --doc -- --workspace $(ENGINE_TEST_FEATURES)
+
+# Only the fail-stop tests: I/O errors injected at every write and fsync site.
 test-engine-failpoints:
 	@scripts/ensure-rust.sh
-	scripts/engine-tests.py -- -p ferry-core -p ferryd --features ferry-core/failpoints,ferryd/failpoints \
+	scripts/engine-tests.py -- --workspace $(ENGINE_TEST_FEATURES) \
 	  --test storage_failures --test storage_failed --test rewind_failed --test dump_seek_slow
 
 # ferry_engine built by maturin into .venv (the backend imports it too). Optimised by default (the stack `make up`
@@ -75,10 +81,11 @@ python-module:
 	  maturin develop --locked $(if $(filter release,$(FERRY_PY_PROFILE)),--release,)
 
 # The ferryd binary the Python suites start, ferry-bench (the end-to-end stack's demo workload) and the engine's tests,
-# in one build: every target of the workspace shares one feature set, so ferryd is never built twice.
+# in one build: every target of the workspace shares one feature set (ENGINE_TEST_FEATURES), so ferryd is never built
+# twice.
 engine-debug:
 	@scripts/ensure-rust.sh
-	cd engine && cargo build --workspace --all-targets --locked
+	cd engine && cargo build --workspace --all-targets --locked $(ENGINE_TEST_FEATURES)
 
 test-python: python-module engine-debug
 	FERRYD_BIN=$(CURDIR)/engine/target/debug/ferryd .venv/bin/pytest -q -p no:asyncio engine/crates/ferry-py/tests

@@ -6,7 +6,7 @@ Most of the engine's test time is spent waiting on real ferryd nodes (timeouts, 
 run one binary at a time, the two cores sit three quarters idle (`cargo test --workspace`: 140 s of wall time for
 70 s of CPU). The selection is cargo's own: `cargo test --no-run --message-format=json` with the arguments given
 after `--` builds the test binaries and names them, and each is run from its package's directory as `cargo test`
-does. The workspace's doc tests, when asked for (--doc), run as one more job through `cargo test --doc`.
+does. The selection's doc tests, when asked for (--doc), run as one more job through `cargo test --doc`.
 
 cargo-nextest does this job too, but here it could only be had by compiling it and its dependencies from crates.io
 on every fresh machine, which costs more than it saves.
@@ -102,9 +102,10 @@ def built_tests(selection: list[str], test_threads: int) -> list[Job]:
     return jobs
 
 
-def doc_tests() -> Job:
-    """The workspace's doc tests: cargo compiles and runs them itself."""
-    return Job("doc tests", ["cargo", "test", "--locked", "--doc", "--workspace"], ENGINE, dict(os.environ), long=True)
+def doc_tests(selection: list[str]) -> Job:
+    """The selection's doc tests (its features too, so the libraries built for the binaries serve them): cargo
+    compiles and runs them itself."""
+    return Job("doc tests", ["cargo", "test", "--locked", "--doc", *selection], ENGINE, dict(os.environ), long=True)
 
 
 def run(job: Job) -> Outcome:
@@ -155,7 +156,7 @@ def main() -> int:
     started = time.monotonic()
     jobs = built_tests(args.selection, args.test_threads)
     if args.doc:
-        jobs.append(doc_tests())
+        jobs.append(doc_tests(args.selection))
     if not jobs:
         print(f"engine-tests: no test binary in the selection {args.selection}", file=sys.stderr)
         return 1

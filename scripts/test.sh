@@ -3,23 +3,24 @@
 #
 #   in the background from the start   the Debian packages (ensure-packages.sh), the npm packages of the dashboard
 #                                      and of the end-to-end suite, the backend's Python packages
-#   engine build                       rustfmt's check, then every target of the workspace once (the tests, ferryd
-#                                      and ferry-bench share one feature set, so nothing is built twice), clippy's
+#   engine build                       rustfmt's check, then every target of the workspace once (the tests, the
+#                                      fail-stop tests among them, ferryd and ferry-bench share one feature set —
+#                                      the Makefile's ENGINE_TEST_FEATURES — so nothing is built twice), clippy's
 #                                      lints applied as they compile (below), while the backend's packages install
 #   Python module                      built into the virtualenv once those packages are in it
-#   engine failpoint tests             the fail-stop tests, built with failpoints (they need their own ferryd), linted
-#                                      the same way
 #   together                           the backend's pytest suite against PostgreSQL, ferryd, MariaDB and HAProxy;
 #                                      beside it the engine's tests (scripts/engine-tests.py: several binaries at
 #                                      once; they mostly wait on ferryd nodes) and the Python module's tests, and
 #                                      the backend's lints (ruff, mypy: `make lint-backend`) then the dashboard's
-#                                      typecheck, OpenAPI check, production build and unit tests (Vitest). The
-#                                      backend's suite is the longest of the three: its lints (mypy type-checks
-#                                      from scratch on a clean clone) run in a shorter one.
-#   end-to-end                         Playwright in Chromium over the whole stack, alone: its pages wait on the
-#                                      stack's collection cycles, and beside the backend on a machine running at half
-#                                      speed two of its specs missed their deadlines (the backend's tests had the
-#                                      cores' idle quarter; the end-to-end suite does not share well)
+#                                      typecheck, OpenAPI check and production build. The backend's suite is the
+#                                      longest of the three: its lints (mypy type-checks from scratch on a clean
+#                                      clone) run in a shorter one.
+#   end-to-end                         Playwright in Chromium over the whole stack, and beside it the dashboard's
+#                                      unit tests (Vitest): the end-to-end suite leaves a third of the cores' time
+#                                      idle (its pages wait on the stack's collection cycles), which Vitest's minute
+#                                      of CPU fills. Not beside the backend: on a machine running at half speed,
+#                                      with the backend's tests keeping the cores busy throughout, two of its specs
+#                                      missed their deadlines.
 #
 # A stage that fails stops the run after the stages beside it finish; its output is printed in full. The suites'
 # own Makefile targets (make test-engine, test-backend, test-frontend, test-e2e) still run one alone.
@@ -147,7 +148,7 @@ joined() {
 }
 
 engine_tests() {
-  scripts/engine-tests.py --doc -- --workspace &&
+  make --no-print-directory test-engine &&
     make --no-print-directory -o python-module -o engine-debug test-python
 }
 
@@ -163,10 +164,12 @@ children+=("$backend_packages")
 # Clippy lints the workspace's crates while they compile, not in a pass of its own: cargo runs clippy-driver (rustc
 # with clippy's lints added, producing the same artifacts) for every workspace member, the way `cargo clippy` does but
 # with code generated, and CLIPPY_ARGS makes any warning an error as `cargo clippy -- -D warnings` would. The lint
-# covers what `make lint-engine` covers: every target of the workspace (engine-debug builds --all-targets) and the
-# failpoint build's crates. A separate `cargo clippy` type-checks every dependency and workspace crate a second
-# time: clippy twice, then these builds took 294 s of CPU from cold; linting as they compile, 216 s. Every cargo command below sees the same wrapper, so nothing is built twice;
-# artifacts built with it are kept apart from a plain `cargo build`'s (cargo hashes the wrapper into their names).
+# covers what `make lint-engine` covers: every target of the workspace with the failpoints (engine-debug builds
+# --all-targets with ENGINE_TEST_FEATURES) and ferry-core's library without them (the Python module's build). A
+# separate `cargo clippy` type-checks every dependency and workspace crate a second time: clippy twice, then these
+# builds took 294 s of CPU from cold; linting as they compile, 216 s. Every cargo command below sees the same wrapper,
+# so nothing is built twice; artifacts built with it are kept apart from a plain `cargo build`'s (cargo hashes the
+# wrapper into their names).
 RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver) || { echo "make test: clippy-driver is missing (rustup component add clippy)" >&2; exit 1; }
 export RUSTC_WORKSPACE_WRAPPER
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
@@ -174,20 +177,20 @@ stage "engine build" bash -c '(cd engine && cargo fmt --all --check) && make --n
 # The Python module goes into the virtualenv the backend's packages are installed into: after them, not beside.
 wait "$backend_packages" || { cat "$work/backend-packages.log" >&2; echo "make test: the backend's Python packages did not install" >&2; exit 1; }
 stage "Python module" make --no-print-directory python-module FERRY_PY_PROFILE=dev
-stage "engine failpoint tests" make --no-print-directory test-engine-failpoints
 stage "Debian packages (waited for)" scripts/ensure-packages.sh wait "$work/packages"
 echo "== the backend's and the end-to-end suite's files go to $scratch"
 beside "backend" env TMPDIR="$scratch" FERRY_BACKEND_LINT=0 make --no-print-directory -o python-module -o engine-debug test-backend
 wait "$npm" || { cat "$work/npm.log" >&2; echo "make test: the dashboard's or the end-to-end suite's npm ci failed" >&2; exit 1; }
 children=()  # every one of them has ended
 beside "engine and Python module tests" engine_tests
-beside "lints, dashboard build and Vitest" bash -c \
-  'make --no-print-directory lint-backend && make --no-print-directory -o python-module frontend-checks &&
-   make --no-print-directory frontend-unit'
-joined "engine and Python module tests" "lints, dashboard build and Vitest" ||
+beside "lints and dashboard build" bash -c \
+  'make --no-print-directory lint-backend && make --no-print-directory -o python-module frontend-checks'
+joined "engine and Python module tests" "lints and dashboard build" ||
   { joined backend || true; exit 1; }
 joined "backend" || exit 1
+beside "Vitest" make --no-print-directory frontend-unit
 stage "end-to-end" env TMPDIR="$scratch" make --no-print-directory -o python-module -o engine-debug test-e2e
+joined "Vitest" || exit 1
 
 passed=1
 echo "make test: every suite passed in $((SECONDS - started)) s (the cores' busy share counts every process on the machine)"
