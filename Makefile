@@ -8,7 +8,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help up down test test-quick test-engine test-engine-failpoints test-python test-backend test-frontend frontend-checks frontend-unit test-e2e python-module engine-debug lint-backend lint-engine bench-commit
+.PHONY: help up down test test-quick test-engine test-engine-failpoints test-python test-backend test-frontend frontend-checks frontend-unit test-e2e quick-engine quick-backend quick-dashboard python-module engine-debug lint-backend lint-engine bench-commit
 
 help:
 	@echo "make up      build and start three ferryd nodes and a demo workload, and the two-master MariaDB cluster `seed000` (make down stops them)"
@@ -27,14 +27,23 @@ down:
 test:
 	@scripts/test.sh
 
-# The inner loop: what needs no replication server and no browser. `make test` stays the definition of green.
+# The inner loop: what needs no replication server and no browser. `make test` stays the definition of green. Its three
+# parts run side by side (each one's output printed whole when it ends): the engine's unit tests mostly wait on one
+# long simulation, and the backend's on its database.
 test-quick: python-module
 	@scripts/ensure-rust.sh
 	@scripts/ensure-backend.sh
 	@scripts/ensure-dashboard.sh deps
 	cd engine && cargo fmt --all --check
+	@$(MAKE) --no-print-directory -j3 --output-sync=target quick-engine quick-backend quick-dashboard
+
+quick-engine:
 	cd engine && cargo test --workspace --lib --locked $(ENGINE_TEST_FEATURES)
+
+quick-backend:
 	scripts/test-backend.sh --quick backend/tests
+
+quick-dashboard:
 	cd frontend && npm run --silent typecheck
 	cd frontend && npx vitest run
 
