@@ -114,7 +114,7 @@ bench-commit:
 # The dashboard (frontend/): npm ci when node_modules is missing or package-lock.json changed, typecheck, the
 # OpenAPI check (the generated schema and types must match the backend's app; needs the backend venv and
 # ferry_engine), the production build into frontend/dist, and Vitest. `make test` runs the two halves apart:
-# the checks and the build before the suites that need the dashboard, Vitest beside the end-to-end suite.
+# the checks and the build before the suite that needs the dashboard (end-to-end), Vitest beside the backend's.
 test-frontend: frontend-checks frontend-unit
 
 frontend-checks: python-module

@@ -17,8 +17,10 @@ export default defineConfig({
   forbidOnly: true,
   retries: 0,
   // A switchover or a drill is a real one: give each spec room, and each expectation a bound rather than a sleep.
-  timeout: 180_000,
-  expect: { timeout: 20_000 },
+  // Generous bounds, for the suite runs beside the backend's (scripts/test.sh): a page that shows what it waits for
+  // within seconds alone may need several times that on a machine whose cores are both taken.
+  timeout: 300_000,
+  expect: { timeout: 60_000 },
   reporter: [["list"]],
   outputDir: "test-results",
   use: {

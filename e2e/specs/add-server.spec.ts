@@ -34,12 +34,12 @@ test("an operator adds a server to an empty cluster and discovers from it", asyn
   await discover.getByLabel("Discover from").selectOption("seed-replica");
   await discover.getByRole("button", { name: "Discover" }).click();
   const outcome = discover.getByRole("status", { name: "Discovery outcome" });
-  await expect(outcome).toContainText(/From seed-replica: added \S/, { timeout: 30_000 });
+  await expect(outcome).toContainText(/From seed-replica: added \S/, { timeout: 60_000 });
   await expect(outcome.getByRole("list", { name: "Discovery notes" }).or(outcome.getByText("Discovery had no notes."))).toBeVisible();
 
   const servers = await client.get("/api/v1/clusters/{cluster_id}/servers", { path: { cluster_id: clusterId } });
   expect(servers.length, JSON.stringify(servers)).toBeGreaterThan(1);
-  await expect(topology.servers.getByRole("row")).toHaveCount(servers.length + 1, { timeout: 30_000 });
+  await expect(topology.servers.getByRole("row")).toHaveCount(servers.length + 1, { timeout: 60_000 });
 
   await client.delete("/api/v1/clusters/{cluster_id}", { path: { cluster_id: clusterId }, status: 204 });
 });

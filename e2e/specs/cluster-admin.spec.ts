@@ -44,7 +44,7 @@ test("a server failing its polls is named on the collector page and leads to its
     });
     await page.goto("/collector");
     const row = page.getByRole("table", { name: "Failed polls by server" }).getByRole("row").filter({ hasText: name });
-    await expect(row.getByRole("rowheader")).toHaveText("db-silent (server_id not read yet)", { timeout: 30_000 });
+    await expect(row.getByRole("rowheader")).toHaveText("db-silent (server_id not read yet)", { timeout: 60_000 });
     const error = (await row.getByRole("cell").last().textContent())!;
     expect(error.trim()).not.toBe("");
     await row.getByRole("link").click();

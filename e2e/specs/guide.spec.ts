@@ -19,7 +19,6 @@ test("the operator's guide tour: overview, seed000's topology, positions, interl
   switchoverForm: form,
   picture,
 }) => {
-  test.setTimeout(300_000);
   const seed = mariadbCluster(stack, "seed000");
   // Each server by the name it is registered under: s1-s5 on the `make up` stack (scripts/name_servers.py), its address
   // on the end-to-end suite's.

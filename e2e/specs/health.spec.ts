@@ -9,7 +9,6 @@ import { expect, test } from "../fixtures";
 test.use({ role: "viewer" });
 
 test("seed000 overview not degraded while s5 stuck under the lock is flagged", async ({ stack, overview, topology }) => {
-  test.setTimeout(120_000);
   const seed = mariadbCluster(stack, "seed000");
   const parallelPort = String(seed.server(5).port);
   const delayedPort = String(seed.server(4).port);

@@ -131,10 +131,10 @@ test.describe(() => {
       await form.getByLabel(/Type the cluster name/).fill(seed.name);
       await form.getByRole("button", { name: "Skip 1 transaction and restart" }).click();
       const outcome = form.getByLabel("Skip outcome");
-      await expect(outcome).toContainText(`Skipped: ${failing}`, { timeout: 30_000 });
+      await expect(outcome).toContainText(`Skipped: ${failing}`, { timeout: 60_000 });
       await expect(outcome.getByRole("alert")).toContainText("never bring it back");
       await expect(outcome).toContainText("✓ It replicates again.");
-      await expect(row).toContainText("replicating", { timeout: 30_000 });
+      await expect(row).toContainText("replicating", { timeout: 60_000 });
       await expect(row).not.toContainText("SQL error 1062");
       // It replicates what follows the skipped insert.
       seed.sql(1, `INSERT INTO ${table} VALUES (2, 'after the skip')`);

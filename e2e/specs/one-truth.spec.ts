@@ -49,7 +49,6 @@ async function freeze(page: Page, cluster: number, at: Moment): Promise<void> {
 test("overview, topology, positions and lag chart agree at one moment, the delayed replica included", async ({
   page, client, stack, overview, topology,
 }) => {
-  test.setTimeout(120_000);
   const seed = mariadbCluster(stack, "seed000");
   const delayedPort = String(seed.server(4).port);
   let at: Moment | null = null;

@@ -64,7 +64,7 @@ async function culprits(page: Page): Promise<string[]> {
 async function expectFits(page: Page, what: string): Promise<void> {
   await expect(page.getByText(/^Loading .*…$/)).toHaveCount(0);
   try {
-    await expect.poll(() => overflow(page), { timeout: 5_000 }).toBeLessThanOrEqual(0);
+    await expect.poll(() => overflow(page), { timeout: 20_000 }).toBeLessThanOrEqual(0);
   } catch {
     throw new Error(`${what} is ${await overflow(page)} px wider than ${PHONE.width} px: ${(await culprits(page)).join("; ")}`);
   }

@@ -11,6 +11,6 @@ test("the topology page shows the proxy in front of the cluster and where its wr
   const proxies = topology.proxies;
   // The proxy's checks settle on the writer within a few of their 250 ms intervals after it starts.
   await expect(proxies).toContainText(/haproxy-seed000\.sock: writes to 127\.0\.0\.1:\d+ go to \S+; reads at 127\.0\.0\.1:\d+ go to /, {
-    timeout: 30_000,
+    timeout: 60_000,
   });
 });

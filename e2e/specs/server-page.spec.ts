@@ -26,8 +26,8 @@ test("a server's page shows its connection, its positions and its maintenance", 
     data: { maintenance: true, reason: "server page check", duration_s: 600 },
   });
   try {
-    await expect(article.root).toContainText(/in maintenance by \S+: server page check · ends in (9|10) min/, { timeout: 30_000 });
-    await expect(article.audit).toContainText("Set maintenance", { timeout: 30_000 });
+    await expect(article.root).toContainText(/in maintenance by \S+: server page check · ends in (9|10) min/, { timeout: 60_000 });
+    await expect(article.audit).toContainText("Set maintenance", { timeout: 60_000 });
   } finally {
     await api.put(`/api/v1/clusters/${stack.cluster_id}/servers/${replica.registered_server_id}/maintenance`, { data: { maintenance: false } });
   }
