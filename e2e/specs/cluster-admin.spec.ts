@@ -29,7 +29,7 @@ test("an empty cluster says how to add servers; an operator edits it, then delet
   await page.getByRole("button", { name: `Delete ${renamed}` }).click();
   await expect(page.getByRole("heading", { name: "Clusters" })).toBeVisible();
   await expect(page.getByRole("link", { name: renamed })).toHaveCount(0);
-  expect((await api.get(`/api/v1/clusters/${id}`)).status()).toBe(404);
+  expect((await api.get(`/api/v1/clusters/${id}`, { maxRetries: 2 })).status()).toBe(404);
 });
 
 test("a server failing its polls is named on the collector page and leads to its page; an operator renames and removes it", async ({ page, api, client }) => {
@@ -65,7 +65,7 @@ test("a server failing its polls is named on the collector page and leads to its
     await remove.getByLabel(/to confirm/).fill("db-renamed");
     await remove.getByRole("button", { name: "Remove db-renamed" }).click();
     await expect(page).toHaveURL(new RegExp(`/clusters/${id}/topology$`));
-    expect((await api.get(`/api/v1/clusters/${id}/servers/${server.id}`)).status()).toBe(404);
+    expect((await api.get(`/api/v1/clusters/${id}/servers/${server.id}`, { maxRetries: 2 })).status()).toBe(404);
   } finally {
     await api.delete(`/api/v1/clusters/${id}`);
   }
