@@ -60,7 +60,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--quick",
         action="store_true",
-        help="only the tests that need no replication server (ferryd, mariadbd): the inner loop's `make test-quick`",
+        help="only the tests that need no replication server (ferryd, mariadbd) and are not marked long (a minute or"
+        " more): the inner loop's `make test-quick`",
     )
 
 
@@ -89,7 +90,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     kept, left = [], []
     for item in items:
-        (left if REAL_SERVER_FIXTURES & set(getattr(item, "fixturenames", ())) else kept).append(item)
+        needs_servers = REAL_SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
+        (left if needs_servers or item.get_closest_marker("long") else kept).append(item)
     if left:
         config.hook.pytest_deselected(items=left)
         items[:] = kept
