@@ -28,8 +28,8 @@ test:
 	@scripts/test.sh
 
 # The inner loop: what needs no replication server and no browser. `make test` stays the definition of green. Its three
-# parts run side by side (each one's output printed whole when it ends): the engine's unit tests mostly wait on one
-# long simulation, and the backend's on its database.
+# parts run side by side (each one's output printed whole when it ends): the engine's unit tests are mostly one long
+# simulation on one core, and the backend's tests wait on their database.
 test-quick: python-module
 	@scripts/ensure-rust.sh
 	@scripts/ensure-backend.sh
@@ -114,7 +114,7 @@ bench-commit:
 # The dashboard (frontend/): npm ci when node_modules is missing or package-lock.json changed, typecheck, the
 # OpenAPI check (the generated schema and types must match the backend's app; needs the backend venv and
 # ferry_engine), the production build into frontend/dist, and Vitest. `make test` runs the two halves apart:
-# the checks and the build before the suite that needs the dashboard (end-to-end), Vitest beside the backend's.
+# the checks and the build before the suite that needs the dashboard (end-to-end), then Vitest, beside the backend's.
 test-frontend: frontend-checks frontend-unit
 
 frontend-checks: python-module

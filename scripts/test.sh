@@ -10,18 +10,17 @@
 #   Python module                      built into the virtualenv once those packages are in it
 #   together                           the backend's pytest suite against PostgreSQL, ferryd, MariaDB and HAProxy;
 #                                      beside it the engine's tests (scripts/engine-tests.py: several binaries at
-#                                      once; they mostly wait on ferryd nodes), the Python module's tests and the
-#                                      dashboard's unit tests (Vitest), and the backend's lints (ruff, mypy: `make
-#                                      lint-backend`) then the dashboard's typecheck, OpenAPI check and production
-#                                      build. The backend's suite is the longest by far: its lints (mypy type-checks
-#                                      from scratch on a clean clone) run in a shorter line.
-#   end-to-end                         Playwright in Chromium over the whole stack, started as soon as the dashboard
-#                                      is built, beside the rest of the backend's suite: alone, each leaves cores
-#                                      idle (the backend's last tests a fifth, waiting on their servers; the
-#                                      end-to-end pages a third, waiting on the stack's collection cycles), and run
-#                                      one after the other they were a third of the whole run. Their specs wait on
-#                                      conditions with generous bounds (e2e/playwright.config.ts), not on the
-#                                      machine's speed.
+#                                      once; they mostly wait on ferryd nodes) and the Python module's tests, and
+#                                      the backend's lints (ruff, mypy: `make lint-backend`) then the dashboard's
+#                                      typecheck, OpenAPI check, production build and unit tests (Vitest). The
+#                                      backend's suite is the longest by far: its lints (mypy type-checks from
+#                                      scratch on a clean clone) run in a shorter line.
+#   end-to-end                         Playwright in Chromium over the whole stack, alone. Beside the backend's suite
+#                                      (from the dashboard's build on) the cores were busy throughout and both suites
+#                                      stretched: the whole run ended no sooner (1158 s and 1189 s against 1211 s
+#                                      with it alone, on machines of the same speed), and beside anything its stack
+#                                      takes several times as long to start. Beside Vitest: its stack's start and
+#                                      first specs took 2-4 times as long.
 #
 # A stage that fails stops the run after the stages beside it finish; its output is printed in full. The suites'
 # own Makefile targets (make test-engine, test-backend, test-frontend, test-e2e) still run one alone.
@@ -183,15 +182,15 @@ echo "== the backend's and the end-to-end suite's files go to $scratch"
 beside "backend" env TMPDIR="$scratch" FERRY_BACKEND_LINT=0 make --no-print-directory -o python-module -o engine-debug test-backend
 wait "$npm" || { cat "$work/npm.log" >&2; echo "make test: the dashboard's or the end-to-end suite's npm ci failed" >&2; exit 1; }
 children=()  # every one of them has ended
-beside "engine, Python module and dashboard unit tests" bash -c \
-  'make --no-print-directory test-engine && make --no-print-directory -o python-module -o engine-debug test-python &&
+beside "engine and Python module tests" bash -c \
+  'make --no-print-directory test-engine && make --no-print-directory -o python-module -o engine-debug test-python'
+beside "lints, dashboard build and Vitest" bash -c \
+  'make --no-print-directory lint-backend && make --no-print-directory -o python-module frontend-checks &&
    make --no-print-directory frontend-unit'
-beside "lints and dashboard build" bash -c \
-  'make --no-print-directory lint-backend && make --no-print-directory -o python-module frontend-checks'
-# The end-to-end suite needs the built dashboard: it starts once that lane ends, beside the rest of the backend's suite.
-joined "lints and dashboard build" || { joined "engine, Python module and dashboard unit tests" backend || true; exit 1; }
+joined "engine and Python module tests" "lints, dashboard build and Vitest" ||
+  { joined backend || true; exit 1; }
+joined "backend" || exit 1
 stage "end-to-end" env TMPDIR="$scratch" make --no-print-directory -o python-module -o engine-debug test-e2e
-joined "engine, Python module and dashboard unit tests" "backend" || exit 1
 
 passed=1
 echo "make test: every suite passed in $((SECONDS - started)) s (the cores' busy share counts every process on the machine)"

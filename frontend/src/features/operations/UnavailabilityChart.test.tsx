@@ -21,10 +21,13 @@ describe("UnavailabilityHistory", () => {
     const figure = await screen.findByRole("figure", { name: "Write unavailability per operation" });
     expect(figure.getAttribute("data-points")).toBe("3");
     expect(figure.textContent).toContain("3 operations: 2 succeeded, 1 failed; longest 2.500 s");
-    expect(requests).toHaveLength(1);
-    expect(requests[0]!.query.getAll("type")).toEqual(["switchover", "failover"]);
-    expect(requests[0]!.query.get("dry_run")).toBe("false");
-    expect(requests[0]!.query.get("limit")).toBe("200");
+    // Every request (the history refreshes itself, so a slow machine may have sent a second by now) asks for the same.
+    expect(requests.length).toBeGreaterThan(0);
+    for (const request of requests) {
+      expect(request.query.getAll("type")).toEqual(["switchover", "failover"]);
+      expect(request.query.get("dry_run")).toBe("false");
+      expect(request.query.get("limit")).toBe("200");
+    }
     await waitFor(() => expect(figure.querySelectorAll(".outcome-mark")).toHaveLength(3));
     const marks = [...figure.querySelectorAll(".outcome-mark")].map((m) => [m.getAttribute("data-state"), m.querySelector("title")?.textContent]);
     expect(marks).toHaveLength(3);
