@@ -45,7 +45,7 @@ quick-backend:
 
 quick-dashboard:
 	cd frontend && npm run --silent typecheck
-	cd frontend && npx vitest run
+	@$(MAKE) --no-print-directory frontend-unit
 
 # The backend's lints and types: ruff's checks and formatting, mypy strict on the whole package and its tests
 # (backend/pyproject.toml [tool.mypy]).

@@ -78,13 +78,13 @@ async def trail_by(cluster: MariadbCluster, replica: int, transactions: int, wha
     committed that many more than it applied, then started again, and seen applying, as before. Waiting for a
     single-threaded replica to fall that far behind by itself assumes a writer faster than it, which a machine whose
     cores are both taken does not give: the writer is CPU-bound in the test's process, the replica's cost is not."""
-    if behind(cluster, replica) < transactions:
+    if await asyncio.to_thread(behind, cluster, replica) < transactions:
         await asyncio.to_thread(cluster.sql, replica, "STOP ALL SLAVES SQL_THREAD")
         try:
             await eventually(what, lambda: behind(cluster, replica) >= transactions, TRAIL_WAIT_S, in_thread=True)
         finally:
             await asyncio.to_thread(cluster.sql, replica, "START ALL SLAVES SQL_THREAD")
-    applied = seq_by_domain(cluster.value(replica, "@@gtid_current_pos"))
+    applied = seq_by_domain(await asyncio.to_thread(cluster.value, replica, "@@gtid_current_pos"))
     await eventually(
         f"server {replica} applying again ({what})",
         lambda: seq_by_domain(cluster.value(replica, "@@gtid_current_pos")) != applied,
