@@ -1,14 +1,15 @@
 """A cluster of several masters (the two-master shape, real MariaDB 10.11: masters 1 and 2 writing domains 1 and 2,
 server 3 a multi-source replica of both over `m1` and `m2`, servers 4 and 5 below it) is a shape Ferry operates, not a
 fault: when master 1 is SIGKILLed, the failover monitor — watching every master — fails it over on its own: server 3
-becomes writable for domain 1 and keeps replicating domain 2 from master 2 over `m2`; servers 4 and 5 are untouched
-and receive server 3's new domain-1 writes; with semi-sync between masters and server 3, no acknowledged domain-1
-transaction is lost."""
+becomes writable for domain 1 (its writable domain, recorded for the replica guard) and keeps replicating domain 2
+from master 2 over `m2`; servers 4 and 5 are untouched and receive server 3's new domain-1 writes; with semi-sync
+between masters and server 3, no acknowledged domain-1 transaction is lost."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from tests.collection.test_replica_guard import cycles_after
 from tests.conftest import LiveFactory
 from tests.helpers import finished, run_operation, step
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, eventually
@@ -59,13 +60,22 @@ async def test_a_lost_master_of_two_is_failed_over_by_the_monitor_and_the_hub_ke
 
         operation_id = await eventually("an automatic failover of master 1", failover_id, WAIT_S * 2)
         operation = await finished(live.app, live.client, cluster_id, operation_id)
-    assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+        assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
+        # Writable for domain 1 as the failover recorded: the replica guard, which makes a writable server that
+        # replicates read-only, leaves it be over the collector's next cycles, and nothing alerts.
+        await cycles_after(live, 2)
+        path = f"/api/v1/clusters/{cluster_id}/servers/{ids[3]}/writable-domains"
+        writable = (await live.client.get(path)).json()
+        assert writable["writable_domains"] == [1] and writable["set_by"] == f"operation {operation_id}", writable
+        topology = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()
+        assert not [a for a in topology["alerts"] if a["kind"] == "writable_replica"], topology["alerts"]
+        assert cluster.value(3, "@@read_only") == "0", "the new master stays writable"
     assert operation["params"]["source_registered_server_id"] == ids[1]
     assert operation["result"]["new_master_registered_server_id"] == ids[3]
     promoted = step(operation, "promote_candidate")["detail"]
     assert "keeps replicating from s2 (server_id 2) (connections 'm2')" in promoted, promoted
+    assert "(writable domains recorded: 1)" in promoted, promoted
 
-    assert cluster.value(3, "@@read_only") == "0"
     assert ports(cluster, 3) == {"m2": (str(cluster.server(2).port), "Yes", "Yes")}, "m2 kept, m1 gone"
     for number in (4, 5):  # untouched
         assert ports(cluster, number) == {"": (str(cluster.server(3).port), "Yes", "Yes")}, number
@@ -95,7 +105,10 @@ async def test_a_planned_switchover_of_one_master_of_two_keeps_the_candidates_ot
                                         {"source_registered_server_id": ids[1],
                                          "candidate_registered_server_id": ids[3]})  # fmt: skip
         assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
-        assert "keeps replicating over 'm2'" in step(operation, "candidate_keeps_connections")["detail"]
+        kept = step(operation, "candidate_keeps_connections")["detail"]
+        assert "keeps replicating over 'm2'" in kept and "(writable domains recorded: 1)" in kept, kept
+        path = f"/api/v1/clusters/{cluster_id}/servers/{ids[3]}/writable-domains"
+        assert (await live.client.get(path)).json()["writable_domains"] == [1]
         assert cluster.value(3, "@@read_only") == "0" and cluster.value(1, "@@read_only") == "1"
         assert ports(cluster, 3) == {"m2": (str(cluster.server(2).port), "Yes", "Yes")}
         assert ports(cluster, 1) == {"m1": (str(cluster.server(3).port), "Yes", "Yes")}

@@ -60,6 +60,7 @@ from ferry_control.services.orchestrator.switchover import (
     role_taken,
     roll_forward,
 )
+from ferry_control.services.orchestrator.writable import new_master_domains, record_writable
 
 
 @dataclass(frozen=True)
@@ -342,6 +343,15 @@ async def replace_master(
         if live is None:  # from here a stop completes or undoes as the candidate says (`promoted`)
             ctx.undo_with("settle", partial(_settle, ctx, plan, observed))
         await actions.promote(driver, names)
+        # A candidate that keeps replicating the other masters writes the lost master's domains only: recorded for
+        # the replica guard while this operation holds the cluster (else, replicating and writable, it is made
+        # read-only once the operation ends), and said in the step.
+        taken: list[int] = []
+        if kept:
+            heard = join_all([position(master.info.last_binlog_pos or ""),
+                              *(position(link.connection.master_position) for link in links)])  # fmt: skip
+            taken = new_master_domains(heard.domains(), candidate, kept)
+            await record_writable(ctx, candidate.info.id, taken)
         # Writable now (`promoted`, as read from it by a settle): a stop from here completes, without reading it
         # again — a candidate that stops answering here is still the master, and the others must follow it.
         ctx.undo_with("roll_forward", partial(roll_forward, ctx, plan, observed))
@@ -360,7 +370,7 @@ async def replace_master(
             step.detail += (
                 f"; it keeps replicating from {', '.join(sources)} (connections {', '.join(map(repr, kept))}): "
                 f"writes to it must stay in the domains {master.info.label} wrote, the others' domains are theirs"
-            )
+            ) + (f" (writable domains recorded: {', '.join(map(str, taken))})" if taken else "")
     ctx.undo_with("roll_forward", partial(roll_forward, ctx, plan, observed))
     ctx.result.promoted_after_s = round(time.perf_counter() - started, 6)
     new_position = position((await candidate.require_driver().positions()).current)

@@ -36,6 +36,7 @@ from ferry_control.services.orchestrator.only_here_export import ExportRange, ex
 from ferry_control.services.orchestrator.rebuild_mark import is_rebuild_mark
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, ServerView
+from ferry_control.services.orchestrator.writable import withdraw_writable
 
 #: Transactions listed per domain (the newest; the count says how many there are).
 LISTED_MAX = 50
@@ -167,7 +168,13 @@ async def rejoin(
             row = await ServerRepository(session).get(ctx.cluster_id, server.info.id)
             if row is not None:
                 row.fenced, row.fenced_at, row.fence_reason = False, None, None
-        step.detail = f"{server.info.label} is a replica of {source.info.label} again; no longer fenced"
+        # A plain replica again: writable domains an operation recorded when it made it a master go.
+        withdrawn = await withdraw_writable(ctx, server.info.id)
+        step.detail = f"{server.info.label} is a replica of {source.info.label} again; no longer fenced" + (
+            f"; the writable domains recorded when it was promoted ({', '.join(map(str, withdrawn))}) withdrawn"
+            if withdrawn
+            else ""
+        )
 
 
 def choose_source(snapshot: ClusterSnapshot, server: ServerView, wanted: int | None) -> ServerView:

@@ -42,6 +42,7 @@ from ferry_control.services.orchestrator.moves import MoveContext, Observed, Set
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 from ferry_control.services.orchestrator.switch_plan import switch_plan
+from ferry_control.services.orchestrator.writable import new_master_domains, record_writable
 
 log = logging.getLogger(__name__)
 
@@ -483,10 +484,15 @@ async def _switch_master(
     if kept:  # a multi-source candidate (one master of several replaced): it keeps the other masters' domains
         async with ctx.step("candidate_keeps_connections") as step:
             await actions.restart_connections(candidate_driver, kept)
+            # Its domains recorded for the replica guard while the operation holds the cluster: replicating and
+            # writable, it would be made read-only once the operation ends.
+            replaced = {*master.binlog.domains(), *([master.status.default_domain] if master.status else [])}
+            taken = new_master_domains(replaced, candidate, kept)
+            await record_writable(ctx, candidate.info.id, taken)
             step.detail = (
                 f"{candidate.info.label} keeps replicating over {', '.join(map(repr, kept))}: writes to it must stay "
                 f"in the domains {master.info.label} wrote, the others' domains are their masters'"
-            )
+            ) + (f" (writable domains recorded: {', '.join(map(str, taken))})" if taken else "")
     result.unavailable_s = round(unavailable, 6)
     ctx.runner.metrics.switchover_unavailable_seconds.labels(ctx.type).observe(unavailable)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],

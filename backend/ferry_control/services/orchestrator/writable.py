@@ -1,0 +1,53 @@
+"""The domains a multi-source server writes once an operation made it the master of some domains while it keeps
+replicating the others (one master of the two-master shape replaced by its multi-source replica): recorded as the
+server's writable domains (`replica_guard.writable_domains`, `set_by` "operation N") before it takes a write, so
+that the replica guard does not make the new master read-only for replicating, its writes in those domains are not
+errant, and the topology raises no writable-replica alert about it. A rejoin, which makes a server a plain replica
+again, takes back what an operation recorded (an admin's setting stays)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from ferry_control.core.db import session_scope
+from ferry_control.repositories.replica_guard import ReplicaGuardRepository
+from ferry_control.services.orchestrator.gtid import position
+from ferry_control.services.orchestrator.runner import OperationContext
+from ferry_control.services.orchestrator.snapshot import ServerView
+
+_SET_BY = "operation "
+
+
+def new_master_domains(replaced: Iterable[int], candidate: ServerView, kept: Collection[str]) -> list[int]:
+    """The domains the replaced master wrote (`replaced`: its binlog's, or what was heard of it) less those the
+    candidate receives over its `kept` connections (the other masters'): the new master's."""
+    connections = candidate.status.connections if candidate.status is not None else ()
+    theirs = {d for c in connections if c.name in kept for d in position(c.received_position).domains()}
+    return sorted(set(replaced) - theirs)
+
+
+async def record_writable(ctx: OperationContext[Any, Any], server_id: int, domains: list[int]) -> None:
+    """Records `domains` as `server_id`'s writable domains, set by this operation (nothing when there are none)."""
+    if not domains:
+        return
+    async with session_scope(ctx.sessionmaker) as session:
+        row = await ReplicaGuardRepository(session).get_or_add(ctx.cluster_id, server_id)
+        row.writable_domains = list(domains)
+        row.writable_set_by = f"{_SET_BY}{ctx.operation_id}"
+        row.writable_set_at = datetime.now(UTC)
+
+
+async def withdraw_writable(ctx: OperationContext[Any, Any], server_id: int) -> list[int]:
+    """Takes back the writable domains an operation recorded for `server_id`; returns them (empty: none, or an
+    admin's, which stay)."""
+    async with session_scope(ctx.sessionmaker) as session:
+        row = await ReplicaGuardRepository(session).get(server_id)
+        if row is None or not row.writable_domains or not (row.writable_set_by or "").startswith(_SET_BY):
+            return []
+        taken = [int(d) for d in row.writable_domains]
+        row.writable_domains = []
+        row.writable_set_by = f"{_SET_BY}{ctx.operation_id}"
+        row.writable_set_at = datetime.now(UTC)
+        return taken
