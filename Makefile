@@ -38,7 +38,7 @@ test-quick: python-module
 	@$(MAKE) --no-print-directory -j3 --output-sync=target quick-engine quick-backend quick-dashboard
 
 quick-engine:
-	cd engine && cargo test --workspace --lib --locked $(ENGINE_TEST_FEATURES)
+	cd engine && cargo test $(ENGINE_CRATES) --lib --locked $(ENGINE_TEST_FEATURES)
 
 quick-backend:
 	scripts/test-backend.sh --quick backend/tests
@@ -67,17 +67,21 @@ lint-engine:
 # of their own recompiled some fifty dependencies (a narrower selection unifies their features differently) and
 # swapped target/debug/ferryd for a build with failpoints until the next workspace build.
 ENGINE_TEST_FEATURES = --features ferry-core/failpoints,ferryd/failpoints
+# Every crate but the Python module's: maturin builds that one (python-module, under the same lints in `make test`) and
+# the Python suite tests it; it has no Rust test of its own, and built here too it compiled pyo3 twice more (once in
+# the workspace's build, once again after maturin's build had changed pyo3's configuration).
+ENGINE_CRATES = --workspace --exclude ferry-py
 
-# The engine's tests: what `cargo test --workspace` runs (the fail-stop tests with them), several test binaries at a
-# time (scripts/engine-tests.py).
+# The engine's tests: what `cargo test --workspace` runs but ferry-py's (the fail-stop tests with them), several test
+# binaries at a time (scripts/engine-tests.py).
 test-engine:
 	@scripts/ensure-rust.sh
-	scripts/engine-tests.py --doc -- --workspace $(ENGINE_TEST_FEATURES)
+	scripts/engine-tests.py --doc -- $(ENGINE_CRATES) $(ENGINE_TEST_FEATURES)
 
 # Only the fail-stop tests: I/O errors injected at every write and fsync site.
 test-engine-failpoints:
 	@scripts/ensure-rust.sh
-	scripts/engine-tests.py -- --workspace $(ENGINE_TEST_FEATURES) \
+	scripts/engine-tests.py -- $(ENGINE_CRATES) $(ENGINE_TEST_FEATURES) \
 	  --test storage_failures --test storage_failed --test rewind_failed --test dump_seek_slow
 
 # ferry_engine built by maturin into .venv (the backend imports it too). Optimised by default (the stack `make up`
@@ -94,7 +98,7 @@ python-module:
 # twice.
 engine-debug:
 	@scripts/ensure-rust.sh
-	cd engine && cargo build --workspace --all-targets --locked $(ENGINE_TEST_FEATURES)
+	cd engine && cargo build $(ENGINE_CRATES) --all-targets --locked $(ENGINE_TEST_FEATURES)
 
 test-python: python-module engine-debug
 	FERRYD_BIN=$(CURDIR)/engine/target/debug/ferryd .venv/bin/pytest -q -p no:asyncio engine/crates/ferry-py/tests

@@ -27,7 +27,10 @@ export default defineConfig({
     baseURL: stack.api,
     browserName: "chromium",
     viewport: { width: 1400, height: 900 },
-    trace: "retain-on-failure",
+    // A failed spec keeps its trace: every action with the page's DOM before and after, its requests and console.
+    // Without the screencast (a failure's own screenshot is kept beside): recording frames of every page of every
+    // spec cost the browser and the runner a tenth of the suite's CPU, for traces a passing run throws away.
+    trace: { mode: "retain-on-failure", screenshots: false, snapshots: true, sources: false },
     screenshot: "only-on-failure",
     launchOptions: {
       executablePath: process.env.FERRY_E2E_CHROMIUM ?? "/usr/bin/chromium-headless-shell",

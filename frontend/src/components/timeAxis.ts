@@ -17,17 +17,31 @@ const DAYS_SPAN_MS = 7 * 86_400_000;
 
 const pad = (n: number) => String(n).padStart(2, "0");
 
+/** One formatter per time zone ("" the browser's own): making one costs far more than formatting with it, and every
+ * tick and tooltip of every chart formats an instant. */
+const formats = new Map<string, Intl.DateTimeFormat>();
+
+function formatIn(timeZone: string | undefined): Intl.DateTimeFormat {
+  const key = timeZone ?? "";
+  let format = formats.get(key);
+  if (format === undefined) {
+    format = new Intl.DateTimeFormat("en-GB", {
+      timeZone,
+      day: "numeric",
+      month: "short",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+      hourCycle: "h23",
+    });
+    formats.set(key, format);
+  }
+  return format;
+}
+
 /** The parts of an instant in a time zone (the operator's choice when none is given). */
 function parts(t: number, timeZone?: string): Record<"day" | "month" | "hour" | "minute" | "second", string> {
-  const format = new Intl.DateTimeFormat("en-GB", {
-    timeZone: timeZone ?? formatZone(),
-    day: "numeric",
-    month: "short",
-    hour: "2-digit",
-    minute: "2-digit",
-    second: "2-digit",
-    hourCycle: "h23",
-  });
+  const format = formatIn(timeZone ?? formatZone());
   const found = Object.fromEntries(format.formatToParts(new Date(t)).map((p) => [p.type, p.value]));
   return { day: found.day ?? "", month: found.month ?? "", hour: pad(Number(found.hour ?? 0)), minute: found.minute ?? "", second: found.second ?? "" };
 }

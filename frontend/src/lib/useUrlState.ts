@@ -1,6 +1,6 @@
 // Page state kept in the URL's query string (domain filter, lag range, live/paused), so a link or a reload shows
 // the same view. Setting a value replaces the history entry rather than adding one per click.
-import { useCallback } from "react";
+import { useCallback, useMemo } from "react";
 import { useSearchParams } from "react-router-dom";
 
 /** A string parameter limited to `choices`; anything else reads as `fallback`. */
@@ -37,7 +37,9 @@ export function parseIntList(raw: string | null): number[] {
 
 export function useUrlIntList(name: string): [number[], (values: number[]) => void] {
   const [params, setParams] = useSearchParams();
-  const value = parseIntList(params.get(name));
+  const raw = params.get(name);
+  // The same array while the parameter is unchanged: views memoise on it.
+  const value = useMemo(() => parseIntList(raw), [raw]);
   const setValue = useCallback(
     (next: number[]) =>
       setParams(

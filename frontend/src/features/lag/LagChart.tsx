@@ -3,6 +3,7 @@
 // every shown series at the hovered instant; the operations that ran in the range marked (a band from start to end,
 // a line at the start, named); the axis in dates when the range is long, its time zone named. Dragging across the
 // chart zooms to the instants dragged over (`onZoom`).
+import { memo } from "react";
 import { CartesianGrid, Line, LineChart, ReferenceArea, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { instantLabel, timeLabel, timeTicks, zoneLabel } from "../../components/timeAxis";
 import { formatLagSeconds, formatLagTransactions } from "../../lib/format";
@@ -29,7 +30,8 @@ interface LagChartProps {
   delays?: readonly DelayBand[];
 }
 
-export function LagChart({ title, metric, series, styles, hidden, onToggle, marks = [], sinceMs, untilMs, onZoom, delays = [] }: LagChartProps) {
+/** Drawn again only when one of its props changes (the view around it re-renders with every live event). */
+export const LagChart = memo(function LagChart({ title, metric, series, styles, hidden, onToggle, marks = [], sinceMs, untilMs, onZoom, delays = [] }: LagChartProps) {
   const format = metric === "seconds" ? formatLagSeconds : formatLagTransactions;
   const drawn = series.filter((s) => !hidden.has(s.key));
   const points = drawn.reduce((n, s) => n + s.points.length, 0);
@@ -141,4 +143,4 @@ export function LagChart({ title, metric, series, styles, hidden, onToggle, mark
       ) : null}
     </figure>
   );
-}
+});

@@ -4,12 +4,13 @@
 // are marked on both (and a failure to read them is said); a connection's configured delay is a band on the seconds
 // chart. A series is drawn for the whole range from its samples, whatever its server's role is now. Range, live and filters in the URL (?range=1h&live=paused&domains=1&servers=4,
 // ?range=custom&from=…&to=…).
-import { useMemo, useState } from "react";
+import { useCallback, useMemo, useState } from "react";
 import { useOperationHistory, type OperationType } from "../../api/history";
 import { useLagHistory, useServers, useTopology } from "../../api/queries";
 import { LAG_RANGE_MS } from "../../api/queryKeys";
 import { LiveToggle, useLiveChoice } from "../../components/LiveToggle";
 import { QueryState } from "../../components/QueryState";
+import { useThrottled } from "../../lib/useThrottled";
 import { useTimeWindow } from "../../lib/useTimeWindow";
 import { useUrlIntList } from "../../lib/useUrlState";
 import { LagChart } from "./LagChart";
@@ -37,6 +38,11 @@ const EVERY_TYPE: Record<OperationType, true> = {
 };
 export const MARKED_TYPES = Object.keys(EVERY_TYPE) as OperationType[];
 
+/** How often, at most, the connections' current lag (the live topology, which moves with every position event) is
+ * carried into the charts: the history itself refreshes every 2 s when live. Re-drawn with each event instead, the
+ * two charts kept a core half busy on a cluster under load. */
+const LIVE_REDRAW_MS = 2000;
+
 function toggled(list: readonly number[], value: number): number[] {
   return list.includes(value) ? list.filter((v) => v !== value) : [...list, value];
 }
@@ -53,10 +59,13 @@ export function LagView({ clusterId }: { clusterId: number }) {
   const servers = useServers(clusterId);
   const topology = useTopology(clusterId);
 
-  const names = useMemo(() => new Map(servers.data?.map((s) => [s.id, s.name]) ?? []), [servers.data]);
+  // The servers' names only: the servers' list is read again with every second of position events, and a new map
+  // each time would draw both charts again.
+  const namesKey = JSON.stringify(servers.data?.map((s) => [s.id, s.name]) ?? []);
+  const names = useMemo(() => new Map(JSON.parse(namesKey) as [number, string][]), [namesKey]);
   const untilMs = "range" in window ? (history.data ? Date.parse(history.data.until) : Date.now()) : window.untilMs;
   const sinceMs = "range" in window ? untilMs - LAG_RANGE_MS[window.range] : window.sinceMs;
-  const edges = live ? topology.data?.edges : undefined;
+  const edges = useThrottled(live ? topology.data?.edges : undefined, LIVE_REDRAW_MS);
   const all = useMemo(
     () => lagSeries(history.data?.samples ?? [], names, untilMs, edges ?? [], sinceMs, history.data?.at_start ?? []),
     [history.data, names, untilMs, edges, sinceMs],
@@ -67,15 +76,22 @@ export function LagView({ clusterId }: { clusterId: number }) {
   const seenReplicas = [...new Set(all.map((s) => s.replicaServerId))].sort((a, b) =>
     (names.get(a) ?? "").localeCompare(names.get(b) ?? ""),
   );
-  const shown = all.filter(
-    (s) => (domains.length === 0 || domains.includes(s.domain)) && (replicas.length === 0 || replicas.includes(s.replicaServerId)),
+  const shown = useMemo(
+    () =>
+      all.filter(
+        (s) => (domains.length === 0 || domains.includes(s.domain)) && (replicas.length === 0 || replicas.includes(s.replicaServerId)),
+      ),
+    [all, domains, replicas],
   );
-  const onToggle = (key: string) =>
-    setHidden((current) => {
-      const next = new Set(current);
-      if (!next.delete(key)) next.add(key);
-      return next;
-    });
+  const onToggle = useCallback(
+    (key: string) =>
+      setHidden((current) => {
+        const next = new Set(current);
+        if (!next.delete(key)) next.add(key);
+        return next;
+      }),
+    [],
+  );
   const delays = useMemo(() => delayBands(history.data?.delays ?? [], shown), [history.data, shown]);
   const chartProps = { series: shown, styles, hidden, onToggle, marks, sinceMs, untilMs, onZoom: setCustom };
 
