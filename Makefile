@@ -37,8 +37,10 @@ test-quick: python-module
 	cd engine && cargo fmt --all --check
 	@$(MAKE) --no-print-directory -j3 --output-sync=target quick-engine quick-backend quick-dashboard
 
+# The engine's unit tests, the power-loss simulation over its first QUICK_SIM_SEEDS seeds (`make test`: all 500).
+QUICK_SIM_SEEDS ?= 100
 quick-engine:
-	cd engine && cargo test $(ENGINE_CRATES) --lib --locked $(ENGINE_TEST_FEATURES)
+	cd engine && FERRY_SIM_SEEDS=$(QUICK_SIM_SEEDS) cargo test $(ENGINE_CRATES) --lib --locked $(ENGINE_TEST_FEATURES)
 
 quick-backend:
 	scripts/test-backend.sh --quick backend/tests

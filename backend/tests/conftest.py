@@ -53,23 +53,26 @@ os.environ.setdefault("FERRY_ENVIRONMENT", "development")
 
 
 #: Fixtures that start replication servers (ferryd, mariadbd): `pytest --quick` leaves out the tests that use them.
-REAL_SERVER_FIXTURES = frozenset({"ferryd", "ferryd_factory", "mariadb", "mariadb_factory"})
+REAL_SERVER_FIXTURES = frozenset(
+    {"ferryd", "ferryd_factory", "mariadb", "mariadb_factory", "mariadb_pristine", "fresh_nodes"}
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--quick",
         action="store_true",
-        help="only the tests that need no replication server (ferryd, mariadbd) and are not marked long (a minute or"
-        " more): the inner loop's `make test-quick`",
+        help="only the tests that need no replication server (ferryd, mariadbd) and are not marked long (half a"
+        " minute or more): the inner loop's `make test-quick`",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "long(rank=2): a test that takes a minute or more (many switchovers, a fault at every step): run before the"
-        " others, the lower ranks first (rank 1: the very longest)",
+        "long(rank=2): a test that takes half a minute or more on a busy machine (many switchovers, a fault at every"
+        " step, hundreds of seeded schedules): run before the others, the lower ranks first (rank 1: the very"
+        " longest); `--quick` leaves it out",
     )
 
 

@@ -37,6 +37,7 @@ REPLAY = (
 FAILOVER_KNOWN = [k for k in KNOWN if k.schedule == "failover"]
 
 
+@pytest.mark.long  # a few hundred seeded schedules: half a minute on a busy machine
 def test_seeded_failover_schedules_keep_the_invariants() -> None:
     seeds = [int(ONE_SEED)] if ONE_SEED else range(SCHEDULES)
     batch = run_failovers(seeds)

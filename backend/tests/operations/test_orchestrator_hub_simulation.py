@@ -37,6 +37,7 @@ REPLAY = (
 HUB_KNOWN = [k for k in KNOWN if k.schedule in ("hub_switchover", "hub_failover")]
 
 
+@pytest.mark.long  # a few hundred seeded schedules: half a minute on a busy machine
 def test_seeded_hub_schedules_keep_the_invariants() -> None:
     seeds = [int(ONE_SEED)] if ONE_SEED else range(SCHEDULES)
     batch = run_hub_moves(seeds)

@@ -36,6 +36,7 @@ REPLAY = (
 )
 
 
+@pytest.mark.long  # a few hundred seeded schedules: half a minute on a busy machine
 def test_seeded_schedules_keep_the_invariants() -> None:
     seeds = [int(ONE_SEED)] if ONE_SEED else range(SCHEDULES)
     batch = run_many(seeds)
