@@ -28,12 +28,13 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
+from starlette.routing import BaseRoute
 
 from ferry_control.core.config import Settings
 from ferry_control.core.db import session_scope
 from ferry_control.core.migrate import upgrade
 from ferry_control.core.security import Role
-from ferry_control.main import create_app
+from ferry_control.main import create_app as build_app
 from ferry_control.models import Base
 from ferry_control.services.tokens import TokenService
 from tests.ferryd_cluster import NODE_TOKEN, FerrydCluster
@@ -200,10 +201,37 @@ def settings(database_url: str) -> Settings:
     )
 
 
+#: Per test process, by whether the API documents itself: the route table of the first app the tests built, and its
+#: OpenAPI schema once one was asked for. FastAPI compiles a route (its parameters', body's and answer's models, its
+#: dependencies) the first time a request meets it, per app, and builds the schema per app: some 0.25 s of CPU for an
+#: app's first requests and a second for its schema, paid again by each of the suite's hundreds of apps. Every app
+#: `create_app` builds has the same routes (the settings only decide whether the documentation is served), and a
+#: route reads what it needs from the app that received the request (`request.app.state`), so the later apps take the
+#: first one's table, compiled once. No test overrides dependencies (the table's would be the first app's).
+_ROUTES: dict[bool, list[BaseRoute]] = {}
+_SCHEMAS: dict[bool, dict[str, Any]] = {}
+
+
+def create_app(settings: Settings, **options: Any) -> Any:
+    """`ferry_control.main.create_app`, sharing the process's compiled route table and schema (above)."""
+    app = build_app(settings, **options)
+    docs = settings.process.api_docs
+    app.router.routes = _ROUTES.setdefault(docs, app.router.routes)
+    app.openapi_schema = _SCHEMAS.get(docs)
+    return app
+
+
+def keep_schema(app: Any, settings: Settings) -> None:
+    """Keeps the schema an app built for the apps after it."""
+    if app.openapi_schema is not None:
+        _SCHEMAS.setdefault(settings.process.api_docs, app.openapi_schema)
+
+
 @pytest.fixture
 async def app(settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]):  # type: ignore[no-untyped-def]
     app = create_app(settings, sessionmaker=sessionmaker)
     yield app
+    keep_schema(app, settings)
     await app.state.drivers.aclose()
 
 
@@ -324,6 +352,7 @@ def live_app(live_database_url: str) -> LiveFactory:
                 ) as client:
                     yield Live(app, client, tokens, settings)
         finally:
+            keep_schema(app, settings)
             empty_database(live_database_url)
 
     return make
