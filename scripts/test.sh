@@ -3,7 +3,8 @@
 #
 #   in the background from the start   the Debian packages (ensure-packages.sh), the npm packages of the dashboard
 #                                      and of the end-to-end suite, the backend's Python packages
-#   engine build                       rustfmt's check, then every target of the workspace once (the tests, the
+#   engine build                       rustfmt's check, then every target of the workspace once but the Python
+#                                      module's crate, which maturin builds next (the tests, the
 #                                      fail-stop tests among them, ferryd and ferry-bench share one feature set —
 #                                      the Makefile's ENGINE_TEST_FEATURES — so nothing is built twice), clippy's
 #                                      lints applied as they compile (below), while the backend's packages install
@@ -160,7 +161,8 @@ children+=("$backend_packages")
 # with clippy's lints added, producing the same artifacts) for every workspace member, the way `cargo clippy` does but
 # with code generated, and CLIPPY_ARGS makes any warning an error as `cargo clippy -- -D warnings` would. The lint
 # covers what `make lint-engine` covers: every target of the workspace with the failpoints (engine-debug builds
-# --all-targets with ENGINE_TEST_FEATURES) and ferry-core's library without them (the Python module's build). A
+# --all-targets with ENGINE_TEST_FEATURES, ferry-py aside) and ferry-core's library without them and ferry-py (the
+# Python module's build). A
 # separate `cargo clippy` type-checks every dependency and workspace crate a second time: clippy twice, then these
 # builds took 294 s of CPU from cold; linting as they compile, 216 s. Every cargo command below sees the same wrapper,
 # so nothing is built twice; artifacts built with it are kept apart from a plain `cargo build`'s (cargo hashes the

@@ -220,7 +220,9 @@ class SampleRepository:
             newest = newest.where(LagSample.replica_server_id == replica_server_id)
         if domain_id is not None:
             newest = newest.where(LagSample.domain_id == domain_id)
-        latest = newest.subquery()
+        # Computed once (`once`): rejoined per sample instead, with no statistics yet (a table just filled), a day of
+        # samples took minutes.
+        latest = once(newest, "lag_newest")
         statement = (
             select(LagSample)
             .join(
