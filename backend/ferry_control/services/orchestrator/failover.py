@@ -26,6 +26,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ferry_control.core.config import Settings
+from ferry_control.core.gtid import GtidPosition
 from ferry_control.drivers.base import ReplicaConnection, ServerStatus
 from ferry_control.drivers.errors import DriverError
 from ferry_control.schemas.operation import FailoverParams
@@ -60,7 +61,7 @@ from ferry_control.services.orchestrator.switchover import (
     role_taken,
     roll_forward,
 )
-from ferry_control.services.orchestrator.writable import new_master_domains, record_writable
+from ferry_control.services.orchestrator.writable import new_master_domains, record_writable, recorded_words
 
 
 @dataclass(frozen=True)
@@ -348,9 +349,7 @@ async def replace_master(
         # read-only once the operation ends), and said in the step.
         taken: list[int] = []
         if kept:
-            heard = join_all([position(master.info.last_binlog_pos or ""),
-                              *(position(link.connection.master_position) for link in links)])  # fmt: skip
-            taken = new_master_domains(heard.domains(), candidate, kept)
+            taken = new_master_domains(seen_of(master, links).domains(), candidate, kept)
             await record_writable(ctx, candidate.info.id, taken)
         # Writable now (`promoted`, as read from it by a settle): a stop from here completes, without reading it
         # again — a candidate that stops answering here is still the master, and the others must follow it.
@@ -370,7 +369,7 @@ async def replace_master(
             step.detail += (
                 f"; it keeps replicating from {', '.join(sources)} (connections {', '.join(map(repr, kept))}): "
                 f"writes to it must stay in the domains {master.info.label} wrote, the others' domains are theirs"
-            ) + (f" (writable domains recorded: {', '.join(map(str, taken))})" if taken else "")
+            ) + recorded_words(taken)
     ctx.undo_with("roll_forward", partial(roll_forward, ctx, plan, observed))
     ctx.result.promoted_after_s = round(time.perf_counter() - started, 6)
     new_position = position((await candidate.require_driver().positions()).current)
@@ -433,9 +432,14 @@ def other_masters_domains(snapshot: ClusterSnapshot, master: ServerView, links: 
         others |= set(position(root.info.last_binlog_pos or "").domains())
         server_id = root.info.reported_server_id
         others |= {g.domain for v in snapshot.views if v.status is not None for g in v.current if g.server == server_id}
-    seen = join_all([position(master.info.last_binlog_pos or ""),
+    return others - set(seen_of(master, links).domains())
+
+
+def seen_of(master: ServerView, links: Sequence[Link]) -> GtidPosition:
+    """The lost `master` as last seen: its last observed binlog joined with what its replicas (`links`) last heard of
+    it."""
+    return join_all([position(master.info.last_binlog_pos or ""),
                      *(position(link.connection.master_position) for link in links)])  # fmt: skip
-    return others - set(seen.domains())
 
 
 def below_unreachable(snapshot: ClusterSnapshot, master: ServerView) -> list[Link]:

@@ -42,7 +42,7 @@ from ferry_control.services.orchestrator.moves import MoveContext, Observed, Set
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 from ferry_control.services.orchestrator.switch_plan import switch_plan
-from ferry_control.services.orchestrator.writable import new_master_domains, record_writable
+from ferry_control.services.orchestrator.writable import new_master_domains, record_writable, recorded_words
 
 log = logging.getLogger(__name__)
 
@@ -492,7 +492,7 @@ async def _switch_master(
             step.detail = (
                 f"{candidate.info.label} keeps replicating over {', '.join(map(repr, kept))}: writes to it must stay "
                 f"in the domains {master.info.label} wrote, the others' domains are their masters'"
-            ) + (f" (writable domains recorded: {', '.join(map(str, taken))})" if taken else "")
+            ) + recorded_words(taken)
     result.unavailable_s = round(unavailable, 6)
     ctx.runner.metrics.switchover_unavailable_seconds.labels(ctx.type).observe(unavailable)
     await follow_new_master(ctx, candidate, [o.replica for o in others], [o.connection.name for o in others],

@@ -8,14 +8,13 @@ again, takes back what an operation recorded (an admin's setting stays)."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 from ferry_control.core.db import session_scope
-from ferry_control.repositories.replica_guard import ReplicaGuardRepository
 from ferry_control.services.orchestrator.gtid import position
 from ferry_control.services.orchestrator.runner import OperationContext
 from ferry_control.services.orchestrator.snapshot import ServerView
+from ferry_control.services.writable_domains import WritableDomainsService
 
 _SET_BY = "operation "
 
@@ -28,26 +27,30 @@ def new_master_domains(replaced: Iterable[int], candidate: ServerView, kept: Col
     return sorted(set(replaced) - theirs)
 
 
+def recorded_words(domains: list[int]) -> str:
+    """What an operation's step says of the domains it recorded (nothing when none)."""
+    return f" (writable domains recorded: {', '.join(map(str, domains))})" if domains else ""
+
+
 async def record_writable(ctx: OperationContext[Any, Any], server_id: int, domains: list[int]) -> None:
     """Records `domains` as `server_id`'s writable domains, set by this operation (nothing when there are none)."""
     if not domains:
         return
     async with session_scope(ctx.sessionmaker) as session:
-        row = await ReplicaGuardRepository(session).get_or_add(ctx.cluster_id, server_id)
-        row.writable_domains = list(domains)
-        row.writable_set_by = f"{_SET_BY}{ctx.operation_id}"
-        row.writable_set_at = datetime.now(UTC)
+        await WritableDomainsService(session).set(ctx.cluster_id, server_id, domains, by=_set_by(ctx))
 
 
 async def withdraw_writable(ctx: OperationContext[Any, Any], server_id: int) -> list[int]:
     """Takes back the writable domains an operation recorded for `server_id`; returns them (empty: none, or an
     admin's, which stay)."""
     async with session_scope(ctx.sessionmaker) as session:
-        row = await ReplicaGuardRepository(session).get(server_id)
-        if row is None or not row.writable_domains or not (row.writable_set_by or "").startswith(_SET_BY):
+        service = WritableDomainsService(session)
+        current = await service.get(ctx.cluster_id, server_id)
+        if not current.writable_domains or not (current.set_by or "").startswith(_SET_BY):
             return []
-        taken = [int(d) for d in row.writable_domains]
-        row.writable_domains = []
-        row.writable_set_by = f"{_SET_BY}{ctx.operation_id}"
-        row.writable_set_at = datetime.now(UTC)
-        return taken
+        await service.set(ctx.cluster_id, server_id, [], by=_set_by(ctx))
+        return current.writable_domains
+
+
+def _set_by(ctx: OperationContext[Any, Any]) -> str:
+    return f"{_SET_BY}{ctx.operation_id}"
