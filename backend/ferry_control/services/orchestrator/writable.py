@@ -1,9 +1,11 @@
 """The domains a multi-source server writes once an operation made it the master of some domains while it keeps
 replicating the others (one master of the two-master shape replaced by its multi-source replica): recorded as the
-server's writable domains (`replica_guard.writable_domains`, `set_by` "operation N") before it takes a write, so
-that the replica guard does not make the new master read-only for replicating, its writes in those domains are not
-errant, and the topology raises no writable-replica alert about it. A rejoin, which makes a server a plain replica
-again, takes back what an operation recorded (an admin's setting stays)."""
+server's writable domains (`replica_guard.writable_domains`, `set_by` "operation N") once it is promoted, while the
+operation still holds the cluster (the guard acts on none of its servers then), so that the replica guard does not
+make the new master read-only for replicating, its writes in those domains are not errant, and the topology raises no
+writable-replica alert about it. An operation that stops between the promotion and the record (a crash) leaves it
+unrecorded: the guard then makes the new master read-only, with its audit row, event and webhooks. A rejoin, which
+makes a server a plain replica again, takes back what an operation recorded (an admin's setting stays)."""
 
 from __future__ import annotations
 
