@@ -162,9 +162,8 @@ children+=("$backend_packages")
 # with code generated, and CLIPPY_ARGS makes any warning an error as `cargo clippy -- -D warnings` would. The lint
 # covers what `make lint-engine` covers: every target of the workspace with the failpoints (engine-debug builds
 # --all-targets with ENGINE_TEST_FEATURES, ferry-py aside) and ferry-core's library without them and ferry-py (the
-# Python module's build). A
-# separate `cargo clippy` type-checks every dependency and workspace crate a second time: clippy twice, then these
-# builds took 294 s of CPU from cold; linting as they compile, 216 s. Every cargo command below sees the same wrapper,
+# Python module's build). A separate `cargo clippy` type-checks every dependency and workspace crate a second time:
+# clippy twice, then these builds took 294 s of CPU from cold; linting as they compile, 216 s. Every cargo command below sees the same wrapper,
 # so nothing is built twice; artifacts built with it are kept apart from a plain `cargo build`'s (cargo hashes the
 # wrapper into their names).
 # Without incremental compilation: its caches are for the next build after an edit, which a run of every suite does
