@@ -48,6 +48,11 @@ cleanup() {
       "$FERRY_RUN_DIR"/seed000.log "$FERRY_RUN_DIR"/load-seed000.log "$FERRY_RUN_DIR"/report-lock-seed000.log "$FERRY_RUN_DIR"/seed000/s*/error.log; do
       [ -f "$log" ] && { echo "--- $log (last 40 lines)" >&2; tail -n 40 "$log" >&2; }
     done
+    # Playwright's account of what failed, again after the logs: a CI log shows its tail, where it would be lost.
+    if [ -s "$work/playwright.log" ]; then
+      echo "--- what failed (Playwright's summary, from its first failure; the whole run above)" >&2
+      sed -n '/^  1) /,$p' "$work/playwright.log" | head -n 150 >&2
+    fi
   fi
   rm -rf "$work"
   exit "$status"
@@ -61,4 +66,4 @@ FERRY_STACK_DATABASE_URL=$(scripts/ensure-postgres.sh start "$work/pg")
 export FERRY_STACK_DATABASE_URL
 scripts/stack.sh start
 export FERRY_E2E_STACK="$FERRY_RUN_DIR/stack.json"
-(cd e2e && npx playwright test "$@")
+(cd e2e && npx playwright test "$@") 2>&1 | tee "$work/playwright.log"

@@ -1,7 +1,8 @@
 // Follows a cluster's server-sent events (GET /api/v1/clusters/{id}/events) and refreshes the queries each event
 // makes stale. A `position` event moves the topology's servers at once (live/livePositions.ts) and refreshes the
 // views it concerns — the positions matrix and the servers, each a whole snapshot with its verdicts — at most once a
-// second (events come several times a second while servers commit). While the
+// second (events come several times a second while servers commit). A fetch under way is never cancelled by a refresh:
+// the query is refreshed again once it is done (live/refresh.ts). While the
 // stream is down the mode is "polling" (queries poll, see LiveContext) and the stream is retried with backoff.
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
@@ -9,6 +10,7 @@ import { authHeaders, type Schemas } from "../api/client";
 import { queryKeys } from "../api/queryKeys";
 import { parseEvent, staleQueries } from "./invalidation";
 import { forgetPositions, recordPosition, withLiveTopology } from "./livePositions";
+import { markStale, refreshIdle, type StaleQueries } from "./refresh";
 import type { LiveMode } from "./LiveContext";
 import { readEventStream } from "./sse";
 
@@ -25,26 +27,21 @@ export function useClusterEvents(clusterId: number): LiveMode {
 
   useEffect(() => {
     const controller = new AbortController();
-    const pending = new Map<string, (string | number)[]>();
-    const pendingSlow = new Map<string, (string | number)[]>();
+    const pending = new Map<string, StaleQueries>();
+    const pendingSlow = new Map<string, StaleQueries>();
     let flushTimer: ReturnType<typeof setTimeout> | null = null;
     let slowTimer: ReturnType<typeof setTimeout> | null = null;
     let retryTimer: ReturnType<typeof setTimeout> | null = null;
     let retryMs = RETRY_MS_MIN;
 
-    const refresh = (keys: Map<string, (string | number)[]>) => {
-      for (const suffix of keys.values()) {
-        void queryClient.invalidateQueries({ queryKey: ["clusters", clusterId, ...suffix], exact: suffix.length === 0 });
-      }
-      keys.clear();
-    };
+    const mark = (keys: Map<string, StaleQueries>, suffix: (string | number)[]) =>
+      markStale(keys, ["clusters", clusterId, ...suffix], suffix.length === 0);
+    // What a fetch under way kept is tried again at the next flush.
     const flush = () => {
-      flushTimer = null;
-      refresh(pending);
+      flushTimer = refreshIdle(queryClient, pending) ? setTimeout(flush, COALESCE_MS) : null;
     };
     const flushSlow = () => {
-      slowTimer = null;
-      refresh(pendingSlow);
+      slowTimer = refreshIdle(queryClient, pendingSlow) ? setTimeout(flushSlow, POSITION_COALESCE_MS) : null;
     };
 
     const connect = () => {
@@ -57,7 +54,9 @@ export function useClusterEvents(clusterId: number): LiveMode {
             retryMs = RETRY_MS_MIN;
             setMode("streaming");
             // Whatever changed while the stream was down.
-            void queryClient.invalidateQueries({ queryKey: ["clusters", clusterId] });
+            markStale(pending, ["clusters", clusterId], false);
+            if (flushTimer) clearTimeout(flushTimer);
+            flush();
           },
           onEvent: (event) => {
             const data = parseEvent(event.event, event.data);
@@ -69,11 +68,11 @@ export function useClusterEvents(clusterId: number): LiveMode {
               queryClient.setQueryData(queryKeys.topology(clusterId), (topology: Topology) =>
                 topology === undefined ? topology : withLiveTopology(clusterId, topology, now),
               );
-              for (const suffix of staleQueries(data)) pendingSlow.set(JSON.stringify(suffix), suffix);
+              for (const suffix of staleQueries(data)) mark(pendingSlow, suffix);
               if (slowTimer === null) slowTimer = setTimeout(flushSlow, POSITION_COALESCE_MS);
               return;
             }
-            for (const suffix of staleQueries(data)) pending.set(JSON.stringify(suffix), suffix);
+            for (const suffix of staleQueries(data)) mark(pending, suffix);
             if (pending.size > 0 && flushTimer === null) flushTimer = setTimeout(flush, COALESCE_MS);
           },
         },
