@@ -25,6 +25,8 @@ export interface Stack {
   cluster_id: number;
   cluster_name: string;
   node_token: string;
+  /** The file holding the pid of the control plane's worker (the collector and the operations' runner). */
+  worker_pid_file: string;
   nodes: StackNode[];
   /** With FERRY_MARIADB_SEED000=1 (the end-to-end suite): the two-master MariaDB cluster `seed000`. */
   mariadb_clusters?: StackMariadbCluster[];

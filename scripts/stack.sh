@@ -23,8 +23,9 @@
 # the writer port.
 #
 #   scripts/stack.sh start   start what is not running; write $FERRY_RUN_DIR/stack.json (API URL, an admin
-#                            API token, the cluster's id, the node addresses, the node admin token, and the
-#                            MariaDB clusters: name, id, directory with its cluster.json)
+#                            API token, the cluster's id, the node addresses, the node admin token, the file
+#                            with the worker's pid, and the MariaDB clusters: name, id, directory with its
+#                            cluster.json)
 #   scripts/stack.sh stop    stop the API and the workloads, then the nodes and MariaDB servers, each with SIGTERM
 #
 # Environment (defaults are what `make up` uses):
@@ -419,6 +420,7 @@ print(json.dumps({
     "cluster_id": int(os.environ["CLUSTER_ID"]),
     "cluster_name": os.environ["CLUSTER_NAME"],
     "node_token": os.environ["NODE_TOKEN"],
+    "worker_pid_file": os.path.join(os.environ["RUN"], "worker.pid"),
     "nodes": [{"name": f"node{i}", "protocol": f"127.0.0.1:{base + i}", "admin": f"http://127.0.0.1:{base + 100 + i}"}
               for i in (1, 2, 3)] if os.environ["NODES"] == "1" else [],
     "mariadb_clusters": [

@@ -1,12 +1,16 @@
 // One truth per number, on seed000 (server 4 delayed 30 s on purpose): one moment of the real stack — the overview,
-// the topology, the positions and the lag history read from the API back to back, kept only when the topology read
-// before and after is the same (no collector cycle came between) — is given to the dashboard, and the overview, the
+// the topology, the positions and the lag history read from the API back to back while the collector is held still
+// (the worker stopped by its pid, SIGSTOP, and let go once they are read: however long the reads take on a busy
+// machine, no collector cycle comes between them; the topology read before and after is checked to be the same) — is
+// given to the dashboard, and the overview, the
 // topology's connections, the positions matrix and the lag chart say the same figure in the same words: the delayed
 // replica's "… (delay 30 s, +… s) · … txn" everywhere, the overview's worst lag that of the connection it names, and
 // the chart's band at the configured delay.
+import { readFileSync } from "node:fs";
 import type { Page } from "@playwright/test";
 import type { Answer, Schemas, TypedApi } from "../api";
 import { mariadbCluster } from "../mariadb";
+import type { Stack } from "../stack";
 import { expect, test } from "../fixtures";
 
 test.use({ role: "viewer" });
@@ -18,7 +22,20 @@ interface Moment {
   history: Schemas["LagHistory"];
 }
 
-/** One moment of the stack's stored state, read back to back; none when the collector recorded between the reads. */
+/** What `read` returns, read while the stack's collector is held still: its worker process stopped (SIGSTOP, by the
+ * pid the stack wrote) and let go (SIGCONT) once `read` ends, however it ends. */
+async function collectorHeld<T>(stack: Stack, read: () => Promise<T>): Promise<T> {
+  const pid = Number(readFileSync(stack.worker_pid_file, "utf8").trim());
+  if (!Number.isInteger(pid) || pid <= 1) throw new Error(`no worker pid in ${stack.worker_pid_file}`);
+  process.kill(pid, "SIGSTOP");
+  try {
+    return await read();
+  } finally {
+    process.kill(pid, "SIGCONT");
+  }
+}
+
+/** One moment of the stack's stored state, read back to back; none when anything recorded between the reads. */
 async function moment(client: TypedApi, cluster: number): Promise<Moment | null> {
   const path = { cluster_id: cluster };
   const before = await client.get("/api/v1/clusters/{cluster_id}/topology", { path });
@@ -54,10 +71,10 @@ test("overview, topology, positions and lag chart agree at one moment, the delay
   let at: Moment | null = null;
   await expect
     .poll(async () => {
-      at = await moment(client, seed.id);
+      at = await collectorHeld(stack, () => moment(client, seed.id));
       const delayed = at?.topology.edges.find((e) => e.source === "replica" && e.lag["1"]?.delay_s === 30);
       return delayed !== undefined;
-    }, { timeout: 60_000, message: "one moment of seed000 with the delayed replica's lag, no collector cycle between the reads" })
+    }, { timeout: 60_000, message: "one moment of seed000 with the delayed replica's lag, the same topology before and after the reads" })
     .toBe(true);
   const frozen = (at as Moment | null)!; // set by the poll above
   const names = new Map(frozen.topology.nodes.map((n) => [n.registered_server_id, n.name]));
