@@ -190,17 +190,20 @@ start_workload() {
   echo $! > "$run/workload.pid"
 }
 
-start_api() {
-  if ! alive "$run/api.pid"; then
-    if curl -fsS "$api/api/v1/health" > /dev/null 2>&1; then
-      echo "port $api_port already serves another API (not started from $run): stop it, or set FERRY_API_PORT" >&2
-      exit 1
-    fi
-    # exec: the recorded pid is uvicorn itself, and nothing keeps this script's output open.
-    (cd backend && FERRY_ROLE=web exec nohup ../.venv/bin/uvicorn --factory ferry_control.main:create_app \
-      --host 127.0.0.1 --port "$api_port") >> "$run/api.log" 2>&1 < /dev/null &
-    echo $! > "$run/api.pid"
+# The API: started unless running (launch_api), then awaited until it answers (await_api, at most 30 s).
+launch_api() {
+  alive "$run/api.pid" && return 0
+  if curl -fsS "$api/api/v1/health" > /dev/null 2>&1; then
+    echo "port $api_port already serves another API (not started from $run): stop it, or set FERRY_API_PORT" >&2
+    exit 1
   fi
+  # exec: the recorded pid is uvicorn itself, and nothing keeps this script's output open.
+  (cd backend && FERRY_ROLE=web exec nohup ../.venv/bin/uvicorn --factory ferry_control.main:create_app \
+    --host 127.0.0.1 --port "$api_port") >> "$run/api.log" 2>&1 < /dev/null &
+  echo $! > "$run/api.pid"
+}
+
+await_api() {
   for _ in $(seq 1 300); do
     if ! alive "$run/api.pid"; then
       echo "the API failed to start; last lines of $run/api.log:" >&2
@@ -215,7 +218,8 @@ start_api() {
 }
 
 # The worker: started unless running (launch_worker), then awaited until it prints "worker ready" (await_worker, at
-# most 30 s). The API starts in between: each spends seconds loading the control plane, and the two load side by side.
+# most 30 s). Each of the worker and the API spends seconds loading the control plane: start() launches both, then
+# starts the MariaDB clusters while they load.
 launch_worker() {
   alive "$run/worker.pid" && return 0
   (cd backend && exec nohup ../.venv/bin/python -m ferry_control worker) > "$run/worker.out" 2>> "$run/worker.log" \
@@ -382,7 +386,11 @@ start_proxy() { # start_proxy NAME ID WRITER READER
   curl -fsS -H "Authorization: Bearer $api_token" -o "$cfg" \
     "$api/api/v1/clusters/$id/haproxy-config?writer_bind=127.0.0.1:$3&reader_bind=127.0.0.1:$4&admin_socket=$run/haproxy-$name.sock&ferry_address=127.0.0.1:$api_port&check_interval_ms=$check_interval_ms" \
     || { echo "rendering the HAProxy configuration of $name failed" >&2; exit 1; }
-  check_token=$(cli create-token --name "haproxy-$name-$(date +%Y%m%d-%H%M%S)-$$" --role viewer)
+  # Its checks' viewer token, made through the API with the stack's admin token (a CLI would load the control plane).
+  check_token=$(curl -fsS -H "Authorization: Bearer $api_token" -H "Content-Type: application/json" \
+    -d "{\"name\": \"haproxy-$name-$(date +%Y%m%d-%H%M%S)-$$\", \"role\": \"viewer\"}" "$api/api/v1/tokens" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])') \
+    || { echo "creating the viewer token of $name's HAProxy checks failed" >&2; exit 1; }
   FERRY_CHECK_TOKEN=$check_token "$haproxy" -f "$cfg" -D -p "$run/haproxy-$name.pid" >> "$run/haproxy-$name.log" 2>&1 \
     || { echo "HAProxy for $name did not start; see $run/haproxy-$name.log" >&2; exit 1; }
 }
@@ -403,8 +411,17 @@ start_proxies() {
   done
 }
 
-create_api_token() {
-  api_token=$(cli create-token --name "admin-$(date +%Y%m%d-%H%M%S)-$$" --role admin)
+# An admin API token for this start (stack.json's), made in the background (the CLI loads the control plane too):
+# launch_api_token, then await_api_token.
+launch_api_token() {
+  (umask 077 && cli create-token --name "admin-$(date +%Y%m%d-%H%M%S)-$$" --role admin > "$run/api-token.new") &
+  token_pid=$!
+}
+
+await_api_token() {
+  wait "$token_pid" || { echo "creating the stack's admin API token failed (see above)" >&2; exit 1; }
+  api_token=$(cat "$run/api-token.new")
+  rm -f "$run/api-token.new"
 }
 
 write_stack_json() {
@@ -451,11 +468,13 @@ start() {
   else
     migrate
   fi
-  start_mariadb_clusters
   launch_worker
-  start_api
+  launch_api
+  launch_api_token
+  start_mariadb_clusters
+  await_api
   await_worker
-  create_api_token
+  await_api_token
   start_proxies
   write_stack_json
 }
