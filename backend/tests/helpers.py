@@ -1,6 +1,7 @@
 """Helpers shared by the API-level tests: registering a ferryd cluster through the API, waiting for an operation,
-reading what the nodes say, stopping a replica on a strict-mode error, driving the load writer process
-(`ferry-bench commit --ledger`), serving an ASGI app on a real port, and a local webhook receiver."""
+reading what the nodes say, waiting for the collector's cycles, stopping a replica on a strict-mode error, driving the
+load writer process (`ferry-bench commit --ledger`), serving an ASGI app on a real port, and a local webhook
+receiver."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import uvicorn
@@ -20,8 +21,24 @@ from fastapi import FastAPI
 from tests.ferryd_cluster import REPO_ROOT, FerrydCluster, FerrydNode, protocol
 from tests.mariadb_cluster import eventually
 
+if TYPE_CHECKING:
+    from tests.conftest import Live
+
 #: Bound on every wait for a condition in these tests.
 WAIT_S = 60.0
+
+
+async def cycles_ended(live: Live, more: int) -> None:
+    """Returns once `more` of the live app's collector cycles have ended from now (0: at once); the first of them may
+    have begun before."""
+    collector = live.app.state.collector
+    target = collector.cycles + more
+    await eventually(f"{more} more collector cycles (at {collector.cycles})", lambda: collector.cycles >= target)
+
+
+async def whole_cycles(live: Live, count: int) -> None:
+    """Returns once the live app's collector (and its after-cycle hooks) ran `count` whole cycles begun after now."""
+    await cycles_ended(live, count + 1)
 
 
 def stop_process(process: subprocess.Popen[Any], wait_s: float = WAIT_S) -> None:

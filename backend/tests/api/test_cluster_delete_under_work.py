@@ -14,22 +14,15 @@ import logging
 import httpx
 import pytest
 
-from tests.conftest import Live, LiveFactory
+from tests.conftest import LiveFactory
 from tests.ferryd_cluster import ADMIN_PORT_OFFSET
-from tests.helpers import LoadWriter, serve
-from tests.waiting import WAIT_S, eventually
+from tests.helpers import LoadWriter, cycles_ended, serve
+from tests.waiting import WAIT_S
 
 #: Clusters registered, discovered and deleted in a row (before the fix, one DELETE in a few met a deadlock).
 TRIES = 36
 PING = ": ping"
 WRITES_PER_S = 100.0
-
-
-async def cycles_after(live: Live, more: int) -> None:
-    """Returns once `more` collector cycles have ended from now."""
-    collector = live.app.state.collector
-    target = collector.cycles + more
-    await eventually(f"{more} more collector cycles (at {collector.cycles})", lambda: collector.cycles >= target)
 
 
 @pytest.mark.long
@@ -71,7 +64,7 @@ async def test_a_cluster_deleted_while_the_collector_records_it_answers_204_and_
                     assert stream.status_code == 200
                     events = stream.aiter_lines()
                     assert await anext(events) == "event: subscribed"
-                    await cycles_after(live, attempt % 3)  # at once, or once a cycle or two recorded it
+                    await cycles_ended(live, attempt % 3)  # at once, or once a cycle or two recorded it
                     deleted = await client.delete(f"/api/v1/clusters/{cluster_id}")
                     assert deleted.status_code == 204, f"attempt {attempt}: {deleted.status_code} {deleted.text}"
                     async with asyncio.timeout(WAIT_S):
@@ -80,7 +73,7 @@ async def test_a_cluster_deleted_while_the_collector_records_it_answers_204_and_
                                 break  # the stream is still served after its cluster went
                 gone = await client.get(f"/api/v1/clusters/{cluster_id}/events")
                 assert gone.status_code == 404 and gone.json()["error"]["code"] == "cluster_not_found", gone.text
-            await cycles_after(live, 3)
+            await cycles_ended(live, 3)
             assert [c["name"] for c in (await client.get("/api/v1/clusters")).json()] == ["local"]
     finally:
         try:

@@ -19,7 +19,7 @@ from ferry_control.services.event_bus import ClusterEvent, Subscription
 from tests.cli.test_ferryctl import ferryctl
 from tests.conftest import Live, LiveFactory
 from tests.ferryd_cluster import FerrydCluster
-from tests.helpers import WAIT_S, register, serve
+from tests.helpers import WAIT_S, register, serve, whole_cycles
 from tests.mariadb_cluster import MariadbCluster
 from tests.mariadb_load import register_mariadb
 from tests.waiting import eventually
@@ -45,12 +45,6 @@ async def guard_event(subscription: Subscription, server_id: int, action: str) -
         return await asyncio.wait_for(next_one(), WAIT_S)
     except TimeoutError:
         raise AssertionError(f"no replica_guard event {action!r} for server {server_id} within {WAIT_S} s") from None
-
-
-async def cycles_after(live: Live, count: int) -> None:
-    """Waits until the collector (and its after-cycle hooks) ran `count` more cycles."""
-    start = live.app.state.collector.cycles
-    await eventually(f"{count} more collector cycles", lambda: live.app.state.collector.cycles >= start + count + 1)
 
 
 async def overview(client: httpx.AsyncClient, cluster_id: int) -> dict[str, Any]:
@@ -93,7 +87,7 @@ async def test_a_ferryd_replica_made_writable_is_read_only_again_flagged_when_of
             await guard_event(events, ids["replica2"], "flagged")
         problem = "replica2 (server_id 3) replicates master (server_id 1) and is writable"
         await eventually("the writable replica as a problem", lambda: _has_problem(live, cluster_id, problem))
-        await cycles_after(live, 3)
+        await whole_cycles(live, 3)
         assert ferryd.replica2.status()["read_only"] is False
         summary = await overview(live.client, cluster_id)
         assert summary["health"] == "degraded"
@@ -107,7 +101,7 @@ async def test_a_ferryd_replica_made_writable_is_read_only_again_flagged_when_of
         assert response.status_code == 200, response.text
         response = await live.client.patch(f"/api/v1/clusters/{cluster_id}", json={"enforce_read_only_replicas": True})
         assert response.status_code == 200, response.text
-        await cycles_after(live, 3)
+        await whole_cycles(live, 3)
         assert ferryd.replica2.status()["read_only"] is False
         summary = await overview(live.client, cluster_id)
         assert any(problem in p and "in maintenance" in p for p in summary["problems"]), summary["problems"]
@@ -147,7 +141,7 @@ async def test_a_mariadb_replica_made_writable_is_read_only_again_within_two_pol
         async with live.app.state.bus.subscribe(cluster_id) as events:
             cluster.sql(3, "SET GLOBAL read_only = 0")
             await guard_event(events, ids[3], "flagged")
-        await cycles_after(live, 3)
+        await whole_cycles(live, 3)
         assert cluster.value(3, "@@read_only") == "0"
         problem = "s3 (server_id 3) replicates s1 (server_id 1) and is writable"
         assert any(problem in p for p in (await overview(live.client, cluster_id))["problems"])

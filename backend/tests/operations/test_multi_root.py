@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.collection.test_replica_guard import cycles_after
 from tests.conftest import LiveFactory
-from tests.helpers import finished, run_operation, step
+from tests.helpers import finished, run_operation, step, whole_cycles
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, eventually
 from tests.mariadb_load import register_mariadb, seed000_tables
 
@@ -63,7 +62,7 @@ async def test_a_lost_master_of_two_is_failed_over_by_the_monitor_and_the_hub_ke
         assert operation["state"] == "succeeded", (operation["error"], operation["steps"])
         # Writable for domain 1 as the failover recorded: the replica guard, which makes a writable server that
         # replicates read-only, leaves it be over the collector's next cycles, and nothing alerts.
-        await cycles_after(live, 2)
+        await whole_cycles(live, 2)
         path = f"/api/v1/clusters/{cluster_id}/servers/{ids[3]}/writable-domains"
         writable = (await live.client.get(path)).json()
         assert writable["writable_domains"] == [1] and writable["set_by"] == f"operation {operation_id}", writable
