@@ -18,15 +18,10 @@ export function markStale(stale: Map<string, StaleQueries>, queryKey: QueryKey, 
  * left to it and put back into `stale` alone (by its own key), for the caller's next flush. Returns whether anything
  * is left. */
 export function refreshIdle(queryClient: QueryClient, stale: Map<string, StaleQueries>): boolean {
-  const entries = [...stale.entries()];
+  const entries = [...stale.values()];
   stale.clear();
-  for (const [, filters] of entries) {
-    const matching = queryClient.getQueryCache().findAll(filters);
-    if (matching.every((query) => query.state.fetchStatus !== "fetching")) {
-      void queryClient.invalidateQueries(filters, { cancelRefetch: false });
-      continue;
-    }
-    for (const query of matching) {
+  for (const filters of entries) {
+    for (const query of queryClient.getQueryCache().findAll(filters)) {
       if (query.state.fetchStatus === "fetching") {
         markStale(stale, query.queryKey, true);
       } else {
