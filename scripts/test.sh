@@ -163,9 +163,9 @@ children+=("$backend_packages")
 # covers what `make lint-engine` covers: every target of the workspace with the failpoints (engine-debug builds
 # --all-targets with ENGINE_TEST_FEATURES, ferry-py aside) and ferry-core's library without them and ferry-py (the
 # Python module's build). A separate `cargo clippy` type-checks every dependency and workspace crate a second time:
-# clippy twice, then these builds took 294 s of CPU from cold; linting as they compile, 216 s. Every cargo command below sees the same wrapper,
-# so nothing is built twice; artifacts built with it are kept apart from a plain `cargo build`'s (cargo hashes the
-# wrapper into their names).
+# clippy twice, then these builds took 294 s of CPU from cold; linting as they compile, 216 s. Every cargo command
+# below sees the same wrapper, so nothing is built twice; artifacts built with it are kept apart from a plain `cargo
+# build`'s (cargo hashes the wrapper into their names).
 # Without incremental compilation: its caches are for the next build after an edit, which a run of every suite does
 # not have, and keeping them cost the workspace's crates a quarter more CPU (a clean build of its six crates, every
 # target, on two cores: 127 CPU-s and 67-72 s with them, 94 CPU-s and 49-50 s without). Every cargo command of the run

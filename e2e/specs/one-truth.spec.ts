@@ -2,10 +2,9 @@
 // the topology, the positions and the lag history read from the API back to back while the collector is held still
 // (the worker stopped by its pid, SIGSTOP, and let go once they are read: however long the reads take on a busy
 // machine, no collector cycle comes between them; the topology read before and after is checked to be the same) — is
-// given to the dashboard, and the overview, the
-// topology's connections, the positions matrix and the lag chart say the same figure in the same words: the delayed
-// replica's "… (delay 30 s, +… s) · … txn" everywhere, the overview's worst lag that of the connection it names, and
-// the chart's band at the configured delay.
+// given to the dashboard, and the overview, the topology's connections, the positions matrix and the lag chart say
+// the same figure in the same words: the delayed replica's "… (delay 30 s, +… s) · … txn" everywhere, the overview's
+// worst lag that of the connection it names, and the chart's band at the configured delay.
 import { readFileSync } from "node:fs";
 import type { Page } from "@playwright/test";
 import type { Answer, Schemas, TypedApi } from "../api";
