@@ -27,6 +27,10 @@ export default defineConfig({
     // of a suite whose files each spend most of their time in their own jsdom.
     maxWorkers: availableParallelism(),
     minWorkers: availableParallelism(),
+    // Worker threads rather than child processes: a file's worker starts cheaper. The whole suite on two cores, two
+    // runs each: 148 and 139 CPU-s (83 and 76 s) in processes, 141 and 126 CPU-s (78 and 70 s) in threads. No test
+    // here needs a process of its own (none changes the working directory or loads a native addon).
+    pool: "threads",
     // Two kinds of test files: the logic's (`*.test.ts`: GTIDs, formats, series, layouts) run in Node, and the
     // components' (`*.test.tsx`) in a DOM of their own (jsdom, with Testing Library's cleanup between tests). A jsdom
     // costs a file more than half a second of CPU to set up, which the logic's 27 files do not need.

@@ -190,8 +190,8 @@ beside "lints, dashboard build and Vitest" bash -c \
    make --no-print-directory frontend-unit'
 joined "engine and Python module tests" "lints, dashboard build and Vitest" ||
   { joined backend || true; exit 1; }
-joined "backend" || exit 1
-stage "end-to-end" env TMPDIR="$scratch" make --no-print-directory -o python-module -o engine-debug test-e2e
+beside "end-to-end" env TMPDIR="$scratch" make --no-print-directory -o python-module -o engine-debug test-e2e
+joined "backend" "end-to-end" || exit 1
 
 passed=1
 echo "make test: every suite passed in $((SECONDS - started)) s (the cores' busy share counts every process on the machine)"
