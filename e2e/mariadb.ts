@@ -23,6 +23,9 @@ export interface MariadbCluster {
   /** Runs `statements` as root on server `number`; returns the rows (tab-separated cells). Throws with the server's
    * error message when one fails. */
   sql: (number: number, statements: string) => string[][];
+  /** The pid file of the cluster's demo report, which holds a table lock on a replica part of every period
+   * (scripts/mariadb_report_lock.py), or null without one. */
+  reportLockPidFile: string | null;
 }
 
 export function mariadbCluster(stack: Stack, name: string): MariadbCluster {
@@ -45,5 +48,5 @@ export function mariadbCluster(stack: Stack, name: string): MariadbCluster {
       .split("\n")
       .filter((line) => line !== "")
       .map((line) => line.split("\t"));
-  return { id: entry.id, name, servers: state.servers, users: state.users, server, sql };
+  return { id: entry.id, name, servers: state.servers, users: state.users, server, sql, reportLockPidFile: entry.report_lock_pid_file };
 }

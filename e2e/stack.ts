@@ -17,6 +17,9 @@ export interface StackMariadbCluster {
   id: number;
   /** Its cluster.json: servers (number, port, address, socket), links, users. */
   cluster_json: string;
+  /** The pid file of its demo report (scripts/mariadb_report_lock.py: SIGUSR1 pauses it, SIGUSR2 resumes it), when
+   * it has one. */
+  report_lock_pid_file: string | null;
 }
 
 export interface Stack {

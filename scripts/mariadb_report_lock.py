@@ -10,6 +10,8 @@ The server must apply in parallel with room left for the other domains (stack.sh
 slave_domain_parallel_threads); with a serial applier the whole replica would wait. Connects as root over the
 server's unix socket (scripts/mariadb_cluster.py's servers). The table is the load writer's app.load_d<domain>;
 until it has been replicated there, the lock is retried each period. Runs until SIGTERM or SIGINT; needs PyMySQL.
+SIGUSR1 pauses the report (a lock held is let go within a tenth of a second, none is taken until SIGUSR2 resumes it):
+the end-to-end suite's moves through server 5 hold it off instead of waiting for a free moment of its cycle.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pymysql
@@ -42,17 +45,30 @@ def main(argv: list[str] | None = None) -> int:
     table = f"app.load_d{args.domain}"
 
     stopping = threading.Event()
+    paused = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    signal.signal(signal.SIGUSR1, lambda *_: paused.set())
+    signal.signal(signal.SIGUSR2, lambda *_: paused.clear())
+
+    def rest(seconds: float) -> None:
+        """Waits `seconds`, less once stopping or paused."""
+        deadline = time.monotonic() + seconds
+        while not stopping.is_set() and not paused.is_set() and (left := deadline - time.monotonic()) > 0:
+            stopping.wait(min(left, 0.1))
+
     held = 0
     while not stopping.is_set():
+        if paused.is_set():
+            stopping.wait(0.1)
+            continue
         try:
             connection = pymysql.connect(
                 unix_socket=server["socket"], user="root", connect_timeout=CONNECT_TIMEOUT_S, autocommit=True
             )
         except pymysql.Error as e:
             print(f"server {args.server}: {e}", file=sys.stderr, flush=True)
-            stopping.wait(args.period_s)
+            rest(args.period_s)
             continue
         try:
             with connection.cursor() as c:
@@ -61,13 +77,13 @@ def main(argv: list[str] | None = None) -> int:
                 held += 1
                 if held == 1 or held % 30 == 0:
                     print(f"holding {table} on server {args.server} for {args.hold_s} s (time {held})", flush=True)
-                stopping.wait(args.hold_s)
+                rest(args.hold_s)
                 c.execute("UNLOCK TABLES")
         except pymysql.Error as e:
             print(f"server {args.server}: {e}", file=sys.stderr, flush=True)
         finally:
             connection.close()  # also releases the lock if UNLOCK TABLES was not reached
-        stopping.wait(args.period_s - args.hold_s)
+        rest(args.period_s - args.hold_s)
     print(f"stopped after holding {table} {held} times", flush=True)
     return 0
 

@@ -431,6 +431,9 @@ write_stack_json() {
     NODE_TOKEN="$(cat "$token_file")" BASE="$base" RUN="$run" MARIADB="${mariadb_ids[*]}" python3 -c '
 import json, os
 base = int(os.environ["BASE"])
+def report_lock(name):  # the pid file of the demo report on that cluster, when it has one
+    path = os.path.join(os.environ["RUN"], f"report-lock-{name}.pid")
+    return path if os.path.exists(path) else None
 print(json.dumps({
     "api": os.environ["API"],
     "admin_token": os.environ["API_TOKEN"],
@@ -442,7 +445,8 @@ print(json.dumps({
               for i in (1, 2, 3)] if os.environ["NODES"] == "1" else [],
     "mariadb_clusters": [
         {"name": name, "id": int(id_), "dir": os.path.join(os.environ["RUN"], name),
-         "cluster_json": os.path.join(os.environ["RUN"], name, "cluster.json")}
+         "cluster_json": os.path.join(os.environ["RUN"], name, "cluster.json"),
+         "report_lock_pid_file": report_lock(name)}
         for name, id_ in (item.split("=") for item in os.environ["MARIADB"].split())
     ],
 }, indent=2))' > "$run/stack.json"

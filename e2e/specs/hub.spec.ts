@@ -3,21 +3,33 @@
 // the hub and server 5, reads the plan per domain in the preview (each server's position in domains 1 and 2, what
 // each replicates from afterwards), types the cluster's name and runs it; the topology redraws with server 5
 // replicating m1 and m2 from the masters and server 3 below it. Then the role goes back the same way, leaving the
-// stack as it was. Each move is made just after the demo's report lock on server 5 was released.
+// stack as it was. The demo's report, which locks a table on server 5 for 8 s of every 20, is paused for the moves.
+import { readFileSync } from "node:fs";
+
 import { mariadbCluster, type MariadbCluster } from "../mariadb";
 import { expect, test } from "../fixtures";
 import type { SwitchoverForm } from "../pages/switchover";
 
 test.use({ role: "operator" });
 
-/** The demo "report" on server 5 holds a lock on domain 1's table for 8 s of every 20, and a move that needs server
- * 5's SQL thread to stop within its statement bound during it is undone. Waits for the lock to be taken and then
- * released (server 5's applier waiting on it, then not): the next 12 s are free of it. */
-async function afterReportLock(seed: MariadbCluster): Promise<void> {
+/** Runs `moves` with the demo "report" paused (scripts/mariadb_report_lock.py: SIGUSR1, by the pid the stack
+ * recorded; SIGUSR2 after, whatever happens). The report locks domain 1's table on server 5 for 8 s of every 20, and a
+ * move that needs server 5's SQL thread to stop within its statement bound during it is undone: an operator would
+ * hold off such a report for a planned move, and waiting for a free moment of its cycle instead cost this spec 20 s
+ * per move. Server 5's applier no longer waiting on the lock says the report let it go. */
+async function reportPaused(seed: MariadbCluster, moves: () => Promise<void>): Promise<void> {
+  if (!seed.reportLockPidFile) throw new Error(`the stack recorded no demo report for ${seed.name}`);
+  const pid = Number(readFileSync(seed.reportLockPidFile, "utf8").trim());
+  if (!Number.isInteger(pid) || pid <= 1) throw new Error(`no report pid in ${seed.reportLockPidFile}`);
   const waiting = () =>
     Number(seed.sql(5, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE LIKE 'Waiting for table%'")[0]![0]);
-  await expect.poll(waiting, { timeout: 40_000, message: "the demo report to lock domain 1's table on server 5" }).toBeGreaterThan(0);
-  await expect.poll(waiting, { timeout: 40_000, message: "the demo report to release it" }).toBe(0);
+  process.kill(pid, "SIGUSR1");
+  try {
+    await expect.poll(waiting, { timeout: 30_000, message: "the paused demo report to let go of its lock on server 5" }).toBe(0);
+    await moves();
+  } finally {
+    process.kill(pid, "SIGUSR2");
+  }
 }
 
 async function moveHub(switchover: SwitchoverForm, seed: MariadbCluster, from: string, to: string): Promise<void> {
@@ -58,7 +70,6 @@ async function tryMoveHub(switchover: SwitchoverForm, seed: MariadbCluster, from
   await switchover.confirmation.fill(clusterName);
   const { done, undone } = switchover;
   await expect(undone).toHaveCount(0); // no earlier attempt's outcome
-  await afterReportLock(seed);
   await switchover.run.click();
   await expect(done.or(undone)).toBeVisible({ timeout: 120_000 });
   return (await done.isVisible()) ? "done" : (await undone.textContent()) ?? "undone";
@@ -70,21 +81,23 @@ test("an operator moves seed000's hub to a replica and back, reading the plan pe
   await page.goto(`/clusters/${seed.id}/operations`);
   await expect(page.getByRole("heading", { level: 1, name: "seed000" })).toBeVisible();
 
-  await moveHub(switchoverForm, seed, hub!, candidate!);
+  await reportPaused(seed, async () => {
+    await moveHub(switchoverForm, seed, hub!, candidate!);
 
-  // The topology redraws: the candidate replicates m1 and m2 from the masters, the old hub from the candidate.
-  await page.getByRole("link", { name: "Topology" }).click();
-  const rowsOf = (replica: string) => topology.connectionsOf(replica);
-  for (const [name, master] of [["m1", m1], ["m2", m2]]) {
-    await expect(rowsOf(candidate!).filter({ hasText: master! })).toContainText(name!);
-  }
-  await expect(rowsOf(hub!).filter({ hasText: candidate! })).toHaveCount(1);
-  await expect(rowsOf(hub!).filter({ hasText: m1! })).toHaveCount(0);
+    // The topology redraws: the candidate replicates m1 and m2 from the masters, the old hub from the candidate.
+    await page.getByRole("link", { name: "Topology" }).click();
+    const rowsOf = (replica: string) => topology.connectionsOf(replica);
+    for (const [name, master] of [["m1", m1], ["m2", m2]]) {
+      await expect(rowsOf(candidate!).filter({ hasText: master! })).toContainText(name!);
+    }
+    await expect(rowsOf(hub!).filter({ hasText: candidate! })).toHaveCount(1);
+    await expect(rowsOf(hub!).filter({ hasText: m1! })).toHaveCount(0);
 
-  // And back, so the stack is as the other specs expect it.
-  await page.getByRole("link", { name: "Operations" }).click();
-  await moveHub(switchoverForm, seed, candidate!, hub!);
-  await page.getByRole("link", { name: "Topology" }).click();
-  await expect(rowsOf(hub!).filter({ hasText: m1! })).toContainText("m1");
-  await expect(rowsOf(hub!).filter({ hasText: m2! })).toContainText("m2");
+    // And back, so the stack is as the other specs expect it.
+    await page.getByRole("link", { name: "Operations" }).click();
+    await moveHub(switchoverForm, seed, candidate!, hub!);
+    await page.getByRole("link", { name: "Topology" }).click();
+    await expect(rowsOf(hub!).filter({ hasText: m1! })).toContainText("m1");
+    await expect(rowsOf(hub!).filter({ hasText: m2! })).toContainText("m2");
+  });
 });
