@@ -16,12 +16,13 @@
 #                                      typecheck, OpenAPI check, production build and unit tests (Vitest). The
 #                                      backend's suite is the longest by far: its lints (mypy type-checks from
 #                                      scratch on a clean clone) run in a shorter line.
-#   end-to-end                         Playwright in Chromium over the whole stack, alone. Beside the backend's suite
-#                                      (from the dashboard's build on) the cores were busy throughout and both suites
-#                                      stretched: the whole run ended no sooner (1158 s and 1189 s against 1211 s
-#                                      with it alone, on machines of the same speed), and beside anything its stack
-#                                      takes several times as long to start. Beside Vitest: its stack's start and
-#                                      first specs took 2-4 times as long.
+#   end-to-end                         Playwright in Chromium over the whole stack, once the engine's tests, the
+#                                      lints and Vitest have ended: beside the rest of the backend's suite, whose
+#                                      tests wait on their servers (alone it leaves a fifth of the cores' time idle)
+#                                      as much as the end-to-end specs wait on the stack (a third idle alone). One
+#                                      after the other they ended the run at 1247 s on a clean clone; side by side,
+#                                      at 1135 s. Started earlier, beside Vitest, its stack's start and first specs
+#                                      took 2-4 times as long and the run ended no sooner.
 #
 # A stage that fails stops the run after the stages beside it finish; its output is printed in full. The suites'
 # own Makefile targets (make test-engine, test-backend, test-frontend, test-e2e) still run one alone.
