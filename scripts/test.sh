@@ -20,9 +20,9 @@
 #                                      lints and Vitest have ended: beside the rest of the backend's suite, whose
 #                                      tests wait on their servers (alone it leaves a fifth of the cores' time idle)
 #                                      as much as the end-to-end specs wait on the stack (a third idle alone). One
-#                                      after the other they ended the run at 1247 s on a clean clone; side by side,
-#                                      at 1135 s. Started earlier, beside Vitest, its stack's start and first specs
-#                                      took 2-4 times as long and the run ended no sooner.
+#                                      after the other they ended a clean clone's run at 1247 s; side by side, at
+#                                      1135 s and 1103 s. Started earlier, beside Vitest, its stack's start and first
+#                                      specs took 2-4 times as long and the run ended no sooner.
 #
 # A stage that fails stops the run after the stages beside it finish; its output is printed in full. The suites'
 # own Makefile targets (make test-engine, test-backend, test-frontend, test-e2e) still run one alone.
