@@ -131,9 +131,10 @@ beside() {
   echo "== $name (beside; its output follows when it ends)"
 }
 
-# joined NAME...: waits for those background stages, prints their output and times; returns 1 when any failed.
+# joined NAME...: waits for those background stages, prints their output and times; returns 1 when any failed. A
+# failed stage's output comes after the others': the end of a failed run's log names what failed.
 joined() {
-  local name rc seconds failed=0 busy
+  local name rc seconds busy failed=()
   for name in "$@"; do
     wait "${pid_of[$name]}"
   done
@@ -141,12 +142,21 @@ joined() {
     busy=$(busy_since "${ticks_of[$name]}")
     unset "pid_of[$name]"
     read -r rc seconds < "$work/$name.rc" || { rc=1; seconds=0; }
+    timings+=("$(printf '%-34s %5d s   cores %3d%% busy (beside)' "$name" "$seconds" "$busy")")
+    if [ "$rc" = 0 ]; then
+      echo "== $name (exit $rc, $seconds s)"
+      cat "$work/$name.log"
+    else
+      failed+=("$name")
+    fi
+  done
+  for name in "${failed[@]}"; do
+    read -r rc seconds < "$work/$name.rc" || { rc=1; seconds=0; }
     echo "== $name (exit $rc, $seconds s)"
     cat "$work/$name.log"
-    timings+=("$(printf '%-34s %5d s   cores %3d%% busy (beside)' "$name" "$seconds" "$busy")")
-    [ "$rc" = 0 ] || { echo "make test: $name failed (exit $rc)" >&2; failed=1; }
+    echo "make test: $name failed (exit $rc)" >&2
   done
-  [ "$failed" = 0 ]
+  [ "${#failed[@]}" = 0 ]
 }
 
 scripts/ensure-packages.sh start "$work/packages"
