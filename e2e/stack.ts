@@ -43,6 +43,25 @@ export function readStack(): Stack {
   return JSON.parse(readFileSync(path, "utf8")) as Stack;
 }
 
+/** `body`'s result, run with the stack's process whose pid `pidFile` holds sent `hold` before it and `release` after
+ * it, however it ends: the worker stopped and let go (SIGSTOP, SIGCONT), a demo report paused and resumed (SIGUSR1,
+ * SIGUSR2). `what` names the process in the error when the file holds no pid. */
+export async function whileSignalled<T>(
+  pidFile: string,
+  what: string,
+  [hold, release]: [NodeJS.Signals, NodeJS.Signals],
+  body: () => Promise<T>,
+): Promise<T> {
+  const pid = Number(readFileSync(pidFile, "utf8").trim());
+  if (!Number.isInteger(pid) || pid <= 1) throw new Error(`no ${what} pid in ${pidFile}`);
+  process.kill(pid, hold);
+  try {
+    return await body();
+  } finally {
+    process.kill(pid, release);
+  }
+}
+
 /** Request options for a node's admin API: every route but /v1/health needs the node token. */
 export function nodeAuth(stack: Stack): { headers: Record<string, string> } {
   return { headers: { Authorization: `Bearer ${stack.node_token}` } };

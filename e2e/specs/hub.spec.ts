@@ -4,11 +4,10 @@
 // each replicates from afterwards), types the cluster's name and runs it; the topology redraws with server 5
 // replicating m1 and m2 from the masters and server 3 below it. Then the role goes back the same way, leaving the
 // stack as it was. The demo's report, which locks a table on server 5 for 8 s of every 20, is paused for the moves.
-import { readFileSync } from "node:fs";
-
 import { mariadbCluster, type MariadbCluster } from "../mariadb";
 import { expect, test } from "../fixtures";
 import type { SwitchoverForm } from "../pages/switchover";
+import { whileSignalled } from "../stack";
 
 test.use({ role: "operator" });
 
@@ -19,17 +18,12 @@ test.use({ role: "operator" });
  * per move. Server 5's applier no longer waiting on the lock says the report let it go. */
 async function reportPaused(seed: MariadbCluster, moves: () => Promise<void>): Promise<void> {
   if (!seed.reportLockPidFile) throw new Error(`the stack recorded no demo report for ${seed.name}`);
-  const pid = Number(readFileSync(seed.reportLockPidFile, "utf8").trim());
-  if (!Number.isInteger(pid) || pid <= 1) throw new Error(`no report pid in ${seed.reportLockPidFile}`);
   const waiting = () =>
     Number(seed.sql(5, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE LIKE 'Waiting for table%'")[0]![0]);
-  process.kill(pid, "SIGUSR1");
-  try {
+  await whileSignalled(seed.reportLockPidFile, "demo report", ["SIGUSR1", "SIGUSR2"], async () => {
     await expect.poll(waiting, { timeout: 30_000, message: "the paused demo report to let go of its lock on server 5" }).toBe(0);
     await moves();
-  } finally {
-    process.kill(pid, "SIGUSR2");
-  }
+  });
 }
 
 async function moveHub(switchover: SwitchoverForm, seed: MariadbCluster, from: string, to: string): Promise<void> {

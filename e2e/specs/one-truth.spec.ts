@@ -5,11 +5,10 @@
 // given to the dashboard, and the overview, the topology's connections, the positions matrix and the lag chart say
 // the same figure in the same words: the delayed replica's "… (delay 30 s, +… s) · … txn" everywhere, the overview's
 // worst lag that of the connection it names, and the chart's band at the configured delay.
-import { readFileSync } from "node:fs";
 import type { Page } from "@playwright/test";
 import type { Answer, Schemas, TypedApi } from "../api";
 import { mariadbCluster } from "../mariadb";
-import type { Stack } from "../stack";
+import { whileSignalled, type Stack } from "../stack";
 import { expect, test } from "../fixtures";
 
 test.use({ role: "viewer" });
@@ -23,15 +22,8 @@ interface Moment {
 
 /** What `read` returns, read while the stack's collector is held still: its worker process stopped (SIGSTOP, by the
  * pid the stack wrote) and let go (SIGCONT) once `read` ends, however it ends. */
-async function collectorHeld<T>(stack: Stack, read: () => Promise<T>): Promise<T> {
-  const pid = Number(readFileSync(stack.worker_pid_file, "utf8").trim());
-  if (!Number.isInteger(pid) || pid <= 1) throw new Error(`no worker pid in ${stack.worker_pid_file}`);
-  process.kill(pid, "SIGSTOP");
-  try {
-    return await read();
-  } finally {
-    process.kill(pid, "SIGCONT");
-  }
+function collectorHeld<T>(stack: Stack, read: () => Promise<T>): Promise<T> {
+  return whileSignalled(stack.worker_pid_file, "worker", ["SIGSTOP", "SIGCONT"], read);
 }
 
 /** One moment of the stack's stored state, read back to back; none when anything recorded between the reads. */
