@@ -134,7 +134,8 @@ beside() {
 # joined NAME...: waits for those background stages, prints their output and times; returns 1 when any failed. A
 # failed stage's output comes after the others': the end of a failed run's log names what failed.
 joined() {
-  local name rc seconds busy failed=()
+  local name rc seconds busy passed=() failed=()
+  local -A rc_of=() seconds_of=()
   for name in "$@"; do
     wait "${pid_of[$name]}"
   done
@@ -142,19 +143,15 @@ joined() {
     busy=$(busy_since "${ticks_of[$name]}")
     unset "pid_of[$name]"
     read -r rc seconds < "$work/$name.rc" || { rc=1; seconds=0; }
+    rc_of[$name]=$rc
+    seconds_of[$name]=$seconds
     timings+=("$(printf '%-34s %5d s   cores %3d%% busy (beside)' "$name" "$seconds" "$busy")")
-    if [ "$rc" = 0 ]; then
-      echo "== $name (exit $rc, $seconds s)"
-      cat "$work/$name.log"
-    else
-      failed+=("$name")
-    fi
+    if [ "$rc" = 0 ]; then passed+=("$name"); else failed+=("$name"); fi
   done
-  for name in "${failed[@]}"; do
-    read -r rc seconds < "$work/$name.rc" || { rc=1; seconds=0; }
-    echo "== $name (exit $rc, $seconds s)"
+  for name in "${passed[@]}" "${failed[@]}"; do
+    echo "== $name (exit ${rc_of[$name]}, ${seconds_of[$name]} s)"
     cat "$work/$name.log"
-    echo "make test: $name failed (exit $rc)" >&2
+    [ "${rc_of[$name]}" = 0 ] || echo "make test: $name failed (exit ${rc_of[$name]})" >&2
   done
   [ "${#failed[@]}" = 0 ]
 }
