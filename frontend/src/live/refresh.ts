@@ -18,9 +18,9 @@ export function markStale(stale: Map<string, StaleQueries>, queryKey: QueryKey, 
  * left to it and put back into `stale` alone (by its own key), for the caller's next flush. Returns whether anything
  * is left. */
 export function refreshIdle(queryClient: QueryClient, stale: Map<string, StaleQueries>): boolean {
-  const entries = [...stale.values()];
+  const pending = [...stale.values()];
   stale.clear();
-  for (const filters of entries) {
+  for (const filters of pending) {
     for (const query of queryClient.getQueryCache().findAll(filters)) {
       if (query.state.fetchStatus === "fetching") {
         markStale(stale, query.queryKey, true);
