@@ -71,6 +71,34 @@ describe("PositionsView", () => {
     forgetPositions(1);
   });
 
+  it("says how far behind a replica is in a domain where it has applied nothing yet, and its lag", async () => {
+    // A delayed replica's first half minute: nothing applied in domain 1, every transaction there still to come.
+    const fresh: Schemas["PositionMatrix"] = {
+      ...MATRIX,
+      rows: [
+        MATRIX.rows[0]!,
+        row(2, "d", {
+          "1": {
+            gtid: null, seq_no: null, behind_transactions: 63, lag_seconds: 9,
+            lag: { seconds: 9, transactions: 63, delay_s: 30, beyond_delay_s: 0, level: "none", words: "9.0 s (delay 30 s, +0 s) · 63 txn" },
+          },
+          "2": { gtid: null, seq_no: null, behind_transactions: 0, lag_seconds: null },
+        }),
+      ],
+    };
+    mockApi({ "GET /api/v1/clusters/1/positions": () => ({ body: fresh }) });
+    renderSignedIn(<PositionsView clusterId={1} />, { role: "viewer" });
+    const table = await screen.findByRole("table", { name: "Positions: servers by domains" });
+    const d = within(table).getByRole("row", { name: /^d / });
+    const behind = d.querySelector("[data-behind]")!;
+    expect(behind.getAttribute("data-behind")).toBe("63");
+    expect(behind.className).toBe("cell-behind behind-b10");
+    expect(behind.textContent).toBe("none▼ behind 63 txn · lag 9.0 s (delay 30 s, +0 s) · 63 txn");
+    // A domain it has nothing of and is not behind in (none written there) stays a plain "none".
+    expect(d.querySelectorAll("[data-behind]")).toHaveLength(1);
+    expect(within(d).getAllByRole("cell").map((td) => td.textContent)).toContain("none");
+  });
+
   it("says a master of several could be master now of its own domains", async () => {
     const roots: Schemas["PositionMatrix"] = {
       ...MATRIX,

@@ -10,13 +10,15 @@ import { Badge, HealthBadge } from "../../components/StatusBadge";
 import { formatLagTransactions, formatTime } from "../../lib/format";
 import { BEHIND_LEVELS, behindLevel } from "./behindScale";
 
+// A server with nothing applied in a domain yet ("none") is still behind by every transaction there, and a replica's
+// lag is still its lag (a delayed replica's first minute): the cell says both, as for any other position.
 function Cell({ cell }: { cell: Schemas["PositionCell"] | undefined }) {
-  if (!cell || cell.gtid == null) return <td className="muted">none</td>;
+  if (!cell || (cell.gtid == null && cell.behind_transactions <= 0 && !cell.lag)) return <td className="muted">none</td>;
   const behind = cell.behind_transactions;
   const level = behindLevel(behind);
   return (
     <td className={`${behind > 0 ? "cell-behind" : "cell-level"} behind-${level}`} data-behind={behind}>
-      <div className="mono">{cell.gtid}</div>
+      <div className={cell.gtid == null ? "muted" : "mono"}>{cell.gtid ?? "none"}</div>
       <div className="small">
         {behind > 0 ? (
           <Badge tone="warn" symbol="▼">{`behind ${formatLagTransactions(behind)}`}</Badge>
