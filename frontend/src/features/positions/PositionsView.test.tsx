@@ -71,7 +71,7 @@ describe("PositionsView", () => {
     forgetPositions(1);
   });
 
-  it("says how far behind a replica is in a domain where it has applied nothing yet, and its lag", async () => {
+  it("says how far behind a replica is in a domain it replicates but has applied nothing of yet, and its lag", async () => {
     // A delayed replica's first half minute: nothing applied in domain 1, every transaction there still to come.
     const fresh: Schemas["PositionMatrix"] = {
       ...MATRIX,
@@ -83,6 +83,11 @@ describe("PositionsView", () => {
             lag: { seconds: 9, transactions: 63, delay_s: 30, beyond_delay_s: 0, level: "none", words: "9.0 s (delay 30 s, +0 s) · 63 txn" },
           },
           "2": { gtid: null, seq_no: null, behind_transactions: 0, lag_seconds: null },
+        }),
+        // A master of domain 1 only (multi-source): the other domain is none of its business, however far it went.
+        row(3, "m", {
+          "1": cell("1-1-1500", 0),
+          "2": { gtid: null, seq_no: null, behind_transactions: 40, lag_seconds: null },
         }),
       ],
     };
@@ -97,6 +102,8 @@ describe("PositionsView", () => {
     // A domain it has nothing of and is not behind in (none written there) stays a plain "none".
     expect(d.querySelectorAll("[data-behind]")).toHaveLength(1);
     expect(within(d).getAllByRole("cell").map((td) => td.textContent)).toContain("none");
+    const m = within(table).getByRole("row", { name: /^m / });
+    expect(within(m).getAllByRole("cell").slice(1, 3).map((td) => td.textContent)).toEqual(["1-1-1500★ most advanced", "none"]);
   });
 
   it("says a master of several could be master now of its own domains", async () => {

@@ -10,10 +10,12 @@ import { Badge, HealthBadge } from "../../components/StatusBadge";
 import { formatLagTransactions, formatTime } from "../../lib/format";
 import { BEHIND_LEVELS, behindLevel } from "./behindScale";
 
-// A server with nothing applied in a domain yet ("none") is still behind by every transaction there, and a replica's
-// lag is still its lag (a delayed replica's first minute): the cell says both, as for any other position.
+// A replica with nothing applied yet in a domain its connection carries ("none": a delayed replica's first half
+// minute) is behind by every transaction there, and its lag is its lag: the cell says both, as for any position. A
+// server that replicates nothing of a domain (a master of its own domain only, in a multi-source shape) is not
+// behind in it: a plain "none".
 function Cell({ cell }: { cell: Schemas["PositionCell"] | undefined }) {
-  if (!cell || (cell.gtid == null && cell.behind_transactions <= 0 && !cell.lag)) return <td className="muted">none</td>;
+  if (!cell || (cell.gtid == null && !cell.lag)) return <td className="muted">none</td>;
   const behind = cell.behind_transactions;
   const level = behindLevel(behind);
   return (
