@@ -260,7 +260,8 @@ class FerryProtocolClient:
     async def connect(cls, address: str, timeout_s: float = 5.0) -> FerryProtocolClient:
         host, _, port = address.rpartition(":")
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host.strip("[]"), int(port)), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
         except (OSError, TimeoutError, ValueError) as e:
             raise ProtocolConnectionError(f"{address}: cannot connect: {e!r}") from e
         return cls(address, reader, writer, timeout_s)

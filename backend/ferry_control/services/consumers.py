@@ -44,7 +44,8 @@ async def describe(
     server = await servers.get(cluster_id, server_id)
     cluster = await servers.clusters.get(cluster_id)
     try:
-        report = await asyncio.wait_for(drivers.for_server(server, cluster).change_consumers(), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            report = await drivers.for_server(server, cluster).change_consumers()
     except (DriverError, TimeoutError) as e:
         why = str(e) or f"no answer within {timeout_s} s"
         raise Conflict(

@@ -197,7 +197,8 @@ class DiscoveryService:
                 return driver
             async with semaphore:
                 try:
-                    status = await asyncio.wait_for(driver.status(), timeout_s)
+                    async with asyncio.timeout(timeout_s):
+                        status = await driver.status()
                     validate_status(status)
                     return status
                 except DriverError as e:

@@ -164,9 +164,8 @@ class InterleavingService:
                 return "admin address unknown"
             try:
                 driver = self.drivers.for_server(server, cluster)
-                return await asyncio.wait_for(
-                    read_window(driver, window, limit, domain, positions[server.id]), self.timeout_s
-                )
+                async with asyncio.timeout(self.timeout_s):
+                    return await read_window(driver, window, limit, domain, positions[server.id])
             except DriverError as e:
                 return str(e)
             except TimeoutError:

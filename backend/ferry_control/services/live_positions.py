@@ -141,7 +141,8 @@ class LivePositions:
 
     async def _read(self, target: _Target) -> list[ClusterEvent]:
         try:
-            positions = await asyncio.wait_for(target.driver.positions(), READ_TIMEOUT_S)
+            async with asyncio.timeout(READ_TIMEOUT_S):
+                positions = await target.driver.positions()
             current = position(positions.current)
         except asyncio.CancelledError:
             raise

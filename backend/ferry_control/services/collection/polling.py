@@ -102,7 +102,8 @@ class Poller:
             driver = self._drivers.for_address(
                 target.kind, target.admin_address, target.credentials, target.protocol_address
             )
-            status = await asyncio.wait_for(driver.status(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                status = await driver.status()
             validate_status(status)
             status = await self._probe(target, driver, status)
         except DriverError as e:

@@ -278,7 +278,8 @@ async def _read_status(driver: ServerDriver, timeout_s: float) -> tuple[ServerSt
     bounds — an inflated GTID, say — is no status: such a server never wins a candidate choice), or why there is
     none."""
     try:
-        status = await asyncio.wait_for(driver.status(), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            status = await driver.status()
         validate_status(status)
     except DriverError as e:
         return None, str(e)
