@@ -12,7 +12,7 @@ requirements="$root/backend/requirements.txt"
 stamp="$venv/.requirements-backend.sha"
 want=$( (cat "$requirements" "$root/backend/pyproject.toml") | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  "$venv/bin/pip" install --quiet --no-compile -r "$requirements"  # bytecode when imported: see ensure-python.sh
+  "$venv/bin/pip" install --quiet -r "$requirements"
   echo "$want" > "$stamp"
 fi
 site_packages=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
