@@ -13,7 +13,6 @@ export class SwitchoverForm {
   readonly confirmation: Locator;
   readonly run: Locator;
   readonly done: Locator;
-  readonly undone: Locator;
   /** The operation's error, whatever it says (an undone move's among them). */
   readonly failed: Locator;
   readonly steps: Locator;
@@ -27,7 +26,6 @@ export class SwitchoverForm {
     this.confirmation = this.form.getByLabel(/Type the cluster name/);
     this.run = this.form.getByRole("button", { name: "Switch over" });
     this.done = this.form.getByRole("status").filter({ hasText: "✓ Done." });
-    this.undone = this.form.getByRole("alert").filter({ hasText: "undone" });
     this.failed = this.form.getByRole("alert");
     this.steps = this.form.getByRole("list", { name: "Steps" }).getByRole("listitem");
   }
