@@ -33,8 +33,8 @@ export default defineConfig({
     pool: "vmThreads",
     // The libraries every component file imports, bundled once into ES modules (node_modules/.vite/vitest) rather than
     // loaded as hundreds of CommonJS files per file; in a VM context a CommonJS file of react-router-dom or recharts
-    // that requires an ES module would not load at all. cronstrue stays out: bundled, its default export is the UMD
-    // wrapper's and the schedules' descriptions come out wrong.
+    // that requires an ES module would not load at all. The cron libraries load as they are: bundled, cron-parser's
+    // named export `CronExpressionParser` came out undefined and every cron preview failed.
     deps: {
       optimizer: {
         web: {
@@ -44,7 +44,7 @@ export default defineConfig({
             "openapi-fetch", "@testing-library/react", "@testing-library/dom", "@testing-library/user-event",
           ],
         },
-        // The logic's files run in Node: one of them (useUrlState.test.ts) imports a module that imports react-router-dom.
+        // The logic's files run in Node; useUrlState.test.ts imports a module that imports react-router-dom.
         ssr: { enabled: true, include: ["react-router-dom"] },
       },
     },
