@@ -7,9 +7,8 @@ under a loop). Each use found is named with its file and line."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "ferry_control"
+from tests.architecture.source import modules, relative, tree
 
 
 def _wait_for_calls(tree: ast.AST) -> list[int]:
@@ -26,11 +25,7 @@ def _wait_for_calls(tree: ast.AST) -> list[int]:
 
 
 def test_no_module_waits_with_asyncio_wait_for() -> None:
-    found = [
-        f"{path.relative_to(PACKAGE).as_posix()}:{line}"
-        for path in sorted(PACKAGE.rglob("*.py"))
-        for line in _wait_for_calls(ast.parse(path.read_text(), str(path)))
-    ]
+    found = [f"{relative(path)}:{line}" for path in modules() for line in _wait_for_calls(tree(path))]
     assert found == [], "asyncio.wait_for can lose a cancellation (use `async with asyncio.timeout(…)`): " + ", ".join(
         found
     )

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from ferry_control.api.errors import DRIVER_ERROR_STATUS
 from ferry_control.drivers.errors import ErrorKind
+from tests.architecture.source import PACKAGE, tree
 
-SERVICES = Path(__file__).resolve().parents[2] / "ferry_control" / "services"
+SERVICES = PACKAGE / "services"
 #: Modules of one driver (the generic ones — base, errors, factory, registry, credentials — are for everyone).
 DRIVER_MODULES = re.compile(r"^ferry_control\.drivers\.(ferry|mariadb)")
 #: A server kind's name in code or in a message.
@@ -33,9 +34,9 @@ def _docstrings(tree: ast.Module) -> set[int]:
 
 def driver_names(path: Path) -> Iterator[tuple[int, str]]:
     """(line, what) for each place the module names a driver or a server kind."""
-    tree = ast.parse(path.read_text(), str(path))
-    docstrings = _docstrings(tree)
-    for node in ast.walk(tree):
+    syntax = tree(path)
+    docstrings = _docstrings(syntax)
+    for node in ast.walk(syntax):
         if isinstance(node, ast.ImportFrom) and node.module and DRIVER_MODULES.match(node.module):
             yield node.lineno, f"imports {node.module}"
         elif isinstance(node, ast.Import):

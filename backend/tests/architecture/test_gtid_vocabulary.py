@@ -4,7 +4,6 @@ parses GTIDs — every module takes them from it (ferry_engine's GTID math under
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
@@ -21,8 +20,8 @@ from ferry_control.core.gtid import (
     restrict,
     seq_by_domain,
 )
+from tests.architecture.source import modules, relative, tree
 
-PACKAGE = Path(__file__).resolve().parents[2] / "ferry_control"
 #: The modules that speak to ferry_engine directly: the GTID vocabulary, and the protocol client's constants.
 ENGINE_USERS = {"core/gtid.py", "drivers/ferry_protocol.py"}
 
@@ -52,12 +51,12 @@ def test_figures_read_stored_text_leniently() -> None:
 
 def test_nothing_else_parses_gtids() -> None:
     users = set()
-    for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for path in modules():
+        for node in ast.walk(tree(path)):
             names = (
                 [a.name for a in node.names] if isinstance(node, ast.Import) else
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             )  # fmt: skip
             if any(name.split(".")[0] == "ferry_engine" for name in names):
-                users.add(str(path.relative_to(PACKAGE)))
+                users.add(relative(path))
     assert users == ENGINE_USERS

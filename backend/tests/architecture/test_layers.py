@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "ferry_control"
+from tests.architecture.source import PACKAGE, modules, relative, tree
 
 #: Where SQL may be (see the module's doc).
 SQL_HOMES = ("repositories/", "models/", "drivers/", "core/db.py")
@@ -55,14 +55,6 @@ DRIVERS = re.compile(r"^ferry_control\.drivers(\.|$)")
 REPOSITORIES = re.compile(r"^ferry_control\.repositories(\.|$)")
 
 
-def _relative(path: Path) -> str:
-    return path.relative_to(PACKAGE).as_posix()
-
-
-def _modules(*under: str) -> list[Path]:
-    return sorted(p for folder in under for p in (PACKAGE / folder).rglob("*.py"))
-
-
 def _handle(node: ast.expr) -> str | None:
     """The name an expression ends in (`self.guards.session` → `session`), or None."""
     if isinstance(node, ast.Name):
@@ -72,9 +64,9 @@ def _handle(node: ast.expr) -> str | None:
     return None
 
 
-def _imports(tree: ast.Module) -> Iterator[tuple[int, str, list[str]]]:
+def _imports(syntax: ast.Module) -> Iterator[tuple[int, str, list[str]]]:
     """(line, module, names imported from it) for every import of the module."""
-    for node in ast.walk(tree):
+    for node in ast.walk(syntax):
         if isinstance(node, ast.ImportFrom) and node.module:
             yield node.lineno, node.module, [alias.name for alias in node.names]
         elif isinstance(node, ast.Import):
@@ -88,16 +80,16 @@ def sql_outside_repositories(path: Path) -> list[tuple[int, str]]:
 
 
 def _sql(path: Path) -> Iterator[tuple[int, str]]:
-    tree = ast.parse(path.read_text(), str(path))
+    syntax = tree(path)
     aliases = set()  # names the sqlalchemy module goes by (`import sqlalchemy as sa`)
-    for line, module, names in _imports(tree):
+    for line, module, names in _imports(syntax):
         if module == "sqlalchemy" or module.startswith(("sqlalchemy.sql", "sqlalchemy.dialects")):
             for name in names:
                 if name in SQL_BUILDERS:
                     yield line, f"imports {module}.{name}"
         if module == "sqlalchemy" and not names:
             aliases.add("sqlalchemy")
-    for node in ast.walk(tree):
+    for node in ast.walk(syntax):
         if isinstance(node, ast.Import):
             aliases |= {alias.asname for alias in node.names if alias.name == "sqlalchemy" and alias.asname}
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
@@ -115,8 +107,7 @@ def _sql(path: Path) -> Iterator[tuple[int, str]]:
 
 def transaction_ends(path: Path) -> Iterator[tuple[int, str]]:
     """(line, what) for each commit or rollback called, and each early release of the request's connection."""
-    tree = ast.parse(path.read_text(), str(path))
-    for node in ast.walk(tree):
+    for node in ast.walk(tree(path)):
         if not isinstance(node, ast.Call):
             continue
         if isinstance(node.func, ast.Attribute) and node.func.attr in TRANSACTION_ENDS:
@@ -127,8 +118,7 @@ def transaction_ends(path: Path) -> Iterator[tuple[int, str]]:
 
 def imported(path: Path, pattern: re.Pattern[str]) -> Iterator[tuple[int, str]]:
     """(line, what) for each import of a module `pattern` matches."""
-    tree = ast.parse(path.read_text(), str(path))
-    for line, module, names in _imports(tree):
+    for line, module, names in _imports(tree(path)):
         if pattern.match(module):
             yield line, f"imports {module}"
         elif module == "ferry_control" and any(pattern.match(f"ferry_control.{name}") for name in names):
@@ -141,9 +131,9 @@ def _report(found: list[str], rule: str) -> str:
 
 def test_sql_only_in_repositories() -> None:
     found = [
-        f"ferry_control/{_relative(path)}:{line}: {what}"
-        for path in _modules(".")
-        if not _relative(path).startswith(SQL_HOMES)
+        f"ferry_control/{relative(path)}:{line}: {what}"
+        for path in modules(".")
+        if not relative(path).startswith(SQL_HOMES)
         for line, what in sql_outside_repositories(path)
     ]
     assert not found, _report(found, "SQL belongs in repositories/ (a method there, called by the service)")
@@ -151,10 +141,10 @@ def test_sql_only_in_repositories() -> None:
 
 def test_services_never_commit() -> None:
     found = [
-        f"ferry_control/{_relative(path)}:{line}: {what}"
-        for path in _modules("services")
+        f"ferry_control/{relative(path)}:{line}: {what}"
+        for path in modules("services")
         for line, what in transaction_ends(path)
-        if not (what.startswith("releases") and _relative(path) in RELEASES_CONNECTION)
+        if not (what.startswith("releases") and relative(path) in RELEASES_CONNECTION)
     ]
     assert not found, _report(
         found, "the unit of work's owner commits (the request's session dependency, or core.db.session_scope)"
@@ -163,17 +153,17 @@ def test_services_never_commit() -> None:
 
 def test_the_services_releasing_their_connection_are_the_ones_named() -> None:
     releasing = {
-        _relative(path)
-        for path in _modules("services")
+        relative(path)
+        for path in modules("services")
         if any(what.startswith("releases") for _, what in transaction_ends(path))
     }
     assert releasing == RELEASES_CONNECTION, "RELEASES_CONNECTION names every caller of core.db.release_connection"
 
 
 def test_routers_call_services_only() -> None:
-    ways_in = _modules("api", "ctl") + sorted(PACKAGE.glob("*.py"))
+    ways_in = modules("api", "ctl") + sorted(PACKAGE.glob("*.py"))
     found = [
-        f"ferry_control/{_relative(path)}:{line}: {what}"
+        f"ferry_control/{relative(path)}:{line}: {what}"
         for path in ways_in
         for line, what in imported(path, REPOSITORIES)
     ]
@@ -182,8 +172,8 @@ def test_routers_call_services_only() -> None:
 
 def test_core_and_schemas_import_no_driver() -> None:
     found = [
-        f"ferry_control/{_relative(path)}:{line}: {what}"
-        for path in _modules("core", "schemas")
+        f"ferry_control/{relative(path)}:{line}: {what}"
+        for path in modules("core", "schemas")
         for line, what in imported(path, DRIVERS)
     ]
     assert not found, _report(found, "core/ and schemas/ sit below the drivers and import none")

@@ -16,11 +16,11 @@ import ast
 import inspect
 import re
 from collections import defaultdict
-from pathlib import Path
 
 from ferry_control.services.orchestrator import moves
+from tests.architecture.source import PACKAGE, tree
 
-ORCHESTRATOR = Path(__file__).resolve().parents[2] / "ferry_control" / "services" / "orchestrator"
+ORCHESTRATOR = PACKAGE / "services" / "orchestrator"
 #: Driver calls that move a server (the reconcile leaves them to the models).
 MOVING_CALLS = {
     "set_read_only", "start_replication", "stop_replication", "remove_replication", "change_master",
@@ -77,7 +77,7 @@ def _functions() -> dict[str, list[tuple[str, ast.AST]]]:
     """Every function of the orchestrator (nested ones too) by name: (module, node)."""
     found: dict[str, list[tuple[str, ast.AST]]] = defaultdict(list)
     for path in sorted(ORCHESTRATOR.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(tree(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 found[node.name].append((path.name, node))
     return found
@@ -122,11 +122,10 @@ def test_each_model_is_declared_once_with_its_undo_and_completion() -> None:
 def test_the_reconcile_moves_servers_through_the_models_only() -> None:
     models = _model_functions()
     for name in ("repairs.py", "reconcile.py"):
-        tree = ast.parse((ORCHESTRATOR / name).read_text())
-        called = _called(tree)
+        called = _called(tree(ORCHESTRATOR / name))
         assert not called & MOVING_CALLS, f"{name} moves servers itself: {sorted(called & MOVING_CALLS)}"
         assert not called & (models | PARTS), f"{name} calls a model's step by name: {sorted(called & models)}"
-    assert DISPATCH <= _called(ast.parse((ORCHESTRATOR / "repairs.py").read_text()))
+    assert DISPATCH <= _called(tree(ORCHESTRATOR / "repairs.py"))
 
 
 def test_every_live_compensation_is_its_models_undo_or_completion() -> None:
@@ -134,7 +133,7 @@ def test_every_live_compensation_is_its_models_undo_or_completion() -> None:
     targets = _model_functions() | DISPATCH
     registered: list[tuple[str, str]] = []
     for path in sorted(ORCHESTRATOR.glob("*.py")):
-        for call in ast.walk(ast.parse(path.read_text())):
+        for call in ast.walk(tree(path)):
             if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
                 continue
             if call.func.attr != "undo_with" or len(call.args) < 2:
