@@ -21,6 +21,11 @@
 //! every other place is taken a new connection gets one of `RESERVED_FOR_AUTH` kept places, where it may only
 //! authenticate, within `AUTHENTICATE_WITHIN` — so clients that hold every place (slow or idle ones) cannot keep a
 //! replica from following a new master, nor the control plane out.
+//!
+//! A stop (`serve`'s `stop`) ends the accept loop, then waits up to `DRAIN_WITHIN` for the open connections: an
+//! idle one is told "shutting down", a wait (for a position, a row lock's reader) ends with the same answer, and a
+//! commit under way is finished and answered — or, left unconfirmed by semi-sync replicas, ended without an answer
+//! and logged — before the node closes its binlog.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +38,7 @@ use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
 
 use crate::auth::{Access, Credentials};
 use crate::consumers::ConsumerRegistry;
@@ -45,6 +51,9 @@ use crate::subscribe::{self, ConsumerLimits, SubscribeRequest};
 pub const RESERVED_FOR_AUTH: usize = 16;
 /// How long a connection in a kept place has to authenticate (asking nothing else first).
 pub const AUTHENTICATE_WITHIN: Duration = Duration::from_secs(5);
+/// How long a stop waits for open connections to finish what they are doing (a commit's answer, a stream's last
+/// frame) before it closes them.
+pub const DRAIN_WITHIN: Duration = Duration::from_secs(10);
 
 /// The pools of places: any connection's (`--max-connections`), authenticated ones' (as many), and those kept for
 /// connections that authenticate first.
@@ -104,6 +113,7 @@ pub async fn serve(listener: TcpListener, context: Context, mut stop: watch::Rec
         reserved: Arc::new(Semaphore::new(RESERVED_FOR_AUTH)),
         max,
     };
+    let mut connections = JoinSet::new();
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -114,7 +124,8 @@ pub async fn serve(listener: TcpListener, context: Context, mut stop: watch::Rec
                     continue;
                 }
             },
-            _ = stop.changed() => return,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            _ = stop.changed() => break,
         };
         let _ = stream.set_nodelay(true);
         let place = match places.any.clone().try_acquire_owned() {
@@ -129,13 +140,22 @@ pub async fn serve(listener: TcpListener, context: Context, mut stop: watch::Rec
         };
         let (context, stop) = (context.clone(), stop.clone());
         let places = places.clone();
-        tokio::spawn(async move {
+        connections.spawn(async move {
             let seat = Seat { places, place };
             let connection = Connection::new(stream, context, peer.to_string(), seat);
             if let Err(e) = connection.run(stop).await {
                 tracing::debug!(%peer, "connection ended: {e}");
             }
         });
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(DRAIN_WITHIN, async { while connections.join_next().await.is_some() {} });
+    if drained.await.is_err() {
+        tracing::warn!(
+            "{} protocol connection(s) still busy {} s into the stop; closing them without an answer",
+            connections.len(),
+            DRAIN_WITHIN.as_secs()
+        );
     }
 }
 
@@ -207,7 +227,7 @@ impl Connection {
             let deadline = self.authenticate_by();
             let next = tokio::select! {
                 next = read_frame(&mut self.reader, &mut frame, limits) => next?,
-                _ = stop.changed() => {
+                _ = stopping(&mut stop) => {
                     return self.send(0, Response::error(ErrorCode::ShuttingDown, "the node is shutting down")).await;
                 }
                 _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
@@ -330,7 +350,7 @@ impl Connection {
                         "subscribing to changes needs Auth with the consumer token (--consumer-token-file)",
                     ),
                 ),
-                Ok((header, request)) => match self.handle(request).await {
+                Ok((header, request)) => match self.handle(request, &mut stop).await {
                     Some(response) => (header.request_id, response),
                     None => return Ok(()), // no answer is the true one: the client learns its outcome is unknown
                 },
@@ -380,7 +400,8 @@ impl Connection {
 
     /// The answer to one request; `None` when the connection must end without one: a commit the node's stop
     /// left unconfirmed by its semi-sync replicas is neither done nor refused, and no error code says that.
-    async fn handle(&mut self, request: Request) -> Option<Response> {
+    /// A stop ends any other request (a wait for a position) with "shutting down"; a commit is seen through.
+    async fn handle(&mut self, request: Request, stop: &mut watch::Receiver<bool>) -> Option<Response> {
         if let Request::Transact { domain, server_id, seq_no, ops } = request {
             if self.access == Access::Consumer {
                 return Some(Response::error(
@@ -403,7 +424,12 @@ impl Connection {
                 Err(e) => Some(txn_error(&e)),
             };
         }
-        Some(self.answer(request).await)
+        tokio::select! {
+            answer = self.answer(request) => Some(answer),
+            _ = stopping(stop) => {
+                Some(Response::error(ErrorCode::ShuttingDown, "the node is shutting down"))
+            }
+        }
     }
 
     async fn answer(&mut self, request: Request) -> Response {
@@ -484,6 +510,11 @@ impl Connection {
             ),
         }
     }
+}
+
+/// Returns once the node is stopping (at once if it already is; also if the stop's sender is gone).
+async fn stopping(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopping| *stopping).await;
 }
 
 fn frame_error(e: &FrameError) -> Response {

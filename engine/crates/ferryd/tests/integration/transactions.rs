@@ -115,6 +115,24 @@ fn read_only_refuses_writes_with_a_clear_error_and_reads_go_on() {
     rt().block_on(c.increment("t", "k", "n", 1)).unwrap();
 }
 
+/// A stop answers the connections it ends before the node exits: a client between requests reads "shutting down"
+/// rather than finding its connection cut.
+#[test]
+fn a_stop_tells_a_client_between_requests_that_the_node_is_shutting_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = NodeProc::start(dir.path(), 1, &[]);
+    let mut client = node.client();
+    rt().block_on(client.hello("between requests")).unwrap();
+    node.stop();
+    let (_, answer) = rt().block_on(client.read_response()).expect("an answer before the connection closed");
+    match answer {
+        ferry_core::protocol::Response::Error { code, message } => {
+            assert_eq!(ErrorCode::from_u16(code), Some(ErrorCode::ShuttingDown), "{message}")
+        }
+        other => panic!("expected the node's shutting-down answer, got {other:?}"),
+    }
+}
+
 #[test]
 fn waiting_for_a_position_returns_when_reached_or_times_out() {
     let dir = tempfile::tempdir().unwrap();
