@@ -3,7 +3,10 @@ server 3 a multi-source replica of both over `m1` and `m2`, servers 4 and 5 belo
 fault: when master 1 is SIGKILLed, the failover monitor — watching every master — fails it over on its own: server 3
 becomes writable for domain 1 (its writable domain, recorded for the replica guard) and keeps replicating domain 2
 from master 2 over `m2`; servers 4 and 5 are untouched and receive server 3's new domain-1 writes; with semi-sync
-between masters and server 3, no acknowledged domain-1 transaction is lost."""
+between masters and server 3, no acknowledged domain-1 transaction is lost. A planned switchover moves master 1's
+domains to server 3 the same way, and one whose instance died between the promotion and its record of server 3's
+writable domains is completed by the reconcile with them recorded, so the replica guard leaves the new master
+writable — a failover's too."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from tests.conftest import LiveFactory
 from tests.helpers import finished, run_operation, step, whole_cycles
 from tests.mariadb_cluster import WAIT_S, MariadbCluster, eventually
 from tests.mariadb_load import register_mariadb, seed000_tables
+from tests.operations.test_operation_faults import left_running
 
 POLL_INTERVAL_S = 0.2
 DETECTION_POLLS = 3
@@ -154,3 +158,79 @@ async def test_a_candidate_that_filters_out_a_domain_of_its_master_is_refused_na
         assert "s3 (server_id 3): it would lose domain(s) 5" in failover["error"], failover["error"]
     assert cluster.value(3, "@@read_only") == "1"
     assert set(ports(cluster, 3)) == {"m1", "m2"}, "nothing changed"
+
+
+async def test_a_switchover_of_one_master_of_two_left_after_the_promotion_is_completed_with_its_writable_domains(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    """The dead instance had made server 3 writable and cut its `m1` from master 1 (read-only), and died before it
+    recorded server 3's writable domains: the reconcile completes the move — master 1 replicates from server 3 over
+    `m1`, server 3 keeps `m2` — and records domain 1 as server 3's, set by the operation; the replica guard's next
+    pass then leaves server 3 writable, and its own domain-1 writes are not errant."""
+    cluster = mariadb_factory(5, shape="seed000")
+    seed000_tables(cluster)
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        await live.app.state.collector.run_cycle(as_leader=True)
+        cluster.sql(1, "SET GLOBAL read_only = 1;")
+        cluster.sql(3, "STOP SLAVE 'm1'; RESET SLAVE 'm1' ALL; SET GLOBAL read_only = 0;")
+        switch = {
+            "old_master_registered_server_id": ids[1], "new_master_registered_server_id": ids[3], "connection": "m1",
+            "old_master_was_read_only": False, "candidate_was_read_only": True, "others": [],
+            "candidate_keeps": ["m2"],
+        }  # fmt: skip
+        promoted = {"name": "candidate_leaves_old_master", "state": "passed", "started_at": "2026-11-30T03:00:00Z",
+                    "finished_at": "2026-11-30T03:00:01Z", "duration_s": 1.0, "detail": None}  # fmt: skip
+        operation_id = await left_running(live, cluster_id, "switchover", {}, {"switch": switch}, [promoted])
+        assert await live.app.state.reconciler.run_once() == [operation_id]
+        operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
+        report = operation["result"]["reconciled"]
+        assert report["problems"] == [], report
+        assert operation["result"]["failure"]["compensation"] == "rolled_forward", operation["result"]["failure"]
+        assert any("s3 (server_id 3): writable domains recorded: 1" in d for d in report["done"]), report
+        path = f"/api/v1/clusters/{cluster_id}/servers/{ids[3]}/writable-domains"
+        recorded = (await live.client.get(path)).json()
+        assert (recorded["writable_domains"], recorded["set_by"]) == ([1], f"operation {operation_id}"), recorded
+
+        cluster.sql(3, "SET SESSION gtid_domain_id = 1; INSERT INTO app.t1 VALUES (1);")
+        await live.app.state.collector.run_cycle(as_leader=True)  # the replica guard runs after it
+        assert cluster.value(3, "@@read_only") == "0", "the guard left the new master of domain 1 writable"
+        servers = (await live.client.get(f"/api/v1/clusters/{cluster_id}/topology")).json()["nodes"]
+        [node3] = [n for n in servers if n["registered_server_id"] == ids[3]]
+        assert (node3["writable_domains"], node3["errant"]) == ([1], []), node3
+    assert ports(cluster, 3) == {"m2": (str(cluster.server(2).port), "Yes", "Yes")}
+    assert ports(cluster, 1) == {"m1": (str(cluster.server(3).port), "Yes", "Yes")}
+
+
+async def test_a_failover_of_one_master_of_two_left_after_the_promotion_is_completed_with_its_writable_domains(
+    live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
+) -> None:
+    """Master 1 lost; the dead instance had cut server 3's `m1` and made it writable, and died before it recorded
+    server 3's writable domains: the reconcile completes the failover with domain 1 (master 1's, as last seen)
+    recorded as server 3's, set by the operation, and the replica guard leaves server 3 writable."""
+    cluster = mariadb_factory(5, shape="seed000")
+    seed000_tables(cluster)
+    async with live_app() as live:
+        cluster_id, ids = await register_mariadb(live.client, cluster)
+        await live.app.state.collector.run_cycle(as_leader=True)  # master 1's domains, as last seen before it is lost
+        cluster.kill(1)
+        cluster.sql(3, "STOP SLAVE 'm1'; RESET SLAVE 'm1' ALL; SET GLOBAL read_only = 0;")
+        promoted = {"name": "promote_candidate", "state": "passed", "started_at": "2026-11-30T03:00:00Z",
+                    "finished_at": "2026-11-30T03:00:01Z", "duration_s": 1.0, "detail": None}  # fmt: skip
+        operation_id = await left_running(
+            live, cluster_id, "failover", {"automatic": True},
+            {"old_master_registered_server_id": ids[1], "new_master_registered_server_id": ids[3]}, [promoted],
+        )  # fmt: skip
+        assert await live.app.state.reconciler.run_once() == [operation_id]
+        operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
+        report = operation["result"]["reconciled"]
+        assert report["problems"] == [], report
+        assert operation["result"]["failure"]["compensation"] == "rolled_forward", operation["result"]["failure"]
+        assert any("s3 (server_id 3): writable domains recorded: 1" in d for d in report["done"]), report
+        path = f"/api/v1/clusters/{cluster_id}/servers/{ids[3]}/writable-domains"
+        recorded = (await live.client.get(path)).json()
+        assert (recorded["writable_domains"], recorded["set_by"]) == ([1], f"operation {operation_id}"), recorded
+
+        await live.app.state.collector.run_cycle(as_leader=True)  # the replica guard runs after it
+        assert cluster.value(3, "@@read_only") == "0", "the guard left the new master of domain 1 writable"
+    assert ports(cluster, 3) == {"m2": (str(cluster.server(2).port), "Yes", "Yes")}

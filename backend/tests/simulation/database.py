@@ -1,8 +1,9 @@
 """The little of the database the operations read and write, in memory: `session.get` of the cluster's row and of its
 servers' rows (the simulated ones `context.registered` built: fencing the old master marks its row, suspending
 automatic failover marks the cluster's), the cluster's replication links as the collector last stored them (none
-for a failover of a root; a hub failover reads the lost hub's own connections there), the operation's row, and the
-cluster's operation lock — its holder, lease and fencing token — which the real repository's statements
+for a failover of a root; a hub failover reads the lost hub's own connections there), the operation's row, the
+replica guard's rows (where an operation records a promoted multi-source server's writable domains: `session.get`,
+`add`), and the cluster's operation lock — its holder, lease and fencing token — which the real repository's statements
 (`ClusterRepository.lock_state`, `lock_for_operation`, `renew_lease`, `release`; `OperationRepository.get_any`) read
 and change here as PostgreSQL would: an UPDATE's WHERE decides whether it changes the row, and its row count says so.
 Anything else the code under test asks raises, as a database that is away would (routing.py's background recordings
@@ -111,6 +112,16 @@ class _Session:
         if store is not None and table == "operations" and set(where) == {"id"}:
             return store.operations.get(where["id"])
         raise RuntimeError(f"the simulation has no table {table}")
+
+    def add(self, row: Any) -> None:
+        """A new row of the one table the simulation adds to: the replica guard's (by server id), where an operation
+        records a promoted multi-source server's writable domains."""
+        if type(row).__name__ != "ReplicaGuard":
+            raise RuntimeError(f"the simulation has no table for {type(row).__name__}")
+        self._db.rows.setdefault("ReplicaGuard", {})[row.server_id] = row
+
+    async def flush(self) -> None:
+        await self._pause()
 
     async def execute(self, statement: Any) -> Any:
         await self._pause()

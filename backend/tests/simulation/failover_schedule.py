@@ -69,7 +69,7 @@ async def _reconcile(
     assert ctx.registered is not None
     cluster_row, servers = ctx.registered
     runner.sessionmaker = SimDatabase(cluster_row, servers)
-    repair = RepairContext(runner.sessionmaker, settings, runner)  # type: ignore[arg-type]
+    repair = RepairContext(runner.sessionmaker, settings, runner, ctx.operation_id)  # type: ignore[arg-type]
     result = lenient(FailoverResult, ctx.stored)
     CURRENT.set((instance, cluster, faults))
     snapshot = await ClusterSnapshot.take(cluster_row, servers, drivers, settings.collection.poll_timeout_s)  # type: ignore[arg-type]

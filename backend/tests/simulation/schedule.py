@@ -42,6 +42,7 @@ from tests.simulation import invariants, wake
 from tests.simulation.clock import VirtualClockLoop, now, virtual_time
 from tests.simulation.cluster import Cluster
 from tests.simulation.context import SimContext, SimRunner, registered
+from tests.simulation.database import SimDatabase
 from tests.simulation.driver import SimDriverFactory
 from tests.simulation.faults import FaultPlan, Instance, draw_wake
 from tests.simulation.invariants import Outcome, Violation
@@ -162,10 +163,10 @@ async def _reconcile(
     instance = Instance("api-2")
     drivers = SimDriverFactory(cluster, instance, faults, rng, mariadb=topology.mariadb)
     runner = SimRunner(settings, drivers, shared.metrics)
-    repair = RepairContext(None, settings, runner)  # type: ignore[arg-type]
-    result = lenient(SwitchoverResult, ctx.stored)
     assert ctx.registered is not None
     cluster_row, servers = ctx.registered
+    repair = RepairContext(SimDatabase(cluster_row, servers), settings, runner, ctx.operation_id)  # type: ignore[arg-type]
+    result = lenient(SwitchoverResult, ctx.stored)
     CURRENT.set((instance, cluster, faults))
     snapshot = await ClusterSnapshot.take(cluster_row, servers, drivers, settings.collection.poll_timeout_s)  # type: ignore[arg-type]
     done: list[str] = []

@@ -61,7 +61,13 @@ from ferry_control.services.orchestrator.switchover import (
     role_taken,
     roll_forward,
 )
-from ferry_control.services.orchestrator.writable import new_master_domains, record_writable, recorded_words
+from ferry_control.services.orchestrator.writable import (
+    new_master_domains,
+    record_completed,
+    record_writable,
+    recorded_words,
+    replaced_domains,
+)
 
 
 @dataclass(frozen=True)
@@ -539,7 +545,8 @@ async def complete_failover(ctx: MoveContext, plan: FailoverMove, observed: Obse
     (repairs.py): the candidate's leveling connections and connections to the lost master removed, its connections
     to the cluster's other masters that stopped cleanly started again, then `complete_move`: the candidate writable
     and every other server that replicates from the lost master or the candidate (not in maintenance) following it
-    — one that cannot be read is named, not repointed — and the candidate in service as the writer on every proxy.
+    — one that cannot be read is named, not repointed —, a candidate that keeps connections to other masters with its
+    writable domains recorded (writable.py), and the candidate in service as the writer on every proxy.
     The lost master was recorded fenced before the promotion: it stays read-only whenever it answers."""
     new = observed.get(plan.new_master_server_id)
     if new is None or new.info.protocol_address is None:
@@ -547,6 +554,7 @@ async def complete_failover(ctx: MoveContext, plan: FailoverMove, observed: Obse
     label, lost = new.info.label, _address_of(observed, plan.old_master_server_id)
     done: list[str] = []
     problems: list[str] = []
+    kept: list[str] = []  # its connections to the cluster's other masters
     try:
         driver = new.require_driver()
         current = await driver.replica_connections()
@@ -557,7 +565,9 @@ async def complete_failover(ctx: MoveContext, plan: FailoverMove, observed: Obse
                     await driver.stop_replication(connection.name)
                 await driver.remove_replication(connection.name)
                 done.append(f"{label}: connection {connection.name!r} removed")
-            elif not connection.running and connection.last_error is None:
+                continue
+            kept.append(connection.name)
+            if not connection.running and connection.last_error is None:
                 await _start_again(new, connection.name, " to another master", done, problems)
     except DriverError as e:
         problems.append(f"{label}: {e}")
@@ -575,6 +585,11 @@ async def complete_failover(ctx: MoveContext, plan: FailoverMove, observed: Obse
             if connection.master_address in (lost, new.info.protocol_address):
                 others.append((view, connection.name))
     completed = await complete_move(ctx.settings, new, others, None)
+    if completed.writable and kept:  # as the live run records them once it promoted the candidate
+        taken = new_master_domains(replaced_domains(observed.get(plan.old_master_server_id), new), new, kept)
+        recorded, not_recorded = await record_completed(ctx, new, taken)
+        done.extend(recorded)
+        problems.extend(not_recorded)
     if completed.writable:
         await routing.writer_arrived(ctx, new.info.id, plan.old_master_server_id)
     return Settled(done + completed.done, problems + completed.problems)

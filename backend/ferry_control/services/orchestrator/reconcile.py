@@ -254,7 +254,7 @@ class Reconciler:
         repair = repair_of(facts.type)
         verdict: RepairVerdict = "unknown"
         if repair is not None:
-            context = RepairContext(self._sessionmaker, self._settings, self._runner)
+            context = RepairContext(self._sessionmaker, self._settings, self._runner, facts.operation_id)
             verdict = await repair(context, snapshot, facts.result, done, problems)
         else:
             done.append(f"{facts.type} is one move: examined only, repeat it if it is still wanted")

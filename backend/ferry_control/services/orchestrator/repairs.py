@@ -35,6 +35,8 @@ class RepairContext:
     sessionmaker: async_sessionmaker[AsyncSession]
     settings: Settings
     runner: OperationRunner
+    #: The operation being reconciled (what the completion records its writable domains as set by).
+    operation_id: int
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class _Move:
 
     sessionmaker: async_sessionmaker[AsyncSession]
     cluster_id: int
+    operation_id: int
     settings: Settings
     result: OperationResult
     runner: OperationRunner
@@ -60,7 +63,7 @@ async def repair_switch(
     """A switchover's or a drill's (`SwitchesMaster`): undone while the candidate took no write, else completed —
     by the live stop's rule and with its undo and completion (moves.py)."""
     assert isinstance(result, SwitchesMaster)
-    move = _Move(ctx.sessionmaker, snapshot.cluster_id, ctx.settings, result, ctx.runner)
+    move = _Move(ctx.sessionmaker, snapshot.cluster_id, ctx.operation_id, ctx.settings, result, ctx.runner)
     if result.hub_switch is not None:
         return await _repair_hub_switch(move, snapshot, result.hub_switch, done, problems)
     switch = result.switch
@@ -127,7 +130,7 @@ async def repair_failover(
     """A failover's: completed once its candidate was promoted (`failover.promoted`, the live stop's rule), else
     undone (its temporary leveling connections removed, its connections that ran running again)."""
     assert isinstance(result, FailoverResult)
-    move = _Move(ctx.sessionmaker, snapshot.cluster_id, ctx.settings, result, ctx.runner)
+    move = _Move(ctx.sessionmaker, snapshot.cluster_id, ctx.operation_id, ctx.settings, result, ctx.runner)
     if result.hub_failover is not None:
         _report(await moves.complete(move, result.hub_failover, snapshot.by_id), done, problems,
                 "completed: the lost hub's replicas are re-homed")  # fmt: skip

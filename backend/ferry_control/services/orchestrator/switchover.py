@@ -42,7 +42,13 @@ from ferry_control.services.orchestrator.moves import MoveContext, Observed, Set
 from ferry_control.services.orchestrator.runner import OperationContext, OperationFailed
 from ferry_control.services.orchestrator.snapshot import ClusterSnapshot, Link, ServerView
 from ferry_control.services.orchestrator.switch_plan import switch_plan
-from ferry_control.services.orchestrator.writable import new_master_domains, record_writable, recorded_words
+from ferry_control.services.orchestrator.writable import (
+    new_master_domains,
+    record_completed,
+    record_writable,
+    recorded_words,
+    replaced_domains,
+)
 
 log = logging.getLogger(__name__)
 
@@ -486,8 +492,7 @@ async def _switch_master(
             await actions.restart_connections(candidate_driver, kept)
             # Its domains recorded for the replica guard while the operation holds the cluster: replicating and
             # writable, it would be made read-only once the operation ends.
-            replaced = {*master.binlog.domains(), *([master.status.default_domain] if master.status else [])}
-            taken = new_master_domains(replaced, candidate, kept)
+            taken = new_master_domains(replaced_domains(master, candidate), candidate, kept)
             await record_writable(ctx, candidate.info.id, taken)
             step.detail = (
                 f"{candidate.info.label} keeps replicating over {', '.join(map(repr, kept))}: writes to it must stay "
@@ -786,8 +791,9 @@ async def complete_switch(ctx: MoveContext, switch: MasterSwitch, observed: Obse
     """The one completion of a master switch, live or after a crash (repairs.py), past its point of no return:
     `complete_move` over the recorded others (those still registered and not in maintenance), the old master
     following the new one over the candidate's connection name with that connection's settings (less its delay and
-    filters) when they are observed; then the new master, writable, in service as the writer on every proxy (a
-    crash may have come before the promotion told them)."""
+    filters) when they are observed; a multi-source new master's writable domains recorded (writable.py: a stop or a
+    crash may have come between the promotion and the live run's record); then the new master, writable, in service
+    as the writer on every proxy (a crash may have come before the promotion told them)."""
     old, new = (
         observed.get(switch.old_master_registered_server_id),
         observed.get(switch.new_master_registered_server_id),
@@ -805,9 +811,14 @@ async def complete_switch(ctx: MoveContext, switch: MasterSwitch, observed: Obse
         ctx.settings, new, others, old, None if follower is None else replace(follower, delay_s=0, filters={}),
         switch.connection, keeps=switch.candidate_keeps,
     )  # fmt: skip
+    done, problems = completed.done, completed.problems
+    if completed.writable and switch.candidate_keeps:  # as the live run's `candidate_keeps_connections` records them
+        taken = new_master_domains(replaced_domains(old, new), new, switch.candidate_keeps)
+        recorded, not_recorded = await record_completed(ctx, new, taken)
+        done, problems = [*done, *recorded], [*problems, *not_recorded]
     if completed.writable:
         await routing.writer_arrived(ctx, new.info.id, old.info.id)
-    return Settled(completed.done, completed.problems)
+    return Settled(done, problems)
 
 
 @dataclass(frozen=True)
