@@ -56,6 +56,14 @@ class ClusterRepository:
             held.update((await self.session.scalars(statement)).all())
         return held
 
+    async def exclude_writers(self, cluster_id: int) -> None:
+        """The cluster's row locked FOR UPDATE for the rest of the transaction, as deleting the cluster would lock
+        it: before removing one of its servers, whose cascade reaches the server's links, samples and guard row. The
+        writers of those rows `hold` the cluster first (FOR KEY SHARE, which this waits on and makes wait), so a
+        removal waits for a record under way, and a record that comes after it reads the server gone — never the two
+        waiting on each other. SQLite, one writer at a time, takes no row lock."""
+        await self.session.execute(select(Cluster.id).where(Cluster.id == cluster_id).with_for_update())
+
     async def flush(self) -> None:
         await self.session.flush()
 

@@ -50,6 +50,11 @@ class ClusterService:
         if not await self.clusters.hold([cluster_id]):
             raise NotFound(f"cluster {cluster_id} does not exist (deleted meanwhile)", code="cluster_not_found")
 
+    async def exclude_writers(self, cluster_id: int) -> None:
+        """Keeps the writers of the cluster's rows out for the rest of the transaction, before removing one of its
+        servers (`ClusterRepository.exclude_writers`)."""
+        await self.clusters.exclude_writers(cluster_id)
+
     async def find_by_name(self, name: str) -> Cluster | None:
         return await self.clusters.get_by_name(name)
 

@@ -146,6 +146,10 @@ class ServerService:
     async def delete(self, cluster_id: int, server_id: int) -> None:
         server = await self.get(cluster_id, server_id)
         await self.clusters.refuse_while_busy(cluster_id, f"{server.label} cannot be removed")
+        # In the order a cluster's delete takes them (the operation lock, then the cluster's row): the collector's
+        # record, the replica guard and a discovery hold the cluster before writing its servers' rows, so the
+        # removal's cascade never meets one of them half-way (a deadlock PostgreSQL would end by failing one).
+        await self.clusters.exclude_writers(cluster_id)
         await self.servers.delete(server)
 
     async def _check_free(
