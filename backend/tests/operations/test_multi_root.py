@@ -11,6 +11,7 @@ writable — a failover's too."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from tests.conftest import LiveFactory
 from tests.helpers import finished, run_operation, step, whole_cycles
@@ -160,6 +161,19 @@ async def test_a_candidate_that_filters_out_a_domain_of_its_master_is_refused_na
     assert set(ports(cluster, 3)) == {"m1", "m2"}, "nothing changed"
 
 
+async def completed_with_domain_1_recorded(live: Any, cluster_id: int, operation_id: int, server3: int) -> None:
+    """Reconciles the operation a dead instance left; it must end completed, with domain 1 recorded as server 3's
+    writable domain, set by that operation."""
+    assert await live.app.state.reconciler.run_once() == [operation_id]
+    operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
+    report = operation["result"]["reconciled"]
+    assert report["problems"] == [], report
+    assert operation["result"]["failure"]["compensation"] == "rolled_forward", operation["result"]["failure"]
+    assert any("s3 (server_id 3): writable domains recorded: 1" in d for d in report["done"]), report
+    recorded = (await live.client.get(f"/api/v1/clusters/{cluster_id}/servers/{server3}/writable-domains")).json()
+    assert (recorded["writable_domains"], recorded["set_by"]) == ([1], f"operation {operation_id}"), recorded
+
+
 async def test_a_switchover_of_one_master_of_two_left_after_the_promotion_is_completed_with_its_writable_domains(
     live_app: LiveFactory, mariadb_factory: Callable[..., MariadbCluster]
 ) -> None:
@@ -182,15 +196,7 @@ async def test_a_switchover_of_one_master_of_two_left_after_the_promotion_is_com
         promoted = {"name": "candidate_leaves_old_master", "state": "passed", "started_at": "2026-11-30T03:00:00Z",
                     "finished_at": "2026-11-30T03:00:01Z", "duration_s": 1.0, "detail": None}  # fmt: skip
         operation_id = await left_running(live, cluster_id, "switchover", {}, {"switch": switch}, [promoted])
-        assert await live.app.state.reconciler.run_once() == [operation_id]
-        operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
-        report = operation["result"]["reconciled"]
-        assert report["problems"] == [], report
-        assert operation["result"]["failure"]["compensation"] == "rolled_forward", operation["result"]["failure"]
-        assert any("s3 (server_id 3): writable domains recorded: 1" in d for d in report["done"]), report
-        path = f"/api/v1/clusters/{cluster_id}/servers/{ids[3]}/writable-domains"
-        recorded = (await live.client.get(path)).json()
-        assert (recorded["writable_domains"], recorded["set_by"]) == ([1], f"operation {operation_id}"), recorded
+        await completed_with_domain_1_recorded(live, cluster_id, operation_id, ids[3])
 
         cluster.sql(3, "SET SESSION gtid_domain_id = 1; INSERT INTO app.t1 VALUES (1);")
         await live.app.state.collector.run_cycle(as_leader=True)  # the replica guard runs after it
@@ -221,15 +227,7 @@ async def test_a_failover_of_one_master_of_two_left_after_the_promotion_is_compl
             live, cluster_id, "failover", {"automatic": True},
             {"old_master_registered_server_id": ids[1], "new_master_registered_server_id": ids[3]}, [promoted],
         )  # fmt: skip
-        assert await live.app.state.reconciler.run_once() == [operation_id]
-        operation = (await live.client.get(f"/api/v1/clusters/{cluster_id}/operations/{operation_id}")).json()
-        report = operation["result"]["reconciled"]
-        assert report["problems"] == [], report
-        assert operation["result"]["failure"]["compensation"] == "rolled_forward", operation["result"]["failure"]
-        assert any("s3 (server_id 3): writable domains recorded: 1" in d for d in report["done"]), report
-        path = f"/api/v1/clusters/{cluster_id}/servers/{ids[3]}/writable-domains"
-        recorded = (await live.client.get(path)).json()
-        assert (recorded["writable_domains"], recorded["set_by"]) == ([1], f"operation {operation_id}"), recorded
+        await completed_with_domain_1_recorded(live, cluster_id, operation_id, ids[3])
 
         await live.app.state.collector.run_cycle(as_leader=True)  # the replica guard runs after it
         assert cluster.value(3, "@@read_only") == "0", "the guard left the new master of domain 1 writable"
