@@ -585,7 +585,9 @@ async def complete_failover(ctx: MoveContext, plan: FailoverMove, observed: Obse
             if connection.master_address in (lost, new.info.protocol_address):
                 others.append((view, connection.name))
     completed = await complete_move(ctx.settings, new, others, None)
-    if completed.writable and kept:  # as the live run records them once it promoted the candidate
+    # As the live run records them once it promoted the candidate; with the lost master's address unknown, which
+    # connections are the other masters' is unknown too, and nothing is recorded.
+    if completed.writable and kept and lost is not None:
         taken = new_master_domains(replaced_domains(observed.get(plan.old_master_server_id), new), new, kept)
         recorded, not_recorded = await record_completed(ctx, new, taken)
         done.extend(recorded)
