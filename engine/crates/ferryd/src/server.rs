@@ -23,9 +23,9 @@
 //! replica from following a new master, nor the control plane out.
 //!
 //! A stop (`serve`'s `stop`) ends the accept loop, then waits up to `DRAIN_WITHIN` for the open connections: an
-//! idle one is told "shutting down", a wait (for a position, a row lock's reader) ends with the same answer, and a
-//! commit under way is finished and answered — or, left unconfirmed by semi-sync replicas, ended without an answer
-//! and logged — before the node closes its binlog.
+//! idle one is told "shutting down", a wait for a position ends with the same answer, and a commit under way is
+//! finished and answered — or, left unconfirmed by semi-sync replicas, ended without an answer and logged — before
+//! the node closes its binlog.
 
 use std::sync::Arc;
 use std::time::Duration;
